@@ -6,6 +6,7 @@ sentence from `open_gpu` and the rest of attnbench keeps working.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import time
 from dataclasses import dataclass, field
@@ -96,6 +97,10 @@ class Gpu:
         self.device = driver.Device(index)
         self.context = self.device.retain_primary_context()
         self.context.push()
+        self._open = True
+        # Pop the context before pycuda's own exit hook runs (atexit runs hooks last-in first-out);
+        # a context left on the stack makes pycuda abort the process at exit.
+        atexit.register(self.close)
         attr = driver.device_attribute
         self.name: str = self.device.name()
         self.compute_capability: tuple[int, int] = self.device.compute_capability()
@@ -213,6 +218,10 @@ class Gpu:
         return [text for attr, text in names.items() if mask & getattr(pynvml, attr, 0)]
 
     def close(self) -> None:
+        """Release the context (idempotent)."""
+        if not self._open:
+            return
+        self._open = False
         try:
             self.context.pop()
         except Exception:

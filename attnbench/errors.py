@@ -50,3 +50,21 @@ class DeviceMemoryError(AttnbenchError):
     """The run needs more device memory than is free."""
 
     exit_code = 3
+
+
+class PeerUnavailable(AttnbenchError):
+    """A peer implementation (PyTorch) was asked for but cannot run here."""
+
+    exit_code = 3
+
+
+class ResultsError(AttnbenchError):
+    """A saved results file is unreadable, of an unknown schema, or not comparable with this run."""
+
+    exit_code = 2
+
+
+class PlotsUnavailable(AttnbenchError):
+    """matplotlib (the `plot` extra) is not installed."""
+
+    exit_code = 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -74,10 +74,30 @@ class Measurement:
             "kernel": self.kernel.to_dict(),
             "flops": self.flops,
             "tflops": self.tflops,
+            "peak_flops": self.peak_flops,
             "peak_fraction": self.peak_fraction,
             "verification": self.verification.to_dict() if self.verification else None,
             "warnings": self.warnings + self.kernel.warnings,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Measurement":
+        """Rebuild a saved measurement (its verification is kept separately by saved results)."""
+        kernel = KernelStats.from_dict(data["kernel"])
+        shape = data["shape"]
+        return cls(
+            variant=data["variant"],
+            case=data["case"],
+            shape=Shape(shape["B"], shape["N"], shape["d"]),
+            device=data["device"],
+            compute_s=data["compute_s"],
+            kernel=kernel,
+            compile_s=data.get("compile_s", 0.0),
+            input_s=data.get("input_s"),
+            output_s=data.get("output_s"),
+            peak_flops=data.get("peak_flops"),
+            warnings=[w for w in data.get("warnings", []) if w not in kernel.warnings],
+        )
 
 
 class Execution(Protocol):
@@ -94,6 +114,8 @@ class Execution(Protocol):
     def download(self) -> np.ndarray: ...
 
     def sample_ms(self, flush_l2: bool) -> float: ...
+
+    def batch_ms(self, passes: int) -> float: ...
 
     def free(self) -> None: ...
 
@@ -126,6 +148,13 @@ class CpuExecution:
     def sample_ms(self, flush_l2: bool) -> float:
         start = time.perf_counter()
         self.run_pass()
+        return (time.perf_counter() - start) * 1e3
+
+    def batch_ms(self, passes: int) -> float:
+        """Milliseconds for `passes` passes in a row (the square-attention lab's timing)."""
+        start = time.perf_counter()
+        for _ in range(passes):
+            self.run_pass()
         return (time.perf_counter() - start) * 1e3
 
     def free(self) -> None:
@@ -235,6 +264,7 @@ class GpuExecution:
                 "qkv": qkv + 4 * b0 * 3 * N * d,
                 "out": out + 4 * b0 * N * d,
             }
+            geometry = []
             for launch in self.variant.launches:
                 function = self.compiled.functions[launch.kernel]
                 if launch.kernel not in self._prepared:
@@ -243,8 +273,10 @@ class GpuExecution:
                 grid, block, smem = launch.grid(chunk), launch.block(chunk), launch.smem(chunk)
                 self._check_geometry(launch.kernel, grid, block)
                 self.gpu.allow_dynamic_smem(function, launch.kernel, smem)
-                for step in range(launch.repeat(chunk)):
-                    values["step"] = np.int32(step)
+                geometry.append((launch, function, grid, block, smem))
+            for step in range(self.variant.steps(chunk)):
+                values["step"] = np.int32(step)
+                for launch, function, grid, block, smem in geometry:
                     args = tuple(values[a] for a in launch.args)
                     records.append(_LaunchRecord(launch.kernel, function, grid, block, smem, args))
         return records
@@ -285,9 +317,18 @@ class GpuExecution:
     def sample_ms(self, flush_l2: bool) -> float:
         if flush_l2 and "l2_flush" in self._buffers:
             self.driver.memset_d32(self._buffers["l2_flush"], 0, self.flush_bytes // 4)
+        return self._timed_ms(1)
+
+    def batch_ms(self, passes: int) -> float:
+        """Milliseconds for `passes` passes back to back, no L2 flush (the square-attention lab's timing)."""
+        return self._timed_ms(passes)
+
+    def _timed_ms(self, passes: int) -> float:
+        """CUDA events around `passes` passes (the flush, if any, happened before the start event)."""
         start, end = self.driver.Event(), self.driver.Event()
         start.record()
-        self.run_pass()
+        for _ in range(passes):
+            self.run_pass()
         end.record()
         try:
             end.synchronize()
@@ -318,26 +359,33 @@ def make_execution(variant: Variant, testcase: Testcase, gpu: Any | None, flush_
     return GpuExecution(gpu, variant, testcase, flush_l2)
 
 
-def execute(
-    variant: Variant,
-    testcase: Testcase,
-    case_label: str,
-    gpu: Any | None,
-    policy: TimingPolicy,
-) -> tuple[np.ndarray, Measurement]:
-    """Compute the output once (timed as the course times 'computing'), then time repeated passes."""
-    execution = make_execution(variant, testcase, gpu, policy.flush_l2)
-    try:
-        start = time.perf_counter()
-        execution.upload()
-        execution.run_pass()
-        output = execution.download()
-        compute_s = time.perf_counter() - start
-        host_timed = isinstance(execution, CpuExecution)
-        first = [compute_s * 1e3] if host_timed else None
-        stats = measure(lambda: execution.sample_ms(policy.flush_l2), policy, first_samples=first)
-    finally:
-        execution.free()
+Timer = Callable[[Execution, TimingPolicy], KernelStats]
+
+
+def engine_timer(execution: Execution, policy: TimingPolicy) -> KernelStats:
+    """The default timing: warm-up, then samples until the policy's noise target or limits."""
+    return measure(lambda: execution.sample_ms(policy.flush_l2), policy)
+
+
+@dataclass
+class CheckedRun:
+    """A gated execution: the check of the first pass, and the measurement only if it passed."""
+
+    check: Any  # anything with a boolean `passed` (a VerifyReport, or a workload's own rule)
+    measurement: Measurement | None  # None for a wrong output: a wrong answer gets no speed
+
+
+def _first_pass(execution: Execution) -> tuple[np.ndarray, float]:
+    """Upload, one pass and download, timed as the course times 'computing'."""
+    start = time.perf_counter()
+    execution.upload()
+    execution.run_pass()
+    output = execution.download()
+    return output, time.perf_counter() - start
+
+
+def _measurement(variant: Variant, case_label: str, testcase: Testcase, gpu: Any | None, execution: Execution,
+                 compute_s: float, stats: KernelStats) -> Measurement:
     measurement = Measurement(
         variant=variant.name,
         case=case_label,
@@ -354,7 +402,59 @@ def execute(
             measurement.warnings.append(
                 f"the GPU reports clock throttling ({', '.join(reasons)}): let it cool or lower its load, then rerun"
             )
-    return output, measurement
+    return measurement
 
 
-__all__ = ["Measurement", "execute", "make_execution", "SCALAR_ARGS"]
+def execute(
+    variant: Variant,
+    testcase: Testcase,
+    case_label: str,
+    gpu: Any | None,
+    policy: TimingPolicy,
+) -> tuple[np.ndarray, Measurement]:
+    """Compute the output once (timed as the course times 'computing'), then time repeated passes."""
+    execution = make_execution(variant, testcase, gpu, policy.flush_l2)
+    try:
+        output, compute_s = _first_pass(execution)
+        host_timed = isinstance(execution, CpuExecution)
+        first = [compute_s * 1e3] if host_timed else None
+        stats = measure(lambda: execution.sample_ms(policy.flush_l2), policy, first_samples=first)
+    finally:
+        execution.free()
+    return output, _measurement(variant, case_label, testcase, gpu, execution, compute_s, stats)
+
+
+def execute_checked(
+    variant: Variant,
+    testcase: Testcase,
+    case_label: str,
+    gpu: Any | None,
+    policy: TimingPolicy,
+    check: Callable[[np.ndarray], Any],
+    timer: Timer | None = None,
+) -> CheckedRun:
+    """Correctness gates speed: check the first pass's output, and time the variant only if it passed.
+
+    `check` receives the output and returns an object with `passed`; `timer` replaces the default
+    timing engine (the square-attention lab's doubling rule is one).
+    """
+    execution = make_execution(variant, testcase, gpu, policy.flush_l2)
+    try:
+        output, compute_s = _first_pass(execution)
+        result = check(output)
+        del output
+        if not result.passed:
+            return CheckedRun(result, None)
+        if timer is not None:
+            stats = timer(execution, policy)
+        elif isinstance(execution, CpuExecution):
+            first = [compute_s * 1e3]
+            stats = measure(lambda: execution.sample_ms(policy.flush_l2), policy, first_samples=first)
+        else:
+            stats = engine_timer(execution, policy)
+    finally:
+        execution.free()
+    return CheckedRun(result, _measurement(variant, case_label, testcase, gpu, execution, compute_s, stats))
+
+
+__all__ = ["CheckedRun", "Measurement", "Timer", "execute", "execute_checked", "make_execution", "SCALAR_ARGS"]

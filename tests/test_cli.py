@@ -1,0 +1,137 @@
+import json
+import struct
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from attnbench import suite
+from attnbench.cli import main
+from attnbench.testcase import Shape, read_output, write_output
+
+
+@pytest.fixture
+def cli():
+    runner = CliRunner()
+
+    def invoke(*args):
+        return runner.invoke(main, list(args), catch_exceptions=False)
+
+    return invoke
+
+
+def test_gen_run_and_verify_with_the_cpu_variant(cli, tmp_path):
+    result = cli("gen", "t02")
+    assert result.exit_code == 0, result.output
+    assert suite.has_reference(suite.get_case("t02"))
+    out = tmp_path / "out.bin"
+    result = cli("run", "t02", str(out), "--variant", "cpu", "--check")
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.output and "TFLOP/s" in result.output and "compute" in result.output
+    assert out.stat().st_size == Shape(160, 128, 64).output_bytes
+    result = cli("verify", str(out), "t02")
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.output
+
+
+def test_verify_fails_on_a_perturbed_output_and_names_the_worst_element(cli, tmp_path):
+    case = suite.get_case("odd_100x32")
+    cli("gen", case.name)
+    ref = read_output(suite.reference_path(case), case.shape)
+    bad = ref.copy()
+    bad[4, 57, 9] += 0.25
+    bad[1, 2, 3] -= 0.01
+    write_output(tmp_path / "bad.bin", bad)
+    result = cli("verify", str(tmp_path / "bad.bin"), case.name)
+    assert result.exit_code == 1
+    assert "FAIL" in result.output
+    assert "(batch 4, row 57, col 9)" in result.output
+    assert "2 of 16000" in result.output
+    result = cli("verify", str(tmp_path / "bad.bin"), case.name, "--json")
+    report = json.loads(result.output)
+    assert report["failing"] == 2 and report["worst"]["row"] == 57
+
+
+def test_verify_with_a_reference_file_and_a_case(cli, tmp_path):
+    case = suite.get_case("odd_17x48")
+    cli("gen", case.name)
+    ref_file = suite.reference_path(case)
+    result = cli("verify", str(ref_file), str(ref_file), "--case", case.name, "--atol", "0")
+    assert result.exit_code == 0
+    result = cli("verify", str(ref_file), str(tmp_path / "x.ref"))
+    assert result.exit_code == 1
+    assert "cannot tell B, N, d" in result.output
+
+
+def test_run_on_a_users_course_file_checks_against_a_fresh_reference(cli, tmp_path):
+    rng = np.random.default_rng()
+    path = tmp_path / "mine.in"
+    with open(path, "wb") as f:
+        f.write(struct.pack("<iii", 2, 45, 12))
+        f.write(rng.uniform(-3, 3, 2 * 3 * 45 * 12).astype("<f4").tobytes())
+    result = cli("run", str(path), str(tmp_path / "mine.out"), "--variant", "cpu", "--check", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["verification"]["passed"] and data["shape"] == {"B": 2, "N": 45, "d": 12}
+    assert data["kernel"]["count"] == 1 and data["flops"] == 4 * 2 * 45 * 45 * 12
+
+
+def test_corrupt_input_is_one_line_and_leaves_no_output(cli, tmp_path):
+    path = tmp_path / "broken.in"
+    path.write_bytes(struct.pack("<iii", 2, 8, 4) + b"\0" * 10)
+    out = tmp_path / "o.bin"
+    result = cli("run", str(path), str(out), "--variant", "cpu")
+    assert result.exit_code == 1
+    assert "broken.in" in result.output and "should be" in result.output
+    assert "Traceback" not in result.output
+    assert not out.exists()
+
+
+def test_unknown_names_and_refused_shapes(cli, tmp_path):
+    result = cli("run", "t99", str(tmp_path / "o"), "--variant", "cpu")
+    assert result.exit_code == 2 and "neither a file nor a suite case" in result.output
+    result = cli("run", "odd_17x48", str(tmp_path / "o"), "--variant", "warp9")
+    assert result.exit_code == 2 and "no variant named 'warp9'" in result.output
+
+
+def test_bankfree_refuses_other_head_dims_in_one_line(cli, tmp_path):
+    result = cli("run", "odd_17x48", str(tmp_path / "o"), "--variant", "bankfree")
+    assert result.exit_code == 2
+    assert "bankfree needs d in {32, 64}, and the case has d=48" in result.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_gpu_variant_without_a_gpu_is_one_clear_sentence(cli, tmp_path):
+    from attnbench.gpu import gpu_probe
+
+    if gpu_probe() is None:
+        pytest.skip("a GPU is present here")
+    result = cli("run", "odd_100x32", str(tmp_path / "o"), "--variant", "naive")
+    assert result.exit_code == 3
+    assert "Traceback" not in result.output
+    assert result.output.count("error:") == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_default_variant_falls_back_to_cpu_with_a_notice(cli, tmp_path):
+    from attnbench.gpu import gpu_probe
+
+    if gpu_probe() is None:
+        pytest.skip("a GPU is present here")
+    result = cli("run", "odd_17x1", str(tmp_path / "o"))
+    assert result.exit_code == 0, result.output
+    assert "running the cpu variant" in result.output
+
+
+def test_list_and_cases_print_tables(cli):
+    result = cli("list")
+    assert result.exit_code == 0 and "bankfree" in result.output and "004" in result.output
+    result = cli("cases", "known")
+    assert result.exit_code == 0 and "t29" in result.output and "known" in result.output
+
+
+def test_every_command_has_an_example_in_its_help(cli):
+    for name in main.commands:
+        result = cli(name, "--help")
+        assert result.exit_code == 0
+        assert "Example" in result.output, name

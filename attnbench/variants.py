@@ -199,7 +199,7 @@ register(
                 args=("qkv", "scores", "out", "N", "d"),
             ),
         ),
-        constraints=Constraints(note="S workspace of N*N floats per item (4 GiB at N = 32768)"),
+        constraints=Constraints(max_seq_len=65536, note="S materialised: N*N floats per item (16 GiB at N = 65536)"),
         workspace={"scores": _f32(lambda s: s.B * s.N * s.N)},
     )
 )

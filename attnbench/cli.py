@@ -287,8 +287,8 @@ def _print_report(report: VerifyReport, title: str, as_json: bool) -> None:
 def list_variants(resources: bool, head_dim: int) -> None:
     """List the built-in variants in ladder order, with what each adds and what it accepts.
 
-    With nvcc present, each kernel's registers, static shared memory and spill bytes are shown for the
-    GPU found (sm_90 when there is none).
+    With nvcc present, each kernel's registers, shared memory (static + dynamic) and spill bytes are shown
+    for the GPU found (sm_90 when there is none).
 
     \b
     Example:
@@ -315,11 +315,14 @@ def list_variants(resources: bool, head_dim: int) -> None:
         row = [variant.name, variant.report, variant.technique, variant.constraints.describe()]
         if figures:
             shape, kernels = figures.get(variant.name, (None, {}))
-            names = [f"{k.kernel} ({shape.d})" for k in kernels.values()] if shape else []
-            row += ["\n".join(names) or "-",
-                    "\n".join(str(k.registers) for k in kernels.values()) or "-",
-                    "\n".join(str(k.static_smem) for k in kernels.values()) or "-",
-                    "\n".join(str(k.spills) for k in kernels.values()) or "-"]
+            # Launch order; shared memory is the static part plus the dynamic part the registry asks for.
+            launches = {launch.kernel: launch for launch in variant.launches}
+            ordered = [kernels[name] for name in launches if name in kernels]
+            smem = [k.static_smem + (launches[k.kernel].smem(shape) if shape else 0) for k in ordered]
+            row += ["\n".join(f"{k.kernel} ({shape.d})" for k in ordered) or "-",
+                    "\n".join(str(k.registers) for k in ordered) or "-",
+                    "\n".join(map(str, smem)) or "-",
+                    "\n".join(str(k.spills) for k in ordered) or "-"]
         table.add_row(*row)
     console.print(table)
 

@@ -242,11 +242,12 @@ register(
                 kernel="flash_fused",
                 grid=lambda s: (s.B, 1, 1),
                 block=_threads(32),
-                args=("qkv", "out", "N", "d", "scale_log2", "row_max", "row_sum"),
+                args=("qkv", "out", "N", "scale_log2", "row_max", "row_sum"),
                 smem=lambda s: 4 * (3 * 32 * s.d + 32 * 32),
             ),
         ),
         constraints=Constraints(max_head_dim=253),  # shared memory <= 99 KB
+        defines=lambda s: {"HEAD_DIM": s.d},
         workspace={"row_max": _f32(lambda s: s.B * s.N), "row_sum": _f32(lambda s: s.B * s.N)},
     )
 )
@@ -262,12 +263,12 @@ register(
                 kernel="flash_maxsmem",
                 grid=lambda s: (s.B, 1, 1),
                 block=_threads(128),
-                args=("qkv", "out", "N", "d", "scale_log2", "row_max", "row_sum"),
+                args=("qkv", "out", "N", "scale_log2", "row_max", "row_sum"),
                 smem=_maxsmem_bytes,
             ),
         ),
         constraints=Constraints(max_head_dim=_MAXSMEM_MAX_HEAD_DIM, note="bc >= 4 keeps float32 accuracy"),
-        defines=lambda s: {"BLOCK_COLS": _maxsmem_cols(s.d)},
+        defines=lambda s: {"HEAD_DIM": s.d, "BLOCK_COLS": _maxsmem_cols(s.d)},
         workspace={"row_max": _f32(lambda s: s.B * s.N), "row_sum": _f32(lambda s: s.B * s.N)},
     )
 )
@@ -283,12 +284,12 @@ register(
                 kernel="flash_splitq",
                 grid=_grid_rows(128),
                 block=_threads(128),
-                args=("qkv", "out", "N", "d", "scale_log2", "row_max", "row_sum"),
+                args=("qkv", "out", "N", "scale_log2", "row_max", "row_sum"),
                 smem=_maxsmem_bytes,
             ),
         ),
         constraints=Constraints(max_head_dim=_MAXSMEM_MAX_HEAD_DIM, note="bc >= 4 keeps float32 accuracy"),
-        defines=lambda s: {"BLOCK_COLS": _maxsmem_cols(s.d)},
+        defines=lambda s: {"HEAD_DIM": s.d, "BLOCK_COLS": _maxsmem_cols(s.d)},
         workspace={"row_max": _f32(lambda s: s.B * s.N), "row_sum": _f32(lambda s: s.B * s.N)},
     )
 )

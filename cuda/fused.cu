@@ -5,28 +5,38 @@
 // tx owns query row i*br + tx. The running max m and sum l stay in global workspace arrays and O is
 // accumulated (kept normalised) in global memory after every tile, as in the course's algorithm.
 // Each thread loads whole rows (uncoalesced) and computes the rescale factors per element: later
-// steps of the ladder fix those.
+// steps of the ladder fix those. d is the compile-time HEAD_DIM (-DHEAD_DIM=d from the registry), as
+// in every later step, so the loops over d have constant bounds the compiler can unroll and each
+// step up the ladder measures its own technique only.
 // Constraints: any N >= 1 (K/V columns past N are zero-filled and masked to -inf; rows past N are
 // skipped); d <= 253, so that 4*(3*32*d + 32*32) bytes of shared memory fit in 99 KB.
 #include "common.cuh"
 
+#ifndef HEAD_DIM
+#error "compile with -DHEAD_DIM=d, 1 <= d <= 253"
+#endif
+static_assert(HEAD_DIM >= 1 && HEAD_DIM <= 253, "the Q, K, V and S tiles must fit 99 KB of shared memory");
+
 #define BLOCK_ROWS 32  // br: query rows per tile = threads per block
 #define BLOCK_COLS 32  // bc: K/V rows per tile
 
-extern "C" __global__ void __launch_bounds__(BLOCK_ROWS)
-    flash_fused(const float* qkv, float* out, int N, int d, float scale_log2, float* row_max,
+// Minimum 1 block per SM: with the block size alone, ptxas aims at an occupancy step and, for
+// some d, spills a few loop-invariant values to reach it. Shared memory already limits these
+// kernels to a few blocks per SM.
+extern "C" __global__ void __launch_bounds__(BLOCK_ROWS, 1)
+    flash_fused(const float* qkv, float* out, int N, float scale_log2, float* row_max,
                   float* row_sum) {
     extern __shared__ float smem[];
-    float* q_tile = smem;                          // BLOCK_ROWS x d
-    float* k_tile = q_tile + BLOCK_ROWS * d;       // BLOCK_COLS x d
-    float* v_tile = k_tile + BLOCK_COLS * d;       // BLOCK_COLS x d
-    float* s_tile = v_tile + BLOCK_COLS * d;       // BLOCK_ROWS x BLOCK_COLS
+    float* q_tile = smem;                            // BLOCK_ROWS x HEAD_DIM
+    float* k_tile = q_tile + BLOCK_ROWS * HEAD_DIM;  // BLOCK_COLS x HEAD_DIM
+    float* v_tile = k_tile + BLOCK_COLS * HEAD_DIM;  // BLOCK_COLS x HEAD_DIM
+    float* s_tile = v_tile + BLOCK_COLS * HEAD_DIM;  // BLOCK_ROWS x BLOCK_COLS
 
     const int b = blockIdx.x, tx = threadIdx.x;
-    const float* q = qkv + qkv_item_offset(b, N, d);
-    const float* k = q + (size_t)N * d;
-    const float* v = k + (size_t)N * d;
-    float* o = out + out_item_offset(b, N, d);
+    const float* q = qkv + qkv_item_offset(b, N, HEAD_DIM);
+    const float* k = q + (size_t)N * HEAD_DIM;
+    const float* v = k + (size_t)N * HEAD_DIM;
+    float* o = out + out_item_offset(b, N, HEAD_DIM);
     float* m = row_max + (size_t)b * N;
     float* l = row_sum + (size_t)b * N;
 
@@ -38,9 +48,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK_ROWS)
         // below never touch uninitialised shared memory.
         if (tx < BLOCK_COLS) {
             const bool in_range = col0 + tx < N;
-            for (int x = 0; x < d; ++x) {
-                k_tile[tx * d + x] = in_range ? k[(size_t)(col0 + tx) * d + x] : 0.0f;
-                v_tile[tx * d + x] = in_range ? v[(size_t)(col0 + tx) * d + x] : 0.0f;
+            for (int x = 0; x < HEAD_DIM; ++x) {
+                k_tile[tx * HEAD_DIM + x] = in_range ? k[(size_t)(col0 + tx) * HEAD_DIM + x] : 0.0f;
+                v_tile[tx * HEAD_DIM + x] = in_range ? v[(size_t)(col0 + tx) * HEAD_DIM + x] : 0.0f;
             }
         }
         __syncthreads();
@@ -49,7 +59,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_ROWS)
             const int row = i * BLOCK_ROWS + tx;
             if (row >= N) continue;  // no barrier inside this loop, so idle threads may skip
             // Load Q_i: each thread its own row.
-            for (int x = 0; x < d; ++x) q_tile[tx * d + x] = q[(size_t)row * d + x];
+            for (int x = 0; x < HEAD_DIM; ++x) q_tile[tx * HEAD_DIM + x] = q[(size_t)row * HEAD_DIM + x];
 
             // QKDotAndScalar + RowMax. Scores are in the log2 domain (times log2(e)/sqrt(d)).
             // Column col0 < N always, so tile_max is finite and the update below never sees -inf - -inf.
@@ -59,7 +69,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_ROWS)
 #pragma unroll 4
             for (int y = 0; y < BLOCK_COLS; ++y) {
                 float dot = 0.0f;
-                for (int x = 0; x < d; ++x) dot += q_tile[tx * d + x] * k_tile[y * d + x];
+                for (int x = 0; x < HEAD_DIM; ++x) dot += q_tile[tx * HEAD_DIM + x] * k_tile[y * HEAD_DIM + x];
                 const float s = col0 + y < N ? dot * scale_log2 : ATTN_NEG_INF;
                 s_tile[tx * BLOCK_COLS + y] = s;
                 tile_max = fmaxf(tile_max, s);
@@ -78,11 +88,11 @@ extern "C" __global__ void __launch_bounds__(BLOCK_ROWS)
             const float l_old = j == 0 ? 0.0f : l[row];
             const float m_new = fmaxf(m_old, tile_max);
             const float l_new = exp2f(m_old - m_new) * l_old + exp2f(tile_max - m_new) * tile_sum;
-            for (int x = 0; x < d; ++x) {
+            for (int x = 0; x < HEAD_DIM; ++x) {
                 float pv = 0.0f;
 #pragma unroll 4
-                for (int y = 0; y < BLOCK_COLS; ++y) pv += s_tile[tx * BLOCK_COLS + y] * v_tile[y * d + x];
-                const size_t o_index = (size_t)row * d + x;
+                for (int y = 0; y < BLOCK_COLS; ++y) pv += s_tile[tx * BLOCK_COLS + y] * v_tile[y * HEAD_DIM + x];
+                const size_t o_index = (size_t)row * HEAD_DIM + x;
                 const float o_old = j == 0 ? 0.0f : o[o_index];
                 o[o_index] = (l_old * exp2f(m_old - m_new) * o_old + exp2f(tile_max - m_new) * pv) / l_new;
             }

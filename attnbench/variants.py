@@ -166,6 +166,9 @@ def _maxsmem_bytes(s: Shape) -> int:
 # 2-column tile loses float32 accuracy at large N (relL2 about 3e-5 at bc = 1, N = 32768).
 _MAXSMEM_MAX_HEAD_DIM = 86
 
+# Variants that materialise S (N*N floats per batch item) stop where one item's S stops fitting.
+_SCORES_IN_MEMORY = Constraints(max_seq_len=65536, note="S materialised: N*N floats per item (16 GiB at N = 65536)")
+
 register(
     Variant(
         name="naive",
@@ -199,7 +202,7 @@ register(
                 args=("qkv", "scores", "out", "N", "d"),
             ),
         ),
-        constraints=Constraints(max_seq_len=65536, note="S materialised: N*N floats per item (16 GiB at N = 65536)"),
+        constraints=_SCORES_IN_MEMORY,
         workspace={"scores": _f32(lambda s: s.B * s.N * s.N)},
     )
 )
@@ -294,127 +297,83 @@ register(
     )
 )
 
-_LADDER_D = Constraints(head_dims=(32, 64))  # float4 needs d % 4 == 0; the report sizes bc for d = 32, 64 only
+# Report 004 §4.2.5-4.2.10: one block of 128 threads per (Q tile of 128 rows, batch item), d a
+# compile-time define; float4 needs d % 4 == 0 and the report sizes bc for d = 32 and 64 only.
+_LADDER_D = Constraints(head_dims=(32, 64))
+_ROW_STATS = {"row_max": _f32(lambda s: s.B * s.N), "row_sum": _f32(lambda s: s.B * s.N)}
 
 
-def _head_dim(s):
-    return {"HEAD_DIM": s.d}
+def _ladder_004_step(name: str, section: str, technique: str, global_row_stats: bool) -> Variant:
+    """A step of report 004's chain from float4 on: kernel flash_<name> in cuda/<name>.cu.
 
-
-register(
-    Variant(
-        name="float4",
-        report="004 §4.2.5",
-        technique="float4 loads, shared memory and dot products for Q, K, V",
-        source="float4.cu",
+    Until §4.2.8 the running max m and sum l live in global workspaces passed after the scale.
+    """
+    stats = ("row_max", "row_sum") if global_row_stats else ()
+    return Variant(
+        name=name,
+        report=f"004 §{section}",
+        technique=technique,
+        source=f"{name}.cu",
         launches=(
             Launch(
-                kernel="flash_float4",
+                kernel=f"flash_{name}",
                 grid=_grid_rows(128),
                 block=_threads(128),
-                args=("qkv", "out", "N", "scale_log2", "row_max", "row_sum"),
+                args=("qkv", "out", "N", "scale_log2", *stats),
             ),
         ),
         constraints=_LADDER_D,
-        defines=_head_dim,
-        workspace={"row_max": _f32(lambda s: s.B * s.N), "row_sum": _f32(lambda s: s.B * s.N)},
+        defines=lambda s: {"HEAD_DIM": s.d},
+        workspace=dict(_ROW_STATS) if global_row_stats else {},
+    )
+
+
+register(
+    _ladder_004_step(
+        "float4",
+        "4.2.5",
+        "float4 loads, shared memory and dot products for Q, K, V",
+        global_row_stats=True,
     )
 )
-
 register(
-    Variant(
-        name="restructure",
-        report="004 §4.2.6",
-        technique="Q tile loaded once before the K/V loop; rescale factors computed once per tile",
-        source="restructure.cu",
-        launches=(
-            Launch(
-                kernel="flash_restructure",
-                grid=_grid_rows(128),
-                block=_threads(128),
-                args=("qkv", "out", "N", "scale_log2", "row_max", "row_sum"),
-            ),
-        ),
-        constraints=_LADDER_D,
-        defines=_head_dim,
-        workspace={"row_max": _f32(lambda s: s.B * s.N), "row_sum": _f32(lambda s: s.B * s.N)},
+    _ladder_004_step(
+        "restructure",
+        "4.2.6",
+        "Q tile loaded once before the K/V loop; rescale factors computed once per tile",
+        global_row_stats=True,
     )
 )
-
 register(
-    Variant(
-        name="coalesced",
-        report="004 §4.2.7",
-        technique="Q, K, V tiles loaded by all threads, consecutive threads on consecutive float4s",
-        source="coalesced.cu",
-        launches=(
-            Launch(
-                kernel="flash_coalesced",
-                grid=_grid_rows(128),
-                block=_threads(128),
-                args=("qkv", "out", "N", "scale_log2", "row_max", "row_sum"),
-            ),
-        ),
-        constraints=_LADDER_D,
-        defines=_head_dim,
-        workspace={"row_max": _f32(lambda s: s.B * s.N), "row_sum": _f32(lambda s: s.B * s.N)},
+    _ladder_004_step(
+        "coalesced",
+        "4.2.7",
+        "Q, K, V tiles loaded by all threads, consecutive threads on consecutive float4s",
+        global_row_stats=True,
     )
 )
-
 register(
-    Variant(
-        name="reglm",
-        report="004 §4.2.8",
-        technique="running max m and sum l in registers instead of global arrays",
-        source="reglm.cu",
-        launches=(
-            Launch(
-                kernel="flash_reglm",
-                grid=_grid_rows(128),
-                block=_threads(128),
-                args=("qkv", "out", "N", "scale_log2"),
-            ),
-        ),
-        constraints=_LADDER_D,
-        defines=_head_dim,
+    _ladder_004_step(
+        "reglm",
+        "4.2.8",
+        "running max m and sum l in registers instead of global arrays",
+        global_row_stats=False,
     )
 )
-
 register(
-    Variant(
-        name="bankfree",
-        report="004 §4.2.9",
-        technique="Q tile and S stored transposed (qi[x*br+tx], sij[y*br+tx]): no shared-memory bank conflicts",
-        source="bankfree.cu",
-        launches=(
-            Launch(
-                kernel="flash_bankfree",
-                grid=_grid_rows(128),
-                block=_threads(128),
-                args=("qkv", "out", "N", "scale_log2"),
-            ),
-        ),
-        constraints=_LADDER_D,
-        defines=_head_dim,
+    _ladder_004_step(
+        "bankfree",
+        "4.2.9",
+        "Q tile and S stored transposed (qi[x*br+tx], sij[y*br+tx]): no shared-memory bank conflicts",
+        global_row_stats=False,
     )
 )
-
 register(
-    Variant(
-        name="qreg",
-        report="004 §4.2.10",
-        technique="Q row in registers; the freed shared memory doubles bc (32 for d=64, 64 for d=32)",
-        source="qreg.cu",
-        launches=(
-            Launch(
-                kernel="flash_qreg",
-                grid=_grid_rows(128),
-                block=_threads(128),
-                args=("qkv", "out", "N", "scale_log2"),
-            ),
-        ),
-        constraints=_LADDER_D,
-        defines=_head_dim,
+    _ladder_004_step(
+        "qreg",
+        "4.2.10",
+        "Q row in registers; the freed shared memory doubles bc (32 for d=64, 64 for d=32)",
+        global_row_stats=False,
     )
 )
 
@@ -444,6 +403,7 @@ register(
                 args=("qkv", "scores", "out", "N", "d"),
             ),
         ),
+        constraints=_SCORES_IN_MEMORY,
         workspace={"scores": _f32(lambda s: s.B * s.N * s.N)},
     )
 )
@@ -503,6 +463,7 @@ register(
             "QK_DOUBLE_BUFFER": int(s.d >= _GEMM_DOUBLE_BUFFER_FROM),
             "PV_DOUBLE_BUFFER": int(s.N >= _GEMM_DOUBLE_BUFFER_FROM),
         },
+        constraints=_SCORES_IN_MEMORY,
         workspace={"scores": _f32(lambda s: s.B * s.N * s.N)},
     )
 )
@@ -618,7 +579,10 @@ def gpu_variants() -> list[Variant]:
 
 
 # Which GPU variant is the default: the first in this list that accepts the shape.
-FASTEST_FIRST: tuple[str, ...] = ("tf32x3", "qreg", "bankfree", "gemm", "online", "naive")
+# Measured on an H200 (results/2026-11-21_h200_ladder_*.md): tf32x3 leads wherever it applies; gemm
+# leads the FFMA variants from N = 128 to 32768 and on square shapes; online takes the large head
+# dimensions gemm cannot hold; singlehead is left out (its unsafe softmax can overflow).
+FASTEST_FIRST: tuple[str, ...] = ("tf32x3", "gemm", "qreg", "online", "naive")
 
 
 def default_variant(shape: Shape, gpu_usable: bool) -> Variant:

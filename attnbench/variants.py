@@ -532,7 +532,7 @@ def _tf32x3_smem(s: Shape) -> int:
 register(
     Variant(
         name="tf32x3",
-        report="beyond 004 (ANCHORS §5-6)",
+        report="beyond 004 (3xTF32 tensor cores)",
         technique="tensor cores: FA2 warp tiles on mma.sync m16n8k8 in 3xTF32 (big + small split), "
         "cp.async double-buffered K/V",
         source="tf32x3.cu",

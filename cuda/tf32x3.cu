@@ -1,7 +1,7 @@
 // tf32x3: FlashAttention-2 forward on tensor cores, float32-accurate through 3xTF32.
 //
 // Technique: the step past report 004's ladder (its last kernel, §4.2.10, keeps Q in registers on
-// FFMA), following ANCHORS.md §5-6 (PyTorch SDPA's float32 "efficient" backend works this way).
+// FFMA), in the way PyTorch SDPA's float32 "efficient" backend works (3xTF32 on mma.sync).
 // Each warp owns 16 query rows. S = Q K^T and O += P V run on mma.sync.m16n8k8 tf32 with every
 // operand split x = big + small (big = x rounded to TF32, small = the rest) and the products
 // small*big + big*small + big*big summed (small*small dropped). The tensor core truncates as it

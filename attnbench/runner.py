@@ -367,6 +367,15 @@ def engine_timer(execution: Execution, policy: TimingPolicy) -> KernelStats:
     return measure(lambda: execution.sample_ms(policy.flush_l2), policy)
 
 
+def _time(execution: Execution, policy: TimingPolicy, compute_s: float, timer: Timer | None = None) -> KernelStats:
+    """Kernel statistics after the first pass; a host pass already timed counts as the first sample."""
+    if timer is not None:
+        return timer(execution, policy)
+    if isinstance(execution, CpuExecution):
+        return measure(lambda: execution.sample_ms(policy.flush_l2), policy, first_samples=[compute_s * 1e3])
+    return engine_timer(execution, policy)
+
+
 @dataclass
 class CheckedRun:
     """A gated execution: the check of the first pass, and the measurement only if it passed."""
@@ -416,9 +425,7 @@ def execute(
     execution = make_execution(variant, testcase, gpu, policy.flush_l2)
     try:
         output, compute_s = _first_pass(execution)
-        host_timed = isinstance(execution, CpuExecution)
-        first = [compute_s * 1e3] if host_timed else None
-        stats = measure(lambda: execution.sample_ms(policy.flush_l2), policy, first_samples=first)
+        stats = _time(execution, policy, compute_s)
     finally:
         execution.free()
     return output, _measurement(variant, case_label, testcase, gpu, execution, compute_s, stats)
@@ -445,13 +452,7 @@ def execute_checked(
         del output
         if not result.passed:
             return CheckedRun(result, None)
-        if timer is not None:
-            stats = timer(execution, policy)
-        elif isinstance(execution, CpuExecution):
-            first = [compute_s * 1e3]
-            stats = measure(lambda: execution.sample_ms(policy.flush_l2), policy, first_samples=first)
-        else:
-            stats = engine_timer(execution, policy)
+        stats = _time(execution, policy, compute_s, timer)
     finally:
         execution.free()
     return CheckedRun(result, _measurement(variant, case_label, testcase, gpu, execution, compute_s, stats))

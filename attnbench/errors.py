@@ -16,6 +16,12 @@ class TestcaseError(AttnbenchError):
     exit_code = 1
 
 
+class UsageError(AttnbenchError):
+    """Options that do not fit together (a baseline not among the variants, a bad sweep size)."""
+
+    exit_code = 2
+
+
 class ShapeNotSupported(AttnbenchError):
     """A variant was asked for a shape outside its constraints."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnbench.testcase import Testcase
+from attnbench.cases.testcase import Testcase
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +24,7 @@ def random_testcase(B: int, N: int, d: int, rng: np.random.Generator, low: float
 @pytest.fixture(scope="session")
 def gpu():
     """An open GPU, or a clean skip where there is none (no pycuda, no driver, no device)."""
-    from attnbench.gpu import Gpu, gpu_probe
+    from attnbench.backends.gpu import Gpu, gpu_probe
 
     reason = gpu_probe()
     if reason is not None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnbench.inputs import CaseInfo
-from attnbench.results import OK, Cell, ResultSet, VariantInfo
-from attnbench.runner import Measurement
-from attnbench.testcase import Shape
-from attnbench.timing import KernelStats
+from attnbench.cases.inputs import CaseInfo
+from attnbench.cases.testcase import Shape
+from attnbench.results.measurement import Measurement
+from attnbench.results.resultset import OK, Cell, ResultSet, VariantInfo
+from attnbench.results.stats import KernelStats
 
 H200 = {
     "name": "NVIDIA H200", "index": 0, "compute_capability": "9.0", "sm_count": 132, "sm_clock_mhz": 1980.0,

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from attnbench import suite
+from attnbench.cases import suite
+from attnbench.cases.testcase import Shape, read_output, write_output
 from attnbench.cli import main
-from attnbench.testcase import Shape, read_output, write_output
 
 
 @pytest.fixture
@@ -102,7 +102,7 @@ def test_bankfree_refuses_other_head_dims_in_one_line(cli, tmp_path):
 
 
 def test_gpu_variant_without_a_gpu_is_one_clear_sentence(cli, tmp_path):
-    from attnbench.gpu import gpu_probe
+    from attnbench.backends.gpu import gpu_probe
 
     if gpu_probe() is None:
         pytest.skip("a GPU is present here")
@@ -114,7 +114,7 @@ def test_gpu_variant_without_a_gpu_is_one_clear_sentence(cli, tmp_path):
 
 
 def test_default_variant_falls_back_to_cpu_with_a_notice(cli, tmp_path):
-    from attnbench.gpu import gpu_probe
+    from attnbench.backends.gpu import gpu_probe
 
     if gpu_probe() is None:
         pytest.skip("a GPU is present here")

@@ -1,0 +1,2 @@
+"""Analysis: pure functions over results. Verdicts from noise, speedups and geometric means,
+regressions against a saved run, and the ladder view."""

@@ -1,0 +1,74 @@
+"""Reading a matrix: speedups against a baseline with their uncertainty, verdicts, geometric means,
+and the exit status a run earns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from attnbench.analysis.verdict import (
+    DEFAULT_SAME_WITHIN,
+    GeometricMean,
+    TimeComparison,
+    compare_stats,
+    geometric_mean,
+    geometric_mean_speedup,
+)
+from attnbench.results.resultset import ERROR, OK, REFUSED, WRONG, ResultSet
+
+if TYPE_CHECKING:
+    from attnbench.analysis.against import AgainstReport
+
+@dataclass
+class MatrixView:
+    """Speedups against a baseline, verdicts and geometric means, for display and export."""
+
+    result: ResultSet
+    baseline: str | None = None
+    same_within: float = DEFAULT_SAME_WITHIN
+
+    def __post_init__(self) -> None:
+        if self.baseline is None:
+            self.baseline = self.result.baseline
+        if self.baseline is not None and self.baseline not in self.result.variant_names:
+            self.baseline = None
+
+    def comparison(self, variant: str, case: str) -> TimeComparison | None:
+        """This cell against the baseline's cell on the same input, when both were timed."""
+        if self.baseline is None:
+            return None
+        base, cell = self.result.cell(self.baseline, case), self.result.cell(variant, case)
+        if base is None or cell is None or not base.ok or not cell.ok:
+            return None
+        assert base.stats is not None and cell.stats is not None
+        return compare_stats(base.stats, cell.stats, self.same_within)
+
+    def speedups(self, variant: str) -> list[TimeComparison]:
+        found = (self.comparison(variant, case) for case in self.result.case_labels)
+        return [c for c in found if c is not None]
+
+    def geomean_speedup(self, variant: str) -> GeometricMean | None:
+        return geometric_mean_speedup(self.speedups(variant))
+
+    def geomean_tflops(self, variant: str) -> float | None:
+        values = [c.measurement.tflops for c in self.result.cells if c.variant == variant and c.ok and c.measurement]
+        return geometric_mean(values)
+
+    def counts(self, variant: str) -> dict[str, int]:
+        found = {OK: 0, WRONG: 0, REFUSED: 0, ERROR: 0}
+        for cell in self.result.cells:
+            if cell.variant == variant:
+                found[cell.status] += 1
+        return found
+
+
+def failures(result: ResultSet) -> int:
+    """Cells whose output was wrong or that failed to run."""
+    return sum(1 for c in result.cells if c.status in (WRONG, ERROR))
+
+
+def exit_status(result: ResultSet, report: "AgainstReport | None" = None) -> int:
+    """1 when any cell is wrong or failed or any regressed against a saved run, else 0; the counts are
+    printed and saved, not folded into the exit status."""
+    regressions = report.regressions if report is not None else 0
+    return 1 if failures(result) or regressions else 0

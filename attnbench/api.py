@@ -1,0 +1,342 @@
+"""The public Python API: what the command line does, for notebooks and scripts.
+
+    import attnbench
+    m = attnbench.run("t02", variant="cpu", out="t02.out", check=True)
+    print(m.kernel.median, m.tflops, m.verification.passed)
+    rs = attnbench.compare(["cpu"], ["odd_17x48", "odd_100x32"])
+    report = attnbench.verify("t02.out", "t02")
+    saved = attnbench.load_results("results/2026-11-21_h200_compare_t10-t30.json")
+
+Every function raises `attnbench.errors.AttnbenchError` subclasses for expected failures (their
+`exit_code` is what the command line exits with). The command line only parses options, calls these
+and renders what they return.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from attnbench.analysis.against import (
+    AgainstReport,
+    against,
+    check_comparable,
+    check_same_gpu,
+    check_same_inputs,
+    common_selection,
+    expected_inputs,
+)
+from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
+from attnbench.bench.matrix import (
+    MatrixListener,
+    MatrixSettings,
+    assemble,
+    course_check,
+    run_matrix,
+)
+from attnbench.bench.runner import run_variant
+from attnbench.bench.sampler import TimingPolicy
+from attnbench.bench.squarelab import LabTimer, lab_check
+from attnbench.bench.verify import COURSE_ATOL, compare_outputs
+from attnbench.cases import suite
+from attnbench.cases.inputs import (
+    BenchInput,
+    ProgressFactory,
+    inputs_for,
+    no_progress,
+    resolve,
+)
+from attnbench.cases.sweeps import (
+    parse_sizes,
+    parse_values,
+    shape_inputs,
+    square_inputs,
+)
+from attnbench.cases.testcase import (
+    Shape,
+    Testcase,
+    read_output,
+    read_shape,
+    write_output,
+)
+from attnbench.errors import TestcaseError
+from attnbench.kernels.catalogue import default_variant, get_variant, variants_for
+from attnbench.kernels.variant import Variant
+from attnbench.results.measurement import Measurement
+from attnbench.results.resultset import ResultSet, load
+from attnbench.results.verification import VerifyReport
+
+Notice = Callable[[str], None]  # receives one-line notes for the user ("running the cpu variant", ...)
+
+
+def _quiet(note: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class TimingOptions:
+    """How passes are timed, as the user states it; `policy_for` turns it into a variant's policy."""
+
+    warmup: int | None = None  # untimed passes first [GPU: 2, cpu: 0]
+    reps: int | None = None  # a fixed sample count; None: sample until the noise is low
+    hot: bool = False  # do not flush the L2 cache before each sample
+    timeout: float = 10.0  # seconds at most for adaptive sampling
+    noise: float = 1.0  # target relative noise, percent
+
+    def policy_for(self, variant: Variant) -> TimingPolicy:
+        if variant.backend == "cpu":  # a host pass is the slow part; one timed pass unless asked for more
+            return TimingPolicy(warmup=self.warmup or 0, reps=self.reps or 1, flush_l2=False)
+        return TimingPolicy(warmup=2 if self.warmup is None else self.warmup, reps=self.reps, flush_l2=not self.hot,
+                            timeout_s=self.timeout, target_noise=self.noise / 100)
+
+    def record(self) -> dict[str, Any]:
+        """The GPU policy as saved results record it."""
+        policy = asdict(TimingPolicy(warmup=2 if self.warmup is None else self.warmup, reps=self.reps,
+                                     flush_l2=not self.hot, timeout_s=self.timeout, target_noise=self.noise / 100))
+        policy["host_variants"] = "one timed pass unless --reps (the cpu variant is slow)"
+        return policy
+
+
+def open_gpu(device: int = 0) -> Any:
+    """The CUDA device `device` with its primary context current (GpuUnavailable in one sentence)."""
+    from attnbench.backends.gpu import Gpu
+
+    return Gpu(device)
+
+
+def open_gpu_for(variants: Sequence[Variant], device: int = 0) -> Any | None:
+    """Check the torch peer first (one sentence if missing), then open the GPU if any variant needs it."""
+    if any(v.backend == "torch" for v in variants):
+        from attnbench.backends.torch_peer import import_torch
+
+        import_torch()
+    if any(v.backend != "cpu" for v in variants):
+        return open_gpu(device)
+    return None
+
+
+def choose_variant(name: str | Variant | None, shape: Shape, notice: Notice = _quiet) -> Variant:
+    """The named variant, or the fastest built-in that takes the shape on this machine; refuses shapes
+    the variant cannot take."""
+    if isinstance(name, Variant):
+        variant = name
+    elif name:
+        variant = get_variant(name)
+    else:
+        from attnbench.backends.gpu import gpu_probe
+
+        reason = gpu_probe()
+        variant = default_variant(shape, gpu_usable=reason is None)
+        if reason is not None:
+            notice(f"{reason}; running the cpu variant")
+    variant.require(shape)
+    return variant
+
+
+def reference_check(bench_input: BenchInput, testcase: Testcase, atol: float, rtol: float,
+                    progress: ProgressFactory) -> Callable[[Any], VerifyReport]:
+    """The course check of an output against the input's float64 reference (made when first needed)."""
+
+    def check(output: Any) -> VerifyReport:
+        return compare_outputs(output, bench_input.reference(testcase, progress), atol, rtol)
+
+    return check
+
+
+def run(
+    case: str,
+    variant: str | Variant | None = None,
+    out: str | Path | None = None,
+    *,
+    check: bool = False,
+    atol: float = COURSE_ATOL,
+    rtol: float = 0.0,
+    timing: TimingOptions = TimingOptions(),
+    device: int = 0,
+    progress: ProgressFactory = no_progress,
+    notice: Notice = _quiet,
+) -> Measurement:
+    """Run one variant on a case (a suite name or a course input file): write `out` if given, time it,
+    and with `check` verify it against the float64 reference. A one-cell compare."""
+    bench_input = resolve(case)
+    bench_input.prepare(progress)
+    chosen = choose_variant(variant, bench_input.shape, notice)
+    gpu = open_gpu_for([chosen], device)
+    start = time.perf_counter()
+    testcase = bench_input.load(progress)
+    input_s = time.perf_counter() - start
+    checker = reference_check(bench_input, testcase, atol, rtol, progress) if check else None
+    outcome = run_variant(chosen, testcase, bench_input.label, gpu, timing.policy_for(chosen), checker)
+    measurement = outcome.measurement
+    assert measurement is not None and outcome.output is not None
+    measurement.input_s = input_s
+    if out is not None:
+        start = time.perf_counter()
+        write_output(out, outcome.output)
+        measurement.output_s = time.perf_counter() - start
+    return measurement
+
+
+def compare(
+    variants: str | Sequence[str],
+    cases: str | Sequence[str],
+    *,
+    baseline: str | None = None,
+    timing: TimingOptions = TimingOptions(),
+    device: int = 0,
+    atol: float = COURSE_ATOL,
+    rtol: float = 0.0,
+    same_within: float = DEFAULT_SAME_WITHIN,
+    listener: MatrixListener | None = None,
+    command: str | None = None,
+    before_run: Callable[[Any, list[BenchInput]], None] | None = None,
+) -> ResultSet:
+    """A checked, timed matrix of variants x cases (comma lists or sequences of names, groups, files).
+
+    `before_run(gpu, inputs)` runs after the GPU opens and before any cell (for refusing an
+    incomparable saved run early)."""
+    chosen = variants_for(variants if isinstance(variants, str) else ",".join(variants))
+    inputs = inputs_for(cases if isinstance(cases, str) else ",".join(cases))
+    names = [v.name for v in chosen]
+    if baseline is not None and baseline not in names:
+        raise _usage(f"--baseline {baseline} is not among --variants ({', '.join(names)})")
+    gpu = open_gpu_for(chosen, device)
+    if before_run is not None:
+        before_run(gpu, inputs)
+    settings = MatrixSettings(policy=timing.policy_for, check=course_check(atol, rtol))
+    infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
+    rule = f"|out - ref| <= {atol:g}" + (f" + {rtol:g}*|ref|" if rtol else "") + " per element, float64 reference"
+    return assemble("compare", chosen, infos, cells, gpu, timing.record(), baseline or names[0],
+                    {"atol": atol, "rtol": rtol, "same_within": same_within, "check_rule": rule}, command)
+
+
+SWEEP_AXES = {"square": "square", "n": "N", "seq": "N", "d": "d", "head-dim": "d"}
+
+
+def sweep(
+    what: str,
+    variants: str | Sequence[str],
+    *,
+    sizes: str = "all",
+    values: str | None = None,
+    batch: int | None = None,
+    seq_len: int = 2048,
+    head_dim: int = 64,
+    baseline: str | None = None,
+    lab_timing: bool = False,
+    timing: TimingOptions = TimingOptions(),
+    device: int = 0,
+    same_within: float = DEFAULT_SAME_WITHIN,
+    listener: MatrixListener | None = None,
+    command: str | None = None,
+) -> ResultSet:
+    """The square-attention lab's sizes (`square`), or a sweep of N or d of the (B, N, d) workload."""
+    axis = SWEEP_AXES.get(what.lower(), what)
+    chosen = variants_for(variants if isinstance(variants, str) else ",".join(variants))
+    names = [v.name for v in chosen]
+    if baseline is not None and baseline not in names:
+        raise _usage(f"--baseline {baseline} is not among --variants ({', '.join(names)})")
+    try:
+        if axis == "square":
+            inputs = square_inputs(parse_sizes(sizes))
+        else:
+            default = "128..32768" if axis == "N" else "16,32,48,64,80,96,128"
+            inputs = shape_inputs(axis, parse_values(values or default), batch, seq_len, head_dim)
+    except ValueError as exc:
+        raise _usage(str(exc)) from None
+    gpu = open_gpu_for(chosen, device)
+    settings = MatrixSettings(policy=timing.policy_for, check=lab_check if axis == "square" else course_check(),
+                              timer=LabTimer() if lab_timing else None)
+    start = time.perf_counter()
+    infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
+    elapsed = time.perf_counter() - start
+    rule = ("sum |Y - Y_ref| <= 100 n^2 FLT_EPSILON (the lab's rule), float64 reference" if axis == "square"
+            else f"|out - ref| <= {COURSE_ATOL:g} per element, float64 reference")
+    return assemble("sweep", chosen, infos, cells, gpu, timing.record(), baseline,
+                    {"sweep": axis, "lab_timing": lab_timing, "same_within": same_within, "check_rule": rule,
+                     "elapsed_s": elapsed}, command)
+
+
+def _usage(message: str) -> Exception:
+    from attnbench.errors import UsageError
+
+    return UsageError(message)
+
+
+def _verify_shape(ref: str, case: str | None, progress: ProgressFactory) -> tuple[Path, Shape]:
+    """The reference file and the shape that gives positions their (batch, row, column)."""
+    shape = None
+    if case is not None:
+        bench_input = resolve(case)
+        bench_input.prepare(progress)
+        shape = bench_input.shape
+    ref_path = Path(ref)
+    if not ref_path.exists() and ref in suite.SUITE:
+        reference = suite.SUITE[ref]
+        bench_input = resolve(ref)
+        bench_input.prepare(progress)
+        if not suite.has_reference(reference):
+            with progress(f"float64 reference of {reference.name}", reference.shape.B * reference.shape.N) as advance:
+                suite.generate_reference(reference, advance)
+        return suite.reference_path(reference), reference.shape
+    if shape is None:
+        sibling = ref_path.with_suffix(".in")
+        if sibling.exists():
+            shape = read_shape(sibling)
+        else:
+            raise TestcaseError(
+                f"{ref}: cannot tell B, N, d for this reference; pass --case with the testcase name or input file"
+            )
+    return ref_path, shape
+
+
+def verify(
+    out: str | Path,
+    ref: str | Path,
+    *,
+    case: str | None = None,
+    atol: float = COURSE_ATOL,
+    rtol: float = 0.0,
+    progress: ProgressFactory = no_progress,
+) -> tuple[VerifyReport, Path]:
+    """Check an output file against a reference file or a suite case's float64 reference; returns the
+    report and the reference file used."""
+    ref_path, shape = _verify_shape(str(ref), case, progress)
+    report = compare_outputs(read_output(out, shape), read_output(ref_path, shape), atol, rtol)
+    return report, ref_path
+
+
+def generate(names: Sequence[str], *, reference: bool = True, force: bool = False,
+             progress: ProgressFactory = no_progress) -> list[suite.SuiteCase]:
+    """Generate suite inputs (and their float64 references) from their recorded seeds."""
+    chosen = suite.cases_in(",".join(names))
+    for case in chosen:
+        if force or not suite.is_generated(case):
+            with progress(f"generating {case.name}", 3 * case.shape.elements) as advance:
+                suite.generate_input(case, advance)
+        if reference and (force or not suite.has_reference(case)):
+            suite.reference_path(case).unlink(missing_ok=True)
+            with progress(f"float64 reference of {case.name}", case.shape.B * case.shape.N) as advance:
+                suite.generate_reference(case, advance)
+    return chosen
+
+
+def load_results(path: str | Path) -> ResultSet:
+    """A saved compare, sweep or judge (any schema version this attnbench reads)."""
+    return load(path)
+
+
+def against_saved(result: ResultSet, saved: ResultSet, same_within: float = DEFAULT_SAME_WITHIN,
+                  fail_slower: float | None = None, allow_other_gpu: bool = False,
+                  allow_other_inputs: bool = False) -> AgainstReport:
+    """Each cell of `result` against the same cell of a saved run, with regressions counted."""
+    notes = check_comparable(result, saved, allow_other_gpu, allow_other_inputs)
+    return against(result, saved, same_within, fail_slower, notes)
+
+
+__all__ = [
+    "TimingOptions", "against_saved", "check_same_gpu", "check_same_inputs", "choose_variant", "common_selection",
+    "compare", "expected_inputs", "generate", "load_results", "open_gpu", "open_gpu_for", "run", "sweep", "verify",
+]

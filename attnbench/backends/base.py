@@ -1,0 +1,51 @@
+"""What every backend offers the bench layer: the four steps of a run and a clock.
+
+A backend's execution owns one variant's resources for one testcase (device buffers, compiled
+kernels, the launch plan) and offers the same steps whatever it runs on: upload, one pass,
+download, free; plus `flush_l2` and a `clock` for the sampler, which owns how passes are timed.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+import numpy as np
+
+
+class HostClock:
+    """The host's monotonic clock, for work that runs on the host (the cpu variant)."""
+
+    def __init__(self) -> None:
+        self._start = 0.0
+
+    def start(self) -> None:
+        self._start = time.perf_counter()
+
+    def stop(self) -> float:
+        return (time.perf_counter() - self._start) * 1e3
+
+
+class Clock(Protocol):
+    def start(self) -> None: ...
+
+    def stop(self) -> float: ...
+
+
+class Execution(Protocol):
+    """What the bench layer needs from a backend."""
+
+    device_name: str
+    peak_flops: float | None
+    compile_s: float
+    clock: Clock
+
+    def upload(self) -> None: ...
+
+    def run_pass(self) -> None: ...
+
+    def download(self) -> np.ndarray: ...
+
+    def flush_l2(self) -> None: ...
+
+    def free(self) -> None: ...

@@ -1,0 +1,77 @@
+"""The `cpu` backend: the course's sequential blocked flash algorithm, in numpy float32.
+
+Column tiles of K/V (bc = 32) are visited in order with a running row max m and sum l, exactly as the
+course's sequential code does (with m starting at -inf, not FLT_MIN). All query rows of a group of
+batch items advance together, which is the row blocking (br) done as one array operation.
+"""
+
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+
+from attnbench.backends.base import HostClock
+from attnbench.cases.testcase import Testcase
+
+BLOCK_COLS = 32
+_GROUP_BYTES = 64 << 20
+
+
+def flash_attention_cpu(testcase: Testcase, block_cols: int = BLOCK_COLS) -> np.ndarray:
+    """O (B, N, d) float32 by the blocked online-softmax algorithm."""
+    shape = testcase.shape
+    B, N, d = shape.B, shape.N, shape.d
+    scale = np.float32(1.0 / np.sqrt(d))
+    out = np.empty((B, N, d), dtype=np.float32)
+    per_item = N * max(block_cols, d) * 4 * 4
+    group = max(1, _GROUP_BYTES // per_item)
+    for b0 in range(0, B, group):
+        b1 = min(B, b0 + group)
+        q = testcase.q[b0:b1]
+        k = testcase.k[b0:b1]
+        v = testcase.v[b0:b1]
+        row_max = np.full((b1 - b0, N, 1), -np.inf, dtype=np.float32)
+        row_sum = np.zeros((b1 - b0, N, 1), dtype=np.float32)
+        acc = np.zeros((b1 - b0, N, d), dtype=np.float32)
+        for j0 in range(0, N, block_cols):
+            j1 = min(N, j0 + block_cols)
+            scores = np.matmul(q, np.swapaxes(k[:, j0:j1], 1, 2)) * scale
+            tile_max = scores.max(axis=-1, keepdims=True)
+            new_max = np.maximum(row_max, tile_max)
+            weights = np.exp(scores - new_max)
+            correction = np.exp(row_max - new_max)  # exp(-inf) = 0 on the first tile
+            row_sum = row_sum * correction + weights.sum(axis=-1, keepdims=True)
+            acc = acc * correction + np.matmul(weights, v[:, j0:j1])
+            row_max = new_max
+        out[b0:b1] = acc / row_sum
+    return out
+
+
+class CpuExecution:
+    """The numpy variant: a pass computes the output on the host."""
+
+    peak_flops = None
+    compile_s = 0.0
+
+    def __init__(self, testcase: Testcase) -> None:
+        self.testcase = testcase
+        self.device_name = f"CPU ({platform.processor() or platform.machine()})"
+        self.clock = HostClock()
+        self.output: np.ndarray | None = None
+
+    def upload(self) -> None:
+        pass
+
+    def run_pass(self) -> None:
+        self.output = flash_attention_cpu(self.testcase)
+
+    def download(self) -> np.ndarray:
+        assert self.output is not None
+        return self.output
+
+    def flush_l2(self) -> None:
+        pass  # the host's caches are not flushed: a pass reads far more than they hold
+
+    def free(self) -> None:
+        self.output = None

@@ -1,0 +1,262 @@
+"""The GPU through pycuda: opening a device, its facts, and compiling variants at run time.
+
+Everything that imports pycuda lives here, so a machine without it (or without a GPU) gets one clear
+sentence from `open_gpu` and the rest of attnbench keeps working.
+"""
+
+from __future__ import annotations
+
+import atexit
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from attnbench.cases.testcase import Shape
+from attnbench.errors import GpuUnavailable, KernelCompileError, KernelLaunchError
+from attnbench.kernels.nvcc import (
+    compile_options,
+    include_dirs,
+    source_file,
+    source_text,
+)
+from attnbench.kernels.variant import Variant
+
+# FP32 lanes per SM by compute capability, for the FP32 peak (2 FLOPs per lane per clock).
+_FP32_LANES = {(6, 0): 64, (7, 0): 64, (7, 5): 64, (8, 0): 64}
+
+
+def _import_pycuda() -> Any:
+    try:
+        import pycuda.driver as driver
+    except ImportError:
+        raise GpuUnavailable(
+            "pycuda is not installed, so no GPU variant can run: install the gpu extra with "
+            "`pip install -e '.[gpu]'` (it needs the CUDA toolkit), or use --variant cpu"
+        ) from None
+    except Exception as exc:  # pycuda present but its native part cannot load (no driver library)
+        raise GpuUnavailable(f"pycuda cannot load ({exc}); is the NVIDIA driver installed?") from None
+    return driver
+
+
+def gpu_probe() -> str | None:
+    """None when a GPU is usable, else the sentence that says why not (no side effects kept)."""
+    try:
+        driver = _import_pycuda()
+        driver.init()
+        if driver.Device.count() == 0:
+            return "no CUDA GPU is present"
+    except GpuUnavailable as exc:
+        return str(exc)
+    except Exception as exc:
+        return f"the CUDA driver cannot start ({exc})"
+    return None
+
+
+@dataclass
+class CompiledVariant:
+    """A variant's module for one set of defines, its kernels, and their resource usage."""
+
+    variant: Variant
+    module: Any
+    functions: dict[str, Any]
+    compile_seconds: float
+    options: list[str]
+    registers: dict[str, int] = field(default_factory=dict)
+    static_smem: dict[str, int] = field(default_factory=dict)
+    local_bytes: dict[str, int] = field(default_factory=dict)
+
+
+class EventClock:
+    """CUDA events around a region of device work on the legacy default stream, in milliseconds."""
+
+    def __init__(self, driver: Any, what: str) -> None:
+        self.driver = driver
+        self.what = what
+        self._start: Any = None
+        self._end: Any = None
+
+    def start(self) -> None:
+        self._start, self._end = self.driver.Event(), self.driver.Event()
+        self._start.record()
+
+    def stop(self) -> float:
+        self._end.record()
+        try:
+            self._end.synchronize()
+        except self.driver.Error as exc:
+            raise KernelLaunchError(f"{self.what}: a kernel failed: {exc}") from None
+        return self._start.time_till(self._end)
+
+
+class Gpu:
+    """One CUDA device with its primary context made current."""
+
+    def __init__(self, index: int = 0) -> None:
+        self.driver = driver = _import_pycuda()
+        try:
+            driver.init()
+            count = driver.Device.count()
+        except Exception as exc:
+            raise GpuUnavailable(f"the CUDA driver cannot start ({exc}); is a GPU present?") from None
+        if count == 0:
+            raise GpuUnavailable("no CUDA GPU is present; use --variant cpu")
+        if not 0 <= index < count:
+            raise GpuUnavailable(f"--device {index} does not exist: this machine has {count} GPU(s), 0..{count - 1}")
+        self.index = index
+        self.device = driver.Device(index)
+        self.context = self.device.retain_primary_context()
+        self.context.push()
+        self._open = True
+        # Pop the context before pycuda's own exit hook runs (atexit runs hooks last-in first-out);
+        # a context left on the stack makes pycuda abort the process at exit.
+        atexit.register(self.close)
+        attr = driver.device_attribute
+        self.name: str = self.device.name()
+        self.compute_capability: tuple[int, int] = self.device.compute_capability()
+        self.sm_count: int = self.device.get_attribute(attr.MULTIPROCESSOR_COUNT)
+        self.clock_khz: int = self.device.get_attribute(attr.CLOCK_RATE)
+        self.memory_clock_khz: int = self.device.get_attribute(attr.MEMORY_CLOCK_RATE)
+        self.l2_bytes: int = self.device.get_attribute(attr.L2_CACHE_SIZE)
+        self.total_memory: int = self.device.total_memory()
+        self._modules: dict[tuple, CompiledVariant] = {}
+        self._l2_flush_buffer: Any = None
+
+    @property
+    def l2_flush_bytes(self) -> int:
+        """Bytes written to evict the L2 cache before a timed pass: twice its size."""
+        return 2 * self.l2_bytes
+
+    def l2_flush_pending_bytes(self) -> int:
+        """Device memory the flush buffer will still take (0 once it is allocated)."""
+        return 0 if self._l2_flush_buffer is not None else self.l2_flush_bytes
+
+    def flush_l2(self) -> None:
+        """Overwrite the L2 cache with a buffer twice its size, so the next pass starts cold."""
+        if self._l2_flush_buffer is None:
+            self._l2_flush_buffer = self.driver.mem_alloc(self.l2_flush_bytes)
+        self.driver.memset_d32(self._l2_flush_buffer, 0, self.l2_flush_bytes // 4)
+
+    def clock(self, what: str) -> EventClock:
+        return EventClock(self.driver, what)
+
+    @property
+    def arch(self) -> str:
+        major, minor = self.compute_capability
+        return f"sm_{major}{minor}"
+
+    @property
+    def fp32_peak_flops(self) -> float:
+        lanes = _FP32_LANES.get(self.compute_capability, 128)
+        return 2.0 * lanes * self.sm_count * self.clock_khz * 1e3
+
+    def free_memory(self) -> int:
+        return self.driver.mem_get_info()[0]
+
+    def facts(self) -> dict[str, Any]:
+        """The device metadata that saved results carry."""
+        import pycuda
+
+        return {
+            "name": self.name,
+            "index": self.index,
+            "compute_capability": ".".join(map(str, self.compute_capability)),
+            "sm_count": self.sm_count,
+            "sm_clock_mhz": self.clock_khz / 1e3,
+            "memory_clock_mhz": self.memory_clock_khz / 1e3,
+            "l2_bytes": self.l2_bytes,
+            "total_memory_bytes": self.total_memory,
+            "fp32_peak_tflops": self.fp32_peak_flops / 1e12,
+            "driver_version": self.driver.get_driver_version(),
+            "cuda_version": ".".join(map(str, self.driver.get_version())),
+            "pycuda_version": ".".join(map(str, pycuda.VERSION)),
+        }
+
+    def compile(self, variant: Variant, shape: Shape) -> CompiledVariant:
+        """Compile (or reuse) the variant's module for the defines this shape needs."""
+        from pycuda.compiler import SourceModule
+
+        options = compile_options(variant, shape)
+        key = (variant.name, str(source_file(variant)), tuple(options))
+        if key in self._modules:
+            return self._modules[key]
+        where = variant.source if variant.source_path is None else str(variant.source_path)
+        start = time.perf_counter()
+        try:
+            module = SourceModule(
+                source_text(variant),
+                options=options,
+                arch=self.arch,
+                include_dirs=[str(folder) for folder in include_dirs(variant)],
+                no_extern_c=True,
+            )
+        except self.driver.CompileError as exc:
+            message = (getattr(exc, "stderr", "") or getattr(exc, "msg", "") or str(exc)).strip()
+            raise KernelCompileError(f"nvcc could not compile {where}:\n{message}") from None
+        except self.driver.Error as exc:
+            raise KernelCompileError(f"{where} compiled but could not be loaded: {exc}") from None
+        seconds = time.perf_counter() - start
+        compiled = CompiledVariant(variant, module, {}, seconds, options)
+        fattr = self.driver.function_attribute
+        for launch in variant.launches:
+            if launch.kernel in compiled.functions:
+                continue
+            try:
+                function = module.get_function(launch.kernel)
+            except self.driver.LogicError:
+                raise KernelCompileError(
+                    f"{where} has no kernel named {launch.kernel!r} (is it extern \"C\"?)"
+                ) from None
+            compiled.functions[launch.kernel] = function
+            compiled.registers[launch.kernel] = function.get_attribute(fattr.NUM_REGS)
+            compiled.static_smem[launch.kernel] = function.get_attribute(fattr.SHARED_SIZE_BYTES)
+            compiled.local_bytes[launch.kernel] = function.get_attribute(fattr.LOCAL_SIZE_BYTES)
+        self._modules[key] = compiled
+        return compiled
+
+    def allow_dynamic_smem(self, function: Any, kernel: str, nbytes: int) -> None:
+        """Raise a kernel's dynamic shared memory limit above the 48 KB default when it asks for more."""
+        if nbytes <= 48 * 1024:
+            return
+        limit = self.device.get_attribute(self.driver.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        if nbytes > limit:
+            raise KernelLaunchError(
+                f"kernel {kernel} needs {nbytes} bytes of shared memory; {self.name} allows {limit} per block"
+            )
+        function.set_attribute(self.driver.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+
+    def throttle_reasons(self) -> list[str]:
+        """Active clock-throttle reasons from NVML (empty when NVML is unavailable)."""
+        try:
+            import pynvml
+        except ImportError:
+            return []
+        try:
+            pynvml.nvmlInit()
+            handle = pynvml.nvmlDeviceGetHandleByIndex(self.index)
+            mask = pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)
+        except Exception:
+            return []
+        names = {
+            "nvmlClocksThrottleReasonSwPowerCap": "software power cap",
+            "nvmlClocksThrottleReasonHwSlowdown": "hardware slowdown",
+            "nvmlClocksThrottleReasonSwThermalSlowdown": "software thermal slowdown",
+            "nvmlClocksThrottleReasonHwThermalSlowdown": "hardware thermal slowdown",
+            "nvmlClocksThrottleReasonHwPowerBrakeSlowdown": "power brake",
+        }
+        return [text for attr, text in names.items() if mask & getattr(pynvml, attr, 0)]
+
+    def close(self) -> None:
+        """Release the context (idempotent)."""
+        if not self._open:
+            return
+        self._open = False
+        if self._l2_flush_buffer is not None:
+            try:
+                self._l2_flush_buffer.free()
+            except Exception:
+                pass
+            self._l2_flush_buffer = None
+        try:
+            self.context.pop()
+        except Exception:
+            pass

@@ -1,0 +1,185 @@
+"""A compiled GPU variant bound to device buffers for one testcase: the pycuda backend's execution."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from attnbench.cases.testcase import Shape, Testcase
+from attnbench.errors import DeviceMemoryError, KernelLaunchError
+from attnbench.kernels.variant import Variant
+
+LOG2E = 1.4426950408889634
+POISON_BITS = 0x7FC00000  # a quiet NaN: any element a kernel leaves unwritten shows up in verify
+WORKSPACE_CAP_BYTES = 4 << 30
+MEMORY_MARGIN_BYTES = 256 << 20
+MAX_GRID_YZ = 65535
+MAX_GRID_X = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class _LaunchRecord:
+    kernel: str
+    function: Any
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    smem: int
+    args: tuple
+
+
+def _arg_type(name: str) -> str:
+    if name in ("B", "N", "d", "step"):
+        return "i"
+    if name in ("scale", "scale_log2"):
+        return "f"
+    return "P"
+
+
+class GpuExecution:
+    """A compiled variant bound to device buffers for one testcase."""
+
+    def __init__(self, gpu: Any, variant: Variant, testcase: Testcase, flush_l2: bool = True) -> None:
+        variant.require(testcase.shape)
+        self.gpu = gpu
+        self.driver = gpu.driver
+        self.variant = variant
+        self.testcase = testcase
+        self.shape = shape = testcase.shape
+        self.device_name = gpu.name
+        self.peak_flops = gpu.fp32_peak_flops
+        self.compiled = gpu.compile(variant, shape)
+        self.compile_s = self.compiled.compile_seconds
+        self.clock = gpu.clock(f"{variant.name} on {shape}")
+        self.flush_bytes = gpu.l2_flush_pending_bytes() if flush_l2 else 0
+        self.chunk = self._choose_chunk()
+        self._buffers: dict[str, Any] = {}
+        self._records: list[_LaunchRecord] = []
+        self._prepared: set[str] = set()
+
+    # -- memory ------------------------------------------------------------------------------
+    def _choose_chunk(self) -> int:
+        shape, variant = self.shape, self.variant
+        per_item = variant.workspace_bytes(Shape(1, shape.N, shape.d))
+        fixed = 4 * shape.elements * 4 + self.flush_bytes  # Q, K, V and O, plus the L2 flush buffer
+        free = self.gpu.free_memory()
+        available = free - fixed - MEMORY_MARGIN_BYTES
+        if available < per_item:
+            need = fixed + per_item
+            raise DeviceMemoryError(
+                f"{variant.name} on {shape} needs {need / 2**30:.2f} GiB of device memory "
+                f"(input {3 * shape.elements * 4 / 2**30:.2f}, output {shape.elements * 4 / 2**30:.2f}, "
+                f"workspace {per_item / 2**30:.2f} for one batch item, L2 flush {self.flush_bytes / 2**30:.2f}) "
+                f"but {self.gpu.name} has {free / 2**30:.2f} GiB free"
+            )
+        chunk = min(shape.B, variant.max_chunk, MAX_GRID_YZ)
+        if per_item:
+            chunk = min(chunk, max(1, min(available, max(per_item, WORKSPACE_CAP_BYTES)) // per_item))
+        return max(1, chunk)
+
+    def _alloc(self, name: str, nbytes: int) -> Any:
+        try:
+            buffer = self.driver.mem_alloc(max(nbytes, 4))
+        except self.driver.MemoryError:
+            self.free()
+            raise DeviceMemoryError(
+                f"{self.variant.name}: allocating {nbytes / 2**30:.2f} GiB for {name} failed on {self.gpu.name} "
+                f"({self.gpu.free_memory() / 2**30:.2f} GiB free)"
+            ) from None
+        self._buffers[name] = buffer
+        return buffer
+
+    def upload(self) -> None:
+        """Allocate device buffers, copy the input over and poison the output."""
+        shape = self.shape
+        qkv = self._alloc("qkv", self.testcase.qkv.nbytes)
+        out = self._alloc("out", shape.output_bytes)
+        chunk_shape = Shape(self.chunk, shape.N, shape.d)
+        workspace = {name: self._alloc(name, size(chunk_shape)) for name, size in self.variant.workspace.items()}
+        self.driver.memcpy_htod(qkv, self.testcase.qkv)
+        self.driver.memset_d32(out, POISON_BITS, shape.elements)
+        self._records = self._plan(int(qkv), int(out), {k: int(v) for k, v in workspace.items()})
+
+    def _plan(self, qkv: int, out: int, workspace: dict[str, int]) -> list[_LaunchRecord]:
+        shape = self.shape
+        N, d = shape.N, shape.d
+        scalars: dict[str, Any] = {
+            "N": np.int32(N),
+            "d": np.int32(d),
+            "scale": np.float32(1.0 / math.sqrt(d)),
+            "scale_log2": np.float32(LOG2E / math.sqrt(d)),
+        }
+        records = []
+        for b0 in range(0, shape.B, self.chunk):
+            count = min(self.chunk, shape.B - b0)
+            chunk = Shape(count, N, d)
+            values = {
+                **scalars,
+                **workspace,
+                "B": np.int32(count),
+                "qkv": qkv + 4 * b0 * 3 * N * d,
+                "out": out + 4 * b0 * N * d,
+            }
+            geometry = []
+            for launch in self.variant.launches:
+                function = self.compiled.functions[launch.kernel]
+                if launch.kernel not in self._prepared:
+                    function.prepare("".join(_arg_type(a) for a in launch.args))
+                    self._prepared.add(launch.kernel)
+                grid, block, smem = launch.grid(chunk), launch.block(chunk), launch.smem(chunk)
+                self._check_geometry(launch.kernel, grid, block)
+                self.gpu.allow_dynamic_smem(function, launch.kernel, smem)
+                geometry.append((launch, function, grid, block, smem))
+            for step in range(self.variant.steps(chunk)):
+                values["step"] = np.int32(step)
+                for launch, function, grid, block, smem in geometry:
+                    args = tuple(values[a] for a in launch.args)
+                    records.append(_LaunchRecord(launch.kernel, function, grid, block, smem, args))
+        return records
+
+    def _check_geometry(self, kernel: str, grid: tuple[int, ...], block: tuple[int, ...]) -> None:
+        if min(grid) < 1 or grid[0] > MAX_GRID_X or any(g > MAX_GRID_YZ for g in grid[1:]):
+            raise KernelLaunchError(f"{self.variant.name}: kernel {kernel} asks for grid {grid}, beyond CUDA's limits")
+        if min(block) < 1 or math.prod(block) > 1024:
+            raise KernelLaunchError(f"{self.variant.name}: kernel {kernel} asks for block {block}, beyond 1024 threads")
+
+    # -- execution ---------------------------------------------------------------------------
+    def run_pass(self) -> None:
+        record = None
+        try:
+            for record in self._records:
+                record.function.prepared_async_call(
+                    record.grid, record.block, None, *record.args, shared_size=record.smem
+                )
+        except self.driver.Error as exc:
+            kernel = record.kernel if record else "?"
+            raise KernelLaunchError(f"{self.variant.name}: launching kernel {kernel} failed: {exc}") from None
+
+    def _synchronize(self) -> None:
+        try:
+            self.driver.Context.synchronize()
+        except self.driver.Error as exc:
+            raise KernelLaunchError(f"{self.variant.name}: a kernel failed on {self.shape}: {exc}") from None
+
+    def download(self) -> np.ndarray:
+        self._synchronize()
+        out = np.empty((self.shape.B, self.shape.N, self.shape.d), dtype=np.float32)
+        try:
+            self.driver.memcpy_dtoh(out, self._buffers["out"])
+        except self.driver.Error as exc:
+            raise KernelLaunchError(f"{self.variant.name}: reading the output back failed: {exc}") from None
+        return out
+
+    def flush_l2(self) -> None:
+        self.gpu.flush_l2()
+
+    def free(self) -> None:
+        for buffer in self._buffers.values():
+            try:
+                buffer.free()
+            except Exception:
+                pass
+        self._buffers.clear()
+        self._records = []

@@ -1,0 +1,135 @@
+"""The PyTorch peer: scaled_dot_product_attention on the same float32 data, in the same process.
+
+pycuda's `Gpu` has already made the device's primary context current, and PyTorch's runtime uses
+that same primary context, so one process, one context, one set of timing rules: the sampler's L2
+flush and CUDA events (pycuda's, on the legacy default stream where PyTorch launches by default;
+PyTorch's own events if it launches on another stream). The
+tensors are (B, 1, N, d) float32 and contiguous, built from the testcase outside the timed window.
+PyTorch is imported only here, and only when the peer runs; without it, one sentence says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from attnbench.cases.testcase import Testcase
+from attnbench.errors import DeviceMemoryError, KernelLaunchError, PeerUnavailable
+
+
+def import_torch() -> Any:
+    """PyTorch with a usable CUDA device, or PeerUnavailable in one sentence."""
+    try:
+        import torch
+    except ImportError:
+        raise PeerUnavailable(
+            "the torch peer needs PyTorch, which is not installed here: install a CUDA build of torch, "
+            "or leave torch out of --variants"
+        ) from None
+    if not torch.cuda.is_available():
+        raise PeerUnavailable(
+            f"PyTorch {torch.__version__} is installed but sees no CUDA device (a CPU-only build, or no driver), "
+            "so the torch peer cannot run"
+        )
+    return torch
+
+
+def _torch_index(torch: Any, gpu: Any) -> int:
+    """PyTorch's index of pycuda's device (the runtime may order devices differently)."""
+    try:
+        bus = gpu.device.pci_bus_id().lower()
+        for i in range(torch.cuda.device_count()):
+            props = torch.cuda.get_device_properties(i)
+            theirs = getattr(props, "pci_bus_id", None)
+            if theirs is not None and f"{props.pci_domain_id:04x}:{theirs:02x}:{props.pci_device_id:02x}" in bus:
+                return i
+    except Exception:
+        pass
+    return gpu.index
+
+
+class TorchEventClock:
+    """PyTorch's CUDA events on its current stream, in milliseconds."""
+
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self._start: Any = None
+        self._end: Any = None
+
+    def start(self) -> None:
+        self._start, self._end = (self.torch.cuda.Event(enable_timing=True) for _ in range(2))
+        self._start.record()
+
+    def stop(self) -> float:
+        self._end.record()
+        self._end.synchronize()
+        return float(self._start.elapsed_time(self._end))
+
+
+class TorchExecution:
+    """One testcase as PyTorch tensors on the GPU that pycuda holds open."""
+
+    compile_s = 0.0
+
+    def __init__(self, gpu: Any, testcase: Testcase) -> None:
+        if gpu is None:
+            raise PeerUnavailable("the torch peer needs an open GPU")
+        self.torch = import_torch()
+        self.gpu = gpu
+        self.driver = gpu.driver
+        self.testcase = testcase
+        self.shape = testcase.shape
+        self.device_name = gpu.name
+        self.peak_flops = gpu.fp32_peak_flops
+        self.clock: Any = gpu.clock(f"torch on {self.shape}")
+        self._q = self._k = self._v = self._out = None
+
+    def upload(self) -> None:
+        torch = self.torch
+        # float32 means float32: no TF32 in the math backend's matrix products.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        index = _torch_index(torch, self.gpu)
+        torch.cuda.set_device(index)
+        device = torch.device("cuda", index)
+        try:
+            qkv = torch.from_numpy(np.ascontiguousarray(self.testcase.qkv)).to(device)
+            self._q, self._k, self._v = (qkv[:, i : i + 1].contiguous() for i in range(3))
+            del qkv
+        except torch.cuda.OutOfMemoryError:
+            self.free()
+            raise DeviceMemoryError(
+                f"torch: the inputs of {self.shape} ({4 * self.shape.elements * 4 / 2**30:.2f} GiB with the output) "
+                f"do not fit in {self.gpu.name}'s free memory"
+            ) from None
+        current = self.driver.Context.get_current()
+        if current is not None and getattr(current, "handle", None) != getattr(self.gpu.context, "handle", None):
+            raise PeerUnavailable("PyTorch made a CUDA context current other than the device's primary context")
+        # pycuda events record on the legacy default stream; use them only if PyTorch launches there.
+        if torch.cuda.current_stream(device).cuda_stream != 0:
+            self.clock = TorchEventClock(torch)
+
+    def run_pass(self) -> None:
+        torch = self.torch
+        try:
+            with torch.no_grad():
+                self._out = torch.nn.functional.scaled_dot_product_attention(self._q, self._k, self._v)
+        except torch.cuda.OutOfMemoryError:
+            raise DeviceMemoryError(f"torch: scaled_dot_product_attention ran out of device memory on {self.shape}") from None
+        except RuntimeError as exc:
+            raise KernelLaunchError(f"torch: scaled_dot_product_attention failed on {self.shape}: {exc}") from None
+
+    def download(self) -> np.ndarray:
+        assert self._out is not None
+        s = self.shape
+        return self._out.reshape(s.B, s.N, s.d).cpu().numpy().astype(np.float32, copy=False)
+
+    def flush_l2(self) -> None:
+        self.gpu.flush_l2()
+
+    def free(self) -> None:
+        self._q = self._k = self._v = self._out = None
+        try:
+            self.torch.cuda.empty_cache()  # give the memory back for the next cell's own allocations
+        except Exception:
+            pass

@@ -1,0 +1,172 @@
+"""The compare matrix: variants x inputs, each cell checked before it is timed.
+
+`run_matrix` runs the cells (input by input, so each testcase and reference is loaded once) and
+`assemble` turns them into a ResultSet with the run's metadata. Reading a matrix (speedups,
+verdicts, regressions) is `attnbench.analysis`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from attnbench.bench.runner import Timer, run_variant
+from attnbench.bench.sampler import TimingPolicy
+from attnbench.bench.verify import COURSE_ATOL, compare_outputs
+from attnbench.cases.inputs import BenchInput, CaseInfo, ProgressFactory, no_progress
+from attnbench.errors import AttnbenchError
+from attnbench.kernels.nvcc import variant_info
+from attnbench.kernels.variant import Variant
+from attnbench.results.metadata import collect
+from attnbench.results.resultset import ERROR, OK, REFUSED, WRONG, Cell, ResultSet
+from attnbench.results.verification import VerifyReport
+
+
+# -- running the matrix ---------------------------------------------------------------------------
+class MatrixListener(Protocol):
+    """What the matrix tells its user while it runs."""
+
+    progress: ProgressFactory
+
+    def start(self, total_cells: int, total_work: float) -> None: ...
+
+    def cell_started(self, variant: str, case: str) -> None: ...
+
+    def cell_finished(self, cell: Cell, work: float) -> None: ...
+
+
+class QuietListener:
+    progress: ProgressFactory = staticmethod(no_progress)  # type: ignore[assignment]
+
+    def start(self, total_cells: int, total_work: float) -> None:
+        pass
+
+    def cell_started(self, variant: str, case: str) -> None:
+        pass
+
+    def cell_finished(self, cell: Cell, work: float) -> None:
+        pass
+
+
+Check = Callable[[np.ndarray, np.ndarray], Any]  # (output, reference) -> object with `passed` and `to_dict()`
+
+
+def course_check(atol: float = COURSE_ATOL, rtol: float = 0.0) -> Check:
+    """The course's rule (every element within atol + rtol*|ref|), with every error metric recorded."""
+    return lambda output, reference: compare_outputs(output, reference, atol, rtol)
+
+
+def failure_summary(check: Any) -> str:
+    """One line saying how an output failed its check."""
+    if isinstance(check, VerifyReport):
+        text = f"{check.failing} of {check.elements} elements fail {check.rule()}"
+        if check.nan_count or check.inf_count:
+            text += f" ({check.nan_count} NaN, {check.inf_count} Inf)"
+        if check.worst is not None:
+            text += f"; worst {check.worst}"
+        return text
+    describe = getattr(check, "describe", None)
+    return describe() if callable(describe) else "the output failed its check"
+
+
+@dataclass
+class MatrixSettings:
+    """How each cell is checked and timed."""
+
+    policy: Callable[[Variant], TimingPolicy]
+    check: Check = field(default_factory=course_check)
+    timer: Timer | None = None
+
+
+def _cell_work(variant: Variant, bench_input: BenchInput) -> float:
+    """Expected cost of a cell for the ETA: its FLOPs (a host variant counts 50x)."""
+    return float(bench_input.shape.flops) * (50.0 if variant.backend == "cpu" else 1.0)
+
+
+def run_matrix(
+    variants: list[Variant],
+    inputs: list[BenchInput],
+    gpu: Any | None,
+    settings: MatrixSettings,
+    listener: MatrixListener | None = None,
+) -> tuple[list[CaseInfo], list[Cell]]:
+    """Run every (variant, input) cell: refused shapes are recorded, wrong outputs get no speed."""
+    listener = listener or QuietListener()
+    work = {(v.name, i.label): _cell_work(v, i) for i in inputs for v in variants if v.refusal(i.shape) is None}
+    listener.start(len(variants) * len(inputs), sum(work.values()))
+    infos: list[CaseInfo] = []
+    cells: list[Cell] = []
+    for bench_input in inputs:
+        takers = [v for v in variants if v.refusal(bench_input.shape) is None]
+        testcase = reference = None
+        if takers:
+            testcase = bench_input.load(listener.progress)
+            infos.append(bench_input.info(testcase))
+            reference = bench_input.reference(testcase, listener.progress)
+        else:  # nothing to run: do not generate or load it
+            infos.append(CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "", "every variant refused it"))
+        for variant in variants:
+            reason = variant.refusal(bench_input.shape)
+            if reason is not None:
+                cell = Cell(variant.name, bench_input.label, REFUSED, reason)
+                listener.cell_finished(cell, 0.0)
+                cells.append(cell)
+                continue
+            listener.cell_started(variant.name, bench_input.label)
+            cell = _run_cell(variant, bench_input.label, testcase, reference, gpu, settings)
+            listener.cell_finished(cell, work[(variant.name, bench_input.label)])
+            cells.append(cell)
+        del testcase, reference
+    return infos, cells
+
+
+def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: Any | None,
+              settings: MatrixSettings) -> Cell:
+    extra: dict[str, Any] = {}
+    if variant.backend == "gpu":
+        extra["defines"] = variant.defines(testcase.shape)
+    try:
+        run = run_variant(variant, testcase, label, gpu, settings.policy(variant),
+                          lambda output: settings.check(output, reference), gate=True, keep_output=False,
+                          timer=settings.timer)
+    except AttnbenchError as exc:
+        return Cell(variant.name, label, ERROR, str(exc), extra=extra)
+    except Exception as exc:  # a driver error that escaped the runner's wrapping
+        if type(exc).__module__.split(".")[0] in ("pycuda", "torch"):
+            return Cell(variant.name, label, ERROR, f"{type(exc).__name__}: {exc}", extra=extra)
+        raise
+    check = run.check.to_dict() if hasattr(run.check, "to_dict") else None
+    timer_extra = getattr(settings.timer, "last_extra", None)
+    if run.measurement is None:
+        return Cell(variant.name, label, WRONG, failure_summary(run.check), None, check, extra)
+    if timer_extra:
+        extra.update(timer_extra)
+    return Cell(variant.name, label, OK, "", run.measurement, check, extra)
+
+
+def assemble(
+    kind: str,
+    variants: list[Variant],
+    cases: list[CaseInfo],
+    cells: list[Cell],
+    gpu: Any | None,
+    policy: dict[str, Any],
+    baseline: str | None = None,
+    settings: dict[str, Any] | None = None,
+    command: str | None = None,
+) -> ResultSet:
+    """A result set for a finished run, with its metadata captured now."""
+    with_torch = any(v.backend == "torch" for v in variants)
+    arch = gpu.arch if gpu is not None else None
+    return ResultSet(
+        kind=kind,
+        metadata=collect(gpu, with_torch, command),
+        policy=policy,
+        variants=[variant_info(v, arch) for v in variants],
+        cases=cases,
+        cells=cells,
+        baseline=baseline,
+        settings=dict(settings or {}),
+    )

@@ -1,0 +1,118 @@
+"""The runner: joins a testcase and a variant, runs it once to get (and check) its output, then times it.
+
+`run_variant` is the one path every command takes: `run` is a one-cell compare. The first pass is
+timed as the course times "computing" (allocation, host-to-device, kernels, device-to-host); the
+sampler then times repeated passes. With `gate`, a pass whose output fails its check gets no time.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from attnbench.backends.base import Execution
+from attnbench.backends.factory import make_execution
+from attnbench.bench.sampler import (
+    TimingPolicy,
+    measure,
+    sample_execution,
+    timed_passes,
+)
+from attnbench.cases.testcase import Testcase
+from attnbench.kernels.variant import Variant
+from attnbench.results.measurement import Measurement
+from attnbench.results.stats import KernelStats
+from attnbench.results.verification import VerifyReport
+
+# A replacement for the sampler (the square-attention lab's doubling rule is one).
+Timer = Callable[[Execution, TimingPolicy], KernelStats]
+# Checks an output; returns anything with a boolean `passed` (a VerifyReport, or a workload's own rule).
+Check = Callable[[np.ndarray], Any]
+
+
+@dataclass
+class VariantRun:
+    """What one run of a variant gave: its output (when kept), its measurement, its check."""
+
+    output: np.ndarray | None
+    measurement: Measurement | None  # None when the check gated it out: a wrong answer gets no speed
+    check: Any | None
+
+
+def _first_pass(execution: Execution) -> tuple[np.ndarray, float]:
+    """Upload, one pass and download, timed as the course times 'computing'."""
+    start = time.perf_counter()
+    execution.upload()
+    execution.run_pass()
+    output = execution.download()
+    return output, time.perf_counter() - start
+
+
+def _time(execution: Execution, variant: Variant, policy: TimingPolicy, compute_s: float,
+          timer: Timer | None) -> KernelStats:
+    """Kernel statistics after the first pass; a host pass already timed counts as the first sample."""
+    if timer is not None:
+        return timer(execution, policy)
+    if variant.backend == "cpu":
+        return sample_execution(execution, policy, first_samples=[compute_s * 1e3])
+    return sample_execution(execution, policy)
+
+
+def _measurement(variant: Variant, case_label: str, testcase: Testcase, gpu: Any | None, execution: Execution,
+                 compute_s: float, stats: KernelStats) -> Measurement:
+    measurement = Measurement(
+        variant=variant.name,
+        case=case_label,
+        shape=testcase.shape,
+        device=execution.device_name,
+        compute_s=compute_s,
+        kernel=stats,
+        compile_s=execution.compile_s,
+        peak_flops=execution.peak_flops,
+    )
+    if gpu is not None and variant.backend != "cpu":
+        reasons = gpu.throttle_reasons()
+        if reasons:
+            measurement.warnings.append(
+                f"the GPU reports clock throttling ({', '.join(reasons)}): let it cool or lower its load, then rerun"
+            )
+    return measurement
+
+
+def run_variant(
+    variant: Variant,
+    testcase: Testcase,
+    case_label: str,
+    gpu: Any | None,
+    policy: TimingPolicy,
+    check: Check | None = None,
+    gate: bool = False,
+    keep_output: bool = True,
+    timer: Timer | None = None,
+) -> VariantRun:
+    """Run `variant` on `testcase`: one checked pass, then timed passes.
+
+    `check` sees the first pass's output; with `gate`, a failed check ends the run without timing.
+    A VerifyReport check is also attached to the measurement.
+    """
+    execution = make_execution(variant, testcase, gpu, policy.flush_l2)
+    try:
+        output, compute_s = _first_pass(execution)
+        result = check(output) if check is not None else None
+        if not keep_output:
+            output = None
+        if gate and result is not None and not result.passed:
+            return VariantRun(output, None, result)
+        stats = _time(execution, variant, policy, compute_s, timer)
+    finally:
+        execution.free()
+    measurement = _measurement(variant, case_label, testcase, gpu, execution, compute_s, stats)
+    if isinstance(result, VerifyReport):
+        measurement.verification = result
+    return VariantRun(output, measurement, result)
+
+
+__all__ = ["Check", "Timer", "VariantRun", "measure", "run_variant", "timed_passes"]

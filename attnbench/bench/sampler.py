@@ -1,0 +1,96 @@
+"""The sampler: warm-up, the L2 flush and the clock around each pass, repeated until the noise is low.
+
+It owns how a pass is timed, whatever the backend: a backend supplies only "run one pass", a way
+to flush the L2 cache, and its clock (CUDA events for device work, the host clock for the cpu
+variant). The samples' statistics are `attnbench.results.stats.KernelStats`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from attnbench.results.stats import KernelStats, relative_noise
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    """How many samples to take: a fixed count (`reps`), or until the noise is under `target_noise`."""
+
+    warmup: int = 2
+    reps: int | None = None
+    target_noise: float = 0.01
+    min_time_s: float = 0.25
+    min_samples: int = 10
+    max_samples: int = 2000
+    timeout_s: float = 10.0
+    flush_l2: bool = True
+
+
+def measure(
+    sample: Callable[[], float],
+    policy: TimingPolicy,
+    first_samples: list[float] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> KernelStats:
+    """Warm up, then sample until the policy is satisfied; `first_samples` count toward the total."""
+    for _ in range(policy.warmup):
+        sample()
+    samples = list(first_samples or [])
+    start = clock()
+    while True:
+        if policy.reps is not None and len(samples) >= policy.reps:
+            break
+        samples.append(sample())
+        if policy.reps is not None:
+            continue
+        elapsed = clock() - start
+        enough = len(samples) >= policy.min_samples and elapsed >= policy.min_time_s
+        if enough and relative_noise(samples) <= policy.target_noise:
+            break
+        if elapsed >= policy.timeout_s or len(samples) >= policy.max_samples:
+            break
+    stats = KernelStats(samples)
+    if policy.reps is None and stats.noise > policy.target_noise:
+        stats.converged = False
+        stats.warnings.append(
+            f"noise is {100 * stats.noise:.1f}% of the mean (target {100 * policy.target_noise:g}%) after "
+            f"{stats.count} samples: close other work on the GPU, or give it longer with --timeout"
+        )
+    if policy.reps is None and stats.count < 5:
+        stats.warnings.append(f"only {stats.count} sample(s): the statistics are rough; use --reps 10 or more")
+    return stats
+
+
+class Clock(Protocol):
+    """Times a region of work in milliseconds."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> float: ...
+
+
+class Timeable(Protocol):
+    """What the sampler needs from a backend's execution."""
+
+    clock: Clock
+
+    def run_pass(self) -> None: ...
+
+    def flush_l2(self) -> None: ...
+
+
+def timed_passes(execution: Timeable, passes: int = 1, flush_l2: bool = False) -> float:
+    """Milliseconds for `passes` passes back to back; the flush, if asked, happens before the clock starts."""
+    if flush_l2:
+        execution.flush_l2()
+    execution.clock.start()
+    for _ in range(passes):
+        execution.run_pass()
+    return execution.clock.stop()
+
+
+def sample_execution(execution: Timeable, policy: TimingPolicy, first_samples: list[float] | None = None) -> KernelStats:
+    """Warm-up and samples of one pass each, by the policy (its L2 flush included)."""
+    return measure(lambda: timed_passes(execution, 1, policy.flush_l2), policy, first_samples)

@@ -1,0 +1,257 @@
+"""Benchmark inputs: where run, compare and sweep get a testcase, its fingerprint and its reference.
+
+Three kinds: a suite case (generated from its seed, on disk or in memory), a user's course file,
+and a synthetic shape for sweeps (seeded with the suite's bit-exact generator). Each gives the same
+things: a way to make it ready (generate a missing suite file), the testcase, the sha256 of its
+bytes in the course format, and a reference output (float64 computed, stored as float32 like the
+suite's references). `resolve` is the one rule that turns a user's CASE argument into an input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Protocol
+
+import numpy as np
+
+from attnbench.cases import suite
+from attnbench.cases.testcase import (
+    HEADER,
+    Shape,
+    Testcase,
+    read_output,
+    read_shape,
+    read_testcase,
+    write_output,
+)
+from attnbench.errors import TestcaseError
+
+Advance = Callable[[int], None]
+# A progress factory: (description, total units) -> context manager yielding an advance function.
+ProgressFactory = Callable[[str, int], AbstractContextManager[Advance]]
+
+
+def no_progress(description: str, total: int) -> AbstractContextManager[Advance]:
+    return nullcontext(lambda n: None)
+
+
+@dataclass(frozen=True)
+class CaseInfo:
+    """What saved results record about an input."""
+
+    label: str
+    shape: Shape
+    input_sha256: str | None
+    origin: str  # suite, file, synthetic
+    provenance: str = ""
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["shape"] = {"B": self.shape.B, "N": self.shape.N, "d": self.shape.d}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CaseInfo":
+        shape = data["shape"]
+        return cls(data["label"], Shape(shape["B"], shape["N"], shape["d"]), data.get("input_sha256"),
+                   data.get("origin", ""), data.get("provenance", ""), data.get("note", ""))
+
+
+def sha256_of_testcase(testcase: Testcase) -> str:
+    """sha256 of the testcase in the course input format (header, then Q K V per item), from memory."""
+    shape = testcase.shape
+    digest = hashlib.sha256(HEADER.pack(shape.B, shape.N, shape.d))
+    flat = np.ascontiguousarray(testcase.qkv, dtype="<f4").reshape(-1)
+    digest.update(memoryview(flat).cast("B"))
+    return digest.hexdigest()
+
+
+def seeded_testcase(shape: Shape, seed: int, advance: Advance | None = None) -> Testcase:
+    """The suite generator's values for `seed`, in memory: the bytes a suite file would hold."""
+    flat = np.empty(3 * shape.elements, dtype="<f4")
+    done = 0
+    for chunk in suite.input_values(seed, flat.size):
+        flat[done : done + chunk.size] = chunk
+        done += chunk.size
+        if advance:
+            advance(chunk.size)
+    return Testcase(flat.reshape(shape.B, 3, shape.N, shape.d))
+
+
+def computed_reference(testcase: Testcase, label: str, progress: ProgressFactory) -> np.ndarray:
+    """The float64 reference, rounded to float32 as the suite stores references."""
+    from attnbench.cases.reference import reference_output
+
+    shape = testcase.shape
+    with progress(f"float64 reference of {label}", shape.B * shape.N) as advance:
+        return reference_output(testcase, advance).astype(np.float32)
+
+
+class BenchInput(Protocol):
+    """One input of a compare or sweep."""
+
+    label: str
+    shape: Shape
+
+    def prepare(self, progress: ProgressFactory = no_progress) -> None: ...
+
+    def load(self, progress: ProgressFactory = no_progress) -> Testcase: ...
+
+    def reference(self, testcase: Testcase, progress: ProgressFactory = no_progress) -> np.ndarray: ...
+
+    def info(self, testcase: Testcase) -> CaseInfo: ...
+
+
+@dataclass
+class SuiteInput:
+    """A suite case. `in_memory`: generate a missing input in memory instead of writing its file.
+    A reference computed here is stored beside the suite's others, so the next run reads it."""
+
+    case: suite.SuiteCase
+    in_memory: bool = False
+
+    @property
+    def label(self) -> str:
+        return self.case.name
+
+    @property
+    def shape(self) -> Shape:
+        return self.case.shape
+
+    @property
+    def path(self) -> Path:
+        return suite.input_path(self.case)
+
+    def prepare(self, progress: ProgressFactory = no_progress) -> None:
+        """Generate the input file if it is missing (not for in-memory inputs)."""
+        if self.in_memory or suite.is_generated(self.case):
+            return
+        with progress(f"generating {self.label}", 3 * self.shape.elements) as advance:
+            suite.generate_input(self.case, advance)
+
+    def load(self, progress: ProgressFactory = no_progress) -> Testcase:
+        if suite.is_generated(self.case):
+            return read_testcase(suite.input_path(self.case))
+        if self.in_memory:
+            with progress(f"generating {self.label}", 3 * self.shape.elements) as advance:
+                return seeded_testcase(self.shape, self.case.seed, advance)
+        self.prepare(progress)
+        return read_testcase(suite.input_path(self.case))
+
+    def reference(self, testcase: Testcase, progress: ProgressFactory = no_progress) -> np.ndarray:
+        if suite.has_reference(self.case):
+            return read_output(suite.reference_path(self.case), self.shape)
+        out = computed_reference(testcase, self.label, progress)
+        path = suite.reference_path(self.case)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_output(path, out)
+        return out
+
+    def info(self, testcase: Testcase) -> CaseInfo:
+        return CaseInfo(self.label, self.shape, sha256_of_testcase(testcase), "suite", self.case.provenance, self.case.note)
+
+
+@dataclass
+class FileInput:
+    """A user's course input file; its reference is computed fresh."""
+
+    path: Path
+
+    @property
+    def label(self) -> str:
+        return self.path.name
+
+    @property
+    def shape(self) -> Shape:
+        return read_shape(self.path)
+
+    def prepare(self, progress: ProgressFactory = no_progress) -> None:
+        read_shape(self.path)  # a missing or unreadable file is reported before any work
+
+    def load(self, progress: ProgressFactory = no_progress) -> Testcase:
+        return read_testcase(self.path)
+
+    def reference(self, testcase: Testcase, progress: ProgressFactory = no_progress) -> np.ndarray:
+        return computed_reference(testcase, self.label, progress)
+
+    def info(self, testcase: Testcase) -> CaseInfo:
+        return CaseInfo(self.label, testcase.shape, sha256_of_testcase(testcase), "file", "user file", str(self.path))
+
+
+@dataclass
+class SyntheticInput:
+    """A sweep point: a shape with seeded inputs in the suite's value range, never written to disk."""
+
+    shape: Shape
+    seed: int
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            self.label = f"B{self.shape.B}_N{self.shape.N}_d{self.shape.d}"
+
+    def prepare(self, progress: ProgressFactory = no_progress) -> None:
+        pass
+
+    def load(self, progress: ProgressFactory = no_progress) -> Testcase:
+        with progress(f"generating {self.label}", 3 * self.shape.elements) as advance:
+            return seeded_testcase(self.shape, self.seed, advance)
+
+    def reference(self, testcase: Testcase, progress: ProgressFactory = no_progress) -> np.ndarray:
+        return computed_reference(testcase, self.label, progress)
+
+    def info(self, testcase: Testcase) -> CaseInfo:
+        return CaseInfo(self.label, self.shape, sha256_of_testcase(testcase), "synthetic", "sweep",
+                        f"seed {self.seed}, values uniform in [-3, 3)")
+
+
+_GROUP_WORDS = (*suite.GROUPS, "all", "known")
+_INPUT_SUFFIXES = (".in", ".bin", ".dat")
+
+
+def _names_a_file(text: str) -> bool:
+    """Written as a path: a folder separator, a leading dot, or a testcase file suffix."""
+    return os.sep in text or text.startswith(".") or text.endswith(_INPUT_SUFFIXES)
+
+
+def resolve(name_or_path: str) -> BenchInput:
+    """One CASE argument as an input: a suite name, or the path of the user's own course file.
+
+    A suite name wins over a local file of the same name; write it as a path (./t02) to use the file.
+    A name that is neither is refused in one line.
+    """
+    if name_or_path in suite.SUITE and not _names_a_file(name_or_path):
+        return SuiteInput(suite.SUITE[name_or_path])
+    path = Path(name_or_path)
+    if path.exists() or _names_a_file(name_or_path):
+        if not path.exists():
+            raise TestcaseError(f"{name_or_path}: no such file")
+        return FileInput(path)
+    suite.get_case(name_or_path)  # raises UnknownName with the hint
+    raise AssertionError("unreachable")
+
+
+def shadowed_by_suite(name: str) -> bool:
+    """A suite name that is also a local file: resolve takes the suite case, and the user should know."""
+    return name in suite.SUITE and not _names_a_file(name) and Path(name).exists()
+
+
+def inputs_for(selector: str) -> list[BenchInput]:
+    """Inputs named by a comma list of suite names, suite groups (`all`, `known`, `course`, ...) and files."""
+    chosen: list[BenchInput] = []
+    labels: set[str] = set()
+    for part in (p.strip() for p in selector.split(",") if p.strip()):
+        if part in _GROUP_WORDS and not _names_a_file(part):
+            items: list[BenchInput] = [SuiteInput(case) for case in suite.cases_in(part)]
+        else:
+            items = [resolve(part)]
+        for item in items:
+            if item.label not in labels:
+                labels.add(item.label)
+                chosen.append(item)
+    return chosen

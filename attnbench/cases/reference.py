@@ -1,0 +1,72 @@
+"""Exact attention in float64 on the CPU: the yardstick every variant is checked against.
+
+Deliberately shares no code with the variants under test. Memory stays bounded: scores are formed
+for a group of batch items or a slab of query rows at a time, never the whole N x N of a long case.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+import numpy as np
+
+from attnbench.cases.testcase import Testcase
+
+# Largest float64 score block formed at once (bytes), and how many are formed at a time.
+SCORE_BLOCK_BYTES = 64 << 20
+REFERENCE_THREADS = min(8, os.cpu_count() or 1)
+
+Progress = Callable[[int], None]  # called with the number of query rows just finished
+
+
+def attention_rows_float64(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """softmax(q k^T / sqrt(d)) v in float64 for stacked (g, rows, d) q and (g, N, d) k, v."""
+    d = q.shape[-1]
+    k, v = np.asarray(k, dtype=np.float64), np.asarray(v, dtype=np.float64)  # no copy when already float64
+    scores = np.matmul(np.asarray(q, dtype=np.float64), np.swapaxes(k, -1, -2))
+    scores *= 1.0 / np.sqrt(d)
+    scores -= scores.max(axis=-1, keepdims=True)
+    np.exp(scores, out=scores)
+    weights_sum = scores.sum(axis=-1, keepdims=True)
+    return np.matmul(scores, v) / weights_sum
+
+
+def reference_output(testcase: Testcase, progress: Progress | None = None) -> np.ndarray:
+    """The exact output O (B, N, d) in float64, computed in bounded memory.
+
+    Blocks run on a few threads (numpy releases the GIL in exp and matmul), so the element-wise
+    work, not only the BLAS part, uses the machine's cores.
+    """
+    shape = testcase.shape
+    B, N = shape.B, shape.N
+    out = np.empty((B, N, shape.d), dtype=np.float64)
+    row_bytes = N * 8
+    items_per_block = max(1, SCORE_BLOCK_BYTES // (N * row_bytes))
+    rows_per_block = max(1, SCORE_BLOCK_BYTES // row_bytes)
+    with ThreadPoolExecutor(max_workers=REFERENCE_THREADS) as pool:
+        if items_per_block > 1:  # short sequences: whole items, a group at a time
+
+            def items(b0: int) -> int:
+                b1 = min(B, b0 + items_per_block)
+                out[b0:b1] = attention_rows_float64(testcase.q[b0:b1], testcase.k[b0:b1], testcase.v[b0:b1])
+                return (b1 - b0) * N
+
+            for rows in pool.map(items, range(0, B, items_per_block)):
+                if progress:
+                    progress(rows)
+            return out
+        for b in range(B):  # long sequences: slabs of query rows against one item's K and V
+            k64 = testcase.k[b].astype(np.float64)[None]
+            v64 = testcase.v[b].astype(np.float64)[None]
+
+            def slab(r0: int, b: int = b, k64: np.ndarray = k64, v64: np.ndarray = v64) -> int:
+                r1 = min(N, r0 + rows_per_block)
+                out[b, r0:r1] = attention_rows_float64(testcase.q[b, r0:r1][None], k64, v64)[0]
+                return r1 - r0
+
+            for rows in pool.map(slab, range(0, N, rows_per_block)):
+                if progress:
+                    progress(rows)
+    return out

@@ -1,0 +1,181 @@
+"""The built-in suite: named testcases generated on demand from recorded seeds.
+
+`testcases/suite.json` records each case's shape, seed, provenance (known course shape, filled in,
+or a report's workload) and the sha256 of its input. Inputs are generated from the seed with a
+bit-exact recipe (PCG64 raw 64-bit words, top 24 bits scaled to [-3, 3)), so the bytes are the same on
+every run and machine. References are computed in float64 and stored in the course output format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Callable, Iterator
+
+import numpy as np
+
+from attnbench import locations
+from attnbench.cases.testcase import HEADER, Shape, read_testcase, write_output
+from attnbench.errors import TestcaseError, UnknownName
+from attnbench.files import atomic_write
+
+_GEN_CHUNK = 1 << 22  # values generated per step
+_VALUE_BITS = 24
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class SuiteCase:
+    """A named built-in testcase."""
+
+    name: str
+    shape: Shape
+    seed: int
+    group: str  # course, square, largehead, singlehead, odd
+    provenance: str  # known, partly known, filled, workload, test
+    note: str
+    input_sha256: str | None
+
+    @property
+    def known(self) -> bool:
+        return self.provenance == "known"
+
+
+def data_dir() -> Path:
+    """Where generated inputs and references live (see attnbench.locations.data_dir)."""
+    return locations.data_dir()
+
+
+def input_path(case: SuiteCase) -> Path:
+    return data_dir() / f"{case.name}.in"
+
+
+def reference_path(case: SuiteCase) -> Path:
+    return data_dir() / f"{case.name}.ref"
+
+
+def _load_suite() -> dict[str, SuiteCase]:
+    raw = json.loads(locations.suite_manifest().read_text())
+    cases = {}
+    for c in raw["cases"]:
+        cases[c["name"]] = SuiteCase(
+            name=c["name"],
+            shape=Shape(c["B"], c["N"], c["d"]),
+            seed=c["seed"],
+            group=c["group"],
+            provenance=c["provenance"],
+            note=c.get("note", ""),
+            input_sha256=c.get("input_sha256"),
+        )
+    return cases
+
+
+SUITE: dict[str, SuiteCase] = _load_suite()
+GROUPS = ("course", "known", "square", "largehead", "singlehead", "odd")
+
+
+def get_case(name: str) -> SuiteCase:
+    try:
+        return SUITE[name]
+    except KeyError:
+        raise UnknownName(f"{name!r} is neither a file nor a suite case (see `attnbench cases`)") from None
+
+
+def cases_in(selector: str) -> list[SuiteCase]:
+    """Suite cases named by a comma list of names and groups (`all`, `course`, `known`, `square`, ...)."""
+    chosen: list[SuiteCase] = []
+    for part in (p.strip() for p in selector.split(",") if p.strip()):
+        if part == "all":
+            group = list(SUITE.values())
+        elif part == "known":
+            group = [c for c in SUITE.values() if c.known]
+        elif part in GROUPS:
+            group = [c for c in SUITE.values() if c.group == part]
+        else:
+            group = [get_case(part)]
+        chosen.extend(c for c in group if c not in chosen)
+    return chosen
+
+
+def input_values(seed: int, count: int) -> Iterator[np.ndarray]:
+    """The case's float32 values in file order, in chunks; bit-exact on any machine."""
+    bits = np.random.PCG64(seed)
+    step = 6.0 / (1 << _VALUE_BITS)
+    done = 0
+    while done < count:
+        n = min(_GEN_CHUNK, count - done)
+        top = bits.random_raw(n) >> np.uint64(64 - _VALUE_BITS)
+        yield (top.astype(np.float64) * step - 3.0).astype("<f4")
+        done += n
+
+
+def write_input(case: SuiteCase, f: BinaryIO, progress: Progress | None = None) -> str:
+    """Stream the case's input to `f`; returns its sha256."""
+    digest = hashlib.sha256()
+    header = HEADER.pack(case.shape.B, case.shape.N, case.shape.d)
+    f.write(header)
+    digest.update(header)
+    for chunk in input_values(case.seed, 3 * case.shape.elements):
+        data = chunk.tobytes()
+        f.write(data)
+        digest.update(data)
+        if progress:
+            progress(chunk.size)
+    return digest.hexdigest()
+
+
+class _HashOnly:
+    """A write-only sink, for hashing a case without touching the disk."""
+
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+
+def input_sha256(case: SuiteCase) -> str:
+    return write_input(case, _HashOnly())  # type: ignore[arg-type]
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def generate_input(case: SuiteCase, progress: Progress | None = None) -> Path:
+    """Write the case's input file (atomically) and check its sha256 against the suite's record."""
+    path = input_path(case)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sha: list[str] = []
+    atomic_write(path, lambda f: sha.append(write_input(case, f, progress)))
+    if case.input_sha256 and sha[0] != case.input_sha256:
+        path.unlink(missing_ok=True)
+        raise TestcaseError(
+            f"{case.name}: generated input has sha256 {sha[0]}, but the suite records {case.input_sha256}; "
+            "the generator is not reproducing the recorded bytes"
+        )
+    return path
+
+
+def generate_reference(case: SuiteCase, progress: Progress | None = None) -> Path:
+    """Compute the float64 reference of a generated input and store it in the output format."""
+    from attnbench.cases.reference import reference_output
+
+    path = reference_path(case)
+    out = reference_output(read_testcase(input_path(case)), progress)
+    write_output(path, out.astype(np.float32))
+    return path
+
+
+def is_generated(case: SuiteCase) -> bool:
+    path = input_path(case)
+    return path.exists() and path.stat().st_size == case.shape.input_bytes
+
+
+def has_reference(case: SuiteCase) -> bool:
+    path = reference_path(case)
+    return path.exists() and path.stat().st_size == case.shape.output_bytes

@@ -1,0 +1,85 @@
+"""Sweep inputs: the square-attention lab's 102 sizes, and sweeps over N or d of the (B, N, d) workload.
+
+The square sizes are suite cases (sqN) where the suite has them, so their float64 references are
+stored after the first run; other sizes are seeded synthetic inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from attnbench.cases import suite
+from attnbench.cases.inputs import BenchInput, SuiteInput, SyntheticInput
+from attnbench.cases.testcase import Shape
+
+# The lab's sizes: c-1, c, c+1 for c = 64, 128, ..., 2048, then 4095..4097 and 8191..8193.
+SQUARE_SIZES: tuple[int, ...] = tuple(n for c in range(64, 2049, 64) for n in (c - 1, c, c + 1)) + (
+    4095, 4096, 4097, 8191, 8192, 8193,
+)
+# Sweeps over N or d keep B*N*d near this (16 Mi elements per tensor, 192 MiB of input) unless --batch.
+SWEEP_ELEMENTS = 1 << 24
+
+
+# -- inputs -------------------------------------------------------------------------------------------
+def _seed_for(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+
+
+def parse_sizes(text: str | None) -> list[int]:
+    """Square sizes: 'all' (the lab's 102), a comma list, and 'a-b' for the lab's sizes within [a, b]."""
+    if text is None or text.strip() in ("", "all"):
+        return list(SQUARE_SIZES)
+    sizes: list[int] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        if "-" in part:
+            low, high = (int(x) for x in part.split("-", 1))
+            sizes.extend(n for n in SQUARE_SIZES if low <= n <= high)
+        else:
+            sizes.append(int(part))
+    if any(n < 1 for n in sizes):
+        raise ValueError("square sizes must be positive")
+    return list(dict.fromkeys(sizes))
+
+
+def square_inputs(sizes: list[int]) -> list[BenchInput]:
+    """The lab's n x n cases: suite cases sqN where the suite has them (in memory when not on disk)."""
+    found: list[BenchInput] = []
+    for n in sizes:
+        name = f"sq{n}"
+        if name in suite.SUITE:
+            found.append(SuiteInput(suite.SUITE[name], in_memory=True))
+        else:
+            found.append(SyntheticInput(Shape(1, n, n), _seed_for(f"square {n}"), name))
+    return found
+
+
+def parse_values(text: str) -> list[int]:
+    """Sweep values: a comma list, and 'a..b' for the powers-of-two doubling from a up to b."""
+    values: list[int] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        if ".." in part:
+            low, high = (int(x) for x in part.split("..", 1))
+            if low < 1 or high < low:
+                raise ValueError(f"{part!r}: write low..high with 1 <= low <= high")
+            v = low
+            while v <= high:
+                values.append(v)
+                v *= 2
+        else:
+            values.append(int(part))
+    if not values or any(v < 1 for v in values):
+        raise ValueError(f"{text!r}: sweep values must be positive integers")
+    return list(dict.fromkeys(values))
+
+
+def shape_inputs(axis: str, values: list[int], batch: int | None, seq_len: int, head_dim: int) -> list[BenchInput]:
+    """Synthetic (B, N, d) inputs along N or d; B keeps B*N*d near 16 Mi elements unless given."""
+    found: list[BenchInput] = []
+    for value in values:
+        N, d = (value, head_dim) if axis == "N" else (seq_len, value)
+        B = batch if batch is not None else max(1, SWEEP_ELEMENTS // (N * d))
+        shape = Shape(B, N, d)
+        found.append(SyntheticInput(shape, _seed_for(f"sweep {shape}")))
+    return found
+
+

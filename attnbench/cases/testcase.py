@@ -1,0 +1,192 @@
+"""The course's binary formats: testcase input (B, N, d, then Q K V per batch item) and output O.
+
+Input, little-endian: int32 B, int32 N, int32 d, then for each batch item Q_i, K_i, V_i
+(N*d float32 each, row-major). Output: B*N*d float32, no header.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from attnbench.errors import TestcaseError
+from attnbench.files import atomic_write
+
+HEADER = struct.Struct("<iii")
+FLOAT_BYTES = 4
+# The course publishes B*N*d < 56,000,000; its own t22 breaks that, so it is a warning only.
+PUBLISHED_ELEMENT_BOUND = 56_000_000
+_INT64_MAX = 2**63 - 1
+_READ_CHUNK = 64 << 20
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Batch size, sequence length and head dimension of one attention problem."""
+
+    B: int
+    N: int
+    d: int
+
+    @property
+    def elements(self) -> int:
+        """Elements in one of Q, K, V or O over the whole batch."""
+        return self.B * self.N * self.d
+
+    @property
+    def flops(self) -> int:
+        """FLOPs as the course and the reports count them: 4*B*N*N*d."""
+        return 4 * self.B * self.N * self.N * self.d
+
+    @property
+    def input_bytes(self) -> int:
+        return HEADER.size + 3 * FLOAT_BYTES * self.elements
+
+    @property
+    def output_bytes(self) -> int:
+        return FLOAT_BYTES * self.elements
+
+    def __str__(self) -> str:
+        return f"B={self.B}, N={self.N}, d={self.d}"
+
+
+@dataclass
+class Testcase:
+    """One course input held as a single (B, 3, N, d) float32 array: Q, K, V of item i at [i, 0..2]."""
+
+    qkv: np.ndarray
+    path: Path | None = None
+
+    __test__ = False  # not a pytest test class
+
+    @property
+    def shape(self) -> Shape:
+        B, _, N, d = self.qkv.shape
+        return Shape(B, N, d)
+
+    @property
+    def q(self) -> np.ndarray:
+        return self.qkv[:, 0]
+
+    @property
+    def k(self) -> np.ndarray:
+        return self.qkv[:, 1]
+
+    @property
+    def v(self) -> np.ndarray:
+        return self.qkv[:, 2]
+
+    @classmethod
+    def from_arrays(cls, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> "Testcase":
+        """Build a testcase from three (B, N, d) arrays (copied into the interleaved layout)."""
+        q, k, v = (np.asarray(a, dtype=np.float32) for a in (q, k, v))
+        if q.ndim != 3 or q.shape != k.shape or q.shape != v.shape:
+            raise ValueError(f"Q, K, V must share one (B, N, d) shape, got {q.shape}, {k.shape}, {v.shape}")
+        return cls(np.ascontiguousarray(np.stack([q, k, v], axis=1)))
+
+
+def check_shape(shape: Shape, source: str) -> None:
+    """Refuse dimensions no testcase can have; `source` names the file in the message."""
+    for name, value in (("B", shape.B), ("N", shape.N), ("d", shape.d)):
+        if value <= 0:
+            raise TestcaseError(f"{source}: header has {name}={value}; B, N and d must be positive")
+    if 12 * shape.elements + HEADER.size > _INT64_MAX:
+        raise TestcaseError(
+            f"{source}: header dimensions B={shape.B}, N={shape.N}, d={shape.d} overflow: "
+            f"12*B*N*d does not fit in 64 bits"
+        )
+
+
+def read_shape(path: str | os.PathLike) -> Shape:
+    """Read and check only the header of a course input file."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEADER.size)
+    except FileNotFoundError:
+        raise TestcaseError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise TestcaseError(f"{path}: is a directory, expected a testcase file") from None
+    except PermissionError:
+        raise TestcaseError(f"{path}: permission denied") from None
+    if len(head) < HEADER.size:
+        raise TestcaseError(f"{path}: {len(head)} bytes is too short for the 12-byte header (int32 B, N, d)")
+    shape = Shape(*HEADER.unpack(head))
+    check_shape(shape, str(path))
+    return shape
+
+
+def _readinto_exact(f: BinaryIO, buffer: memoryview, path: Path) -> None:
+    done = 0
+    total = len(buffer)
+    while done < total:
+        got = f.readinto(buffer[done : done + _READ_CHUNK])
+        if not got:
+            raise TestcaseError(f"{path}: file ended after {HEADER.size + done} bytes while reading")
+        done += got
+
+
+def read_testcase(path: str | os.PathLike) -> Testcase:
+    """Read a course input file into one array, validating header and exact size.
+
+    The data is read straight into its final buffer, so peak memory stays near the file size.
+    """
+    path = Path(path)
+    shape = read_shape(path)
+    found = path.stat().st_size
+    if found != shape.input_bytes:
+        raise TestcaseError(
+            f"{path}: header says B={shape.B}, N={shape.N}, d={shape.d}, so the file should be "
+            f"12 + 12*B*N*d = {shape.input_bytes} bytes, but it is {found} bytes"
+        )
+    qkv = np.empty((shape.B, 3, shape.N, shape.d), dtype="<f4")
+    with open(path, "rb") as f:
+        f.seek(HEADER.size)
+        _readinto_exact(f, memoryview(qkv.reshape(-1)).cast("B"), path)
+    return Testcase(qkv, path)
+
+
+def _write_array(f: BinaryIO, array: np.ndarray) -> None:
+    flat = np.ascontiguousarray(array, dtype="<f4").reshape(-1)
+    view = memoryview(flat).cast("B")
+    for start in range(0, len(view), _READ_CHUNK):
+        f.write(view[start : start + _READ_CHUNK])
+
+
+def write_testcase(path: str | os.PathLike, testcase: Testcase) -> None:
+    """Write a testcase in the course input format (atomically)."""
+    shape = testcase.shape
+
+    def write(f: BinaryIO) -> None:
+        f.write(HEADER.pack(shape.B, shape.N, shape.d))
+        _write_array(f, testcase.qkv)
+
+    atomic_write(path, write)
+
+
+def write_output(path: str | os.PathLike, out: np.ndarray) -> None:
+    """Write O (B, N, d) float32 in the course output format (atomically)."""
+    atomic_write(path, lambda f: _write_array(f, out))
+
+
+def read_output(path: str | os.PathLike, shape: Shape) -> np.ndarray:
+    """Read a course output file, checking its size against the testcase's shape."""
+    path = Path(path)
+    try:
+        found = path.stat().st_size
+    except FileNotFoundError:
+        raise TestcaseError(f"{path}: no such file") from None
+    if found != shape.output_bytes:
+        raise TestcaseError(
+            f"{path}: an output for B={shape.B}, N={shape.N}, d={shape.d} should be "
+            f"4*B*N*d = {shape.output_bytes} bytes, but it is {found} bytes"
+        )
+    out = np.empty((shape.B, shape.N, shape.d), dtype="<f4")
+    with open(path, "rb") as f:
+        _readinto_exact(f, memoryview(out.reshape(-1)).cast("B"), path)
+    return out

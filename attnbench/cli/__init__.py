@@ -1,0 +1,63 @@
+"""The command line: click only. Each command parses its options, calls `attnbench.api` and renders
+what it returns with `attnbench.output`; expected failures become one sentence and an exit code.
+
+Exit codes, for every command: 0 success; 1 a verification failure, a wrong cell or a regression;
+2 bad usage or bad input; 3 the environment (no GPU, pycuda or nvcc; out of memory); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import click
+from rich.markup import escape
+
+from attnbench.errors import AttnbenchError
+from attnbench.output.terminal import err_console
+from attnbench.version import __version__
+
+EXIT_CODES_HELP = ("Exit codes: 0 success; 1 a verification failure, a wrong cell or a regression; "
+                   "2 bad usage or bad input; 3 the environment (no GPU, pycuda or nvcc; out of memory); "
+                   "130 interrupted.")
+
+
+def _error(message: str) -> None:
+    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+class AttnbenchGroup(click.Group):
+    """Turns expected failures into one sentence and an exit code, never a traceback."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except AttnbenchError as exc:
+            _error(str(exc))
+            ctx.exit(exc.exit_code)
+        except OSError as exc:
+            where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+            _error(where + str(exc.strerror or exc))
+            ctx.exit(2)
+        except KeyboardInterrupt:
+            err_console.print("interrupted; no partial output was left behind")
+            ctx.exit(130)
+        except Exception as exc:
+            if type(exc).__module__.startswith("pycuda"):
+                _error(f"CUDA: {exc}")
+                ctx.exit(3)
+            raise
+
+
+@click.group(cls=AttnbenchGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
+@click.version_option(__version__, prog_name="attnbench")
+def main() -> None:
+    """Run, verify, time and compare CUDA attention kernels on course-style testcases.
+
+    \b
+    Example:
+      attnbench run t29 out.bin --variant bankfree --check
+    """
+
+
+from attnbench.cli import matrix_commands, single_commands  # noqa: E402  (commands register on `main`)
+
+for _command in (*single_commands.COMMANDS, *matrix_commands.COMMANDS):
+    main.add_command(_command)

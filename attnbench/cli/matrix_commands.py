@@ -1,0 +1,261 @@
+"""Commands over many cells: compare, sweep, and report over saved results."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from attnbench import api
+from attnbench.analysis.view import MatrixView, exit_status, failures
+from attnbench.bench.verify import COURSE_ATOL
+from attnbench.cli.options import (
+    command_line,
+    notice,
+    percent,
+    timing_from,
+    timing_options,
+    tolerance,
+    with_options,
+)
+from attnbench.errors import PlotsUnavailable
+from attnbench.output import tables
+from attnbench.output.markdown import lab_report_lines
+from attnbench.output.terminal import (
+    MatrixProgress,
+    console,
+    err_console,
+    print_table,
+    print_warnings,
+)
+from attnbench.results.resultset import ERROR, WRONG, ResultSet
+
+save_options = [
+    click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False),
+                 help="Folder for the saved JSON, CSV and Markdown."),
+    click.option("--name", default=None, help="File stem for the saved results [default: date_kind_gpu_inputs]."),
+    click.option("--no-save", is_flag=True, help="Do not save the results."),
+    click.option("--plot", is_flag=True, help="Also write PNG plots next to the results (needs matplotlib)."),
+    click.option("--same-within", default="2%", show_default=True, callback=percent,
+                 help="Differences smaller than this are SAME whatever the noise."),
+]
+
+
+def _save(result: ResultSet, results_dir: str, name: str | None, selector: str | None, plot: bool) -> None:
+    from attnbench.output.save import save
+
+    paths = save(result, results_dir, name, selector)
+    for path in paths:
+        console.print(f"saved {path}", highlight=False, soft_wrap=True)
+    if plot:
+        from attnbench.output.plots import plots_for
+
+        try:
+            written = plots_for(result, paths[0].parent, paths[0].stem)
+        except PlotsUnavailable as exc:
+            print_warnings([f"{exc}; no plots written"])
+        else:
+            for path in written:
+                console.print(f"plot {path}", highlight=False, soft_wrap=True)
+
+
+def _print_problems(result: ResultSet) -> None:
+    """Wrong and failed cells, then warnings grouped one line per kind."""
+    for line in tables.grouped_notes(result):
+        if line.startswith((WRONG.upper(), ERROR.upper())):
+            err_console.print(f"[red]{line.split(' ', 1)[0]}[/red] {line.split(' ', 1)[1]}", highlight=False,
+                              markup=True, soft_wrap=True)
+        elif line.startswith("warning"):
+            print_warnings([line.removeprefix("warning ")])
+
+
+def _print_matrix(result: ResultSet, baseline: str | None, same_within: float, title: str) -> None:
+    console.print(f"[bold]{title}[/bold]", highlight=False, soft_wrap=True)
+    view = MatrixView(result, baseline, same_within)
+    bad = failures(result)
+    for table in tables.matrix_tables(view, with_correctness=bad > 0):
+        print_table(table)
+
+
+@click.command()
+@click.option("--variants", "-v", "variant_selector", default=None,
+              help="Comma list of variants; `all` (every GPU variant), `ladder`, `torch` (the PyTorch peer).")
+@click.option("--cases", "-c", "case_selector", default=None,
+              help="Comma list of suite cases, suite groups (all, known, course, square, ...) or input files.")
+@click.option("--baseline", "-b", default=None, help="Variant the speedups are against [default: the first].")
+@with_options(timing_options)
+@tolerance("--atol", COURSE_ATOL, "Absolute tolerance of the check.")
+@tolerance("--rtol", 0.0, "Relative tolerance of the check.")
+@click.option("--against", "against_path", default=None, type=click.Path(dir_okay=False),
+              help="A saved results JSON: compare every common cell with it and count regressions.")
+@click.option("--fail-slower", default=None, callback=percent,
+              help="With --against: a SLOWER cell is a regression only if slower by more than this too (e.g. 5%).")
+@click.option("--allow-other-gpu", is_flag=True, help="With --against: compare with a run from another GPU.")
+@click.option("--allow-other-inputs", is_flag=True, help="With --against: compare although input bytes differ.")
+@click.option("--ladder", "show_ladder", is_flag=True,
+              help="Also print the ladder view: each step against the one before, beside report 004's claims.")
+@with_options(save_options)
+def compare(variant_selector: str | None, case_selector: str | None, baseline: str | None, device: int,
+            atol: float, rtol: float, against_path: str | None, fail_slower: float | None, allow_other_gpu: bool,
+            allow_other_inputs: bool, show_ladder: bool, results_dir: str, name: str | None, no_save: bool,
+            plot: bool, same_within: float, **timing: object) -> None:
+    """Compare variants (and the torch peer) over testcases: a checked, timed matrix with speedups.
+
+    Every cell's output is checked against the float64 reference first (the course rule, --atol);
+    a wrong cell shows its failure and gets no time. Speedups are against --baseline, with their
+    uncertainty and a SAME / FASTER / SLOWER verdict from the measured noise, and a geometric mean
+    per variant. The run is saved under --results-dir as JSON (with metadata), CSV and Markdown.
+
+    With --against: each common cell is compared with the saved run; without --variants/--cases
+    the saved run's are used. A regression is a cell SLOWER beyond the noise (and, with
+    --fail-slower, by more than that). A saved run from another GPU, or with other input bytes,
+    is refused unless allowed.
+
+    Exit status: 0 when every cell is correct and none regressed; 1 when any cell is wrong or failed
+    or any regressed (the counts are printed and saved); 2 for unusable options or results files.
+
+    \b
+    Examples:
+      attnbench compare --variants naive,splitq,bankfree,torch --cases t10,t11,t22,t29,t30
+      attnbench compare --variants ladder --cases known --baseline kernels --ladder --plot
+      attnbench compare --against results/2026-11-21_compare_h200_t10-t30.json --fail-slower 5%
+    """
+    saved = api.load_results(against_path) if against_path else None
+    if saved is not None:
+        saved_variants, saved_cases = api.common_selection(saved)
+        variant_selector = variant_selector or saved_variants
+        case_selector = case_selector or saved_cases
+        if baseline is None and saved.baseline in variant_selector.split(","):
+            baseline = saved.baseline
+    if not variant_selector or not case_selector:
+        raise click.UsageError("give --variants and --cases (or --against a saved run to repeat it)")
+
+    def refuse_incomparable(gpu: object, inputs: list) -> None:
+        """Refuse an incomparable saved run before spending time on the GPU."""
+        if saved is not None:
+            facts = {"name": gpu.name, "sm_count": gpu.sm_count} if gpu is not None else None  # type: ignore[attr-defined]
+            api.check_same_gpu(facts, saved, allow_other_gpu)
+            api.check_same_inputs(api.expected_inputs(inputs), saved, allow_other_inputs)
+
+    with MatrixProgress("compare") as listener:
+        result = api.compare(variant_selector, case_selector, baseline=baseline, timing=timing_from(timing),
+                             device=device, atol=atol, rtol=rtol, same_within=same_within, listener=listener,
+                             command=command_line(), before_run=refuse_incomparable)
+    from attnbench.results.metadata import gpu_label
+
+    _print_matrix(result, result.baseline, same_within,
+                  f"compare on {gpu_label(result.metadata)}, speedups over {result.baseline}")
+    if show_ladder:
+        from attnbench.analysis.ladder import ladder_steps
+
+        for case, steps in ladder_steps(result, same_within).items():
+            print_table(tables.ladder_table(f"ladder on {case}", steps))
+    _print_problems(result)
+    if not no_save:
+        _save(result, results_dir, name, case_selector if "," not in case_selector else None, plot)
+    report = None
+    if saved is not None:
+        report = api.against_saved(result, saved, same_within, fail_slower, allow_other_gpu, allow_other_inputs)
+        print_table(tables.against_table(report))
+        for note in report.notes:
+            notice(note)
+        console.print(report.summary(), highlight=False, soft_wrap=True)
+    status = exit_status(result, report)
+    if status:
+        err_console.print(f"exit status {status}: {failures(result)} wrong or failed cell(s)"
+                          + (f", {report.regressions} regression(s)" if report is not None else ""),
+                          highlight=False, soft_wrap=True)
+    sys.exit(status)
+
+
+@click.command()
+@click.argument("what", type=click.Choice(["square", "N", "n", "seq", "d", "head-dim"]))
+@click.option("--variants", "-v", "variant_selector", required=True,
+              help="Comma list of variants (and `torch`), as for compare.")
+@click.option("--sizes", default="all", show_default=True,
+              help="square: the lab's sizes to run: all, a comma list, or a-b for the lab's sizes in [a, b].")
+@click.option("--lab-timing", is_flag=True,
+              help="square: time by the lab's rule (double the passes until one batch takes 0.1 s) instead of ours.")
+@click.option("--values", default=None,
+              help="N or d sweeps: a comma list, or a..b for powers of two [N: 128..32768; d: 16,32,48,64,80,96,128].")
+@click.option("--batch", "-B", type=click.IntRange(1), default=None,
+              help="N or d sweeps: batch size [default: B*N*d near 16 Mi elements].")
+@click.option("--seq-len", "-N", type=click.IntRange(1), default=2048, show_default=True, help="d sweeps: N.")
+@click.option("--head-dim", "-d", type=click.IntRange(1), default=64, show_default=True, help="N sweeps: d.")
+@click.option("--baseline", "-b", default=None, help="Variant the speedups are against [default: none].")
+@with_options(timing_options)
+@with_options(save_options)
+def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values: str | None, batch: int | None,
+          seq_len: int, head_dim: int, baseline: str | None, device: int, results_dir: str, name: str | None,
+          no_save: bool, plot: bool, same_within: float, **timing: object) -> None:
+    """Sweep sizes: the square-attention lab's harness, or N or d of the (B, N, d) workload.
+
+    `square` runs the lab's 102 sizes (Q, K, V all n x n; 4n^3 FLOPs), checks each output by the
+    lab's rule (sum |Y - Y_ref| <= 100 n^2 FLT_EPSILON against a float64 reference, stored after the
+    first run), and prints the lab's report lines and Average line, timed by our engine or, with
+    --lab-timing, by the lab's doubling rule. `N` and `d` sweep one dimension with seeded inputs.
+    Results are saved as for compare. Exit status: 1 when any cell is wrong or failed (the counts are
+    printed), 2 for bad options.
+
+    \b
+    Examples:
+      attnbench sweep square --variants gemm
+      attnbench sweep square --variants tiled,torch --sizes 63-1025 --lab-timing
+      attnbench sweep N --variants splitq,bankfree --values 128..32768 --head-dim 64
+      attnbench sweep d --variants naive,torch --values 16,32,64,128 --seq-len 1024
+    """
+    axis = api.SWEEP_AXES.get(what.lower(), what)
+    with MatrixProgress(f"sweep {axis}") as listener:
+        result = api.sweep(what, variant_selector, sizes=sizes, values=values, batch=batch, seq_len=seq_len,
+                           head_dim=head_dim, baseline=baseline, lab_timing=lab_timing, timing=timing_from(timing),
+                           device=device, same_within=same_within, listener=listener, command=command_line())
+    if axis == "square":
+        for variant in result.variant_names:
+            click.echo(f"# {variant}")
+            for line in lab_report_lines(result, variant):
+                click.echo(line)
+    _print_matrix(result, baseline, same_within, f"sweep over {axis}")
+    _print_problems(result)
+    elapsed = result.settings.get("elapsed_s", 0.0)
+    console.print(f"sweep of {len(result.case_labels)} input(s) x {len(result.variant_names)} variant(s) took "
+                  f"{elapsed:.1f} s", highlight=False)
+    if not no_save:
+        _save(result, results_dir, name, axis if axis != "square" else "square", plot)
+    sys.exit(exit_status(result))
+
+
+@click.command()
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--output", "-o", default=None, type=click.Path(dir_okay=False),
+              help="The Markdown file [default: <first result>_report.md beside it]; plots go beside it.")
+@click.option("--ladder/--no-ladder", default=None,
+              help="Include the ladder section [default: when the results hold two or more ladder variants].")
+@click.option("--no-plots", is_flag=True, help="Tables only, no PNG plots.")
+@click.option("--same-within", default="2%", show_default=True, callback=percent,
+              help="Differences smaller than this are SAME whatever the noise.")
+def report(results: tuple[str, ...], output: str | None, ladder: bool | None, no_plots: bool, same_within: float) -> None:
+    """Write one Markdown report from saved results: environment, tables, the ladder, plots.
+
+    The plots (TFLOP/s against size for sweeps, the ladder as bars next to report 004's claims, the
+    variants against the device's measured ceilings) are PNG files beside the report; without
+    matplotlib the report says so and has tables only.
+
+    \b
+    Examples:
+      attnbench report results/2026-11-21_compare_h200_t10-t30.json
+      attnbench report results/*.json -o results/report.md --ladder
+    """
+    from attnbench.output.report import write_report
+
+    loaded = [api.load_results(path) for path in results]
+    first = Path(results[0])
+    out = Path(output) if output else first.with_name(f"{first.stem}_report.md")
+    outcome = write_report(loaded, out, ladder, not no_plots, same_within)
+    console.print(f"report {outcome.path}" + (f", plots {', '.join(p.name for p in outcome.plots)}" if outcome.plots else ""),
+                  highlight=False, soft_wrap=True)
+    for note in outcome.notes:
+        notice(note)
+
+
+COMMANDS = (compare, sweep, report)

@@ -1,0 +1,77 @@
+"""Options shared by several commands, and the small conversions between them and the API."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from attnbench.api import TimingOptions
+from attnbench.output.terminal import err_console
+
+
+def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if value != value or value in (float("inf"), float("-inf")):
+        raise click.BadParameter("must be a finite number")
+    return value
+
+
+timing_options = [
+    click.option("--warmup", type=click.IntRange(0), default=None, help="Untimed passes first [GPU: 2, cpu: 0]."),
+    click.option("--reps", type=click.IntRange(1), default=None,
+                 help="Fixed sample count (default: sample until the noise is low)."),
+    click.option("--hot", is_flag=True, help="Do not flush the L2 cache before each timed pass."),
+    click.option("--timeout", type=click.FloatRange(0, min_open=True), default=10.0, show_default=True,
+                 callback=_finite, help="Seconds at most for adaptive sampling."),
+    click.option("--noise", "noise", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
+                 callback=_finite, help="Target relative noise, percent."),
+    click.option("--device", type=click.IntRange(0), default=0, show_default=True, help="CUDA device index."),
+]
+
+
+def with_options(options: list[Callable]) -> Callable:
+    def decorate(f: Callable) -> Callable:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
+
+
+def timing_from(kwargs: dict[str, Any]) -> TimingOptions:
+    """Pop the timing options out of a command's keyword arguments."""
+    return TimingOptions(warmup=kwargs.pop("warmup"), reps=kwargs.pop("reps"), hot=kwargs.pop("hot"),
+                         timeout=kwargs.pop("timeout"), noise=kwargs.pop("noise"))
+
+
+def percent(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    from attnbench.analysis.verdict import parse_percent
+
+    try:
+        return parse_percent(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def tolerance(name: str, default: float, help_text: str) -> Callable:
+    """--atol / --rtol: a finite number >= 0."""
+    return click.option(name, type=click.FloatRange(0), default=default, show_default=True, help=help_text,
+                        callback=_finite)
+
+
+def command_line() -> str | None:
+    """The command as typed, for saved results (None when not run as `attnbench`)."""
+    program = Path(sys.argv[0]).name if sys.argv else ""
+    if program in ("attnbench", "__main__.py"):
+        return " ".join(["attnbench", *map(shlex.quote, sys.argv[1:])])
+    return None
+
+
+def notice(text: str) -> None:
+    """A one-line note on stderr."""
+    err_console.print(f"note: {text}", highlight=False, markup=False, soft_wrap=True)

@@ -1,0 +1,152 @@
+"""Commands about one case or one output: gen, cases, run, verify, list."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from attnbench import api
+from attnbench.bench.verify import COURSE_ATOL
+from attnbench.cases import suite
+from attnbench.cli.options import (
+    notice,
+    timing_from,
+    timing_options,
+    tolerance,
+    with_options,
+)
+from attnbench.output import tables
+from attnbench.output.terminal import console, print_table, print_warnings, progress_bar
+
+
+@click.command()
+@click.argument("names", nargs=-1, required=True)
+@click.option("--no-reference", is_flag=True, help="Write only the input, not the float64 reference.")
+@click.option("--force", is_flag=True, help="Regenerate even if the files exist.")
+def gen(names: tuple[str, ...], no_reference: bool, force: bool) -> None:
+    """Generate suite testcases (input and float64 reference) from their recorded seeds.
+
+    NAMES are case names or groups (course, known, square, largehead, singlehead, odd, all).
+
+    \b
+    Example:
+      attnbench gen t02 t29
+    """
+    for case in api.generate(names, reference=not no_reference, force=force, progress=progress_bar):
+        ref = "" if no_reference else f", reference {suite.reference_path(case)}"
+        console.print(f"{case.name} ({case.shape}): input {suite.input_path(case)}{ref}", highlight=False,
+                      soft_wrap=True)
+
+
+def _on_disk(case: suite.SuiteCase) -> str:
+    if suite.is_generated(case):
+        return "input+ref" if suite.has_reference(case) else "input"
+    return "-"
+
+
+@click.command()
+@click.argument("selector", default="all")
+@click.option("--wide", is_flag=True, help="Also show the notes column.")
+def cases(selector: str, wide: bool) -> None:
+    """List suite cases: shape, provenance and whether they are generated.
+
+    \b
+    Example:
+      attnbench cases course
+    """
+    print_table(tables.cases_table(suite.cases_in(selector), _on_disk), wide=wide or console.width >= 120)
+
+
+@click.command()
+@click.argument("case")
+@click.argument("out", type=click.Path(dir_okay=False))
+@click.option("--variant", "-v", "variant_name", default=None, help="Variant name (see `attnbench list`).")
+@with_options(timing_options)
+@click.option("--check", is_flag=True, help="Verify the output against the float64 reference.")
+@tolerance("--atol", COURSE_ATOL, "Absolute tolerance for --check.")
+@tolerance("--rtol", 0.0, "Relative tolerance for --check.")
+@click.option("--json", "as_json", is_flag=True, help="Print the measurement as JSON.")
+def run(case: str, out: str, variant_name: str | None, device: int, check: bool, atol: float, rtol: float,
+        as_json: bool, **timing: object) -> None:
+    """Run one variant on a testcase, write the output and report the times.
+
+    CASE is a suite name (t29) or the path of a course input file.
+
+    \b
+    Examples:
+      attnbench run t29 out.bin --variant bankfree --check
+      attnbench run my_case.in out.bin --reps 20 --json
+    """
+    measurement = api.run(case, variant_name, out, check=check, atol=atol, rtol=rtol, timing=timing_from(timing),
+                          device=device, progress=progress_bar, notice=notice)
+    verification = measurement.verification
+    if as_json:
+        click.echo(json.dumps(measurement.to_dict(), indent=1))
+    else:
+        print_table(tables.measurement_table(measurement))
+        print_warnings(measurement.warnings + measurement.kernel.warnings)
+        if verification is not None and not verification.passed:
+            print_table(tables.verify_table(verification, f"check of {out}"))
+    if verification is not None and not verification.passed:
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("out", type=click.Path(dir_okay=False))
+@click.argument("ref")
+@click.option("--case", default=None, help="Testcase (suite name or input file) that gives B, N, d.")
+@tolerance("--atol", COURSE_ATOL, "Absolute tolerance.")
+@tolerance("--rtol", 0.0, "Relative tolerance.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def verify(out: str, ref: str, case: str | None, atol: float, rtol: float, as_json: bool) -> None:
+    """Check an output file against a reference: exit 0 on pass, 1 on fail.
+
+    REF is a reference output file or a suite name (its float64 reference). The rule is the course's
+    unless changed: every element within --atol (+ --rtol * |ref|) of the reference.
+
+    \b
+    Examples:
+      attnbench verify out.bin t02
+      attnbench verify out.bin expected.out --case my_case.in
+    """
+    report, ref_path = api.verify(out, ref, case=case, atol=atol, rtol=rtol, progress=progress_bar)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=1))
+    else:
+        print_table(tables.verify_table(report, f"{out} against {ref_path}"))
+    sys.exit(0 if report.passed else 1)
+
+
+@click.command(name="list")
+@click.option("--resources/--no-resources", default=True, show_default=True,
+              help="Compile each variant with nvcc -Xptxas -v and show registers, shared memory and spills.")
+@click.option("--head-dim", "-d", type=click.IntRange(1), default=64, show_default=True,
+              help="Head dimension to compile for (figures depend on d).")
+@click.option("--wide", is_flag=True, help="Also show each variant's technique and constraints.")
+def list_variants(resources: bool, head_dim: int, wide: bool) -> None:
+    """List the built-in variants in ladder order, with what each adds and what it accepts.
+
+    With nvcc present, each kernel's registers, shared memory (static + dynamic) and spill bytes are shown
+    for the GPU found (sm_90 when there is none).
+
+    \b
+    Example:
+      attnbench list --head-dim 32
+    """
+    from attnbench.kernels.catalogue import REGISTRY
+    from attnbench.kernels.nvcc import nvcc_path, report_all
+
+    figures = {}
+    arch = "sm_90"
+    if resources and nvcc_path():
+        from attnbench.backends.gpu import gpu_probe
+
+        if gpu_probe() is None:
+            arch = api.open_gpu(0).arch
+        figures = report_all([v for v in REGISTRY.values() if v.backend == "gpu"], head_dim, arch)
+    print_table(tables.variants_table(REGISTRY.values(), figures, arch), wide=wide or console.width >= 160)
+
+
+COMMANDS = (gen, cases, run, verify, list_variants)

@@ -1,0 +1,79 @@
+"""The built-in catalogue: every kernel variant attnbench ships, in ladder order, and how to find one.
+
+The entries themselves are data in `ladder_004` and `other_reports`; the machinery that runs them
+(backends, bench) is elsewhere. Their launch facts follow the ABI in `attnbench.kernels.variant`.
+"""
+
+from __future__ import annotations
+
+from attnbench.cases.testcase import Shape
+from attnbench.errors import UnknownName
+from attnbench.kernels import ladder_004, other_reports
+from attnbench.kernels.variant import Variant
+
+# Ladder order: the order `attnbench list` prints and the ladder benchmark walks.
+REGISTRY: dict[str, Variant] = {}
+
+
+def register(variant: Variant) -> Variant:
+    if variant.name in REGISTRY:
+        raise ValueError(f"variant {variant.name} registered twice")
+    REGISTRY[variant.name] = variant
+    return variant
+
+
+for _variant in (*ladder_004.VARIANTS, *other_reports.VARIANTS):
+    register(_variant)
+
+
+def get_variant(name: str) -> Variant:
+    """Look a variant up by name; an unknown name lists the known ones."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        known = ", ".join(REGISTRY)
+        raise UnknownName(f"no variant named {name!r}; known variants: {known}") from None
+
+
+def gpu_variants() -> list[Variant]:
+    return [v for v in REGISTRY.values() if v.backend == "gpu"]
+
+
+# Which GPU variant is the default: the first in this list that accepts the shape.
+# Measured on an H200 (results/2026-11-21_h200_ladder_*.md): tf32x3 leads wherever it applies; gemm
+# leads the FFMA variants from N = 128 to 32768 and on square shapes; online takes the large head
+# dimensions gemm cannot hold; singlehead is left out (its unsafe softmax can overflow).
+FASTEST_FIRST: tuple[str, ...] = ("tf32x3", "gemm", "qreg", "online", "naive")
+
+
+def default_variant(shape: Shape, gpu_usable: bool) -> Variant:
+    """The fastest built-in GPU variant that takes `shape` when a GPU is usable, else `cpu`."""
+    if gpu_usable:
+        for name in FASTEST_FIRST:
+            if name in REGISTRY and REGISTRY[name].refusal(shape) is None:
+                return REGISTRY[name]
+    return REGISTRY["cpu"]
+
+
+# The ladder of the reports, in the order the reports climb it (report 004 first, then the others);
+# `--variants ladder` takes the registered ones, in registry order.
+LADDER_VARIANTS = (
+    "kernels", "fused", "maxsmem", "splitq", "float4", "restructure", "coalesced", "reglm", "bankfree", "qreg",
+    "tiled", "gemm", "online", "singlehead", "naive",
+)
+
+
+def variants_for(selector: str) -> list[Variant]:
+    """Variants named by a comma list: names, `all` (every GPU variant), `ladder`, `torch`."""
+    chosen: list[Variant] = []
+    for part in (p.strip() for p in selector.split(",") if p.strip()):
+        if part == "all":
+            group = [v for v in REGISTRY.values() if v.backend == "gpu"]
+        elif part == "ladder":
+            group = [v for v in REGISTRY.values() if v.name in LADDER_VARIANTS]
+        else:
+            group = [get_variant(part)]
+        chosen.extend(v for v in group if v not in chosen)
+    if not chosen:
+        raise UnknownName("no variant named; give --variants, e.g. --variants naive,bankfree,torch")
+    return chosen

@@ -1,0 +1,158 @@
+"""nvcc, in one place: the options every kernel is built with, where a variant's source is, and what
+the compiler says about each kernel (registers, shared memory, stack and spill bytes, from
+`nvcc -cubin -Xptxas -v`, so it needs nvcc but no GPU).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnbench.cases.testcase import Shape
+from attnbench.kernels.variant import Variant
+from attnbench.locations import kernel_dir
+from attnbench.results.resultset import VariantInfo
+
+BASE_NVCC_OPTIONS = ("-O3", "-std=c++17")
+
+_ENTRY = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """ptxas's report for one kernel."""
+
+    kernel: str
+    registers: int
+    static_smem: int
+    stack_frame: int
+    spill_stores: int
+    spill_loads: int
+
+    @property
+    def spills(self) -> int:
+        return self.spill_stores + self.spill_loads
+
+
+def nvcc_path() -> str | None:
+    return shutil.which("nvcc")
+
+
+def source_file(variant: Variant) -> Path:
+    """The variant's kernel file: a user's own path, or one of the built-in kernels."""
+    if variant.source_path is not None:
+        return variant.source_path
+    assert variant.source is not None, f"{variant.name} has no CUDA source"
+    return kernel_dir() / variant.source
+
+
+def include_dirs(variant: Variant) -> list[Path]:
+    """Where `#include` looks: the kernel's own folder, then the built-in kernels (for common.cuh)."""
+    folders = [source_file(variant).parent, kernel_dir()]
+    return list(dict.fromkeys(folders))
+
+
+def source_text(variant: Variant) -> str:
+    return source_file(variant).read_text()
+
+
+def source_hash(variant: Variant) -> str | None:
+    """sha256 of the variant's source and the shared header, for saved results."""
+    if variant.source is None and variant.source_path is None:
+        return None
+    digest = hashlib.sha256(source_text(variant).encode())
+    digest.update((kernel_dir() / "common.cuh").read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def compile_options(variant: Variant, shape: Shape) -> list[str]:
+    """Every nvcc option but the architecture and include folders: the base set, the variant's own,
+    and the defines this shape selects. The run-time compiler and the command line both use this."""
+    defines = variant.defines(shape)
+    return [*BASE_NVCC_OPTIONS, *variant.options, *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
+
+
+def nvcc_command(variant: Variant, shape: Shape, arch: str, output: Path) -> list[str]:
+    """The nvcc command line that builds the variant's cubin for `arch` with ptxas's report."""
+    nvcc = nvcc_path() or "nvcc"
+    includes = [flag for folder in include_dirs(variant) for flag in ("-I", str(folder))]
+    return [nvcc, *compile_options(variant, shape), f"-arch={arch}", "-cubin", "-Xptxas", "-v", *includes,
+            str(source_file(variant)), "-o", str(output)]
+
+
+def variant_info(variant: Variant, arch: str | None = None) -> VariantInfo:
+    """What saved results record about a variant: its report, technique, source hash and options."""
+    options: tuple[str, ...] = ()
+    if variant.backend == "gpu":
+        options = (*BASE_NVCC_OPTIONS, *variant.options) + ((f"-arch={arch}",) if arch else ())
+    try:
+        digest = source_hash(variant)
+    except OSError:
+        digest = None
+    source = variant.source if variant.source_path is None else str(variant.source_path)
+    return VariantInfo(variant.name, variant.report, variant.technique, variant.backend, source, digest,
+                       options, variant.accuracy)
+
+
+def parse_ptxas(text: str) -> dict[str, KernelResources]:
+    """Per-kernel figures from ptxas -v output."""
+    found: dict[str, dict[str, int]] = {}
+    current = None
+    for line in text.splitlines():
+        entry = _ENTRY.search(line)
+        if entry:
+            current = entry.group(1)
+            found[current] = {"registers": 0, "static_smem": 0, "stack_frame": 0, "spill_stores": 0, "spill_loads": 0}
+            continue
+        if current is None:
+            continue
+        frame = _FRAME.search(line)
+        if frame:
+            found[current].update(stack_frame=int(frame[1]), spill_stores=int(frame[2]), spill_loads=int(frame[3]))
+        used = _USED.search(line)
+        if used:
+            found[current]["registers"] = int(used[1])
+            smem = _SMEM.search(line)
+            found[current]["static_smem"] = int(smem[1]) if smem else 0
+    return {name: KernelResources(name, **values) for name, values in found.items()}
+
+
+def compile_report(variant: Variant, shape: Shape, arch: str) -> dict[str, KernelResources]:
+    """Compile the variant for `arch` with the defines `shape` needs and return ptxas's figures."""
+    if nvcc_path() is None or variant.backend != "gpu":
+        return {}
+    with tempfile.TemporaryDirectory() as tmp:
+        result = subprocess.run(nvcc_command(variant, shape, arch, Path(tmp) / "k.cubin"), capture_output=True, text=True)
+    if result.returncode != 0:
+        return {}
+    return parse_ptxas(result.stderr)
+
+
+def representative_shape(variant: Variant, head_dim: int) -> Shape | None:
+    """A shape the variant accepts, with d = head_dim if it can (the figures depend on d)."""
+    candidates = [head_dim, 64, 32, 128, 512, 1, 48]
+    for d in candidates:
+        shape = Shape(1, 1024, d)
+        if variant.refusal(shape) is None:
+            return shape
+    return None
+
+
+def report_all(variants: list[Variant], head_dim: int, arch: str) -> dict[str, tuple[Shape | None, dict[str, KernelResources]]]:
+    """Compile every variant in parallel; variant name -> (shape used, per-kernel figures)."""
+
+    def one(variant: Variant) -> tuple[str, tuple[Shape | None, dict[str, KernelResources]]]:
+        shape = representative_shape(variant, head_dim)
+        return variant.name, (shape, compile_report(variant, shape, arch) if shape else {})
+
+    with ThreadPoolExecutor() as pool:
+        return dict(pool.map(one, variants))

@@ -1,0 +1,207 @@
+"""The other reports' variants (tiled, gemm, online, singlehead), the step beyond (tf32x3) and the
+PyTorch peer, as Variant entries in ladder order."""
+
+from __future__ import annotations
+
+from attnbench.cases.testcase import Shape
+from attnbench.kernels.ladder_004 import SCORES_IN_MEMORY
+from attnbench.kernels.variant import (
+    Constraints,
+    Launch,
+    Variant,
+    cdiv,
+    f32_bytes,
+    grid_rows,
+    threads,
+)
+
+VARIANTS: list[Variant] = []
+
+VARIANTS.append(
+    Variant(
+        name="tiled",
+        report="002 (shared memory tiling)",
+        technique="S = scale*QK^T and O = PV as 16x16 shared-memory tiled matmuls around a row softmax",
+        source="tiled.cu",
+        launches=(
+            Launch(
+                kernel="tiled_qkt",
+                grid=lambda s: (cdiv(s.N, 16), cdiv(s.N, 16), s.B),
+                block=threads(16, 16),
+                args=("qkv", "scores", "N", "d", "scale"),
+            ),
+            Launch(
+                kernel="tiled_softmax_rows",
+                grid=lambda s: (cdiv(s.N, 8), s.B, 1),  # one warp per row, 8 rows per block
+                block=threads(256),
+                args=("scores", "N"),
+            ),
+            Launch(
+                kernel="tiled_pv",
+                grid=lambda s: (cdiv(s.d, 16), cdiv(s.N, 16), s.B),
+                block=threads(16, 16),
+                args=("qkv", "scores", "out", "N", "d"),
+            ),
+        ),
+        constraints=SCORES_IN_MEMORY,
+        workspace={"scores": f32_bytes(lambda s: s.B * s.N * s.N)},
+    )
+)
+
+
+def _gemm_tile(blocks_of_128: int, rows: int, cols: int) -> int:
+    """128x128 tiles (8x8 results per thread) when both sides fill them and one batch item alone
+    gives at least as many blocks as SMs (132 on H100/H200); 64x64 tiles (4x4 per thread) otherwise.
+    Must not depend on B: the defines are computed from the whole testcase shape, the grids from
+    each chunk's shape, and both have to agree on the tile."""
+    return 128 if rows >= 128 and cols >= 128 and blocks_of_128 >= 132 else 64
+
+
+def _gemm_qk_tile(s: Shape) -> int:
+    return _gemm_tile(cdiv(s.N, 128) ** 2, s.N, s.N)
+
+
+def _gemm_pv_tile(s: Shape) -> int:
+    return _gemm_tile(cdiv(s.N, 128) * cdiv(s.d, 128), s.N, s.d)
+
+
+# Report 000 turns double buffering on only for matrices larger than 4000: here, per GEMM, when
+# its reduction length (d for Q K^T, N for P V) exceeds 4000.
+_GEMM_DOUBLE_BUFFER_FROM = 4001
+
+
+VARIANTS.append(
+    Variant(
+        name="gemm",
+        report="000 (final design)",
+        technique="register-tiled SGEMMs (float4, implicit transposes, padded smem, double buffering) "
+        "with the scale folded into the QK^T write-back, and an online-softmax row kernel",
+        source="gemm.cu",
+        launches=(
+            Launch(
+                kernel="gemm_qkt",
+                grid=lambda s: (cdiv(s.N, _gemm_qk_tile(s)), cdiv(s.N, _gemm_qk_tile(s)), s.B),
+                block=threads(256),
+                args=("qkv", "scores", "N", "d", "scale_log2"),
+            ),
+            Launch(
+                kernel="gemm_softmax_rows",
+                grid=lambda s: (cdiv(s.N, 8), s.B, 1),  # one warp per row, 8 rows per block
+                block=threads(256),
+                args=("scores", "N"),
+            ),
+            Launch(
+                kernel="gemm_pv",
+                grid=lambda s: (cdiv(s.d, _gemm_pv_tile(s)), cdiv(s.N, _gemm_pv_tile(s)), s.B),
+                block=threads(256),
+                args=("qkv", "scores", "out", "N", "d"),
+            ),
+        ),
+        defines=lambda s: {
+            "QK_TILE": _gemm_qk_tile(s),
+            "PV_TILE": _gemm_pv_tile(s),
+            "QK_DOUBLE_BUFFER": int(s.d >= _GEMM_DOUBLE_BUFFER_FROM),
+            "PV_DOUBLE_BUFFER": int(s.N >= _GEMM_DOUBLE_BUFFER_FROM),
+        },
+        constraints=SCORES_IN_MEMORY,
+        workspace={"scores": f32_bytes(lambda s: s.B * s.N * s.N)},
+    )
+)
+
+VARIANTS.append(
+    Variant(
+        name="online",
+        report="003 (online softmax + K/V tiling)",
+        technique="one query per 256-thread block streaming K/V tiles of 64 keys with online softmax, "
+        "float4 loads and warp-shuffle reductions (for large d)",
+        source="online.cu",
+        launches=(
+            Launch(
+                kernel="online_attention",
+                grid=lambda s: (s.N, s.B, 1),
+                block=threads(256),
+                args=("qkv", "out", "N", "d", "scale_log2"),
+                smem=lambda s: 16 * cdiv(s.d, 4),  # the query row, zero padded to whole float4s
+            ),
+        ),
+        constraints=Constraints(
+            max_head_dim=16384,
+            note="built for d = 512..8192; float4 loads when d % 4 == 0, scalar loads otherwise",
+        ),
+        defines=lambda s: {"ONLINE_GROUPS": cdiv(s.d, 1024)},  # float4 accumulators per thread
+    )
+)
+
+VARIANTS.append(
+    Variant(
+        name="singlehead",
+        report="001 (single head flash attention)",
+        technique="one thread per query row, Br = Bc = 64, K/V tiles in shared memory, "
+        "unsafe softmax (exp without max subtraction, divide by the sum at the end)",
+        source="singlehead.cu",
+        launches=(
+            Launch(
+                kernel="singlehead_attention",
+                grid=grid_rows(64),
+                block=threads(64),
+                args=("qkv", "out", "N", "scale"),
+            ),
+        ),
+        constraints=Constraints(
+            max_head_dim=64,
+            note="unsafe softmax: Inf/NaN once a scaled score exceeds ~88.7 or N*exp(max score) > 3.4e38; "
+            "for inputs in [-3, 3] the max score is 9*sqrt(d) (50.9 at d=32, 72 at d=64): safe up to d=64, "
+            "overflows from about d=96",
+        ),
+        defines=lambda s: {"HEAD_DIM": s.d},
+        accuracy="unsafe",
+    )
+)
+
+_TF32X3_HEAD_DIMS = (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128)
+
+
+def _tf32x3_smem(s: Shape) -> int:
+    """Bytes of dynamic shared memory: double-buffered K and V tiles (+ the Q tile when d > 64), rows padded by 4."""
+    padded_row = 4 * (s.d + 4)
+    if s.d <= 64:
+        return 2 * 2 * 64 * padded_row  # 1024 * (d + 4): 36,864 B at d = 32, 69,632 B at d = 64
+    return (2 * 2 * 32 + 64) * padded_row  # 768 * (d + 4): 101,376 B (99 KB) at d = 128
+
+
+VARIANTS.append(
+    Variant(
+        name="tf32x3",
+        report="beyond 004 (3xTF32 tensor cores)",
+        technique="tensor cores: FA2 warp tiles on mma.sync m16n8k8 in 3xTF32 (big + small split), "
+        "cp.async double-buffered K/V",
+        source="tf32x3.cu",
+        launches=(
+            Launch(
+                kernel="flash_tf32x3",
+                grid=grid_rows(64),
+                block=threads(128),
+                args=("qkv", "out", "N", "scale_log2"),
+                smem=_tf32x3_smem,
+            ),
+        ),
+        constraints=Constraints(
+            head_dims=_TF32X3_HEAD_DIMS,
+            note="3xTF32 on tensor cores (sm_80+)",
+        ),
+        defines=lambda s: {"HEAD_DIM": s.d},
+    )
+)
+
+
+# A peer, not a kernel of ours: PyTorch on the same float32 data, where PyTorch is importable.
+VARIANTS.append(
+    Variant(
+        name="torch",
+        report="peer",
+        technique="PyTorch scaled_dot_product_attention on the same float32 data (its fastest float32 backend)",
+        backend="torch",
+    )
+)
+
+

@@ -1,0 +1,128 @@
+"""The Variant model: a kernel variant's host-side launch facts, as data.
+
+A GPU variant is one `.cu` file plus the launches that make one attention pass. The runner feeds
+each launch from a Variant alone; no code elsewhere branches on a variant name.
+
+Kernel ABI (every `extern "C" __global__` kernel): arguments are named in `Launch.args` and taken from
+  qkv         const float*  the chunk's first batch item; item b's Q at qkv + b*3*N*d, K at +N*d, V at +2*N*d
+  out         float*        the chunk's output; item b's O at out + b*N*d
+  B, N, d     int           batch items in this chunk, sequence length, head dimension
+  scale       float         1/sqrt(d)
+  scale_log2  float         log2(e)/sqrt(d), for exp2f
+  step        int           the host loop's iteration, for a variant with `steps` > 1
+  <workspace> float*        a scratch buffer named in `Variant.workspace`, sized for the chunk
+The runner splits the batch into chunks so that workspaces fit in memory and grids stay in range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Literal
+
+from attnbench.cases.testcase import Shape
+from attnbench.errors import ShapeNotSupported
+
+Dims = tuple[int, int, int]
+SCALAR_ARGS = ("B", "N", "d", "scale", "scale_log2", "step")
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division, for grid sizes."""
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """Which shapes a variant accepts; `reason` says why one is refused, in one line."""
+
+    head_dims: tuple[int, ...] | None = None  # exact allowed d values; None: any d in [min, max]
+    min_head_dim: int = 1
+    max_head_dim: int | None = None
+    max_seq_len: int | None = None
+    note: str = ""  # shown by `attnbench list`, e.g. documented overflow limits
+
+    def reason(self, variant: str, shape: Shape) -> str | None:
+        if self.head_dims is not None and shape.d not in self.head_dims:
+            allowed = ", ".join(map(str, self.head_dims))
+            return f"{variant} needs d in {{{allowed}}}, and the case has d={shape.d}"
+        if shape.d < self.min_head_dim or (self.max_head_dim is not None and shape.d > self.max_head_dim):
+            upper = self.max_head_dim if self.max_head_dim is not None else "any"
+            return f"{variant} needs d in [{self.min_head_dim}, {upper}], and the case has d={shape.d}"
+        if self.max_seq_len is not None and shape.N > self.max_seq_len:
+            return f"{variant} needs N <= {self.max_seq_len}, and the case has N={shape.N}"
+        return None
+
+    def describe(self) -> str:
+        parts = []
+        if self.head_dims is not None:
+            parts.append("d in {" + ", ".join(map(str, self.head_dims)) + "}")
+        elif self.min_head_dim > 1 or self.max_head_dim is not None:
+            parts.append(f"d in [{self.min_head_dim}, {self.max_head_dim or 'any'}]")
+        else:
+            parts.append("any d")
+        parts.append(f"N <= {self.max_seq_len}" if self.max_seq_len else "any N")
+        if self.note:
+            parts.append(self.note)
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch of a pass: grid, block and dynamic shared memory as functions of the chunk shape."""
+
+    kernel: str
+    grid: Callable[[Shape], Dims]
+    block: Callable[[Shape], Dims]
+    args: tuple[str, ...]
+    smem: Callable[[Shape], int] = lambda s: 0
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A built-in variant: where its code is, how to launch it, which shapes it takes."""
+
+    name: str
+    report: str  # which report and section it reproduces, e.g. "004 §4.2.9"
+    technique: str  # the technique this step adds, one line
+    backend: Literal["gpu", "cpu", "torch"] = "gpu"
+    source: str | None = None  # file under the built-in kernel folder, or `source_path` for a user's
+    source_path: Path | None = None  # a kernel file outside the package (a user variant)
+    launches: tuple[Launch, ...] = ()
+    constraints: Constraints = field(default_factory=Constraints)
+    defines: Callable[[Shape], dict[str, int]] = lambda s: {}
+    workspace: dict[str, Callable[[Shape], int]] = field(default_factory=dict)  # bytes per chunk
+    options: tuple[str, ...] = ()  # extra nvcc options
+    max_chunk: int = 65535  # most batch items per launch (grid dimension limit)
+    # A host-driven loop (one iteration per K/V tile, say): the whole launch sequence is played this
+    # many times, with the iteration index passed as the int argument "step".
+    steps: Callable[[Shape], int] = lambda s: 1
+    # "float32" variants must meet relL2 <= 1e-5; "unsafe" ones (no max subtraction) may overflow.
+    accuracy: Literal["float32", "unsafe"] = "float32"
+
+    def refusal(self, shape: Shape) -> str | None:
+        """Why this variant cannot take `shape`, or None if it can."""
+        return self.constraints.reason(self.name, shape)
+
+    def require(self, shape: Shape) -> None:
+        reason = self.refusal(shape)
+        if reason:
+            raise ShapeNotSupported(reason)
+
+    def workspace_bytes(self, chunk: Shape) -> int:
+        return sum(size(chunk) for size in self.workspace.values())
+
+
+def grid_rows(rows_per_block: int) -> Callable[[Shape], Dims]:
+    """One block per `rows_per_block` query rows of each batch item."""
+    return lambda s: (cdiv(s.N, rows_per_block), s.B, 1)
+
+
+def threads(x: int, y: int = 1) -> Callable[[Shape], Dims]:
+    """A fixed block of x * y threads."""
+    return lambda s: (x, y, 1)
+
+
+def f32_bytes(count: Callable[[Shape], int]) -> Callable[[Shape], int]:
+    """Bytes of `count(shape)` float32 values, for workspaces."""
+    return lambda s: 4 * count(s)

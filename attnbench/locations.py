@@ -1,0 +1,59 @@
+"""Where attnbench's own files are, installed or in a source tree, and where generated data goes.
+
+The project keeps its kernels in `cuda/` and the suite manifest in `testcases/` at the top of the
+source tree; a wheel carries them inside the package as `attnbench/_cuda` and `attnbench/_testcases`
+(pyproject.toml maps them in). Every lookup goes through this module, so both layouts work.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+SOURCE_ROOT = PACKAGE_DIR.parent
+DATA_ENV = "ATTNBENCH_DATA"
+
+
+def _packaged(installed_name: str, source_name: str) -> Path:
+    """The installed copy of a data folder when there is one, else the source tree's."""
+    installed = PACKAGE_DIR / installed_name
+    return installed if installed.is_dir() else SOURCE_ROOT / source_name
+
+
+def kernel_dir() -> Path:
+    """The folder of the built-in `.cu` files and `common.cuh`."""
+    return _packaged("_cuda", "cuda")
+
+
+def suite_manifest() -> Path:
+    """`suite.json`: every built-in case with its shape, seed, provenance and sha256."""
+    return _packaged("_testcases", "testcases") / "suite.json"
+
+
+def package_file(name: str) -> Path:
+    """A data file shipped beside the package's modules (report claims, datasheet ceilings)."""
+    return PACKAGE_DIR / name
+
+
+def in_source_tree() -> bool:
+    """True when running from a writable checkout (an editable install or PYTHONPATH)."""
+    folder = SOURCE_ROOT / "testcases"
+    return (folder / "suite.json").is_file() and os.access(folder, os.W_OK) and not (PACKAGE_DIR / "_testcases").is_dir()
+
+
+def data_dir() -> Path:
+    """Where generated inputs and references live: $ATTNBENCH_DATA, else testcases/data in a
+    writable checkout, else the per-user data folder (platformdirs)."""
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV])
+    if in_source_tree():
+        return SOURCE_ROOT / "testcases" / "data"
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("attnbench")) / "testcases"
+
+
+def project_root_for_git() -> Path:
+    """The folder `git rev-parse` runs in for saved results' commit."""
+    return SOURCE_ROOT

@@ -1,0 +1,90 @@
+"""`attnbench report`: one Markdown document from saved results, with its tables and plots.
+
+It is the document a report's author would otherwise write by hand: where it was measured, each
+run's tables (time, TFLOP/s, speedup with uncertainty, correctness), the square lab's report lines,
+the ladder next to report 004's claims, and the plots beside the document as PNG files.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from attnbench.analysis.ladder import has_ladder
+from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
+from attnbench.errors import PlotsUnavailable
+from attnbench.files import write_text
+from attnbench.output import plots as plotting
+from attnbench.output.markdown import (
+    environment_lines,
+    lab_section,
+    ladder_section,
+    matrix_sections,
+)
+from attnbench.results.resultset import ResultSet
+
+
+@dataclass
+class ReportOutcome:
+    path: Path
+    plots: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None, plots: bool = True,
+                 same_within: float = DEFAULT_SAME_WITHIN) -> ReportOutcome:
+    """Write the Markdown report to `out` and its plots beside it."""
+    outcome = ReportOutcome(out)
+    folder = out.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    can_plot = plots
+    if plots:
+        try:
+            plotting.pyplot()
+        except PlotsUnavailable as exc:
+            can_plot = False
+            outcome.notes.append(str(exc))
+    date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    names = ", ".join(f"`{r.path.name if r.path else r.name}`" for r in results)
+    parts = [
+        "# attnbench report",
+        f"Made by `attnbench report` on {date} from {len(results)} result file(s): {names}. Kernel times are "
+        "medians of CUDA-event samples (the L2 cache flushed before each unless the run says otherwise), printed with "
+        "their relative noise; every output was checked against a float64 reference before it was timed, and a wrong "
+        "output has no time. Speedups carry one standard deviation propagated from both noises; SAME / FASTER / "
+        f"SLOWER are called only beyond the larger noise and never within {100 * same_within:g}%.",
+    ]
+    for index, result in enumerate(results, 1):
+        kind = result.kind.capitalize()
+        section = [f"## {index}. {kind}: {result.name}", "\n".join(environment_lines(result))]
+        lab = lab_section(result)
+        if lab:
+            section.append(lab)
+        section.append(matrix_sections(result, same_within, level=3))
+        if can_plot:
+            stem = f"{out.stem}_{index}"
+            images = []
+            if result.kind == "sweep":
+                images.append(("Throughput against size", plotting.throughput_vs_size(result, folder / f"{stem}_throughput.png")))
+            if any(c.ok for c in result.cells):
+                images.append(("Against the ceilings", plotting.ceilings_chart(result, folder / f"{stem}_ceilings.png")))
+            for title, path in images:
+                outcome.plots.append(path)
+                section.append(f"![{title}]({path.name})")
+        parts.append("\n\n".join(section))
+    want_ladder = ladder if ladder is not None else any(has_ladder(r) for r in results)
+    if want_ladder:
+        text, found = ladder_section(results, same_within)
+        parts.append(text)
+        if can_plot:
+            for index, (result, steps_by_case) in enumerate(found, 1):
+                gpu = (result.metadata.get("gpu") or {}).get("name", "CPU")
+                path = plotting.ladder_bars(steps_by_case, folder / f"{out.stem}_ladder_{index}.png", gpu)
+                outcome.plots.append(path)
+                parts.append(f"![The ladder, {result.name}]({path.name})")
+    if outcome.notes:
+        parts.append("Notes: " + "; ".join(outcome.notes) + ".")
+    text = "\n\n".join(parts) + "\n"
+    write_text(out, text)
+    return outcome

@@ -1,0 +1,339 @@
+"""Row builders: every table attnbench prints or saves, built once as a TableModel.
+
+The terminal, Markdown and plain renderers draw these; none of them builds rows of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Iterable
+
+from attnbench.analysis.against import AgainstReport
+from attnbench.analysis.ladder import LadderStep
+from attnbench.analysis.view import MatrixView
+from attnbench.cases.suite import SuiteCase
+from attnbench.kernels.nvcc import KernelResources
+from attnbench.kernels.variant import Variant
+from attnbench.output.table import BAD, DIM, GOOD, Column, TableModel, Text, columns
+from attnbench.results.measurement import Measurement
+from attnbench.results.resultset import ERROR, REFUSED, WRONG, Cell, ResultSet
+from attnbench.results.verification import VerifyReport
+
+
+# -- numbers as text ------------------------------------------------------------------------------------
+def format_s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f} s"
+
+
+def format_ms(value: float) -> str:
+    if value >= 100:
+        return f"{value:.1f} ms"
+    if value >= 1:
+        return f"{value:.3f} ms"
+    return f"{value:.4f} ms"
+
+
+def noise_text(noise: float) -> str:
+    return f"±{100 * noise:.1f}%" if math.isfinite(noise) else "±?"
+
+
+def verdict_text(verdict: str) -> Text:
+    return Text(verdict, {"FASTER": GOOD, "SLOWER": BAD}.get(verdict, ""))
+
+
+# -- run and verify ---------------------------------------------------------------------------------------
+def measurement_table(m: Measurement) -> TableModel:
+    """The table `attnbench run` prints: phase times, kernel statistics, throughput, check."""
+    k = m.kernel
+    table = TableModel(f"{m.variant} on {m.case} ({m.shape}) — {m.device}", columns("measure", "value", "notes"))
+    table.columns[1].right = True
+    on_host = m.peak_flops is None
+    table.add_row("input", format_s(m.input_s), "reading the testcase file")
+    compute_note = "the host computation" if on_host else "device allocation + host-to-device + kernels + device-to-host"
+    table.add_row("compute", format_s(m.compute_s), compute_note)
+    table.add_row("output", format_s(m.output_s), "writing the output file")
+    table.add_row("total", format_s(m.total_s), f"compile {m.compile_s:.3f} s not included")
+    timed = "pass" if on_host else "kernel"
+    table.add_row(f"{timed} median", format_ms(k.median), f"{k.count} sample{'s' if k.count != 1 else ''}")
+    table.add_row(f"{timed} min / max", f"{format_ms(k.min)} / {format_ms(k.max)}", "")
+    table.add_row(f"{timed} stddev", format_ms(k.stdev), f"noise {100 * k.noise:.2f}%, {k.outliers} outliers")
+    peak = f"{100 * m.peak_fraction:.1f}% of FP32 peak" if m.peak_fraction is not None else ""
+    table.add_row("TFLOP/s", f"{m.tflops:.3f}", f"4*B*N*N*d / kernel median; {peak}".rstrip("; "))
+    if m.verification is not None:
+        v = m.verification
+        verdict = Text("PASS", GOOD) if v.passed else Text("FAIL", BAD)
+        table.add_row("check", verdict, f"{v.rule()}; max abs {v.max_abs_error:.3g}, relL2 {v.rel_l2_error:.3g}")
+    return table
+
+
+def verify_table(report: VerifyReport, title: str) -> TableModel:
+    """`attnbench verify`: the verdict, the error metrics, the worst and the first failing elements."""
+    table = TableModel(title, columns("metric", "value"))
+    table.columns[1].right = True
+    verdict = Text(f"PASS ({report.rule()})", GOOD) if report.passed else Text(f"FAIL ({report.rule()})", BAD)
+    table.add_row("verdict", verdict)
+    table.add_row("max abs error", f"{report.max_abs_error:.6g}")
+    table.add_row("max relative error", f"{report.max_rel_error:.6g}")
+    table.add_row("relative L2 error", f"{report.rel_l2_error:.6g}")
+    table.add_row("NaN / Inf", f"{report.nan_count} / {report.inf_count}")
+    table.add_row("failing elements", f"{report.failing} of {report.elements}")
+    if report.worst is not None:
+        table.add_row("worst element", str(report.worst))
+    for i, mismatch in enumerate(report.first_failures):
+        table.add_row("first failures" if i == 0 else "", str(mismatch))
+    return table
+
+
+# -- the matrix of a compare or sweep -----------------------------------------------------------------------
+def status_text(cell: Cell | None) -> Text | None:
+    """A cell without a time, as one word; None for a timed cell."""
+    if cell is None:
+        return Text("-")
+    if cell.status == WRONG:
+        return Text("WRONG", BAD)
+    if cell.status == REFUSED:
+        return Text("refused", DIM)
+    if cell.status == ERROR:
+        return Text("ERROR", BAD)
+    return None
+
+
+def time_text(cell: Cell | None) -> Text:
+    status = status_text(cell)
+    if status is not None:
+        return status
+    assert cell is not None and cell.stats is not None
+    return Text(f"{format_ms(cell.stats.median)} {noise_text(cell.stats.noise)}")
+
+
+def tflops_text(cell: Cell | None) -> Text:
+    status = status_text(cell)
+    if status is not None:
+        return status
+    assert cell is not None and cell.measurement is not None
+    return Text(f"{cell.measurement.tflops:.3g}")
+
+
+def speedup_text(view: MatrixView, variant: str, case: str) -> Text:
+    """'1.52 ± 0.03x FASTER', or the cell's status when it has no speed."""
+    comparison = view.comparison(variant, case)
+    if comparison is not None:
+        verdict = comparison.verdict.value
+        return Text(f"{comparison.describe_speedup()} {verdict}", {"FASTER": GOOD, "SLOWER": BAD}.get(verdict, ""))
+    return status_text(view.result.cell(variant, case)) or Text("- (no baseline time)")
+
+
+def by_case(result: ResultSet) -> bool:
+    """Many inputs read better as one row per input (sweeps); few as one row per variant."""
+    return len(result.case_labels) > max(8, len(result.variant_names))
+
+
+def _shape_text(result: ResultSet, label: str) -> str:
+    case = result.case(label)
+    return f"{case.shape.B}, {case.shape.N}, {case.shape.d}" if case else ""
+
+
+def _per_cell_table(view: MatrixView, title: str, text: Callable[[Cell | None], Text], geomean: bool) -> TableModel:
+    result = view.result
+    cases, variants = result.case_labels, result.variant_names
+    if by_case(result):
+        table = TableModel(title, [Column("input"), Column("B, N, d", right=True, wide=True),
+                                   *(Column(v, right=True) for v in variants)])
+        for c in cases:
+            table.add_row(c, _shape_text(result, c), *[text(result.cell(v, c)) for v in variants])
+        if geomean:
+            geo = [view.geomean_tflops(v) for v in variants]
+            table.add_row("geomean", "", *[f"{g:.3g}" if g else "-" for g in geo])
+        return table
+    extra = ["geomean"] if geomean else []
+    table = TableModel(title, [Column("variant"), *(Column(c, right=True) for c in cases),
+                               *(Column(e, right=True) for e in extra)])
+    for v in variants:
+        row = [text(result.cell(v, c)) for c in cases]
+        if geomean:
+            geo = view.geomean_tflops(v)
+            row.append(Text(f"{geo:.3g}" if geo else "-"))
+        table.add_row(v, *row)
+    return table
+
+
+def time_table(view: MatrixView) -> TableModel:
+    return _per_cell_table(view, "Kernel time (median ± noise)", time_text, geomean=False)
+
+
+def tflops_table(view: MatrixView) -> TableModel:
+    return _per_cell_table(view, "TFLOP/s (4·B·N²·d / kernel time)", tflops_text, geomean=True)
+
+
+def speedup_table(view: MatrixView) -> TableModel | None:
+    """Each variant against the baseline, with the geometric mean; None without a baseline."""
+    result = view.result
+    others = [v for v in result.variant_names if v != view.baseline]
+    if view.baseline is None or not others:
+        return None
+    title = (f"Speedup over {view.baseline} (± one standard deviation; verdict from the noise, "
+             f"SAME within {100 * view.same_within:g}%)")
+    geomeans = [view.geomean_speedup(v) for v in others]
+    geo_texts = [g.describe() if g else "-" for g in geomeans]
+    cases = result.case_labels
+    if by_case(result):
+        table = TableModel(title, [Column("input"), *(Column(v, right=True) for v in others)])
+        for c in cases:
+            table.add_row(c, *[speedup_text(view, v, c) for v in others])
+        table.add_row("geomean", *geo_texts)
+        return table
+    table = TableModel(title, [Column("variant"), *(Column(c, right=True) for c in cases), Column("geomean", right=True)])
+    for v, geo in zip(others, geo_texts):
+        table.add_row(v, *[speedup_text(view, v, c) for c in cases], geo)
+    return table
+
+
+def check_text(cell: Cell | None) -> Text:
+    if cell is None:
+        return Text("-")
+    if cell.status == REFUSED:
+        return Text("refused", DIM)
+    if cell.status == ERROR:
+        return Text("ERROR", BAD)
+    check = cell.check or {}
+    parts = ["pass" if check.get("passed") else "FAIL"]
+    if check.get("max_abs_error") is not None:
+        parts.append(f"max {check['max_abs_error']:.2g}")
+    if check.get("rel_l2_error") is not None:
+        parts.append(f"relL2 {check['rel_l2_error']:.2g}")
+    if "l1_error" in check:
+        parts.append(f"Σ|err| {check['l1_error']:.2g} of {check['bound']:.2g}")
+    return Text(", ".join(parts), "" if check.get("passed") else BAD)
+
+
+def correctness_table(result: ResultSet) -> TableModel:
+    rule = result.settings.get("check_rule", "")
+    title = f"Correctness (checked before timing{': ' + rule if rule else ''})"
+    cases, variants = result.case_labels, result.variant_names
+    if by_case(result):
+        table = TableModel(title, [Column("input"), *(Column(v) for v in variants)])
+        for c in cases:
+            table.add_row(c, *[check_text(result.cell(v, c)) for v in variants])
+        return table
+    table = TableModel(title, [Column("variant"), *(Column(c) for c in cases)])
+    for v in variants:
+        table.add_row(v, *[check_text(result.cell(v, c)) for c in cases])
+    return table
+
+
+def matrix_tables(view: MatrixView, with_correctness: bool = True) -> list[TableModel]:
+    """A compare's or sweep's tables: time, TFLOP/s, speedup (with a baseline), correctness."""
+    tables = [time_table(view), tflops_table(view)]
+    speedups = speedup_table(view)
+    if speedups is not None:
+        tables.append(speedups)
+    if with_correctness:
+        tables.append(correctness_table(view.result))
+    return tables
+
+
+def grouped_notes(result: ResultSet) -> list[str]:
+    """Wrong, failed and refused cells with their reasons, and warnings: one line per kind, cells listed."""
+    lines = []
+    for cell in result.cells:
+        if cell.status in (WRONG, ERROR):
+            lines.append(f"{cell.status.upper()} {cell.variant} on {cell.case}: {cell.message}")
+    refused: dict[str, list[str]] = {}
+    for cell in result.cells:
+        if cell.status == REFUSED:
+            refused.setdefault(cell.message.split(", and the case")[0], []).append(cell.case)
+    for reason, labels in refused.items():
+        lines.append(f"refused: {reason} ({', '.join(labels)})")
+    warnings: dict[str, list[str]] = {}
+    for cell in result.cells:
+        if cell.measurement is not None:
+            for warning in cell.measurement.warnings + cell.measurement.kernel.warnings:
+                warnings.setdefault(warning, []).append(f"{cell.variant}/{cell.case}")
+    for warning, where in warnings.items():
+        shown = ", ".join(where[:6]) + (f" and {len(where) - 6} more" if len(where) > 6 else "")
+        lines.append(f"warning ({shown}): {warning}")
+    return lines
+
+
+# -- against a saved run -------------------------------------------------------------------------------------
+def against_table(report: AgainstReport) -> TableModel:
+    """Each cell against the saved run: saved and current medians, change, verdict."""
+    table = TableModel(f"against {report.saved_name}",
+                       [Column("variant"), Column("input"), Column("saved", right=True), Column("now", right=True),
+                        Column("change", right=True), Column("verdict"), Column("note", wide=True)])
+    for row in report.rows:
+        saved = format_ms(row.saved.stats.median) if row.saved is not None and row.saved.ok and row.saved.stats else "-"
+        now = format_ms(row.current.stats.median) if row.current is not None and row.current.ok and row.current.stats else "-"
+        change = row.comparison.describe_change() if row.comparison is not None else ""
+        tone = BAD if row.regression or row.outcome in ("NOW WRONG", "STILL WRONG") else (
+            GOOD if row.outcome in ("FASTER", "FIXED") else "")
+        outcome = row.outcome + (" (regression)" if row.regression else "")
+        table.add_row(row.variant, row.case, saved, now, change, Text(outcome, tone), row.note)
+    return table
+
+
+# -- the ladder --------------------------------------------------------------------------------------------
+def _opt(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def ladder_table(title: str, steps: list[LadderStep]) -> TableModel:
+    """One input's ladder: time, TFLOP/s, speedup over the step before, and report 004's step."""
+    table = TableModel(title, [Column("step"), Column("kernel time", right=True), Column("TFLOP/s", right=True),
+                               Column("speedup over the step before", right=True),
+                               Column("step before", wide=True), Column("our computing (s)", right=True, wide=True),
+                               Column("004 computing (s)", right=True), Column("004 speedup", right=True),
+                               Column("direction")])
+    for s in steps:
+        if s.kernel_ms is None:
+            status = s.cell.status.upper() if s.cell is not None else "-"
+            table.add_row(s.variant, Text(status, BAD), "-", "-", "-", "-", _opt(s.claimed_s, ".3f"), "-", "-")
+            continue
+        measured = (verdict_text(f"{s.vs_previous.describe_speedup()} {s.vs_previous.verdict.value}")
+                    if s.vs_previous else Text("first step"))
+        if s.vs_previous is not None:
+            measured = Text(measured.text, {"FASTER": GOOD, "SLOWER": BAD}.get(s.vs_previous.verdict.value, ""))
+        claimed = f"{s.claimed_speedup:.2f}x" if s.claimed_speedup is not None else "-"
+        table.add_row(s.variant, format_ms(s.kernel_ms), _opt(s.tflops, ".3g"), measured, s.previous or "-",
+                      _opt(s.compute_s, ".3f"), _opt(s.claimed_s, ".3f"), claimed, s.agreement)
+    return table
+
+
+# -- listings ------------------------------------------------------------------------------------------------
+def cases_table(cases: Iterable[SuiteCase], on_disk: Callable[[SuiteCase], str]) -> TableModel:
+    table = TableModel("attnbench suite", [Column("name"), Column("B", right=True), Column("N", right=True),
+                                           Column("d", right=True), Column("group"), Column("provenance"),
+                                           Column("GFLOP", right=True), Column("on disk"), Column("note", wide=True)])
+    for case in cases:
+        s = case.shape
+        table.add_row(case.name, str(s.B), str(s.N), str(s.d), case.group, case.provenance, f"{s.flops / 1e9:.3g}",
+                      on_disk(case), case.note)
+    return table
+
+
+FiguresByVariant = dict[str, tuple[object, dict[str, KernelResources]]]
+
+
+def variants_table(variants: Iterable[Variant], figures: FiguresByVariant, arch: str) -> TableModel:
+    """`attnbench list`: the variants in ladder order, with ptxas figures where nvcc ran."""
+    title = "attnbench variants (ladder order)" + (f"; ptxas figures for {arch}" if figures else "")
+    cols = [Column("variant"), Column("report"), Column("technique", wide=True), Column("constraints", wide=True)]
+    if figures:
+        cols += [Column("kernel (d)"), Column("regs", right=True), Column("smem B", right=True),
+                 Column("spill B", right=True)]
+    table = TableModel(title, cols)
+    for variant in variants:
+        row: list[Text | str] = [variant.name, variant.report, variant.technique, variant.constraints.describe()]
+        if figures:
+            shape, kernels = figures.get(variant.name, (None, {}))
+            # Launch order; shared memory is the static part plus the dynamic part the registry asks for.
+            launches = {launch.kernel: launch for launch in variant.launches}
+            ordered = [kernels[name] for name in launches if name in kernels]
+            smem = [k.static_smem + (launches[k.kernel].smem(shape) if shape else 0) for k in ordered]  # type: ignore[arg-type]
+            d = getattr(shape, "d", "")
+            row += ["\n".join(f"{k.kernel} ({d})" for k in ordered) or "-",
+                    "\n".join(str(k.registers) for k in ordered) or "-",
+                    "\n".join(map(str, smem)) or "-",
+                    "\n".join(str(k.spills) for k in ordered) or "-"]
+        table.add_row(*row)
+    return table

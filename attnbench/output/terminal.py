@@ -1,0 +1,134 @@
+"""The terminal renderer: rich tables drawn from TableModels, warnings, and progress bars."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Callable, Iterator
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from attnbench.output.table import BAD, DIM, GOOD, TableModel
+from attnbench.output.tables import format_ms
+
+if TYPE_CHECKING:
+    from attnbench.results.resultset import Cell
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+_TONES = {GOOD: "green", BAD: "red", DIM: "dim"}
+
+
+def render(model: TableModel, wide: bool = True) -> Table:
+    """A rich Table of the model; without `wide`, its wide columns are left out."""
+    if not wide:
+        model = model.without_wide()
+    table = Table(title=model.title, show_lines=model.row_lines)
+    for column in model.columns:
+        table.add_column(column.name, justify="right" if column.right else "left", overflow="fold")
+    for row in model.rows:
+        cells = []
+        for cell in row:
+            text = escape(cell.text)
+            style = _TONES.get(cell.tone)
+            cells.append(f"[{style}]{text}[/{style}]" if style else text)
+        table.add_row(*cells)
+    return table
+
+
+def print_table(model: TableModel, wide: bool = True) -> None:
+    console.print(render(model, wide))
+
+
+def print_warnings(warnings: list[str]) -> None:
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+
+
+@contextmanager
+def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr; yields a function that advances it by n units."""
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task(description, total=total)
+        yield lambda n: progress.advance(task, n)
+
+
+# -- compare and sweep ---------------------------------------------------------------------------------
+def cell_line(cell: "Cell") -> str:
+    """One finished cell, as the matrix prints it while it runs."""
+    if cell.ok and cell.measurement is not None:
+        k = cell.measurement.kernel
+        return (f"{cell.variant} on {cell.case}: {format_ms(k.median)} ±{100 * k.noise:.1f}% "
+                f"({k.count} samples), {cell.measurement.tflops:.3g} TFLOP/s")
+    return f"{cell.variant} on {cell.case}: {cell.status.upper()} {cell.message}"
+
+
+class MatrixProgress:
+    """The compare/sweep progress: one bar over all cells weighted by their FLOPs (for the ETA),
+    transient bars for generating inputs and references, and a line per finished cell."""
+
+    def __init__(self, title: str, quiet: bool = False) -> None:
+        self.title = title
+        self.quiet = quiet
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[cells]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=err_console,
+            transient=True,
+        )
+        self._task: TaskID | None = None
+        self._done = 0
+        self._total = 0
+
+    def __enter__(self) -> "MatrixProgress":
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def start(self, total_cells: int, total_work: float) -> None:
+        self._total = total_cells
+        self._task = self._progress.add_task(self.title, total=max(total_work, 1.0), cells=f"0/{total_cells} cells")
+
+    @contextmanager
+    def progress(self, description: str, total: int) -> Iterator[Callable[[int], None]]:
+        task = self._progress.add_task(description, total=total, cells="")
+        try:
+            yield lambda n: self._progress.advance(task, n)
+        finally:
+            self._progress.remove_task(task)
+
+    def cell_started(self, variant: str, case: str) -> None:
+        if self._task is not None:
+            self._progress.update(self._task, description=f"{variant} on {case}")
+
+    def cell_finished(self, cell: "Cell", work: float) -> None:
+        self._done += 1
+        if self._task is not None:
+            self._progress.update(self._task, advance=work, cells=f"{self._done}/{self._total} cells")
+        if not self.quiet and cell.status != "refused":
+            self._progress.console.print(escape(cell_line(cell)), highlight=False)

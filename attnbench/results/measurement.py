@@ -1,0 +1,82 @@
+"""One variant on one testcase: phase times, kernel statistics, throughput and its check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from attnbench.cases.testcase import Shape
+from attnbench.results.stats import KernelStats
+from attnbench.results.verification import VerifyReport
+
+
+@dataclass
+class Measurement:
+    """One variant on one testcase: phase times, kernel statistics, throughput, verdict."""
+
+    variant: str
+    case: str
+    shape: Shape
+    device: str
+    compute_s: float
+    kernel: KernelStats
+    compile_s: float = 0.0
+    input_s: float | None = None
+    output_s: float | None = None
+    peak_flops: float | None = None
+    verification: VerifyReport | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def flops(self) -> int:
+        return self.shape.flops
+
+    @property
+    def tflops(self) -> float:
+        return self.flops / (self.kernel.median * 1e-3) / 1e12
+
+    @property
+    def peak_fraction(self) -> float | None:
+        return self.tflops * 1e12 / self.peak_flops if self.peak_flops else None
+
+    @property
+    def total_s(self) -> float:
+        return (self.input_s or 0.0) + self.compute_s + (self.output_s or 0.0)
+
+    def to_dict(self) -> dict:
+        return {
+            "variant": self.variant,
+            "case": self.case,
+            "shape": {"B": self.shape.B, "N": self.shape.N, "d": self.shape.d},
+            "device": self.device,
+            "input_s": self.input_s,
+            "compute_s": self.compute_s,
+            "output_s": self.output_s,
+            "total_s": self.total_s,
+            "compile_s": self.compile_s,
+            "kernel": self.kernel.to_dict(),
+            "flops": self.flops,
+            "tflops": self.tflops,
+            "peak_flops": self.peak_flops,
+            "peak_fraction": self.peak_fraction,
+            "verification": self.verification.to_dict() if self.verification else None,
+            "warnings": self.warnings + self.kernel.warnings,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Measurement":
+        """Rebuild a saved measurement (its verification is kept separately by saved results)."""
+        kernel = KernelStats.from_dict(data["kernel"])
+        shape = data["shape"]
+        return cls(
+            variant=data["variant"],
+            case=data["case"],
+            shape=Shape(shape["B"], shape["N"], shape["d"]),
+            device=data["device"],
+            compute_s=data["compute_s"],
+            kernel=kernel,
+            compile_s=data.get("compile_s", 0.0),
+            input_s=data.get("input_s"),
+            output_s=data.get("output_s"),
+            peak_flops=data.get("peak_flops"),
+            warnings=[w for w in data.get("warnings", []) if w not in kernel.warnings],
+        )

@@ -1,0 +1,260 @@
+"""Saved results: a versioned JSON schema for a compare or sweep, with its metadata, and file names.
+
+A result set holds the run's metadata (device, software, git commit, date), the timing policy, what
+each variant was (report, source hash, compiler options), what each input was (shape, sha256), and
+one cell per (variant, input): its status, the check of its output, and its measurement with every
+sample. `save` writes the JSON with its CSV and Markdown siblings; `load` reads any file of this
+schema version or older and refuses newer ones in one sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from attnbench.cases.inputs import CaseInfo
+from attnbench.errors import ResultsError
+from attnbench.results.measurement import Measurement
+from attnbench.results.metadata import gpu_short_name
+from attnbench.results.stats import KernelStats
+
+SCHEMA = "attnbench-results"
+# Schema history (bump SCHEMA_VERSION on any change a reader must know about; `loads` reads every
+# older version and refuses newer ones):
+#   1 (2026-11-21): kind compare / sweep; metadata, policy, settings, baseline, variants, cases, cells
+#     (status ok / wrong / refused / error, check, measurement with every sample, extra).
+#   2 (2026-11-22): kind judge (whole programs, wall time of the process); a measurement may carry
+#     its verification; cells may record the GPU they ran on in extra["gpu"]. Version 1 files load
+#     unchanged.
+SCHEMA_VERSION = 2
+
+# Cell statuses: ok (checked, then timed), wrong (failed its check: no speed), refused (the variant
+# does not take the shape), error (compile, launch or memory failure).
+OK, WRONG, REFUSED, ERROR = "ok", "wrong", "refused", "error"
+STATUSES = (OK, WRONG, REFUSED, ERROR)
+
+
+@dataclass(frozen=True)
+class VariantInfo:
+    """What a variant was when it was measured."""
+
+    name: str
+    report: str
+    technique: str
+    backend: str
+    source: str | None = None
+    source_hash: str | None = None
+    nvcc_options: tuple[str, ...] = ()
+    accuracy: str = "float32"
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "report": self.report,
+            "technique": self.technique,
+            "backend": self.backend,
+            "source": self.source,
+            "source_hash": self.source_hash,
+            "nvcc_options": list(self.nvcc_options),
+            "accuracy": self.accuracy,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "VariantInfo":
+        return cls(data["name"], data.get("report", ""), data.get("technique", ""), data.get("backend", "gpu"),
+                   data.get("source"), data.get("source_hash"), tuple(data.get("nvcc_options", ())),
+                   data.get("accuracy", "float32"))
+
+
+@dataclass
+class Cell:
+    """One variant on one input."""
+
+    variant: str
+    case: str
+    status: str
+    message: str = ""  # why it was refused, failed or wrong, in one line
+    measurement: Measurement | None = None
+    check: dict | None = None  # the metrics of the output's check
+    extra: dict = field(default_factory=dict)  # compile-time defines, the lab's iteration count, ...
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK and self.measurement is not None
+
+    @property
+    def stats(self) -> KernelStats | None:
+        return self.measurement.kernel if self.measurement is not None else None
+
+    def to_dict(self) -> dict:
+        return {
+            "variant": self.variant,
+            "case": self.case,
+            "status": self.status,
+            "message": self.message,
+            "check": self.check,
+            "measurement": self.measurement.to_dict() if self.measurement is not None else None,
+            "extra": self.extra,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Cell":
+        if data.get("status") not in STATUSES:
+            raise ValueError(f"unknown cell status {data.get('status')!r}")
+        measurement = Measurement.from_dict(data["measurement"]) if data.get("measurement") else None
+        return cls(data["variant"], data["case"], data["status"], data.get("message", ""), measurement,
+                   data.get("check"), dict(data.get("extra") or {}))
+
+
+@dataclass
+class ResultSet:
+    """A saved compare or sweep."""
+
+    kind: str  # compare or sweep
+    metadata: dict[str, Any]
+    policy: dict[str, Any]
+    variants: list[VariantInfo]
+    cases: list[CaseInfo]
+    cells: list[Cell]
+    baseline: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)  # atol, rtol, same_within, sweep axis, ...
+    path: Path | None = None  # where it was saved or loaded from
+
+    @property
+    def name(self) -> str:
+        return self.path.stem if self.path else f"unsaved {self.kind}"
+
+    @property
+    def variant_names(self) -> list[str]:
+        return [v.name for v in self.variants]
+
+    @property
+    def case_labels(self) -> list[str]:
+        return [c.label for c in self.cases]
+
+    def variant(self, name: str) -> VariantInfo | None:
+        return next((v for v in self.variants if v.name == name), None)
+
+    def case(self, label: str) -> CaseInfo | None:
+        return next((c for c in self.cases if c.label == label), None)
+
+    def cell(self, variant: str, case: str) -> Cell | None:
+        return next((c for c in self.cells if c.variant == variant and c.case == case), None)
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "kind": self.kind,
+            "metadata": self.metadata,
+            "policy": self.policy,
+            "settings": self.settings,
+            "baseline": self.baseline,
+            "variants": [v.to_dict() for v in self.variants],
+            "cases": [c.to_dict() for c in self.cases],
+            "cells": [c.to_dict() for c in self.cells],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ResultSet":
+        return cls(
+            kind=data["kind"],
+            metadata=data.get("metadata") or {},
+            policy=data.get("policy") or {},
+            variants=[VariantInfo.from_dict(v) for v in data["variants"]],
+            cases=[CaseInfo.from_dict(c) for c in data["cases"]],
+            cells=[Cell.from_dict(c) for c in data["cells"]],
+            baseline=data.get("baseline"),
+            settings=data.get("settings") or {},
+        )
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN or Infinity: store them as strings that `_restore` turns back."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+_SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _restore(value: Any) -> Any:
+    if isinstance(value, str) and value in _SPECIAL:
+        return _SPECIAL[value]
+    if isinstance(value, dict):
+        return {k: _restore(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore(v) for v in value]
+    return value
+
+
+def dumps(result: ResultSet) -> str:
+    """The JSON text of a result set (strict JSON: non-finite numbers become strings)."""
+    return json.dumps(_finite(result.to_dict()), indent=1, allow_nan=False)
+
+
+def loads(text: str, source: str = "results") -> ResultSet:
+    """Parse a result set, refusing other schemas and newer versions in one sentence."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{source}: not a JSON file ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ResultsError(f"{source}: not an attnbench results file (no \"schema\": \"{SCHEMA}\")")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ResultsError(
+            f"{source}: results schema version {version} is newer than this attnbench reads ({SCHEMA_VERSION}); "
+            "upgrade attnbench"
+        )
+    try:
+        return ResultSet.from_dict(_restore(data))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ResultsError(f"{source}: malformed results file ({type(exc).__name__}: {exc})") from None
+
+
+def load(path: str | Path) -> ResultSet:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: no such results file") from None
+    result = loads(text, str(path))
+    result.path = path
+    return result
+
+
+def slug(text: str, limit: int = 48) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9._+-]+", "-", text).strip("-.")
+    return cleaned[:limit].rstrip("-.") or "run"
+
+
+def default_name(result: ResultSet, selector: str | None = None) -> str:
+    """A readable file stem: 2026-11-21_compare_h200_t10-t30."""
+    date = str(result.metadata.get("date") or "")[:10] or "undated"
+    labels = result.case_labels
+    if selector and "," not in selector and "/" not in selector:
+        what = selector
+    elif len(labels) <= 2:
+        what = "+".join(labels)
+    else:
+        what = f"{labels[0]}-{labels[-1]}"
+    return "_".join((date, result.kind, gpu_short_name(result.metadata), slug(what)))
+
+
+def unique_stem(folder: Path, stem: str, suffixes: Iterable[str] = (".json",)) -> str:
+    """`stem`, or stem_2, stem_3, ... so that no existing result is overwritten."""
+    candidate, n = stem, 1
+    while any((folder / f"{candidate}{s}").exists() for s in suffixes):
+        n += 1
+        candidate = f"{stem}_{n}"
+    return candidate

@@ -1,0 +1,93 @@
+import math
+
+import pytest
+
+from attnbench.analysis.verdict import (
+    TimeComparison,
+    Verdict,
+    compare_stats,
+    geometric_mean,
+    geometric_mean_speedup,
+    is_regression,
+    parse_percent,
+)
+from attnbench.results.stats import KernelStats
+from tests.synthetic import samples
+
+
+def test_identical_measurements_are_same():
+    a = samples(2.0, 0.005, seed=1)
+    b = samples(2.0, 0.005, seed=2)
+    assert compare_stats(a, b).verdict is Verdict.SAME
+
+
+def test_a_clear_difference_beyond_the_noise_is_called_both_ways():
+    slow = compare_stats(samples(1.0, 0.005), samples(1.10, 0.005))
+    fast = compare_stats(samples(1.0, 0.005), samples(0.90, 0.005))
+    assert slow.verdict is Verdict.SLOWER and slow.change == pytest.approx(0.10, rel=1e-6)
+    assert fast.verdict is Verdict.FASTER and fast.speedup == pytest.approx(1 / 0.9, rel=1e-6)
+
+
+def test_noise_widens_the_band():
+    noisy = compare_stats(samples(1.0, 0.15), samples(1.10, 0.15))
+    assert noisy.band >= 0.12
+    assert noisy.verdict is Verdict.SAME
+
+
+def test_the_floor_keeps_small_drifts_same_even_when_quiet():
+    quiet = TimeComparison(1.0, 1.015, 0.001, 0.001)
+    assert quiet.band == 0.02 and quiet.verdict is Verdict.SAME
+    assert TimeComparison(1.0, 1.03, 0.001, 0.001).verdict is Verdict.SLOWER
+    assert TimeComparison(1.0, 1.03, 0.001, 0.001, same_within=0.05).verdict is Verdict.SAME
+
+
+def test_verdict_is_symmetric_on_the_log_scale():
+    assert TimeComparison(1.0, 2.0, 0, 0).verdict is Verdict.SLOWER
+    assert TimeComparison(2.0, 1.0, 0, 0).verdict is Verdict.FASTER
+    edge = 1.02
+    assert TimeComparison(1.0, edge, 0, 0).verdict is Verdict.SAME
+    assert TimeComparison(edge, 1.0, 0, 0).verdict is Verdict.SAME
+
+
+def test_speedup_uncertainty_propagates_both_noises():
+    c = TimeComparison(3.0, 2.0, 0.03, 0.04)
+    assert c.speedup == pytest.approx(1.5)
+    assert c.speedup_error == pytest.approx(1.5 * 0.05)
+    assert TimeComparison(3.0, 2.0, 0.0, 0.02).describe_speedup() == "1.50 ± 0.03x"
+
+
+def test_regression_needs_slower_beyond_noise_and_past_the_threshold():
+    three_percent = TimeComparison(1.0, 1.03, 0.001, 0.001)
+    eight_percent = TimeComparison(1.0, 1.08, 0.001, 0.001)
+    noisy_eight = TimeComparison(1.0, 1.08, 0.10, 0.10)
+    faster = TimeComparison(1.0, 0.5, 0.001, 0.001)
+    assert is_regression(three_percent) and not is_regression(three_percent, fail_slower=0.05)
+    assert is_regression(eight_percent, fail_slower=0.05)
+    assert not is_regression(noisy_eight, fail_slower=0.05)
+    assert not is_regression(faster) and not is_regression(faster, 0.05)
+
+
+def test_geometric_means():
+    assert geometric_mean([1.0, 4.0]) == pytest.approx(2.0)
+    assert geometric_mean([]) is None
+    g = geometric_mean_speedup([TimeComparison(2.0, 1.0, 0.03, 0.04), TimeComparison(1.0, 1.0, 0.0, 0.0)])
+    assert g.value == pytest.approx(math.sqrt(2.0))
+    assert g.error == pytest.approx(math.sqrt(2.0) * 0.05 / 2)
+    assert g.count == 2
+    assert geometric_mean_speedup([]) is None
+
+
+def test_single_sample_measurements_use_the_floor():
+    c = compare_stats(KernelStats([10.0]), KernelStats([10.1]))
+    assert c.band == 0.02 and c.verdict is Verdict.SAME
+
+
+@pytest.mark.parametrize("text, value", [("5%", 0.05), ("5", 0.05), ("0.5%", 0.005), (" 12 % ", 0.12)])
+def test_parse_percent(text, value):
+    assert parse_percent(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["five", "-3%", "nan"])
+def test_parse_percent_refuses_nonsense(text):
+    with pytest.raises(ValueError):
+        parse_percent(text)

@@ -1,0 +1,131 @@
+import os
+import struct
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from attnbench.cases.testcase import (
+    Shape,
+    Testcase,
+    read_output,
+    read_shape,
+    read_testcase,
+    write_output,
+    write_testcase,
+)
+from attnbench.errors import TestcaseError
+from attnbench.files import atomic_write
+
+
+def course_file(path, B, N, d, rng):
+    """A course input written the way another program would: header, then Q K V per batch item."""
+    items = rng.uniform(-3, 3, size=(B, 3, N, d)).astype("<f4")
+    with open(path, "wb") as f:
+        f.write(struct.pack("<iii", B, N, d))
+        for b in range(B):
+            for m in range(3):
+                f.write(items[b, m].tobytes())
+    return items
+
+
+def test_reads_a_file_written_by_another_program(tmp_path):
+    rng = np.random.default_rng(1)
+    items = course_file(tmp_path / "c.in", 3, 17, 5, rng)
+    tc = read_testcase(tmp_path / "c.in")
+    assert tc.shape == Shape(3, 17, 5)
+    np.testing.assert_array_equal(tc.q, items[:, 0])
+    np.testing.assert_array_equal(tc.k, items[:, 1])
+    np.testing.assert_array_equal(tc.v, items[:, 2])
+
+
+def test_testcase_round_trip(tmp_path):
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((2, 7, 3)).astype(np.float32) for _ in range(3))
+    write_testcase(tmp_path / "t.in", Testcase.from_arrays(q, k, v))
+    back = read_testcase(tmp_path / "t.in")
+    np.testing.assert_array_equal(back.v, v)
+    assert (tmp_path / "t.in").stat().st_size == 12 + 12 * 2 * 7 * 3
+
+
+def test_output_round_trip_and_size_check(tmp_path):
+    out = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    write_output(tmp_path / "o.bin", out)
+    assert (tmp_path / "o.bin").stat().st_size == 4 * out.size
+    np.testing.assert_array_equal(read_output(tmp_path / "o.bin", Shape(2, 3, 4)), out)
+    with pytest.raises(TestcaseError, match=r"o.bin: an output for B=2, N=3, d=5 should be 4\*B\*N\*d = 120 bytes, but it is 96 bytes"):
+        read_output(tmp_path / "o.bin", Shape(2, 3, 5))
+
+
+@pytest.mark.parametrize(
+    "header, payload, message",
+    [
+        (b"", 0, r"0 bytes is too short for the 12-byte header"),
+        (b"\x01\x00\x00\x00\x02", 0, r"5 bytes is too short"),
+        (struct.pack("<iii", 0, 4, 4), 0, r"B=0; B, N and d must be positive"),
+        (struct.pack("<iii", 2, -4, 4), 0, r"N=-4; B, N and d must be positive"),
+        (struct.pack("<iii", 2, 4, 0), 0, r"d=0"),
+        (struct.pack("<iii", 2**31 - 1, 2**31 - 1, 2**31 - 1), 0, r"overflow"),
+        (struct.pack("<iii", 2, 4, 4), 12 * 2 * 4 * 4 - 4, r"should be 12 \+ 12\*B\*N\*d = 396 bytes, but it is 392"),
+        (struct.pack("<iii", 2, 4, 4), 12 * 2 * 4 * 4 + 1, r"= 396 bytes, but it is 397"),
+    ],
+)
+def test_corrupt_inputs_give_one_line_errors_naming_the_file(tmp_path, header, payload, message):
+    path = tmp_path / "bad.in"
+    path.write_bytes(header + b"\x00" * payload)
+    with pytest.raises(TestcaseError, match=message) as info:
+        read_testcase(path)
+    assert str(info.value).startswith(str(path))
+    assert "\n" not in str(info.value)
+
+
+def test_missing_file_and_directory(tmp_path):
+    with pytest.raises(TestcaseError, match="no such file"):
+        read_shape(tmp_path / "nope.in")
+    with pytest.raises(TestcaseError, match="is a directory"):
+        read_shape(tmp_path)
+
+
+def test_atomic_write_leaves_nothing_on_error(tmp_path):
+    target = tmp_path / "out.bin"
+
+    def fail_halfway(f):
+        f.write(b"x" * 100)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(target, fail_halfway)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_atomic_write_keeps_the_old_file_on_error(tmp_path):
+    target = tmp_path / "out.bin"
+    target.write_bytes(b"old")
+    with pytest.raises(RuntimeError):
+        atomic_write(target, lambda f: (f.write(b"new"), (_ for _ in ()).throw(RuntimeError("boom"))))
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]
+
+
+def test_reading_a_large_file_does_not_copy_it_twice(tmp_path):
+    """Peak resident memory while reading stays within 1.3x the file size."""
+    B, N, d = 64, 1024, 128  # 100 MB of payload
+    path = tmp_path / "big.in"
+    with open(path, "wb") as f:
+        f.write(struct.pack("<iii", B, N, d))
+        f.truncate(12 + 12 * B * N * d)
+    script = textwrap.dedent(
+        f"""
+        import resource, numpy
+        from attnbench.cases.testcase import read_testcase
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        tc = read_testcase({str(path)!r})
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print((after - before) * 1024)
+        """
+    )
+    grown = int(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
+    size = os.path.getsize(path)
+    assert grown <= 1.3 * size, f"reading {size} bytes grew resident memory by {grown}"

@@ -1,0 +1,69 @@
+import re
+
+import pytest
+
+from attnbench.cases.testcase import Shape
+from attnbench.errors import ShapeNotSupported, UnknownName
+from attnbench.kernels.catalogue import (
+    REGISTRY,
+    default_variant,
+    get_variant,
+    gpu_variants,
+)
+from attnbench.kernels.variant import SCALAR_ARGS
+from attnbench.locations import kernel_dir
+
+GPU_VARIANTS = gpu_variants()
+
+CUDA_DIR = kernel_dir()
+
+
+def test_registry_has_the_core_variants():
+    assert {"cpu", "naive", "bankfree"} <= set(REGISTRY)
+    assert REGISTRY["cpu"].backend == "cpu"
+
+
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=lambda v: v.name)
+def test_gpu_entries_point_at_real_kernels(variant):
+    source = (CUDA_DIR / variant.source).read_text()
+    assert source.lstrip().startswith(("//", "/*")), "each kernel file opens with a comment"
+    assert variant.launches
+    for launch in variant.launches:
+        assert re.search(r'extern\s+"C"[^;{]*\b' + launch.kernel + r"\s*\(", source), launch.kernel
+        for arg in launch.args:
+            assert arg in SCALAR_ARGS or arg in ("qkv", "out") or arg in variant.workspace, (launch.kernel, arg)
+
+
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=lambda v: v.name)
+def test_launch_geometry_is_within_cuda_limits(variant):
+    for shape in (Shape(1, 1, 32), Shape(3, 17, 64), Shape(100, 1000, 32), Shape(65535, 128, 32), Shape(1, 32768, 64)):
+        if variant.refusal(shape):
+            continue
+        for launch in variant.launches:
+            grid, block = launch.grid(shape), launch.block(shape)
+            assert len(grid) == 3 and len(block) == 3
+            assert min(grid) >= 1 and max(grid[1:]) <= 65535
+            assert 1 <= block[0] * block[1] * block[2] <= 1024
+            assert 0 <= launch.smem(shape) <= 99 * 1024
+        assert variant.steps(shape) >= 1
+
+
+def test_refusals_are_one_line_and_name_the_shape():
+    bankfree = get_variant("bankfree")
+    assert bankfree.refusal(Shape(2, 17, 48)) == "bankfree needs d in {32, 64}, and the case has d=48"
+    assert bankfree.refusal(Shape(2, 17, 64)) is None
+    with pytest.raises(ShapeNotSupported) as info:
+        bankfree.require(Shape(1, 8, 80))
+    assert info.value.exit_code == 2
+
+
+def test_unknown_variant_lists_the_known_ones():
+    with pytest.raises(UnknownName, match="known variants: cpu"):
+        get_variant("nope")
+
+
+def test_default_is_cpu_without_a_gpu_and_a_gpu_variant_with_one():
+    assert default_variant(Shape(2, 128, 64), gpu_usable=False).name == "cpu"
+    chosen = default_variant(Shape(2, 128, 64), gpu_usable=True)
+    assert chosen.backend == "gpu" and chosen.refusal(Shape(2, 128, 64)) is None
+    assert default_variant(Shape(2, 128, 48), gpu_usable=True).refusal(Shape(2, 128, 48)) is None

@@ -1,0 +1,47 @@
+"""Every cuda/*.cu compiles with nvcc for sm_80 and sm_90, for each define set its entry can produce,
+with zero spill bytes (skipped where nvcc is absent)."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from attnbench.cases.testcase import Shape
+from attnbench.kernels.catalogue import gpu_variants
+from attnbench.kernels.nvcc import BASE_NVCC_OPTIONS
+from attnbench.locations import kernel_dir
+
+NVCC = shutil.which("nvcc")
+SAMPLE_SHAPES = [Shape(2, n, d) for n in (17, 128, 4096) for d in (1, 16, 32, 48, 64, 80, 128, 512, 2048, 8192)]
+
+CUDA_DIR = kernel_dir()
+
+
+def define_sets(variant):
+    seen = []
+    for shape in SAMPLE_SHAPES:
+        if variant.refusal(shape) is None:
+            defines = variant.defines(shape)
+            if defines not in seen:
+                seen.append(defines)
+    return seen
+
+
+def test_every_kernel_file_is_used_by_a_variant():
+    used = {v.source for v in gpu_variants()}
+    assert {p.name for p in CUDA_DIR.glob("*.cu")} == used
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("variant", gpu_variants(), ids=lambda v: v.name)
+def test_compiles_without_spills(variant, arch, tmp_path):
+    for defines in define_sets(variant):
+        flags = [f"-D{k}={v}" for k, v in sorted(defines.items())]
+        command = [NVCC, *BASE_NVCC_OPTIONS, *variant.options, *flags, f"-arch={arch}", "-cubin",
+                   "-Xptxas", "-v", "-I", str(CUDA_DIR), str(CUDA_DIR / variant.source), "-o", str(tmp_path / "k.cubin")]
+        result = subprocess.run(command, capture_output=True, text=True)
+        assert result.returncode == 0, f"{' '.join(flags)}\n{result.stderr}"
+        spills = [int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", result.stderr)]
+        assert spills and not any(spills), f"{variant.name} {arch} {flags} spills:\n{result.stderr}"

@@ -1,0 +1,59 @@
+import pytest
+from click.testing import CliRunner
+
+from attnbench.cli import main
+from attnbench.errors import PlotsUnavailable
+from attnbench.output import plots
+from attnbench.output.report import write_report
+from attnbench.output.save import save
+from attnbench.results import resultset as results
+from tests.synthetic import COURSE_SHAPES, result_set
+
+LADDER = ("kernels", "fused", "maxsmem", "splitq", "float4", "bankfree", "qreg", "torch")
+
+
+def ladder_results(tmp_path):
+    times = {v: {c: 10.0 / (i + 1) for c in COURSE_SHAPES} for i, v in enumerate(LADDER)}
+    times["float4"]["t11"] = None
+    r = result_set(times, COURSE_SHAPES, baseline="kernels")
+    return save(r, tmp_path, "ladder")[0]
+
+
+@pytest.fixture
+def no_matplotlib(monkeypatch):
+    def missing():
+        raise PlotsUnavailable("plots need matplotlib, which is not installed: pip install 'attnbench[plot]'")
+
+    monkeypatch.setattr(plots, "pyplot", missing)
+
+
+def test_report_has_environment_tables_ladder_and_claims(tmp_path, no_matplotlib):
+    path = ladder_results(tmp_path)
+    outcome = write_report([results.load(path)], tmp_path / "report.md")
+    text = outcome.path.read_text()
+    assert text.startswith("# attnbench report")
+    assert "NVIDIA H200" in text and "132 SMs" in text
+    assert "### Kernel time" in text and "### TFLOP/s" in text and "### Speedup over kernels" in text
+    assert "## The ladder" in text and "GTX 1080" in text
+    assert "| fused | 5.000 ms" in text and "2.00 ± 0.0" in text and "4.38x" in text  # 4.305 / 0.984
+    assert "| float4 | WRONG" in text
+    assert "matplotlib" in " ".join(outcome.notes) and not outcome.plots
+
+
+def test_report_without_ladder_variants_has_no_ladder_section(tmp_path, no_matplotlib):
+    r = result_set({"naive": {"t10": 2.0}, "torch": {"t10": 1.0}}, {"t10": COURSE_SHAPES["t10"]})
+    path = save(r, tmp_path, "peers")[0]
+    text = write_report([results.load(path)], tmp_path / "r.md").path.read_text()
+    assert "## The ladder" not in text
+    forced = write_report([results.load(path)], tmp_path / "r2.md", ladder=True).path.read_text()
+    assert "fewer than two timed ladder variants" in forced
+
+
+def test_report_command(tmp_path, no_matplotlib):
+    path = ladder_results(tmp_path)
+    result = CliRunner().invoke(main, ["report", str(path), "--no-plots"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = path.with_name("ladder_report.md")
+    assert out.exists() and "## The ladder" in out.read_text()
+    result = CliRunner().invoke(main, ["report", str(tmp_path / "nothing.json")], catch_exceptions=False)
+    assert result.exit_code == 2 and "no such results file" in " ".join(result.output.split())

@@ -1,0 +1,110 @@
+import csv
+import json
+import math
+
+import pytest
+
+from attnbench.cases.inputs import CaseInfo
+from attnbench.errors import ResultsError
+from attnbench.output.save import save
+from attnbench.results import resultset as results
+from attnbench.results.measurement import Measurement
+from attnbench.results.resultset import Cell, ResultSet
+from tests.synthetic import COURSE_SHAPES, measurement, result_set
+
+
+def sample_set() -> ResultSet:
+    times = {"naive": {"t10": 5.0, "t11": 7.0}, "bankfree": {"t10": 1.25, "t11": None}}
+    shapes = {k: COURSE_SHAPES[k] for k in ("t10", "t11")}
+    r = result_set(times, shapes, baseline="naive")
+    r.cells.append(Cell("naive", "t29", "refused", "naive needs N <= 16384, and the case has N=32768"))
+    r.cells.append(Cell("bankfree", "t29", "error", "bankfree: launching kernel k failed: out of resources"))
+    r.cases.append(CaseInfo("t29", COURSE_SHAPES["t29"], "cd" * 32, "suite"))
+    r.cells[0].check["rel_l2_error"] = math.inf  # non-finite numbers must survive strict JSON
+    return r
+
+
+def test_json_round_trip_keeps_every_field():
+    original = sample_set()
+    text = results.dumps(original)
+    json.loads(text)  # strict JSON: no NaN/Infinity literals
+    assert "Infinity" not in text.replace('"Infinity"', "")
+    back = results.loads(text)
+    assert back.to_dict() == original.to_dict()
+    cell = back.cell("naive", "t10")
+    assert cell.ok and cell.stats.samples_ms == original.cell("naive", "t10").stats.samples_ms
+    assert cell.check["rel_l2_error"] == math.inf
+    assert back.cell("bankfree", "t11").status == "wrong" and back.cell("bankfree", "t11").measurement is None
+    assert back.case("t10").shape == COURSE_SHAPES["t10"] and back.case("t10").input_sha256 == "ab" * 32
+    assert back.variant("naive").nvcc_options == ("-O3",)
+
+
+def test_measurement_round_trip():
+    m = measurement("naive", "t10", COURSE_SHAPES["t10"], 3.0)
+    m.warnings.append("the GPU reports clock throttling")
+    m.kernel.warnings.append("noise is high")
+    back = Measurement.from_dict(m.to_dict())
+    assert back.to_dict() == m.to_dict()
+    assert back.warnings == ["the GPU reports clock throttling"] and back.kernel.warnings == ["noise is high"]
+
+
+def test_save_writes_json_csv_and_markdown_with_a_readable_name(tmp_path):
+    r = sample_set()
+    paths = save(r, tmp_path, selector="t10,t11")
+    assert [p.suffix for p in paths] == [".json", ".csv", ".md"]
+    assert paths[0].name == "2026-11-21_compare_h200_t10-t29.json"
+    again = save(sample_set(), tmp_path, selector="known")
+    assert again[0].name == "2026-11-21_compare_h200_known.json"
+    third = save(sample_set(), tmp_path, selector="known")
+    assert third[0].name == "2026-11-21_compare_h200_known_2.json"
+    loaded = results.load(paths[0])
+    assert loaded.path == paths[0] and loaded.name == paths[0].stem
+
+
+def test_csv_is_full_precision(tmp_path):
+    r = sample_set()
+    path = save(r, tmp_path)[1]
+    rows = list(csv.DictReader(path.open()))
+    assert len(rows) == len(r.cells)
+    row = next(x for x in rows if x["variant"] == "bankfree" and x["case"] == "t10")
+    stats = r.cell("bankfree", "t10").stats
+    assert float(row["median_ms"]) == stats.median  # exact round trip
+    assert float(row["stdev_ms"]) == stats.stdev
+    assert float(row["speedup"]) == pytest.approx(4.0) and row["verdict"] == "FASTER"
+    wrong = next(x for x in rows if x["status"] == "wrong")
+    assert wrong["median_ms"] == "" and wrong["check_passed"] == "false"
+
+
+def test_markdown_has_the_tables_and_the_failures(tmp_path):
+    path = save(sample_set(), tmp_path)[2]
+    text = path.read_text()
+    assert "| variant | t10 | t11 | t29 |" in text
+    assert "WRONG" in text and "refused" in text and "ERROR" in text
+    assert "4.00 ± 0.0" in text and "FASTER" in text
+    assert "NVIDIA H200" in text and "commit 000000000000" in text
+    assert "out of resources" in text
+
+
+def test_other_schemas_and_newer_versions_are_refused(tmp_path):
+    with pytest.raises(ResultsError, match="not an attnbench results file"):
+        results.loads(json.dumps({"benchmarks": []}), "x.json")
+    data = sample_set().to_dict()
+    data["schema_version"] = results.SCHEMA_VERSION + 1
+    with pytest.raises(ResultsError, match="newer than this attnbench reads"):
+        results.loads(json.dumps(data), "x.json")
+    with pytest.raises(ResultsError, match="not a JSON file"):
+        results.loads("{", "x.json")
+    del data["cells"]
+    data["schema_version"] = 1
+    with pytest.raises(ResultsError, match="malformed"):
+        results.loads(json.dumps(data), "x.json")
+    with pytest.raises(ResultsError, match="no such results file"):
+        results.load(tmp_path / "missing.json")
+
+
+def test_default_names():
+    r = sample_set()
+    assert results.default_name(r) == "2026-11-21_compare_h200_t10-t29"
+    assert results.default_name(r, "course") == "2026-11-21_compare_h200_course"
+    r.metadata["gpu"] = None
+    assert results.default_name(r, "a b/c") == "2026-11-21_compare_cpu_t10-t29"

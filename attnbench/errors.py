@@ -1,4 +1,8 @@
-"""Error types that the CLI turns into one clear sentence and an exit code."""
+"""Error types that the CLI turns into one clear sentence and an exit code.
+
+The exit code comes from the kind of failure, one base class each: bad usage or input (2) and what
+the environment lacks (3). A verification failure (1) is a result, not an exception.
+"""
 
 from __future__ import annotations
 
@@ -9,68 +13,65 @@ class AttnbenchError(Exception):
     exit_code = 1
 
 
-class TestcaseError(AttnbenchError):
-    """A testcase or output file is missing, truncated or inconsistent."""
+class BadInput(AttnbenchError):
+    """Bad usage or bad input: options, files, names, shapes a variant refuses. Exit code 2."""
+
+    exit_code = 2
+
+
+class EnvironmentProblem(AttnbenchError):
+    """What this machine lacks or ran out of: a GPU, pycuda, nvcc, memory, a library. Exit code 3."""
+
+    exit_code = 3
+
+
+# Bad usage or input (exit 2).
+class TestcaseError(BadInput):
+    """A testcase or output file is missing, unreadable, truncated or inconsistent."""
 
     __test__ = False  # not a pytest test class
-    exit_code = 1
 
 
-class UsageError(AttnbenchError):
+class UsageError(BadInput):
     """Options that do not fit together (a baseline not among the variants, a bad sweep size)."""
 
-    exit_code = 2
 
-
-class ShapeNotSupported(AttnbenchError):
+class ShapeNotSupported(BadInput):
     """A variant was asked for a shape outside its constraints."""
 
-    exit_code = 2
 
-
-class UnknownName(AttnbenchError):
+class UnknownName(BadInput):
     """An unknown variant, suite case or group name."""
 
-    exit_code = 2
 
-
-class GpuUnavailable(AttnbenchError):
-    """No pycuda, no driver, or no GPU."""
-
-    exit_code = 3
-
-
-class KernelCompileError(AttnbenchError):
-    """nvcc rejected a variant's source; the message carries nvcc's own output."""
-
-    exit_code = 3
-
-
-class KernelLaunchError(AttnbenchError):
-    """A kernel launch or a device call failed."""
-
-    exit_code = 3
-
-
-class DeviceMemoryError(AttnbenchError):
-    """The run needs more device memory than is free."""
-
-    exit_code = 3
-
-
-class PeerUnavailable(AttnbenchError):
-    """A peer implementation (PyTorch) was asked for but cannot run here."""
-
-    exit_code = 3
-
-
-class ResultsError(AttnbenchError):
+class ResultsError(BadInput):
     """A saved results file is unreadable, of an unknown schema, or not comparable with this run."""
 
-    exit_code = 2
+
+class OutputError(BadInput):
+    """The output path cannot be written: a missing folder, no permission, or the input file itself."""
 
 
-class PlotsUnavailable(AttnbenchError):
+# The environment (exit 3).
+class GpuUnavailable(EnvironmentProblem):
+    """No pycuda, no driver, or no GPU."""
+
+
+class KernelCompileError(EnvironmentProblem):
+    """nvcc rejected a variant's source; the message carries nvcc's own output."""
+
+
+class KernelLaunchError(EnvironmentProblem):
+    """A kernel launch or a device call failed."""
+
+
+class DeviceMemoryError(EnvironmentProblem):
+    """The run needs more device memory than is free."""
+
+
+class PeerUnavailable(EnvironmentProblem):
+    """A peer implementation (PyTorch) was asked for but cannot run here."""
+
+
+class PlotsUnavailable(EnvironmentProblem):
     """matplotlib (the `plot` extra) is not installed."""
-
-    exit_code = 1

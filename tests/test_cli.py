@@ -59,7 +59,7 @@ def test_verify_with_a_reference_file_and_a_case(cli, tmp_path):
     result = cli("verify", str(ref_file), str(ref_file), "--case", case.name, "--atol", "0")
     assert result.exit_code == 0
     result = cli("verify", str(ref_file), str(tmp_path / "x.ref"))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "cannot tell B, N, d" in result.output
 
 
@@ -81,7 +81,7 @@ def test_corrupt_input_is_one_line_and_leaves_no_output(cli, tmp_path):
     path.write_bytes(struct.pack("<iii", 2, 8, 4) + b"\0" * 10)
     out = tmp_path / "o.bin"
     result = cli("run", str(path), str(out), "--variant", "cpu")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # bad input, not a verification failure
     assert "broken.in" in result.output and "should be" in result.output
     assert "Traceback" not in result.output
     assert not out.exists()

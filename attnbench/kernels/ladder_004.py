@@ -3,9 +3,12 @@ ladder order. Launch facts follow the ABI in `attnbench.kernels.variant`."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from attnbench.cases.testcase import Shape
 from attnbench.kernels.variant import (
     Constraints,
+    Dims,
     Launch,
     Variant,
     cdiv,
@@ -46,6 +49,9 @@ def _maxsmem_bytes(s: Shape) -> int:
 _MAXSMEM_MAX_HEAD_DIM = 86
 
 # Variants that materialise S (N*N floats per batch item) stop where one item's S stops fitting.
+# The running max m and sum l of each query row, in global memory (until report 004 §4.2.8).
+_ROW_STATS = {"row_max": f32_bytes(lambda s: s.B * s.N), "row_sum": f32_bytes(lambda s: s.B * s.N)}
+
 SCORES_IN_MEMORY = Constraints(max_seq_len=65536, note="S materialised: N*N floats per item (16 GiB at N = 65536)")
 
 VARIANTS.append(
@@ -130,20 +136,21 @@ VARIANTS.append(
         ),
         constraints=Constraints(max_head_dim=253),  # shared memory <= 99 KB
         defines=lambda s: {"HEAD_DIM": s.d},
-        workspace={"row_max": f32_bytes(lambda s: s.B * s.N), "row_sum": f32_bytes(lambda s: s.B * s.N)},
+        workspace=dict(_ROW_STATS),
     )
 )
 
-VARIANTS.append(
-    Variant(
-        name="maxsmem",
-        report="004 §4.2.3",
-        technique="tiles grown to fill 48 KB of shared memory: br = 128, bc = 16 (d = 64) / 32 (d = 32)",
-        source="maxsmem.cu",
+def _large_tile_step(name: str, section: str, technique: str, grid: Callable[[Shape], Dims]) -> Variant:
+    """maxsmem and splitq: br = 128 and the 48 KB bc of §4.2.3; they differ in how blocks cover Q."""
+    return Variant(
+        name=name,
+        report=f"004 §{section}",
+        technique=technique,
+        source=f"{name}.cu",
         launches=(
             Launch(
-                kernel="flash_maxsmem",
-                grid=lambda s: (s.B, 1, 1),
+                kernel=f"flash_{name}",
+                grid=grid,
                 block=threads(128),
                 args=("qkv", "out", "N", "scale_log2", "row_max", "row_sum"),
                 smem=_maxsmem_bytes,
@@ -151,35 +158,20 @@ VARIANTS.append(
         ),
         constraints=Constraints(max_head_dim=_MAXSMEM_MAX_HEAD_DIM, note="bc >= 4 keeps float32 accuracy"),
         defines=lambda s: {"HEAD_DIM": s.d, "BLOCK_COLS": _maxsmem_cols(s.d)},
-        workspace={"row_max": f32_bytes(lambda s: s.B * s.N), "row_sum": f32_bytes(lambda s: s.B * s.N)},
+        workspace=dict(_ROW_STATS),
     )
-)
 
-VARIANTS.append(
-    Variant(
-        name="splitq",
-        report="004 §4.2.4",
-        technique="Q tiles split across blocks: grid (ceil(N/128), B), one block per (Q tile, batch item)",
-        source="splitq.cu",
-        launches=(
-            Launch(
-                kernel="flash_splitq",
-                grid=grid_rows(128),
-                block=threads(128),
-                args=("qkv", "out", "N", "scale_log2", "row_max", "row_sum"),
-                smem=_maxsmem_bytes,
-            ),
-        ),
-        constraints=Constraints(max_head_dim=_MAXSMEM_MAX_HEAD_DIM, note="bc >= 4 keeps float32 accuracy"),
-        defines=lambda s: {"HEAD_DIM": s.d, "BLOCK_COLS": _maxsmem_cols(s.d)},
-        workspace={"row_max": f32_bytes(lambda s: s.B * s.N), "row_sum": f32_bytes(lambda s: s.B * s.N)},
-    )
-)
+
+VARIANTS.append(_large_tile_step(
+    "maxsmem", "4.2.3", "tiles grown to fill 48 KB of shared memory: br = 128, bc = 16 (d = 64) / 32 (d = 32)",
+    grid=lambda s: (s.B, 1, 1)))
+VARIANTS.append(_large_tile_step(
+    "splitq", "4.2.4", "Q tiles split across blocks: grid (ceil(N/128), B), one block per (Q tile, batch item)",
+    grid=grid_rows(128)))
 
 # Report 004 §4.2.5-4.2.10: one block of 128 threads per (Q tile of 128 rows, batch item), d a
 # compile-time define; float4 needs d % 4 == 0 and the report sizes bc for d = 32 and 64 only.
 _LADDER_D = Constraints(head_dims=(32, 64))
-_ROW_STATS = {"row_max": f32_bytes(lambda s: s.B * s.N), "row_sum": f32_bytes(lambda s: s.B * s.N)}
 
 
 def _ladder_004_step(name: str, section: str, technique: str, global_row_stats: bool) -> Variant:

@@ -17,6 +17,11 @@ from attnbench.kernels.variant import (
 
 VARIANTS: list[Variant] = []
 
+
+def _softmax_rows(kernel: str) -> Launch:
+    """The row softmax over materialised scores of tiled and gemm: one warp per row, 8 rows per block."""
+    return Launch(kernel=kernel, grid=lambda s: (cdiv(s.N, 8), s.B, 1), block=threads(256), args=("scores", "N"))
+
 VARIANTS.append(
     Variant(
         name="tiled",
@@ -30,12 +35,7 @@ VARIANTS.append(
                 block=threads(16, 16),
                 args=("qkv", "scores", "N", "d", "scale"),
             ),
-            Launch(
-                kernel="tiled_softmax_rows",
-                grid=lambda s: (cdiv(s.N, 8), s.B, 1),  # one warp per row, 8 rows per block
-                block=threads(256),
-                args=("scores", "N"),
-            ),
+            _softmax_rows("tiled_softmax_rows"),
             Launch(
                 kernel="tiled_pv",
                 grid=lambda s: (cdiv(s.d, 16), cdiv(s.N, 16), s.B),
@@ -84,12 +84,7 @@ VARIANTS.append(
                 block=threads(256),
                 args=("qkv", "scores", "N", "d", "scale_log2"),
             ),
-            Launch(
-                kernel="gemm_softmax_rows",
-                grid=lambda s: (cdiv(s.N, 8), s.B, 1),  # one warp per row, 8 rows per block
-                block=threads(256),
-                args=("scores", "N"),
-            ),
+            _softmax_rows("gemm_softmax_rows"),
             Launch(
                 kernel="gemm_pv",
                 grid=lambda s: (cdiv(s.d, _gemm_pv_tile(s)), cdiv(s.N, _gemm_pv_tile(s)), s.B),

@@ -189,12 +189,8 @@ def speedup_table(view: MatrixView) -> TableModel | None:
 
 
 def check_text(cell: Cell | None) -> Text:
-    if cell is None:
-        return Text("-")
-    if cell.status == REFUSED:
-        return Text("refused", DIM)
-    if cell.status == ERROR:
-        return Text("ERROR", BAD)
+    if cell is None or cell.status in (REFUSED, ERROR):
+        return status_text(cell) or Text("-")
     check = cell.check or {}
     parts = ["pass" if check.get("passed") else "FAIL"]
     if check.get("max_abs_error") is not None:

@@ -236,4 +236,4 @@ def test_inputs_can_be_user_files(cli, tmp_path):
     assert result.exit_code == 0, result.output
     assert "mine.in" in result.text
     result = cli("compare", "--variants", "cpu", "--cases", str(tmp_path / "absent.in"), "--no-save")
-    assert result.exit_code == 1 and "no such file" in result.text
+    assert result.exit_code == 2 and "no such file" in result.text

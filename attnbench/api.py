@@ -43,10 +43,13 @@ from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases import suite
 from attnbench.cases.inputs import (
     BenchInput,
+    FileInput,
     ProgressFactory,
+    SuiteInput,
     inputs_for,
     no_progress,
     resolve,
+    shadowed_by_suite,
 )
 from attnbench.cases.sweeps import (
     parse_sizes,
@@ -55,19 +58,22 @@ from attnbench.cases.sweeps import (
     square_inputs,
 )
 from attnbench.cases.testcase import (
+    OutputFile,
     Shape,
     Testcase,
-    read_output,
     read_shape,
     write_output,
 )
 from attnbench.errors import TestcaseError
+from attnbench.files import check_output_path
 from attnbench.kernels.catalogue import default_variant, get_variant, variants_for
 from attnbench.kernels.variant import Variant
 from attnbench.results.measurement import Measurement
 from attnbench.results.resultset import ResultSet, load
 from attnbench.results.verification import VerifyReport
 
+CPU_SAMPLING_BUDGET_S = 2.0  # the cpu variant's sampling budget: several passes, but not minutes
+CPU_TARGET_NOISE = 0.05  # host passes jitter more than kernels; within the budget, 5% is what they can promise
 Notice = Callable[[str], None]  # receives one-line notes for the user ("running the cpu variant", ...)
 
 
@@ -86,8 +92,10 @@ class TimingOptions:
     noise: float = 1.0  # target relative noise, percent
 
     def policy_for(self, variant: Variant) -> TimingPolicy:
-        if variant.backend == "cpu":  # a host pass is the slow part; one timed pass unless asked for more
-            return TimingPolicy(warmup=self.warmup or 0, reps=self.reps or 1, flush_l2=False)
+        if variant.backend == "cpu":  # host passes are slow: no warm-up, a short budget (the first pass counts)
+            return TimingPolicy(warmup=self.warmup or 0, reps=self.reps, flush_l2=False, min_samples=6,
+                                min_time_s=0.0, timeout_s=min(self.timeout, CPU_SAMPLING_BUDGET_S),
+                                target_noise=max(self.noise / 100, CPU_TARGET_NOISE))
         return TimingPolicy(warmup=2 if self.warmup is None else self.warmup, reps=self.reps, flush_l2=not self.hot,
                             timeout_s=self.timeout, target_noise=self.noise / 100)
 
@@ -95,7 +103,9 @@ class TimingOptions:
         """The GPU policy as saved results record it."""
         policy = asdict(TimingPolicy(warmup=2 if self.warmup is None else self.warmup, reps=self.reps,
                                      flush_l2=not self.hot, timeout_s=self.timeout, target_noise=self.noise / 100))
-        policy["host_variants"] = "one timed pass unless --reps (the cpu variant is slow)"
+        policy["host_variants"] = (f"no warm-up; the first pass and more within {CPU_SAMPLING_BUDGET_S:g} s "
+                                   "(or --reps); host wall time")
+        policy["noise"] = "half-width of the median's 95% confidence interval, relative to the median"
         return policy
 
 
@@ -161,6 +171,10 @@ def run(
     """Run one variant on a case (a suite name or a course input file): write `out` if given, time it,
     and with `check` verify it against the float64 reference. A one-cell compare."""
     bench_input = resolve(case)
+    if shadowed_by_suite(case):
+        notice(f"{case} is a suite case, used as such; write ./{case} to use the local file of that name")
+    if out is not None:
+        check_output_path(out, [bench_input.path] if isinstance(bench_input, (FileInput, SuiteInput)) else [])
     bench_input.prepare(progress)
     chosen = choose_variant(variant, bench_input.shape, notice)
     gpu = open_gpu_for([chosen], device)
@@ -265,31 +279,26 @@ def _usage(message: str) -> Exception:
     return UsageError(message)
 
 
-def _verify_shape(ref: str, case: str | None, progress: ProgressFactory) -> tuple[Path, Shape]:
-    """The reference file and the shape that gives positions their (batch, row, column)."""
-    shape = None
+def _suite_reference(name: str, progress: ProgressFactory, notice: Notice) -> tuple[Path, Shape]:
+    """A suite case's stored float64 reference, made (and said so) the first time it is asked for."""
+    case = suite.SUITE[name]
+    bench_input = SuiteInput(case)
+    bench_input.prepare(progress)
+    if not suite.has_reference(case):
+        notice(f"computing the float64 reference of {name} ({case.shape}) once; it is stored for next time")
+        with progress(f"float64 reference of {name}", case.shape.B * case.shape.N) as advance:
+            suite.generate_reference(case, advance)
+    return suite.reference_path(case), case.shape
+
+
+def _known_shape(ref_path: Path, case: str | None, progress: ProgressFactory) -> Shape | None:
+    """B, N, d from --case, or from an input file beside the reference; None when neither says."""
     if case is not None:
         bench_input = resolve(case)
         bench_input.prepare(progress)
-        shape = bench_input.shape
-    ref_path = Path(ref)
-    if not ref_path.exists() and ref in suite.SUITE:
-        reference = suite.SUITE[ref]
-        bench_input = resolve(ref)
-        bench_input.prepare(progress)
-        if not suite.has_reference(reference):
-            with progress(f"float64 reference of {reference.name}", reference.shape.B * reference.shape.N) as advance:
-                suite.generate_reference(reference, advance)
-        return suite.reference_path(reference), reference.shape
-    if shape is None:
-        sibling = ref_path.with_suffix(".in")
-        if sibling.exists():
-            shape = read_shape(sibling)
-        else:
-            raise TestcaseError(
-                f"{ref}: cannot tell B, N, d for this reference; pass --case with the testcase name or input file"
-            )
-    return ref_path, shape
+        return bench_input.shape
+    sibling = ref_path.with_suffix(".in")
+    return read_shape(sibling) if sibling.is_file() and sibling != ref_path else None
 
 
 def verify(
@@ -300,11 +309,26 @@ def verify(
     atol: float = COURSE_ATOL,
     rtol: float = 0.0,
     progress: ProgressFactory = no_progress,
+    notice: Notice = _quiet,
 ) -> tuple[VerifyReport, Path]:
-    """Check an output file against a reference file or a suite case's float64 reference; returns the
-    report and the reference file used."""
-    ref_path, shape = _verify_shape(str(ref), case, progress)
-    report = compare_outputs(read_output(out, shape), read_output(ref_path, shape), atol, rtol)
+    """Check an output file against a reference file, or a suite case's float64 reference (REF named as
+    the case). Positions are (batch, row, column) when the shape is known from `case`, an input file
+    beside REF, or the suite; otherwise flat element indices. Returns the report and the reference used."""
+    ref_text = str(ref)
+    ref_path = Path(ref)
+    if not ref_path.exists() and ref_text in suite.SUITE:
+        ref_path, shape = _suite_reference(ref_text, progress, notice)
+    elif not ref_path.exists():
+        raise TestcaseError(f"{ref_text}: no such file, and no suite case of that name")
+    else:
+        shape = _known_shape(ref_path, case, progress)
+    with OutputFile(out, shape) as got, OutputFile(ref_path, shape) as want:
+        if got.size != want.size:
+            raise TestcaseError(f"{out}: {got.size * 4} bytes, but the reference {ref_text} has {want.size * 4}; "
+                                "they cannot hold the same output")
+        if shape is None:
+            notice("B, N, d unknown: positions are flat element indices (pass --case for batch, row, column)")
+        report = compare_outputs(got, want, atol, rtol, shape=shape)
     return report, ref_path
 
 
@@ -315,11 +339,10 @@ def generate(names: Sequence[str], *, reference: bool = True, force: bool = Fals
     for case in chosen:
         if force or not suite.is_generated(case):
             with progress(f"generating {case.name}", 3 * case.shape.elements) as advance:
-                suite.generate_input(case, advance)
+                suite.generate_input(case, advance, force=force)
         if reference and (force or not suite.has_reference(case)):
-            suite.reference_path(case).unlink(missing_ok=True)
             with progress(f"float64 reference of {case.name}", case.shape.B * case.shape.N) as advance:
-                suite.generate_reference(case, advance)
+                suite.generate_reference(case, advance, force=force)
     return chosen
 
 

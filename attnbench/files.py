@@ -1,27 +1,76 @@
-"""Writing files safely: through a temporary file in the same folder, then a rename.
+"""Writing files safely, and checking an output path before any work is done.
 
-An error or Ctrl-C never leaves a partial file behind, and an existing file is replaced only once
-the new one is complete.
+A regular file (or a new one) is written through a temporary file in the same folder, then renamed
+into place: an error or Ctrl-C never leaves a partial file, and an existing file is replaced only
+once the new one is complete. A symlink is followed: the file it points to is written, the link
+stays. A special file (a device such as /dev/null, a FIFO) is written through, never replaced.
+Errors name the path the user gave, never the temporary one.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO, Callable, Iterable
+
+from attnbench.errors import OutputError
+
+
+def _target(path: Path) -> Path:
+    """The file a write lands in: symlinks followed (a dangling link's target is created)."""
+    return Path(os.path.realpath(path))
+
+
+def _is_special(path: Path) -> bool:
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def check_output_path(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = ()) -> None:
+    """Refuse, before any work, an output that cannot be written or that is one of the inputs."""
+    given = str(path)
+    target = _target(Path(path))
+    if target.is_dir():
+        raise OutputError(f"{given}: is a folder; give the output a file name")
+    for source in inputs:
+        if target.exists() and Path(source).exists() and os.path.samefile(target, source):
+            raise OutputError(f"{given}: is the input file {source}; writing there would destroy it")
+    if _is_special(target):
+        if not os.access(target, os.W_OK):
+            raise OutputError(f"{given}: permission denied")
+        return
+    folder = target.parent
+    if not folder.is_dir():
+        raise OutputError(f"{given}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(f"{given}: no permission to write in {folder}")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise OutputError(f"{given}: permission denied")
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> None:
-    """Write `path` through a hidden temporary file beside it, then rename it into place."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    """Write `path` safely (see the module's rules); an OSError becomes one line naming `path`."""
+    given = str(path)
+    target = _target(Path(path))
     try:
-        with open(tmp, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        if _is_special(target):
+            with open(target, "wb") as f:
+                write(f)
+            return
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.partial")
+        try:
+            with open(tmp, "wb") as f:
+                write(f)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise OutputError(f"{given}: {exc.strerror or exc}") from None
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

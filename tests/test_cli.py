@@ -59,8 +59,8 @@ def test_verify_with_a_reference_file_and_a_case(cli, tmp_path):
     result = cli("verify", str(ref_file), str(ref_file), "--case", case.name, "--atol", "0")
     assert result.exit_code == 0
     result = cli("verify", str(ref_file), str(tmp_path / "x.ref"))
-    assert result.exit_code == 2
-    assert "cannot tell B, N, d" in result.output
+    assert result.exit_code == 2  # a missing REF is bad input, named as such
+    assert "x.ref: no such file" in result.output
 
 
 def test_run_on_a_users_course_file_checks_against_a_fresh_reference(cli, tmp_path):
@@ -73,7 +73,7 @@ def test_run_on_a_users_course_file_checks_against_a_fresh_reference(cli, tmp_pa
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["verification"]["passed"] and data["shape"] == {"B": 2, "N": 45, "d": 12}
-    assert data["kernel"]["count"] == 1 and data["flops"] == 4 * 2 * 45 * 45 * 12
+    assert data["kernel"]["count"] > 1 and data["flops"] == 4 * 2 * 45 * 45 * 12  # several host passes
 
 
 def test_corrupt_input_is_one_line_and_leaves_no_output(cli, tmp_path):
@@ -124,7 +124,7 @@ def test_default_variant_falls_back_to_cpu_with_a_notice(cli, tmp_path):
 
 
 def test_list_and_cases_print_tables(cli):
-    result = cli("list")
+    result = cli("list", "--wide")
     assert result.exit_code == 0 and "bankfree" in result.output and "004" in result.output
     result = cli("cases", "known")
     assert result.exit_code == 0 and "t29" in result.output and "known" in result.output

@@ -94,7 +94,7 @@ class LadderStep:
     @property
     def agreement(self) -> str:
         """Whether the measured step goes the way report 004's did: 'agrees', 'differs' or '-'."""
-        if self.vs_previous is None or self.claimed_speedup is None:
+        if self.vs_previous is None or self.claimed_speedup is None or self.vs_previous.uncertain:
             return "-"
         band = self.vs_previous.band
         if self.claimed_speedup > 1 + band:

@@ -1,10 +1,11 @@
 """Verdicts from measured noise: is one time the SAME as, FASTER or SLOWER than another?
 
-Two medians are called different only when they differ by more than the measurement can resolve:
-the larger of the two relative noises (standard deviation over mean of each sample set), and never
-less than a floor, so that identical code measured twice reads SAME despite run-to-run drift
-(clocks, temperature). Speedups carry an uncertainty propagated from both relative noises, as
-hyperfine prints them ("1.52 ± 0.03x").
+Two medians are called different only when they differ by more than both noises (the half-widths of
+their 95% confidence intervals) plus a floor for run-to-run drift (clocks, temperature), so that
+identical code measured twice reads SAME: under 1% of self-comparisons regress in a test of the
+whole chain with outliers and 1% drift. An
+unknown noise (too few samples) is SAME within the uncertainty, never SLOWER. Speedups carry an
+uncertainty from both noises, as hyperfine prints them ("1.52 ± 0.03x"; "±?" when unknown).
 """
 
 from __future__ import annotations
@@ -41,12 +42,21 @@ class TimeComparison:
         return self.candidate_ms / self.reference_ms - 1.0
 
     @property
+    def uncertain(self) -> bool:
+        """True when either noise is unknown: no difference can be called."""
+        return not (math.isfinite(self.reference_noise) and math.isfinite(self.candidate_noise))
+
+    @property
     def band(self) -> float:
-        """The smallest relative change this pair of measurements can call: max noise, or the floor."""
-        return max(self.same_within, self.reference_noise, self.candidate_noise)
+        """The smallest relative change this pair can call: both intervals' half-widths plus the floor."""
+        if self.uncertain:
+            return math.inf
+        return self.same_within + self.reference_noise + self.candidate_noise
 
     @property
     def verdict(self) -> Verdict:
+        if self.uncertain:
+            return Verdict.SAME
         # Compare on the log scale, so that 2x slower and 2x faster are symmetric.
         ratio = math.log(self.candidate_ms / self.reference_ms)
         if abs(ratio) <= math.log1p(self.band) + 1e-12:  # a difference exactly at the band is SAME
@@ -60,16 +70,18 @@ class TimeComparison:
 
     @property
     def speedup_error(self) -> float:
-        """One standard deviation of the speedup, from both relative noises in quadrature."""
+        """The speedup's uncertainty from both relative noises in quadrature (NaN when unknown)."""
         return self.speedup * math.hypot(self.reference_noise, self.candidate_noise)
 
     def describe_speedup(self) -> str:
-        """'1.52 ± 0.03x'."""
-        return f"{self.speedup:.2f} ± {self.speedup_error:.2f}x"
+        """'1.52 ± 0.03x', or '1.52 ±?x' when a noise is unknown."""
+        error = self.speedup_error
+        return f"{self.speedup:.2f} ± {error:.2f}x" if math.isfinite(error) else f"{self.speedup:.2f} ±?x"
 
     def describe_change(self) -> str:
-        """'+12.3% (noise 0.8%)'."""
-        return f"{100 * self.change:+.1f}% (band {100 * self.band:.1f}%)"
+        """'+12.3% (band 2.0%)', or '(noise unknown)'."""
+        band = f"band {100 * self.band:.1f}%" if math.isfinite(self.band) else "noise unknown"
+        return f"{100 * self.change:+.1f}% ({band})"
 
 
 def compare_stats(reference: KernelStats, candidate: KernelStats, same_within: float = DEFAULT_SAME_WITHIN) -> TimeComparison:
@@ -99,7 +111,7 @@ class GeometricMean:
     count: int
 
     def describe(self) -> str:
-        return f"{self.value:.2f} ± {self.error:.2f}x"
+        return f"{self.value:.2f} ± {self.error:.2f}x" if math.isfinite(self.error) else f"{self.value:.2f} ±?x"
 
 
 def geometric_mean_speedup(comparisons: list[TimeComparison]) -> GeometricMean | None:

@@ -26,26 +26,30 @@ def flash_attention_cpu(testcase: Testcase, block_cols: int = BLOCK_COLS) -> np.
     out = np.empty((B, N, d), dtype=np.float32)
     per_item = N * max(block_cols, d) * 4 * 4
     group = max(1, _GROUP_BYTES // per_item)
-    for b0 in range(0, B, group):
-        b1 = min(B, b0 + group)
-        q = testcase.q[b0:b1]
-        k = testcase.k[b0:b1]
-        v = testcase.v[b0:b1]
-        row_max = np.full((b1 - b0, N, 1), -np.inf, dtype=np.float32)
-        row_sum = np.zeros((b1 - b0, N, 1), dtype=np.float32)
-        acc = np.zeros((b1 - b0, N, d), dtype=np.float32)
-        for j0 in range(0, N, block_cols):
-            j1 = min(N, j0 + block_cols)
-            scores = np.matmul(q, np.swapaxes(k[:, j0:j1], 1, 2)) * scale
-            tile_max = scores.max(axis=-1, keepdims=True)
-            new_max = np.maximum(row_max, tile_max)
-            weights = np.exp(scores - new_max)
-            correction = np.exp(row_max - new_max)  # exp(-inf) = 0 on the first tile
-            row_sum = row_sum * correction + weights.sum(axis=-1, keepdims=True)
-            acc = acc * correction + np.matmul(weights, v[:, j0:j1])
-            row_max = new_max
-        out[b0:b1] = acc / row_sum
+    with np.errstate(over="ignore", invalid="ignore"):  # NaN or Inf inputs give NaN outputs, which verify reports
+        for b0 in range(0, B, group):
+            _blocked_group(testcase, out, b0, min(B, b0 + group), block_cols, scale)
     return out
+
+
+def _blocked_group(testcase: Testcase, out: np.ndarray, b0: int, b1: int, block_cols: int, scale: np.float32) -> None:
+    """Items b0..b1 of the testcase, all their query rows at once, K/V column tile by tile."""
+    N, d = testcase.shape.N, testcase.shape.d
+    q, k, v = testcase.q[b0:b1], testcase.k[b0:b1], testcase.v[b0:b1]
+    row_max = np.full((b1 - b0, N, 1), -np.inf, dtype=np.float32)
+    row_sum = np.zeros((b1 - b0, N, 1), dtype=np.float32)
+    acc = np.zeros((b1 - b0, N, d), dtype=np.float32)
+    for j0 in range(0, N, block_cols):
+        j1 = min(N, j0 + block_cols)
+        scores = np.matmul(q, np.swapaxes(k[:, j0:j1], 1, 2)) * scale
+        tile_max = scores.max(axis=-1, keepdims=True)
+        new_max = np.maximum(row_max, tile_max)
+        weights = np.exp(scores - new_max)
+        correction = np.exp(row_max - new_max)  # exp(-inf) = 0 on the first tile
+        row_sum = row_sum * correction + weights.sum(axis=-1, keepdims=True)
+        acc = acc * correction + np.matmul(weights, v[:, j0:j1])
+        row_max = new_max
+    out[b0:b1] = acc / row_sum
 
 
 class CpuExecution:

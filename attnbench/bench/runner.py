@@ -21,6 +21,7 @@ from attnbench.bench.sampler import (
     sample_execution,
     timed_passes,
 )
+from attnbench.bench.verify import FiniteCheck, finite_check
 from attnbench.cases.testcase import Testcase
 from attnbench.kernels.variant import Variant
 from attnbench.results.measurement import Measurement
@@ -95,13 +96,13 @@ def run_variant(
 ) -> VariantRun:
     """Run `variant` on `testcase`: one checked pass, then timed passes.
 
-    `check` sees the first pass's output; with `gate`, a failed check ends the run without timing.
-    A VerifyReport check is also attached to the measurement.
+    `check` sees the first pass's output (without one, the output is still scanned for NaN and Inf);
+    with `gate`, a failed check ends the run without timing. A VerifyReport is attached to the measurement.
     """
     execution = make_execution(variant, testcase, gpu, policy.flush_l2)
     try:
         output, compute_s = _first_pass(execution)
-        result = check(output) if check is not None else None
+        result = check(output) if check is not None else finite_check(output)
         if not keep_output:
             output = None
         if gate and result is not None and not result.passed:
@@ -112,6 +113,9 @@ def run_variant(
     measurement = _measurement(variant, case_label, testcase, gpu, execution, compute_s, stats)
     if isinstance(result, VerifyReport):
         measurement.verification = result
+        measurement.nonfinite = result.nan_count + result.inf_count
+    elif isinstance(result, FiniteCheck):
+        measurement.nonfinite = result.nonfinite
     return VariantRun(output, measurement, result)
 
 

@@ -7,6 +7,7 @@ variant). The samples' statistics are `attnbench.results.stats.KernelStats`.
 
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
@@ -28,38 +29,46 @@ class TimingPolicy:
     flush_l2: bool = True
 
 
+NOISE_WARNING = ("noise above the target when sampling stopped (see the ±): close other work on the machine, "
+                 "or give it longer with --timeout")
+FEW_SAMPLES_WARNING = "fewer than 6 samples, so the noise is unknown (±?): use --reps 10 or more, or a longer --timeout"
+
+
 def measure(
     sample: Callable[[], float],
     policy: TimingPolicy,
     first_samples: list[float] | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> KernelStats:
-    """Warm up, then sample until the policy is satisfied; `first_samples` count toward the total."""
+    """Warm up, then sample until the policy is satisfied; `first_samples` count toward the total.
+
+    Adaptive sampling stops once the median's confidence interval is within the target (after the
+    minimum samples and time), or before a sample that would not fit in the time budget.
+    """
     for _ in range(policy.warmup):
         sample()
     samples = list(first_samples or [])
     start = clock()
     while True:
-        if policy.reps is not None and len(samples) >= policy.reps:
-            break
-        samples.append(sample())
         if policy.reps is not None:
-            continue
-        elapsed = clock() - start
-        enough = len(samples) >= policy.min_samples and elapsed >= policy.min_time_s
-        if enough and relative_noise(samples) <= policy.target_noise:
-            break
-        if elapsed >= policy.timeout_s or len(samples) >= policy.max_samples:
-            break
+            if len(samples) >= policy.reps:
+                break
+        else:
+            elapsed = clock() - start
+            enough = len(samples) >= policy.min_samples and elapsed >= policy.min_time_s
+            if enough and relative_noise(samples) <= policy.target_noise:
+                break
+            typical_s = statistics.median(samples) / 1e3 if samples else 0.0
+            if samples and elapsed + typical_s > policy.timeout_s or len(samples) >= policy.max_samples:
+                break
+        samples.append(sample())
     stats = KernelStats(samples)
-    if policy.reps is None and stats.noise > policy.target_noise:
+    if policy.reps is None and stats.count >= 6 and not stats.noise <= policy.target_noise:
         stats.converged = False
-        stats.warnings.append(
-            f"noise is {100 * stats.noise:.1f}% of the mean (target {100 * policy.target_noise:g}%) after "
-            f"{stats.count} samples: close other work on the GPU, or give it longer with --timeout"
-        )
-    if policy.reps is None and stats.count < 5:
-        stats.warnings.append(f"only {stats.count} sample(s): the statistics are rough; use --reps 10 or more")
+        stats.warnings.append(NOISE_WARNING)
+    if policy.reps is None and stats.count < 6:
+        stats.converged = False
+        stats.warnings.append(FEW_SAMPLES_WARNING)
     return stats
 
 

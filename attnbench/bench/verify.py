@@ -1,13 +1,61 @@
-"""Compare an output with a reference: the course's rule plus the error metrics users need."""
+"""Compare an output with a reference: the course's rule plus the error metrics users need.
+
+Both sides may be arrays or output files read in chunks, so a check never holds more than a few
+chunks of float64 at once, whatever the case's size.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Protocol
+
 import numpy as np
 
+from attnbench.cases.testcase import OutputFile, Shape
 from attnbench.results.verification import Mismatch, VerifyReport
 
 COURSE_ATOL = 5e-3  # every element within 5e-3 of the reference, as the course's checkers read it
-_CHUNK_ELEMENTS = 1 << 24
+CHUNK_ELEMENTS = 1 << 20  # 8 MiB of float64 per side and temporary
+
+
+class FlatSource(Protocol):
+    """Elements by flat index: an output file, or an array seen flat."""
+
+    size: int
+
+    def chunk(self, start: int, stop: int) -> np.ndarray: ...
+
+    def value(self, index: int) -> float: ...
+
+
+class ArraySource:
+    """An in-memory array as a flat source."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.flat = array.reshape(-1)
+        self.size = int(self.flat.size)
+
+    def chunk(self, start: int, stop: int) -> np.ndarray:
+        return self.flat[start:stop]
+
+    def value(self, index: int) -> float:
+        return float(self.flat[index])
+
+
+Comparable = "np.ndarray | OutputFile"
+
+
+def as_source(data: "np.ndarray | OutputFile") -> FlatSource:
+    return data if isinstance(data, OutputFile) else ArraySource(np.asarray(data))
+
+
+def _shape_of(*sides: "np.ndarray | OutputFile") -> tuple[int, int, int] | None:
+    for side in sides:
+        if isinstance(side, OutputFile) and side.shape is not None:
+            return (side.shape.B, side.shape.N, side.shape.d)
+        if isinstance(side, np.ndarray) and side.ndim == 3:
+            return side.shape  # type: ignore[return-value]
+    return None
 
 
 def _position(flat_index: int, shape: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -16,27 +64,58 @@ def _position(flat_index: int, shape: tuple[int, int, int]) -> tuple[int, int, i
     return int(b), int(row), int(col)
 
 
+@dataclass(frozen=True)
+class FiniteCheck:
+    """The check every output gets even without a reference: no NaN or Inf anywhere."""
+
+    nonfinite: int
+    elements: int
+
+    @property
+    def passed(self) -> bool:
+        return self.nonfinite == 0
+
+    def describe(self) -> str:
+        return f"{self.nonfinite} of {self.elements} output elements are NaN or Inf"
+
+    def to_dict(self) -> dict:
+        return {"rule": "every element finite", "passed": self.passed, "nonfinite": self.nonfinite,
+                "elements": self.elements}
+
+
+def finite_check(output: np.ndarray) -> FiniteCheck:
+    """Count NaN and Inf elements in chunks (cheap next to any pass)."""
+    flat = output.reshape(-1)
+    bad = sum(int((~np.isfinite(flat[i : i + CHUNK_ELEMENTS])).sum()) for i in range(0, flat.size, CHUNK_ELEMENTS))
+    return FiniteCheck(bad, int(flat.size))
+
+
 def compare_outputs(
-    out: np.ndarray,
-    ref: np.ndarray,
+    out: "np.ndarray | OutputFile",
+    ref: "np.ndarray | OutputFile",
     atol: float = COURSE_ATOL,
     rtol: float = 0.0,
     keep_failures: int = 5,
+    shape: Shape | None = None,
 ) -> VerifyReport:
-    """Check `out` against `ref` (both (B, N, d)); NaN and Inf always fail. Works in bounded chunks."""
-    if out.shape != ref.shape:
-        raise ValueError(f"output shape {out.shape} differs from reference shape {ref.shape}")
-    shape = out.shape
-    flat_out = out.reshape(-1)
-    flat_ref = ref.reshape(-1)
+    """Check `out` against `ref` element by element; NaN and Inf always fail. Works in bounded chunks.
+
+    Positions are (batch, row, column) when the shape is known (from `shape` or either side), else
+    flat element indices.
+    """
+    got, want = as_source(out), as_source(ref)
+    if got.size != want.size:
+        raise ValueError(f"the output has {got.size} elements and the reference {want.size}")
+    dims = (shape.B, shape.N, shape.d) if shape is not None else _shape_of(out, ref)
     failing = nan_count = inf_count = 0
-    max_abs = max_rel = 0.0
+    max_abs = max_rel = l1 = 0.0
     worst_index = -1
     err_sq = ref_sq = 0.0
     first: list[int] = []
-    for start in range(0, flat_out.size, _CHUNK_ELEMENTS):
-        o = flat_out[start : start + _CHUNK_ELEMENTS].astype(np.float64)
-        r = flat_ref[start : start + _CHUNK_ELEMENTS].astype(np.float64)
+    for start in range(0, got.size, CHUNK_ELEMENTS):
+        stop = start + CHUNK_ELEMENTS
+        o = got.chunk(start, stop).astype(np.float64)
+        r = want.chunk(start, stop).astype(np.float64)
         nan_count += int(np.isnan(o).sum())
         inf_count += int(np.isinf(o).sum())
         finite = np.isfinite(o)
@@ -54,26 +133,30 @@ def compare_outputs(
         if nonzero.any():
             max_rel = max(max_rel, float((diff[nonzero] / np.abs(r[nonzero])).max()))
         finite_diff = np.where(finite, o - r, 0.0)
+        l1 += float(np.abs(finite_diff).sum())
         err_sq += float(np.dot(finite_diff, finite_diff))
         ref_sq += float(np.dot(r, r))
     rel_l2 = float(np.sqrt(err_sq / ref_sq)) if ref_sq > 0 else float(np.sqrt(err_sq))
     if nan_count or inf_count:
-        rel_l2 = float("inf")
+        rel_l2 = l1 = float("inf")
 
     def mismatch(index: int) -> Mismatch:
-        return Mismatch(*_position(index, shape), float(flat_out[index]), float(flat_ref[index]))
+        position = _position(index, dims) if dims else (None, None, None)
+        return Mismatch(*position, got.value(index), want.value(index), index)
 
     return VerifyReport(
         passed=failing == 0,
         atol=atol,
         rtol=rtol,
-        elements=int(flat_out.size),
+        elements=got.size,
         failing=failing,
         nan_count=nan_count,
         inf_count=inf_count,
         max_abs_error=max_abs,
         max_rel_error=max_rel,
         rel_l2_error=rel_l2,
-        worst=mismatch(worst_index) if worst_index >= 0 and flat_out.size else None,
+        worst=mismatch(worst_index) if worst_index >= 0 and got.size else None,
         first_failures=[mismatch(i) for i in first],
+        l1_error=l1,
+        positions="batch, row, col" if dims else "flat",
     )

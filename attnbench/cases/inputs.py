@@ -21,9 +21,9 @@ import numpy as np
 from attnbench.cases import suite
 from attnbench.cases.testcase import (
     HEADER,
+    OutputFile,
     Shape,
     Testcase,
-    read_output,
     read_shape,
     read_testcase,
     write_output,
@@ -89,7 +89,7 @@ def computed_reference(testcase: Testcase, label: str, progress: ProgressFactory
 
     shape = testcase.shape
     with progress(f"float64 reference of {label}", shape.B * shape.N) as advance:
-        return reference_output(testcase, advance).astype(np.float32)
+        return reference_output(testcase, advance, dtype=np.float32)
 
 
 class BenchInput(Protocol):
@@ -102,7 +102,7 @@ class BenchInput(Protocol):
 
     def load(self, progress: ProgressFactory = no_progress) -> Testcase: ...
 
-    def reference(self, testcase: Testcase, progress: ProgressFactory = no_progress) -> np.ndarray: ...
+    def reference(self, testcase: Testcase, progress: ProgressFactory = no_progress) -> "np.ndarray | OutputFile": ...
 
     def info(self, testcase: Testcase) -> CaseInfo: ...
 
@@ -143,9 +143,10 @@ class SuiteInput:
         self.prepare(progress)
         return read_testcase(suite.input_path(self.case))
 
-    def reference(self, testcase: Testcase, progress: ProgressFactory = no_progress) -> np.ndarray:
+    def reference(self, testcase: Testcase, progress: ProgressFactory = no_progress) -> "np.ndarray | OutputFile":
+        """The stored reference, read in chunks as it is compared; computed and stored the first time."""
         if suite.has_reference(self.case):
-            return read_output(suite.reference_path(self.case), self.shape)
+            return OutputFile(suite.reference_path(self.case), self.shape)
         out = computed_reference(testcase, self.label, progress)
         path = suite.reference_path(self.case)
         path.parent.mkdir(parents=True, exist_ok=True)

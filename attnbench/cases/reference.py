@@ -14,9 +14,10 @@ import numpy as np
 
 from attnbench.cases.testcase import Testcase
 
-# Largest float64 score block formed at once (bytes), and how many are formed at a time.
-SCORE_BLOCK_BYTES = 64 << 20
+# Float64 score blocks in flight at once, over all threads (bytes), and how many threads form them.
+SCORE_MEMORY_BYTES = 64 << 20
 REFERENCE_THREADS = min(8, os.cpu_count() or 1)
+SCORE_BLOCK_BYTES = SCORE_MEMORY_BYTES // REFERENCE_THREADS
 
 Progress = Callable[[int], None]  # called with the number of query rows just finished
 
@@ -33,15 +34,16 @@ def attention_rows_float64(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.nd
     return np.matmul(scores, v) / weights_sum
 
 
-def reference_output(testcase: Testcase, progress: Progress | None = None) -> np.ndarray:
-    """The exact output O (B, N, d) in float64, computed in bounded memory.
+def reference_output(testcase: Testcase, progress: Progress | None = None, dtype: type = np.float64) -> np.ndarray:
+    """The exact output O (B, N, d), computed in float64 in bounded memory and stored as `dtype`
+    (float32 for a stored reference: no float64 copy of the whole output is ever held).
 
     Blocks run on a few threads (numpy releases the GIL in exp and matmul), so the element-wise
     work, not only the BLAS part, uses the machine's cores.
     """
     shape = testcase.shape
     B, N = shape.B, shape.N
-    out = np.empty((B, N, shape.d), dtype=np.float64)
+    out = np.empty((B, N, shape.d), dtype=dtype)
     row_bytes = N * 8
     items_per_block = max(1, SCORE_BLOCK_BYTES // (N * row_bytes))
     rows_per_block = max(1, SCORE_BLOCK_BYTES // row_bytes)

@@ -8,8 +8,10 @@ every run and machine. References are computed in float64 and stored in the cour
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
@@ -146,28 +148,46 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def generate_input(case: SuiteCase, progress: Progress | None = None) -> Path:
+@contextmanager
+def _case_lock(case: SuiteCase) -> Iterator[None]:
+    """One process at a time makes a case's files; another waits, then finds them made."""
+    folder = data_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f".{case.name}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def generate_input(case: SuiteCase, progress: Progress | None = None, force: bool = False) -> Path:
     """Write the case's input file (atomically) and check its sha256 against the suite's record."""
     path = input_path(case)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sha: list[str] = []
-    atomic_write(path, lambda f: sha.append(write_input(case, f, progress)))
-    if case.input_sha256 and sha[0] != case.input_sha256:
-        path.unlink(missing_ok=True)
-        raise TestcaseError(
-            f"{case.name}: generated input has sha256 {sha[0]}, but the suite records {case.input_sha256}; "
-            "the generator is not reproducing the recorded bytes"
-        )
+    with _case_lock(case):
+        if not force and is_generated(case):  # made by another process while this one waited
+            return path
+        sha: list[str] = []
+        atomic_write(path, lambda f: sha.append(write_input(case, f, progress)))
+        if case.input_sha256 and sha[0] != case.input_sha256:
+            path.unlink(missing_ok=True)
+            raise TestcaseError(
+                f"{case.name}: generated input has sha256 {sha[0]}, but the suite records {case.input_sha256}; "
+                "the generator is not reproducing the recorded bytes"
+            )
     return path
 
 
-def generate_reference(case: SuiteCase, progress: Progress | None = None) -> Path:
-    """Compute the float64 reference of a generated input and store it in the output format."""
+def generate_reference(case: SuiteCase, progress: Progress | None = None, force: bool = False) -> Path:
+    """Compute the float64 reference of a generated input and store it (float32) in the output format."""
     from attnbench.cases.reference import reference_output
 
     path = reference_path(case)
-    out = reference_output(read_testcase(input_path(case)), progress)
-    write_output(path, out.astype(np.float32))
+    with _case_lock(case):
+        if not force and has_reference(case):
+            return path
+        out = reference_output(read_testcase(input_path(case)), progress, dtype=np.float32)
+        write_output(path, out)
     return path
 
 

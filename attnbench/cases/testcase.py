@@ -190,3 +190,54 @@ def read_output(path: str | os.PathLike, shape: Shape) -> np.ndarray:
     with open(path, "rb") as f:
         _readinto_exact(f, memoryview(out.reshape(-1)).cast("B"), path)
     return out
+
+
+class OutputFile:
+    """A course output file read in chunks, never whole: comparing two large files stays in bounded memory.
+
+    With a shape, its size must be exactly 4*B*N*d bytes; without one, any whole number of floats.
+    """
+
+    def __init__(self, path: str | os.PathLike, shape: Shape | None = None) -> None:
+        self.path = Path(path)
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            raise TestcaseError(f"{path}: no such file") from None
+        except PermissionError:
+            raise TestcaseError(f"{path}: permission denied") from None
+        if self.path.is_dir():
+            raise TestcaseError(f"{path}: is a directory, expected an output file")
+        if shape is not None and size != shape.output_bytes:
+            raise TestcaseError(
+                f"{path}: an output for B={shape.B}, N={shape.N}, d={shape.d} should be "
+                f"4*B*N*d = {shape.output_bytes} bytes, but it is {size} bytes"
+            )
+        if size % FLOAT_BYTES:
+            raise TestcaseError(f"{path}: {size} bytes is not a whole number of float32 values")
+        self.shape = shape
+        self.size = size // FLOAT_BYTES
+        try:
+            self._file = open(self.path, "rb")
+        except PermissionError:
+            raise TestcaseError(f"{path}: permission denied") from None
+
+    def chunk(self, start: int, stop: int) -> np.ndarray:
+        """Elements [start, stop) as float32."""
+        count = max(0, min(stop, self.size) - start)
+        self._file.seek(start * FLOAT_BYTES)
+        values = np.empty(count, dtype="<f4")
+        _readinto_exact(self._file, memoryview(values).cast("B"), self.path)
+        return values
+
+    def value(self, index: int) -> float:
+        return float(self.chunk(index, index + 1)[0])
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "OutputFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

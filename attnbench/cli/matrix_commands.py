@@ -66,8 +66,9 @@ def _print_problems(result: ResultSet) -> None:
         if line.startswith((WRONG.upper(), ERROR.upper())):
             err_console.print(f"[red]{line.split(' ', 1)[0]}[/red] {line.split(' ', 1)[1]}", highlight=False,
                               markup=True, soft_wrap=True)
-        elif line.startswith("warning"):
-            print_warnings([line.removeprefix("warning ")])
+        elif line.startswith("warning ("):
+            where, text = line.removeprefix("warning (").split("): ", 1)
+            print_warnings([f"{text} [{where}]"])
 
 
 def _print_matrix(result: ResultSet, baseline: str | None, same_within: float, title: str) -> None:

@@ -72,6 +72,11 @@ def command_line() -> str | None:
     return None
 
 
+def error_line(text: str) -> None:
+    """One line on stderr, whatever the terminal's width."""
+    err_console.print(f"error: {text}", highlight=False, markup=False, soft_wrap=True)
+
+
 def notice(text: str) -> None:
     """A one-line note on stderr."""
     err_console.print(f"note: {text}", highlight=False, markup=False, soft_wrap=True)

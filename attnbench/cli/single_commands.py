@@ -11,6 +11,7 @@ from attnbench import api
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases import suite
 from attnbench.cli.options import (
+    error_line,
     notice,
     timing_from,
     timing_options,
@@ -56,7 +57,7 @@ def cases(selector: str, wide: bool) -> None:
     Example:
       attnbench cases course
     """
-    print_table(tables.cases_table(suite.cases_in(selector), _on_disk), wide=wide or console.width >= 120)
+    print_table(tables.cases_table(suite.cases_in(selector), _on_disk), wide=wide or None)
 
 
 @click.command()
@@ -89,7 +90,10 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
         print_warnings(measurement.warnings + measurement.kernel.warnings)
         if verification is not None and not verification.passed:
             print_table(tables.verify_table(verification, f"check of {out}"))
-    if verification is not None and not verification.passed:
+    if measurement.nonfinite and verification is None:
+        error_line(f"{measurement.nonfinite} of {measurement.shape.elements} elements of {out} are NaN or Inf: "
+                   "the output is wrong (run with --check for the worst elements)")
+    if measurement.nonfinite or (verification is not None and not verification.passed):
         sys.exit(1)
 
 
@@ -101,17 +105,19 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
 @tolerance("--rtol", 0.0, "Relative tolerance.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def verify(out: str, ref: str, case: str | None, atol: float, rtol: float, as_json: bool) -> None:
-    """Check an output file against a reference: exit 0 on pass, 1 on fail.
+    """Check an output file against a reference: exit 0 on pass, 1 on fail, 2 on a bad or missing file.
 
-    REF is a reference output file or a suite name (its float64 reference). The rule is the course's
-    unless changed: every element within --atol (+ --rtol * |ref|) of the reference.
+    REF is a reference output file or a suite name (its float64 reference, made once and stored). The
+    rule is the course's unless changed: every element within --atol (+ --rtol * |ref|) of the
+    reference. Failures are named by (batch, row, column) when B, N, d are known (--case, an input
+    file beside REF with the same name and .in, or a suite REF), else by flat element index.
 
     \b
     Examples:
       attnbench verify out.bin t02
       attnbench verify out.bin expected.out --case my_case.in
     """
-    report, ref_path = api.verify(out, ref, case=case, atol=atol, rtol=rtol, progress=progress_bar)
+    report, ref_path = api.verify(out, ref, case=case, atol=atol, rtol=rtol, progress=progress_bar, notice=notice)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=1))
     else:
@@ -146,7 +152,7 @@ def list_variants(resources: bool, head_dim: int, wide: bool) -> None:
         if gpu_probe() is None:
             arch = api.open_gpu(0).arch
         figures = report_all([v for v in REGISTRY.values() if v.backend == "gpu"], head_dim, arch)
-    print_table(tables.variants_table(REGISTRY.values(), figures, arch), wide=wide or console.width >= 160)
+    print_table(tables.variants_table(REGISTRY.values(), figures, arch), wide=wide or None)
 
 
 COMMANDS = (gen, cases, run, verify, list_variants)

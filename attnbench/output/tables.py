@@ -56,7 +56,9 @@ def measurement_table(m: Measurement) -> TableModel:
     timed = "pass" if on_host else "kernel"
     table.add_row(f"{timed} median", format_ms(k.median), f"{k.count} sample{'s' if k.count != 1 else ''}")
     table.add_row(f"{timed} min / max", f"{format_ms(k.min)} / {format_ms(k.max)}", "")
-    table.add_row(f"{timed} stddev", format_ms(k.stdev), f"noise {100 * k.noise:.2f}%, {k.outliers} outliers")
+    noise = f"noise {noise_text(k.noise)} (95% interval of the median)" if math.isfinite(k.noise) else \
+        "noise unknown (fewer than 6 samples)"
+    table.add_row(f"{timed} stddev", format_ms(k.stdev), f"{noise}, {k.outliers} outliers")
     peak = f"{100 * m.peak_fraction:.1f}% of FP32 peak" if m.peak_fraction is not None else ""
     table.add_row("TFLOP/s", f"{m.tflops:.3f}", f"4*B*N*N*d / kernel median; {peak}".rstrip("; "))
     if m.verification is not None:
@@ -197,7 +199,7 @@ def check_text(cell: Cell | None) -> Text:
         parts.append(f"max {check['max_abs_error']:.2g}")
     if check.get("rel_l2_error") is not None:
         parts.append(f"relL2 {check['rel_l2_error']:.2g}")
-    if "l1_error" in check:
+    if "bound" in check:  # the square lab's rule
         parts.append(f"Σ|err| {check['l1_error']:.2g} of {check['bound']:.2g}")
     return Text(", ".join(parts), "" if check.get("passed") else BAD)
 
@@ -276,7 +278,7 @@ def _opt(value: float | None, fmt: str) -> str:
 def ladder_table(title: str, steps: list[LadderStep]) -> TableModel:
     """One input's ladder: time, TFLOP/s, speedup over the step before, and report 004's step."""
     table = TableModel(title, [Column("step"), Column("kernel time", right=True), Column("TFLOP/s", right=True),
-                               Column("speedup over the step before", right=True),
+                               Column("vs step before", right=True),
                                Column("step before", wide=True), Column("our computing (s)", right=True, wide=True),
                                Column("004 computing (s)", right=True), Column("004 speedup", right=True),
                                Column("direction")])
@@ -313,9 +315,10 @@ FiguresByVariant = dict[str, tuple[object, dict[str, KernelResources]]]
 def variants_table(variants: Iterable[Variant], figures: FiguresByVariant, arch: str) -> TableModel:
     """`attnbench list`: the variants in ladder order, with ptxas figures where nvcc ran."""
     title = "attnbench variants (ladder order)" + (f"; ptxas figures for {arch}" if figures else "")
-    cols = [Column("variant"), Column("report"), Column("technique", wide=True), Column("constraints", wide=True)]
+    cols = [Column("variant"), Column("report", wide=True), Column("technique", wide=True),
+            Column("constraints", wide=True)]
     if figures:
-        cols += [Column("kernel (d)"), Column("regs", right=True), Column("smem B", right=True),
+        cols += [Column("kernel"), Column("d", right=True), Column("regs", right=True), Column("smem B", right=True),
                  Column("spill B", right=True)]
     table = TableModel(title, cols)
     for variant in variants:
@@ -327,7 +330,7 @@ def variants_table(variants: Iterable[Variant], figures: FiguresByVariant, arch:
             ordered = [kernels[name] for name in launches if name in kernels]
             smem = [k.static_smem + (launches[k.kernel].smem(shape) if shape else 0) for k in ordered]  # type: ignore[arg-type]
             d = getattr(shape, "d", "")
-            row += ["\n".join(f"{k.kernel} ({d})" for k in ordered) or "-",
+            row += ["\n".join(k.kernel for k in ordered) or "-", "\n".join(str(d) for _ in ordered) or "-",
                     "\n".join(str(k.registers) for k in ordered) or "-",
                     "\n".join(map(str, smem)) or "-",
                     "\n".join(str(k.spills) for k in ordered) or "-"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -35,7 +36,9 @@ def render(model: TableModel, wide: bool = True) -> Table:
     """A rich Table of the model; without `wide`, its wide columns are left out."""
     if not wide:
         model = model.without_wide()
-    table = Table(title=model.title, show_lines=model.row_lines)
+    # Piped output (a file, another program) gets plain columns, no box drawing.
+    framed = console.is_terminal
+    table = Table(title=model.title, show_lines=model.row_lines and framed, box=box.HEAVY_HEAD if framed else None)
     for column in model.columns:
         table.add_column(column.name, justify="right" if column.right else "left", overflow="fold")
     for row in model.rows:
@@ -48,13 +51,17 @@ def render(model: TableModel, wide: bool = True) -> Table:
     return table
 
 
-def print_table(model: TableModel, wide: bool = True) -> None:
-    console.print(render(model, wide))
+WIDE_FROM_COLUMNS = 120  # narrower terminals leave out the columns a table marks as wide
+
+
+def print_table(model: TableModel, wide: bool | None = None) -> None:
+    """Print a table; its wide columns only where the terminal is wide enough, unless `wide` says."""
+    console.print(render(model, console.width >= WIDE_FROM_COLUMNS if wide is None else wide))
 
 
 def print_warnings(warnings: list[str]) -> None:
     for warning in warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+        err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, soft_wrap=True)
 
 
 @contextmanager

@@ -25,6 +25,7 @@ class Measurement:
     peak_flops: float | None = None
     verification: VerifyReport | None = None
     warnings: list[str] = field(default_factory=list)
+    nonfinite: int = 0  # NaN or Inf elements in the output: a wrong answer, whatever its speed
 
     @property
     def flops(self) -> int:
@@ -59,12 +60,13 @@ class Measurement:
             "peak_flops": self.peak_flops,
             "peak_fraction": self.peak_fraction,
             "verification": self.verification.to_dict() if self.verification else None,
+            "nonfinite": self.nonfinite,
             "warnings": self.warnings + self.kernel.warnings,
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> "Measurement":
-        """Rebuild a saved measurement (its verification is kept separately by saved results)."""
+        """Rebuild a measurement from `to_dict` (saved results also keep each cell's check beside it)."""
         kernel = KernelStats.from_dict(data["kernel"])
         shape = data["shape"]
         return cls(
@@ -78,5 +80,7 @@ class Measurement:
             input_s=data.get("input_s"),
             output_s=data.get("output_s"),
             peak_flops=data.get("peak_flops"),
+            verification=VerifyReport.from_dict(data["verification"]) if data.get("verification") else None,
+            nonfinite=data.get("nonfinite", 0),
             warnings=[w for w in data.get("warnings", []) if w not in kernel.warnings],
         )

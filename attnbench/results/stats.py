@@ -1,4 +1,11 @@
-"""Statistics of one measurement's samples: median, spread, noise and outliers (milliseconds)."""
+"""Statistics of one measurement's samples: median, spread, noise and outliers (milliseconds).
+
+Noise is robust and honest about what few samples can say: the half-width of a distribution-free
+95% confidence interval of the median (between two order statistics chosen from the binomial
+distribution), relative to the median. It shrinks as samples accumulate and a few outliers barely
+move it; outliers are counted separately (Tukey's fences). Fewer than 6 samples cannot give a 95%
+interval, so their noise is unknown (NaN, printed as ±?), never 0.
+"""
 
 from __future__ import annotations
 
@@ -48,8 +55,13 @@ class KernelStats:
         return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
     @property
+    def median_interval(self) -> tuple[float, float] | None:
+        """The 95% confidence interval of the median (ms), or None with fewer than 6 samples."""
+        return median_interval(self.samples_ms)
+
+    @property
     def noise(self) -> float:
-        """Relative noise: standard deviation over mean."""
+        """Half-width of the median's 95% confidence interval over the median; NaN when unknown."""
         return relative_noise(self.samples_ms)
 
     @property
@@ -73,6 +85,7 @@ class KernelStats:
             "p20_ms": self.quantile(0.2),
             "p80_ms": self.quantile(0.8),
             "noise": self.noise,
+            "median_ci95_ms": list(self.median_interval) if self.median_interval else None,
             "outliers": self.outliers,
             "converged": self.converged,
             "warnings": self.warnings,
@@ -83,8 +96,35 @@ class KernelStats:
         return cls(list(data["samples_ms"]), data.get("converged", True), list(data.get("warnings", [])))
 
 
+CONFIDENCE = 0.95
+_EXACT_UP_TO = 60  # samples; beyond, the binomial's normal approximation is exact enough
+
+
+def _interval_rank(n: int) -> int:
+    """The largest k (1-based) with P(Binomial(n, 1/2) < k) <= (1 - CONFIDENCE) / 2, or 0 if none."""
+    tail = (1 - CONFIDENCE) / 2
+    if n > _EXACT_UP_TO:
+        return max(0, math.floor(n / 2 - 1.959964 * math.sqrt(n) / 2))
+    total, cumulative, k = 2**n, 0, 0
+    while k < n and (cumulative + math.comb(n, k)) / total <= tail:
+        cumulative += math.comb(n, k)
+        k += 1
+    return k
+
+
+def median_interval(samples: list[float]) -> tuple[float, float] | None:
+    """The distribution-free 95% confidence interval of the median, or None when too few samples."""
+    k = _interval_rank(len(samples))
+    if k < 1:
+        return None
+    ordered = sorted(samples)
+    return ordered[k - 1], ordered[len(ordered) - k]
+
+
 def relative_noise(samples: list[float]) -> float:
-    if len(samples) < 2:
-        return 0.0
-    mean = statistics.fmean(samples)
-    return statistics.stdev(samples) / mean if mean > 0 else 0.0
+    """Half-width of the median's 95% interval over the median; NaN with fewer than 6 samples."""
+    interval = median_interval(samples)
+    median = statistics.median(samples) if samples else 0.0
+    if interval is None or median <= 0:
+        return math.nan
+    return (interval[1] - interval[0]) / 2 / median

@@ -7,16 +7,24 @@ from dataclasses import asdict, dataclass, field
 
 @dataclass(frozen=True)
 class Mismatch:
-    """One failing element: its (batch, row, column) position and the two values."""
+    """One failing element: its flat index, its (batch, row, column) when the shape is known, the values."""
 
-    batch: int
-    row: int
-    col: int
+    batch: int | None
+    row: int | None
+    col: int | None
     got: float
     want: float
+    index: int = -1  # flat element index
 
     def __str__(self) -> str:
-        return f"(batch {self.batch}, row {self.row}, col {self.col}): got {self.got:.6g}, want {self.want:.6g}"
+        where = (f"(batch {self.batch}, row {self.row}, col {self.col})" if self.batch is not None
+                 else f"(element {self.index})")
+        return f"{where}: got {self.got:.6g}, want {self.want:.6g}"
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Mismatch":
+        return cls(data.get("batch"), data.get("row"), data.get("col"), data["got"], data["want"],
+                   data.get("index", -1))
 
 
 @dataclass
@@ -35,6 +43,8 @@ class VerifyReport:
     rel_l2_error: float
     worst: Mismatch | None
     first_failures: list[Mismatch] = field(default_factory=list)
+    l1_error: float = 0.0  # sum of |out - ref| over the finite elements (the square lab's rule)
+    positions: str = "batch, row, col"  # or "flat": the shape was not known
 
     def rule(self) -> str:
         if self.rtol:
@@ -43,3 +53,10 @@ class VerifyReport:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "VerifyReport":
+        fields = dict(data)
+        fields["worst"] = Mismatch.from_dict(data["worst"]) if data.get("worst") else None
+        fields["first_failures"] = [Mismatch.from_dict(m) for m in data.get("first_failures", [])]
+        return cls(**{k: v for k, v in fields.items() if k in cls.__dataclass_fields__})

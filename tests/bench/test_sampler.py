@@ -1,4 +1,5 @@
 import itertools
+import math
 
 import pytest
 
@@ -13,8 +14,17 @@ def test_statistics_of_known_samples():
     assert stats.min == 1.0 and stats.max == 100.0
     assert stats.quantile(0.2) == pytest.approx(1.8)
     assert stats.quantile(0.8) == pytest.approx(23.2)
-    assert stats.outliers == 1
-    assert stats.noise == pytest.approx(stats.stdev / stats.mean)
+    assert stats.outliers == 1  # counted apart from the noise
+    assert math.isnan(stats.noise)  # five samples cannot give a 95% interval of the median
+
+
+def test_noise_is_the_median_interval_half_width_and_ignores_an_outlier():
+    stats = KernelStats([float(v) for v in range(1, 11)])  # 10 samples: the interval is x(2)..x(9)
+    assert stats.median_interval == (2.0, 9.0)
+    assert stats.noise == pytest.approx((9.0 - 2.0) / 2 / 5.5)
+    calm = KernelStats([1.0] * 29 + [1.01] * 30)
+    spiked = KernelStats([1.0] * 29 + [1.01] * 29 + [50.0])
+    assert spiked.noise == pytest.approx(calm.noise, abs=0.011) and spiked.outliers == 1
 
 
 def test_round_trip_through_dict():
@@ -50,8 +60,8 @@ def test_adaptive_gives_up_at_the_timeout_and_says_what_to_do():
     policy = TimingPolicy(warmup=0, min_samples=3, min_time_s=0.0, timeout_s=0.05, target_noise=0.01)
     stats = measure(lambda: next(values), policy, clock=FakeClock(0.01))
     assert not stats.converged
-    assert stats.count == 5
-    assert any("noise is" in w and "--timeout" in w for w in stats.warnings)
+    assert 2 <= stats.count < 6
+    assert any("noise is unknown" in w and "--timeout" in w for w in stats.warnings)
 
 
 def test_adaptive_honours_the_minimum_time():

@@ -51,7 +51,7 @@ def test_relative_tolerance_widens_the_rule():
 def test_chunked_scan_finds_the_worst_element_anywhere(monkeypatch):
     import attnbench.bench.verify as verify
 
-    monkeypatch.setattr(verify, "_CHUNK_ELEMENTS", 7)
+    monkeypatch.setattr(verify, "CHUNK_ELEMENTS", 7)
     ref = np.zeros((2, 3, 5), dtype=np.float32)
     out = ref.copy()
     out[1, 2, 4] = 1.0

@@ -73,7 +73,7 @@ def test_a_changed_generator_is_caught(monkeypatch):
     monkeypatch.setitem(suite.SUITE, case.name, case)
     wrong = suite.SuiteCase(**{**case.__dict__, "input_sha256": "0" * 64})
     with pytest.raises(TestcaseError, match="not reproducing the recorded bytes"):
-        suite.generate_input(wrong)
+        suite.generate_input(wrong, force=True)
     assert not suite.input_path(wrong).exists()
 
 
@@ -107,3 +107,28 @@ def test_selectors_combine_names_and_groups():
     chosen = [c.name for c in suite.cases_in("t10,known,t10")]
     assert chosen[0] == "t10" and chosen.count("t10") == 1 and "t29" in chosen
     assert len(suite.cases_in("all")) == len(suite.SUITE)
+
+
+def _generate_in_child(name: str, folder: str) -> tuple[str, int]:
+    """Generate a case in a fresh process; returns the path and how many values this process generated."""
+    import os
+
+    os.environ["ATTNBENCH_DATA"] = folder
+    from attnbench.cases import suite as child_suite
+
+    made = [0]
+    path = child_suite.generate_input(child_suite.get_case(name), lambda n: made.__setitem__(0, made[0] + n))
+    return str(path), made[0]
+
+
+def test_two_processes_generating_one_case_leave_one_intact_file(tmp_path):
+    import multiprocessing
+
+    name = "sq1025"  # 12 MB: long enough for the two to overlap
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        (path_a, made_a), (path_b, made_b) = pool.starmap(_generate_in_child, [(name, str(tmp_path))] * 2)
+    case = suite.get_case(name)
+    assert path_a == path_b
+    assert made_a + made_b == 3 * case.shape.elements  # the second waited on the lock, then found it made
+    assert suite.sha256_file(tmp_path / f"{name}.in") == case.input_sha256
+    assert not list(tmp_path.glob("*.partial")) and not list(tmp_path.glob(".*.partial"))

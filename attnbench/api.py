@@ -29,13 +29,7 @@ from attnbench.analysis.against import (
     expected_inputs,
 )
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
-from attnbench.bench.matrix import (
-    MatrixListener,
-    MatrixSettings,
-    assemble,
-    course_check,
-    run_matrix,
-)
+from attnbench.bench.matrix import MatrixListener, MatrixSettings, assemble, course_check, run_matrix
 from attnbench.bench.runner import run_variant
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.squarelab import LabTimer, lab_check
@@ -51,19 +45,8 @@ from attnbench.cases.inputs import (
     resolve,
     shadowed_by_suite,
 )
-from attnbench.cases.sweeps import (
-    parse_sizes,
-    parse_values,
-    shape_inputs,
-    square_inputs,
-)
-from attnbench.cases.testcase import (
-    OutputFile,
-    Shape,
-    Testcase,
-    read_shape,
-    write_output,
-)
+from attnbench.cases.sweeps import parse_sizes, parse_values, shape_inputs, square_inputs
+from attnbench.cases.testcase import OutputFile, Shape, Testcase, read_shape, write_output
 from attnbench.errors import TestcaseError
 from attnbench.files import check_output_path
 from attnbench.kernels.catalogue import default_variant, get_variant, variants_for

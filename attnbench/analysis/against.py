@@ -4,13 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attnbench.analysis.verdict import (
-    DEFAULT_SAME_WITHIN,
-    TimeComparison,
-    Verdict,
-    compare_stats,
-    is_regression,
-)
+from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN, TimeComparison, Verdict, compare_stats, is_regression
 from attnbench.cases.inputs import BenchInput, CaseInfo, SuiteInput
 from attnbench.errors import ResultsError
 from attnbench.results.resultset import REFUSED, Cell, ResultSet

@@ -13,12 +13,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 
-from attnbench.analysis.verdict import (
-    DEFAULT_SAME_WITHIN,
-    TimeComparison,
-    Verdict,
-    compare_stats,
-)
+from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN, TimeComparison, Verdict, compare_stats
 from attnbench.kernels.catalogue import LADDER_VARIANTS, REGISTRY
 from attnbench.locations import package_file
 from attnbench.results.resultset import Cell, ResultSet

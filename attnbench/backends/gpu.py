@@ -13,12 +13,7 @@ from typing import Any
 
 from attnbench.cases.testcase import Shape
 from attnbench.errors import GpuUnavailable, KernelCompileError, KernelLaunchError
-from attnbench.kernels.nvcc import (
-    compile_options,
-    include_dirs,
-    source_file,
-    source_text,
-)
+from attnbench.kernels.nvcc import compile_options, include_dirs, source_file, source_text
 from attnbench.kernels.variant import Variant
 
 # FP32 lanes per SM by compute capability, for the FP32 peak (2 FLOPs per lane per clock).

@@ -15,12 +15,7 @@ import numpy as np
 
 from attnbench.backends.base import Execution
 from attnbench.backends.factory import make_execution
-from attnbench.bench.sampler import (
-    TimingPolicy,
-    measure,
-    sample_execution,
-    timed_passes,
-)
+from attnbench.bench.sampler import TimingPolicy, measure, sample_execution, timed_passes
 from attnbench.bench.verify import FiniteCheck, finite_check
 from attnbench.cases.testcase import Testcase
 from attnbench.kernels.variant import Variant

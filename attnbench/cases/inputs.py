@@ -19,15 +19,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from attnbench.cases import suite
-from attnbench.cases.testcase import (
-    HEADER,
-    OutputFile,
-    Shape,
-    Testcase,
-    read_shape,
-    read_testcase,
-    write_output,
-)
+from attnbench.cases.testcase import HEADER, OutputFile, Shape, Testcase, read_shape, read_testcase, write_output
 from attnbench.errors import TestcaseError
 
 Advance = Callable[[int], None]

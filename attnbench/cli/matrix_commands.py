@@ -10,25 +10,11 @@ import click
 from attnbench import api
 from attnbench.analysis.view import MatrixView, exit_status, failures
 from attnbench.bench.verify import COURSE_ATOL
-from attnbench.cli.options import (
-    command_line,
-    notice,
-    percent,
-    timing_from,
-    timing_options,
-    tolerance,
-    with_options,
-)
+from attnbench.cli.options import command_line, notice, percent, timing_from, timing_options, tolerance, with_options
 from attnbench.errors import PlotsUnavailable
 from attnbench.output import tables
 from attnbench.output.markdown import lab_report_lines
-from attnbench.output.terminal import (
-    MatrixProgress,
-    console,
-    err_console,
-    print_table,
-    print_warnings,
-)
+from attnbench.output.terminal import MatrixProgress, console, err_console, print_table, print_warnings
 from attnbench.results.resultset import ERROR, WRONG, ResultSet
 
 save_options = [

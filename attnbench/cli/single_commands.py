@@ -10,14 +10,7 @@ import click
 from attnbench import api
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases import suite
-from attnbench.cli.options import (
-    error_line,
-    notice,
-    timing_from,
-    timing_options,
-    tolerance,
-    with_options,
-)
+from attnbench.cli.options import error_line, notice, timing_from, timing_options, tolerance, with_options
 from attnbench.output import tables
 from attnbench.output.terminal import console, print_table, print_warnings, progress_bar
 

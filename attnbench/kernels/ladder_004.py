@@ -14,6 +14,7 @@ from attnbench.kernels.variant import (
     cdiv,
     f32_bytes,
     grid_rows,
+    one_kernel_variant,
     threads,
 )
 
@@ -48,10 +49,10 @@ def _maxsmem_bytes(s: Shape) -> int:
 # 2-column tile loses float32 accuracy at large N (relL2 about 3e-5 at bc = 1, N = 32768).
 _MAXSMEM_MAX_HEAD_DIM = 86
 
-# Variants that materialise S (N*N floats per batch item) stop where one item's S stops fitting.
 # The running max m and sum l of each query row, in global memory (until report 004 §4.2.8).
 _ROW_STATS = {"row_max": f32_bytes(lambda s: s.B * s.N), "row_sum": f32_bytes(lambda s: s.B * s.N)}
 
+# Variants that materialise S (N*N floats per batch item) stop where one item's S stops fitting.
 SCORES_IN_MEMORY = Constraints(max_seq_len=65536, note="S materialised: N*N floats per item (16 GiB at N = 65536)")
 
 VARIANTS.append(
@@ -119,21 +120,13 @@ VARIANTS.append(
 )
 
 
+_STATS_ARGS = ("qkv", "out", "N", "scale_log2", "row_max", "row_sum")
+
 VARIANTS.append(
-    Variant(
-        name="fused",
-        report="004 §4.2.2",
-        technique="five steps fused in one kernel, Q/K/V/S tiles in shared memory; grid (B), br = bc = 32",
-        source="fused.cu",
-        launches=(
-            Launch(
-                kernel="flash_fused",
-                grid=lambda s: (s.B, 1, 1),
-                block=threads(32),
-                args=("qkv", "out", "N", "scale_log2", "row_max", "row_sum"),
-                smem=lambda s: 4 * (3 * 32 * s.d + 32 * 32),
-            ),
-        ),
+    one_kernel_variant(
+        "fused", "004 §4.2.2",
+        "five steps fused in one kernel, Q/K/V/S tiles in shared memory; grid (B), br = bc = 32",
+        grid=lambda s: (s.B, 1, 1), block=threads(32), args=_STATS_ARGS, smem=lambda s: 4 * (3 * 32 * s.d + 32 * 32),
         constraints=Constraints(max_head_dim=253),  # shared memory <= 99 KB
         defines=lambda s: {"HEAD_DIM": s.d},
         workspace=dict(_ROW_STATS),
@@ -142,20 +135,8 @@ VARIANTS.append(
 
 def _large_tile_step(name: str, section: str, technique: str, grid: Callable[[Shape], Dims]) -> Variant:
     """maxsmem and splitq: br = 128 and the 48 KB bc of §4.2.3; they differ in how blocks cover Q."""
-    return Variant(
-        name=name,
-        report=f"004 §{section}",
-        technique=technique,
-        source=f"{name}.cu",
-        launches=(
-            Launch(
-                kernel=f"flash_{name}",
-                grid=grid,
-                block=threads(128),
-                args=("qkv", "out", "N", "scale_log2", "row_max", "row_sum"),
-                smem=_maxsmem_bytes,
-            ),
-        ),
+    return one_kernel_variant(
+        name, f"004 §{section}", technique, grid=grid, block=threads(128), args=_STATS_ARGS, smem=_maxsmem_bytes,
         constraints=Constraints(max_head_dim=_MAXSMEM_MAX_HEAD_DIM, note="bc >= 4 keeps float32 accuracy"),
         defines=lambda s: {"HEAD_DIM": s.d, "BLOCK_COLS": _maxsmem_cols(s.d)},
         workspace=dict(_ROW_STATS),
@@ -180,19 +161,9 @@ def _ladder_004_step(name: str, section: str, technique: str, global_row_stats: 
     Until §4.2.8 the running max m and sum l live in global workspaces passed after the scale.
     """
     stats = ("row_max", "row_sum") if global_row_stats else ()
-    return Variant(
-        name=name,
-        report=f"004 §{section}",
-        technique=technique,
-        source=f"{name}.cu",
-        launches=(
-            Launch(
-                kernel=f"flash_{name}",
-                grid=grid_rows(128),
-                block=threads(128),
-                args=("qkv", "out", "N", "scale_log2", *stats),
-            ),
-        ),
+    return one_kernel_variant(
+        name, f"004 §{section}", technique, grid=grid_rows(128), block=threads(128),
+        args=("qkv", "out", "N", "scale_log2", *stats),
         constraints=_LADDER_D,
         defines=lambda s: {"HEAD_DIM": s.d},
         workspace=dict(_ROW_STATS) if global_row_stats else {},

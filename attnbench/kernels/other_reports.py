@@ -12,6 +12,7 @@ from attnbench.kernels.variant import (
     cdiv,
     f32_bytes,
     grid_rows,
+    one_kernel_variant,
     threads,
 )
 
@@ -128,20 +129,11 @@ VARIANTS.append(
 )
 
 VARIANTS.append(
-    Variant(
-        name="singlehead",
-        report="001 (single head flash attention)",
-        technique="one thread per query row, Br = Bc = 64, K/V tiles in shared memory, "
+    one_kernel_variant(
+        "singlehead", "001 (single head flash attention)",
+        "one thread per query row, Br = Bc = 64, K/V tiles in shared memory, "
         "unsafe softmax (exp without max subtraction, divide by the sum at the end)",
-        source="singlehead.cu",
-        launches=(
-            Launch(
-                kernel="singlehead_attention",
-                grid=grid_rows(64),
-                block=threads(64),
-                args=("qkv", "out", "N", "scale"),
-            ),
-        ),
+        kernel="singlehead_attention", grid=grid_rows(64), block=threads(64), args=("qkv", "out", "N", "scale"),
         constraints=Constraints(
             max_head_dim=64,
             note="unsafe softmax: Inf/NaN once a scaled score exceeds ~88.7 or N*exp(max score) > 3.4e38; "
@@ -165,21 +157,10 @@ def _tf32x3_smem(s: Shape) -> int:
 
 
 VARIANTS.append(
-    Variant(
-        name="tf32x3",
-        report="beyond 004 (3xTF32 tensor cores)",
-        technique="tensor cores: FA2 warp tiles on mma.sync m16n8k8 in 3xTF32 (big + small split), "
-        "cp.async double-buffered K/V",
-        source="tf32x3.cu",
-        launches=(
-            Launch(
-                kernel="flash_tf32x3",
-                grid=grid_rows(64),
-                block=threads(128),
-                args=("qkv", "out", "N", "scale_log2"),
-                smem=_tf32x3_smem,
-            ),
-        ),
+    one_kernel_variant(
+        "tf32x3", "beyond 004 (3xTF32 tensor cores)",
+        "tensor cores: FA2 warp tiles on mma.sync m16n8k8 in 3xTF32 (big + small split), cp.async double-buffered K/V",
+        grid=grid_rows(64), block=threads(128), args=("qkv", "out", "N", "scale_log2"), smem=_tf32x3_smem,
         constraints=Constraints(
             head_dims=_TF32X3_HEAD_DIMS,
             note="3xTF32 on tensor cores (sm_80+)",

@@ -113,6 +113,15 @@ class Variant:
         return sum(size(chunk) for size in self.workspace.values())
 
 
+def one_kernel_variant(name: str, report: str, technique: str, *, grid: Callable[[Shape], Dims],
+                       block: Callable[[Shape], Dims], args: tuple[str, ...], smem: Callable[[Shape], int] = lambda s: 0,
+                       kernel: str | None = None, **facts: object) -> Variant:
+    """A variant of one launch (most are): kernel flash_<name> in <name>.cu unless named otherwise."""
+    source = str(facts.pop("source", f"{name}.cu"))
+    return Variant(name=name, report=report, technique=technique, source=source,
+                   launches=(Launch(kernel or f"flash_{name}", grid, block, args, smem),), **facts)  # type: ignore[arg-type]
+
+
 def grid_rows(rows_per_block: int) -> Callable[[Shape], Dims]:
     """One block per `rows_per_block` query rows of each batch item."""
     return lambda s: (cdiv(s.N, rows_per_block), s.B, 1)

@@ -152,13 +152,19 @@ def ladder_section(results: list[ResultSet], same_within: float, level: int = 2)
     return "\n\n".join(parts), found
 
 
-def markdown_document(result: ResultSet, same_within: float = DEFAULT_SAME_WITHIN) -> str:
-    kind = result.kind.capitalize()
-    parts = [f"# {kind}: {result.name}", "\n".join(environment_lines(result))]
+def result_section(result: ResultSet, heading: str, same_within: float, level: int) -> list[str]:
+    """One result's heading, environment, square-lab lines and tables, as Markdown parts."""
+    parts = [f"{'#' * (level - 1)} {heading}{result.kind.capitalize()}: {result.name}", "\n".join(environment_lines(result))]
     lab = lab_section(result)
     if lab:
         parts.append(lab)
-    parts.append(matrix_sections(result, same_within, level=2))
+    parts.append(matrix_sections(result, same_within, level))
+    return parts
+
+
+def markdown_document(result: ResultSet, same_within: float = DEFAULT_SAME_WITHIN) -> str:
+    """The Markdown page saved beside a result's JSON."""
+    parts = result_section(result, "", same_within, level=2)
     if has_ladder(result):
         parts.append(ladder_section([result], same_within, level=2)[0])
     return "\n\n".join(parts) + "\n"

@@ -16,12 +16,7 @@ from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.errors import PlotsUnavailable
 from attnbench.files import write_text
 from attnbench.output import plots as plotting
-from attnbench.output.markdown import (
-    environment_lines,
-    lab_section,
-    ladder_section,
-    matrix_sections,
-)
+from attnbench.output.markdown import ladder_section, result_section
 from attnbench.results.resultset import ResultSet
 
 
@@ -52,16 +47,12 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
         f"Made by `attnbench report` on {date} from {len(results)} result file(s): {names}. Kernel times are "
         "medians of CUDA-event samples (the L2 cache flushed before each unless the run says otherwise), printed with "
         "their relative noise; every output was checked against a float64 reference before it was timed, and a wrong "
-        "output has no time. Speedups carry one standard deviation propagated from both noises; SAME / FASTER / "
-        f"SLOWER are called only beyond the larger noise and never within {100 * same_within:g}%.",
+        "output has no time. Noise is the half-width of the median's 95% confidence interval; speedups carry both "
+        "noises; SAME / FASTER / SLOWER are called only beyond both noises plus "
+        f"{100 * same_within:g}% for run-to-run drift.",
     ]
     for index, result in enumerate(results, 1):
-        kind = result.kind.capitalize()
-        section = [f"## {index}. {kind}: {result.name}", "\n".join(environment_lines(result))]
-        lab = lab_section(result)
-        if lab:
-            section.append(lab)
-        section.append(matrix_sections(result, same_within, level=3))
+        section = result_section(result, f"{index}. ", same_within, level=3)
         if can_plot:
             stem = f"{out.stem}_{index}"
             images = []

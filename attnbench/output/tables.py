@@ -100,20 +100,21 @@ def status_text(cell: Cell | None) -> Text | None:
     return None
 
 
-def time_text(cell: Cell | None) -> Text:
-    status = status_text(cell)
-    if status is not None:
-        return status
-    assert cell is not None and cell.stats is not None
-    return Text(f"{format_ms(cell.stats.median)} {noise_text(cell.stats.noise)}")
-
-
-def tflops_text(cell: Cell | None) -> Text:
+def _timed_text(cell: Cell | None, text: Callable[[Measurement], str]) -> Text:
+    """A timed cell's figure, or its status when it has no time."""
     status = status_text(cell)
     if status is not None:
         return status
     assert cell is not None and cell.measurement is not None
-    return Text(f"{cell.measurement.tflops:.3g}")
+    return Text(text(cell.measurement))
+
+
+def time_text(cell: Cell | None) -> Text:
+    return _timed_text(cell, lambda m: f"{format_ms(m.kernel.median)} {noise_text(m.kernel.noise)}")
+
+
+def tflops_text(cell: Cell | None) -> Text:
+    return _timed_text(cell, lambda m: f"{m.tflops:.3g}")
 
 
 def speedup_text(view: MatrixView, variant: str, case: str) -> Text:
@@ -173,8 +174,8 @@ def speedup_table(view: MatrixView) -> TableModel | None:
     others = [v for v in result.variant_names if v != view.baseline]
     if view.baseline is None or not others:
         return None
-    title = (f"Speedup over {view.baseline} (± one standard deviation; verdict from the noise, "
-             f"SAME within {100 * view.same_within:g}%)")
+    title = (f"Speedup over {view.baseline} (± from both noises; verdict beyond both noises plus "
+             f"{100 * view.same_within:g}% for drift)")
     geomeans = [view.geomean_speedup(v) for v in others]
     geo_texts = [g.describe() if g else "-" for g in geomeans]
     cases = result.case_labels

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -52,16 +52,7 @@ class VariantInfo:
     accuracy: str = "float32"
 
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "report": self.report,
-            "technique": self.technique,
-            "backend": self.backend,
-            "source": self.source,
-            "source_hash": self.source_hash,
-            "nvcc_options": list(self.nvcc_options),
-            "accuracy": self.accuracy,
-        }
+        return {**asdict(self), "nvcc_options": list(self.nvcc_options)}
 
     @classmethod
     def from_dict(cls, data: dict) -> "VariantInfo":

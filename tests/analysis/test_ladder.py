@@ -1,11 +1,6 @@
 import pytest
 
-from attnbench.analysis.ladder import (
-    has_ladder,
-    ladder_order,
-    ladder_steps,
-    load_claims,
-)
+from attnbench.analysis.ladder import has_ladder, ladder_order, ladder_steps, load_claims
 from tests.synthetic import COURSE_SHAPES, result_set
 
 

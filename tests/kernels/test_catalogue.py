@@ -4,12 +4,7 @@ import pytest
 
 from attnbench.cases.testcase import Shape
 from attnbench.errors import ShapeNotSupported, UnknownName
-from attnbench.kernels.catalogue import (
-    REGISTRY,
-    default_variant,
-    get_variant,
-    gpu_variants,
-)
+from attnbench.kernels.catalogue import REGISTRY, default_variant, get_variant, gpu_variants
 from attnbench.kernels.variant import SCALAR_ARGS
 from attnbench.locations import kernel_dir
 

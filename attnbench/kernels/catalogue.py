@@ -40,10 +40,12 @@ def gpu_variants() -> list[Variant]:
 
 
 # Which GPU variant is the default: the first in this list that accepts the shape.
-# Measured on an H200 (results/2026-11-21_h200_ladder_*.md): tf32x3 leads wherever it applies; gemm
-# leads the FFMA variants from N = 128 to 32768 and on square shapes; online takes the large head
-# dimensions gemm cannot hold; singlehead is left out (its unsafe softmax can overflow).
-FASTEST_FIRST: tuple[str, ...] = ("tf32x3", "gemm", "qreg", "online", "naive")
+# Measured on an H200 (results/2026-11-21_h200_ladder_*.md, results/2026-11-22_h200_fa2simt_*.md):
+# tf32x3 leads wherever it applies; among the FFMA variants fa2simt leads for d in {32, 64, 128}
+# (25-45 TFLOP/s on the course cases against gemm's 13-24), then gemm from N = 128 to 32768 and on
+# square shapes; online takes the large head dimensions gemm cannot hold; singlehead is left out
+# (its unsafe softmax can overflow).
+FASTEST_FIRST: tuple[str, ...] = ("tf32x3", "fa2simt", "gemm", "qreg", "online", "naive")
 
 
 def default_variant(shape: Shape, gpu_usable: bool) -> Variant:

@@ -170,6 +170,68 @@ VARIANTS.append(
 )
 
 
+_FA2SIMT_KEYS_PER_TILE = 64
+
+
+def _fa2simt_config(s: Shape) -> tuple[int, int, int]:
+    """(FA2_WARPS, FA2_UNROLL, FA2_SPLIT_S), the configurations measured best on an H200.
+
+    d = 32 and 64: 8 warps (BR = 256, one block per SM) for N > 128; 4 warps (BR = 128) for N <= 128,
+    where BR = 256 would leave half the rows empty (t11: 0.90 ms instead of 1.73). d = 128: 4 warps
+    (BR = 64; 8 would need 236 KB of shared memory). FA2_UNROLL: the inner k loops' unroll (64 at
+    d = 32 unrolls both whole). FA2_SPLIT_S: S = Q K^T summed in two halves at d = 64 (2) and 128 (1),
+    which keeps every element within 5e-3 when inputs are uniform in [-30, 30] (one float32 sum over
+    d: up to 6.1e-3).
+    """
+    if s.d == 128:
+        return 4, 8, 1
+    warps = 4 if s.N <= 128 else 8
+    if s.d == 32:
+        return warps, 64 if warps == 8 else 32, 0
+    return warps, 32, 2
+
+
+def _fa2simt_rows(s: Shape) -> int:
+    """Query rows per block: 32 per warp (16 at d = 128)."""
+    return _fa2simt_config(s)[0] * (16 if s.d == 128 else 32)
+
+
+def _fa2simt_smem(s: Shape) -> int:
+    """Bytes of dynamic shared memory: 133,632 (d = 32), 200,704 (d = 64), 187,392 (d = 128) with 8,
+    8 and 4 warps; 84,480 (d = 32) and 135,168 (d = 64) with 4 warps."""
+    stride = _fa2simt_rows(s) + 4  # Qt and Pt rows; 4*stride = 16 (mod 32) banks
+    keys = _FA2SIMT_KEYS_PER_TILE
+    return 4 * (s.d * stride + keys * stride + 2 * s.d * (keys + 4) + 2 * keys * s.d)
+
+
+VARIANTS.append(
+    Variant(
+        name="fa2simt",
+        report="beyond 004 (FlashAttention-2 work split on FFMA)",
+        technique="FFMA only: warps over Q rows, 8x8 register micro-tiles of S and O per thread (SGEMM-style), "
+        "K^T/V double-buffered by cp.async, online softmax in registers with shuffles",
+        source="fa2simt.cu",
+        launches=(
+            Launch(
+                kernel="flash_fa2simt",
+                grid=lambda s: (cdiv(s.N, _fa2simt_rows(s)), s.B, 1),
+                block=lambda s: (32 * _fa2simt_config(s)[0], 1, 1),
+                args=("qkv", "out", "N", "scale_log2"),
+                smem=_fa2simt_smem,
+            ),
+        ),
+        constraints=Constraints(
+            head_dims=(32, 64, 128),
+            note="83-196 KB of shared memory a block: every shape on Hopper (227 KB), d = 32 on an A100 (163 KB), "
+            "none on a GTX 1080 (48 KB), where the launch is refused in one sentence",
+        ),
+        defines=lambda s: dict(
+            zip(("HEAD_DIM", "FA2_WARPS", "FA2_UNROLL", "FA2_SPLIT_S"), (s.d, *_fa2simt_config(s)))
+        ),
+    )
+)
+
+
 # A peer, not a kernel of ours: PyTorch on the same float32 data, where PyTorch is importable.
 VARIANTS.append(
     Variant(

@@ -39,7 +39,7 @@ def test_launch_geometry_is_within_cuda_limits(variant):
             assert len(grid) == 3 and len(block) == 3
             assert min(grid) >= 1 and max(grid[1:]) <= 65535
             assert 1 <= block[0] * block[1] * block[2] <= 1024
-            assert 0 <= launch.smem(shape) <= 99 * 1024
+            assert 0 <= launch.smem(shape) <= 227 * 1024  # the most any GPU allows a block (Hopper)
         assert variant.steps(shape) >= 1
 
 

@@ -15,7 +15,7 @@ from attnbench.backends.base import HostClock
 from attnbench.cases.testcase import Testcase
 
 BLOCK_COLS = 32
-_GROUP_BYTES = 64 << 20
+_GROUP_BYTES = 16 << 20  # a group of items at a time: bounds the temporaries beside the input and output
 
 
 def flash_attention_cpu(testcase: Testcase, block_cols: int = BLOCK_COLS) -> np.ndarray:

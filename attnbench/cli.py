@@ -648,3 +648,10 @@ def report(results: tuple[str, ...], output: str | None, ladder: bool | None, no
                   highlight=False)
     for note in outcome.notes:
         err_console.print(f"note: {escape(note)}", highlight=False)
+
+
+from attnbench.cli_profile import ceilings, info, profile  # noqa: E402  (commands that explain the numbers)
+
+main.add_command(profile)
+main.add_command(info)
+main.add_command(ceilings)

@@ -70,7 +70,9 @@ def measurement_table(m: Measurement) -> Table:
     table.add_row(f"{timed} median", milliseconds(k.median), samples)
     table.add_row(f"{timed} min / max", f"{milliseconds(k.min)} / {milliseconds(k.max)}", "")
     table.add_row(f"{timed} stddev", milliseconds(k.stdev), f"noise {100 * k.noise:.2f}%, {k.outliers} outliers")
-    peak = f"{100 * m.peak_fraction:.1f}% of FP32 peak" if m.peak_fraction is not None else ""
+    peak = f"{100 * m.peak_fraction:.1f}% of FP32 peak (datasheet)" if m.peak_fraction is not None else ""
+    if m.ceiling:  # a measured ceiling from `attnbench ceilings` replaces the datasheet figure
+        peak = f"{100 * m.ceiling['fraction']:.1f}% of {m.ceiling['name']} (measured)"
     table.add_row("TFLOP/s", f"{m.tflops:.3f}", f"4*B*N*N*d / kernel median; {peak}".rstrip("; "))
     if m.verification is not None:
         v = m.verification
@@ -177,6 +179,8 @@ def _matrix_cell_text(view: "MatrixView", variant: str, case: str) -> str:
     assert cell.measurement is not None
     k = cell.measurement.kernel
     lines = [f"{milliseconds(k.median)} ±{100 * k.noise:.1f}%", f"{cell.measurement.tflops:.3g} TFLOP/s"]
+    if cell.measurement.ceiling:
+        lines[-1] += f", {100 * cell.measurement.ceiling['fraction']:.0f}% of ceiling"
     if variant == view.baseline:
         lines.append("[dim]baseline[/dim]")
     else:

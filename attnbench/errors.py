@@ -68,3 +68,9 @@ class PlotsUnavailable(AttnbenchError):
     """matplotlib (the `plot` extra) is not installed."""
 
     exit_code = 1
+
+
+class ProfilerUnavailable(AttnbenchError):
+    """Nsight Compute is missing, or may not read this GPU's performance counters."""
+
+    exit_code = 3

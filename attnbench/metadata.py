@@ -140,6 +140,10 @@ def collect(gpu: Any | None = None, with_torch: bool = False, command: str | Non
     if gpu is not None:
         data["gpu"] = gpu.facts()
         data["gpu_state"] = live_gpu_state(gpu.index)
+        from attnbench.bench.ceilings import for_gpu_facts
+
+        cached = for_gpu_facts(data["gpu"])  # `attnbench ceilings`, when measured on this GPU and driver
+        data["ceilings"] = cached.to_dict() if cached else None
     return data
 
 

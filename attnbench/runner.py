@@ -43,6 +43,7 @@ class Measurement:
     peak_flops: float | None = None
     verification: VerifyReport | None = None
     warnings: list[str] = field(default_factory=list)
+    ceiling: dict | None = None  # the measured ceiling that applies, and the fraction reached (attnbench ceilings)
 
     @property
     def flops(self) -> int:
@@ -76,6 +77,7 @@ class Measurement:
             "tflops": self.tflops,
             "peak_flops": self.peak_flops,
             "peak_fraction": self.peak_fraction,
+            "ceiling": self.ceiling,
             "verification": self.verification.to_dict() if self.verification else None,
             "warnings": self.warnings + self.kernel.warnings,
         }
@@ -96,6 +98,7 @@ class Measurement:
             input_s=data.get("input_s"),
             output_s=data.get("output_s"),
             peak_flops=data.get("peak_flops"),
+            ceiling=data.get("ceiling"),
             warnings=[w for w in data.get("warnings", []) if w not in kernel.warnings],
         )
 
@@ -406,6 +409,12 @@ def _measurement(variant: Variant, case_label: str, testcase: Testcase, gpu: Any
         peak_flops=execution.peak_flops,
     )
     if gpu is not None and variant.backend != "cpu":
+        from attnbench.bench.ceilings import applied_ceiling, load_cached
+
+        shape = testcase.shape
+        applied = applied_ceiling(variant.unit, shape.flops, stats.median * 1e-3, (shape.B, shape.N, shape.d),
+                                  load_cached(gpu.name, gpu.driver.get_driver_version()))
+        measurement.ceiling = applied.to_dict() if applied else None
         reasons = gpu.throttle_reasons()
         if reasons:
             measurement.warnings.append(

@@ -98,6 +98,9 @@ class Variant:
     steps: Callable[[Shape], int] = lambda s: 1
     # "float32" variants must meet relL2 <= 1e-5; "unsafe" ones (no max subtraction) may overflow.
     accuracy: Literal["float32", "unsafe"] = "float32"
+    # What it runs on, so a measured ceiling applies (`attnbench ceilings`): FP32 FFMA, tensor cores in
+    # TF32 (1x) or 3xTF32 (a third of the TF32 rate), or memory-bound (DRAM bandwidth).
+    unit: Literal["ffma", "tf32x3", "tensor", "memory"] = "ffma"
 
     def refusal(self, shape: Shape) -> str | None:
         """Why this variant cannot take `shape`, or None if it can."""
@@ -550,6 +553,7 @@ register(
             note="3xTF32 on tensor cores (sm_80+)",
         ),
         defines=lambda s: {"HEAD_DIM": s.d},
+        unit="tf32x3",
     )
 )
 
@@ -561,6 +565,7 @@ register(
         report="peer",
         technique="PyTorch scaled_dot_product_attention on the same float32 data (its fastest float32 backend)",
         backend="torch",
+        unit="tf32x3",  # its efficient backend runs float32 as 3xTF32 on mma.sync
     )
 )
 

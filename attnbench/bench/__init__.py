@@ -1,0 +1,1 @@
+"""Measuring: profiling under Nsight Compute and measuring the GPU's ceilings."""

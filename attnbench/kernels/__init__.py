@@ -1,0 +1,1 @@
+"""Kernel models: launch geometry, occupancy, and the profiler metric table."""

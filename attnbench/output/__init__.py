@@ -1,0 +1,1 @@
+"""Printers and plots that turn measurements into tables, files and figures."""

@@ -66,7 +66,7 @@ class Occupancy:
     blocks_per_sm: int
     warps_per_sm: int
     max_warps_per_sm: int
-    limiter: str  # "threads", "blocks", "registers" or "shared memory"; "does not fit" when 0
+    limiter: str  # "threads", "blocks", "registers", "shared memory" (ties joined by "and"); "does not fit" when 0
     by_limit: dict[str, int]  # blocks per SM each limit allows
 
     @property
@@ -98,8 +98,8 @@ def occupancy(model: GpuModel, threads_per_block: int, registers_per_thread: int
         allocated = _round_up(smem_per_block + model.smem_reserved_per_block, model.smem_unit)
         limits["shared memory"] = model.smem_per_sm // allocated
     blocks = min(limits.values())
-    order = ["shared memory", "registers", "threads", "blocks"]  # name the scarcer resource first on ties
-    limiter = "does not fit" if blocks == 0 else next(k for k in order if limits.get(k) == blocks)
+    order = ["shared memory", "registers", "threads", "blocks"]
+    limiter = "does not fit" if blocks == 0 else " and ".join(k for k in order if limits.get(k) == blocks)
     return Occupancy(blocks, blocks * warps_per_block, model.max_warps_per_sm, limiter, limits)
 
 

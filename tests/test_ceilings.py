@@ -1,0 +1,157 @@
+"""attnbench.bench.ceilings: the cache (folder, keying, versions), which ceiling applies to which
+variant, how run shows it; and cuda/ceilings.cu compiles without spills (no GPU needed)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from attnbench.bench import ceilings as cl
+from attnbench.display import measurement_table
+from attnbench.gpu import BASE_NVCC_OPTIONS, CUDA_DIR
+from attnbench.runner import Measurement
+from attnbench.testcase import Shape
+from attnbench.timing import KernelStats
+from attnbench.variants import REGISTRY
+
+NVCC = shutil.which("nvcc")
+
+
+def sample(gpu: str = "NVIDIA H200", driver: str = "580159") -> cl.CeilingSet:
+    return cl.CeilingSet(gpu, driver, "sm_90", 132, 1980.0, "2026-11-22T06:00:00+00:00", [
+        cl.Ceiling("ffma", "FP32 FFMA", 64.0, "TFLOP/s"),
+        cl.Ceiling("tf32_mma", "TF32 mma.sync m16n8k8", 300.0, "TFLOP/s"),
+        cl.Ceiling("ex2", "MUFU ex2", 4100.0, "Gop/s"),
+        cl.Ceiling("dram_copy", "DRAM copy (read + write)", 4000.0, "GB/s"),
+    ])
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(cl.CACHE_ENV, str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_cache_folder_from_the_environment(cache, monkeypatch):
+    assert cl.cache_dir() == cache
+    monkeypatch.delenv(cl.CACHE_ENV)
+    assert "attnbench" in str(cl.cache_dir())
+
+
+def test_round_trip_keyed_by_gpu_and_driver(cache):
+    path = cl.save(sample())
+    assert path.parent == cache and path.name == "ceilings_nvidia-h200_driver-580159.json"
+    loaded = cl.load_cached("NVIDIA H200", 580159)
+    assert loaded == sample()
+    assert cl.load_cached("NVIDIA H200", "590000") is None  # another driver: measure again
+    assert cl.load_cached("NVIDIA H100 80GB HBM3", "580159") is None
+    assert cl.for_gpu_facts({"name": "NVIDIA H200", "driver_version": 580159}) == sample()
+    assert cl.for_gpu_facts({"name": "NVIDIA H200"}) is None
+    assert cl.for_gpu_facts(None) is None
+
+
+def test_unreadable_or_old_cache_is_ignored(cache):
+    path = cl.save(sample())
+    path.write_text("{not json")
+    assert cl.load_cached("NVIDIA H200", "580159") is None
+    data = sample().to_dict()
+    data["version"] = 0
+    path.write_text(json.dumps(data))
+    assert cl.load_cached("NVIDIA H200", "580159") is None
+
+
+def test_get_or_measure_uses_the_cache_unless_refreshed(cache, monkeypatch):
+    class FakeDriver:
+        @staticmethod
+        def get_driver_version():
+            return 580159
+
+    class FakeGpu:
+        name = "NVIDIA H200"
+        driver = FakeDriver()
+
+    fresh = sample()
+    fresh.ceilings = fresh.ceilings[:1]
+    calls = []
+    monkeypatch.setattr(cl, "measure", lambda gpu: calls.append(gpu) or fresh)
+    got, cached = cl.get_or_measure(FakeGpu())
+    assert (got, cached, len(calls)) == (fresh, False, 1)
+    got, cached = cl.get_or_measure(FakeGpu())
+    assert (got, cached, len(calls)) == (fresh, True, 1)
+    got, cached = cl.get_or_measure(FakeGpu(), refresh=True)
+    assert (cached, len(calls)) == (False, 2)
+
+
+def test_which_ceiling_applies():
+    shape = (2, 1024, 64)
+    flops = 4 * 2 * 1024 * 1024 * 64
+    seconds = flops / 32e12  # 32 TFLOP/s
+    ffma = cl.applied_ceiling("ffma", flops, seconds, shape, sample())
+    assert ffma.fraction == pytest.approx(0.5) and ffma.measured and "FFMA" in ffma.name
+    x3 = cl.applied_ceiling("tf32x3", flops, seconds, shape, sample())
+    assert x3.value == pytest.approx(100e12) and x3.fraction == pytest.approx(0.32)  # a third of 300
+    tensor = cl.applied_ceiling("tensor", flops, seconds, shape, sample())
+    assert tensor.fraction == pytest.approx(32 / 300)
+    memory = cl.applied_ceiling("memory", flops, 1e-3, shape, sample())
+    assert memory.fraction == pytest.approx(16 * 2 * 1024 * 64 / 1e-3 / 4000e9)
+    assert cl.applied_ceiling("ffma", flops, seconds, shape, None) is None
+    partial = sample()
+    partial.ceilings = partial.ceilings[:1]
+    assert cl.applied_ceiling("tf32x3", flops, seconds, shape, partial) is None
+
+
+def test_every_builtin_variant_declares_a_unit_with_a_ceiling():
+    for variant in REGISTRY.values():
+        assert variant.unit in cl.UNIT_CEILINGS, variant.name
+    assert REGISTRY["tf32x3"].unit == "tf32x3" and REGISTRY["qreg"].unit == "ffma"
+
+
+def test_run_table_names_the_measured_ceiling_or_the_datasheet():
+    stats = KernelStats([2.0, 2.0, 2.0])
+    m = Measurement("qreg", "t29", Shape(4, 32768, 32), "NVIDIA H200", 0.1, stats, peak_flops=66.9e12)
+    from rich.console import Console
+
+    def text(measurement):
+        console = Console(width=200, record=True)
+        console.print(measurement_table(measurement))
+        return console.export_text()
+
+    assert "of FP32 peak (datasheet)" in text(m)
+    applied = cl.applied_ceiling("ffma", m.flops, 2e-3, (4, 32768, 32), sample())
+    m.ceiling = applied.to_dict()
+    shown = text(m)
+    assert f"{100 * applied.fraction:.1f}% of FP32 FFMA (measured)" in shown and "datasheet" not in shown
+    assert Measurement.from_dict(m.to_dict()).ceiling == m.ceiling
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_micro_benchmarks_compile_without_spills(arch, tmp_path):
+    command = [NVCC, *BASE_NVCC_OPTIONS, f"-arch={arch}", "-cubin", "-Xptxas", "-v", str(CUDA_DIR / "ceilings.cu"),
+               "-o", str(tmp_path / "c.cubin")]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    kernels = set(re.findall(r"Compiling entry function '(\w+)'", result.stderr))
+    assert kernels == {"ceiling_ffma", "ceiling_mma_tf32", "ceiling_ex2", "ceiling_copy"}
+    spills = [int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", result.stderr)]
+    assert spills and not any(spills)
+
+
+CUOBJDUMP = shutil.which("cuobjdump")
+
+
+@pytest.mark.skipif(NVCC is None or CUOBJDUMP is None, reason="nvcc or cuobjdump is not installed")
+def test_micro_benchmarks_run_on_the_units_they_claim(tmp_path):
+    """The loops are what they count: TF32 HMMA, MUFU.EX2 and FFMA in the SASS for sm_90."""
+    cubin = tmp_path / "c.cubin"
+    subprocess.run([NVCC, *BASE_NVCC_OPTIONS, "-arch=sm_90", "-cubin", str(CUDA_DIR / "ceilings.cu"), "-o", str(cubin)],
+                   check=True, capture_output=True)
+    sass = subprocess.run([CUOBJDUMP, "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
+    functions = dict(re.findall(r"Function : (\w+)\n(.*?)(?=Function :|\Z)", sass, re.S))
+    assert functions["ceiling_mma_tf32"].count("HMMA.1688.F32.TF32") >= 16
+    assert functions["ceiling_ex2"].count("MUFU.EX2") >= 128
+    assert functions["ceiling_ffma"].count("FFMA") >= 128

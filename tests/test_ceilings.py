@@ -155,3 +155,17 @@ def test_micro_benchmarks_run_on_the_units_they_claim(tmp_path):
     assert functions["ceiling_mma_tf32"].count("HMMA.1688.F32.TF32") >= 16
     assert functions["ceiling_ex2"].count("MUFU.EX2") >= 128
     assert functions["ceiling_ffma"].count("FFMA") >= 128
+
+
+@pytest.mark.gpu
+def test_measured_ceilings_are_plausible(gpu, cache):
+    """On a GPU: every ceiling is measured, below what the clocks allow, and cached."""
+    found, cached = cl.get_or_measure(gpu, refresh=True)
+    assert not cached and cl.load_cached(gpu.name, gpu.driver.get_driver_version()) == found
+    ffma = found.get("ffma").value
+    assert 0.5 * gpu.fp32_peak_flops / 1e12 < ffma < 1.1 * gpu.fp32_peak_flops / 1e12
+    if gpu.compute_capability >= (8, 0):
+        assert found.get("tf32_mma").value > ffma
+    ex2_per_sm_clock = found.get("ex2").value * 1e9 / (gpu.sm_count * gpu.clock_khz * 1e3)
+    assert 1 < ex2_per_sm_clock < 40
+    assert found.get("dram_copy").value > 100

@@ -181,3 +181,15 @@ def test_real_captures_parse_with_every_table_metric(path):
         missing = [m.key for m in metric_table(arch) if kernel.friendly(m) is None and m.key != "tensor_pipe_wgmma"]
         assert not missing, f"{path.name} {kernel.kernel}: no value for {missing}"
         assert kernel.values["gpu__time_duration.sum"] > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(prof.find_ncu() is None, reason="Nsight Compute (ncu) is not installed")
+def test_profile_a_real_pass(gpu):
+    """On a GPU with ncu: one pass of qreg on t02 has one launch with every table metric."""
+    metrics = metric_table(gpu.arch)
+    result = prof.profile_variant("t02", "qreg", metrics, max_launches=5)
+    (kernel,) = result.kernels
+    assert kernel.kernel == "flash_qreg" and kernel.launches == 1
+    missing = [m.key for m in metrics if kernel.friendly(m) is None]
+    assert not missing

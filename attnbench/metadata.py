@@ -140,9 +140,9 @@ def collect(gpu: Any | None = None, with_torch: bool = False, command: str | Non
     if gpu is not None:
         data["gpu"] = gpu.facts()
         data["gpu_state"] = live_gpu_state(gpu.index)
-        from attnbench.bench.ceilings import for_gpu_facts
+        from attnbench.bench.ceilings import cached_for
 
-        cached = for_gpu_facts(data["gpu"])  # `attnbench ceilings`, when measured on this GPU and driver
+        cached = cached_for(gpu)  # `attnbench ceilings`, when measured on this GPU and driver
         data["ceilings"] = cached.to_dict() if cached else None
     return data
 

@@ -409,11 +409,11 @@ def _measurement(variant: Variant, case_label: str, testcase: Testcase, gpu: Any
         peak_flops=execution.peak_flops,
     )
     if gpu is not None and variant.backend != "cpu":
-        from attnbench.bench.ceilings import applied_ceiling, load_cached
+        from attnbench.bench.ceilings import applied_ceiling, cached_for
 
         shape = testcase.shape
         applied = applied_ceiling(variant.unit, shape.flops, stats.median * 1e-3, (shape.B, shape.N, shape.d),
-                                  load_cached(gpu.name, gpu.driver.get_driver_version()))
+                                  cached_for(gpu))
         measurement.ceiling = applied.to_dict() if applied else None
         reasons = gpu.throttle_reasons()
         if reasons:

@@ -21,7 +21,7 @@ from attnbench.variants import REGISTRY
 NVCC = shutil.which("nvcc")
 
 
-def sample(gpu: str = "NVIDIA H200", driver: str = "580159") -> cl.CeilingSet:
+def sample(gpu: str = "NVIDIA H200", driver: str = "580.159.04") -> cl.CeilingSet:
     return cl.CeilingSet(gpu, driver, "sm_90", 132, 1980.0, "2026-11-22T06:00:00+00:00", [
         cl.Ceiling("ffma", "FP32 FFMA", 64.0, "TFLOP/s"),
         cl.Ceiling("tf32_mma", "TF32 mma.sync m16n8k8", 300.0, "TFLOP/s"),
@@ -44,36 +44,56 @@ def test_cache_folder_from_the_environment(cache, monkeypatch):
 
 def test_round_trip_keyed_by_gpu_and_driver(cache):
     path = cl.save(sample())
-    assert path.parent == cache and path.name == "ceilings_nvidia-h200_driver-580159.json"
-    loaded = cl.load_cached("NVIDIA H200", 580159)
+    assert path.parent == cache and path.name == "ceilings_nvidia-h200_driver-580-159-04.json"
+    loaded = cl.load_cached("NVIDIA H200", "580.159.04")
     assert loaded == sample()
-    assert cl.load_cached("NVIDIA H200", "590000") is None  # another driver: measure again
-    assert cl.load_cached("NVIDIA H100 80GB HBM3", "580159") is None
-    assert cl.for_gpu_facts({"name": "NVIDIA H200", "driver_version": 580159}) == sample()
-    assert cl.for_gpu_facts({"name": "NVIDIA H200"}) is None
-    assert cl.for_gpu_facts(None) is None
+    assert cl.load_cached("NVIDIA H200", "590.10") is None  # another driver: measure again
+    assert cl.load_cached("NVIDIA H100 80GB HBM3", "580.159.04") is None
+
+
+def test_newest_for_a_gpu_name_whatever_the_driver(cache):
+    old, new = sample(driver="570.1"), sample(driver="580.159.04")
+    old.date, new.date = "2026-01-01T00:00:00+00:00", "2026-11-22T00:00:00+00:00"
+    cl.save(new)
+    cl.save(old)
+    cl.save(sample(gpu="NVIDIA H200 NVL"))  # another model whose slug starts the same
+    assert cl.newest_for_name("NVIDIA H200") == new
+    assert cl.newest_for_name("NVIDIA A100") is None and cl.newest_for_name(None) is None
+
+
+def test_driver_version_from_the_kernel_module_or_the_cuda_api(monkeypatch, tmp_path):
+    class FakeDriver:
+        @staticmethod
+        def get_driver_version():
+            return 13000
+
+    class FakeGpu:
+        driver = FakeDriver()
+
+    line = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U16)\n"
+    real_path = cl.Path
+    monkeypatch.setattr(cl, "Path", lambda p: tmp_path / "version" if p == "/proc/driver/nvidia/version" else real_path(p))
+    (tmp_path / "version").write_text(line)
+    assert cl.driver_version(FakeGpu()) == "580.159.04"
+    (tmp_path / "version").unlink()
+    assert cl.driver_version(FakeGpu()) == "cuda-13000"
 
 
 def test_unreadable_or_old_cache_is_ignored(cache):
     path = cl.save(sample())
     path.write_text("{not json")
-    assert cl.load_cached("NVIDIA H200", "580159") is None
+    assert cl.load_cached("NVIDIA H200", "580.159.04") is None
     data = sample().to_dict()
     data["version"] = 0
     path.write_text(json.dumps(data))
-    assert cl.load_cached("NVIDIA H200", "580159") is None
+    assert cl.load_cached("NVIDIA H200", "580.159.04") is None
 
 
 def test_get_or_measure_uses_the_cache_unless_refreshed(cache, monkeypatch):
-    class FakeDriver:
-        @staticmethod
-        def get_driver_version():
-            return 580159
-
     class FakeGpu:
         name = "NVIDIA H200"
-        driver = FakeDriver()
 
+    monkeypatch.setattr(cl, "driver_version", lambda gpu: "580.159.04")
     fresh = sample()
     fresh.ceilings = fresh.ceilings[:1]
     calls = []
@@ -161,7 +181,7 @@ def test_micro_benchmarks_run_on_the_units_they_claim(tmp_path):
 def test_measured_ceilings_are_plausible(gpu, cache):
     """On a GPU: every ceiling is measured, below what the clocks allow, and cached."""
     found, cached = cl.get_or_measure(gpu, refresh=True)
-    assert not cached and cl.load_cached(gpu.name, gpu.driver.get_driver_version()) == found
+    assert not cached and cl.cached_for(gpu) == found
     ffma = found.get("ffma").value
     assert 0.5 * gpu.fp32_peak_flops / 1e12 < ffma < 1.1 * gpu.fp32_peak_flops / 1e12
     if gpu.compute_capability >= (8, 0):

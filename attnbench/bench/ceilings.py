@@ -113,11 +113,38 @@ def load_cached(gpu: str, driver: str | int) -> CeilingSet | None:
         return None
 
 
-def for_gpu_facts(facts: dict[str, Any] | None) -> CeilingSet | None:
-    """The cached set for a device as saved results describe it (name and driver_version)."""
-    if not facts or not facts.get("name") or facts.get("driver_version") is None:
+_NVRM = re.compile(r"Kernel Module.*?\s(\d+\.\d+(?:\.\d+)?)\s")
+
+
+def driver_version(gpu: Any) -> str:
+    """The NVIDIA driver's version (580.159.04), which the cache is keyed by; where the kernel module
+    does not say, the CUDA driver API version pycuda reports (cuda-13000)."""
+    try:
+        found = _NVRM.search(Path("/proc/driver/nvidia/version").read_text())
+        if found:
+            return found[1]
+    except OSError:
+        pass
+    return f"cuda-{gpu.driver.get_driver_version()}"
+
+
+def cached_for(gpu: Any) -> CeilingSet | None:
+    """The cached set for an open attnbench.gpu.Gpu under the driver running now."""
+    return load_cached(gpu.name, driver_version(gpu))
+
+
+def newest_for_name(name: str | None) -> CeilingSet | None:
+    """The most recently measured cached set for a GPU name, whatever the driver (for plots of saved runs)."""
+    if not name:
         return None
-    return load_cached(facts["name"], facts["driver_version"])
+    found = []
+    for path in cache_dir().glob(f"ceilings_{_slug(name)}_driver-*.json"):
+        try:
+            found.append(CeilingSet.from_dict(json.loads(path.read_text())))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    found = [c for c in found if c.gpu == name]
+    return max(found, key=lambda c: c.date) if found else None
 
 
 @dataclass(frozen=True)
@@ -227,15 +254,14 @@ def measure(gpu: Any) -> CeilingSet:
         src.free()
         dst.free()
     out.free()
-    return CeilingSet(gpu.name, str(gpu.driver.get_driver_version()), gpu.arch, gpu.sm_count, gpu.clock_khz / 1e3,
+    return CeilingSet(gpu.name, driver_version(gpu), gpu.arch, gpu.sm_count, gpu.clock_khz / 1e3,
                       _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), found)
 
 
 def get_or_measure(gpu: Any, refresh: bool = False) -> tuple[CeilingSet, bool]:
     """The cached set for this GPU and driver, or a fresh measurement saved to the cache; (set, was_cached)."""
-    driver = str(gpu.driver.get_driver_version())
     if not refresh:
-        cached = load_cached(gpu.name, driver)
+        cached = cached_for(gpu)
         if cached is not None:
             return cached, True
     fresh = measure(gpu)

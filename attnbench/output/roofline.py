@@ -4,7 +4,8 @@ Arithmetic intensity is 4*B*N^2*d FLOPs over the minimal bytes (Q, K, V read and
 float32: 16*B*N*d), which is N/4 FLOP per byte whatever B and d. Each roof is min(compute ceiling,
 intensity x DRAM bandwidth) for one unit a variant can run on (FP32 FFMA, TF32 mma.sync, 3xTF32 at a
 third of it). The ceilings come from the result's metadata (saved when `attnbench ceilings` had
-measured that GPU and driver), else from the cache, else the clock-derived FP32 peak alone, labelled.
+measured that GPU and driver), else the newest cached for that GPU, else the clock-derived FP32 peak
+alone, labelled.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnbench.bench.ceilings import UNIT_CEILINGS, CeilingSet, for_gpu_facts, minimal_bytes
+from attnbench.bench.ceilings import UNIT_CEILINGS, CeilingSet, minimal_bytes, newest_for_name
 from attnbench.results import ResultSet
 
 
@@ -31,14 +32,14 @@ class Roof:
 
 
 def ceilings_of(result: ResultSet) -> CeilingSet | None:
-    """The ceilings saved with the result, or those cached for its GPU and driver."""
+    """The ceilings saved with the result, or the newest cached for its GPU (any driver)."""
     saved = result.metadata.get("ceilings")
     if saved:
         try:
             return CeilingSet.from_dict(saved)
         except (ValueError, KeyError, TypeError):
             pass
-    return for_gpu_facts(result.metadata.get("gpu"))
+    return newest_for_name((result.metadata.get("gpu") or {}).get("name"))
 
 
 def roofs(result: ResultSet) -> list[Roof]:

@@ -73,6 +73,9 @@ def profile(case: str, variant_names: tuple[str, ...], raw_metrics: str | None, 
     for variant in variants:
         err_console.print(f"profiling {variant.name} on {label} under ncu ...", highlight=False)
         profiles.append(profile_variant(case, variant.name, metrics, device, warmup, max_launches))
+        if profiles[-1].unavailable:
+            err_console.print(f"note: ncu has no {', '.join(profiles[-1].unavailable)} here; shown as -",
+                              highlight=False)
     tables = profile_tables(profiles, metrics, label)
     document = {
         "kind": "profile", "version": 1, "case": label, "shape": {"B": shape.B, "N": shape.N, "d": shape.d},

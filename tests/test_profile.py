@@ -193,3 +193,28 @@ def test_profile_a_real_pass(gpu):
     assert kernel.kernel == "flash_qreg" and kernel.launches == 1
     missing = [m.key for m in metrics if kernel.friendly(m) is None]
     assert not missing
+
+
+def test_unknown_metrics_named_from_ncu_errors():
+    asked = ["sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active", "gpu__time_duration.sum"]
+    output = ("==PROF== Connected to process 9\n==ERROR== Failed to find metric "
+              "regex:^sm__pipe_tensor_op_gmma_cycles_active\\.(sum|min|max|avg|pct|ratio|max_rate)$\n")
+    assert prof.unknown_metrics(output, asked) == [asked[0]]
+    assert prof.unknown_metrics("==PROF== fine\n", asked) == []
+
+
+def test_a_metric_ncu_lacks_is_dropped_and_the_pass_profiled_again(tmp_path, monkeypatch):
+    """The stand-in ncu refuses the wgmma metric while it is asked for, as ncu does on a GPU without it."""
+    script = tmp_path / "ncu"
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\n"
+        "if any('gmma' in a for a in sys.argv):\n"
+        "    print('==ERROR== Failed to find metric regex:^sm__pipe_tensor_op_gmma_cycles_active\\\\.(sum)$')\n"
+        "    sys.exit(1)\n"
+        f"sys.stdout.write(open({str(RAW)!r}).read())\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", str(tmp_path) + os.pathsep + os.environ.get("PATH", ""))
+    result = prof.profile_variant("t29", "qreg", metric_table("sm_90"))
+    assert result.unavailable == ["sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"]
+    assert not any("gmma" in part for part in result.command)
+    assert [k.kernel for k in result.kernels] == ["flash_qreg", "helper_kernel"]

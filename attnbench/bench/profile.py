@@ -196,6 +196,20 @@ def check_ncu_output(returncode: int, stdout: str, stderr: str, variant: str) ->
         raise ProfilerUnavailable(f"ncu exited with status {returncode} profiling {variant}: {tail}")
 
 
+def unknown_metrics(output: str, asked: list[str]) -> list[str]:
+    """The asked-for ncu metrics that ncu says it cannot find on this GPU.
+
+    ncu prints `==ERROR== Failed to find metric regex:^name...` (the name escaped as a regular expression).
+    """
+    missing = []
+    for line in output.splitlines():
+        if "Failed to find metric" not in line:
+            continue
+        text = line.split("Failed to find metric", 1)[1].replace("\\", "")
+        missing += [name for name in asked if name.split(".")[0] in text and name not in missing]
+    return missing
+
+
 @dataclass
 class VariantProfile:
     """A variant's profiled pass: its kernels in launch order, and ncu's CSV as written."""
@@ -205,11 +219,13 @@ class VariantProfile:
     kernels: list[KernelProfile]
     csv_text: str
     command: list[str]
+    unavailable: list[str] = field(default_factory=list)  # ncu metrics this GPU or ncu does not have
 
     def to_dict(self, metrics: list[Metric]) -> dict:
         return {
             "variant": self.variant,
             "case": self.case,
+            "unavailable_metrics": self.unavailable,
             "kernels": [
                 {"kernel": k.kernel, "launches": k.launches, "block": k.block, "grid": k.grid,
                  "metrics": {m.key: k.friendly(m) for m in metrics}, "ncu": k.values}
@@ -220,17 +236,29 @@ class VariantProfile:
 
 def profile_variant(case: str, variant: str, metrics: list[Metric], device: int = 0, warmup: int = 1,
                     max_launches: int = 50, timeout_s: float = 1800.0) -> VariantProfile:
-    """Run one variant's pass under ncu and parse the counters."""
-    command = ncu_command(require_ncu(), metrics, case, variant, device, warmup, max_launches)
+    """Run one variant's pass under ncu and parse the counters.
+
+    Metrics ncu cannot find on this GPU are dropped once and the pass profiled again without them;
+    the table shows '-' for them and `unavailable` names them.
+    """
+    ncu = require_ncu()
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[2])  # the target must import this same attnbench
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
-    except subprocess.TimeoutExpired:
-        raise ProfilerUnavailable(f"ncu did not finish profiling {variant} on {case} within {timeout_s:.0f} s") from None
+    dropped: list[str] = []
+    while True:
+        kept = [Metric(m.key, m.label, tuple(n for n in m.ncu if n not in dropped), m.combine, m.unit) for m in metrics]
+        command = ncu_command(ncu, [m for m in kept if m.ncu], case, variant, device, warmup, max_launches)
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
+        except subprocess.TimeoutExpired:
+            raise ProfilerUnavailable(f"ncu did not finish profiling {variant} on {case} within {timeout_s:.0f} s") from None
+        missing = [] if dropped else unknown_metrics(done.stdout + "\n" + done.stderr, ncu_metric_names(metrics))
+        if not missing:
+            break
+        dropped = missing
     check_ncu_output(done.returncode, done.stdout, done.stderr, variant)
     records = parse_ncu_csv(done.stdout)
     if not records:
         raise ProfilerUnavailable(f"ncu profiled no kernel of {variant} on {case} (no CSV rows in its output)")
-    return VariantProfile(variant, case, by_kernel(records), done.stdout, command)
+    return VariantProfile(variant, case, by_kernel(records), done.stdout, command, dropped)

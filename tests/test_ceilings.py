@@ -149,14 +149,14 @@ def test_run_table_names_the_measured_ceiling_or_the_datasheet():
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_90a"])
 def test_micro_benchmarks_compile_without_spills(arch, tmp_path):
     command = [NVCC, *BASE_NVCC_OPTIONS, f"-arch={arch}", "-cubin", "-Xptxas", "-v", str(CUDA_DIR / "ceilings.cu"),
                "-o", str(tmp_path / "c.cubin")]
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     kernels = set(re.findall(r"Compiling entry function '(\w+)'", result.stderr))
-    assert kernels == {"ceiling_ffma", "ceiling_mma_tf32", "ceiling_ex2", "ceiling_copy"}
+    assert kernels == {"ceiling_ffma", "ceiling_mma_tf32", "ceiling_ex2", "ceiling_copy", "ceiling_wgmma_tf32"}
     spills = [int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", result.stderr)]
     assert spills and not any(spills)
 
@@ -166,15 +166,16 @@ CUOBJDUMP = shutil.which("cuobjdump")
 
 @pytest.mark.skipif(NVCC is None or CUOBJDUMP is None, reason="nvcc or cuobjdump is not installed")
 def test_micro_benchmarks_run_on_the_units_they_claim(tmp_path):
-    """The loops are what they count: TF32 HMMA, MUFU.EX2 and FFMA in the SASS for sm_90."""
+    """The loops are what they count: TF32 HMMA and HGMMA, MUFU.EX2 and FFMA in the SASS for sm_90a."""
     cubin = tmp_path / "c.cubin"
-    subprocess.run([NVCC, *BASE_NVCC_OPTIONS, "-arch=sm_90", "-cubin", str(CUDA_DIR / "ceilings.cu"), "-o", str(cubin)],
+    subprocess.run([NVCC, *BASE_NVCC_OPTIONS, "-arch=sm_90a", "-cubin", str(CUDA_DIR / "ceilings.cu"), "-o", str(cubin)],
                    check=True, capture_output=True)
     sass = subprocess.run([CUOBJDUMP, "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
     functions = dict(re.findall(r"Function : (\w+)\n(.*?)(?=Function :|\Z)", sass, re.S))
     assert functions["ceiling_mma_tf32"].count("HMMA.1688.F32.TF32") >= 16
     assert functions["ceiling_ex2"].count("MUFU.EX2") >= 128
     assert functions["ceiling_ffma"].count("FFMA") >= 128
+    assert functions["ceiling_wgmma_tf32"].count("HGMMA.64x128x8.F32.TF32") >= 8
 
 
 @pytest.mark.gpu
@@ -186,6 +187,8 @@ def test_measured_ceilings_are_plausible(gpu, cache):
     assert 0.5 * gpu.fp32_peak_flops / 1e12 < ffma < 1.1 * gpu.fp32_peak_flops / 1e12
     if gpu.compute_capability >= (8, 0):
         assert found.get("tf32_mma").value > ffma
+    if gpu.compute_capability == (9, 0):
+        assert found.get("tf32_wgmma").value > found.get("tf32_mma").value, found.get("tf32_wgmma").detail
     ex2_per_sm_clock = found.get("ex2").value * 1e9 / (gpu.sm_count * gpu.clock_khz * 1e3)
     assert 1 < ex2_per_sm_clock < 40
     assert found.get("dram_copy").value > 100

@@ -1,4 +1,5 @@
-"""This GPU's measured ceilings (FFMA, TF32 mma.sync, MUFU ex2, DRAM copy), cached per GPU and driver.
+"""This GPU's measured ceilings (FFMA, TF32 mma.sync and on Hopper wgmma, MUFU ex2, DRAM copy), cached
+per GPU and driver.
 
 `cuda/ceilings.cu` holds the micro-benchmarks; each is timed with CUDA events several times and the
 best run is kept (a ceiling is an upper bound). Results are cached as JSON in a per-user cache folder
@@ -186,7 +187,7 @@ def applied_ceiling(unit: str, flops: float, seconds: float, shape: tuple[int, i
 
 
 # -- measuring ---------------------------------------------------------------------------------------
-FFMA_CHAINS, MMA_CHAINS, EX2_CHAINS, UNROLL, MMA_UNROLL = 8, 4, 8, 16, 4
+FFMA_CHAINS, MMA_CHAINS, EX2_CHAINS, UNROLL, MMA_UNROLL, WGMMA_BATCH = 8, 4, 8, 16, 4, 8
 COPY_BYTES = 1 << 30  # per buffer: far beyond any L2
 
 
@@ -212,8 +213,10 @@ def measure(gpu: Any) -> CeilingSet:
 
     driver = gpu.driver
     try:
+        # sm_90a (Hopper's arch-specific features) for wgmma; every other kernel runs the same there
+        arch = "sm_90a" if gpu.compute_capability == (9, 0) else gpu.arch
         module = SourceModule((CUDA_DIR / "ceilings.cu").read_text(), options=["-O3", "-std=c++17"],
-                              arch=gpu.arch, no_extern_c=True)
+                              arch=arch, no_extern_c=True)
     except driver.CompileError as exc:
         raise AttnbenchError(f"nvcc could not compile cuda/ceilings.cu: {exc}") from None
     threads, blocks = 1024, gpu.sm_count * 2 * 8  # 2 blocks of 32 warps per SM, 8 waves
@@ -255,9 +258,28 @@ def measure(gpu: Any) -> CeilingSet:
                              "GB/s", f"best of a float4 kernel and cuMemcpyDtoD over {COPY_BYTES >> 20} MiB: {how}"))
         src.free()
         dst.free()
-    out.free()
+    if gpu.compute_capability == (9, 0):
+        found.append(_wgmma(driver, module, out, gpu))  # last: a fault here leaves the figures above intact
+    else:
+        out.free()
     return CeilingSet(gpu.name, driver_version(gpu), gpu.arch, gpu.sm_count, gpu.clock_khz / 1e3,
                       _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), found)
+
+
+def _wgmma(driver: Any, module: Any, out: Any, gpu: Any) -> Ceiling:
+    """TF32 wgmma m64n128k8 from shared memory (sm_90a), one warpgroup per block, 4 blocks per SM."""
+    import numpy as np
+
+    wgmma = module.get_function("ceiling_wgmma_tf32")
+    iters, blocks = 256, gpu.sm_count * 4 * 8
+    try:
+        ms = _best_ms(driver, lambda: wgmma(out, np.int32(iters), block=(128, 1, 1), grid=(blocks, 1)))
+        out.free()
+    except driver.Error as exc:
+        return Ceiling("tf32_wgmma", "TF32 wgmma m64n128k8", 0.0, "TFLOP/s", f"failed: {exc}")
+    flops = 2.0 * 64 * 128 * 8 * WGMMA_BATCH * iters * blocks
+    return Ceiling("tf32_wgmma", "TF32 wgmma m64n128k8", flops / ms / 1e9, "TFLOP/s",
+                   f"{WGMMA_BATCH} per commit group, both operands in shared memory")
 
 
 def get_or_measure(gpu: Any, refresh: bool = False) -> tuple[CeilingSet, bool]:

@@ -57,6 +57,9 @@ def roofs(result: ResultSet) -> list[Roof]:
         ceiling = found.get(key)
         if ceiling is not None:
             out.append(Roof(f"{name}: {ceiling.value / divisor:.0f} TFLOP/s", ceiling.value / divisor, bandwidth, True))
+    wgmma = found.get("tf32_wgmma")  # Hopper's faster tensor path, which no variant here uses yet
+    if wgmma is not None and wgmma.value > 0:
+        out.append(Roof(f"TF32 wgmma: {wgmma.value:.0f} TFLOP/s", wgmma.value, bandwidth, True))
     return out
 
 

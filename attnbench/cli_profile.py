@@ -62,10 +62,14 @@ def profile(case: str, variant_names: tuple[str, ...], raw_metrics: str | None, 
             raise click.UsageError(f"{variant.name} is not a GPU variant of attnbench; profile takes GPU variants only")
         variant.require(shape)
     require_ncu()
+    from attnbench.cli import _command_line
+    from attnbench.metadata import collect
+
     gpu = Gpu(device)
-    facts = gpu.facts()
+    metadata = collect(gpu, command=_command_line())  # as compare saves it: GPU, driver, clocks, commit, ceilings
+    facts = metadata["gpu"]
     arch, capability = gpu.arch, gpu.compute_capability
-    gpu.close()
+    gpu.close()  # the profiled passes run in their own processes
     if capability < PROFILABLE_FROM:
         raise ProfilerUnavailable(f"Nsight Compute does not profile {facts['name']} ({arch}); it needs sm_70 or newer")
     metrics = metric_table(arch) + [raw_metric(m.strip()) for m in (raw_metrics or "").split(",") if m.strip()]
@@ -79,7 +83,7 @@ def profile(case: str, variant_names: tuple[str, ...], raw_metrics: str | None, 
     tables = profile_tables(profiles, metrics, label)
     document = {
         "kind": "profile", "version": 1, "case": label, "shape": {"B": shape.B, "N": shape.N, "d": shape.d},
-        "gpu": facts, "arch": arch, "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "metadata": metadata, "arch": arch,
         "metrics": {m.key: {"label": m.label, "ncu": list(m.ncu), "combine": m.combine, "unit": m.unit} for m in metrics},
         "variants": [p.to_dict(metrics) for p in profiles],
         "ncu_command": profiles[0].command[:profiles[0].command.index("--metrics") + 2] if profiles else [],

@@ -6,6 +6,7 @@ join them; tests that read real captures pick up every tests/data/ncu_*.csv that
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -218,3 +219,73 @@ def test_a_metric_ncu_lacks_is_dropped_and_the_pass_profiled_again(tmp_path, mon
     assert result.unavailable == ["sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"]
     assert not any("gmma" in part for part in result.command)
     assert [k.kernel for k in result.kernels] == ["flash_qreg", "helper_kernel"]
+
+
+class _FakeDriver:
+    @staticmethod
+    def get_driver_version():
+        return 13000
+
+
+class _FakeGpu:
+    """Stands in for attnbench.gpu.Gpu where there is no GPU: the facts the profile command reads."""
+
+    name, arch, compute_capability, index, driver = "NVIDIA H200", "sm_90", (9, 0), 0, _FakeDriver()
+
+    def __init__(self, index: int = 0) -> None:
+        pass
+
+    def facts(self) -> dict:
+        return {"name": self.name, "index": 0, "compute_capability": "9.0", "sm_count": 132,
+                "driver_version": 13000}
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def stand_in_ncu(tmp_path, monkeypatch):
+    script = tmp_path / "bin" / "ncu"
+    script.parent.mkdir()
+    script.write_text(f"#!{sys.executable}\nimport sys\nsys.stdout.write(open({str(RAW)!r}).read())\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", str(script.parent) + os.pathsep + os.environ.get("PATH", ""))
+    monkeypatch.setenv("ATTNBENCH_CACHE", str(tmp_path / "cache"))
+    import attnbench.gpu
+
+    monkeypatch.setattr(attnbench.gpu, "Gpu", _FakeGpu)
+    return script
+
+
+def test_profile_command_tables_json_and_saved_files(stand_in_ncu, tmp_path):
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+
+    runner = CliRunner()
+    result = runner.invoke(main, ["profile", "t02", "-v", "qreg", "-v", "bankfree"])
+    assert result.exit_code == 0, result.output
+    assert "duration" in result.output and "flash_qreg" in result.output and "4.000 ms" in result.output
+    result = runner.invoke(main, ["profile", "t02", "-v", "qreg", "--json", "--metrics", "smsp__inst_executed.sum"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output[result.output.index("{"):])
+    assert data["metadata"]["gpu"]["name"] == "NVIDIA H200" and "smsp__inst_executed.sum" in data["metrics"]
+    assert data["variants"][0]["kernels"][0]["metrics"]["duration"] == 4_000_000
+    folder = tmp_path / "saved"
+    result = runner.invoke(main, ["profile", "t02", "-v", "qreg", "--save", "--results-dir", str(folder), "--name", "p"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in folder.iterdir()) == ["p.json", "p.md", "p_qreg.ncu.csv"]
+    assert (folder / "p_qreg.ncu.csv").read_text() == RAW.read_text()
+    assert json.loads((folder / "p.json").read_text())["variants"][0]["csv"] == "p_qreg.ncu.csv"
+    assert "| duration | 4.000 ms |" in (folder / "p.md").read_text()
+
+
+def test_profile_command_refusals(stand_in_ncu):
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+
+    runner = CliRunner()
+    assert runner.invoke(main, ["profile", "t02", "-v", "cpu"]).exit_code == 2
+    result = runner.invoke(main, ["profile", "t01", "-v", "tf32x3", "-v", "nope"])
+    assert result.exit_code == 2 and "no variant named 'nope'" in result.output

@@ -192,3 +192,40 @@ def test_measured_ceilings_are_plausible(gpu, cache):
     ex2_per_sm_clock = found.get("ex2").value * 1e9 / (gpu.sm_count * gpu.clock_khz * 1e3)
     assert 1 < ex2_per_sm_clock < 40
     assert found.get("dram_copy").value > 100
+
+
+def test_ceilings_command_measures_once_then_reads_the_cache(cache, monkeypatch):
+    from click.testing import CliRunner
+
+    import attnbench.gpu
+    from attnbench.cli import main
+
+    class FakeGpu:
+        name = "NVIDIA H200"
+
+        def __init__(self, index: int = 0) -> None:
+            pass
+
+    monkeypatch.setattr(attnbench.gpu, "Gpu", FakeGpu)
+    monkeypatch.setattr(cl, "driver_version", lambda gpu: "580.159.04")
+    monkeypatch.setattr(cl, "measure", lambda gpu: sample())
+    runner = CliRunner()
+    first = runner.invoke(main, ["ceilings"])
+    assert first.exit_code == 0, first.output
+    assert "measured" in first.output and "FP32 FFMA" in first.output and "4,000.0 GB/s" in first.output
+    monkeypatch.setattr(cl, "measure", lambda gpu: pytest.fail("measured again although cached"))
+    second = runner.invoke(main, ["ceilings", "--json"])
+    assert second.exit_code == 0 and json.loads(second.output) == sample().to_dict()
+
+
+def test_ceilings_without_a_gpu_is_one_line_exit_3():
+    pytest.importorskip("attnbench.gpu")
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+    from attnbench.gpu import gpu_probe
+
+    if gpu_probe() is None:
+        pytest.skip("a GPU is present")
+    result = CliRunner().invoke(main, ["ceilings"])
+    assert result.exit_code == 3 and result.output.startswith("error:")

@@ -39,3 +39,13 @@ def test_plot_has_a_point_per_variant_and_case(tmp_path, monkeypatch):
     assert len(roofline.points([r])) == 4
     path = roofline.roofline_plot([r], tmp_path / "roof.png")
     assert path.read_bytes().startswith(PNG)
+
+
+def test_saved_ceilings_are_listed_in_the_report_environment():
+    from attnbench.export import environment_lines
+
+    r = result_set({"qreg": {"t10": 2.0}}, {"t10": COURSE_SHAPES["t10"]})
+    assert not any("measured ceilings" in line for line in environment_lines(r))
+    r.metadata["ceilings"] = sample().to_dict()
+    (line,) = [line for line in environment_lines(r) if "measured ceilings" in line]
+    assert "FP32 FFMA 64.0 TFLOP/s" in line and "DRAM copy (read + write) 4,000.0 GB/s" in line

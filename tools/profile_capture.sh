@@ -6,7 +6,9 @@
 #   compare   those and tf32x3 on t29, t30 timed with the ceilings known, then `attnbench report` (roofline)
 #   tests     the gpu-marked tests of the new modules
 # Usage: bash tools/profile_capture.sh OUTDIR [samples|ceilings|profile|compare|tests|all]...   (default: all)
-# Everything lands under OUTDIR: tests-data/, results/, cache/, logs/.
+# Everything lands under OUTDIR: tests-data/, results/, cache/ (a copy of the ceilings cache), logs/.
+# The ceilings cache itself stays in $ATTNBENCH_CACHE (default /tmp/attnbench-cache), so steps split over
+# several calls on one warm machine share it; `compare` measures the ceilings first if they are missing.
 set -uo pipefail
 out="${1:?usage: bash tools/profile_capture.sh OUTDIR [samples|ceilings|profile|compare|tests|all]...}"
 shift
@@ -14,7 +16,7 @@ steps="${*:-all}"
 mkdir -p "$out/tests-data" "$out/results" "$out/logs"
 out="$(cd "$out" && pwd)"
 export ATTNBENCH_DATA="${ATTNBENCH_DATA:-/tmp/attnbench-data}"
-export ATTNBENCH_CACHE="$out/cache"
+export ATTNBENCH_CACHE="${ATTNBENCH_CACHE:-/tmp/attnbench-cache}"
 attnbench() { python3 -m attnbench "$@"; }
 want() { [[ " $steps " == *" all "* || " $steps " == *" $1 "* ]]; }
 
@@ -50,6 +52,7 @@ if want profile; then
 fi
 
 if want compare; then
+  attnbench ceilings 2>&1 | tail -3
   attnbench gen t29 t30 2>&1 | tail -2
   attnbench compare --variants float4,coalesced,reglm,bankfree,qreg,tf32x3 --cases t29,t30 --baseline float4 \
     --results-dir "$out/results" --name "$(date -u +%F)_${gpu_slug}_compare_ceilings_t29-t30" --plot 2>&1 \
@@ -62,4 +65,5 @@ if want tests; then
   python3 -m pytest -q -p no:cacheprovider -rfs tests/test_profile.py tests/test_ceilings.py tests/test_info.py \
     tests/test_roofline.py 2>&1 | tee "$out/logs/pytest-issue10.log"
 fi
+mkdir -p "$out/cache" && cp -r "$ATTNBENCH_CACHE"/. "$out/cache/" 2>/dev/null
 ls -la "$out"/*

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The GPU half of issue 10, in one go, on a machine with a CUDA GPU, pycuda and Nsight Compute (ncu):
 #   samples   small real ncu CSVs (raw and details layouts) of qreg and tf32x3 on t02, for tests/data
-#   ceilings  `attnbench ceilings --refresh` (cached under $1/cache, also printed as JSON)
+#   ceilings  `attnbench ceilings --refresh` (also saved as JSON under results/)
 #   profile   float4, coalesced, reglm, bankfree, qreg side by side on t29 and t30 (saved, with raw CSVs)
 #   compare   those and tf32x3 on t29, t30 timed with the ceilings known, then `attnbench report` (roofline)
-#   tests     the gpu-marked tests of the new modules
+#   tests     the tests of the new modules, gpu-marked ones included, with the real captures copied into tests/data
 # Usage: bash tools/profile_capture.sh OUTDIR [samples|ceilings|profile|compare|tests|all]...   (default: all)
 # Everything lands under OUTDIR: tests-data/, results/, cache/ (a copy of the ceilings cache), logs/.
 # The ceilings cache itself stays in $ATTNBENCH_CACHE (default /tmp/attnbench-cache), so steps split over

@@ -54,6 +54,7 @@ def profile(case: str, variant_names: tuple[str, ...], raw_metrics: str | None, 
     from attnbench.gpu import Gpu
     from attnbench.kernels.metrics import PROFILABLE_FROM, metric_table, raw_metric
     from attnbench.output.profiles import markdown, profile_tables, rich_table
+    from attnbench.resources import compile_report
 
     label, shape = _shape_of(case)
     variants = [get_variant(v) for v in variant_names]
@@ -77,6 +78,7 @@ def profile(case: str, variant_names: tuple[str, ...], raw_metrics: str | None, 
     for variant in variants:
         err_console.print(f"profiling {variant.name} on {label} under ncu ...", highlight=False)
         profiles.append(profile_variant(case, variant.name, metrics, device, warmup, max_launches))
+        profiles[-1].spill_bytes = {k: r.spills for k, r in compile_report(variant, shape, arch).items()}
         if profiles[-1].unavailable:
             err_console.print(f"note: ncu has no {', '.join(profiles[-1].unavailable)} here; shown as -",
                               highlight=False)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -101,6 +102,10 @@ def test_tables_side_by_side_and_markdown():
     assert rows["duration"] == ["4.000 ms", "1.250 ms"]
     assert rows["shared store bank conflicts"] == ["0", "1,234"]
     assert {row[0]: row[1:] for row in tables[1].rows}["kernel"] == ["helper_kernel", "-"]
+    assert "spill bytes (ptxas)" not in rows
+    a.spill_bytes = {"flash_qreg": 0}
+    spills = {row[0]: row[1:] for row in profile_tables([a, b], metrics, "t29")[0].rows}["spill bytes (ptxas)"]
+    assert spills == ["0", "-"]
     text = markdown(tables[0])
     assert "| duration | 4.000 ms | 1.250 ms |" in text
 
@@ -278,6 +283,8 @@ def test_profile_command_tables_json_and_saved_files(stand_in_ncu, tmp_path):
     assert (folder / "p_qreg.ncu.csv").read_text() == RAW.read_text()
     assert json.loads((folder / "p.json").read_text())["variants"][0]["csv"] == "p_qreg.ncu.csv"
     assert "| duration | 4.000 ms |" in (folder / "p.md").read_text()
+    if shutil.which("nvcc"):  # ptxas's spill bytes beside the counters
+        assert json.loads((folder / "p.json").read_text())["variants"][0]["kernels"][0]["ptxas_spill_bytes"] == 0
 
 
 def test_profile_command_refusals(stand_in_ncu):

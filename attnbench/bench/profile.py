@@ -220,6 +220,7 @@ class VariantProfile:
     csv_text: str
     command: list[str]
     unavailable: list[str] = field(default_factory=list)  # ncu metrics this GPU or ncu does not have
+    spill_bytes: dict[str, int] = field(default_factory=dict)  # kernel -> ptxas spill stores + loads
 
     def to_dict(self, metrics: list[Metric]) -> dict:
         return {
@@ -228,7 +229,8 @@ class VariantProfile:
             "unavailable_metrics": self.unavailable,
             "kernels": [
                 {"kernel": k.kernel, "launches": k.launches, "block": k.block, "grid": k.grid,
-                 "metrics": {m.key: k.friendly(m) for m in metrics}, "ncu": k.values}
+                 "metrics": {m.key: k.friendly(m) for m in metrics}, "ncu": k.values,
+                 "ptxas_spill_bytes": self.spill_bytes.get(k.kernel)}
                 for k in self.kernels
             ],
         }

@@ -50,6 +50,9 @@ def profile_tables(profiles: list[VariantProfile], metrics: list[Metric], case_l
                 ["grid / block"] + [f"{k.grid} / {k.block}" if k else "-" for k in kernels]]
         for metric in metrics:
             rows.append([metric.label] + [format_value(k.friendly(metric), metric.unit) if k else "-" for k in kernels])
+        spills = [p.spill_bytes.get(k.kernel) if k else None for p, k in zip(columns, kernels)]
+        if any(v is not None for v in spills):
+            rows.append(["spill bytes (ptxas)"] + [format_value(v, "") for v in spills])
         tables.append(ProfileTable(title, ["metric"] + [p.variant for p in columns], rows))
     return tables
 

@@ -73,5 +73,9 @@ class PeerUnavailable(EnvironmentProblem):
     """A peer implementation (PyTorch) was asked for but cannot run here."""
 
 
+class ProfilerUnavailable(EnvironmentProblem):
+    """Nsight Compute is missing, or may not read this GPU's performance counters."""
+
+
 class PlotsUnavailable(EnvironmentProblem):
     """matplotlib (the `plot` extra) is not installed."""

@@ -28,9 +28,9 @@ ab() { python3 -m attnbench "$@"; }
 pick() {
   python3 - "$@" <<'PY'
 import sys
-from attnbench.suite import SUITE
-from attnbench.testcase import Shape
-from attnbench.variants import REGISTRY
+from attnbench.cases.suite import SUITE
+from attnbench.cases.testcase import Shape
+from attnbench.kernels.catalogue import REGISTRY
 wanted, cases, count = sys.argv[1].split(","), sys.argv[2].split(","), int(sys.argv[3])
 shapes = [SUITE[c].shape if c in SUITE else Shape(*map(int, c.split("x"))) for c in cases]
 found = [n for n in wanted if n in REGISTRY and all(REGISTRY[n].refusal(s) is None for s in shapes)]
@@ -64,7 +64,7 @@ keep() { cp -f "$results"/"$1".* "$out/results/" 2>/dev/null || true; }
     echo "== slowed variant: $slow (every pass launches its kernels twice)"
     python3 - "$results/pair.json" "$slow" <<'PY'
 import dataclasses, sys
-from attnbench import variants
+from attnbench.kernels import catalogue as variants
 from attnbench.cli import main
 saved, name = sys.argv[1], sys.argv[2]
 original = variants.REGISTRY[name]

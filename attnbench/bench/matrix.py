@@ -12,6 +12,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from attnbench.bench.ceilings import cached_for
 from attnbench.bench.runner import Timer, run_variant
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
@@ -146,6 +147,12 @@ def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray
     return Cell(variant.name, label, OK, "", run.measurement, check, extra)
 
 
+def _cached_ceilings(gpu: Any | None) -> dict[str, Any] | None:
+    """This GPU's measured ceilings, when `attnbench ceilings` has cached them."""
+    cached = cached_for(gpu) if gpu is not None else None
+    return cached.to_dict() if cached else None
+
+
 def assemble(
     kind: str,
     variants: list[Variant],
@@ -162,7 +169,7 @@ def assemble(
     arch = gpu.arch if gpu is not None else None
     return ResultSet(
         kind=kind,
-        metadata=collect(gpu, with_torch, command),
+        metadata=collect(gpu, with_torch, command, _cached_ceilings(gpu)),
         policy=policy,
         variants=[variant_info(v, arch) for v in variants],
         cases=cases,

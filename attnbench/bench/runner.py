@@ -15,6 +15,7 @@ import numpy as np
 
 from attnbench.backends.base import Execution
 from attnbench.backends.factory import make_execution
+from attnbench.bench.ceilings import applied_ceiling, cached_for
 from attnbench.bench.sampler import TimingPolicy, measure, sample_execution, timed_passes
 from attnbench.bench.verify import FiniteCheck, finite_check
 from attnbench.cases.testcase import Testcase
@@ -70,6 +71,10 @@ def _measurement(variant: Variant, case_label: str, testcase: Testcase, gpu: Any
         peak_flops=execution.peak_flops,
     )
     if gpu is not None and variant.backend != "cpu":
+        shape = testcase.shape
+        applied = applied_ceiling(variant.unit, shape.flops, stats.median * 1e-3, (shape.B, shape.N, shape.d),
+                                  cached_for(gpu))
+        measurement.ceiling = applied.to_dict() if applied else None
         reasons = gpu.throttle_reasons()
         if reasons:
             measurement.warnings.append(

@@ -99,6 +99,9 @@ class Variant:
     steps: Callable[[Shape], int] = lambda s: 1
     # "float32" variants must meet relL2 <= 1e-5; "unsafe" ones (no max subtraction) may overflow.
     accuracy: Literal["float32", "unsafe"] = "float32"
+    # What it runs on, so a measured ceiling applies (`attnbench ceilings`): FP32 FFMA, tensor cores in
+    # TF32 (1x) or 3xTF32 (a third of the TF32 rate), or memory-bound (DRAM bandwidth).
+    unit: Literal["ffma", "tf32x3", "tensor", "memory"] = "ffma"
 
     def refusal(self, shape: Shape) -> str | None:
         """Why this variant cannot take `shape`, or None if it can."""

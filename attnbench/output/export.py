@@ -29,7 +29,8 @@ class JsonExporter:
 
 CSV_COLUMNS = (
     "kind", "variant", "case", "B", "N", "d", "status", "median_ms", "mean_ms", "stdev_ms", "min_ms", "max_ms",
-    "p20_ms", "p80_ms", "noise", "samples", "outliers", "converged", "tflops", "peak_fraction", "compute_s",
+    "p20_ms", "p80_ms", "noise", "samples", "outliers", "converged", "tflops", "peak_fraction", "ceiling",
+    "ceiling_fraction", "compute_s",
     "compile_s", "baseline", "speedup", "speedup_error", "verdict", "check_passed", "max_abs_error",
     "rel_l2_error", "message", "input_sha256", "gpu", "commit", "date",
 )
@@ -77,6 +78,8 @@ class CsvExporter:
                     "p20_ms": k.quantile(0.2), "p80_ms": k.quantile(0.8), "noise": k.noise, "samples": k.count,
                     "outliers": k.outliers, "converged": k.converged, "tflops": m.tflops,
                     "peak_fraction": m.peak_fraction, "compute_s": m.compute_s, "compile_s": m.compile_s,
+                    "ceiling": m.ceiling["name"] if m.ceiling else None,
+                    "ceiling_fraction": m.ceiling["fraction"] if m.ceiling else None,
                 })
             comparison = view.comparison(cell.variant, cell.case)
             if comparison is not None:

@@ -44,6 +44,10 @@ def environment_lines(result: ResultSet) -> list[str]:
             lines.append(f"- clocks at the end: SM {state.get('sm_clock_mhz')} of {state.get('max_sm_clock_mhz')} MHz, "
                          f"memory {state.get('memory_clock_mhz')} MHz, {state.get('power_w')} W, "
                          f"{state.get('temperature_c')} C ({state.get('source')})")
+        ceilings = meta.get("ceilings")
+        if ceilings:  # `attnbench ceilings` on this GPU and driver
+            figures = ", ".join(f"{c['label']} {c['value']:,.1f} {c['unit']}" for c in ceilings.get("ceilings", []))
+            lines.append(f"- measured ceilings ({ceilings.get('date')}): {figures}")
     else:
         lines.append("- no GPU (host variants only)")
     software = f"numpy {meta.get('numpy_version')}, Python {meta.get('python_version')}"

@@ -178,6 +178,12 @@ def plots_for(result: ResultSet, folder: Path, stem: str) -> list[Path]:
         written.append(throughput_vs_size(result, folder / f"{stem}_throughput.png"))
     if any(c.ok for c in result.cells):
         written.append(ceilings_chart(result, folder / f"{stem}_ceilings.png"))
+        from attnbench.output.roofline import roofline_plot
+
+        written.append(roofline_plot([result], folder / f"{stem}_roofline.png"))
+        from attnbench.output.roofline import roofline_plot
+
+        written.append(roofline_plot([result], folder / f"{stem}_roofline.png"))
     if has_ladder(result):
         gpu = (result.metadata.get("gpu") or {}).get("name", "CPU")
         written.append(ladder_bars(ladder_steps(result), folder / f"{stem}_ladder.png", gpu))

@@ -17,6 +17,7 @@ from attnbench.errors import PlotsUnavailable
 from attnbench.files import write_text
 from attnbench.output import plots as plotting
 from attnbench.output.markdown import ladder_section, result_section
+from attnbench.output.roofline import roofline_plot
 from attnbench.results.resultset import ResultSet
 
 
@@ -60,6 +61,7 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
                 images.append(("Throughput against size", plotting.throughput_vs_size(result, folder / f"{stem}_throughput.png")))
             if any(c.ok for c in result.cells):
                 images.append(("Against the ceilings", plotting.ceilings_chart(result, folder / f"{stem}_ceilings.png")))
+                images.append(("Roofline", roofline_plot([result], folder / f"{stem}_roofline.png")))
             for title, path in images:
                 outcome.plots.append(path)
                 section.append(f"![{title}]({path.name})")

@@ -59,7 +59,9 @@ def measurement_table(m: Measurement) -> TableModel:
     noise = f"noise {noise_text(k.noise)} (95% interval of the median)" if math.isfinite(k.noise) else \
         "noise unknown (fewer than 6 samples)"
     table.add_row(f"{timed} stddev", format_ms(k.stdev), f"{noise}, {k.outliers} outliers")
-    peak = f"{100 * m.peak_fraction:.1f}% of FP32 peak" if m.peak_fraction is not None else ""
+    peak = f"{100 * m.peak_fraction:.1f}% of FP32 peak (datasheet)" if m.peak_fraction is not None else ""
+    if m.ceiling:  # a measured ceiling from `attnbench ceilings` replaces the datasheet figure
+        peak = f"{100 * m.ceiling['fraction']:.1f}% of {m.ceiling['name']} (measured)"
     table.add_row("TFLOP/s", f"{m.tflops:.3f}", f"4*B*N*N*d / kernel median; {peak}".rstrip("; "))
     if m.verification is not None:
         v = m.verification

@@ -26,6 +26,7 @@ class Measurement:
     verification: VerifyReport | None = None
     warnings: list[str] = field(default_factory=list)
     nonfinite: int = 0  # NaN or Inf elements in the output: a wrong answer, whatever its speed
+    ceiling: dict | None = None  # the measured ceiling that applies, and the fraction reached (attnbench ceilings)
 
     @property
     def flops(self) -> int:
@@ -59,6 +60,7 @@ class Measurement:
             "tflops": self.tflops,
             "peak_flops": self.peak_flops,
             "peak_fraction": self.peak_fraction,
+            "ceiling": self.ceiling,
             "verification": self.verification.to_dict() if self.verification else None,
             "nonfinite": self.nonfinite,
             "warnings": self.warnings + self.kernel.warnings,
@@ -82,5 +84,6 @@ class Measurement:
             peak_flops=data.get("peak_flops"),
             verification=VerifyReport.from_dict(data["verification"]) if data.get("verification") else None,
             nonfinite=data.get("nonfinite", 0),
+            ceiling=data.get("ceiling"),
             warnings=[w for w in data.get("warnings", []) if w not in kernel.warnings],
         )

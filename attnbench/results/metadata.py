@@ -111,7 +111,8 @@ def live_gpu_state(index: int) -> dict[str, Any] | None:
     return {"source": "nvidia-smi", **{name: number(v) for name, v in zip(names, values)}}
 
 
-def collect(gpu: Any | None = None, with_torch: bool = False, command: str | None = None) -> dict[str, Any]:
+def collect(gpu: Any | None = None, with_torch: bool = False, command: str | None = None,
+            ceilings: dict[str, Any] | None = None) -> dict[str, Any]:
     """The metadata block of a saved result; `command` is the command line that made it."""
     data: dict[str, Any] = {
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -140,6 +141,7 @@ def collect(gpu: Any | None = None, with_torch: bool = False, command: str | Non
     if gpu is not None:
         data["gpu"] = gpu.facts()
         data["gpu_state"] = live_gpu_state(gpu.index)
+        data["ceilings"] = ceilings  # `attnbench ceilings`, when measured on this GPU and driver
     return data
 
 

@@ -27,7 +27,7 @@ def test_ladder_and_ceilings_through_the_report(tmp_path):
     path = save(r, tmp_path, "x")[0]
     outcome = write_report([results.load(path)], tmp_path / "report.md")
     names = sorted(p.name for p in outcome.plots)
-    assert names == ["report_1_ceilings.png", "report_ladder_1.png"]
+    assert names == ["report_1_ceilings.png", "report_1_roofline.png", "report_ladder_1.png"]
     assert all(p.read_bytes().startswith(PNG) for p in outcome.plots)
     text = outcome.path.read_text()
     assert "![Against the ceilings](report_1_ceilings.png)" in text and "report_ladder_1.png" in text

@@ -1,0 +1,142 @@
+"""The public API for explaining the numbers: hardware counters (profile), what a variant asks of
+the GPU without one (info), and the GPU's measured ceilings. The command line renders what these
+return."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from attnbench.backends import gpu as gpu_backend
+from attnbench.bench.ceilings import CeilingSet, cached_for, get_or_measure
+from attnbench.bench.profile import VariantProfile, profile_variant, require_ncu
+from attnbench.cases.inputs import resolve
+from attnbench.cases.testcase import Shape
+from attnbench.errors import ProfilerUnavailable, UsageError
+from attnbench.kernels.catalogue import get_variant
+from attnbench.kernels.geometry import GpuModel, KernelReport, gpu_model, kernel_reports
+from attnbench.kernels.metrics import PROFILABLE_FROM, Metric, metric_table, raw_metric
+from attnbench.kernels.nvcc import compile_report, nvcc_path
+from attnbench.kernels.variant import Variant
+from attnbench.results.metadata import collect
+
+Notice = Callable[[str], None]
+
+
+def _shape_of(case: str) -> tuple[str, Shape]:
+    bench_input = resolve(case)
+    bench_input.prepare()
+    return bench_input.label, bench_input.shape
+
+
+def _gpu_variant(name: str, verb: str) -> Variant:
+    variant = get_variant(name)
+    if variant.backend != "gpu":
+        raise UsageError(f"{variant.name} runs no kernel of attnbench; {verb} takes GPU variants only")
+    return variant
+
+
+@dataclass
+class ProfileRun:
+    """Counters of one pass of each variant on one case, with what a saved profile records."""
+
+    case: str
+    shape: Shape
+    arch: str
+    metadata: dict[str, Any]
+    metrics: list[Metric]
+    profiles: list[VariantProfile]
+
+    def to_dict(self) -> dict[str, Any]:
+        profiles = self.profiles
+        return {
+            "kind": "profile", "version": 1, "case": self.case,
+            "shape": {"B": self.shape.B, "N": self.shape.N, "d": self.shape.d},
+            "metadata": self.metadata, "arch": self.arch,
+            "metrics": {m.key: {"label": m.label, "ncu": list(m.ncu), "combine": m.combine, "unit": m.unit}
+                        for m in self.metrics},
+            "variants": [p.to_dict(self.metrics) for p in profiles],
+            "ncu_command": profiles[0].command[:profiles[0].command.index("--metrics") + 2] if profiles else [],
+        }
+
+
+def profile(case: str, variants: Sequence[str], raw_metrics: Sequence[str] = (), *, device: int = 0, warmup: int = 1,
+            max_launches: int = 50, command: str | None = None, notice: Notice = lambda text: None) -> ProfileRun:
+    """Each variant's pass after warm-up under Nsight Compute (`--clock-control none`), in its own process."""
+    label, shape = _shape_of(case)
+    chosen = [_gpu_variant(v, "profile") for v in variants]
+    for variant in chosen:
+        variant.require(shape)
+    require_ncu()
+    gpu = gpu_backend.Gpu(device)
+    cached = cached_for(gpu)
+    metadata = collect(gpu, command=command, ceilings=cached.to_dict() if cached else None)  # as compare saves it
+    arch, capability, name = gpu.arch, gpu.compute_capability, gpu.name
+    gpu.close()  # the profiled passes run in their own processes
+    if capability < PROFILABLE_FROM:
+        raise ProfilerUnavailable(f"Nsight Compute does not profile {name} ({arch}); it needs sm_70 or newer")
+    metrics = metric_table(arch) + [raw_metric(m.strip()) for m in raw_metrics if m.strip()]
+    profiles = []
+    for variant in chosen:
+        notice(f"profiling {variant.name} on {label} under ncu")
+        found = profile_variant(case, variant.name, metrics, device, warmup, max_launches)
+        found.spill_bytes = {k: r.spills for k, r in compile_report(variant, shape, arch).items()}
+        if found.unavailable:
+            notice(f"ncu has no {', '.join(found.unavailable)} here; shown as -")
+        profiles.append(found)
+    return ProfileRun(label, shape, arch, metadata, metrics, profiles)
+
+
+@dataclass
+class InfoReport:
+    """What a variant asks of a GPU for a shape: resources, geometry, occupancy, defines (no GPU needed)."""
+
+    variant: str
+    case: str
+    shape: Shape
+    model: GpuModel
+    reports: list[KernelReport]
+    defines: dict[str, int]
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant, "case": self.case,
+            "shape": {"B": self.shape.B, "N": self.shape.N, "d": self.shape.d},
+            "arch": self.model.arch, "gpu_model": self.model.name, "sm_count": self.model.sm_count,
+            "defines": self.defines,
+            "kernels": [{
+                "kernel": r.geometry.kernel, "grid": r.geometry.grid, "block": r.geometry.block,
+                "dynamic_smem": r.geometry.dynamic_smem, "static_smem": r.static_smem,
+                "smem_per_block": r.smem_per_block, "registers": r.registers, "spill_bytes": r.spills,
+                "launches_per_pass": r.geometry.launches_per_pass, "blocks_per_sm": r.occupancy.blocks_per_sm,
+                "occupancy": r.occupancy.fraction, "limiter": r.occupancy.limiter,
+                "blocks_per_sm_by_limit": r.occupancy.by_limit,
+                "waves": r.geometry.waves(self.model, r.occupancy.blocks_per_sm)} for r in self.reports],
+            "notes": self.notes,
+        }
+
+
+def info(variant_name: str, case: str | None = None, shape: Shape | None = None, arch: str = "sm_90") -> InfoReport:
+    """The compiler's figures, launch geometry and theoretical occupancy of a variant on a shape."""
+    variant = _gpu_variant(variant_name, "info")
+    model = gpu_model(arch)
+    label, shape = ("given shape", shape) if shape is not None else _shape_of(case or "t29")
+    variant.require(shape)
+    resources: dict = {}
+    notes: list[str] = []
+    if nvcc_path() is None:
+        notes.append("nvcc is not on PATH: no ptxas figures; occupancy counts shared memory and threads only")
+    else:
+        resources = compile_report(variant, shape, model.arch)
+        if not resources:
+            notes.append(f"nvcc could not compile {variant.source} for {model.arch} (this nvcc may not "
+                         "support it): occupancy counts shared memory and threads only")
+    return InfoReport(variant.name, label, shape, model, kernel_reports(variant, shape, model, resources),
+                      variant.defines(shape), notes)
+
+
+def ceilings(device: int = 0, refresh: bool = False) -> tuple[CeilingSet, bool]:
+    """This GPU's measured ceilings, from the cache for its name and driver or measured now; and
+    whether they came from the cache."""
+    return get_or_measure(gpu_backend.Gpu(device), refresh)

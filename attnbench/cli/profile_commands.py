@@ -1,0 +1,133 @@
+"""Commands that explain the numbers: `profile` (Nsight Compute counters), `info` (no GPU), `ceilings`."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+
+import click
+
+from attnbench import api_explain
+from attnbench.bench.ceilings import cache_path
+from attnbench.cases.testcase import Shape
+from attnbench.cli.options import command_line, notice
+from attnbench.output.profiles import ceilings_table, info_table, profile_tables, save_profile
+from attnbench.output.terminal import console, print_table
+from attnbench.results.metadata import gpu_short_name
+
+
+# -- profile -----------------------------------------------------------------------------------------
+@click.command()
+@click.argument("case")
+@click.option("--variant", "-v", "variant_names", multiple=True, required=True,
+              help="A variant to profile; repeat for several, side by side.")
+@click.option("--metrics", "raw_metrics", default=None, help="Extra raw ncu metric names, comma separated.")
+@click.option("--device", type=click.IntRange(0), default=0, show_default=True, help="CUDA device index.")
+@click.option("--warmup", type=click.IntRange(0), default=1, show_default=True, help="Passes before the profiled one.")
+@click.option("--max-launches", type=click.IntRange(1), default=50, show_default=True,
+              help="Profile at most this many kernel launches of the pass (the `kernels` variant makes thousands).")
+@click.option("--json", "as_json", is_flag=True, help="Print the counters as JSON.")
+@click.option("--save", is_flag=True, help="Save JSON, Markdown and each variant's raw ncu CSV under --results-dir.")
+@click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--name", default=None, help="File stem for --save [default: date_profile_gpu_case].")
+def profile(case: str, variant_names: tuple[str, ...], raw_metrics: str | None, device: int, warmup: int,
+            max_launches: int, as_json: bool, save: bool, results_dir: str, name: str | None) -> None:
+    """Hardware counters of one pass after warm-up, under Nsight Compute, variants side by side.
+
+    Each variant runs in its own process under `ncu --clock-control none`; only the pass after the
+    warm-up is profiled. One table per kernel of the pass: duration, occupancy, SM / FMA / tensor pipe
+    utilisation, DRAM bytes and throughput, L2 hit rate, shared-memory wavefronts and bank conflicts,
+    global sectors per request, registers, shared memory, local (spill) traffic. Needs ncu and
+    permission to read the GPU's counters (exit 3 otherwise).
+
+    \b
+    Examples:
+      attnbench profile t30 --variant reglm --variant bankfree
+      attnbench profile t29 -v float4 -v qreg --metrics smsp__inst_executed.sum --save
+    """
+    run = api_explain.profile(case, variant_names, (raw_metrics or "").split(","), device=device, warmup=warmup,
+                              max_launches=max_launches, command=command_line(), notice=notice)
+    tables = profile_tables(run.profiles, run.metrics, run.case)
+    document = run.to_dict()
+    if as_json:
+        click.echo(json.dumps(document, indent=1))
+    else:
+        for table in tables:
+            print_table(table)
+    if save:
+        gpu = run.metadata["gpu"]
+        stem = name or f"{_dt.date.today().isoformat()}_{gpu_short_name(run.metadata)}_profile_{run.case}_" \
+                       f"{'-'.join(variant_names)}"
+        title = f"Nsight Compute profile on {run.case} ({run.shape}) — {gpu['name']}"
+        written = save_profile(document, run.profiles, tables, title, Path(results_dir), stem)
+        notice(f"saved {written[0]}, {written[1].name} and the raw ncu CSV per variant")
+
+
+# -- info --------------------------------------------------------------------------------------------
+@click.command()
+@click.option("--variant", "-v", "variant_name", required=True, help="Variant name (see `attnbench list`).")
+@click.option("--case", "-c", default=None, help="Suite case or input file whose shape to use [default: t29].")
+@click.option("--shape", "shape_text", default=None, help="B,N,d instead of a case, e.g. 4,32768,32.")
+@click.option("--arch", default="sm_90", show_default=True,
+              help="Compile for and model this GPU: sm_61, sm_80, sm_86, sm_89 or sm_90.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def info(variant_name: str, case: str | None, shape_text: str | None, arch: str, as_json: bool) -> None:
+    """What a variant asks of the GPU for a shape, with no GPU: resources, geometry, occupancy, defines.
+
+    ptxas's registers, shared memory and spills (nvcc -Xptxas -v for --arch), each launch's grid,
+    block and dynamic shared memory, the waves over the SMs of a representative GPU of that
+    architecture, the theoretical occupancy and what limits it, and the defines the shape selects.
+
+    \b
+    Examples:
+      attnbench info --variant qreg --case t29
+      attnbench info -v tf32x3 --shape 2,32768,64 --arch sm_80
+    """
+    shape = None
+    if shape_text:
+        try:
+            B, N, d = (int(x) for x in shape_text.split(","))
+        except ValueError:
+            raise click.BadParameter(f"{shape_text!r} is not B,N,d (three integers)", param_hint="--shape") from None
+        if min(B, N, d) < 1:
+            raise click.BadParameter("B, N and d must be at least 1", param_hint="--shape")
+        shape = Shape(B, N, d)
+    report = api_explain.info(variant_name, case, shape, arch)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=1))
+        return
+    model = report.model
+    print_table(info_table(f"{report.variant} on {report.case} ({report.shape}) — {model.arch}, modelled as "
+                           f"{model.name} ({model.sm_count} SMs)", report.reports, model))
+    console.print("defines: " + (", ".join(f"{k}={v}" for k, v in sorted(report.defines.items())) or "none"),
+                  highlight=False)
+    for note in report.notes:
+        notice(note)
+
+
+# -- ceilings ----------------------------------------------------------------------------------------
+@click.command()
+@click.option("--device", type=click.IntRange(0), default=0, show_default=True, help="CUDA device index.")
+@click.option("--refresh", is_flag=True, help="Measure again even if this GPU and driver are cached.")
+@click.option("--json", "as_json", is_flag=True, help="Print the ceilings as JSON.")
+def ceilings(device: int, refresh: bool, as_json: bool) -> None:
+    """Measure this GPU's ceilings once (FFMA, TF32 mma.sync, MUFU ex2, DRAM copy) and cache them.
+
+    The cache is per GPU name and driver, in the per-user cache folder (ATTNBENCH_CACHE overrides
+    it). `run` and `compare` then give each variant's fraction of the ceiling it runs on, and `report`
+    draws them on the roofline.
+
+    \b
+    Example:
+      attnbench ceilings --refresh
+    """
+    found, cached = api_explain.ceilings(device, refresh)
+    if as_json:
+        click.echo(json.dumps(found.to_dict(), indent=1))
+        return
+    print_table(ceilings_table(found, "cached" if cached else "measured"))
+    console.print(f"cache: {cache_path(found.gpu, found.driver)}", highlight=False, soft_wrap=True)
+
+
+COMMANDS = (profile, info, ceilings)

@@ -1,0 +1,128 @@
+"""The roofline plot: TFLOP/s against arithmetic intensity, the GPU's measured ceilings as roofs.
+
+Arithmetic intensity is 4*B*N^2*d FLOPs over the minimal bytes (Q, K, V read and O written once,
+float32: 16*B*N*d), which is N/4 FLOP per byte whatever B and d. Each roof is min(compute ceiling,
+intensity x DRAM bandwidth) for one unit a variant can run on (FP32 FFMA, TF32 mma.sync, 3xTF32 at a
+third of it). The ceilings come from the result's metadata (saved when `attnbench ceilings` had
+measured that GPU and driver), else the newest cached for that GPU, else the clock-derived FP32 peak
+alone, labelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attnbench.bench.ceilings import UNIT_CEILINGS, CeilingSet, minimal_bytes, newest_for_name
+from attnbench.results.resultset import ResultSet
+
+
+def intensity(B: int, N: int, d: int) -> float:
+    """FLOPs per minimal DRAM byte of one attention pass."""
+    return 4 * B * N * N * d / minimal_bytes(B, N, d)
+
+
+@dataclass(frozen=True)
+class Roof:
+    label: str
+    tflops: float  # the flat part
+    bandwidth_gbs: float | None  # the sloped part; None when no bandwidth was measured
+    measured: bool
+
+
+def ceilings_of(result: ResultSet) -> CeilingSet | None:
+    """The ceilings saved with the result, or the newest cached for its GPU (any driver)."""
+    saved = result.metadata.get("ceilings")
+    if saved:
+        try:
+            return CeilingSet.from_dict(saved)
+        except (ValueError, KeyError, TypeError):
+            pass
+    return newest_for_name((result.metadata.get("gpu") or {}).get("name"))
+
+
+def roofs(result: ResultSet) -> list[Roof]:
+    """The roofs to draw for a result's GPU."""
+    found = ceilings_of(result)
+    if found is None:
+        gpu = result.metadata.get("gpu") or {}
+        peak = gpu.get("fp32_peak_tflops")
+        return [Roof("FP32 peak from the clocks (datasheet; run `attnbench ceilings`)", float(peak), None, False)] if peak else []
+    dram = found.get("dram_copy")
+    bandwidth = dram.value if dram else None
+    out = []
+    for unit in ("ffma", "tf32x3", "tensor"):
+        key, divisor, name = UNIT_CEILINGS[unit]
+        ceiling = found.get(key)
+        if ceiling is not None:
+            out.append(Roof(f"{name}: {ceiling.value / divisor:.0f} TFLOP/s", ceiling.value / divisor, bandwidth, True))
+    wgmma = found.get("tf32_wgmma")  # Hopper's faster tensor path, which no variant here uses yet
+    if wgmma is not None and wgmma.value > 0:
+        out.append(Roof(f"TF32 wgmma: {wgmma.value:.0f} TFLOP/s", wgmma.value, bandwidth, True))
+    return out
+
+
+def points(results: list[ResultSet]) -> list[tuple[str, str, float, float]]:
+    """(variant, case, intensity, TFLOP/s) for every timed cell."""
+    out = []
+    for result in results:
+        for cell in result.cells:
+            if cell.ok and cell.measurement is not None:
+                s = cell.measurement.shape
+                out.append((cell.variant, cell.case, intensity(s.B, s.N, s.d), cell.measurement.tflops))
+    return out
+
+
+def roofline_plot(results: list[ResultSet], path: Path) -> Path:
+    """Write the roofline of the results (all from one GPU: the first result's ceilings are drawn)."""
+    from attnbench.output.plots import pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(10, 6.5))
+    found = points(results)
+    xs = [p[2] for p in found] or [1.0]
+    low, high = min(xs) / 4, max(xs) * 4
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    styles = ["-", "--", ":", "-."]
+    result_roofs = roofs(results[0]) if results else []
+    import numpy as np
+
+    knees = [r.tflops * 1e3 / r.bandwidth_gbs for r in result_roofs if r.bandwidth_gbs]
+    low = min([low, *(k / 8 for k in knees)])  # show where each roof bends
+    grid = np.geomspace(low, high, 200)
+    for i, roof in enumerate(result_roofs):
+        ys = np.full_like(grid, roof.tflops) if roof.bandwidth_gbs is None else np.minimum(
+            roof.tflops, grid * roof.bandwidth_gbs / 1e3)
+        ax.plot(grid, ys, color="black", linestyle=styles[i % len(styles)], linewidth=1.2, label=roof.label)
+    if result_roofs and result_roofs[0].bandwidth_gbs:
+        x = grid[0] * 1.5
+        ax.text(x, x * result_roofs[0].bandwidth_gbs / 1e3 * 1.4, f"DRAM {result_roofs[0].bandwidth_gbs:,.0f} GB/s (copy)",
+                fontsize=8, color="dimgray")
+    variants = list(dict.fromkeys(p[0] for p in found))
+    markers = "osD^v<>pPX*h"
+    for i, variant in enumerate(variants):
+        mine = [p for p in found if p[0] == variant]
+        ax.scatter([p[2] for p in mine], [p[3] for p in mine], color=colours[i % len(colours)],
+                   marker=markers[i % len(markers)], s=36, label=variant, zorder=3)
+        for _, case, x, y in mine:
+            ax.annotate(case, (x, y), textcoords="offset points", xytext=(4, 3), fontsize=6, color="dimgray")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(low, high)
+    ax.set_xlabel("arithmetic intensity (FLOP per minimal DRAM byte: 4·B·N²·d / 16·B·N·d = N/4)")
+    ax.set_ylabel("TFLOP/s (4·B·N²·d / kernel time)")
+    gpu = ((results[0].metadata.get("gpu") or {}).get("name", "CPU")) if results else "-"
+    measured = bool(result_roofs and result_roofs[0].measured)
+    ax.set_title(f"Roofline — {gpu} ({'measured ceilings' if measured else 'no measured ceilings'})")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def roofline_summary(results: list[ResultSet]) -> list[dict[str, Any]]:
+    """The numbers behind the plot, for the report's text."""
+    return [{"variant": v, "case": c, "intensity": x, "tflops": y} for v, c, x, y in points(results)]

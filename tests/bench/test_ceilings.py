@@ -1,0 +1,231 @@
+"""attnbench.bench.ceilings: the cache (folder, keying, versions), which ceiling applies to which
+variant, how run shows it; and cuda/ceilings.cu compiles without spills (no GPU needed)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from attnbench.bench import ceilings as cl
+from attnbench.cases.testcase import Shape
+from attnbench.kernels.catalogue import REGISTRY
+from attnbench.kernels.nvcc import BASE_NVCC_OPTIONS
+from attnbench.locations import kernel_dir
+
+CUDA_DIR = kernel_dir()
+from attnbench.output.markdown import render
+from attnbench.output.tables import measurement_table
+from attnbench.results.measurement import Measurement
+from attnbench.results.stats import KernelStats
+
+NVCC = shutil.which("nvcc")
+
+
+def sample(gpu: str = "NVIDIA H200", driver: str = "580.159.04") -> cl.CeilingSet:
+    return cl.CeilingSet(gpu, driver, "sm_90", 132, 1980.0, "2026-11-22T06:00:00+00:00", [
+        cl.Ceiling("ffma", "FP32 FFMA", 64.0, "TFLOP/s"),
+        cl.Ceiling("tf32_mma", "TF32 mma.sync m16n8k8", 300.0, "TFLOP/s"),
+        cl.Ceiling("ex2", "MUFU ex2", 4100.0, "Gop/s"),
+        cl.Ceiling("dram_copy", "DRAM copy (read + write)", 4000.0, "GB/s"),
+    ])
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(cl.CACHE_ENV, str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_cache_folder_from_the_environment(cache, monkeypatch):
+    assert cl.cache_dir() == cache
+    monkeypatch.delenv(cl.CACHE_ENV)
+    assert "attnbench" in str(cl.cache_dir())
+
+
+def test_round_trip_keyed_by_gpu_and_driver(cache):
+    path = cl.save(sample())
+    assert path.parent == cache and path.name == "ceilings_nvidia-h200_driver-580-159-04.json"
+    loaded = cl.load_cached("NVIDIA H200", "580.159.04")
+    assert loaded == sample()
+    assert cl.load_cached("NVIDIA H200", "590.10") is None  # another driver: measure again
+    assert cl.load_cached("NVIDIA H100 80GB HBM3", "580.159.04") is None
+
+
+def test_newest_for_a_gpu_name_whatever_the_driver(cache):
+    old, new = sample(driver="570.1"), sample(driver="580.159.04")
+    old.date, new.date = "2026-01-01T00:00:00+00:00", "2026-11-22T00:00:00+00:00"
+    cl.save(new)
+    cl.save(old)
+    cl.save(sample(gpu="NVIDIA H200 NVL"))  # another model whose slug starts the same
+    assert cl.newest_for_name("NVIDIA H200") == new
+    assert cl.newest_for_name("NVIDIA A100") is None and cl.newest_for_name(None) is None
+
+
+def test_driver_version_from_the_kernel_module_or_the_cuda_api(monkeypatch, tmp_path):
+    class FakeDriver:
+        @staticmethod
+        def get_driver_version():
+            return 13000
+
+    class FakeGpu:
+        driver = FakeDriver()
+
+    line = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U16)\n"
+    real_path = cl.Path
+    monkeypatch.setattr(cl, "Path", lambda p: tmp_path / "version" if p == "/proc/driver/nvidia/version" else real_path(p))
+    (tmp_path / "version").write_text(line)
+    assert cl.driver_version(FakeGpu()) == "580.159.04"
+    (tmp_path / "version").unlink()
+    assert cl.driver_version(FakeGpu()) == "cuda-13000"
+
+
+def test_unreadable_or_old_cache_is_ignored(cache):
+    path = cl.save(sample())
+    path.write_text("{not json")
+    assert cl.load_cached("NVIDIA H200", "580.159.04") is None
+    data = sample().to_dict()
+    data["version"] = 0
+    path.write_text(json.dumps(data))
+    assert cl.load_cached("NVIDIA H200", "580.159.04") is None
+
+
+def test_get_or_measure_uses_the_cache_unless_refreshed(cache, monkeypatch):
+    class FakeGpu:
+        name = "NVIDIA H200"
+
+    monkeypatch.setattr(cl, "driver_version", lambda gpu: "580.159.04")
+    fresh = sample()
+    fresh.ceilings = fresh.ceilings[:1]
+    calls = []
+    monkeypatch.setattr(cl, "measure", lambda gpu: calls.append(gpu) or fresh)
+    got, cached = cl.get_or_measure(FakeGpu())
+    assert (got, cached, len(calls)) == (fresh, False, 1)
+    got, cached = cl.get_or_measure(FakeGpu())
+    assert (got, cached, len(calls)) == (fresh, True, 1)
+    got, cached = cl.get_or_measure(FakeGpu(), refresh=True)
+    assert (cached, len(calls)) == (False, 2)
+
+
+def test_which_ceiling_applies():
+    shape = (2, 1024, 64)
+    flops = 4 * 2 * 1024 * 1024 * 64
+    seconds = flops / 32e12  # 32 TFLOP/s
+    ffma = cl.applied_ceiling("ffma", flops, seconds, shape, sample())
+    assert ffma.fraction == pytest.approx(0.5) and ffma.measured and "FFMA" in ffma.name
+    x3 = cl.applied_ceiling("tf32x3", flops, seconds, shape, sample())
+    assert x3.value == pytest.approx(100e12) and x3.fraction == pytest.approx(0.32)  # a third of 300
+    tensor = cl.applied_ceiling("tensor", flops, seconds, shape, sample())
+    assert tensor.fraction == pytest.approx(32 / 300)
+    memory = cl.applied_ceiling("memory", flops, 1e-3, shape, sample())
+    assert memory.fraction == pytest.approx(16 * 2 * 1024 * 64 / 1e-3 / 4000e9)
+    assert cl.applied_ceiling("ffma", flops, seconds, shape, None) is None
+    partial = sample()
+    partial.ceilings = partial.ceilings[:1]
+    assert cl.applied_ceiling("tf32x3", flops, seconds, shape, partial) is None
+
+
+def test_every_builtin_variant_declares_a_unit_with_a_ceiling():
+    for variant in REGISTRY.values():
+        assert variant.unit in cl.UNIT_CEILINGS, variant.name
+    assert REGISTRY["tf32x3"].unit == "tf32x3" and REGISTRY["qreg"].unit == "ffma"
+
+
+def test_run_table_names_the_measured_ceiling_or_the_datasheet():
+    stats = KernelStats([2.0, 2.0, 2.0])
+    m = Measurement("qreg", "t29", Shape(4, 32768, 32), "NVIDIA H200", 0.1, stats, peak_flops=66.9e12)
+    def text(measurement):
+        return render(measurement_table(measurement))
+
+    assert "of FP32 peak (datasheet)" in text(m)
+    applied = cl.applied_ceiling("ffma", m.flops, 2e-3, (4, 32768, 32), sample())
+    m.ceiling = applied.to_dict()
+    shown = text(m)
+    assert f"{100 * applied.fraction:.1f}% of FP32 FFMA (measured)" in shown and "datasheet" not in shown
+    assert Measurement.from_dict(m.to_dict()).ceiling == m.ceiling
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_90a"])
+def test_micro_benchmarks_compile_without_spills(arch, tmp_path):
+    command = [NVCC, *BASE_NVCC_OPTIONS, f"-arch={arch}", "-cubin", "-Xptxas", "-v", str(CUDA_DIR / "ceilings.cu"),
+               "-o", str(tmp_path / "c.cubin")]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    kernels = set(re.findall(r"Compiling entry function '(\w+)'", result.stderr))
+    assert kernels == {"ceiling_ffma", "ceiling_mma_tf32", "ceiling_ex2", "ceiling_copy", "ceiling_wgmma_tf32"}
+    spills = [int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", result.stderr)]
+    assert spills and not any(spills)
+
+
+CUOBJDUMP = shutil.which("cuobjdump")
+
+
+@pytest.mark.skipif(NVCC is None or CUOBJDUMP is None, reason="nvcc or cuobjdump is not installed")
+def test_micro_benchmarks_run_on_the_units_they_claim(tmp_path):
+    """The loops are what they count: TF32 HMMA and HGMMA, MUFU.EX2 and FFMA in the SASS for sm_90a."""
+    cubin = tmp_path / "c.cubin"
+    subprocess.run([NVCC, *BASE_NVCC_OPTIONS, "-arch=sm_90a", "-cubin", str(CUDA_DIR / "ceilings.cu"), "-o", str(cubin)],
+                   check=True, capture_output=True)
+    sass = subprocess.run([CUOBJDUMP, "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
+    functions = dict(re.findall(r"Function : (\w+)\n(.*?)(?=Function :|\Z)", sass, re.S))
+    assert functions["ceiling_mma_tf32"].count("HMMA.1688.F32.TF32") >= 16
+    assert functions["ceiling_ex2"].count("MUFU.EX2") >= 128
+    assert functions["ceiling_ffma"].count("FFMA") >= 128
+    assert functions["ceiling_wgmma_tf32"].count("HGMMA.64x128x8.F32.TF32") >= 8
+
+
+@pytest.mark.gpu
+def test_measured_ceilings_are_plausible(gpu, cache):
+    """On a GPU: every ceiling is measured, below what the clocks allow, and cached."""
+    found, cached = cl.get_or_measure(gpu, refresh=True)
+    assert not cached and cl.cached_for(gpu) == found
+    ffma = found.get("ffma").value
+    assert 0.5 * gpu.fp32_peak_flops / 1e12 < ffma < 1.1 * gpu.fp32_peak_flops / 1e12
+    if gpu.compute_capability >= (8, 0):
+        assert found.get("tf32_mma").value > ffma
+    if gpu.compute_capability == (9, 0):
+        assert found.get("tf32_wgmma").value > found.get("tf32_mma").value, found.get("tf32_wgmma").detail
+    ex2_per_sm_clock = found.get("ex2").value * 1e9 / (gpu.sm_count * gpu.clock_khz * 1e3)
+    assert 1 < ex2_per_sm_clock < 40
+    assert found.get("dram_copy").value > 100
+
+
+def test_ceilings_command_measures_once_then_reads_the_cache(cache, monkeypatch):
+    from click.testing import CliRunner
+
+    import attnbench.backends.gpu
+    from attnbench.cli import main
+
+    class FakeGpu:
+        name = "NVIDIA H200"
+
+        def __init__(self, index: int = 0) -> None:
+            pass
+
+    monkeypatch.setattr(attnbench.backends.gpu, "Gpu", FakeGpu)
+    monkeypatch.setattr(cl, "driver_version", lambda gpu: "580.159.04")
+    monkeypatch.setattr(cl, "measure", lambda gpu: sample())
+    runner = CliRunner()
+    first = runner.invoke(main, ["ceilings"])
+    assert first.exit_code == 0, first.output
+    assert "measured" in first.output and "FP32 FFMA" in first.output and "4,000.0 GB/s" in first.output
+    monkeypatch.setattr(cl, "measure", lambda gpu: pytest.fail("measured again although cached"))
+    second = runner.invoke(main, ["ceilings", "--json"])
+    assert second.exit_code == 0 and json.loads(second.output) == sample().to_dict()
+
+
+def test_ceilings_without_a_gpu_is_one_line_exit_3():
+    pytest.importorskip("attnbench.backends.gpu")
+    from click.testing import CliRunner
+
+    from attnbench.backends.gpu import gpu_probe
+    from attnbench.cli import main
+
+    if gpu_probe() is None:
+        pytest.skip("a GPU is present")
+    result = CliRunner().invoke(main, ["ceilings"])
+    assert result.exit_code == 3 and result.output.startswith("error:")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from attnbench.cases.testcase import Shape
+from attnbench.results.course_clock import CourseClock
 from attnbench.results.stats import KernelStats
 from attnbench.results.verification import VerifyReport
 
@@ -25,6 +26,7 @@ class Measurement:
     peak_flops: float | None = None
     verification: VerifyReport | None = None
     warnings: list[str] = field(default_factory=list)
+    clock: CourseClock | None = None  # the pipelined first pass's stages; None for the unpipelined path
 
     @property
     def flops(self) -> int:
@@ -40,6 +42,9 @@ class Measurement:
 
     @property
     def total_s(self) -> float:
+        """The whole run: the pipeline's wall time, or input + compute + output when they ran one after another."""
+        if self.clock is not None:
+            return self.clock.wall_s
         return (self.input_s or 0.0) + self.compute_s + (self.output_s or 0.0)
 
     def to_dict(self) -> dict:
@@ -60,6 +65,7 @@ class Measurement:
             "peak_fraction": self.peak_fraction,
             "verification": self.verification.to_dict() if self.verification else None,
             "warnings": self.warnings + self.kernel.warnings,
+            "pipeline": self.clock.to_dict() if self.clock is not None else None,
         }
 
     @classmethod
@@ -79,4 +85,5 @@ class Measurement:
             output_s=data.get("output_s"),
             peak_flops=data.get("peak_flops"),
             warnings=[w for w in data.get("warnings", []) if w not in kernel.warnings],
+            clock=CourseClock.from_dict(data["pipeline"]) if data.get("pipeline") else None,
         )

@@ -69,8 +69,9 @@ class FakeStages:
     """A StageDevice on the host. `delays` (seconds) slow down h2d, kernel and d2h per chunk."""
 
     def __init__(self, shape, chunks, depth, items, log: Log | None = None, delays: dict | None = None,
-                 fail_kernel_at: int | None = None) -> None:
+                 fail_kernel_at: int | None = None, kernel=fake_kernel) -> None:
         self.shape, self.chunks, self.depth, self.items = shape, chunks, depth, items
+        self.kernel = kernel
         self.log = log or Log()
         self.delays = delays or {}
         self.fail_kernel_at = fail_kernel_at
@@ -121,7 +122,7 @@ class FakeStages:
                 raise RuntimeError("the fake kernel failed")
             qkv = self.device_in[b0 * self.item_in : b1 * self.item_in].view(np.float32)
             qkv = qkv.reshape(b1 - b0, 3, self.shape.N, self.shape.d)
-            self.device_out[b0 * self.item_out : b1 * self.item_out] = fake_kernel(qkv).reshape(-1)
+            self.device_out[b0 * self.item_out : b1 * self.item_out] = self.kernel(qkv).reshape(-1)
 
         self.streams[0].ops.put((None, self._timed("h2d", index, copy_in), self._event("h2d", index)))
         self.streams[1].ops.put((self._event("h2d", index), self._timed("kernel", index, kernel),

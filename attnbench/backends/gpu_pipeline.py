@@ -149,6 +149,12 @@ class GpuStages:
         return DeviceStageTimes(h2d_s=busy["h2d"], kernel_s=busy["kernel"], d2h_s=busy["d2h"], busy_s=union)
 
     def release(self) -> None:
+        if self._streams is not None:  # after an error or Ctrl-C, no copy may still use the ring when it is freed
+            for stream in self._streams:
+                try:
+                    stream.synchronize()
+                except Exception:
+                    pass
         for array in self._inputs + self._outputs:
             try:
                 array.base.free()

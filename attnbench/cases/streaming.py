@@ -18,7 +18,7 @@ import numpy as np
 from attnbench.cases.testcase import HEADER, Shape, Testcase, read_checked_shape
 from attnbench.errors import TestcaseError
 
-MIN_PIECE_BYTES = 4 << 20  # a thread reads at least this much, or the hand-off costs more than it saves
+MIN_PIECE_BYTES = 2 << 20  # a thread reads at least this much, or the hand-off costs more than it saves
 MAX_READ_THREADS = 4
 
 

@@ -14,7 +14,7 @@ so input + compute + output no longer add up to the run. The clock keeps both vi
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 STAGES = ("read", "h2d", "kernel", "d2h", "write")
 STAGE_NAMES = {"read": "reading the file", "h2d": "host-to-device copies", "kernel": "kernels",
@@ -67,7 +67,6 @@ class CourseClock:
     ring_depth: int
     ring_bytes: int
     keep_s: float = 0.0  # the writer thread copying each output chunk into host memory (for --check); not in write_s
-    notes: list[str] = field(default_factory=list)
 
     def busy(self, stage: str) -> float:
         return getattr(self, f"{stage}_s")

@@ -138,3 +138,14 @@ def test_a_refused_plan_says_why_and_runs_unpipelined(fake_gpu, tmp_path):
                 timing=api.TimingOptions(reps=1))
     assert any("over the 0.01x bound; running the unpipelined path" in n for n in notes), notes
     assert m.clock is None and m.verification.passed
+
+
+def test_the_command_line_without_the_pipeline_prints_the_sequential_rows(fake_gpu, tmp_path):
+    result = CliRunner().invoke(main, ["run", "odd_100x32", str(tmp_path / "o.bin"), "--variant", "naive",
+                                       "--reps", "2", "--no-pipeline", "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["pipeline"] is None and data["input_s"] is not None and data["output_s"] is not None
+    assert data["total_s"] == pytest.approx(data["input_s"] + data["compute_s"] + data["output_s"])
+    help_text = CliRunner().invoke(main, ["run", "--help"]).output
+    assert "--no-pipeline" in help_text

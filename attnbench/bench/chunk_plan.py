@@ -10,7 +10,9 @@ host memory stays small whatever the input's size. The plan trades three costs:
 - ring too shallow: reading waits for a copy to free its buffer (a short wait: pinned copies run
   at about 55 GB/s, reading at under 10), and a slow write holds back the next copy back.
 
-Host memory is the ring plus, when the output is kept for a check, one output array. A plan whose peak
+Host memory is the ring plus, when the output is kept for a check, one output array. The ring stays
+within half the input, 256 MiB, and a quarter of the host's available memory. (Device memory is what
+the unpipelined path needs, the whole input and output resident, and is checked there.) A plan whose peak
 would pass `HOST_BOUND` times the input file is refused with the reason (one batch item larger than
 the budget allows, say), and the caller runs the unpipelined path instead.
 """
@@ -81,6 +83,18 @@ class ChunkPlan:
                 f"ring of {self.depth} ({self.ring_bytes / 2**20:.1f} MiB pinned)")
 
 
+def available_host_bytes() -> int | None:
+    """Host memory the kernel says is available (Linux's MemAvailable), or None where it cannot tell."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def plan_chunks(
     shape: Shape,
     keep_output: bool,
@@ -89,8 +103,10 @@ def plan_chunks(
     depth: int = DEPTH,
     max_ring_bytes: int = MAX_RING_BYTES,
     host_bound: float = HOST_BOUND,
+    host_available: int | None = None,
 ) -> ChunkPlan:
-    """The chunking of `shape`'s batch for the pipeline, within the host memory budget."""
+    """The chunking of `shape`'s batch for the pipeline, within the host memory budget (and within a
+    quarter of `host_available`, the host's free memory, when given)."""
     item_in = 3 * FLOAT_BYTES * shape.N * shape.d
     item_out = FLOAT_BYTES * shape.N * shape.d
     input_bytes = shape.B * item_in
@@ -98,6 +114,8 @@ def plan_chunks(
     chunks = -(-shape.B // items)
     depth = max(1, min(depth, chunks))
     ring_budget = min(max_ring_bytes, RING_FRACTION * input_bytes)
+    if host_available is not None:
+        ring_budget = min(ring_budget, host_available / 4)
     while items > 1 and depth * items * (item_in + item_out) > ring_budget:
         items = max(1, items // 2)
     while depth > 1 and depth * items * (item_in + item_out) > ring_budget:
@@ -122,4 +140,4 @@ def plan_for_input(bench_input: BenchInput, variant: Variant, keep_output: bool)
     path = getattr(bench_input, "path", None)
     if variant.backend != "gpu" or path is None or not Path(path).is_file():
         return None
-    return plan_chunks(bench_input.shape, keep_output)
+    return plan_chunks(bench_input.shape, keep_output, host_available=available_host_bytes())

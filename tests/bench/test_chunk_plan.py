@@ -104,3 +104,10 @@ def test_only_gpu_variants_on_files_get_a_plan(tmp_path):
     missing = SuiteInput(suite.get_case("odd_17x48"), in_memory=True)
     assert plan_for_input(missing, get_variant("naive"), keep_output=False) is None
     assert plan_for_input(FileInput(Path(suite.input_path(case))), get_variant("naive"), True) is not None
+
+
+def test_little_free_host_memory_shrinks_the_ring():
+    roomy = plan_chunks(Shape(500, 2048, 64), keep_output=False, host_available=64 << 30)
+    tight = plan_chunks(Shape(500, 2048, 64), keep_output=False, host_available=16 << 20)
+    assert roomy.ring_bytes > 4 << 20 >= tight.ring_bytes
+    assert tight.refusal is None and len(tight.chunks) > len(roomy.chunks)

@@ -55,10 +55,12 @@ def test_summary_medians_checks_and_targets(tool):
     assert t["output_over_write"] == pytest.approx(0.08 / 0.07)
     assert t["total_under_0_25_s"] is True
     assert rows["no-pipeline"]["targets"] == {}
+    assert summary["failures"] == [{"case": "t22", "variant": "qreg", "path": "pipeline", "exit": 3, "error": "x"}]
     text = tool.markdown(summary)
     assert "| t22 | tf32x3 | pipeline | 0.124 | 0.032 | 0.080 | 0.210 |" in text
     assert "h2d pinned | 55.5" in text
     assert f"| t22 | tf32x3 | {0.032 / limit:.2f} (" in text
+    assert "- t22 qreg pipeline: exit 3: x" in text
 
 
 def test_summary_of_nothing_is_still_a_document(tool, tmp_path):

@@ -119,7 +119,9 @@ def summarize(records: list[dict], ceilings: dict | None) -> dict:
         row["verified"] = (check.get("verify") or {}).get("passed")
         row["targets"] = targets(row, (ceilings or {}).get("files", {}).get(case), (ceilings or {}).get("gpu", {}))
         rows.append(row)
-    return {"rows": rows, "ceilings": ceilings}
+    failures = [{k: r.get(k) for k in ("case", "variant", "path", "exit", "error")} for r in records
+                if r.get("kind") != "check" and not r.get("measurement")]
+    return {"rows": rows, "failures": failures, "ceilings": ceilings}
 
 
 def targets(row: dict, file: dict | None, gpu: dict) -> dict:
@@ -201,6 +203,10 @@ def markdown(summary: dict) -> str:
             limit = f"{fmt(t.get('compute_over_limit'), '.2f')} ({fmt(t.get('compute_limit_s'), '.4f')})"
             lines.append(f"| {row['case']} | {row['variant']} | {limit} | {fmt(t.get('input_over_cat'), '.2f')} | "
                          f"{fmt(t.get('output_over_write'), '.2f')} | {t.get('total_under_0_25_s', '-')} |")
+    if summary.get("failures"):
+        lines += ["", "Runs that gave no measurement:", ""]
+        lines += [f"- {f['case']} {f['variant']} {f['path']}: exit {f['exit']}: {f.get('error') or ''}"
+                  for f in summary["failures"]]
     return "\n".join(lines) + "\n"
 
 

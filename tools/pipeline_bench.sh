@@ -16,6 +16,7 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out="${1:?usage: bash tools/pipeline_bench.sh OUTDIR}"
 mkdir -p "$out" && out="$(cd "$out" && pwd)"
+cd "$here/.."  # the checkout's attnbench, even where it is not installed
 export ATTNBENCH_DATA="${ATTNBENCH_DATA:-$out/data}"
 export COLUMNS="${COLUMNS:-200}"
 cases="${CASES:-t22,t11,t10,t29,t30}"
@@ -47,7 +48,7 @@ fi
 
 say "generating ${cases} into $ATTNBENCH_DATA"
 if [ "${REFS:-1}" = 0 ]; then gen_args=(--no-reference); else gen_args=(); fi
-if ! ab gen ${cases//,/ } "${gen_args[@]}" >>"$log" 2>&1; then
+if ! ab gen ${cases//,/ } ${gen_args[@]+"${gen_args[@]}"} >>"$log" 2>&1; then
   say "attnbench gen failed (see $log)"; exit 2
 fi
 

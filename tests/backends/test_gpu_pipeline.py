@@ -9,10 +9,12 @@ output files must match bit for bit, and the clock must have timed every stage.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from attnbench.bench.chunk_plan import plan_chunks
 from attnbench.bench.runner import run_variant, run_variant_pipelined
@@ -21,7 +23,6 @@ from attnbench.bench.verify import compare_outputs
 from attnbench.cases import suite
 from attnbench.cases.reference import reference_output
 from attnbench.cases.testcase import Shape, read_output, write_testcase
-from attnbench.cli import main
 from attnbench.kernels.catalogue import get_variant, gpu_variants
 from tests.conftest import random_testcase
 
@@ -74,23 +75,37 @@ def test_many_items_per_chunk_and_a_ring_of_one(gpu, variant, tmp_path):
         assert out.read_bytes() == plain.astype("<f4").tobytes()
 
 
+def attnbench(*args: str) -> subprocess.CompletedProcess:
+    """The command line in its own process (its own CUDA context), as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "attnbench", *args], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "COLUMNS": "200"})
+
+
 def test_the_command_line_with_and_without_the_pipeline(gpu, tmp_path):
     case = "odd_1000x64"
-    runner = CliRunner()
     piped, plain = tmp_path / "piped.bin", tmp_path / "plain.bin"
-    result = runner.invoke(main, ["run", case, str(piped), "--variant", "tf32x3", "--check", "--json", "--reps", "3"])
-    assert result.exit_code == 0, result.output
+    result = attnbench("run", case, str(piped), "--variant", "tf32x3", "--check", "--json", "--reps", "3")
+    assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["pipeline"]["chunks"] >= 2 and data["pipeline"]["h2d_gbps"] > 0
-    assert data["verification"]["passed"]
-    result = runner.invoke(main, ["run", case, str(plain), "--variant", "tf32x3", "--check", "--no-pipeline"])
-    assert result.exit_code == 0, result.output
-    assert "bound by" not in result.output
+    assert data["verification"]["passed"] and data["total_s"] == data["pipeline"]["wall_s"]
+    result = attnbench("run", case, str(plain), "--variant", "tf32x3", "--check", "--no-pipeline")
+    assert result.returncode == 0, result.stderr
+    assert "bound by" not in result.stdout and "PASS" in result.stdout
     assert piped.read_bytes() == plain.read_bytes()
     shape = suite.get_case(case).shape
     assert np.array_equal(read_output(piped, shape), read_output(plain, shape))
-    table = runner.invoke(main, ["run", case, str(piped), "--variant", "qreg", "--reps", "2"])
-    assert table.exit_code == 0 and "H2D" in table.output and "bound by" in table.output
+    table = attnbench("run", case, str(piped), "--variant", "qreg", "--reps", "2")
+    assert table.returncode == 0, table.stderr
+    assert "H2D" in table.stdout and "bound by" in table.stdout
+
+
+def test_a_single_item_case_runs_unpipelined_and_says_why(gpu, tmp_path):
+    assert suite.get_case("sq63").shape.B == 1
+    result = attnbench("run", "sq63", str(tmp_path / "o.bin"), "--variant", "naive", "--reps", "2", "--check")
+    assert result.returncode == 0, result.stderr
+    assert "so a pipeline has nothing to overlap; running the unpipelined path" in result.stderr
+    assert "bound by" not in result.stdout
 
 
 def test_the_default_plan_runs_a_course_like_case(gpu, tmp_path):

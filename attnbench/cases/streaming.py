@@ -23,7 +23,11 @@ MAX_READ_THREADS = 4
 
 
 def default_read_threads() -> int:
-    return max(1, min(MAX_READ_THREADS, os.cpu_count() or 1))
+    """Threads that read one chunk: ATTNBENCH_READ_THREADS when set (for tuning), else up to 4 cores."""
+    try:
+        return max(1, int(os.environ["ATTNBENCH_READ_THREADS"]))
+    except (KeyError, ValueError):
+        return max(1, min(MAX_READ_THREADS, os.cpu_count() or 1))
 
 
 class TestcaseFile:

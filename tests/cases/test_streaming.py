@@ -65,3 +65,10 @@ def test_a_file_that_shrinks_while_read_names_where_it_ended(case_file):
         source.read_items(0, 2, memoryview(bytearray(2 * source.item_bytes)))
         with pytest.raises(TestcaseError, match=f"file ended after {12 + 2 * source.item_bytes + 100} bytes"):
             source.read_items(2, 4, memoryview(bytearray(2 * source.item_bytes)))
+
+
+def test_read_threads_follow_the_environment(monkeypatch):
+    monkeypatch.setenv("ATTNBENCH_READ_THREADS", "3")
+    assert streaming.default_read_threads() == 3
+    monkeypatch.setenv("ATTNBENCH_READ_THREADS", "many")
+    assert 1 <= streaming.default_read_threads() <= streaming.MAX_READ_THREADS

@@ -9,8 +9,10 @@
 #   CASES=t22,t11,t10,t29,t30  VARIANTS=tf32x3,qreg,torch  REPEATS=3 (runs per path)  REPS=5 (timed passes)
 #   REFS=0     skip the float64 references (then outputs are compared between paths, not verified)
 #   KEEP_DATA=1  keep the generated inputs under OUTDIR/data (about 2 GB; removed at the end otherwise)
+#   THREADS_SWEEP=0  skip the last step, the first case read with 1, 2, 4 and 8 threads (read_threads.md)
 # Writes OUTDIR/gpu.txt, ceilings.json, runs.jsonl (one line per run, as it ends), summary.json,
-# summary.md (the tables), tables.log (the run table of t22 with and without the pipeline), bench.log.
+# summary.md (the tables), tables.log (the run table of t22 with and without the pipeline),
+# read_threads.md, bench.log.
 # About 6 minutes on an H200 host with 16 cores (a minute or two of it the float64 references).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -71,5 +73,19 @@ say "runs: $cases x $variants, ${REPEATS:-3} repeats per path"
 python3 "$here/pipeline_bench.py" "$out" --cases "$cases" --variants "$variants" \
   --repeats "${REPEATS:-3}" --reps "${REPS:-5}" 2>>"$log" | tee -a "$log"
 status=${PIPESTATUS[0]}
+
+if [ "${THREADS_SWEEP:-1}" = 1 ]; then
+  say "reading threads on $first_case with $first_variant (ATTNBENCH_READ_THREADS): read busy and wall time"
+  echo "| read threads | read s | write s | total (wall) s |" > "$out/read_threads.md"
+  echo "| ---: | ---: | ---: | ---: |" >> "$out/read_threads.md"
+  for threads in 1 2 4 8; do
+    ATTNBENCH_READ_THREADS=$threads ab run "$first_case" "$out/threads.out" --variant "$first_variant" --reps 2 --json \
+      2>>"$log" | python3 -c "import json, sys; m = json.load(sys.stdin); c = m['pipeline'] or {}
+print(f\"| $threads | {c.get('read_s', 0):.3f} | {c.get('write_s', 0):.3f} | {m['total_s']:.3f} |\")" \
+      >> "$out/read_threads.md" 2>>"$log"
+  done
+  rm -f "$out/threads.out"
+  cat "$out/read_threads.md" | tee -a "$log"
+fi
 say "done (exit $status); summary in $out/summary.md"
 exit "$status"

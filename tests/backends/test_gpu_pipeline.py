@@ -56,8 +56,8 @@ def test_pipelined_output_is_bit_identical(gpu, variant, shape, tmp_path):
     assert out.read_bytes() == plain.astype("<f4").tobytes()
     clock = run.measurement.clock
     assert clock is not None and clock.chunks == shape[0]
-    for stage in ("read", "h2d", "kernel", "d2h", "write"):
-        assert clock.busy(stage) > 0, stage
+    assert clock.read_s > 0 and clock.write_s > 0 and clock.kernel_s > 0
+    assert clock.h2d_s + clock.d2h_s > 0  # a copy of a few kB may be under the events' resolution alone
     assert clock.wall_s >= clock.device_busy_s > 0 and run.measurement.kernel.median > 0
     if variant.accuracy == "float32":
         assert compare_outputs(run.output, reference_output(testcase)).passed

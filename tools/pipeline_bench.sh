@@ -70,8 +70,9 @@ rm -f "$out/tables.out"
 cat "$out/tables.log" >> "$log"
 
 say "runs: $cases x $variants, ${REPEATS:-3} repeats per path"
+if [ "${REFS:-1}" = 0 ]; then verify_args=(--no-verify); else verify_args=(); fi
 python3 "$here/pipeline_bench.py" "$out" --cases "$cases" --variants "$variants" \
-  --repeats "${REPEATS:-3}" --reps "${REPS:-5}" 2>>"$log" | tee -a "$log"
+  --repeats "${REPEATS:-3}" --reps "${REPS:-5}" ${verify_args[@]+"${verify_args[@]}"} 2>>"$log" | tee -a "$log"
 status=${PIPESTATUS[0]}
 
 if [ "${THREADS_SWEEP:-1}" = 1 ]; then

@@ -13,6 +13,7 @@ def private_data_dir(tmp_path_factory, monkeypatch):
     """Generated suite files go to a per-session temporary folder, never the checkout."""
     folder = tmp_path_factory.getbasetemp() / "suite-data"
     monkeypatch.setenv("ATTNBENCH_DATA", str(folder))
+    monkeypatch.setenv("ATTNBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))  # no user's ceilings
     return folder
 
 

@@ -39,15 +39,21 @@ def _arg_type(name: str) -> str:
 
 
 class GpuExecution:
-    """A compiled variant bound to device buffers for one testcase."""
+    """A compiled variant bound to device buffers for one testcase.
 
-    def __init__(self, gpu: Any, variant: Variant, testcase: Testcase, flush_l2: bool = True) -> None:
-        variant.require(testcase.shape)
+    Given a Testcase, `upload` copies it over in one piece. Given only a Shape (the pipelined path),
+    `allocate` makes the buffers and the caller fills `device_input` chunk by chunk, launching each
+    chunk's kernels from `launch_records(b0, b1)` on its own stream.
+    """
+
+    def __init__(self, gpu: Any, variant: Variant, testcase: Testcase | Shape, flush_l2: bool = True) -> None:
+        shape = testcase if isinstance(testcase, Shape) else testcase.shape
+        variant.require(shape)
         self.gpu = gpu
         self.driver = gpu.driver
         self.variant = variant
-        self.testcase = testcase
-        self.shape = shape = testcase.shape
+        self.testcase = None if isinstance(testcase, Shape) else testcase
+        self.shape = shape
         self.device_name = gpu.name
         self.peak_flops = gpu.fp32_peak_flops
         self.compiled = gpu.compile(variant, shape)
@@ -58,6 +64,7 @@ class GpuExecution:
         self._buffers: dict[str, Any] = {}
         self._records: list[_LaunchRecord] = []
         self._prepared: set[str] = set()
+        self._pointers: tuple[int, int, dict[str, int]] = (0, 0, {})
 
     # -- memory ------------------------------------------------------------------------------
     def _choose_chunk(self) -> int:
@@ -91,18 +98,42 @@ class GpuExecution:
         self._buffers[name] = buffer
         return buffer
 
-    def upload(self) -> None:
-        """Allocate device buffers, copy the input over and poison the output."""
+    def allocate(self) -> None:
+        """Allocate device buffers, poison the output and plan the launches (no input copied yet)."""
         shape = self.shape
-        qkv = self._alloc("qkv", self.testcase.qkv.nbytes)
+        qkv = self._alloc("qkv", 3 * shape.output_bytes)
         out = self._alloc("out", shape.output_bytes)
         chunk_shape = Shape(self.chunk, shape.N, shape.d)
         workspace = {name: self._alloc(name, size(chunk_shape)) for name, size in self.variant.workspace.items()}
-        self.driver.memcpy_htod(qkv, self.testcase.qkv)
         self.driver.memset_d32(out, POISON_BITS, shape.elements)
-        self._records = self._plan(int(qkv), int(out), {k: int(v) for k, v in workspace.items()})
+        self._pointers = (int(qkv), int(out), {k: int(v) for k, v in workspace.items()})
+        self._records = self.launch_records(0, shape.B)
 
-    def _plan(self, qkv: int, out: int, workspace: dict[str, int]) -> list[_LaunchRecord]:
+    def upload(self) -> None:
+        """Allocate device buffers, copy the input over and poison the output."""
+        assert self.testcase is not None, "upload needs the testcase in host memory"
+        self.allocate()
+        self.driver.memcpy_htod(self._buffers["qkv"], self.testcase.qkv)
+
+    @property
+    def device_input(self) -> int:
+        """Address of the device copy of Q, K, V (item b at + 12*b*N*d bytes)."""
+        return self._pointers[0]
+
+    @property
+    def device_output(self) -> int:
+        """Address of the device output O (item b at + 4*b*N*d bytes)."""
+        return self._pointers[1]
+
+    def launch_records(self, b0: int, b1: int) -> list[_LaunchRecord]:
+        """The launches that compute batch items [b0, b1), in launch chunks of at most `chunk` items.
+
+        Each item's result does not depend on which launch computes it, so any split of the batch gives
+        the same bits (the GPU tests hold the pipelined path to that)."""
+        qkv, out, workspace = self._pointers
+        return self._plan(qkv, out, workspace, b0, b1)
+
+    def _plan(self, qkv: int, out: int, workspace: dict[str, int], first: int, end: int) -> list[_LaunchRecord]:
         shape = self.shape
         N, d = shape.N, shape.d
         scalars: dict[str, Any] = {
@@ -112,8 +143,8 @@ class GpuExecution:
             "scale_log2": np.float32(LOG2E / math.sqrt(d)),
         }
         records = []
-        for b0 in range(0, shape.B, self.chunk):
-            count = min(self.chunk, shape.B - b0)
+        for b0 in range(first, end, self.chunk):
+            count = min(self.chunk, end - b0)
             chunk = Shape(count, N, d)
             values = {
                 **scalars,
@@ -147,11 +178,15 @@ class GpuExecution:
 
     # -- execution ---------------------------------------------------------------------------
     def run_pass(self) -> None:
+        self.launch(self._records)
+
+    def launch(self, records: list[_LaunchRecord], stream: Any = None) -> None:
+        """Queue `records` on `stream` (the legacy default stream when None)."""
         record = None
         try:
-            for record in self._records:
+            for record in records:
                 record.function.prepared_async_call(
-                    record.grid, record.block, None, *record.args, shared_size=record.smem
+                    record.grid, record.block, stream, *record.args, shared_size=record.smem
                 )
         except self.driver.Error as exc:
             kernel = record.kernel if record else "?"

@@ -3,10 +3,13 @@
 `run_variant` is the one path every command takes: `run` is a one-cell compare. The first pass is
 timed as the course times "computing" (allocation, host-to-device, kernels, device-to-host); the
 sampler then times repeated passes. With `gate`, a pass whose output fails its check gets no time.
+`run_variant_pipelined` is `run`'s default for GPU variants: its first pass streams the input file
+through the pipeline (`bench.pipeline`) and writes the output as it goes; the timed passes are the same.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -16,9 +19,13 @@ import numpy as np
 from attnbench.backends.base import Execution
 from attnbench.backends.factory import make_execution
 from attnbench.bench.ceilings import applied_ceiling, cached_for
+from attnbench.bench.chunk_plan import ChunkPlan
+from attnbench.bench.pipeline import run_pipeline
 from attnbench.bench.sampler import TimingPolicy, measure, sample_execution, timed_passes
 from attnbench.bench.verify import FiniteCheck, finite_check
-from attnbench.cases.testcase import Testcase
+from attnbench.cases.streaming import TestcaseFile
+from attnbench.cases.testcase import Shape, Testcase
+from attnbench.files import atomic_write
 from attnbench.kernels.variant import Variant
 from attnbench.results.measurement import Measurement
 from attnbench.results.stats import KernelStats
@@ -58,12 +65,12 @@ def _time(execution: Execution, variant: Variant, policy: TimingPolicy, compute_
     return sample_execution(execution, policy)
 
 
-def _measurement(variant: Variant, case_label: str, testcase: Testcase, gpu: Any | None, execution: Execution,
+def _measurement(variant: Variant, case_label: str, shape: Shape, gpu: Any | None, execution: Execution,
                  compute_s: float, stats: KernelStats) -> Measurement:
     measurement = Measurement(
         variant=variant.name,
         case=case_label,
-        shape=testcase.shape,
+        shape=shape,
         device=execution.device_name,
         compute_s=compute_s,
         kernel=stats,
@@ -71,7 +78,6 @@ def _measurement(variant: Variant, case_label: str, testcase: Testcase, gpu: Any
         peak_flops=execution.peak_flops,
     )
     if gpu is not None and variant.backend != "cpu":
-        shape = testcase.shape
         applied = applied_ceiling(variant.unit, shape.flops, stats.median * 1e-3, (shape.B, shape.N, shape.d),
                                   cached_for(gpu))
         measurement.ceiling = applied.to_dict() if applied else None
@@ -110,7 +116,7 @@ def run_variant(
         stats = _time(execution, variant, policy, compute_s, timer)
     finally:
         execution.free()
-    measurement = _measurement(variant, case_label, testcase, gpu, execution, compute_s, stats)
+    measurement = _measurement(variant, case_label, testcase.shape, gpu, execution, compute_s, stats)
     if isinstance(result, VerifyReport):
         measurement.verification = result
         measurement.nonfinite = result.nan_count + result.inf_count
@@ -119,4 +125,46 @@ def run_variant(
     return VariantRun(output, measurement, result)
 
 
-__all__ = ["Check", "Timer", "VariantRun", "measure", "run_variant", "timed_passes"]
+def run_variant_pipelined(
+    variant: Variant,
+    path: str | os.PathLike,
+    plan: ChunkPlan,
+    case_label: str,
+    gpu: Any,
+    policy: TimingPolicy,
+    out: str | os.PathLike | None,
+    check: Check | None = None,
+) -> VariantRun:
+    """A GPU variant on a course input file through the pipeline: the file streams to the device while
+    the kernels run and the output streams to `out` (written safely, whole or not at all); then the
+    timed passes on the resident buffers. With `plan.keep_output` the output is also kept (and checked)."""
+    from attnbench.backends.gpu_execution import GpuExecution
+    from attnbench.backends.gpu_pipeline import GpuStages
+
+    with TestcaseFile(path) as source:
+        execution = GpuExecution(gpu, variant, source.shape, policy.flush_l2)
+        stages = GpuStages(execution, plan.chunks, plan.depth, plan.items_per_chunk)
+        shape = source.shape
+        keep = np.empty((shape.B, shape.N, shape.d), dtype=np.float32) if plan.keep_output else None
+        try:
+            start = time.perf_counter()
+            if out is None:
+                clock = run_pipeline(plan, source, stages, None, keep)
+            else:
+                clocks = []
+                atomic_write(out, lambda f: clocks.append(run_pipeline(plan, source, stages, f, keep)))
+                clock = clocks[0]
+            clock.wall_s = time.perf_counter() - start  # the file's creation and rename included
+            result = check(keep) if check is not None and keep is not None else FiniteCheck(clock.nonfinite, shape.elements)
+            stats = sample_execution(execution, policy)
+        finally:
+            execution.free()
+    measurement = _measurement(variant, case_label, shape, gpu, execution, clock.compute_s, stats)
+    measurement.input_s, measurement.output_s, measurement.clock = clock.read_s, clock.write_s, clock
+    measurement.nonfinite = clock.nonfinite
+    if isinstance(result, VerifyReport):
+        measurement.verification = result
+    return VariantRun(keep, measurement, result)
+
+
+__all__ = ["Check", "Timer", "VariantRun", "measure", "run_variant", "run_variant_pipelined", "timed_passes"]

@@ -131,11 +131,8 @@ def _readinto_exact(f: BinaryIO, buffer: memoryview, path: Path) -> None:
         done += got
 
 
-def read_testcase(path: str | os.PathLike) -> Testcase:
-    """Read a course input file into one array, validating header and exact size.
-
-    The data is read straight into its final buffer, so peak memory stays near the file size.
-    """
+def read_checked_shape(path: str | os.PathLike) -> Shape:
+    """The header of a course input file, checked against the file's exact size."""
     path = Path(path)
     shape = read_shape(path)
     found = path.stat().st_size
@@ -144,6 +141,16 @@ def read_testcase(path: str | os.PathLike) -> Testcase:
             f"{path}: header says B={shape.B}, N={shape.N}, d={shape.d}, so the file should be "
             f"12 + 12*B*N*d = {shape.input_bytes} bytes, but it is {found} bytes"
         )
+    return shape
+
+
+def read_testcase(path: str | os.PathLike) -> Testcase:
+    """Read a course input file into one array, validating header and exact size.
+
+    The data is read straight into its final buffer, so peak memory stays near the file size.
+    """
+    path = Path(path)
+    shape = read_checked_shape(path)
     qkv = np.empty((shape.B, 3, shape.N, shape.d), dtype="<f4")
     with open(path, "rb") as f:
         f.seek(HEADER.size)

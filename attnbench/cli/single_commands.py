@@ -62,8 +62,11 @@ def cases(selector: str, wide: bool) -> None:
 @tolerance("--atol", COURSE_ATOL, "Absolute tolerance for --check.")
 @tolerance("--rtol", 0.0, "Relative tolerance for --check.")
 @click.option("--json", "as_json", is_flag=True, help="Print the measurement as JSON.")
+@click.option("--no-pipeline", is_flag=True,
+              help="Read the whole input, then copy, compute, copy back and write one after another "
+                   "(default for GPU variants: stream the file through pinned buffers, overlapping all of them).")
 def run(case: str, out: str, variant_name: str | None, device: int, check: bool, atol: float, rtol: float,
-        as_json: bool, **timing: object) -> None:
+        as_json: bool, no_pipeline: bool, **timing: object) -> None:
     """Run one variant on a testcase, write the output and report the times.
 
     CASE is a suite name (t29) or the path of a course input file.
@@ -72,9 +75,10 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
     Examples:
       attnbench run t29 out.bin --variant bankfree --check
       attnbench run my_case.in out.bin --reps 20 --json
+      attnbench run t22 out.bin --variant tf32x3 --no-pipeline
     """
     measurement = api.run(case, variant_name, out, check=check, atol=atol, rtol=rtol, timing=timing_from(timing),
-                          device=device, progress=progress_bar, notice=notice)
+                          device=device, pipeline=not no_pipeline, progress=progress_bar, notice=notice)
     verification = measurement.verification
     if as_json:
         click.echo(json.dumps(measurement.to_dict(), indent=1))

@@ -14,6 +14,7 @@ from attnbench.analysis.view import MatrixView
 from attnbench.cases.suite import SuiteCase
 from attnbench.kernels.nvcc import KernelResources
 from attnbench.kernels.variant import Variant
+from attnbench.output.course_clock_rows import course_clock_rows
 from attnbench.output.table import BAD, DIM, GOOD, Column, TableModel, Text, columns
 from attnbench.results.measurement import Measurement
 from attnbench.results.resultset import ERROR, REFUSED, WRONG, Cell, ResultSet
@@ -48,11 +49,14 @@ def measurement_table(m: Measurement) -> TableModel:
     table = TableModel(f"{m.variant} on {m.case} ({m.shape}) — {m.device}", columns("measure", "value", "notes"))
     table.columns[1].right = True
     on_host = m.peak_flops is None
-    table.add_row("input", format_s(m.input_s), "reading the testcase file")
-    compute_note = "the host computation" if on_host else "device allocation + host-to-device + kernels + device-to-host"
-    table.add_row("compute", format_s(m.compute_s), compute_note)
-    table.add_row("output", format_s(m.output_s), "writing the output file")
-    table.add_row("total", format_s(m.total_s), f"compile {m.compile_s:.3f} s not included")
+    if m.clock is not None:
+        course_clock_rows(table, m.clock, m.compile_s)
+    else:
+        table.add_row("input", format_s(m.input_s), "reading the testcase file")
+        compute_note = "the host computation" if on_host else "device allocation + host-to-device + kernels + device-to-host"
+        table.add_row("compute", format_s(m.compute_s), compute_note)
+        table.add_row("output", format_s(m.output_s), "writing the output file")
+        table.add_row("total", format_s(m.total_s), f"compile {m.compile_s:.3f} s not included")
     timed = "pass" if on_host else "kernel"
     table.add_row(f"{timed} median", format_ms(k.median), f"{k.count} sample{'s' if k.count != 1 else ''}")
     table.add_row(f"{timed} min / max", f"{format_ms(k.min)} / {format_ms(k.max)}", "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from attnbench.cases.testcase import Shape
+from attnbench.results.course_clock import CourseClock
 from attnbench.results.stats import KernelStats
 from attnbench.results.verification import VerifyReport
 
@@ -27,6 +28,7 @@ class Measurement:
     warnings: list[str] = field(default_factory=list)
     nonfinite: int = 0  # NaN or Inf elements in the output: a wrong answer, whatever its speed
     ceiling: dict | None = None  # the measured ceiling that applies, and the fraction reached (attnbench ceilings)
+    clock: CourseClock | None = None  # the pipelined first pass's stages; None for the unpipelined path
 
     @property
     def flops(self) -> int:
@@ -42,6 +44,9 @@ class Measurement:
 
     @property
     def total_s(self) -> float:
+        """The whole run: the pipeline's wall time, or input + compute + output when they ran one after another."""
+        if self.clock is not None:
+            return self.clock.wall_s
         return (self.input_s or 0.0) + self.compute_s + (self.output_s or 0.0)
 
     def to_dict(self) -> dict:
@@ -64,6 +69,7 @@ class Measurement:
             "verification": self.verification.to_dict() if self.verification else None,
             "nonfinite": self.nonfinite,
             "warnings": self.warnings + self.kernel.warnings,
+            "pipeline": self.clock.to_dict() if self.clock is not None else None,
         }
 
     @classmethod
@@ -86,4 +92,5 @@ class Measurement:
             nonfinite=data.get("nonfinite", 0),
             ceiling=data.get("ceiling"),
             warnings=[w for w in data.get("warnings", []) if w not in kernel.warnings],
+            clock=CourseClock.from_dict(data["pipeline"]) if data.get("pipeline") else None,
         )

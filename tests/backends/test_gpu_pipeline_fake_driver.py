@@ -1,0 +1,235 @@
+"""GpuExecution and GpuStages on a fake pycuda driver: every driver call the pipeline makes, on the CPU.
+
+The fake driver keeps 'device memory' in host arrays addressed by integers, runs copies and kernels
+at once, and gives events a clock, so the real GPU classes run here unchanged: the pinned ring, the
+three streams, chunk launches split by the variant's own launch chunk, the events' busy times, the
+ring freed after use. The GPU tests hold the real driver to the same results.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import pytest
+
+from attnbench.backends.gpu_execution import GpuExecution
+from attnbench.backends.gpu_pipeline import GpuStages
+from attnbench.bench.chunk_plan import ChunkPlan
+from attnbench.bench.pipeline import run_pipeline
+from attnbench.cases.reference import reference_output
+from attnbench.cases.streaming import TestcaseFile
+from attnbench.cases.testcase import Shape, Testcase, write_testcase
+from attnbench.errors import DeviceMemoryError
+from attnbench.files import atomic_write
+from attnbench.kernels.variant import Launch, Variant
+from tests.conftest import random_testcase
+
+
+class FakeDriver:
+    """The parts of pycuda.driver that GpuExecution and GpuStages use."""
+
+    class Error(Exception):
+        pass
+
+    class MemoryError(Error):
+        pass
+
+    def __init__(self, fail_pinning: bool = False) -> None:
+        self.memory: dict[int, np.ndarray] = {}
+        self.next_address = itertools.count(1 << 20, 1 << 32)
+        self.fail_pinning = fail_pinning
+        self.pinned_live = 0
+        self.calls: list[str] = []
+        driver = self
+
+        class Allocation:
+            def __init__(self, nbytes: int) -> None:
+                self.address = next(driver.next_address)
+                driver.memory[self.address] = np.zeros(nbytes, np.uint8)
+
+            def __int__(self) -> int:
+                return self.address
+
+            def free(self) -> None:
+                driver.memory.pop(self.address, None)
+
+        class Pinned:
+            """Host memory that a numpy array takes as its .base, with free(), as pycuda's pinned arrays do."""
+
+            def __init__(self, shape, dtype) -> None:
+                self.data = np.zeros(shape, dtype)
+                self.__array_interface__ = self.data.__array_interface__
+                driver.pinned_live += 1
+
+            def free(self) -> None:
+                driver.pinned_live -= 1
+
+        class Event:
+            def record(self, stream=None):
+                self.t = time.perf_counter()
+                return self
+
+            def synchronize(self):
+                return self
+
+            def query(self) -> bool:
+                return True
+
+            def time_till(self, end) -> float:
+                return (end.t - self.t) * 1e3
+
+        class Stream:
+            def wait_for_event(self, event) -> None:
+                driver.calls.append("wait")
+
+            def synchronize(self) -> None:
+                pass
+
+        class Context:
+            @staticmethod
+            def synchronize() -> None:
+                pass
+
+        self.Allocation, self.Pinned, self.Event, self.Stream, self.Context = Allocation, Pinned, Event, Stream, Context
+
+    def mem_alloc(self, nbytes: int):
+        return self.Allocation(nbytes)
+
+    def view(self, address: int, nbytes: int) -> np.ndarray:
+        for base, array in self.memory.items():
+            if base <= address and address + nbytes <= base + array.size:
+                return array[address - base : address - base + nbytes]
+        raise self.Error(f"bad device address {address:#x} (+{nbytes})")
+
+    def memset_d32(self, dest, value: int, count: int) -> None:
+        self.view(int(dest), 4 * count).view(np.uint32)[:] = value
+
+    def memcpy_htod(self, dest, src) -> None:
+        flat = np.ascontiguousarray(src).reshape(-1).view(np.uint8)
+        self.view(int(dest), flat.size)[:] = flat
+
+    def memcpy_htod_async(self, dest: int, src, stream) -> None:
+        assert isinstance(stream, self.Stream)
+        self.calls.append("h2d")
+        self.memcpy_htod(dest, src)
+
+    def memcpy_dtoh(self, dest: np.ndarray, src) -> None:
+        dest.reshape(-1).view(np.uint8)[:] = self.view(int(src), dest.nbytes)
+
+    def memcpy_dtoh_async(self, dest: np.ndarray, src: int, stream) -> None:
+        assert isinstance(stream, self.Stream)
+        self.calls.append("d2h")
+        self.memcpy_dtoh(dest, src)
+
+    def pagelocked_empty(self, shape, dtype) -> np.ndarray:
+        if self.fail_pinning:
+            raise self.MemoryError("cuMemHostAlloc failed: out of memory")
+        return np.asarray(self.Pinned(shape, dtype))
+
+
+class FakeFunction:
+    """A kernel that computes attention for B items at qkv into out, in float64 rounded to float32."""
+
+    def __init__(self, driver: FakeDriver, launches: list) -> None:
+        self.driver, self.launches = driver, launches
+
+    def prepare(self, signature: str) -> None:
+        assert signature == "PPiii"
+
+    def prepared_async_call(self, grid, block, stream, qkv, out, B, N, d, shared_size=0) -> None:
+        B, N, d = int(B), int(N), int(d)
+        self.launches.append((int(B), stream))
+        data = self.driver.view(int(qkv), 12 * B * N * d).view(np.float32).reshape(B, 3, N, d)
+        result = reference_output(Testcase(data.copy())).astype(np.float32)
+        self.driver.view(int(out), 4 * B * N * d)[:] = result.reshape(-1).view(np.uint8)
+
+
+class FakeGpu:
+    name = "fake GPU"
+    fp32_peak_flops = 1e12
+
+    def __init__(self, driver: FakeDriver) -> None:
+        self.driver = driver
+        self.launches: list = []
+
+    def compile(self, variant, shape):
+        function = FakeFunction(self.driver, self.launches)
+        return type("Compiled", (), {"functions": {"attn": function}, "compile_seconds": 0.0})()
+
+    def clock(self, what):
+        from attnbench.backends.base import HostClock
+
+        return HostClock()
+
+    def l2_flush_pending_bytes(self) -> int:
+        return 0
+
+    def free_memory(self) -> int:
+        return 1 << 34
+
+    def allow_dynamic_smem(self, function, kernel, nbytes) -> None:
+        pass
+
+
+VARIANT = Variant(name="fakeattn", report="test", technique="test", source="naive.cu", max_chunk=3, launches=(
+    Launch("attn", grid=lambda s: (1, s.B, 1), block=lambda s: (32, 1, 1), args=("qkv", "out", "B", "N", "d")),))
+
+
+def pinned_free(driver: FakeDriver) -> bool:
+    return driver.pinned_live == 0
+
+
+@pytest.fixture
+def fake():
+    driver = FakeDriver()
+    return driver, FakeGpu(driver)
+
+
+def test_the_real_stages_on_a_fake_driver_give_the_unpipelined_bits(tmp_path, fake):
+    driver, gpu = fake
+    shape = Shape(11, 20, 8)
+    testcase = random_testcase(shape.B, shape.N, shape.d, np.random.default_rng(5))
+    path = tmp_path / "case.in"
+    write_testcase(path, testcase)
+
+    plain = GpuExecution(gpu, VARIANT, testcase)
+    plain.upload()
+    plain.run_pass()
+    expected = plain.download()
+    plain.free()
+    assert [b for b, _ in gpu.launches] == [3, 3, 3, 2]  # the variant's own launch chunks
+    gpu.launches.clear()
+
+    plan = ChunkPlan(shape, 5, 2, keep_output=True)  # chunks of 5, 5, 1 items: launches of 3+2, 3+2, 1
+    execution = GpuExecution(gpu, VARIANT, shape)
+    stages = GpuStages(execution, plan.chunks, plan.depth, plan.items_per_chunk)
+    kept = np.empty((shape.B, shape.N, shape.d), np.float32)
+    with TestcaseFile(path, threads=2) as source:
+        clocks = []
+        atomic_write(tmp_path / "out.bin", lambda f: clocks.append(run_pipeline(plan, source, stages, f, kept)))
+    assert [b for b, _ in gpu.launches] == [3, 2, 3, 2, 1]
+    assert all(stream is not None for _, stream in gpu.launches), "chunk kernels go on the compute stream"
+    assert np.array_equal(kept.view(np.uint32), expected.view(np.uint32))
+    assert (tmp_path / "out.bin").read_bytes() == expected.tobytes()
+    assert driver.calls.count("h2d") == 3 and driver.calls.count("d2h") == 3 and driver.calls.count("wait") == 6
+    clock = clocks[0]
+    assert clock.chunks == 3 and clock.ring_depth == 2 and clock.kernel_s > 0 and clock.device_busy_s > 0
+    assert pinned_free(driver), "the ring is freed after the pass"
+    execution.run_pass()  # the timed passes run on the resident buffers, as one plan over the whole batch
+    assert [b for b, _ in gpu.launches[-4:]] == [3, 3, 3, 2] and gpu.launches[-1][1] is None
+    execution.free()
+    assert not driver.memory
+
+
+def test_a_ring_that_cannot_be_pinned_is_an_environment_error(tmp_path, fake):
+    driver, gpu = fake
+    driver.fail_pinning = True
+    shape = Shape(4, 8, 8)
+    execution = GpuExecution(gpu, VARIANT, shape)
+    stages = GpuStages(execution, [(0, 2), (2, 4)], 2, 2)
+    with pytest.raises(DeviceMemoryError, match="pinning .* MiB of host memory .* --no-pipeline") as error:
+        stages.setup()
+    assert error.value.exit_code == 3
+    execution.free()

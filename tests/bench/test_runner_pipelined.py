@@ -1,0 +1,158 @@
+"""The pipelined run end to end on the CPU: the runner, the API and the command line around a fake device.
+
+GpuExecution and GpuStages are replaced by fakes whose 'kernel' is the float64 reference (rounded to
+float32), so the wiring is tested here: the output file written safely through the pipeline, the kept
+output checked, the timed passes, the measurement's clock, `--json`, `--no-pipeline`, the exit codes.
+The GPU tests hold the real device to the same results bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from attnbench import api
+from attnbench.backends import gpu_execution, gpu_pipeline
+from attnbench.backends.base import HostClock
+from attnbench.cases import suite
+from attnbench.cases.reference import reference_output
+from attnbench.cases.testcase import Testcase, read_output
+from attnbench.cli import main
+from tests.bench.fake_stages import FakeStages
+
+
+def reference_kernel(qkv: np.ndarray) -> np.ndarray:
+    return reference_output(Testcase(np.ascontiguousarray(qkv))).astype(np.float32)
+
+
+class FakeExecution:
+    """What the runner and the sampler need of a GpuExecution, on the host."""
+
+    instances: list["FakeExecution"] = []
+
+    def __init__(self, gpu, variant, testcase_or_shape, flush_l2=True) -> None:
+        self.testcase = testcase_or_shape if isinstance(testcase_or_shape, Testcase) else None
+        self.shape = self.testcase.shape if self.testcase is not None else testcase_or_shape
+        self.variant = variant
+        self.device_name, self.peak_flops, self.compile_s = "fake GPU", 1e12, 0.0
+        self.clock = HostClock()
+        self.passes = 0
+        self.freed = False
+        FakeExecution.instances.append(self)
+
+    def run_pass(self) -> None:
+        self.passes += 1
+
+    def upload(self) -> None:  # the unpipelined path
+        assert self.testcase is not None
+
+    def download(self) -> np.ndarray:
+        return reference_kernel(self.testcase.qkv)
+
+    def flush_l2(self) -> None:
+        pass
+
+    def free(self) -> None:
+        self.freed = True
+
+
+class FakeDriver:
+    @staticmethod
+    def get_driver_version() -> int:
+        return 13000
+
+
+class FakeGpu:
+    name = "fake GPU"
+    driver = FakeDriver()
+
+    def throttle_reasons(self) -> list[str]:
+        return []
+
+
+def fake_stages(kernel):
+    def make(execution, chunks, depth, items):
+        stages = FakeStages(execution.shape, chunks, depth, items, kernel=kernel)
+        stages.device_alloc_s = 0.001
+        return stages
+    return make
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    FakeExecution.instances.clear()
+    monkeypatch.setattr(gpu_execution, "GpuExecution", FakeExecution)
+    monkeypatch.setattr(gpu_pipeline, "GpuStages", fake_stages(reference_kernel))
+    monkeypatch.setattr(api, "open_gpu_for", lambda variants, device=0: FakeGpu())
+    return monkeypatch
+
+
+def test_api_run_streams_the_case_through_the_pipeline(fake_gpu, tmp_path):
+    case = suite.get_case("odd_100x32")
+    out = tmp_path / "out.bin"
+    m = api.run(case.name, "naive", out, check=True, timing=api.TimingOptions(reps=3, warmup=0))
+    assert m.clock is not None and m.clock.chunks >= 2
+    assert m.verification is not None and m.verification.passed
+    assert m.kernel.count == 3 and FakeExecution.instances[-1].passes == 3 and FakeExecution.instances[-1].freed
+    assert m.total_s == m.clock.wall_s and m.input_s == m.clock.read_s and m.output_s == m.clock.write_s
+    expected = read_output(suite.reference_path(case), case.shape)
+    assert np.array_equal(read_output(out, case.shape), expected)
+    assert not list(tmp_path.glob(".*partial"))
+
+
+def test_no_pipeline_gives_the_same_file_without_a_clock(fake_gpu, tmp_path):
+    piped, plain = tmp_path / "piped.bin", tmp_path / "plain.bin"
+    api.run("odd_100x32", "naive", piped, timing=api.TimingOptions(reps=2))
+    m = api.run("odd_100x32", "naive", plain, pipeline=False, check=True, timing=api.TimingOptions(reps=2))
+    assert m.clock is None and m.verification.passed and m.input_s is not None and m.output_s is not None
+    assert plain.read_bytes() == piped.read_bytes()
+    cpu = api.run("odd_100x32", "cpu", tmp_path / "cpu.bin")  # the cpu variant has no pipeline
+    assert cpu.clock is None
+
+
+def test_a_wrong_result_fails_the_check_and_the_command_exits_1(monkeypatch, tmp_path):
+    monkeypatch.setattr(gpu_execution, "GpuExecution", FakeExecution)
+    monkeypatch.setattr(gpu_pipeline, "GpuStages", fake_stages(lambda qkv: reference_kernel(qkv) + 0.01))
+    monkeypatch.setattr(api, "open_gpu_for", lambda variants, device=0: FakeGpu())
+    out = tmp_path / "out.bin"
+    result = CliRunner().invoke(main, ["run", "odd_100x32", str(out), "--variant", "naive", "--check", "--reps", "2",
+                                       "--json"], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    assert data["verification"]["passed"] is False
+    assert data["pipeline"]["chunks"] >= 2 and data["pipeline"]["bound"] in ("read", "h2d", "kernel", "d2h", "write")
+    assert out.exists()  # the course writes what it computed; the check judges it
+
+
+def test_the_run_table_names_the_stages(fake_gpu, tmp_path):
+    result = CliRunner().invoke(main, ["run", "odd_100x32", str(tmp_path / "o.bin"), "--variant", "naive",
+                                       "--reps", "2"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    for word in ("H2D", "D2H", "bound by", "wall time", "pipeline"):
+        assert word in result.output
+
+
+def test_a_refused_plan_says_why_and_runs_unpipelined(fake_gpu, tmp_path):
+    from attnbench.bench.chunk_plan import plan_chunks
+
+    notes: list[str] = []
+    case = suite.get_case("odd_100x32")
+    fake_gpu.setattr(api, "plan_for_input", lambda *a, **k: plan_chunks(case.shape, True, host_bound=0.01))
+    m = api.run(case.name, "naive", tmp_path / "o.bin", check=True, notice=notes.append,
+                timing=api.TimingOptions(reps=1))
+    assert any("over the 0.01x bound; running the unpipelined path" in n for n in notes), notes
+    assert m.clock is None and m.verification.passed
+
+
+def test_the_command_line_without_the_pipeline_prints_the_sequential_rows(fake_gpu, tmp_path):
+    result = CliRunner().invoke(main, ["run", "odd_100x32", str(tmp_path / "o.bin"), "--variant", "naive",
+                                       "--reps", "2", "--no-pipeline", "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["pipeline"] is None and data["input_s"] is not None and data["output_s"] is not None
+    assert data["total_s"] == pytest.approx(data["input_s"] + data["compute_s"] + data["output_s"])
+    help_text = CliRunner().invoke(main, ["run", "--help"]).output
+    assert "--no-pipeline" in help_text

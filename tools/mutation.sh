@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Mutation testing of the modules every result rests on, with mutmut 3 (pip install mutmut).
+# Run it here, by hand, not in CI: it takes tens of minutes on two cores. docs/mutation.md has the
+# last scores and explains each surviving mutant.
+#
+#   tools/mutation.sh                  # mutate MODULES, run TESTS against each mutant, print the score
+#   JOBS=1 tools/mutation.sh           # fewer parallel workers (default 2)
+#   tools/mutation.sh --score          # only print the score of the last run
+#
+# The run happens in a scratch copy of the working tree (.mutation/, git-ignored), so the checkout
+# is never touched. Afterwards: cd .mutation && mutmut results && mutmut show NAME (or mutmut browse).
+set -euo pipefail
+
+# ---- the one place to edit when modules or tests move -------------------------------------------
+MODULES=(
+    attnbench/testcase.py    # the course format
+    attnbench/reference.py   # the float64 reference
+    attnbench/verify.py      # the verdict on an output
+    attnbench/verdict.py     # SAME / FASTER / SLOWER
+    attnbench/timing.py      # the sampler's statistics
+    attnbench/suite.py       # the suite generator
+)
+TESTS=(                      # fast CPU tests that check them (mutmut runs only those that reach a mutant)
+    tests/test_testcase.py
+    tests/test_testcase_properties.py
+    tests/test_reference.py
+    tests/test_verify.py
+    tests/test_verdict.py
+    tests/test_timing.py
+    tests/test_suite.py
+)
+SOURCE_ROOT=attnbench        # the package folder mutmut copies
+ALSO_COPY=(testcases/suite.json)  # data the tests read, besides tests/
+# --------------------------------------------------------------------------------------------------
+
+cd "$(dirname "$0")/.."
+REPO=$PWD
+WORK=${MUTATION_DIR:-$REPO/.mutation}
+JOBS=${JOBS:-2}
+
+toml_list() { local sep="" item; printf '['; for item in "$@"; do printf '%s"%s"' "$sep" "$item"; sep=", "; done; printf ']'; }
+
+score() {
+    (cd "$WORK" && mutmut results --all true) | python3 -c '
+import collections, sys
+modules = sys.argv[1:]
+counts = collections.defaultdict(collections.Counter)
+survivors = []
+for line in sys.stdin:
+    name, _, status = line.strip().rpartition(": ")
+    if not name:
+        continue
+    module = name.split(".x")[0].split(".xǁ")[0]
+    counts[module][status] += 1
+    if status not in ("killed", "timeout"):
+        survivors.append(f"{status:10} {name}")
+print(f"{\"module\":28} {\"mutants\":>8} {\"killed\":>8} {\"survived\":>9} {\"no tests\":>9} {\"score\":>7}")
+total = collections.Counter()
+for path in modules:
+    module = path[:-3].replace("/", ".")
+    c = counts.get(module, collections.Counter())
+    total.update(c)
+    n = sum(c.values())
+    killed = c["killed"] + c["timeout"]
+    print(f"{path:28} {n:8} {killed:8} {c[\"survived\"]:9} {c[\"no tests\"]:9} {100 * killed / n if n else 0:6.1f}%")
+n = sum(total.values())
+killed = total["killed"] + total["timeout"]
+print(f"{\"all\":28} {n:8} {killed:8} {total[\"survived\"]:9} {total[\"no tests\"]:9} {100 * killed / n if n else 0:6.1f}%")
+if survivors:
+    print("\nnot killed (see docs/mutation.md; inspect with: cd .mutation && mutmut show NAME):")
+    print("\n".join(survivors))
+' "${MODULES[@]}"
+}
+
+if [[ "${1:-}" == "--score" ]]; then
+    score
+    exit 0
+fi
+
+command -v mutmut >/dev/null || { echo "mutmut is not installed: pip install mutmut" >&2; exit 2; }
+
+# A fresh scratch copy of the tracked and untracked-but-not-ignored files.
+rm -rf "$WORK"
+mkdir -p "$WORK"
+git ls-files --cached --others --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$WORK"
+# mutmut reads [tool.mutmut] from pyproject.toml before setup.cfg: the copy's config comes from the lists above.
+python3 - "$WORK/pyproject.toml" <<'PY'
+import re, sys
+path = sys.argv[1]
+text = open(path).read()
+text = re.sub(r"\n\[tool\.mutmut\].*?(?=\n\[|\Z)", "", text, flags=re.S)
+open(path, "w").write(text)
+PY
+cat >> "$WORK/pyproject.toml" <<TOML
+
+[tool.mutmut]
+source_paths = ["$SOURCE_ROOT"]
+only_mutate = $(toml_list "${MODULES[@]}")
+also_copy = $(toml_list "${ALSO_COPY[@]}")
+pytest_add_cli_args = ["-p", "no:cacheprovider"]
+pytest_add_cli_args_test_selection = $(toml_list "${TESTS[@]}")
+use_git_change_detection = false
+TOML
+
+cd "$WORK"
+start=$(date +%s)
+mutmut run --max-children "$JOBS" > mutmut-run.log 2>&1 || { tail -40 mutmut-run.log >&2; exit 1; }
+echo "mutmut finished in $(( $(date +%s) - start )) s (log: $WORK/mutmut-run.log)"
+cd "$REPO"
+score

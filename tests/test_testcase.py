@@ -31,8 +31,7 @@ def course_file(path, B, N, d, rng):
     return items
 
 
-def test_reads_a_file_written_by_another_program(tmp_path):
-    rng = np.random.default_rng(1)
+def test_reads_a_file_written_by_another_program(tmp_path, rng):
     items = course_file(tmp_path / "c.in", 3, 17, 5, rng)
     tc = read_testcase(tmp_path / "c.in")
     assert tc.shape == Shape(3, 17, 5)
@@ -41,13 +40,19 @@ def test_reads_a_file_written_by_another_program(tmp_path):
     np.testing.assert_array_equal(tc.v, items[:, 2])
 
 
-def test_testcase_round_trip(tmp_path):
-    rng = np.random.default_rng(2)
+def test_testcase_round_trip(tmp_path, rng):
     q, k, v = (rng.standard_normal((2, 7, 3)).astype(np.float32) for _ in range(3))
     write_testcase(tmp_path / "t.in", Testcase.from_arrays(q, k, v))
     back = read_testcase(tmp_path / "t.in")
+    np.testing.assert_array_equal(back.q, q)
+    np.testing.assert_array_equal(back.k, k)
     np.testing.assert_array_equal(back.v, v)
     assert (tmp_path / "t.in").stat().st_size == 12 + 12 * 2 * 7 * 3
+    # The bytes in the course's order, read without attnbench: header, then Q_0 K_0 V_0 Q_1 K_1 V_1.
+    data = (tmp_path / "t.in").read_bytes()
+    assert struct.unpack("<iii", data[:12]) == (2, 7, 3)
+    expected = b"".join(m[b].astype("<f4").tobytes() for b in range(2) for m in (q, k, v))
+    assert data[12:] == expected
 
 
 def test_output_round_trip_and_size_check(tmp_path):

@@ -4,8 +4,8 @@ import pytest
 from attnbench.verify import compare_outputs
 
 
-def test_identical_outputs_pass_with_zero_errors():
-    ref = np.random.default_rng(0).standard_normal((2, 5, 3)).astype(np.float32)
+def test_identical_outputs_pass_with_zero_errors(rng):
+    ref = rng.standard_normal((2, 5, 3)).astype(np.float32)
     report = compare_outputs(ref.copy(), ref)
     assert report.passed and report.failing == 0
     assert report.max_abs_error == 0 and report.rel_l2_error == 0
@@ -45,7 +45,22 @@ def test_relative_tolerance_widens_the_rule():
     out = ref + 0.05
     assert not compare_outputs(out, ref).passed
     report = compare_outputs(out, ref, atol=5e-3, rtol=1e-3)
-    assert report.passed and "1e-03" in report.rule() or "0.001" in report.rule()
+    assert report.passed, report
+    assert (report.failing, report.rtol) == (0, 1e-3)
+    assert report.rule() == "|out - ref| <= 0.005 + 0.001*|ref|"
+
+
+def test_relative_tolerance_scales_with_the_reference_not_the_output():
+    """rtol widens the rule by rtol*|ref| per element: 0.005 + 0.001*100 = 0.105 here, 0.006 at ref=1."""
+    ref = np.array([[[100.0, 100.0, 1.0, 1.0, -100.0]]], dtype=np.float32)
+    out = ref + np.array([[[0.104, 0.106, 0.0059, 0.0061, -0.104]]], dtype=np.float32)
+    report = compare_outputs(out, ref, atol=5e-3, rtol=1e-3)
+    assert not report.passed
+    assert report.failing == 2
+    assert [(m.col, m.want) for m in report.first_failures] == [(1, 100.0), (3, 1.0)]
+    # Judged against |out| instead of |ref|, an output of 3 for a reference of 1 would pass at rtol=1.
+    assert not compare_outputs(np.full((1, 1, 1), 3.0, np.float32), np.ones((1, 1, 1), np.float32),
+                               atol=0.0, rtol=1.0).passed
 
 
 def test_chunked_scan_finds_the_worst_element_anywhere(monkeypatch):

@@ -30,7 +30,7 @@ TESTS=(                      # fast CPU tests that check them (mutmut runs only 
     tests/test_suite.py
 )
 SOURCE_ROOT=attnbench        # the package folder mutmut copies
-ALSO_COPY=(testcases/suite.json)  # data the tests read, besides tests/
+ALSO_COPY=(testcases)      # data the tests read, besides tests/ (the scratch copy has no testcases/data)
 # --------------------------------------------------------------------------------------------------
 
 cd "$(dirname "$0")/.."

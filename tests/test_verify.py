@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from attnbench.verify import compare_outputs
+from attnbench.verify import Mismatch, compare_outputs
 
 
 def test_identical_outputs_pass_with_zero_errors(rng):
@@ -74,3 +74,83 @@ def test_chunked_scan_finds_the_worst_element_anywhere(monkeypatch):
     report = compare_outputs(out, ref)
     assert (report.worst.batch, report.worst.row, report.worst.col) == (1, 2, 4)
     assert report.failing == 2
+
+
+def test_an_error_exactly_at_the_tolerance_passes():
+    ref = np.zeros((1, 1, 3), dtype=np.float32)
+    out = np.array([[[0.5, -0.5, 0.25]]], dtype=np.float32)
+    assert compare_outputs(out, ref, atol=0.5).passed
+    assert compare_outputs(out, ref, atol=0.4999).failing == 2
+
+
+def test_at_most_keep_failures_are_listed_in_order():
+    ref = np.zeros((1, 3, 3), dtype=np.float32)
+    out = ref + 1.0
+    report = compare_outputs(out, ref)
+    assert report.failing == 9 and report.elements == 9
+    assert [(m.row, m.col) for m in report.first_failures] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1)]
+    assert len(compare_outputs(out, ref, keep_failures=7).first_failures) == 7
+    assert report.first_failures[0] == Mismatch(0, 0, 0, got=1.0, want=0.0)
+
+
+def test_nan_is_the_worst_error_and_infinite():
+    ref = np.zeros((1, 1, 3), dtype=np.float32)
+    out = np.array([[[0.1, np.nan, 0.2]]], dtype=np.float32)
+    report = compare_outputs(out, ref)
+    assert report.max_abs_error == float("inf")
+    assert (report.worst.col, np.isnan(report.worst.got)) == (1, True)
+    assert report.rel_l2_error == float("inf")
+    only_inf = compare_outputs(np.array([[[np.inf, 0, 0]]], dtype=np.float32), ref)
+    assert (only_inf.nan_count, only_inf.inf_count, only_inf.rel_l2_error) == (0, 1, float("inf"))
+
+
+def test_max_relative_error_is_over_the_reference():
+    ref = np.array([[[2.0, 0.0, -4.0]]], dtype=np.float32)
+    out = np.array([[[2.5, 0.001, -4.2]]], dtype=np.float32)
+    report = compare_outputs(out, ref)
+    assert report.max_rel_error == pytest.approx(0.25, rel=1e-6)  # 0.5 / 2; the zero reference is left out
+    assert report.max_abs_error == pytest.approx(0.5, rel=1e-6)
+
+
+def test_relative_l2_of_a_zero_reference_is_the_absolute_l2():
+    ref = np.zeros((1, 1, 4), dtype=np.float32)
+    out = np.array([[[0.3, 0.4, 0.0, 0.0]]], dtype=np.float32)
+    assert compare_outputs(out, ref).rel_l2_error == pytest.approx(0.5, rel=1e-6)
+    small = np.full((1, 1, 4), 0.25, dtype=np.float32)  # |ref|^2 = 0.25: below 1, still divided by
+    assert compare_outputs(small + 0.01, small).rel_l2_error == pytest.approx(0.02 / 0.5, rel=1e-4)
+
+
+def test_a_shape_mismatch_is_refused_with_both_shapes():
+    with pytest.raises(ValueError, match=r"output shape \(1, 2, 3\) differs from reference shape \(1, 3, 2\)"):
+        compare_outputs(np.zeros((1, 2, 3), np.float32), np.zeros((1, 3, 2), np.float32))
+
+
+def test_chunks_add_up_counts_and_norms_and_keep_the_first_worst(monkeypatch):
+    import attnbench.verify as verify
+
+    monkeypatch.setattr(verify, "_CHUNK_ELEMENTS", 4)
+    ref = np.full((1, 3, 4), 2.0, dtype=np.float32)  # three chunks of one row each
+    out = ref.copy()
+    out[0, 0, 0] = 3.0  # the worst, at flat index 0
+    out[0, 1, 1] = np.nan
+    out[0, 2, 2] = np.nan
+    out[0, 2, 3] = np.inf
+    report = compare_outputs(out, ref, atol=10.0)
+    assert (report.nan_count, report.inf_count, report.failing) == (2, 1, 3)
+    assert [(m.row, m.col) for m in report.first_failures] == [(1, 1), (2, 2), (2, 3)]
+    finite = ref.copy()
+    finite[0, 0, 0] = 3.0  # error 1 in chunk 0 ...
+    finite[0, 2, 1] = 3.0  # ... and an equal one in chunk 2: the first stays the worst
+    finite[0, 1, 2] = 2.5
+    report = compare_outputs(finite, ref)
+    assert (report.worst.row, report.worst.col) == (0, 0)
+    assert report.rel_l2_error == pytest.approx(np.sqrt(2.25 / (12 * 4.0)), rel=1e-6)
+    assert [(m.row, m.col) for m in report.first_failures] == [(0, 0), (1, 2), (2, 1)]
+
+
+def test_identical_outputs_name_the_first_element_as_worst():
+    ref = np.ones((2, 2, 2), dtype=np.float32)
+    report = compare_outputs(ref.copy(), ref)
+    assert report.worst == Mismatch(0, 0, 0, got=1.0, want=1.0)
+    assert report.to_dict()["worst"] == {"batch": 0, "row": 0, "col": 0, "got": 1.0, "want": 1.0}
+    assert report.to_dict()["elements"] == 8 and report.rule() == "|out - ref| <= 0.005"

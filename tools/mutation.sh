@@ -41,35 +41,43 @@ JOBS=${JOBS:-2}
 toml_list() { local sep="" item; printf '['; for item in "$@"; do printf '%s"%s"' "$sep" "$item"; sep=", "; done; printf ']'; }
 
 score() {
-    (cd "$WORK" && mutmut results --all true) | python3 -c '
-import collections, sys
-modules = sys.argv[1:]
+    (cd "$WORK" && mutmut results --all true) > "$WORK/results.txt"
+    python3 - "$WORK/results.txt" "${MODULES[@]}" <<'PY'
+import collections
+import sys
+
+results, modules = sys.argv[1], sys.argv[2:]
 counts = collections.defaultdict(collections.Counter)
 survivors = []
-for line in sys.stdin:
+for line in open(results):
     name, _, status = line.strip().rpartition(": ")
     if not name:
         continue
-    module = name.split(".x")[0].split(".xǁ")[0]
+    module = name.split(".x_")[0].split(".xǁ")[0]  # attnbench.verify.x_compare_outputs__mutmut_7
     counts[module][status] += 1
     if status not in ("killed", "timeout"):
         survivors.append(f"{status:10} {name}")
-print(f"{\"module\":28} {\"mutants\":>8} {\"killed\":>8} {\"survived\":>9} {\"no tests\":>9} {\"score\":>7}")
+header = ("module", "mutants", "killed", "survived", "no tests", "score")
+print("{:28} {:>8} {:>8} {:>9} {:>9} {:>7}".format(*header))
 total = collections.Counter()
-for path in modules:
-    module = path[:-3].replace("/", ".")
-    c = counts.get(module, collections.Counter())
-    total.update(c)
+
+
+def row(label, c):
     n = sum(c.values())
     killed = c["killed"] + c["timeout"]
-    print(f"{path:28} {n:8} {killed:8} {c[\"survived\"]:9} {c[\"no tests\"]:9} {100 * killed / n if n else 0:6.1f}%")
-n = sum(total.values())
-killed = total["killed"] + total["timeout"]
-print(f"{\"all\":28} {n:8} {killed:8} {total[\"survived\"]:9} {total[\"no tests\"]:9} {100 * killed / n if n else 0:6.1f}%")
+    score = f"{100 * killed / n:.1f}%" if n else "-"
+    print(f"{label:28} {n:8} {killed:8} {c['survived']:9} {c['no tests']:9} {score:>7}")
+
+
+for path in modules:
+    c = counts.get(path[:-3].replace("/", "."), collections.Counter())
+    total.update(c)
+    row(path, c)
+row("all", total)
 if survivors:
-    print("\nnot killed (see docs/mutation.md; inspect with: cd .mutation && mutmut show NAME):")
+    print("\nnot killed (docs/mutation.md says why; see one with: cd .mutation && mutmut show NAME):")
     print("\n".join(survivors))
-' "${MODULES[@]}"
+PY
 }
 
 if [[ "${1:-}" == "--score" ]]; then

@@ -49,3 +49,22 @@ def test_reference_is_stable_for_large_scores(rng):
     out = reference.reference_output(tc)
     assert np.isfinite(out).all()
     np.testing.assert_allclose(out, direct_formula(tc), rtol=1e-12)
+
+
+def test_short_sequences_go_a_group_of_items_at_a_time_and_report_their_rows(monkeypatch, rng):
+    tc = random_testcase(5, 6, 3, rng)
+    whole = reference.reference_output(tc)
+    monkeypatch.setattr(reference, "SCORE_BLOCK_BYTES", 2 * 6 * 6 * 8)  # two items' scores per block
+    rows_done = []
+    grouped = reference.reference_output(tc, rows_done.append)
+    np.testing.assert_allclose(grouped, whole, rtol=1e-13, atol=1e-14)
+    assert rows_done == [12, 12, 6]  # items 0-1, 2-3, 4: rows of six each
+
+
+def test_a_block_smaller_than_one_row_goes_row_by_row(monkeypatch, rng):
+    tc = random_testcase(1, 9, 2, rng)
+    whole = reference.reference_output(tc)
+    monkeypatch.setattr(reference, "SCORE_BLOCK_BYTES", 8)
+    rows_done = []
+    np.testing.assert_allclose(reference.reference_output(tc, rows_done.append), whole, rtol=1e-13, atol=1e-14)
+    assert rows_done == [1] * 9

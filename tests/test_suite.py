@@ -1,12 +1,15 @@
 import hashlib
 import math
+import os
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from attnbench import suite
 from attnbench.errors import TestcaseError, UnknownName
-from attnbench.testcase import read_output, read_testcase
+from attnbench.testcase import Shape, read_output, read_testcase
 
 
 def test_course_names_and_known_shapes():
@@ -123,3 +126,64 @@ def test_selectors_combine_names_and_groups():
     chosen = [c.name for c in suite.cases_in("t10,known,t10")]
     assert chosen[0] == "t10" and chosen.count("t10") == 1 and "t29" in chosen
     assert len(suite.cases_in("all")) == len(suite.SUITE)
+
+
+def test_the_suite_file_is_read_field_by_field():
+    import json
+
+    raw = {c["name"]: c for c in json.loads(suite.SUITE_FILE.read_text())["cases"]}
+    loaded = suite._load_suite()
+    assert loaded == suite.SUITE and list(loaded) == list(raw)
+    for name in ("t02", "odd_17x48", "single"):
+        c, case = raw[name], loaded[name]
+        assert (case.name, case.shape, case.seed) == (c["name"], Shape(c["B"], c["N"], c["d"]), c["seed"])
+        assert (case.group, case.provenance, case.note, case.input_sha256) == (
+            c["group"], c["provenance"], c.get("note", ""), c.get("input_sha256"))
+
+
+def test_data_folder_defaults_to_the_checkout_and_follows_the_variable(monkeypatch, tmp_path):
+    monkeypatch.delenv("ATTNBENCH_DATA")
+    assert suite.data_dir() == suite.PROJECT_ROOT / "testcases" / "data"
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path / "elsewhere"))
+    assert suite.data_dir() == tmp_path / "elsewhere"
+
+
+def test_generation_makes_missing_folders_reports_progress_and_hashes_as_recorded(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path / "a" / "b"))
+    case = suite.get_case("odd_17x1")  # B=2, N=17, d=1: 102 values
+    done = []
+    path = suite.generate_input(case, done.append)
+    assert path == tmp_path / "a" / "b" / "odd_17x1.in" and sum(done) == 3 * case.shape.elements
+    assert suite.sha256_file(path) == case.input_sha256 == suite.input_sha256(case)
+    assert suite.sha256_file(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert suite.is_generated(case) and not suite.has_reference(case)
+    rows = []
+    ref = suite.generate_reference(case, rows.append)
+    assert sum(rows) == case.shape.B * case.shape.N
+    assert ref.stat().st_size == case.shape.output_bytes and suite.has_reference(case)
+    ref.write_bytes(b"\0" * 8)  # a wrong size is not a reference
+    path.write_bytes(path.read_bytes()[:-4])
+    assert not suite.has_reference(case) and not suite.is_generated(case)
+
+
+
+def test_resolve_tells_files_from_names(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    for name in ("missing.in", "missing.bin", "missing.dat", f"sub{os.sep}missing"):
+        with pytest.raises(TestcaseError, match=f"^{re.escape(name)}: no such file$"):
+            suite.resolve(name)
+    source = suite.resolve("odd_17x1")
+    (tmp_path / "mine").write_bytes(source.path.read_bytes())  # no folder, no suffix: a file all the same
+    mine = suite.resolve("mine")
+    assert (mine.label, mine.path, mine.suite_case) == ("mine", Path("mine"), None)
+    assert suite.load(mine).shape == Shape(2, 17, 1)
+    assert (source.label, source.path, source.suite_case) == ("odd_17x1", suite.input_path(source.suite_case),
+                                                               suite.get_case("odd_17x1"))
+
+
+def test_resolve_hands_a_missing_case_to_the_caller_to_generate(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path))  # an empty data folder
+    asked = []
+    case = suite.get_case("odd_33x64")
+    resolved = suite.resolve("odd_33x64", ensure_input=asked.append)
+    assert asked == [case] and resolved.suite_case == case and not resolved.path.exists()

@@ -57,3 +57,84 @@ def test_adaptive_honours_the_minimum_time():
     policy = TimingPolicy(warmup=0, min_samples=2, min_time_s=1.0, target_noise=0.5)
     stats = measure(lambda: 1.0, policy, clock=FakeClock(0.1))
     assert stats.count >= 9
+
+
+def test_to_dict_holds_every_statistic():
+    stats = KernelStats([4.0, 1.0, 3.0, 2.0, 10.0], converged=False, warnings=["w"])
+    assert stats.to_dict() == {
+        "samples_ms": [4.0, 1.0, 3.0, 2.0, 10.0],
+        "count": 5,
+        "median_ms": 3.0,
+        "mean_ms": 4.0,
+        "stdev_ms": pytest.approx(3.5355339, rel=1e-6),
+        "min_ms": 1.0,
+        "max_ms": 10.0,
+        "p20_ms": pytest.approx(1.8),
+        "p80_ms": pytest.approx(5.2),
+        "noise": pytest.approx(3.5355339 / 4.0, rel=1e-6),
+        "outliers": 1,
+        "converged": False,
+        "warnings": ["w"],
+    }
+
+
+def test_from_dict_defaults_for_older_files():
+    back = KernelStats.from_dict({"samples_ms": (1.0, 2.0)})
+    assert back.samples_ms == [1.0, 2.0] and back.converged is True and back.warnings == []
+
+
+def test_quantiles_at_the_ends_and_of_one_sample():
+    stats = KernelStats([5.0, 1.0, 3.0])
+    assert (stats.quantile(0.0), stats.quantile(0.5), stats.quantile(1.0)) == (1.0, 3.0, 5.0)
+    assert stats.quantile(0.75) == pytest.approx(4.0)
+    assert KernelStats([7.0]).quantile(0.5) == 7.0 and KernelStats([7.0]).quantile(1.0) == 7.0
+    assert KernelStats([7.0]).stdev == 0.0 and KernelStats([7.0]).noise == 0.0
+    assert KernelStats([1.0, 2.0, 3.0]).outliers == 0  # fewer than four samples: no fences
+
+
+def test_relative_noise_edges():
+    from attnbench.timing import relative_noise
+
+    assert relative_noise([]) == 0.0 and relative_noise([3.0]) == 0.0
+    assert relative_noise([-1.0, 1.0]) == 0.0  # no positive mean: no noise to speak of
+    assert relative_noise([2.0, 4.0]) == pytest.approx(2**0.5 / 3)
+
+
+def test_first_samples_count_toward_the_total_and_warmup_is_not_kept():
+    calls = []
+
+    def sample():
+        calls.append(1)
+        return float(len(calls))
+
+    stats = measure(sample, TimingPolicy(warmup=2, reps=3), first_samples=[9.0])
+    assert stats.samples_ms == [9.0, 3.0, 4.0] and len(calls) == 4
+    assert stats.converged and not stats.warnings  # fixed reps: no advice however noisy
+
+
+def test_adaptive_stops_at_max_samples_and_warns_about_noise():
+    values = itertools.cycle([1.0, 2.0])
+    policy = TimingPolicy(warmup=0, min_samples=2, min_time_s=0.0, max_samples=7, timeout_s=1e9)
+    stats = measure(lambda: next(values), policy, clock=FakeClock(0.001))
+    assert stats.count == 7 and not stats.converged
+    assert stats.warnings == [
+        f"noise is {100 * stats.noise:.1f}% of the mean (target 1%) after 7 samples: close other work on the GPU, "
+        "or give it longer with --timeout"
+    ]
+
+
+def test_a_few_samples_are_flagged_as_rough():
+    policy = TimingPolicy(warmup=0, min_samples=1, min_time_s=0.0, max_samples=3)
+    stats = measure(lambda: 1.0, policy, clock=FakeClock(0.001))
+    assert stats.count == 1 and stats.converged
+    assert stats.warnings == ["only 1 sample(s): the statistics are rough; use --reps 10 or more"]
+    policy = TimingPolicy(warmup=0, min_samples=5, min_time_s=0.0)
+    assert measure(lambda: 1.0, policy, clock=FakeClock(0.001)).warnings == []  # five is enough
+
+
+def test_quiet_samples_still_wait_for_the_minimum_count_and_time():
+    policy = TimingPolicy(warmup=0, min_samples=4, min_time_s=0.05, target_noise=0.5)
+    stats = measure(lambda: 1.0, policy, clock=FakeClock(0.01))
+    assert stats.count == 5  # time 0.05 is reached at the fifth sample (elapsed counts from the first)
+    policy = TimingPolicy(warmup=0, min_samples=4, min_time_s=0.0, target_noise=0.5)
+    assert measure(lambda: 1.0, policy, clock=FakeClock(0.01)).count == 4

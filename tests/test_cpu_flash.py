@@ -5,7 +5,13 @@ from attnbench.cpu_flash import flash_attention_cpu
 from attnbench.reference import reference_output
 from attnbench.verify import compare_outputs
 from tests.conftest import random_testcase
-from tests.large_scores import FLOAT32_EXP_LIMIT, LARGE_SCORE_KINDS, check_large_scores, large_score_testcase, max_scaled_score
+from tests.large_scores import (
+    FLOAT32_EXP_LIMIT,
+    LARGE_SCORE_KINDS,
+    check_large_scores,
+    large_score_testcase,
+    max_scaled_score,
+)
 
 
 @pytest.mark.parametrize("B, N, d", [(2, 1, 32), (3, 17, 48), (2, 100, 80), (1, 1000, 128), (4, 128, 64), (2, 33, 1)])

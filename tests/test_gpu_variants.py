@@ -15,7 +15,13 @@ from attnbench.timing import TimingPolicy
 from attnbench.variants import get_variant, gpu_variants
 from attnbench.verify import compare_outputs
 from tests.conftest import random_testcase
-from tests.large_scores import FLOAT32_EXP_LIMIT, LARGE_SCORE_KINDS, check_large_scores, large_score_testcase, max_scaled_score
+from tests.large_scores import (
+    FLOAT32_EXP_LIMIT,
+    LARGE_SCORE_KINDS,
+    check_large_scores,
+    large_score_testcase,
+    max_scaled_score,
+)
 
 ODD_SHAPES = [(3, 1, 32), (2, 17, 48), (3, 100, 80), (2, 1000, 128), (2, 17, 1), (5, 100, 32), (3, 1000, 64), (2, 33, 64)]
 COURSE_LIKE_SHAPES = [(64, 128, 32), (16, 256, 64), (2, 2048, 32), (1, 4096, 64), (3, 1536, 64), (1, 640, 512)]

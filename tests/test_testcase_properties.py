@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from attnbench.errors import TestcaseError
-from attnbench.testcase import Shape, Testcase, read_output, read_shape, read_testcase, write_output, write_testcase
+from attnbench.testcase import (
+    Shape,
+    Testcase,
+    read_output,
+    read_shape,
+    read_testcase,
+    write_output,
+    write_testcase,
+)
 from tests.conftest import TEST_SEED
 
 PROPERTIES = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -76,7 +76,7 @@ def test_a_changed_generator_is_caught(monkeypatch):
     case = suite.get_case("odd_17x1")
     monkeypatch.setitem(suite.SUITE, case.name, case)
     wrong = suite.SuiteCase(**{**case.__dict__, "input_sha256": "0" * 64})
-    with pytest.raises(TestcaseError, match="not reproducing the recorded bytes"):
+    with pytest.raises(TestcaseError, match="the generator is not reproducing the recorded bytes$"):
         suite.generate_input(wrong)
     assert not suite.input_path(wrong).exists()
 
@@ -139,6 +139,15 @@ def test_the_suite_file_is_read_field_by_field():
         assert (case.name, case.shape, case.seed) == (c["name"], Shape(c["B"], c["N"], c["d"]), c["seed"])
         assert (case.group, case.provenance, case.note, case.input_sha256) == (
             c["group"], c["provenance"], c.get("note", ""), c.get("input_sha256"))
+
+
+def test_a_case_without_a_note_gets_an_empty_one(monkeypatch, tmp_path):
+    import json
+
+    (tmp_path / "suite.json").write_text(json.dumps({"cases": [
+        {"name": "x1", "B": 1, "N": 2, "d": 3, "seed": 4, "group": "odd", "provenance": "test"}]}))
+    monkeypatch.setattr(suite, "SUITE_FILE", tmp_path / "suite.json")
+    assert suite._load_suite() == {"x1": suite.SuiteCase("x1", Shape(1, 2, 3), 4, "odd", "test", "", None)}
 
 
 def test_data_folder_defaults_to_the_checkout_and_follows_the_variable(monkeypatch, tmp_path):

@@ -98,6 +98,7 @@ def test_relative_noise_edges():
     assert relative_noise([]) == 0.0 and relative_noise([3.0]) == 0.0
     assert relative_noise([-1.0, 1.0]) == 0.0  # no positive mean: no noise to speak of
     assert relative_noise([2.0, 4.0]) == pytest.approx(2**0.5 / 3)
+    assert relative_noise([0.2, 0.4]) == pytest.approx(2**0.5 / 3)  # sub-millisecond samples too
 
 
 def test_first_samples_count_toward_the_total_and_warmup_is_not_kept():
@@ -116,7 +117,7 @@ def test_adaptive_stops_at_max_samples_and_warns_about_noise():
     values = itertools.cycle([1.0, 2.0])
     policy = TimingPolicy(warmup=0, min_samples=2, min_time_s=0.0, max_samples=7, timeout_s=1e9)
     stats = measure(lambda: next(values), policy, clock=FakeClock(0.001))
-    assert stats.count == 7 and not stats.converged
+    assert stats.count == 7 and stats.converged is False
     assert stats.warnings == [
         f"noise is {100 * stats.noise:.1f}% of the mean (target 1%) after 7 samples: close other work on the GPU, "
         "or give it longer with --timeout"
@@ -138,3 +139,10 @@ def test_quiet_samples_still_wait_for_the_minimum_count_and_time():
     assert stats.count == 5  # time 0.05 is reached at the fifth sample (elapsed counts from the first)
     policy = TimingPolicy(warmup=0, min_samples=4, min_time_s=0.0, target_noise=0.5)
     assert measure(lambda: 1.0, policy, clock=FakeClock(0.01)).count == 4
+
+
+def test_a_noise_exactly_at_the_target_is_quiet_enough():
+    policy = TimingPolicy(warmup=0, min_samples=3, min_time_s=0.0, target_noise=0.0, max_samples=50)
+    stats = measure(lambda: 1.0, policy, clock=FakeClock(0.001))
+    assert stats.count == 3 and stats.converged is True and stats.warnings == ["only 3 sample(s): the statistics "
+                                                                               "are rough; use --reps 10 or more"]

@@ -87,7 +87,7 @@ def test_parse_percent(text, value):
     assert parse_percent(text) == pytest.approx(value)
 
 
-@pytest.mark.parametrize("text", ["five", "-3%", "nan"])
+@pytest.mark.parametrize("text", ["five", "-3%", "nan", "5X", "X5"])
 def test_parse_percent_refuses_nonsense(text):
     with pytest.raises(ValueError):
         parse_percent(text)

@@ -132,12 +132,15 @@ def test_chunks_add_up_counts_and_norms_and_keep_the_first_worst(monkeypatch):
     ref = np.full((1, 3, 4), 2.0, dtype=np.float32)  # three chunks of one row each
     out = ref.copy()
     out[0, 0, 0] = 3.0  # the worst, at flat index 0
+    out[0, 0, 2] = np.inf
     out[0, 1, 1] = np.nan
+    out[0, 1, 3] = -np.inf
     out[0, 2, 2] = np.nan
-    out[0, 2, 3] = np.inf
     report = compare_outputs(out, ref, atol=10.0)
-    assert (report.nan_count, report.inf_count, report.failing) == (2, 1, 3)
-    assert [(m.row, m.col) for m in report.first_failures] == [(1, 1), (2, 2), (2, 3)]
+    assert (report.nan_count, report.inf_count, report.failing) == (2, 2, 4)
+    assert [(m.row, m.col) for m in report.first_failures] == [(0, 2), (1, 1), (1, 3), (2, 2)]
+    assert [(m.row, m.col) for m in compare_outputs(out, ref, atol=10.0, keep_failures=2).first_failures] == [
+        (0, 2), (1, 1)]  # the list stops at keep_failures even when a later chunk has more
     finite = ref.copy()
     finite[0, 0, 0] = 3.0  # error 1 in chunk 0 ...
     finite[0, 2, 1] = 3.0  # ... and an equal one in chunk 2: the first stays the worst
@@ -154,3 +157,9 @@ def test_identical_outputs_name_the_first_element_as_worst():
     assert report.worst == Mismatch(0, 0, 0, got=1.0, want=1.0)
     assert report.to_dict()["worst"] == {"batch": 0, "row": 0, "col": 0, "got": 1.0, "want": 1.0}
     assert report.to_dict()["elements"] == 8 and report.rule() == "|out - ref| <= 0.005"
+
+
+def test_empty_outputs_pass_and_have_no_worst_element():
+    empty = np.zeros((0, 4, 2), dtype=np.float32)
+    report = compare_outputs(empty, empty)
+    assert report.passed and report.worst is None and report.elements == 0 and report.rel_l2_error == 0.0

@@ -4,7 +4,7 @@
 # last scores and explains each surviving mutant.
 #
 #   tools/mutation.sh                  # mutate MODULES, run TESTS against each mutant, print the score
-#   JOBS=1 tools/mutation.sh           # fewer parallel workers (default 2)
+#   JOBS=2 tools/mutation.sh           # more parallel workers (default 1: the machine is shared)
 #   tools/mutation.sh --score          # only print the score of the last run
 #
 # The run happens in a scratch copy of the working tree (.mutation/, git-ignored), so the checkout
@@ -36,7 +36,7 @@ ALSO_COPY=(testcases)      # data the tests read, besides tests/ (the scratch co
 cd "$(dirname "$0")/.."
 REPO=$PWD
 WORK=${MUTATION_DIR:-$REPO/.mutation}
-JOBS=${JOBS:-2}
+JOBS=${JOBS:-1}
 
 toml_list() { local sep="" item; printf '['; for item in "$@"; do printf '%s"%s"' "$sep" "$item"; sep=", "; done; printf ']'; }
 

@@ -231,3 +231,14 @@ def test_outputs_are_written_as_float32_whatever_they_are_computed_in(tmp_path):
     assert (tmp_path / "o.bin").read_bytes() == out.astype("<f4").tobytes()
     with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'none.bin'}: no such file$"):
         read_output(tmp_path / "none.bin", Shape(2, 3, 4))
+
+
+def test_atomic_write_passes_on_the_error_of_a_file_it_could_not_open(tmp_path, monkeypatch):
+    import attnbench.testcase as testcase
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(testcase, "open", refuse, raising=False)
+    with pytest.raises(PermissionError):  # not a FileNotFoundError from cleaning up a file never made
+        atomic_write(tmp_path / "out.bin", lambda f: None)

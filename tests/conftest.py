@@ -55,7 +55,8 @@ def pytest_runtest_makereport(item, call):
     """Every failing report of a test that drew random inputs names the seed that reproduces it."""
     outcome = yield
     report = outcome.get_result()
-    if report.failed and "rng" in getattr(item, "fixturenames", ()):
+    seeded = "rng" in getattr(item, "fixturenames", ()) or getattr(getattr(item, "obj", None), "is_hypothesis_test", False)
+    if report.failed and seeded:
         line = f"ATTNBENCH_TEST_SEED={TEST_SEED} python3 -m pytest '{item.nodeid}'"
         report.sections.append(("random seed", f"random seed: ATTNBENCH_TEST_SEED={TEST_SEED}; rerun: {line}"))
 

@@ -1,11 +1,64 @@
-"""Shared fixtures: a private data folder for generated cases, and the GPU (skipped when absent)."""
+"""Shared fixtures: one seed for every random input, a private data folder, the GPU (skipped when absent).
+
+Random inputs come from the `rng` fixture only. Its generator is seeded from ATTNBENCH_TEST_SEED
+(default DEFAULT_TEST_SEED; `random` draws a fresh one) and the test's id, so each test sees the
+same values on every run and in any order, and a failing test's report ends with the line to
+reproduce it: "random seed: ATTNBENCH_TEST_SEED=N". Hypothesis tests take the same seed (@seed).
+"""
 
 from __future__ import annotations
+
+import os
+import secrets
+import zlib
 
 import numpy as np
 import pytest
 
 from attnbench.cases.testcase import Testcase
+
+DEFAULT_TEST_SEED = 20261122
+
+
+def _session_seed() -> int:
+    raw = os.environ.get("ATTNBENCH_TEST_SEED", "").strip()
+    if not raw:
+        return DEFAULT_TEST_SEED
+    if raw == "random":
+        return secrets.randbits(32)
+    try:
+        return int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"ATTNBENCH_TEST_SEED={raw!r}: give an integer, or `random`") from None
+
+
+TEST_SEED = _session_seed()
+
+
+def rng_for(nodeid: str) -> np.random.Generator:
+    """The generator a test with this id gets: from the session seed and the id, independent of order."""
+    return np.random.default_rng([TEST_SEED, zlib.crc32(nodeid.encode())])
+
+
+@pytest.fixture
+def rng(request) -> np.random.Generator:
+    """The only source of random inputs in the tests (see the module docstring)."""
+    return rng_for(request.node.nodeid)
+
+
+def pytest_report_header(config) -> str:
+    return f"random seed: ATTNBENCH_TEST_SEED={TEST_SEED}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Every failing report of a test that drew random inputs names the seed that reproduces it."""
+    outcome = yield
+    report = outcome.get_result()
+    seeded = "rng" in getattr(item, "fixturenames", ()) or getattr(getattr(item, "obj", None), "is_hypothesis_test", False)
+    if report.failed and seeded:
+        line = f"ATTNBENCH_TEST_SEED={TEST_SEED} python3 -m pytest '{item.nodeid}'"
+        report.sections.append(("random seed", f"random seed: ATTNBENCH_TEST_SEED={TEST_SEED}; rerun: {line}"))
 
 
 @pytest.fixture(autouse=True)

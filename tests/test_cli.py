@@ -1,7 +1,6 @@
 import json
 import struct
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -63,8 +62,7 @@ def test_verify_with_a_reference_file_and_a_case(cli, tmp_path):
     assert "x.ref: no such file" in result.output
 
 
-def test_run_on_a_users_course_file_checks_against_a_fresh_reference(cli, tmp_path):
-    rng = np.random.default_rng()
+def test_run_on_a_users_course_file_checks_against_a_fresh_reference(cli, tmp_path, rng):
     path = tmp_path / "mine.in"
     with open(path, "wb") as f:
         f.write(struct.pack("<iii", 2, 45, 12))

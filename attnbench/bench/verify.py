@@ -103,6 +103,8 @@ def compare_outputs(
     Positions are (batch, row, column) when the shape is known (from `shape` or either side), else
     flat element indices.
     """
+    if isinstance(out, np.ndarray) and isinstance(ref, np.ndarray) and out.shape != ref.shape:
+        raise ValueError(f"output shape {out.shape} differs from reference shape {ref.shape}")
     got, want = as_source(out), as_source(ref)
     if got.size != want.size:
         raise ValueError(f"the output has {got.size} elements and the reference {want.size}")

@@ -121,13 +121,14 @@ def read_shape(path: str | os.PathLike) -> Shape:
     return shape
 
 
-def _readinto_exact(f: BinaryIO, buffer: memoryview, path: Path) -> None:
+def _readinto_exact(f: BinaryIO, buffer: memoryview, path: Path, start: int = 0) -> None:
+    """Fill `buffer` from `f`, which is at byte `start` of the file (the header's size for an input)."""
     done = 0
     total = len(buffer)
     while done < total:
         got = f.readinto(buffer[done : done + _READ_CHUNK])
         if not got:
-            raise TestcaseError(f"{path}: file ended after {HEADER.size + done} bytes while reading")
+            raise TestcaseError(f"{path}: file ended after {start + done} bytes while reading")
         done += got
 
 
@@ -154,7 +155,7 @@ def read_testcase(path: str | os.PathLike) -> Testcase:
     qkv = np.empty((shape.B, 3, shape.N, shape.d), dtype="<f4")
     with open(path, "rb") as f:
         f.seek(HEADER.size)
-        _readinto_exact(f, memoryview(qkv.reshape(-1)).cast("B"), path)
+        _readinto_exact(f, memoryview(qkv.reshape(-1)).cast("B"), path, HEADER.size)
     return Testcase(qkv, path)
 
 

@@ -73,6 +73,8 @@ def variants_for(selector: str) -> list[Variant]:
             group = [v for v in REGISTRY.values() if v.backend == "gpu"]
         elif part == "ladder":
             group = [v for v in REGISTRY.values() if v.name in LADDER_VARIANTS]
+            if not group:
+                raise UnknownName("no ladder variant is registered yet (see `attnbench list`)")
         else:
             group = [get_variant(part)]
         chosen.extend(v for v in group if v not in chosen)

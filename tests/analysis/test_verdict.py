@@ -89,7 +89,38 @@ def test_parse_percent(text, value):
     assert parse_percent(text) == pytest.approx(value)
 
 
-@pytest.mark.parametrize("text", ["five", "-3%", "nan"])
+@pytest.mark.parametrize("text", ["five", "-3%", "nan", "5X", "X5"])
 def test_parse_percent_refuses_nonsense(text):
     with pytest.raises(ValueError):
         parse_percent(text)
+
+
+def test_compare_stats_keeps_the_order_and_the_floor():
+    reference, candidate = KernelStats([2.0, 2.2] * 3), KernelStats([1.0] * 6)
+    c = compare_stats(reference, candidate, same_within=0.3)
+    assert (c.reference_ms, c.candidate_ms) == (2.1, 1.0)
+    assert (c.reference_noise, c.candidate_noise) == (reference.noise, 0.0)
+    assert c.same_within == 0.3 and c.band == pytest.approx(0.3 + reference.noise)
+    assert compare_stats(reference, candidate).same_within == 0.02
+
+
+def test_a_slowdown_exactly_at_the_threshold_is_not_a_regression():
+    exactly = TimeComparison(1.0, 1.25, 0.001, 0.001)  # change is exactly 0.25
+    assert exactly.change == 0.25
+    assert is_regression(exactly) and not is_regression(exactly, fail_slower=0.25)
+    assert is_regression(exactly, fail_slower=0.2499)
+
+
+def test_describe_change_prints_the_change_and_the_band():
+    assert TimeComparison(1.0, 1.123, 0.008, 0.001).describe_change() == "+12.3% (band 2.9%)"  # 2% + both noises
+    assert TimeComparison(2.0, 1.5, 0.05, 0.001).describe_change() == "-25.0% (band 7.1%)"
+    assert TimeComparison(2.0, 1.5, float("nan"), 0.001).describe_change() == "-25.0% (noise unknown)"
+
+
+@pytest.mark.parametrize("text, message", [("five", r"'five' is not a percentage \(write e.g. 5%\)"),
+                                           ("-3%", r"'-3%': a percentage must be a finite number >= 0"),
+                                           ("inf", r"'inf': a percentage must be a finite number >= 0")])
+def test_parse_percent_says_what_is_wrong(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_percent(text)
+    assert parse_percent("0") == 0.0

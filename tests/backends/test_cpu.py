@@ -5,16 +5,42 @@ from attnbench.backends.cpu import flash_attention_cpu
 from attnbench.bench.verify import compare_outputs
 from attnbench.cases.reference import reference_output
 from tests.conftest import random_testcase
+from tests.large_scores import (
+    FLOAT32_EXP_LIMIT,
+    LARGE_SCORE_KINDS,
+    check_large_scores,
+    large_score_testcase,
+    max_scaled_score,
+)
 
 
 @pytest.mark.parametrize("B, N, d", [(2, 1, 32), (3, 17, 48), (2, 100, 80), (1, 1000, 128), (4, 128, 64), (2, 33, 1)])
-def test_blocked_flash_matches_float64(B, N, d):
-    tc = random_testcase(B, N, d, np.random.default_rng())
+def test_blocked_flash_matches_float64(B, N, d, rng):
+    tc = random_testcase(B, N, d, rng)
     report = compare_outputs(flash_attention_cpu(tc), reference_output(tc))
     assert report.passed, report
     assert report.rel_l2_error <= 1e-5
 
 
-def test_tile_width_does_not_change_the_result():
-    tc = random_testcase(2, 70, 16, np.random.default_rng(3))
+def test_tile_width_does_not_change_the_result(rng):
+    tc = random_testcase(2, 70, 16, rng)
     np.testing.assert_allclose(flash_attention_cpu(tc, 32), flash_attention_cpu(tc, 7), rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("B, N, d", [(2, 100, 32), (2, 256, 64), (1, 1000, 128), (3, 17, 48)])
+@pytest.mark.parametrize("kind", LARGE_SCORE_KINDS)
+def test_large_scores_keep_the_softmax_safe(kind, B, N, d, rng):
+    """Q*30 (scores in the hundreds), zero Q, V*1000: each within the course rule scaled to V's range."""
+    tc = large_score_testcase(kind, B, N, d, rng)
+    if kind == "q30":
+        assert max_scaled_score(tc) > 2 * FLOAT32_EXP_LIMIT  # the premise: exp(score) overflows float32
+    report, problems = check_large_scores(kind, tc, flash_attention_cpu(tc))
+    assert not problems, f"cpu on {kind} B={B} N={N} d={d}: " + "; ".join(problems)
+
+
+def test_zero_query_gives_the_mean_of_v(rng):
+    """Every score is 0, so each output row is the mean of V's rows, whatever the tile width."""
+    tc = large_score_testcase("zero_q", 2, 70, 8, rng)
+    expected = np.broadcast_to(tc.v.astype(np.float64).mean(axis=1, keepdims=True), tc.v.shape)
+    for tile in (32, 7):
+        np.testing.assert_allclose(flash_attention_cpu(tc, tile), expected, rtol=1e-5, atol=1e-6)

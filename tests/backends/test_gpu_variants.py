@@ -1,6 +1,8 @@
-"""Each GPU variant on odd and course-like shapes against float64, on fresh random inputs.
+"""Each GPU variant on odd and course-like shapes against float64, on seeded random inputs (the `rng` fixture).
 
 The runner poisons the output buffer with NaN before the pass, so unwritten elements fail verify.
+Every variant that claims a safe softmax (accuracy "float32") also runs the large-score cases of
+tests/large_scores.py; `singlehead` (accuracy "unsafe") must fail the one that overflows, as documented.
 """
 
 import numpy as np
@@ -11,52 +13,93 @@ from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import compare_outputs
 from attnbench.cases.reference import reference_output
 from attnbench.cases.testcase import Shape
-from attnbench.kernels.catalogue import gpu_variants
+from attnbench.kernels.catalogue import get_variant, gpu_variants
 from tests.conftest import random_testcase
-
-pytestmark = pytest.mark.gpu
+from tests.large_scores import (
+    FLOAT32_EXP_LIMIT,
+    LARGE_SCORE_KINDS,
+    check_large_scores,
+    large_score_testcase,
+    max_scaled_score,
+)
 
 ODD_SHAPES = [(3, 1, 32), (2, 17, 48), (3, 100, 80), (2, 1000, 128), (2, 17, 1), (5, 100, 32), (3, 1000, 64), (2, 33, 64)]
 COURSE_LIKE_SHAPES = [(64, 128, 32), (16, 256, 64), (2, 2048, 32), (1, 4096, 64), (3, 1536, 64), (1, 640, 512)]
+LARGE_SCORE_SHAPES = [(2, 100, 32), (2, 256, 64), (1, 1000, 128)]
 ONE_PASS = TimingPolicy(warmup=0, reps=1, flush_l2=False)
+SAFE_VARIANTS = [v for v in gpu_variants() if v.accuracy == "float32"]
 
 
-def check_variant(gpu, variant, B, N, d, seed=None):
-    seed = np.random.SeedSequence(seed).entropy
-    tc = random_testcase(B, N, d, np.random.default_rng(seed))
+def check_variant(gpu, variant, B, N, d, rng):
+    tc = random_testcase(B, N, d, rng)
     run = run_variant(variant, tc, "random", gpu, ONE_PASS)
     output, measurement = run.output, run.measurement
     report = compare_outputs(output, reference_output(tc))
-    where = f"{variant.name} on B={B} N={N} d={d} (seed {seed})"
+    where = f"{variant.name} on B={B} N={N} d={d}"
     assert report.nan_count == 0, f"{where}: {report.nan_count} elements unwritten or NaN"
     assert report.passed, f"{where}: {report.failing} failing, worst {report.worst}"
     assert report.rel_l2_error <= 1e-5, f"{where}: relL2 {report.rel_l2_error:.3g}"
     assert measurement.kernel.median > 0
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("shape", ODD_SHAPES + COURSE_LIKE_SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("variant", gpu_variants(), ids=lambda v: v.name)
-def test_variant_matches_float64(gpu, variant, shape):
+def test_variant_matches_float64(gpu, variant, shape, rng):
     if variant.refusal(Shape(*shape)):
         pytest.skip(variant.refusal(Shape(*shape)))
-    check_variant(gpu, variant, *shape)
+    check_variant(gpu, variant, *shape, rng)
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("variant", gpu_variants(), ids=lambda v: v.name)
-def test_batch_chunks_and_long_sequences(gpu, variant):
+def test_batch_chunks_and_long_sequences(gpu, variant, rng):
     """A batch large enough to be split into chunks, and a long sequence, where accepted."""
     for shape in ((2000, 128, 32), (1, 16384, 64)):
         if variant.refusal(Shape(*shape)) is None:
-            check_variant(gpu, variant, *shape)
+            check_variant(gpu, variant, *shape, rng)
 
 
-def test_singlehead_overflow_is_caught_not_passed(gpu):
-    """The unsafe softmax overflows on large scores; verify must see Inf/NaN and fail."""
-    from attnbench.kernels.catalogue import get_variant
+def test_every_safe_variant_takes_a_large_score_shape():
+    """Runs without a GPU: no variant that claims a safe softmax escapes the large-score cases by its constraints."""
+    assert SAFE_VARIANTS and "singlehead" not in {v.name for v in SAFE_VARIANTS}
+    for variant in SAFE_VARIANTS:
+        taken = [s for s in LARGE_SCORE_SHAPES if variant.refusal(Shape(*s)) is None]
+        assert taken, f"{variant.name} accepts none of {LARGE_SCORE_SHAPES}"
+    singlehead = get_variant("singlehead")
+    assert singlehead.accuracy == "unsafe" and singlehead.refusal(Shape(*LARGE_SCORE_SHAPES[0])) is None
 
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", LARGE_SCORE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("kind", LARGE_SCORE_KINDS)
+@pytest.mark.parametrize("variant", SAFE_VARIANTS, ids=lambda v: v.name)
+def test_safe_softmax_on_large_scores(gpu, variant, kind, shape, rng):
+    """Q*30, zero Q, V*1000: each within the course rule scaled to V's range (tests/large_scores.py)."""
+    if variant.refusal(Shape(*shape)):
+        pytest.skip(variant.refusal(Shape(*shape)))
+    tc = large_score_testcase(kind, *shape, rng)
+    output = run_variant(variant, tc, kind, gpu, ONE_PASS).output
+    _, problems = check_large_scores(kind, tc, output)
+    assert not problems, f"{variant.name} on {kind} B={shape[0]} N={shape[1]} d={shape[2]}: " + "; ".join(problems)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [s for s in LARGE_SCORE_SHAPES if s[2] <= 64], ids=lambda s: "x".join(map(str, s)))
+def test_singlehead_overflows_on_large_scores_and_verify_catches_it(gpu, shape, rng):
+    """The unsafe softmax (exp without the max subtraction) gives Inf/NaN once a scaled score passes ~88.7:
+    Q*30 does that, and verify must fail it. Zero Q and V*1000 keep the scores under 9*sqrt(d) (72 at
+    d = 64) and N*exp(max score)*max|V| far under float32's 3.4e38, so there it is right, as documented."""
     variant = get_variant("singlehead")
-    tc = random_testcase(1, 256, 32, np.random.default_rng(), low=20.0, high=30.0)
-    run = run_variant(variant, tc, "overflow", gpu, ONE_PASS)
-    output, _ = run.output, run.measurement
-    report = compare_outputs(output, reference_output(tc))
-    assert not report.passed and report.nan_count + report.inf_count > 0
+    for kind in LARGE_SCORE_KINDS:
+        tc = large_score_testcase(kind, *shape, rng)
+        output = run_variant(variant, tc, kind, gpu, ONE_PASS).output
+        report, problems = check_large_scores(kind, tc, output)
+        if kind == "q30":
+            assert max_scaled_score(tc) > 2 * FLOAT32_EXP_LIMIT
+            assert not report.passed and report.nan_count + report.inf_count > 0, f"singlehead on q30: {report}"
+            assert report.rel_l2_error == float("inf")
+        else:
+            top = max_scaled_score(tc)
+            assert top < FLOAT32_EXP_LIMIT and shape[1] * np.exp(top) * np.abs(tc.v).max() < 3.4e38
+            assert not problems, f"singlehead on {kind} B={shape[0]} N={shape[1]} d={shape[2]}: " + "; ".join(problems)

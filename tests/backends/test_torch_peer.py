@@ -2,7 +2,6 @@
 
 import sys
 
-import numpy as np
 import pytest
 
 from attnbench.backends.torch_peer import import_torch
@@ -24,7 +23,7 @@ def test_the_peer_is_a_torch_backend_variant():
 
 
 @pytest.mark.gpu
-def test_sdpa_on_the_same_context_matches_float64(gpu):
+def test_sdpa_on_the_same_context_matches_float64(gpu, rng):
     pytest.importorskip("torch")
     from attnbench.bench.runner import execute_checked
     from attnbench.bench.sampler import TimingPolicy
@@ -32,7 +31,7 @@ def test_sdpa_on_the_same_context_matches_float64(gpu):
     from attnbench.cases.reference import reference_output
     from tests.conftest import random_testcase
 
-    tc = random_testcase(3, 200, 64, np.random.default_rng(5))
+    tc = random_testcase(3, 200, 64, rng)
     ref = reference_output(tc)
     run = execute_checked(get_variant("torch"), tc, "rand", gpu, TimingPolicy(warmup=1, reps=5),
                           lambda out: compare_outputs(out, ref))

@@ -12,6 +12,7 @@ from attnbench.cases.inputs import SyntheticInput
 from attnbench.cases.testcase import Shape
 from attnbench.cli import main
 from attnbench.errors import ResultsError, UnknownName
+from attnbench.kernels import catalogue
 from attnbench.kernels.catalogue import LADDER_VARIANTS, REGISTRY, variants_for
 from attnbench.kernels.variant import Constraints, Variant
 from attnbench.output.save import save
@@ -73,9 +74,19 @@ def test_variant_selection():
     assert variants_for("torch")[0].backend == "torch"
     with pytest.raises(UnknownName, match="no variant named 'nope'"):
         variants_for("nope")
-    if not any(name in REGISTRY for name in LADDER_VARIANTS):
-        with pytest.raises(UnknownName, match="no ladder variant"):
-            variants_for("ladder")
+    with pytest.raises(UnknownName, match="no variant named; give --variants"):
+        variants_for(" , ")
+    ladder = [v.name for v in variants_for("ladder")]
+    assert ladder == [name for name in REGISTRY if name in LADDER_VARIANTS]  # registry order
+    assert {"naive", "bankfree", "singlehead"} <= set(ladder) and "cpu" not in ladder and "tf32x3" not in ladder
+    everything = variants_for("all,naive")
+    assert [v.name for v in everything] == [v.name for v in REGISTRY.values() if v.backend == "gpu"]
+
+
+def test_ladder_with_no_ladder_variant_registered_says_so(monkeypatch):
+    monkeypatch.setattr(catalogue, "REGISTRY", {"cpu": REGISTRY["cpu"]})
+    with pytest.raises(UnknownName, match="no ladder variant is registered yet"):
+        variants_for("ladder")
 
 
 # -- reading a matrix -----------------------------------------------------------------------------------
@@ -224,14 +235,12 @@ def test_a_saved_run_from_another_gpu_is_refused_before_running(cli, tmp_path):
     assert "--allow-other-gpu" in result.text and "odd_17x1:" not in result.text  # nothing ran
 
 
-def test_inputs_can_be_user_files(cli, tmp_path):
-    import numpy as np
-
+def test_inputs_can_be_user_files(cli, tmp_path, rng):
     from attnbench.cases.testcase import write_testcase
     from tests.conftest import random_testcase
 
     path = tmp_path / "mine.in"
-    write_testcase(path, random_testcase(2, 20, 8, np.random.default_rng(1)))
+    write_testcase(path, random_testcase(2, 20, 8, rng))
     result = cli("compare", "--variants", "cpu", "--cases", f"{path},odd_17x1", "--no-save")
     assert result.exit_code == 0, result.output
     assert "mine.in" in result.text

@@ -11,8 +11,8 @@ from attnbench.kernels.variant import Constraints, Launch, Variant, f32_bytes
 from tests.conftest import random_testcase
 
 
-def test_cpu_execution_gives_a_measurement():
-    tc = random_testcase(2, 40, 8, np.random.default_rng())
+def test_cpu_execution_gives_a_measurement(rng):
+    tc = random_testcase(2, 40, 8, rng)
     run = run_variant(get_variant("cpu"), tc, "rand", None, TimingPolicy(warmup=0, reps=3, flush_l2=False))
     output, m = run.output, run.measurement
     assert compare_outputs(output, reference_output(tc)).passed
@@ -30,22 +30,21 @@ extern "C" __global__ void half_writer(const float* qkv, float* out, int N, int 
 
 
 @pytest.mark.gpu
-def test_unwritten_elements_show_as_nan(gpu, tmp_path):
+def test_unwritten_elements_show_as_nan(gpu, tmp_path, rng):
     (tmp_path / "half.cu").write_text(HALF_WRITER)  # a kernel outside the package still finds common.cuh
     variant = Variant(name="half", report="test", technique="test", source_path=tmp_path / "half.cu", launches=(
         Launch("half_writer", grid=lambda s: (1, s.B, 1), block=lambda s: (128, 1, 1), args=("qkv", "out", "N", "d")),))
-    tc = random_testcase(3, 10, 4, np.random.default_rng())
-    run = run_variant(variant, tc, "rand", gpu, TimingPolicy(warmup=0, reps=1, flush_l2=False))
-    output, _ = run.output, run.measurement
+    tc = random_testcase(3, 10, 4, rng)
+    output = run_variant(variant, tc, "rand", gpu, TimingPolicy(warmup=0, reps=1, flush_l2=False)).output
     assert np.isnan(output.reshape(3, -1)[:, 20:]).all()
     assert (output.reshape(3, -1)[:, :20] == 0).all()
 
 
 @pytest.mark.gpu
-def test_out_of_memory_is_refused_before_allocating(gpu):
+def test_out_of_memory_is_refused_before_allocating(gpu, rng):
     greedy = Variant(name="greedy", report="test", technique="test", source="naive.cu",
                      launches=get_variant("naive").launches, constraints=Constraints(),
                      workspace={"scores": f32_bytes(lambda s: s.B * s.N * s.N * 1000)})
-    tc = random_testcase(1, 8192, 1, np.random.default_rng())
+    tc = random_testcase(1, 8192, 1, rng)
     with pytest.raises(DeviceMemoryError, match=r"needs .* GiB of device memory .* GiB free"):
         run_variant(greedy, tc, "rand", gpu, TimingPolicy(warmup=0, reps=1))

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from attnbench.bench.sampler import TimingPolicy, measure
+from attnbench.bench.sampler import FEW_SAMPLES_WARNING, NOISE_WARNING, TimingPolicy, measure
 from attnbench.results.stats import KernelStats
 
 
@@ -68,3 +68,91 @@ def test_adaptive_honours_the_minimum_time():
     policy = TimingPolicy(warmup=0, min_samples=2, min_time_s=1.0, target_noise=0.5)
     stats = measure(lambda: 1.0, policy, clock=FakeClock(0.1))
     assert stats.count >= 9
+
+
+def test_to_dict_holds_every_statistic():
+    stats = KernelStats([4.0, 1.0, 3.0, 2.0, 10.0], converged=False, warnings=["w"])
+    assert stats.to_dict() == {
+        "samples_ms": [4.0, 1.0, 3.0, 2.0, 10.0],
+        "count": 5,
+        "median_ms": 3.0,
+        "mean_ms": 4.0,
+        "stdev_ms": pytest.approx(3.5355339, rel=1e-6),
+        "min_ms": 1.0,
+        "max_ms": 10.0,
+        "p20_ms": pytest.approx(1.8),
+        "p80_ms": pytest.approx(5.2),
+        "noise": pytest.approx(float("nan"), nan_ok=True),  # five samples: unknown
+        "median_ci95_ms": None,
+        "outliers": 1,
+        "converged": False,
+        "warnings": ["w"],
+    }
+
+
+def test_from_dict_defaults_for_older_files():
+    back = KernelStats.from_dict({"samples_ms": (1.0, 2.0)})
+    assert back.samples_ms == [1.0, 2.0] and back.converged is True and back.warnings == []
+
+
+def test_quantiles_at_the_ends_and_of_one_sample():
+    stats = KernelStats([5.0, 1.0, 3.0])
+    assert (stats.quantile(0.0), stats.quantile(0.5), stats.quantile(1.0)) == (1.0, 3.0, 5.0)
+    assert stats.quantile(0.75) == pytest.approx(4.0)
+    assert KernelStats([7.0]).quantile(0.5) == 7.0 and KernelStats([7.0]).quantile(1.0) == 7.0
+    assert KernelStats([7.0]).stdev == 0.0 and math.isnan(KernelStats([7.0]).noise)  # one sample: unknown
+    assert KernelStats([1.0, 2.0, 3.0]).outliers == 0  # fewer than four samples: no fences
+
+
+def test_relative_noise_edges():
+    from attnbench.results.stats import relative_noise
+
+    assert math.isnan(relative_noise([])) and math.isnan(relative_noise([3.0] * 5))  # under 6: unknown
+    assert math.isnan(relative_noise([-1.0, 1.0] * 3))  # no positive median: no relative noise
+    assert relative_noise([3.0] * 6) == 0.0
+    assert relative_noise([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]) == pytest.approx((6 - 1) / 2 / 3.5)  # x(1)..x(6)
+    assert relative_noise([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]) == pytest.approx((6 - 1) / 2 / 3.5)  # scale-free
+
+
+def test_first_samples_count_toward_the_total_and_warmup_is_not_kept():
+    calls = []
+
+    def sample():
+        calls.append(1)
+        return float(len(calls))
+
+    stats = measure(sample, TimingPolicy(warmup=2, reps=3), first_samples=[9.0])
+    assert stats.samples_ms == [9.0, 3.0, 4.0] and len(calls) == 4
+    assert stats.converged and not stats.warnings  # fixed reps: no advice however noisy
+
+
+def test_adaptive_stops_at_max_samples_and_warns_about_noise():
+    values = itertools.cycle([1.0, 2.0])
+    policy = TimingPolicy(warmup=0, min_samples=2, min_time_s=0.0, max_samples=7, timeout_s=1e9)
+    stats = measure(lambda: next(values), policy, clock=FakeClock(0.001))
+    assert stats.count == 7 and stats.converged is False
+    assert stats.warnings == [NOISE_WARNING]
+
+
+def test_a_few_samples_are_flagged_as_unknown_noise():
+    policy = TimingPolicy(warmup=0, min_samples=1, min_time_s=0.0, max_samples=3)
+    stats = measure(lambda: 1.0, policy, clock=FakeClock(0.001))
+    assert stats.count == 3 and not stats.converged  # quiet, but three samples cannot say how quiet
+    assert stats.warnings == [FEW_SAMPLES_WARNING]
+    policy = TimingPolicy(warmup=0, min_samples=1, min_time_s=0.0)
+    stats = measure(lambda: 1.0, policy, clock=FakeClock(0.001))
+    assert stats.count == 6 and stats.converged and stats.warnings == []  # six give a 95% interval
+
+
+def test_quiet_samples_still_wait_for_the_minimum_count_and_time():
+    policy = TimingPolicy(warmup=0, min_samples=4, min_time_s=0.095, target_noise=0.5)
+    stats = measure(lambda: 1.0, policy, clock=FakeClock(0.01))
+    assert stats.count == 9  # the clock reads 0.01 more per check: 0.095 is passed once 9 samples are in
+    policy = TimingPolicy(warmup=0, min_samples=8, min_time_s=0.0, target_noise=0.5)
+    assert measure(lambda: 1.0, policy, clock=FakeClock(0.01)).count == 8
+
+
+def test_a_noise_exactly_at_the_target_is_quiet_enough():
+    policy = TimingPolicy(warmup=0, min_samples=3, min_time_s=0.0, target_noise=0.0, max_samples=50)
+    stats = measure(lambda: 1.0, policy, clock=FakeClock(0.001))
+    assert stats.count == 6 and stats.converged is True and stats.warnings == []  # the first known noise, 0

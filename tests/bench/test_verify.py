@@ -2,10 +2,11 @@ import numpy as np
 import pytest
 
 from attnbench.bench.verify import compare_outputs
+from attnbench.results.verification import Mismatch
 
 
-def test_identical_outputs_pass_with_zero_errors():
-    ref = np.random.default_rng(0).standard_normal((2, 5, 3)).astype(np.float32)
+def test_identical_outputs_pass_with_zero_errors(rng):
+    ref = rng.standard_normal((2, 5, 3)).astype(np.float32)
     report = compare_outputs(ref.copy(), ref)
     assert report.passed and report.failing == 0
     assert report.max_abs_error == 0 and report.rel_l2_error == 0
@@ -45,7 +46,22 @@ def test_relative_tolerance_widens_the_rule():
     out = ref + 0.05
     assert not compare_outputs(out, ref).passed
     report = compare_outputs(out, ref, atol=5e-3, rtol=1e-3)
-    assert report.passed and "1e-03" in report.rule() or "0.001" in report.rule()
+    assert report.passed, report
+    assert (report.failing, report.rtol) == (0, 1e-3)
+    assert report.rule() == "|out - ref| <= 0.005 + 0.001*|ref|"
+
+
+def test_relative_tolerance_scales_with_the_reference_not_the_output():
+    """rtol widens the rule by rtol*|ref| per element: 0.005 + 0.001*100 = 0.105 here, 0.006 at ref=1."""
+    ref = np.array([[[100.0, 100.0, 1.0, 1.0, -100.0]]], dtype=np.float32)
+    out = ref + np.array([[[0.104, 0.106, 0.0059, 0.0061, -0.104]]], dtype=np.float32)
+    report = compare_outputs(out, ref, atol=5e-3, rtol=1e-3)
+    assert not report.passed
+    assert report.failing == 2
+    assert [(m.col, m.want) for m in report.first_failures] == [(1, 100.0), (3, 1.0)]
+    # Judged against |out| instead of |ref|, an output of 3 for a reference of 1 would pass at rtol=1.
+    assert not compare_outputs(np.full((1, 1, 1), 3.0, np.float32), np.ones((1, 1, 1), np.float32),
+                               atol=0.0, rtol=1.0).passed
 
 
 def test_chunked_scan_finds_the_worst_element_anywhere(monkeypatch):
@@ -59,3 +75,93 @@ def test_chunked_scan_finds_the_worst_element_anywhere(monkeypatch):
     report = compare_outputs(out, ref)
     assert (report.worst.batch, report.worst.row, report.worst.col) == (1, 2, 4)
     assert report.failing == 2
+
+
+def test_an_error_exactly_at_the_tolerance_passes():
+    ref = np.zeros((1, 1, 3), dtype=np.float32)
+    out = np.array([[[0.5, -0.5, 0.25]]], dtype=np.float32)
+    assert compare_outputs(out, ref, atol=0.5).passed
+    assert compare_outputs(out, ref, atol=0.4999).failing == 2
+
+
+def test_at_most_keep_failures_are_listed_in_order():
+    ref = np.zeros((1, 3, 3), dtype=np.float32)
+    out = ref + 1.0
+    report = compare_outputs(out, ref)
+    assert report.failing == 9 and report.elements == 9
+    assert [(m.row, m.col) for m in report.first_failures] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1)]
+    assert len(compare_outputs(out, ref, keep_failures=7).first_failures) == 7
+    assert report.first_failures[0] == Mismatch(0, 0, 0, got=1.0, want=0.0, index=0)
+    assert report.first_failures[4] == Mismatch(0, 1, 1, got=1.0, want=0.0, index=4)
+
+
+def test_nan_is_the_worst_error_and_infinite():
+    ref = np.zeros((1, 1, 3), dtype=np.float32)
+    out = np.array([[[0.1, np.nan, 0.2]]], dtype=np.float32)
+    report = compare_outputs(out, ref)
+    assert report.max_abs_error == float("inf")
+    assert (report.worst.col, np.isnan(report.worst.got)) == (1, True)
+    assert report.rel_l2_error == float("inf")
+    only_inf = compare_outputs(np.array([[[np.inf, 0, 0]]], dtype=np.float32), ref)
+    assert (only_inf.nan_count, only_inf.inf_count, only_inf.rel_l2_error) == (0, 1, float("inf"))
+
+
+def test_max_relative_error_is_over_the_reference():
+    ref = np.array([[[2.0, 0.0, -4.0]]], dtype=np.float32)
+    out = np.array([[[2.5, 0.001, -4.2]]], dtype=np.float32)
+    report = compare_outputs(out, ref)
+    assert report.max_rel_error == pytest.approx(0.25, rel=1e-6)  # 0.5 / 2; the zero reference is left out
+    assert report.max_abs_error == pytest.approx(0.5, rel=1e-6)
+
+
+def test_relative_l2_of_a_zero_reference_is_the_absolute_l2():
+    ref = np.zeros((1, 1, 4), dtype=np.float32)
+    out = np.array([[[0.3, 0.4, 0.0, 0.0]]], dtype=np.float32)
+    assert compare_outputs(out, ref).rel_l2_error == pytest.approx(0.5, rel=1e-6)
+    small = np.full((1, 1, 4), 0.25, dtype=np.float32)  # |ref|^2 = 0.25: below 1, still divided by
+    assert compare_outputs(small + 0.01, small).rel_l2_error == pytest.approx(0.02 / 0.5, rel=1e-4)
+
+
+def test_a_shape_mismatch_is_refused_with_both_shapes():
+    with pytest.raises(ValueError, match=r"output shape \(1, 2, 3\) differs from reference shape \(1, 3, 2\)"):
+        compare_outputs(np.zeros((1, 2, 3), np.float32), np.zeros((1, 3, 2), np.float32))
+
+
+def test_chunks_add_up_counts_and_norms_and_keep_the_first_worst(monkeypatch):
+    import attnbench.bench.verify as verify
+
+    monkeypatch.setattr(verify, "CHUNK_ELEMENTS", 4)
+    ref = np.full((1, 3, 4), 2.0, dtype=np.float32)  # three chunks of one row each
+    out = ref.copy()
+    out[0, 0, 0] = 3.0  # the worst, at flat index 0
+    out[0, 0, 2] = np.inf
+    out[0, 1, 1] = np.nan
+    out[0, 1, 3] = -np.inf
+    out[0, 2, 2] = np.nan
+    report = compare_outputs(out, ref, atol=10.0)
+    assert (report.nan_count, report.inf_count, report.failing) == (2, 2, 4)
+    assert [(m.row, m.col) for m in report.first_failures] == [(0, 2), (1, 1), (1, 3), (2, 2)]
+    assert [(m.row, m.col) for m in compare_outputs(out, ref, atol=10.0, keep_failures=2).first_failures] == [
+        (0, 2), (1, 1)]  # the list stops at keep_failures even when a later chunk has more
+    finite = ref.copy()
+    finite[0, 0, 0] = 3.0  # error 1 in chunk 0 ...
+    finite[0, 2, 1] = 3.0  # ... and an equal one in chunk 2: the first stays the worst
+    finite[0, 1, 2] = 2.5
+    report = compare_outputs(finite, ref)
+    assert (report.worst.row, report.worst.col) == (0, 0)
+    assert report.rel_l2_error == pytest.approx(np.sqrt(2.25 / (12 * 4.0)), rel=1e-6)
+    assert [(m.row, m.col) for m in report.first_failures] == [(0, 0), (1, 2), (2, 1)]
+
+
+def test_identical_outputs_name_the_first_element_as_worst():
+    ref = np.ones((2, 2, 2), dtype=np.float32)
+    report = compare_outputs(ref.copy(), ref)
+    assert report.worst == Mismatch(0, 0, 0, got=1.0, want=1.0, index=0)
+    assert report.to_dict()["worst"] == {"batch": 0, "row": 0, "col": 0, "got": 1.0, "want": 1.0, "index": 0}
+    assert report.to_dict()["elements"] == 8 and report.rule() == "|out - ref| <= 0.005"
+
+
+def test_empty_outputs_pass_and_have_no_worst_element():
+    empty = np.zeros((0, 4, 2), dtype=np.float32)
+    report = compare_outputs(empty, empty)
+    assert report.passed and report.worst is None and report.elements == 0 and report.rel_l2_error == 0.0

@@ -15,14 +15,26 @@ def direct_formula(tc: Testcase) -> np.ndarray:
     return np.array(out)
 
 
-def test_reference_matches_the_direct_formula():
-    tc = random_testcase(3, 37, 9, np.random.default_rng(5))
+def test_a_case_computed_by_hand():
+    """N=2, d=4, so 1/sqrt(d) = 1/2 (1/d would give 1/4): row 0 scores (0, ln 3) -> weights (1/4, 3/4);
+    row 1 has a zero query -> weights (1/2, 1/2)."""
+    ln3 = np.log(3.0)
+    q = [[[2 * ln3, 0, 0, 0], [0, 0, 0, 0]]]
+    k = [[[0, 0, 0, 0], [1, 0, 0, 0]]]
+    v = [[[1, 0, 0, 0], [0, 4, 0, -8]]]
+    tc = Testcase.from_arrays(np.array(q), np.array(k), np.array(v))
+    expected = [[[1 / 4, 3, 0, -6], [1 / 2, 2, 0, -4]]]
+    np.testing.assert_allclose(reference.reference_output(tc), expected, rtol=1e-6, atol=1e-7)  # Q is float32
+
+
+def test_reference_matches_the_direct_formula(rng):
+    tc = random_testcase(3, 37, 9, rng)
     np.testing.assert_allclose(reference.reference_output(tc), direct_formula(tc), rtol=1e-12, atol=1e-13)
 
 
-def test_row_slabs_give_the_same_answer(monkeypatch):
+def test_row_slabs_give_the_same_answer(monkeypatch, rng):
     """Long sequences are done a slab of rows at a time; the result must not change."""
-    tc = random_testcase(2, 50, 4, np.random.default_rng(6))
+    tc = random_testcase(2, 50, 4, rng)
     whole = reference.reference_output(tc)
     monkeypatch.setattr(reference, "SCORE_BLOCK_BYTES", 50 * 8 * 7)  # 7 rows per slab, one item at a time
     rows_done = []
@@ -31,9 +43,28 @@ def test_row_slabs_give_the_same_answer(monkeypatch):
     assert sum(rows_done) == 2 * 50 and max(rows_done) == 7
 
 
-def test_reference_is_stable_for_large_scores():
+def test_reference_is_stable_for_large_scores(rng):
     """Scores far beyond exp's float range still give a finite, exact softmax."""
-    tc = random_testcase(1, 8, 4, np.random.default_rng(7), low=-300, high=300)
+    tc = random_testcase(1, 8, 4, rng, low=-300, high=300)
     out = reference.reference_output(tc)
     assert np.isfinite(out).all()
     np.testing.assert_allclose(out, direct_formula(tc), rtol=1e-12)
+
+
+def test_short_sequences_go_a_group_of_items_at_a_time_and_report_their_rows(monkeypatch, rng):
+    tc = random_testcase(5, 6, 3, rng)
+    whole = reference.reference_output(tc)
+    monkeypatch.setattr(reference, "SCORE_BLOCK_BYTES", 2 * 6 * 6 * 8)  # two items' scores per block
+    rows_done = []
+    grouped = reference.reference_output(tc, rows_done.append)
+    np.testing.assert_allclose(grouped, whole, rtol=1e-13, atol=1e-14)
+    assert rows_done == [12, 12, 6]  # items 0-1, 2-3, 4: rows of six each
+
+
+def test_a_block_smaller_than_one_row_goes_row_by_row(monkeypatch, rng):
+    tc = random_testcase(1, 9, 2, rng)
+    whole = reference.reference_output(tc)
+    monkeypatch.setattr(reference, "SCORE_BLOCK_BYTES", 8)
+    rows_done = []
+    np.testing.assert_allclose(reference.reference_output(tc, rows_done.append), whole, rtol=1e-13, atol=1e-14)
+    assert rows_done == [1] * 9

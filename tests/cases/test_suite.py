@@ -1,10 +1,15 @@
 import hashlib
+import math
+import os
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from attnbench import locations
 from attnbench.cases import suite
-from attnbench.cases.testcase import read_output, read_testcase
+from attnbench.cases.testcase import Shape, read_output, read_testcase
 from attnbench.errors import TestcaseError, UnknownName
 
 
@@ -72,19 +77,38 @@ def test_a_changed_generator_is_caught(monkeypatch):
     case = suite.get_case("odd_17x1")
     monkeypatch.setitem(suite.SUITE, case.name, case)
     wrong = suite.SuiteCase(**{**case.__dict__, "input_sha256": "0" * 64})
-    with pytest.raises(TestcaseError, match="not reproducing the recorded bytes"):
+    with pytest.raises(TestcaseError, match="the generator is not reproducing the recorded bytes$"):
         suite.generate_input(wrong, force=True)
     assert not suite.input_path(wrong).exists()
 
 
-def test_reference_file_is_float64_rounded(tmp_path):
+def attention_by_loops(tc) -> list[list[list[float]]]:
+    """softmax(QK^T/sqrt(d))V one element at a time in Python floats (float64), sharing no code with attnbench."""
+    out = []
+    for q, k, v in zip(tc.q.tolist(), tc.k.tolist(), tc.v.tolist()):
+        d = len(q[0])
+        rows = []
+        for q_row in q:
+            scores = [sum(a * b for a, b in zip(q_row, k_row)) / math.sqrt(d) for k_row in k]
+            top = max(scores)
+            weights = [math.exp(s - top) for s in scores]
+            total = math.fsum(weights)
+            rows.append([math.fsum(w * v_row[c] for w, v_row in zip(weights, v)) / total for c in range(d)])
+        out.append(rows)
+    return out
+
+
+def test_reference_file_is_exact_attention_rounded_to_float32(tmp_path):
+    """The stored reference against attention computed a second way, by explicit loops."""
     case = suite.get_case("odd_17x48")
     suite.generate_input(case)
     path = suite.generate_reference(case)
-    from attnbench.cases.reference import reference_output
-
-    expected = reference_output(read_testcase(suite.input_path(case))).astype(np.float32)
-    np.testing.assert_array_equal(read_output(path, case.shape), expected)
+    expected = np.array(attention_by_loops(read_testcase(suite.input_path(case))))
+    stored = read_output(path, case.shape)
+    assert stored.dtype == np.float32
+    # Both are float64 attention; the file holds it rounded to float32: within half an ulp, plus
+    # float64 summation-order noise far below it.
+    np.testing.assert_allclose(stored, expected, rtol=2**-24, atol=1e-12)
 
 
 def test_resolve_names_paths_and_generates_on_first_use(tmp_path):
@@ -132,3 +156,92 @@ def test_two_processes_generating_one_case_leave_one_intact_file(tmp_path):
     assert made_a + made_b == 3 * case.shape.elements  # the second waited on the lock, then found it made
     assert suite.sha256_file(tmp_path / f"{name}.in") == case.input_sha256
     assert not list(tmp_path.glob("*.partial")) and not list(tmp_path.glob(".*.partial"))
+
+def test_the_suite_file_is_read_field_by_field():
+    import json
+
+    raw = {c["name"]: c for c in json.loads(locations.suite_manifest().read_text())["cases"]}
+    loaded = suite._load_suite()
+    assert loaded == suite.SUITE and list(loaded) == list(raw)
+    for name in ("t02", "odd_17x48", "single"):
+        c, case = raw[name], loaded[name]
+        assert (case.name, case.shape, case.seed) == (c["name"], Shape(c["B"], c["N"], c["d"]), c["seed"])
+        assert (case.group, case.provenance, case.note, case.input_sha256) == (
+            c["group"], c["provenance"], c.get("note", ""), c.get("input_sha256"))
+
+
+def test_a_case_without_a_note_gets_an_empty_one(monkeypatch, tmp_path):
+    import json
+
+    (tmp_path / "suite.json").write_text(json.dumps({"cases": [
+        {"name": "x1", "B": 1, "N": 2, "d": 3, "seed": 4, "group": "odd", "provenance": "test"}]}))
+    monkeypatch.setattr(locations, "suite_manifest", lambda: tmp_path / "suite.json")
+    assert suite._load_suite() == {"x1": suite.SuiteCase("x1", Shape(1, 2, 3), 4, "odd", "test", "", None)}
+
+
+def test_data_folder_defaults_to_the_checkout_and_follows_the_variable(monkeypatch, tmp_path):
+    monkeypatch.delenv("ATTNBENCH_DATA")
+    assert suite.data_dir() == locations.SOURCE_ROOT / "testcases" / "data"  # a writable source tree
+    monkeypatch.setattr(locations, "in_source_tree", lambda: False)
+    assert "attnbench" in str(suite.data_dir()) and locations.SOURCE_ROOT not in suite.data_dir().parents
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path / "elsewhere"))
+    assert suite.data_dir() == tmp_path / "elsewhere"
+
+
+def test_generation_makes_missing_folders_reports_progress_and_hashes_as_recorded(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path / "a" / "b"))
+    case = suite.get_case("odd_17x1")  # B=2, N=17, d=1: 102 values
+    done = []
+    path = suite.generate_input(case, done.append)
+    assert path == tmp_path / "a" / "b" / "odd_17x1.in" and sum(done) == 3 * case.shape.elements
+    assert suite.sha256_file(path) == case.input_sha256 == suite.input_sha256(case)
+    assert suite.sha256_file(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert suite.is_generated(case) and not suite.has_reference(case)
+    rows = []
+    ref = suite.generate_reference(case, rows.append)
+    assert sum(rows) == case.shape.B * case.shape.N
+    assert ref.stat().st_size == case.shape.output_bytes and suite.has_reference(case)
+    ref.write_bytes(b"\0" * 8)  # a wrong size is not a reference
+    path.write_bytes(path.read_bytes()[:-4])
+    assert not suite.has_reference(case) and not suite.is_generated(case)
+
+
+
+def test_resolve_tells_files_from_names(monkeypatch, tmp_path):
+    from attnbench.cases.inputs import FileInput, SuiteInput, resolve
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("missing.in", "missing.bin", "missing.dat", f"sub{os.sep}missing", "./t02"):
+        with pytest.raises(TestcaseError, match=f"^{re.escape(name)}: no such file$"):
+            resolve(name)
+    source = resolve("odd_17x1")
+    source.prepare()
+    (tmp_path / "mine").write_bytes(source.path.read_bytes())  # no folder, no suffix: a file all the same
+    mine = resolve("mine")
+    assert isinstance(mine, FileInput) and (mine.label, mine.path) == ("mine", Path("mine"))
+    assert mine.load().shape == Shape(2, 17, 1)
+    assert isinstance(source, SuiteInput) and (source.label, source.path) == ("odd_17x1", suite.input_path(source.case))
+
+
+def test_resolve_leaves_generation_to_prepare(monkeypatch, tmp_path):
+    from attnbench.cases.inputs import resolve
+
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path))  # an empty data folder
+    resolved = resolve("odd_33x64")
+    assert resolved.case == suite.get_case("odd_33x64") and not resolved.path.exists()
+    made = []
+    resolved.prepare(lambda what, total: _Recorder(made))
+    assert resolved.path.exists() and sum(made) == 3 * resolved.shape.elements
+
+
+class _Recorder:
+    """A progress factory's context manager that records the units advanced."""
+
+    def __init__(self, made: list[int]) -> None:
+        self.made = made
+
+    def __enter__(self):
+        return self.made.append
+
+    def __exit__(self, *exc: object) -> None:
+        pass

@@ -31,8 +31,7 @@ def course_file(path, B, N, d, rng):
     return items
 
 
-def test_reads_a_file_written_by_another_program(tmp_path):
-    rng = np.random.default_rng(1)
+def test_reads_a_file_written_by_another_program(tmp_path, rng):
     items = course_file(tmp_path / "c.in", 3, 17, 5, rng)
     tc = read_testcase(tmp_path / "c.in")
     assert tc.shape == Shape(3, 17, 5)
@@ -41,13 +40,19 @@ def test_reads_a_file_written_by_another_program(tmp_path):
     np.testing.assert_array_equal(tc.v, items[:, 2])
 
 
-def test_testcase_round_trip(tmp_path):
-    rng = np.random.default_rng(2)
+def test_testcase_round_trip(tmp_path, rng):
     q, k, v = (rng.standard_normal((2, 7, 3)).astype(np.float32) for _ in range(3))
     write_testcase(tmp_path / "t.in", Testcase.from_arrays(q, k, v))
     back = read_testcase(tmp_path / "t.in")
+    np.testing.assert_array_equal(back.q, q)
+    np.testing.assert_array_equal(back.k, k)
     np.testing.assert_array_equal(back.v, v)
     assert (tmp_path / "t.in").stat().st_size == 12 + 12 * 2 * 7 * 3
+    # The bytes in the course's order, read without attnbench: header, then Q_0 K_0 V_0 Q_1 K_1 V_1.
+    data = (tmp_path / "t.in").read_bytes()
+    assert struct.unpack("<iii", data[:12]) == (2, 7, 3)
+    expected = b"".join(m[b].astype("<f4").tobytes() for b in range(2) for m in (q, k, v))
+    assert data[12:] == expected
 
 
 def test_output_round_trip_and_size_check(tmp_path):
@@ -129,3 +134,113 @@ def test_reading_a_large_file_does_not_copy_it_twice(tmp_path):
     grown = int(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
     size = os.path.getsize(path)
     assert grown <= 1.3 * size, f"reading {size} bytes grew resident memory by {grown}"
+
+
+def test_from_arrays_stores_float32_and_refuses_mismatched_shapes():
+    q = np.arange(24, dtype=np.float64).reshape(2, 3, 4) / 7  # float64 in, float32 stored
+    tc = Testcase.from_arrays(q, q, q)
+    assert tc.qkv.dtype == np.float32 and tc.qkv.flags.c_contiguous
+    np.testing.assert_array_equal(tc.q, q.astype(np.float32))
+    other = np.zeros((2, 3, 5))
+    for args in ((q, other, q), (q, q, other)):
+        with pytest.raises(ValueError, match=r"Q, K, V must share one \(B, N, d\) shape, got"):
+            Testcase.from_arrays(*args)
+    flat = np.zeros((3, 4))
+    with pytest.raises(ValueError, match=r"got \(3, 4\), \(3, 4\), \(3, 4\)"):
+        Testcase.from_arrays(flat, flat, flat)
+
+
+def test_a_read_testcase_remembers_its_file(tmp_path, rng):
+    course_file(tmp_path / "c.in", 1, 2, 3, rng)
+    assert read_testcase(tmp_path / "c.in").path == tmp_path / "c.in"
+
+
+def test_the_overflow_check_is_exact_at_the_64_bit_limit():
+    from attnbench.cases.testcase import check_shape
+
+    largest = (2**63 - 1 - 12) // 12  # 12*B*N*d + 12 still fits in a signed 64-bit size
+    check_shape(Shape(largest, 1, 1), "edge.in")
+    with pytest.raises(TestcaseError, match=r"^edge.in: header dimensions B=768614336404564650, N=1, d=1 overflow"):
+        check_shape(Shape(largest + 1, 1, 1), "edge.in")
+
+
+def test_permission_denied_is_one_line(tmp_path, monkeypatch):
+    import attnbench.cases.testcase as testcase
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(testcase, "open", refuse, raising=False)
+    with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'x.in'}: permission denied$"):
+        read_shape(tmp_path / "x.in")
+
+
+def test_short_reads_fill_the_buffer_in_order_and_a_short_file_is_named(tmp_path):
+    from attnbench.cases.testcase import _readinto_exact
+
+    class Trickle:
+        """A stream that hands out at most 5 bytes per read, as pipes and network files may."""
+
+        def __init__(self, data):
+            self.data, self.pos = data, 0
+
+        def readinto(self, buffer):
+            n = min(5, len(buffer), len(self.data) - self.pos)
+            buffer[:n] = self.data[self.pos : self.pos + n]
+            self.pos += n
+            return n
+
+    data = bytes(range(23))
+    buffer = bytearray(23)
+    _readinto_exact(Trickle(data), memoryview(buffer), tmp_path / "t.in")
+    assert bytes(buffer) == data
+    with pytest.raises(TestcaseError, match=rf"^{tmp_path / 't.in'}: file ended after 25 bytes while reading$"):
+        _readinto_exact(Trickle(data[:13]), memoryview(bytearray(23)), tmp_path / "t.in", 12)
+
+
+def test_a_file_that_shrinks_while_read_is_named(tmp_path, monkeypatch, rng):
+    """The size is checked first; a file cut short between the check and the read still gives one line."""
+    import attnbench.cases.testcase as testcase
+
+    course_file(tmp_path / "c.in", 2, 3, 4, rng)
+    write_output(tmp_path / "o.bin", np.zeros((1, 2, 3), np.float32))
+    (tmp_path / "cut.in").write_bytes((tmp_path / "c.in").read_bytes()[:40])
+    real_open = open
+    monkeypatch.setattr(testcase, "open", lambda path, mode: real_open(tmp_path / "cut.in", mode), raising=False)
+    with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'c.in'}: file ended after 40 bytes while reading$"):
+        read_testcase(tmp_path / "c.in")
+    (tmp_path / "cut.in").write_bytes(b"\0" * 8)
+    # An output has no header: the count is the bytes of the file itself.
+    with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'o.bin'}: file ended after 8 bytes while reading$"):
+        read_output(tmp_path / "o.bin", Shape(1, 2, 3))
+
+
+def test_reading_and_writing_in_small_chunks_changes_nothing(tmp_path, monkeypatch, rng):
+    import attnbench.cases.testcase as testcase
+
+    items = course_file(tmp_path / "c.in", 2, 5, 3, rng)
+    monkeypatch.setattr(testcase, "_READ_CHUNK", 7)
+    np.testing.assert_array_equal(read_testcase(tmp_path / "c.in").qkv, items)
+    write_testcase(tmp_path / "again.in", Testcase(items))
+    assert (tmp_path / "again.in").read_bytes() == (tmp_path / "c.in").read_bytes()
+
+
+def test_outputs_are_written_as_float32_whatever_they_are_computed_in(tmp_path):
+    out = np.linspace(-1, 1, 2 * 3 * 4).reshape(2, 3, 4)  # float64
+    write_output(tmp_path / "o.bin", out)
+    assert (tmp_path / "o.bin").read_bytes() == out.astype("<f4").tobytes()
+    with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'none.bin'}: no such file$"):
+        read_output(tmp_path / "none.bin", Shape(2, 3, 4))
+
+
+def test_atomic_write_names_the_error_of_a_file_it_could_not_open(tmp_path, monkeypatch):
+    import attnbench.files as files
+    from attnbench.errors import OutputError
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(files, "open", refuse, raising=False)
+    # the user's path and the real cause, not a FileNotFoundError from cleaning up a file never made
+    with pytest.raises(OutputError, match=r"out\.bin: Permission denied$"):
+        atomic_write(tmp_path / "out.bin", lambda f: None)

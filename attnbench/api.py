@@ -119,10 +119,11 @@ def choose_variant(name: str | Variant | None, shape: Shape, notice: Notice = _q
     elif name:
         variant = get_variant(name)
     else:
-        from attnbench.backends.gpu import gpu_probe
+        from attnbench.backends.gpu import device_capability, gpu_probe
 
         reason = gpu_probe()
-        variant = default_variant(shape, gpu_usable=reason is None)
+        variant = default_variant(shape, gpu_usable=reason is None,
+                                  compute_capability=device_capability() if reason is None else None)
         if reason is not None:
             notice(f"{reason}; running the cpu variant")
     variant.require(shape)

@@ -77,5 +77,9 @@ class ProfilerUnavailable(EnvironmentProblem):
     """Nsight Compute is missing, or may not read this GPU's performance counters."""
 
 
+class VariantUnsupported(EnvironmentProblem):
+    """This GPU cannot run the variant (it is built for another architecture)."""
+
+
 class PlotsUnavailable(EnvironmentProblem):
     """matplotlib (the `plot` extra) is not installed."""

@@ -86,3 +86,10 @@ def gpu():
     device = Gpu(0)
     yield device
     device.close()
+
+
+def skip_unless_runs(variant, shape, gpu) -> None:
+    """Skip when the variant refuses the shape or this GPU (wgmma3x runs on Hopper only)."""
+    reason = variant.refusal(shape) or variant.gpu_refusal(getattr(gpu, "compute_capability", None))
+    if reason:
+        pytest.skip(reason)

@@ -33,6 +33,16 @@ def _import_pycuda() -> Any:
     return driver
 
 
+def device_capability(index: int = 0) -> tuple[int, int] | None:
+    """The compute capability of a device, or None when it cannot be read."""
+    try:
+        driver = _import_pycuda()
+        driver.init()
+        return driver.Device(index).compute_capability()
+    except Exception:
+        return None
+
+
 def gpu_probe() -> str | None:
     """None when a GPU is usable, else the sentence that says why not (no side effects kept)."""
     try:
@@ -180,7 +190,7 @@ class Gpu:
             module = SourceModule(
                 source_text(variant),
                 options=options,
-                arch=self.arch,
+                arch=variant.arch or self.arch,
                 include_dirs=[str(folder) for folder in include_dirs(variant)],
                 no_extern_c=True,
             )

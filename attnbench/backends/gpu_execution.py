@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from attnbench.cases.testcase import Shape, Testcase
-from attnbench.errors import DeviceMemoryError, KernelLaunchError
+from attnbench.errors import DeviceMemoryError, KernelLaunchError, VariantUnsupported
 from attnbench.kernels.variant import Variant
 
 LOG2E = 1.4426950408889634
@@ -49,6 +49,9 @@ class GpuExecution:
     def __init__(self, gpu: Any, variant: Variant, testcase: Testcase | Shape, flush_l2: bool = True) -> None:
         shape = testcase if isinstance(testcase, Shape) else testcase.shape
         variant.require(shape)
+        refusal = variant.gpu_refusal(getattr(gpu, "compute_capability", None))
+        if refusal:
+            raise VariantUnsupported(refusal)
         self.gpu = gpu
         self.driver = gpu.driver
         self.variant = variant

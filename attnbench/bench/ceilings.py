@@ -29,6 +29,7 @@ UNIT_CEILINGS: dict[str, tuple[str, float, str]] = {
     "ffma": ("ffma", 1.0, "FP32 FFMA"),
     "tensor": ("tf32_mma", 1.0, "TF32 mma.sync"),
     "tf32x3": ("tf32_mma", 3.0, "TF32 mma.sync / 3 (3xTF32)"),
+    "wgmma3x": ("tf32_wgmma", 3.0, "TF32 wgmma / 3 (3xTF32)"),
     "memory": ("dram_copy", 1.0, "DRAM copy bandwidth"),
 }
 

@@ -17,6 +17,7 @@ from attnbench.bench.runner import Timer, run_variant
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases.inputs import BenchInput, CaseInfo, ProgressFactory, no_progress
+from attnbench.cases.testcase import Shape
 from attnbench.errors import AttnbenchError
 from attnbench.kernels.nvcc import variant_info
 from attnbench.kernels.variant import Variant
@@ -95,12 +96,17 @@ def run_matrix(
 ) -> tuple[list[CaseInfo], list[Cell]]:
     """Run every (variant, input) cell: refused shapes are recorded, wrong outputs get no speed."""
     listener = listener or QuietListener()
-    work = {(v.name, i.label): _cell_work(v, i) for i in inputs for v in variants if v.refusal(i.shape) is None}
+    capability = getattr(gpu, "compute_capability", None)
+
+    def refusal(variant: Variant, shape: Shape) -> str | None:
+        return variant.refusal(shape) or variant.gpu_refusal(capability)
+
+    work = {(v.name, i.label): _cell_work(v, i) for i in inputs for v in variants if refusal(v, i.shape) is None}
     listener.start(len(variants) * len(inputs), sum(work.values()))
     infos: list[CaseInfo] = []
     cells: list[Cell] = []
     for bench_input in inputs:
-        takers = [v for v in variants if v.refusal(bench_input.shape) is None]
+        takers = [v for v in variants if refusal(v, bench_input.shape) is None]
         testcase = reference = None
         if takers:
             testcase = bench_input.load(listener.progress)
@@ -109,7 +115,7 @@ def run_matrix(
         else:  # nothing to run: do not generate or load it
             infos.append(CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "", "every variant refused it"))
         for variant in variants:
-            reason = variant.refusal(bench_input.shape)
+            reason = refusal(variant, bench_input.shape)
             if reason is not None:
                 cell = Cell(variant.name, bench_input.label, REFUSED, reason)
                 listener.cell_finished(cell, 0.0)

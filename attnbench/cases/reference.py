@@ -15,7 +15,7 @@ import numpy as np
 from attnbench.cases.testcase import Testcase
 
 # Float64 score blocks in flight at once, over all threads (bytes), and how many threads form them.
-SCORE_MEMORY_BYTES = 32 << 20
+SCORE_MEMORY_BYTES = 16 << 20
 REFERENCE_THREADS = min(8, os.cpu_count() or 1)
 SCORE_BLOCK_BYTES = SCORE_MEMORY_BYTES // REFERENCE_THREADS
 

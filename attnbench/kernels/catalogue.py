@@ -39,21 +39,27 @@ def gpu_variants() -> list[Variant]:
     return [v for v in REGISTRY.values() if v.backend == "gpu"]
 
 
-# Which GPU variant is the default: the first in this list that accepts the shape.
-# Measured on an H200 (results/2026-11-21_h200_ladder_*.md, results/2026-11-22_h200_fa2simt_*.md):
-# tf32x3 leads wherever it applies; among the FFMA variants fa2simt leads for d in {32, 64, 128}
+# Which GPU variant is the default: the first in this list that accepts the shape and the GPU.
+# Measured on an H200 (results/2026-11-21_h200_ladder_*.md, results/2026-11-22_h200_*.md): on Hopper
+# wgmma3x leads from N = 2048 (99-134 TFLOP/s) but not on short sequences (t11, N = 128: 0.69x
+# tf32x3); tf32x3 leads wherever else it applies; among the FFMA variants fa2simt leads for d in {32, 64, 128}
 # (25-45 TFLOP/s on the course cases against gemm's 13-24), then gemm from N = 128 to 32768 and on
 # square shapes; online takes the large head dimensions gemm cannot hold; singlehead is left out
 # (its unsafe softmax can overflow).
-FASTEST_FIRST: tuple[str, ...] = ("tf32x3", "fa2simt", "gemm", "qreg", "online", "naive")
+FASTEST_FIRST: tuple[str, ...] = ("wgmma3x", "tf32x3", "fa2simt", "gemm", "qreg", "online", "naive")
+# Where a variant is the default only from some sequence length on (shorter ones fall to the next).
+DEFAULT_FROM_SEQ_LEN: dict[str, int] = {"wgmma3x": 2048}
 
 
-def default_variant(shape: Shape, gpu_usable: bool) -> Variant:
-    """The fastest built-in GPU variant that takes `shape` when a GPU is usable, else `cpu`."""
+def default_variant(shape: Shape, gpu_usable: bool, compute_capability: tuple[int, int] | None = None) -> Variant:
+    """The fastest built-in GPU variant that takes `shape` on this GPU when one is usable, else `cpu`."""
     if gpu_usable:
         for name in FASTEST_FIRST:
-            if name in REGISTRY and REGISTRY[name].refusal(shape) is None:
-                return REGISTRY[name]
+            variant = REGISTRY.get(name)
+            if variant is None or shape.N < DEFAULT_FROM_SEQ_LEN.get(name, 0):
+                continue
+            if variant.refusal(shape) is None and variant.runs_on(compute_capability):
+                return variant
     return REGISTRY["cpu"]
 
 

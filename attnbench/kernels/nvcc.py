@@ -82,8 +82,10 @@ def compile_options(variant: Variant, shape: Shape) -> list[str]:
 
 
 def nvcc_command(variant: Variant, shape: Shape, arch: str, output: Path) -> list[str]:
-    """The nvcc command line that builds the variant's cubin for `arch` with ptxas's report."""
+    """The nvcc command line that builds the variant's cubin for `arch` (or the one arch it is made for)
+    with ptxas's report."""
     nvcc = nvcc_path() or "nvcc"
+    arch = variant.arch or arch
     includes = [flag for folder in include_dirs(variant) for flag in ("-I", str(folder))]
     return [nvcc, *compile_options(variant, shape), f"-arch={arch}", "-cubin", "-Xptxas", "-v", *includes,
             str(source_file(variant)), "-o", str(output)]
@@ -93,7 +95,8 @@ def variant_info(variant: Variant, arch: str | None = None) -> VariantInfo:
     """What saved results record about a variant: its report, technique, source hash and options."""
     options: tuple[str, ...] = ()
     if variant.backend == "gpu":
-        options = (*BASE_NVCC_OPTIONS, *variant.options) + ((f"-arch={arch}",) if arch else ())
+        target = variant.arch or arch
+        options = (*BASE_NVCC_OPTIONS, *variant.options) + ((f"-arch={target}",) if target else ())
     try:
         digest = source_hash(variant)
     except OSError:

@@ -101,7 +101,24 @@ class Variant:
     accuracy: Literal["float32", "unsafe"] = "float32"
     # What it runs on, so a measured ceiling applies (`attnbench ceilings`): FP32 FFMA, tensor cores in
     # TF32 (1x) or 3xTF32 (a third of the TF32 rate), or memory-bound (DRAM bandwidth).
-    unit: Literal["ffma", "tf32x3", "tensor", "memory"] = "ffma"
+    unit: Literal["ffma", "tf32x3", "wgmma3x", "tensor", "memory"] = "ffma"
+    # An architecture the variant must be built for and can only run on (sm_90a: Hopper's wgmma);
+    # None builds for the GPU at hand.
+    arch: str | None = None
+
+    def runs_on(self, compute_capability: tuple[int, int] | None) -> bool:
+        """Whether a GPU of this compute capability can run the variant (unknown: assume it can)."""
+        if self.arch is None or compute_capability is None:
+            return True
+        digits = self.arch.removeprefix("sm_").rstrip("a")
+        return compute_capability == (int(digits[:-1]), int(digits[-1]))
+
+    def gpu_refusal(self, compute_capability: tuple[int, int] | None) -> str | None:
+        """Why a GPU of this compute capability cannot run the variant, or None."""
+        if self.runs_on(compute_capability):
+            return None
+        major, minor = compute_capability or (0, 0)
+        return f"{self.name} runs on {self.arch} only, and this GPU is sm_{major}{minor}"
 
     def refusal(self, shape: Shape) -> str | None:
         """Why this variant cannot take `shape`, or None if it can."""

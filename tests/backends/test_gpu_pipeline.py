@@ -24,7 +24,7 @@ from attnbench.cases import suite
 from attnbench.cases.reference import reference_output
 from attnbench.cases.testcase import Shape, read_output, write_testcase
 from attnbench.kernels.catalogue import get_variant, gpu_variants
-from tests.conftest import random_testcase
+from tests.conftest import random_testcase, skip_unless_runs
 
 pytestmark = pytest.mark.gpu
 
@@ -49,8 +49,7 @@ def both_paths(gpu, variant, shape, tmp_path, depth=3, items=None, seed=0):
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("variant", gpu_variants(), ids=lambda v: v.name)
 def test_pipelined_output_is_bit_identical(gpu, variant, shape, tmp_path):
-    if variant.refusal(Shape(*shape)):
-        pytest.skip(variant.refusal(Shape(*shape)))
+    skip_unless_runs(variant, Shape(*shape), gpu)
     testcase, plain, run, out = both_paths(gpu, variant, shape, tmp_path)
     assert np.array_equal(run.output.view(np.uint32), plain.view(np.uint32)), f"{variant.name} on {shape}"
     assert out.read_bytes() == plain.astype("<f4").tobytes()
@@ -67,8 +66,7 @@ def test_pipelined_output_is_bit_identical(gpu, variant, shape, tmp_path):
 def test_many_items_per_chunk_and_a_ring_of_one(gpu, variant, tmp_path):
     """Chunks of several items (larger than some variants' own launch chunks), and a single-buffer ring."""
     shape = (2000, 128, 32)
-    if variant.refusal(Shape(*shape)):
-        pytest.skip(variant.refusal(Shape(*shape)))
+    skip_unless_runs(variant, Shape(*shape), gpu)
     for depth, items in ((3, 333), (1, 700)):
         _, plain, run, out = both_paths(gpu, variant, shape, tmp_path, depth=depth, items=items, seed=depth)
         assert np.array_equal(run.output.view(np.uint32), plain.view(np.uint32)), f"{variant.name} depth {depth}"

@@ -14,7 +14,7 @@ from attnbench.bench.verify import compare_outputs
 from attnbench.cases.reference import reference_output
 from attnbench.cases.testcase import Shape
 from attnbench.kernels.catalogue import get_variant, gpu_variants
-from tests.conftest import random_testcase
+from tests.conftest import random_testcase, skip_unless_runs
 from tests.large_scores import (
     FLOAT32_EXP_LIMIT,
     LARGE_SCORE_KINDS,
@@ -46,8 +46,7 @@ def check_variant(gpu, variant, B, N, d, rng):
 @pytest.mark.parametrize("shape", ODD_SHAPES + COURSE_LIKE_SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("variant", gpu_variants(), ids=lambda v: v.name)
 def test_variant_matches_float64(gpu, variant, shape, rng):
-    if variant.refusal(Shape(*shape)):
-        pytest.skip(variant.refusal(Shape(*shape)))
+    skip_unless_runs(variant, Shape(*shape), gpu)
     check_variant(gpu, variant, *shape, rng)
 
 
@@ -56,7 +55,7 @@ def test_variant_matches_float64(gpu, variant, shape, rng):
 def test_batch_chunks_and_long_sequences(gpu, variant, rng):
     """A batch large enough to be split into chunks, and a long sequence, where accepted."""
     for shape in ((2000, 128, 32), (1, 16384, 64)):
-        if variant.refusal(Shape(*shape)) is None:
+        if variant.refusal(Shape(*shape)) is None and variant.runs_on(gpu.compute_capability):
             check_variant(gpu, variant, *shape, rng)
 
 
@@ -76,8 +75,7 @@ def test_every_safe_variant_takes_a_large_score_shape():
 @pytest.mark.parametrize("variant", SAFE_VARIANTS, ids=lambda v: v.name)
 def test_safe_softmax_on_large_scores(gpu, variant, kind, shape, rng):
     """Q*30, zero Q, V*1000: each within the course rule scaled to V's range (tests/large_scores.py)."""
-    if variant.refusal(Shape(*shape)):
-        pytest.skip(variant.refusal(Shape(*shape)))
+    skip_unless_runs(variant, Shape(*shape), gpu)
     tc = large_score_testcase(kind, *shape, rng)
     output = run_variant(variant, tc, kind, gpu, ONE_PASS).output
     _, problems = check_large_scores(kind, tc, output)

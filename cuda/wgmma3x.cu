@@ -1,0 +1,665 @@
+// wgmma3x: FlashAttention forward on Hopper tensor cores (wgmma), float32-accurate through 3xTF32.
+//
+// Technique (beyond 004, and beyond tf32x3's mma.sync): the same 3xTF32 arithmetic (x = big + small,
+// big = x rounded to TF32; small*big + big*small + big*big, small*small dropped; a fresh tensor-core
+// accumulator per K/V tile, added into FP32 registers) on sm_90a warpgroup MMA, FlashAttention-3 style:
+// - a pre-pass (wgmma3x_prep, counted in the time) splits K and V into big/small TF32 halves and writes
+//   each 64-key tile (32 at d = 128) as one contiguous block already in the wgmma operand layout
+//   (K-major, 128-byte swizzle); V is transposed on the way (wgmma takes tf32 K-major only) and its
+//   keys permuted within groups of 8 so that P's accumulator layout is directly the A-fragment layout;
+// - a producer warpgroup (one lane; setmaxnreg gives its registers to the consumers) streams the
+//   blocks with cp.async.bulk into K and V shared-memory rings (full/empty mbarriers, K released as
+//   soon as S is done with it);
+// - consumer warpgroups of 64 query rows: S = Q K^T by wgmma m64nNk8 (Q split once, in shared memory,
+//   or in registers at d = 32), small cross terms in an accumulator of their own; online softmax in
+//   registers (exp2f, scale folded; keys past N masked to -inf after the product); O += P V by wgmma
+//   with P split in registers as the A operand. S of tile i is issued with P V of tile i - 1 and the
+//   softmax runs while P V is on the tensor cores; the two warpgroups ping-pong (named barriers).
+//
+// Constraints: sm_90a only (wgmma, setmaxnreg, cp.async.bulk, mbarrier tx): build with arch sm_90a.
+// HEAD_DIM 32, 64 or 128. Any N >= 1 (query rows past N not written; keys past N zero-filled and
+// masked); any B (grid.y = B, at most 65535 per launch). Workspace kv_split: 4 * B * ceil(N / BN) * BN * d
+// floats (BN = 64, 32 at d = 128). Launches: wgmma3x_prep(qkv, kv_split, N) grid (ceil(N / BN), B),
+// block 256; then wgmma3x_fwd(qkv, out, N, scale_log2, kv_split) grid (ceil(N / (64 * WG)), B), block
+// 128 * (WG + 1) (WG = 2; 1 at d = 128), dynamic shared memory kSmemBytes (164,992 B at d = 32,
+// 197,696 B at d = 64 and 128).
+#include <cstdint>
+
+#include "common.cuh"
+
+#ifndef HEAD_DIM
+#error "wgmma3x.cu needs -DHEAD_DIM=<d>"
+#endif
+#if HEAD_DIM != 32 && HEAD_DIM != 64 && HEAD_DIM != 128
+#error "wgmma3x.cu needs HEAD_DIM 32, 64 or 128"
+#endif
+#ifndef WGMMA3X_OVERLAP
+#define WGMMA3X_OVERLAP 1  // FA3 intra-warpgroup overlap of softmax with the tensor cores; 0: plain order
+#endif
+// (No preprocessor guard on __CUDA_ARCH_FEAT_SM90_ALL: pycuda's cache-key preprocessing pass does not
+// define it. Built for anything but sm_90a, ptxas rejects the wgmma / setmaxnreg instructions.)
+#ifndef WGMMA3X_QREG
+#define WGMMA3X_QREG (HEAD_DIM == 32)  // Q in registers for S (measured: pays at d = 32, not at d = 64, see NOTES.md)
+#endif
+#ifndef WGMMA3X_PINGPONG
+#define WGMMA3X_PINGPONG 1  // FA3 ping-pong of the two consumer warpgroups (named barriers); 0: free-running
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "wgmma3x.cu needs sm_90a (wgmma): compile with arch sm_90a"
+#endif
+
+namespace {
+
+constexpr int kHeadDim = HEAD_DIM;
+constexpr int kWarpgroups = kHeadDim <= 64 ? 2 : 1;    // consumer warpgroups, 64 query rows each
+constexpr int kTileKeys = kHeadDim <= 64 ? 64 : 32;    // keys per K/V tile (S's N, P V's K)
+constexpr int kStages = kHeadDim == 32 ? 4 : 2;        // shared-memory ring depth
+constexpr int kBlockRows = 64 * kWarpgroups;
+constexpr int kConsumerThreads = 128 * kWarpgroups;
+constexpr int kThreads = kConsumerThreads + 128;        // + one producer warpgroup
+constexpr int kTileFloats = kTileKeys * kHeadDim;       // one of K big, K small, V^T big, V^T small
+constexpr int kStageFloats = 4 * kTileFloats;
+constexpr int kStageBytes = 4 * kStageFloats;
+constexpr int kQFloats = 64 * kHeadDim;                 // one warpgroup's Q big (or small)
+constexpr int kPrepThreads = 256;
+// WGMMA3X_QREG: S = Q K^T takes Q from registers (wgmma A operand), saving shared-memory bandwidth.
+// d = 32: Q big and small both in registers; d = 64: Q big in registers, Q small still in shared
+// memory, and S summed in one accumulator (the register budget has no room for a second).
+constexpr bool kQReg = WGMMA3X_QREG && kHeadDim <= 64;
+constexpr bool kQSmallInRegs = kQReg && kHeadDim == 32;
+constexpr bool kSplitS = !(kQReg && !kQSmallInRegs);  // S small cross terms in an accumulator of their own
+constexpr int kQRegSteps = kQReg ? kHeadDim / 8 : 1;
+constexpr int kQSmallSteps = kQSmallInRegs ? kHeadDim / 8 : 1;
+// dynamic shared memory: K and V rings + Q (big, small) per warpgroup + 4 mbarriers per stage + 1024 alignment slack
+constexpr int kSmemBytes = kStages * kStageBytes + kWarpgroups * 2 * kQFloats * 4 + kStages * 32 + 1024;
+static_assert(kSmemBytes <= 227 * 1024, "shared memory");
+
+// ---- 3xTF32 split ------------------------------------------------------------------------------
+// big = x rounded to nearest TF32 (ties away), small = (x - big) rounded likewise; both masked to
+// TF32 bit patterns so it does not matter whether the tensor core truncates or reads all 32 bits.
+constexpr uint32_t kTf32HalfUlp = 0x1000u;
+constexpr uint32_t kTf32Mask = 0xffffe000u;
+__device__ __forceinline__ uint32_t tf32_round(float x) { return (__float_as_uint(x) + kTf32HalfUlp) & kTf32Mask; }
+__device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& small) {
+    big = tf32_round(x);
+    small = tf32_round(x - __uint_as_float(big));
+}
+__device__ __forceinline__ void split4(float4 x, float4& big, float4& small) {
+    uint32_t b, s;
+    split_tf32(x.x, b, s); big.x = __uint_as_float(b); small.x = __uint_as_float(s);
+    split_tf32(x.y, b, s); big.y = __uint_as_float(b); small.y = __uint_as_float(s);
+    split_tf32(x.z, b, s); big.z = __uint_as_float(b); small.z = __uint_as_float(s);
+    split_tf32(x.w, b, s); big.w = __uint_as_float(b); small.w = __uint_as_float(s);
+}
+
+// ---- wgmma operand layout: K-major, 128-byte swizzle ------------------------------------------
+// A tile of R rows (M or N index) by K columns is stored as K/32 column blocks of R rows x 128 bytes;
+// in each 8-row, 1024-byte atom the 16-byte chunk c of row r sits at chunk c ^ (r & 7).
+// Float offset of the 16-byte chunk c4 (K elements 4 c4 .. 4 c4 + 3) of row r:
+__device__ __forceinline__ int swz(int r, int c4, int rows) {
+    return (c4 >> 3) * (rows * 32) + r * 32 + (((c4 & 7) ^ (r & 7)) << 2);
+}
+// Shared-memory matrix descriptor: start address, LBO (unused when swizzled) = 16 B, SBO = 1024 B
+// (one 8-row atom to the next), layout 128-byte swizzle.
+__device__ __forceinline__ uint64_t make_desc(uint32_t addr) {
+    return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(1) << 16) |
+           (static_cast<uint64_t>(1024 >> 4) << 32) | (static_cast<uint64_t>(1) << 62);
+}
+// Descriptor of k step ks (8 tf32 = 32 bytes of K) of a tile with `rows` rows at shared address base.
+__device__ __forceinline__ uint64_t desc_k(uint32_t base, int rows, int ks) {
+    return make_desc(base + (ks >> 2) * (rows * 128) + (ks & 3) * 32);
+}
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// ---- wgmma -------------------------------------------------------------------------------------
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+template <int K>
+__device__ __forceinline__ void pin(float (&r)[K]) {
+#pragma unroll
+    for (int i = 0; i < K; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+template <int K>
+__device__ __forceinline__ void pin(uint32_t (&r)[K][4]) {
+#pragma unroll
+    for (int i = 0; i < K; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(r[i][e])::"memory");
+}
+
+// ---- generated wgmma wrappers (m64nNk8 tf32, A from shared memory or registers) ----
+#if HEAD_DIM == 128
+__device__ __forceinline__ void wgmma_ss_n32(float (&d)[16], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+#else
+__device__ __forceinline__ void wgmma_ss_n64(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+#endif
+
+#if HEAD_DIM == 32
+__device__ __forceinline__ void wgmma_rs_n32(float (&d)[16], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+#elif HEAD_DIM == 64
+__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+#else
+__device__ __forceinline__ void wgmma_rs_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+#endif
+
+#if WGMMA3X_QREG && HEAD_DIM == 32
+__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+#endif
+
+// S tile (64 x kTileKeys) and P V tile (64 x kHeadDim) products.
+__device__ __forceinline__ void mma_s(float (&d)[kTileKeys / 2], uint64_t a, uint64_t b, int scale_d) {
+#if HEAD_DIM == 128
+    wgmma_ss_n32(d, a, b, scale_d);
+#else
+    wgmma_ss_n64(d, a, b, scale_d);
+#endif
+}
+__device__ __forceinline__ void mma_pv(float (&d)[kHeadDim / 2], const uint32_t (&a)[4], uint64_t b, int scale_d) {
+#if HEAD_DIM == 32
+    wgmma_rs_n32(d, a, b, scale_d);
+#elif HEAD_DIM == 64
+    wgmma_rs_n64(d, a, b, scale_d);
+#else
+    wgmma_rs_n128(d, a, b, scale_d);
+#endif
+}
+
+// ---- mbarrier and bulk copy --------------------------------------------------------------------
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(smem_u32(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+    const uint32_t addr = smem_u32(bar);
+    uint32_t done;
+    do {
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(addr), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+__device__ __forceinline__ void bulk_copy(void* smem_dst, const void* gmem_src, uint32_t bytes, uint64_t* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     smem_u32(smem_dst)),
+                 "l"(gmem_src), "r"(bytes), "r"(smem_u32(bar))
+                 : "memory");
+}
+
+}  // namespace
+
+// Pre-pass: one block per (key tile, batch item). Writes the tile's [K big | K small | V^T big | V^T small]
+// as one contiguous block of kStageFloats floats in the shared-memory layout of the main kernel.
+// V^T's key order inside each group of 8 is 0 2 4 6 1 3 5 7 (P's A fragment holds keys 2t, 2t + 1).
+extern "C" __global__ void __launch_bounds__(kPrepThreads)
+    wgmma3x_prep(const float* __restrict__ qkv, float* __restrict__ kv_split, int N) {
+    __shared__ float v_tile[kTileKeys][kHeadDim + 1];
+    const int tile = blockIdx.x;
+    const int b = blockIdx.y;
+    const int n_tiles = gridDim.x;
+    const float* const K = qkv + qkv_item_offset(b, N, kHeadDim) + static_cast<size_t>(N) * kHeadDim;
+    const float* const V = K + static_cast<size_t>(N) * kHeadDim;
+    float* const dst = kv_split + (static_cast<size_t>(b) * n_tiles + tile) * kStageFloats;
+    const int key0 = tile * kTileKeys;
+    constexpr int kRowChunks = kHeadDim / 4;
+    for (int i = threadIdx.x; i < kTileKeys * kRowChunks; i += kPrepThreads) {
+        const int r = i / kRowChunks, c4 = i % kRowChunks;
+        const bool valid = key0 + r < N;
+        const size_t at = static_cast<size_t>(key0 + r) * kHeadDim + 4 * c4;
+        const float4 k = valid ? __ldg(reinterpret_cast<const float4*>(K + at)) : make_float4(0.f, 0.f, 0.f, 0.f);
+        const float4 v = valid ? __ldg(reinterpret_cast<const float4*>(V + at)) : make_float4(0.f, 0.f, 0.f, 0.f);
+        float4 big, small;
+        split4(k, big, small);
+        *reinterpret_cast<float4*>(dst + swz(r, c4, kTileKeys)) = big;
+        *reinterpret_cast<float4*>(dst + kTileFloats + swz(r, c4, kTileKeys)) = small;
+        v_tile[r][4 * c4 + 0] = v.x;
+        v_tile[r][4 * c4 + 1] = v.y;
+        v_tile[r][4 * c4 + 2] = v.z;
+        v_tile[r][4 * c4 + 3] = v.w;
+    }
+    __syncthreads();
+    constexpr int kKeyChunks = kTileKeys / 4;
+    for (int i = threadIdx.x; i < kHeadDim * kKeyChunks; i += kPrepThreads) {
+        const int n = i / kKeyChunks, p4 = i % kKeyChunks;
+        const int key = ((p4 >> 1) << 3) + (p4 & 1);  // positions 4 p4 .. 4 p4 + 3 hold keys key, key + 2, +4, +6
+        const float4 v = make_float4(v_tile[key][n], v_tile[key + 2][n], v_tile[key + 4][n], v_tile[key + 6][n]);
+        float4 big, small;
+        split4(v, big, small);
+        *reinterpret_cast<float4*>(dst + 2 * kTileFloats + swz(n, p4, kHeadDim)) = big;
+        *reinterpret_cast<float4*>(dst + 3 * kTileFloats + swz(n, p4, kHeadDim)) = small;
+    }
+}
+
+
+// ---- the consumer's steps on one tile ------------------------------------------------------------
+// S = Q K^T: the small cross terms into one fresh accumulator, big * big into another (issue only).
+__device__ __forceinline__ void issue_s(float (&s_small)[kTileKeys / 2], float (&s_big)[kTileKeys / 2], uint32_t qb,
+                                        uint32_t qs, uint32_t kb) {
+    const uint32_t ks = kb + kTileFloats * 4;
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 8; ++kk) {
+        mma_s(s_small, desc_k(qs, 64, kk), desc_k(kb, kTileKeys, kk), kk > 0);
+        mma_s(s_small, desc_k(qb, 64, kk), desc_k(ks, kTileKeys, kk), 1);
+    }
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 8; ++kk) mma_s(s_big, desc_k(qb, 64, kk), desc_k(kb, kTileKeys, kk), kk > 0);
+}
+
+#if WGMMA3X_QREG && HEAD_DIM <= 64
+// S = Q K^T with Q's A fragments in registers (see kQReg).
+__device__ __forceinline__ void issue_s_qreg(float (&s_small)[kTileKeys / 2], float (&s_big)[kTileKeys / 2],
+                                             const uint32_t (&qf_big)[kQRegSteps][4],
+                                             const uint32_t (&qf_small)[kQSmallSteps][4], uint32_t qs, uint32_t kb) {
+    const uint32_t ks = kb + kTileFloats * 4;
+    if constexpr (kQSmallInRegs) {
+#pragma unroll
+        for (int kk = 0; kk < kHeadDim / 8; ++kk) {
+            wgmma_rs_n64(s_small, qf_small[kk], desc_k(kb, kTileKeys, kk), kk > 0);
+            wgmma_rs_n64(s_small, qf_big[kk], desc_k(ks, kTileKeys, kk), 1);
+        }
+#pragma unroll
+        for (int kk = 0; kk < kHeadDim / 8; ++kk) wgmma_rs_n64(s_big, qf_big[kk], desc_k(kb, kTileKeys, kk), kk > 0);
+    } else {
+#pragma unroll
+        for (int kk = 0; kk < kHeadDim / 8; ++kk) {
+            mma_s(s_big, desc_k(qs, 64, kk), desc_k(kb, kTileKeys, kk), kk > 0);
+            wgmma_rs_n64(s_big, qf_big[kk], desc_k(ks, kTileKeys, kk), 1);
+        }
+#pragma unroll
+        for (int kk = 0; kk < kHeadDim / 8; ++kk) wgmma_rs_n64(s_big, qf_big[kk], desc_k(kb, kTileKeys, kk), 1);
+    }
+}
+#define ISSUE_S(kaddr) issue_s_qreg(s_small, s_big, qf_big, qf_small, qs, kaddr)
+#else
+#define ISSUE_S(kaddr) issue_s(s_small, s_big, qb, qs, kaddr)
+#endif
+
+// P V into the fresh accumulator pv, small terms first (issue only).
+__device__ __forceinline__ void issue_pv(float (&pv)[kHeadDim / 2], const uint32_t (&p_big)[kTileKeys / 8][4],
+                                         const uint32_t (&p_small)[kTileKeys / 8][4], uint32_t vb) {
+    const uint32_t vs = vb + kTileFloats * 4;
+#pragma unroll
+    for (int j = 0; j < kTileKeys / 8; ++j) {
+        mma_pv(pv, p_small[j], desc_k(vb, kHeadDim, j), j > 0);
+        mma_pv(pv, p_big[j], desc_k(vs, kHeadDim, j), 1);
+        mma_pv(pv, p_big[j], desc_k(vb, kHeadDim, j), 1);
+    }
+}
+
+// Online softmax of one S tile, in place: on return s_big holds P = exp2(S * scale_log2 - m_new) in the
+// accumulator layout (s[4j + e]: e = 0, 1 -> row lo, keys 8j + 2t, +1; e = 2, 3 -> row hi); m and l are
+// updated and alpha = exp2(m_old - m_new) is returned per row.
+__device__ __forceinline__ void softmax_tile(float (&s_big)[kTileKeys / 2], const float (&s_small)[kTileKeys / 2],
+                                             int key0, int N, int t, float scale_log2, float& m_lo, float& m_hi,
+                                             float& l_lo, float& l_hi, float& alpha_lo, float& alpha_hi) {
+    if constexpr (kSplitS) {
+#pragma unroll
+        for (int i = 0; i < kTileKeys / 2; ++i) s_big[i] += s_small[i];
+    }
+    if (key0 + kTileKeys > N) {  // keys past N (only in the last tile) are masked after the product
+#pragma unroll
+        for (int j = 0; j < kTileKeys / 8; ++j) {
+            const int key = key0 + j * 8 + 2 * t;
+            if (key >= N) s_big[4 * j] = s_big[4 * j + 2] = ATTN_NEG_INF;
+            if (key + 1 >= N) s_big[4 * j + 1] = s_big[4 * j + 3] = ATTN_NEG_INF;
+        }
+    }
+    float max_lo = ATTN_NEG_INF, max_hi = ATTN_NEG_INF;
+#pragma unroll
+    for (int j = 0; j < kTileKeys / 8; ++j) {
+        max_lo = fmaxf(max_lo, fmaxf(s_big[4 * j], s_big[4 * j + 1]));
+        max_hi = fmaxf(max_hi, fmaxf(s_big[4 * j + 2], s_big[4 * j + 3]));
+    }
+#pragma unroll
+    for (int offset = 1; offset < 4; offset <<= 1) {
+        max_lo = fmaxf(max_lo, __shfl_xor_sync(0xffffffffu, max_lo, offset));
+        max_hi = fmaxf(max_hi, __shfl_xor_sync(0xffffffffu, max_hi, offset));
+    }
+    const float m_new_lo = fmaxf(m_lo, max_lo * scale_log2);
+    const float m_new_hi = fmaxf(m_hi, max_hi * scale_log2);
+    // A row with no valid key yet keeps m = -inf; shift by 0 then, so no exp2f(-inf - -inf) = NaN.
+    const float shift_lo = m_new_lo == ATTN_NEG_INF ? 0.0f : m_new_lo;
+    const float shift_hi = m_new_hi == ATTN_NEG_INF ? 0.0f : m_new_hi;
+    alpha_lo = exp2f(m_lo - shift_lo);  // 0 on the first tile (m = -inf)
+    alpha_hi = exp2f(m_hi - shift_hi);
+    m_lo = m_new_lo;
+    m_hi = m_new_hi;
+    float sum_lo = 0.0f, sum_hi = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kTileKeys / 8; ++j) {
+        s_big[4 * j + 0] = exp2f(fmaf(s_big[4 * j + 0], scale_log2, -shift_lo));
+        s_big[4 * j + 1] = exp2f(fmaf(s_big[4 * j + 1], scale_log2, -shift_lo));
+        s_big[4 * j + 2] = exp2f(fmaf(s_big[4 * j + 2], scale_log2, -shift_hi));
+        s_big[4 * j + 3] = exp2f(fmaf(s_big[4 * j + 3], scale_log2, -shift_hi));
+        sum_lo += s_big[4 * j + 0] + s_big[4 * j + 1];
+        sum_hi += s_big[4 * j + 2] + s_big[4 * j + 3];
+    }
+    l_lo = fmaf(l_lo, alpha_lo, sum_lo);  // per-lane partial sums; the quad adds them at the end
+    l_hi = fmaf(l_hi, alpha_hi, sum_hi);
+}
+
+// P (accumulator layout) -> A fragments, split: a0 = (lo, k' = t) = key 2t, a1 = (hi, key 2t),
+// a2 = (lo, key 2t + 1), a3 = (hi, key 2t + 1); V^T's keys are permuted to match by the pre-pass.
+__device__ __forceinline__ void split_p(const float (&p)[kTileKeys / 2], uint32_t (&p_big)[kTileKeys / 8][4],
+                                        uint32_t (&p_small)[kTileKeys / 8][4]) {
+#pragma unroll
+    for (int j = 0; j < kTileKeys / 8; ++j) {
+        split_tf32(p[4 * j + 0], p_big[j][0], p_small[j][0]);
+        split_tf32(p[4 * j + 2], p_big[j][1], p_small[j][1]);
+        split_tf32(p[4 * j + 1], p_big[j][2], p_small[j][2]);
+        split_tf32(p[4 * j + 3], p_big[j][3], p_small[j][3]);
+    }
+}
+
+// O = alpha O + pv in FP32 (the 3xTF32 accuracy rule: no long-running tensor-core sums).
+__device__ __forceinline__ void update_o(float (&o)[kHeadDim / 2], const float (&pv)[kHeadDim / 2], float alpha_lo,
+                                         float alpha_hi) {
+#pragma unroll
+    for (int n = 0; n < kHeadDim / 8; ++n) {
+        o[4 * n + 0] = fmaf(o[4 * n + 0], alpha_lo, pv[4 * n + 0]);
+        o[4 * n + 1] = fmaf(o[4 * n + 1], alpha_lo, pv[4 * n + 1]);
+        o[4 * n + 2] = fmaf(o[4 * n + 2], alpha_hi, pv[4 * n + 2]);
+        o[4 * n + 3] = fmaf(o[4 * n + 3], alpha_hi, pv[4 * n + 3]);
+    }
+}
+
+// FlashAttention-3 ping-pong between the two consumer warpgroups: a warpgroup issues its products only
+// after the other one has issued its own, so the tensor cores run one warpgroup's batch while the other
+// does its softmax. Named barriers 3 (warpgroup 0 may issue) and 4 (warpgroup 1 may issue), 256 threads.
+__device__ __forceinline__ void sched_wait(int wg) {
+#if WGMMA3X_PINGPONG
+    if constexpr (kWarpgroups == 2) asm volatile("bar.sync %0, 256;\n" ::"r"(3 + wg) : "memory");
+#endif
+}
+__device__ __forceinline__ void sched_release(int wg, bool last) {
+#if WGMMA3X_PINGPONG
+    // warpgroup 1 skips its last release so that every arrival has a matching wait
+    if constexpr (kWarpgroups == 2)
+        if (!(last && wg == 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(4 - wg) : "memory");
+#endif
+}
+
+// Main kernel: grid (ceil(N / kBlockRows), B), block kThreads, dynamic shared memory kSmemBytes.
+// Shared memory: K ring [kStages][K big | K small], V ring [kStages][V^T big | V^T small], Q big/small
+// per warpgroup, then mbarriers full_k, full_v, empty_k, empty_v [kStages] each. K and V have barriers of
+// their own so that a K stage is handed back as soon as S is done with it.
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    wgmma3x_fwd(const float* __restrict__ qkv, float* __restrict__ out, int N, float scale_log2,
+                const float* __restrict__ kv_split) {
+    extern __shared__ float4 smem_f4[];
+    // 1024-byte alignment for the swizzle atoms
+    float* const smem = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(smem_f4) + 1023) & ~uintptr_t(1023));
+    float* const ring_k = smem;
+    float* const ring_v = ring_k + kStages * 2 * kTileFloats;
+    float* const q_all = ring_v + kStages * 2 * kTileFloats;    // [kWarpgroups][2][kQFloats]
+    uint64_t* const full_k = reinterpret_cast<uint64_t*>(q_all + kWarpgroups * 2 * kQFloats);
+    uint64_t* const full_v = full_k + kStages;
+    uint64_t* const empty_k = full_v + kStages;
+    uint64_t* const empty_v = empty_k + kStages;
+
+    const int b = blockIdx.y;
+    const int n_tiles = (N + kTileKeys - 1) / kTileKeys;
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < kStages; ++s) {
+            mbar_init(full_k + s, 1);
+            mbar_init(full_v + s, 1);
+            mbar_init(empty_k + s, kConsumerThreads / 32);
+            mbar_init(empty_v + s, kConsumerThreads / 32);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (warp >= kConsumerThreads / 32) {
+        // Producer warpgroup: it gives its registers to the consumers; one lane streams the pre-split
+        // tiles of item b through the rings.
+        if constexpr (kWarpgroups == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+        if (warp == kConsumerThreads / 32 && lane == 0) {
+            const float* const src = kv_split + static_cast<size_t>(b) * n_tiles * kStageFloats;
+            for (int tile = 0; tile < n_tiles; ++tile) {
+                const int s = tile % kStages;
+                const uint32_t parity = ((tile / kStages) - 1) & 1;
+                const float* const from = src + static_cast<size_t>(tile) * kStageFloats;
+                if (tile >= kStages) mbar_wait(empty_k + s, parity);
+                mbar_arrive_expect_tx(full_k + s, 2 * kTileFloats * 4);
+                bulk_copy(ring_k + s * 2 * kTileFloats, from, 2 * kTileFloats * 4, full_k + s);
+                if (tile >= kStages) mbar_wait(empty_v + s, parity);
+                mbar_arrive_expect_tx(full_v + s, 2 * kTileFloats * 4);
+                bulk_copy(ring_v + s * 2 * kTileFloats, from + 2 * kTileFloats, 2 * kTileFloats * 4, full_v + s);
+            }
+        }
+        return;
+    }
+
+    // ---- consumer warpgroup wg: query rows q0 .. q0 + 63 ----
+    if constexpr (kWarpgroups == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+    const int wg = warp >> 2;
+    const int wl = warp & 3;  // warp in warpgroup: rows 16 wl .. 16 wl + 15
+    const int tid = threadIdx.x & 127;
+    const int g = lane >> 2, t = lane & 3;
+    const int q0 = blockIdx.x * kBlockRows + wg * 64;
+    float* const q_big = q_all + wg * 2 * kQFloats;
+    float* const q_small = q_big + kQFloats;
+    {
+        const float* const Q = qkv + qkv_item_offset(b, N, kHeadDim);
+        constexpr int kRowChunks = kHeadDim / 4;
+        for (int i = tid; i < (kQSmallInRegs ? 0 : 64 * kRowChunks); i += 128) {  // d = 32 with kQReg: none
+            const int r = i / kRowChunks, c4 = i % kRowChunks;
+            const float4 q = q0 + r < N ? __ldg(reinterpret_cast<const float4*>(Q + static_cast<size_t>(q0 + r) * kHeadDim + 4 * c4))
+                                        : make_float4(0.f, 0.f, 0.f, 0.f);
+            float4 big, small;
+            split4(q, big, small);
+            *reinterpret_cast<float4*>(q_big + swz(r, c4, 64)) = big;
+            *reinterpret_cast<float4*>(q_small + swz(r, c4, 64)) = small;
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma reads
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+    }
+    const uint32_t qb = smem_u32(q_big), qs = smem_u32(q_small);
+    const uint32_t rk = smem_u32(ring_k), rv = smem_u32(ring_v);
+    constexpr uint32_t kHalfStageBytes = 2 * kTileFloats * 4;
+
+    const int row_lo = q0 + wl * 16 + g;
+    const int row_hi = row_lo + 8;
+    // Q A fragments in registers (kQReg): a0 = (lo, 8kk + t), a1 = (hi, 8kk + t), a2 = (lo, +4), a3 = (hi, +4).
+    [[maybe_unused]] uint32_t qf_big[kQRegSteps][4];
+    [[maybe_unused]] uint32_t qf_small[kQSmallSteps][4];
+    if constexpr (kQReg) {
+        const float* const Q = qkv + qkv_item_offset(b, N, kHeadDim);
+        const bool lo_ok = row_lo < N, hi_ok = row_hi < N;
+        const float* const ql = Q + (lo_ok ? static_cast<size_t>(row_lo) * kHeadDim : 0);
+        const float* const qh = Q + (hi_ok ? static_cast<size_t>(row_hi) * kHeadDim : 0);
+#pragma unroll
+        for (int kk = 0; kk < kQRegSteps; ++kk) {
+            const int c = kk * 8 + t;
+            const float v[4] = {lo_ok ? __ldg(ql + c) : 0.0f, hi_ok ? __ldg(qh + c) : 0.0f,
+                                lo_ok ? __ldg(ql + c + 4) : 0.0f, hi_ok ? __ldg(qh + c + 4) : 0.0f};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                uint32_t big, small;
+                split_tf32(v[e], big, small);
+                qf_big[kk][e] = big;
+                if constexpr (kQSmallInRegs) qf_small[kk][e] = small;
+            }
+        }
+    }
+    float m_lo = ATTN_NEG_INF, m_hi = ATTN_NEG_INF;
+    float l_lo = 0.0f, l_hi = 0.0f;
+    float o[kHeadDim / 2];
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0f;
+    float s_small[kTileKeys / 2], s_big[kTileKeys / 2];
+    uint32_t p_big[kTileKeys / 8][4], p_small[kTileKeys / 8][4];
+    float pv[kHeadDim / 2];
+    float alpha_lo, alpha_hi;
+
+#if WGMMA3X_OVERLAP
+    // FlashAttention-3 intra-warpgroup overlap: S of tile i is issued together with P V of tile i - 1,
+    // and the softmax of tile i runs while P V of tile i - 1 is still on the tensor cores.
+#if WGMMA3X_PINGPONG
+    if constexpr (kWarpgroups == 2)
+        if (wg == 1) asm volatile("bar.arrive 3, 256;\n" ::: "memory");  // warpgroup 0 issues first
+#endif
+    mbar_wait(full_k, 0);
+    sched_wait(wg);
+    wgmma_fence();
+    ISSUE_S(rk);
+    wgmma_commit();
+    sched_release(wg, false);
+    wgmma_wait<0>();
+    if constexpr (kSplitS) pin(s_small);
+    pin(s_big);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(empty_k);
+    softmax_tile(s_big, s_small, 0, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo, alpha_hi);
+    split_p(s_big, p_big, p_small);
+    float pend_lo = alpha_lo, pend_hi = alpha_hi;  // the rescale that goes with the P V in flight
+    for (int tile = 1; tile < n_tiles; ++tile) {
+        const int s = tile % kStages, sp = (tile - 1) % kStages;
+        mbar_wait(full_k + s, (tile / kStages) & 1);
+        mbar_wait(full_v + sp, ((tile - 1) / kStages) & 1);
+        pin(p_big);
+        pin(p_small);
+        sched_wait(wg);
+        wgmma_fence();
+        ISSUE_S(rk + s * kHalfStageBytes);
+        wgmma_commit();
+        issue_pv(pv, p_big, p_small, rv + sp * kHalfStageBytes);
+        wgmma_commit();
+        sched_release(wg, false);
+        wgmma_wait<1>();  // S of this tile is done; P V of the last one may still run
+        if constexpr (kSplitS) pin(s_small);
+        pin(s_big);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty_k + s);
+        softmax_tile(s_big, s_small, tile * kTileKeys, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo, alpha_hi);
+        wgmma_wait<0>();
+        pin(pv);
+        pin(p_big);
+        pin(p_small);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty_v + sp);
+        update_o(o, pv, pend_lo, pend_hi);
+        pend_lo = alpha_lo;
+        pend_hi = alpha_hi;
+        split_p(s_big, p_big, p_small);
+    }
+    {
+        const int sp = (n_tiles - 1) % kStages;
+        mbar_wait(full_v + sp, ((n_tiles - 1) / kStages) & 1);
+        pin(p_big);
+        pin(p_small);
+        sched_wait(wg);
+        wgmma_fence();
+        issue_pv(pv, p_big, p_small, rv + sp * kHalfStageBytes);
+        wgmma_commit();
+        sched_release(wg, true);
+        wgmma_wait<0>();
+        pin(pv);
+        update_o(o, pv, pend_lo, pend_hi);
+    }
+#else
+    // Plain order: S, softmax, P V, one after the other (the two warpgroups overlap each other).
+    for (int tile = 0; tile < n_tiles; ++tile) {
+        const int s = tile % kStages;
+        const uint32_t parity = (tile / kStages) & 1;
+        mbar_wait(full_k + s, parity);
+        pin(o);
+        wgmma_fence();
+        ISSUE_S(rk + s * kHalfStageBytes);
+        wgmma_commit();
+        wgmma_wait<0>();
+        if constexpr (kSplitS) pin(s_small);
+        pin(s_big);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty_k + s);
+        softmax_tile(s_big, s_small, tile * kTileKeys, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo, alpha_hi);
+        split_p(s_big, p_big, p_small);
+        mbar_wait(full_v + s, parity);
+        pin(p_big);
+        pin(p_small);
+        wgmma_fence();
+        issue_pv(pv, p_big, p_small, rv + s * kHalfStageBytes);
+        wgmma_commit();
+        wgmma_wait<0>();
+        pin(pv);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty_v + s);
+        update_o(o, pv, alpha_lo, alpha_hi);
+    }
+#endif
+
+    // The quad's lanes hold disjoint columns of each row: add their partial row sums, then normalise.
+#pragma unroll
+    for (int offset = 1; offset < 4; offset <<= 1) {
+        l_lo += __shfl_xor_sync(0xffffffffu, l_lo, offset);
+        l_hi += __shfl_xor_sync(0xffffffffu, l_hi, offset);
+    }
+    const float inv_lo = 1.0f / l_lo;
+    const float inv_hi = 1.0f / l_hi;
+    float* const O = out + out_item_offset(b, N, kHeadDim);
+#pragma unroll
+    for (int n = 0; n < kHeadDim / 8; ++n) {
+        const int col = n * 8 + 2 * t;
+        if (row_lo < N)
+            *reinterpret_cast<float2*>(O + static_cast<size_t>(row_lo) * kHeadDim + col) =
+                make_float2(o[4 * n + 0] * inv_lo, o[4 * n + 1] * inv_lo);
+        if (row_hi < N)
+            *reinterpret_cast<float2*>(O + static_cast<size_t>(row_hi) * kHeadDim + col) =
+                make_float2(o[4 * n + 2] * inv_hi, o[4 * n + 3] * inv_hi);
+    }
+}

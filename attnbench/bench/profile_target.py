@@ -27,15 +27,15 @@ def profile_one_pass(case: str, variant_name: str, device: int, warmup: int) -> 
     """Upload, run the first pass and `warmup` more, then one pass with the profiler on."""
     from attnbench.backends.factory import make_execution
     from attnbench.backends.gpu import Gpu
-    from attnbench.cases import suite
-    from attnbench.cases.testcase import read_testcase
+    from attnbench.cases.inputs import resolve
     from attnbench.kernels.catalogue import get_variant
 
-    resolved = suite.resolve(case, suite.generate_input)
+    bench_input = resolve(case)
+    bench_input.prepare()
     variant = get_variant(variant_name)
-    variant.require(resolved.shape)
+    variant.require(bench_input.shape)
     gpu = Gpu(device)
-    execution = make_execution(variant, read_testcase(resolved.path), gpu, flush_l2=False)
+    execution = make_execution(variant, bench_input.load(), gpu, flush_l2=False)
     start, stop = _profiler_api()
     try:
         execution.upload()

@@ -151,5 +151,7 @@ def expected_inputs(inputs: list[BenchInput]) -> list[CaseInfo]:
 
 
 def common_selection(saved: ResultSet) -> tuple[str, str]:
-    """The variants and inputs of a saved run, as --variants and --cases selectors."""
-    return ",".join(saved.variant_names), ",".join(saved.case_labels)
+    """The variants and inputs of a saved run, as --variants and --cases selectors (a user's file by
+    the path it was given as)."""
+    cases = [c.note if c.origin == "file" and c.note else c.label for c in saved.cases]
+    return ",".join(saved.variant_names), ",".join(cases)

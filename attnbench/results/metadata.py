@@ -31,13 +31,13 @@ def _run(command: list[str], timeout: float = 10.0) -> str | None:
 def git_state() -> dict[str, Any]:
     """The commit of the checkout and whether tracked files differ from it.
 
-    A copy of the tree without its .git folder (as shipped to a benchmark machine) can name its
-    commit through ATTNBENCH_GIT_COMMIT.
+    A copy of the tree shipped to a benchmark machine names its commit through ATTNBENCH_GIT_COMMIT,
+    which wins over whatever git finds there (the copy may carry a stale .git of its own).
     """
+    if os.environ.get("ATTNBENCH_GIT_COMMIT"):
+        return {"commit": os.environ["ATTNBENCH_GIT_COMMIT"], "dirty": None, "source": "ATTNBENCH_GIT_COMMIT"}
     commit = _run(["git", "rev-parse", "HEAD"])
     dirty = None
-    if commit is None and os.environ.get("ATTNBENCH_GIT_COMMIT"):
-        return {"commit": os.environ["ATTNBENCH_GIT_COMMIT"], "dirty": None, "source": "ATTNBENCH_GIT_COMMIT"}
     if commit is not None:
         status = _run(["git", "status", "--porcelain", "--untracked-files=no"])
         dirty = bool(status) if status is not None else None

@@ -1,0 +1,1 @@
+"""Benchmark machinery: running variants and programs, timing them and checking what they produce."""

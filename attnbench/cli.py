@@ -648,3 +648,7 @@ def report(results: tuple[str, ...], output: str | None, ladder: bool | None, no
                   highlight=False)
     for note in outcome.notes:
         err_console.print(f"note: {escape(note)}", highlight=False)
+
+from attnbench.cli_judge import judge  # noqa: E402  (commands for the user's own programs and kernels)
+
+main.add_command(judge)

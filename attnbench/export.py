@@ -188,7 +188,9 @@ def environment_lines(result: ResultSet) -> list[str]:
     commit_text = f"{commit[:12]}{' (with uncommitted changes)' if git.get('dirty') else ''}" if commit else "unknown"
     lines.append(f"- attnbench {meta.get('attnbench_version')}, commit {commit_text}, {meta.get('date')}")
     policy = result.policy
-    if policy and not gpu:
+    if result.kind == "judge":
+        lines.append(f"- timing: {policy.get('timing')}; {result.settings.get('time_limits')}")
+    elif policy and not gpu:
         lines.append("- timing: host wall time per pass (the cpu variant: its first pass, plus --reps passes if asked)")
     elif policy:
         if policy.get("reps"):
@@ -312,9 +314,25 @@ def lab_section(result: ResultSet) -> str:
     return "\n\n".join(blocks)
 
 
+def judge_section(result: ResultSet, level: int = 2) -> str:
+    """The judge's scoreboard: one row per case with its verdict, process time and limit."""
+    rows = []
+    for cell in result.cells:
+        case = result.case(cell.case)
+        shape = f"{case.shape.B} x {case.shape.N} x {case.shape.d}" if case else "-"
+        wall, limit = cell.extra.get("wall_s"), cell.extra.get("limit_s")
+        rows.append([cell.case, shape, f"{cell.extra.get('verdict', cell.status)} {cell.message}".strip(),
+                     "-" if wall is None else f"{wall:.3f} s", "-" if limit is None else f"{limit:g} s"])
+    passed = sum(cell.status == "ok" for cell in result.cells)
+    table = md_table(["case", "B x N x d", "result", "process time", "limit"], rows, align_right_from=3)
+    return f"{'#' * level} Scoreboard\n\n{table}\n\n{passed} of {len(result.cells)} cases passed"
+
+
 def markdown_document(result: ResultSet, same_within: float = DEFAULT_SAME_WITHIN) -> str:
-    kind = "Sweep" if result.kind == "sweep" else "Compare"
+    kind = {"sweep": "Sweep", "judge": "Judge"}.get(result.kind, "Compare")
     parts = [f"# {kind}: {result.name}", "\n".join(environment_lines(result))]
+    if result.kind == "judge":
+        return "\n\n".join([*parts, judge_section(result)]) + "\n"
     lab = lab_section(result)
     if lab:
         parts.append(lab)

@@ -1,0 +1,103 @@
+"""The commands for the user's own code: `judge` (whole programs, as the course judges them) and `new`."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from attnbench.display import console, err_console, progress_bar
+
+_VERDICT_STYLE = {"PASS": "green"}
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f} s"
+
+
+def _slack_text(slack: float | None) -> str:
+    if slack is None:
+        return "-"
+    return f"{slack:.2f} s left" if slack >= 0 else f"[red]{-slack:.2f} s over[/red]"
+
+
+def scoreboard_table(judgement, title: str) -> Table:
+    """One row per case: shape, verdict with its reason, process time, limit, slack or overrun."""
+    table = Table(title=title)
+    for column in ("case", "B", "N", "d", "result", "time", "limit", "slack"):
+        table.add_column(column, justify="right" if column in ("B", "N", "d", "time", "limit", "slack") else "left")
+    for judged in judgement.judged:
+        style = _VERDICT_STYLE.get(judged.verdict, "red")
+        result = f"[{style}]{escape(judged.verdict)}[/{style}]"
+        if judged.message:
+            result += f" {escape(judged.message)}"
+        s = judged.shape
+        table.add_row(judged.label, str(s.B), str(s.N), str(s.d), result, _seconds(judged.wall_s),
+                      _seconds(judged.limit_s), _slack_text(judged.slack_s))
+    return table
+
+
+@click.command()
+@click.argument("program")
+@click.option("--cases", "-c", "case_selector", default="course", show_default=True,
+              help="Suite names, groups, ranges (t01-t10) or input files, comma separated.")
+@click.option("--launcher", default=None, help='Words put before the program, e.g. "srun -p nvidia -N1 -n1 --gres=gpu:1".')
+@click.option("--time-limits", "limits_spec", default="course", show_default=True,
+              help="course (2/6/10 s, set for a GTX 1080), none, or a TOML file of `case = seconds` lines.")
+@click.option("--args", "args_template", default="{in} {out}", show_default=True,
+              help="How the program takes its files; {in} and {out} are replaced by their paths.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Kill a case after this many seconds [default: twice its limit; 300 s without one].")
+@click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for the saved JSON, CSV and Markdown.")
+@click.option("--name", default=None, help="File stem for the saved results [default: date_judge_cpu_cases].")
+@click.option("--no-save", is_flag=True, help="Do not save the results.")
+def judge(program: str, case_selector: str, launcher: str | None, limits_spec: str, args_template: str,
+          timeout: float | None, results_dir: str, name: str | None, no_save: bool) -> None:
+    """Judge a whole program as the course does: run PROGRAM IN OUT per case, time it, check it.
+
+    Each case runs in a fresh temporary folder, in its own process group, and is timed by the wall
+    clock from launch to exit (the whole process, not a kernel). The output must be within 5e-3 of
+    the float64 reference in every element. A crash, a hang (killed at --timeout), no output file, a
+    wrong size, NaN, or a time over the limit: each gets its own row. The course's limits belong to
+    a GTX 1080; on another machine read them as a guide.
+
+    Exit status: 0 when every case passed, 1 when any failed, 2 for a bad program or option,
+    3 when the launcher is missing, 130 when interrupted (what was judged is still saved).
+
+    \b
+    Examples:
+      attnbench judge ./hw4 --cases t01-t10
+      attnbench judge ./hw4 --cases t01-t30 --launcher "srun -p nvidia -N1 -n1 --gres=gpu:1"
+      attnbench judge ./attention --cases odd --time-limits none --args "-i {in} -o {out}"
+    """
+    from attnbench import results as results_module
+    from attnbench.bench import judge as judging
+    from attnbench.metadata import collect
+
+    prog = judging.make_program(program, launcher, args_template)
+    limits = judging.load_time_limits(limits_spec)
+    inputs = judging.cases_for(case_selector)
+    if not inputs:
+        raise click.UsageError(f"--cases {case_selector!r} names no case")
+
+    def finished(index: int, total: int, judged) -> None:
+        err_console.print(f"[{index}/{total}] {judged.label}: {judged.verdict} "
+                          f"{_seconds(judged.wall_s)}", highlight=False, markup=False)
+
+    judgement = judging.run_judge(prog, inputs, limits, timeout, progress_bar, finished)
+    from attnbench.cli import _command_line
+
+    result = judging.judge_results(judgement, collect(None, False, _command_line()))
+    where = f" via {' '.join(prog.launcher)}" if prog.launcher else ""
+    console.print(scoreboard_table(judgement, f"judge {prog.label}{where}"))
+    console.print(f"times: {judging.PROCESS_TIME_NOTE}; limits: {limits.describe()}", highlight=False)
+    console.print(judgement.summary(), highlight=False)
+    if not no_save and judgement.judged:
+        for path in results_module.save(result, results_dir, name, case_selector if "," not in case_selector else None):
+            console.print(f"saved {path}", highlight=False, soft_wrap=True)
+    if judgement.interrupted:
+        err_console.print("interrupted; the running program was killed", highlight=False)
+    sys.exit(judgement.exit_status)

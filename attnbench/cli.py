@@ -17,7 +17,7 @@ from attnbench.display import console, err_console, measurement_table, print_war
 from attnbench.errors import AttnbenchError, TestcaseError
 from attnbench.testcase import Shape, Testcase, read_output, read_shape, read_testcase, write_output
 from attnbench.timing import TimingPolicy
-from attnbench.variants import REGISTRY, Variant, default_variant, get_variant
+from attnbench.variants import Variant, default_variant, get_variant
 from attnbench.verify import COURSE_ATOL, VerifyReport, compare_outputs
 
 
@@ -285,7 +285,7 @@ def _print_report(report: VerifyReport, title: str, as_json: bool) -> None:
 @click.option("--head-dim", "-d", type=int, default=64, show_default=True,
               help="Head dimension to compile for (figures depend on d).")
 def list_variants(resources: bool, head_dim: int) -> None:
-    """List the built-in variants in ladder order, with what each adds and what it accepts.
+    """List the built-in variants in ladder order, then yours (attnbench.toml), with what each adds and takes.
 
     With nvcc present, each kernel's registers, shared memory (static + dynamic) and spill bytes are shown
     for the GPU found (sm_90 when there is none).
@@ -295,7 +295,9 @@ def list_variants(resources: bool, head_dim: int) -> None:
       attnbench list --head-dim 32
     """
     from attnbench.resources import nvcc_path, report_all
+    from attnbench.variants import all_variants
 
+    variants = all_variants()
     figures = {}
     arch = "sm_90"
     if resources and nvcc_path():
@@ -303,7 +305,7 @@ def list_variants(resources: bool, head_dim: int) -> None:
 
         if gpu_probe() is None:
             arch = _open_gpu(0).arch
-        figures = report_all([v for v in REGISTRY.values() if v.backend == "gpu"], head_dim, arch)
+        figures = report_all([v for v in variants if v.backend == "gpu"], head_dim, arch)
     title = "attnbench variants (ladder order)" + (f"; ptxas figures for {arch}" if figures else "")
     table = Table(title=title)
     for column in ("variant", "report", "technique", "constraints"):
@@ -311,7 +313,7 @@ def list_variants(resources: bool, head_dim: int) -> None:
     if figures:
         for column in ("kernel (d)", "regs", "smem B", "spill B"):
             table.add_column(column, justify="right" if column != "kernel (d)" else "left")
-    for variant in REGISTRY.values():
+    for variant in variants:
         row = [variant.name, variant.report, variant.technique, variant.constraints.describe()]
         if figures:
             shape, kernels = figures.get(variant.name, (None, {}))
@@ -649,6 +651,7 @@ def report(results: tuple[str, ...], output: str | None, ladder: bool | None, no
     for note in outcome.notes:
         err_console.print(f"note: {escape(note)}", highlight=False)
 
-from attnbench.cli_judge import judge  # noqa: E402  (commands for the user's own programs and kernels)
+from attnbench.cli_judge import judge, new  # noqa: E402  (commands for the user's own programs and kernels)
 
 main.add_command(judge)
+main.add_command(new)

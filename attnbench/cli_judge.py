@@ -101,3 +101,29 @@ def judge(program: str, case_selector: str, launcher: str | None, limits_spec: s
     if judgement.interrupted:
         err_console.print("interrupted; the running program was killed", highlight=False)
     sys.exit(judgement.exit_status)
+
+
+@click.command()
+@click.argument("name")
+@click.option("--dir", "folder", default=".", show_default=True, type=click.Path(file_okay=False),
+              help="Where to write NAME.cu and attnbench.toml.")
+def new(name: str, folder: str) -> None:
+    """Write a starting kernel NAME.cu and its launch facts in attnbench.toml; never overwrites.
+
+    The kernel is simple and correct (one thread per query row, online softmax, separate q, k, v
+    pointers, any N, d up to 128) and passes --check; make it fast from there. With an existing
+    attnbench.toml, its [variants.NAME] table is added at the end.
+
+    \b
+    Example:
+      attnbench new mine && attnbench run t02 out.bin --variant mine --check
+    """
+    from pathlib import Path
+
+    from attnbench.kernels.starter import write_starter
+
+    files = write_starter(name, Path(folder))
+    console.print(f"wrote {files.kernel}", highlight=False, markup=False)
+    action = f"added [variants.{name}] to" if files.appended else "wrote"
+    console.print(f"{action} {files.config}", highlight=False, markup=False)
+    console.print(f"next: attnbench run t02 out.bin --variant {name} --check", highlight=False, markup=False)

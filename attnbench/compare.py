@@ -134,19 +134,21 @@ def run_matrix(
     listener.start(len(variants) * len(inputs), sum(work.values()))
     infos: list[CaseInfo] = []
     cells: list[Cell] = []
+    lost: str | None = None  # why the CUDA context is gone (a kernel fault): the remaining cells are not run
     for bench_input in inputs:
         takers = [v for v in variants if v.refusal(bench_input.shape) is None]
         testcase = reference = None
-        if takers:
+        if takers and not lost:
             testcase = bench_input.load(listener.progress)
             infos.append(bench_input.info(testcase))
             reference = bench_input.reference(testcase, listener.progress)
         else:  # nothing to run: do not generate or load it
-            infos.append(CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "", "every variant refused it"))
+            infos.append(CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "",
+                                  lost or "every variant refused it"))
         for variant in variants:
             reason = variant.refusal(bench_input.shape)
-            if reason is not None:
-                cell = Cell(variant.name, bench_input.label, REFUSED, reason)
+            if reason is not None or lost:
+                cell = Cell(variant.name, bench_input.label, REFUSED if reason else ERROR, reason or lost or "")
                 listener.cell_finished(cell, 0.0)
                 cells.append(cell)
                 continue
@@ -154,6 +156,10 @@ def run_matrix(
             cell = _run_cell(variant, bench_input.label, testcase, reference, gpu, settings)
             listener.cell_finished(cell, work[(variant.name, bench_input.label)])
             cells.append(cell)
+            if cell.status == ERROR and gpu is not None and variant.backend != "cpu":
+                broken = gpu.context_error()
+                if broken is not None:
+                    lost = f"not run: the CUDA context was lost after {variant.name} failed on {bench_input.label} ({broken})"
         del testcase, reference
     return infos, cells
 
@@ -161,9 +167,9 @@ def run_matrix(
 def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: Any | None,
               settings: MatrixSettings) -> Cell:
     extra: dict[str, Any] = {}
-    if variant.backend == "gpu":
-        extra["defines"] = variant.defines(testcase.shape)
     try:
+        if variant.backend == "gpu":
+            extra["defines"] = variant.defines(testcase.shape)
         run = execute_checked(variant, testcase, label, gpu, settings.policy(variant),
                               lambda output: settings.check(output, reference), settings.timer)
     except AttnbenchError as exc:

@@ -65,9 +65,22 @@ class CompiledVariant:
     local_bytes: dict[str, int] = field(default_factory=dict)
 
 
-def source_text(variant: Variant) -> str:
+def source_path(variant: Variant) -> Path:
+    """A built-in's file under cuda/, or a user variant's own (absolute) file."""
     assert variant.source is not None, f"{variant.name} has no CUDA source"
-    return (CUDA_DIR / variant.source).read_text()
+    return CUDA_DIR / variant.source  # an absolute source stays as it is
+
+
+def source_label(variant: Variant) -> str:
+    """The source as messages name it: cuda/naive.cu, or the user's path."""
+    return str(variant.source) if Path(str(variant.source)).is_absolute() else f"cuda/{variant.source}"
+
+
+def source_text(variant: Variant) -> str:
+    text = source_path(variant).read_text()
+    if Path(str(variant.source)).is_absolute():  # nvcc's messages then name the user's file and line
+        text = f'#line 1 "{source_path(variant)}"\n' + text
+    return text
 
 
 def source_hash(variant: Variant) -> str | None:
@@ -158,14 +171,14 @@ class Gpu:
                 source_text(variant),
                 options=options,
                 arch=self.arch,
-                include_dirs=[str(CUDA_DIR)],
+                include_dirs=[str(CUDA_DIR), str(source_path(variant).parent)],
                 no_extern_c=True,
             )
         except self.driver.CompileError as exc:
             message = (getattr(exc, "stderr", "") or getattr(exc, "msg", "") or str(exc)).strip()
-            raise KernelCompileError(f"nvcc could not compile cuda/{variant.source}:\n{message}") from None
+            raise KernelCompileError(f"nvcc could not compile {source_label(variant)}:\n{message}") from None
         except self.driver.Error as exc:
-            raise KernelCompileError(f"cuda/{variant.source} compiled but could not be loaded: {exc}") from None
+            raise KernelCompileError(f"{source_label(variant)} compiled but could not be loaded: {exc}") from None
         seconds = time.perf_counter() - start
         compiled = CompiledVariant(variant, module, {}, seconds, options)
         fattr = self.driver.function_attribute
@@ -176,7 +189,7 @@ class Gpu:
                 function = module.get_function(launch.kernel)
             except self.driver.LogicError:
                 raise KernelCompileError(
-                    f"cuda/{variant.source} has no kernel named {launch.kernel!r} (is it extern \"C\"?)"
+                    f"{source_label(variant)} has no kernel named {launch.kernel!r} (is it extern \"C\"?)"
                 ) from None
             compiled.functions[launch.kernel] = function
             compiled.registers[launch.kernel] = function.get_attribute(fattr.NUM_REGS)
@@ -195,6 +208,15 @@ class Gpu:
                 f"kernel {kernel} needs {nbytes} bytes of shared memory; {self.name} allows {limit} per block"
             )
         function.set_attribute(self.driver.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+
+    def context_error(self) -> str | None:
+        """None while the context works; else the driver's words (a kernel fault ends a context for good)."""
+        try:
+            self.driver.Context.synchronize()
+            self.driver.mem_get_info()
+        except self.driver.Error as exc:
+            return str(exc)
+        return None
 
     def throttle_reasons(self) -> list[str]:
         """Active clock-throttle reasons from NVML (empty when NVML is unavailable)."""

@@ -198,6 +198,12 @@ class GpuExecution:
         self._buffers: dict[str, Any] = {}
         self._records: list[_LaunchRecord] = []
         self._prepared: set[str] = set()
+        # Layout "separate": Q, K and V de-interleaved on the host here, before anything is timed, so
+        # the timed upload copies the same bytes as the interleaved layout, in three contiguous copies.
+        self._host_inputs: dict[str, np.ndarray] = (
+            {name: np.ascontiguousarray(testcase.qkv[:, i]) for i, name in enumerate(("q", "k", "v"))}
+            if variant.layout == "separate" else {"qkv": testcase.qkv}
+        )
 
     # -- memory ------------------------------------------------------------------------------
     def _choose_chunk(self) -> int:
@@ -234,17 +240,19 @@ class GpuExecution:
     def upload(self) -> None:
         """Allocate device buffers, copy the input over and poison the output."""
         shape = self.shape
-        qkv = self._alloc("qkv", self.testcase.qkv.nbytes)
+        inputs = {name: self._alloc(name, array.nbytes) for name, array in self._host_inputs.items()}
         out = self._alloc("out", shape.output_bytes)
         chunk_shape = Shape(self.chunk, shape.N, shape.d)
         workspace = {name: self._alloc(name, size(chunk_shape)) for name, size in self.variant.workspace.items()}
         if self.flush_bytes:
             self._alloc("l2_flush", self.flush_bytes)
-        self.driver.memcpy_htod(qkv, self.testcase.qkv)
+        for name, array in self._host_inputs.items():
+            self.driver.memcpy_htod(inputs[name], array)
         self.driver.memset_d32(out, POISON_BITS, shape.elements)
-        self._records = self._plan(int(qkv), int(out), {k: int(v) for k, v in workspace.items()})
+        self._records = self._plan({k: int(v) for k, v in inputs.items()}, int(out),
+                                   {k: int(v) for k, v in workspace.items()})
 
-    def _plan(self, qkv: int, out: int, workspace: dict[str, int]) -> list[_LaunchRecord]:
+    def _plan(self, inputs: dict[str, int], out: int, workspace: dict[str, int]) -> list[_LaunchRecord]:
         shape = self.shape
         N, d = shape.N, shape.d
         scalars: dict[str, Any] = {
@@ -257,12 +265,15 @@ class GpuExecution:
         for b0 in range(0, shape.B, self.chunk):
             count = min(self.chunk, shape.B - b0)
             chunk = Shape(count, N, d)
+            # qkv: 3*N*d floats per batch item; q, k, v: N*d each
+            per_item = {name: (3 if name == "qkv" else 1) * N * d for name in inputs}
             values = {
                 **scalars,
                 **workspace,
+                **{name: pointer + 4 * b0 * per_item[name] for name, pointer in inputs.items()},
                 "B": np.int32(count),
-                "qkv": qkv + 4 * b0 * 3 * N * d,
                 "out": out + 4 * b0 * N * d,
+                "o": out + 4 * b0 * N * d,
             }
             geometry = []
             for launch in self.variant.launches:
@@ -344,6 +355,7 @@ class GpuExecution:
                 pass
         self._buffers.clear()
         self._records = []
+        self._host_inputs = {}
 
 
 def make_execution(variant: Variant, testcase: Testcase, gpu: Any | None, flush_l2: bool = True) -> Execution:
@@ -426,6 +438,8 @@ def execute(
     try:
         output, compute_s = _first_pass(execution)
         stats = _time(execution, policy, compute_s)
+    except KernelLaunchError as exc:  # name the case too: the user may have run several
+        raise KernelLaunchError(f"{exc} (case {case_label})") from None
     finally:
         execution.free()
     return output, _measurement(variant, case_label, testcase, gpu, execution, compute_s, stats)

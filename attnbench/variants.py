@@ -6,7 +6,8 @@ The runner feeds each launch from this table alone; no code elsewhere branches o
 Kernel ABI (every `extern "C" __global__` kernel in `cuda/`): arguments are named in
 `Launch.args` and taken from
   qkv         const float*  the chunk's first batch item; item b's Q at qkv + b*3*N*d, K at +N*d, V at +2*N*d
-  out         float*        the chunk's output; item b's O at out + b*N*d
+  out         float*        the chunk's output; item b's O at out + b*N*d (also named `o`)
+  q, k, v     const float*  with layout "separate" instead of qkv: each the chunk's B x N x d array
   B, N, d     int           batch items in this chunk, sequence length, head dimension
   scale       float         1/sqrt(d)
   scale_log2  float         log2(e)/sqrt(d), for exp2f
@@ -98,6 +99,9 @@ class Variant:
     steps: Callable[[Shape], int] = lambda s: 1
     # "float32" variants must meet relL2 <= 1e-5; "unsafe" ones (no max subtraction) may overflow.
     accuracy: Literal["float32", "unsafe"] = "float32"
+    # "qkv": one interleaved input pointer (Q K V per batch item, as the file stores them);
+    # "separate": q, k, v pointers, each a contiguous B x N x d array, as most course kernels take them.
+    layout: Literal["qkv", "separate"] = "qkv"
 
     def refusal(self, shape: Shape) -> str | None:
         """Why this variant cannot take `shape`, or None if it can."""
@@ -566,12 +570,24 @@ register(
 
 
 def get_variant(name: str) -> Variant:
-    """Look a variant up by name; an unknown name lists the known ones."""
-    try:
+    """Look a variant up by name, then among the user's (attnbench.toml, or a kernel file's path);
+    an unknown name lists the known ones."""
+    if name in REGISTRY:
         return REGISTRY[name]
-    except KeyError:
-        known = ", ".join(REGISTRY)
-        raise UnknownName(f"no variant named {name!r}; known variants: {known}") from None
+    from attnbench.kernels.user import find_user_variant, user_variants
+
+    found = find_user_variant(name)
+    if found is not None:
+        return found
+    known = ", ".join([*REGISTRY, *(v.name for v in user_variants())])
+    raise UnknownName(f"no variant named {name!r}; known variants: {known}")
+
+
+def all_variants() -> list[Variant]:
+    """The built-ins in ladder order, then the user's from the working directory's attnbench.toml."""
+    from attnbench.kernels.user import user_variants
+
+    return [*REGISTRY.values(), *user_variants()]
 
 
 def gpu_variants() -> list[Variant]:

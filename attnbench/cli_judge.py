@@ -26,16 +26,21 @@ def _slack_text(slack: float | None) -> str:
 def scoreboard_table(judgement, title: str) -> Table:
     """One row per case: shape, verdict with its reason, process time, limit, slack or overrun."""
     table = Table(title=title)
-    for column in ("case", "B", "N", "d", "result", "time", "limit", "slack"):
-        table.add_column(column, justify="right" if column in ("B", "N", "d", "time", "limit", "slack") else "left")
+    table.add_column("case")
+    table.add_column("B x N x d", justify="right")
+    table.add_column("result", ratio=1)
+    for column in ("time", "limit", "slack"):
+        table.add_column(column, justify="right", no_wrap=True)
     for judged in judgement.judged:
         style = _VERDICT_STYLE.get(judged.verdict, "red")
         result = f"[{style}]{escape(judged.verdict)}[/{style}]"
         if judged.message:
             result += f" {escape(judged.message)}"
         s = judged.shape
-        table.add_row(judged.label, str(s.B), str(s.N), str(s.d), result, _seconds(judged.wall_s),
-                      _seconds(judged.limit_s), _slack_text(judged.slack_s))
+        limit = "-" if judged.limit_s is None else f"{judged.limit_s:g} s"
+        time = f"> {judged.timeout_s:g} s" if judged.wall_s is None else _seconds(judged.wall_s)  # killed there
+        table.add_row(judged.label, f"{s.B}x{s.N}x{s.d}", result, time, limit,
+                      _slack_text(judged.slack_s))
     return table
 
 

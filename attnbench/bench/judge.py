@@ -339,7 +339,7 @@ def _check_output(output_path: Path, case: PreparedCase) -> tuple[str, str, Veri
     if not report.passed:
         return WRONG_ANSWER, (f"{report.failing} of {report.elements} elements off by more than {report.atol:g}; "
                               f"worst {report.worst}"), report
-    return PASS, f"max abs error {report.max_abs_error:.3g}", report
+    return PASS, f"max error {report.max_abs_error:.2g}", report
 
 
 def judge_case(program: Program, case: PreparedCase, limit_s: float | None, timeout_s: float) -> JudgedCase:

@@ -161,7 +161,7 @@ class Gpu:
         from pycuda.compiler import SourceModule
 
         defines = variant.defines(shape)
-        key = (variant.name, tuple(sorted(defines.items())))
+        key = (variant.name, variant.source, tuple(sorted(defines.items())))
         if key in self._modules:
             return self._modules[key]
         options = [*BASE_NVCC_OPTIONS, *variant.options, *(f"-D{k}={v}" for k, v in sorted(defines.items()))]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attnbench.errors import PlotsUnavailable
-from attnbench.export import environment_lines, format_ms, lab_section, matrix_sections, md_table
+from attnbench.export import environment_lines, format_ms, judge_section, lab_section, matrix_sections, md_table
 from attnbench.ladder import LadderStep, has_ladder, ladder_steps, load_claims
 from attnbench.results import ResultSet
 from attnbench.testcase import atomic_write
@@ -100,8 +100,11 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
         f"SLOWER are called only beyond the larger noise and never within {100 * same_within:g}%.",
     ]
     for index, result in enumerate(results, 1):
-        kind = "Sweep" if result.kind == "sweep" else "Compare"
+        kind = {"sweep": "Sweep", "judge": "Judge"}.get(result.kind, "Compare")
         section = [f"## {index}. {kind}: {result.name}", "\n".join(environment_lines(result))]
+        if result.kind == "judge":  # whole programs: a scoreboard of process times, no kernel tables or plots
+            parts.append("\n\n".join([*section, judge_section(result, level=3)]))
+            continue
         lab = lab_section(result)
         if lab:
             section.append(lab)

@@ -66,6 +66,10 @@ def test_the_c_example_passes_small_course_cases_and_saves_a_judge_result(cli, p
     assert t01.extra["limit_s"] == 2.0 and t01.measurement.kernel.count == 1
     assert t01.measurement.compute_s == pytest.approx(t01.extra["wall_s"])
     assert (tmp_path / "res").joinpath(saved.path.stem + ".md").read_text().count("PASS") == 3
+    from attnbench.report import write_report
+
+    report = write_report([saved], tmp_path / "report.md", None, False, 0.02).path.read_text()
+    assert "## 1. Judge" in report and "3 of 3 cases passed" in report and "### Kernel time" not in report
 
 
 def test_one_element_off_fails_and_names_the_worst_element(cli, programs, tmp_path):

@@ -48,7 +48,8 @@ def scoreboard_table(judgement, title: str) -> Table:
 @click.argument("program")
 @click.option("--cases", "-c", "case_selector", default="course", show_default=True,
               help="Suite names, groups, ranges (t01-t10) or input files, comma separated.")
-@click.option("--launcher", default=None, help='Words put before the program, e.g. "srun -p nvidia -N1 -n1 --gres=gpu:1".')
+@click.option("--launcher", default=None,
+              help='Words put before the program, e.g. "srun -p nvidia -N1 -n1 --gres=gpu:1".')
 @click.option("--time-limits", "limits_spec", default="course", show_default=True,
               help="course (2/6/10 s, set for a GTX 1080), none, or a TOML file of `case = seconds` lines.")
 @click.option("--args", "args_template", default="{in} {out}", show_default=True,

@@ -159,7 +159,8 @@ def run_matrix(
             if cell.status == ERROR and gpu is not None and variant.backend != "cpu":
                 broken = gpu.context_error()
                 if broken is not None:
-                    lost = f"not run: the CUDA context was lost after {variant.name} failed on {bench_input.label} ({broken})"
+                    lost = (f"not run: the CUDA context was lost after {variant.name} failed on {bench_input.label} "
+                            f"({broken})")
         del testcase, reference
     return infos, cells
 

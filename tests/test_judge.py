@@ -108,7 +108,8 @@ def test_the_timeout_defaults_to_twice_the_limit():
 
 
 @pytest.mark.parametrize("name, body, verdict, words", [
-    ("segv", "echo 'about to crash' >&2\nkill -SEGV $$", judging.CRASH, "killed by SIGSEGV; its last words: about to crash"),
+    ("segv", "echo 'about to crash' >&2\nkill -SEGV $$", judging.CRASH,
+     "killed by SIGSEGV; its last words: about to crash"),
     ("status", "echo 'cannot open input' >&2\nexit 3", judging.CRASH, "exited with status 3"),
     ("silent", "exit 0", judging.NO_OUTPUT, "wrote no output file"),
     ("short", "head -c 10 /dev/zero > \"$2\"", judging.SIZE, "the output is 10 bytes"),

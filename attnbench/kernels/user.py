@@ -211,7 +211,8 @@ def _launches(reader: _Reader, table: dict, allowed_args: set[str]) -> tuple[Lau
         kernel = _table(reader, kernel, key)
         unknown = set(kernel) - _KERNEL_KEYS
         if unknown:
-            raise reader.fail(f"{key}.{sorted(unknown)[0]}", f"unknown key (a kernel has {', '.join(sorted(_KERNEL_KEYS))})")
+            known = ", ".join(sorted(_KERNEL_KEYS))
+            raise reader.fail(f"{key}.{sorted(unknown)[0]}", f"unknown key (a kernel has {known})")
         name = kernel.get("name")
         if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
             raise reader.fail(f"{key}.name", f"must be the kernel's extern \"C\" name, not {name!r}")

@@ -479,3 +479,42 @@ def test_a_faulting_kernel_is_reported_and_the_compare_ends_cleanly_with_results
             assert key[0] == "faulty" or cell["message"].startswith("not run: the CUDA context was lost")
         else:
             assert key[0] == "mine" and cell["status"] == "ok"
+
+
+class FaultingKernel(FakeKernel):
+    def prepared_async_call(self, *args, **kwargs):
+        raise self.driver.Error("an illegal memory access was encountered")
+
+
+@pytest.mark.parametrize("context_survives", [True, False])
+def test_a_fault_is_an_error_cell_and_a_lost_context_stops_the_matrix(context_survives):
+    from attnbench.compare import MatrixSettings, run_matrix
+    from attnbench.inputs import SyntheticInput
+
+    args = ("q", "k", "v", "o", "B", "N", "d")
+
+    def variant(name):
+        return Variant(name=name, report="test", technique="test", source=f"{name}.cu", layout="separate",
+                       launches=(Launch(name, grid=lambda s: (math.ceil(s.N / 64), s.B, 1),
+                                        block=lambda s: (64, 1, 1), args=args),))
+
+    gpu = FakeGpu("separate")
+    healthy, faulting = gpu.kernel, FaultingKernel(gpu.driver, "separate")
+    gpu.compile = lambda v, shape: type("Compiled", (), {"compile_seconds": 0.0, "functions": {
+        v.name: faulting if v.name == "faulty" else healthy}})()
+    gpu.context_error = lambda: None if context_survives else "an illegal memory access was encountered"
+    inputs = [SyntheticInput(Shape(2, 70, 8), seed=1), SyntheticInput(Shape(3, 65, 4), seed=2)]
+    settings = MatrixSettings(policy=lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False))
+    infos, cells = run_matrix([variant("faulty"), variant("good")], inputs, gpu, settings)
+    status = {(c.variant, c.case): c for c in cells}
+    first, second = inputs[0].label, inputs[1].label
+    assert status[("faulty", first)].status == "error"
+    assert "faulty: launching kernel faulty failed: an illegal memory access" in status[("faulty", first)].message
+    if context_survives:
+        assert status[("good", first)].status == "ok" and status[("good", second)].status == "ok"
+        assert status[("faulty", second)].status == "error"
+    else:
+        for key in (("good", first), ("faulty", second), ("good", second)):
+            assert status[key].status == "error"
+            assert status[key].message.startswith("not run: the CUDA context was lost after faulty failed on")
+        assert infos[1].origin == "not loaded" and infos[1].note.startswith("not run")

@@ -366,7 +366,7 @@ def _open_gpu_for(variants: list[Variant], device: int):
         from attnbench.torch_peer import import_torch
 
         import_torch()
-    if any(v.backend != "cpu" for v in variants):
+    if any(v.backend in ("gpu", "torch") for v in variants):
         return _open_gpu(device)
     return None
 
@@ -477,7 +477,8 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
     inputs = inputs_for(case_selector)
     names = [v.name for v in variants]
     if baseline is None:
-        baseline = saved.baseline if saved is not None and saved.baseline in names else names[0]
+        timed = [v.name for v in variants if v.backend != "program"]  # a program has no kernel time to compare
+        baseline = saved.baseline if saved is not None and saved.baseline in names else (timed or names)[0]
     elif baseline not in names:
         raise click.UsageError(f"--baseline {baseline} is not among --variants ({', '.join(names)})")
     gpu = _open_gpu_for(variants, device)

@@ -43,7 +43,7 @@ EXIT_CAP = 255
 
 # -- choosing variants ------------------------------------------------------------------------
 def variants_for(selector: str) -> list[Variant]:
-    """Variants named by a comma list: names, `all` (every GPU variant), `ladder`, `torch`."""
+    """Variants named by a comma list: names, `all` (every GPU variant), `ladder`, `torch`, `exe:PATH` (a program)."""
     chosen: list[Variant] = []
     for part in (p.strip() for p in selector.split(",") if p.strip()):
         if part == "all":
@@ -52,6 +52,10 @@ def variants_for(selector: str) -> list[Variant]:
             group = [v for v in REGISTRY.values() if v.name in LADDER_VARIANTS]
             if not group:
                 raise UnknownName("no ladder variant is registered yet (see `attnbench list`)")
+        elif part.startswith("exe:"):
+            from attnbench.bench.programs import program_variant
+
+            group = [program_variant(part)]
         else:
             group = [get_variant(part)]
         chosen.extend(v for v in group if v not in chosen)
@@ -167,6 +171,10 @@ def run_matrix(
 
 def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: Any | None,
               settings: MatrixSettings) -> Cell:
+    if variant.backend == "program":  # a whole program: process time and its output's check, no kernel time
+        from attnbench.bench.programs import program_cell
+
+        return program_cell(variant, label, testcase, reference, settings.check, failure_summary)
     extra: dict[str, Any] = {}
     try:
         if variant.backend == "gpu":

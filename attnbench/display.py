@@ -174,6 +174,8 @@ def _matrix_cell_text(view: "MatrixView", variant: str, case: str) -> str:
         return "[red]WRONG[/red]"
     if cell.status == "error":
         return "[red]ERROR[/red]"
+    if cell.measurement is None:  # a whole program: process time only
+        return f"process {cell.extra.get('process_s', 0.0):.3f} s\n[dim]no kernel time[/dim]"
     assert cell.measurement is not None
     k = cell.measurement.kernel
     lines = [f"{milliseconds(k.median)} ±{100 * k.noise:.1f}%", f"{cell.measurement.tflops:.3g} TFLOP/s"]

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from attnbench.compare import MatrixView, relative_noise_text
 from attnbench.metadata import gpu_label
-from attnbench.results import ERROR, REFUSED, WRONG, Cell, ResultSet, dumps
+from attnbench.results import ERROR, OK, REFUSED, WRONG, Cell, ResultSet, dumps
 from attnbench.testcase import atomic_write
 from attnbench.verdict import DEFAULT_SAME_WITHIN
 
@@ -136,6 +136,8 @@ def _status_text(cell: Cell | None) -> str | None:
 
 
 def time_text(cell: Cell | None) -> str:
+    if cell is not None and cell.status == OK and cell.measurement is None:  # a whole program: process time only
+        return f"process {cell.extra.get('process_s', 0.0):.3f} s"
     status = _status_text(cell)
     if status is not None:
         return status
@@ -144,6 +146,8 @@ def time_text(cell: Cell | None) -> str:
 
 
 def tflops_text(cell: Cell | None) -> str:
+    if cell is not None and cell.status == OK and cell.measurement is None:  # a whole program: no kernel time
+        return "-"
     status = _status_text(cell)
     if status is not None:
         return status
@@ -156,7 +160,10 @@ def speedup_text(view: MatrixView, variant: str, case: str) -> str:
     comparison = view.comparison(variant, case)
     if comparison is not None:
         return f"{comparison.describe_speedup()} {comparison.verdict.value}"
-    return _status_text(view.result.cell(variant, case)) or "- (no baseline time)"
+    cell = view.result.cell(variant, case)
+    if cell is not None and cell.status == OK and cell.measurement is None:
+        return "- (a program: no kernel time)"
+    return _status_text(cell) or "- (no baseline time)"
 
 
 def environment_lines(result: ResultSet) -> list[str]:

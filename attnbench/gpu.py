@@ -85,7 +85,7 @@ def source_text(variant: Variant) -> str:
 
 def source_hash(variant: Variant) -> str | None:
     """sha256 of the variant's source and the shared header, for saved results."""
-    if variant.source is None:
+    if variant.source is None or variant.backend != "gpu":
         return None
     digest = hashlib.sha256(source_text(variant).encode())
     digest.update((CUDA_DIR / "common.cuh").read_bytes())

@@ -86,7 +86,7 @@ class Variant:
     name: str
     report: str  # which report and section it reproduces, e.g. "004 §4.2.9"
     technique: str  # the technique this step adds, one line
-    backend: Literal["gpu", "cpu", "torch"] = "gpu"
+    backend: Literal["gpu", "cpu", "torch", "program"] = "gpu"  # program: a whole executable (compare exe:PATH)
     source: str | None = None  # file under cuda/
     launches: tuple[Launch, ...] = ()
     constraints: Constraints = field(default_factory=Constraints)

@@ -230,3 +230,29 @@ def test_the_course_cuda_program_passes_t01_to_t10(cli, gpu, tmp_path):
     saved = json.loads(next((tmp_path / "res").glob("*.json")).read_text())
     assert [c["extra"]["verdict"] for c in saved["cells"]] == ["PASS"] * 10
     assert os.path.exists(exe)
+
+
+# -- a program beside kernels in compare --------------------------------------------------------------
+def test_compare_puts_a_program_beside_variants_with_process_time_only(cli, programs, tmp_path):
+    crash = script(tmp_path, "crash", "kill -SEGV $$")
+    result = cli("compare", "--variants", f"exe:{programs['right']},cpu,exe:{programs['off']},exe:{crash}",
+                 "--cases", SMALL, "--results-dir", tmp_path / "res")
+    assert result.exit_code == 4, result.output  # two wrong cells and two crashed ones
+    assert "process" in result.output and "no kernel time" in result.output
+    saved = results.load(next((tmp_path / "res").glob("*.json")))
+    assert saved.baseline == "cpu"  # a program has no kernel time to be a baseline
+    program = saved.cell("exe:attention", "odd_100x32")
+    assert program.status == "ok" and program.measurement is None and program.extra["process_s"] > 0
+    assert program.check["passed"]
+    wrong = saved.cell("exe:attention_off", "odd_100x32")
+    assert wrong.status == "wrong" and "(batch 4, row 50, col 0)" in wrong.message
+    assert saved.cell("exe:crash", "odd_17x48").status == "error"
+    assert "killed by SIGSEGV" in saved.cell("exe:crash", "odd_17x48").message
+    assert saved.variant("exe:attention").backend == "program"
+    markdown = next((tmp_path / "res").glob("*.md")).read_text()
+    assert "process " in markdown and "a program: no kernel time" in markdown
+
+
+def test_compare_refuses_a_missing_program_in_one_line(tmp_path):
+    result = CliRunner().invoke(main, ["compare", "--variants", f"exe:{tmp_path}/nothing,cpu", "--cases", "odd_17x48"])
+    assert result.exit_code == 2 and "nothing: no such program" in " ".join(result.output.split())

@@ -10,21 +10,26 @@ element within 5e-3). Each case ends in exactly one verdict, with one line that 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shlex
 import shutil
-import signal
-import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
 from attnbench import suite
+from attnbench.bench.programs import (
+    NO_LIMIT_TIMEOUT_S,
+    PROCESS_TIME_NOTE,
+    ProgramError,
+    check_program,
+    exit_text,
+    last_line,
+    run_process,
+)
 from attnbench.errors import AttnbenchError, UnknownName
 from attnbench.inputs import BenchInput, CaseInfo, FileInput, ProgressFactory, SuiteInput, inputs_for, no_progress
 from attnbench.results import ERROR, OK, WRONG, Cell, ResultSet, VariantInfo
@@ -44,15 +49,7 @@ _CELL_STATUS = {PASS: OK, SLOW: WRONG, WRONG_ANSWER: WRONG, NAN: WRONG, SIZE: WR
 COURSE_LIMITS_DEVICE = "GTX 1080"
 COURSE_LIMITS_TEXT = "t01-t10 2 s, t11-t20 6 s, t21-t30 10 s"
 DEFAULT_ARGS = "{in} {out}"
-NO_LIMIT_TIMEOUT_S = 300.0  # a case without a limit is still killed after this, unless --timeout says otherwise
 TIMEOUT_FACTOR = 2.0  # with a limit: killed at twice the limit, so an overrun is measured, a hang is not waited on
-_TAIL_BYTES = 2000
-
-
-class ProgramError(AttnbenchError):
-    """The program, its argument template or the time-limits file cannot be used."""
-
-    exit_code = 2
 
 
 class LauncherUnavailable(AttnbenchError):
@@ -197,13 +194,7 @@ class Program:
 
 def make_program(program: str, launcher: str | None = None, args: str = DEFAULT_ARGS) -> Program:
     """Check the program and the launcher before any case runs; one line naming what is wrong."""
-    path = Path(program)
-    if not path.exists():
-        raise ProgramError(f"{program}: no such program")
-    if path.is_dir():
-        raise ProgramError(f"{program}: is a folder, not a program")
-    if not os.access(path, os.X_OK):
-        raise ProgramError(f"{program}: is not executable (chmod +x {shlex.quote(program)}, or build it first)")
+    path = check_program(program)
     try:
         words = tuple(shlex.split(args))
     except ValueError as exc:
@@ -222,79 +213,7 @@ def make_program(program: str, launcher: str | None = None, args: str = DEFAULT_
             raise ProgramError(f"--launcher {launcher!r}: {exc}") from None
         if launch and shutil.which(launch[0]) is None:
             raise LauncherUnavailable(f"--launcher: {launch[0]} is not on this machine's PATH")
-    return Program(path.resolve(), launch, words)
-
-
-@dataclass(frozen=True)
-class ProcessOutcome:
-    """How one run of the program ended."""
-
-    returncode: int | None  # None when it was killed at the timeout
-    wall_s: float
-    timed_out: bool
-    stderr_tail: str
-
-
-def _tail(path: Path) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, path.stat().st_size - _TAIL_BYTES))
-            return f.read().decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    process.wait()
-
-
-def run_process(argv: Sequence[str], cwd: Path, timeout_s: float) -> ProcessOutcome:
-    """Run argv in its own process group; wall-clock it from launch to exit; kill the group at the timeout."""
-    stdout_path, stderr_path = cwd / ".judge_stdout", cwd / ".judge_stderr"
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        start = time.perf_counter()
-        try:
-            process = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                       start_new_session=True)
-        except OSError as exc:
-            raise ProgramError(f"{argv[0]}: cannot be started ({exc.strerror or exc})") from None
-        try:
-            returncode: int | None = process.wait(timeout=timeout_s)
-            wall = time.perf_counter() - start
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            wall = time.perf_counter() - start
-            returncode, timed_out = None, True
-        except BaseException:  # Ctrl-C: take the program's whole group down with us
-            _kill_group(process)
-            raise
-    # A program that exits while children it started keep running: those are not its output.
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    return ProcessOutcome(returncode, wall, timed_out, _tail(stderr_path))
-
-
-def exit_text(returncode: int) -> str:
-    """'killed by signal SIGSEGV' or 'exited with status 3'."""
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"killed by {name}"
-    return f"exited with status {returncode}"
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:200] if lines else ""
+    return Program(path, launch, words)
 
 
 # -- one case -------------------------------------------------------------------------------------------
@@ -356,7 +275,7 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
             return judged
         assert outcome.returncode is not None
         if outcome.returncode != 0:
-            last = _last_line(outcome.stderr_tail)
+            last = last_line(outcome.stderr_tail)
             judged.verdict = CRASH
             judged.message = exit_text(outcome.returncode) + (f"; its last words: {last}" if last else "")
             return judged
@@ -422,8 +341,6 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
         judgement.cases = judgement.cases[: len(judgement.judged)]
     return judgement
 
-
-PROCESS_TIME_NOTE = "process wall-clock time (launch to exit, one run), not kernel time"
 
 
 def _cell(program: Program, judged: JudgedCase, device: str) -> Cell:

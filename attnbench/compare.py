@@ -367,6 +367,9 @@ def against(current: ResultSet, saved: ResultSet, same_within: float = DEFAULT_S
             continue
         if cell.status == REFUSED:
             rows.append(AgainstRow(cell.variant, cell.case, then, cell, None, REFUSED, False, cell.message))
+        elif cell.status == OK and cell.measurement is None:  # a whole program: no kernel time to compare
+            rows.append(AgainstRow(cell.variant, cell.case, then, cell, None, "-", False,
+                                   "a program: process time only, not compared"))
         elif cell.ok and then.ok:
             assert then.stats is not None and cell.stats is not None
             comparison = compare_stats(then.stats, cell.stats, same_within)

@@ -251,6 +251,14 @@ def test_compare_puts_a_program_beside_variants_with_process_time_only(cli, prog
     assert saved.variant("exe:attention").backend == "program"
     markdown = next((tmp_path / "res").glob("*.md")).read_text()
     assert "process " in markdown and "a program: no kernel time" in markdown
+    again = cli("compare", "--variants", f"exe:{programs['right']},cpu", "--cases", SMALL, "--against", saved.path,
+                "--no-save")
+    assert again.exit_code == 0, again.output
+    assert "STILL" not in again.output
+    from attnbench.compare import against
+
+    rows = {(row.variant, row.case): row for row in against(saved, saved).rows}
+    assert rows[("exe:attention", "odd_17x48")].note == "a program: process time only, not compared"
 
 
 def test_compare_refuses_a_missing_program_in_one_line(tmp_path):

@@ -87,7 +87,7 @@ def source_hash(variant: Variant) -> str | None:
     """sha256 of the variant's source and the shared header, for saved results."""
     if variant.source is None or variant.backend != "gpu":
         return None
-    digest = hashlib.sha256(source_text(variant).encode())
+    digest = hashlib.sha256(source_path(variant).read_text().encode())  # the file itself, wherever it lies
     digest.update((CUDA_DIR / "common.cuh").read_bytes())
     return digest.hexdigest()[:16]
 

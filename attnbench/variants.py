@@ -87,7 +87,7 @@ class Variant:
     report: str  # which report and section it reproduces, e.g. "004 §4.2.9"
     technique: str  # the technique this step adds, one line
     backend: Literal["gpu", "cpu", "torch", "program"] = "gpu"  # program: a whole executable (compare exe:PATH)
-    source: str | None = None  # file under cuda/
+    source: str | None = None  # file under cuda/, or an absolute path (user variants, programs)
     launches: tuple[Launch, ...] = ()
     constraints: Constraints = field(default_factory=Constraints)
     defines: Callable[[Shape], dict[str, int]] = lambda s: {}

@@ -98,3 +98,37 @@ def test_arbitrary_text_is_either_refused_or_integer_arithmetic(text):
     except ExpressionError:
         return
     assert type(value) is int
+
+
+def _formulas():
+    """Random formulas of the allowed grammar, as text."""
+    leaves = st.one_of(st.integers(min_value=0, max_value=10**6).map(str), st.sampled_from(["B", "N", "d"]))
+
+    def extend(inner):
+        binary = st.tuples(inner, st.sampled_from(["+", "-", "*", "//", "%"]), inner).map(
+            lambda t: f"({t[0]} {t[1]} {t[2]})")
+        calls = st.one_of(
+            st.tuples(inner, inner).map(lambda t: f"cdiv({t[0]}, {t[1]})"),
+            st.lists(inner, min_size=2, max_size=4).map(lambda xs: f"min({', '.join(xs)})"),
+            st.lists(inner, min_size=2, max_size=4).map(lambda xs: f"max({', '.join(xs)})"),
+        )
+        return st.one_of(binary, calls, inner.map(lambda x: f"-{x}"))
+
+    return st.recursive(leaves, extend, max_leaves=12)
+
+
+@given(text=_formulas(), B=small, N=small, d=small)
+def test_the_evaluator_agrees_with_python_arithmetic(text, B, N, d):
+    expression = parse_expression(text)  # every formula of the grammar is accepted
+    try:
+        want = eval(text, {"__builtins__": {}}, {"B": B, "N": N, "d": d, "cdiv": cdiv, "min": min, "max": max})
+    except ZeroDivisionError:
+        with pytest.raises(ExpressionError, match="division by zero"):
+            expression(B, N, d)
+        return
+    try:
+        got = expression(B, N, d)
+    except ExpressionError as exc:  # only for values beyond 64 bits somewhere on the way
+        assert "64 bits" in str(exc)
+        return
+    assert got == want

@@ -98,7 +98,7 @@ def judge(program: str, case_selector: str, launcher: str | None, limits_spec: s
 
     result = judging.judge_results(judgement, collect(None, False, _command_line()))
     where = f" via {' '.join(prog.launcher)}" if prog.launcher else ""
-    console.print(scoreboard_table(judgement, f"judge {prog.label}{where}"))
+    console.print(scoreboard_table(judgement, escape(f"judge {prog.label}{where}")))
     console.print(f"times: {judging.PROCESS_TIME_NOTE}; limits: {limits.describe()}", highlight=False)
     console.print(judgement.summary(), highlight=False)
     if not no_save and judgement.judged:

@@ -55,15 +55,18 @@ def script(tmp_path: Path, name: str, body: str) -> Path:
 
 
 def test_the_c_example_passes_small_course_cases_and_saves_a_judge_result(cli, programs, tmp_path):
-    result = cli("judge", programs["right"], "--cases", f"t01,{SMALL}", "--results-dir", tmp_path / "res")
+    limits = tmp_path / "limits.toml"  # generous: this test must not depend on the machine's load
+    limits.write_text("t01 = 60\n")
+    result = cli("judge", programs["right"], "--cases", f"t01,{SMALL}", "--time-limits", limits,
+                 "--results-dir", tmp_path / "res")
     assert result.exit_code == 0, result.output
     assert "3 of 3 cases passed" in result.output
-    assert "GTX 1080" in result.output and "not kernel time" in result.output
+    assert "not kernel time" in result.output
     saved = results.load(next((tmp_path / "res").glob("*.json")))
     assert saved.kind == "judge" and saved.variant_names == ["attention"]
     assert [c.status for c in saved.cells] == ["ok", "ok", "ok"]
     t01 = saved.cell("attention", "t01")
-    assert t01.extra["limit_s"] == 2.0 and t01.measurement.kernel.count == 1
+    assert t01.extra["limit_s"] == 60.0 and t01.measurement.kernel.count == 1
     assert t01.measurement.compute_s == pytest.approx(t01.extra["wall_s"])
     assert (tmp_path / "res").joinpath(saved.path.stem + ".md").read_text().count("PASS") == 3
     from attnbench.report import write_report
@@ -78,6 +81,7 @@ def test_one_element_off_fails_and_names_the_worst_element(cli, programs, tmp_pa
     # -DOFF_BY_ONE adds 0.01 at (batch B-1, row N/2, col 0): odd_100x32 has B=5, N=100
     text = " ".join(result.output.split())
     assert "WRONG" in text and "0 of 2 cases passed" in text
+    assert "set for a GTX 1080, not for this machine" in text  # the course's limits, by default
     judged = _judge_directly(programs["off"], "odd_100x32")
     assert judged.verdict == judging.WRONG_ANSWER
     assert (judged.check.worst.batch, judged.check.worst.row, judged.check.worst.col) == (4, 50, 0)
@@ -251,7 +255,8 @@ def test_compare_puts_a_program_beside_variants_with_process_time_only(cli, prog
     assert saved.variant("exe:attention").backend == "program"
     markdown = next((tmp_path / "res").glob("*.md")).read_text()
     assert "process " in markdown and "a program: no kernel time" in markdown
-    again = cli("compare", "--variants", f"exe:{programs['right']},cpu", "--cases", SMALL, "--against", saved.path,
+    # the program alone: the cpu variant's single samples could differ beyond their (zero) noise
+    again = cli("compare", "--variants", f"exe:{programs['right']}", "--cases", SMALL, "--against", saved.path,
                 "--no-save")
     assert again.exit_code == 0, again.output
     assert "STILL" not in again.output

@@ -93,6 +93,20 @@ class TimingOptions:
         return policy
 
 
+def variants_from(selector: str | Sequence[str]) -> list[Variant]:
+    """Variants by name, group (`all`, `ladder`), the torch peer, or a whole program as `exe:PATH`."""
+    from attnbench.bench.programs import EXE_PREFIX, program_variant
+
+    parts = [p.strip() for p in (selector.split(",") if isinstance(selector, str) else selector) if p.strip()]
+    chosen: list[Variant] = []
+    for part in parts:
+        found = [program_variant(part)] if part.startswith(EXE_PREFIX) else variants_for(part)
+        chosen.extend(v for v in found if v not in chosen)
+    if not chosen:
+        variants_for("")  # the one-line refusal of an empty selection
+    return chosen
+
+
 def open_gpu(device: int = 0) -> Any:
     """The CUDA device `device` with its primary context current (GpuUnavailable in one sentence)."""
     from attnbench.backends.gpu import Gpu
@@ -106,7 +120,7 @@ def open_gpu_for(variants: Sequence[Variant], device: int = 0) -> Any | None:
         from attnbench.backends.torch_peer import import_torch
 
         import_torch()
-    if any(v.backend != "cpu" for v in variants):
+    if any(v.backend in ("gpu", "torch") for v in variants):
         return open_gpu(device)
     return None
 
@@ -221,9 +235,10 @@ def compare(
 
     `before_run(gpu, inputs)` runs after the GPU opens and before any cell (for refusing an
     incomparable saved run early)."""
-    chosen = variants_for(variants if isinstance(variants, str) else ",".join(variants))
+    chosen = variants_from(variants)
     inputs = inputs_for(cases if isinstance(cases, str) else ",".join(cases))
     names = [v.name for v in chosen]
+    timed = [v.name for v in chosen if v.backend != "program"]  # a program has no kernel time to compare
     if baseline is not None and baseline not in names:
         raise _usage(f"--baseline {baseline} is not among --variants ({', '.join(names)})")
     gpu = open_gpu_for(chosen, device)
@@ -232,7 +247,7 @@ def compare(
     settings = MatrixSettings(policy=timing.policy_for, check=course_check(atol, rtol))
     infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
     rule = f"|out - ref| <= {atol:g}" + (f" + {rtol:g}*|ref|" if rtol else "") + " per element, float64 reference"
-    return assemble("compare", chosen, infos, cells, gpu, timing.record(), baseline or names[0],
+    return assemble("compare", chosen, infos, cells, gpu, timing.record(), baseline or (timed or names)[0],
                     {"atol": atol, "rtol": rtol, "same_within": same_within, "check_rule": rule}, command)
 
 

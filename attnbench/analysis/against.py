@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN, TimeComparison, Verdict, compare_stats, is_regression
 from attnbench.cases.inputs import BenchInput, CaseInfo, SuiteInput
 from attnbench.errors import ResultsError
-from attnbench.results.resultset import REFUSED, Cell, ResultSet
+from attnbench.results.resultset import OK, REFUSED, Cell, ResultSet
 
 NOW_WRONG, STILL_WRONG, FIXED, NEW, GONE = "NOW WRONG", "STILL WRONG", "FIXED", "NEW", "NOT RUN"
 
@@ -124,6 +124,9 @@ def against(current: ResultSet, saved: ResultSet, same_within: float = DEFAULT_S
             continue
         if cell.status == REFUSED:
             rows.append(AgainstRow(cell.variant, cell.case, then, cell, None, REFUSED, False, cell.message))
+        elif cell.status == OK and cell.measurement is None:  # a whole program: no kernel time to compare
+            rows.append(AgainstRow(cell.variant, cell.case, then, cell, None, "-", False,
+                                   "a program: process time only, not compared"))
         elif cell.ok and then.ok:
             assert then.stats is not None and cell.stats is not None
             comparison = compare_stats(then.stats, cell.stats, same_within)

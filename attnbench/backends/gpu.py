@@ -13,7 +13,7 @@ from typing import Any
 
 from attnbench.cases.testcase import Shape
 from attnbench.errors import GpuUnavailable, KernelCompileError, KernelLaunchError
-from attnbench.kernels.nvcc import compile_options, include_dirs, source_file, source_text
+from attnbench.kernels.nvcc import compile_options, compile_source, include_dirs, source_file, source_label
 from attnbench.kernels.variant import Variant
 
 # FP32 lanes per SM by compute capability, for the FP32 peak (2 FLOPs per lane per clock).
@@ -184,11 +184,11 @@ class Gpu:
         key = (variant.name, str(source_file(variant)), tuple(options))
         if key in self._modules:
             return self._modules[key]
-        where = variant.source if variant.source_path is None else str(variant.source_path)
+        where = source_label(variant)
         start = time.perf_counter()
         try:
             module = SourceModule(
-                source_text(variant),
+                compile_source(variant),
                 options=options,
                 arch=variant.arch or self.arch,
                 include_dirs=[str(folder) for folder in include_dirs(variant)],
@@ -228,6 +228,15 @@ class Gpu:
                 f"kernel {kernel} needs {nbytes} bytes of shared memory; {self.name} allows {limit} per block"
             )
         function.set_attribute(self.driver.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+
+    def context_error(self) -> str | None:
+        """None while the context works; else the driver's words (a kernel fault ends a context for good)."""
+        try:
+            self.driver.Context.synchronize()
+            self.driver.mem_get_info()
+        except self.driver.Error as exc:
+            return str(exc)
+        return None
 
     def throttle_reasons(self) -> list[str]:
         """Active clock-throttle reasons from NVML (empty when NVML is unavailable)."""

@@ -67,7 +67,14 @@ class GpuExecution:
         self._buffers: dict[str, Any] = {}
         self._records: list[_LaunchRecord] = []
         self._prepared: set[str] = set()
-        self._pointers: tuple[int, int, dict[str, int]] = (0, 0, {})
+        self._pointers: tuple[dict[str, int], int, dict[str, int]] = ({}, 0, {})
+        # Layout "separate": Q, K and V de-interleaved on the host here, before anything is timed, so the
+        # timed upload copies the same bytes as the interleaved layout, in three contiguous copies.
+        self._host_inputs: dict[str, np.ndarray] = {}
+        if self.testcase is not None:
+            qkv = self.testcase.qkv
+            self._host_inputs = ({name: np.ascontiguousarray(qkv[:, i]) for i, name in enumerate(("q", "k", "v"))}
+                                 if variant.layout == "separate" else {"qkv": qkv})
 
     # -- memory ------------------------------------------------------------------------------
     def _choose_chunk(self) -> int:
@@ -104,24 +111,26 @@ class GpuExecution:
     def allocate(self) -> None:
         """Allocate device buffers, poison the output and plan the launches (no input copied yet)."""
         shape = self.shape
-        qkv = self._alloc("qkv", 3 * shape.output_bytes)
+        names = ("q", "k", "v") if self.variant.layout == "separate" else ("qkv",)
+        inputs = {name: self._alloc(name, (1 if len(names) == 3 else 3) * shape.output_bytes) for name in names}
         out = self._alloc("out", shape.output_bytes)
         chunk_shape = Shape(self.chunk, shape.N, shape.d)
         workspace = {name: self._alloc(name, size(chunk_shape)) for name, size in self.variant.workspace.items()}
         self.driver.memset_d32(out, POISON_BITS, shape.elements)
-        self._pointers = (int(qkv), int(out), {k: int(v) for k, v in workspace.items()})
+        self._pointers = ({k: int(v) for k, v in inputs.items()}, int(out), {k: int(v) for k, v in workspace.items()})
         self._records = self.launch_records(0, shape.B)
 
     def upload(self) -> None:
         """Allocate device buffers, copy the input over and poison the output."""
         assert self.testcase is not None, "upload needs the testcase in host memory"
         self.allocate()
-        self.driver.memcpy_htod(self._buffers["qkv"], self.testcase.qkv)
+        for name, array in self._host_inputs.items():
+            self.driver.memcpy_htod(self._buffers[name], array)
 
     @property
     def device_input(self) -> int:
-        """Address of the device copy of Q, K, V (item b at + 12*b*N*d bytes)."""
-        return self._pointers[0]
+        """Address of the device copy of Q, K, V (item b at + 12*b*N*d bytes); the interleaved layout only."""
+        return self._pointers[0]["qkv"]
 
     @property
     def device_output(self) -> int:
@@ -133,10 +142,11 @@ class GpuExecution:
 
         Each item's result does not depend on which launch computes it, so any split of the batch gives
         the same bits (the GPU tests hold the pipelined path to that)."""
-        qkv, out, workspace = self._pointers
-        return self._plan(qkv, out, workspace, b0, b1)
+        inputs, out, workspace = self._pointers
+        return self._plan(inputs, out, workspace, b0, b1)
 
-    def _plan(self, qkv: int, out: int, workspace: dict[str, int], first: int, end: int) -> list[_LaunchRecord]:
+    def _plan(self, inputs: dict[str, int], out: int, workspace: dict[str, int], first: int,
+              end: int) -> list[_LaunchRecord]:
         shape = self.shape
         N, d = shape.N, shape.d
         scalars: dict[str, Any] = {
@@ -152,9 +162,11 @@ class GpuExecution:
             values = {
                 **scalars,
                 **workspace,
+                # qkv holds 3*N*d floats per batch item; q, k and v N*d each
+                **{name: pointer + 4 * b0 * (3 if name == "qkv" else 1) * N * d for name, pointer in inputs.items()},
                 "B": np.int32(count),
-                "qkv": qkv + 4 * b0 * 3 * N * d,
                 "out": out + 4 * b0 * N * d,
+                "o": out + 4 * b0 * N * d,
             }
             geometry = []
             for launch in self.variant.launches:
@@ -221,3 +233,4 @@ class GpuExecution:
                 pass
         self._buffers.clear()
         self._records = []
+        self._host_inputs = {}

@@ -131,8 +131,12 @@ def driver_version(gpu: Any) -> str:
 
 
 def cached_for(gpu: Any) -> CeilingSet | None:
-    """The cached set for an open attnbench.gpu.Gpu under the driver running now."""
-    return load_cached(gpu.name, driver_version(gpu))
+    """The cached set for an open attnbench.gpu.Gpu under the driver running now (None when the driver
+    cannot say which it is: the ceilings only annotate a measurement)."""
+    try:
+        return load_cached(gpu.name, driver_version(gpu))
+    except Exception:
+        return None
 
 
 def newest_for_name(name: str | None) -> CeilingSet | None:

@@ -19,7 +19,7 @@ the budget allows, say), and the caller runs the unpipelined path instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from attnbench.cases.inputs import BenchInput
@@ -140,4 +140,7 @@ def plan_for_input(bench_input: BenchInput, variant: Variant, keep_output: bool)
     path = getattr(bench_input, "path", None)
     if variant.backend != "gpu" or path is None or not Path(path).is_file():
         return None
-    return plan_chunks(bench_input.shape, keep_output, host_available=available_host_bytes())
+    plan = plan_chunks(bench_input.shape, keep_output, host_available=available_host_bytes())
+    if variant.layout == "separate":  # the ring streams interleaved items; q, k, v buffers are filled whole
+        return replace(plan, refusal=f"{variant.name} takes separate q, k, v arrays, which the pipeline does not stream")
+    return plan

@@ -13,6 +13,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from attnbench.bench.ceilings import cached_for
+from attnbench.bench.programs import program_cell
 from attnbench.bench.runner import Timer, run_variant
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
@@ -105,19 +106,21 @@ def run_matrix(
     listener.start(len(variants) * len(inputs), sum(work.values()))
     infos: list[CaseInfo] = []
     cells: list[Cell] = []
+    lost: str | None = None  # why the CUDA context is gone (a kernel fault): the remaining cells are not run
     for bench_input in inputs:
         takers = [v for v in variants if refusal(v, bench_input.shape) is None]
         testcase = reference = None
-        if takers:
+        if takers and not lost:
             testcase = bench_input.load(listener.progress)
             infos.append(bench_input.info(testcase))
             reference = bench_input.reference(testcase, listener.progress)
         else:  # nothing to run: do not generate or load it
-            infos.append(CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "", "every variant refused it"))
+            infos.append(CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "",
+                                  lost or "every variant refused it"))
         for variant in variants:
             reason = refusal(variant, bench_input.shape)
-            if reason is not None:
-                cell = Cell(variant.name, bench_input.label, REFUSED, reason)
+            if reason is not None or lost:
+                cell = Cell(variant.name, bench_input.label, REFUSED if reason else ERROR, reason or lost or "")
                 listener.cell_finished(cell, 0.0)
                 cells.append(cell)
                 continue
@@ -125,16 +128,23 @@ def run_matrix(
             cell = _run_cell(variant, bench_input.label, testcase, reference, gpu, settings)
             listener.cell_finished(cell, work[(variant.name, bench_input.label)])
             cells.append(cell)
+            if cell.status == ERROR and gpu is not None and variant.backend in ("gpu", "torch"):
+                broken = gpu.context_error()
+                if broken is not None:
+                    lost = (f"not run: the CUDA context was lost after {variant.name} failed on {bench_input.label} "
+                            f"({broken})")
         del testcase, reference
     return infos, cells
 
 
 def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: Any | None,
               settings: MatrixSettings) -> Cell:
+    if variant.backend == "program":  # a whole program: process time and its output's check, no kernel time
+        return program_cell(variant, label, testcase, reference, settings.check, failure_summary)
     extra: dict[str, Any] = {}
-    if variant.backend == "gpu":
-        extra["defines"] = variant.defines(testcase.shape)
     try:
+        if variant.backend == "gpu":  # inside the try: a user's bad formula is this cell's ERROR
+            extra["defines"] = variant.defines(testcase.shape)
         run = run_variant(variant, testcase, label, gpu, settings.policy(variant),
                           lambda output: settings.check(output, reference), gate=True, keep_output=False,
                           timer=settings.timer)

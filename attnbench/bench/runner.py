@@ -25,6 +25,7 @@ from attnbench.bench.sampler import TimingPolicy, measure, sample_execution, tim
 from attnbench.bench.verify import FiniteCheck, finite_check
 from attnbench.cases.streaming import TestcaseFile
 from attnbench.cases.testcase import Shape, Testcase
+from attnbench.errors import KernelLaunchError
 from attnbench.files import atomic_write
 from attnbench.kernels.variant import Variant
 from attnbench.results.measurement import Measurement
@@ -53,6 +54,14 @@ def _first_pass(execution: Execution) -> tuple[np.ndarray, float]:
     execution.run_pass()
     output = execution.download()
     return output, time.perf_counter() - start
+
+
+def _first_pass_naming(execution: Execution, case_label: str) -> tuple[np.ndarray, float]:
+    """The first pass; a failed kernel also names the case (the user may have run several)."""
+    try:
+        return _first_pass(execution)
+    except KernelLaunchError as exc:
+        raise KernelLaunchError(f"{exc} (case {case_label})") from None
 
 
 def _time(execution: Execution, variant: Variant, policy: TimingPolicy, compute_s: float,
@@ -107,7 +116,7 @@ def run_variant(
     """
     execution = make_execution(variant, testcase, gpu, policy.flush_l2)
     try:
-        output, compute_s = _first_pass(execution)
+        output, compute_s = _first_pass_naming(execution, case_label)
         result = check(output) if check is not None else finite_check(output)
         if not keep_output:
             output = None

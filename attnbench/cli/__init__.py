@@ -57,7 +57,8 @@ def main() -> None:
     """
 
 
-from attnbench.cli import matrix_commands, profile_commands, single_commands  # noqa: E402
+from attnbench.cli import judge_commands, matrix_commands, profile_commands, single_commands  # noqa: E402
 
-for _command in (*single_commands.COMMANDS, *matrix_commands.COMMANDS, *profile_commands.COMMANDS):
+for _command in (*single_commands.COMMANDS, *matrix_commands.COMMANDS, *profile_commands.COMMANDS,
+                 *judge_commands.COMMANDS):
     main.add_command(_command)

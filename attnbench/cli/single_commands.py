@@ -129,7 +129,7 @@ def verify(out: str, ref: str, case: str | None, atol: float, rtol: float, as_js
               help="Head dimension to compile for (figures depend on d).")
 @click.option("--wide", is_flag=True, help="Also show each variant's technique and constraints.")
 def list_variants(resources: bool, head_dim: int, wide: bool) -> None:
-    """List the built-in variants in ladder order, with what each adds and what it accepts.
+    """List the built-in variants in ladder order, then yours (attnbench.toml), with what each adds and takes.
 
     With nvcc present, each kernel's registers, shared memory (static + dynamic) and spill bytes are shown
     for the GPU found (sm_90 when there is none).
@@ -138,9 +138,10 @@ def list_variants(resources: bool, head_dim: int, wide: bool) -> None:
     Example:
       attnbench list --head-dim 32
     """
-    from attnbench.kernels.catalogue import REGISTRY
+    from attnbench.kernels.catalogue import all_variants
     from attnbench.kernels.nvcc import nvcc_path, report_all
 
+    variants = all_variants()
     figures = {}
     arch = "sm_90"
     if resources and nvcc_path():
@@ -148,8 +149,8 @@ def list_variants(resources: bool, head_dim: int, wide: bool) -> None:
 
         if gpu_probe() is None:
             arch = api.open_gpu(0).arch
-        figures = report_all([v for v in REGISTRY.values() if v.backend == "gpu"], head_dim, arch)
-    print_table(tables.variants_table(REGISTRY.values(), figures, arch), wide=wide or None)
+        figures = report_all([v for v in variants if v.backend == "gpu"], head_dim, arch)
+    print_table(tables.variants_table(variants, figures, arch), wide=wide or None)
 
 
 COMMANDS = (gen, cases, run, verify, list_variants)

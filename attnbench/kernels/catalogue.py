@@ -26,13 +26,25 @@ for _variant in (*ladder_004.VARIANTS, *other_reports.VARIANTS):
     register(_variant)
 
 
+def all_variants() -> list[Variant]:
+    """The built-ins in ladder order, then the user's from the working directory's attnbench.toml."""
+    from attnbench.kernels.user import user_variants  # the user's launch facts refer back to REGISTRY's names
+
+    return [*REGISTRY.values(), *user_variants()]
+
+
 def get_variant(name: str) -> Variant:
-    """Look a variant up by name; an unknown name lists the known ones."""
-    try:
+    """Look a variant up by name, then among the user's (attnbench.toml, or a kernel file's path);
+    an unknown name lists the known ones."""
+    if name in REGISTRY:
         return REGISTRY[name]
-    except KeyError:
-        known = ", ".join(REGISTRY)
-        raise UnknownName(f"no variant named {name!r}; known variants: {known}") from None
+    from attnbench.kernels.user import find_user_variant, user_variants
+
+    found = find_user_variant(name)
+    if found is not None:
+        return found
+    known = ", ".join([*REGISTRY, *(v.name for v in user_variants())])
+    raise UnknownName(f"no variant named {name!r}; known variants: {known}")
 
 
 def gpu_variants() -> list[Variant]:
@@ -72,7 +84,8 @@ LADDER_VARIANTS = (
 
 
 def variants_for(selector: str) -> list[Variant]:
-    """Variants named by a comma list: names, `all` (every GPU variant), `ladder`, `torch`."""
+    """Variants named by a comma list: names, `all` (every GPU variant), `ladder`, `torch` (programs, `exe:PATH`,
+    are the bench layer's: see attnbench.api.variants_from)."""
     chosen: list[Variant] = []
     for part in (p.strip() for p in selector.split(",") if p.strip()):
         if part == "all":

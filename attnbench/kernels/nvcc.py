@@ -52,7 +52,24 @@ def source_file(variant: Variant) -> Path:
     if variant.source_path is not None:
         return variant.source_path
     assert variant.source is not None, f"{variant.name} has no CUDA source"
-    return kernel_dir() / variant.source
+    return kernel_dir() / variant.source  # an absolute source (a user's kernel) stays as it is
+
+
+def is_users(variant: Variant) -> bool:
+    """A kernel file outside the package: messages and nvcc name the user's own path."""
+    return variant.source_path is not None or Path(str(variant.source)).is_absolute()
+
+
+def source_label(variant: Variant) -> str:
+    """The source as messages name it: cuda/naive.cu, or the user's path."""
+    return str(source_file(variant)) if is_users(variant) else f"cuda/{variant.source}"
+
+
+def compile_source(variant: Variant) -> str:
+    """The text handed to the run-time compiler: a user's file starts with a #line directive, so nvcc's
+    messages name the user's file and line, not a temporary one."""
+    text = source_text(variant)
+    return f'#line 1 "{source_file(variant)}"\n{text}' if is_users(variant) else text
 
 
 def include_dirs(variant: Variant) -> list[Path]:
@@ -67,7 +84,7 @@ def source_text(variant: Variant) -> str:
 
 def source_hash(variant: Variant) -> str | None:
     """sha256 of the variant's source and the shared header, for saved results."""
-    if variant.source is None and variant.source_path is None:
+    if variant.backend != "gpu" or (variant.source is None and variant.source_path is None):
         return None
     digest = hashlib.sha256(source_text(variant).encode())
     digest.update((kernel_dir() / "common.cuh").read_bytes())
@@ -101,7 +118,7 @@ def variant_info(variant: Variant, arch: str | None = None) -> VariantInfo:
         digest = source_hash(variant)
     except OSError:
         digest = None
-    source = variant.source if variant.source_path is None else str(variant.source_path)
+    source = str(source_file(variant)) if variant.backend == "gpu" and is_users(variant) else variant.source
     return VariantInfo(variant.name, variant.report, variant.technique, variant.backend, source, digest,
                        options, variant.accuracy)
 

@@ -5,7 +5,8 @@ each launch from a Variant alone; no code elsewhere branches on a variant name.
 
 Kernel ABI (every `extern "C" __global__` kernel): arguments are named in `Launch.args` and taken from
   qkv         const float*  the chunk's first batch item; item b's Q at qkv + b*3*N*d, K at +N*d, V at +2*N*d
-  out         float*        the chunk's output; item b's O at out + b*N*d
+  out         float*        the chunk's output; item b's O at out + b*N*d (also named `o`)
+  q, k, v     const float*  with layout "separate" instead of qkv: each the chunk's B x N x d array
   B, N, d     int           batch items in this chunk, sequence length, head dimension
   scale       float         1/sqrt(d)
   scale_log2  float         log2(e)/sqrt(d), for exp2f
@@ -85,7 +86,7 @@ class Variant:
     name: str
     report: str  # which report and section it reproduces, e.g. "004 §4.2.9"
     technique: str  # the technique this step adds, one line
-    backend: Literal["gpu", "cpu", "torch"] = "gpu"
+    backend: Literal["gpu", "cpu", "torch", "program"] = "gpu"  # program: a whole executable (compare exe:PATH)
     source: str | None = None  # file under the built-in kernel folder, or `source_path` for a user's
     source_path: Path | None = None  # a kernel file outside the package (a user variant)
     launches: tuple[Launch, ...] = ()
@@ -102,6 +103,9 @@ class Variant:
     # What it runs on, so a measured ceiling applies (`attnbench ceilings`): FP32 FFMA, tensor cores in
     # TF32 (1x) or 3xTF32 (a third of the TF32 rate), or memory-bound (DRAM bandwidth).
     unit: Literal["ffma", "tf32x3", "wgmma3x", "tensor", "memory"] = "ffma"
+    # "qkv": one interleaved input pointer (Q K V per batch item, as the file stores them);
+    # "separate": q, k, v pointers, each a contiguous B x N x d array, as most course kernels take them.
+    layout: Literal["qkv", "separate"] = "qkv"
     # An architecture the variant must be built for and can only run on (sm_90a: Hopper's wgmma);
     # None builds for the GPU at hand.
     arch: str | None = None

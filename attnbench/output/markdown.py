@@ -8,7 +8,7 @@ from attnbench.analysis.ladder import has_ladder, ladder_steps, load_claims
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.analysis.view import MatrixView
 from attnbench.output.table import TableModel
-from attnbench.output.tables import grouped_notes, ladder_table, matrix_tables
+from attnbench.output.tables import grouped_notes, ladder_table, matrix_tables, scoreboard_table
 from attnbench.results.resultset import ResultSet
 
 
@@ -58,7 +58,9 @@ def environment_lines(result: ResultSet) -> list[str]:
     commit_text = f"{commit[:12]}{' (with uncommitted changes)' if git.get('dirty') else ''}" if commit else "unknown"
     lines.append(f"- attnbench {meta.get('attnbench_version')}, commit {commit_text}, {meta.get('date')}")
     policy = result.policy
-    if policy and not gpu:
+    if result.kind == "judge":
+        lines.append(f"- timing: {policy.get('timing')}; {result.settings.get('time_limits')}")
+    elif policy and not gpu:
         lines.append("- timing: host wall time per pass (the cpu variant: its first pass, plus --reps passes if asked)")
     elif policy:
         if policy.get("reps"):
@@ -162,8 +164,17 @@ def result_section(result: ResultSet, heading: str, same_within: float, level: i
     lab = lab_section(result)
     if lab:
         parts.append(lab)
+    if result.kind == "judge":  # whole programs: a scoreboard of process times, no kernel tables
+        parts.append(judge_section(result, level))
+        return parts
     parts.append(matrix_sections(result, same_within, level))
     return parts
+
+
+def judge_section(result: ResultSet, level: int = 2) -> str:
+    """The judge's scoreboard and its count of passed cases."""
+    passed = sum(cell.status == "ok" for cell in result.cells)
+    return f"{render(scoreboard_table(result, 'Scoreboard'), level)}\n\n{passed} of {len(result.cells)} cases passed"
 
 
 def markdown_document(result: ResultSet, same_within: float = DEFAULT_SAME_WITHIN) -> str:

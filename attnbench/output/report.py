@@ -54,7 +54,7 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
     ]
     for index, result in enumerate(results, 1):
         section = result_section(result, f"{index}. ", same_within, level=3)
-        if can_plot:
+        if can_plot and result.kind != "judge":  # a judge has process times only: no plots
             stem = f"{out.stem}_{index}"
             images = []
             if result.kind == "sweep":

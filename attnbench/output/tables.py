@@ -17,7 +17,7 @@ from attnbench.kernels.variant import Variant
 from attnbench.output.course_clock_rows import course_clock_rows
 from attnbench.output.table import BAD, DIM, GOOD, Column, TableModel, Text, columns
 from attnbench.results.measurement import Measurement
-from attnbench.results.resultset import ERROR, REFUSED, WRONG, Cell, ResultSet
+from attnbench.results.resultset import ERROR, OK, REFUSED, WRONG, Cell, ResultSet
 from attnbench.results.verification import VerifyReport
 
 
@@ -106,8 +106,16 @@ def status_text(cell: Cell | None) -> Text | None:
     return None
 
 
+def is_program_cell(cell: Cell | None) -> bool:
+    """A whole program's cell in a compare (exe:PATH): a checked output and a process time, no kernel time."""
+    return cell is not None and cell.status == OK and "process_s" in cell.extra
+
+
 def _timed_text(cell: Cell | None, text: Callable[[Measurement], str]) -> Text:
     """A timed cell's figure, or its status when it has no time."""
+    if is_program_cell(cell):
+        assert cell is not None
+        return Text(f"process {cell.extra['process_s']:.3f} s" if text is _time_figure else "-", DIM)
     status = status_text(cell)
     if status is not None:
         return status
@@ -115,8 +123,12 @@ def _timed_text(cell: Cell | None, text: Callable[[Measurement], str]) -> Text:
     return Text(text(cell.measurement))
 
 
+def _time_figure(m: Measurement) -> str:
+    return f"{format_ms(m.kernel.median)} {noise_text(m.kernel.noise)}"
+
+
 def time_text(cell: Cell | None) -> Text:
-    return _timed_text(cell, lambda m: f"{format_ms(m.kernel.median)} {noise_text(m.kernel.noise)}")
+    return _timed_text(cell, _time_figure)
 
 
 def tflops_text(cell: Cell | None) -> Text:
@@ -129,7 +141,10 @@ def speedup_text(view: MatrixView, variant: str, case: str) -> Text:
     if comparison is not None:
         verdict = comparison.verdict.value
         return Text(f"{comparison.describe_speedup()} {verdict}", {"FASTER": GOOD, "SLOWER": BAD}.get(verdict, ""))
-    return status_text(view.result.cell(variant, case)) or Text("- (no baseline time)")
+    cell = view.result.cell(variant, case)
+    if is_program_cell(cell):
+        return Text("- (a program: no kernel time)", DIM)
+    return status_text(cell) or Text("- (no baseline time)")
 
 
 def by_case(result: ResultSet) -> bool:
@@ -258,6 +273,26 @@ def grouped_notes(result: ResultSet) -> list[str]:
         shown = ", ".join(where[:6]) + (f" and {len(where) - 6} more" if len(where) > 6 else "")
         lines.append(f"warning ({shown}): {warning}")
     return lines
+
+
+# -- the judge ---------------------------------------------------------------------------------------------
+def scoreboard_table(result: ResultSet, title: str) -> TableModel:
+    """The judge's scoreboard: one row per case with its verdict, process time, limit and slack."""
+    table = TableModel(title, [Column("case"), Column("B x N x d", right=True), Column("result"),
+                               Column("time", right=True), Column("limit", right=True), Column("slack", right=True)])
+    for cell in result.cells:
+        case = result.case(cell.case)
+        shape = f"{case.shape.B}x{case.shape.N}x{case.shape.d}" if case else "-"
+        verdict = str(cell.extra.get("verdict", cell.status))
+        wall, limit, timeout = cell.extra.get("wall_s"), cell.extra.get("limit_s"), cell.extra.get("timeout_s")
+        time = format_s(wall) if wall is not None else (f"> {timeout:g} s" if timeout else "-")  # killed there
+        slack = "-"
+        if wall is not None and limit is not None:
+            slack = f"{limit - wall:.2f} s left" if wall <= limit else f"{wall - limit:.2f} s over"
+        table.add_row(cell.case, shape, Text(f"{verdict} {cell.message}".strip(), GOOD if verdict == "PASS" else BAD),
+                      time, "-" if limit is None else f"{limit:g} s",
+                      Text(slack, BAD if slack.endswith("over") else ""))
+    return table
 
 
 # -- against a saved run -------------------------------------------------------------------------------------

@@ -1,0 +1,175 @@
+"""Whole programs: run one as `PROGRAM IN OUT` in its own process group and wall-clock the process.
+
+The judge runs programs this way, and so does compare for a program among its variants
+(`--variants exe:./hw4,tf32x3`): a program is a black box with process time only, so its cells carry
+that time and the check of its output, but no kernel time, no TFLOP/s and no speedups.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from attnbench.cases.testcase import Testcase, read_output, write_testcase
+from attnbench.errors import AttnbenchError, TestcaseError
+from attnbench.kernels.variant import Variant
+from attnbench.results.resultset import ERROR, OK, WRONG, Cell
+
+EXE_PREFIX = "exe:"
+NO_LIMIT_TIMEOUT_S = 300.0  # a program without a limit is still killed after this
+PROCESS_TIME_NOTE = "process wall-clock time (launch to exit, one run), not kernel time"
+_TAIL_BYTES = 2000
+
+
+class ProgramError(AttnbenchError):
+    """The program, its argument template or the time-limits file cannot be used."""
+
+    exit_code = 2
+
+
+def check_program(program: str) -> Path:
+    """The program's absolute path, after checking it exists and may be run; one line naming it if not."""
+    path = Path(program)
+    if not path.exists():
+        raise ProgramError(f"{program}: no such program")
+    if path.is_dir():
+        raise ProgramError(f"{program}: is a folder, not a program")
+    if not os.access(path, os.X_OK):
+        raise ProgramError(f"{program}: is not executable (chmod +x {shlex.quote(program)}, or build it first)")
+    return path.resolve()
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    """How one run of the program ended."""
+
+    returncode: int | None  # None when it was killed at the timeout
+    wall_s: float
+    timed_out: bool
+    stderr_tail: str
+
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, path.stat().st_size - _TAIL_BYTES))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+
+
+def run_process(argv: Sequence[str], cwd: Path, timeout_s: float) -> ProcessOutcome:
+    """Run argv in its own process group; wall-clock it from launch to exit; kill the group at the timeout."""
+    stdout_path, stderr_path = cwd / ".judge_stdout", cwd / ".judge_stderr"
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        start = time.perf_counter()
+        try:
+            process = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                       start_new_session=True)
+        except OSError as exc:
+            raise ProgramError(f"{argv[0]}: cannot be started ({exc.strerror or exc})") from None
+        try:
+            returncode: int | None = process.wait(timeout=timeout_s)
+            wall = time.perf_counter() - start
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            wall = time.perf_counter() - start
+            returncode, timed_out = None, True
+        except BaseException:  # Ctrl-C: take the program's whole group down with us
+            _kill_group(process)
+            raise
+    # A program that exits while children it started keep running: those are not its output.
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    return ProcessOutcome(returncode, wall, timed_out, _tail(stderr_path))
+
+
+def exit_text(returncode: int) -> str:
+    """'killed by signal SIGSEGV' or 'exited with status 3'."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exited with status {returncode}"
+
+
+def last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:200] if lines else ""
+
+
+# -- a program beside kernels in a compare -------------------------------------------------------------
+def program_variant(spec: str) -> Variant:
+    """`exe:PATH` as a variant of backend "program" (checked now, before anything runs)."""
+    path = check_program(spec[len(EXE_PREFIX):])
+    return Variant(
+        name=f"{EXE_PREFIX}{path.name}",
+        report="program",
+        technique=f"a whole program run as {path.name} IN OUT: {PROCESS_TIME_NOTE}",
+        backend="program",
+        source=str(path),
+    )
+
+
+def _input_file(testcase: Testcase, folder: Path, label: str) -> Path:
+    """The case's input file: the one it was read from, or a copy written now for one made in memory."""
+    if testcase.path is not None and Path(testcase.path).is_file():
+        return Path(testcase.path).resolve()
+    path = folder / f"{label}.in"
+    write_testcase(path, testcase)
+    return path
+
+
+def program_cell(variant: Variant, label: str, testcase: Testcase, reference: np.ndarray,
+                 check: Callable[[np.ndarray, np.ndarray], Any], summarize: Callable[[Any], str],
+                 timeout_s: float = NO_LIMIT_TIMEOUT_S) -> Cell:
+    """Run the program once on the case, check its output: ok, wrong or error, with its process time."""
+    assert variant.source is not None
+    with tempfile.TemporaryDirectory(prefix=f"attnbench-program-{label}-") as tmp:
+        folder = Path(tmp)
+        input_path, output_path = _input_file(testcase, folder, label), folder / f"{label}.out"
+        outcome = run_process([variant.source, str(input_path), str(output_path)], folder, timeout_s)
+        extra: dict[str, Any] = {"process_s": None if outcome.timed_out else outcome.wall_s,
+                                 "timing": PROCESS_TIME_NOTE}
+        if outcome.timed_out:
+            return Cell(variant.name, label, ERROR, f"still running after {timeout_s:g} s: killed", extra=extra)
+        assert outcome.returncode is not None
+        if outcome.returncode != 0:
+            last = last_line(outcome.stderr_tail)
+            message = exit_text(outcome.returncode) + (f"; its last words: {last}" if last else "")
+            return Cell(variant.name, label, ERROR, message, extra=extra)
+        if not output_path.exists():
+            return Cell(variant.name, label, ERROR, "the program exited normally but wrote no output file", extra=extra)
+        try:
+            output = read_output(output_path, testcase.shape)
+        except TestcaseError:
+            size = output_path.stat().st_size
+            return Cell(variant.name, label, WRONG, f"the output is {size} bytes; {testcase.shape} needs "
+                        f"{testcase.shape.output_bytes}", extra=extra)
+    result = check(output, reference)
+    checked = result.to_dict() if hasattr(result, "to_dict") else None
+    if not result.passed:
+        return Cell(variant.name, label, WRONG, summarize(result), None, checked, extra)
+    return Cell(variant.name, label, OK, "", None, checked, extra)

@@ -1,0 +1,272 @@
+"""The course judge for whole programs: built C example, wrong, hanging, crashing and silent programs."""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from attnbench.bench import judge as judging
+from attnbench.cases import suite
+from attnbench.cli import main
+from attnbench.errors import UnknownName
+from attnbench.results import resultset as results
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SMALL = "odd_17x48,odd_100x32"
+
+
+@pytest.fixture
+def cli():
+    runner = CliRunner()
+
+    def invoke(*args):
+        return runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+    return invoke
+
+
+def _cc(tmp: Path, name: str, *flags: str) -> Path:
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler")
+    exe = tmp / name
+    subprocess.run([compiler, "-O2", *flags, "-o", str(exe), str(EXAMPLES / "cpu_program" / "attention.c"), "-lm"],
+                   check=True)
+    return exe
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    """The C example built right and built one element off."""
+    tmp = tmp_path_factory.mktemp("programs")
+    return {"right": _cc(tmp, "attention"), "off": _cc(tmp, "attention_off", "-DOFF_BY_ONE")}
+
+
+def script(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_the_c_example_passes_small_course_cases_and_saves_a_judge_result(cli, programs, tmp_path):
+    limits = tmp_path / "limits.toml"  # generous: this test must not depend on the machine's load
+    limits.write_text("t01 = 60\n")
+    result = cli("judge", programs["right"], "--cases", f"t01,{SMALL}", "--time-limits", limits,
+                 "--results-dir", tmp_path / "res")
+    assert result.exit_code == 0, result.output
+    assert "3 of 3 cases passed" in result.output
+    assert "not kernel time" in result.output
+    saved = results.load(next((tmp_path / "res").glob("*.json")))
+    assert saved.kind == "judge" and saved.variant_names == ["attention"]
+    assert [c.status for c in saved.cells] == ["ok", "ok", "ok"]
+    t01 = saved.cell("attention", "t01")
+    assert t01.extra["limit_s"] == 60.0 and t01.measurement.kernel.count == 1
+    assert t01.measurement.compute_s == pytest.approx(t01.extra["wall_s"])
+    assert (tmp_path / "res").joinpath(saved.path.stem + ".md").read_text().count("PASS") == 3
+    from attnbench.output.report import write_report
+
+    report = write_report([saved], tmp_path / "report.md", None, False, 0.02).path.read_text()
+    assert "## 1. Judge" in report and "3 of 3 cases passed" in report and "### Kernel time" not in report
+
+
+def test_one_element_off_fails_and_names_the_worst_element(cli, programs, tmp_path):
+    result = cli("judge", programs["off"], "--cases", SMALL, "--no-save")
+    assert result.exit_code == 1, result.output
+    # -DOFF_BY_ONE adds 0.01 at (batch B-1, row N/2, col 0): odd_100x32 has B=5, N=100
+    text = " ".join(result.output.split())
+    assert "WRONG" in text and "0 of 2 cases passed" in text
+    assert "set for a GTX 1080, not for this machine" in text  # the course's limits, by default
+    judged = _judge_directly(programs["off"], "odd_100x32")
+    assert judged.verdict == judging.WRONG_ANSWER
+    assert (judged.check.worst.batch, judged.check.worst.row, judged.check.worst.col) == (4, 50, 0)
+    assert "1 of 16000 elements" in judged.message and "(batch 4, row 50, col 0)" in judged.message
+
+
+def _judge_directly(program: Path, case: str, limit=None, timeout=30.0, args="{in} {out}") -> judging.JudgedCase:
+    prepared = judging.prepare_case(judging.cases_for(case)[0])
+    return judging.judge_case(judging.make_program(str(program), None, args), prepared, limit, timeout)
+
+
+def test_a_hanging_program_is_killed_at_its_timeout_with_everything_it_started(tmp_path):
+    marker = tmp_path / "child_alive"
+    hang = script(tmp_path, "hang", f"(sleep 3; touch {marker}) &\nsleep 60")
+    start = time.perf_counter()
+    judged = _judge_directly(hang, "odd_17x48", limit=0.5, timeout=1.0)
+    assert time.perf_counter() - start < 5
+    assert judged.verdict == judging.TIMEOUT and judged.wall_s is None
+    assert "killed" in judged.message and "1 s" in judged.message
+    time.sleep(3.5)
+    assert not marker.exists(), "a child of the killed program kept running"
+
+
+def test_the_timeout_defaults_to_twice_the_limit():
+    assert judging.timeout_for(2.0, None) == 4.0
+    assert judging.timeout_for(2.0, 0.5) == 0.5
+    assert judging.timeout_for(None, None) == judging.NO_LIMIT_TIMEOUT_S
+
+
+@pytest.mark.parametrize("name, body, verdict, words", [
+    ("segv", "echo 'about to crash' >&2\nkill -SEGV $$", judging.CRASH,
+     "killed by SIGSEGV; its last words: about to crash"),
+    ("status", "echo 'cannot open input' >&2\nexit 3", judging.CRASH, "exited with status 3"),
+    ("silent", "exit 0", judging.NO_OUTPUT, "wrote no output file"),
+    ("short", "head -c 10 /dev/zero > \"$2\"", judging.SIZE, "the output is 10 bytes"),
+    ("nan", "head -c 6528 /dev/zero | tr '\\000' '\\377' > \"$2\"", judging.NAN, "1632 NaN"),
+])
+def test_each_kind_of_failure_gets_its_own_row(cli, tmp_path, name, body, verdict, words):
+    program = script(tmp_path, name, body)
+    judged = _judge_directly(program, "odd_17x48")
+    assert judged.verdict == verdict
+    assert words in judged.message and "\n" not in judged.message
+    result = cli("judge", program, "--cases", "odd_17x48", "--no-save")
+    assert result.exit_code == 1
+    assert verdict in result.output and "Traceback" not in result.output
+
+
+def test_a_correct_but_slow_program_is_over_its_limit(cli, programs, tmp_path):
+    slow = script(tmp_path, "slow", f"sleep 0.6\nexec {programs['right']} \"$1\" \"$2\"")
+    limits = tmp_path / "limits.toml"
+    limits.write_text("odd_17x48 = 0.3\ndefault = 100\n")
+    result = cli("judge", slow, "--cases", SMALL, "--time-limits", limits, "--timeout", 10,
+                 "--results-dir", tmp_path / "res")
+    assert result.exit_code == 1, result.output
+    text = " ".join(result.output.split())
+    assert "OVER LIMIT" in text and "1 of 2 cases passed" in text
+    saved = results.load(next((tmp_path / "res").glob("*.json")))
+    cell = saved.cell("slow", "odd_17x48")
+    assert cell.status == "wrong" and cell.extra["verdict"] == judging.SLOW and cell.extra["wall_s"] > 0.3
+    assert cell.message.startswith("correct, but") and "over the 0.3 s limit by" in cell.message
+    assert saved.cell("slow", "odd_100x32").extra["limit_s"] == 100
+
+
+def test_argument_template_and_launcher(cli, programs, tmp_path):
+    swapped = script(tmp_path, "swapped", f"exec {programs['right']} \"$4\" \"$2\"")
+    result = cli("judge", swapped, "--cases", "odd_17x48", "--args", "-o {out} -i {in}", "--launcher", "env FOO=1",
+                 "--no-save")
+    assert result.exit_code == 0, result.output
+    assert "via env FOO=1" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("args, code, words", [
+    (["./no_such_program"], 2, "no such program"),
+    (["{dir}"], 2, "is a folder"),
+    (["{plain}"], 2, "is not executable"),
+    (["{prog}", "--args", "{in}"], 2, "must name both {in} and {out}"),
+    (["{prog}", "--args", "{in} {out} {err}"], 2, "unknown placeholder {err}"),
+    (["{prog}", "--launcher", "no-such-launcher-xyz -n1"], 3, "no-such-launcher-xyz is not on this machine's PATH"),
+    (["{prog}", "--time-limits", "{missing}"], 2, "no such file"),
+    (["{prog}", "--time-limits", "{badlimits}"], 2, "a limit is a positive number of seconds"),
+    (["{prog}", "--time-limits", "{badtoml}"], 2, "not valid TOML"),
+    (["{prog}", "--cases", "t01-t40"], 2, "t31 is not a suite case"),
+    (["{prog}", "--cases", "nosuchcase"], 2, "neither a file nor a suite case"),
+    (["{prog}", "--timeout", "0"], 2, "--timeout"),
+])
+def test_bad_usage_is_one_line_and_exit_2_or_3(cli, tmp_path, args, code, words):
+    plain = tmp_path / "plain"
+    plain.write_text("not a program")
+    prog = script(tmp_path, "prog", "exit 0")
+    (tmp_path / "bad.toml").write_text("t01 = -1\n")
+    (tmp_path / "broken.toml").write_text("t01 = = 2\n")
+    values = {"{dir}": tmp_path, "{plain}": plain, "{prog}": prog, "{missing}": tmp_path / "none.toml",
+              "{badlimits}": tmp_path / "bad.toml", "{badtoml}": tmp_path / "broken.toml"}
+    result = CliRunner().invoke(main, ["judge", *[str(values.get(a, a)) for a in args]])
+    assert result.exit_code == code, result.output
+    assert words in " ".join(result.output.split())
+    assert "Traceback" not in result.output and result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_ranges_expand_to_suite_names():
+    assert judging.expand_ranges("t01-t03,odd_17x48") == "t01,t02,t03,odd_17x48"
+    assert judging.expand_ranges("t09-10") == "t09,t10"
+    with pytest.raises(UnknownName):
+        judging.expand_ranges("t29-t31")
+    assert [i.label for i in judging.cases_for("t28-t30")] == ["t28", "t29", "t30"]
+
+
+def test_course_limits_belong_to_t01_to_t30():
+    assert [judging.course_limit(n) for n in ("t01", "t10", "t11", "t20", "t21", "t30")] == [2, 2, 6, 6, 10, 10]
+    assert judging.course_limit("t31") is None and judging.course_limit("odd_17x48") is None
+    assert "GTX 1080" in judging.load_time_limits("course").describe()
+    assert judging.load_time_limits("none").limit_for("t01") is None
+
+
+def test_an_interrupt_keeps_what_was_judged(programs):
+    inputs = judging.cases_for(SMALL)
+    program = judging.make_program(str(programs["right"]))
+
+    def stop(index, total, judged):
+        raise KeyboardInterrupt
+
+    judgement = judging.run_judge(program, inputs, judging.load_time_limits("none"), 30.0, listener=stop)
+    assert judgement.interrupted and judgement.exit_status == 130
+    assert len(judgement.judged) == 1 and judgement.judged[0].passed
+    saved = judging.judge_results(judgement, {})
+    assert saved.settings["interrupted"] and len(saved.cells) == 1 and len(saved.cases) == 1
+
+
+def test_a_user_input_file_is_judged_against_a_fresh_reference(cli, programs, tmp_path):
+    suite.generate_input(suite.get_case("odd_33x64"))
+    own = tmp_path / "mine.in"
+    shutil.copy(suite.input_path(suite.get_case("odd_33x64")), own)
+    result = cli("judge", programs["right"], "--cases", own, "--no-save")
+    assert result.exit_code == 0, result.output
+    assert "mine.in" in result.output
+
+
+# -- on a GPU ---------------------------------------------------------------------------------------
+@pytest.mark.gpu
+def test_the_course_cuda_program_passes_t01_to_t10(cli, gpu, tmp_path):
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("no nvcc")
+    exe = tmp_path / "hw4"
+    subprocess.run([nvcc, "-O3", f"-arch={gpu.arch}", "-o", str(exe), str(EXAMPLES / "course_program" / "hw4.cu")],
+                   check=True)
+    result = cli("judge", exe, "--cases", "t01-t10", "--results-dir", tmp_path / "res")
+    assert result.exit_code == 0, result.output
+    assert "10 of 10 cases passed" in result.output
+    saved = json.loads(next((tmp_path / "res").glob("*.json")).read_text())
+    assert [c["extra"]["verdict"] for c in saved["cells"]] == ["PASS"] * 10
+    assert os.path.exists(exe)
+
+
+# -- a program beside kernels in compare --------------------------------------------------------------
+def test_compare_puts_a_program_beside_variants_with_process_time_only(cli, programs, tmp_path):
+    crash = script(tmp_path, "crash", "kill -SEGV $$")
+    result = cli("compare", "--variants", f"exe:{programs['right']},cpu,exe:{programs['off']},exe:{crash}",
+                 "--cases", SMALL, "--results-dir", tmp_path / "res")
+    assert result.exit_code == 1 and "4 wrong or failed cell(s)" in result.output  # two wrong, two crashed
+    assert "process" in result.output and "(a program:" in result.output  # no kernel time, no speedup
+    saved = results.load(next((tmp_path / "res").glob("*.json")))
+    assert saved.baseline == "cpu"  # a program has no kernel time to be a baseline
+    program = saved.cell("exe:attention", "odd_100x32")
+    assert program.status == "ok" and program.measurement is None and program.extra["process_s"] > 0
+    assert program.check["passed"]
+    wrong = saved.cell("exe:attention_off", "odd_100x32")
+    assert wrong.status == "wrong" and "(batch 4, row 50, col 0)" in wrong.message
+    assert saved.cell("exe:crash", "odd_17x48").status == "error"
+    assert "killed by SIGSEGV" in saved.cell("exe:crash", "odd_17x48").message
+    assert saved.variant("exe:attention").backend == "program"
+    markdown = next((tmp_path / "res").glob("*.md")).read_text()
+    assert "process " in markdown and "a program: no kernel time" in markdown
+    # the program alone: the cpu variant's single samples could differ beyond their (zero) noise
+    again = cli("compare", "--variants", f"exe:{programs['right']}", "--cases", SMALL, "--against", saved.path,
+                "--no-save")
+    assert again.exit_code == 0, again.output
+    assert "STILL" not in again.output
+    from attnbench.analysis.against import against
+
+    rows = {(row.variant, row.case): row for row in against(saved, saved).rows}
+    assert rows[("exe:attention", "odd_17x48")].note == "a program: process time only, not compared"
+
+
+def test_compare_refuses_a_missing_program_in_one_line(tmp_path):
+    result = CliRunner().invoke(main, ["compare", "--variants", f"exe:{tmp_path}/nothing,cpu", "--cases", "odd_17x48"])
+    assert result.exit_code == 2 and "nothing: no such program" in " ".join(result.output.split())

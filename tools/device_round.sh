@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# One device call's worth of checks, packed into one archive (the device returns only a few files).
+# Usage: bash tools/device_round.sh OUTDIR STEP...   steps: explain, user, against, pipeline, gputests
+set -uo pipefail
+out=${1:?usage: tools/device_round.sh OUTDIR STEP...}; shift
+mkdir -p "$out"
+for step in "$@"; do
+  case $step in
+    explain)  # issue 10: real ncu samples, ceilings, the ladder's counters on t29 and t30
+      timeout 330 bash tools/profile_capture.sh "$out/explain" samples ceilings profile > "$out/explain.log" 2>&1 ;;
+    user)  # issue 8: user kernels, the judge and faults on the GPU
+      timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider -rfEs tests/kernels/test_user_variants.py \
+        tests/bench/test_judge.py tests/bench/test_profile.py tests/backends/test_torch_peer.py > "$out/user.log" 2>&1 ;;
+    against)  # issue 9: the same compare twice, the second against the first
+      mkdir -p "$out/against"
+      attnbench compare --variants tf32x3,wgmma3x,fa2simt,gemm,qreg,torch --cases t10,t11,t29 \
+        --results-dir "$out/against" --name self > "$out/against.log" 2>&1
+      attnbench compare --against "$out/against/self.json" --no-save >> "$out/against.log" 2>&1 ;;
+    pipeline)  # issue 15: the course clock with and without the pipeline
+      timeout 420 bash tools/pipeline_bench.sh "$out/pipeline" > "$out/pipeline.log" 2>&1 ;;
+    gputests)
+      timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider -rfEs tests > "$out/gputests.log" 2>&1 ;;
+  esac
+  echo "step $step: exit $?"
+done
+tar czf "$out.tgz" -C "$out" . && rm -rf "$out"

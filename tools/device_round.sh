@@ -13,11 +13,11 @@ for step in "$@"; do
         tests/bench/test_judge.py tests/bench/test_profile.py tests/backends/test_torch_peer.py > "$out/user.log" 2>&1 ;;
     against)  # issue 9: the same compare twice, the second against the first
       mkdir -p "$out/against"
-      attnbench compare --variants tf32x3,wgmma3x,fa2simt,gemm,qreg,torch --cases t10,t11,t29 \
+      attnbench compare --variants tf32x3,wgmma3x,fa2simt,gemm,qreg,torch --cases t10,t11,t29,t30 \
         --results-dir "$out/against" --name self > "$out/against.log" 2>&1
       attnbench compare --against "$out/against/self.json" --no-save >> "$out/against.log" 2>&1 ;;
     pipeline)  # issue 15: the course clock with and without the pipeline
-      timeout 420 bash tools/pipeline_bench.sh "$out/pipeline" > "$out/pipeline.log" 2>&1 ;;
+      REPEATS=${REPEATS:-2} timeout 380 bash tools/pipeline_bench.sh "$out/pipeline" > "$out/pipeline.log" 2>&1 ;;
     gputests)
       timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider -rfEs tests > "$out/gputests.log" 2>&1 ;;
   esac

@@ -203,7 +203,8 @@ def test_profile_a_real_pass(gpu):
     (kernel,) = result.kernels
     assert kernel.kernel == "flash_qreg" and kernel.launches == 1
     missing = [m.key for m in metrics if kernel.friendly(m) is None]
-    assert not missing
+    # ncu reports no wgmma pipe for a kernel that issues no wgmma (seen on an H200 with ncu 2025.3)
+    assert set(missing) <= {"tensor_pipe_wgmma"}, missing
 
 
 def test_unknown_metrics_named_from_ncu_errors():

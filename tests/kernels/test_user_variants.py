@@ -474,7 +474,8 @@ def test_a_faulting_kernel_is_reported_and_the_compare_ends_cleanly_with_results
     with open(tmp_path / "attnbench.toml", "a") as f:
         f.write('\n[variants.faulty]\nsource = "faulty.cu"\n[[variants.faulty.kernels]]\nname = "faulty_attention"\n'
                 'grid = ["B"]\nblock = 1\nargs = ["q", "k", "v", "o", "N"]\n')
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    paths = [str(Path(__file__).resolve().parents[2]), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}  # this checkout first, and whatever gave pycuda
     # In a process of its own: a fault ends the CUDA context of the process it happens in.
     done = subprocess.run([sys.executable, "-m", "attnbench", "compare", "--variants", "faulty,mine",
                            "--cases", "odd_17x48,odd_100x32", "--reps", "2", "--results-dir", "res"],

@@ -289,7 +289,10 @@ def scoreboard_table(result: ResultSet, title: str) -> TableModel:
         slack = "-"
         if wall is not None and limit is not None:
             slack = f"{limit - wall:.2f} s left" if wall <= limit else f"{wall - limit:.2f} s over"
-        table.add_row(cell.case, shape, Text(f"{verdict} {cell.message}".strip(), GOOD if verdict == "PASS" else BAD),
+        detail = cell.message
+        if verdict == "PASS" and cell.check and cell.check.get("max_abs_error") is not None:
+            detail = f"max error {cell.check['max_abs_error']:.2g}"  # how close a pass came to the rule
+        table.add_row(cell.case, shape, Text(f"{verdict} {detail}".strip(), GOOD if verdict == "PASS" else BAD),
                       time, "-" if limit is None else f"{limit:g} s",
                       Text(slack, BAD if slack.endswith("over") else ""))
     return table

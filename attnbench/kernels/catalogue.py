@@ -8,22 +8,12 @@ from __future__ import annotations
 
 from attnbench.cases.testcase import Shape
 from attnbench.errors import UnknownName
-from attnbench.kernels import ladder_004, other_reports
+from attnbench.kernels import builtins
 from attnbench.kernels.variant import Variant
 
-# Ladder order: the order `attnbench list` prints and the ladder benchmark walks.
-REGISTRY: dict[str, Variant] = {}
-
-
-def register(variant: Variant) -> Variant:
-    if variant.name in REGISTRY:
-        raise ValueError(f"variant {variant.name} registered twice")
-    REGISTRY[variant.name] = variant
-    return variant
-
-
-for _variant in (*ladder_004.VARIANTS, *other_reports.VARIANTS):
-    register(_variant)
+# Ladder order: the order `attnbench list` prints and the ladder benchmark walks (attnbench.kernels.builtins).
+REGISTRY = builtins.REGISTRY
+register = builtins.register
 
 
 def all_variants() -> list[Variant]:

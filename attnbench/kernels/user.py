@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 from attnbench.cases.testcase import Shape
 from attnbench.errors import AttnbenchError
-from attnbench.kernels.catalogue import REGISTRY
+from attnbench.kernels.builtins import REGISTRY
 from attnbench.kernels.expressions import Expression, ExpressionError, parse_expression
 from attnbench.kernels.variant import SCALAR_ARGS, Constraints, Launch, Variant
 

@@ -10,35 +10,14 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 from attnbench.analysis.ladder import LadderStep, has_ladder, ladder_steps, load_claims
 from attnbench.analysis.view import MatrixView
-from attnbench.errors import PlotsUnavailable
 from attnbench.locations import package_file
+from attnbench.output.figures import plots_available, pyplot  # noqa: F401  (report and tests reach them here)
 from attnbench.results.resultset import ResultSet
 
 CEILINGS_FILE = package_file("ceilings.json")
-
-
-def pyplot() -> Any:
-    """matplotlib's pyplot on the file-only Agg backend, or one sentence saying how to get it."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise PlotsUnavailable("plots need matplotlib, which is not installed: pip install 'attnbench[plot]'") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def plots_available() -> bool:
-    try:
-        pyplot()
-    except PlotsUnavailable:
-        return False
-    return True
 
 
 def sweep_axis(result: ResultSet) -> str:

@@ -76,7 +76,7 @@ def points(results: list[ResultSet]) -> list[tuple[str, str, float, float]]:
 
 def roofline_plot(results: list[ResultSet], path: Path) -> Path:
     """Write the roofline of the results (all from one GPU: the first result's ceilings are drawn)."""
-    from attnbench.output.plots import pyplot
+    from attnbench.output.figures import pyplot
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, 6.5))

@@ -1,0 +1,23 @@
+"""The registry of built-in variants, in ladder order: the entries of `ladder_004` and `other_reports`.
+
+Kept apart from the lookups in `catalogue`, so that user variants (`kernels.user`) can check their
+names against the built-ins without importing the lookups that fall back to them.
+"""
+
+from __future__ import annotations
+
+from attnbench.kernels import ladder_004, other_reports
+from attnbench.kernels.variant import Variant
+
+REGISTRY: dict[str, Variant] = {}
+
+
+def register(variant: Variant) -> Variant:
+    if variant.name in REGISTRY:
+        raise ValueError(f"variant {variant.name} registered twice")
+    REGISTRY[variant.name] = variant
+    return variant
+
+
+for _variant in (*ladder_004.VARIANTS, *other_reports.VARIANTS):
+    register(_variant)

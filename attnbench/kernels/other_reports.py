@@ -267,21 +267,12 @@ def _fa2simt_smem(s: Shape) -> int:
 
 
 VARIANTS.append(
-    Variant(
-        name="fa2simt",
-        report="beyond 004 (FlashAttention-2 work split on FFMA)",
-        technique="FFMA only: warps over Q rows, 8x8 register micro-tiles of S and O per thread (SGEMM-style), "
+    one_kernel_variant(
+        "fa2simt", "beyond 004 (FlashAttention-2 work split on FFMA)",
+        "FFMA only: warps over Q rows, 8x8 register micro-tiles of S and O per thread (SGEMM-style), "
         "K^T/V double-buffered by cp.async, online softmax in registers with shuffles",
-        source="fa2simt.cu",
-        launches=(
-            Launch(
-                kernel="flash_fa2simt",
-                grid=lambda s: (cdiv(s.N, _fa2simt_rows(s)), s.B, 1),
-                block=lambda s: (32 * _fa2simt_config(s)[0], 1, 1),
-                args=("qkv", "out", "N", "scale_log2"),
-                smem=_fa2simt_smem,
-            ),
-        ),
+        grid=lambda s: (cdiv(s.N, _fa2simt_rows(s)), s.B, 1), block=lambda s: (32 * _fa2simt_config(s)[0], 1, 1),
+        args=("qkv", "out", "N", "scale_log2"), smem=_fa2simt_smem,
         constraints=Constraints(
             head_dims=(32, 64, 128),
             note="83-196 KB of shared memory a block: every shape on Hopper (227 KB), d = 32 on an A100 (163 KB), "

@@ -37,7 +37,10 @@ from attnbench.bench.matrix import (
     run_matrix,
 )
 from attnbench.bench.runner import run_variant
+from attnbench.bench.cellgroups import CellPlan
 from attnbench.bench.sampler import TimingPolicy
+from attnbench.bench.slurm import SlurmOptions
+from attnbench.bench.spread import Placement, run_spread
 from attnbench.bench.squarelab import LabTimer, lab_check
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases import suite
@@ -192,24 +195,35 @@ def compare(
     listener: MatrixListener | None = None,
     command: str | None = None,
     before_run: Callable[[Any, list[BenchInput]], None] | None = None,
+    gpus: str | None = None,
+    executor: str = "local",
+    slurm: SlurmOptions | None = None,
+    notice: Notice = _quiet,
 ) -> ResultSet:
     """A checked, timed matrix of variants x cases (comma lists or sequences of names, groups, files).
 
     `before_run(gpu, inputs)` runs after the GPU opens and before any cell (for refusing an
-    incomparable saved run early)."""
+    incomparable saved run early). `gpus` (`all` or `0,1`) spreads the cases over this host's GPUs,
+    one worker process each; `executor="slurm"` over Slurm jobs (see `SlurmOptions`)."""
     chosen = variants_for(variants if isinstance(variants, str) else ",".join(variants))
     inputs = inputs_for(cases if isinstance(cases, str) else ",".join(cases))
     names = [v.name for v in chosen]
     if baseline is not None and baseline not in names:
         raise _usage(f"--baseline {baseline} is not among --variants ({', '.join(names)})")
+    rule = f"|out - ref| <= {atol:g}" + (f" + {rtol:g}*|ref|" if rtol else "") + " per element, float64 reference"
+    record = {"policy": timing.record(), "baseline": baseline or names[0], "command": command,
+              "settings": {"atol": atol, "rtol": rtol, "same_within": same_within, "check_rule": rule}}
+    placement = Placement(gpus, executor, slurm or SlurmOptions())
+    if placement.spread:
+        plan = CellPlan.of(chosen, timing.policy_for, ("course", atol, rtol))
+        return run_spread("compare", chosen, inputs, plan, placement, record, listener, notice, before_run)
     gpu = open_gpu_for(chosen, device)
     if before_run is not None:
         before_run(gpu, inputs)
     settings = MatrixSettings(policy=timing.policy_for, check=course_check(atol, rtol))
     infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
-    rule = f"|out - ref| <= {atol:g}" + (f" + {rtol:g}*|ref|" if rtol else "") + " per element, float64 reference"
-    return assemble("compare", chosen, infos, cells, gpu, timing.record(), baseline or names[0],
-                    {"atol": atol, "rtol": rtol, "same_within": same_within, "check_rule": rule}, command)
+    return assemble("compare", chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"],
+                    command)
 
 
 SWEEP_AXES = {"square": "square", "n": "N", "seq": "N", "d": "d", "head-dim": "d"}
@@ -231,8 +245,13 @@ def sweep(
     same_within: float = DEFAULT_SAME_WITHIN,
     listener: MatrixListener | None = None,
     command: str | None = None,
+    gpus: str | None = None,
+    executor: str = "local",
+    slurm: SlurmOptions | None = None,
+    notice: Notice = _quiet,
 ) -> ResultSet:
-    """The square-attention lab's sizes (`square`), or a sweep of N or d of the (B, N, d) workload."""
+    """The square-attention lab's sizes (`square`), or a sweep of N or d of the (B, N, d) workload;
+    `gpus` and `executor` spread it as for `compare`."""
     axis = SWEEP_AXES.get(what.lower(), what)
     chosen = variants_for(variants if isinstance(variants, str) else ",".join(variants))
     names = [v.name for v in chosen]
@@ -246,17 +265,32 @@ def sweep(
             inputs = shape_inputs(axis, parse_values(values or default), batch, seq_len, head_dim)
     except ValueError as exc:
         raise _usage(str(exc)) from None
+    rule = ("sum |Y - Y_ref| <= 100 n^2 FLT_EPSILON (the lab's rule), float64 reference" if axis == "square"
+            else f"|out - ref| <= {COURSE_ATOL:g} per element, float64 reference")
+    settings_record = {"sweep": axis, "lab_timing": lab_timing, "same_within": same_within, "check_rule": rule}
+    placement = Placement(gpus, executor, slurm or SlurmOptions())
+    start = time.perf_counter()
+    if placement.spread:
+        plan = CellPlan.of(chosen, timing.policy_for, ("lab",) if axis == "square" else ("course", COURSE_ATOL, 0.0),
+                           lab_timing)
+        record = {"policy": timing.record(), "baseline": baseline, "command": command, "settings": settings_record}
+        result = run_spread("sweep", chosen, inputs, plan, placement, record, listener, notice)
+        result.settings["elapsed_s"] = time.perf_counter() - start
+        return result
     gpu = open_gpu_for(chosen, device)
     settings = MatrixSettings(policy=timing.policy_for, check=lab_check if axis == "square" else course_check(),
                               timer=LabTimer() if lab_timing else None)
-    start = time.perf_counter()
     infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
-    elapsed = time.perf_counter() - start
-    rule = ("sum |Y - Y_ref| <= 100 n^2 FLT_EPSILON (the lab's rule), float64 reference" if axis == "square"
-            else f"|out - ref| <= {COURSE_ATOL:g} per element, float64 reference")
-    return assemble("sweep", chosen, infos, cells, gpu, timing.record(), baseline,
-                    {"sweep": axis, "lab_timing": lab_timing, "same_within": same_within, "check_rule": rule,
-                     "elapsed_s": elapsed}, command)
+    settings_record["elapsed_s"] = time.perf_counter() - start
+    return assemble("sweep", chosen, infos, cells, gpu, timing.record(), baseline, settings_record, command)
+
+
+def resume(folder: str | Path, *, listener: MatrixListener | None = None, notice: Notice = _quiet) -> ResultSet:
+    """Finish a Slurm run (compare or sweep) from its jobs folder: collect the results that came
+    back, resubmit the jobs that were lost, and return the merged run."""
+    from attnbench.bench.spread import resume as resume_slurm
+
+    return resume_slurm(str(folder), listener, notice)
 
 
 def _usage(message: str) -> Exception:
@@ -338,5 +372,6 @@ def against_saved(result: ResultSet, saved: ResultSet, same_within: float = DEFA
 
 __all__ = [
     "TimingOptions", "against_saved", "check_same_gpu", "check_same_inputs", "choose_variant", "common_selection",
-    "compare", "expected_inputs", "generate", "load_results", "open_gpu", "open_gpu_for", "run", "sweep", "verify",
+    "compare", "expected_inputs", "generate", "load_results", "open_gpu", "open_gpu_for", "resume", "run", "SlurmOptions",
+    "sweep", "verify",
 ]

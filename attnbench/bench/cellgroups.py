@@ -175,13 +175,16 @@ def node_input(bench_input: BenchInput) -> BenchInput:
     return bench_input
 
 
-def parse_device_list(text: str, count: int) -> list[int]:
-    """`all` or a comma list of indices (`0,1`), checked against the `count` devices present."""
+def parse_device_list(text: str, count: int | None) -> list[int]:
+    """`all` or a comma list of indices (`0,1`), checked against the `count` devices present (with
+    None, only the syntax is checked)."""
     text = text.strip().lower()
+    if text != "all" and not re.fullmatch(r"\d+(\s*,\s*\d+)*", text):
+        raise UsageError(f"--gpus {text!r}: write all, or a comma list of device indices such as 0,1")
+    if count is None:
+        return []
     if text == "all":
         return list(range(count))
-    if not re.fullmatch(r"\d+(\s*,\s*\d+)*", text):
-        raise UsageError(f"--gpus {text!r}: write all, or a comma list of device indices such as 0,1")
     indices = list(dict.fromkeys(int(part) for part in text.split(",")))
     missing = [i for i in indices if i >= count]
     if missing:

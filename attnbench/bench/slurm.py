@@ -72,7 +72,7 @@ class SlurmRun:
     @property
     def folder(self) -> Path:
         assert self.options.folder is not None
-        return self.options.folder
+        return Path(self.options.folder)
 
     def save(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)

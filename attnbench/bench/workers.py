@@ -55,6 +55,7 @@ class MatrixInterrupted(AttnbenchError):
 
 def devices_for(spec: str) -> list[Device]:
     """The devices `--gpus all|0,1,...` names: CUDA devices, or cpu workers standing in for them."""
+    parse_device_list(spec, None)  # the syntax first: bad usage before a missing GPU
     stand_ins = os.environ.get(CPU_WORKERS_ENV, "").strip()
     if stand_ins:
         if not stand_ins.isdigit() or int(stand_ins) < 1:

@@ -120,7 +120,8 @@ def speedup_text(view: MatrixView, variant: str, case: str) -> Text:
     if comparison is not None:
         verdict = comparison.verdict.value
         return Text(f"{comparison.describe_speedup()} {verdict}", {"FASTER": GOOD, "SLOWER": BAD}.get(verdict, ""))
-    return status_text(view.result.cell(variant, case)) or Text("- (no baseline time)")
+    return (status_text(view.result.cell(variant, case)) or Text(view.missing_reason(variant, case) or "")
+            or Text("- (no baseline time)"))
 
 
 def by_case(result: ResultSet) -> bool:

@@ -151,10 +151,11 @@ def run_case_group(plan: CellPlan, bench_input: BenchInput, names: list[str], de
         testcase = bench_input.load()
         reference = bench_input.reference(testcase)
         report.info(bench_input.info(testcase).to_dict())
-    except AttnbenchError as exc:
-        report.info(CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "", str(exc)).to_dict())
+    except Exception as exc:  # an unreadable input or an unknown variant: every cell says why
+        why = str(exc) if isinstance(exc, AttnbenchError) else f"{type(exc).__name__}: {exc}"
+        report.info(CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "", why).to_dict())
         for name in names:
-            report.finished(Cell(name, bench_input.label, ERROR, str(exc)).to_dict())
+            report.finished(Cell(name, bench_input.label, ERROR, why).to_dict())
         return
     for variant in variants:
         report.started(variant.name)

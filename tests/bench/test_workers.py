@@ -116,3 +116,10 @@ def test_exit_codes_of_the_options(monkeypatch, tmp_path):
         assert code("--gpus", "all") == 3  # no GPU here
     monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch
     assert code("--executor", "slurm", "--results-dir", str(tmp_path)) == 3
+
+
+def test_a_sweep_spread_over_workers_matches_one_process(two_cpu_workers):
+    single = api.sweep("N", "cpu", values="64,128,256", batch=2, head_dim=32)
+    spread = api.sweep("N", "cpu", values="64,128,256", batch=2, head_dim=32, gpus="all")
+    assert essentials(spread) == essentials(single)
+    assert spread.settings["sweep"] == "N" and spread.settings["elapsed_s"] > 0

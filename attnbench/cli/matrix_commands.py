@@ -162,6 +162,9 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
       attnbench compare -v ladder -c course --executor slurm --partition nvidia --gres gpu:1
     """
     placement = placement_from(timing, results_dir)
+    if resume_folder is not None and (variant_selector or case_selector or against_path):
+        raise click.UsageError("--resume takes the variants and cases from the jobs folder; "
+                               "drop --variants, --cases and --against")
     saved = api.load_results(against_path) if against_path else None
     if saved is not None:
         saved_variants, saved_cases = api.common_selection(saved)
@@ -170,8 +173,6 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
         if baseline is None and saved.baseline in variant_selector.split(","):
             baseline = saved.baseline
     if resume_folder is not None:
-        if variant_selector or case_selector:
-            raise click.UsageError("--resume takes the variants and cases from the jobs folder; drop --variants/--cases")
         variant_selector = case_selector = ""
     elif not variant_selector or not case_selector:
         raise click.UsageError("give --variants and --cases (or --against a saved run to repeat it)")
@@ -195,7 +196,8 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
     selector = case_selector if case_selector and "," not in case_selector else None
     result = _run_saving_partial("compare", call, results_dir, name, no_save, selector)
     if result.kind == "sweep":  # a resumed sweep
-        _print_matrix(result, result.baseline, same_within, f"sweep over {result.settings.get('sweep')} on {_where(result)}")
+        _print_matrix(result, result.baseline, same_within,
+                      f"sweep over {result.settings.get('sweep')} on {_where(result)}")
         _print_problems(result)
         if not no_save:
             _save(result, results_dir, name, result.settings.get("sweep"), plot)

@@ -121,3 +121,8 @@ def test_a_cancelled_job_becomes_error_cells_and_the_rest_come_back(cluster, tmp
     assert [c.status for c in cells] == ["ok", "ok", "error"]
     assert f"Slurm job {run.job_ids[2]} ended" in cells[2].message
     assert Path(run.folder, slurm.RUN_FILE).exists()
+
+
+def test_resume_takes_its_selection_from_the_folder(tmp_path):
+    result = CliRunner().invoke(main, ["compare", "--resume", str(tmp_path), "-v", "cpu"])
+    assert result.exit_code == 2 and "drop --variants, --cases and --against" in result.output

@@ -29,6 +29,7 @@ from attnbench.analysis.against import (
     expected_inputs,
 )
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
+from attnbench.api_spread import SlurmOptions, placement, resume, spread_matrix
 from attnbench.bench.chunk_plan import plan_for_input
 from attnbench.bench.matrix import MatrixListener, MatrixSettings, assemble, course_check, run_matrix
 from attnbench.bench.runner import run_variant, run_variant_pipelined
@@ -48,7 +49,7 @@ from attnbench.cases.inputs import (
 )
 from attnbench.cases.sweeps import parse_sizes, parse_values, shape_inputs, square_inputs
 from attnbench.cases.testcase import OutputFile, Shape, Testcase, read_shape, write_output
-from attnbench.errors import TestcaseError
+from attnbench.errors import TestcaseError, UsageError
 from attnbench.files import check_output_path
 from attnbench.kernels.catalogue import default_variant, get_variant, variants_for
 from attnbench.kernels.variant import Variant
@@ -230,25 +231,33 @@ def compare(
     listener: MatrixListener | None = None,
     command: str | None = None,
     before_run: Callable[[Any, list[BenchInput]], None] | None = None,
+    gpus: str | None = None, executor: str = "local", slurm: SlurmOptions | None = None, notice: Notice = _quiet,
 ) -> ResultSet:
     """A checked, timed matrix of variants x cases (comma lists or sequences of names, groups, files).
 
     `before_run(gpu, inputs)` runs after the GPU opens and before any cell (for refusing an
-    incomparable saved run early)."""
+    incomparable saved run early). `gpus` (`all` or `0,1`) spreads the cases over this host's GPUs,
+    one worker process each; `executor="slurm"` over Slurm jobs (see `SlurmOptions`)."""
     chosen = variants_from(variants)
     inputs = inputs_for(cases if isinstance(cases, str) else ",".join(cases))
     names = [v.name for v in chosen]
     timed = [v.name for v in chosen if v.backend != "program"]  # a program has no kernel time to compare
     if baseline is not None and baseline not in names:
-        raise _usage(f"--baseline {baseline} is not among --variants ({', '.join(names)})")
+        raise UsageError(f"--baseline {baseline} is not among --variants ({', '.join(names)})")
+    rule = f"|out - ref| <= {atol:g}" + (f" + {rtol:g}*|ref|" if rtol else "") + " per element, float64 reference"
+    record = {"policy": timing.record(), "baseline": baseline or (timed or names)[0], "command": command,
+              "settings": {"atol": atol, "rtol": rtol, "same_within": same_within, "check_rule": rule}}
+    where = placement(gpus, executor, slurm)
+    if where.spread:
+        return spread_matrix("compare", chosen, inputs, timing.policy_for, ("course", atol, rtol), where, record,
+                             listener, notice, before_run)
     gpu = open_gpu_for(chosen, device)
     if before_run is not None:
         before_run(gpu, inputs)
     settings = MatrixSettings(policy=timing.policy_for, check=course_check(atol, rtol))
     infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
-    rule = f"|out - ref| <= {atol:g}" + (f" + {rtol:g}*|ref|" if rtol else "") + " per element, float64 reference"
-    return assemble("compare", chosen, infos, cells, gpu, timing.record(), baseline or (timed or names)[0],
-                    {"atol": atol, "rtol": rtol, "same_within": same_within, "check_rule": rule}, command)
+    return assemble("compare", chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"],
+                    command)
 
 
 SWEEP_AXES = {"square": "square", "n": "N", "seq": "N", "d": "d", "head-dim": "d"}
@@ -270,13 +279,15 @@ def sweep(
     same_within: float = DEFAULT_SAME_WITHIN,
     listener: MatrixListener | None = None,
     command: str | None = None,
+    gpus: str | None = None, executor: str = "local", slurm: SlurmOptions | None = None, notice: Notice = _quiet,
 ) -> ResultSet:
-    """The square-attention lab's sizes (`square`), or a sweep of N or d of the (B, N, d) workload."""
+    """The square-attention lab's sizes (`square`), or a sweep of N or d of the (B, N, d) workload;
+    `gpus` and `executor` spread it as for `compare`."""
     axis = SWEEP_AXES.get(what.lower(), what)
     chosen = variants_for(variants if isinstance(variants, str) else ",".join(variants))
     names = [v.name for v in chosen]
     if baseline is not None and baseline not in names:
-        raise _usage(f"--baseline {baseline} is not among --variants ({', '.join(names)})")
+        raise UsageError(f"--baseline {baseline} is not among --variants ({', '.join(names)})")
     try:
         if axis == "square":
             inputs = square_inputs(parse_sizes(sizes))
@@ -284,24 +295,22 @@ def sweep(
             default = "128..32768" if axis == "N" else "16,32,48,64,80,96,128"
             inputs = shape_inputs(axis, parse_values(values or default), batch, seq_len, head_dim)
     except ValueError as exc:
-        raise _usage(str(exc)) from None
+        raise UsageError(str(exc)) from None
+    rule = ("sum |Y - Y_ref| <= 100 n^2 FLT_EPSILON (the lab's rule), float64 reference" if axis == "square"
+            else f"|out - ref| <= {COURSE_ATOL:g} per element, float64 reference")
+    settings_record = {"sweep": axis, "lab_timing": lab_timing, "same_within": same_within, "check_rule": rule}
+    where = placement(gpus, executor, slurm)
+    if where.spread:
+        return spread_matrix("sweep", chosen, inputs, timing.policy_for, ("lab",) if axis == "square" else
+                             ("course", COURSE_ATOL, 0.0), where, {"policy": timing.record(), "baseline": baseline,
+                             "command": command, "settings": settings_record}, listener, notice, lab_timing=lab_timing)
     gpu = open_gpu_for(chosen, device)
     settings = MatrixSettings(policy=timing.policy_for, check=lab_check if axis == "square" else course_check(),
                               timer=LabTimer() if lab_timing else None)
     start = time.perf_counter()
     infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
-    elapsed = time.perf_counter() - start
-    rule = ("sum |Y - Y_ref| <= 100 n^2 FLT_EPSILON (the lab's rule), float64 reference" if axis == "square"
-            else f"|out - ref| <= {COURSE_ATOL:g} per element, float64 reference")
-    return assemble("sweep", chosen, infos, cells, gpu, timing.record(), baseline,
-                    {"sweep": axis, "lab_timing": lab_timing, "same_within": same_within, "check_rule": rule,
-                     "elapsed_s": elapsed}, command)
-
-
-def _usage(message: str) -> Exception:
-    from attnbench.errors import UsageError
-
-    return UsageError(message)
+    settings_record["elapsed_s"] = time.perf_counter() - start
+    return assemble("sweep", chosen, infos, cells, gpu, timing.record(), baseline, settings_record, command)
 
 
 def _suite_reference(name: str, progress: ProgressFactory, notice: Notice) -> tuple[Path, Shape]:
@@ -385,6 +394,7 @@ def against_saved(result: ResultSet, saved: ResultSet, same_within: float = DEFA
 
 
 __all__ = [
-    "TimingOptions", "against_saved", "check_same_gpu", "check_same_inputs", "choose_variant", "common_selection",
-    "compare", "expected_inputs", "generate", "load_results", "open_gpu", "open_gpu_for", "run", "sweep", "verify",
+    "SlurmOptions", "TimingOptions", "against_saved", "check_same_gpu", "check_same_inputs", "choose_variant",
+    "common_selection", "compare", "expected_inputs", "generate", "load_results", "open_gpu", "open_gpu_for", "resume",
+    "run", "sweep", "verify",
 ]

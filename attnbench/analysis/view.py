@@ -14,7 +14,7 @@ from attnbench.analysis.verdict import (
     geometric_mean,
     geometric_mean_speedup,
 )
-from attnbench.results.resultset import ERROR, OK, REFUSED, WRONG, ResultSet
+from attnbench.results.resultset import ERROR, OK, REFUSED, WRONG, Cell, ResultSet
 
 if TYPE_CHECKING:
     from attnbench.analysis.against import AgainstReport
@@ -34,14 +34,29 @@ class MatrixView:
             self.baseline = None
 
     def comparison(self, variant: str, case: str) -> TimeComparison | None:
-        """This cell against the baseline's cell on the same input, when both were timed."""
+        """This cell against the baseline's cell on the same input, when both were timed on the same
+        GPU model (a run spread over several GPUs records each cell's)."""
         if self.baseline is None:
             return None
         base, cell = self.result.cell(self.baseline, case), self.result.cell(variant, case)
         if base is None or cell is None or not base.ok or not cell.ok:
             return None
+        if gpu_model(self.result, base) != gpu_model(self.result, cell):
+            return None
         assert base.stats is not None and cell.stats is not None
         return compare_stats(base.stats, cell.stats, self.same_within)
+
+    def missing_reason(self, variant: str, case: str) -> str | None:
+        """Why two timed cells have no verdict (they ran on different GPU models); None otherwise."""
+        if self.baseline is None:
+            return None
+        base, cell = self.result.cell(self.baseline, case), self.result.cell(variant, case)
+        if base is None or cell is None or not base.ok or not cell.ok:
+            return None
+        base_model, model = gpu_model(self.result, base), gpu_model(self.result, cell)
+        if base_model == model:
+            return None
+        return f"- (no verdict: {self.baseline} ran on {base_model}, this cell on {model})"
 
     def speedups(self, variant: str) -> list[TimeComparison]:
         found = (self.comparison(variant, case) for case in self.result.case_labels)
@@ -60,6 +75,14 @@ class MatrixView:
             if cell.variant == variant:
                 found[cell.status] += 1
         return found
+
+
+def gpu_model(result: ResultSet, cell: Cell) -> str | None:
+    """The GPU model a cell was measured on: its own record, else the run's GPU."""
+    own = cell.extra.get("gpu") if cell.extra else None
+    if isinstance(own, dict) and own.get("name"):
+        return str(own["name"])
+    return (result.metadata.get("gpu") or {}).get("name")
 
 
 def failures(result: ResultSet) -> int:

@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Callable
 
 import click
 
 from attnbench import api
 from attnbench.analysis.view import MatrixView, exit_status, failures
 from attnbench.bench.verify import COURSE_ATOL
-from attnbench.cli.options import command_line, notice, percent, timing_from, timing_options, tolerance, with_options
+from attnbench.bench.workers import MatrixInterrupted
+from attnbench.cli.options import (
+    command_line,
+    notice,
+    percent,
+    placement_from,
+    placement_options,
+    timing_from,
+    timing_options,
+    tolerance,
+    with_options,
+)
 from attnbench.errors import PlotsUnavailable
 from attnbench.output import tables
 from attnbench.output.markdown import lab_report_lines
@@ -44,6 +56,31 @@ def _save(result: ResultSet, results_dir: str, name: str | None, selector: str |
         else:
             for path in written:
                 console.print(f"plot {path}", highlight=False, soft_wrap=True)
+
+
+def _run_saving_partial(title: str, call: Callable[[MatrixProgress], ResultSet], results_dir: str, name: str | None,
+                        no_save: bool, selector: str | None) -> ResultSet:
+    """Run a matrix; on Ctrl-C in a spread-out run, save what was measured before exiting 130."""
+    try:
+        with MatrixProgress(title) as listener:
+            return call(listener)
+    except MatrixInterrupted as exc:
+        partial = getattr(exc, "partial", None)
+        if partial is not None and not no_save and partial.cells:
+            partial.settings["interrupted"] = True
+            _save(partial, results_dir, name, selector, False)
+        raise
+
+
+def _where(result: ResultSet) -> str:
+    """The device(s) of a run, in words: 'NVIDIA H200', or '2 GPUs (NVIDIA H200 x2)'."""
+    from attnbench.results.metadata import gpu_label
+
+    gpus = result.metadata.get("gpus") or []
+    if len(gpus) < 2:
+        return gpu_label(result.metadata)
+    names = [g.get("name") or "?" for g in gpus]
+    return f"{len(gpus)} GPUs (" + ", ".join(f"{n} x{names.count(n)}" for n in dict.fromkeys(names)) + ")"
 
 
 def _print_problems(result: ResultSet) -> None:
@@ -82,11 +119,14 @@ def _print_matrix(result: ResultSet, baseline: str | None, same_within: float, t
 @click.option("--allow-other-inputs", is_flag=True, help="With --against: compare although input bytes differ.")
 @click.option("--ladder", "show_ladder", is_flag=True,
               help="Also print the ladder view: each step against the one before, beside report 004's claims.")
+@with_options(placement_options)
+@click.option("--resume", "resume_folder", default=None, type=click.Path(file_okay=False, exists=True),
+              help="Finish a Slurm run (compare or sweep) from its jobs folder: collect, resubmit lost jobs, save.")
 @with_options(save_options)
 def compare(variant_selector: str | None, case_selector: str | None, baseline: str | None, device: int,
             atol: float, rtol: float, against_path: str | None, fail_slower: float | None, allow_other_gpu: bool,
-            allow_other_inputs: bool, show_ladder: bool, results_dir: str, name: str | None, no_save: bool,
-            plot: bool, same_within: float, **timing: object) -> None:
+            allow_other_inputs: bool, show_ladder: bool, resume_folder: str | None, results_dir: str,
+            name: str | None, no_save: bool, plot: bool, same_within: float, **timing: object) -> None:
     """Compare variants (and the torch peer) over testcases: a checked, timed matrix with speedups.
 
     Every cell's output is checked against the float64 reference first (the course rule, --atol);
@@ -99,15 +139,27 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
     --fail-slower, by more than that). A saved run from another GPU, or with other input bytes,
     is refused unless allowed.
 
+    With --gpus all (or 0,1): one worker process per GPU of this host, each case (all its variants)
+    on one GPU, largest cases first; each cell records its GPU. With --executor slurm: Slurm jobs of
+    about a minute each, submitted as one array through submitit; --resume FOLDER finishes such a
+    run. Ctrl-C saves what was measured.
+
     Exit status: 0 when every cell is correct and none regressed; 1 when any cell is wrong or failed
-    or any regressed (the counts are printed and saved); 2 for unusable options or results files.
+    or any regressed (the counts are printed and saved); 2 for unusable options or results files;
+    3 no GPU or no Slurm; 130 interrupted.
 
     \b
     Examples:
       attnbench compare --variants naive,splitq,bankfree,torch --cases t10,t11,t22,t29,t30
       attnbench compare --variants ladder --cases known --baseline kernels --ladder --plot
       attnbench compare --against results/2026-11-21_compare_h200_t10-t30.json --fail-slower 5%
+      attnbench compare -v ladder -c course --gpus all
+      attnbench compare -v ladder -c course --executor slurm --partition nvidia --gres gpu:1
     """
+    placement = placement_from(timing, results_dir)
+    if resume_folder is not None and (variant_selector or case_selector or against_path):
+        raise click.UsageError("--resume takes the variants and cases from the jobs folder; "
+                               "drop --variants, --cases and --against")
     saved = api.load_results(against_path) if against_path else None
     if saved is not None:
         saved_variants, saved_cases = api.common_selection(saved)
@@ -115,7 +167,9 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
         case_selector = case_selector or saved_cases
         if baseline is None and saved.baseline in variant_selector.split(","):
             baseline = saved.baseline
-    if not variant_selector or not case_selector:
+    if resume_folder is not None:
+        variant_selector = case_selector = ""
+    elif not variant_selector or not case_selector:
         raise click.UsageError("give --variants and --cases (or --against a saved run to repeat it)")
 
     def refuse_incomparable(gpu: object, inputs: list) -> None:
@@ -125,14 +179,25 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
             api.check_same_gpu(facts, saved, allow_other_gpu)
             api.check_same_inputs(api.expected_inputs(inputs), saved, allow_other_inputs)
 
-    with MatrixProgress("compare") as listener:
-        result = api.compare(variant_selector, case_selector, baseline=baseline, timing=timing_from(timing),
-                             device=device, atol=atol, rtol=rtol, same_within=same_within, listener=listener,
-                             command=command_line(), before_run=refuse_incomparable)
-    from attnbench.results.metadata import gpu_label
+    timing_options_ = timing_from(timing)
 
-    _print_matrix(result, result.baseline, same_within,
-                  f"compare on {gpu_label(result.metadata)}, speedups over {result.baseline}")
+    def call(listener: MatrixProgress) -> ResultSet:
+        if resume_folder is not None:
+            return api.resume(resume_folder, listener=listener, notice=notice)
+        return api.compare(variant_selector, case_selector, baseline=baseline, timing=timing_options_,
+                           device=device, atol=atol, rtol=rtol, same_within=same_within, listener=listener,
+                           command=command_line(), before_run=refuse_incomparable, **placement)
+
+    selector = case_selector if case_selector and "," not in case_selector else None
+    result = _run_saving_partial("compare", call, results_dir, name, no_save, selector)
+    if result.kind == "sweep":  # a resumed sweep
+        _print_matrix(result, result.baseline, same_within,
+                      f"sweep over {result.settings.get('sweep')} on {_where(result)}")
+        _print_problems(result)
+        if not no_save:
+            _save(result, results_dir, name, result.settings.get("sweep"), plot)
+        sys.exit(exit_status(result))
+    _print_matrix(result, result.baseline, same_within, f"compare on {_where(result)}, speedups over {result.baseline}")
     if show_ladder:
         from attnbench.analysis.ladder import ladder_steps
 
@@ -140,7 +205,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
             print_table(tables.ladder_table(f"ladder on {case}", steps))
     _print_problems(result)
     if not no_save:
-        _save(result, results_dir, name, case_selector if "," not in case_selector else None, plot)
+        _save(result, results_dir, name, selector, plot)
     report = None
     if saved is not None:
         report = api.against_saved(result, saved, same_within, fail_slower, allow_other_gpu, allow_other_inputs)
@@ -172,6 +237,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
 @click.option("--head-dim", "-d", type=click.IntRange(1), default=64, show_default=True, help="N sweeps: d.")
 @click.option("--baseline", "-b", default=None, help="Variant the speedups are against [default: none].")
 @with_options(timing_options)
+@with_options(placement_options)
 @with_options(save_options)
 def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values: str | None, batch: int | None,
           seq_len: int, head_dim: int, baseline: str | None, device: int, results_dir: str, name: str | None,
@@ -191,18 +257,25 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
       attnbench sweep square --variants tiled,torch --sizes 63-1025 --lab-timing
       attnbench sweep N --variants splitq,bankfree --values 128..32768 --head-dim 64
       attnbench sweep d --variants naive,torch --values 16,32,64,128 --seq-len 1024
+      attnbench sweep square --variants gemm --gpus all
     """
     axis = api.SWEEP_AXES.get(what.lower(), what)
-    with MatrixProgress(f"sweep {axis}") as listener:
-        result = api.sweep(what, variant_selector, sizes=sizes, values=values, batch=batch, seq_len=seq_len,
-                           head_dim=head_dim, baseline=baseline, lab_timing=lab_timing, timing=timing_from(timing),
-                           device=device, same_within=same_within, listener=listener, command=command_line())
+    placement = placement_from(timing, results_dir)
+    timing_options_ = timing_from(timing)
+
+    def call(listener: MatrixProgress) -> ResultSet:
+        return api.sweep(what, variant_selector, sizes=sizes, values=values, batch=batch, seq_len=seq_len,
+                         head_dim=head_dim, baseline=baseline, lab_timing=lab_timing, timing=timing_options_,
+                         device=device, same_within=same_within, listener=listener, command=command_line(),
+                         **placement)
+
+    result = _run_saving_partial(f"sweep {axis}", call, results_dir, name, no_save, axis)
     if axis == "square":
         for variant in result.variant_names:
             click.echo(f"# {variant}")
             for line in lab_report_lines(result, variant):
                 click.echo(line)
-    _print_matrix(result, baseline, same_within, f"sweep over {axis}")
+    _print_matrix(result, baseline, same_within, f"sweep over {axis} on {_where(result)}")
     _print_problems(result)
     elapsed = result.settings.get("elapsed_s", 0.0)
     console.print(f"sweep of {len(result.case_labels)} input(s) x {len(result.variant_names)} variant(s) took "

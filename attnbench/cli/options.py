@@ -32,6 +32,33 @@ timing_options = [
 ]
 
 
+placement_options = [
+    click.option("--gpus", default=None, metavar="all|0,1,...",
+                 help="Spread the cases over this host's GPUs, one worker process each (a case's variants share one GPU)."),
+    click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True,
+                 help="slurm: run the cells as Slurm jobs of about a minute each, through submitit (the slurm extra)."),
+    click.option("--partition", default=None, help="Slurm partition (e.g. nvidia)."),
+    click.option("--gres", default=None, help="Slurm generic resources per job (e.g. gpu:1)."),
+    click.option("--time", "time_min", type=click.IntRange(1), default=30, show_default=True,
+                 help="Slurm time limit of each job, minutes."),
+    click.option("--array-parallelism", type=click.IntRange(1), default=16, show_default=True,
+                 help="Slurm jobs of the array running at once."),
+    click.option("--job-seconds", type=click.FloatRange(0, min_open=True), default=60.0, hidden=True,
+                 help="Slurm: the estimated length jobs are packed to."),
+]
+
+
+def placement_from(kwargs: dict[str, Any], results_dir: str) -> dict[str, Any]:
+    """Pop --gpus, --executor and the Slurm options: keyword arguments for api.compare and api.sweep."""
+    from attnbench.bench.slurm import SlurmOptions, default_folder
+
+    gpus, executor = kwargs.pop("gpus"), kwargs.pop("executor")
+    slurm = SlurmOptions(partition=kwargs.pop("partition"), gres=kwargs.pop("gres"), time_min=kwargs.pop("time_min"),
+                         array_parallelism=kwargs.pop("array_parallelism"), job_seconds=kwargs.pop("job_seconds"),
+                         folder=default_folder(results_dir) if executor == "slurm" else None)
+    return {"gpus": gpus, "executor": executor, "slurm": slurm, "notice": notice}
+
+
 def with_options(options: list[Callable]) -> Callable:
     def decorate(f: Callable) -> Callable:
         for option in reversed(options):

@@ -144,7 +144,7 @@ def speedup_text(view: MatrixView, variant: str, case: str) -> Text:
     cell = view.result.cell(variant, case)
     if is_program_cell(cell):
         return Text("- (a program: no kernel time)", DIM)
-    return status_text(cell) or Text("- (no baseline time)")
+    return status_text(cell) or Text(view.missing_reason(variant, case) or "") or Text("- (no baseline time)")
 
 
 def by_case(result: ResultSet) -> bool:

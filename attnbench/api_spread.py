@@ -1,0 +1,58 @@
+"""The API's multi-GPU and Slurm paths: `compare` and `sweep` hand their cells here when `gpus` or
+`executor="slurm"` says they leave this process, and `resume` finishes a Slurm run from its jobs folder.
+
+    import attnbench
+    rs = attnbench.compare("ladder", "course", gpus="all")
+    rs = attnbench.resume("results/slurm/2026-11-22_0730_compare")
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from attnbench.bench.cellgroups import CellPlan
+from attnbench.bench.matrix import MatrixListener
+from attnbench.bench.sampler import TimingPolicy
+from attnbench.bench.slurm import SlurmOptions
+from attnbench.bench.spread import Placement, run_spread
+from attnbench.cases.inputs import BenchInput
+from attnbench.kernels.variant import Variant
+from attnbench.results.resultset import ResultSet
+
+Notice = Callable[[str], None]
+
+
+def _quiet(note: str) -> None:
+    pass
+
+
+def placement(gpus: str | None, executor: str, slurm: SlurmOptions | None) -> Placement:
+    """Where the cells run: here (`spread` is False), this host's GPUs, or Slurm jobs."""
+    return Placement(gpus, executor, slurm or SlurmOptions())
+
+
+def spread_matrix(kind: str, chosen: list[Variant], inputs: list[BenchInput], policy: Callable[[Variant], TimingPolicy],
+                  check: tuple, where: Placement, record: dict[str, Any], listener: MatrixListener | None,
+                  notice: Notice = _quiet, before_run: Callable[[Any, list[BenchInput]], None] | None = None,
+                  lab_timing: bool = False) -> ResultSet:
+    """A compare or sweep spread over worker processes or Slurm jobs (`check`: ("course", atol, rtol)
+    or ("lab",)); the same ResultSet a one-process run makes, each cell recording its GPU."""
+    plan = CellPlan.of(chosen, policy, check, lab_timing)
+    start = time.perf_counter()
+    result = run_spread(kind, chosen, inputs, plan, where, record, listener, notice, before_run)
+    if kind == "sweep":
+        result.settings["elapsed_s"] = time.perf_counter() - start
+    return result
+
+
+def resume(folder: str | Path, *, listener: MatrixListener | None = None, notice: Notice = _quiet) -> ResultSet:
+    """Finish a Slurm run (compare or sweep) from its jobs folder: collect the results that came
+    back, resubmit the jobs that were lost, and return the merged run."""
+    from attnbench.bench.spread import resume as resume_slurm
+
+    return resume_slurm(str(folder), listener, notice)
+
+
+__all__ = ["SlurmOptions", "placement", "resume", "spread_matrix"]

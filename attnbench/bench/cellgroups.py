@@ -1,0 +1,209 @@
+"""A case group: every variant of one input, run on one device, away from the process that asked.
+
+Several GPUs of a host (`workers`) and the nodes of a Slurm cluster (`slurm`) both run the matrix
+this way. The unit of work is one input with all the variants that take it, so that a case's
+baseline and its other variants share a device and their speedups compare like with like. What
+travels to a worker is a `CellPlan` (variant names, timing policies, which check) and the input's
+recipe (a suite name and seed, a file path, a synthetic shape and seed), never its bytes; what
+comes back is plain data: the input's CaseInfo and its cells as dictionaries.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from attnbench.bench.matrix import MatrixSettings, _cell_work, _run_cell, course_check
+from attnbench.bench.programs import EXE_PREFIX, program_variant
+from attnbench.bench.sampler import TimingPolicy
+from attnbench.bench.squarelab import LabTimer, lab_check
+from attnbench.cases.inputs import BenchInput, CaseInfo, SuiteInput
+from attnbench.errors import AttnbenchError, UsageError
+from attnbench.kernels.catalogue import get_variant
+from attnbench.kernels.variant import Variant
+from attnbench.results.resultset import ERROR, REFUSED, Cell
+
+# A cpu worker that stands in for a GPU has this name in its cells' extra["gpu"].
+STAND_IN_NAME = "cpu worker (standing in for a GPU)"
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """How every cell of a run is checked and timed, in a form that pickles (names, not objects)."""
+
+    variant_names: tuple[str, ...]
+    policies: dict[str, TimingPolicy]
+    check: tuple = ("course", 0.005, 0.0)  # ("course", atol, rtol) or ("lab",)
+    lab_timing: bool = False
+    programs: dict[str, str] = field(default_factory=dict)  # an `exe:` program's name -> its path
+
+    @classmethod
+    def of(cls, variants: list[Variant], policy: Callable[[Variant], TimingPolicy], check: tuple,
+           lab_timing: bool = False) -> "CellPlan":
+        programs = {v.name: str(v.source) for v in variants if v.backend == "program"}
+        return cls(tuple(v.name for v in variants), {v.name: policy(v) for v in variants}, check, lab_timing,
+                   programs)
+
+    def variant(self, name: str) -> Variant:
+        """A variant by name: the catalogue's or the user's, or an `exe:` program from its path."""
+        if name in self.programs:
+            return program_variant(EXE_PREFIX + self.programs[name])
+        return get_variant(name)
+
+    def variants(self) -> list[Variant]:
+        return [self.variant(name) for name in self.variant_names]
+
+    def settings(self) -> MatrixSettings:
+        check = lab_check if self.check[0] == "lab" else course_check(*self.check[1:])
+        return MatrixSettings(policy=lambda v: self.policies[v.name], check=check,
+                              timer=LabTimer() if self.lab_timing else None)
+
+
+@dataclass(frozen=True)
+class Device:
+    """Where a worker runs: a CUDA device index, or a cpu worker standing in for one (tests)."""
+
+    index: int
+    stand_in: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"cpu worker {self.index}" if self.stand_in else f"GPU {self.index}"
+
+
+@dataclass
+class OpenDevice:
+    """A worker's device once open: the Gpu (None for host-only runs) and what cells record of it."""
+
+    gpu: Any | None
+    record: dict[str, Any] | None  # {"index", "name", "uuid"} for extra["gpu"]; None without a device
+    facts: dict[str, Any] | None = None  # Gpu.facts(), for the run's metadata
+    arch: str | None = None
+
+
+def group_work(variants: list[Variant], bench_input: BenchInput) -> float:
+    """Expected cost of an input's cells (their FLOPs; a host variant counts 50x): the order of dealing."""
+    return sum(_cell_work(v, bench_input) for v in variants if v.refusal(bench_input.shape) is None)
+
+
+def _gpu_uuid(gpu: Any) -> str | None:
+    """The device's UUID (NVML or nvidia-smi, matched by PCI bus id); None where neither answers."""
+    try:
+        bus = gpu.device.pci_bus_id().lower()
+    except Exception:
+        return None
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        uuid = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByPciBusId(bus.encode()))
+        return uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+    except Exception:
+        pass
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        text = subprocess.run([smi, "--query-gpu=pci.bus_id,uuid", "--format=csv,noheader"], capture_output=True,
+                              text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    short = bus.split(":", 1)[-1]  # nvidia-smi writes an 8-digit domain, CUDA a 4-digit one
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 2 and parts[0].lower().split(":", 1)[-1] == short:
+            return parts[1]
+    return None
+
+
+def open_device(device: Device, variants: list[Variant]) -> OpenDevice:
+    """Open the device a worker runs on (a GPU only when some variant needs one)."""
+    if device.stand_in:
+        if any(v.backend != "cpu" for v in variants):
+            raise UsageError("cpu workers standing in for GPUs run only the cpu variant")
+        return OpenDevice(None, {"index": device.index, "name": STAND_IN_NAME, "uuid": None})
+    if all(v.backend == "cpu" for v in variants):
+        return OpenDevice(None, None)
+    if any(v.backend == "torch" for v in variants):
+        from attnbench.backends.torch_peer import import_torch
+
+        import_torch()
+    from attnbench.backends.gpu import Gpu
+
+    gpu = Gpu(device.index)
+    record = {"index": device.index, "name": gpu.name, "uuid": _gpu_uuid(gpu), "host": socket.gethostname()}
+    return OpenDevice(gpu, record, {**gpu.facts(), "uuid": record["uuid"], "host": record["host"]}, gpu.arch)
+
+
+@dataclass
+class GroupReport:
+    """Where a case group's events go: the input's info, a cell starting, a cell finished."""
+
+    info: Callable[[dict], None] = lambda info: None
+    started: Callable[[str], None] = lambda variant: None
+    finished: Callable[[dict], None] = lambda cell: None
+    cells: list[dict] = field(default_factory=list)
+
+
+def run_case_group(plan: CellPlan, bench_input: BenchInput, names: list[str], device: OpenDevice,
+                   report: GroupReport) -> None:
+    """Load one input and its reference, then run the named variants on it, one cell at a time.
+
+    Each event is reported as it happens, so a worker that dies loses only the cell it was running.
+    An input that cannot be loaded makes every one of its cells an ERROR with the reason."""
+    settings = plan.settings()
+    try:
+        variants = [plan.variant(name) for name in names]
+        testcase = bench_input.load()
+        reference = bench_input.reference(testcase)
+        report.info(bench_input.info(testcase).to_dict())
+    except Exception as exc:  # an unreadable input or an unknown variant: every cell says why
+        why = str(exc) if isinstance(exc, AttnbenchError) else f"{type(exc).__name__}: {exc}"
+        report.info(CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "", why).to_dict())
+        for name in names:
+            report.finished(Cell(name, bench_input.label, ERROR, why).to_dict())
+        return
+    capability = getattr(device.gpu, "compute_capability", None)
+    for variant in variants:
+        reason = variant.gpu_refusal(capability)
+        if reason is not None:  # a variant for one architecture (sm_90a) on a GPU of another
+            report.finished(Cell(variant.name, bench_input.label, REFUSED, reason).to_dict())
+            continue
+        report.started(variant.name)
+        try:
+            cell = _run_cell(variant, bench_input.label, testcase, reference, device.gpu, settings)
+        except Exception as exc:  # a bug or an unexpected failure costs this cell, not the run
+            cell = Cell(variant.name, bench_input.label, ERROR, f"{type(exc).__name__}: {exc}")
+        if device.record is not None and cell.status != "refused":
+            cell.extra["gpu"] = dict(device.record)
+        report.finished(cell.to_dict())
+
+
+def node_input(bench_input: BenchInput) -> BenchInput:
+    """The input as a node should make it: suite cases generated in memory from their seeds when the
+    node has no copy (never shipped)."""
+    if isinstance(bench_input, SuiteInput):
+        return SuiteInput(bench_input.case, in_memory=True)
+    return bench_input
+
+
+def parse_device_list(text: str, count: int | None) -> list[int]:
+    """`all` or a comma list of indices (`0,1`), checked against the `count` devices present (with
+    None, only the syntax is checked)."""
+    text = text.strip().lower()
+    if text != "all" and not re.fullmatch(r"\d+(\s*,\s*\d+)*", text):
+        raise UsageError(f"--gpus {text!r}: write all, or a comma list of device indices such as 0,1")
+    if count is None:
+        return []
+    if text == "all":
+        return list(range(count))
+    indices = list(dict.fromkeys(int(part) for part in text.split(",")))
+    missing = [i for i in indices if i >= count]
+    if missing:
+        raise UsageError(f"--gpus {text}: device {missing[0]} does not exist; this machine has {count}, "
+                         f"0..{count - 1}")
+    return indices

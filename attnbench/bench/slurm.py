@@ -1,0 +1,336 @@
+"""A matrix spread over a Slurm cluster through submitit: case groups packed into jobs of about a
+minute, submitted as one array, followed through squeue, merged into one run.
+
+Each job gets a list of case groups (`cellgroups`): the inputs' recipes (suite cases are generated
+on the node from their seeds, never copied) and the plan; it sends back only plain results. The
+jobs folder holds the run's record (`attnbench-run.pkl`), submitit's pickles and Slurm's logs, so
+`resume(folder)` can finish a run whose jobs were lost or whose waiting was interrupted.
+
+Without Slurm accounting `sacct` answers nothing and submitit cannot tell a job that died from one
+still pending; here a job counts as lost once squeue no longer shows it as active and its result
+has not appeared within a grace period, and its cells become ERROR cells (resume runs them again).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import pickle
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from attnbench.bench.cellgroups import CellPlan, Device, GroupReport, node_input, open_device, run_case_group
+from attnbench.bench.matrix import MatrixListener, QuietListener, _cell_work
+from attnbench.bench.workers import DeviceSummary, MatrixInterrupted
+from attnbench.cases.inputs import BenchInput, CaseInfo
+from attnbench.errors import AttnbenchError, ResultsError
+from attnbench.kernels.variant import Variant
+from attnbench.results.resultset import ERROR, REFUSED, Cell
+
+RUN_FILE = "attnbench-run.pkl"
+ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "SIGNALING",
+          "STAGE_OUT", "REQUEUE_HOLD", "REQUEUE_FED"}
+
+
+class SlurmUnavailable(AttnbenchError):
+    """No submitit, no sbatch, or a Slurm that does not answer."""
+
+    exit_code = 3
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    """How the jobs are asked for, and how long a vanished job is waited for."""
+
+    partition: str | None = None
+    gres: str | None = None  # e.g. gpu:1
+    time_min: int = 30  # each job's time limit
+    array_parallelism: int = 16
+    folder: Path | None = None  # the jobs folder [default: results/slurm/<date>_<time>]
+    job_seconds: float = 60.0  # the size jobs are packed to, by the FLOPs estimate
+    poll_s: float = 2.0
+    lost_after_s: float = 30.0  # a job out of squeue this long without its result is lost
+    squeue_timeout_s: float = 300.0  # squeue failing this long ends the wait (resume later)
+
+
+@dataclass
+class SlurmRun:
+    """What the jobs folder records of a run: enough to collect or resume it."""
+
+    kind: str
+    plan: CellPlan
+    inputs: list[BenchInput]
+    groups: list[list[int]]  # per job: the indices of its inputs
+    options: SlurmOptions
+    assemble: dict[str, Any]  # baseline, policy record, settings, command: what the result set needs
+    job_ids: list[str | None] = field(default_factory=list)
+
+    @property
+    def folder(self) -> Path:
+        assert self.options.folder is not None
+        return Path(self.options.folder)
+
+    def save(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        temporary = self.folder / (RUN_FILE + ".tmp")
+        temporary.write_bytes(pickle.dumps(self))
+        temporary.replace(self.folder / RUN_FILE)
+
+
+def load_run(folder: str | Path) -> SlurmRun:
+    path = Path(folder) / RUN_FILE
+    try:
+        run = pickle.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise ResultsError(f"{folder}: not an attnbench Slurm jobs folder (no {RUN_FILE})") from None
+    except Exception as exc:
+        raise ResultsError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
+    if not isinstance(run, SlurmRun):
+        raise ResultsError(f"{path}: not an attnbench Slurm run")
+    run.options = replace(run.options, folder=Path(folder))  # the folder may have moved
+    return run
+
+
+# -- packing cells into jobs -----------------------------------------------------------------------
+def cell_seconds(variant: Variant, bench_input: BenchInput) -> float:
+    """A rough time for one cell: start-up plus its FLOPs at a modest rate (host variants far slower)."""
+    flops = bench_input.shape.flops
+    if variant.backend == "cpu":
+        return 0.2 + 2 * flops / 5e9
+    return 3.0 + 30 * flops / 5e12  # compile, warm-up, about thirty timed passes
+
+
+def group_seconds(variants: list[Variant], bench_input: BenchInput) -> float:
+    """An input's cells, plus generating it and its float64 reference on the node."""
+    takers = [v for v in variants if v.refusal(bench_input.shape) is None]
+    if not takers:
+        return 0.0
+    return 1.0 + bench_input.shape.flops / 2e10 + sum(cell_seconds(v, bench_input) for v in takers)
+
+
+def pack_jobs(variants: list[Variant], inputs: list[BenchInput], job_seconds: float) -> list[list[int]]:
+    """Inputs (each with all its variants) packed into jobs of about `job_seconds`, largest first."""
+    costs = {i: group_seconds(variants, bench_input) for i, bench_input in enumerate(inputs)}
+    jobs: list[list[int]] = []
+    loads: list[float] = []
+    for i in sorted((i for i in costs if costs[i] > 0), key=lambda i: -costs[i]):
+        fits = next((j for j, load in enumerate(loads) if load + costs[i] <= job_seconds), None)
+        if fits is None:
+            jobs.append([i])
+            loads.append(costs[i])
+        else:
+            jobs[fits].append(i)
+            loads[fits] += costs[i]
+    return [sorted(job) for job in jobs]
+
+
+# -- on the node -----------------------------------------------------------------------------------
+def run_job(plan: CellPlan, inputs: list[BenchInput]) -> dict[str, Any]:
+    """One Slurm job: its case groups on the job's device (Slurm makes the job's GPU device 0)."""
+    variants = plan.variants()
+    try:
+        opened = open_device(Device(0), variants)
+    except AttnbenchError as exc:
+        return {"error": f"{socket.gethostname()}: {exc}"}
+    groups = []
+    for bench_input in inputs:
+        names = [v.name for v in variants if v.refusal(bench_input.shape) is None]
+        found: dict[str, Any] = {}
+        report = GroupReport(info=found.update)
+        report.finished = report.cells.append
+        run_case_group(plan, node_input(bench_input), names, opened, report)
+        groups.append({"label": bench_input.label, "info": found, "cells": report.cells})
+    return {"facts": opened.facts, "arch": opened.arch, "host": socket.gethostname(), "groups": groups}
+
+
+# -- submitting and following ----------------------------------------------------------------------
+def _submitit() -> Any:
+    try:
+        import submitit
+    except ImportError:
+        raise SlurmUnavailable("--executor slurm needs submitit: pip install -e '.[slurm]'") from None
+    if shutil.which("sbatch") is None or shutil.which("squeue") is None:
+        raise SlurmUnavailable("--executor slurm needs Slurm's sbatch and squeue on the PATH (try "
+                               "tools/slurm_local.sh for a one-node cluster on this machine)")
+    return submitit
+
+
+def submit(run: SlurmRun, which: list[int]) -> None:
+    """Submit the jobs `which` as one array; their ids are saved in the run's record."""
+    submitit = _submitit()
+    executor = submitit.SlurmExecutor(folder=run.folder, max_num_timeout=0)
+    parameters: dict[str, Any] = {"time": run.options.time_min, "array_parallelism": run.options.array_parallelism,
+                                  "job_name": f"attnbench-{run.kind}", "nodes": 1, "ntasks_per_node": 1}
+    if run.options.partition:
+        parameters["partition"] = run.options.partition
+    if run.options.gres:
+        parameters["gres"] = run.options.gres
+    executor.update_parameters(**parameters)
+    try:
+        with executor.batch():
+            jobs = [executor.submit(run_job, run.plan, [run.inputs[i] for i in run.groups[j]]) for j in which]
+    except Exception as exc:  # sbatch refused: no such partition, no controller, ...
+        detail = getattr(exc, "stderr", None) or getattr(exc, "output", None) or exc
+        raise SlurmUnavailable(f"sbatch refused the jobs: {str(detail).strip()}") from None
+    while len(run.job_ids) < len(run.groups):
+        run.job_ids.append(None)
+    for j, job in zip(which, jobs):
+        run.job_ids[j] = job.job_id
+    run.save()
+
+
+def squeue_states() -> dict[str, str] | None:
+    """Job id (array tasks as 12_3) -> state, finished jobs included while Slurm keeps them; None
+    when squeue does not answer."""
+    try:
+        done = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-o", "%i %T"], capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return dict(line.split()[:2] for line in done.stdout.splitlines() if len(line.split()) >= 2)
+
+
+def _result_file(run: SlurmRun, j: int) -> Path:
+    return run.folder / f"{run.job_ids[j]}_0_result.pkl"
+
+
+def _outcome(run: SlurmRun, j: int) -> dict[str, Any]:
+    """A finished job's result, or {"error": ...} saying why it has none."""
+    try:
+        outcome, value = pickle.loads(_result_file(run, j).read_bytes())
+    except Exception as exc:
+        return {"error": f"Slurm job {run.job_ids[j]}: unreadable result ({type(exc).__name__}: {exc})"}
+    if outcome != "success":
+        last = [line for line in str(value).strip().splitlines() if line.strip()][-1:] or ["no trace"]
+        return {"error": f"Slurm job {run.job_ids[j]} failed: {last[0].strip()}"}
+    return value
+
+
+def _log_tail(run: SlurmRun, j: int) -> str:
+    for suffix in ("err", "out"):
+        path = run.folder / f"{run.job_ids[j]}_0_log.{suffix}"
+        if path.exists():
+            lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+            if lines:
+                return f"; log {path.name}: {lines[-1].strip()}"
+    return ""
+
+
+def collect(run: SlurmRun, listener: MatrixListener, sleep: Callable[[float], None] = time.sleep) -> dict[int, dict]:
+    """Wait for every job's result; a job that leaves the queue without one is reported lost."""
+    outstanding = set(range(len(run.groups)))
+    results: dict[int, dict] = {}
+    lost_since: dict[int, float] = {}
+    squeue_ok = time.monotonic()
+    while outstanding:
+        states = squeue_states()
+        now = time.monotonic()
+        if states is None and now - squeue_ok > run.options.squeue_timeout_s:
+            raise SlurmUnavailable(f"squeue has not answered for {run.options.squeue_timeout_s:.0f} s; the jobs "
+                                   f"may still run: finish the run with --resume {run.folder}")
+        if states is not None:
+            squeue_ok = now
+        for j in sorted(outstanding):
+            if _result_file(run, j).exists():
+                results[j] = _outcome(run, j)
+            elif states is not None and states.get(str(run.job_ids[j])) not in ACTIVE:
+                since = lost_since.setdefault(j, now)
+                state = states.get(str(run.job_ids[j]), "gone from the queue")
+                grace = 5.0 if state in ("FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY") else \
+                    run.options.lost_after_s
+                if now - since < grace:
+                    continue
+                results[j] = {"error": f"Slurm job {run.job_ids[j]} ended ({state}) without a result"
+                                       + _log_tail(run, j)}
+            else:
+                lost_since.pop(j, None)
+                continue
+            outstanding.discard(j)
+            _report(run, j, results[j], listener)
+        if outstanding:
+            sleep(run.options.poll_s)
+    return results
+
+
+def _job_cells(run: SlurmRun, j: int, result: dict) -> list[Cell]:
+    if "error" in result:
+        variants = run.plan.variants()
+        return [Cell(v.name, run.inputs[i].label, ERROR, result["error"]) for i in run.groups[j] for v in variants
+                if v.refusal(run.inputs[i].shape) is None]
+    return [Cell.from_dict(c) for group in result["groups"] for c in group["cells"]]
+
+
+def _report(run: SlurmRun, j: int, result: dict, listener: MatrixListener) -> None:
+    by_label = {b.label: b for b in run.inputs}
+    variants = {v.name: v for v in run.plan.variants()}
+    for cell in _job_cells(run, j, result):
+        listener.cell_finished(cell, _cell_work(variants[cell.variant], by_label[cell.case]))
+
+
+def merged(run: SlurmRun, results: dict[int, dict]) -> tuple[list[CaseInfo], list[Cell], DeviceSummary]:
+    """The jobs' results as one run's cases and cells, in one-process order."""
+    variants = run.plan.variants()
+    infos: dict[str, CaseInfo] = {}
+    cells: dict[tuple[str, str], Cell] = {}
+    summary = DeviceSummary()
+    for j, result in sorted(results.items()):
+        for cell in _job_cells(run, j, result):
+            cells[(cell.variant, cell.case)] = cell
+        if "error" in result:
+            continue
+        for group in result["groups"]:
+            if group["info"]:
+                infos[group["label"]] = CaseInfo.from_dict(group["info"])
+        if result.get("facts") is not None:
+            summary.facts_by_index[j], summary.archs[j] = result["facts"], result["arch"]
+    ordered_infos, ordered_cells = [], []
+    for bench_input in run.inputs:
+        reasons = [v.refusal(bench_input.shape) for v in variants]
+        note = "every variant refused it" if all(reasons) else "not run"
+        ordered_infos.append(infos.get(bench_input.label)
+                             or CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "", note))
+        for variant, reason in zip(variants, reasons):
+            if reason is not None:
+                ordered_cells.append(Cell(variant.name, bench_input.label, REFUSED, reason))
+            elif (variant.name, bench_input.label) in cells:
+                ordered_cells.append(cells[(variant.name, bench_input.label)])
+    return ordered_infos, ordered_cells, summary
+
+
+def default_folder(results_dir: str | Path) -> Path:
+    stamp = _dt.datetime.now().strftime("%Y-%m-%d_%H%M%S")
+    return Path(results_dir) / "slurm" / stamp
+
+
+def execute(run: SlurmRun, listener: MatrixListener | None = None,
+            notice: Callable[[str], None] = lambda note: None) -> tuple[list[CaseInfo], list[Cell], DeviceSummary]:
+    """Submit a new run's jobs (or, resuming, those without a result and not queued), wait, merge."""
+    listener = listener or QuietListener()
+    variants = run.plan.variants()
+    listener.start(len(variants) * len(run.inputs),
+                   sum(_cell_work(v, i) for i in run.inputs for v in variants if v.refusal(i.shape) is None))
+    if not run.job_ids:
+        run.save()
+        submit(run, list(range(len(run.groups))))
+        notice(f"{len(run.groups)} Slurm job(s) submitted as array {str(run.job_ids[0]).split('_')[0]}; "
+               f"jobs folder {run.folder} (finish an interrupted run with --resume {run.folder})")
+    else:
+        states = squeue_states() or {}
+        again = [j for j in range(len(run.groups))
+                 if not _result_file(run, j).exists() and states.get(str(run.job_ids[j])) not in ACTIVE]
+        if again:
+            submit(run, again)
+            notice(f"resubmitted {len(again)} of {len(run.groups)} job(s) that had no result")
+    try:
+        results = collect(run, listener)
+    except KeyboardInterrupt:
+        done = {j: _outcome(run, j) for j in range(len(run.groups)) if _result_file(run, j).exists()}
+        raise MatrixInterrupted(f"interrupted; the Slurm jobs keep running: finish the run with --resume {run.folder}",
+                                *merged(run, done)) from None
+    return merged(run, results)

@@ -1,0 +1,128 @@
+"""Slurm: packing cells into jobs, following jobs without sacct, and (marker `slurm`) a real one-node
+cluster started by tools/slurm_local.sh (CI exports its SLURM_CONF)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from attnbench import api
+from attnbench.bench import slurm
+from attnbench.bench.cellgroups import CellPlan
+from attnbench.bench.matrix import QuietListener
+from attnbench.bench.sampler import TimingPolicy
+from attnbench.cases.inputs import inputs_for
+from attnbench.cli import main
+from attnbench.kernels.catalogue import variants_for
+from attnbench.results.resultset import load
+
+CASES = "odd_17x48,odd_100x32,odd_1000x64"
+
+
+def essentials(result):
+    cells = [(c.variant, c.case, c.status, c.check) for c in result.cells]
+    return cells, [c.to_dict() for c in result.cases], result.baseline
+
+
+def test_cells_are_packed_into_jobs_of_about_the_target_length():
+    variants = variants_for("cpu,naive")
+    inputs = inputs_for("odd,t02,t29")
+    jobs = slurm.pack_jobs(variants, inputs, 60.0)
+    placed = sorted(i for job in jobs for i in job)
+    assert placed == list(range(len(inputs)))  # every input once, with all its variants
+    seconds = [sum(slurm.group_seconds(variants, inputs[i]) for i in job) for job in jobs]
+    assert all(s <= 60.0 or len(job) == 1 for s, job in zip(seconds, jobs))
+    assert len(slurm.pack_jobs(variants, inputs, 1e9)) == 1
+    assert len(slurm.pack_jobs(variants, inputs, 1e-3)) == len(inputs)
+
+
+def test_a_job_that_leaves_the_queue_without_a_result_is_lost_not_waited_for(tmp_path, monkeypatch):
+    variants = variants_for("cpu")
+    inputs = inputs_for(CASES)
+    plan = CellPlan.of(variants, lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False), ("course", 0.005, 0.0))
+    options = slurm.SlurmOptions(folder=tmp_path, poll_s=0.01, lost_after_s=0.05)
+    run = slurm.SlurmRun("compare", plan, inputs, [[0, 1], [2]], options, {}, job_ids=["7_0", "7_1"])
+    (tmp_path / "7_1_0_log.err").write_text("slurmstepd: error: *** JOB 7 CANCELLED ***\n")
+    monkeypatch.setattr(slurm, "squeue_states", lambda: {"7_0": "RUNNING"})
+    with pytest.raises(AssertionError):  # job 7_0 is still running: the wait goes on (stopped here)
+        slurm.collect(run, QuietListener(), sleep=lambda s: (_ for _ in ()).throw(AssertionError))
+    monkeypatch.setattr(slurm, "squeue_states", lambda: {"7_0": "FAILED"})
+    results = slurm.collect(run, QuietListener(), sleep=lambda s: None)
+    infos, cells, _ = slurm.merged(run, results)
+    assert [(c.case, c.status) for c in cells] == [(i.label, "error") for i in inputs]
+    assert cells[0].message == "Slurm job 7_0 ended (FAILED) without a result"
+    assert cells[2].message == ("Slurm job 7_1 ended (gone from the queue) without a result; "
+                                "log 7_1_0_log.err: slurmstepd: error: *** JOB 7 CANCELLED ***")
+    assert [i.note for i in infos] == ["not run"] * 3
+
+
+def test_resume_refuses_a_folder_that_is_not_a_jobs_folder(tmp_path):
+    result = CliRunner().invoke(main, ["compare", "--resume", str(tmp_path)])
+    assert result.exit_code == 2 and "not an attnbench Slurm jobs folder" in result.output
+
+
+# -- a real one-node cluster ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cluster():
+    """A Slurm that answers with an idle node, or a clean skip (start one with tools/slurm_local.sh)."""
+    pytest.importorskip("submitit")
+    if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
+        pytest.skip("no Slurm here (tools/slurm_local.sh starts a one-node cluster)")
+    try:
+        states = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=15).stdout
+    except (OSError, subprocess.SubprocessError):
+        states = ""
+    if not any(s.startswith(("idle", "mix", "alloc")) for s in states.split()):
+        pytest.skip("Slurm does not answer with a usable node (start one with tools/slurm_local.sh)")
+
+
+@pytest.mark.slurm
+def test_compare_through_slurm_equals_a_local_run(cluster, tmp_path):
+    local = api.compare("cpu", CASES)
+    result = CliRunner().invoke(main, ["compare", "-v", "cpu", "-c", CASES, "--executor", "slurm", "--time", "5",
+                                       "--results-dir", str(tmp_path), "--job-seconds", "0.5"])
+    assert result.exit_code == 0, result.output
+    saved = load(next(tmp_path.glob("*_compare_*.json")))
+    assert essentials(saved) == essentials(local)
+    assert saved.settings["executor"] == "slurm"
+    folder = next((tmp_path / "slurm").iterdir())
+    assert len(list(folder.glob("*_result.pkl"))) == 3  # three jobs, one array, logs in the jobs folder
+    assert len({p.name.split("_")[0] for p in folder.glob("*_result.pkl")}) == 1
+
+
+@pytest.mark.slurm
+def test_resume_resubmits_a_lost_job_and_finishes_the_run(cluster, tmp_path):
+    local = api.compare("cpu", CASES)
+    options = slurm.SlurmOptions(folder=tmp_path / "jobs", job_seconds=0.5, poll_s=0.5, time_min=5)
+    first = api.compare("cpu", CASES, executor="slurm", slurm=options)
+    assert essentials(first) == essentials(local)
+    lost = sorted((tmp_path / "jobs").glob("*_result.pkl"))[1]
+    lost.unlink()
+    notes = []
+    again = api.resume(tmp_path / "jobs", notice=notes.append)
+    assert notes == ["resubmitted 1 of 3 job(s) that had no result"]
+    assert essentials(again) == essentials(local)
+
+
+@pytest.mark.slurm
+def test_a_cancelled_job_becomes_error_cells_and_the_rest_come_back(cluster, tmp_path):
+    variants = variants_for("cpu")
+    inputs = inputs_for(CASES)
+    plan = CellPlan.of(variants, lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False), ("course", 0.005, 0.0))
+    options = slurm.SlurmOptions(folder=tmp_path, poll_s=0.5, lost_after_s=5, array_parallelism=1, time_min=5)
+    run = slurm.SlurmRun("compare", plan, inputs, [[0], [1], [2]], options, {})
+    slurm.submit(run, [0, 1, 2])
+    subprocess.run(["scancel", str(run.job_ids[2])], check=True, timeout=30)
+    infos, cells, _ = slurm.merged(run, slurm.collect(run, QuietListener()))
+    assert [c.status for c in cells] == ["ok", "ok", "error"]
+    assert f"Slurm job {run.job_ids[2]} ended" in cells[2].message
+    assert Path(run.folder, slurm.RUN_FILE).exists()
+
+
+def test_resume_takes_its_selection_from_the_folder(tmp_path):
+    result = CliRunner().invoke(main, ["compare", "--resume", str(tmp_path), "-v", "cpu"])
+    assert result.exit_code == 2 and "drop --variants, --cases and --against" in result.output

@@ -1,0 +1,142 @@
+"""Spreading a matrix over worker processes, with cpu workers standing in for GPUs."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+
+import pytest
+from click.testing import CliRunner
+
+from attnbench import api
+from attnbench.bench.cellgroups import Device, parse_device_list
+from attnbench.bench.matrix import QuietListener
+from attnbench.bench.workers import CPU_WORKERS_ENV, MatrixInterrupted, devices_for
+from attnbench.cli import main
+from attnbench.errors import UsageError
+
+CASES = "odd_17x48,odd_100x32,t02,odd_1000x64,odd_33x64"
+
+
+def essentials(result):
+    """What must not depend on where cells ran: cells, their statuses and checks, and the inputs."""
+    cells = [(c.variant, c.case, c.status, c.message if c.status != "ok" else "", c.check) for c in result.cells]
+    return cells, [c.to_dict() for c in result.cases], result.baseline, result.variant_names
+
+
+@pytest.fixture
+def two_cpu_workers(monkeypatch):
+    monkeypatch.setenv(CPU_WORKERS_ENV, "2")
+
+
+def test_two_workers_give_the_cells_and_checks_of_one_process(two_cpu_workers):
+    single = api.compare("cpu", CASES)
+    spread = api.compare("cpu", CASES, gpus="all")
+    assert essentials(spread) == essentials(single)
+    assert all(c.ok for c in spread.cells)
+    assert {c.extra["gpu"]["index"] for c in spread.cells} <= {0, 1}
+    assert all(c.extra["gpu"]["name"].startswith("cpu worker") for c in spread.cells)
+    assert spread.settings["executor"] == "local: cpu worker 0, cpu worker 1"
+    assert "gpu" not in single.cells[0].extra
+
+
+class KillAt(QuietListener):
+    """Kills the worker that starts the cell on `case`."""
+
+    def __init__(self, case: str) -> None:
+        self.case, self.killed = case, []
+
+    def worker_cell_started(self, pid: int, device: Device, variant: str, case: str) -> None:
+        if case == self.case and not self.killed:
+            os.kill(pid, signal.SIGKILL)
+            self.killed.append((pid, device.index))
+
+
+def test_a_killed_worker_loses_only_its_cell(two_cpu_workers):
+    single = api.compare("cpu", CASES)
+    notes = []
+    listener = KillAt("t02")
+    spread = api.compare("cpu", CASES, gpus="0,1", listener=listener, notice=notes.append)
+    assert listener.killed
+    errors = [c for c in spread.cells if c.status == "error"]
+    assert [c.case for c in errors] == ["t02"]
+    assert "died (signal 9) while running this cell" in errors[0].message
+    assert any("died" in note and "starting another" in note for note in notes)
+    kept = [x for x in essentials(single)[0] if x[1] != "t02"]
+    assert [x for x in essentials(spread)[0] if x[1] != "t02"] == kept
+    assert len(spread.cells) == len(single.cells)
+
+
+class StopAfterFirst(QuietListener):
+    def cell_finished(self, cell, work) -> None:
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_stops_the_workers_and_keeps_what_was_measured(two_cpu_workers):
+    with pytest.raises(MatrixInterrupted) as caught:
+        api.compare("cpu", CASES, gpus="all", listener=StopAfterFirst())
+    assert caught.value.exit_code == 130
+    partial = caught.value.partial
+    assert 1 <= len(partial.cells) < 5 and all(c.ok for c in partial.cells)
+    assert [c.label for c in partial.cases] == CASES.split(",")
+    assert not [p for p in multiprocessing.active_children() if p.name.startswith("attnbench-")]
+
+
+def test_device_lists():
+    assert parse_device_list("all", 3) == [0, 1, 2]
+    assert parse_device_list("1, 0,1", 2) == [1, 0]
+    with pytest.raises(UsageError, match="device 2 does not exist; this machine has 2"):
+        parse_device_list("0,2", 2)
+    with pytest.raises(UsageError, match="write all, or a comma list"):
+        parse_device_list("gpu0", 2)
+
+
+def test_stand_ins_run_only_the_cpu_variant(two_cpu_workers):
+    assert devices_for("all") == [Device(0, True), Device(1, True)]
+    with pytest.raises(UsageError, match="only the cpu variant"):
+        api.compare("naive", "odd_17x48", gpus="all")
+
+
+def test_exit_codes_of_the_options(monkeypatch, tmp_path):
+    runner = CliRunner()
+
+    def code(*args: str) -> int:
+        return runner.invoke(main, ["compare", "-v", "cpu", "-c", "odd_17x48", "--no-save", *args]).exit_code
+
+    assert code("--gpus", "gpu0") == 2
+    assert code("--gpus", "0", "--executor", "slurm") == 2
+    monkeypatch.setenv(CPU_WORKERS_ENV, "2")
+    assert code("--gpus", "2") == 2
+    assert code("--gpus", "1") == 0
+    monkeypatch.delenv(CPU_WORKERS_ENV)
+    from attnbench.backends.gpu import gpu_probe
+
+    if gpu_probe() is not None:
+        assert code("--gpus", "all") == 3  # no GPU here
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch
+    assert code("--executor", "slurm", "--results-dir", str(tmp_path)) == 3
+
+
+def test_a_sweep_spread_over_workers_matches_one_process(two_cpu_workers):
+    single = api.sweep("N", "cpu", values="64,128,256", batch=2, head_dim=32)
+    spread = api.sweep("N", "cpu", values="64,128,256", batch=2, head_dim=32, gpus="all")
+    assert essentials(spread) == essentials(single)
+    assert spread.settings["sweep"] == "N" and spread.settings["elapsed_s"] > 0
+
+
+def test_a_cell_plan_carries_an_exe_program_by_its_path(tmp_path):
+    """An `exe:` program is no catalogue name: the plan a worker or a Slurm job gets names its path."""
+    import pickle
+
+    from attnbench.bench.cellgroups import CellPlan
+    from attnbench.bench.programs import program_variant
+    from attnbench.kernels.catalogue import get_variant
+
+    program = tmp_path / "prog"
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o755)
+    chosen = [get_variant("cpu"), program_variant(f"exe:{program}")]
+    plan = pickle.loads(pickle.dumps(CellPlan.of(chosen, api.TimingOptions().policy_for, ("course", 0.005, 0.0))))
+    assert [(v.name, v.backend, v.source) for v in plan.variants()] == [
+        ("cpu", "cpu", None), ("exe:prog", "program", str(program.resolve()))]

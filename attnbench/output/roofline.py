@@ -52,12 +52,12 @@ def roofs(result: ResultSet) -> list[Roof]:
     dram = found.get("dram_copy")
     bandwidth = dram.value if dram else None
     out = []
-    for unit in ("ffma", "tf32x3", "tensor"):
+    for unit in ("ffma", "tf32x3", "wgmma3x", "tensor"):  # the units the variants run on, and TF32 itself
         key, divisor, name = UNIT_CEILINGS[unit]
         ceiling = found.get(key)
-        if ceiling is not None:
+        if ceiling is not None and ceiling.value > 0:
             out.append(Roof(f"{name}: {ceiling.value / divisor:.0f} TFLOP/s", ceiling.value / divisor, bandwidth, True))
-    wgmma = found.get("tf32_wgmma")  # Hopper's faster tensor path, which no variant here uses yet
+    wgmma = found.get("tf32_wgmma")  # Hopper's faster tensor path, 1x
     if wgmma is not None and wgmma.value > 0:
         out.append(Roof(f"TF32 wgmma: {wgmma.value:.0f} TFLOP/s", wgmma.value, bandwidth, True))
     return out

@@ -7,7 +7,6 @@ from attnbench.cases.testcase import Shape
 from attnbench.kernels.ladder_004 import SCORES_IN_MEMORY
 from attnbench.kernels.variant import (
     Constraints,
-    Dims,
     Launch,
     Variant,
     cdiv,
@@ -157,36 +156,16 @@ def _tf32x3_smem(s: Shape) -> int:
     return (2 * 2 * 32 + 64) * padded_row  # 768 * (d + 4): 101,376 B (99 KB) at d = 128
 
 
-# Short sequences: a block works through several (item, 64-row) units with one cp.async stream, instead
-# of a block per unit that fills and drains its two-stage pipeline for one or two K/V tiles.
-_TF32X3_SHORT_SEQ = 256
-_TF32X3_UNITS_PER_BLOCK = 8
-
-
-def _tf32x3_units_per_block(s: Shape) -> int:
-    """(item, 64-row) units per block: several for short sequences up to d = 48 (beyond, the unit loop's
-    registers make ptxas spill)."""
-    return _TF32X3_UNITS_PER_BLOCK if s.N <= _TF32X3_SHORT_SEQ and s.d <= 48 else 1
-
-
-def _tf32x3_grid(s: Shape) -> Dims:
-    units = _tf32x3_units_per_block(s)
-    if units == 1:
-        return (cdiv(s.N, 64), s.B, 1)
-    return (cdiv(s.B * cdiv(s.N, 64), units), 1, 1)
-
-
 VARIANTS.append(
     one_kernel_variant(
         "tf32x3", "beyond 004 (3xTF32 tensor cores)",
-        "tensor cores: FA2 warp tiles on mma.sync m16n8k8 in 3xTF32 (big + small split), cp.async double-buffered "
-        "K/V; short sequences: several (item, row block) units per block on one cp.async stream",
-        grid=_tf32x3_grid, block=threads(128), args=("qkv", "out", "B", "N", "scale_log2"), smem=_tf32x3_smem,
+        "tensor cores: FA2 warp tiles on mma.sync m16n8k8 in 3xTF32 (big + small split), cp.async double-buffered K/V",
+        grid=grid_rows(64), block=threads(128), args=("qkv", "out", "N", "scale_log2"), smem=_tf32x3_smem,
         constraints=Constraints(
             head_dims=_TF32X3_HEAD_DIMS,
             note="3xTF32 on tensor cores (sm_80+)",
         ),
-        defines=lambda s: {"HEAD_DIM": s.d, "TF32X3_UNITS_PER_BLOCK": _tf32x3_units_per_block(s)},
+        defines=lambda s: {"HEAD_DIM": s.d},
         unit="tf32x3",
     )
 )

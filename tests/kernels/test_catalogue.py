@@ -62,23 +62,3 @@ def test_default_is_cpu_without_a_gpu_and_a_gpu_variant_with_one():
     chosen = default_variant(Shape(2, 128, 64), gpu_usable=True)
     assert chosen.backend == "gpu" and chosen.refusal(Shape(2, 128, 64)) is None
     assert default_variant(Shape(2, 128, 48), gpu_usable=True).refusal(Shape(2, 128, 48)) is None
-
-
-@pytest.mark.parametrize("shape", [Shape(13600, 128, 32), Shape(37, 130, 24), Shape(3, 1, 8), Shape(9, 256, 48)],
-                         ids=str)
-def test_tf32x3_packs_short_sequences_and_its_grid_covers_every_unit_once(shape):
-    (launch,) = get_variant("tf32x3").launches
-    units_per_block = get_variant("tf32x3").defines(shape)["TF32X3_UNITS_PER_BLOCK"]
-    units = shape.B * -(-shape.N // 64)  # (item, 64-row block) pairs
-    grid = launch.grid(shape)
-    assert units_per_block == 8 and grid[1:] == (1, 1) and "B" in launch.args
-    # block x takes units 8x .. 8x + 7: the last block starts inside the range, none past it
-    assert (grid[0] - 1) * units_per_block < units <= grid[0] * units_per_block
-
-
-@pytest.mark.parametrize("shape", [Shape(2, 4096, 32), Shape(13600, 128, 64), Shape(4, 257, 32), Shape(2, 100, 128)],
-                         ids=str)
-def test_tf32x3_keeps_a_block_per_row_block_for_long_sequences_and_large_head_dims(shape):
-    (launch,) = get_variant("tf32x3").launches
-    assert get_variant("tf32x3").defines(shape)["TF32X3_UNITS_PER_BLOCK"] == 1
-    assert launch.grid(shape) == (-(-shape.N // 64), shape.B, 1)

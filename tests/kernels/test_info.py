@@ -83,7 +83,7 @@ def test_info_json_for_a_given_shape():
     result = CliRunner().invoke(main, ["info", "-v", "tf32x3", "--shape", "2,32768,64", "--arch", "sm_80", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["gpu_model"] == "A100" and data["defines"] == {"HEAD_DIM": 64, "TF32X3_UNITS_PER_BLOCK": 1}
+    assert data["gpu_model"] == "A100" and data["defines"] == {"HEAD_DIM": 64}
     (kernel,) = data["kernels"]
     assert kernel["grid"] == [512, 2, 1] and kernel["dynamic_smem"] == 69_632
     if NVCC:

@@ -38,3 +38,12 @@ __device__ __forceinline__ bool is_aligned16(const void* p) {
 __device__ __forceinline__ float dot4(float4 a, float4 b) {
     return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
 }
+
+// O row update of report 004's design, one float4 at a time: o = old_scale * o + new_scale * pv.
+// Each load and store is one 16-byte access (scalar ones, which the compiler must emit for a float*
+// it cannot prove aligned, cost four requests and 32 sectors each). o must be 16-byte aligned: d % 4 == 0.
+__device__ __forceinline__ void rescale_add4(float4* o, float old_scale, float new_scale, float4 pv) {
+    const float4 old = *o;
+    *o = make_float4(old_scale * old.x + new_scale * pv.x, old_scale * old.y + new_scale * pv.y,
+                     old_scale * old.z + new_scale * pv.z, old_scale * old.w + new_scale * pv.w);
+}

@@ -131,6 +131,8 @@ def verify(out: str, ref: str, case: str | None, atol: float, rtol: float, as_js
 def list_variants(resources: bool, head_dim: int, wide: bool) -> None:
     """List the built-in variants in ladder order, then yours (attnbench.toml), with what each adds and takes.
 
+    A variant's flavours follow it, named as --variants takes them (qreg:fastmath).
+
     With nvcc present, each kernel's registers, shared memory (static + dynamic) and spill bytes are shown
     for the GPU found (sm_90 when there is none).
 
@@ -138,10 +140,10 @@ def list_variants(resources: bool, head_dim: int, wide: bool) -> None:
     Example:
       attnbench list --head-dim 32
     """
-    from attnbench.kernels.catalogue import all_variants
+    from attnbench.kernels.catalogue import all_variants, with_flavours
     from attnbench.kernels.nvcc import nvcc_path, report_all
 
-    variants = all_variants()
+    variants = with_flavours(all_variants())
     figures = {}
     arch = "sm_90"
     if resources and nvcc_path():

@@ -9,7 +9,7 @@ from __future__ import annotations
 from attnbench.cases.testcase import Shape
 from attnbench.errors import UnknownName
 from attnbench.kernels import builtins
-from attnbench.kernels.variant import Variant
+from attnbench.kernels.variant import FLAVOUR_SEPARATOR, Variant
 
 # Ladder order: the order `attnbench list` prints and the ladder benchmark walks (attnbench.kernels.builtins).
 REGISTRY = builtins.REGISTRY
@@ -23,9 +23,23 @@ def all_variants() -> list[Variant]:
     return [*REGISTRY.values(), *user_variants()]
 
 
+def with_flavours(variants: list[Variant]) -> list[Variant]:
+    """Each variant followed by its flavours (`qreg`, `qreg:fastmath`, ...), as `attnbench list` shows them."""
+    return [built for v in variants for built in (v, *(v.flavoured(f) for f in v.flavours))]
+
+
+def flavoured_variants() -> list[Variant]:
+    """Every flavour of every built-in GPU variant, as its own Variant (for the GPU tests)."""
+    return [v.flavoured(f) for v in gpu_variants() for f in v.flavours]
+
+
 def get_variant(name: str) -> Variant:
     """Look a variant up by name, then among the user's (attnbench.toml, or a kernel file's path);
-    an unknown name lists the known ones."""
+    `name:flavour` is that variant's flavour. An unknown name lists the known ones; an unknown flavour
+    names the variant's."""
+    base, separator, flavour = name.rpartition(FLAVOUR_SEPARATOR)
+    if separator and base and flavour:
+        return get_variant(base).flavoured(flavour)
     if name in REGISTRY:
         return REGISTRY[name]
     from attnbench.kernels.user import find_user_variant, user_variants

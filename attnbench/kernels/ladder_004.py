@@ -9,6 +9,7 @@ from attnbench.cases.testcase import Shape
 from attnbench.kernels.variant import (
     Constraints,
     Dims,
+    Flavour,
     Launch,
     Variant,
     cdiv,
@@ -154,11 +155,26 @@ VARIANTS.append(_large_tile_step(
 # compile-time define; float4 needs d % 4 == 0 and the report sizes bc for d = 32 and 64 only.
 _LADDER_D = Constraints(head_dims=(32, 64))
 
+# The report builds with --use_fast_math (and writes __expf, __fdividef). These kernels already take
+# exp2f of log2-scaled scores (one MUFU.EX2 either way); fast math drops exp2f's denormal handling and
+# IEEE division and flushes denormals. The GPU tests hold it to the same rule as the plain build:
+# relL2 <= 1e-5 against float64 and the course's 5e-3 per element.
+FASTMATH = Flavour("built with --use_fast_math, as the report is (checked to relL2 <= 1e-5 all the same)",
+                   options=("--use_fast_math",))
+# qreg written for N a multiple of BR = 128 (so of BC) alone, as the report's kernel is: no row, K/V or
+# score masks at all. Beside plain qreg it shows what taking any N costs.
+FULL_TILES = Flavour("without masks: N a multiple of 128, as the report's kernel needs", defines={"FULL_TILES": 1},
+                     seq_len_multiple=128)
+REPORT_BUILD = Flavour("the report's restrictions together: --use_fast_math and N a multiple of 128",
+                       defines={"FULL_TILES": 1}, options=("--use_fast_math",), seq_len_multiple=128)
 
-def _ladder_004_step(name: str, section: str, technique: str, global_row_stats: bool) -> Variant:
+
+def _ladder_004_step(name: str, section: str, technique: str, global_row_stats: bool,
+                     flavours: dict[str, Flavour] | None = None) -> Variant:
     """A step of report 004's chain from float4 on: kernel flash_<name> in cuda/<name>.cu.
 
     Until §4.2.8 the running max m and sum l live in global workspaces passed after the scale.
+    Every step offers `fastmath`, the report's build.
     """
     stats = ("row_max", "row_sum") if global_row_stats else ()
     return one_kernel_variant(
@@ -167,6 +183,7 @@ def _ladder_004_step(name: str, section: str, technique: str, global_row_stats: 
         constraints=_LADDER_D,
         defines=lambda s: {"HEAD_DIM": s.d},
         workspace=dict(_ROW_STATS) if global_row_stats else {},
+        flavours={"fastmath": FASTMATH, **(flavours or {})},
     )
 
 
@@ -216,6 +233,7 @@ VARIANTS.append(
         "4.2.10",
         "Q row in registers; the freed shared memory doubles bc (32 for d=64, 64 for d=32)",
         global_row_stats=False,
+        flavours={"fulltiles": FULL_TILES, "report": REPORT_BUILD},
     )
 )
 

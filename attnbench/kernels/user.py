@@ -9,6 +9,7 @@ one used. Each variant is one table under `variants`:
     layout = "separate"             # q, k, v, o pointers (default); "qkv" for the built-ins' interleaved ABI
     technique = "one thread per query row, online softmax"
     head_dims = [32, 64]            # or min_head_dim / max_head_dim; max_seq_len = 32768
+    seq_len_multiple = 128          # refuse N that is not a multiple of 128 (a kernel without masks)
     defines = { HEAD_DIM = "d" }    # -DHEAD_DIM=<d> when compiling, from the whole testcase's shape
     steps = "1"                     # host-loop passes over the launches (the int argument `step`)
     options = ["--use_fast_math"]   # extra nvcc options
@@ -20,6 +21,10 @@ one used. Each variant is one table under `variants`:
     block = [64, 1, 1]
     smem = "0"
     args = ["q", "k", "v", "o", "N", "d", "scale"]
+
+    [variants.mine.flavours.fastmath]   # optional named builds: --variants mine:fastmath
+    description = "built with --use_fast_math"
+    options = ["--use_fast_math"]   # also defines = { NAME = 1 } and seq_len_multiple
 
 Every number may be a formula of B, N and d (see attnbench.kernels.expressions). A kernel path
 given on the command line (`--variant path/to/mine.cu`) is looked up in the TOML found from the
@@ -39,7 +44,7 @@ from attnbench.cases.testcase import Shape
 from attnbench.errors import AttnbenchError
 from attnbench.kernels.builtins import REGISTRY
 from attnbench.kernels.expressions import Expression, ExpressionError, parse_expression
-from attnbench.kernels.variant import SCALAR_ARGS, Constraints, Launch, Variant
+from attnbench.kernels.variant import SCALAR_ARGS, Constraints, Flavour, Launch, Variant
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -49,7 +54,9 @@ else:  # pragma: no cover - Python 3.10
 CONFIG_FILE = "attnbench.toml"
 LAYOUT_POINTERS = {"separate": ("q", "k", "v", "o", "out"), "qkv": ("qkv", "out", "o")}
 _VARIANT_KEYS = {"source", "layout", "technique", "report", "kernels", "defines", "head_dims", "min_head_dim",
-                 "max_head_dim", "max_seq_len", "workspaces", "steps", "options"}
+                 "max_head_dim", "max_seq_len", "seq_len_multiple", "workspaces", "steps", "options",
+                 "flavours"}
+_FLAVOUR_KEYS = {"description", "defines", "options", "seq_len_multiple"}
 _KERNEL_KEYS = {"name", "grid", "block", "smem", "args"}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _VARIANT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
@@ -247,7 +254,31 @@ def _constraints(reader: _Reader, table: dict) -> Constraints:
         min_head_dim=reader.whole(table, "min_head_dim") or 1,
         max_head_dim=reader.whole(table, "max_head_dim"),
         max_seq_len=reader.whole(table, "max_seq_len"),
+        seq_len_multiple=reader.whole(table, "seq_len_multiple") or 1,
     )
+
+
+def _flavours(reader: _Reader, table: dict) -> dict[str, Flavour]:
+    """[NAME.flavours.F]: named builds, each a description, defines, options and seq_len_multiple.
+    Their defines are fixed numbers (a flavour is one build), given as formulas of nothing."""
+    flavours = {}
+    for name, value in _table(reader, table.get("flavours", {}), ".flavours").items():
+        key = f".flavours.{name}"
+        if not _IDENTIFIER.fullmatch(name):
+            raise reader.fail(key, "a flavour name uses letters, digits and _")
+        entry = _table(reader, value, key)
+        unknown = set(entry) - _FLAVOUR_KEYS
+        if unknown:
+            raise reader.fail(f"{key}.{sorted(unknown)[0]}", f"unknown key (known: {', '.join(sorted(_FLAVOUR_KEYS))})")
+        sub = _Reader(reader.facts, f"{reader.name}{key}")
+        defines = {k: f(Shape(1, 1, 1)) for k, f in _named_table(sub, entry, "defines", -(2**62)).items()}
+        flavours[name] = Flavour(
+            description=sub.text(entry, "description", f"flavour {name}"),
+            defines=defines,
+            options=tuple(sub.strings(entry, "options")),
+            seq_len_multiple=sub.whole(entry, "seq_len_multiple") or 1,
+        )
+    return flavours
 
 
 def read_variant(facts: LaunchFacts, name: str) -> Variant:
@@ -284,6 +315,7 @@ def read_variant(facts: LaunchFacts, name: str) -> Variant:
         options=tuple(reader.strings(table, "options")),
         steps=steps,
         layout=layout,
+        flavours=_flavours(reader, table),
     )
 
 

@@ -17,12 +17,14 @@ The runner splits the batch into chunks so that workspaces fit in memory and gri
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Callable, Literal, Mapping
 
 from attnbench.cases.testcase import Shape
-from attnbench.errors import ShapeNotSupported
+from attnbench.errors import ShapeNotSupported, UnknownName
 
 Dims = tuple[int, int, int]
 SCALAR_ARGS = ("B", "N", "d", "scale", "scale_log2", "step")
@@ -41,6 +43,7 @@ class Constraints:
     min_head_dim: int = 1
     max_head_dim: int | None = None
     max_seq_len: int | None = None
+    seq_len_multiple: int = 1  # N must be a multiple of this (a kernel without a mask for a partial tile)
     note: str = ""  # shown by `attnbench list`, e.g. documented overflow limits
 
     def reason(self, variant: str, shape: Shape) -> str | None:
@@ -52,7 +55,14 @@ class Constraints:
             return f"{variant} needs d in [{self.min_head_dim}, {upper}], and the case has d={shape.d}"
         if self.max_seq_len is not None and shape.N > self.max_seq_len:
             return f"{variant} needs N <= {self.max_seq_len}, and the case has N={shape.N}"
+        if shape.N % self.seq_len_multiple:
+            return f"{variant} needs N a multiple of {self.seq_len_multiple}, and the case has N={shape.N}"
         return None
+
+    def narrowed(self, seq_len_multiple: int = 1, note: str = "") -> Constraints:
+        """These constraints and a further restriction (a flavour's)."""
+        multiple = self.seq_len_multiple * seq_len_multiple // math.gcd(self.seq_len_multiple, seq_len_multiple)
+        return replace(self, seq_len_multiple=multiple, note="; ".join(n for n in (self.note, note) if n))
 
     def describe(self) -> str:
         parts = []
@@ -62,7 +72,10 @@ class Constraints:
             parts.append(f"d in [{self.min_head_dim}, {self.max_head_dim or 'any'}]")
         else:
             parts.append("any d")
-        parts.append(f"N <= {self.max_seq_len}" if self.max_seq_len else "any N")
+        seq_len = f"N <= {self.max_seq_len}" if self.max_seq_len else "any N"
+        if self.seq_len_multiple > 1:
+            seq_len = f"N a multiple of {self.seq_len_multiple}" + (f", <= {self.max_seq_len}" if self.max_seq_len else "")
+        parts.append(seq_len)
         if self.note:
             parts.append(self.note)
         return "; ".join(parts)
@@ -77,6 +90,20 @@ class Launch:
     block: Callable[[Shape], Dims]
     args: tuple[str, ...]
     smem: Callable[[Shape], int] = lambda s: 0
+
+
+@dataclass(frozen=True)
+class Flavour:
+    """A named build of a variant, asked for as `variant:flavour` (qreg:fastmath): the same kernel file
+    with extra defines and nvcc options, and any restriction that build adds (N a multiple of a tile)."""
+
+    description: str  # one line, shown by `attnbench list` after the variant's technique
+    defines: Mapping[str, int] = field(default_factory=dict)
+    options: tuple[str, ...] = ()
+    seq_len_multiple: int = 1
+
+
+FLAVOUR_SEPARATOR = ":"
 
 
 @dataclass(frozen=True)
@@ -109,6 +136,26 @@ class Variant:
     # An architecture the variant must be built for and can only run on (sm_90a: Hopper's wgmma);
     # None builds for the GPU at hand.
     arch: str | None = None
+    # Named builds of the same kernel (`qreg:fastmath`); `flavoured` makes the Variant for one.
+    flavours: Mapping[str, Flavour] = field(default_factory=dict)
+
+    def flavoured(self, flavour: str) -> Variant:
+        """This variant built as `flavour`: named `name:flavour` (so results record it so), with the
+        flavour's defines and options added and its restriction joined to the constraints."""
+        chosen = self.flavours.get(flavour)
+        if chosen is None:
+            offered = ", ".join(self.flavours) or "none"
+            raise UnknownName(f"{self.name} has no option {flavour!r}; its options: {offered}")
+        base_defines = self.defines
+        return replace(
+            self,
+            name=f"{self.name}{FLAVOUR_SEPARATOR}{flavour}",
+            technique=f"{self.technique}; {chosen.description}",
+            defines=lambda s: {**base_defines(s), **chosen.defines},
+            options=(*self.options, *chosen.options),
+            constraints=self.constraints.narrowed(chosen.seq_len_multiple),
+            flavours={},
+        )
 
     def runs_on(self, compute_capability: tuple[int, int] | None) -> bool:
         """Whether a GPU of this compute capability can run the variant (unknown: assume it can)."""

@@ -1,9 +1,14 @@
-"""Each GPU variant on odd and course-like shapes against float64, on seeded random inputs (the `rng` fixture).
+"""Each GPU variant, and each flavour of one (qreg:fastmath), on odd and course-like shapes against float64,
+on seeded random inputs (the `rng` fixture). Flavours are held to the same rule as their variant: the
+course's 5e-3 per element and relL2 <= 1e-5. Report 004's transcriptions (tools/report004) are checked too,
+on the shapes they take, so the kernels ours are measured against compute the right thing.
 
 The runner poisons the output buffer with NaN before the pass, so unwritten elements fail verify.
 Every variant that claims a safe softmax (accuracy "float32") also runs the large-score cases of
 tests/large_scores.py; `singlehead` (accuracy "unsafe") must fail the one that overflows, as documented.
 """
+
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +18,8 @@ from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import compare_outputs
 from attnbench.cases.reference import reference_output
 from attnbench.cases.testcase import Shape
-from attnbench.kernels.catalogue import get_variant, gpu_variants
+from attnbench.kernels.catalogue import flavoured_variants, get_variant, gpu_variants
+from attnbench.kernels.user import find_launch_facts, load_variants
 from tests.conftest import random_testcase, skip_unless_runs
 from tests.large_scores import (
     FLOAT32_EXP_LIMIT,
@@ -27,7 +33,9 @@ ODD_SHAPES = [(3, 1, 32), (2, 17, 48), (3, 100, 80), (2, 1000, 128), (2, 17, 1),
 COURSE_LIKE_SHAPES = [(64, 128, 32), (16, 256, 64), (2, 2048, 32), (1, 4096, 64), (3, 1536, 64), (1, 640, 512)]
 LARGE_SCORE_SHAPES = [(2, 100, 32), (2, 256, 64), (1, 1000, 128)]
 ONE_PASS = TimingPolicy(warmup=0, reps=1, flush_l2=False)
-SAFE_VARIANTS = [v for v in gpu_variants() if v.accuracy == "float32"]
+ALL_BUILDS = gpu_variants() + flavoured_variants()  # every variant, then every flavour of one
+SAFE_VARIANTS = [v for v in ALL_BUILDS if v.accuracy == "float32"]
+REPORT004 = Path(__file__).resolve().parents[2] / "tools" / "report004"
 
 
 def check_variant(gpu, variant, B, N, d, rng):
@@ -44,14 +52,14 @@ def check_variant(gpu, variant, B, N, d, rng):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", ODD_SHAPES + COURSE_LIKE_SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("variant", gpu_variants(), ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", ALL_BUILDS, ids=lambda v: v.name)
 def test_variant_matches_float64(gpu, variant, shape, rng):
     skip_unless_runs(variant, Shape(*shape), gpu)
     check_variant(gpu, variant, *shape, rng)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", gpu_variants(), ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", ALL_BUILDS, ids=lambda v: v.name)
 def test_batch_chunks_and_long_sequences(gpu, variant, rng):
     """A batch large enough to be split into chunks, and a long sequence, where accepted."""
     for shape in ((2000, 128, 32), (1, 16384, 64)):
@@ -67,6 +75,16 @@ def test_every_safe_variant_takes_a_large_score_shape():
         assert taken, f"{variant.name} accepts none of {LARGE_SCORE_SHAPES}"
     singlehead = get_variant("singlehead")
     assert singlehead.accuracy == "unsafe" and singlehead.refusal(Shape(*LARGE_SCORE_SHAPES[0])) is None
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", COURSE_LIKE_SHAPES + [(1, 32768, 32)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("name", ["qreg_report"])
+def test_report_004_transcriptions_match_float64(gpu, name, shape, rng):
+    """The kernels tools/report004 holds, written the report's way, on the shapes they take (N a multiple of 128)."""
+    variant = load_variants(find_launch_facts(REPORT004))[name]
+    skip_unless_runs(variant, Shape(*shape), gpu)
+    check_variant(gpu, variant, *shape, rng)
 
 
 @pytest.mark.gpu

@@ -51,7 +51,7 @@ from attnbench.cases.sweeps import parse_sizes, parse_values, shape_inputs, squa
 from attnbench.cases.testcase import OutputFile, Shape, Testcase, read_shape, write_output
 from attnbench.errors import TestcaseError, UsageError
 from attnbench.files import check_output_path
-from attnbench.kernels.catalogue import default_variant, get_variant, variants_for
+from attnbench.kernels.catalogue import baseline_name, default_variant, get_variant, variants_for
 from attnbench.kernels.variant import Variant
 from attnbench.results.measurement import Measurement
 from attnbench.results.resultset import ResultSet, load
@@ -242,8 +242,7 @@ def compare(
     inputs = inputs_for(cases if isinstance(cases, str) else ",".join(cases))
     names = [v.name for v in chosen]
     timed = [v.name for v in chosen if v.backend != "program"]  # a program has no kernel time to compare
-    if baseline is not None and baseline not in names:
-        raise UsageError(f"--baseline {baseline} is not among --variants ({', '.join(names)})")
+    baseline = baseline_name(baseline, chosen)
     rule = f"|out - ref| <= {atol:g}" + (f" + {rtol:g}*|ref|" if rtol else "") + " per element, float64 reference"
     record = {"policy": timing.record(), "baseline": baseline or (timed or names)[0], "command": command,
               "settings": {"atol": atol, "rtol": rtol, "same_within": same_within, "check_rule": rule}}
@@ -285,9 +284,7 @@ def sweep(
     `gpus` and `executor` spread it as for `compare`."""
     axis = SWEEP_AXES.get(what.lower(), what)
     chosen = variants_for(variants if isinstance(variants, str) else ",".join(variants))
-    names = [v.name for v in chosen]
-    if baseline is not None and baseline not in names:
-        raise UsageError(f"--baseline {baseline} is not among --variants ({', '.join(names)})")
+    baseline = baseline_name(baseline, chosen)
     try:
         if axis == "square":
             inputs = square_inputs(parse_sizes(sizes))

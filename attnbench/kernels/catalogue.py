@@ -7,7 +7,7 @@ The entries themselves are data in `ladder_004` and `other_reports`; the machine
 from __future__ import annotations
 
 from attnbench.cases.testcase import Shape
-from attnbench.errors import UnknownName
+from attnbench.errors import UnknownName, UsageError
 from attnbench.kernels import builtins
 from attnbench.kernels.variant import FLAVOUR_SEPARATOR, Variant
 
@@ -104,3 +104,18 @@ def variants_for(selector: str) -> list[Variant]:
     if not chosen:
         raise UnknownName("no variant named; give --variants, e.g. --variants naive,bankfree,torch")
     return chosen
+
+
+def baseline_name(baseline: str | None, chosen: list[Variant]) -> str | None:
+    """The --baseline's variant name among the chosen ones, spelled as --variants may spell it (a kernel
+    file's path names its variant); a baseline that is not among them is bad usage."""
+    names = [v.name for v in chosen]
+    if baseline is None or baseline in names:
+        return baseline
+    try:
+        resolved: str | None = get_variant(baseline).name
+    except UnknownName:
+        resolved = None
+    if resolved not in names:
+        raise UsageError(f"--baseline {baseline} is not among --variants ({', '.join(names)})")
+    return resolved

@@ -62,3 +62,19 @@ def test_default_is_cpu_without_a_gpu_and_a_gpu_variant_with_one():
     chosen = default_variant(Shape(2, 128, 64), gpu_usable=True)
     assert chosen.backend == "gpu" and chosen.refusal(Shape(2, 128, 64)) is None
     assert default_variant(Shape(2, 128, 48), gpu_usable=True).refusal(Shape(2, 128, 48)) is None
+
+
+def test_the_baseline_may_be_spelled_as_its_kernel_file_or_flavour_and_must_be_among_the_variants():
+    from pathlib import Path
+
+    from attnbench.errors import UsageError
+    from attnbench.kernels.catalogue import baseline_name
+
+    kernel_file = str(Path(__file__).parents[2] / "examples" / "report_kernel" / "flash.cu")
+    chosen = [get_variant("cpu"), get_variant(kernel_file), get_variant("qreg:fastmath")]
+    assert baseline_name(kernel_file, chosen) == "flash"
+    assert baseline_name("qreg:fastmath", chosen) == "qreg:fastmath"
+    assert baseline_name(None, chosen) is None
+    for missing in ("qreg", "no_such_variant"):
+        with pytest.raises(UsageError, match=f"--baseline {missing} is not among --variants"):
+            baseline_name(missing, chosen)

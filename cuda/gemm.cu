@@ -12,11 +12,13 @@
 //   - double buffering of the shared tiles (prefetch the next k-tile into registers while the
 //     current one is consumed) for large reduction lengths, chosen by the host (report: > 4000);
 //   - the softmax scale folded into the QK^T write-back (as log2(e)/sqrt(d), so softmax uses exp2f);
-//   - an online-softmax row kernel: one pass for running max and sum, one pass to normalise.
+//   - an online-softmax row kernel (softmax_rows.cuh): one pass for running max and sum, one pass
+//     to normalise.
 // Launches: gemm_qkt, gemm_softmax_rows, gemm_pv; workspace S = B*N*N floats.
 // Constraints: any N >= 1, any d >= 1. Compile-time choices (host picks them per shape):
 //   QK_TILE, PV_TILE in {64, 128}; QK_DOUBLE_BUFFER, PV_DOUBLE_BUFFER in {0, 1}.
 #include "common.cuh"
+#include "softmax_rows.cuh"  // gemm_softmax_rows
 
 #ifndef QK_TILE
 #define QK_TILE 128
@@ -32,7 +34,6 @@
 #endif
 
 #define GEMM_THREADS 256
-#define SOFTMAX_ROWS_PER_BLOCK 8  // one warp per row
 
 // Four consecutive elements p[0..3] of a row whose first `cols - col` entries from p are valid;
 // zeros outside the matrix (row_inside false, or past cols). `vec`: the row is 16-byte aligned and
@@ -197,63 +198,6 @@ gemm_qkt(const float* __restrict__ qkv, float* __restrict__ S, int N, int d, flo
     const bool s_vec = (N % 4 == 0) && is_aligned16(S_item);
     sgemm_tile<QK_TILE, true, QK_DOUBLE_BUFFER != 0>(Q, d, qk_vec, K, d, qk_vec, S_item, N, s_vec,
                                                      N, N, d, scale_log2);
-}
-
-// Online (m, l) update with four new scores at once: one rescale of the running sum per quad.
-__device__ __forceinline__ void online_quad(float& m, float& l, float4 x) {
-    const float m_new = fmaxf(m, fmaxf(fmaxf(x.x, x.y), fmaxf(x.z, x.w)));
-    l = l * exp2f(m - m_new) + (exp2f(x.x - m_new) + exp2f(x.y - m_new)) +
-        (exp2f(x.z - m_new) + exp2f(x.w - m_new));
-    m = m_new;
-}
-
-// In-place softmax of each row of S (scores in log2 units). Grid (cdiv(N, 8), B), block 256, one warp
-// per row: pass 1 keeps a running max and a running sum rescaled to it; the 32 lane pairs are merged
-// by shuffles; pass 2 writes exp2(s - max) / sum.
-extern "C" __global__ void __launch_bounds__(32 * SOFTMAX_ROWS_PER_BLOCK)
-gemm_softmax_rows(float* __restrict__ S, int N) {
-    const int lane = threadIdx.x & 31;
-    const int row = blockIdx.x * SOFTMAX_ROWS_PER_BLOCK + (threadIdx.x >> 5);
-    if (row >= N) return;  // whole warp leaves together
-    float* s_row = S + (size_t)blockIdx.y * N * N + (size_t)row * N;
-    const bool vec = (N % 4 == 0) && is_aligned16(s_row);
-
-    float m = ATTN_NEG_INF, l = 0.0f;
-    if (vec) {
-        const float4* s4 = reinterpret_cast<const float4*>(s_row);
-        for (int c = lane; c < N / 4; c += 32) online_quad(m, l, s4[c]);
-    } else {
-        for (int c = lane; c < N; c += 32) {
-            const float x = s_row[c];
-            const float m_new = fmaxf(m, x);
-            l = l * exp2f(m - m_new) + exp2f(x - m_new);
-            m = m_new;
-        }
-    }
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) {
-        const float m_other = __shfl_xor_sync(0xffffffffu, m, offset);
-        const float l_other = __shfl_xor_sync(0xffffffffu, l, offset);
-        const float m_new = fmaxf(m, m_other);
-        // Lanes that saw no element (N < 32) carry m = -inf: exp2f(-inf - -inf) would be NaN.
-        l = (m_new == ATTN_NEG_INF) ? 0.0f : l * exp2f(m - m_new) + l_other * exp2f(m_other - m_new);
-        m = m_new;
-    }
-
-    const float inv_sum = 1.0f / l;
-    if (vec) {
-        float4* s4 = reinterpret_cast<float4*>(s_row);
-        for (int c = lane; c < N / 4; c += 32) {
-            float4 x = s4[c];
-            x.x = exp2f(x.x - m) * inv_sum;
-            x.y = exp2f(x.y - m) * inv_sum;
-            x.z = exp2f(x.z - m) * inv_sum;
-            x.w = exp2f(x.w - m) * inv_sum;
-            s4[c] = x;
-        }
-    } else {
-        for (int c = lane; c < N; c += 32) s_row[c] = exp2f(s_row[c] - m) * inv_sum;
-    }
 }
 
 // O[b] = P[b] V[b]. Grid (cdiv(d, PV_TILE), cdiv(N, PV_TILE), B), block 256.

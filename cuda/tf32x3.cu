@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "common.cuh"
+#include "tf32_mma.cuh"  // split_tf32, mma_tf32, mma_3xtf32, cp.async
 
 #ifndef HEAD_DIM
 #error "tf32x3.cu needs -DHEAD_DIM=<d>"
@@ -43,40 +44,6 @@ constexpr int kKeyGroups = kTileRows / 8;                 // n tiles of S; k ste
 constexpr int kChunksPerRow = kHeadDim / 4;               // 16-byte cp.async chunks per row
 constexpr int kTileFloats = kTileRows * kStride;
 
-// ---- 3xTF32 building blocks ------------------------------------------------------------------
-
-// The tensor core reads a .tf32 operand as the top 19 bits of its register (it truncates), so a
-// "round to nearest" TF32 is the float's bits plus half a TF32 ulp (0x1000); the low bits may stay.
-// This is cvt.rna.tf32.f32 (ties away from zero) for every finite value short of overflow, in 1-2
-// integer ops: cvt.rna itself compiles to a ~4-instruction emulation with NaN checks on sm_80/sm_90.
-constexpr uint32_t kTf32HalfUlp = 0x1000u;
-constexpr uint32_t kTf32Mask = 0xffffe000u;
-
-// x = big + small: big = x rounded to TF32 (exact value, so x - big is exact), small = the rest, rounded
-// to TF32 when read. Both as mma operand registers.
-__device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& small) {
-    big = (__float_as_uint(x) + kTf32HalfUlp) & kTf32Mask;
-    small = __float_as_uint(x - __uint_as_float(big)) + kTf32HalfUlp;
-}
-
-__device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// c += a * b in 3xTF32: the two small cross terms first, then big * big (small * small is dropped).
-__device__ __forceinline__ void mma_3xtf32(float (&c)[4], const uint32_t (&a_big)[4], const uint32_t (&a_small)[4],
-                                           float b0, float b1) {
-    uint32_t b0_big, b0_small, b1_big, b1_small;
-    split_tf32(b0, b0_big, b0_small);
-    split_tf32(b1, b1_big, b1_small);
-    mma_tf32(c, a_small, b0_big, b1_big);
-    mma_tf32(c, a_big, b0_small, b1_small);
-    mma_tf32(c, a_big, b0_big, b1_big);
-}
-
 // The same with the small cross terms summed into their own accumulator c_small (see S = Q K^T).
 __device__ __forceinline__ void mma_3xtf32_apart(float (&c_big)[4], float (&c_small)[4], const uint32_t (&a_big)[4],
                                                  const uint32_t (&a_small)[4], float b0, float b1) {
@@ -86,21 +53,6 @@ __device__ __forceinline__ void mma_3xtf32_apart(float (&c_big)[4], float (&c_sm
     mma_tf32(c_small, a_small, b0_big, b1_big);
     mma_tf32(c_small, a_big, b0_small, b1_small);
     mma_tf32(c_big, a_big, b0_big, b1_big);
-}
-
-// ---- cp.async ---------------------------------------------------------------------------------
-
-// 16 bytes global -> shared, bypassing L1; an invalid row reads nothing and writes zeros.
-__device__ __forceinline__ void cp_async_16(float* smem_dst, const float* gmem_src, bool valid) {
-    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-    const int src_bytes = valid ? 16 : 0;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem_src), "r"(src_bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
 // rows [row0, row0 + rows) of an N x d matrix into a padded shared tile; rows past N become zeros.

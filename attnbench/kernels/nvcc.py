@@ -82,12 +82,30 @@ def source_text(variant: Variant) -> str:
     return source_file(variant).read_text()
 
 
+_LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+
+def shared_headers(variant: Variant) -> list[Path]:
+    """The built-in headers the variant's code rests on: common.cuh first, then those its source
+    includes from the built-in kernel folder (and those they include), in the order first met."""
+    found = [kernel_dir() / "common.cuh"]
+    pending = [source_text(variant)]
+    while pending:
+        for name in _LOCAL_INCLUDE.findall(pending.pop(0)):
+            header = kernel_dir() / name
+            if header not in found and header.is_file():
+                found.append(header)
+                pending.append(header.read_text())
+    return found
+
+
 def source_hash(variant: Variant) -> str | None:
-    """sha256 of the variant's source and the shared header, for saved results."""
+    """sha256 of the variant's source and the shared headers it rests on, for saved results."""
     if variant.backend != "gpu" or (variant.source is None and variant.source_path is None):
         return None
     digest = hashlib.sha256(source_text(variant).encode())
-    digest.update((kernel_dir() / "common.cuh").read_bytes())
+    for header in shared_headers(variant):
+        digest.update(header.read_bytes())
     return digest.hexdigest()[:16]
 
 

@@ -6,6 +6,8 @@ on the shapes they take, so the kernels ours are measured against compute the ri
 The runner poisons the output buffer with NaN before the pass, so unwritten elements fail verify.
 Every variant that claims a safe softmax (accuracy "float32") also runs the large-score cases of
 tests/large_scores.py; `singlehead` (accuracy "unsafe") must fail the one that overflows, as documented.
+`gemmtc`, made for the square lab and large head dims, also meets the lab's rule on its sizes (both
+tiles, aligned and unaligned rows) and the course tolerance on report 003's large head dims.
 """
 
 from pathlib import Path
@@ -14,6 +16,7 @@ import numpy as np
 import pytest
 
 from attnbench.bench.runner import run_variant
+from attnbench.bench.squarelab import lab_check
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import compare_outputs
 from attnbench.cases.reference import reference_output
@@ -119,3 +122,31 @@ def test_singlehead_overflows_on_large_scores_and_verify_catches_it(gpu, shape, 
             top = max_scaled_score(tc)
             assert top < FLOAT32_EXP_LIMIT and shape[1] * np.exp(top) * np.abs(tc.v).max() < 3.4e38
             assert not problems, f"singlehead on {kind} B={shape[0]} N={shape[1]} d={shape[2]}: " + "; ".join(problems)
+
+
+# The lab's sizes around each tile and alignment change of gemmtc: 64 x 64 tiles up to n = 1408, 128 x 128
+# from 1409 (cdiv(n, 128)^2 >= 132); n % 4 != 0 takes the 4-byte copies, n odd the scalar stores.
+GEMMTC_SQUARE_SIZES = [1, 63, 64, 65, 127, 129, 255, 257, 1023, 1025, 1408, 1409, 2047, 2048, 2049, 4097]
+# Report 003's large head dims as (batch * heads, seq, hdim), and odd ones beside them.
+GEMMTC_LARGE_HEAD_DIMS = [(4, 64, 512), (4, 64, 2048), (2, 32, 4096), (1, 16, 8192), (3, 33, 1001), (2, 130, 4099)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", GEMMTC_SQUARE_SIZES)
+def test_gemmtc_meets_the_square_labs_rule(gpu, n, rng):
+    """sum |Y - Y_ref| <= 100 n^2 FLT_EPSILON against float64, no NaN (the output starts as NaN), relL2 <= 1e-5."""
+    variant = get_variant("gemmtc")
+    skip_unless_runs(variant, Shape(1, n, n), gpu)
+    tc = random_testcase(1, n, n, rng)
+    output = run_variant(variant, tc, f"sq{n}", gpu, ONE_PASS).output
+    check = lab_check(output, reference_output(tc))
+    assert check.passed, f"gemmtc on n={n}: {check.describe()}"
+    assert check.rel_l2_error <= 1e-5, f"gemmtc on n={n}: relL2 {check.rel_l2_error:.3g}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", GEMMTC_LARGE_HEAD_DIMS, ids=lambda s: "x".join(map(str, s)))
+def test_gemmtc_on_large_head_dims(gpu, shape, rng):
+    variant = get_variant("gemmtc")
+    skip_unless_runs(variant, Shape(*shape), gpu)
+    check_variant(gpu, variant, *shape, rng)

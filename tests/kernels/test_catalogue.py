@@ -5,6 +5,7 @@ import pytest
 from attnbench.cases.testcase import Shape
 from attnbench.errors import ShapeNotSupported, UnknownName
 from attnbench.kernels.catalogue import REGISTRY, default_variant, get_variant, gpu_variants
+from attnbench.kernels.nvcc import shared_headers
 from attnbench.kernels.variant import SCALAR_ARGS
 from attnbench.locations import kernel_dir
 
@@ -23,8 +24,9 @@ def test_gpu_entries_point_at_real_kernels(variant):
     source = (CUDA_DIR / variant.source).read_text()
     assert source.lstrip().startswith(("//", "/*")), "each kernel file opens with a comment"
     assert variant.launches
+    code = source + "".join(header.read_text() for header in shared_headers(variant))  # a shared kernel (softmax_rows.cuh)
     for launch in variant.launches:
-        assert re.search(r'extern\s+"C"[^;{]*\b' + launch.kernel + r"\s*\(", source), launch.kernel
+        assert re.search(r'extern\s+"C"[^;{]*\b' + launch.kernel + r"\s*\(", code), launch.kernel
         for arg in launch.args:
             assert arg in SCALAR_ARGS or arg in ("qkv", "out") or arg in variant.workspace, (launch.kernel, arg)
 

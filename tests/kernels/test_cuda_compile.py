@@ -47,3 +47,11 @@ def test_compiles_without_spills(variant, arch, tmp_path):
         assert result.returncode == 0, f"{variant.name} {shape}\n{result.stderr}"
         spills = [int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", result.stderr)]
         assert spills and not any(spills), f"{variant.name} {variant.arch or arch} {shape} spills:\n{result.stderr}"
+
+
+def test_the_sample_shapes_build_every_gemmtc_tile():
+    """gemmtc's kernels each take a 64 or a 128 tile: the compile check above must meet all four."""
+    from attnbench.kernels.catalogue import get_variant
+
+    sets = [get_variant("gemmtc").defines(shape) for shape in shapes_with_distinct_defines(get_variant("gemmtc"))]
+    assert {s["QK_TILE"] for s in sets} == {64, 128} and {s["PV_TILE"] for s in sets} == {64, 128}

@@ -1,0 +1,79 @@
+"""Host-side facts of the entries in attnbench/kernels/other_reports.py that go beyond what every
+variant is checked for in test_catalogue.py: gemmtc's tiles, threads, shared memory and workspace."""
+
+import re
+
+import pytest
+
+from attnbench.cases.testcase import Shape
+from attnbench.kernels import other_reports
+from attnbench.kernels.catalogue import REGISTRY, get_variant
+from attnbench.kernels.variant import cdiv
+from attnbench.locations import kernel_dir
+
+GEMMTC = get_variant("gemmtc")
+QKT, SOFTMAX, PV = GEMMTC.launches
+
+
+def test_gemmtc_follows_gemm_and_shares_its_row_softmax():
+    names = list(REGISTRY)
+    assert names.index("gemmtc") == names.index("gemm") + 1
+    assert [launch.kernel for launch in GEMMTC.launches] == ["gemmtc_qkt", "gemm_softmax_rows", "gemmtc_pv"]
+    gemm_softmax = get_variant("gemm").launches[1]
+    shape = Shape(3, 1000, 64)
+    assert (SOFTMAX.grid(shape), SOFTMAX.block(shape), SOFTMAX.args) == (
+        gemm_softmax.grid(shape), gemm_softmax.block(shape), gemm_softmax.args)
+    assert GEMMTC.unit == "tf32x3" and GEMMTC.arch is None and GEMMTC.accuracy == "float32"
+
+
+@pytest.mark.parametrize(
+    ("shape", "qk_tile", "pv_tile"),
+    [
+        (Shape(1, 1, 1), 64, 64),
+        (Shape(1, 1024, 1024), 64, 64),      # 64 blocks of 128 x 128 would leave half of 132 SMs idle
+        (Shape(1, 1408, 1408), 64, 64),      # 11 x 11 = 121 < 132
+        (Shape(1, 1409, 1409), 128, 128),    # 12 x 12 = 144
+        (Shape(1, 8193, 8193), 128, 128),
+        (Shape(500, 2048, 64), 128, 64),     # P V is 2048 x 64: too narrow for 128-wide tiles
+        (Shape(1, 1024, 2048), 64, 64),      # 8 x 8 and 8 x 16 = 128 blocks: both under 132
+        (Shape(1, 1100, 2048), 64, 128),     # 9 x 9 = 81 for Q K^T, 9 x 16 = 144 for P V
+    ],
+    ids=str,
+)
+def test_gemmtc_tiles(shape, qk_tile, pv_tile):
+    assert GEMMTC.defines(shape) == {"QK_TILE": qk_tile, "PV_TILE": pv_tile}
+    threads = {64: 128, 128: 256}
+    assert QKT.block(shape) == (threads[qk_tile], 1, 1) and PV.block(shape) == (threads[pv_tile], 1, 1)
+    assert QKT.grid(shape) == (cdiv(shape.N, qk_tile), cdiv(shape.N, qk_tile), shape.B)
+    assert PV.grid(shape) == (cdiv(shape.d, pv_tile), cdiv(shape.N, pv_tile), shape.B)
+
+
+def test_gemmtc_tiles_do_not_depend_on_the_batch():
+    """Defines come from the whole case, grids from each chunk: they must agree on the tile."""
+    for N, d in ((1409, 1409), (2048, 64), (300, 5000), (17, 1)):
+        assert len({tuple(GEMMTC.defines(Shape(B, N, d)).items()) for B in (1, 7, 65535)}) == 1
+
+
+def test_gemmtc_shared_memory_and_workspace():
+    small, square, wide = Shape(2, 1000, 64), Shape(1, 4096, 4096), Shape(2, 2048, 64)
+    assert (QKT.smem(small), PV.smem(small)) == (55_296, 55_296)
+    assert (QKT.smem(square), PV.smem(square)) == (110_592, 107_520)
+    assert (QKT.smem(wide), PV.smem(wide)) == (110_592, 55_296)
+    assert max(QKT.smem(square), PV.smem(square)) <= 163 * 1024  # fits an A100 (sm_80) as well as Hopper
+    assert SOFTMAX.smem(square) == 0
+    assert GEMMTC.workspace_bytes(Shape(3, 1000, 64)) == 4 * 3 * 1000 * 1000
+
+
+def test_gemmtc_host_constants_match_the_kernel():
+    """The shared-memory sizes above rest on the kernel's k-tile and ring depth."""
+    source = (kernel_dir() / GEMMTC.source).read_text()
+    bk = int(re.search(r"constexpr int kBK = (\d+);", source)[1])
+    stages = int(re.search(r"constexpr int kStages = (\d+);", source)[1])
+    assert (bk, stages) == (other_reports._GEMMTC_BK, other_reports._GEMMTC_STAGES)
+
+
+def test_gemmtc_takes_any_d_and_n_up_to_the_scores_limit():
+    for shape in (Shape(1, 1, 1), Shape(2, 17, 1), Shape(1, 8193, 8193), Shape(1, 16, 16384), Shape(1, 65536, 7)):
+        assert GEMMTC.refusal(shape) is None, shape
+    assert "N <= 65536" in GEMMTC.refusal(Shape(1, 65537, 64))
+    assert "sm_80+" in GEMMTC.constraints.describe()

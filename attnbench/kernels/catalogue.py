@@ -57,14 +57,15 @@ def gpu_variants() -> list[Variant]:
 
 # Which GPU variant is the default: the first in this list that accepts the shape and the GPU.
 # Measured on an H200 (results/2026-11-21_h200_ladder_*.md, results/2026-11-22_h200_*.md): on Hopper
-# wgmma3x leads from N = 2048 (99-134 TFLOP/s) but not on short sequences (t11, N = 128: 0.69x
-# tf32x3); tf32x3 leads wherever else it applies; among the FFMA variants fa2simt leads for d in {32, 64, 128}
+# wgmma3x leads from N = 512 for d = 32, 64 and 128 (1.1-1.8x tf32x3; results/2026-11-22_h200_switch_point_*),
+# not below (its pre-pass and a 128-row block per item: at N = 256 within 7% either way, at N = 128
+# 0.58-0.73x tf32x3); tf32x3 leads wherever else it applies; among the FFMA variants fa2simt leads for d in {32, 64, 128}
 # (25-45 TFLOP/s on the course cases against gemm's 13-24), then gemm from N = 128 to 32768 and on
 # square shapes; online takes the large head dimensions gemm cannot hold; singlehead is left out
 # (its unsafe softmax can overflow).
 FASTEST_FIRST: tuple[str, ...] = ("wgmma3x", "tf32x3", "fa2simt", "gemm", "qreg", "online", "naive")
 # Where a variant is the default only from some sequence length on (shorter ones fall to the next).
-DEFAULT_FROM_SEQ_LEN: dict[str, int] = {"wgmma3x": 2048}
+DEFAULT_FROM_SEQ_LEN: dict[str, int] = {"wgmma3x": 512}
 
 
 def default_variant(shape: Shape, gpu_usable: bool, compute_capability: tuple[int, int] | None = None) -> Variant:

@@ -66,6 +66,16 @@ def test_default_is_cpu_without_a_gpu_and_a_gpu_variant_with_one():
     assert default_variant(Shape(2, 128, 48), gpu_usable=True).refusal(Shape(2, 128, 48)) is None
 
 
+def test_on_hopper_the_default_is_wgmma3x_from_the_measured_switch_point_and_tf32x3_below_or_elsewhere():
+    hopper, ampere = (9, 0), (8, 0)
+    for d in (32, 64, 128):
+        assert default_variant(Shape(4, 512, d), True, hopper).name == "wgmma3x"
+        assert default_variant(Shape(4, 32768, d), True, hopper).name == "wgmma3x"
+        assert default_variant(Shape(4, 511, d), True, hopper).name == "tf32x3"
+        assert default_variant(Shape(4, 4096, d), True, ampere).name == "tf32x3"
+    assert default_variant(Shape(4, 4096, 48), True, hopper).name == "tf32x3"  # wgmma3x takes d in {32, 64, 128}
+
+
 def test_the_baseline_may_be_spelled_as_its_kernel_file_or_flavour_and_must_be_among_the_variants():
     from pathlib import Path
 

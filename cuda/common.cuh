@@ -35,6 +35,17 @@ __device__ __forceinline__ bool is_aligned16(const void* p) {
     return (reinterpret_cast<size_t>(p) & 15) == 0;
 }
 
+// 2^x for softmax weights: one MUFU.EX2, results below 2^-126 flushed to zero (ex2.approx.ftz.f32).
+// exp2f outside fast math wraps the same MUFU.EX2 in a range test and two predicated multiplies per
+// call, only to return such results as denormals. The weights are 2^(s - max) <= 1 with a 1 in every
+// tile, so a flushed weight is below 2^-126 of one that is there: it changes no float32 sum, and
+// nothing else changes (same instruction, same error; 2^-inf is still +0).
+__device__ __forceinline__ float exp2_ftz(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 __device__ __forceinline__ float dot4(float4 a, float4 b) {
     return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
 }

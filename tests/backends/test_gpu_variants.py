@@ -82,7 +82,8 @@ def test_every_safe_variant_takes_a_large_score_shape():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", COURSE_LIKE_SHAPES + [(1, 32768, 32)], ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("name", ["qreg_report"])
+@pytest.mark.parametrize("name", [f"{step}_report" for step in ("float4", "restructure", "coalesced", "reglm", "bankfree",
+                                                                  "qreg")])
 def test_report_004_transcriptions_match_float64(gpu, name, shape, rng):
     """The kernels tools/report004 holds, written the report's way, on the shapes they take (N a multiple of 128)."""
     variant = load_variants(find_launch_facts(REPORT004))[name]

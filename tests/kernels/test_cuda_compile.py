@@ -55,3 +55,21 @@ def test_the_sample_shapes_build_every_gemmtc_tile():
 
     sets = [get_variant("gemmtc").defines(shape) for shape in shapes_with_distinct_defines(get_variant("gemmtc"))]
     assert {s["QK_TILE"] for s in sets} == {64, 128} and {s["PV_TILE"] for s in sets} == {64, 128}
+
+
+CUOBJDUMP = shutil.which("cuobjdump")
+LADDER_004_STEPS = ("float4", "restructure", "coalesced", "reglm", "bankfree", "qreg")
+
+
+@pytest.mark.skipif(NVCC is None or CUOBJDUMP is None, reason="nvcc or cuobjdump is not installed")
+@pytest.mark.parametrize("name", LADDER_004_STEPS)
+@pytest.mark.parametrize("d", [32, 64])
+def test_ladder_004_weights_take_one_ex2_each(tmp_path, name, d):
+    """The softmax weights of report 004's steps cost one MUFU.EX2 each, as the report's __expf: no
+    exp2f denormal range test (FSETP against -126) per weight, only for the two rescale factors a tile."""
+    variant = next(v for v in gpu_variants() if v.name == name)
+    cubin = tmp_path / "k.cubin"
+    subprocess.run(nvcc_command(variant, Shape(1, 1024, d), "sm_90", cubin), check=True, capture_output=True)
+    sass = subprocess.run([CUOBJDUMP, "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
+    range_tests = len(re.findall(r"FSETP\.GEU\.AND .*-126", sass))
+    assert sass.count("MUFU.EX2") >= 16 and range_tests <= 2, (sass.count("MUFU.EX2"), range_tests)

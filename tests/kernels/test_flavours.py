@@ -143,7 +143,7 @@ def report_kernels() -> dict:
 
 def test_the_transcriptions_refuse_what_the_report_cannot_take():
     kernels = report_kernels()
-    assert "qreg_report" in kernels
+    assert set(kernels) == {f"{step}_report" for step in LADDER_STEPS}  # one transcription per step
     for variant in kernels.values():
         assert variant.refusal(Shape(500, 2048, 64)) is None and variant.refusal(Shape(4, 32768, 32)) is None
         assert "multiple of 128" in variant.refusal(Shape(2, 1000, 64))
@@ -152,6 +152,13 @@ def test_the_transcriptions_refuse_what_the_report_cannot_take():
     qreg = kernels["qreg_report"]
     assert qreg.launches[0].grid(Shape(10, 2048, 64)) == (10, 16, 1)  # grid (B, N / br), as the report's
     assert [qreg.launches[0].smem(Shape(1, 128, d)) for d in (32, 64)] == [49152, 32768]
+    for step in LADDER_STEPS[:-1]:  # Q, K, V and S in shared memory with §4.2.3's bc: 48 KB (d = 64), 40 KB (d = 32)
+        variant = kernels[f"{step}_report"]
+        assert [variant.launches[0].smem(Shape(1, 128, d)) for d in (32, 64)] == [40960, 49152]
+        assert variant.launches[0].grid(Shape(10, 2048, 64)) == (10, 16, 1)
+    for step in ("float4", "restructure", "coalesced"):  # m and l in global arrays until §4.2.8
+        assert set(kernels[f"{step}_report"].workspace) == {"l", "m"}
+    assert not kernels["reglm_report"].workspace and not kernels["bankfree_report"].workspace
 
 
 @needs_nvcc

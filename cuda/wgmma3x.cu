@@ -15,14 +15,21 @@
 //   registers (exp2f, scale folded; keys past N masked to -inf after the product); O += P V by wgmma
 //   with P split in registers as the A operand. S of tile i is issued with P V of tile i - 1 and the
 //   softmax runs while P V is on the tensor cores; the two warpgroups ping-pong (named barriers).
+// - short sequences (d = 32, N <= 128: many items of one block's worth each, t11): wgmma3x_short, with no
+//   pre-pass and no workspace. A block of 2 warpgroups holds whole items and works through
+//   WGMMA3X_SHORT_ITEMS consecutive ones; one thread bulk-copies each item's raw Q K V two items ahead
+//   into one of two staging buffers, the block splits K/V into the same operand tiles as the pre-pass
+//   (split_kv_tile: one copy of that layout) and Q into registers, then S, softmax, P V in plain order.
 //
 // Constraints: sm_90a only (wgmma, setmaxnreg, cp.async.bulk, mbarrier tx): build with arch sm_90a.
 // HEAD_DIM 32, 64 or 128. Any N >= 1 (query rows past N not written; keys past N zero-filled and
-// masked); any B (grid.y = B, at most 65535 per launch). Workspace kv_split: 4 * B * ceil(N / BN) * BN * d
-// floats (BN = 64, 32 at d = 128). Launches: wgmma3x_prep(qkv, kv_split, N) grid (ceil(N / BN), B),
-// block 256; then wgmma3x_fwd(qkv, out, N, scale_log2, kv_split) grid (ceil(N / (64 * WG)), B), block
-// 128 * (WG + 1) (WG = 2; 1 at d = 128), dynamic shared memory kSmemBytes (164,992 B at d = 32,
-// 197,696 B at d = 64 and 128).
+// masked); any B. Launches, d = 32 and N <= 128: wgmma3x_short(qkv, out, B, N, scale_log2) grid
+// ceil(B / WGMMA3X_SHORT_ITEMS), block 256, dynamic shared memory kShortSmemBytes (230,416 B: two operand
+// buffers of 64 KB, two raw buffers of 48 KB), no workspace. Otherwise: workspace kv_split
+// 4 * B * ceil(N / BN) * BN * d floats (BN = 64, 32 at d = 128); wgmma3x_prep(qkv, kv_split, N) grid
+// (ceil(N / BN), B), block 256; then wgmma3x_fwd(qkv, out, N, scale_log2, kv_split) grid
+// (ceil(N / (64 * WG)), B) (B at most 65535 per launch), block 128 * (WG + 1) (WG = 2; 1 at d = 128),
+// dynamic shared memory kSmemBytes (164,992 B at d = 32, 197,696 B at d = 64 and 128).
 #include <cstdint>
 
 #include "common.cuh"
@@ -237,11 +244,44 @@ __device__ __forceinline__ void bulk_copy(void* smem_dst, const void* gmem_src, 
                  : "memory");
 }
 
+// ---- one K/V tile in the operand layout ---------------------------------------------------------
+// Writes a tile's [K big | K small | V^T big | V^T small] (kStageFloats floats at dst: global memory for
+// the pre-pass, shared memory for wgmma3x_short). load_k(r, c4) gives the float4 of tile row r, columns
+// 4 c4 .. 4 c4 + 3, and load_v(key, n) one V element; both return 0 for keys past N. V is transposed
+// (wgmma takes tf32 K-major only) with the key order 0 2 4 6 1 3 5 7 inside each group of 8, since P's
+// A fragment holds keys 2t, 2t + 1 (see split_p). kVtAlongN: consecutive threads take consecutive V
+// columns n (for an unpadded row-major V in shared memory, where the keys of one column share a bank);
+// otherwise consecutive 16-byte chunks of one V^T row (whole 128-byte rows, for stores to global memory).
+template <int kThreadCount, bool kVtAlongN, class LoadK, class LoadV>
+__device__ __forceinline__ void split_kv_tile(float* dst, LoadK load_k, LoadV load_v, int tid) {
+    constexpr int kRowChunks = kHeadDim / 4;
+#pragma unroll 2
+    for (int i = tid; i < kTileKeys * kRowChunks; i += kThreadCount) {
+        const int r = i / kRowChunks, c4 = i % kRowChunks;
+        float4 big, small;
+        split4(load_k(r, c4), big, small);
+        *reinterpret_cast<float4*>(dst + swz(r, c4, kTileKeys)) = big;
+        *reinterpret_cast<float4*>(dst + kTileFloats + swz(r, c4, kTileKeys)) = small;
+    }
+    constexpr int kKeyChunks = kTileKeys / 4;
+#pragma unroll 2
+    for (int i = tid; i < kHeadDim * kKeyChunks; i += kThreadCount) {
+        const int n = kVtAlongN ? i % kHeadDim : i / kKeyChunks;
+        const int p4 = kVtAlongN ? i / kHeadDim : i % kKeyChunks;
+        const int key = ((p4 >> 1) << 3) + (p4 & 1);  // positions 4 p4 .. 4 p4 + 3 hold keys key, key + 2, +4, +6
+        const float4 v = make_float4(load_v(key, n), load_v(key + 2, n), load_v(key + 4, n), load_v(key + 6, n));
+        float4 big, small;
+        split4(v, big, small);
+        *reinterpret_cast<float4*>(dst + 2 * kTileFloats + swz(n, p4, kHeadDim)) = big;
+        *reinterpret_cast<float4*>(dst + 3 * kTileFloats + swz(n, p4, kHeadDim)) = small;
+    }
+}
+
 }  // namespace
 
 // Pre-pass: one block per (key tile, batch item). Writes the tile's [K big | K small | V^T big | V^T small]
-// as one contiguous block of kStageFloats floats in the shared-memory layout of the main kernel.
-// V^T's key order inside each group of 8 is 0 2 4 6 1 3 5 7 (P's A fragment holds keys 2t, 2t + 1).
+// as one contiguous block of kStageFloats floats in the shared-memory layout of the main kernel
+// (split_kv_tile); V goes through a padded shared-memory tile for the transposition.
 extern "C" __global__ void __launch_bounds__(kPrepThreads)
     wgmma3x_prep(const float* __restrict__ qkv, float* __restrict__ kv_split, int N) {
     __shared__ float v_tile[kTileKeys][kHeadDim + 1];
@@ -255,30 +295,21 @@ extern "C" __global__ void __launch_bounds__(kPrepThreads)
     constexpr int kRowChunks = kHeadDim / 4;
     for (int i = threadIdx.x; i < kTileKeys * kRowChunks; i += kPrepThreads) {
         const int r = i / kRowChunks, c4 = i % kRowChunks;
-        const bool valid = key0 + r < N;
-        const size_t at = static_cast<size_t>(key0 + r) * kHeadDim + 4 * c4;
-        const float4 k = valid ? __ldg(reinterpret_cast<const float4*>(K + at)) : make_float4(0.f, 0.f, 0.f, 0.f);
-        const float4 v = valid ? __ldg(reinterpret_cast<const float4*>(V + at)) : make_float4(0.f, 0.f, 0.f, 0.f);
-        float4 big, small;
-        split4(k, big, small);
-        *reinterpret_cast<float4*>(dst + swz(r, c4, kTileKeys)) = big;
-        *reinterpret_cast<float4*>(dst + kTileFloats + swz(r, c4, kTileKeys)) = small;
+        const float4 v = key0 + r < N ? __ldg(reinterpret_cast<const float4*>(V + static_cast<size_t>(key0 + r) * kHeadDim + 4 * c4))
+                                      : make_float4(0.f, 0.f, 0.f, 0.f);
         v_tile[r][4 * c4 + 0] = v.x;
         v_tile[r][4 * c4 + 1] = v.y;
         v_tile[r][4 * c4 + 2] = v.z;
         v_tile[r][4 * c4 + 3] = v.w;
     }
     __syncthreads();
-    constexpr int kKeyChunks = kTileKeys / 4;
-    for (int i = threadIdx.x; i < kHeadDim * kKeyChunks; i += kPrepThreads) {
-        const int n = i / kKeyChunks, p4 = i % kKeyChunks;
-        const int key = ((p4 >> 1) << 3) + (p4 & 1);  // positions 4 p4 .. 4 p4 + 3 hold keys key, key + 2, +4, +6
-        const float4 v = make_float4(v_tile[key][n], v_tile[key + 2][n], v_tile[key + 4][n], v_tile[key + 6][n]);
-        float4 big, small;
-        split4(v, big, small);
-        *reinterpret_cast<float4*>(dst + 2 * kTileFloats + swz(n, p4, kHeadDim)) = big;
-        *reinterpret_cast<float4*>(dst + 3 * kTileFloats + swz(n, p4, kHeadDim)) = small;
-    }
+    split_kv_tile<kPrepThreads, false>(
+        dst,
+        [&](int r, int c4) {
+            return key0 + r < N ? __ldg(reinterpret_cast<const float4*>(K + static_cast<size_t>(key0 + r) * kHeadDim + 4 * c4))
+                                : make_float4(0.f, 0.f, 0.f, 0.f);
+        },
+        [&](int key, int n) { return v_tile[key][n]; }, threadIdx.x);
 }
 
 
@@ -663,3 +694,160 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
                 make_float2(o[4 * n + 2] * inv_hi, o[4 * n + 3] * inv_hi);
     }
 }
+
+#if HEAD_DIM == 32 && WGMMA3X_QREG
+// ---- short sequences (N <= 128, d = 32): several batch items per block, no pre-pass ---------------
+// 128-long sequences in many items are a scheduling problem, not a tile problem: a block of 2 warpgroups
+// (128 query rows, the whole item) works through kShortItems consecutive items. One thread streams each
+// item's raw Q K V (3 N d contiguous floats) into one of two staging buffers with cp.async.bulk, two items
+// ahead; all 256 threads split/transpose K and V into the operand tiles (split_kv_tile, as the pre-pass
+// does) and Q into registers, then each warpgroup runs its 64 rows in plain order (S, softmax, P V).
+// The operand tiles are double-buffered, so one block barrier per item suffices and a warpgroup that
+// is done with item i splits item i + 1 while the other one still has item i on the tensor cores.
+#ifndef WGMMA3X_SHORT_ITEMS
+#define WGMMA3X_SHORT_ITEMS 8  // the host passes its own value (other_reports.py)
+#endif
+namespace {
+constexpr int kShortItems = WGMMA3X_SHORT_ITEMS;              // batch items per block
+constexpr int kShortMaxN = 2 * 64;                           // 2 warpgroups x 64 query rows
+constexpr int kShortThreads = 256;
+constexpr int kShortRawStages = 2;                           // raw Q K V staging buffers
+constexpr int kShortRawFloats = 3 * kShortMaxN * kHeadDim;   // one item's Q, K, V (48 KB)
+constexpr int kShortOpFloats = (kShortMaxN / kTileKeys) * kStageFloats;  // 2 tiles of K/V big/small (64 KB)
+// operand tiles x 2, raw buffers, one mbarrier per raw buffer, 1024 alignment slack: 230,416 B
+constexpr int kShortSmemBytes = 2 * kShortOpFloats * 4 + kShortRawStages * kShortRawFloats * 4 + kShortRawStages * 8 + 1024;
+static_assert(kShortSmemBytes <= 227 * 1024, "shared memory");
+static_assert(kQSmallInRegs && kSplitS, "the short path keeps Q big and small in registers");
+static_assert(kShortItems >= 1, "items per block");
+}  // namespace
+
+// Grid ceil(B / kShortItems), block 256, dynamic shared memory kShortSmemBytes; N in 1 .. 128.
+// Shared memory: operand tiles [2][tile 0 | tile 1] (each [K big | K small | V^T big | V^T small]), raw
+// buffers [kShortRawStages][Q | K | V] (N rows each, as in the input), then the raw buffers' mbarriers.
+extern "C" __global__ void __launch_bounds__(kShortThreads, 1)
+    wgmma3x_short(const float* __restrict__ qkv, float* __restrict__ out, int B, int N, float scale_log2) {
+    extern __shared__ float4 smem_f4[];
+    // 1024-byte alignment for the swizzle atoms
+    float* const smem = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(smem_f4) + 1023) & ~uintptr_t(1023));
+    float* const ops = smem;
+    float* const raw = ops + 2 * kShortOpFloats;
+    uint64_t* const full = reinterpret_cast<uint64_t*>(raw + kShortRawStages * kShortRawFloats);
+
+    const int tid = threadIdx.x;
+    const int first = blockIdx.x * kShortItems;
+    const int count = min(kShortItems, B - first);
+    const int n_tiles = (N + kTileKeys - 1) / kTileKeys;
+    const uint32_t item_bytes = 3u * static_cast<uint32_t>(N) * kHeadDim * 4;  // a multiple of 16 at d = 32
+
+    if (tid == 0) {
+        for (int s = 0; s < kShortRawStages; ++s) mbar_init(full + s, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        for (int s = 0; s < kShortRawStages && s < count; ++s) {
+            mbar_arrive_expect_tx(full + s, item_bytes);
+            bulk_copy(raw + s * kShortRawFloats, qkv + qkv_item_offset(first + s, N, kHeadDim), item_bytes, full + s);
+        }
+    }
+    __syncthreads();
+
+    const int warp = tid >> 5;
+    const int lane = tid & 31;
+    const int wg = warp >> 2;
+    const int wl = warp & 3;  // warp in warpgroup: rows 16 wl .. 16 wl + 15
+    const int g = lane >> 2, t = lane & 3;
+    const int row_lo = wg * 64 + wl * 16 + g;
+    const int row_hi = row_lo + 8;
+    const bool wg_has_rows = wg * 64 < N;  // warpgroup-uniform: all rows of warpgroup 1 lie past N when N <= 64
+
+    for (int it = 0; it < count; ++it) {
+        const int s = it % kShortRawStages;
+        const float* const raw_q = raw + s * kShortRawFloats;
+        const float* const raw_k = raw_q + N * kHeadDim;
+        const float* const raw_v = raw_k + N * kHeadDim;
+        float* const op = ops + (it & 1) * kShortOpFloats;
+        mbar_wait(full + s, (it / kShortRawStages) & 1);
+
+        // K and V -> operand tiles; rows past N (stale or never loaded) become zeros.
+        for (int tile = 0; tile < n_tiles; ++tile) {
+            const int key0 = tile * kTileKeys;
+            split_kv_tile<kShortThreads, true>(
+                op + tile * kStageFloats,
+                [&](int r, int c4) {
+                    return key0 + r < N ? *reinterpret_cast<const float4*>(raw_k + (key0 + r) * kHeadDim + 4 * c4)
+                                        : make_float4(0.f, 0.f, 0.f, 0.f);
+                },
+                [&](int key, int n) { return key0 + key < N ? raw_v[(key0 + key) * kHeadDim + n] : 0.0f; }, tid);
+        }
+        // Q A fragments: a0 = (lo, 8kk + t), a1 = (hi, 8kk + t), a2 = (lo, +4), a3 = (hi, +4); 0 past N.
+        uint32_t qf_big[kQRegSteps][4], qf_small[kQSmallSteps][4];
+#pragma unroll
+        for (int kk = 0; kk < kQRegSteps; ++kk) {
+            const int c = kk * 8 + t;
+            const float v[4] = {row_lo < N ? raw_q[row_lo * kHeadDim + c] : 0.0f, row_hi < N ? raw_q[row_hi * kHeadDim + c] : 0.0f,
+                                row_lo < N ? raw_q[row_lo * kHeadDim + c + 4] : 0.0f,
+                                row_hi < N ? raw_q[row_hi * kHeadDim + c + 4] : 0.0f};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) split_tf32(v[e], qf_big[kk][e], qf_small[kk][e]);
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma reads
+        // Operand tiles complete; raw buffer s read by everyone (so the copy engine may refill it); and
+        // every warpgroup is past item it - 1, whose operand buffer item it + 1 overwrites.
+        __syncthreads();
+        if (tid == 0 && it + kShortRawStages < count) {
+            mbar_arrive_expect_tx(full + s, item_bytes);
+            bulk_copy(raw + s * kShortRawFloats, qkv + qkv_item_offset(first + it + kShortRawStages, N, kHeadDim),
+                      item_bytes, full + s);
+        }
+        if (!wg_has_rows) continue;
+
+        const uint32_t op_addr = smem_u32(op);
+        float m_lo = ATTN_NEG_INF, m_hi = ATTN_NEG_INF;
+        float l_lo = 0.0f, l_hi = 0.0f;
+        float o[kHeadDim / 2];
+#pragma unroll
+        for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0f;
+        float s_small[kTileKeys / 2], s_big[kTileKeys / 2];
+        uint32_t p_big[kTileKeys / 8][4], p_small[kTileKeys / 8][4];
+        float pv[kHeadDim / 2];
+        float alpha_lo, alpha_hi;
+        for (int tile = 0; tile < n_tiles; ++tile) {
+            const uint32_t kb = op_addr + tile * kStageBytes;
+            pin(o);
+            pin(qf_big);
+            pin(qf_small);
+            wgmma_fence();
+            issue_s_qreg(s_small, s_big, qf_big, qf_small, 0, kb);
+            wgmma_commit();
+            wgmma_wait<0>();
+            pin(s_small);
+            pin(s_big);
+            softmax_tile(s_big, s_small, tile * kTileKeys, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo, alpha_hi);
+            split_p(s_big, p_big, p_small);
+            pin(p_big);
+            pin(p_small);
+            wgmma_fence();
+            issue_pv(pv, p_big, p_small, kb + 2 * kTileFloats * 4);
+            wgmma_commit();
+            wgmma_wait<0>();
+            pin(pv);
+            update_o(o, pv, alpha_lo, alpha_hi);
+        }
+
+#pragma unroll
+        for (int offset = 1; offset < 4; offset <<= 1) {
+            l_lo += __shfl_xor_sync(0xffffffffu, l_lo, offset);
+            l_hi += __shfl_xor_sync(0xffffffffu, l_hi, offset);
+        }
+        const float inv_lo = 1.0f / l_lo;
+        const float inv_hi = 1.0f / l_hi;
+        float* const O = out + out_item_offset(first + it, N, kHeadDim);
+#pragma unroll
+        for (int n = 0; n < kHeadDim / 8; ++n) {
+            const int col = n * 8 + 2 * t;
+            if (row_lo < N)
+                *reinterpret_cast<float2*>(O + row_lo * kHeadDim + col) = make_float2(o[4 * n + 0] * inv_lo, o[4 * n + 1] * inv_lo);
+            if (row_hi < N)
+                *reinterpret_cast<float2*>(O + row_hi * kHeadDim + col) = make_float2(o[4 * n + 2] * inv_hi, o[4 * n + 3] * inv_hi);
+        }
+    }
+}
+#endif

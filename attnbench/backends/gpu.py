@@ -14,7 +14,7 @@ from typing import Any
 from attnbench.cases.testcase import Shape
 from attnbench.errors import GpuUnavailable, KernelCompileError, KernelLaunchError
 from attnbench.kernels.nvcc import compile_options, compile_source, include_dirs, source_file, source_label
-from attnbench.kernels.variant import Variant
+from attnbench.kernels.variant import Launch, Variant
 
 # FP32 lanes per SM by compute capability, for the FP32 peak (2 FLOPs per lane per clock).
 _FP32_LANES = {(6, 0): 64, (7, 0): 64, (7, 5): 64, (8, 0): 64}
@@ -177,13 +177,20 @@ class Gpu:
         }
 
     def compile(self, variant: Variant, shape: Shape) -> CompiledVariant:
-        """Compile (or reuse) the variant's module for the defines this shape needs."""
-        from pycuda.compiler import SourceModule
-
+        """Compile (or reuse) the variant's module for the defines this shape needs, with the kernels of
+        the launches that apply to the shape."""
         options = compile_options(variant, shape)
         key = (variant.name, str(source_file(variant)), tuple(options))
-        if key in self._modules:
-            return self._modules[key]
+        compiled = self._modules.get(key)
+        if compiled is None:
+            compiled = self._build(variant, options)
+            self._modules[key] = compiled
+        self._bind_kernels(compiled, variant.launches_for(shape))
+        return compiled
+
+    def _build(self, variant: Variant, options: list[str]) -> CompiledVariant:
+        from pycuda.compiler import SourceModule
+
         where = source_label(variant)
         start = time.perf_counter()
         try:
@@ -199,24 +206,25 @@ class Gpu:
             raise KernelCompileError(f"nvcc could not compile {where}:\n{message}") from None
         except self.driver.Error as exc:
             raise KernelCompileError(f"{where} compiled but could not be loaded: {exc}") from None
-        seconds = time.perf_counter() - start
-        compiled = CompiledVariant(variant, module, {}, seconds, options)
+        return CompiledVariant(variant, module, {}, time.perf_counter() - start, options)
+
+    def _bind_kernels(self, compiled: CompiledVariant, launches: tuple[Launch, ...]) -> None:
+        """Look up the kernels these launches name (a module serves several shapes, and a launch that does
+        not apply to one shape may name a kernel its defines leave out)."""
         fattr = self.driver.function_attribute
-        for launch in variant.launches:
+        for launch in launches:
             if launch.kernel in compiled.functions:
                 continue
             try:
-                function = module.get_function(launch.kernel)
+                function = compiled.module.get_function(launch.kernel)
             except self.driver.LogicError:
                 raise KernelCompileError(
-                    f"{where} has no kernel named {launch.kernel!r} (is it extern \"C\"?)"
+                    f"{source_label(compiled.variant)} has no kernel named {launch.kernel!r} (is it extern \"C\"?)"
                 ) from None
             compiled.functions[launch.kernel] = function
             compiled.registers[launch.kernel] = function.get_attribute(fattr.NUM_REGS)
             compiled.static_smem[launch.kernel] = function.get_attribute(fattr.SHARED_SIZE_BYTES)
             compiled.local_bytes[launch.kernel] = function.get_attribute(fattr.LOCAL_SIZE_BYTES)
-        self._modules[key] = compiled
-        return compiled
 
     def allow_dynamic_smem(self, function: Any, kernel: str, nbytes: int) -> None:
         """Raise a kernel's dynamic shared memory limit above the 48 KB default when it asks for more."""

@@ -169,7 +169,7 @@ class GpuExecution:
                 "o": out + 4 * b0 * N * d,
             }
             geometry = []
-            for launch in self.variant.launches:
+            for launch in self.variant.launches_for(chunk):
                 function = self.compiled.functions[launch.kernel]
                 if launch.kernel not in self._prepared:
                     function.prepare("".join(_arg_type(a) for a in launch.args))

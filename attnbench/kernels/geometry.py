@@ -134,7 +134,8 @@ class LaunchGeometry:
 
 
 def launch_geometry(variant: Variant, shape: Shape) -> list[LaunchGeometry]:
-    """Each launch's grid, block and dynamic shared memory for the first chunk of `shape`."""
+    """Each launch's grid, block and dynamic shared memory for the first chunk of `shape` (the launches
+    that apply to it)."""
     chunk = chunk_shape(variant, shape)
     chunks = -(-shape.B // chunk.B)
     steps = variant.steps(chunk)
@@ -143,7 +144,7 @@ def launch_geometry(variant: Variant, shape: Shape) -> list[LaunchGeometry]:
         return LaunchGeometry(launch.kernel, tuple(launch.grid(chunk)), tuple(launch.block(chunk)),  # type: ignore[arg-type]
                               launch.smem(chunk), chunks * steps)
 
-    return [one(launch) for launch in variant.launches]
+    return [one(launch) for launch in variant.launches_for(chunk)]
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from attnbench.kernels.variant import (
     one_kernel_variant,
     threads,
 )
+from attnbench.kernels.wgmma3x import WGMMA3X
 
 VARIANTS: list[Variant] = []
 
@@ -244,65 +245,8 @@ VARIANTS.append(
 )
 
 
-def _wgmma3x_tile_keys(s: Shape) -> int:
-    """Keys per K/V tile: 64, or 32 at d = 128."""
-    return 64 if s.d <= 64 else 32
+VARIANTS.append(WGMMA3X)  # Hopper wgmma (attnbench/kernels/wgmma3x.py), right after tf32x3
 
-
-def _wgmma3x_warpgroups(s: Shape) -> int:
-    """Consumer warpgroups (64 query rows each) per block: 2, or 1 at d = 128."""
-    return 2 if s.d <= 64 else 1
-
-
-def _wgmma3x_smem(s: Shape) -> int:
-    """Bytes of dynamic shared memory: K and V rings (big + small halves), Q big/small per consumer
-    warpgroup, 4 mbarriers per stage, 1024 B of slack for the 1024-byte swizzle alignment.
-    164,992 B at d = 32 (4 stages), 197,696 B at d = 64 and d = 128 (2 stages)."""
-    stages = 4 if s.d == 32 else 2
-    stage_bytes = 16 * _wgmma3x_tile_keys(s) * s.d  # K big, K small, V^T big, V^T small
-    q_bytes = _wgmma3x_warpgroups(s) * 2 * 64 * s.d * 4
-    return stages * stage_bytes + q_bytes + stages * 32 + 1024
-
-
-def _wgmma3x_split_bytes(s: Shape) -> int:
-    """Workspace kv_split: every K/V tile of every item as [K big | K small | V^T big | V^T small]."""
-    bn = _wgmma3x_tile_keys(s)
-    return 4 * 4 * s.B * cdiv(s.N, bn) * bn * s.d
-
-
-VARIANTS.append(Variant(
-    name="wgmma3x",
-    report="beyond 004 (3xTF32 on Hopper wgmma)",
-    technique="Hopper wgmma in 3xTF32, FA3 style: K/V pre-split and swizzled by a pre-pass, "
-    "cp.async.bulk + mbarrier ring fed by a producer warpgroup, 2 consumer warpgroups ping-pong, "
-    "softmax overlapped with P V",
-    source="wgmma3x.cu",
-    launches=(
-        Launch(
-            kernel="wgmma3x_prep",
-            grid=lambda s: (cdiv(s.N, _wgmma3x_tile_keys(s)), s.B, 1),
-            block=threads(256),
-            args=("qkv", "kv_split", "N"),
-        ),
-        Launch(
-            kernel="wgmma3x_fwd",
-            grid=lambda s: (cdiv(s.N, 64 * _wgmma3x_warpgroups(s)), s.B, 1),
-            block=lambda s: (128 * (_wgmma3x_warpgroups(s) + 1), 1, 1),
-            args=("qkv", "out", "N", "scale_log2", "kv_split"),
-            smem=_wgmma3x_smem,
-        ),
-    ),
-    constraints=Constraints(
-        head_dims=(32, 64, 128),
-        note="sm_90a only (Hopper wgmma); 3xTF32 on tensor cores",
-    ),
-    defines=lambda s: {"HEAD_DIM": s.d},
-    workspace={"kv_split": _wgmma3x_split_bytes},
-    unit="wgmma3x",
-    arch="sm_90a",  # wgmma: built for Hopper and run only there; other GPUs keep tf32x3
-))
-
-# In other_reports.py: VARIANTS.append(WGMMA3X) right after the tf32x3 entry.
 
 
 _FA2SIMT_KEYS_PER_TILE = 64

@@ -13,6 +13,8 @@ Kernel ABI (every `extern "C" __global__` kernel): arguments are named in `Launc
   step        int           the host loop's iteration, for a variant with `steps` > 1
   <workspace> float*        a scratch buffer named in `Variant.workspace`, sized for the chunk
 The runner splits the batch into chunks so that workspaces fit in memory and grids stay in range.
+A launch may apply to some shapes only (`Launch.applies`): a variant with a second path for short
+sequences, say; its workspace may then be sized 0 for the shapes that do not use it.
 """
 
 from __future__ import annotations
@@ -83,13 +85,17 @@ class Constraints:
 
 @dataclass(frozen=True)
 class Launch:
-    """One kernel launch of a pass: grid, block and dynamic shared memory as functions of the chunk shape."""
+    """One kernel launch of a pass: grid, block and dynamic shared memory as functions of the chunk shape.
+
+    `applies` says whether the launch is part of the pass for a shape (N and d; never B, so that every
+    chunk of a batch runs the same launches): a variant may take another path on some shapes."""
 
     kernel: str
     grid: Callable[[Shape], Dims]
     block: Callable[[Shape], Dims]
     args: tuple[str, ...]
     smem: Callable[[Shape], int] = lambda s: 0
+    applies: Callable[[Shape], bool] = lambda s: True
 
 
 @dataclass(frozen=True)
@@ -179,6 +185,10 @@ class Variant:
         reason = self.refusal(shape)
         if reason:
             raise ShapeNotSupported(reason)
+
+    def launches_for(self, shape: Shape) -> tuple[Launch, ...]:
+        """The launches of one pass on `shape`, in order (those whose `applies` holds)."""
+        return tuple(launch for launch in self.launches if launch.applies(shape))
 
     def workspace_bytes(self, chunk: Shape) -> int:
         return sum(size(chunk) for size in self.workspace.values())

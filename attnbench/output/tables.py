@@ -371,7 +371,7 @@ def variants_table(variants: Iterable[Variant], figures: FiguresByVariant, arch:
         if figures:
             shape, kernels = figures.get(variant.name, (None, {}))
             # Launch order; shared memory is the static part plus the dynamic part the registry asks for.
-            launches = {launch.kernel: launch for launch in variant.launches}
+            launches = {launch.kernel: launch for launch in (variant.launches_for(shape) if shape else variant.launches)}
             ordered = [kernels[name] for name in launches if name in kernels]
             smem = [k.static_smem + (launches[k.kernel].smem(shape) if shape else 0) for k in ordered]  # type: ignore[arg-type]
             d = getattr(shape, "d", "")

@@ -233,3 +233,31 @@ def test_a_ring_that_cannot_be_pinned_is_an_environment_error(tmp_path, fake):
         stages.setup()
     assert error.value.exit_code == 3
     execution.free()
+
+
+def test_the_runner_launches_only_the_kernels_that_apply_to_the_shape(fake):
+    """Launch.applies: a variant with a short-sequence path runs one kernel or the other, never both, and
+    the runner asks the compiled module only for the kernels it launches."""
+    driver, _ = fake
+
+    class TwoPathGpu(FakeGpu):
+        def compile(self, variant, shape):
+            names = [launch.kernel for launch in variant.launches_for(shape)]
+            self.asked = names
+            functions = {name: FakeFunction(self.driver, self.launches) for name in names}
+            return type("Compiled", (), {"functions": functions, "compile_seconds": 0.0})()
+
+    two_paths = TwoPathGpu(driver)
+    args = ("qkv", "out", "B", "N", "d")
+    variant = Variant(name="twopath", report="test", technique="test", source="naive.cu", launches=(
+        Launch("long", grid=lambda s: (1, s.B, 1), block=lambda s: (32, 1, 1), args=args, applies=lambda s: s.N > 16),
+        Launch("short", grid=lambda s: (s.B, 1, 1), block=lambda s: (64, 1, 1), args=args, applies=lambda s: s.N <= 16),
+    ))
+    for N, kernel in ((8, "short"), (20, "long")):
+        testcase = random_testcase(3, N, 8, np.random.default_rng(N))
+        execution = GpuExecution(two_paths, variant, testcase)
+        execution.upload()
+        assert [r.kernel for r in execution._records] == [kernel] and two_paths.asked == [kernel]
+        execution.run_pass()
+        assert np.allclose(execution.download(), reference_output(testcase), atol=1e-5)
+        execution.free()

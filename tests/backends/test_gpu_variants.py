@@ -151,3 +151,30 @@ def test_gemmtc_on_large_head_dims(gpu, shape, rng):
     variant = get_variant("gemmtc")
     skip_unless_runs(variant, Shape(*shape), gpu)
     check_variant(gpu, variant, *shape, rng)
+
+
+# wgmma3x's short path (wgmma3x_short, d = 32 and N <= 128: 8 whole items per block, no pre-pass): B not a
+# multiple of the 8 items (and below it), one key, odd N, one key tile (N <= 64) and two, the full 128.
+WGMMA3X_SHORT_SHAPES = [(37, 128, 32), (3, 1, 32), (11, 100, 32), (9, 17, 32), (16, 64, 32), (10, 65, 32),
+                        (1, 128, 32), (8, 128, 32), (2000, 127, 32)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", WGMMA3X_SHORT_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_wgmma3x_short_path_matches_float64(gpu, shape, rng):
+    variant = get_variant("wgmma3x")
+    assert [launch.kernel for launch in variant.launches_for(Shape(*shape))] == ["wgmma3x_short"]
+    skip_unless_runs(variant, Shape(*shape), gpu)
+    check_variant(gpu, variant, *shape, rng)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(11, 100, 32), (9, 128, 32)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("kind", LARGE_SCORE_KINDS)
+def test_wgmma3x_short_path_on_large_scores(gpu, kind, shape, rng):
+    variant = get_variant("wgmma3x")
+    skip_unless_runs(variant, Shape(*shape), gpu)
+    tc = large_score_testcase(kind, *shape, rng)
+    output = run_variant(variant, tc, kind, gpu, ONE_PASS).output
+    _, problems = check_large_scores(kind, tc, output)
+    assert not problems, f"wgmma3x on {kind} B={shape[0]} N={shape[1]} d={shape[2]}: " + "; ".join(problems)

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from attnbench.cases.testcase import Shape
-from attnbench.kernels import other_reports
+from attnbench.kernels import other_reports, wgmma3x
 from attnbench.kernels.catalogue import REGISTRY, get_variant
 from attnbench.kernels.variant import cdiv
 from attnbench.locations import kernel_dir
@@ -77,3 +77,44 @@ def test_gemmtc_takes_any_d_and_n_up_to_the_scores_limit():
         assert GEMMTC.refusal(shape) is None, shape
     assert "N <= 65536" in GEMMTC.refusal(Shape(1, 65537, 64))
     assert "sm_80+" in GEMMTC.constraints.describe()
+
+
+# ---- wgmma3x: the short-sequence path (wgmma3x_short) and the pre-pass path --------------------------
+
+WGMMA3X = get_variant("wgmma3x")
+SHORT_SHAPES = [Shape(13600, 128, 32), Shape(37, 128, 32), Shape(3, 1, 32), Shape(11, 100, 32), Shape(9, 17, 32),
+                Shape(8, 64, 32), Shape(1, 65, 32)]
+LONG_SHAPES = [Shape(2, 129, 32), Shape(4, 32768, 32), Shape(160, 128, 64), Shape(3, 17, 64), Shape(2, 100, 128)]
+
+
+@pytest.mark.parametrize("shape", SHORT_SHAPES, ids=str)
+def test_wgmma3x_takes_the_short_path_for_d32_and_n_up_to_128(shape):
+    (short,) = WGMMA3X.launches_for(shape)
+    items = WGMMA3X.defines(shape)["WGMMA3X_SHORT_ITEMS"]
+    assert short.kernel == "wgmma3x_short" and items == 8
+    assert short.grid(shape) == (cdiv(shape.B, items), 1, 1) and short.block(shape) == (256, 1, 1)
+    assert short.args == ("qkv", "out", "B", "N", "scale_log2")
+    assert short.smem(shape) == 230_416 <= 227 * 1024  # one block per SM on Hopper
+    assert WGMMA3X.workspace_bytes(shape) == 0
+
+
+@pytest.mark.parametrize("shape", LONG_SHAPES, ids=str)
+def test_wgmma3x_takes_the_pre_pass_path_elsewhere(shape):
+    assert [launch.kernel for launch in WGMMA3X.launches_for(shape)] == ["wgmma3x_prep", "wgmma3x_fwd"]
+    assert WGMMA3X.workspace_bytes(shape) == 16 * shape.B * cdiv(shape.N, 64 if shape.d <= 64 else 32) * (
+        64 if shape.d <= 64 else 32) * shape.d
+
+
+def test_wgmma3x_path_does_not_depend_on_the_batch():
+    """The runner plans every chunk of a batch with the same launches and compiles once per testcase."""
+    for n in (1, 17, 128, 129, 4096):
+        paths = {tuple(l.kernel for l in WGMMA3X.launches_for(Shape(b, n, 32))) for b in (1, 7, 8, 9, 13600, 65535)}
+        defines = {tuple(WGMMA3X.defines(Shape(b, n, 32)).items()) for b in (1, 7, 8, 9, 13600, 65535)}
+        assert len(paths) == 1 and len(defines) == 1
+
+
+def test_wgmma3x_short_host_constants_match_the_kernel():
+    source = (kernel_dir() / WGMMA3X.source).read_text()
+    assert int(re.search(r"#define WGMMA3X_SHORT_ITEMS (\d+)", source)[1]) == wgmma3x._WGMMA3X_SHORT_ITEMS
+    assert int(re.search(r"constexpr int kShortRawStages = (\d+);", source)[1]) == 2
+    assert "230,416" in source  # the kernel's figure for kShortSmemBytes, as the host computes it

@@ -1,0 +1,107 @@
+"""wgmma3x's host-side facts: Hopper wgmma in 3xTF32, with a pre-pass path and a short-sequence path
+(cuda/wgmma3x.cu). Registered in ladder order by `other_reports`, right after tf32x3."""
+
+from __future__ import annotations
+
+from attnbench.cases.testcase import Shape
+from attnbench.kernels.variant import Constraints, Launch, Variant, cdiv, threads
+
+
+def _wgmma3x_tile_keys(s: Shape) -> int:
+    """Keys per K/V tile: 64, or 32 at d = 128."""
+    return 64 if s.d <= 64 else 32
+
+
+def _wgmma3x_warpgroups(s: Shape) -> int:
+    """Consumer warpgroups (64 query rows each) per block: 2, or 1 at d = 128."""
+    return 2 if s.d <= 64 else 1
+
+
+def _wgmma3x_smem(s: Shape) -> int:
+    """Bytes of dynamic shared memory: K and V rings (big + small halves), Q big/small per consumer
+    warpgroup, 4 mbarriers per stage, 1024 B of slack for the 1024-byte swizzle alignment.
+    164,992 B at d = 32 (4 stages), 197,696 B at d = 64 and d = 128 (2 stages)."""
+    stages = 4 if s.d == 32 else 2
+    stage_bytes = 16 * _wgmma3x_tile_keys(s) * s.d  # K big, K small, V^T big, V^T small
+    q_bytes = _wgmma3x_warpgroups(s) * 2 * 64 * s.d * 4
+    return stages * stage_bytes + q_bytes + stages * 32 + 1024
+
+
+def _wgmma3x_short(s: Shape) -> bool:
+    """The short-sequence path (wgmma3x_short: whole items per block, no pre-pass) for d = 32 and
+    N <= 128; the pre-pass and wgmma3x_fwd otherwise."""
+    return s.d == 32 and s.N <= 128
+
+
+def _wgmma3x_long(s: Shape) -> bool:
+    return not _wgmma3x_short(s)
+
+
+# Batch items per wgmma3x_short block (its define WGMMA3X_SHORT_ITEMS): t11's 13,600 items make 1,700
+# blocks, about 13 waves of one block per SM, each block paying the latency of its first item's copy once.
+_WGMMA3X_SHORT_ITEMS = 8
+
+
+def _wgmma3x_short_smem(s: Shape) -> int:
+    """Bytes of dynamic shared memory of wgmma3x_short: two operand buffers of two 64-key tiles (K big,
+    K small, V^T big, V^T small: 64 KB each), two raw staging buffers of one item's Q, K and V at N = 128
+    (48 KB each), their two mbarriers, 1024 B of slack for the 1024-byte swizzle alignment: 230,416 B,
+    one block per SM."""
+    return 2 * 16 * 128 * s.d + 2 * 3 * 128 * s.d * 4 + 2 * 8 + 1024
+
+
+def _wgmma3x_split_bytes(s: Shape) -> int:
+    """Workspace kv_split: every K/V tile of every item as [K big | K small | V^T big | V^T small];
+    none on the short path, which splits in shared memory."""
+    if _wgmma3x_short(s):
+        return 0
+    bn = _wgmma3x_tile_keys(s)
+    return 4 * 4 * s.B * cdiv(s.N, bn) * bn * s.d
+
+
+def _wgmma3x_defines(s: Shape) -> dict[str, int]:
+    return {"HEAD_DIM": s.d, **({"WGMMA3X_SHORT_ITEMS": _WGMMA3X_SHORT_ITEMS} if s.d == 32 else {})}
+
+
+WGMMA3X = Variant(
+    name="wgmma3x",
+    report="beyond 004 (3xTF32 on Hopper wgmma)",
+    technique="Hopper wgmma in 3xTF32, FA3 style: K/V pre-split and swizzled by a pre-pass, "
+    "cp.async.bulk + mbarrier ring fed by a producer warpgroup, 2 consumer warpgroups ping-pong, "
+    "softmax overlapped with P V; for d = 32, N <= 128 no pre-pass: 8 whole items per block, each item's "
+    "Q K V bulk-copied two items ahead and split in shared memory by the block",
+    source="wgmma3x.cu",
+    launches=(
+        Launch(
+            kernel="wgmma3x_prep",
+            grid=lambda s: (cdiv(s.N, _wgmma3x_tile_keys(s)), s.B, 1),
+            block=threads(256),
+            args=("qkv", "kv_split", "N"),
+            applies=_wgmma3x_long,
+        ),
+        Launch(
+            kernel="wgmma3x_fwd",
+            grid=lambda s: (cdiv(s.N, 64 * _wgmma3x_warpgroups(s)), s.B, 1),
+            block=lambda s: (128 * (_wgmma3x_warpgroups(s) + 1), 1, 1),
+            args=("qkv", "out", "N", "scale_log2", "kv_split"),
+            smem=_wgmma3x_smem,
+            applies=_wgmma3x_long,
+        ),
+        Launch(
+            kernel="wgmma3x_short",
+            grid=lambda s: (cdiv(s.B, _WGMMA3X_SHORT_ITEMS), 1, 1),
+            block=threads(256),
+            args=("qkv", "out", "B", "N", "scale_log2"),
+            smem=_wgmma3x_short_smem,
+            applies=_wgmma3x_short,
+        ),
+    ),
+    constraints=Constraints(
+        head_dims=(32, 64, 128),
+        note="sm_90a only (Hopper wgmma); 3xTF32 on tensor cores",
+    ),
+    defines=_wgmma3x_defines,
+    workspace={"kv_split": _wgmma3x_split_bytes},
+    unit="wgmma3x",
+    arch="sm_90a",  # wgmma: built for Hopper and run only there; other GPUs keep tf32x3
+)

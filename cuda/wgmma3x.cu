@@ -809,28 +809,61 @@ extern "C" __global__ void __launch_bounds__(kShortThreads, 1)
         uint32_t p_big[kTileKeys / 8][4], p_small[kTileKeys / 8][4];
         float pv[kHeadDim / 2];
         float alpha_lo, alpha_hi;
-        for (int tile = 0; tile < n_tiles; ++tile) {
+        // The fwd kernel's schedule (FlashAttention-3): S of tile i is issued with P V of tile i - 1 and
+        // the softmax of tile i runs while that P V is on the tensor cores; when both warpgroups have
+        // rows (N > 64, block-uniform), they ping-pong their batches, so one's softmax and split run
+        // while the other's products do.
+        const bool pingpong = N > 64;
+        constexpr uint32_t kVOffset = 2 * kTileFloats * 4;  // V^T big after K big and K small
+        if (pingpong && wg == 1) asm volatile("bar.arrive 3, 256;\n" ::: "memory");  // warpgroup 0 issues first
+        pin(o);
+        pin(qf_big);
+        pin(qf_small);
+        if (pingpong) sched_wait(wg);
+        wgmma_fence();
+        issue_s_qreg(s_small, s_big, qf_big, qf_small, 0, op_addr);
+        wgmma_commit();
+        if (pingpong) sched_release(wg, false);
+        wgmma_wait<0>();
+        pin(s_small);
+        pin(s_big);
+        softmax_tile(s_big, s_small, 0, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo, alpha_hi);
+        split_p(s_big, p_big, p_small);
+        float pend_lo = alpha_lo, pend_hi = alpha_hi;  // the rescale that goes with the P V in flight
+        for (int tile = 1; tile < n_tiles; ++tile) {
             const uint32_t kb = op_addr + tile * kStageBytes;
-            pin(o);
-            pin(qf_big);
-            pin(qf_small);
+            pin(p_big);
+            pin(p_small);
+            if (pingpong) sched_wait(wg);
             wgmma_fence();
             issue_s_qreg(s_small, s_big, qf_big, qf_small, 0, kb);
             wgmma_commit();
-            wgmma_wait<0>();
+            issue_pv(pv, p_big, p_small, kb - kStageBytes + kVOffset);
+            wgmma_commit();
+            if (pingpong) sched_release(wg, false);
+            wgmma_wait<1>();  // S of this tile is done; P V of the last one may still run
             pin(s_small);
             pin(s_big);
             softmax_tile(s_big, s_small, tile * kTileKeys, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo, alpha_hi);
-            split_p(s_big, p_big, p_small);
-            pin(p_big);
-            pin(p_small);
-            wgmma_fence();
-            issue_pv(pv, p_big, p_small, kb + 2 * kTileFloats * 4);
-            wgmma_commit();
             wgmma_wait<0>();
             pin(pv);
-            update_o(o, pv, alpha_lo, alpha_hi);
+            pin(p_big);
+            pin(p_small);
+            update_o(o, pv, pend_lo, pend_hi);
+            pend_lo = alpha_lo;
+            pend_hi = alpha_hi;
+            split_p(s_big, p_big, p_small);
         }
+        pin(p_big);
+        pin(p_small);
+        if (pingpong) sched_wait(wg);
+        wgmma_fence();
+        issue_pv(pv, p_big, p_small, op_addr + (n_tiles - 1) * kStageBytes + kVOffset);
+        wgmma_commit();
+        if (pingpong) sched_release(wg, true);
+        wgmma_wait<0>();
+        pin(pv);
+        update_o(o, pv, pend_lo, pend_hi);
 
 #pragma unroll
         for (int offset = 1; offset < 4; offset <<= 1) {

@@ -244,3 +244,14 @@ def test_atomic_write_names_the_error_of_a_file_it_could_not_open(tmp_path, monk
     # the user's path and the real cause, not a FileNotFoundError from cleaning up a file never made
     with pytest.raises(OutputError, match=r"out\.bin: Permission denied$"):
         atomic_write(tmp_path / "out.bin", lambda f: None)
+
+
+def test_an_output_file_cut_short_after_it_was_opened_names_the_file_and_the_byte(tmp_path):
+    from attnbench.cases.testcase import OutputFile
+
+    write_output(tmp_path / "o.bin", np.zeros((2, 3, 4), np.float32))  # 96 bytes
+    with OutputFile(tmp_path / "o.bin", Shape(2, 3, 4)) as f:
+        os.truncate(tmp_path / "o.bin", 40)  # another process cuts it to ten floats
+        np.testing.assert_array_equal(f.chunk(0, 8), np.zeros(8, np.float32))
+        with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'o.bin'}: file ended after 40 bytes while reading$"):
+            f.chunk(8, 16)  # from byte 32: two floats, then the end of the file

@@ -245,3 +245,19 @@ class _Recorder:
 
     def __exit__(self, *exc: object) -> None:
         pass
+
+
+def test_files_already_made_are_kept_unless_forced(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path))
+    case = suite.get_case("odd_17x1")
+    path, ref = suite.generate_input(case), suite.generate_reference(case)
+    made, rows = [], []
+    path.write_bytes(b"\0" * case.shape.input_bytes)  # the right size: taken as made
+    ref.write_bytes(b"\0" * case.shape.output_bytes)
+    assert suite.generate_input(case, made.append) == path and suite.generate_reference(case, rows.append) == ref
+    assert made == rows == []  # neither made again
+    assert path.read_bytes() == bytes(case.shape.input_bytes) and not read_output(ref, case.shape).any()
+    suite.generate_input(case, made.append, force=True)
+    suite.generate_reference(case, rows.append, force=True)
+    assert sum(made) == 3 * case.shape.elements and sum(rows) == case.shape.B * case.shape.N
+    assert suite.sha256_file(path) == case.input_sha256 and read_output(ref, case.shape).any()

@@ -29,6 +29,7 @@ TESTS=(                      # fast CPU tests that check them (mutmut runs only 
     tests/analysis/test_verdict.py
     tests/analysis/test_self_comparison.py
     tests/bench/test_sampler.py
+    tests/results/test_stats.py
     tests/cases/test_suite.py
 )
 SOURCE_ROOT=attnbench        # the package folder mutmut copies

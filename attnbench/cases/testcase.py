@@ -235,7 +235,7 @@ class OutputFile:
         count = max(0, min(stop, self.size) - start)
         self._file.seek(start * FLOAT_BYTES)
         values = np.empty(count, dtype="<f4")
-        _readinto_exact(self._file, memoryview(values).cast("B"), self.path)
+        _readinto_exact(self._file, memoryview(values).cast("B"), self.path, start * FLOAT_BYTES)
         return values
 
     def value(self, index: int) -> float:

@@ -101,7 +101,11 @@ _EXACT_UP_TO = 60  # samples; beyond, the binomial's normal approximation is exa
 
 
 def _interval_rank(n: int) -> int:
-    """The largest k (1-based) with P(Binomial(n, 1/2) < k) <= (1 - CONFIDENCE) / 2, or 0 if none."""
+    """The largest k (1-based) with P(Binomial(n, 1/2) < k) <= (1 - CONFIDENCE) / 2, or 0 if none.
+
+    Exact up to _EXACT_UP_TO samples; beyond, the normal approximation gives that k or one less (an
+    interval one order statistic wider, never narrower).
+    """
     tail = (1 - CONFIDENCE) / 2
     if n > _EXACT_UP_TO:
         return max(0, math.floor(n / 2 - 1.959964 * math.sqrt(n) / 2))

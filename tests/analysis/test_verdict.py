@@ -75,6 +75,9 @@ def test_geometric_means():
     assert g.value == pytest.approx(math.sqrt(2.0))
     assert g.error == pytest.approx(math.sqrt(2.0) * 0.05 / 2)
     assert g.count == 2
+    assert g.describe() == "1.41 ± 0.04x"
+    unknown = geometric_mean_speedup([TimeComparison(2.0, 1.0, 0.03, math.nan)])  # a noise unknown: error unknown
+    assert unknown.describe() == "2.00 ±?x"
     assert geometric_mean_speedup([]) is None
 
 

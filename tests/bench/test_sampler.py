@@ -156,3 +156,83 @@ def test_a_noise_exactly_at_the_target_is_quiet_enough():
     policy = TimingPolicy(warmup=0, min_samples=3, min_time_s=0.0, target_noise=0.0, max_samples=50)
     stats = measure(lambda: 1.0, policy, clock=FakeClock(0.001))
     assert stats.count == 6 and stats.converged is True and stats.warnings == []  # the first known noise, 0
+
+
+def test_the_minimum_time_is_met_exactly_at_its_boundary():
+    """The clock reads 0.125 s more per check: with six samples in, 0.875 s have passed, which is enough."""
+    policy = TimingPolicy(warmup=0, min_samples=6, min_time_s=0.875, target_noise=0.5)
+    assert measure(lambda: 1.0, policy, clock=FakeClock(0.125)).count == 6
+    policy = TimingPolicy(warmup=0, min_samples=6, min_time_s=0.876, target_noise=0.5)
+    assert measure(lambda: 1.0, policy, clock=FakeClock(0.125)).count == 7
+
+
+def test_a_sample_that_would_end_past_the_timeout_is_not_taken():
+    """Samples of 250 ms, the clock 0.25 s more per check: a sample ending exactly at the timeout is taken."""
+    def run(timeout_s):
+        policy = TimingPolicy(warmup=0, min_samples=100, min_time_s=0.0, timeout_s=timeout_s)
+        return measure(lambda: 250.0, policy, clock=FakeClock(0.25))
+
+    assert run(0.75).count == 2  # one sample in at 0.5 s: the next ends at 0.75 s, allowed
+    assert run(0.7499).count == 1  # ... but past 0.7499 s: the sampler stops before it
+    slow = measure(lambda: 1000.0, TimingPolicy(warmup=0, timeout_s=0.5), clock=FakeClock(0.01))
+    assert slow.count == 1 and slow.converged is False  # one 1 s sample: the next cannot fit in 0.5 s
+    assert slow.warnings == [FEW_SAMPLES_WARNING]
+
+
+def test_six_noisy_samples_are_known_to_be_noisy():
+    values = itertools.cycle([1.0, 2.0])
+    policy = TimingPolicy(warmup=0, min_samples=2, min_time_s=0.0, max_samples=6, target_noise=0.01)
+    stats = measure(lambda: next(values), policy, clock=FakeClock(0.001))
+    assert stats.count == 6 and stats.converged is False and stats.warnings == [NOISE_WARNING]
+
+
+def test_too_few_samples_are_not_converged():
+    policy = TimingPolicy(warmup=0, min_samples=1, min_time_s=0.0, max_samples=2)
+    assert measure(lambda: 1.0, policy, clock=FakeClock(0.001)).converged is False
+
+
+class FakeExecution:
+    """A backend's execution that records what the sampler asks of it; each pass takes 1.5 ms on its clock."""
+
+    def __init__(self):
+        self.events = []
+        self.clock = self
+        self.passes = 0
+
+    def flush_l2(self):
+        self.events.append("flush")
+
+    def start(self):
+        self.events.append("start")
+        self.passes = 0
+
+    def run_pass(self):
+        self.events.append("pass")
+        self.passes += 1
+
+    def stop(self):
+        self.events.append("stop")
+        return 1.5 * self.passes
+
+
+def test_timed_passes_flushes_before_the_clock_and_times_every_pass():
+    from attnbench.bench.sampler import timed_passes
+
+    execution = FakeExecution()
+    assert timed_passes(execution) == 1.5  # by default one pass, no flush
+    assert execution.events == ["start", "pass", "stop"]
+    execution.events.clear()
+    assert timed_passes(execution, 3, flush_l2=True) == 4.5
+    assert execution.events == ["flush", "start", "pass", "pass", "pass", "stop"]
+
+
+def test_sample_execution_times_one_pass_per_sample_with_the_policy_flush():
+    from attnbench.bench.sampler import sample_execution
+
+    execution = FakeExecution()
+    stats = sample_execution(execution, TimingPolicy(warmup=1, reps=3, flush_l2=True), first_samples=[9.0])
+    assert stats.samples_ms == [9.0, 1.5, 1.5]  # the first sample counts; warm-up is not kept
+    assert execution.events == ["flush", "start", "pass", "stop"] * 3
+    execution.events.clear()
+    assert sample_execution(execution, TimingPolicy(warmup=0, reps=2, flush_l2=False)).samples_ms == [1.5, 1.5]
+    assert execution.events == ["start", "pass", "stop"] * 2

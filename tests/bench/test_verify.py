@@ -165,3 +165,95 @@ def test_empty_outputs_pass_and_have_no_worst_element():
     empty = np.zeros((0, 4, 2), dtype=np.float32)
     report = compare_outputs(empty, empty)
     assert report.passed and report.worst is None and report.elements == 0 and report.rel_l2_error == 0.0
+
+
+def test_a_chunked_output_file_with_a_wrong_element_in_its_second_chunk(tmp_path, monkeypatch, rng):
+    """Both sides read from files a chunk at a time: the failure, its position and the sums across chunks."""
+    import attnbench.bench.verify as verify
+    from attnbench.cases.testcase import OutputFile, Shape, write_output
+
+    monkeypatch.setattr(verify, "CHUNK_ELEMENTS", 8)
+    ref = rng.uniform(-1, 1, size=(2, 3, 4)).astype(np.float32)  # 24 elements: three chunks
+    out = ref.copy()
+    out[0, 2, 1] += 0.25  # flat index 9: the second chunk
+    out[1, 0, 0] -= 0.001  # within the tolerance, in the second chunk too
+    out[1, 2, 3] += 0.002  # the last element, in the third chunk
+    write_output(tmp_path / "out.bin", out)
+    write_output(tmp_path / "ref.bin", ref)
+    with OutputFile(tmp_path / "out.bin", Shape(2, 3, 4)) as got, OutputFile(tmp_path / "ref.bin") as want:
+        report = compare_outputs(got, want)
+    assert (report.passed, report.failing, report.elements, report.positions) == (False, 1, 24, "batch, row, col")
+    wrong = Mismatch(0, 2, 1, got=float(out[0, 2, 1]), want=float(ref[0, 2, 1]), index=9)
+    assert report.first_failures == [wrong] and report.worst == wrong
+    errors = np.abs(out.astype(np.float64) - ref.astype(np.float64))
+    assert report.l1_error == pytest.approx(errors.sum(), rel=1e-12)  # summed over all three chunks
+    assert report.l1_error == pytest.approx(0.253, rel=1e-3)
+    assert report.max_abs_error == pytest.approx(errors.max(), rel=1e-12)
+    with OutputFile(tmp_path / "out.bin") as got:  # a file and an array: the same verdict
+        assert compare_outputs(got, ref).first_failures == [wrong]
+
+
+def test_without_a_shape_positions_are_flat_indices():
+    ref = np.zeros(6, dtype=np.float32)
+    out = ref.copy()
+    out[4] = 1.0
+    report = compare_outputs(out, ref)
+    assert report.positions == "flat"
+    assert report.worst == Mismatch(None, None, None, got=1.0, want=0.0, index=4) == report.first_failures[0]
+    assert str(report.worst) == "(element 4): got 1, want 0"
+    from attnbench.cases.testcase import Shape
+
+    given = compare_outputs(out, ref, shape=Shape(1, 2, 3))  # a shape given names (batch, row, col)
+    assert given.positions == "batch, row, col" and given.worst == Mismatch(0, 1, 1, got=1.0, want=0.0, index=4)
+
+
+def test_positions_come_from_whichever_side_knows_the_shape(tmp_path):
+    from attnbench.cases.testcase import OutputFile, write_output
+
+    ref = np.zeros((1, 2, 3), dtype=np.float32)
+    out = ref.copy()
+    out[0, 1, 2] = 1.0
+    write_output(tmp_path / "out.bin", out)
+    write_output(tmp_path / "ref.bin", ref)
+    with OutputFile(tmp_path / "out.bin") as flat_out, OutputFile(tmp_path / "ref.bin") as flat_ref:
+        for got, want in ((flat_out, ref), (out, flat_ref)):
+            report = compare_outputs(got, want)
+            assert report.positions == "batch, row, col", (got, want)
+            assert (report.worst.batch, report.worst.row, report.worst.col, report.worst.index) == (0, 1, 2, 5)
+        assert compare_outputs(flat_out, flat_ref).positions == "flat"
+
+
+def test_sides_of_different_sizes_are_refused_with_both_sizes(tmp_path):
+    from attnbench.cases.testcase import OutputFile, write_output
+
+    write_output(tmp_path / "out.bin", np.zeros((1, 2, 3), np.float32))
+    with OutputFile(tmp_path / "out.bin") as got:
+        with pytest.raises(ValueError, match=r"^the output has 6 elements and the reference 8$"):
+            compare_outputs(got, np.zeros((1, 2, 4), np.float32))
+
+
+def test_the_l1_error_adds_up_over_chunks_and_is_infinite_with_nan(monkeypatch):
+    import attnbench.bench.verify as verify
+
+    monkeypatch.setattr(verify, "CHUNK_ELEMENTS", 2)
+    ref = np.zeros((1, 1, 5), dtype=np.float32)
+    out = np.array([[[0.5, -0.25, 0.0, 1.0, -2.0]]], dtype=np.float32)
+    assert compare_outputs(out, ref).l1_error == 3.75
+    out[0, 0, 2] = np.nan
+    assert compare_outputs(out, ref).l1_error == float("inf")
+
+
+def test_the_finite_check_counts_nan_and_inf_in_every_chunk(monkeypatch):
+    import attnbench.bench.verify as verify
+
+    monkeypatch.setattr(verify, "CHUNK_ELEMENTS", 4)
+    output = np.ones((2, 3, 2), dtype=np.float32)  # 12 elements: three chunks
+    output[0, 0, 0] = np.nan  # the first element
+    output[1, 0, 1] = np.inf  # in the second chunk
+    output[1, 2, 1] = -np.inf  # the last element
+    check = verify.finite_check(output)
+    assert (check.nonfinite, check.elements, check.passed) == (3, 12, False)
+    assert check.describe() == "3 of 12 output elements are NaN or Inf"
+    assert check.to_dict() == {"rule": "every element finite", "passed": False, "nonfinite": 3, "elements": 12}
+    clean = verify.finite_check(np.ones((1, 1, 5), dtype=np.float32))
+    assert (clean.nonfinite, clean.elements, clean.passed) == (0, 5, True)

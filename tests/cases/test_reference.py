@@ -68,3 +68,12 @@ def test_a_block_smaller_than_one_row_goes_row_by_row(monkeypatch, rng):
     rows_done = []
     np.testing.assert_allclose(reference.reference_output(tc, rows_done.append), whole, rtol=1e-13, atol=1e-14)
     assert rows_done == [1] * 9
+
+
+def test_the_output_is_stored_in_the_dtype_asked_for(rng):
+    """A stored reference is asked for in float32: computed in float64, held rounded, never a float64 copy."""
+    tc = random_testcase(2, 7, 3, rng)
+    exact = reference.reference_output(tc)
+    stored = reference.reference_output(tc, dtype=np.float32)
+    assert exact.dtype == np.float64 and stored.dtype == np.float32
+    np.testing.assert_array_equal(stored, exact.astype(np.float32))

@@ -245,3 +245,31 @@ class _Recorder:
 
     def __exit__(self, *exc: object) -> None:
         pass
+
+
+def test_files_already_made_are_kept_unless_forced(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path))
+    case = suite.get_case("odd_17x1")
+    path, ref = suite.generate_input(case), suite.generate_reference(case)
+    made, rows = [], []
+    path.write_bytes(b"\0" * case.shape.input_bytes)  # the right size: taken as made
+    ref.write_bytes(b"\0" * case.shape.output_bytes)
+    assert suite.generate_input(case, made.append) == path and suite.generate_reference(case, rows.append) == ref
+    assert made == rows == []  # neither made again
+    assert path.read_bytes() == bytes(case.shape.input_bytes) and not read_output(ref, case.shape).any()
+    suite.generate_input(case, made.append, force=True)
+    suite.generate_reference(case, rows.append, force=True)
+    assert sum(made) == 3 * case.shape.elements and sum(rows) == case.shape.B * case.shape.N
+    assert suite.sha256_file(path) == case.input_sha256 and read_output(ref, case.shape).any()
+
+
+def test_a_reference_is_held_in_float32_before_it_is_written(monkeypatch, tmp_path):
+    """Half the memory of float64 for a long case: the array handed to write_output is already float32."""
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path))
+    case = suite.get_case("odd_17x1")
+    suite.generate_input(case)
+    handed = []
+    real_write_output = suite.write_output
+    monkeypatch.setattr(suite, "write_output", lambda path, out: (handed.append(out.dtype), real_write_output(path, out)))
+    suite.generate_reference(case)
+    assert handed == [np.float32] and suite.has_reference(case)

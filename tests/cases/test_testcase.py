@@ -244,3 +244,76 @@ def test_atomic_write_names_the_error_of_a_file_it_could_not_open(tmp_path, monk
     # the user's path and the real cause, not a FileNotFoundError from cleaning up a file never made
     with pytest.raises(OutputError, match=r"out\.bin: Permission denied$"):
         atomic_write(tmp_path / "out.bin", lambda f: None)
+
+
+def test_an_output_file_reads_chunks_and_values_by_flat_index(tmp_path, rng):
+    from attnbench.cases.testcase import OutputFile
+
+    out = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    write_output(tmp_path / "o.bin", out)
+    flat = out.reshape(-1)
+    with OutputFile(tmp_path / "o.bin", Shape(2, 3, 4)) as f:
+        assert (f.size, f.shape, f.path) == (24, Shape(2, 3, 4), tmp_path / "o.bin")
+        np.testing.assert_array_equal(f.chunk(0, 24), flat)
+        middle = f.chunk(5, 11)
+        assert middle.dtype == np.float32
+        np.testing.assert_array_equal(middle, flat[5:11])
+        np.testing.assert_array_equal(f.chunk(20, 30), flat[20:])  # clipped at the end of the file
+        assert f.chunk(24, 30).size == 0 and f.chunk(30, 40).size == 0  # nothing past the end
+        assert [f.value(i) for i in (0, 7, 23)] == [float(flat[0]), float(flat[7]), float(flat[23])]
+    with pytest.raises(ValueError, match="closed file"):  # the context closed it
+        f.chunk(0, 1)
+    with OutputFile(tmp_path / "o.bin") as f:  # no shape: any whole number of floats
+        assert (f.size, f.shape) == (24, None)
+        np.testing.assert_array_equal(f.chunk(0, 24), flat)
+
+
+def test_an_output_file_refuses_a_wrong_size_or_a_missing_file_in_one_line(tmp_path):
+    from attnbench.cases.testcase import OutputFile
+
+    write_output(tmp_path / "o.bin", np.zeros((2, 3, 4), np.float32))
+    with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'o.bin'}: an output for B=2, N=3, d=5 should be "
+                                            r"4\*B\*N\*d = 120 bytes, but it is 96 bytes$"):
+        OutputFile(tmp_path / "o.bin", Shape(2, 3, 5))
+    (tmp_path / "odd.bin").write_bytes(b"\0" * 10)
+    with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'odd.bin'}: 10 bytes is not a whole number of float32 values$"):
+        OutputFile(tmp_path / "odd.bin")
+    with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'none.bin'}: no such file$"):
+        OutputFile(tmp_path / "none.bin")
+    with pytest.raises(TestcaseError, match=rf"^{tmp_path}: is a directory, expected an output file$"):
+        OutputFile(tmp_path)
+
+
+def test_an_output_file_it_may_not_read_is_one_line(tmp_path, monkeypatch):
+    import attnbench.cases.testcase as testcase
+
+    write_output(tmp_path / "o.bin", np.zeros((1, 1, 2), np.float32))
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(testcase, "open", refuse, raising=False)
+    with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'o.bin'}: permission denied$"):
+        testcase.OutputFile(tmp_path / "o.bin")
+    monkeypatch.undo()
+
+    class Unlisted(type(tmp_path)):
+        """A path whose folder may not be searched: stat itself is refused."""
+
+        def stat(self, *args, **kwargs):
+            raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(testcase, "Path", Unlisted)
+    with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'o.bin'}: permission denied$"):
+        testcase.OutputFile(tmp_path / "o.bin")
+
+
+def test_an_output_file_cut_short_after_it_was_opened_names_the_file_and_the_byte(tmp_path):
+    from attnbench.cases.testcase import OutputFile
+
+    write_output(tmp_path / "o.bin", np.zeros((2, 3, 4), np.float32))  # 96 bytes
+    with OutputFile(tmp_path / "o.bin", Shape(2, 3, 4)) as f:
+        os.truncate(tmp_path / "o.bin", 40)  # another process cuts it to ten floats
+        np.testing.assert_array_equal(f.chunk(0, 8), np.zeros(8, np.float32))
+        with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'o.bin'}: file ended after 40 bytes while reading$"):
+            f.chunk(8, 16)  # from byte 32: two floats, then the end of the file

@@ -105,22 +105,8 @@ VARIANTS.append(
     )
 )
 
-def _gemmtc_tile(rows: int, cols: int) -> int:
-    """The block tile of one gemmtc GEMM (rows x cols of one batch item's result): 128 x 128 (8 warps)
-    when both sides fill it and one item alone gives at least as many blocks as SMs (132 on H100/H200),
-    64 x 64 (4 warps) otherwise. From the item's shape only, never B: the defines come from the whole
-    testcase, the grids from each chunk, and both must agree."""
-    return 128 if rows >= 128 and cols >= 128 and cdiv(rows, 128) * cdiv(cols, 128) >= 132 else 64
 
-
-def _gemmtc_qk_tile(s: Shape) -> int:
-    return _gemmtc_tile(s.N, s.N)
-
-
-def _gemmtc_pv_tile(s: Shape) -> int:
-    return _gemmtc_tile(s.N, s.d)
-
-
+# gemmtc's block tiles follow gemm's rule, _gemm_qk_tile and _gemm_pv_tile (128 x 128 of 8 warps, else 64 x 64 of 4).
 _GEMMTC_BK, _GEMMTC_STAGES = 32, 3  # k per shared-memory stage, cp.async ring depth (cuda/gemmtc.cu)
 
 
@@ -132,14 +118,14 @@ def _gemmtc_threads(tile: int) -> int:
 def _gemmtc_qk_smem(s: Shape) -> int:
     """Bytes of dynamic shared memory: per stage the Q and K tiles as [tile][32 + 4] floats.
     110,592 B with 128 x 128 tiles, 55,296 B with 64 x 64."""
-    tile = _gemmtc_qk_tile(s)
+    tile = _gemm_qk_tile(s)
     return 4 * _GEMMTC_STAGES * 2 * tile * (_GEMMTC_BK + 4)
 
 
 def _gemmtc_pv_smem(s: Shape) -> int:
     """Bytes of dynamic shared memory: per stage the P tile as [tile][32 + 4] and the V tile as
     [32][tile + 8] floats. 107,520 B with 128 x 128 tiles, 55,296 B with 64 x 64."""
-    tile = _gemmtc_pv_tile(s)
+    tile = _gemm_pv_tile(s)
     return 4 * _GEMMTC_STAGES * (tile * (_GEMMTC_BK + 4) + _GEMMTC_BK * (tile + 8))
 
 
@@ -154,21 +140,21 @@ VARIANTS.append(
         launches=(
             Launch(
                 kernel="gemmtc_qkt",
-                grid=lambda s: (cdiv(s.N, _gemmtc_qk_tile(s)), cdiv(s.N, _gemmtc_qk_tile(s)), s.B),
-                block=lambda s: (_gemmtc_threads(_gemmtc_qk_tile(s)), 1, 1),
+                grid=lambda s: (cdiv(s.N, _gemm_qk_tile(s)), cdiv(s.N, _gemm_qk_tile(s)), s.B),
+                block=lambda s: (_gemmtc_threads(_gemm_qk_tile(s)), 1, 1),
                 args=("qkv", "scores", "N", "d", "scale_log2"),
                 smem=_gemmtc_qk_smem,
             ),
             _softmax_rows("gemm_softmax_rows"),
             Launch(
                 kernel="gemmtc_pv",
-                grid=lambda s: (cdiv(s.d, _gemmtc_pv_tile(s)), cdiv(s.N, _gemmtc_pv_tile(s)), s.B),
-                block=lambda s: (_gemmtc_threads(_gemmtc_pv_tile(s)), 1, 1),
+                grid=lambda s: (cdiv(s.d, _gemm_pv_tile(s)), cdiv(s.N, _gemm_pv_tile(s)), s.B),
+                block=lambda s: (_gemmtc_threads(_gemm_pv_tile(s)), 1, 1),
                 args=("qkv", "scores", "out", "N", "d"),
                 smem=_gemmtc_pv_smem,
             ),
         ),
-        defines=lambda s: {"QK_TILE": _gemmtc_qk_tile(s), "PV_TILE": _gemmtc_pv_tile(s)},
+        defines=lambda s: {"QK_TILE": _gemm_qk_tile(s), "PV_TILE": _gemm_pv_tile(s)},
         constraints=Constraints(
             max_seq_len=SCORES_IN_MEMORY.max_seq_len,
             note=SCORES_IN_MEMORY.note + "; 3xTF32 on tensor cores (sm_80+); 55-108 KB of shared memory a block",

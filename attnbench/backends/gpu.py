@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from attnbench.backends.base import event_ms
 from attnbench.cases.testcase import Shape
 from attnbench.errors import GpuUnavailable, KernelCompileError, KernelLaunchError
 from attnbench.kernels.nvcc import compile_options, compile_source, include_dirs, source_file, source_label
@@ -90,7 +91,7 @@ class EventClock:
             self._end.synchronize()
         except self.driver.Error as exc:
             raise KernelLaunchError(f"{self.what}: a kernel failed: {exc}") from None
-        return self._start.time_till(self._end)
+        return event_ms(self._start.time_till(self._end))
 
 
 class Gpu:

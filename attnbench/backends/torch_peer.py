@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from attnbench.backends.base import event_ms
 from attnbench.cases.testcase import Testcase
 from attnbench.errors import DeviceMemoryError, KernelLaunchError, PeerUnavailable
 
@@ -64,7 +65,7 @@ class TorchEventClock:
     def stop(self) -> float:
         self._end.record()
         self._end.synchronize()
-        return float(self._start.elapsed_time(self._end))
+        return event_ms(self._start.elapsed_time(self._end))
 
 
 class TorchExecution:

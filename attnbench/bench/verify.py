@@ -1,17 +1,20 @@
 """Compare an output with a reference: the course's rule plus the error metrics users need.
 
 Both sides may be arrays or output files read in chunks, so a check never holds more than a few
-chunks of float64 at once, whatever the case's size.
+chunks of float64 per thread at once, whatever the case's size. Chunks are compared on this process's
+host threads (numpy releases the GIL), in order, so the result does not depend on their number.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
 from attnbench.cases.testcase import OutputFile, Shape
+from attnbench.host_threads import host_threads
 from attnbench.results.verification import Mismatch, VerifyReport
 
 COURSE_ATOL = 5e-3  # every element within 5e-3 of the reference, as the course's checkers read it
@@ -90,6 +93,57 @@ def finite_check(output: np.ndarray) -> FiniteCheck:
     return FiniteCheck(bad, int(flat.size))
 
 
+@dataclass
+class _ChunkErrors:
+    """One chunk's share of a comparison's counts, extremes and sums."""
+
+    nan_count: int
+    inf_count: int
+    failing: int
+    first: list[int]
+    max_abs: float
+    worst_index: int
+    max_rel: float
+    l1: float
+    err_sq: float
+    ref_sq: float
+
+
+def _chunk_errors(got: FlatSource, want: FlatSource, start: int, atol: float, rtol: float,
+                  keep_failures: int) -> _ChunkErrors:
+    """Elements [start, start + CHUNK_ELEMENTS) compared in float64, with as few temporaries as the
+    metrics allow, and no BLAS: a BLAS dot here ran every core's worth of spinning threads per chunk."""
+    stop = start + CHUNK_ELEMENTS
+    o32 = got.chunk(start, stop)
+    r = want.chunk(start, stop).astype(np.float64)
+    finite = np.isfinite(o32)
+    all_finite = bool(finite.all())
+    nan_count = 0 if all_finite else int(np.isnan(o32).sum())
+    inf_count = 0 if all_finite else int(np.isinf(o32).sum())
+    diff = o32.astype(np.float64)
+    diff -= r
+    np.abs(diff, out=diff)
+    abs_r = np.abs(r)
+    if all_finite:
+        l1 = float(diff.sum())
+        err_sq = float(np.einsum("i,i->", diff, diff))
+    else:
+        finite_diff = np.where(finite, diff, 0.0)
+        l1 = float(finite_diff.sum())
+        err_sq = float(np.einsum("i,i->", finite_diff, finite_diff))
+        diff[~finite] = np.inf
+    bad = ~(diff <= atol + rtol * abs_r) if rtol else ~(diff <= atol)
+    failing = int(np.count_nonzero(bad))
+    first = (np.flatnonzero(bad)[:keep_failures] + start).tolist() if failing and keep_failures else []
+    i = int(np.argmax(diff))
+    nonzero = abs_r != 0
+    max_rel = 0.0
+    if nonzero.any():
+        max_rel = float(np.divide(diff, abs_r, out=np.zeros_like(diff), where=nonzero).max())
+    return _ChunkErrors(nan_count, inf_count, failing, first, float(diff[i]), start + i,
+                        max_rel, l1, err_sq, float(np.einsum("i,i->", r, r)))
+
+
 def compare_outputs(
     out: "np.ndarray | OutputFile",
     ref: "np.ndarray | OutputFile",
@@ -114,30 +168,22 @@ def compare_outputs(
     worst_index = -1
     err_sq = ref_sq = 0.0
     first: list[int] = []
-    for start in range(0, got.size, CHUNK_ELEMENTS):
-        stop = start + CHUNK_ELEMENTS
-        o = got.chunk(start, stop).astype(np.float64)
-        r = want.chunk(start, stop).astype(np.float64)
-        nan_count += int(np.isnan(o).sum())
-        inf_count += int(np.isinf(o).sum())
-        finite = np.isfinite(o)
-        diff = np.abs(o - r)
-        diff[~finite] = np.inf
-        bad = ~(diff <= atol + rtol * np.abs(r))
-        failing += int(bad.sum())
-        if len(first) < keep_failures and bad.any():
-            first.extend((np.flatnonzero(bad)[: keep_failures - len(first)] + start).tolist())
-        i = int(np.argmax(diff))
-        if worst_index < 0 or diff[i] > max_abs:
-            max_abs = float(diff[i])
-            worst_index = start + i
-        nonzero = r != 0
-        if nonzero.any():
-            max_rel = max(max_rel, float((diff[nonzero] / np.abs(r[nonzero])).max()))
-        finite_diff = np.where(finite, o - r, 0.0)
-        l1 += float(np.abs(finite_diff).sum())
-        err_sq += float(np.dot(finite_diff, finite_diff))
-        ref_sq += float(np.dot(r, r))
+    starts = range(0, got.size, CHUNK_ELEMENTS)
+    threads = min(host_threads(), len(starts))
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        # map keeps chunk order, so the sums, the first failures and the worst element's tie-break are
+        # the same whatever the number of threads
+        for part in pool.map(lambda start: _chunk_errors(got, want, start, atol, rtol, keep_failures), starts):
+            nan_count += part.nan_count
+            inf_count += part.inf_count
+            failing += part.failing
+            first.extend(part.first[: keep_failures - len(first)])
+            if worst_index < 0 or part.max_abs > max_abs:
+                max_abs, worst_index = part.max_abs, part.worst_index
+            max_rel = max(max_rel, part.max_rel)
+            l1 += part.l1
+            err_sq += part.err_sq
+            ref_sq += part.ref_sq
     rel_l2 = float(np.sqrt(err_sq / ref_sq)) if ref_sq > 0 else float(np.sqrt(err_sq))
     if nan_count or inf_count:
         rel_l2 = l1 = float("inf")

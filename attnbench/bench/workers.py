@@ -34,6 +34,7 @@ from attnbench.bench.cellgroups import (
 from attnbench.bench.matrix import MatrixListener, QuietListener, _cell_work
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.errors import AttnbenchError, GpuUnavailable
+from attnbench.host_threads import claim_share
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ERROR, REFUSED, Cell
 
@@ -97,12 +98,14 @@ class DeviceSummary:
         return [self.facts_by_index[i] for i in sorted(self.facts_by_index)]
 
 
-def _worker_main(device: Device, plan: CellPlan, inbox: Any, outbox: Any) -> None:
+def _worker_main(device: Device, plan: CellPlan, inbox: Any, outbox: Any, workers: int) -> None:
     """A worker: open the device, then run the case groups it is sent until it is sent None.
 
     `outbox` is this worker's own pipe to the parent: a worker killed in the middle of a message
-    can spoil only its own pipe, never hold a lock the other workers need."""
+    can spoil only its own pipe, never hold a lock the other workers need. The host's cores are
+    shared out between the `workers`, so their references and checks do not fight over them."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
+    claim_share(workers)
     try:
         opened = open_device(device, plan.variants())
     except AttnbenchError as exc:
@@ -248,7 +251,7 @@ class DevicePool:
         if slot.outbox is not None:
             slot.outbox.close()
         reader, writer = self.context.Pipe(duplex=False)
-        slot.process = self.context.Process(target=_worker_main, args=(slot.device, self.plan, slot.inbox, writer),
+        slot.process = self.context.Process(target=_worker_main, args=(slot.device, self.plan, slot.inbox, writer, len(self.slots)),
                                             name=f"attnbench-{slot.device.label.replace(' ', '')}", daemon=True)
         slot.process.start()
         writer.close()  # the worker holds the only writing end: its death ends the pipe

@@ -6,18 +6,16 @@ for a group of batch items or a slab of query rows at a time, never the whole N 
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
 
 from attnbench.cases.testcase import Testcase
+from attnbench.host_threads import blas_single_threaded, host_threads
 
-# Float64 score blocks in flight at once, over all threads (bytes), and how many threads form them.
+# Float64 score blocks in flight at once, over all threads (bytes).
 SCORE_MEMORY_BYTES = 16 << 20
-REFERENCE_THREADS = min(8, os.cpu_count() or 1)
-SCORE_BLOCK_BYTES = SCORE_MEMORY_BYTES // REFERENCE_THREADS
 
 Progress = Callable[[int], None]  # called with the number of query rows just finished
 
@@ -38,16 +36,18 @@ def reference_output(testcase: Testcase, progress: Progress | None = None, dtype
     """The exact output O (B, N, d), computed in float64 in bounded memory and stored as `dtype`
     (float32 for a stored reference: no float64 copy of the whole output is ever held).
 
-    Blocks run on a few threads (numpy releases the GIL in exp and matmul), so the element-wise
-    work, not only the BLAS part, uses the machine's cores.
+    Blocks run on this process's host threads (numpy releases the GIL in exp and matmul), so the
+    element-wise work, not only the BLAS part, uses the machine's cores; BLAS runs one thread a block.
     """
     shape = testcase.shape
     B, N = shape.B, shape.N
     out = np.empty((B, N, shape.d), dtype=dtype)
+    threads = host_threads()
+    block_bytes = SCORE_MEMORY_BYTES // threads
     row_bytes = N * 8
-    items_per_block = max(1, SCORE_BLOCK_BYTES // (N * row_bytes))
-    rows_per_block = max(1, SCORE_BLOCK_BYTES // row_bytes)
-    with ThreadPoolExecutor(max_workers=REFERENCE_THREADS) as pool:
+    items_per_block = max(1, block_bytes // (N * row_bytes))
+    rows_per_block = max(1, block_bytes // row_bytes)
+    with ThreadPoolExecutor(max_workers=threads) as pool, blas_single_threaded():
         if items_per_block > 1:  # short sequences: whole items, a group at a time
 
             def items(b0: int) -> int:

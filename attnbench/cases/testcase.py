@@ -7,6 +7,7 @@ Input, little-endian: int32 B, int32 N, int32 d, then for each batch item Q_i, K
 from __future__ import annotations
 
 import os
+import threading
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,17 +226,19 @@ class OutputFile:
             raise TestcaseError(f"{path}: {size} bytes is not a whole number of float32 values")
         self.shape = shape
         self.size = size // FLOAT_BYTES
+        self._lock = threading.Lock()
         try:
             self._file = open(self.path, "rb")
         except PermissionError:
             raise TestcaseError(f"{path}: permission denied") from None
 
     def chunk(self, start: int, stop: int) -> np.ndarray:
-        """Elements [start, stop) as float32."""
+        """Elements [start, stop) as float32 (threads may ask at once: a check reads chunks in parallel)."""
         count = max(0, min(stop, self.size) - start)
-        self._file.seek(start * FLOAT_BYTES)
         values = np.empty(count, dtype="<f4")
-        _readinto_exact(self._file, memoryview(values).cast("B"), self.path, start * FLOAT_BYTES)
+        with self._lock:  # seek and read as one step
+            self._file.seek(start * FLOAT_BYTES)
+            _readinto_exact(self._file, memoryview(values).cast("B"), self.path, start * FLOAT_BYTES)
         return values
 
     def value(self, index: int) -> float:

@@ -1,7 +1,12 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
+from attnbench.bench import verify
 from attnbench.bench.verify import compare_outputs
+from attnbench.host_threads import HOST_THREADS_ENV
 from attnbench.results.verification import Mismatch
 
 
@@ -257,3 +262,31 @@ def test_the_finite_check_counts_nan_and_inf_in_every_chunk(monkeypatch):
     assert check.to_dict() == {"rule": "every element finite", "passed": False, "nonfinite": 3, "elements": 12}
     clean = verify.finite_check(np.ones((1, 1, 5), dtype=np.float32))
     assert (clean.nonfinite, clean.elements, clean.passed) == (0, 5, True)
+
+
+outputs_and_references = st.integers(1, 120).flatmap(lambda n: st.tuples(
+    arrays(np.float32, n, elements=st.floats(-4, 4, width=32) | st.sampled_from([np.nan, np.inf, -np.inf, 1e30])),
+    arrays(np.float32, n, elements=st.floats(-4, 4, width=32)),
+))
+
+
+@settings(max_examples=80, deadline=None)
+@given(sides=outputs_and_references, chunk=st.integers(1, 9), atol=st.sampled_from([5e-3, 0.5]),
+       rtol=st.sampled_from([0.0, 0.1]))
+def test_the_report_does_not_depend_on_the_number_of_threads(sides, chunk, atol, rtol):
+    """Chunks are compared on several threads: counts, sums, extremes and first failures must be
+    exactly those of one thread going through them in order."""
+    out, ref = sides
+    reports = []
+    for threads in ("1", "4"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(verify, "CHUNK_ELEMENTS", chunk)
+            patch.setenv(HOST_THREADS_ENV, threads)
+            reports.append(compare_outputs(out, ref, atol, rtol, keep_failures=3).to_dict())
+    assert repr(reports[0]) == repr(reports[1])  # repr: a NaN element equals itself
+    diff = np.abs(out.astype(np.float64) - ref)
+    diff[~np.isfinite(out)] = np.inf
+    bad = np.flatnonzero(~(diff <= atol + rtol * np.abs(ref.astype(np.float64))))
+    assert reports[0]["failing"] == bad.size
+    assert [m["index"] for m in reports[0]["first_failures"]] == bad[:3].tolist()
+    assert reports[0]["worst"]["index"] == int(np.argmax(diff))

@@ -140,3 +140,29 @@ def test_a_cell_plan_carries_an_exe_program_by_its_path(tmp_path):
     plan = pickle.loads(pickle.dumps(CellPlan.of(chosen, api.TimingOptions().policy_for, ("course", 0.005, 0.0))))
     assert [(v.name, v.backend, v.source) for v in plan.variants()] == [
         ("cpu", "cpu", None), ("exe:prog", "program", str(program.resolve()))]
+
+
+def test_a_worker_keeps_to_its_share_of_the_host(monkeypatch):
+    """Workers sharing a host split its cores (their references and checks, BLAS included) instead
+    of each running every core's worth of threads against the others."""
+    import queue
+
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from attnbench.bench import workers
+    from attnbench.bench.cellgroups import CellPlan
+    from attnbench.bench.sampler import TimingPolicy
+    from attnbench.host_threads import HOST_THREADS_ENV, share_of
+
+    monkeypatch.setenv(HOST_THREADS_ENV, "")  # whatever the worker claims is undone after the test
+    monkeypatch.setattr(workers.signal, "signal", lambda *args: None)  # this process keeps its Ctrl-C
+    monkeypatch.setattr("attnbench.host_threads.host_cores", lambda: 12)
+    plan = CellPlan(("cpu",), {"cpu": TimingPolicy()})
+    inbox, sent = queue.Queue(), []
+    inbox.put(None)
+    with threadpool_limits(limits=None, user_api="blas"):  # puts back the BLAS limits it found
+        workers._worker_main(Device(0, stand_in=True), plan, inbox, type("Pipe", (), {"send": sent.append})(), 3)
+        blas = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+    assert os.environ[HOST_THREADS_ENV] == str(share_of(3)) == "4"
+    assert blas <= {4}
+    assert sent[0][0] == "ready"

@@ -2,6 +2,7 @@ import numpy as np
 
 import attnbench.cases.reference as reference
 from attnbench.cases.testcase import Testcase
+from attnbench.host_threads import HOST_THREADS_ENV
 from tests.conftest import random_testcase
 
 
@@ -36,7 +37,8 @@ def test_row_slabs_give_the_same_answer(monkeypatch, rng):
     """Long sequences are done a slab of rows at a time; the result must not change."""
     tc = random_testcase(2, 50, 4, rng)
     whole = reference.reference_output(tc)
-    monkeypatch.setattr(reference, "SCORE_BLOCK_BYTES", 50 * 8 * 7)  # 7 rows per slab, one item at a time
+    monkeypatch.setenv(HOST_THREADS_ENV, "2")
+    monkeypatch.setattr(reference, "SCORE_MEMORY_BYTES", 2 * 50 * 8 * 7)  # 7 rows per slab on each of 2 threads
     rows_done = []
     sliced = reference.reference_output(tc, rows_done.append)
     np.testing.assert_allclose(sliced, whole, rtol=1e-13, atol=1e-14)
@@ -54,7 +56,8 @@ def test_reference_is_stable_for_large_scores(rng):
 def test_short_sequences_go_a_group_of_items_at_a_time_and_report_their_rows(monkeypatch, rng):
     tc = random_testcase(5, 6, 3, rng)
     whole = reference.reference_output(tc)
-    monkeypatch.setattr(reference, "SCORE_BLOCK_BYTES", 2 * 6 * 6 * 8)  # two items' scores per block
+    monkeypatch.setenv(HOST_THREADS_ENV, "3")
+    monkeypatch.setattr(reference, "SCORE_MEMORY_BYTES", 3 * 2 * 6 * 6 * 8)  # two items' scores per block
     rows_done = []
     grouped = reference.reference_output(tc, rows_done.append)
     np.testing.assert_allclose(grouped, whole, rtol=1e-13, atol=1e-14)
@@ -64,7 +67,8 @@ def test_short_sequences_go_a_group_of_items_at_a_time_and_report_their_rows(mon
 def test_a_block_smaller_than_one_row_goes_row_by_row(monkeypatch, rng):
     tc = random_testcase(1, 9, 2, rng)
     whole = reference.reference_output(tc)
-    monkeypatch.setattr(reference, "SCORE_BLOCK_BYTES", 8)
+    monkeypatch.setenv(HOST_THREADS_ENV, "1")
+    monkeypatch.setattr(reference, "SCORE_MEMORY_BYTES", 8)
     rows_done = []
     np.testing.assert_allclose(reference.reference_output(tc, rows_done.append), whole, rtol=1e-13, atol=1e-14)
     assert rows_done == [1] * 9

@@ -1,0 +1,58 @@
+"""How many threads this process may give its host-side numpy work (the float64 reference, the check).
+
+A process alone takes up to MAX_HOST_THREADS of the host's cores. Workers that share a host (one per
+GPU) each take their share instead, set with `claim_share`: on a two-GPU H200 host (32 cores), two
+workers that each ran every core's worth of threads (OpenBLAS's own, which spin while they wait, on
+top of ours) made a compare 1.4x slower than one GPU alone (358,000 involuntary context switches
+against 5,000), the opposite of what a second GPU is for.
+
+Where our threads call BLAS, BLAS itself runs one thread each (`blas_single_threaded`): the
+parallelism is ours, over blocks, and never multiplied by BLAS's.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from typing import Iterator
+
+from threadpoolctl import threadpool_limits
+
+HOST_THREADS_ENV = "ATTNBENCH_HOST_THREADS"
+MAX_HOST_THREADS = 8  # the reference and the check are bound by memory bandwidth beyond this
+
+
+def host_cores() -> int:
+    """The cores this process may run on (its affinity where the OS tells it, else all)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not every OS has affinity
+        return os.cpu_count() or 1
+
+
+def host_threads() -> int:
+    """Threads for this process's host work: its claimed share, else up to MAX_HOST_THREADS cores."""
+    claimed = os.environ.get(HOST_THREADS_ENV, "").strip()
+    if claimed.isdigit() and int(claimed) >= 1:
+        return int(claimed)
+    return max(1, min(MAX_HOST_THREADS, host_cores()))
+
+
+def share_of(processes: int) -> int:
+    """Each process's share when `processes` of them share this host's cores."""
+    return max(1, min(MAX_HOST_THREADS, host_cores() // max(1, processes)))
+
+
+def claim_share(processes: int) -> int:
+    """Make this process (a worker) keep to its share of the host, BLAS included; returns the share."""
+    share = share_of(processes)
+    os.environ[HOST_THREADS_ENV] = str(share)
+    threadpool_limits(limits=share, user_api="blas")
+    return share
+
+
+@contextmanager
+def blas_single_threaded() -> Iterator[None]:
+    """BLAS runs one thread per call while our own threads share out the work."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield

@@ -1,0 +1,73 @@
+"""Host threads: a process alone, and workers sharing a host."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from attnbench import host_threads
+from attnbench.host_threads import HOST_THREADS_ENV, MAX_HOST_THREADS
+
+
+def blas_threads() -> list[int]:
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+@pytest.fixture
+def cores(monkeypatch):
+    """Pretend the host has a given number of cores (no share claimed; any claim is undone after)."""
+    monkeypatch.setenv(HOST_THREADS_ENV, "")
+
+    def set_cores(count: int) -> None:
+        monkeypatch.setattr(host_threads, "host_cores", lambda: count)
+
+    return set_cores
+
+
+@pytest.fixture
+def restored_blas():
+    np.dot(np.ones(4), np.ones(4))  # BLAS loaded, so threadpoolctl sees it
+    with threadpool_limits(limits=None, user_api="blas"):  # puts back the limits it found
+        yield
+
+
+def test_a_process_alone_takes_its_cores_up_to_the_cap(cores):
+    cores(3)
+    assert host_threads.host_threads() == 3
+    cores(64)
+    assert host_threads.host_threads() == MAX_HOST_THREADS
+
+
+def test_a_claimed_share_wins_and_a_bad_one_is_ignored(cores, monkeypatch):
+    cores(64)
+    monkeypatch.setenv(HOST_THREADS_ENV, "3")
+    assert host_threads.host_threads() == 3
+    for bad in ("0", "-2", "many", ""):
+        monkeypatch.setenv(HOST_THREADS_ENV, bad)
+        assert host_threads.host_threads() == MAX_HOST_THREADS
+
+
+def test_workers_split_the_cores_and_each_keeps_at_least_one(cores):
+    cores(32)
+    assert [host_threads.share_of(n) for n in (1, 2, 4, 8, 64)] == [8, 8, 8, 4, 1]
+    cores(6)
+    assert [host_threads.share_of(n) for n in (0, 1, 2, 4, 7)] == [6, 6, 3, 1, 1]
+
+
+def test_claiming_a_share_sets_this_process_and_its_blas(cores, restored_blas):
+    cores(12)
+    assert host_threads.claim_share(3) == 4
+    assert os.environ[HOST_THREADS_ENV] == "4" and host_threads.host_threads() == 4
+    if blas_threads():  # numpy built without a BLAS that threadpoolctl knows has nothing to limit
+        assert set(blas_threads()) == {4}
+
+
+def test_blas_runs_one_thread_inside_the_block_and_as_before_after_it(restored_blas):
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        with host_threads.blas_single_threaded():
+            assert set(blas_threads()) <= {1}
+        assert blas_threads() == before

@@ -83,11 +83,40 @@ class OpenDevice:
     record: dict[str, Any] | None  # {"index", "name", "uuid"} for extra["gpu"]; None without a device
     facts: dict[str, Any] | None = None  # Gpu.facts(), for the run's metadata
     arch: str | None = None
+    torch_versions: dict[str, Any] | None = None  # the PyTorch this worker runs, when it runs the peer
+
+
+# A cell's seconds, fitted to a compare of six GPU variants over t10-t30 on an H200 (2026-11-22): the
+# sampler's minimum time, the host's share (upload, download, the check) growing with the elements,
+# about ten timed passes at a modest rate; and once an input, reading and hashing it.
+CELL_FLOOR_S = 0.3
+HOST_S_PER_ELEMENT = 5e-9
+LOAD_S_PER_ELEMENT = 15e-9
+GPU_FLOPS_RATE = 2e13
 
 
 def group_work(variants: list[Variant], bench_input: BenchInput) -> float:
-    """Expected cost of an input's cells (their FLOPs; a host variant counts 50x): the order of dealing."""
+    """Expected cost of an input's cells for the progress bar: their FLOPs (a host variant counts 50x)."""
     return sum(_cell_work(v, bench_input) for v in variants if v.refusal(bench_input.shape) is None)
+
+
+def cell_seconds(variant: Variant, bench_input: BenchInput) -> float:
+    """A rough time for one cell with its kernel compiled (host variants far slower)."""
+    shape = bench_input.shape
+    if variant.backend == "cpu":
+        return 0.2 + 2 * shape.flops / 5e9
+    return CELL_FLOOR_S + HOST_S_PER_ELEMENT * shape.elements + 10 * shape.flops / GPU_FLOPS_RATE
+
+
+def group_seconds(variants: list[Variant], bench_input: BenchInput) -> float:
+    """A rough time for an input's cells, loading it included: the order in which groups are dealt.
+
+    Host work, which grows with the elements, outweighs the FLOPs on most course cases: t11 (55.7M
+    elements, 29 GFLOP) took longer than t29 (4.2M, 550 GFLOP)."""
+    takers = [v for v in variants if v.refusal(bench_input.shape) is None]
+    if not takers:
+        return 0.0
+    return LOAD_S_PER_ELEMENT * bench_input.shape.elements + sum(cell_seconds(v, bench_input) for v in takers)
 
 
 def _gpu_uuid(gpu: Any) -> str | None:
@@ -128,15 +157,17 @@ def open_device(device: Device, variants: list[Variant]) -> OpenDevice:
         return OpenDevice(None, {"index": device.index, "name": STAND_IN_NAME, "uuid": None})
     if all(v.backend == "cpu" for v in variants):
         return OpenDevice(None, None)
+    torch_versions = None
     if any(v.backend == "torch" for v in variants):
-        from attnbench.backends.torch_peer import import_torch
+        from attnbench.backends.torch_peer import import_torch, torch_versions_of
 
-        import_torch()
+        torch_versions = torch_versions_of(import_torch())
     from attnbench.backends.gpu import Gpu
 
     gpu = Gpu(device.index)
     record = {"index": device.index, "name": gpu.name, "uuid": _gpu_uuid(gpu), "host": socket.gethostname()}
-    return OpenDevice(gpu, record, {**gpu.facts(), "uuid": record["uuid"], "host": record["host"]}, gpu.arch)
+    return OpenDevice(gpu, record, {**gpu.facts(), "uuid": record["uuid"], "host": record["host"]}, gpu.arch,
+                      torch_versions)
 
 
 @dataclass

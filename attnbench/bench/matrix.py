@@ -179,13 +179,15 @@ def assemble(
     baseline: str | None = None,
     settings: dict[str, Any] | None = None,
     command: str | None = None,
+    torch_versions: dict[str, Any] | None = None,
 ) -> ResultSet:
-    """A result set for a finished run, with its metadata captured now."""
+    """A result set for a finished run, with its metadata captured now (`torch_versions`: what the
+    workers that ran the torch peer reported, instead of importing PyTorch here)."""
     with_torch = any(v.backend == "torch" for v in variants)
     arch = gpu.arch if gpu is not None else None
     return ResultSet(
         kind=kind,
-        metadata=collect(gpu, with_torch, command, _cached_ceilings(gpu)),
+        metadata=collect(gpu, with_torch, command, _cached_ceilings(gpu), torch_versions),
         policy=policy,
         variants=[variant_info(v, arch) for v in variants],
         cases=cases,

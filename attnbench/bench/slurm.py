@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from attnbench.bench.cellgroups import CellPlan, Device, GroupReport, node_input, open_device, run_case_group
+from attnbench.bench.cellgroups import group_seconds as cells_seconds
 from attnbench.bench.matrix import MatrixListener, QuietListener, _cell_work
 from attnbench.bench.workers import DeviceSummary, MatrixInterrupted
 from attnbench.cases.inputs import BenchInput, CaseInfo
@@ -96,20 +97,16 @@ def load_run(folder: str | Path) -> SlurmRun:
 
 
 # -- packing cells into jobs -----------------------------------------------------------------------
-def cell_seconds(variant: Variant, bench_input: BenchInput) -> float:
-    """A rough time for one cell: start-up plus its FLOPs at a modest rate (host variants far slower)."""
-    flops = bench_input.shape.flops
-    if variant.backend == "cpu":
-        return 0.2 + 2 * flops / 5e9
-    return 3.0 + 30 * flops / 5e12  # compile, warm-up, about thirty timed passes
+COLD_COMPILE_S = 3.0  # a node's first build of a kernel, with no compile cache yet
 
 
 def group_seconds(variants: list[Variant], bench_input: BenchInput) -> float:
-    """An input's cells, plus generating it and its float64 reference on the node."""
-    takers = [v for v in variants if v.refusal(bench_input.shape) is None]
-    if not takers:
+    """An input's cells, plus generating it and its float64 reference on the node, and compiling."""
+    cells = cells_seconds(variants, bench_input)
+    if not cells:
         return 0.0
-    return 1.0 + bench_input.shape.flops / 2e10 + sum(cell_seconds(v, bench_input) for v in takers)
+    builds = sum(1 for v in variants if v.refusal(bench_input.shape) is None and v.backend == "gpu")
+    return 1.0 + bench_input.shape.flops / 2e10 + COLD_COMPILE_S * builds + cells
 
 
 def pack_jobs(variants: list[Variant], inputs: list[BenchInput], job_seconds: float) -> list[list[int]]:
@@ -144,7 +141,8 @@ def run_job(plan: CellPlan, inputs: list[BenchInput]) -> dict[str, Any]:
         report.finished = report.cells.append
         run_case_group(plan, node_input(bench_input), names, opened, report)
         groups.append({"label": bench_input.label, "info": found, "cells": report.cells})
-    return {"facts": opened.facts, "arch": opened.arch, "host": socket.gethostname(), "groups": groups}
+    return {"facts": opened.facts, "arch": opened.arch, "torch_versions": opened.torch_versions,
+            "host": socket.gethostname(), "groups": groups}
 
 
 # -- submitting and following ----------------------------------------------------------------------
@@ -289,6 +287,7 @@ def merged(run: SlurmRun, results: dict[int, dict]) -> tuple[list[CaseInfo], lis
                 infos[group["label"]] = CaseInfo.from_dict(group["info"])
         if result.get("facts") is not None:
             summary.facts_by_index[j], summary.archs[j] = result["facts"], result["arch"]
+        summary.torch_versions = summary.torch_versions or result.get("torch_versions")
     ordered_infos, ordered_cells = [], []
     for bench_input in run.inputs:
         reasons = [v.refusal(bench_input.shape) for v in variants]

@@ -70,7 +70,8 @@ def _distinct(facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _assembled(kind: str, variants: list[Variant], infos: list[CaseInfo], cells: list[Cell],
                summary: DeviceSummary, record: dict[str, Any], where: str) -> ResultSet:
     result = assemble(kind, variants, infos, cells, summary if summary.used else None, record["policy"],
-                      record["baseline"], {**record["settings"], "executor": where}, record["command"])
+                      record["baseline"], {**record["settings"], "executor": where}, record["command"],
+                      summary.torch_versions)
     if summary.used:
         result.metadata["gpus"] = _distinct(summary.all_facts())
     return result

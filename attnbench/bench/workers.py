@@ -26,6 +26,7 @@ from attnbench.bench.cellgroups import (
     CellPlan,
     Device,
     GroupReport,
+    group_seconds,
     group_work,
     open_device,
     parse_device_list,
@@ -78,6 +79,8 @@ class DeviceSummary:
 
     facts_by_index: dict[int, dict[str, Any]] = field(default_factory=dict)
     archs: dict[int, str] = field(default_factory=dict)
+    # the workers' PyTorch, so the parent need not import it (seconds) to write the metadata
+    torch_versions: dict[str, Any] | None = None
 
     @property
     def used(self) -> bool:
@@ -111,7 +114,7 @@ def _worker_main(device: Device, plan: CellPlan, inbox: Any, outbox: Any, worker
     except AttnbenchError as exc:
         outbox.send(("unusable", device.index, str(exc)))
         return
-    outbox.send(("ready", device.index, opened.facts, opened.arch))
+    outbox.send(("ready", device.index, opened.facts, opened.arch, opened.torch_versions))
     while True:
         task = inbox.get()
         if task is None:
@@ -172,7 +175,7 @@ class DevicePool:
                 reason = variant.refusal(bench_input.shape)
                 if reason is not None:
                     self._finish(Cell(variant.name, bench_input.label, REFUSED, reason))
-        order = sorted(takers, key=lambda g: -group_work(self.variants, inputs[g]))
+        order = sorted(takers, key=lambda g: -group_seconds(self.variants, inputs[g]))
         self.pending: deque[tuple[int, list[str]]] = deque((g, takers[g]) for g in order)
         self._checked = time.monotonic()
         try:
@@ -204,9 +207,10 @@ class DevicePool:
         kind, index, *rest = message
         slot = self.slots[index]
         if kind == "ready":
-            facts, arch = rest
+            facts, arch, torch_versions = rest
             if facts is not None:
                 self.summary.facts_by_index[index], self.summary.archs[index] = facts, arch
+            self.summary.torch_versions = self.summary.torch_versions or torch_versions
             slot.ready = True
             self._dispatch(slot)
         elif kind == "unusable":

@@ -112,8 +112,9 @@ def live_gpu_state(index: int) -> dict[str, Any] | None:
 
 
 def collect(gpu: Any | None = None, with_torch: bool = False, command: str | None = None,
-            ceilings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The metadata block of a saved result; `command` is the command line that made it."""
+            ceilings: dict[str, Any] | None = None, torch_versions: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The metadata block of a saved result; `command` is the command line that made it. With
+    `torch_versions` (what the processes that ran the peer reported), PyTorch is not imported here."""
     data: dict[str, Any] = {
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": command,
@@ -130,7 +131,9 @@ def collect(gpu: Any | None = None, with_torch: bool = False, command: str | Non
         "gpu": None,
         "gpu_state": None,
     }
-    if with_torch:
+    if with_torch and torch_versions:
+        data.update(torch_versions)
+    elif with_torch:
         try:
             import torch
 

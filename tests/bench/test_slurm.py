@@ -60,6 +60,18 @@ def test_a_job_that_leaves_the_queue_without_a_result_is_lost_not_waited_for(tmp
     assert [i.note for i in infos] == ["not run"] * 3
 
 
+def test_a_jobs_pytorch_versions_reach_the_merged_run():
+    variants = variants_for("cpu")
+    inputs = inputs_for(CASES)
+    plan = CellPlan.of(variants, lambda v: TimingPolicy(), ("course", 0.005, 0.0))
+    run = slurm.SlurmRun("compare", plan, inputs, [[0, 1, 2]], slurm.SlurmOptions(), {}, job_ids=["7_0"])
+    versions = {"torch_version": "2.11.0", "torch_cuda_version": "13.0"}
+    result = {"facts": {"name": "NVIDIA H200"}, "arch": "sm_90", "torch_versions": versions, "host": "node1",
+              "groups": []}
+    _, _, summary = slurm.merged(run, {0: result})
+    assert summary.torch_versions == versions and summary.facts() == {"name": "NVIDIA H200"}
+
+
 def test_resume_refuses_a_folder_that_is_not_a_jobs_folder(tmp_path):
     result = CliRunner().invoke(main, ["compare", "--resume", str(tmp_path)])
     assert result.exit_code == 2 and "not an attnbench Slurm jobs folder" in result.output

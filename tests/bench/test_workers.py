@@ -166,3 +166,39 @@ def test_a_worker_keeps_to_its_share_of_the_host(monkeypatch):
     assert os.environ[HOST_THREADS_ENV] == str(share_of(3)) == "4"
     assert blas <= {4}
     assert sent[0][0] == "ready"
+
+
+def test_the_workers_pytorch_versions_reach_the_run_without_the_parent_importing_it():
+    import queue
+    from collections import deque
+
+    from attnbench.bench.cellgroups import CellPlan
+    from attnbench.bench.sampler import TimingPolicy
+    from attnbench.bench.workers import DevicePool
+    from attnbench.kernels.catalogue import variants_for
+
+    variants = variants_for("cpu")
+    pool = DevicePool([Device(0), Device(1)], variants, CellPlan.of(variants, lambda v: TimingPolicy(), ("course",)))
+    pool.pending = deque()
+    for slot in pool.slots.values():
+        slot.inbox = queue.Queue()
+    versions = {"torch_version": "2.11.0", "torch_cuda_version": "13.0"}
+    pool._handle(("ready", 0, {"name": "GPU A"}, "sm_90", None))
+    assert pool.summary.torch_versions is None
+    pool._handle(("ready", 1, {"name": "GPU B"}, "sm_90", versions))
+    assert pool.summary.torch_versions == versions
+    assert pool.summary.all_facts() == [{"name": "GPU A"}, {"name": "GPU B"}]
+
+
+def test_groups_are_dealt_by_their_expected_seconds_host_work_included():
+    """t11 (55.7M elements, 29 GFLOP) takes longer than t29 (4.2M elements, 550 GFLOP): dealt by FLOPs
+    alone, the long host work of t11 came last and left one GPU idle at the end."""
+    from attnbench.bench.cellgroups import group_seconds
+    from attnbench.cases.inputs import inputs_for
+    from attnbench.kernels.catalogue import variants_for
+
+    variants = variants_for("tf32x3,qreg")
+    inputs = inputs_for("t10,t11,t22,t29")
+    ranked = sorted(inputs, key=lambda i: -group_seconds(variants, i))
+    assert [i.label for i in ranked] == ["t22", "t11", "t29", "t10"]
+    assert group_seconds(variants_for("tf32x3"), inputs_for("sq8192")[0]) == 0.0  # d = 8192: refused

@@ -202,3 +202,36 @@ def test_groups_are_dealt_by_their_expected_seconds_host_work_included():
     ranked = sorted(inputs, key=lambda i: -group_seconds(variants, i))
     assert [i.label for i in ranked] == ["t22", "t11", "t29", "t10"]
     assert group_seconds(variants_for("tf32x3"), inputs_for("sq8192")[0]) == 0.0  # d = 8192: refused
+
+
+@pytest.mark.gpu
+def test_the_hosts_gpus_give_the_cells_and_checks_of_one_process():
+    """Real GPU workers (one per GPU of this host; one where there is one GPU): the same cells and
+    checks as one process, every cell naming its GPU, and PyTorch's versions from the workers."""
+    from attnbench.backends.gpu import gpu_probe
+
+    reason = gpu_probe()
+    if reason is not None:
+        pytest.skip(f"no usable GPU: {reason}")
+    import pycuda.driver as driver
+
+    timing = api.TimingOptions(warmup=0, reps=2)
+    cases = "odd_17x48,odd_100x32,t02,odd_33x64"
+    with_torch = "tf32x3,qreg" + (",torch" if _torch_sees_a_gpu() else "")
+    single = api.compare(with_torch, cases, timing=timing)
+    spread = api.compare(with_torch, cases, timing=timing, gpus="all")
+    assert essentials(spread) == essentials(single)
+    count = driver.Device.count()
+    for cell in spread.cells:
+        where = cell.extra["gpu"]
+        assert 0 <= where["index"] < count and where["name"] == spread.metadata["gpus"][0]["name"]
+    if "torch" in with_torch:
+        assert spread.metadata["torch_version"] == single.metadata["torch_version"]
+
+
+def _torch_sees_a_gpu() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())

@@ -222,7 +222,7 @@ def test_the_hosts_gpus_give_the_cells_and_checks_of_one_process():
     spread = api.compare(with_torch, cases, timing=timing, gpus="all")
     assert essentials(spread) == essentials(single)
     count = driver.Device.count()
-    for cell in spread.cells:
+    for cell in (c for c in spread.cells if c.status != "refused"):
         where = cell.extra["gpu"]
         assert 0 <= where["index"] < count and where["name"] == spread.metadata["gpus"][0]["name"]
     if "torch" in with_torch:

@@ -18,7 +18,7 @@ from attnbench.host_threads import host_threads
 from attnbench.results.verification import Mismatch, VerifyReport
 
 COURSE_ATOL = 5e-3  # every element within 5e-3 of the reference, as the course's checkers read it
-CHUNK_ELEMENTS = 1 << 16  # 512 KiB of float64 per temporary: a thread's chunk stays in its core's cache
+CHUNK_ELEMENTS = 1 << 18  # 2 MiB of float64 per temporary: bounded memory, and few enough chunks that the GIL-held part stays small
 
 
 class FlatSource(Protocol):
@@ -111,9 +111,9 @@ class _ChunkErrors:
 
 def _chunk_errors(got: FlatSource, want: FlatSource, start: int, atol: float, rtol: float,
                   keep_failures: int) -> _ChunkErrors:
-    """Elements [start, start + CHUNK_ELEMENTS) compared in float64 with few, cache-sized temporaries
-    (workers checking at once on one host shared its memory bandwidth), and no BLAS: a BLAS dot here
-    ran every core's worth of spinning threads per chunk."""
+    """Elements [start, start + CHUNK_ELEMENTS) compared in float64 with few temporaries (workers
+    checking at once on one host share its memory bandwidth), and no BLAS: a BLAS dot here ran every
+    core's worth of spinning threads per chunk."""
     stop = start + CHUNK_ELEMENTS
     o32 = got.chunk(start, stop)
     r32 = want.chunk(start, stop)

@@ -36,11 +36,6 @@ def import_torch() -> Any:
     return torch
 
 
-def torch_versions_of(torch: Any) -> dict[str, Any]:
-    """What a result's metadata records of the PyTorch that ran."""
-    return {"torch_version": torch.__version__, "torch_cuda_version": torch.version.cuda}
-
-
 def _torch_index(torch: Any, gpu: Any) -> int:
     """PyTorch's index of pycuda's device (the runtime may order devices differently)."""
     try:

@@ -159,7 +159,8 @@ def open_device(device: Device, variants: list[Variant]) -> OpenDevice:
         return OpenDevice(None, None)
     torch_versions = None
     if any(v.backend == "torch" for v in variants):
-        from attnbench.backends.torch_peer import import_torch, torch_versions_of
+        from attnbench.backends.torch_peer import import_torch
+        from attnbench.results.metadata import torch_versions_of
 
         torch_versions = torch_versions_of(import_torch())
     from attnbench.backends.gpu import Gpu

@@ -18,7 +18,7 @@ from attnbench.host_threads import host_threads
 from attnbench.results.verification import Mismatch, VerifyReport
 
 COURSE_ATOL = 5e-3  # every element within 5e-3 of the reference, as the course's checkers read it
-CHUNK_ELEMENTS = 1 << 18  # 2 MiB of float64 per temporary: bounded memory, and few enough chunks that the GIL-held part stays small
+CHUNK_ELEMENTS = 1 << 18  # 2 MiB of float64 per temporary: bounded memory; big enough that the GIL-held part is small
 
 
 class FlatSource(Protocol):
@@ -117,10 +117,10 @@ def _chunk_errors(got: FlatSource, want: FlatSource, start: int, atol: float, rt
     stop = start + CHUNK_ELEMENTS
     o32 = got.chunk(start, stop)
     r32 = want.chunk(start, stop)
-    with np.errstate(over="ignore", invalid="ignore"):  # a NaN or Inf anywhere makes the sum one; overflow errs safe
+    with np.errstate(over="ignore", invalid="ignore"):  # a NaN or Inf makes the sum one; an overflow errs safe
         all_finite = bool(np.isfinite(o32.sum()))
     finite = None if all_finite else np.isfinite(o32)
-    all_finite = all_finite or bool(finite.all())
+    all_finite = all_finite or bool(finite.all())  # the sum overflowed, every element finite
     nan_count = 0 if all_finite else int(np.isnan(o32).sum())
     inf_count = 0 if all_finite else int(np.isinf(o32).sum())
     diff = np.subtract(o32, r32, dtype=np.float64)
@@ -173,8 +173,7 @@ def compare_outputs(
     err_sq = ref_sq = 0.0
     first: list[int] = []
     starts = range(0, got.size, CHUNK_ELEMENTS)
-    threads = min(host_threads(), len(starts))
-    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(host_threads(), len(starts)))) as pool:
         # map keeps chunk order, so the sums, the first failures and the worst element's tie-break are
         # the same whatever the number of threads
         for part in pool.map(lambda start: _chunk_errors(got, want, start, atol, rtol, keep_failures), starts):

@@ -255,7 +255,8 @@ class DevicePool:
         if slot.outbox is not None:
             slot.outbox.close()
         reader, writer = self.context.Pipe(duplex=False)
-        slot.process = self.context.Process(target=_worker_main, args=(slot.device, self.plan, slot.inbox, writer, len(self.slots)),
+        slot.process = self.context.Process(target=_worker_main,
+                                            args=(slot.device, self.plan, slot.inbox, writer, len(self.slots)),
                                             name=f"attnbench-{slot.device.label.replace(' ', '')}", daemon=True)
         slot.process.start()
         writer.close()  # the worker holds the only writing end: its death ends the pipe

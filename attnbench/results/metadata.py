@@ -111,6 +111,11 @@ def live_gpu_state(index: int) -> dict[str, Any] | None:
     return {"source": "nvidia-smi", **{name: number(v) for name, v in zip(names, values)}}
 
 
+def torch_versions_of(torch: Any) -> dict[str, Any]:
+    """What a result's metadata records of the PyTorch that ran."""
+    return {"torch_version": torch.__version__, "torch_cuda_version": torch.version.cuda}
+
+
 def collect(gpu: Any | None = None, with_torch: bool = False, command: str | None = None,
             ceilings: dict[str, Any] | None = None, torch_versions: dict[str, Any] | None = None) -> dict[str, Any]:
     """The metadata block of a saved result; `command` is the command line that made it. With
@@ -137,8 +142,7 @@ def collect(gpu: Any | None = None, with_torch: bool = False, command: str | Non
         try:
             import torch
 
-            data["torch_version"] = torch.__version__
-            data["torch_cuda_version"] = torch.version.cuda
+            data.update(torch_versions_of(torch))
         except ImportError:
             pass
     if gpu is not None:

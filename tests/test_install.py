@@ -4,6 +4,7 @@ manifest found as package data and generated testcases in the per-user data fold
 from __future__ import annotations
 
 import os
+import site
 import subprocess
 import sys
 import venv
@@ -37,9 +38,15 @@ def test_the_wheel_carries_the_kernels_and_the_suite_manifest(wheel):
 
 def test_an_installed_wheel_runs_from_another_folder(wheel, tmp_path):
     # The venv sees this interpreter's numpy, click and rich (no download), but attnbench only from the wheel.
+    # A .pth naming the running environment's site folders does that from a virtualenv too, where
+    # system_site_packages would reach the base interpreter's packages instead; paths in a .pth do not run
+    # the .pth files there, so an editable attnbench stays out of sight.
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    venv.EnvBuilder(with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
+    venv_site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    (Path(venv_site) / "parent_environment.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
                               "--no-index", "-q", str(wheel)], capture_output=True, text=True, timeout=300)
     assert install.returncode == 0, install.stderr[-2000:]

@@ -13,6 +13,7 @@ one used. Each variant is one table under `variants`:
     defines = { HEAD_DIM = "d" }    # -DHEAD_DIM=<d> when compiling, from the whole testcase's shape
     steps = "1"                     # host-loop passes over the launches (the int argument `step`)
     options = ["--use_fast_math"]   # extra nvcc options
+    arch = "sm_90a"                 # build for this architecture only, and run only on its GPUs (Hopper's wgmma)
     workspaces = { row_max = "4 * B * N" }   # bytes per chunk of B batch items
 
     [[variants.mine.kernels]]       # one table per kernel, in launch order
@@ -55,11 +56,12 @@ CONFIG_FILE = "attnbench.toml"
 LAYOUT_POINTERS = {"separate": ("q", "k", "v", "o", "out"), "qkv": ("qkv", "out", "o")}
 _VARIANT_KEYS = {"source", "layout", "technique", "report", "kernels", "defines", "head_dims", "min_head_dim",
                  "max_head_dim", "max_seq_len", "seq_len_multiple", "workspaces", "steps", "options",
-                 "flavours"}
+                 "flavours", "arch"}
 _FLAVOUR_KEYS = {"description", "defines", "options", "seq_len_multiple"}
 _KERNEL_KEYS = {"name", "grid", "block", "smem", "args"}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _VARIANT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+_ARCH = re.compile(r"sm_[1-9][0-9]a?")
 
 
 class UserVariantError(AttnbenchError):
@@ -303,6 +305,9 @@ def read_variant(facts: LaunchFacts, name: str) -> Variant:
     defines = _named_table(reader, table, "defines", -(2**62))
     allowed_args = {*SCALAR_ARGS, *LAYOUT_POINTERS[layout], *workspaces}
     steps = reader.shape_function(table.get("steps", 1), ".steps", 1)
+    arch = table.get("arch")
+    if arch is not None and not (isinstance(arch, str) and _ARCH.fullmatch(arch)):
+        raise reader.fail(".arch", f'must name one architecture, such as "sm_90a" or "sm_80", not {arch!r}')
     return Variant(
         name=name,
         report=f"user ({facts.path.name})",
@@ -316,6 +321,7 @@ def read_variant(facts: LaunchFacts, name: str) -> Variant:
         steps=steps,
         layout=layout,
         flavours=_flavours(reader, table),
+        arch=arch,
     )
 
 

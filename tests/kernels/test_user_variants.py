@@ -17,7 +17,7 @@ from attnbench.cases.testcase import Shape
 from attnbench.cli import main
 from attnbench.errors import UnknownName
 from attnbench.kernels.catalogue import get_variant
-from attnbench.kernels.nvcc import compile_report, compile_source, nvcc_path
+from attnbench.kernels.nvcc import compile_report, compile_source, nvcc_command, nvcc_path
 from attnbench.kernels.starter import write_starter
 from attnbench.kernels.user import UserVariantError, find_launch_facts, load_variants, variant_for_source
 from attnbench.kernels.variant import Launch, Variant
@@ -64,6 +64,15 @@ def test_the_good_table_becomes_a_variant(tmp_path):
     assert variant.steps(shape) == 1 and variant.report == "user (attnbench.toml)"
 
 
+def test_an_arch_builds_for_it_alone_and_runs_only_on_its_gpus(tmp_path):
+    write_facts(tmp_path, _replace("defines", 'arch = "sm_90a"\ndefines'))
+    variant = load(tmp_path)["mine"]
+    assert variant.arch == "sm_90a" and variant.runs_on((9, 0)) and not variant.runs_on((8, 0))
+    assert "-arch=sm_90a" in nvcc_command(variant, Shape(1, 64, 32), "sm_80", tmp_path / "k.cubin")
+    write_facts(tmp_path, GOOD)
+    assert load(tmp_path)["mine"].arch is None
+
+
 def _replace(old: str, new: str) -> str:
     assert old in GOOD
     return GOOD.replace(old, new)
@@ -105,6 +114,8 @@ BAD_FACTS = [
     (_replace("defines", 'steps = "x"\ndefines'), "variants.mine.steps", "unknown name 'x'"),
     (_replace("defines", 'options = "-O3"\ndefines'), "variants.mine.options", "list of strings"),
     (_replace("defines", "technique = 3\ndefines"), "variants.mine.technique", "must be a string"),
+    (_replace("defines", 'arch = "sm90a"\ndefines'), "variants.mine.arch", "one architecture"),
+    (_replace("defines", 'arch = ["sm_90a", "sm_80"]\ndefines'), "variants.mine.arch", "one architecture"),
     (_replace("[variants.mine]", "[variants.qreg]").replace("variants.mine.kernels", "variants.qreg.kernels"),
      "variants.qreg", "built-in variant"),
     ("variants = 3\n", "variants", "must be a table"),

@@ -16,16 +16,17 @@
 //   with P split in registers as the A operand. S of tile i is issued with P V of tile i - 1 and the
 //   softmax runs while P V is on the tensor cores; the two warpgroups ping-pong (named barriers).
 // - short sequences (d = 32, N <= 128: many items of one block's worth each, t11): wgmma3x_short, with no
-//   pre-pass and no workspace. A block of 2 warpgroups holds whole items and works through
-//   WGMMA3X_SHORT_ITEMS consecutive ones; one thread bulk-copies each item's raw Q K V two items ahead
-//   into one of two staging buffers, the block splits K/V into the same operand tiles as the pre-pass
-//   (split_kv_tile: one copy of that layout) and Q into registers, then S, softmax, P V in plain order.
+//   pre-pass and no workspace. A block of 2 consumer warpgroups holds whole items and works through
+//   WGMMA3X_SHORT_ITEMS consecutive ones; a producer warpgroup bulk-copies each item's raw Q K V two items
+//   ahead into one of two staging buffers and splits K/V of the next item into the same operand tiles as
+//   the pre-pass (split_kv_tile: one copy of that layout) while the consumers compute the current one;
+//   the consumers split Q into registers, then S, softmax, P V as in wgmma3x_fwd.
 //
 // Constraints: sm_90a only (wgmma, setmaxnreg, cp.async.bulk, mbarrier tx): build with arch sm_90a.
 // HEAD_DIM 32, 64 or 128. Any N >= 1 (query rows past N not written; keys past N zero-filled and
 // masked); any B. Launches, d = 32 and N <= 128: wgmma3x_short(qkv, out, B, N, scale_log2) grid
-// ceil(B / WGMMA3X_SHORT_ITEMS), block 256, dynamic shared memory kShortSmemBytes (230,416 B: two operand
-// buffers of 64 KB, two raw buffers of 48 KB), no workspace. Otherwise: workspace kv_split
+// ceil(B / WGMMA3X_SHORT_ITEMS), block 384, dynamic shared memory kShortSmemBytes (230,464 B: two operand
+// buffers of 64 KB, two raw buffers of 48 KB, 8 mbarriers), no workspace. Otherwise: workspace kv_split
 // 4 * B * ceil(N / BN) * BN * d floats (BN = 64, 32 at d = 128); wgmma3x_prep(qkv, kv_split, N) grid
 // (ceil(N / BN), B), block 256; then wgmma3x_fwd(qkv, out, N, scale_log2, kv_split) grid
 // (ceil(N / (64 * WG)), B) (B at most 65535 per launch), block 128 * (WG + 1) (WG = 2; 1 at d = 128),
@@ -697,33 +698,47 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 
 #if HEAD_DIM == 32 && WGMMA3X_QREG
 // ---- short sequences (N <= 128, d = 32): several batch items per block, no pre-pass ---------------
-// 128-long sequences in many items are a scheduling problem, not a tile problem: a block of 2 warpgroups
-// (128 query rows, the whole item) works through kShortItems consecutive items. One thread streams each
-// item's raw Q K V (3 N d contiguous floats) into one of two staging buffers with cp.async.bulk, two items
-// ahead; all 256 threads split/transpose K and V into the operand tiles (split_kv_tile, as the pre-pass
-// does) and Q into registers, then each warpgroup runs its 64 rows in plain order (S, softmax, P V).
-// The operand tiles are double-buffered, so one block barrier per item suffices and a warpgroup that
-// is done with item i splits item i + 1 while the other one still has item i on the tensor cores.
+// 128-long sequences in many items are a scheduling problem, not a tile problem: a block of 2 consumer
+// warpgroups (128 query rows, the whole item) works through kShortItems consecutive items. A third,
+// producer warpgroup takes the split off their path: one of its threads streams each item's raw Q K V
+// (3 N d contiguous floats) into one of two staging buffers with cp.async.bulk, two items ahead, and its
+// 128 threads split/transpose K and V of item i + 1 into the other operand buffer (split_kv_tile, as the
+// pre-pass does) while the consumers run item i. Each consumer warpgroup splits its Q rows into
+// registers and runs its 64 rows (S, softmax, P V). mbarriers, per 2-slot ring (phase of item i: i / 2):
+// full[s] raw buffer s loaded (tx count); opfull[b] operand buffer b split; opempty[b] consumers done with
+// operand buffer b; qtaken[s] consumers done reading Q from raw buffer s.
 #ifndef WGMMA3X_SHORT_ITEMS
 #define WGMMA3X_SHORT_ITEMS 8  // the host passes its own value (other_reports.py)
 #endif
 namespace {
 constexpr int kShortItems = WGMMA3X_SHORT_ITEMS;              // batch items per block
 constexpr int kShortMaxN = 2 * 64;                           // 2 warpgroups x 64 query rows
-constexpr int kShortThreads = 256;
+constexpr int kShortConsumers = 256;                         // consumer warpgroups 0 and 1
+constexpr int kShortProducers = 128;                         // producer warpgroup 2
+constexpr int kShortThreads = kShortConsumers + kShortProducers;
 constexpr int kShortRawStages = 2;                           // raw Q K V staging buffers
 constexpr int kShortRawFloats = 3 * kShortMaxN * kHeadDim;   // one item's Q, K, V (48 KB)
 constexpr int kShortOpFloats = (kShortMaxN / kTileKeys) * kStageFloats;  // 2 tiles of K/V big/small (64 KB)
-// operand tiles x 2, raw buffers, one mbarrier per raw buffer, 1024 alignment slack: 230,416 B
-constexpr int kShortSmemBytes = 2 * kShortOpFloats * 4 + kShortRawStages * kShortRawFloats * 4 + kShortRawStages * 8 + 1024;
+constexpr int kShortBarriers = 4 * kShortRawStages;          // full, opfull, opempty, qtaken [2] each
+// operand tiles x 2, raw buffers, 8 mbarriers, 1024 alignment slack: 230,464 B
+constexpr int kShortSmemBytes = 2 * kShortOpFloats * 4 + kShortRawStages * kShortRawFloats * 4 + kShortBarriers * 8 + 1024;
 static_assert(kShortSmemBytes <= 227 * 1024, "shared memory");
+// setmaxnreg: the producer splits (arithmetic, not only copies) in 40 registers; the consumers get the rest.
+constexpr int kShortProducerRegs = 40;
+constexpr int kShortConsumerRegs = 232;
+static_assert(kShortProducers * kShortProducerRegs + kShortConsumers * kShortConsumerRegs <= 65536, "register file");
+static_assert(kShortProducers * kShortProducerRegs + kShortConsumers * kShortConsumerRegs <= kShortThreads * 168,
+              "setmaxnreg: the launch's 168 registers a thread (__launch_bounds__(384, 1)) must cover the redistribution");
 static_assert(kQSmallInRegs && kSplitS, "the short path keeps Q big and small in registers");
 static_assert(kShortItems >= 1, "items per block");
+static_assert(kShortRawStages == 2, "one phase (item / 2) for the raw and the operand rings: both have 2 slots");
+constexpr int kShortProducerBarrier = 5;  // named barrier of the producer's 128 threads (3 and 4: ping-pong)
 }  // namespace
 
-// Grid ceil(B / kShortItems), block 256, dynamic shared memory kShortSmemBytes; N in 1 .. 128.
+// Grid ceil(B / kShortItems), block 384, dynamic shared memory kShortSmemBytes; N in 1 .. 128.
 // Shared memory: operand tiles [2][tile 0 | tile 1] (each [K big | K small | V^T big | V^T small]), raw
-// buffers [kShortRawStages][Q | K | V] (N rows each, as in the input), then the raw buffers' mbarriers.
+// buffers [kShortRawStages][Q | K | V] (N rows each, as in the input), then mbarriers full, opfull,
+// opempty, qtaken [kShortRawStages] each.
 extern "C" __global__ void __launch_bounds__(kShortThreads, 1)
     wgmma3x_short(const float* __restrict__ qkv, float* __restrict__ out, int B, int N, float scale_log2) {
     extern __shared__ float4 smem_f4[];
@@ -732,51 +747,94 @@ extern "C" __global__ void __launch_bounds__(kShortThreads, 1)
     float* const ops = smem;
     float* const raw = ops + 2 * kShortOpFloats;
     uint64_t* const full = reinterpret_cast<uint64_t*>(raw + kShortRawStages * kShortRawFloats);
+    uint64_t* const opfull = full + kShortRawStages;
+    uint64_t* const opempty = opfull + kShortRawStages;
+    uint64_t* const qtaken = opempty + kShortRawStages;
 
     const int tid = threadIdx.x;
     const int first = blockIdx.x * kShortItems;
     const int count = min(kShortItems, B - first);
     const int n_tiles = (N + kTileKeys - 1) / kTileKeys;
     const uint32_t item_bytes = 3u * static_cast<uint32_t>(N) * kHeadDim * 4;  // a multiple of 16 at d = 32
+    // Consumer threads that take part: warpgroup 1 has no rows when N <= 64 and leaves at once, so the
+    // consumers' barriers count only warpgroup 0's 128 threads then (block-uniform). Every consumer
+    // thread arrives itself, after its own reads: no arrive stands for another thread's loads.
+    const uint32_t consumer_threads = N > 64 ? kShortConsumers : kShortConsumers / 2;
 
-    if (tid == 0) {
-        for (int s = 0; s < kShortRawStages; ++s) mbar_init(full + s, 1);
+    if (tid == kShortConsumers) {  // the producer thread that issues every bulk copy
+        for (int s = 0; s < kShortRawStages; ++s) {
+            mbar_init(full + s, 1);
+            mbar_init(opfull + s, 1);  // the producer's thread 0, after its warpgroup's named barrier
+            mbar_init(opempty + s, consumer_threads);
+            mbar_init(qtaken + s, consumer_threads);
+        }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         for (int s = 0; s < kShortRawStages && s < count; ++s) {
             mbar_arrive_expect_tx(full + s, item_bytes);
             bulk_copy(raw + s * kShortRawFloats, qkv + qkv_item_offset(first + s, N, kHeadDim), item_bytes, full + s);
         }
     }
-    __syncthreads();
+    __syncthreads();  // the only block-wide barrier: the mbarriers are initialised
 
     const int warp = tid >> 5;
     const int lane = tid & 31;
+
+    if (tid >= kShortConsumers) {
+        // ---- producer warpgroup: split K and V of each item into the operand buffer (it & 1) ----
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kShortProducerRegs) : "memory");
+        const int ptid = tid - kShortConsumers;
+        for (int it = 0; it < count; ++it) {
+            const int s = it % kShortRawStages;
+            const uint32_t phase = (it / kShortRawStages) & 1;  // this item's phase of both 2-slot rings
+            const float* const raw_k = raw + s * kShortRawFloats + N * kHeadDim;
+            const float* const raw_v = raw_k + N * kHeadDim;
+            float* const op = ops + (it & 1) * kShortOpFloats;
+            if (it >= 2) mbar_wait(opempty + (it & 1), phase ^ 1);  // the consumers are done with item it - 2
+            mbar_wait(full + s, phase);
+            // K and V -> operand tiles; rows past N (stale or never loaded) become zeros.
+            for (int tile = 0; tile < n_tiles; ++tile) {
+                const int key0 = tile * kTileKeys;
+                split_kv_tile<kShortProducers, true>(
+                    op + tile * kStageFloats,
+                    [&](int r, int c4) {
+                        return key0 + r < N ? *reinterpret_cast<const float4*>(raw_k + (key0 + r) * kHeadDim + 4 * c4)
+                                            : make_float4(0.f, 0.f, 0.f, 0.f);
+                    },
+                    [&](int key, int n) { return key0 + key < N ? raw_v[(key0 + key) * kHeadDim + n] : 0.0f; }, ptid);
+            }
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma reads
+            // Operand buffer complete and raw buffer s's K, V read by all 128 producer threads.
+            asm volatile("bar.sync %0, %1;\n" ::"n"(kShortProducerBarrier), "n"(kShortProducers) : "memory");
+            if (ptid == 0) {
+                mbar_arrive(opfull + (it & 1));
+                if (it + kShortRawStages < count) {
+                    mbar_wait(qtaken + s, phase);  // the consumers hold item it's Q in registers
+                    mbar_arrive_expect_tx(full + s, item_bytes);
+                    bulk_copy(raw + s * kShortRawFloats, qkv + qkv_item_offset(first + it + kShortRawStages, N, kHeadDim),
+                              item_bytes, full + s);
+                }
+            }
+        }
+        return;
+    }
+
+    // ---- consumer warpgroups 0 and 1: query rows 64 wg .. 64 wg + 63 of every item ----
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kShortConsumerRegs) : "memory");
     const int wg = warp >> 2;
     const int wl = warp & 3;  // warp in warpgroup: rows 16 wl .. 16 wl + 15
     const int g = lane >> 2, t = lane & 3;
     const int row_lo = wg * 64 + wl * 16 + g;
     const int row_hi = row_lo + 8;
     const bool wg_has_rows = wg * 64 < N;  // warpgroup-uniform: all rows of warpgroup 1 lie past N when N <= 64
+    if (!wg_has_rows) return;              // (not counted in consumer_threads)
 
     for (int it = 0; it < count; ++it) {
         const int s = it % kShortRawStages;
+        const uint32_t phase = (it / kShortRawStages) & 1;
         const float* const raw_q = raw + s * kShortRawFloats;
-        const float* const raw_k = raw_q + N * kHeadDim;
-        const float* const raw_v = raw_k + N * kHeadDim;
         float* const op = ops + (it & 1) * kShortOpFloats;
-        mbar_wait(full + s, (it / kShortRawStages) & 1);
+        mbar_wait(full + s, phase);
 
-        // K and V -> operand tiles; rows past N (stale or never loaded) become zeros.
-        for (int tile = 0; tile < n_tiles; ++tile) {
-            const int key0 = tile * kTileKeys;
-            split_kv_tile<kShortThreads, true>(
-                op + tile * kStageFloats,
-                [&](int r, int c4) {
-                    return key0 + r < N ? *reinterpret_cast<const float4*>(raw_k + (key0 + r) * kHeadDim + 4 * c4)
-                                        : make_float4(0.f, 0.f, 0.f, 0.f);
-                },
-                [&](int key, int n) { return key0 + key < N ? raw_v[(key0 + key) * kHeadDim + n] : 0.0f; }, tid);
-        }
         // Q A fragments: a0 = (lo, 8kk + t), a1 = (hi, 8kk + t), a2 = (lo, +4), a3 = (hi, +4); 0 past N.
         uint32_t qf_big[kQRegSteps][4], qf_small[kQSmallSteps][4];
 #pragma unroll
@@ -788,16 +846,8 @@ extern "C" __global__ void __launch_bounds__(kShortThreads, 1)
 #pragma unroll
             for (int e = 0; e < 4; ++e) split_tf32(v[e], qf_big[kk][e], qf_small[kk][e]);
         }
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma reads
-        // Operand tiles complete; raw buffer s read by everyone (so the copy engine may refill it); and
-        // every warpgroup is past item it - 1, whose operand buffer item it + 1 overwrites.
-        __syncthreads();
-        if (tid == 0 && it + kShortRawStages < count) {
-            mbar_arrive_expect_tx(full + s, item_bytes);
-            bulk_copy(raw + s * kShortRawFloats, qkv + qkv_item_offset(first + it + kShortRawStages, N, kHeadDim),
-                      item_bytes, full + s);
-        }
-        if (!wg_has_rows) continue;
+        mbar_arrive(qtaken + s);  // each thread's Q reads are done: raw buffer s may be refilled (item it + 2)
+        mbar_wait(opfull + (it & 1), phase);     // the producer's split of item it
 
         const uint32_t op_addr = smem_u32(op);
         float m_lo = ATTN_NEG_INF, m_hi = ATTN_NEG_INF;
@@ -863,6 +913,7 @@ extern "C" __global__ void __launch_bounds__(kShortThreads, 1)
         if (pingpong) sched_release(wg, true);
         wgmma_wait<0>();
         pin(pv);
+        mbar_arrive(opempty + (it & 1));  // this thread's last wgmma read of operand buffer it & 1 is done
         update_o(o, pv, pend_lo, pend_hi);
 
 #pragma unroll

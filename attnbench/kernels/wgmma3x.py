@@ -45,9 +45,9 @@ _WGMMA3X_SHORT_ITEMS = 8
 def _wgmma3x_short_smem(s: Shape) -> int:
     """Bytes of dynamic shared memory of wgmma3x_short: two operand buffers of two 64-key tiles (K big,
     K small, V^T big, V^T small: 64 KB each), two raw staging buffers of one item's Q, K and V at N = 128
-    (48 KB each), their two mbarriers, 1024 B of slack for the 1024-byte swizzle alignment: 230,416 B,
-    one block per SM."""
-    return 2 * 16 * 128 * s.d + 2 * 3 * 128 * s.d * 4 + 2 * 8 + 1024
+    (48 KB each), 8 mbarriers (full, opfull, opempty, qtaken, two each), 1024 B of slack for the 1024-byte
+    swizzle alignment: 230,464 B, one block per SM."""
+    return 2 * 16 * 128 * s.d + 2 * 3 * 128 * s.d * 4 + 8 * 8 + 1024
 
 
 def _wgmma3x_split_bytes(s: Shape) -> int:
@@ -69,7 +69,8 @@ WGMMA3X = Variant(
     technique="Hopper wgmma in 3xTF32, FA3 style: K/V pre-split and swizzled by a pre-pass, "
     "cp.async.bulk + mbarrier ring fed by a producer warpgroup, 2 consumer warpgroups ping-pong, "
     "softmax overlapped with P V; for d = 32, N <= 128 no pre-pass: 8 whole items per block, each item's "
-    "Q K V bulk-copied two items ahead and split in shared memory by the block",
+    "Q K V bulk-copied two items ahead and split in shared memory by a producer warpgroup while the "
+    "consumers compute the item before",
     source="wgmma3x.cu",
     launches=(
         Launch(
@@ -90,7 +91,7 @@ WGMMA3X = Variant(
         Launch(
             kernel="wgmma3x_short",
             grid=lambda s: (cdiv(s.B, _WGMMA3X_SHORT_ITEMS), 1, 1),
-            block=threads(256),
+            block=threads(384),  # 2 consumer warpgroups and the producer warpgroup that splits K and V
             args=("qkv", "out", "B", "N", "scale_log2"),
             smem=_wgmma3x_short_smem,
             applies=_wgmma3x_short,

@@ -118,7 +118,7 @@ def test_info_refusals_exit_2(args, message):
 def test_launch_geometry_lists_only_the_launches_that_apply():
     """wgmma3x on t11 runs its short path alone: one launch of ceil(B / 8) blocks, no pre-pass."""
     (short,) = launch_geometry(get_variant("wgmma3x"), Shape(13600, 128, 32))
-    assert (short.kernel, short.grid, short.block, short.launches_per_pass) == ("wgmma3x_short", (1700, 1, 1), (256, 1, 1), 1)
-    occ = occupancy(gpu_model("sm_90"), 256, 190, short.dynamic_smem)
+    assert (short.kernel, short.grid, short.block, short.launches_per_pass) == ("wgmma3x_short", (1700, 1, 1), (384, 1, 1), 1)
+    occ = occupancy(gpu_model("sm_90"), 384, 168, short.dynamic_smem)
     assert occ.blocks_per_sm == 1
     assert [g.kernel for g in launch_geometry(get_variant("wgmma3x"), Shape(2, 2048, 32))] == ["wgmma3x_prep", "wgmma3x_fwd"]

@@ -730,10 +730,23 @@ static_assert(kShortProducers * kShortProducerRegs + kShortConsumers * kShortCon
 static_assert(kShortProducers * kShortProducerRegs + kShortConsumers * kShortConsumerRegs <= kShortThreads * 168,
               "setmaxnreg: the launch's 168 registers a thread (__launch_bounds__(384, 1)) must cover the redistribution");
 static_assert(kQSmallInRegs && kSplitS, "the short path keeps Q big and small in registers");
+static_assert(kQRegSteps == 4, "the Q read takes a row's 8 column chunks (d = 32)");
 static_assert(kShortItems >= 1, "items per block");
 static_assert(kShortRawStages == 2, "one phase (item / 2) for the raw and the operand rings: both have 2 slots");
 constexpr int kShortProducerBarrier = 5;  // named barrier of the producer's 128 threads (3 and 4: ping-pong)
 }  // namespace
+
+// x[j] = x[(j - by) & 7]: a rotation by a run-time amount on registers (static indices only), bit by bit.
+__device__ __forceinline__ void rotate_right8(float (&x)[8], int by) {
+#pragma unroll
+    for (int bit = 1; bit < 8; bit <<= 1) {
+        float y[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) y[j] = (by & bit) ? x[(j - bit) & 7] : x[j];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) x[j] = y[j];
+    }
+}
 
 // Grid ceil(B / kShortItems), block 384, dynamic shared memory kShortSmemBytes; N in 1 .. 128.
 // Shared memory: operand tiles [2][tile 0 | tile 1] (each [K big | K small | V^T big | V^T small]), raw
@@ -836,13 +849,22 @@ extern "C" __global__ void __launch_bounds__(kShortThreads, 1)
         mbar_wait(full + s, phase);
 
         // Q A fragments: a0 = (lo, 8kk + t), a1 = (hi, 8kk + t), a2 = (lo, +4), a3 = (hi, +4); 0 past N.
+        // A thread needs columns t + 4 j (j = 0..7) of its rows. Read in order, a warp's 8 rows (g) would
+        // share 4 banks (8-way conflicts); read in the order j = (i + g) & 7 they take 32 banks, and a
+        // rotation by g (three stages of selects) puts the values back in order.
+        float q_lo[8], q_hi[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const int c = ((i + g) & 7) * 4 + t;
+            q_lo[i] = row_lo < N ? raw_q[row_lo * kHeadDim + c] : 0.0f;
+            q_hi[i] = row_hi < N ? raw_q[row_hi * kHeadDim + c] : 0.0f;
+        }
+        rotate_right8(q_lo, g);
+        rotate_right8(q_hi, g);
         uint32_t qf_big[kQRegSteps][4], qf_small[kQSmallSteps][4];
 #pragma unroll
         for (int kk = 0; kk < kQRegSteps; ++kk) {
-            const int c = kk * 8 + t;
-            const float v[4] = {row_lo < N ? raw_q[row_lo * kHeadDim + c] : 0.0f, row_hi < N ? raw_q[row_hi * kHeadDim + c] : 0.0f,
-                                row_lo < N ? raw_q[row_lo * kHeadDim + c + 4] : 0.0f,
-                                row_hi < N ? raw_q[row_hi * kHeadDim + c + 4] : 0.0f};
+            const float v[4] = {q_lo[2 * kk], q_hi[2 * kk], q_lo[2 * kk + 1], q_hi[2 * kk + 1]};
 #pragma unroll
             for (int e = 0; e < 4; ++e) split_tf32(v[e], qf_big[kk][e], qf_small[kk][e]);
         }

@@ -189,6 +189,39 @@ def tflops_table(view: MatrixView) -> TableModel:
     return _per_cell_table(view, "TFLOP/s (4·B·N²·d / kernel time)", tflops_text, geomean=True)
 
 
+def ceiling_text(cell: Cell | None) -> Text:
+    """The share of its variant's measured ceiling a cell reached ('44.0%'), '-' where none applies."""
+    ceiling = cell.measurement.ceiling if cell is not None and cell.measurement is not None else None
+    if is_program_cell(cell) or not ceiling:
+        return status_text(cell) or Text("-", DIM)
+    return Text(f"{100 * ceiling['fraction']:.1f}%")
+
+
+def ceiling_table(view: MatrixView) -> TableModel | None:
+    """Each cell as a fraction of the ceiling of what its variant runs on (`attnbench ceilings`), with
+    that ceiling named per variant; None when no cell has one (ceilings not measured on this GPU)."""
+    result = view.result
+    named = {}
+    for cell in result.cells:
+        ceiling = cell.measurement.ceiling if cell.measurement is not None else None
+        if ceiling and not is_program_cell(cell):
+            named.setdefault(cell.variant, ceiling["name"])
+    if not named:
+        return None
+    title = "Fraction of the measured ceiling of what each variant runs on"
+    cases, variants = result.case_labels, result.variant_names
+    if by_case(result):
+        table = TableModel(title, [Column("input"), *(Column(v, right=True) for v in variants)])
+        table.add_row("ceiling", *[named.get(v, "-") for v in variants])
+        for c in cases:
+            table.add_row(c, *[ceiling_text(result.cell(v, c)) for v in variants])
+        return table
+    table = TableModel(title, [Column("variant"), Column("ceiling"), *(Column(c, right=True) for c in cases)])
+    for v in variants:
+        table.add_row(v, named.get(v, "-"), *[ceiling_text(result.cell(v, c)) for c in cases])
+    return table
+
+
 def speedup_table(view: MatrixView) -> TableModel | None:
     """Each variant against the baseline, with the geometric mean; None without a baseline."""
     result = view.result
@@ -242,8 +275,12 @@ def correctness_table(result: ResultSet) -> TableModel:
 
 
 def matrix_tables(view: MatrixView, with_correctness: bool = True) -> list[TableModel]:
-    """A compare's or sweep's tables: time, TFLOP/s, speedup (with a baseline), correctness."""
+    """A compare's or sweep's tables: time, TFLOP/s, fraction of the ceiling (where measured), speedup
+    (with a baseline), correctness."""
     tables = [time_table(view), tflops_table(view)]
+    fractions = ceiling_table(view)
+    if fractions is not None:
+        tables.append(fractions)
     speedups = speedup_table(view)
     if speedups is not None:
         tables.append(speedups)

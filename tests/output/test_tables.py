@@ -1,0 +1,42 @@
+"""attnbench.output.tables: the fraction-of-ceiling table of a compare or sweep."""
+
+from __future__ import annotations
+
+from attnbench.analysis.view import MatrixView
+from attnbench.output.tables import ceiling_table, matrix_tables
+from tests.synthetic import COURSE_SHAPES, result_set
+
+WGMMA_CEILING = {"name": "TF32 wgmma / 3 (3xTF32)", "value": 156.6e12, "measured": True}
+
+
+def _with_ceilings(result, fractions: dict[tuple[str, str], float]):
+    for cell in result.cells:
+        fraction = fractions.get((cell.variant, cell.case))
+        if fraction is not None and cell.measurement is not None:
+            cell.measurement.ceiling = {**WGMMA_CEILING, "fraction": fraction}
+    return result
+
+
+def _rows(table) -> list[list[str]]:
+    return [[str(cell) for cell in row] for row in table.rows]
+
+
+def test_each_cell_shows_its_share_of_the_variants_ceiling_named_once_per_variant():
+    times = {"wgmma3x": {"t10": 0.156, "t11": 0.529, "t22": None}, "torch": {"t10": 0.394, "t11": 1.685, "t22": 15.2}}
+    result = _with_ceilings(result_set(times, COURSE_SHAPES), {("wgmma3x", "t10"): 0.4398, ("wgmma3x", "t11"): 0.3442})
+    table = ceiling_table(MatrixView(result))
+    assert table is not None
+    rows = {row[0]: row[1:] for row in _rows(table)}
+    # wgmma3x has a ceiling (named once), a wrong cell keeps its status; torch has no measured ceiling;
+    # t29 and t30 have no cells
+    assert rows["wgmma3x"] == ["TF32 wgmma / 3 (3xTF32)", "44.0%", "34.4%", "WRONG", "-", "-"]
+    assert rows["torch"] == ["-"] * 6
+
+
+def test_no_ceiling_table_when_no_ceiling_was_measured():
+    result = result_set({"qreg": {"t10": 1.0}, "torch": {"t10": 0.4}}, COURSE_SHAPES)
+    view = MatrixView(result)
+    assert ceiling_table(view) is None
+    assert not any("ceiling" in table.title for table in matrix_tables(view))
+    _with_ceilings(result, {("qreg", "t10"): 0.16})
+    assert any("ceiling" in table.title for table in matrix_tables(MatrixView(result)))

@@ -6,6 +6,8 @@ The entries themselves are data in `ladder_004` and `other_reports`; the machine
 
 from __future__ import annotations
 
+from typing import Callable
+
 from attnbench.cases.testcase import Shape
 from attnbench.errors import UnknownName, UsageError
 from attnbench.kernels import builtins
@@ -59,13 +61,22 @@ def gpu_variants() -> list[Variant]:
 # Measured on an H200 (results/2026-11-21_h200_ladder_*.md, results/2026-11-22_h200_*.md): on Hopper
 # wgmma3x leads from N = 512 for d = 32, 64 and 128 (1.1-1.8x tf32x3; results/2026-11-22_h200_switch_point_*),
 # not below (its pre-pass and a 128-row block per item: at N = 256 within 7% either way, at N = 128
-# 0.58-0.73x tf32x3); tf32x3 leads wherever else it applies; among the FFMA variants fa2simt leads for d in {32, 64, 128}
+# 0.58-0.73x tf32x3) but on its short path for many items (_wgmma3x_leads); tf32x3 leads wherever else it applies; among the FFMA variants fa2simt leads for d in {32, 64, 128}
 # (25-45 TFLOP/s on the course cases against gemm's 13-24), then gemm from N = 128 to 32768 and on
 # square shapes; online takes the large head dimensions gemm cannot hold; singlehead is left out
 # (its unsafe softmax can overflow).
 FASTEST_FIRST: tuple[str, ...] = ("wgmma3x", "tf32x3", "fa2simt", "gemm", "qreg", "online", "naive")
-# Where a variant is the default only from some sequence length on (shorter ones fall to the next).
-DEFAULT_FROM_SEQ_LEN: dict[str, int] = {"wgmma3x": 512}
+
+
+def _wgmma3x_leads(shape: Shape) -> bool:
+    """wgmma3x leads from N = 512, and on its short path (d = 32, N <= 128: 8 whole items a block) from a
+    full wave of blocks on an H200 (8 x 132 = 1056 items): 1.11-1.14x tf32x3 at B = 1056, 4096 and 13600,
+    0.27-0.48x at B = 5 and 320 (results/2026-11-24_h200_switch_point_short_d32.md)."""
+    return shape.N >= 512 or (shape.d == 32 and shape.N <= 128 and shape.B >= 1056)
+
+
+# Where a variant is the default only on some shapes (others fall to the next in FASTEST_FIRST).
+DEFAULT_ONLY_WHERE: dict[str, Callable[[Shape], bool]] = {"wgmma3x": _wgmma3x_leads}
 
 
 def default_variant(shape: Shape, gpu_usable: bool, compute_capability: tuple[int, int] | None = None) -> Variant:
@@ -73,7 +84,7 @@ def default_variant(shape: Shape, gpu_usable: bool, compute_capability: tuple[in
     if gpu_usable:
         for name in FASTEST_FIRST:
             variant = REGISTRY.get(name)
-            if variant is None or shape.N < DEFAULT_FROM_SEQ_LEN.get(name, 0):
+            if variant is None or not DEFAULT_ONLY_WHERE.get(name, lambda _: True)(shape):
                 continue
             if variant.refusal(shape) is None and variant.runs_on(compute_capability):
                 return variant

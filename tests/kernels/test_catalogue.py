@@ -76,6 +76,17 @@ def test_on_hopper_the_default_is_wgmma3x_from_the_measured_switch_point_and_tf3
     assert default_variant(Shape(4, 4096, 48), True, hopper).name == "tf32x3"  # wgmma3x takes d in {32, 64, 128}
 
 
+def test_on_hopper_the_short_path_is_the_default_from_a_full_wave_of_items():
+    hopper, ampere = (9, 0), (8, 0)
+    assert default_variant(Shape(13600, 128, 32), True, hopper).name == "wgmma3x"  # t11
+    assert default_variant(Shape(1056, 1, 32), True, hopper).name == "wgmma3x"
+    assert default_variant(Shape(1055, 128, 32), True, hopper).name == "tf32x3"
+    assert default_variant(Shape(320, 128, 32), True, hopper).name == "tf32x3"  # t01
+    assert default_variant(Shape(13600, 129, 32), True, hopper).name == "tf32x3"  # past the short path, below 512
+    assert default_variant(Shape(13600, 128, 64), True, hopper).name == "tf32x3"  # the short path is d = 32 only
+    assert default_variant(Shape(13600, 128, 32), True, ampere).name == "tf32x3"
+
+
 def test_the_baseline_may_be_spelled_as_its_kernel_file_or_flavour_and_must_be_among_the_variants():
     from pathlib import Path
 

@@ -11,7 +11,7 @@ from attnbench import api
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases import suite
 from attnbench.cli.options import error_line, notice, timing_from, timing_options, tolerance, with_options
-from attnbench.output import tables
+from attnbench.output import listing_tables, tables
 from attnbench.output.terminal import console, print_table, print_warnings, progress_bar
 
 
@@ -50,7 +50,7 @@ def cases(selector: str, wide: bool) -> None:
     Example:
       attnbench cases course
     """
-    print_table(tables.cases_table(suite.cases_in(selector), _on_disk), wide=wide or None)
+    print_table(listing_tables.cases_table(suite.cases_in(selector), _on_disk), wide=wide or None)
 
 
 @click.command()
@@ -152,7 +152,7 @@ def list_variants(resources: bool, head_dim: int, wide: bool) -> None:
         if gpu_probe() is None:
             arch = api.open_gpu(0).arch
         figures = report_all([v for v in variants if v.backend == "gpu"], head_dim, arch)
-    print_table(tables.variants_table(variants, figures, arch), wide=wide or None)
+    print_table(listing_tables.variants_table(variants, figures, arch), wide=wide or None)
 
 
 COMMANDS = (gen, cases, run, verify, list_variants)

@@ -6,14 +6,11 @@ The terminal, Markdown and plain renderers draw these; none of them builds rows 
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable
+from typing import Callable
 
 from attnbench.analysis.against import AgainstReport
 from attnbench.analysis.ladder import LadderStep
 from attnbench.analysis.view import MatrixView
-from attnbench.cases.suite import SuiteCase
-from attnbench.kernels.nvcc import KernelResources
-from attnbench.kernels.variant import Variant
 from attnbench.output.course_clock_rows import course_clock_rows
 from attnbench.output.table import BAD, DIM, GOOD, Column, TableModel, Text, columns
 from attnbench.results.measurement import Measurement
@@ -378,43 +375,3 @@ def ladder_table(title: str, steps: list[LadderStep]) -> TableModel:
                       _opt(s.compute_s, ".3f"), _opt(s.claimed_s, ".3f"), claimed, s.agreement)
     return table
 
-
-# -- listings ------------------------------------------------------------------------------------------------
-def cases_table(cases: Iterable[SuiteCase], on_disk: Callable[[SuiteCase], str]) -> TableModel:
-    table = TableModel("attnbench suite", [Column("name"), Column("B", right=True), Column("N", right=True),
-                                           Column("d", right=True), Column("group"), Column("provenance"),
-                                           Column("GFLOP", right=True), Column("on disk"), Column("note", wide=True)])
-    for case in cases:
-        s = case.shape
-        table.add_row(case.name, str(s.B), str(s.N), str(s.d), case.group, case.provenance, f"{s.flops / 1e9:.3g}",
-                      on_disk(case), case.note)
-    return table
-
-
-FiguresByVariant = dict[str, tuple[object, dict[str, KernelResources]]]
-
-
-def variants_table(variants: Iterable[Variant], figures: FiguresByVariant, arch: str) -> TableModel:
-    """`attnbench list`: the variants in ladder order, with ptxas figures where nvcc ran."""
-    title = "attnbench variants (ladder order)" + (f"; ptxas figures for {arch}" if figures else "")
-    cols = [Column("variant"), Column("report", wide=True), Column("technique", wide=True),
-            Column("constraints", wide=True)]
-    if figures:
-        cols += [Column("kernel"), Column("d", right=True), Column("regs", right=True), Column("smem B", right=True),
-                 Column("spill B", right=True)]
-    table = TableModel(title, cols)
-    for variant in variants:
-        row: list[Text | str] = [variant.name, variant.report, variant.technique, variant.constraints.describe()]
-        if figures:
-            shape, kernels = figures.get(variant.name, (None, {}))
-            # Launch order; shared memory is the static part plus the dynamic part the registry asks for.
-            launches = {launch.kernel: launch for launch in (variant.launches_for(shape) if shape else variant.launches)}
-            ordered = [kernels[name] for name in launches if name in kernels]
-            smem = [k.static_smem + (launches[k.kernel].smem(shape) if shape else 0) for k in ordered]  # type: ignore[arg-type]
-            d = getattr(shape, "d", "")
-            row += ["\n".join(k.kernel for k in ordered) or "-", "\n".join(str(d) for _ in ordered) or "-",
-                    "\n".join(str(k.registers) for k in ordered) or "-",
-                    "\n".join(map(str, smem)) or "-",
-                    "\n".join(str(k.spills) for k in ordered) or "-"]
-        table.add_row(*row)
-    return table

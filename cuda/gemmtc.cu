@@ -9,8 +9,9 @@
 //     128: 8 warps as 2 x 4, each a 64 x 32 warp tile (4 x 4 mma tiles);
 //     64:  4 warps as 2 x 2, each a 32 x 32 warp tile (2 x 4 mma tiles).
 //   - k-tiles of 32 stream through a 3-stage cp.async ring in shared memory (16-byte copies where a
-//     row is 16-byte aligned, 4-byte copies otherwise), zero-filled past every edge (rows past M or
-//     Ncols, k past K), one barrier per k-tile.
+//     row is 16-byte aligned, 4-byte copies otherwise: since the padded path below, only a pointer the
+//     caller misaligned takes them), zero-filled past every edge (rows past M or Ncols, k past K), one
+//     barrier per k-tile.
 //   - Shared rows are padded so that the scalar fragment loads of a warp hit 32 distinct banks:
 //     [row][k] tiles (Q, K, P) by 4 floats (a0 = (g, t) -> bank 4g + t), the [k][n] tile of V by 8
 //     (b0 = (k = t, n = g) -> bank 8t + g).
@@ -19,7 +20,9 @@
 //     tensor-core sum runs longer than one k-tile, whatever K (d for Q K^T, N for P V).
 //   - The softmax scale is folded into the Q K^T write-back as log2(e)/sqrt(d) for exp2f, and the row
 //     softmax is gemm's own kernel (softmax_rows.cuh).
-// Launches: gemmtc_qkt, gemm_softmax_rows, gemmtc_pv; workspace S = B*N*N floats.
+// Launches, N and d multiples of 4: gemmtc_qkt, gemm_softmax_rows, gemmtc_pv; workspace S = B*N*N floats.
+// Otherwise the padded path (end of file): rows padded to multiples of 4 by a pre-pass (4-byte copies made
+// odd n 0.83-0.97x PyTorch's math backend on an H200).
 // Constraints: any N >= 1 (N <= 65536: S in memory), any d >= 1. sm_80 PTX only (mma.sync tf32,
 // cp.async): builds for sm_80, sm_86 and sm_90 alike.
 #include <cstdint>
@@ -93,10 +96,12 @@ __device__ __forceinline__ void load_tile_async(float* tile, const float* __rest
     }
 }
 
+// C (M x c_cols of it) = alpha * A op(B), K the shared dimension; Ncols bounds B's rows or columns, which
+// may run past c_cols when B is zero-padded to a multiple of 4 (gemmtc's padded path).
 template <int kTile, bool kBRowsAreN>
 __device__ __forceinline__ void gemm_3xtf32(const float* __restrict__ A, int lda, const float* __restrict__ B,
                                             int ldb, float* __restrict__ C, int ldc, int M, int Ncols, int K,
-                                            float alpha) {
+                                            float alpha, int c_cols) {
     using T = GemmTraits<kTile, kBRowsAreN>;
     extern __shared__ float4 smem_f4[];  // float4: every cp.async target 16-byte aligned
     float* const smem = reinterpret_cast<float*>(smem_f4);
@@ -213,11 +218,11 @@ __device__ __forceinline__ void gemm_3xtf32(const float* __restrict__ A, int lda
             for (int j = 0; j < T::kFragsN; ++j) {
                 const int col = n0 + warp_n * T::kWarpCols + j * 8 + 2 * t;
                 const float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
-                if (c_pairs && col + 1 < Ncols) {
+                if (c_pairs && col + 1 < c_cols) {
                     *reinterpret_cast<float2*>(c_row + col) = make_float2(v0, v1);
                 } else {
-                    if (col < Ncols) c_row[col] = v0;
-                    if (col + 1 < Ncols) c_row[col + 1] = v1;
+                    if (col < c_cols) c_row[col] = v0;
+                    if (col + 1 < c_cols) c_row[col + 1] = v1;
                 }
             }
         }
@@ -237,7 +242,7 @@ gemmtc_qkt(const float* __restrict__ qkv, float* __restrict__ S, int N, int d, f
     const float* const Q = qkv + qkv_item_offset(b, N, d);
     const float* const K = Q + static_cast<size_t>(N) * d;
     float* const S_item = S + static_cast<size_t>(b) * N * N;
-    gemm_3xtf32<QK_TILE, true>(Q, d, K, d, S_item, N, N, N, d, scale_log2);
+    gemm_3xtf32<QK_TILE, true>(Q, d, K, d, S_item, N, N, N, d, scale_log2, N);
 }
 
 // O[b] = P[b] V[b]. Grid (cdiv(d, PV_TILE), cdiv(N, PV_TILE), B), block 256 (tile 128) or 128 (tile 64),
@@ -248,5 +253,48 @@ gemmtc_pv(const float* __restrict__ qkv, const float* __restrict__ S, float* __r
     const float* const V = qkv + qkv_item_offset(b, N, d) + 2 * static_cast<size_t>(N) * d;
     const float* const P = S + static_cast<size_t>(b) * N * N;
     float* const O = out + out_item_offset(b, N, d);
-    gemm_3xtf32<PV_TILE, false>(P, N, V, d, O, d, N, d, N, 1.0f);
+    gemm_3xtf32<PV_TILE, false>(P, N, V, d, O, d, N, d, N, 1.0f, d);
+}
+
+// ---- the padded path: N or d not a multiple of 4 -------------------------------------------------------
+// Rows of N or d floats are then not 16-byte aligned and the tiles would load 4 bytes at a time. A
+// pre-pass copies each item's Q, K and V into `padded` with rows of dp = d rounded up to 4 (zeros past d)
+// and V given Np = N rounded up to 4 rows (zeros past N); S is kept with rows of Np floats, its tails set
+// to 0 by gemm_softmax_rows_padded. Both GEMMs then take 16-byte copies, the zeros adding nothing.
+// Per item in `padded`: Q [N][dp], K [N][dp], V [Np][dp]. Launches: gemmtc_pad, gemmtc_qkt_padded,
+// gemm_softmax_rows_padded, gemmtc_pv_padded; workspaces S = B*N*Np and padded = B*(2N + Np)*dp floats.
+__device__ __forceinline__ int round_up4(int x) { return (x + 3) & ~3; }
+
+// Grid (cdiv((2N + Np) * dp, 256), B), block 256: one float per thread.
+extern "C" __global__ void __launch_bounds__(256)
+gemmtc_pad(const float* __restrict__ qkv, float* __restrict__ padded, int N, int d) {
+    const int b = blockIdx.y;
+    const int dp = round_up4(d), Np = round_up4(N);
+    const size_t item_floats = static_cast<size_t>(2 * N + Np) * dp;
+    const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= item_floats) return;
+    const int r = static_cast<int>(i / dp), c = static_cast<int>(i % dp);  // rows 0..3N-1 exist in qkv
+    padded[b * item_floats + i] = (c < d && r < 3 * N) ? qkv[qkv_item_offset(b, N, d) + static_cast<size_t>(r) * d + c] : 0.0f;
+}
+
+// S[b] (rows of Np) = (log2(e)/sqrt(d)) * Q K^T from the padded copies; grid and block as gemmtc_qkt.
+extern "C" __global__ void __launch_bounds__(QkTraits::kThreads, 1)
+gemmtc_qkt_padded(const float* __restrict__ padded, float* __restrict__ S, int N, int d, float scale_log2) {
+    const int b = blockIdx.z;
+    const int dp = round_up4(d), Np = round_up4(N);
+    const float* const Q = padded + static_cast<size_t>(b) * (2 * N + Np) * dp;
+    const float* const K = Q + static_cast<size_t>(N) * dp;
+    gemm_3xtf32<QK_TILE, true>(Q, dp, K, dp, S + static_cast<size_t>(b) * N * Np, Np, N, N, dp, scale_log2, N);
+}
+
+// O[b] = P[b] V[b]: P with rows of Np (zero tails), V padded to Np x dp (zeros past N and d); O written
+// d columns wide. Grid and block as gemmtc_pv.
+extern "C" __global__ void __launch_bounds__(PvTraits::kThreads, 1)
+gemmtc_pv_padded(const float* __restrict__ padded, const float* __restrict__ S, float* __restrict__ out, int N,
+                 int d) {
+    const int b = blockIdx.z;
+    const int dp = round_up4(d), Np = round_up4(N);
+    const float* const V = padded + static_cast<size_t>(b) * (2 * N + Np) * dp + 2 * static_cast<size_t>(N) * dp;
+    const float* const P = S + static_cast<size_t>(b) * N * Np;
+    gemm_3xtf32<PV_TILE, false>(P, Np, V, dp, out + out_item_offset(b, N, d), d, N, dp, Np, 1.0f, d);
 }

@@ -3,6 +3,8 @@ and the PyTorch peer, as Variant entries in ladder order."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from attnbench.cases.testcase import Shape
 from attnbench.kernels.ladder_004 import SCORES_IN_MEMORY
 from attnbench.kernels.variant import (
@@ -20,9 +22,10 @@ from attnbench.kernels.wgmma3x import WGMMA3X
 VARIANTS: list[Variant] = []
 
 
-def _softmax_rows(kernel: str) -> Launch:
+def _softmax_rows(kernel: str, applies: Callable[[Shape], bool] = lambda s: True) -> Launch:
     """The row softmax over materialised scores of tiled and gemm: one warp per row, 8 rows per block."""
-    return Launch(kernel=kernel, grid=lambda s: (cdiv(s.N, 8), s.B, 1), block=threads(256), args=("scores", "N"))
+    return Launch(kernel=kernel, grid=lambda s: (cdiv(s.N, 8), s.B, 1), block=threads(256), args=("scores", "N"),
+                  applies=applies)
 
 VARIANTS.append(
     Variant(
@@ -129,37 +132,79 @@ def _gemmtc_pv_smem(s: Shape) -> int:
     return 4 * _GEMMTC_STAGES * (tile * (_GEMMTC_BK + 4) + _GEMMTC_BK * (tile + 8))
 
 
+def _round_up4(x: int) -> int:
+    return -(-x // 4) * 4
+
+
+def _gemmtc_aligned(s: Shape) -> bool:
+    """Rows of N and of d floats 16-byte aligned: both GEMMs read the input and S in place."""
+    return s.N % 4 == 0 and s.d % 4 == 0
+
+
+def _gemmtc_padded(s: Shape) -> bool:
+    """N or d not a multiple of 4: a pre-pass pads Q, K, V (and S's rows) so the GEMMs load 16 bytes at a
+    time (4-byte copies made odd n 0.83-0.97x PyTorch's math backend, results/README.md)."""
+    return not _gemmtc_aligned(s)
+
+
+def _gemmtc_qkt(kernel: str, source: str, applies: Callable[[Shape], bool]) -> Launch:
+    return Launch(
+        kernel=kernel,
+        grid=lambda s: (cdiv(s.N, _gemm_qk_tile(s)), cdiv(s.N, _gemm_qk_tile(s)), s.B),
+        block=lambda s: (_gemmtc_threads(_gemm_qk_tile(s)), 1, 1),
+        args=(source, "scores", "N", "d", "scale_log2"),
+        smem=_gemmtc_qk_smem,
+        applies=applies,
+    )
+
+
+def _gemmtc_pv(kernel: str, source: str, applies: Callable[[Shape], bool]) -> Launch:
+    return Launch(
+        kernel=kernel,
+        grid=lambda s: (cdiv(s.d, _gemm_pv_tile(s)), cdiv(s.N, _gemm_pv_tile(s)), s.B),
+        block=lambda s: (_gemmtc_threads(_gemm_pv_tile(s)), 1, 1),
+        args=(source, "scores", "out", "N", "d"),
+        smem=_gemmtc_pv_smem,
+        applies=applies,
+    )
+
+
+def _gemmtc_padded_floats(s: Shape) -> int:
+    """The padded copies of Q, K (N x dp each) and V (Np x dp) per item; none on the aligned path."""
+    return s.B * (2 * s.N + _round_up4(s.N)) * _round_up4(s.d) if _gemmtc_padded(s) else 0
+
+
 VARIANTS.append(
     Variant(
         name="gemmtc",
         report="beyond 000 (its two GEMMs on tensor cores, 3xTF32)",
         technique="gemm's plan (S materialised, row softmax, P V) with both GEMMs on mma.sync m16n8k8 in "
         "3xTF32: 128x128 block tiles of 8 warps (64x32 each; 64x64 of 4 warps on small shapes), k-tiles of 32 "
-        "in a 3-stage cp.async ring, padded conflict-free smem, a fresh accumulator per k-tile added in FP32",
+        "in a 3-stage cp.async ring, padded conflict-free smem, a fresh accumulator per k-tile added in FP32; "
+        "N or d not a multiple of 4: Q, K, V and S's rows padded to 4 by a pre-pass, for 16-byte copies",
         source="gemmtc.cu",
         launches=(
+            _gemmtc_qkt("gemmtc_qkt", "qkv", _gemmtc_aligned),
+            _softmax_rows("gemm_softmax_rows", _gemmtc_aligned),
+            _gemmtc_pv("gemmtc_pv", "qkv", _gemmtc_aligned),
             Launch(
-                kernel="gemmtc_qkt",
-                grid=lambda s: (cdiv(s.N, _gemm_qk_tile(s)), cdiv(s.N, _gemm_qk_tile(s)), s.B),
-                block=lambda s: (_gemmtc_threads(_gemm_qk_tile(s)), 1, 1),
-                args=("qkv", "scores", "N", "d", "scale_log2"),
-                smem=_gemmtc_qk_smem,
+                kernel="gemmtc_pad",
+                grid=lambda s: (cdiv((2 * s.N + _round_up4(s.N)) * _round_up4(s.d), 256), s.B, 1),
+                block=threads(256),
+                args=("qkv", "padded", "N", "d"),
+                applies=_gemmtc_padded,
             ),
-            _softmax_rows("gemm_softmax_rows"),
-            Launch(
-                kernel="gemmtc_pv",
-                grid=lambda s: (cdiv(s.d, _gemm_pv_tile(s)), cdiv(s.N, _gemm_pv_tile(s)), s.B),
-                block=lambda s: (_gemmtc_threads(_gemm_pv_tile(s)), 1, 1),
-                args=("qkv", "scores", "out", "N", "d"),
-                smem=_gemmtc_pv_smem,
-            ),
+            _gemmtc_qkt("gemmtc_qkt_padded", "padded", _gemmtc_padded),
+            _softmax_rows("gemm_softmax_rows_padded", _gemmtc_padded),
+            _gemmtc_pv("gemmtc_pv_padded", "padded", _gemmtc_padded),
         ),
         defines=lambda s: {"QK_TILE": _gemm_qk_tile(s), "PV_TILE": _gemm_pv_tile(s)},
         constraints=Constraints(
             max_seq_len=SCORES_IN_MEMORY.max_seq_len,
             note=SCORES_IN_MEMORY.note + "; 3xTF32 on tensor cores (sm_80+); 55-108 KB of shared memory a block",
         ),
-        workspace={"scores": f32_bytes(lambda s: s.B * s.N * s.N)},
+        workspace={"scores": f32_bytes(lambda s: s.B * s.N * _round_up4(s.N) if _gemmtc_padded(s) else s.B * s.N * s.N),
+                   "padded": f32_bytes(_gemmtc_padded_floats)},
         unit="tf32x3",
     )
 )

@@ -12,13 +12,14 @@ from attnbench.kernels.variant import cdiv
 from attnbench.locations import kernel_dir
 
 GEMMTC = get_variant("gemmtc")
-QKT, SOFTMAX, PV = GEMMTC.launches
+QKT, SOFTMAX, PV, PAD, QKT_PADDED, SOFTMAX_PADDED, PV_PADDED = GEMMTC.launches
 
 
 def test_gemmtc_follows_gemm_and_shares_its_row_softmax():
     names = list(REGISTRY)
     assert names.index("gemmtc") == names.index("gemm") + 1
-    assert [launch.kernel for launch in GEMMTC.launches] == ["gemmtc_qkt", "gemm_softmax_rows", "gemmtc_pv"]
+    assert [launch.kernel for launch in GEMMTC.launches_for(Shape(1, 2048, 2048))] == [
+        "gemmtc_qkt", "gemm_softmax_rows", "gemmtc_pv"]
     gemm_softmax = get_variant("gemm").launches[1]
     shape = Shape(3, 1000, 64)
     assert (SOFTMAX.grid(shape), SOFTMAX.block(shape), SOFTMAX.args) == (
@@ -62,6 +63,23 @@ def test_gemmtc_shared_memory_and_workspace():
     assert max(QKT.smem(square), PV.smem(square)) <= 163 * 1024  # fits an A100 (sm_80) as well as Hopper
     assert SOFTMAX.smem(square) == 0
     assert GEMMTC.workspace_bytes(Shape(3, 1000, 64)) == 4 * 3 * 1000 * 1000
+
+
+@pytest.mark.parametrize("shape", [Shape(1, 2049, 2049), Shape(2, 100, 63), Shape(3, 101, 64), Shape(1, 1, 1)], ids=str)
+def test_gemmtc_pads_where_rows_are_not_16_byte_aligned(shape):
+    """N or d not a multiple of 4: the pre-pass, then the same GEMM tiles and grids on padded rows."""
+    kernels = [launch.kernel for launch in GEMMTC.launches_for(shape)]
+    assert kernels == ["gemmtc_pad", "gemmtc_qkt_padded", "gemm_softmax_rows_padded", "gemmtc_pv_padded"]
+    for plain, padded in ((QKT, QKT_PADDED), (PV, PV_PADDED), (SOFTMAX, SOFTMAX_PADDED)):
+        assert (padded.grid(shape), padded.block(shape), padded.smem(shape)) == (
+            plain.grid(shape), plain.block(shape), plain.smem(shape))
+    n_pad, d_pad = cdiv(shape.N, 4) * 4, cdiv(shape.d, 4) * 4
+    item = (2 * shape.N + n_pad) * d_pad  # Q and K: N rows, V: n_pad rows, each d_pad wide
+    assert PAD.grid(shape) == (cdiv(item, 256), shape.B, 1) and PAD.args == ("qkv", "padded", "N", "d")
+    assert QKT_PADDED.args[0] == PV_PADDED.args[0] == "padded"
+    assert GEMMTC.workspace_bytes(shape) == 4 * shape.B * (shape.N * n_pad + item)
+    source = (kernel_dir() / GEMMTC.source).read_text()
+    assert all(f"gemmtc_{k}(" in source for k in ("pad", "qkt_padded", "pv_padded"))
 
 
 def test_gemmtc_host_constants_match_the_kernel():

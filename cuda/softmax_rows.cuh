@@ -21,7 +21,10 @@ __device__ __forceinline__ void online_quad(float& m, float& l, float4 x) {
 // Columns N .. ld - 1 (a padded row's tail) are set to 0, so a GEMM may read the row as ld long.
 __device__ __forceinline__ void softmax_row(float* __restrict__ s_row, int N, int ld) {
     const int lane = threadIdx.x & 31;
-    const int quads = is_aligned16(s_row) ? N / 4 : 0;  // float4 over the whole quads, floats after them
+    // float4 over the whole quads, floats after them, only where every row of the matrix starts 16-byte
+    // aligned (ld % 4 == 0): the summation order must not depend on where a chunk of the batch starts,
+    // or the same row would round differently in the pipelined and the plain run.
+    const int quads = (ld % 4 == 0 && is_aligned16(s_row)) ? N / 4 : 0;
 
     float m = ATTN_NEG_INF, l = 0.0f;
     const float4* s4 = reinterpret_cast<const float4*>(s_row);

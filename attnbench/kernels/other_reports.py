@@ -133,6 +133,7 @@ def _gemmtc_pv_smem(s: Shape) -> int:
 
 
 def _round_up4(x: int) -> int:
+    """x rounded up to a multiple of 4 (a 16-byte row of floats)."""
     return -(-x // 4) * 4
 
 
@@ -148,6 +149,7 @@ def _gemmtc_padded(s: Shape) -> bool:
 
 
 def _gemmtc_qkt(kernel: str, source: str, applies: Callable[[Shape], bool]) -> Launch:
+    """S = scale Q K^T from `source`: the input (`qkv`) or its padded copies (`padded`)."""
     return Launch(
         kernel=kernel,
         grid=lambda s: (cdiv(s.N, _gemm_qk_tile(s)), cdiv(s.N, _gemm_qk_tile(s)), s.B),
@@ -159,6 +161,7 @@ def _gemmtc_qkt(kernel: str, source: str, applies: Callable[[Shape], bool]) -> L
 
 
 def _gemmtc_pv(kernel: str, source: str, applies: Callable[[Shape], bool]) -> Launch:
+    """O = P V with V from `source`: the input (`qkv`) or its padded copies (`padded`)."""
     return Launch(
         kernel=kernel,
         grid=lambda s: (cdiv(s.d, _gemm_pv_tile(s)), cdiv(s.N, _gemm_pv_tile(s)), s.B),

@@ -186,10 +186,17 @@ def tflops_table(view: MatrixView) -> TableModel:
     return _per_cell_table(view, "TFLOP/s (4·B·N²·d / kernel time)", tflops_text, geomean=True)
 
 
+def _ceiling_of(cell: Cell | None) -> dict | None:
+    """The measured ceiling a timed kernel cell was set against, or None."""
+    if cell is None or cell.measurement is None or is_program_cell(cell):
+        return None
+    return cell.measurement.ceiling or None
+
+
 def ceiling_text(cell: Cell | None) -> Text:
     """The share of its variant's measured ceiling a cell reached ('44.0%'), '-' where none applies."""
-    ceiling = cell.measurement.ceiling if cell is not None and cell.measurement is not None else None
-    if is_program_cell(cell) or not ceiling:
+    ceiling = _ceiling_of(cell)
+    if ceiling is None:
         return status_text(cell) or Text("-", DIM)
     return Text(f"{100 * ceiling['fraction']:.1f}%")
 
@@ -198,10 +205,10 @@ def ceiling_table(view: MatrixView) -> TableModel | None:
     """Each cell as a fraction of the ceiling of what its variant runs on (`attnbench ceilings`), with
     that ceiling named per variant; None when no cell has one (ceilings not measured on this GPU)."""
     result = view.result
-    named = {}
+    named: dict[str, str] = {}
     for cell in result.cells:
-        ceiling = cell.measurement.ceiling if cell.measurement is not None else None
-        if ceiling and not is_program_cell(cell):
+        ceiling = _ceiling_of(cell)
+        if ceiling is not None:
             named.setdefault(cell.variant, ceiling["name"])
     if not named:
         return None

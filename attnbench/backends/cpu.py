@@ -13,6 +13,7 @@ import numpy as np
 
 from attnbench.backends.base import HostClock
 from attnbench.cases.testcase import Testcase
+from attnbench.host_threads import blas_single_threaded
 
 BLOCK_COLS = 32
 _GROUP_BYTES = 16 << 20  # a group of items at a time: bounds the temporaries beside the input and output
@@ -26,7 +27,9 @@ def flash_attention_cpu(testcase: Testcase, block_cols: int = BLOCK_COLS) -> np.
     out = np.empty((B, N, d), dtype=np.float32)
     per_item = N * max(block_cols, d) * 4 * 4
     group = max(1, _GROUP_BYTES // per_item)
-    with np.errstate(over="ignore", invalid="ignore"):  # NaN or Inf inputs give NaN outputs, which verify reports
+    # One BLAS thread: OpenBLAS's float32 products change in the last bits with its thread count, and the
+    # output must not depend on how many cores a process was given (a worker gets its share of them).
+    with np.errstate(over="ignore", invalid="ignore"), blas_single_threaded():  # NaN/Inf inputs give NaN outputs
         for b0 in range(0, B, group):
             _blocked_group(testcase, out, b0, min(B, b0 + group), block_cols, scale)
     return out

@@ -44,3 +44,15 @@ def test_zero_query_gives_the_mean_of_v(rng):
     expected = np.broadcast_to(tc.v.astype(np.float64).mean(axis=1, keepdims=True), tc.v.shape)
     for tile in (32, 7):
         np.testing.assert_allclose(flash_attention_cpu(tc, tile), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_the_output_is_the_same_whatever_blas_threads_the_process_has(rng):
+    """A worker process gets its share of the cores: the cpu variant must give it the same bits."""
+    from threadpoolctl import threadpool_limits
+
+    testcase = random_testcase(3, 1000, 64, rng)
+    with threadpool_limits(limits=2, user_api="blas"):
+        two = flash_attention_cpu(testcase)
+    with threadpool_limits(limits=1, user_api="blas"):
+        one = flash_attention_cpu(testcase)
+    assert np.array_equal(one, two)

@@ -2,10 +2,11 @@
 // Included by all cuda/*.cu files; keep it free of kernels.
 #pragma once
 
+#ifndef __CUDACC_RTC__  // NVRTC has the runtime types built in (the sm_61 compile check uses it)
 #include <cuda_runtime.h>
-#include <math_constants.h>
+#endif
 
-#define ATTN_NEG_INF (-CUDART_INF_F)
+#define ATTN_NEG_INF (-__int_as_float(0x7f800000))  // math_constants.h's CUDART_INF_F, which NVRTC lacks
 #define ATTN_LOG2E 1.4426950408889634f
 
 // Offsets of batch item b inside the interleaved input (Q K V per item) and the output.

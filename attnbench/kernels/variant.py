@@ -30,6 +30,9 @@ from attnbench.errors import ShapeNotSupported, UnknownName
 
 Dims = tuple[int, int, int]
 SCALAR_ARGS = ("B", "N", "d", "scale", "scale_log2", "step")
+# The oldest GPU a unit's instructions exist on: TF32 mma.sync came with Ampere (sm_80), wgmma with
+# Hopper (sm_90). FFMA and memory-bound kernels build for any GPU, the course's GTX 1080 (sm_61) too.
+UNIT_MIN_CAPABILITY: dict[str, tuple[int, int]] = {"tf32x3": (8, 0), "wgmma3x": (9, 0)}
 
 
 def cdiv(a: int, b: int) -> int:
@@ -165,17 +168,21 @@ class Variant:
 
     def runs_on(self, compute_capability: tuple[int, int] | None) -> bool:
         """Whether a GPU of this compute capability can run the variant (unknown: assume it can)."""
-        if self.arch is None or compute_capability is None:
-            return True
-        digits = self.arch.removeprefix("sm_").rstrip("a")
-        return compute_capability == (int(digits[:-1]), int(digits[-1]))
+        return self.gpu_refusal(compute_capability) is None
 
     def gpu_refusal(self, compute_capability: tuple[int, int] | None) -> str | None:
         """Why a GPU of this compute capability cannot run the variant, or None."""
-        if self.runs_on(compute_capability):
+        if compute_capability is None:
             return None
-        major, minor = compute_capability or (0, 0)
-        return f"{self.name} runs on {self.arch} only, and this GPU is sm_{major}{minor}"
+        here = "sm_{}{}".format(*compute_capability)
+        if self.arch is not None:
+            digits = self.arch.removeprefix("sm_").rstrip("a")
+            if compute_capability != (int(digits[:-1]), int(digits[-1])):
+                return f"{self.name} runs on {self.arch} only, and this GPU is {here}"
+        oldest = UNIT_MIN_CAPABILITY.get(self.unit)
+        if oldest is not None and compute_capability < oldest:
+            return f"{self.name} needs sm_{oldest[0]}{oldest[1]} or newer for its {self.unit} instructions, and this GPU is {here}"
+        return None
 
     def refusal(self, shape: Shape) -> str | None:
         """Why this variant cannot take `shape`, or None if it can."""

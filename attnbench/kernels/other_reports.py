@@ -17,6 +17,7 @@ from attnbench.kernels.variant import (
     one_kernel_variant,
     threads,
 )
+from attnbench.kernels.gemmwg3x import GEMMWG3X
 from attnbench.kernels.wgmma3x import WGMMA3X
 
 VARIANTS: list[Variant] = []
@@ -211,6 +212,8 @@ VARIANTS.append(
         unit="tf32x3",
     )
 )
+
+VARIANTS.append(GEMMWG3X)  # gemmtc on Hopper wgmma (attnbench/kernels/gemmwg3x.py), right after it
 
 VARIANTS.append(
     Variant(

@@ -64,8 +64,11 @@ def gpu_variants() -> list[Variant]:
 # 0.58-0.73x tf32x3) but on its short path for many items (_wgmma3x_leads); tf32x3 leads wherever else it applies; among the FFMA variants fa2simt leads for d in {32, 64, 128}
 # (25-45 TFLOP/s on the course cases against gemm's 13-24), then gemm from N = 128 to 32768 and on
 # square shapes; online takes the large head dimensions gemm cannot hold; singlehead is left out
-# (its unsafe softmax can overflow).
-FASTEST_FIRST: tuple[str, ...] = ("wgmma3x", "tf32x3", "fa2simt", "gemm", "qreg", "online", "naive")
+# (its unsafe softmax can overflow). On the square lab's shapes (d > 128) the exact tensor-core GEMMs
+# lead: gemmwg3x on Hopper from n = 1025 (1.3-1.5x gemmtc, 1.9-5.3x torch's math backend from n = 2048),
+# gemmtc below that and on sm_80+ (1.0-1.8x gemm from n = 64; results/2026-11-24_h200_sweep_square_gemmwg3x_*).
+FASTEST_FIRST: tuple[str, ...] = ("wgmma3x", "tf32x3", "fa2simt", "gemmwg3x", "gemmtc", "gemm", "qreg", "online",
+                                  "naive")
 
 
 def _wgmma3x_leads(shape: Shape) -> bool:
@@ -75,8 +78,17 @@ def _wgmma3x_leads(shape: Shape) -> bool:
     return shape.N >= 512 or (shape.d == 32 and shape.N <= 128 and shape.B >= 1056)
 
 
+def _square_lab_shape(shape: Shape) -> bool:
+    """The head dimensions the flash variants leave to the GEMM variants, as the square lab's."""
+    return shape.d > 128 and shape.N >= 64
+
+
 # Where a variant is the default only on some shapes (others fall to the next in FASTEST_FIRST).
-DEFAULT_ONLY_WHERE: dict[str, Callable[[Shape], bool]] = {"wgmma3x": _wgmma3x_leads}
+DEFAULT_ONLY_WHERE: dict[str, Callable[[Shape], bool]] = {
+    "wgmma3x": _wgmma3x_leads,
+    "gemmwg3x": lambda s: _square_lab_shape(s) and s.N > 1024,
+    "gemmtc": _square_lab_shape,
+}
 
 
 def default_variant(shape: Shape, gpu_usable: bool, compute_capability: tuple[int, int] | None = None) -> Variant:

@@ -114,3 +114,13 @@ def test_on_the_course_gtx_1080_tensor_core_variants_refuse_in_a_sentence_and_th
     for shape in (Shape(4, 4096, 64), Shape(13600, 128, 32), Shape(2, 17, 48)):
         chosen = default_variant(shape, True, gtx_1080)
         assert chosen.unit == "ffma" and chosen.refusal(shape) is None, chosen.name
+
+
+def test_square_lab_shapes_default_to_the_exact_tensor_core_gemms_where_measured_faster():
+    hopper, ampere = (9, 0), (8, 0)
+    assert default_variant(Shape(1, 2047, 2047), True, hopper).name == "gemmwg3x"
+    assert default_variant(Shape(1, 1024, 1024), True, hopper).name == "gemmtc"  # gemmwg3x from n = 1025
+    assert default_variant(Shape(1, 2047, 2047), True, ampere).name == "gemmtc"
+    assert default_variant(Shape(1, 63, 63), True, hopper).name == "gemm"  # neither is faster below 64
+    assert default_variant(Shape(1, 2047, 2047), True, (6, 1)).name == "gemm"  # no tensor cores
+    assert default_variant(Shape(4, 4096, 64), True, hopper).name == "wgmma3x"

@@ -188,9 +188,15 @@ def _restore(value: Any) -> Any:
     return value
 
 
+# An array of numbers as indent spreads it, one element a line (a raw newline never occurs inside a JSON string).
+_SPREAD_NUMBER_ARRAY = re.compile(r"\[\n[-0-9.eE+,\s]*\]")
+
+
 def dumps(result: ResultSet) -> str:
-    """The JSON text of a result set (strict JSON: non-finite numbers become strings)."""
-    return json.dumps(_finite(result.to_dict()), indent=1, allow_nan=False)
+    """The JSON text of a result set (strict JSON: non-finite numbers become strings). Arrays of numbers
+    (a cell's timing samples) stay on one line: one sample a line made a square-lab sweep 1.6x larger."""
+    text = json.dumps(_finite(result.to_dict()), indent=1, allow_nan=False)
+    return _SPREAD_NUMBER_ARRAY.sub(lambda found: " ".join(found.group(0).split()), text)
 
 
 def loads(text: str, source: str = "results") -> ResultSet:

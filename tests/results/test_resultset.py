@@ -39,6 +39,16 @@ def test_json_round_trip_keeps_every_field():
     assert back.variant("naive").nvcc_options == ("-O3",)
 
 
+
+def test_a_cells_timing_samples_stay_on_one_line_and_the_rest_is_indented():
+    original = sample_set()
+    text = results.dumps(original)
+    samples = original.cell("naive", "t10").stats.samples_ms
+    line = next(line for line in text.splitlines() if '"samples_ms"' in line)
+    assert json.loads(line.strip().rstrip(",").split(": ", 1)[1]) == samples
+    assert '\n "cells": [\n  {' in text  # objects keep their indentation
+    assert results.loads(text).to_dict() == original.to_dict()
+
 def test_measurement_round_trip():
     m = measurement("naive", "t10", COURSE_SHAPES["t10"], 3.0)
     m.warnings.append("the GPU reports clock throttling")

@@ -7,11 +7,13 @@ from typing import Callable
 
 from attnbench.cases.testcase import Shape
 from attnbench.kernels.ladder_004 import SCORES_IN_MEMORY
+from attnbench.kernels.softmax_rows import round_up4, softmax_rows
 from attnbench.kernels.variant import Constraints, Launch, Variant, cdiv, f32_bytes, threads
 
 TILE_M = 128  # rows of A (Q or P) per GEMM block: two consumer warpgroups of 64
 TILE_N = 128  # rows of B (K or V^T) per GEMM block: wgmma m64n128k8
 TILE_K = 32  # k per split tile and ring stage: one 128-byte swizzle column of tf32
+STAGES = 3  # shared-memory ring depth (kStages)
 GEMM_THREADS = 384  # 2 consumer warpgroups + 1 producer warpgroup
 SPLIT_THREADS = 256
 
@@ -24,16 +26,10 @@ def _split_floats(rows_per_tile: int) -> Callable[[int, int], int]:
 _a_split, _b_split = _split_floats(TILE_M), _split_floats(TILE_N)
 
 
-def _scores_ld(s: Shape) -> int:
-    """S's rows are N rounded up to 4 long (gemm_softmax_rows_padded's layout)."""
-    return -(-s.N // 4) * 4
-
-
 def _gemm_smem(s: Shape) -> int:
-    """Bytes of dynamic shared memory of a GEMM block: 3 stages of split A and B tiles (64 KB each),
+    """Bytes of dynamic shared memory of a GEMM block: STAGES of split A and B tiles (64 KB each),
     a full and an empty mbarrier per stage, 1024 B of slack for the swizzle alignment: 197,680 B."""
-    stages = 3
-    return stages * 4 * 2 * (TILE_M + TILE_N) * TILE_K + 2 * stages * 8 + 1024
+    return STAGES * 4 * 2 * (TILE_M + TILE_N) * TILE_K + 2 * STAGES * 8 + 1024
 
 
 def _split(kernel: str, source: str, workspace: str, grid: Callable[[Shape], tuple[int, int]],
@@ -60,8 +56,7 @@ GEMMWG3X = Variant(
             args=("q_split", "k_split", "scores", "N", "d", "scale_log2"),
             smem=_gemm_smem,
         ),
-        Launch(kernel="gemm_softmax_rows_padded", grid=lambda s: (cdiv(s.N, 8), s.B, 1), block=threads(256),
-               args=("scores", "N")),
+        softmax_rows("gemm_softmax_rows_padded"),  # S's rows are N rounded up to 4 long
         _split("gemmwg3x_split_p", "scores", "p_split", lambda s: (cdiv(s.N, TILE_K), cdiv(s.N, TILE_M)), ()),
         _split("gemmwg3x_split_vt", "qkv", "vt_split", lambda s: (cdiv(s.N, TILE_K), cdiv(s.d, TILE_N))),
         Launch(
@@ -79,7 +74,7 @@ GEMMWG3X = Variant(
     workspace={
         "q_split": f32_bytes(lambda s: s.B * _a_split(s.N, s.d)),
         "k_split": f32_bytes(lambda s: s.B * _b_split(s.N, s.d)),
-        "scores": f32_bytes(lambda s: s.B * s.N * _scores_ld(s)),
+        "scores": f32_bytes(lambda s: s.B * s.N * round_up4(s.N)),
         "p_split": f32_bytes(lambda s: s.B * _a_split(s.N, s.N)),
         "vt_split": f32_bytes(lambda s: s.B * _b_split(s.d, s.N)),
     },

@@ -7,6 +7,7 @@ from typing import Callable
 
 from attnbench.cases.testcase import Shape
 from attnbench.kernels.ladder_004 import SCORES_IN_MEMORY
+from attnbench.kernels.softmax_rows import round_up4, softmax_rows
 from attnbench.kernels.variant import (
     Constraints,
     Launch,
@@ -23,11 +24,6 @@ from attnbench.kernels.wgmma3x import WGMMA3X
 VARIANTS: list[Variant] = []
 
 
-def _softmax_rows(kernel: str, applies: Callable[[Shape], bool] = lambda s: True) -> Launch:
-    """The row softmax over materialised scores of tiled and gemm: one warp per row, 8 rows per block."""
-    return Launch(kernel=kernel, grid=lambda s: (cdiv(s.N, 8), s.B, 1), block=threads(256), args=("scores", "N"),
-                  applies=applies)
-
 VARIANTS.append(
     Variant(
         name="tiled",
@@ -41,7 +37,7 @@ VARIANTS.append(
                 block=threads(16, 16),
                 args=("qkv", "scores", "N", "d", "scale"),
             ),
-            _softmax_rows("tiled_softmax_rows"),
+            softmax_rows("tiled_softmax_rows"),
             Launch(
                 kernel="tiled_pv",
                 grid=lambda s: (cdiv(s.d, 16), cdiv(s.N, 16), s.B),
@@ -90,7 +86,7 @@ VARIANTS.append(
                 block=threads(256),
                 args=("qkv", "scores", "N", "d", "scale_log2"),
             ),
-            _softmax_rows("gemm_softmax_rows"),
+            softmax_rows("gemm_softmax_rows"),
             Launch(
                 kernel="gemm_pv",
                 grid=lambda s: (cdiv(s.d, _gemm_pv_tile(s)), cdiv(s.N, _gemm_pv_tile(s)), s.B),
@@ -133,11 +129,6 @@ def _gemmtc_pv_smem(s: Shape) -> int:
     return 4 * _GEMMTC_STAGES * (tile * (_GEMMTC_BK + 4) + _GEMMTC_BK * (tile + 8))
 
 
-def _round_up4(x: int) -> int:
-    """x rounded up to a multiple of 4 (a 16-byte row of floats)."""
-    return -(-x // 4) * 4
-
-
 def _gemmtc_aligned(s: Shape) -> bool:
     """Rows of N and of d floats 16-byte aligned: both GEMMs read the input and S in place."""
     return s.N % 4 == 0 and s.d % 4 == 0
@@ -175,7 +166,7 @@ def _gemmtc_pv(kernel: str, source: str, applies: Callable[[Shape], bool]) -> La
 
 def _gemmtc_padded_floats(s: Shape) -> int:
     """The padded copies of Q, K (N x dp each) and V (Np x dp) per item; none on the aligned path."""
-    return s.B * (2 * s.N + _round_up4(s.N)) * _round_up4(s.d) if _gemmtc_padded(s) else 0
+    return s.B * (2 * s.N + round_up4(s.N)) * round_up4(s.d) if _gemmtc_padded(s) else 0
 
 
 VARIANTS.append(
@@ -189,17 +180,17 @@ VARIANTS.append(
         source="gemmtc.cu",
         launches=(
             _gemmtc_qkt("gemmtc_qkt", "qkv", _gemmtc_aligned),
-            _softmax_rows("gemm_softmax_rows", _gemmtc_aligned),
+            softmax_rows("gemm_softmax_rows", _gemmtc_aligned),
             _gemmtc_pv("gemmtc_pv", "qkv", _gemmtc_aligned),
             Launch(
                 kernel="gemmtc_pad",
-                grid=lambda s: (cdiv((2 * s.N + _round_up4(s.N)) * _round_up4(s.d), 256), s.B, 1),
+                grid=lambda s: (cdiv((2 * s.N + round_up4(s.N)) * round_up4(s.d), 256), s.B, 1),
                 block=threads(256),
                 args=("qkv", "padded", "N", "d"),
                 applies=_gemmtc_padded,
             ),
             _gemmtc_qkt("gemmtc_qkt_padded", "padded", _gemmtc_padded),
-            _softmax_rows("gemm_softmax_rows_padded", _gemmtc_padded),
+            softmax_rows("gemm_softmax_rows_padded", _gemmtc_padded),
             _gemmtc_pv("gemmtc_pv_padded", "padded", _gemmtc_padded),
         ),
         defines=lambda s: {"QK_TILE": _gemm_qk_tile(s), "PV_TILE": _gemm_pv_tile(s)},
@@ -207,7 +198,7 @@ VARIANTS.append(
             max_seq_len=SCORES_IN_MEMORY.max_seq_len,
             note=SCORES_IN_MEMORY.note + "; 3xTF32 on tensor cores (sm_80+); 55-108 KB of shared memory a block",
         ),
-        workspace={"scores": f32_bytes(lambda s: s.B * s.N * _round_up4(s.N) if _gemmtc_padded(s) else s.B * s.N * s.N),
+        workspace={"scores": f32_bytes(lambda s: s.B * s.N * round_up4(s.N) if _gemmtc_padded(s) else s.B * s.N * s.N),
                    "padded": f32_bytes(_gemmtc_padded_floats)},
         unit="tf32x3",
     )

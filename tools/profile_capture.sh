@@ -26,11 +26,11 @@ gpu_slug="$(python3 -c "import pycuda.driver as d; d.init(); print(d.Device(0).n
 arch="$(python3 -c "import pycuda.driver as d; d.init(); print('sm_%d%d' % d.Device(0).compute_capability())")"
 
 if want samples; then
-  metrics="$(python3 -c "from attnbench.kernels.metrics import metric_table, ncu_metric_names; print(','.join(ncu_metric_names(metric_table('$arch'))))")"
+  metrics="$(python3 -c "from attnbench.explain.metrics import metric_table, ncu_metric_names; print(','.join(ncu_metric_names(metric_table('$arch'))))")"
   for variant in qreg tf32x3; do
     for page in raw details; do
       ncu --clock-control none --profile-from-start off --csv --page "$page" --print-units base --metrics "$metrics" \
-        python3 -m attnbench.bench.profile_target t02 "$variant" \
+        python3 -m attnbench.explain.profile_target t02 "$variant" \
         > "$out/tests-data/ncu_${page}_${gpu_slug}_${variant}_t02.csv" 2> "$out/logs/sample_${page}_${variant}.err"
       echo "sample $page $variant: exit $? ($(wc -l < "$out/tests-data/ncu_${page}_${gpu_slug}_${variant}_t02.csv") lines)"
     done

@@ -36,7 +36,8 @@ def timed(owner, name, what=lambda *a, **k: ""):
 
 
 line("import-start")
-from attnbench.bench import runner, cellgroups, matrix, workers  # noqa: E402
+from attnbench.bench import runner, matrix  # noqa: E402
+from attnbench.spread import cellgroups, workers  # noqa: E402
 from attnbench.cases import inputs  # noqa: E402
 from attnbench.backends import gpu as gpumod  # noqa: E402
 

@@ -12,8 +12,8 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from attnbench.bench.ceilings import cached_for
-from attnbench.bench.programs import program_cell
+from attnbench.results.ceilings import cached_for
+from attnbench.backends.program import program_cell
 from attnbench.bench.runner import Timer, run_variant
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs

@@ -18,7 +18,7 @@ import numpy as np
 
 from attnbench.backends.base import Execution
 from attnbench.backends.factory import make_execution
-from attnbench.bench.ceilings import applied_ceiling, cached_for
+from attnbench.results.ceilings import applied_ceiling, cached_for
 from attnbench.bench.chunk_plan import ChunkPlan
 from attnbench.bench.pipeline import run_pipeline
 from attnbench.bench.sampler import TimingPolicy, measure, sample_execution, timed_passes

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from attnbench import api_programs
+from attnbench.api import programs as api_programs
 from attnbench.cli.options import command_line, notice
 from attnbench.output.save import save
 from attnbench.output.tables import format_s, scoreboard_table

@@ -11,7 +11,7 @@ import click
 from attnbench import api
 from attnbench.analysis.view import MatrixView, exit_status, failures
 from attnbench.bench.verify import COURSE_ATOL
-from attnbench.bench.workers import MatrixInterrupted
+from attnbench.spread.workers import MatrixInterrupted
 from attnbench.cli.options import (
     command_line,
     notice,

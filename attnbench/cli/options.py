@@ -50,7 +50,7 @@ placement_options = [
 
 def placement_from(kwargs: dict[str, Any], results_dir: str) -> dict[str, Any]:
     """Pop --gpus, --executor and the Slurm options: keyword arguments for api.compare and api.sweep."""
-    from attnbench.bench.slurm import SlurmOptions, default_folder
+    from attnbench.spread.slurm import SlurmOptions, default_folder
 
     gpus, executor = kwargs.pop("gpus"), kwargs.pop("executor")
     slurm = SlurmOptions(partition=kwargs.pop("partition"), gres=kwargs.pop("gres"), time_min=kwargs.pop("time_min"),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from attnbench import api_explain
-from attnbench.bench.ceilings import cache_path
+from attnbench.api import explain as api_explain
+from attnbench.results.ceilings import cache_path
 from attnbench.cases.testcase import Shape
 from attnbench.cli.options import command_line, notice
 from attnbench.output.profiles import ceilings_table, info_table, profile_tables, save_profile

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from attnbench.bench.ceilings import CeilingSet
-from attnbench.bench.profile import VariantProfile
+from attnbench.results.ceilings import CeilingSet
+from attnbench.explain.profile import VariantProfile
 from attnbench.files import write_text
-from attnbench.kernels.geometry import GpuModel, KernelReport
-from attnbench.kernels.metrics import Metric
+from attnbench.explain.geometry import GpuModel, KernelReport
+from attnbench.explain.metrics import Metric
 from attnbench.output.markdown import render
 from attnbench.output.table import Column, TableModel
 

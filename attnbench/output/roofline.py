@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnbench.bench.ceilings import UNIT_CEILINGS, CeilingSet, minimal_bytes, newest_for_name
+from attnbench.results.ceilings import UNIT_CEILINGS, CeilingSet, minimal_bytes, newest_for_name
 from attnbench.results.resultset import ResultSet
 
 

@@ -86,7 +86,7 @@ def fake_gpu(monkeypatch):
     FakeExecution.instances.clear()
     monkeypatch.setattr(gpu_execution, "GpuExecution", FakeExecution)
     monkeypatch.setattr(gpu_pipeline, "GpuStages", fake_stages(reference_kernel))
-    monkeypatch.setattr(api, "open_gpu_for", lambda variants, device=0: FakeGpu())
+    monkeypatch.setattr(api.single, "open_gpu_for", lambda variants, device=0: FakeGpu())
     return monkeypatch
 
 
@@ -116,7 +116,7 @@ def test_no_pipeline_gives_the_same_file_without_a_clock(fake_gpu, tmp_path):
 def test_a_wrong_result_fails_the_check_and_the_command_exits_1(monkeypatch, tmp_path):
     monkeypatch.setattr(gpu_execution, "GpuExecution", FakeExecution)
     monkeypatch.setattr(gpu_pipeline, "GpuStages", fake_stages(lambda qkv: reference_kernel(qkv) + 0.01))
-    monkeypatch.setattr(api, "open_gpu_for", lambda variants, device=0: FakeGpu())
+    monkeypatch.setattr(api.single, "open_gpu_for", lambda variants, device=0: FakeGpu())
     out = tmp_path / "out.bin"
     result = CliRunner().invoke(main, ["run", "odd_100x32", str(out), "--variant", "naive", "--check", "--reps", "2",
                                        "--json"], catch_exceptions=False)
@@ -140,7 +140,7 @@ def test_a_refused_plan_says_why_and_runs_unpipelined(fake_gpu, tmp_path):
 
     notes: list[str] = []
     case = suite.get_case("odd_100x32")
-    fake_gpu.setattr(api, "plan_for_input", lambda *a, **k: plan_chunks(case.shape, True, host_bound=0.01))
+    fake_gpu.setattr(api.single, "plan_for_input", lambda *a, **k: plan_chunks(case.shape, True, host_bound=0.01))
     m = api.run(case.name, "naive", tmp_path / "o.bin", check=True, notice=notes.append,
                 timing=api.TimingOptions(reps=1))
     assert any("over the 0.01x bound; running the unpipelined path" in n for n in notes), notes

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from attnbench.bench import ceilings as cl
+from attnbench.results import ceilings as cl
 from attnbench.output import roofline
-from tests.bench.test_ceilings import sample
+from tests.results.test_ceilings import sample
 from tests.synthetic import COURSE_SHAPES, result_set
 
 PNG = b"\x89PNG\r\n\x1a\n"

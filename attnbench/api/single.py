@@ -29,7 +29,7 @@ from attnbench.analysis.against import (
     expected_inputs,
 )
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
-from attnbench.api_spread import SlurmOptions, placement, resume, spread_matrix
+from attnbench.api.spread import SlurmOptions, placement, resume, spread_matrix
 from attnbench.bench.chunk_plan import plan_for_input
 from attnbench.bench.matrix import MatrixListener, MatrixSettings, assemble, course_check, run_matrix
 from attnbench.bench.runner import run_variant, run_variant_pipelined
@@ -96,7 +96,7 @@ class TimingOptions:
 
 def variants_from(selector: str | Sequence[str]) -> list[Variant]:
     """Variants by name, group (`all`, `ladder`), the torch peer, or a whole program as `exe:PATH`."""
-    from attnbench.bench.programs import EXE_PREFIX, program_variant
+    from attnbench.backends.program import EXE_PREFIX, program_variant
 
     parts = [p.strip() for p in (selector.split(",") if isinstance(selector, str) else selector) if p.strip()]
     chosen: list[Variant] = []

@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from attnbench.backends import gpu as gpu_backend
-from attnbench.bench.ceilings import CeilingSet, cached_for, get_or_measure
-from attnbench.bench.profile import VariantProfile, profile_variant, require_ncu
+from attnbench.results.ceilings import CeilingSet, cached_for, get_or_measure
+from attnbench.explain.profile import VariantProfile, profile_variant, require_ncu
 from attnbench.cases.inputs import resolve
 from attnbench.cases.testcase import Shape
 from attnbench.errors import ProfilerUnavailable, UsageError
 from attnbench.kernels.catalogue import get_variant
-from attnbench.kernels.geometry import GpuModel, KernelReport, gpu_model, kernel_reports
-from attnbench.kernels.metrics import PROFILABLE_FROM, Metric, metric_table, raw_metric
+from attnbench.explain.geometry import GpuModel, KernelReport, gpu_model, kernel_reports
+from attnbench.explain.metrics import PROFILABLE_FROM, Metric, metric_table, raw_metric
 from attnbench.kernels.nvcc import compile_report, nvcc_path
 from attnbench.kernels.variant import Variant
 from attnbench.results.metadata import collect

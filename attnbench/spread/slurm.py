@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from attnbench.bench.cellgroups import CellPlan, Device, GroupReport, node_input, open_device, run_case_group
-from attnbench.bench.cellgroups import group_seconds as cells_seconds
+from attnbench.spread.cellgroups import CellPlan, Device, GroupReport, node_input, open_device, run_case_group
+from attnbench.spread.cellgroups import group_seconds as cells_seconds
 from attnbench.bench.matrix import MatrixListener, QuietListener, _cell_work
-from attnbench.bench.workers import DeviceSummary, MatrixInterrupted
+from attnbench.spread.workers import DeviceSummary, MatrixInterrupted
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.errors import AttnbenchError, ResultsError
 from attnbench.kernels.variant import Variant

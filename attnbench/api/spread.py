@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from attnbench.bench.cellgroups import CellPlan
+from attnbench.spread.cellgroups import CellPlan
 from attnbench.bench.matrix import MatrixListener
 from attnbench.bench.sampler import TimingPolicy
-from attnbench.bench.slurm import SlurmOptions
-from attnbench.bench.spread import Placement, run_spread
+from attnbench.spread.slurm import SlurmOptions
+from attnbench.spread.placement import Placement, run_spread
 from attnbench.cases.inputs import BenchInput
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ResultSet
@@ -50,7 +50,7 @@ def spread_matrix(kind: str, chosen: list[Variant], inputs: list[BenchInput], po
 def resume(folder: str | Path, *, listener: MatrixListener | None = None, notice: Notice = _quiet) -> ResultSet:
     """Finish a Slurm run (compare or sweep) from its jobs folder: collect the results that came
     back, resubmit the jobs that were lost, and return the merged run."""
-    from attnbench.bench.spread import resume as resume_slurm
+    from attnbench.spread.placement import resume as resume_slurm
 
     return resume_slurm(str(folder), listener, notice)
 

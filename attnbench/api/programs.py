@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from attnbench.bench import judge as judging
+from attnbench.judge import course_judge as judging
 from attnbench.cases.inputs import ProgressFactory, no_progress
 from attnbench.errors import UsageError
 from attnbench.kernels.starter import StarterFiles, write_starter

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from attnbench import api
-from attnbench.bench import slurm
-from attnbench.bench.cellgroups import CellPlan
+from attnbench.spread import slurm
+from attnbench.spread.cellgroups import CellPlan
 from attnbench.bench.matrix import QuietListener
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.cases.inputs import inputs_for

@@ -2,7 +2,7 @@
 
 ncu runs with `--profile-from-start off`; this program turns the profiler on (cuProfilerStart) only
 around the pass after the warm-up, so every kernel launch of exactly that pass is profiled.
-Usage: python -m attnbench.bench.profile_target CASE VARIANT [--device N] [--warmup W]
+Usage: python -m attnbench.explain.profile_target CASE VARIANT [--device N] [--warmup W]
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def profile_one_pass(case: str, variant_name: str, device: int, warmup: int) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attnbench.bench.profile_target")
+    parser = argparse.ArgumentParser(prog="python -m attnbench.explain.profile_target")
     parser.add_argument("case")
     parser.add_argument("variant")
     parser.add_argument("--device", type=int, default=0)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from multiprocessing import connection
 from typing import Any, Callable
 
-from attnbench.bench.cellgroups import (
+from attnbench.spread.cellgroups import (
     CellPlan,
     Device,
     GroupReport,

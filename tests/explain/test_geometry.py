@@ -1,4 +1,4 @@
-"""attnbench.kernels.geometry and `attnbench info`: launch geometry, occupancy and the report, no GPU needed."""
+"""attnbench.explain.geometry and `attnbench info`: launch geometry, occupancy and the report, no GPU needed."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from attnbench.cases.testcase import Shape
 from attnbench.cli import main
 from attnbench.errors import UnknownName
 from attnbench.kernels.catalogue import get_variant
-from attnbench.kernels.geometry import GPU_MODELS, gpu_model, kernel_reports, launch_geometry, occupancy
+from attnbench.explain.geometry import GPU_MODELS, gpu_model, kernel_reports, launch_geometry, occupancy
 from attnbench.kernels.nvcc import KernelResources
 
 NVCC = shutil.which("nvcc")

@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from attnbench import api
-from attnbench.bench.cellgroups import Device, parse_device_list
+from attnbench.spread.cellgroups import Device, parse_device_list
 from attnbench.bench.matrix import QuietListener
-from attnbench.bench.workers import CPU_WORKERS_ENV, MatrixInterrupted, devices_for
+from attnbench.spread.workers import CPU_WORKERS_ENV, MatrixInterrupted, devices_for
 from attnbench.cli import main
 from attnbench.errors import UsageError
 
@@ -129,8 +129,8 @@ def test_a_cell_plan_carries_an_exe_program_by_its_path(tmp_path):
     """An `exe:` program is no catalogue name: the plan a worker or a Slurm job gets names its path."""
     import pickle
 
-    from attnbench.bench.cellgroups import CellPlan
-    from attnbench.bench.programs import program_variant
+    from attnbench.spread.cellgroups import CellPlan
+    from attnbench.backends.program import program_variant
     from attnbench.kernels.catalogue import get_variant
 
     program = tmp_path / "prog"
@@ -149,8 +149,8 @@ def test_a_worker_keeps_to_its_share_of_the_host(monkeypatch):
 
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from attnbench.bench import workers
-    from attnbench.bench.cellgroups import CellPlan
+    from attnbench.spread import workers
+    from attnbench.spread.cellgroups import CellPlan
     from attnbench.bench.sampler import TimingPolicy
     from attnbench.host_threads import HOST_THREADS_ENV, share_of
 
@@ -172,9 +172,9 @@ def test_the_workers_pytorch_versions_reach_the_run_without_the_parent_importing
     import queue
     from collections import deque
 
-    from attnbench.bench.cellgroups import CellPlan
+    from attnbench.spread.cellgroups import CellPlan
     from attnbench.bench.sampler import TimingPolicy
-    from attnbench.bench.workers import DevicePool
+    from attnbench.spread.workers import DevicePool
     from attnbench.kernels.catalogue import variants_for
 
     variants = variants_for("cpu")
@@ -193,7 +193,7 @@ def test_the_workers_pytorch_versions_reach_the_run_without_the_parent_importing
 def test_groups_are_dealt_by_their_expected_seconds_host_work_included():
     """t11 (55.7M elements, 29 GFLOP) takes longer than t29 (4.2M elements, 550 GFLOP): dealt by FLOPs
     alone, the long host work of t11 came last and left one GPU idle at the end."""
-    from attnbench.bench.cellgroups import group_seconds
+    from attnbench.spread.cellgroups import group_seconds
     from attnbench.cases.inputs import inputs_for
     from attnbench.kernels.catalogue import variants_for
 

@@ -1,4 +1,4 @@
-"""attnbench.bench.profile and the metric table: ncu's CSV parsed, launches grouped, one sentence per failure.
+"""attnbench.explain.profile and the metric table: ncu's CSV parsed, launches grouped, one sentence per failure.
 
 The samples in tests/data are named *_HANDMADE_* until real captures (tools/profile_capture.sh) replace or
 join them; tests that read real captures pick up every tests/data/ncu_*.csv that is not hand-made.
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from attnbench.bench import profile as prof
+from attnbench.explain import profile as prof
 from attnbench.errors import AttnbenchError, ProfilerUnavailable
-from attnbench.kernels.metrics import Metric, evaluate, metric_table, ncu_metric_names, raw_metric
+from attnbench.explain.metrics import Metric, evaluate, metric_table, ncu_metric_names, raw_metric
 from attnbench.output.markdown import render as markdown
 from attnbench.output.profiles import format_value, profile_tables
 
@@ -129,7 +129,7 @@ def test_ncu_command_profiles_one_pass_at_normal_clocks():
     assert command[0] == "/x/ncu"
     assert "--clock-control none" in joined and "--profile-from-start off" in joined
     assert "--launch-count 50" in joined and "--csv --page raw" in joined
-    assert command[command.index("-m") + 1:] == ["attnbench.bench.profile_target", "t29", "qreg", "--device", "1",
+    assert command[command.index("-m") + 1:] == ["attnbench.explain.profile_target", "t29", "qreg", "--device", "1",
                                                  "--warmup", "2"]
 
 

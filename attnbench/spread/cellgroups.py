@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from attnbench.bench.matrix import MatrixSettings, _cell_work, _run_cell, course_check
-from attnbench.bench.programs import EXE_PREFIX, program_variant
+from attnbench.backends.program import EXE_PREFIX, program_variant
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.squarelab import LabTimer, lab_check
 from attnbench.cases.inputs import BenchInput, CaseInfo, SuiteInput

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from attnbench.bench.programs import (
+from attnbench.backends.program import (
     NO_LIMIT_TIMEOUT_S,
     PROCESS_TIME_NOTE,
     ProgramError,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from attnbench.bench import judge as judging
+from attnbench.judge import course_judge as judging
 from attnbench.cases import suite
 from attnbench.cli import main
 from attnbench.errors import UnknownName

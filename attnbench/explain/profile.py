@@ -1,6 +1,6 @@
 """Hardware counters per variant: one pass after warm-up under Nsight Compute (`ncu`), parsed from its CSV.
 
-ncu runs `python -m attnbench.bench.profile_target`, which turns the profiler on around one pass only
+ncu runs `python -m attnbench.explain.profile_target`, which turns the profiler on around one pass only
 (`--profile-from-start off` + cuProfilerStart/Stop), always with `--clock-control none` so the clocks
 are those a normal run sees. The CSV is kept as ncu wrote it; `parse_ncu_csv` reads both of ncu's
 CSV layouts: `--page details` (one row per kernel and metric) and `--page raw` (one row per kernel,
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attnbench.errors import ProfilerUnavailable
-from attnbench.kernels.metrics import Metric, evaluate, ncu_metric_names
+from attnbench.explain.metrics import Metric, evaluate, ncu_metric_names
 
 WHAT_STILL_WORKS = "`attnbench info`, `run` and `compare` still work"
 
@@ -172,7 +172,7 @@ def ncu_command(ncu: str, metrics: list[Metric], case: str, variant: str, device
         ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv", "--page", "raw",
         "--print-units", "base", "--launch-count", str(max_launches),
         "--metrics", ",".join(ncu_metric_names(metrics)),
-        sys.executable, "-m", "attnbench.bench.profile_target", case, variant,
+        sys.executable, "-m", "attnbench.explain.profile_target", case, variant,
         "--device", str(device), "--warmup", str(warmup),
     ]
 

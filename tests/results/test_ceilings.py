@@ -1,4 +1,4 @@
-"""attnbench.bench.ceilings: the cache (folder, keying, versions), which ceiling applies to which
+"""attnbench.results.ceilings: the cache (folder, keying, versions), which ceiling applies to which
 variant, how run shows it; and cuda/ceilings.cu compiles without spills (no GPU needed)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from attnbench.bench import ceilings as cl
+from attnbench.results import ceilings as cl
 from attnbench.cases.testcase import Shape
 from attnbench.kernels.catalogue import REGISTRY
 from attnbench.kernels.nvcc import BASE_NVCC_OPTIONS

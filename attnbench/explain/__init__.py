@@ -1,0 +1,1 @@
+"""Explaining the numbers: Nsight Compute profiles, launch geometry and occupancy, the counter table."""

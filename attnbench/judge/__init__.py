@@ -1,0 +1,1 @@
+"""Judging whole programs as the course does."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import resource
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -188,18 +189,22 @@ def program_variant(spec: str) -> Variant:
 
 
 def _input_file(testcase: Testcase, folder: Path, label: str) -> Path:
-    """The case's input file: the one it was read from, or a copy written now for one made in memory."""
-    if testcase.path is not None and Path(testcase.path).is_file():
-        return Path(testcase.path).resolve()
+    """The case's input, copied into the program's own folder (never the suite's path: its float64
+    reference lies next to it), or written now for a case made in memory."""
     path = folder / f"{label}.in"
-    write_testcase(path, testcase)
+    if testcase.path is not None and Path(testcase.path).is_file():
+        shutil.copyfile(testcase.path, path)
+    else:
+        write_testcase(path, testcase)
     return path
 
 
 def program_cell(variant: Variant, label: str, testcase: Testcase, reference: np.ndarray,
                  check: Callable[[np.ndarray, np.ndarray], Any], summarize: Callable[[Any], str],
                  timeout_s: float = NO_LIMIT_TIMEOUT_S) -> Cell:
-    """Run the program once on the case, check its output: ok, wrong or error, with its process time."""
+    """Run the program once on the case, in a fresh folder with its own copy of the input, check its
+    output: ok, wrong or error, with its process time. Every process it started is killed when it ends;
+    it runs without the judge's sandbox (compare is for one's own programs: judge untrusted ones)."""
     assert variant.source is not None
     with tempfile.TemporaryDirectory(prefix=f"attnbench-program-{label}-") as tmp:
         folder = Path(tmp)

@@ -86,16 +86,16 @@ class Confinement:
     kind: str  # "bwrap" or "fallback"
     tool: str | None = None
     user: int | None = None  # the uid programs run as, when it is not the judge's own
-    reason: str | None = None  # why there is no sandbox (fallback only)
+    reason: str | None = None  # why there is no sandbox; with bwrap, why it runs programs as root
 
     @property
     def sandboxed(self) -> bool:
         return self.kind == "bwrap"
 
     def warning(self) -> str | None:
-        """The one line said when programs run without a sandbox."""
+        """The one line said when programs run without a sandbox, or in one as root."""
         if self.sandboxed:
-            return None
+            return self.reason  # set only when it could not run programs as nobody
         return (f"no sandbox ({self.reason}): programs see this machine's files and network; each still gets "
                 "a copy of its input, and every process it starts is killed")
 
@@ -198,9 +198,13 @@ class Sandbox:
         if tool is not None:
             users = [user, None] if user is not None else [None]
             for candidate in users:  # as nobody first: RLIMIT_NPROC does not bind root
-                why = self._probe(tool, candidate)
-                if not why:
-                    return Confinement("bwrap", tool, candidate)
+                failed = self._probe(tool, candidate)
+                if not failed:
+                    note = None if candidate == user else (
+                        f"the sandbox cannot run as nobody ({why}): programs run in it as root, where "
+                        "--max-processes does not bind")
+                    return Confinement("bwrap", tool, candidate, note)
+                why = failed
         if self.settings.mode == "required":
             raise SandboxUnavailable(f"--sandbox required: no sandbox can be made here: {why}")
         return Confinement("fallback", user=user, reason=why)

@@ -100,9 +100,12 @@ def test_a_program_that_hunts_the_reference_does_not_pass(build, mode):
 def test_a_program_cannot_read_another_case_or_write_the_suite(build, mode, private_data_dir):
     if mode == "none" and not ROOT:
         pytest.skip("the fallback cannot hide a file from a program that runs as its owner (see README)")
-    judging.prepare_case(judging.cases_for("odd_100x32")[0])  # the suite's files exist before the run
+    for case in judging.cases_for(CASES):  # the suite's files exist before the run
+        judging.prepare_case(case)
     before = _suite_sums(private_data_dir)
-    judgement = _judge(build("read_other_case", OTHER=f'"{private_data_dir}"'), mode)
+    # the sandbox's /tmp is its own; the fallback's is the machine's, anybody's files in it are not cases'
+    scan_tmp = {"SCAN_TMP": "1"} if mode == "required" else {}
+    judgement = _judge(build("read_other_case", OTHER=f'"{private_data_dir}"', **scan_tmp), mode)
     assert all("found no other case" in j.message for j in judgement.judged), judgement.judged
     tamper = _judge(build("tamper_suite"), mode)
     assert all("changed nothing outside its folder" in j.message for j in tamper.judged), tamper.judged
@@ -125,17 +128,25 @@ def test_no_process_a_program_started_outlives_the_judge(build, mode, trick, ver
         assert "killed (with every process it started)" in judged.message
 
 
+@pytest.fixture
+def own_temp(monkeypatch):
+    """A temporary folder of this test's own for the judge's case folders (nobody may pass through it)."""
+    folder = Path(tempfile.mkdtemp(prefix="attnbench-test-"))
+    folder.chmod(0o711)
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.parametrize("mode", MODES)
-def test_a_disk_filler_is_stopped_at_the_size_limit_and_leaves_nothing(build, mode, private_data_dir):
-    temp = Path(tempfile.gettempdir())
-    judges_before = {p.name for p in temp.glob("attnbench-judge-*")}
+def test_a_disk_filler_is_stopped_at_the_size_limit_and_leaves_nothing(build, mode, private_data_dir, own_temp):
     judging.prepare_case(judging.cases_for("odd_17x48")[0])
     sums = _suite_sums(private_data_dir)
     judgement = _judge(build("disk_filler", FILL_MB="64"), mode, cases="odd_17x48")
     judged = judgement.judged[0]
     assert judged.verdict == judging.RESOURCE
     assert "wrote more than the 1 MiB file-size limit: stopped" in judged.message
-    assert {p.name for p in temp.glob("attnbench-judge-*")} == judges_before  # the case folder is gone
+    assert list(own_temp.iterdir()) == []  # the case folder and its logs are gone
     assert _suite_sums(private_data_dir) == sums
 
 

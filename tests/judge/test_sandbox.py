@@ -57,6 +57,17 @@ def test_without_bwrap_auto_falls_back_and_required_refuses(program, no_bwrap):
         Sandbox.open(program, SandboxSettings("required"))
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root drops programs to nobody")
+def test_a_sandbox_that_cannot_run_as_nobody_says_it_runs_programs_as_root(program, monkeypatch):
+    monkeypatch.setattr(sandboxing, "find_bwrap", lambda: ("/usr/bin/bwrap", ""))
+    monkeypatch.setattr(Sandbox, "_probe", lambda self, tool, user: "bwrap failed: no userns" if user else "")
+    sandbox = Sandbox.open(program, SandboxSettings("required"))
+    sandbox.close()
+    assert sandbox.confinement.sandboxed and sandbox.user is None
+    assert "cannot run as nobody (bwrap failed: no userns)" in sandbox.confinement.warning()
+    assert "--max-processes does not bind" in sandbox.confinement.warning()
+
+
 def test_the_cli_warns_once_without_a_sandbox_and_exits_3_when_one_is_required(program, no_bwrap, tmp_path):
     runner = CliRunner()
     fallback = runner.invoke(main, ["judge", str(program), "--cases", "odd_17x48,odd_100x32", "--no-save"])

@@ -1,6 +1,7 @@
-/* Trick: read another case's files. Lists the input's folder, its parent, the working folder, /tmp
- * and the folders given with -DOTHER="dir1:dir2", and copies the first file it finds that is not its
- * own input (another case's input, output or reference) to OUT. Exits 2 when it found none. */
+/* Trick: read another case's files. Lists the input's folder, its parent, the working folder and its
+ * parent, /tmp (with -DSCAN_TMP: the machine's /tmp may hold anybody's files) and the folders given with
+ * -DOTHER="dir1:dir2", and copies the first file it finds that is not its own input (another case's
+ * input, output or reference) to OUT. Exits 2 when it found none. */
 #include "common.h"
 #include <dirent.h>
 #include <unistd.h>
@@ -33,8 +34,10 @@ int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - argv[1]) : 1, slash ? argv[1] : ".");
     if (steal_from(dir, own, argv[2])) return 0;
     strncat(dir, "/..", sizeof dir - strlen(dir) - 1);
-    if (steal_from(dir, own, argv[2]) || steal_from(".", own, argv[2]) || steal_from("..", own, argv[2]) ||
-        steal_from("/tmp", own, argv[2])) return 0;
+    if (steal_from(dir, own, argv[2]) || steal_from(".", own, argv[2]) || steal_from("..", own, argv[2])) return 0;
+#ifdef SCAN_TMP
+    if (steal_from("/tmp", own, argv[2])) return 0;
+#endif
     snprintf(others, sizeof others, "%s", OTHER);
     for (char *part = strtok(others, ":"); part; part = strtok(NULL, ":"))
         if (steal_from(part, own, argv[2])) return 0;

@@ -54,8 +54,10 @@ def judge(program: str, case_selector: str, launcher: str | None, limits_spec: s
     memory. When the program ends or its time is up, every process it started is killed. With
     --launcher, the launcher wraps the sandbox, which wraps the program. It is timed by the wall
     clock from launch to exit (the whole process, not a kernel). The output must be within 5e-3 of
-    the float64 reference in every element. A crash, a hang (killed at --timeout), no output file, a
-    wrong size, NaN, or a time over the limit: each gets its own row. The course's limits belong to
+    the float64 reference in every element. A crash, a hang (killed at --timeout), a resource limit
+    hit, no output file (or one that is a link), a wrong size, NaN, or a time over the limit: each
+    gets its own row. Without bubblewrap (or user namespaces) one warning line says so, and each case
+    still gets its own input copy, the limits, and the kill of every process it started. The course's limits belong to
     a GTX 1080; on another machine read them as a guide.
 
     Exit status: 0 when every case passed, 1 when any failed, 2 for a bad program or option,
@@ -66,6 +68,7 @@ def judge(program: str, case_selector: str, launcher: str | None, limits_spec: s
       attnbench judge ./hw4 --cases t01-t10
       attnbench judge ./hw4 --cases t01-t30 --launcher "srun -p nvidia -N1 -n1 --gres=gpu:1"
       attnbench judge ./attention --cases odd --time-limits none --args "-i {in} -o {out}"
+      attnbench judge ./hw4 --cases t01-t03 --sandbox required --sandbox-bind /opt/cuda
     """
     def finished(index: int, total: int, judged) -> None:
         err_console.print(f"[{index}/{total}] {judged.label}: {judged.verdict} {format_s(judged.wall_s)}",

@@ -15,7 +15,9 @@ the fallback still copies the input into a fresh case folder outside the suite's
 when the judge is root, and kills every descendant (attnbench.backends.reaper).
 
 The API is for anything that runs untrusted code per case (one program's cases, a class's builds):
-`Sandbox.open` once, then `prepare` a case folder, `command` for its argv, `finish` it; `close`.
+`Sandbox.open` once (with the program, or None to run commands such as `make` only), then `prepare` a
+case folder (with an input copy, or a submission's files to build), `command` for its argv (run it with
+`attnbench.backends.program.run_process`, its `limits_for`, `user` and `case_env`), `finish` it; `close`.
 """
 
 from __future__ import annotations
@@ -165,20 +167,22 @@ class Sandbox:
 
     confinement: Confinement
     root: Path
-    program: Path  # the program's copy on the host
+    program: Path | None  # the program's copy on the host (None: commands only, e.g. a build)
     launched: bool = False  # a launcher (srun) runs the command: keep its environment, bwrap cleans it
     settings: SandboxSettings = field(default_factory=SandboxSettings)
 
     @classmethod
-    def open(cls, program: Path, settings: SandboxSettings, launched: bool = False) -> "Sandbox":
-        """Copy the program into a fresh root folder and find out which confinement works here."""
+    def open(cls, program: Path | None, settings: SandboxSettings, launched: bool = False) -> "Sandbox":
+        """Copy the program (if any) into a fresh root folder and find out which confinement works here."""
         root = Path(tempfile.mkdtemp(prefix="attnbench-judge-"))
         try:
             os.chmod(root, 0o711)  # nobody may pass through to its case folder, not list the others
             (root / "program").mkdir(mode=0o755)
-            copy = root / "program" / program.name
-            shutil.copyfile(program, copy)
-            os.chmod(copy, 0o555)
+            copy = None
+            if program is not None:
+                copy = root / "program" / program.name
+                shutil.copyfile(program, copy)
+                os.chmod(copy, 0o555)
             sandbox = cls(Confinement("fallback"), root, copy, launched, settings)
             sandbox.confinement = sandbox._choose()
         except BaseException:
@@ -224,22 +228,28 @@ class Sandbox:
         finally:
             self.finish(probe)
 
-    def prepare(self, label: str, input_path: Path | None) -> CasePaths:
-        """A fresh case folder holding a copy of the input (not a link: the suite's file stays intact)."""
+    def prepare(self, label: str, input_path: Path | None, files: Path | None = None) -> CasePaths:
+        """A fresh case folder holding a copy of the input (not a link: the suite's file stays intact), and
+        a copy of the folder `files` if given (a submission to build, say)."""
         folder = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.root))
         logs = Path(tempfile.mkdtemp(prefix=f"{label}-logs-", dir=self.root))
+        if files is not None:
+            shutil.copytree(files, folder, symlinks=True, dirs_exist_ok=True)
         copy = folder / f"{label}.in"
         if input_path is not None:
             shutil.copyfile(input_path, copy)
             os.chmod(copy, 0o644)
         if self.user is not None:
-            os.chown(folder, self.user, self.user)
+            for path in (folder, *folder.rglob("*")):
+                os.chown(path, self.user, self.user, follow_symlinks=False)
         output = folder / f"{label}.out"
         inside = INSIDE_CASE if self.confinement.sandboxed else str(folder)
         return CasePaths(folder, copy, output, logs, f"{inside}/{copy.name}", f"{inside}/{output.name}")
 
     def program_path(self) -> str:
         """The program as the command names it."""
+        if self.program is None:
+            raise ValueError("this sandbox was opened without a program")
         return f"{INSIDE_PROGRAM}/{self.program.name}" if self.confinement.sandboxed else str(self.program)
 
     def command(self, argv: Sequence[str], case: CasePaths) -> list[str]:
@@ -252,8 +262,9 @@ class Sandbox:
                 "--proc", "/proc", "--dev", "/dev", *_gpu_binds(), "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
         for folder in _library_folders(self.settings.binds):
             args += ["--ro-bind", str(folder), str(folder)]
-        args += ["--ro-bind", str(self.program.parent), INSIDE_PROGRAM, "--bind", str(case.folder), INSIDE_CASE,
-                 "--chdir", INSIDE_CASE]
+        if self.program is not None:
+            args += ["--ro-bind", str(self.program.parent), INSIDE_PROGRAM]
+        args += ["--bind", str(case.folder), INSIDE_CASE, "--chdir", INSIDE_CASE]
         if self.launched:  # the job step's environment (CUDA_VISIBLE_DEVICES, say), less the judge's own
             args += [w for name in os.environ if name.startswith("ATTNBENCH") for w in ("--unsetenv", name)]
             args += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from attnbench.backends.program import run_process
 from attnbench.cli import main
 from attnbench.judge import course_judge as judging
 from attnbench.judge import sandbox as sandboxing
@@ -124,6 +125,31 @@ def test_the_launcher_wraps_the_sandbox_which_wraps_the_program(program, tmp_pat
         assert "--clearenv" not in words and sandbox.user is None  # the job step keeps its environment
     finally:
         sandbox.close()
+
+
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")),
+                                  "none"])
+def test_a_submission_builds_with_make_in_a_sandbox_opened_without_a_program(tmp_path, mode):
+    if shutil.which("make") is None or shutil.which("cc") is None:
+        pytest.skip("no make or cc")
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "Makefile").write_text("hw: hw.c\n\tcc -O1 -o hw hw.c\n")
+    (submission / "hw.c").write_text("int main(void) { return 7; }\n")
+    sandbox = Sandbox.open(None, SandboxSettings(mode))
+    try:
+        case = sandbox.prepare("build", None, files=submission)
+        outcome = run_process(sandbox.command(["make"], case), case.folder, 60, user=sandbox.user,
+                              limits=sandbox.settings.limits_for(16 << 20, 60), env=sandbox.case_env(case),
+                              logs=case.logs)
+        assert outcome.returncode == 0, outcome.stderr_tail
+        assert subprocess.run([case.folder / "hw"]).returncode == 7
+        assert not (submission / "hw").exists()  # built in the case folder's copy
+        sandbox.finish(case)
+    finally:
+        sandbox.close()
+    with pytest.raises(ValueError, match="without a program"):
+        sandbox.program_path()
 
 
 def test_the_limits_of_a_case():

@@ -124,7 +124,11 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
                 ) -> ProcessOutcome:
     """Run argv in its own process group (as uid `user` if given, under `limits`); wall-clock it from launch
     to exit; kill the group at the timeout; then kill every descendant left and report any still alive.
-    Its stdout and stderr go to files in `logs` (default: cwd)."""
+    Its stdout and stderr go to files in `logs` (default: cwd).
+
+    An orphan carries no trace of who started it, so the sweep kills every descendant of this process that
+    appeared while argv ran: run one program at a time per process (concurrent cases belong in separate
+    worker processes)."""
     logs = logs or cwd
     stdout_path, stderr_path = logs / ".judge_stdout", logs / ".judge_stderr"
     become_subreaper()

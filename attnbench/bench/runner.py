@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from attnbench.backends.base import Execution
-from attnbench.backends.factory import make_execution
+from attnbench.backends.registry import make_execution
 from attnbench.results.ceilings import applied_ceiling, cached_for
 from attnbench.bench.chunk_plan import ChunkPlan
 from attnbench.bench.pipeline import run_pipeline

@@ -31,7 +31,7 @@ def _shape_of(case: str) -> tuple[str, Shape]:
 
 def _gpu_variant(name: str, verb: str) -> Variant:
     variant = get_variant(name)
-    if variant.backend != "gpu":
+    if not variant.kind.compiled:
         raise UsageError(f"{variant.name} runs no kernel of attnbench; {verb} takes GPU variants only")
     return variant
 

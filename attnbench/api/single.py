@@ -77,7 +77,7 @@ class TimingOptions:
     noise: float = 1.0  # target relative noise, percent
 
     def policy_for(self, variant: Variant) -> TimingPolicy:
-        if variant.backend == "cpu":  # host passes are slow: no warm-up, a short budget (the first pass counts)
+        if variant.kind.runs_on_host:  # host passes are slow: no warm-up, a short budget (the first pass counts)
             return TimingPolicy(warmup=self.warmup or 0, reps=self.reps, flush_l2=False, min_samples=6,
                                 min_time_s=0.0, timeout_s=min(self.timeout, CPU_SAMPLING_BUDGET_S),
                                 target_noise=max(self.noise / 100, CPU_TARGET_NOISE))
@@ -117,11 +117,11 @@ def open_gpu(device: int = 0) -> Any:
 
 def open_gpu_for(variants: Sequence[Variant], device: int = 0) -> Any | None:
     """Check the torch peer first (one sentence if missing), then open the GPU if any variant needs it."""
-    if any(v.backend == "torch" for v in variants):
+    if any(v.kind.needs_torch for v in variants):
         from attnbench.backends.torch_peer import import_torch
 
         import_torch()
-    if any(v.backend in ("gpu", "torch") for v in variants):
+    if any(v.kind.needs_gpu for v in variants):
         return open_gpu(device)
     return None
 
@@ -241,7 +241,7 @@ def compare(
     chosen = variants_from(variants)
     inputs = inputs_for(cases if isinstance(cases, str) else ",".join(cases))
     names = [v.name for v in chosen]
-    timed = [v.name for v in chosen if v.backend != "program"]  # a program has no kernel time to compare
+    timed = [v.name for v in chosen if not v.kind.whole_program]  # a program has no kernel time to compare
     baseline = baseline_name(baseline, chosen)
     rule = f"|out - ref| <= {atol:g}" + (f" + {rtol:g}*|ref|" if rtol else "") + " per element, float64 reference"
     record = {"policy": timing.record(), "baseline": baseline or (timed or names)[0], "command": command,

@@ -85,7 +85,7 @@ class MatrixSettings:
 
 def _cell_work(variant: Variant, bench_input: BenchInput) -> float:
     """Expected cost of a cell for the ETA: its FLOPs (a host variant counts 50x)."""
-    return float(bench_input.shape.flops) * (50.0 if variant.backend == "cpu" else 1.0)
+    return float(bench_input.shape.flops) * variant.kind.cost_weight
 
 
 def run_matrix(
@@ -128,7 +128,7 @@ def run_matrix(
             cell = _run_cell(variant, bench_input.label, testcase, reference, gpu, settings)
             listener.cell_finished(cell, work[(variant.name, bench_input.label)])
             cells.append(cell)
-            if cell.status == ERROR and gpu is not None and variant.backend in ("gpu", "torch"):
+            if cell.status == ERROR and gpu is not None and variant.kind.needs_gpu:
                 broken = gpu.context_error()
                 if broken is not None:
                     lost = (f"not run: the CUDA context was lost after {variant.name} failed on {bench_input.label} "
@@ -139,11 +139,11 @@ def run_matrix(
 
 def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: Any | None,
               settings: MatrixSettings) -> Cell:
-    if variant.backend == "program":  # a whole program: process time and its output's check, no kernel time
+    if variant.kind.whole_program:  # a whole program: process time and its output's check, no kernel time
         return program_cell(variant, label, testcase, reference, settings.check, failure_summary)
     extra: dict[str, Any] = {}
     try:
-        if variant.backend == "gpu":  # inside the try: a user's bad formula is this cell's ERROR
+        if variant.kind.compiled:  # inside the try: a user's bad formula is this cell's ERROR
             extra["defines"] = variant.defines(testcase.shape)
         run = run_variant(variant, testcase, label, gpu, settings.policy(variant),
                           lambda output: settings.check(output, reference), gate=True, keep_output=False,
@@ -183,7 +183,7 @@ def assemble(
 ) -> ResultSet:
     """A result set for a finished run, with its metadata captured now (`torch_versions`: what the
     workers that ran the torch peer reported, instead of importing PyTorch here)."""
-    with_torch = any(v.backend == "torch" for v in variants)
+    with_torch = any(v.kind.needs_torch for v in variants)
     arch = gpu.arch if gpu is not None else None
     return ResultSet(
         kind=kind,

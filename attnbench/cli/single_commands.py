@@ -151,7 +151,7 @@ def list_variants(resources: bool, head_dim: int, wide: bool) -> None:
 
         if gpu_probe() is None:
             arch = api.open_gpu(0).arch
-        figures = report_all([v for v in variants if v.backend == "gpu"], head_dim, arch)
+        figures = report_all([v for v in variants if v.kind.compiled], head_dim, arch)
     print_table(listing_tables.variants_table(variants, figures, arch), wide=wide or None)
 
 

@@ -101,7 +101,7 @@ def shared_headers(variant: Variant) -> list[Path]:
 
 def source_hash(variant: Variant) -> str | None:
     """sha256 of the variant's source and the shared headers it rests on, for saved results."""
-    if variant.backend != "gpu" or (variant.source is None and variant.source_path is None):
+    if not variant.kind.compiled or (variant.source is None and variant.source_path is None):
         return None
     digest = hashlib.sha256(source_text(variant).encode())
     for header in shared_headers(variant):
@@ -129,14 +129,14 @@ def nvcc_command(variant: Variant, shape: Shape, arch: str, output: Path) -> lis
 def variant_info(variant: Variant, arch: str | None = None) -> VariantInfo:
     """What saved results record about a variant: its report, technique, source hash and options."""
     options: tuple[str, ...] = ()
-    if variant.backend == "gpu":
+    if variant.kind.compiled:
         target = variant.arch or arch
         options = (*BASE_NVCC_OPTIONS, *variant.options) + ((f"-arch={target}",) if target else ())
     try:
         digest = source_hash(variant)
     except OSError:
         digest = None
-    source = str(source_file(variant)) if variant.backend == "gpu" and is_users(variant) else variant.source
+    source = str(source_file(variant)) if variant.kind.compiled and is_users(variant) else variant.source
     return VariantInfo(variant.name, variant.report, variant.technique, variant.backend, source, digest,
                        options, variant.accuracy)
 
@@ -166,7 +166,7 @@ def parse_ptxas(text: str) -> dict[str, KernelResources]:
 
 def compile_report(variant: Variant, shape: Shape, arch: str) -> dict[str, KernelResources]:
     """Compile the variant for `arch` with the defines `shape` needs and return ptxas's figures."""
-    if nvcc_path() is None or variant.backend != "gpu":
+    if nvcc_path() is None or not variant.kind.compiled:
         return {}
     with tempfile.TemporaryDirectory() as tmp:
         result = subprocess.run(nvcc_command(variant, shape, arch, Path(tmp) / "k.cubin"), capture_output=True, text=True)

@@ -105,7 +105,7 @@ def group_seconds(variants: list[Variant], bench_input: BenchInput) -> float:
     cells = cells_seconds(variants, bench_input)
     if not cells:
         return 0.0
-    builds = sum(1 for v in variants if v.refusal(bench_input.shape) is None and v.backend == "gpu")
+    builds = sum(1 for v in variants if v.refusal(bench_input.shape) is None and v.kind.compiled)
     return 1.0 + bench_input.shape.flops / 2e10 + COLD_COMPILE_S * builds + cells
 
 

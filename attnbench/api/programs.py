@@ -4,14 +4,18 @@ kernel with its launch facts. The command line renders what these return."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from attnbench.judge import course_judge as judging
+from attnbench.judge.classroom import ClassListener, ClassSettings, RERUN_TOP
+from attnbench.judge.classroom import judge_class as run_class
+from attnbench.judge.submissions import find_submissions
 from attnbench.cases.inputs import ProgressFactory, no_progress
 from attnbench.errors import UsageError
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.results.metadata import collect
 from attnbench.results.resultset import ResultSet
+from attnbench.results.scoreboard import Scoreboard
 
 Finished = Callable[[int, int, "judging.JudgedCase"], None]
 
@@ -28,6 +32,24 @@ def judge(program: str, cases: str = "course", *, launcher: str | None = None, t
         raise UsageError(f"--cases {cases!r} names no case")
     judgement = judging.run_judge(prog, inputs, limits, timeout, progress, finished or (lambda *a: None))
     return judgement, judging.judge_results(judgement, collect(None, False, command))
+
+
+def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = "course", *,
+                time_limits: str = "course", timeout: float | None = None, build_timeout: float = 300.0,
+                rerun_top: int = RERUN_TOP, progress: ProgressFactory = no_progress,
+                listener: ClassListener | None = None, command: str | None = None) -> Scoreboard:
+    """Build and judge every submission (folders, .cu or .c files, executables, or folders of them) on the
+    same cases, rank them (passed cases first, then total time; ties within noise), rerun the top ones
+    and rank again; returns the scoreboard, which the command line renders and saves."""
+    if rerun_top < 0:
+        raise UsageError(f"--rerun-top {rerun_top}: give 0 or more")
+    found = find_submissions(list(submissions))
+    selector = cases if isinstance(cases, str) else ",".join(cases)
+    inputs = judging.cases_for(selector)
+    if not inputs:
+        raise UsageError(f"--cases {selector!r} names no case")
+    settings = ClassSettings(judging.load_time_limits(time_limits), timeout, build_timeout, rerun_top)
+    return run_class(found, inputs, settings, progress, listener, collect(None, False, command))
 
 
 def new_kernel(name: str, folder: str | Path = ".") -> StarterFiles:

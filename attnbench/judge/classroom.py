@@ -26,7 +26,7 @@ from attnbench.judge.course_judge import (
     prepare_case,
     timeout_for,
 )
-from attnbench.judge.submissions import Built, Submission, build
+from attnbench.judge.submissions import Submission, build
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
@@ -68,27 +68,28 @@ def _entry(program: Program, case: PreparedCase, settings: ClassSettings) -> Cas
     return CaseEntry(judged.verdict, "" if judged.passed else judged.message, runs)
 
 
-def _judge_row(built: Built, cases: list[PreparedCase], settings: ClassSettings, device: str,
-               listener: ClassListener) -> SubmissionRow:
-    submission = built.submission
+def judge_submission(submission: Submission, cases: list[PreparedCase], settings: ClassSettings, build_root: Path,
+                     device: str, listener: ClassListener) -> tuple[SubmissionRow, Path | None]:
+    """Build one submission under build_root and judge it on every case; its row and its program."""
+    built = build(submission, build_root, settings.build_timeout_s)
+    listener(submission.name, "build", "built" if built.ok else "build failed")
     row = SubmissionRow(submission.name, str(submission.source), built.ok, built.message, device, reruns=1)
     if built.program is None:
-        return row
+        return row, None
     program = Program(built.program)
     for case in cases:
         row.entries[case.label] = entry = _entry(program, case, settings)
         listener(submission.name, case.label, entry.verdict)
-    return row
+    return row, built.program
 
 
-def _rerun(row: SubmissionRow, programs: dict[str, Path], cases: list[PreparedCase], settings: ClassSettings,
-           listener: ClassListener) -> None:
+def rerun_row(row: SubmissionRow, program: Path, cases: list[PreparedCase], settings: ClassSettings,
+              listener: ClassListener) -> None:
     """Run each passed case until it has RERUN_RUNS runs; a run that fails makes the case fail."""
-    program = Program(programs[row.name])
     for case in cases:
         entry = row.entries.get(case.label)
         while entry is not None and entry.passed and len(entry.runs_s) < RERUN_RUNS:
-            again = _entry(program, case, settings)
+            again = _entry(Program(program), case, settings)
             if not again.passed:
                 row.entries[case.label] = again
                 listener(row.name, case.label, f"rerun {again.verdict}")
@@ -97,29 +98,32 @@ def _rerun(row: SubmissionRow, programs: dict[str, Path], cases: list[PreparedCa
     row.reruns = RERUN_RUNS
 
 
+def new_board(inputs: Sequence[BenchInput], settings: ClassSettings, metadata: dict | None) -> Scoreboard:
+    """An empty scoreboard for these cases, its rule and settings recorded."""
+    return Scoreboard([b.label for b in inputs], [], dict(metadata or {}),
+                      {"ranking": RANKING_RULE, "time_limits": settings.limits.describe(),
+                       "reruns": f"the top {settings.rerun_top} of each GPU kind: median of {RERUN_RUNS} runs"})
+
+
 def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
                 progress: ProgressFactory = no_progress, listener: ClassListener | None = None,
                 metadata: dict | None = None) -> Scoreboard:
     """Build and judge every submission on every input, rank them, rerun the top ones, rank again."""
     listen = listener or (lambda *a: None)
     device = gpu_name()
-    board = Scoreboard([b.label for b in inputs], [], dict(metadata or {}),
-                       {"ranking": RANKING_RULE, "time_limits": settings.limits.describe(),
-                        "reruns": f"the top {settings.rerun_top} of each GPU kind: median of {RERUN_RUNS} runs"})
+    board = new_board(inputs, settings, metadata)
     programs: dict[str, Path] = {}
     with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
         try:
             cases = [prepare_case(bench_input, progress) for bench_input in inputs]
             for submission in submissions:
-                built = build(submission, Path(tmp) / "builds", settings.build_timeout_s)
-                listen(submission.name, "build", "built" if built.ok else "build failed")
-                if built.program is not None:
-                    programs[submission.name] = built.program
-                board.rows.append(_judge_row(built, cases, settings, device, listen))
+                row, program = judge_submission(submission, cases, settings, Path(tmp) / "builds", device, listen)
+                board.rows.append(row)
+                if program is not None:
+                    programs[submission.name] = program
             rank(board)
             for row in top_rows(board, settings.rerun_top):
-                _rerun(row, programs, cases, settings, listen)
+                rerun_row(row, programs[row.name], cases, settings, listen)
         except KeyboardInterrupt:
             board.interrupted = True
     return rank(board)
-

@@ -4,49 +4,29 @@ CPU: correct, slow, wrong, crashing, one that does not build, one with a Makefil
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from attnbench.api import programs as api_programs
 from attnbench.judge.course_judge import CRASH, WRONG_ANSWER
+from tests.judge.classes import CASES, ORDER, RANKS, can_build, make_class
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cpu_program" / "attention.c"
-CASES = "odd_17x48,odd_100x32"
-
-
-def _wrapping(body_before_main: str, before_call: str = "") -> str:
-    """A C file that is the example program, with something added before it runs."""
-    return (f"#include <unistd.h>\n#include <stdlib.h>\n{body_before_main}\n#define main attention_main\n"
-            f'#include "{EXAMPLE}"\n#undef main\n'
-            f"int main(int argc, char **argv) {{ {before_call} return attention_main(argc, argv); }}\n")
 
 
 @pytest.fixture(scope="module")
 def classroom(tmp_path_factory) -> Path:
-    if shutil.which("cc") is None or shutil.which("make") is None:
+    if not can_build():
         pytest.skip("no C compiler or make")
-    folder = tmp_path_factory.mktemp("class")
-    alice = folder / "alice"  # the course's layout: a Makefile that builds hw4
-    alice.mkdir()
-    shutil.copy(EXAMPLE, alice / "attention.c")
-    (alice / "Makefile").write_text("hw4: attention.c\n\tcc -O2 -o hw4 attention.c -lm\n")
-    (folder / "bob.c").write_text(_wrapping("", "usleep(400000);"))  # right, but 0.4 s slower per case
-    (folder / "carol.c").write_text(_wrapping("#define OFF_BY_ONE"))  # one element off in every output
-    (folder / "dave.c").write_text("#include <stdlib.h>\nint main(void) { abort(); }\n")  # crashes
-    (folder / "erin.c").write_text("int main(void) { return 0 }\n")  # does not build
-    (folder / "notes.txt").write_text("not a submission")
-    return folder
+    return make_class(tmp_path_factory.mktemp("class"))
 
 
 def test_a_class_is_built_judged_ranked_and_the_top_rerun(classroom):
     events = []
     board = api_programs.judge_class([classroom], CASES, time_limits="none",
                                      listener=lambda *event: events.append(event))
-    assert [row.name for row in board.rows] == ["alice", "bob", "carol", "dave", "erin"]
-    ranks = {row.name: row.rank for row in board.rows}
-    assert ranks == {"alice": 1, "bob": 2, "carol": None, "dave": None, "erin": None}
+    assert [row.name for row in board.rows] == ORDER
+    assert {row.name: row.rank for row in board.rows} == RANKS
     rows = {row.name: row for row in board.rows}
     assert rows["alice"].passed == rows["bob"].passed == 2
     assert rows["bob"].total_s > rows["alice"].total_s + 0.6

@@ -30,6 +30,7 @@ def folder(tmp_path):
     (tmp_path / "good.out").write_bytes(suite.reference_path(case).read_bytes())
     (tmp_path / "short.out").write_bytes(b"\0" * 12)
     (tmp_path / "out_dir").mkdir()
+    (tmp_path / "some.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00binary")
     return tmp_path
 
 
@@ -60,6 +61,7 @@ CORPUS = [
     (["run", "good.in", "no_such_dir/o.bin", "--variant", "cpu"], 2, "no_such_dir/o.bin"),
     (["run", "good.in", "good.in", "--variant", "cpu"], 2, "good.in: is the input file"),
     (["run", "good.in", "out_dir", "--variant", "cpu"], 2, "out_dir"),
+    (["run", "good.in", "newdir/", "--variant", "cpu"], 2, "newdir/: names a folder"),
     (["run", "good.in", "o.bin", "--variant", "warp9"], 2, "no variant named 'warp9'"),
     (["run", "t99", "o.bin", "--variant", "cpu"], 2, "neither a file nor a suite case"),
     (["run", "good.in", "o.bin", "--variant", "cpu", "--atol", "-1"], 2, "--atol"),
@@ -81,6 +83,8 @@ CORPUS = [
     (["compare", "--variants", "cpu", "--cases", ODD, "--same-within", "-3%", "--no-save"], 2, "--same-within"),
     (["compare", "--against", "missing.json", "--no-save"], 2, "missing.json"),
     (["report", "missing.json"], 2, "missing.json"),
+    (["report", "some.png"], 2, "some.png: not a JSON file"),
+    (["compare", "--against", "some.png", "--no-save"], 2, "some.png: not a JSON file"),
 ]
 
 
@@ -153,3 +157,11 @@ def test_verify_two_files_of_equal_size_without_a_shape_names_flat_indices(folde
     assert "(element 100)" in result.output and "flat element indices" in result.output
     with_case = run_cli(folder, ["verify", "b.out", "a.ref", "--case", "good.in"])
     assert with_case.exit_code == 1 and "(batch 0, row 2, col 4)" in with_case.output  # 100 = 2*48 + 4
+
+
+def test_load_results_of_a_binary_file_is_an_attnbench_error(folder):
+    import attnbench
+    from attnbench.errors import ResultsError
+
+    with pytest.raises(ResultsError, match="some.png: not a JSON file"):
+        attnbench.load_results(folder / "some.png")

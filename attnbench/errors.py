@@ -48,6 +48,10 @@ class ResultsError(BadInput):
     """A saved results file is unreadable, of an unknown schema, or not comparable with this run."""
 
 
+class CompileCheckFailed(BadInput):
+    """nvcc rejected a kernel in a compile check (`info`, `list`): the source or the architecture asked for."""
+
+
 class OutputError(BadInput):
     """The output path cannot be written: a missing folder, no permission, or the input file itself."""
 

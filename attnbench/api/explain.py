@@ -12,11 +12,11 @@ from attnbench.results.ceilings import CeilingSet, cached_for, get_or_measure
 from attnbench.explain.profile import VariantProfile, profile_variant, require_ncu
 from attnbench.cases.inputs import resolve
 from attnbench.cases.testcase import Shape
-from attnbench.errors import ProfilerUnavailable, UsageError
+from attnbench.errors import CompileCheckFailed, ProfilerUnavailable, UsageError
 from attnbench.kernels.catalogue import get_variant
 from attnbench.explain.geometry import GpuModel, KernelReport, gpu_model, kernel_reports
 from attnbench.explain.metrics import PROFILABLE_FROM, Metric, metric_table, raw_metric
-from attnbench.kernels.nvcc import compile_report, nvcc_path
+from attnbench.kernels.nvcc import compile_report, nvcc_path, source_label
 from attnbench.kernels.variant import Variant
 from attnbench.results.metadata import collect
 
@@ -128,10 +128,12 @@ def info(variant_name: str, case: str | None = None, shape: Shape | None = None,
     if nvcc_path() is None:
         notes.append("nvcc is not on PATH: no ptxas figures; occupancy counts shared memory and threads only")
     else:
-        resources = compile_report(variant, shape, model.arch)
-        if not resources:
-            notes.append(f"nvcc could not compile {variant.source} for {model.arch} (this nvcc may not "
-                         "support it): occupancy counts shared memory and threads only")
+        resources = compile_report(variant, shape, model.arch)  # nvcc's error, if any, is the user's answer
+        missing = sorted({launch.kernel for launch in variant.launches_for(shape)} - set(resources))
+        if missing:
+            raise CompileCheckFailed(f"{source_label(variant)}: no kernel named {', '.join(missing)} in it "
+                                     f"(it defines {', '.join(sorted(resources)) or 'none'}); "
+                                     "check the kernel names in attnbench.toml")
     return InfoReport(variant.name, label, shape, model, kernel_reports(variant, shape, model, resources),
                       variant.defines(shape), notes)
 

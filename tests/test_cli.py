@@ -133,3 +133,24 @@ def test_every_command_has_an_example_in_its_help(cli):
         result = cli(name, "--help")
         assert result.exit_code == 0
         assert "Example" in result.output, name
+
+
+def test_a_local_compare_interrupted_saves_what_was_measured_and_exits_130(cli, tmp_path, monkeypatch):
+    from attnbench.bench import matrix
+    from attnbench.results.resultset import load
+
+    real_run_cell, calls = matrix._run_cell, []
+
+    def interrupted_on_the_second(*args, **kwargs):
+        calls.append(args[1])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_run_cell(*args, **kwargs)
+
+    monkeypatch.setattr(matrix, "_run_cell", interrupted_on_the_second)
+    result = cli("compare", "--variants", "cpu", "--cases", "odd_17x48,odd_100x32", "--reps", "3",
+                 "--results-dir", str(tmp_path), "--name", "cut")
+    assert result.exit_code == 130, result.output
+    saved = load(tmp_path / "cut.json")
+    assert [(c.case, c.status) for c in saved.cells] == [("odd_17x48", "ok")]
+    assert [c.label for c in saved.cases] == ["odd_17x48"] and saved.settings["interrupted"] is True

@@ -31,7 +31,7 @@ from attnbench.analysis.against import (
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.spread import SlurmOptions, placement, resume, spread_matrix
 from attnbench.bench.chunk_plan import plan_for_input
-from attnbench.bench.matrix import MatrixListener, MatrixSettings, assemble, course_check, run_matrix
+from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, MatrixSettings, assemble, course_check, run_matrix
 from attnbench.bench.runner import run_variant, run_variant_pipelined
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.squarelab import LabTimer, lab_check
@@ -254,7 +254,12 @@ def compare(
     if before_run is not None:
         before_run(gpu, inputs)
     settings = MatrixSettings(policy=timing.policy_for, check=course_check(atol, rtol))
-    infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
+    try:
+        infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
+    except MatrixInterrupted as exc:  # Ctrl-C: what was measured goes with it, for the caller to save
+        exc.partial = assemble("compare", chosen, exc.cases, exc.cells, gpu, record["policy"], record["baseline"],
+                               record["settings"], command)
+        raise
     return assemble("compare", chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"],
                     command)
 
@@ -305,7 +310,13 @@ def sweep(
     settings = MatrixSettings(policy=timing.policy_for, check=lab_check if axis == "square" else course_check(),
                               timer=LabTimer() if lab_timing else None)
     start = time.perf_counter()
-    infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
+    try:
+        infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
+    except MatrixInterrupted as exc:
+        settings_record["elapsed_s"] = time.perf_counter() - start
+        exc.partial = assemble("sweep", chosen, exc.cases, exc.cells, gpu, timing.record(), baseline, settings_record,
+                               command)
+        raise
     settings_record["elapsed_s"] = time.perf_counter() - start
     return assemble("sweep", chosen, infos, cells, gpu, timing.record(), baseline, settings_record, command)
 

@@ -10,8 +10,8 @@ import click
 
 from attnbench import api
 from attnbench.analysis.view import MatrixView, exit_status, failures
+from attnbench.bench.matrix import MatrixInterrupted
 from attnbench.bench.verify import COURSE_ATOL
-from attnbench.spread.workers import MatrixInterrupted
 from attnbench.cli.options import (
     command_line,
     notice,
@@ -60,7 +60,7 @@ def _save(result: ResultSet, results_dir: str, name: str | None, selector: str |
 
 def _run_saving_partial(title: str, call: Callable[[MatrixProgress], ResultSet], results_dir: str, name: str | None,
                         no_save: bool, selector: str | None) -> ResultSet:
-    """Run a matrix; on Ctrl-C in a spread-out run, save what was measured before exiting 130."""
+    """Run a matrix; on Ctrl-C (here or spread out), save what was measured before exiting 130."""
     try:
         with MatrixProgress(title) as listener:
             return call(listener)

@@ -1,6 +1,7 @@
 import json
 import struct
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -154,3 +155,18 @@ def test_a_local_compare_interrupted_saves_what_was_measured_and_exits_130(cli, 
     saved = load(tmp_path / "cut.json")
     assert [(c.case, c.status) for c in saved.cells] == [("odd_17x48", "ok")]
     assert [c.label for c in saved.cases] == ["odd_17x48"] and saved.settings["interrupted"] is True
+
+
+def test_a_run_without_check_whose_output_holds_nan_exits_1_and_says_so(cli, tmp_path):
+    from attnbench.cases.testcase import Testcase, write_testcase
+
+    case = suite.get_case("odd_17x48")
+    cli("gen", case.name, "--no-reference")
+    qkv = np.fromfile(suite.input_path(case), dtype="<f4", offset=12).reshape(2, 3, 17, 48).copy()
+    qkv[0, 1, 3, 4] = np.nan
+    write_testcase(tmp_path / "nan.in", Testcase(qkv))
+    out = tmp_path / "nan.out"
+    result = cli("run", str(tmp_path / "nan.in"), str(out), "--variant", "cpu", "--reps", "2")
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    assert f"{17 * 48} of {2 * 17 * 48} elements of {out} are NaN or Inf" in said

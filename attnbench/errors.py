@@ -58,7 +58,12 @@ class OutputError(BadInput):
 
 # The environment (exit 3).
 class GpuUnavailable(EnvironmentProblem):
-    """No pycuda, no driver, or no GPU."""
+    """No pycuda, no driver, or no GPU. `remedy` (e.g. "or use --variant cpu") is kept apart from the
+    reason, so a command without that option (ceilings) can say the reason alone."""
+
+    def __init__(self, reason: str, remedy: str | None = None) -> None:
+        super().__init__(f"{reason}, {remedy}" if remedy else reason)
+        self.reason, self.remedy = reason, remedy
 
 
 class KernelCompileError(EnvironmentProblem):

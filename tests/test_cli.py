@@ -170,3 +170,25 @@ def test_a_run_without_check_whose_output_holds_nan_exits_1_and_says_so(cli, tmp
     assert result.exit_code == 1, result.output
     said = " ".join(result.output.split())
     assert f"{17 * 48} of {2 * 17 * 48} elements of {out} are NaN or Inf" in said
+
+
+@pytest.mark.parametrize("args, where", [
+    (["run", "t02"], "attnbench run"),
+    (["run", "t02", "o.bin", "--reps", "0"], "attnbench run"),
+    (["run", "t02", "o.bin", "--atol", "nan"], "attnbench run"),
+    (["compare", "--json"], "attnbench compare"),
+    (["nosuch"], "attnbench"),
+])
+def test_a_usage_error_is_one_line_then_where_the_help_is(args, where):
+    result = CliRunner().invoke(main, args, prog_name="attnbench")
+    assert result.exit_code == 2
+    lines = result.output.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("error: ") and lines[1] == f"see '{where} --help'", result.output
+    assert "Usage:" not in result.output and "--job-seconds" not in result.output
+
+
+def test_every_commands_help_lists_the_exit_codes():
+    for name in main.commands:
+        result = CliRunner().invoke(main, [name, "--help"], terminal_width=100)
+        said = " ".join(result.output.split())
+        assert result.exit_code == 0 and "130" in said and " 3 " in said, name

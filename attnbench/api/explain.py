@@ -12,7 +12,7 @@ from attnbench.results.ceilings import CeilingSet, cached_for, get_or_measure
 from attnbench.explain.profile import VariantProfile, profile_variant, require_ncu
 from attnbench.cases.inputs import resolve
 from attnbench.cases.testcase import Shape
-from attnbench.errors import CompileCheckFailed, ProfilerUnavailable, UsageError
+from attnbench.errors import CompileCheckFailed, GpuUnavailable, ProfilerUnavailable, UsageError
 from attnbench.kernels.catalogue import get_variant
 from attnbench.explain.geometry import GpuModel, KernelReport, gpu_model, kernel_reports
 from attnbench.explain.metrics import PROFILABLE_FROM, Metric, metric_table, raw_metric
@@ -141,4 +141,8 @@ def info(variant_name: str, case: str | None = None, shape: Shape | None = None,
 def ceilings(device: int = 0, refresh: bool = False) -> tuple[CeilingSet, bool]:
     """This GPU's measured ceilings, from the cache for its name and driver or measured now; and
     whether they came from the cache."""
-    return get_or_measure(gpu_backend.Gpu(device), refresh)
+    try:
+        gpu = gpu_backend.Gpu(device)
+    except GpuUnavailable as exc:  # its remedy names --variant, which ceilings does not take
+        raise GpuUnavailable(f"ceilings are measured on this machine's GPU: {exc.reason}") from None
+    return get_or_measure(gpu, refresh)

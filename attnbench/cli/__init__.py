@@ -23,12 +23,36 @@ def _error(message: str) -> None:
     err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
 
 
+def _visible_options(command: click.Command) -> set[str]:
+    return {name for param in command.params if not getattr(param, "hidden", False)
+            for name in (*param.opts, *param.secondary_opts)}
+
+
+def _usage_error(exc: click.UsageError) -> None:
+    """A usage error as git writes one: the error on one line, then where the help is. Exit 2."""
+    if isinstance(exc, click.NoSuchOption) and exc.ctx is not None:  # never suggest a hidden option
+        exc.possibilities = sorted(set(exc.possibilities or ()) & _visible_options(exc.ctx.command))
+    where = exc.ctx.command_path if exc.ctx is not None else "attnbench"
+    _error(" ".join(exc.format_message().split()))
+    err_console.print(f"see '{where} --help'", highlight=False, markup=False, soft_wrap=True)
+    raise click.exceptions.Exit(2)
+
+
 class AttnbenchGroup(click.Group):
-    """Turns expected failures into one sentence and an exit code, never a traceback."""
+    """Turns expected failures into one sentence and an exit code, never a traceback; usage errors into
+    one line and a pointer to --help, instead of click's usage block."""
+
+    def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[no-untyped-def, override]
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            _usage_error(exc)
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            _usage_error(exc)
         except AttnbenchError as exc:
             _error(str(exc))
             ctx.exit(exc.exit_code)
@@ -61,4 +85,6 @@ from attnbench.cli import judge_commands, matrix_commands, profile_commands, sin
 
 for _command in (*single_commands.COMMANDS, *matrix_commands.COMMANDS, *profile_commands.COMMANDS,
                  *judge_commands.COMMANDS):
+    if "130" not in (_command.help or "") and not _command.epilog:
+        _command.epilog = EXIT_CODES_HELP  # every --help carries the exit codes, said once here
     main.add_command(_command)

@@ -88,3 +88,13 @@ def test_ptxas_figures_are_cached_by_source_and_options(tmp_path, monkeypatch):
     (tmp_path / "mine.cu").write_text(GOOD_SOURCE + "\n// changed\n")
     nvcc.compile_report(variant, Shape(1, 128, 64), "sm_80")
     assert calls  # a changed source compiles again
+
+
+def test_ceilings_without_a_gpu_suggest_no_option_it_lacks():
+    from attnbench.backends.gpu import gpu_probe
+
+    if gpu_probe() is None:
+        pytest.skip("a GPU is usable here")
+    result = CliRunner().invoke(main, ["ceilings"])
+    assert result.exit_code == 3
+    assert "ceilings are measured on this machine's GPU" in result.output and "--variant" not in result.output

@@ -4,7 +4,7 @@ kernel with its launch facts. The command line renders what these return."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from attnbench.judge import course_judge as judging
 from attnbench.cases.inputs import ProgressFactory, no_progress
@@ -16,7 +16,7 @@ from attnbench.results.resultset import ResultSet
 Finished = Callable[[int, int, "judging.JudgedCase"], None]
 
 
-def judge(program: str, cases: str = "course", *, launcher: str | None = None, time_limits: str = "course",
+def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str | None = None, time_limits: str = "course",
           args: str = judging.DEFAULT_ARGS, timeout: float | None = None, progress: ProgressFactory = no_progress,
           finished: Finished | None = None, command: str | None = None) -> tuple[judging.Judgement, ResultSet]:
     """Run PROGRAM IN OUT on each case in its own process group, time the whole process, check the output
@@ -25,7 +25,7 @@ def judge(program: str, cases: str = "course", *, launcher: str | None = None, t
     limits = judging.load_time_limits(time_limits)
     inputs = judging.cases_for(cases)
     if not inputs:
-        raise UsageError(f"--cases {cases!r} names no case")
+        raise UsageError(f"--cases {cases if isinstance(cases, str) else ','.join(cases)!r} names no case")
     judgement = judging.run_judge(prog, inputs, limits, timeout, progress, finished or (lambda *a: None))
     return judgement, judging.judge_results(judgement, collect(None, False, command))
 

@@ -239,7 +239,7 @@ def compare(
     incomparable saved run early). `gpus` (`all` or `0,1`) spreads the cases over this host's GPUs,
     one worker process each; `executor="slurm"` over Slurm jobs (see `SlurmOptions`)."""
     chosen = variants_from(variants)
-    inputs = inputs_for(cases if isinstance(cases, str) else ",".join(cases))
+    inputs = inputs_for(cases)
     names = [v.name for v in chosen]
     timed = [v.name for v in chosen if v.backend != "program"]  # a program has no kernel time to compare
     baseline = baseline_name(baseline, chosen)
@@ -377,7 +377,7 @@ def verify(
 def generate(names: Sequence[str], *, reference: bool = True, force: bool = False,
              progress: ProgressFactory = no_progress) -> list[suite.SuiteCase]:
     """Generate suite inputs (and their float64 references) from their recorded seeds."""
-    chosen = suite.cases_in(",".join(names))
+    chosen = suite.cases_in(names)
     for case in chosen:
         if force or not suite.is_generated(case):
             with progress(f"generating {case.name}", 3 * case.shape.elements) as advance:

@@ -14,7 +14,7 @@ import os
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -234,11 +234,12 @@ def shadowed_by_suite(name: str) -> bool:
     return name in suite.SUITE and not _names_a_file(name) and Path(name).exists()
 
 
-def inputs_for(selector: str) -> list[BenchInput]:
-    """Inputs named by a comma list of suite names, suite groups (`all`, `known`, `course`, ...) and files."""
+def inputs_for(selector: str | Sequence[str]) -> list[BenchInput]:
+    """Inputs named by a case list (`suite.case_parts`): suite names, groups (`all`, `known`, `course`,
+    ...), ranges (t01-t10) and files."""
     chosen: list[BenchInput] = []
     labels: set[str] = set()
-    for part in (p.strip() for p in selector.split(",") if p.strip()):
+    for part in suite.case_parts(selector):
         if part in _GROUP_WORDS and not _names_a_file(part):
             items: list[BenchInput] = [SuiteInput(case) for case in suite.cases_in(part)]
         else:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -86,10 +87,39 @@ def get_case(name: str) -> SuiteCase:
         raise UnknownName(f"{name!r} is neither a file nor a suite case (see `attnbench cases`)") from None
 
 
-def cases_in(selector: str) -> list[SuiteCase]:
-    """Suite cases named by a comma list of names and groups (`all`, `course`, `known`, `square`, ...)."""
+_RANGE = re.compile(r"([A-Za-z_]+)(\d+)-(?:([A-Za-z_]+))?(\d+)")
+
+
+def _expand_range(part: str) -> list[str]:
+    """`t01-t30` (or `t01-30`) as the suite names it spans; any other part as it is."""
+    match = _RANGE.fullmatch(part)
+    if match is None or Path(part).exists():  # a file named like a range is the file
+        return [part]
+    prefix, first, second_prefix, last = match.groups()
+    if second_prefix not in (None, prefix):
+        raise UnknownName(f"{part}: a range names one series, like t01-t30")
+    names = [f"{prefix}{i:0{len(first)}d}" for i in range(int(first), int(last) + 1)]
+    if not names:
+        raise UnknownName(f"{part}: an empty range")
+    missing = [n for n in names if n not in SUITE]
+    if missing:
+        raise UnknownName(f"{part}: {missing[0]} is not a suite case (see `attnbench cases`)")
+    return names
+
+
+def case_parts(selector: str | Sequence[str]) -> list[str]:
+    """The one parser of case lists, for every command and the Python API: a comma list (or a sequence
+    of them) of names, groups, ranges (t01-t10) and files, ranges expanded, blanks dropped."""
+    texts = [selector] if isinstance(selector, str) else list(selector)
+    parts = [p.strip() for text in texts for p in str(text).split(",") if p.strip()]
+    return [name for part in parts for name in _expand_range(part)]
+
+
+def cases_in(selector: str | Sequence[str]) -> list[SuiteCase]:
+    """Suite cases named by a case list of names, groups (`all`, `course`, `known`, `square`, ...) and
+    ranges (t01-t10)."""
     chosen: list[SuiteCase] = []
-    for part in (p.strip() for p in selector.split(",") if p.strip()):
+    for part in case_parts(selector):
         if part == "all":
             group = list(SUITE.values())
         elif part == "known":

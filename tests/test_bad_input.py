@@ -83,6 +83,9 @@ CORPUS = [
     (["compare", "--variants", "cpu", "--cases", ODD, "--same-within", "-3%", "--no-save"], 2, "--same-within"),
     (["compare", "--against", "missing.json", "--no-save"], 2, "missing.json"),
     (["report", "missing.json"], 2, "missing.json"),
+    (["sweep", "square", "-v", "cpu", "--sizes", "5-10", "--no-save"], 2, "--sizes '5-10': none of the lab's sizes"),
+    (["sweep", "N", "-v", "cpu", "--values", "abc", "--no-save"], 2, "--values 'abc': not a whole number"),
+    (["sweep", "d", "-v", "cpu", "--values", "8..x", "--no-save"], 2, "--values 'x': not a whole number"),
     (["report", "some.png"], 2, "some.png: not a JSON file"),
     (["compare", "--against", "some.png", "--no-save"], 2, "some.png: not a JSON file"),
 ]
@@ -94,6 +97,7 @@ def test_bad_input_is_one_line_its_exit_code_and_touches_nothing(folder, args, c
     result = run_cli(folder, args)
     assert result.exit_code == code, result.output
     assert "Traceback" not in result.output
+    assert "" not in result.output.splitlines(), "piped output carries a blank line"
     errors = [line for line in result.output.splitlines() if line.startswith(("error:", "Error:"))]
     assert len(errors) == 1, result.output
     message = result.output[result.output.index(errors[0]):]

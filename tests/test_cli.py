@@ -192,3 +192,45 @@ def test_every_commands_help_lists_the_exit_codes():
         result = CliRunner().invoke(main, [name, "--help"], terminal_width=100)
         said = " ".join(result.output.split())
         assert result.exit_code == 0 and "130" in said and " 3 " in said, name
+
+
+def test_without_a_gpu_run_and_profile_refuse_before_writing_the_input(cli):
+    from attnbench.backends.gpu import gpu_probe
+
+    if gpu_probe() is None:
+        pytest.skip("a GPU is usable here")
+    case = suite.get_case("t03")
+    for args in (["run", "t03", "x.bin", "--variant", "qreg"], ["profile", "t03", "-v", "qreg"]):
+        result = cli(*args)
+        assert result.exit_code == 3, result.output
+        assert not suite.input_path(case).exists(), f"{args[0]} wrote the input"
+    result = cli("info", "-v", "qreg", "--case", "t03", "--json")
+    assert result.exit_code in (0, 3) and not suite.input_path(case).exists(), "info wrote the input"
+
+
+def test_a_suite_input_changed_in_place_is_named_not_the_output(cli, tmp_path):
+    case = suite.get_case("odd_33x64")
+    cli("gen", case.name, "--force")
+    path = suite.input_path(case)
+    original = path.read_bytes()
+    data = bytearray(original)
+    data[200:204] = struct.pack("<f", 1e4)  # one huge value: same size, a wrong answer
+    path.write_bytes(bytes(data))
+    try:
+        result = cli("run", case.name, str(tmp_path / "o.bin"), "--variant", "cpu", "--check", "--reps", "2")
+        assert result.exit_code == 2, result.output
+        assert "its bytes are not those recorded for odd_33x64" in " ".join(result.output.split())
+        result = cli("compare", "-v", "cpu", "-c", case.name, "--reps", "2", "--no-save")
+        assert result.exit_code == 2 and "gen odd_33x64 --force" in " ".join(result.output.split())
+    finally:
+        path.write_bytes(original)
+
+
+def test_piped_output_of_gen_and_run_check_has_no_blank_line(cli, tmp_path):
+    result = cli("gen", "odd_17x48", "odd_100x32", "--force")
+    assert result.exit_code == 0 and "" not in result.output.splitlines(), result.output
+    own = tmp_path / "own.in"
+    own.write_bytes(suite.input_path(suite.get_case("odd_17x48")).read_bytes())
+    result = cli("run", str(own), str(tmp_path / "o.bin"), "--variant", "cpu", "--check", "--reps", "2")
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and not result.output.startswith("\n")

@@ -24,8 +24,9 @@ Notice = Callable[[str], None]
 
 
 def _shape_of(case: str) -> tuple[str, Shape]:
+    """The case's label and shape, without writing its input: a suite case's shape is in the manifest,
+    a file's in its header."""
     bench_input = resolve(case)
-    bench_input.prepare()
     return bench_input.label, bench_input.shape
 
 
@@ -75,6 +76,7 @@ def profile(case: str, variants: Sequence[str], raw_metrics: Sequence[str] = (),
     gpu.close()  # the profiled passes run in their own processes
     if capability < PROFILABLE_FROM:
         raise ProfilerUnavailable(f"Nsight Compute does not profile {name} ({arch}); it needs sm_70 or newer")
+    resolve(case).prepare()  # the input is written only once the environment can profile it
     metrics = metric_table(arch) + [raw_metric(m.strip()) for m in raw_metrics if m.strip()]
     profiles = []
     for variant in chosen:

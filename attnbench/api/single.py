@@ -188,9 +188,10 @@ def run(
         notice(f"{case} is a suite case, used as such; write ./{case} to use the local file of that name")
     if out is not None:
         check_output_path(out, [bench_input.path] if isinstance(bench_input, (FileInput, SuiteInput)) else [])
-    bench_input.prepare(progress)
+    # The environment first (a suite case's shape is in the manifest): no GPU means no input written.
     chosen = choose_variant(variant, bench_input.shape, notice)
     gpu = open_gpu_for([chosen], device)
+    bench_input.prepare(progress)
     plan = plan_for_input(bench_input, chosen, keep_output=check) if pipeline else None
     if plan is not None and plan.refusal is not None:
         notice(f"{plan.refusal}; running the unpipelined path")
@@ -202,7 +203,7 @@ def run(
         outcome = run_variant_pipelined(chosen, getattr(bench_input, "path"), plan, bench_input.label, gpu,
                                         timing.policy_for(chosen), out, checker)
         assert outcome.measurement is not None
-        return outcome.measurement
+        return _input_checked(bench_input, outcome.measurement)
     start = time.perf_counter()
     testcase = bench_input.load(progress)
     input_s = time.perf_counter() - start
@@ -215,6 +216,15 @@ def run(
         start = time.perf_counter()
         write_output(out, outcome.output)
         measurement.output_s = time.perf_counter() - start
+    return _input_checked(bench_input, measurement)
+
+
+def _input_checked(bench_input: BenchInput, measurement: Measurement) -> Measurement:
+    """Before a failed check blames the output, a suite input must be the bytes the suite records
+    (hashed only now, on a failure, so a passing run pays nothing)."""
+    verification = measurement.verification
+    if verification is not None and not verification.passed and isinstance(bench_input, SuiteInput):
+        suite.check_input_bytes(bench_input.case)
     return measurement
 
 

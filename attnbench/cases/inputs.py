@@ -146,7 +146,11 @@ class SuiteInput:
         return out
 
     def info(self, testcase: Testcase) -> CaseInfo:
-        return CaseInfo(self.label, self.shape, sha256_of_testcase(testcase), "suite", self.case.provenance, self.case.note)
+        """What results record; the sha256 is computed here anyway, so a changed input is caught here."""
+        found = sha256_of_testcase(testcase)
+        if self.case.input_sha256 and found != self.case.input_sha256:
+            raise TestcaseError(suite.input_mismatch(self.case, found))
+        return CaseInfo(self.label, self.shape, found, "suite", self.case.provenance, self.case.note)
 
 
 @dataclass

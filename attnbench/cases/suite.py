@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -180,15 +181,42 @@ def sha256_file(path: Path) -> str:
 
 @contextmanager
 def _case_lock(case: SuiteCase) -> Iterator[None]:
-    """One process at a time makes a case's files; another waits, then finds them made."""
+    """One process at a time makes a case's files; another waits, then finds them made. The lock file
+    is removed when done, so none is left behind; a waiter that wakes holding a removed file's lock
+    opens the new one instead (the inode check), so two processes never hold the case at once."""
     folder = data_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f".{case.name}.lock", "a") as handle:
+    path = folder / f".{case.name}.lock"
+    while True:
+        handle = open(path, "a")
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            if os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        handle.close()
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)  # before the unlock: a waiter then sees its file is gone
+        handle.close()
+
+
+def check_input_bytes(case: SuiteCase) -> None:
+    """Refuse a generated input whose bytes are not those the suite records (changed in place, same size)."""
+    path = input_path(case)
+    if case.input_sha256 and is_generated(case):
+        found = sha256_file(path)
+        if found != case.input_sha256:
+            raise TestcaseError(input_mismatch(case, found))
+
+
+def input_mismatch(case: SuiteCase, found: str) -> str:
+    """The sentence for a suite input whose bytes changed since generation."""
+    return (f"{input_path(case)}: its bytes are not those recorded for {case.name} (sha256 {found[:16]}..., "
+            f"recorded {str(case.input_sha256)[:16]}...); it was changed after generation: "
+            f"regenerate it with `attnbench gen {case.name} --force`")
 
 
 def generate_input(case: SuiteCase, progress: Progress | None = None, force: bool = False) -> Path:

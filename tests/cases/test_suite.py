@@ -303,3 +303,22 @@ def test_every_command_takes_the_same_case_lists(tmp_path):
     assert result.exit_code == 0 and all(n in result.output for n in ("t01", "t02", "t03"))
     rs = attnbench.compare(["cpu"], ["odd_17x48"], timing=attnbench.api.TimingOptions(reps=2))
     assert [c.case for c in rs.cells] == ["odd_17x48"]
+
+
+def test_generation_leaves_no_lock_file(private_data_dir):
+    case = suite.get_case("odd_17x48")
+    suite.generate_input(case, force=True)
+    suite.generate_reference(case, force=True)
+    assert not list(Path(private_data_dir).glob(".*.lock"))
+
+
+def test_an_input_changed_in_place_is_named(private_data_dir):
+    case = suite.get_case("odd_33x64")
+    path = suite.generate_input(case, force=True)
+    suite.check_input_bytes(case)  # as generated: nothing to say
+    data = bytearray(path.read_bytes())
+    data[100] ^= 0x40  # same size, one bit changed
+    path.write_bytes(bytes(data))
+    with pytest.raises(TestcaseError, match=f"{re.escape(str(path))}: its bytes are not those recorded"):
+        suite.check_input_bytes(case)
+    suite.generate_input(case, force=True)

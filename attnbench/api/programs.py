@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from attnbench.judge import course_judge as judging
-from attnbench.cases.inputs import ProgressFactory, no_progress
+from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
 from attnbench.errors import UsageError
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.results.metadata import collect
@@ -28,6 +28,12 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
         raise UsageError(f"--cases {cases if isinstance(cases, str) else ','.join(cases)!r} names no case")
     judgement = judging.run_judge(prog, inputs, limits, timeout, progress, finished or (lambda *a: None))
     return judgement, judging.judge_results(judgement, collect(None, False, command))
+
+
+def judge_writes(cases: str | Sequence[str] = "course") -> int:
+    """Bytes a judge of these cases will write to the suite's data folder before it starts (inputs and
+    references not generated yet); 0 when all are there."""
+    return bytes_to_write(judging.cases_for(cases))
 
 
 def new_kernel(name: str, folder: str | Path = ".") -> StarterFiles:

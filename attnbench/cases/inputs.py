@@ -253,3 +253,14 @@ def inputs_for(selector: str | Sequence[str]) -> list[BenchInput]:
                 labels.add(item.label)
                 chosen.append(item)
     return chosen
+
+
+def bytes_to_write(inputs: Sequence[BenchInput]) -> int:
+    """Bytes the suite inputs and float64 references not yet on disk will take once generated (each
+    reference is stored beside its input the first time it is needed)."""
+    total = 0
+    for item in inputs:
+        if isinstance(item, SuiteInput) and not item.in_memory:
+            total += 0 if suite.is_generated(item.case) else item.shape.input_bytes
+            total += 0 if suite.has_reference(item.case) else item.shape.output_bytes
+    return total

@@ -234,3 +234,20 @@ def test_piped_output_of_gen_and_run_check_has_no_blank_line(cli, tmp_path):
     result = cli("run", str(own), str(tmp_path / "o.bin"), "--variant", "cpu", "--check", "--reps", "2")
     assert result.exit_code == 0, result.output
     assert "\x1b" not in result.output and not result.output.startswith("\n")
+
+
+def test_a_compare_against_a_saved_run_saves_its_verdicts_and_names_that_run(cli, tmp_path):
+    import csv
+
+    first = cli("compare", "-v", "cpu", "-c", "odd_17x48", "--reps", "8", "--results-dir", str(tmp_path), "--name", "a")
+    assert first.exit_code == 0, first.output
+    again = cli("compare", "--against", str(tmp_path / "a.json"), "--reps", "8", "--results-dir", str(tmp_path),
+                "--name", "b", "--same-within", "1000%")
+    assert again.exit_code == 0, again.output
+    record = json.loads((tmp_path / "b.json").read_text())["settings"]["against"]
+    assert record["saved"] == "a" and record["saved_path"] == str(tmp_path / "a.json")
+    assert [(c["variant"], c["case"], c["verdict"]) for c in record["cells"]] == [("cpu", "odd_17x48", "SAME")]
+    rows = list(csv.DictReader((tmp_path / "b.csv").read_text().splitlines()))
+    assert rows[0]["against"] == "a" and rows[0]["against_verdict"] == "SAME"
+    markdown = (tmp_path / "b.md").read_text()
+    assert "## Against a" in markdown and "SAME" in markdown.split("## Against a")[1]

@@ -204,11 +204,13 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
         for case, steps in ladder_steps(result, same_within).items():
             print_table(tables.ladder_table(f"ladder on {case}", steps))
     _print_problems(result)
+    report = None
+    if saved is not None:  # before saving: the saved run carries its verdicts and what they were against
+        report = api.against_saved(result, saved, same_within, fail_slower, allow_other_gpu, allow_other_inputs)
+        result.settings["against"] = report.to_dict(str(saved.path) if saved.path else None)
     if not no_save:
         _save(result, results_dir, name, selector, plot)
-    report = None
-    if saved is not None:
-        report = api.against_saved(result, saved, same_within, fail_slower, allow_other_gpu, allow_other_inputs)
+    if report is not None:
         print_table(tables.against_table(report))
         for note in report.notes:
             notice(note)

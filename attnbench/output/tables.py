@@ -340,19 +340,21 @@ def scoreboard_table(result: ResultSet, title: str) -> TableModel:
 
 
 # -- against a saved run -------------------------------------------------------------------------------------
-def against_table(report: AgainstReport) -> TableModel:
-    """Each cell against the saved run: saved and current medians, change, verdict."""
-    table = TableModel(f"against {report.saved_name}",
+def against_table(report: AgainstReport | dict) -> TableModel:
+    """Each cell against the saved run: saved and current medians, change, verdict. From the report, or
+    from the record a saved run keeps of it (`AgainstReport.to_dict`), so the terminal and the saved
+    Markdown draw the same table."""
+    record = report.to_dict() if isinstance(report, AgainstReport) else report
+    table = TableModel(f"against {record['saved']}",
                        [Column("variant"), Column("input"), Column("saved", right=True), Column("now", right=True),
                         Column("change", right=True), Column("verdict"), Column("note", wide=True)])
-    for row in report.rows:
-        saved = format_ms(row.saved.stats.median) if row.saved is not None and row.saved.ok and row.saved.stats else "-"
-        now = format_ms(row.current.stats.median) if row.current is not None and row.current.ok and row.current.stats else "-"
-        change = row.comparison.describe_change() if row.comparison is not None else ""
-        tone = BAD if row.regression or row.outcome in ("NOW WRONG", "STILL WRONG") else (
-            GOOD if row.outcome in ("FASTER", "FIXED") else "")
-        outcome = row.outcome + (" (regression)" if row.regression else "")
-        table.add_row(row.variant, row.case, saved, now, change, Text(outcome, tone), row.note)
+    for row in record["cells"]:
+        saved = format_ms(row["saved_ms"]) if row["saved_ms"] is not None else "-"
+        now = format_ms(row["now_ms"]) if row["now_ms"] is not None else "-"
+        tone = BAD if row["regression"] or row["verdict"] in ("NOW WRONG", "STILL WRONG") else (
+            GOOD if row["verdict"] in ("FASTER", "FIXED") else "")
+        outcome = row["verdict"] + (" (regression)" if row["regression"] else "")
+        table.add_row(row["variant"], row["case"], saved, now, row["change_text"], Text(outcome, tone), row["note"])
     return table
 
 

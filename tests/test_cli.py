@@ -251,3 +251,19 @@ def test_a_compare_against_a_saved_run_saves_its_verdicts_and_names_that_run(cli
     assert rows[0]["against"] == "a" and rows[0]["against_verdict"] == "SAME"
     markdown = (tmp_path / "b.md").read_text()
     assert "## Against a" in markdown and "SAME" in markdown.split("## Against a")[1]
+
+
+@pytest.mark.parametrize("args", [["cases", "all", "--wide"], ["run", "odd_17x48", "{tmp}/o.bin", "-v", "cpu", "--json"]])
+def test_a_reader_that_stops_early_is_no_failure(args, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import attnbench
+
+    root = Path(attnbench.__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "attnbench", *[a.replace("{tmp}", str(tmp_path)) for a in args]]
+    process = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # as `| head -0` would
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr.decode()

@@ -7,6 +7,9 @@ Exit codes, for every command: 0 success; 1 a verification failure, a wrong cell
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 from rich.markup import escape
 
@@ -38,6 +41,13 @@ def _usage_error(exc: click.UsageError) -> None:
     raise click.exceptions.Exit(2)
 
 
+def _reader_left() -> None:
+    """The reader of stdout closed it (`| head -1`): what it did not read is not wanted, and that is
+    no failure. Later writes (the interpreter's last flush) go to /dev/null, as Python's docs advise."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
 class AttnbenchGroup(click.Group):
     """Turns expected failures into one sentence and an exit code, never a traceback; usage errors into
     one line and a pointer to --help, instead of click's usage block."""
@@ -50,9 +60,14 @@ class AttnbenchGroup(click.Group):
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
-            return super().invoke(ctx)
+            outcome = super().invoke(ctx)
+            sys.stdout.flush()  # a reader that stopped early (`| head -1`) shows here, not at exit
+            return outcome
         except click.UsageError as exc:
             _usage_error(exc)
+        except BrokenPipeError:
+            _reader_left()
+            ctx.exit(0)
         except AttnbenchError as exc:
             _error(str(exc))
             ctx.exit(exc.exit_code)

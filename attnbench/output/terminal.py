@@ -26,8 +26,17 @@ from attnbench.output.tables import format_ms
 if TYPE_CHECKING:
     from attnbench.results.resultset import Cell
 
-console = Console()
-err_console = Console(stderr=True)
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader closed the pipe (`| head -1`): it has what it wanted, so exit 0, not rich's 1."""
+        try:
+            super().on_broken_pipe()  # sends later writes to /dev/null, then exits 1
+        except SystemExit:
+            raise SystemExit(0) from None
+
+
+console = _Console()
+err_console = _Console(stderr=True)
 
 
 _TONES = {GOOD: "green", BAD: "red", DIM: "dim"}

@@ -9,6 +9,7 @@ from typing import Callable, Sequence
 
 from attnbench.judge import course_judge as judging
 from attnbench.judge import class_slurm
+from attnbench.judge.class_pool import class_devices, judge_class_spread
 from attnbench.judge.classroom import ClassListener, ClassSettings, RERUN_TOP
 from attnbench.judge.classroom import judge_class as run_class
 from attnbench.judge.submissions import find_submissions
@@ -20,6 +21,9 @@ from attnbench.results.metadata import collect
 from attnbench.results.resultset import ResultSet
 from attnbench.results.scoreboard import Scoreboard
 from attnbench.spread.slurm import SlurmOptions, default_folder
+
+__all__ = ["SandboxSettings", "SlurmOptions", "is_class", "judge", "judge_class", "judge_writes", "new_kernel",
+           "resume_class"]
 
 Finished = Callable[[int, int, "judging.JudgedCase"], None]
 
@@ -43,16 +47,21 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
 
 def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = "course", *,
                 time_limits: str = "course", timeout: float | None = None, build_timeout: float = 300.0,
-                rerun_top: int = RERUN_TOP, executor: str = "local", slurm: SlurmOptions | None = None,
+                rerun_top: int = RERUN_TOP, gpus: str | None = None, executor: str = "local",
+                slurm: SlurmOptions | None = None, sandbox: SandboxSettings | None = None,
                 results_dir: str | Path = "results", progress: ProgressFactory = no_progress,
                 listener: ClassListener | None = None, command: str | None = None) -> Scoreboard:
     """Build and judge every submission (folders, .cu or .c files, executables, or folders of them) on the
     same cases, rank them (passed cases first, then total time; ties within noise), rerun the top ones
     and rank again; returns the scoreboard, which the command line renders and saves. With
-    `executor="slurm"`, each submission is a Slurm job (then each rerun), in the jobs folder of `slurm`
-    (default results_dir/slurm/<date>_<time>)."""
+    `gpus` ("all" or "0,1"), the cases run on one worker process per GPU; with `executor="slurm"`, each
+    submission is a Slurm job (then each rerun), in the jobs folder of `slurm` (default
+    results_dir/slurm/<date>_<time>). Every build and every case runs in the judge's sandbox (`sandbox`)."""
     if executor not in ("local", "slurm"):
         raise UsageError(f"--executor {executor}: local or slurm")
+    if gpus is not None and executor == "slurm":
+        raise UsageError("--gpus spreads over this host's GPUs; with --executor slurm each job takes the GPU Slurm "
+                         "gives it: drop --gpus")
     if rerun_top < 0:
         raise UsageError(f"--rerun-top {rerun_top}: give 0 or more")
     found = find_submissions(list(submissions))
@@ -60,19 +69,30 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     inputs = judging.cases_for(selector)
     if not inputs:
         raise UsageError(f"--cases {selector!r} names no case")
-    settings = ClassSettings(judging.load_time_limits(time_limits), timeout, build_timeout, rerun_top)
+    settings = ClassSettings(judging.load_time_limits(time_limits), timeout, build_timeout, rerun_top,
+                             sandbox or SandboxSettings())
     metadata = collect(None, False, command)
     if executor == "slurm":
         options = slurm or SlurmOptions()
         if options.folder is None:
             options = replace(options, folder=default_folder(results_dir))
         return class_slurm.judge_class_slurm(found, inputs, settings, options, listener, metadata)
+    if gpus is not None:
+        devices = class_devices(gpus)
+        return judge_class_spread(found, inputs, settings, devices, progress, listener, metadata)
     return run_class(found, inputs, settings, progress, listener, metadata)
 
 
 def resume_class(folder: str | Path, listener: ClassListener | None = None) -> Scoreboard:
     """Finish a class judged over Slurm from its jobs folder: what came back is kept, the rest resubmitted."""
     return class_slurm.resume_class(folder, listener)
+
+
+def is_class(program: str) -> bool:
+    """Whether one argument of `judge` names a class (a folder, or a .cu or .c file to build) rather than one
+    executable to judge case by case."""
+    path = Path(program)
+    return path.is_dir() or path.suffix in (".cu", ".c")
 
 
 def judge_writes(cases: str | Sequence[str] = "course") -> int:

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
 from attnbench.api import programs as api_programs
 from attnbench.cli.options import command_line, notice
+from attnbench.errors import UsageError
 from attnbench.judge.sandbox import MODES, Confinement, SandboxSettings
 from attnbench.locations import data_dir
 from attnbench.output.save import save
+from attnbench.output.scoreboard import save_scoreboard, scoreboard_lines, scoreboard_model
 from attnbench.output.tables import format_s, scoreboard_table
 from attnbench.output.terminal import console, err_console, print_table, progress_bar
+from attnbench.results.scoreboard import Scoreboard
 
 
 @click.command()
-@click.argument("program")
+@click.argument("programs", nargs=-1, required=True)
 @click.option("--cases", "-c", "case_selector", default="course", show_default=True,
               help="Suite names, groups, ranges (t01-t10) or input files, comma separated.")
 @click.option("--launcher", default=None,
@@ -40,14 +44,35 @@ from attnbench.output.terminal import console, err_console, print_table, progres
               help="CPU seconds per process (RLIMIT_CPU) [default: 4x the case's timeout, at least 10 s].")
 @click.option("--sandbox-bind", "binds", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="A folder the program may read (a CUDA toolkit outside /usr, say); repeatable.")
+@click.option("--rerun-top", type=click.IntRange(min=0), default=3, show_default=True,
+              help="A class: rerun this many top submissions (median of 3 runs per case) before ranks are final.")
+@click.option("--gpus", default=None, help="A class: spread the cases over this host's GPUs (all, or 0,1).")
+@click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True,
+              help="A class: slurm runs each submission as a Slurm job (needs submitit).")
+@click.option("--partition", default=None, help="Slurm partition, e.g. nvidia.")
+@click.option("--gres", default=None, help="Slurm generic resources per job, e.g. gpu:1.")
+@click.option("--time", "time_min", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Each Slurm job's limit in minutes.")
+@click.option("--resume", "resume_folder", default=None, type=click.Path(exists=True, file_okay=False),
+              help="A class: finish a Slurm run from its jobs folder (results/slurm/<date>_<time>).")
+@click.option("--html", "with_html", is_flag=True, help="A class: save a one-file HTML page of the scoreboard too.")
 @click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False),
               help="Folder for the saved JSON, CSV and Markdown.")
 @click.option("--name", default=None, help="File stem for the saved results [default: date_judge_cpu_cases].")
 @click.option("--no-save", is_flag=True, help="Do not save the results.")
-def judge(program: str, case_selector: str, launcher: str | None, limits_spec: str, args_template: str,
+def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, limits_spec: str, args_template: str,
           timeout: float | None, sandbox_mode: str, max_processes: int, memory_mb: int | None, cpu_s: float | None,
-          binds: tuple[str, ...], results_dir: str, name: str | None, no_save: bool) -> None:
-    """Judge a whole program as the course does: run PROGRAM IN OUT per case, time it, check it.
+          binds: tuple[str, ...], rerun_top: int, gpus: str | None, executor: str, partition: str | None,
+          gres: str | None, time_min: int, resume_folder: str | None, with_html: bool, results_dir: str,
+          name: str | None, no_save: bool) -> None:
+    """Judge whole programs as the course does: run PROGRAM IN OUT per case, time it, check it.
+
+    One executable is judged case by case. Several, or a folder of submissions (each a folder with a
+    Makefile, hw4.cu or hw4, or a .cu or .c file, or an executable), are a class: each is built in the
+    sandbox (a failed build is one row), judged on the same cases, and ranked on a scoreboard (passed
+    cases first, then the total time of the passed cases; totals within the noise tie; the top
+    --rerun-top are rerun, median of 3, before ranks are final; GPU kinds are ranked apart). The
+    scoreboard is saved as JSON, CSV and Markdown (--html adds a one-file page).
 
     Each case runs in a fresh case folder holding its own copy of the input, inside a bubblewrap
     sandbox (no suite folder, no other case, no network, its own PID namespace; the GPU's device
@@ -61,7 +86,8 @@ def judge(program: str, case_selector: str, launcher: str | None, limits_spec: s
     still gets its own input copy, the limits, and the kill of every process it started. The course's limits belong to
     a GTX 1080; on another machine read them as a guide.
 
-    Exit status: 0 when every case passed, 1 when any failed, 2 for a bad program or option,
+    Exit status: 0 when every case passed (a class: once the scoreboard is made, whatever its verdicts),
+    1 when any failed, 2 for a bad program or option,
     3 when the launcher is missing or --sandbox required cannot be met, 130 when interrupted (what was judged is still saved).
 
     \b
@@ -70,7 +96,19 @@ def judge(program: str, case_selector: str, launcher: str | None, limits_spec: s
       attnbench judge ./hw4 --cases t01-t30 --launcher "srun -p nvidia -N1 -n1 --gres=gpu:1"
       attnbench judge ./attention --cases odd --time-limits none --args "-i {in} -o {out}"
       attnbench judge ./hw4 --cases t01-t03 --sandbox required --sandbox-bind /opt/cuda
+      attnbench judge submissions/ --cases t01-t10 --gpus all
+      attnbench judge submissions/ --cases t01-t10 --executor slurm --partition nvidia --gres gpu:1
     """
+    settings = SandboxSettings(sandbox_mode, max_processes, memory_mb, cpu_s, tuple(Path(b) for b in binds))
+    slurm = SlurmChoice(executor, partition, gres, time_min, resume_folder)
+    if resume_folder or len(programs) > 1 or api_programs.is_class(programs[0]):
+        if launcher or args_template != "{in} {out}":
+            raise UsageError("--launcher and --args are for one program; a class runs each submission as the "
+                             "course does (PROGRAM IN OUT), and --executor slurm places it")
+        _judge_class(programs, case_selector, limits_spec, timeout, settings, rerun_top, gpus, slurm,
+                     with_html, results_dir, name, no_save)
+        return
+    program = programs[0]
     pending = api_programs.judge_writes(case_selector)
     if pending:  # all 30 course cases take about 12 GB: say so before writing any
         notice(f"the cases not generated yet take {pending / 1e9:.1f} GB (inputs and float64 references) in "
@@ -85,7 +123,6 @@ def judge(program: str, case_selector: str, launcher: str | None, limits_spec: s
         if line:
             err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
 
-    settings = SandboxSettings(sandbox_mode, max_processes, memory_mb, cpu_s, tuple(Path(b) for b in binds))
     judgement, result = api_programs.judge(program, case_selector, launcher=launcher, time_limits=limits_spec,
                                            args=args_template, timeout=timeout, progress=progress_bar,
                                            finished=finished, command=command_line(), sandbox=settings,
@@ -102,6 +139,54 @@ def judge(program: str, case_selector: str, launcher: str | None, limits_spec: s
     if judgement.interrupted:
         notice("interrupted; the running program was killed")
     sys.exit(judgement.exit_status)
+
+
+@dataclass(frozen=True)
+class SlurmChoice:
+    executor: str
+    partition: str | None
+    gres: str | None
+    time_min: int
+    resume: str | None
+
+
+def _class_stem(board: Scoreboard, selector: str) -> str:
+    date = str(board.metadata.get("date") or "")[:10] or "undated"
+    what = selector if "," not in selector and "/" not in selector else f"{board.cases[0]}-{board.cases[-1]}"
+    return f"{date}_class_{what}"
+
+
+def _judge_class(programs: tuple[str, ...], selector: str, limits_spec: str, timeout: float | None,
+                 settings: SandboxSettings, rerun_top: int, gpus: str | None, slurm: SlurmChoice, with_html: bool,
+                 results_dir: str, name: str | None, no_save: bool) -> None:
+    """A class: build, judge, rank, rerun the top; print the scoreboard and save it."""
+    def listener(submission: str, what: str, happened: str) -> None:
+        err_console.print(f"{submission} {what}: {happened}", highlight=False, markup=False, soft_wrap=True)
+
+    if slurm.resume:
+        board = api_programs.resume_class(slurm.resume, listener)
+    else:
+        pending = api_programs.judge_writes(selector)
+        if pending:
+            notice(f"the cases not generated yet take {pending / 1e9:.1f} GB (inputs and float64 references) in "
+                   f"{data_dir()}; --cases limits them (e.g. --cases t01-t10)")
+        options = api_programs.SlurmOptions(slurm.partition, slurm.gres, slurm.time_min)
+        board = api_programs.judge_class(programs, selector, time_limits=limits_spec, timeout=timeout,
+                                         rerun_top=rerun_top, gpus=gpus, executor=slurm.executor, slurm=options,
+                                         sandbox=settings, results_dir=results_dir, progress=progress_bar,
+                                         listener=listener, command=command_line())
+    if board.settings.get("confinement_warning"):
+        err_console.print(f"warning: {board.settings['confinement_warning']}", highlight=False, markup=False,
+                          soft_wrap=True)
+    print_table(scoreboard_model(board, f"scoreboard: {len(board.rows)} submissions, {len(board.cases)} cases"))
+    for line in scoreboard_lines(board):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    if not no_save and board.rows:
+        for path in save_scoreboard(board, results_dir, name or _class_stem(board, selector), with_html):
+            console.print(f"saved {path}", highlight=False, soft_wrap=True)
+    if board.interrupted:
+        notice("interrupted; what was judged is saved")
+        sys.exit(130)
 
 
 @click.command()

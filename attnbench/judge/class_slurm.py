@@ -21,8 +21,18 @@ from typing import Any
 from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput
 from attnbench.errors import ResultsError
-from attnbench.judge.classroom import ClassListener, ClassSettings, gpu_name, judge_submission, new_board, rerun_row
+from attnbench.judge.classroom import (
+    ClassListener,
+    ClassSettings,
+    build_row,
+    confinement,
+    gpu_name,
+    judge_submission,
+    new_board,
+    rerun_row,
+)
 from attnbench.judge.course_judge import prepare_case
+from attnbench.judge.sandbox import Confinement
 from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import Scoreboard, SubmissionRow
 from attnbench.spread.slurm import ACTIVE, SlurmOptions, result_file, squeue_states, submit_array, wait_for_jobs
@@ -42,6 +52,7 @@ class ClassRun:
     first_ids: dict[str, str | None] = field(default_factory=dict)  # submission -> its judging job
     rerun_ids: dict[str, str | None] = field(default_factory=dict)  # submission -> its rerun job
     rows: dict[str, SubmissionRow] = field(default_factory=dict)  # the first jobs' rows, once all are back
+    confined: Confinement | None = None  # how the nodes confined the programs (the first job's word)
 
     @property
     def folder(self) -> Path:
@@ -75,7 +86,7 @@ def submission_job(submission: Submission, inputs: list[BenchInput], settings: C
     cases = [prepare_case(bench_input) for bench_input in inputs]
     with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
         row, _ = judge_submission(submission, cases, settings, Path(tmp), gpu_name(), lambda *a: None)
-    return {"row": row, "host": socket.gethostname()}
+    return {"row": row, "host": socket.gethostname(), "confinement": confinement(settings)}
 
 
 def rerun_job(submission: Submission, inputs: list[BenchInput], settings: ClassSettings,
@@ -83,7 +94,7 @@ def rerun_job(submission: Submission, inputs: list[BenchInput], settings: ClassS
     """A rerun job: build the submission again and run its passed cases until each has three runs."""
     cases = [prepare_case(bench_input) for bench_input in inputs]
     with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
-        again, program = judge_submission(submission, [], settings, Path(tmp), gpu_name(), lambda *a: None)
+        again, program = build_row(submission, settings, Path(tmp), gpu_name(), lambda *a: None)
         if program is None:
             return {"error": f"the rerun's build failed: {again.build_message}"}
         rerun_row(row, program, cases, settings, lambda *a: None)
@@ -116,6 +127,7 @@ def _first_pass(run: ClassRun, listener: ClassListener) -> None:
         listener(name, "judged", f"{row.passed} of {len(run.inputs)} passed" if row.built else row.build_message)
 
     results = wait_for_jobs(run.folder, run.first_ids, run.options, finished)
+    run.confined = next((r["confinement"] for r in results.values() if "confinement" in r), None)
     run.rows = {name: result["row"] if "row" in result else _lost_row(by_name[name], result["error"])
                 for name, result in results.items()}
     run.save()
@@ -144,17 +156,19 @@ def execute_class(run: ClassRun, listener: ClassListener | None = None) -> Score
     """Submit (or resume) the run's jobs, wait, rank, rerun the top rows, rank again."""
     listen = listener or (lambda *a: None)
     run.save()
-    board = new_board(run.inputs, run.settings, run.metadata)
     try:
         if len(run.rows) < len(run.submissions):
             _first_pass(run, listen)
-        board.rows = [run.rows[s.name] for s in run.submissions]
-        rank(board)
-        _reruns(run, board, listen)
+        first = new_board(run.inputs, run.settings, run.metadata)
+        first.rows = [run.rows[s.name] for s in run.submissions]
+        _reruns(run, rank(first), listen)
+        interrupted = False
     except KeyboardInterrupt:
-        board.interrupted = True
+        interrupted = True
+    board = new_board(run.inputs, run.settings, run.metadata, run.confined)
     board.rows = [run.rows[s.name] for s in run.submissions if s.name in run.rows]
     board.settings["slurm_jobs_folder"] = str(run.folder)
+    board.interrupted = interrupted
     return rank(board)
 
 

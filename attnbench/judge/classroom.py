@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -26,6 +26,7 @@ from attnbench.judge.course_judge import (
     prepare_case,
     timeout_for,
 )
+from attnbench.judge.sandbox import Confinement, Sandbox, SandboxSettings
 from attnbench.judge.submissions import Submission, build
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
@@ -36,12 +37,13 @@ RERUN_RUNS = 3  # each of their passed cases runs this many times in all; the me
 
 @dataclass(frozen=True)
 class ClassSettings:
-    """How a class is judged."""
+    """How a class is judged: limits, reruns, and the sandbox every build and every case runs in."""
 
     limits: TimeLimits
     timeout_s: float | None = None
     build_timeout_s: float = 300.0
     rerun_top: int = RERUN_TOP
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
 
 
 ClassListener = Callable[[str, str, str], None]  # (submission, case or "build", what happened)
@@ -61,26 +63,47 @@ def gpu_name() -> str:
     return "no GPU (the host's CPU)"
 
 
-def _entry(program: Program, case: PreparedCase, settings: ClassSettings) -> CaseEntry:
+def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings) -> CaseEntry:
+    """One run of a submission's program on one case, in a sandbox of its own (a fresh copy of the
+    program and of the input; nothing of another submission is there)."""
     limit = settings.limits.limit_for(case.label)
-    judged = judge_case(program, case, limit, timeout_for(limit, settings.timeout_s))
+    sandbox = Sandbox.open(program, settings.sandbox)
+    try:
+        judged = judge_case(Program(program), case, limit, timeout_for(limit, settings.timeout_s), sandbox)
+    finally:
+        sandbox.close()
     runs = [judged.wall_s] if judged.passed and judged.wall_s is not None else []
     return CaseEntry(judged.verdict, "" if judged.passed else judged.message, runs)
+
+
+def build_row(submission: Submission, settings: ClassSettings, build_root: Path, device: str,
+              listener: ClassListener) -> tuple[SubmissionRow, Path | None]:
+    """Build one submission (in the sandbox) under build_root: its row, not judged yet, and its program."""
+    built = build(submission, build_root, settings.build_timeout_s, settings.sandbox)
+    listener(submission.name, "build", "built" if built.ok else "build failed")
+    return SubmissionRow(submission.name, str(submission.source), built.ok, built.message,
+                         device if built.ok else None, reruns=1), built.program
 
 
 def judge_submission(submission: Submission, cases: list[PreparedCase], settings: ClassSettings, build_root: Path,
                      device: str, listener: ClassListener) -> tuple[SubmissionRow, Path | None]:
     """Build one submission under build_root and judge it on every case; its row and its program."""
-    built = build(submission, build_root, settings.build_timeout_s)
-    listener(submission.name, "build", "built" if built.ok else "build failed")
-    row = SubmissionRow(submission.name, str(submission.source), built.ok, built.message, device, reruns=1)
-    if built.program is None:
+    row, program = build_row(submission, settings, build_root, device, listener)
+    if program is None:
         return row, None
-    program = Program(built.program)
     for case in cases:
-        row.entries[case.label] = entry = _entry(program, case, settings)
+        row.entries[case.label] = entry = judge_entry(program, case, settings)
         listener(submission.name, case.label, entry.verdict)
-    return row, built.program
+    return row, program
+
+
+def add_run(row: SubmissionRow, label: str, again: CaseEntry) -> bool:
+    """Add a rerun of a passed case to the row; a failed rerun makes the case fail. True while it passes."""
+    if not again.passed:
+        row.entries[label] = again
+        return False
+    row.entries[label].runs_s.extend(again.runs_s)
+    return True
 
 
 def rerun_row(row: SubmissionRow, program: Path, cases: list[PreparedCase], settings: ClassSettings,
@@ -89,20 +112,30 @@ def rerun_row(row: SubmissionRow, program: Path, cases: list[PreparedCase], sett
     for case in cases:
         entry = row.entries.get(case.label)
         while entry is not None and entry.passed and len(entry.runs_s) < RERUN_RUNS:
-            again = _entry(Program(program), case, settings)
-            if not again.passed:
-                row.entries[case.label] = again
+            again = judge_entry(program, case, settings)
+            if not add_run(row, case.label, again):
                 listener(row.name, case.label, f"rerun {again.verdict}")
                 break
-            entry.runs_s.extend(again.runs_s)
     row.reruns = RERUN_RUNS
 
 
-def new_board(inputs: Sequence[BenchInput], settings: ClassSettings, metadata: dict | None) -> Scoreboard:
-    """An empty scoreboard for these cases, its rule and settings recorded."""
+def confinement(settings: ClassSettings) -> Confinement:
+    """How this machine confines the class's builds and cases (SandboxUnavailable for --sandbox required)."""
+    sandbox = Sandbox.open(None, settings.sandbox)
+    try:
+        return sandbox.confinement
+    finally:
+        sandbox.close()
+
+
+def new_board(inputs: Sequence[BenchInput], settings: ClassSettings, metadata: dict | None,
+              confined: Confinement | None = None) -> Scoreboard:
+    """An empty scoreboard for these cases, its rule and settings recorded (and how programs were confined)."""
     return Scoreboard([b.label for b in inputs], [], dict(metadata or {}),
                       {"ranking": RANKING_RULE, "time_limits": settings.limits.describe(),
-                       "reruns": f"the top {settings.rerun_top} of each GPU kind: median of {RERUN_RUNS} runs"})
+                       "reruns": f"the top {settings.rerun_top} of each GPU kind: median of {RERUN_RUNS} runs",
+                       "confinement": confined.to_dict() if confined else None,
+                       "confinement_warning": confined.warning() if confined else None})
 
 
 def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
@@ -111,7 +144,7 @@ def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput],
     """Build and judge every submission on every input, rank them, rerun the top ones, rank again."""
     listen = listener or (lambda *a: None)
     device = gpu_name()
-    board = new_board(inputs, settings, metadata)
+    board = new_board(inputs, settings, metadata, confinement(settings))
     programs: dict[str, Path] = {}
     with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
         try:

@@ -6,8 +6,9 @@ A submission is one of:
 - a `.cu` file (built with nvcc) or a `.c` file (built with cc);
 - an executable file.
 A folder that is none of these is a folder OF submissions: each entry in it is one. Builds run in a
-copy of the submission, in a folder of their own, under a time limit; a failed build is one line with
-the compiler's first error lines, and never stops the others.
+copy of the submission, in the judge's sandbox (`attnbench.judge.sandbox`: the build sees its own files
+and the system's, not the other submissions or the suite), under a time limit and resource limits; a
+failed build is one line with the compiler's first error lines, and never stops the others.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
-from attnbench.backends.program import ProcessOutcome, ProgramError, run_process
+from attnbench.backends.program import ProcessLimits, ProgramError, run_process
+from attnbench.judge.sandbox import Sandbox, SandboxSettings
 
 COURSE_EXECUTABLE = "hw4"  # the course's Makefile builds hw4 from hw4.cu
 BUILD_TIMEOUT_S = 300.0
 ERROR_LINES = 3
+BUILD_FILE_BYTES = 1 << 30  # object files and a fat binary: far above a program's own output limit
 
 
 @dataclass(frozen=True)
@@ -111,14 +114,24 @@ def first_errors(text: str, count: int = ERROR_LINES) -> str:
     return " | ".join((errors or lines[-count:])[:count])
 
 
-def _command(submission: Submission, folder: Path) -> list[str]:
+def _tool(how: str) -> str | None:
+    return shutil.which({"make": "make", "nvcc": "nvcc", "cc": "cc"}[how])
+
+
+def _command(submission: Submission, tool: str) -> list[str]:
+    """The build, as it runs in the case folder (inside the sandbox, or in the fallback's folder)."""
     if submission.how == "make":
-        return ["make", "-C", str(folder)]
+        return [tool]
+    source = f"{COURSE_EXECUTABLE}.cu" if submission.source.is_dir() else submission.source.name
     if submission.how == "nvcc":
-        source = folder / (f"{COURSE_EXECUTABLE}.cu" if submission.source.is_dir() else submission.source.name)
-        return ["nvcc", "-O3", "-o", str(folder / COURSE_EXECUTABLE), str(source)]
-    source = folder / submission.source.name
-    return [shutil.which("cc") or "cc", "-O2", "-o", str(folder / COURSE_EXECUTABLE), str(source), "-lm"]
+        return [tool, "-O3", "-o", COURSE_EXECUTABLE, source]
+    return [tool, "-O2", "-o", COURSE_EXECUTABLE, source, "-lm"]
+
+
+def _build_path() -> str:
+    """PATH for the build: where make, nvcc and cc are on the host (under /usr they are in the sandbox too)."""
+    found = [str(Path(t).parent) for t in (shutil.which(n) for n in ("nvcc", "cc", "make")) if t]
+    return ":".join(dict.fromkeys([*found, "/usr/local/bin", "/usr/bin", "/bin"]))
 
 
 def _program_after_build(folder: Path, before: set[str]) -> Path | None:
@@ -129,32 +142,49 @@ def _program_after_build(folder: Path, before: set[str]) -> Path | None:
     return made[0] if len(made) == 1 else None
 
 
-Runner = Callable[[list[str], Path, float], ProcessOutcome]
-
-
-def build(submission: Submission, build_root: Path, timeout_s: float = BUILD_TIMEOUT_S,
-          runner: Runner = run_process) -> Built:
-    """Copy the submission into build_root/NAME and build it there; never raises for a bad submission."""
+def _staged(submission: Submission, build_root: Path) -> Path:
+    """A copy of the submission's files in build_root/NAME (the submission itself is never touched)."""
     folder = build_root / submission.name
     if submission.source.is_dir():
         shutil.copytree(submission.source, folder, symlinks=True)
     else:
         folder.mkdir(parents=True)
         shutil.copy2(submission.source, folder / submission.source.name)
+    return folder
+
+
+def build(submission: Submission, build_root: Path, timeout_s: float = BUILD_TIMEOUT_S,
+          settings: SandboxSettings | None = None) -> Built:
+    """Build the submission in the sandbox; its program lands in build_root/NAME. Never raises for a bad
+    submission (SandboxUnavailable, for --sandbox required, does)."""
+    folder = _staged(submission, build_root)
     if submission.how == "ready":
         program = folder / (COURSE_EXECUTABLE if submission.source.is_dir() else submission.source.name)
         return Built(submission, program, "an executable, not built")
-    tool = _command(submission, folder)[0]
-    if shutil.which(tool) is None:
-        return Built(submission, None, f"{tool} is not on this machine's PATH, so it could not be built")
-    before = {p.name for p in folder.iterdir()}
-    outcome = runner(_command(submission, folder), folder, timeout_s)
+    tool = _tool(submission.how)
+    if tool is None:
+        return Built(submission, None, f"{submission.how} is not on this machine's PATH, so it could not be built")
+    settings = settings or SandboxSettings()
+    sandbox = Sandbox.open(None, settings)
+    try:
+        paths = sandbox.prepare(submission.name, None, files=folder)
+        before = {p.name for p in paths.folder.iterdir()}
+        inside = ["/usr/bin/env", f"PATH={_build_path()}", *_command(submission, tool)]
+        limits = ProcessLimits(BUILD_FILE_BYTES, settings.processes, None, int(4 * timeout_s))
+        outcome = run_process(sandbox.command(inside, paths), paths.folder, timeout_s, limits=limits,
+                              user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs)
+        made = _program_after_build(paths.folder, before) if outcome.returncode == 0 else None
+        if made is not None:
+            shutil.copy2(made, folder / COURSE_EXECUTABLE)
+        sandbox.finish(paths)
+    finally:
+        sandbox.close()
     if outcome.timed_out:
         return Built(submission, None, f"the build ran past {timeout_s:g} s and was stopped")
     if outcome.returncode != 0:
         return Built(submission, None, f"the build failed (exit {outcome.returncode}): "
                                        f"{first_errors(outcome.stderr_tail) or 'no message'}")
-    program = _program_after_build(folder, before)
-    if program is None:
+    if made is None:
         return Built(submission, None, f"the build made no {COURSE_EXECUTABLE} (nor one other executable)")
-    return Built(submission, program, f"{submission.describe()} in {outcome.wall_s:.1f} s")
+    return Built(submission, folder / COURSE_EXECUTABLE, f"{submission.describe()} in {outcome.wall_s:.1f} s")
+

@@ -47,7 +47,7 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
         note = row.build_message if not row.built else (f"median of {row.reruns} runs" if row.reruns > 1 else "")
         rows.append([ScoreCell(_rank(row)), ScoreCell(row.name),
                      ScoreCell(f"{row.passed}/{len(board.cases)}", GOOD if row.passed == len(board.cases) else ""),
-                     ScoreCell(f"{row.total_s:.3f} s" if row.built else "-"),
+                     ScoreCell(f"{row.total_s:.3f} s" if row.passed else "-"),
                      *[_entry(row.entries.get(case)) if row.built else ScoreCell("-", DIM) for case in board.cases],
                      ScoreCell(row.gpu or "-"), ScoreCell(note, "" if row.built else BAD)])
     return header, rows

@@ -13,9 +13,10 @@ RANKS = {"alice": 1, "bob": 2, "carol": None, "dave": None, "erin": None}
 
 
 def wrapping(body_before_main: str, before_call: str = "") -> str:
-    """A C file that is the example program, with something added before it runs."""
+    """A C file that is the example program (its text inlined: a judged build sees only its own files), with
+    something added before it runs."""
     return (f"#include <unistd.h>\n#include <stdlib.h>\n{body_before_main}\n#define main attention_main\n"
-            f'#include "{EXAMPLE}"\n#undef main\n'
+            f"{EXAMPLE.read_text()}\n#undef main\n"
             f"int main(int argc, char **argv) {{ {before_call} return attention_main(argc, argv); }}\n")
 
 
@@ -39,3 +40,33 @@ def make_class(folder: Path) -> Path:
 
 def verdicts(board) -> dict[str, dict[str, str]]:
     return {row.name: {case: e.verdict for case, e in row.entries.items()} for row in board.rows}
+
+
+def thief(class_folder: Path) -> str:
+    """A submission that runs another submission's program instead of its own: it looks where the class's
+    built programs and their sandboxes' copies live, and in the class folder, and runs the first it finds."""
+    return f'''#include <glob.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {{
+    const char *patterns[] = {{"{class_folder}/*/hw4", "/tmp/attnbench-class-*/*/hw4",
+                               "/tmp/attnbench-class-*/*/*/hw4", "/tmp/attnbench-judge-*/program/*", NULL}};
+    char self[PATH_MAX];
+    if (!realpath(argv[0], self)) self[0] = 0;
+    for (int p = 0; patterns[p]; ++p) {{
+        glob_t found;
+        if (glob(patterns[p], 0, NULL, &found) != 0) continue;
+        for (size_t i = 0; i < found.gl_pathc; ++i) {{
+            char other[PATH_MAX];
+            if (realpath(found.gl_pathv[i], other) && strcmp(other, self) != 0 && access(other, X_OK) == 0) {{
+                execv(other, argv);
+            }}
+        }}
+    }}
+    fprintf(stderr, "thief: found no other submission to run\\n");
+    return 3;
+}}
+'''

@@ -68,3 +68,57 @@ def test_bad_arguments_are_one_line(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(AttnbenchError, match="no submission found"):
         api_programs.judge_class([tmp_path / "empty"], "odd_17x48")
+
+
+def test_one_worker_or_two_give_the_same_verdicts(classroom, monkeypatch):
+    from tests.judge.classes import verdicts
+
+    monkeypatch.setenv("ATTNBENCH_CPU_WORKERS", "2")
+    one = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, gpus="0")
+    two = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, gpus="all")
+    assert verdicts(one) == verdicts(two) and [r.name for r in two.rows] == ORDER
+    assert {r.name: r.rank for r in two.rows} == RANKS
+    assert one.settings["workers"] == ["cpu worker 0"] and two.settings["workers"] == ["cpu worker 0", "cpu worker 1"]
+    top = next(r for r in two.rows if r.name == "alice")
+    assert top.reruns == 3 and all(len(e.runs_s) == 3 for e in top.entries.values())
+    assert {r.gpu for r in two.rows if r.built} == {"cpu worker (standing in for a GPU)"}
+
+
+def test_a_submission_cannot_run_another_submissions_program(tmp_path):
+    import shutil as sh
+
+    from attnbench.judge.classroom import ClassSettings, confinement
+    from attnbench.judge.course_judge import load_time_limits
+    from tests.judge.classes import EXAMPLE, thief
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    if not confinement(ClassSettings(load_time_limits("none"))).sandboxed:
+        pytest.skip("no bubblewrap sandbox here: the fallback does not keep a class's programs apart")
+    alice = tmp_path / "alice"
+    alice.mkdir()
+    sh.copy(EXAMPLE, alice / "attention.c")
+    (alice / "Makefile").write_text("hw4: attention.c\n\tcc -O2 -o hw4 attention.c -lm\n")
+    sh.copy(tmp_path / "alice" / "attention.c", tmp_path / "ready.c")
+    (tmp_path / "frank.c").write_text(thief(tmp_path))
+    board = api_programs.judge_class([tmp_path], CASES, time_limits="none", rerun_top=0)
+    rows = {r.name: r for r in board.rows}
+    assert rows["alice"].passed == 2 and rows["ready"].passed == 2
+    assert rows["frank"].passed == 0 and {e.verdict for e in rows["frank"].entries.values()} == {CRASH}
+    assert all("found no other submission" in e.message for e in rows["frank"].entries.values())
+
+
+def test_the_command_line_judges_a_class_prints_and_saves_its_scoreboard(classroom, tmp_path):
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+
+    runner = CliRunner()
+    result = runner.invoke(main, ["judge", str(classroom), "--cases", CASES, "--time-limits", "none",
+                                  "--rerun-top", "1", "--results-dir", str(tmp_path), "--html"])
+    assert result.exit_code == 0, result.output
+    assert "scoreboard: 5 submissions, 2 cases" in result.output and "ranks: ranked within each GPU kind" in result.output
+    saved = sorted(p.suffix for p in tmp_path.iterdir())
+    assert saved == [".csv", ".html", ".json", ".md"]
+    refused = runner.invoke(main, ["judge", str(classroom), "--launcher", "env", "--cases", CASES])
+    assert refused.exit_code == 2 and "--launcher and --args are for one program" in refused.output

@@ -176,7 +176,7 @@ def test_argument_template_and_launcher(cli, programs, tmp_path):
 
 @pytest.mark.parametrize("args, code, words", [
     (["./no_such_program"], 2, "no such program"),
-    (["{dir}"], 2, "is a folder"),
+    (["{dir}"], 2, "no submission found"),  # a folder is a class of submissions (none here)
     (["{plain}"], 2, "is not executable"),
     (["{prog}", "--args", "{in}"], 2, "must name both {in} and {out}"),
     (["{prog}", "--args", "{in} {out} {err}"], 2, "unknown placeholder {err}"),

@@ -1,0 +1,158 @@
+"""A class spread over this host's GPUs: one worker process per GPU, one submission case at a time on each.
+
+The submissions are built first, one after another, each in its sandbox. Then every (submission, case)
+runs on whichever worker is free, case by case (all submissions' runs of one case before the next, so
+a worker loads each case's reference once), in a sandbox of its own with CUDA_VISIBLE_DEVICES naming
+its GPU. Workers are processes, not threads, because the judge kills every process that appears while
+a program runs (attnbench.backends.program): two programs in one process would kill each other's.
+A case's verdict does not depend on which worker ran it: the same program, input, sandbox and check.
+Without GPUs, ATTNBENCH_CPU_WORKERS=N stands N cpu workers in for them (the tests use it).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Sequence
+
+from attnbench.analysis.ranking import rank, top_rows
+from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
+from attnbench.errors import GpuUnavailable
+from attnbench.judge.classroom import (
+    RERUN_RUNS,
+    ClassListener,
+    ClassSettings,
+    add_run,
+    build_row,
+    confinement,
+    judge_entry,
+    new_board,
+)
+from attnbench.judge.course_judge import PreparedCase, prepare_case
+from attnbench.judge.submissions import Submission
+from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+from attnbench.spread.cellgroups import Device, parse_device_list
+from attnbench.spread.workers import CPU_WORKERS_ENV
+
+STAND_IN = "cpu worker (standing in for a GPU)"
+
+
+def class_devices(spec: str) -> list[Device]:
+    """The devices `--gpus all|0,1,...` names: the host's GPUs (nvidia-smi counts them; no pycuda is
+    needed to judge programs), or cpu workers standing in for them."""
+    parse_device_list(spec, None)  # the syntax first: bad usage before a missing GPU
+    stand_ins = os.environ.get(CPU_WORKERS_ENV, "").strip()
+    if stand_ins.isdigit() and int(stand_ins) > 0:
+        return [Device(i, stand_in=True) for i in parse_device_list(spec, int(stand_ins))]
+    smi = shutil.which("nvidia-smi")
+    listed = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=60).stdout if smi else ""
+    count = sum(line.startswith("GPU ") for line in listed.splitlines())
+    if count == 0:
+        raise GpuUnavailable("--gpus needs NVIDIA GPUs, and nvidia-smi lists none here")
+    return [Device(i) for i in parse_device_list(spec, count)]
+
+
+# -- in a worker ------------------------------------------------------------------------------------
+_worker: dict[str, object] = {}
+
+
+def _start_worker(devices: "multiprocessing.Queue[Device]") -> None:
+    device = devices.get()
+    name = STAND_IN
+    if not device.stand_in:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(device.index)
+        smi = shutil.which("nvidia-smi")
+        found = subprocess.run([smi or "nvidia-smi", "-i", str(device.index), "--query-gpu=name",
+                                "--format=csv,noheader"], capture_output=True, text=True, timeout=60).stdout
+        name = found.strip() or f"GPU {device.index}"
+    _worker["device"] = name
+
+
+def _case(bench_input: BenchInput) -> PreparedCase:
+    """The case, loaded once per worker while the jobs stay on it (they come case by case)."""
+    cached = _worker.get("case")
+    if not isinstance(cached, PreparedCase) or cached.label != bench_input.label:
+        cached = _worker["case"] = prepare_case(bench_input)
+    return cached
+
+
+def _job(program: Path, bench_input: BenchInput, settings: ClassSettings) -> tuple[CaseEntry, str]:
+    return judge_entry(program, _case(bench_input), settings), str(_worker["device"])
+
+
+# -- in the parent ----------------------------------------------------------------------------------
+Job = tuple[str, int]  # (submission, index of the input)
+
+
+def _run_jobs(pool: ProcessPoolExecutor, jobs: list[Job], programs: dict[str, Path], inputs: Sequence[BenchInput],
+              settings: ClassSettings, on_done) -> None:
+    pending: dict[Future, Job] = {pool.submit(_job, programs[name], inputs[i], settings): (name, i)
+                                  for name, i in jobs}
+    while pending:
+        done, _ = wait(pending, return_when=FIRST_COMPLETED)
+        for future in done:
+            name, i = pending.pop(future)
+            entry, device = future.result()
+            on_done(name, inputs[i].label, entry, device)
+
+
+def _device_of(row: SubmissionRow, device: str) -> None:
+    if row.gpu is None:
+        row.gpu = device
+    elif device not in row.gpu.split(" + "):
+        row.gpu = f"{row.gpu} + {device}"  # said on the row: its cases ran on different kinds
+
+
+def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
+                       devices: list[Device], progress: ProgressFactory = no_progress,
+                       listener: ClassListener | None = None, metadata: dict | None = None) -> Scoreboard:
+    """Build every submission here, then judge every case of every one on the devices' workers; rank,
+    rerun the top rows there too, rank again. Ctrl-C keeps what was judged."""
+    listen = listener or (lambda *a: None)
+    board = new_board(inputs, settings, metadata, confinement(settings))
+    board.settings["workers"] = [d.label for d in devices]
+    rows: dict[str, SubmissionRow] = {}
+    programs: dict[str, Path] = {}
+
+    def finished(name: str, label: str, entry: CaseEntry, device: str) -> None:
+        rows[name].entries[label] = entry
+        _device_of(rows[name], device)
+        listen(name, label, entry.verdict)
+
+    def rerun(name: str, label: str, entry: CaseEntry, device: str) -> None:
+        if label in rows[name].entries and rows[name].entries[label].passed and not add_run(rows[name], label, entry):
+            listen(name, label, f"rerun {entry.verdict}")
+
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    for device in devices:
+        queue.put(device)
+    with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
+        try:
+            for bench_input in inputs:  # generated once, here; the workers read them
+                prepare_case(bench_input, progress)
+            for submission in submissions:
+                rows[submission.name], program = build_row(submission, settings, Path(tmp), None, listen)  # type: ignore[arg-type]
+                if program is not None:
+                    programs[submission.name] = program
+            board.rows = list(rows.values())
+            with ProcessPoolExecutor(len(devices), mp_context=context, initializer=_start_worker,
+                                     initargs=(queue,)) as pool:
+                _run_jobs(pool, [(n, i) for i in range(len(inputs)) for n in programs], programs, inputs, settings,
+                          finished)
+                rank(board)
+                for row in top_rows(board, settings.rerun_top):
+                    row.reruns = RERUN_RUNS
+                again = [(row.name, i) for i, b in enumerate(inputs) for row in top_rows(board, settings.rerun_top)
+                         if row.entries.get(b.label) and row.entries[b.label].passed
+                         for _ in range(RERUN_RUNS - len(row.entries[b.label].runs_s))]
+                _run_jobs(pool, again, programs, inputs, settings, rerun)
+        except KeyboardInterrupt:
+            board.interrupted = True
+    board.rows = list(rows.values())
+    return rank(board)

@@ -194,7 +194,8 @@ def test_bad_usage_is_one_line_and_exit_2_or_3(cli, tmp_path, args, code, words)
     prog = script(tmp_path, "prog", "exit 0")
     (tmp_path / "bad.toml").write_text("t01 = -1\n")
     (tmp_path / "broken.toml").write_text("t01 = = 2\n")
-    values = {"{dir}": tmp_path, "{plain}": plain, "{prog}": prog, "{missing}": tmp_path / "none.toml",
+    (tmp_path / "empty").mkdir()
+    values = {"{dir}": tmp_path / "empty", "{plain}": plain, "{prog}": prog, "{missing}": tmp_path / "none.toml",
               "{badlimits}": tmp_path / "bad.toml", "{badtoml}": tmp_path / "broken.toml"}
     result = CliRunner().invoke(main, ["judge", *[str(values.get(a, a)) for a in args]])
     assert result.exit_code == code, result.output

@@ -21,7 +21,7 @@ from rich.progress import (
 from rich.table import Table
 
 from attnbench.output.column_widths import fit_widths, longest_line, longest_word
-from attnbench.output.table import BAD, DIM, GOOD, TableModel
+from attnbench.output.table import BAD, DIM, GOOD, Column, TableModel
 from attnbench.output.tables import format_ms
 
 if TYPE_CHECKING:
@@ -49,13 +49,19 @@ def _cell(cell) -> str:
     return f"[{style}]{text}[/{style}]" if style else text
 
 
+def _narrowest(column: Column, cells: list[str]) -> int:
+    """The narrowest a column may be: its longest word (header included); a right-aligned column holds
+    a number with its unit ("0.539 s"), kept whole like a name."""
+    measure = longest_line if column.right else longest_word
+    return max([longest_word(column.name)] + [measure(cell) for cell in cells])
+
+
 def _widths(model: TableModel, framed: bool) -> list[int] | None:
     """Widths that cut no word within the console's width; None when only a vertical layout fits."""
-    columns = range(len(model.columns))
-    words = [max([longest_word(model.columns[i].name)] + [longest_word(r[i].text) for r in model.rows])
-             for i in columns]
-    lines = [max([longest_line(model.columns[i].name)] + [longest_line(r[i].text) for r in model.rows])
-             for i in columns]
+    cells = [[row[i].text for row in model.rows] for i in range(len(model.columns))]
+    words = [_narrowest(column, texts) for column, texts in zip(model.columns, cells)]
+    lines = [max([longest_line(column.name)] + [longest_line(t) for t in texts])
+             for column, texts in zip(model.columns, cells)]
     borders = 3 * len(words) + 1 if framed else 2 * len(words)  # padding of 1 each side, and the rules
     return fit_widths(words, lines, console.width - borders)
 

@@ -264,14 +264,20 @@ def compare(
     if before_run is not None:
         before_run(gpu, inputs)
     settings = MatrixSettings(policy=timing.policy_for, check=course_check(atol, rtol))
+    return _matrix(chosen, inputs, gpu, settings, listener, lambda infos, cells: assemble(
+        "compare", chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"], command))
+
+
+def _matrix(chosen: list[Variant], inputs: list[BenchInput], gpu: Any, settings: MatrixSettings,
+            listener: MatrixListener | None, finish: Callable[[list, list], ResultSet]) -> ResultSet:
+    """The cells run here, then `finish` makes their result set; on Ctrl-C the result set of what was
+    measured goes with the interruption (as `partial`) for the caller to save."""
     try:
         infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
-    except MatrixInterrupted as exc:  # Ctrl-C: what was measured goes with it, for the caller to save
-        exc.partial = assemble("compare", chosen, exc.cases, exc.cells, gpu, record["policy"], record["baseline"],
-                               record["settings"], command)
+    except MatrixInterrupted as exc:
+        exc.partial = finish(exc.cases, exc.cells)
         raise
-    return assemble("compare", chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"],
-                    command)
+    return finish(infos, cells)
 
 
 SWEEP_AXES = {"square": "square", "n": "N", "seq": "N", "d": "d", "head-dim": "d"}
@@ -320,15 +326,12 @@ def sweep(
     settings = MatrixSettings(policy=timing.policy_for, check=lab_check if axis == "square" else course_check(),
                               timer=LabTimer() if lab_timing else None)
     start = time.perf_counter()
-    try:
-        infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
-    except MatrixInterrupted as exc:
+
+    def finish(infos: list, cells: list) -> ResultSet:
         settings_record["elapsed_s"] = time.perf_counter() - start
-        exc.partial = assemble("sweep", chosen, exc.cases, exc.cells, gpu, timing.record(), baseline, settings_record,
-                               command)
-        raise
-    settings_record["elapsed_s"] = time.perf_counter() - start
-    return assemble("sweep", chosen, infos, cells, gpu, timing.record(), baseline, settings_record, command)
+        return assemble("sweep", chosen, infos, cells, gpu, timing.record(), baseline, settings_record, command)
+
+    return _matrix(chosen, inputs, gpu, settings, listener, finish)
 
 
 def _suite_reference(name: str, progress: ProgressFactory, notice: Notice) -> tuple[Path, Shape]:

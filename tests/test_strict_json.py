@@ -82,6 +82,7 @@ def test_no_module_writes_json_but_through_strict_json():
     import attnbench
 
     package = Path(attnbench.__file__).parent
-    writers = [str(p.relative_to(package)) for p in package.rglob("*.py")
+    sources = [*package.rglob("*.py"), *(package.parent / "tools").glob("*.py")]  # the tools, in a checkout
+    writers = [str(p) for p in sources
                if p.name != "strict_json.py" and ("json.dump(" in p.read_text() or "json.dumps(" in p.read_text())]
     assert writers == []

@@ -13,7 +13,6 @@ field instead of failing the whole report.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import struct
 import subprocess
@@ -22,6 +21,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from attnbench import strict_json
 
 REPEATS = 3
 
@@ -125,7 +126,7 @@ def main() -> int:
     largest = max((p.stat().st_size for p in args.files if p.exists()), default=256 << 20)
     report = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host_cpus": os.cpu_count(),
               "files": files, "gpu": gpu_ceilings(args.mib, args.device, largest)}
-    json.dump(report, sys.stdout, indent=1)
+    sys.stdout.write(strict_json.dumps(report))  # strict JSON, as every JSON attnbench writes
     print()
     return 0
 

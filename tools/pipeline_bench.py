@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from attnbench import strict_json
+
 STAGES = ("read", "h2d", "kernel", "d2h", "write")
 RUN_TIMEOUT_S = 300
 
@@ -233,7 +235,7 @@ def write_summary(outdir: Path) -> None:
     ceilings_file = outdir / "ceilings.json"
     ceilings = json.loads(ceilings_file.read_text()) if ceilings_file.exists() else None
     summary = summarize(records, ceilings)
-    (outdir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (outdir / "summary.json").write_text(strict_json.dumps(summary) + "\n")
     (outdir / "summary.md").write_text(markdown(summary))
 
 
@@ -252,7 +254,7 @@ def main() -> int:
     if not args.summary_only:
         with (args.outdir / "runs.jsonl").open("a") as runs:
             def log(record: dict) -> None:
-                runs.write(json.dumps(record) + "\n")
+                runs.write(strict_json.dumps(record, indent=None) + "\n")
                 runs.flush()
                 write_summary(args.outdir)  # a run cut short still leaves a summary of what it measured
 

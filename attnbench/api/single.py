@@ -19,15 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from attnbench.analysis.against import (
-    AgainstReport,
-    against,
-    check_comparable,
-    check_same_gpu,
-    check_same_inputs,
-    common_selection,
-    expected_inputs,
-)
+from attnbench.analysis.against import check_same_gpu, check_same_inputs, common_selection, expected_inputs
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.spread import SlurmOptions, placement, resume, spread_matrix
 from attnbench.bench.chunk_plan import plan_for_input
@@ -48,14 +40,13 @@ from attnbench.cases.inputs import (
     shadowed_by_suite,
 )
 from attnbench.cases.sweeps import parse_sizes, parse_values, shape_inputs, square_inputs
-from attnbench.cases.testcase import OutputFile, Shape, Testcase, read_shape, write_output
-from attnbench.errors import TestcaseError, UsageError
+from attnbench.cases.testcase import OutputFile, Shape, Testcase, write_output
+from attnbench.errors import UsageError
 from attnbench.files import check_output_path
 from attnbench.kernels.catalogue import baseline_name, default_variant, get_variant, variants_for
 from attnbench.kernels.variant import Variant
 from attnbench.results.measurement import Measurement
-from attnbench.results.resultset import ResultSet, load
-from attnbench.results.verification import VerifyReport
+from attnbench.results.resultset import ResultSet
 
 CPU_SAMPLING_BUDGET_S = 2.0  # the cpu variant's sampling budget: several passes, but not minutes
 CPU_TARGET_NOISE = 0.05  # host passes jitter more than kernels; within the budget, 5% is what they can promise
@@ -264,14 +255,20 @@ def compare(
     if before_run is not None:
         before_run(gpu, inputs)
     settings = MatrixSettings(policy=timing.policy_for, check=course_check(atol, rtol))
+    return _matrix(chosen, inputs, gpu, settings, listener, lambda infos, cells: assemble(
+        "compare", chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"], command))
+
+
+def _matrix(chosen: list[Variant], inputs: list[BenchInput], gpu: Any, settings: MatrixSettings,
+            listener: MatrixListener | None, finish: Callable[[list, list], ResultSet]) -> ResultSet:
+    """The cells run here, then `finish` makes their result set; on Ctrl-C the result set of what was
+    measured goes with the interruption (as `partial`) for the caller to save."""
     try:
         infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
-    except MatrixInterrupted as exc:  # Ctrl-C: what was measured goes with it, for the caller to save
-        exc.partial = assemble("compare", chosen, exc.cases, exc.cells, gpu, record["policy"], record["baseline"],
-                               record["settings"], command)
+    except MatrixInterrupted as exc:
+        exc.partial = finish(exc.cases, exc.cells)
         raise
-    return assemble("compare", chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"],
-                    command)
+    return finish(infos, cells)
 
 
 SWEEP_AXES = {"square": "square", "n": "N", "seq": "N", "d": "d", "head-dim": "d"}
@@ -320,99 +317,15 @@ def sweep(
     settings = MatrixSettings(policy=timing.policy_for, check=lab_check if axis == "square" else course_check(),
                               timer=LabTimer() if lab_timing else None)
     start = time.perf_counter()
-    try:
-        infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
-    except MatrixInterrupted as exc:
+
+    def finish(infos: list, cells: list) -> ResultSet:
         settings_record["elapsed_s"] = time.perf_counter() - start
-        exc.partial = assemble("sweep", chosen, exc.cases, exc.cells, gpu, timing.record(), baseline, settings_record,
-                               command)
-        raise
-    settings_record["elapsed_s"] = time.perf_counter() - start
-    return assemble("sweep", chosen, infos, cells, gpu, timing.record(), baseline, settings_record, command)
+        return assemble("sweep", chosen, infos, cells, gpu, timing.record(), baseline, settings_record, command)
 
-
-def _suite_reference(name: str, progress: ProgressFactory, notice: Notice) -> tuple[Path, Shape]:
-    """A suite case's stored float64 reference, made (and said so) the first time it is asked for."""
-    case = suite.SUITE[name]
-    bench_input = SuiteInput(case)
-    bench_input.prepare(progress)
-    if not suite.has_reference(case):
-        notice(f"computing the float64 reference of {name} ({case.shape}) once; it is stored for next time")
-        with progress(f"float64 reference of {name}", case.shape.B * case.shape.N) as advance:
-            suite.generate_reference(case, advance)
-    return suite.reference_path(case), case.shape
-
-
-def _known_shape(ref_path: Path, case: str | None, progress: ProgressFactory) -> Shape | None:
-    """B, N, d from --case, or from an input file beside the reference; None when neither says."""
-    if case is not None:
-        bench_input = resolve(case)
-        bench_input.prepare(progress)
-        return bench_input.shape
-    sibling = ref_path.with_suffix(".in")
-    return read_shape(sibling) if sibling.is_file() and sibling != ref_path else None
-
-
-def verify(
-    out: str | Path,
-    ref: str | Path,
-    *,
-    case: str | None = None,
-    atol: float = COURSE_ATOL,
-    rtol: float = 0.0,
-    progress: ProgressFactory = no_progress,
-    notice: Notice = _quiet,
-) -> tuple[VerifyReport, Path]:
-    """Check an output file against a reference file, or a suite case's float64 reference (REF named as
-    the case). Positions are (batch, row, column) when the shape is known from `case`, an input file
-    beside REF, or the suite; otherwise flat element indices. Returns the report and the reference used."""
-    ref_text = str(ref)
-    ref_path = Path(ref)
-    if not ref_path.exists() and ref_text in suite.SUITE:
-        ref_path, shape = _suite_reference(ref_text, progress, notice)
-    elif not ref_path.exists():
-        raise TestcaseError(f"{ref_text}: no such file, and no suite case of that name")
-    else:
-        shape = _known_shape(ref_path, case, progress)
-    with OutputFile(out, shape) as got, OutputFile(ref_path, shape) as want:
-        if got.size != want.size:
-            raise TestcaseError(f"{out}: {got.size * 4} bytes, but the reference {ref_text} has {want.size * 4}; "
-                                "they cannot hold the same output")
-        if shape is None:
-            notice("B, N, d unknown: positions are flat element indices (pass --case for batch, row, column)")
-        report = compare_outputs(got, want, atol, rtol, shape=shape)
-    return report, ref_path
-
-
-def generate(names: Sequence[str], *, reference: bool = True, force: bool = False,
-             progress: ProgressFactory = no_progress) -> list[suite.SuiteCase]:
-    """Generate suite inputs (and their float64 references) from their recorded seeds."""
-    chosen = suite.cases_in(names)
-    for case in chosen:
-        if force or not suite.is_generated(case):
-            with progress(f"generating {case.name}", 3 * case.shape.elements) as advance:
-                suite.generate_input(case, advance, force=force)
-        if reference and (force or not suite.has_reference(case)):
-            with progress(f"float64 reference of {case.name}", case.shape.B * case.shape.N) as advance:
-                suite.generate_reference(case, advance, force=force)
-    return chosen
-
-
-def load_results(path: str | Path) -> ResultSet:
-    """A saved compare, sweep or judge (any schema version this attnbench reads)."""
-    return load(path)
-
-
-def against_saved(result: ResultSet, saved: ResultSet, same_within: float = DEFAULT_SAME_WITHIN,
-                  fail_slower: float | None = None, allow_other_gpu: bool = False,
-                  allow_other_inputs: bool = False) -> AgainstReport:
-    """Each cell of `result` against the same cell of a saved run, with regressions counted."""
-    notes = check_comparable(result, saved, allow_other_gpu, allow_other_inputs)
-    return against(result, saved, same_within, fail_slower, notes)
+    return _matrix(chosen, inputs, gpu, settings, listener, finish)
 
 
 __all__ = [
-    "SlurmOptions", "TimingOptions", "against_saved", "check_same_gpu", "check_same_inputs", "choose_variant",
-    "common_selection", "compare", "expected_inputs", "generate", "load_results", "open_gpu", "open_gpu_for", "resume",
-    "run", "sweep", "verify",
+    "SlurmOptions", "TimingOptions", "check_same_gpu", "check_same_inputs", "choose_variant", "common_selection",
+    "compare", "expected_inputs", "open_gpu", "open_gpu_for", "resume", "run", "sweep",
 ]

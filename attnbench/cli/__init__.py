@@ -48,6 +48,14 @@ def _reader_left() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
+def _flush_stdout() -> None:
+    """Flush now, so a reader that stopped early (`| head -1`) shows here and not as a traceback at exit."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _reader_left()
+
+
 class AttnbenchGroup(click.Group):
     """Turns expected failures into one sentence and an exit code, never a traceback; usage errors into
     one line and a pointer to --help, instead of click's usage block."""
@@ -60,8 +68,12 @@ class AttnbenchGroup(click.Group):
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
-            outcome = super().invoke(ctx)
-            sys.stdout.flush()  # a reader that stopped early (`| head -1`) shows here, not at exit
+            try:
+                outcome = super().invoke(ctx)
+            except SystemExit:  # a command's own exit status stands, whoever reads its output
+                _flush_stdout()
+                raise
+            _flush_stdout()
             return outcome
         except click.UsageError as exc:
             _usage_error(exc)

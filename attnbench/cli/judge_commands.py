@@ -111,7 +111,8 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
     program = programs[0]
     pending = api_programs.judge_writes(case_selector)
     if pending:  # all 30 course cases take about 12 GB: say so before writing any
-        notice(f"the cases not generated yet take {pending / 1e9:.1f} GB (inputs and float64 references) in "
+        size = f"{pending / 1e9:.1f} GB" if pending >= 1e9 else f"{pending / 1e6:.0f} MB"
+        notice(f"the cases not generated yet take {size} (inputs and float64 references) in "
                f"{data_dir()}; --cases limits them (e.g. --cases t01-t10)")
 
     def finished(index: int, total: int, judged) -> None:

@@ -20,7 +20,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from attnbench.output.table import BAD, DIM, GOOD, TableModel
+from attnbench.output.column_widths import fit_widths, longest_line, longest_word
+from attnbench.output.table import BAD, DIM, GOOD, Column, TableModel
 from attnbench.output.tables import format_ms
 
 if TYPE_CHECKING:
@@ -42,22 +43,55 @@ err_console = _Console(stderr=True)
 _TONES = {GOOD: "green", BAD: "red", DIM: "dim"}
 
 
+def _cell(cell) -> str:
+    text = escape(cell.text)
+    style = _TONES.get(cell.tone)
+    return f"[{style}]{text}[/{style}]" if style else text
+
+
+def _narrowest(column: Column, cells: list[str]) -> int:
+    """The narrowest a column may be: its longest word (header included); a right-aligned column holds
+    a number with its unit ("0.539 s"), kept whole like a name."""
+    measure = longest_line if column.right else longest_word
+    return max([longest_word(column.name)] + [measure(cell) for cell in cells])
+
+
+def _widths(model: TableModel, framed: bool) -> list[int] | None:
+    """Widths that cut no word within the console's width; None when only a vertical layout fits."""
+    cells = [[row[i].text for row in model.rows] for i in range(len(model.columns))]
+    words = [_narrowest(column, texts) for column, texts in zip(model.columns, cells)]
+    lines = [max([longest_line(column.name)] + [longest_line(t) for t in texts])
+             for column, texts in zip(model.columns, cells)]
+    borders = 3 * len(words) + 1 if framed else 2 * len(words)  # padding of 1 each side, and the rules
+    return fit_widths(words, lines, console.width - borders)
+
+
+def _vertical(model: TableModel, framed: bool) -> Table:
+    """A table too wide for the console, one row a block of `column  value` lines: no name is cut."""
+    table = Table(title=model.title, show_header=False, box=box.HEAVY_HEAD if framed else None)
+    table.add_column("field", style="bold", overflow="fold")
+    table.add_column("value", overflow="fold")
+    for row in model.rows:
+        for index, (column, cell) in enumerate(zip(model.columns, row)):
+            table.add_row(escape(column.name), _cell(cell), end_section=index == len(row) - 1)
+    return table
+
+
 def render(model: TableModel, wide: bool = True) -> Table:
-    """A rich Table of the model; without `wide`, its wide columns are left out."""
+    """A rich Table of the model; without `wide`, its wide columns are left out. Columns are never
+    narrower than their longest word; where the words do not fit side by side, the rows go vertical."""
     if not wide:
         model = model.without_wide()
     # Piped output (a file, another program) gets plain columns, no box drawing.
     framed = console.is_terminal
+    widths = _widths(model, framed)
+    if widths is None:
+        return _vertical(model, framed)
     table = Table(title=model.title, show_lines=model.row_lines and framed, box=box.HEAVY_HEAD if framed else None)
-    for column in model.columns:
-        table.add_column(column.name, justify="right" if column.right else "left", overflow="fold")
+    for column, width in zip(model.columns, widths):
+        table.add_column(column.name, justify="right" if column.right else "left", overflow="fold", width=width)
     for row in model.rows:
-        cells = []
-        for cell in row:
-            text = escape(cell.text)
-            style = _TONES.get(cell.tone)
-            cells.append(f"[{style}]{text}[/{style}]" if style else text)
-        table.add_row(*cells)
+        table.add_row(*(_cell(cell) for cell in row))
     return table
 
 

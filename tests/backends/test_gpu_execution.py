@@ -11,7 +11,8 @@ from attnbench.backends.base import HostClock
 from attnbench.bench.matrix import MatrixSettings, run_matrix
 from attnbench.bench.runner import run_variant
 from attnbench.bench.sampler import TimingPolicy
-from attnbench.cases.inputs import resolve
+from attnbench.cases.inputs import SyntheticInput
+from attnbench.cases.testcase import Shape
 from tests.backends.test_gpu_pipeline_fake_driver import VARIANT, FakeDriver, FakeGpu
 from tests.conftest import random_testcase
 
@@ -83,8 +84,7 @@ def test_each_timed_sample_follows_exactly_one_flush_or_none(flush):
 def test_hot_and_the_default_reach_the_gpu_and_the_saved_policy_agrees(hot, tmp_path):
     gpu = RecordingGpu(FakeDriver())
     options = TimingOptions(reps=3, hot=hot)
-    bench_input = resolve("odd_17x48")
-    bench_input.prepare()
+    bench_input = SyntheticInput(Shape(2, 17, 8), seed=5)  # in memory: no suite file for other tests to find
     infos, cells = run_matrix([VARIANT], [bench_input], gpu, MatrixSettings(policy=options.policy_for))
     assert [c.status for c in cells] == ["ok"], cells[0].message
     flushed = "flush" in gpu.log

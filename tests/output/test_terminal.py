@@ -17,3 +17,37 @@ def test_an_unknown_noise_is_a_question_mark_not_nan():
     line = cell_line(cell_of([1.0, 1.1, 0.9]))
     assert "±?" in line and "nan" not in line.lower()
     assert "±?" not in cell_line(cell_of([1.0 + i / 1000 for i in range(12)]))
+
+
+def _printed(monkeypatch, model, width: int, wide: bool | None = None) -> str:
+    import io
+
+    from rich.console import Console
+
+    from attnbench.output import terminal
+
+    capture = Console(file=io.StringIO(), width=width)
+    monkeypatch.setattr(terminal, "console", capture)
+    terminal.print_table(model, wide=wide)
+    return capture.file.getvalue()
+
+
+CASES = ["odd_1000x128", "odd_1000x64", "odd_100x32", "odd_100x80", "odd_17x48", "odd_33x64"]
+
+
+def test_no_name_is_cut_at_80_columns_side_by_side_or_vertical(monkeypatch):
+    from attnbench.output.table import Column, TableModel
+
+    matrix = TableModel("kernel time", [Column("variant")] + [Column(c, right=True) for c in CASES])
+    matrix.add_row("cpu", *["51.317 ms ±?"] * len(CASES))
+    listing = TableModel("variants", [Column("variant"), Column("constraints", wide=True), Column("report")])
+    listing.add_row("qreg:fulltiles", "d in {32, 64}; N a multiple of 128 " * 4, "004 §3.10")
+    sweep = TableModel("sweep", [Column("variant"), Column("B2048_N256_d32", right=True)])
+    sweep.add_row("gemm", "1.0 ms")
+    for model, names in ((matrix, CASES + ["variant"]), (listing, ["constraints", "qreg:fulltiles"]),
+                         (sweep, ["B2048_N256_d32"])):
+        for width in (40, 80, 200):
+            text = _printed(monkeypatch, model, width, wide=True)
+            words = text.split()
+            assert all(name in words for name in names), f"{model.title} at {width}:\n{text}"
+            assert max(len(line.rstrip()) for line in text.splitlines()) <= width

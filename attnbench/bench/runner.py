@@ -18,7 +18,7 @@ import numpy as np
 
 from attnbench.backends.base import Execution
 from attnbench.backends.factory import make_execution
-from attnbench.results.ceilings import applied_ceiling, cached_for
+from attnbench.results.ceilings import applied_ceiling, cached_for, datasheet_ceiling, measured_dram_bandwidth
 from attnbench.bench.chunk_plan import ChunkPlan
 from attnbench.bench.pipeline import run_pipeline
 from attnbench.bench.sampler import TimingPolicy, measure, sample_execution, timed_passes
@@ -28,6 +28,8 @@ from attnbench.cases.testcase import Shape, Testcase
 from attnbench.errors import KernelLaunchError
 from attnbench.files import atomic_write
 from attnbench.kernels.variant import Variant
+from attnbench.results.datasheet import DeviceFacts
+from attnbench.results.floor import gpu_floor, host_floor
 from attnbench.results.measurement import Measurement
 from attnbench.results.stats import KernelStats
 from attnbench.results.verification import VerifyReport
@@ -64,18 +66,56 @@ def _first_pass_naming(execution: Execution, case_label: str) -> tuple[np.ndarra
         raise KernelLaunchError(f"{exc} (case {case_label})") from None
 
 
+class SmClockRecorder:
+    """Reads the GPU's SM clock (NVML) after each sample; gives up, leaving the clock unknown, at the first
+    read NVML cannot answer (no pynvml, no libnvidia-ml, a device it does not manage)."""
+
+    def __init__(self, gpu: Any | None) -> None:
+        self._gpu = gpu
+        self._read = getattr(gpu, "sm_clock_mhz", None)
+        self.clocks: list[float] | None = [] if callable(self._read) else None
+
+    def __call__(self, sample_ms: float) -> None:
+        if self.clocks is None or self._read is None:
+            return
+        found = self._read()
+        if found is None:
+            self.clocks = None
+        else:
+            self.clocks.append(found)
+
+    def attach(self, stats: KernelStats) -> KernelStats:
+        """Keep the clocks with the samples (when there is one per sample), and NVML's throttle reasons."""
+        if self.clocks is not None and len(self.clocks) == stats.count:
+            stats.clocks_mhz = self.clocks
+            reasons = getattr(self._gpu, "throttle_reasons", None)
+            stats.throttle_reasons = tuple(reasons()) if callable(reasons) else ()
+        return stats
+
+
 def _time(execution: Execution, variant: Variant, policy: TimingPolicy, compute_s: float,
-          timer: Timer | None) -> KernelStats:
-    """Kernel statistics after the first pass; a host pass already timed counts as the first sample."""
+          timer: Timer | None, gpu: Any | None = None) -> KernelStats:
+    """Kernel statistics after the first pass; a host pass already timed counts as the first sample.
+    A device variant's samples carry the SM clock each ran at (when NVML can say)."""
     if timer is not None:
         return timer(execution, policy)
     if variant.backend == "cpu":
         return sample_execution(execution, policy, first_samples=[compute_s * 1e3])
-    return sample_execution(execution, policy)
+    recorder = SmClockRecorder(gpu)
+    return recorder.attach(sample_execution(execution, policy, on_sample=recorder))
+
+
+def device_facts(gpu: Any | None) -> DeviceFacts | None:
+    """The GPU's facts for its floor and datasheet peaks; None for a device that cannot give them."""
+    facts = getattr(gpu, "device_facts", None)
+    return facts() if callable(facts) else None
 
 
 def _measurement(variant: Variant, case_label: str, shape: Shape, gpu: Any | None, execution: Execution,
-                 compute_s: float, stats: KernelStats) -> Measurement:
+                 compute_s: float, stats: KernelStats, hot: bool = False) -> Measurement:
+    """The measurement of a timed run, with its physical floor (`hot`: timed without an L2 flush) and,
+    unless the median is below that floor, the share of the peak that applies to the variant's unit
+    (measured by `attnbench ceilings`, else the datasheet's)."""
     measurement = Measurement(
         variant=variant.name,
         case=case_label,
@@ -86,15 +126,21 @@ def _measurement(variant: Variant, case_label: str, shape: Shape, gpu: Any | Non
         compile_s=execution.compile_s,
         peak_flops=execution.peak_flops,
     )
-    if gpu is not None and variant.backend != "cpu":
-        applied = applied_ceiling(variant.unit, shape.flops, stats.median * 1e-3, (shape.B, shape.N, shape.d),
-                                  cached_for(gpu))
-        measurement.ceiling = applied.to_dict() if applied else None
-        reasons = gpu.throttle_reasons()
-        if reasons:
-            measurement.warnings.append(
-                f"the GPU reports clock throttling ({', '.join(reasons)}): let it cool or lower its load, then rerun"
-            )
+    dims = (shape.B, shape.N, shape.d)
+    if variant.backend == "cpu":
+        measurement.floor = host_floor(dims)
+        return measurement
+    facts = device_facts(gpu)
+    if facts is None:
+        return measurement
+    cached = cached_for(gpu)
+    measurement.floor = gpu_floor(dims, facts, measured_dram_bandwidth(cached), hot)
+    if measurement.impossible:
+        return measurement  # not a speed: no share of any peak
+    seconds = stats.median * 1e-3
+    applied = (applied_ceiling(variant.unit, shape.flops, seconds, dims, cached)
+               or datasheet_ceiling(variant.unit, shape.flops, seconds, dims, facts))
+    measurement.ceiling = applied.to_dict() if applied else None
     return measurement
 
 
@@ -122,10 +168,11 @@ def run_variant(
             output = None
         if gate and result is not None and not result.passed:
             return VariantRun(output, None, result)
-        stats = _time(execution, variant, policy, compute_s, timer)
+        stats = _time(execution, variant, policy, compute_s, timer, gpu)
     finally:
         execution.free()
-    measurement = _measurement(variant, case_label, testcase.shape, gpu, execution, compute_s, stats)
+    measurement = _measurement(variant, case_label, testcase.shape, gpu, execution, compute_s, stats,
+                               hot=not policy.flush_l2 or timer is not None)
     if isinstance(result, VerifyReport):
         measurement.verification = result
         measurement.nonfinite = result.nan_count + result.inf_count
@@ -165,10 +212,12 @@ def run_variant_pipelined(
                 clock = clocks[0]
             clock.wall_s = time.perf_counter() - start  # the file's creation and rename included
             result = check(keep) if check is not None and keep is not None else FiniteCheck(clock.nonfinite, shape.elements)
-            stats = sample_execution(execution, policy)
+            recorder = SmClockRecorder(gpu)
+            stats = recorder.attach(sample_execution(execution, policy, on_sample=recorder))
         finally:
             execution.free()
-    measurement = _measurement(variant, case_label, shape, gpu, execution, clock.compute_s, stats)
+    measurement = _measurement(variant, case_label, shape, gpu, execution, clock.compute_s, stats,
+                               hot=not policy.flush_l2)
     measurement.input_s, measurement.output_s, measurement.clock = clock.read_s, clock.write_s, clock
     measurement.nonfinite = clock.nonfinite
     if isinstance(result, VerifyReport):
@@ -176,4 +225,4 @@ def run_variant_pipelined(
     return VariantRun(keep, measurement, result)
 
 
-__all__ = ["Check", "Timer", "VariantRun", "measure", "run_variant", "run_variant_pipelined", "timed_passes"]
+__all__ = ["Check", "SmClockRecorder", "Timer", "VariantRun", "measure", "run_variant", "run_variant_pipelined", "timed_passes"]

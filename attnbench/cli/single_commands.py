@@ -84,13 +84,16 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
         click.echo(json.dumps(measurement.to_dict(), indent=1))
     else:
         print_table(tables.measurement_table(measurement))
-        print_warnings(measurement.warnings + measurement.kernel.warnings)
+        print_warnings(measurement.all_warnings())
         if verification is not None and not verification.passed:
             print_table(tables.verify_table(verification, f"check of {out}"))
     if measurement.nonfinite and verification is None:
         error_line(f"{measurement.nonfinite} of {measurement.shape.elements} elements of {out} are NaN or Inf: "
                    "the output is wrong (run with --check for the worst elements)")
-    if measurement.nonfinite or (verification is not None and not verification.passed):
+    impossible = measurement.impossible_reason()
+    if impossible is not None:
+        error_line(f"IMPOSSIBLE: {measurement.variant} on {measurement.case}: {impossible}")
+    if measurement.nonfinite or (verification is not None and not verification.passed) or impossible is not None:
         sys.exit(1)
 
 

@@ -14,7 +14,8 @@ from attnbench.analysis.view import MatrixView
 from attnbench.output.course_clock_rows import course_clock_rows
 from attnbench.output.table import BAD, DIM, GOOD, Column, TableModel, Text, columns
 from attnbench.results.measurement import Measurement
-from attnbench.results.resultset import ERROR, OK, REFUSED, WRONG, Cell, ResultSet
+from attnbench.results.ceilings import share_text
+from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, WRONG, Cell, ResultSet
 from attnbench.results.verification import VerifyReport
 
 
@@ -60,10 +61,14 @@ def measurement_table(m: Measurement) -> TableModel:
     noise = f"noise {noise_text(k.noise)} (95% interval of the median)" if math.isfinite(k.noise) else \
         "noise unknown (fewer than 6 samples)"
     table.add_row(f"{timed} stddev", format_ms(k.stdev), f"{noise}, {k.outliers} outliers")
-    peak = f"{100 * m.peak_fraction:.1f}% of FP32 peak (datasheet)" if m.peak_fraction is not None else ""
-    if m.ceiling:  # a measured ceiling from `attnbench ceilings` replaces the datasheet figure
-        peak = f"{100 * m.ceiling['fraction']:.1f}% of {m.ceiling['name']} (measured)"
-    table.add_row("TFLOP/s", f"{m.tflops:.3f}", f"4*B*N*N*d / kernel median; {peak}".rstrip("; "))
+    if k.clock is not None:
+        table.add_row("SM clock", k.clock.text(), "NVML, after each sample: median (min-max when it moved)")
+    impossible = m.impossible_reason()
+    if impossible is not None:  # not a speed: no TFLOP/s, no share of a peak
+        table.add_row("TFLOP/s", Text("IMPOSSIBLE", BAD), impossible)
+    else:
+        peak = share_text(m.ceiling) if m.ceiling else ""  # the peak of the variant's unit, measured or datasheet
+        table.add_row("TFLOP/s", f"{m.tflops:.3f}", f"4*B*N*N*d / kernel median; {peak}".rstrip("; "))
     if m.verification is not None:
         v = m.verification
         verdict = Text("PASS", GOOD) if v.passed else Text("FAIL", BAD)
@@ -100,6 +105,8 @@ def status_text(cell: Cell | None) -> Text | None:
         return Text("refused", DIM)
     if cell.status == ERROR:
         return Text("ERROR", BAD)
+    if cell.status == IMPOSSIBLE:
+        return Text("IMPOSSIBLE", BAD)
     return None
 
 
@@ -187,32 +194,35 @@ def tflops_table(view: MatrixView) -> TableModel:
 
 
 def _ceiling_of(cell: Cell | None) -> dict | None:
-    """The measured ceiling a timed kernel cell was set against, or None."""
-    if cell is None or cell.measurement is None or is_program_cell(cell):
+    """The peak a timed kernel cell was set against (measured, or the datasheet's), or None."""
+    if cell is None or not cell.ok or cell.measurement is None or is_program_cell(cell):
         return None
     return cell.measurement.ceiling or None
 
 
 def ceiling_text(cell: Cell | None) -> Text:
-    """The share of its variant's measured ceiling a cell reached ('44.0%'), '-' where none applies."""
+    """The share of its variant's peak a cell reached ('44.0%'), '-' where none applies. A share above
+    100% is never printed: it says the peak or the timing is wrong."""
     ceiling = _ceiling_of(cell)
     if ceiling is None:
         return status_text(cell) or Text("-", DIM)
+    if ceiling["fraction"] > 1.0:
+        return Text("above its peak?", BAD)
     return Text(f"{100 * ceiling['fraction']:.1f}%")
 
 
 def ceiling_table(view: MatrixView) -> TableModel | None:
-    """Each cell as a fraction of the ceiling of what its variant runs on (`attnbench ceilings`), with
-    that ceiling named per variant; None when no cell has one (ceilings not measured on this GPU)."""
+    """Each cell as a fraction of the peak of what its variant runs on (measured by `attnbench ceilings`,
+    else the datasheet's), with that peak named per variant; None when no cell has one."""
     result = view.result
     named: dict[str, str] = {}
     for cell in result.cells:
         ceiling = _ceiling_of(cell)
         if ceiling is not None:
-            named.setdefault(cell.variant, ceiling["name"])
+            named.setdefault(cell.variant, f"{ceiling['name']} ({'measured' if ceiling.get('measured') else 'datasheet'})")
     if not named:
         return None
-    title = "Fraction of the measured ceiling of what each variant runs on"
+    title = "Fraction of the peak of what each variant runs on"
     cases, variants = result.case_labels, result.variant_names
     if by_case(result):
         table = TableModel(title, [Column("input"), *(Column(v, right=True) for v in variants)])
@@ -297,7 +307,7 @@ def grouped_notes(result: ResultSet) -> list[str]:
     """Wrong, failed and refused cells with their reasons, and warnings: one line per kind, cells listed."""
     lines = []
     for cell in result.cells:
-        if cell.status in (WRONG, ERROR):
+        if cell.status in FAILED:
             lines.append(f"{cell.status.upper()} {cell.variant} on {cell.case}: {cell.message}")
     refused: dict[str, list[str]] = {}
     for cell in result.cells:
@@ -308,12 +318,26 @@ def grouped_notes(result: ResultSet) -> list[str]:
     warnings: dict[str, list[str]] = {}
     for cell in result.cells:
         if cell.measurement is not None:
-            for warning in cell.measurement.warnings + cell.measurement.kernel.warnings:
+            for warning in cell.measurement.all_warnings():
                 warnings.setdefault(warning, []).append(f"{cell.variant}/{cell.case}")
     for warning, where in warnings.items():
         shown = ", ".join(where[:6]) + (f" and {len(where) - 6} more" if len(where) > 6 else "")
         lines.append(f"warning ({shown}): {warning}")
     return lines
+
+
+def clock_note(result: ResultSet) -> str | None:
+    """One line under a compare's tables: the SM clock the timed cells ran at; None when unknown."""
+    clocks = [c.measurement.kernel.clock for c in result.cells if c.ok and c.measurement is not None]
+    known = [c for c in clocks if c is not None]
+    if not known:
+        return None
+    low, high = min(c.low for c in known), max(c.high for c in known)
+    medians = sorted(c.median for c in known)
+    middle = medians[len(medians) // 2]
+    spread = f", {low:.0f}-{high:.0f} MHz over all samples" if high - low > 0 else ""
+    return (f"SM clock (NVML, after each sample): {middle:.0f} MHz, the median of {len(known)} cells' medians{spread}; "
+            "each cell's clocks are in the saved files")
 
 
 # -- the judge ---------------------------------------------------------------------------------------------
@@ -349,7 +373,7 @@ def against_table(report: AgainstReport) -> TableModel:
         saved = format_ms(row.saved.stats.median) if row.saved is not None and row.saved.ok and row.saved.stats else "-"
         now = format_ms(row.current.stats.median) if row.current is not None and row.current.ok and row.current.stats else "-"
         change = row.comparison.describe_change() if row.comparison is not None else ""
-        tone = BAD if row.regression or row.outcome in ("NOW WRONG", "STILL WRONG") else (
+        tone = BAD if row.regression or row.outcome in ("NOW WRONG", "STILL WRONG", "IMPOSSIBLE") else (
             GOOD if row.outcome in ("FASTER", "FIXED") else "")
         outcome = row.outcome + (" (regression)" if row.regression else "")
         table.add_row(row.variant, row.case, saved, now, change, Text(outcome, tone), row.note)

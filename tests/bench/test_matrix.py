@@ -97,7 +97,7 @@ def test_matrix_view_speedups_and_geomeans():
     assert c.speedup == pytest.approx(4.0) and c.verdict.value == "FASTER"
     assert view.comparison("fast", "t29") is None  # wrong: no speed
     assert view.geomean_speedup("fast").value == pytest.approx(4.0) and view.geomean_speedup("fast").count == 1
-    assert view.counts("fast") == {"ok": 1, "wrong": 1, "refused": 0, "error": 0}
+    assert view.counts("fast") == {"ok": 1, "wrong": 1, "refused": 0, "error": 0, "impossible": 0}
     assert failures(r) == 1 and exit_status(r) == 1
 
 
@@ -195,7 +195,7 @@ def test_compare_refuses_a_run_on_other_input_bytes(cli, tmp_path):
 def test_compare_wrong_cells_exit_1_with_the_count_in_the_output(cli, tmp_path):
     result = cli("compare", "--variants", "cpu", "--cases", "odd_17x48,odd_100x32", "--atol", "0", "--no-save")
     assert result.exit_code == 1  # never the count: 2 would read as bad usage
-    assert result.text.count("WRONG") >= 2 and "2 wrong or failed cell(s)" in result.text
+    assert result.text.count("WRONG") >= 2 and "2 wrong, impossible or failed cell(s)" in result.text
 
 
 def test_compare_needs_variants_and_cases(cli):

@@ -174,6 +174,7 @@ class Gpu:
             "sm_clock_mhz": self.clock_khz / 1e3,
             "memory_clock_mhz": self.memory_clock_khz / 1e3,
             "l2_bytes": self.l2_bytes,
+            "memory_bus_bits": self.memory_bus_bits,
             "total_memory_bytes": self.total_memory,
             "fp32_peak_tflops": self.fp32_peak_flops / 1e12,
             "driver_version": self.driver.get_driver_version(),

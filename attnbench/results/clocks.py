@@ -5,12 +5,15 @@ under a steady load (an H200 under a full tensor load does) runs every sample at
 that is the speed the kernel has there, and nothing to warn about. What makes a median untrustworthy
 is a clock that CHANGED between samples, so that the median mixes two speeds.
 
-The rule (`clock_shift`): the clock moved when its samples span more than CLOCK_STEP; it moved the
-median when the median of all samples differs from the median of the samples taken at the median
-clock by more than the median's noise (the half-width of its 95% interval). A handful of samples at
-another clock (the first ones, before the power cap settles) leave that median where it is: no
-warning. Where fewer than 3 samples sit at the median clock (a clock that wandered), half the gap
-between the medians of the samples at the upper and lower halves of the clocks stands for the shift.
+The rule (`clock_shift`): the clock moved when its samples span more than CLOCK_STEP. It moved the
+median when the median of all samples differs from the median of the samples taken at the commonest
+clock by more than the noise those samples have among themselves (the half-width of their median's
+95% interval: the noise the median would have had, had the clock held). The noise of all samples
+would not do: a clock that splits the samples in two widens that interval to span both speeds, and
+the move would never exceed it. A handful of samples at another clock (the first ones, before the
+power cap settles) leave the median where it is: no warning. Where fewer than 3 samples share a clock
+(it wandered), half the gap between the medians of the samples at the upper and lower halves of the
+clocks stands for the move, against the larger noise of the two halves.
 Samples are never dropped (NVBench drops those taken below 75% of the default clock and pauses to
 let the GPU recover): a capped clock is what a user's kernel meets too, and dropping samples would
 report a speed the GPU does not sustain. The warning says the numbers and what to do.
@@ -21,7 +24,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Callable
 
 CLOCK_STEP = 0.02  # relative: NVML reports clocks in steps of about 15 MHz (under 1% of 1980 MHz)
 UNKNOWN_NOISE_THRESHOLD = 0.01  # the default target noise, when too few samples give no noise
@@ -83,20 +86,27 @@ def _relative(a: float, b: float, scale: float) -> float:
     return abs(a - b) / scale if scale > 0 else 0.0
 
 
-def clock_shift(samples: list[float], clocks: list[float] | None, noise: float,
+def clock_shift(samples: list[float], clocks: list[float] | None, noise_of: Callable[[list[float]], float],
                 reasons: tuple[str, ...] = ()) -> ClockShift | None:
-    """The warning when the clock moved the median beyond its noise (see the module's rule); else None."""
+    """The warning when the clock moved the median beyond its noise (see the module's rule); else None.
+    `noise_of` gives the relative noise of a list of samples (NaN when too few to say)."""
     summary = clock_summary(clocks)
     if summary is None or clocks is None or len(clocks) != len(samples) or not summary.moved:
         return None
     median = statistics.median(samples)
-    at_median_clock = [s for s, c in zip(samples, clocks) if abs(c - summary.median) <= CLOCK_STEP * summary.median]
-    if len(at_median_clock) >= MIN_GROUP:
-        shift = _relative(median, statistics.median(at_median_clock), median)
+    commonest = statistics.mode(round(c) for c in clocks)
+    steady = [s for s, c in zip(samples, clocks) if abs(c - commonest) <= CLOCK_STEP * commonest]
+    if len(steady) >= MIN_GROUP:
+        shift = _relative(median, statistics.median(steady), median)
+        noise = noise_of(steady)
+        if not math.isfinite(noise):
+            noise = noise_of(samples)
     else:
         ordered = [s for _, s in sorted(zip(clocks, samples))]
         half = len(ordered) // 2
-        shift = _relative(statistics.median(ordered[:half]), statistics.median(ordered[-half:]), median) / 2
+        low, high = ordered[:half], ordered[-half:]
+        shift = _relative(statistics.median(low), statistics.median(high), median) / 2
+        noise = max(noise_of(low), noise_of(high))  # NaN (then the default target) when the halves are small
     threshold = noise if math.isfinite(noise) else UNKNOWN_NOISE_THRESHOLD
     if shift <= threshold:
         return None

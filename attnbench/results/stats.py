@@ -34,7 +34,7 @@ class KernelStats:
     @property
     def clock_warning(self) -> ClockShift | None:
         """Set when the clock moved within the samples by enough to move the median beyond its noise."""
-        return clock_shift(self.samples_ms, self.clocks_mhz, self.noise, self.throttle_reasons)
+        return clock_shift(self.samples_ms, self.clocks_mhz, relative_noise, self.throttle_reasons)
 
     def all_warnings(self) -> list[str]:
         """The sampler's warnings and the clock's, as sentences."""

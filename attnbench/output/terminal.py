@@ -20,7 +20,7 @@ from rich.progress import (
 from rich.table import Table
 
 from attnbench.output.table import BAD, DIM, GOOD, TableModel
-from attnbench.output.tables import format_ms
+from attnbench.output.tables import format_ms, noise_text
 
 if TYPE_CHECKING:
     from attnbench.results.resultset import Cell
@@ -84,7 +84,7 @@ def cell_line(cell: "Cell") -> str:
     """One finished cell, as the matrix prints it while it runs."""
     if cell.ok and cell.measurement is not None:
         k = cell.measurement.kernel
-        return (f"{cell.variant} on {cell.case}: {format_ms(k.median)} ±{100 * k.noise:.1f}% "
+        return (f"{cell.variant} on {cell.case}: {format_ms(k.median)} {noise_text(k.noise)} "
                 f"({k.count} samples), {cell.measurement.tflops:.3g} TFLOP/s")
     return f"{cell.variant} on {cell.case}: {cell.status.upper()} {cell.message}"
 

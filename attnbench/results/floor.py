@@ -61,17 +61,17 @@ class PhysicalFloor:
         return median_s < self.limit_s
 
     def explain(self) -> str:
-        """What sets the floor: '786 MB at the measured 4.1 TB/s DRAM ceiling'."""
+        """What sets the floor: '786 MB at the measured 4.10 TB/s DRAM bandwidth'."""
         if self.bound == "memory" and self.bandwidth:
-            return (f"{self.dram_bytes / 1e6:,.0f} MB at the {self.bandwidth_source} "
+            return (f"{_bytes_text(self.dram_bytes)} at the {self.bandwidth_source} "
                     f"{self.bandwidth / 1e12:.2f} TB/s DRAM bandwidth")
-        return f"{self.flops / 1e9:,.3g} GFLOP at {self.compute_rate / 1e12:,.0f} TFLOP/s ({self.compute_source})"
+        return f"{self.flops / 1e9:,.3g} GFLOP at {self.compute_rate / 1e12:,.0f} TFLOP/s, {self.compute_source}"
 
     def sentence(self, median_ms: float, shape: tuple[int, int, int]) -> str:
         """Why a median is refused, with both numbers."""
         return (f"median {median_ms:.4g} ms is below the physical floor {self.seconds * 1e3:.4g} ms of "
-                f"({shape[0]}, {shape[1]}, {shape[2]}) on {self.device}: {self.explain()} "
-                f"(refused below 1/{self.margin:g} of the floor): the timed passes cannot have done the work")
+                f"({shape[0]}, {shape[1]}, {shape[2]}) on {self.device} ({self.explain()}): the timed passes "
+                f"cannot have done the work (a median under 1/{self.margin:g} of the floor is refused)")
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "limit_s": self.limit_s}
@@ -80,6 +80,13 @@ class PhysicalFloor:
     def from_dict(cls, data: dict[str, Any]) -> "PhysicalFloor":
         fields = {k: v for k, v in data.items() if k != "limit_s"}
         return cls(**fields)
+
+
+def _bytes_text(count: int) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= size:
+            return f"{count / size:,.3g} {unit}"
+    return f"{count} bytes"
 
 
 def dram_bytes(B: int, N: int, d: int, l2_bytes: int, hot: bool) -> int:

@@ -44,6 +44,7 @@ class FakeH200:
     name = "NVIDIA H200"
     index = 0
     compute_capability = (9, 0)
+    sm_count = 132
     arch = "sm_90"
     driver = FakeDriver()
     fp32_peak_flops = 66.9e12

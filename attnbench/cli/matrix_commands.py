@@ -26,6 +26,7 @@ from attnbench.cli.options import (
 from attnbench.errors import PlotsUnavailable
 from attnbench.output import tables
 from attnbench.output.markdown import lab_report_lines
+from attnbench.output.clock_note import clock_note
 from attnbench.output.terminal import MatrixProgress, console, err_console, print_table, print_warnings
 from attnbench.results.resultset import ERROR, IMPOSSIBLE, WRONG, ResultSet
 
@@ -100,7 +101,7 @@ def _print_matrix(result: ResultSet, baseline: str | None, same_within: float, t
     bad = failures(result)
     for table in tables.matrix_tables(view, with_correctness=bad > 0):
         print_table(table)
-    clock = tables.clock_note(result)
+    clock = clock_note(result)
     if clock is not None:
         console.print(clock, highlight=False, soft_wrap=True, style="dim")
 

@@ -13,6 +13,7 @@ from attnbench.cases import suite
 from attnbench.cli.options import error_line, notice, timing_from, timing_options, tolerance, with_options
 from attnbench.output import listing_tables, tables
 from attnbench.output.terminal import console, print_table, print_warnings, progress_bar
+from attnbench.results.resultset import strict_dumps
 
 
 @click.command()
@@ -81,7 +82,7 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
                           device=device, pipeline=not no_pipeline, progress=progress_bar, notice=notice)
     verification = measurement.verification
     if as_json:
-        click.echo(json.dumps(measurement.to_dict(), indent=1))
+        click.echo(strict_dumps(measurement.to_dict()))
     else:
         print_table(tables.measurement_table(measurement))
         print_warnings(measurement.all_warnings())

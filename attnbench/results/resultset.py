@@ -198,6 +198,11 @@ def _restore(value: Any) -> Any:
 _SPREAD_NUMBER_ARRAY = re.compile(r"\[\n[-0-9.eE+,\s]*\]")
 
 
+def strict_dumps(value: Any) -> str:
+    """Any JSON-able value as strict JSON text (non-finite numbers become strings, as in saved results)."""
+    return json.dumps(_finite(value), indent=1, allow_nan=False)
+
+
 def dumps(result: ResultSet) -> str:
     """The JSON text of a result set (strict JSON: non-finite numbers become strings). Arrays of numbers
     (a cell's timing samples) stay on one line: one sample a line made a square-lab sweep 1.6x larger."""

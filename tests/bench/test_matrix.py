@@ -299,6 +299,11 @@ def test_the_command_line_exits_1_on_an_impossible_median(cli, fake_h200, tmp_pa
     result = cli("run", "odd_100x32", str(tmp_path / "o.bin"), "--variant", "naive", "--reps", "3", "--no-pipeline")
     assert result.exit_code == 1, result.output
     assert "IMPOSSIBLE" in result.text and "below the physical floor" in result.text and "TFLOP/s" in result.text
+    result = CliRunner().invoke(main, ["run", "odd_100x32", str(tmp_path / "o.bin"), "--variant", "naive",
+                                       "--reps", "3", "--json", "--no-pipeline"], catch_exceptions=False)
+    assert result.exit_code == 1
+    data = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+    assert data["impossible"] and data["tflops"] is None and data["kernel"]["noise"] == "NaN"  # 3 samples: unknown
     result = cli("compare", "--variants", "cpu,naive", "--cases", "odd_17x48", "--reps", "3", "--no-save")
     assert result.exit_code == 1, result.output
     assert "IMPOSSIBLE" in result.text and "1 wrong, impossible or failed cell(s)" in result.text

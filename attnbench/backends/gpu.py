@@ -263,14 +263,21 @@ class Gpu:
                 import pynvml
 
                 pynvml.nvmlInit()
-                try:
-                    handle = pynvml.nvmlDeviceGetHandleByPciBusId(self.device.pci_bus_id().encode())
-                except Exception:
-                    handle = pynvml.nvmlDeviceGetHandleByIndex(self.index)
-                self._nvml = (pynvml, handle)
+                self._nvml = (pynvml, self._nvml_device(pynvml))
             except Exception:  # no pynvml, no driver library, or a device NVML does not manage
                 pass
         return self._nvml or None
+
+    def _nvml_device(self, pynvml: Any) -> Any:
+        """This device's NVML handle by PCI bus id (nvidia-ml-py versions differ on str or bytes), else by
+        index (right unless CUDA_VISIBLE_DEVICES or CUDA_DEVICE_ORDER renumber the devices)."""
+        bus_id = self.device.pci_bus_id()
+        for form in (bus_id, bus_id.encode()):
+            try:
+                return pynvml.nvmlDeviceGetHandleByPciBusId(form)
+            except Exception:
+                continue
+        return pynvml.nvmlDeviceGetHandleByIndex(self.index)
 
     def sm_clock_mhz(self) -> float | None:
         """The SM clock now (NVML, MHz); None when NVML cannot say."""

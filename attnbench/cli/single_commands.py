@@ -70,7 +70,9 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
         as_json: bool, no_pipeline: bool, **timing: object) -> None:
     """Run one variant on a testcase, write the output and report the times.
 
-    CASE is a suite name (t29) or the path of a course input file.
+    CASE is a suite name (t29) or the path of a course input file. Exit status 1 when the output is
+    wrong (NaN or Inf, or --check fails) or the kernel median is below the physical floor of the shape on
+    this GPU (IMPOSSIBLE: the timed passes cannot have done the work).
 
     \b
     Examples:

@@ -22,6 +22,7 @@ from attnbench.results.ceilings import applied_ceiling, cached_for, datasheet_ce
 from attnbench.bench.chunk_plan import ChunkPlan
 from attnbench.bench.pipeline import run_pipeline
 from attnbench.bench.sampler import TimingPolicy, measure, sample_execution, timed_passes
+from attnbench.bench.sm_clock import SmClockRecorder
 from attnbench.bench.verify import FiniteCheck, finite_check
 from attnbench.cases.streaming import TestcaseFile
 from attnbench.cases.testcase import Shape, Testcase
@@ -66,33 +67,6 @@ def _first_pass_naming(execution: Execution, case_label: str) -> tuple[np.ndarra
         raise KernelLaunchError(f"{exc} (case {case_label})") from None
 
 
-class SmClockRecorder:
-    """Reads the GPU's SM clock (NVML) after each sample; gives up, leaving the clock unknown, at the first
-    read NVML cannot answer (no pynvml, no libnvidia-ml, a device it does not manage)."""
-
-    def __init__(self, gpu: Any | None) -> None:
-        self._gpu = gpu
-        self._read = getattr(gpu, "sm_clock_mhz", None)
-        self.clocks: list[float] | None = [] if callable(self._read) else None
-
-    def __call__(self, sample_ms: float) -> None:
-        if self.clocks is None or self._read is None:
-            return
-        found = self._read()
-        if found is None:
-            self.clocks = None
-        else:
-            self.clocks.append(found)
-
-    def attach(self, stats: KernelStats) -> KernelStats:
-        """Keep the clocks with the samples (when there is one per sample), and NVML's throttle reasons."""
-        if self.clocks is not None and len(self.clocks) == stats.count:
-            stats.clocks_mhz = self.clocks
-            reasons = getattr(self._gpu, "throttle_reasons", None)
-            stats.throttle_reasons = tuple(reasons()) if callable(reasons) else ()
-        return stats
-
-
 def _time(execution: Execution, variant: Variant, policy: TimingPolicy, compute_s: float,
           timer: Timer | None, gpu: Any | None = None) -> KernelStats:
     """Kernel statistics after the first pass; a host pass already timed counts as the first sample.
@@ -130,16 +104,16 @@ def _measurement(variant: Variant, case_label: str, shape: Shape, gpu: Any | Non
     if variant.backend == "cpu":
         measurement.floor = host_floor(dims)
         return measurement
-    facts = device_facts(gpu)
-    if facts is None:
+    if gpu is None:
         return measurement
-    cached = cached_for(gpu)
-    measurement.floor = gpu_floor(dims, facts, measured_dram_bandwidth(cached), hot)
+    facts, cached = device_facts(gpu), cached_for(gpu)
+    if facts is not None:  # a device that cannot give its facts gets no floor (fakes in tests)
+        measurement.floor = gpu_floor(dims, facts, measured_dram_bandwidth(cached), hot)
     if measurement.impossible:
         return measurement  # not a speed: no share of any peak
     seconds = stats.median * 1e-3
     applied = (applied_ceiling(variant.unit, shape.flops, seconds, dims, cached)
-               or datasheet_ceiling(variant.unit, shape.flops, seconds, dims, facts))
+               or (datasheet_ceiling(variant.unit, shape.flops, seconds, dims, facts) if facts else None))
     measurement.ceiling = applied.to_dict() if applied else None
     return measurement
 
@@ -225,4 +199,4 @@ def run_variant_pipelined(
     return VariantRun(keep, measurement, result)
 
 
-__all__ = ["Check", "SmClockRecorder", "Timer", "VariantRun", "measure", "run_variant", "run_variant_pipelined", "timed_passes"]
+__all__ = ["Check", "Timer", "VariantRun", "measure", "run_variant", "run_variant_pipelined", "timed_passes"]

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from attnbench.backends.base import Execution
-from attnbench.backends.factory import make_execution
+from attnbench.backends.registry import make_execution
 from attnbench.results.ceilings import applied_ceiling, cached_for, datasheet_ceiling, measured_dram_bandwidth
 from attnbench.bench.chunk_plan import ChunkPlan
 from attnbench.bench.pipeline import run_pipeline
@@ -73,7 +73,7 @@ def _time(execution: Execution, variant: Variant, policy: TimingPolicy, compute_
     A device variant's samples carry the SM clock each ran at (when NVML can say)."""
     if timer is not None:
         return timer(execution, policy)
-    if variant.backend == "cpu":
+    if variant.kind.runs_on_host:
         return sample_execution(execution, policy, first_samples=[compute_s * 1e3])
     recorder = SmClockRecorder(gpu)
     return recorder.attach(sample_execution(execution, policy, on_sample=recorder))
@@ -101,10 +101,10 @@ def _measurement(variant: Variant, case_label: str, shape: Shape, gpu: Any | Non
         peak_flops=execution.peak_flops,
     )
     dims = (shape.B, shape.N, shape.d)
-    if variant.backend == "cpu":
+    if variant.kind.runs_on_host:
         measurement.floor = host_floor(dims)
         return measurement
-    if gpu is None:
+    if gpu is None or not variant.kind.needs_gpu:
         return measurement
     facts, cached = device_facts(gpu), cached_for(gpu)
     if facts is not None:  # a device that cannot give its facts gets no floor (fakes in tests)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
+from attnbench import strict_json
 from attnbench import api
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases import suite
 from attnbench.cli.options import error_line, notice, timing_from, timing_options, tolerance, with_options
 from attnbench.output import listing_tables, tables
 from attnbench.output.terminal import console, print_table, print_warnings, progress_bar
-from attnbench.results.resultset import strict_dumps
 
 
 @click.command()
@@ -84,7 +83,7 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
                           device=device, pipeline=not no_pipeline, progress=progress_bar, notice=notice)
     verification = measurement.verification
     if as_json:
-        click.echo(strict_dumps(measurement.to_dict()))
+        click.echo(strict_json.dumps(measurement.to_dict()))
     else:
         print_table(tables.measurement_table(measurement))
         print_warnings(measurement.all_warnings())
@@ -122,7 +121,7 @@ def verify(out: str, ref: str, case: str | None, atol: float, rtol: float, as_js
     """
     report, ref_path = api.verify(out, ref, case=case, atol=atol, rtol=rtol, progress=progress_bar, notice=notice)
     if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=1))
+        click.echo(strict_json.dumps(report.to_dict()))
     else:
         print_table(tables.verify_table(report, f"{out} against {ref_path}"))
     sys.exit(0 if report.passed else 1)
@@ -157,7 +156,7 @@ def list_variants(resources: bool, head_dim: int, wide: bool) -> None:
 
         if gpu_probe() is None:
             arch = api.open_gpu(0).arch
-        figures = report_all([v for v in variants if v.backend == "gpu"], head_dim, arch)
+        figures = report_all([v for v in variants if v.kind.compiled], head_dim, arch)
     print_table(listing_tables.variants_table(variants, figures, arch), wide=wide or None)
 
 

@@ -27,6 +27,7 @@ from typing import Callable, Literal, Mapping
 
 from attnbench.cases.testcase import Shape
 from attnbench.errors import ShapeNotSupported, UnknownName
+from attnbench.kernels.backend_kinds import BACKEND_KINDS, BackendKind
 
 Dims = tuple[int, int, int]
 SCALAR_ARGS = ("B", "N", "d", "scale", "scale_log2", "step")
@@ -165,6 +166,11 @@ class Variant:
             constraints=self.constraints.narrowed(chosen.seq_len_multiple),
             flavours={},
         )
+
+    @property
+    def kind(self) -> BackendKind:
+        """The facts of this variant's backend (what it needs, how it is timed, whether it is compiled)."""
+        return BACKEND_KINDS[self.backend]
 
     def runs_on(self, compute_capability: tuple[int, int] | None) -> bool:
         """Whether a GPU of this compute capability can run the variant (unknown: assume it can)."""

@@ -205,8 +205,7 @@ def _ceiling_of(cell: Cell | None) -> dict | None:
 
 
 def ceiling_text(cell: Cell | None) -> Text:
-    """The share of its variant's peak a cell reached ('44.0%'), '-' where none applies. A share above
-    100% is never printed: it says the peak or the timing is wrong."""
+    """The share of its variant's peak a cell reached ('44.0%'), '-' where none applies; never above 100%."""
     ceiling = _ceiling_of(cell)
     if ceiling is None:
         return status_text(cell) or Text("-", DIM)
@@ -223,7 +222,8 @@ def ceiling_table(view: MatrixView) -> TableModel | None:
     for cell in result.cells:
         ceiling = _ceiling_of(cell)
         if ceiling is not None:
-            named.setdefault(cell.variant, f"{ceiling['name']} ({'measured' if ceiling.get('measured') else 'datasheet'})")
+            source = "measured" if ceiling.get("measured") else "datasheet"
+            named.setdefault(cell.variant, f"{ceiling['name']} ({source})")
     if not named:
         return None
     title = "Fraction of the peak of what each variant runs on"

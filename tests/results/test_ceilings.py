@@ -169,7 +169,8 @@ def test_datasheet_shares_per_unit_on_an_h200():
     assert third.fraction == pytest.approx(1e14 / (tf32 / 3)) and not third.measured
     assert cl.datasheet_ceiling("tensor", 1e12, 1e-2, (1, 1, 1), facts).value == pytest.approx(tf32)
     memory = cl.datasheet_ceiling("memory", 0, 1e-3, (1, 1024, 64), facts)
-    assert memory.value == pytest.approx(2 * 3.201e9 * 768) and memory.fraction == pytest.approx(16 * 1024 * 64 / 1e-3 / memory.value)
+    assert memory.value == pytest.approx(2 * 3.201e9 * 768)
+    assert memory.fraction == pytest.approx(16 * 1024 * 64 / 1e-3 / memory.value)
     old = DeviceFacts("GTX 1080", (6, 1), 20, 1_733_000, 2 << 20)
     assert cl.datasheet_ceiling("tensor", 1e12, 1e-2, (1, 1, 1), old) is None  # no tensor cores: no peak to share
     assert cl.datasheet_ceiling("memory", 0, 1e-3, (1, 1, 1), old) is None  # the bus width unknown

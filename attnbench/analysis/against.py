@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN, TimeComparison, Verdict, compare_stats, is_regression
 from attnbench.cases.inputs import BenchInput, CaseInfo, SuiteInput
 from attnbench.errors import ResultsError
-from attnbench.results.resultset import OK, REFUSED, Cell, ResultSet
+from attnbench.results.resultset import IMPOSSIBLE, OK, REFUSED, Cell, ResultSet
 
 NOW_WRONG, STILL_WRONG, FIXED, NEW, GONE = "NOW WRONG", "STILL WRONG", "FIXED", "NEW", "NOT RUN"
+TOO_FAST = "IMPOSSIBLE"  # timed below the physical floor: no speed to compare
 
 
 @dataclass
@@ -19,7 +20,7 @@ class AgainstRow:
     saved: Cell | None
     current: Cell | None
     comparison: TimeComparison | None
-    outcome: str  # SAME / FASTER / SLOWER, or NOW WRONG, STILL WRONG, FIXED, NEW, NOT RUN, refused
+    outcome: str  # SAME / FASTER / SLOWER, or NOW WRONG, STILL WRONG, IMPOSSIBLE, FIXED, NEW, NOT RUN, refused
     regression: bool
     note: str = ""
 
@@ -144,6 +145,8 @@ def against(current: ResultSet, saved: ResultSet, same_within: float = DEFAULT_S
         elif cell.status == OK and cell.measurement is None:  # a whole program: no kernel time to compare
             rows.append(AgainstRow(cell.variant, cell.case, then, cell, None, "-", False,
                                    "a program: process time only, not compared"))
+        elif cell.status == IMPOSSIBLE:
+            rows.append(AgainstRow(cell.variant, cell.case, then, cell, None, TOO_FAST, False, cell.message))
         elif cell.ok and then.ok:
             assert then.stats is not None and cell.stats is not None
             comparison = compare_stats(then.stats, cell.stats, same_within)

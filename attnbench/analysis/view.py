@@ -14,7 +14,7 @@ from attnbench.analysis.verdict import (
     geometric_mean,
     geometric_mean_speedup,
 )
-from attnbench.results.resultset import ERROR, OK, REFUSED, WRONG, Cell, ResultSet
+from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, WRONG, Cell, ResultSet
 
 if TYPE_CHECKING:
     from attnbench.analysis.against import AgainstReport
@@ -70,7 +70,7 @@ class MatrixView:
         return geometric_mean(values)
 
     def counts(self, variant: str) -> dict[str, int]:
-        found = {OK: 0, WRONG: 0, REFUSED: 0, ERROR: 0}
+        found = {OK: 0, WRONG: 0, REFUSED: 0, ERROR: 0, IMPOSSIBLE: 0}
         for cell in self.result.cells:
             if cell.variant == variant:
                 found[cell.status] += 1
@@ -86,12 +86,12 @@ def gpu_model(result: ResultSet, cell: Cell) -> str | None:
 
 
 def failures(result: ResultSet) -> int:
-    """Cells whose output was wrong or that failed to run."""
-    return sum(1 for c in result.cells if c.status in (WRONG, ERROR))
+    """Cells whose output was wrong, that failed to run, or whose time was impossible."""
+    return sum(1 for c in result.cells if c.status in FAILED)
 
 
 def exit_status(result: ResultSet, report: "AgainstReport | None" = None) -> int:
-    """1 when any cell is wrong or failed or any regressed against a saved run, else 0; the counts are
+    """1 when any cell is wrong, failed or impossible or any regressed against a saved run, else 0; the counts are
     printed and saved, not folded into the exit status."""
     regressions = report.regressions if report is not None else 0
     return 1 if failures(result) or regressions else 0

@@ -16,9 +16,7 @@ from attnbench.cases.testcase import Shape
 from attnbench.errors import GpuUnavailable, KernelCompileError, KernelLaunchError
 from attnbench.kernels.nvcc import compile_options, compile_source, include_dirs, source_file, source_label
 from attnbench.kernels.variant import Launch, Variant
-
-# FP32 lanes per SM by compute capability, for the FP32 peak (2 FLOPs per lane per clock).
-_FP32_LANES = {(6, 0): 64, (7, 0): 64, (7, 5): 64, (8, 0): 64}
+from attnbench.results.datasheet import DeviceFacts, fp32_peak_flops
 
 
 def _import_pycuda() -> Any:
@@ -123,9 +121,11 @@ class Gpu:
         self.clock_khz: int = self.device.get_attribute(attr.CLOCK_RATE)
         self.memory_clock_khz: int = self.device.get_attribute(attr.MEMORY_CLOCK_RATE)
         self.l2_bytes: int = self.device.get_attribute(attr.L2_CACHE_SIZE)
+        self.memory_bus_bits: int = self.device.get_attribute(attr.GLOBAL_MEMORY_BUS_WIDTH)
         self.total_memory: int = self.device.total_memory()
         self._modules: dict[tuple, CompiledVariant] = {}
         self._l2_flush_buffer: Any = None
+        self._nvml: Any = None  # (pynvml, handle) once opened; False when NVML cannot be had
 
     @property
     def l2_flush_bytes(self) -> int:
@@ -150,10 +150,14 @@ class Gpu:
         major, minor = self.compute_capability
         return f"sm_{major}{minor}"
 
+    def device_facts(self) -> DeviceFacts:
+        """What the datasheet peaks and the physical floor are computed from."""
+        return DeviceFacts(self.name, self.compute_capability, self.sm_count, self.clock_khz, self.l2_bytes,
+                           self.memory_clock_khz, self.memory_bus_bits)
+
     @property
     def fp32_peak_flops(self) -> float:
-        lanes = _FP32_LANES.get(self.compute_capability, 128)
-        return 2.0 * lanes * self.sm_count * self.clock_khz * 1e3
+        return fp32_peak_flops(self.device_facts())
 
     def free_memory(self) -> int:
         return self.driver.mem_get_info()[0]
@@ -170,6 +174,7 @@ class Gpu:
             "sm_clock_mhz": self.clock_khz / 1e3,
             "memory_clock_mhz": self.memory_clock_khz / 1e3,
             "l2_bytes": self.l2_bytes,
+            "memory_bus_bits": self.memory_bus_bits,
             "total_memory_bytes": self.total_memory,
             "fp32_peak_tflops": self.fp32_peak_flops / 1e12,
             "driver_version": self.driver.get_driver_version(),
@@ -247,15 +252,51 @@ class Gpu:
             return str(exc)
         return None
 
+    def _nvml_handle(self) -> tuple[Any, Any] | None:
+        """pynvml and this device's handle, opened once; None without NVML (no pynvml, no libnvidia-ml).
+
+        NVML numbers devices by PCI order and CUDA by speed unless CUDA_DEVICE_ORDER=PCI_BUS_ID: the
+        handle is looked up by the device's PCI bus id, so the clock read is this device's."""
+        if self._nvml is None:
+            self._nvml = False
+            try:
+                import pynvml
+
+                pynvml.nvmlInit()
+                self._nvml = (pynvml, self._nvml_device(pynvml))
+            except Exception:  # no pynvml, no driver library, or a device NVML does not manage
+                pass
+        return self._nvml or None
+
+    def _nvml_device(self, pynvml: Any) -> Any:
+        """This device's NVML handle by PCI bus id (nvidia-ml-py versions differ on str or bytes), else by
+        index (right unless CUDA_VISIBLE_DEVICES or CUDA_DEVICE_ORDER renumber the devices)."""
+        bus_id = self.device.pci_bus_id()
+        for form in (bus_id, bus_id.encode()):
+            try:
+                return pynvml.nvmlDeviceGetHandleByPciBusId(form)
+            except Exception:
+                continue
+        return pynvml.nvmlDeviceGetHandleByIndex(self.index)
+
+    def sm_clock_mhz(self) -> float | None:
+        """The SM clock now (NVML, MHz); None when NVML cannot say."""
+        found = self._nvml_handle()
+        if found is None:
+            return None
+        pynvml, handle = found
+        try:
+            return float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+        except Exception:
+            return None
+
     def throttle_reasons(self) -> list[str]:
         """Active clock-throttle reasons from NVML (empty when NVML is unavailable)."""
-        try:
-            import pynvml
-        except ImportError:
+        found = self._nvml_handle()
+        if found is None:
             return []
+        pynvml, handle = found
         try:
-            pynvml.nvmlInit()
-            handle = pynvml.nvmlDeviceGetHandleByIndex(self.index)
             mask = pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)
         except Exception:
             return []

@@ -23,7 +23,7 @@ from attnbench.errors import AttnbenchError
 from attnbench.kernels.nvcc import variant_info
 from attnbench.kernels.variant import Variant
 from attnbench.results.metadata import collect
-from attnbench.results.resultset import ERROR, OK, REFUSED, WRONG, Cell, ResultSet
+from attnbench.results.resultset import ERROR, IMPOSSIBLE, OK, REFUSED, WRONG, Cell, ResultSet
 from attnbench.results.verification import VerifyReport
 
 
@@ -183,6 +183,9 @@ def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray
         return Cell(variant.name, label, WRONG, failure_summary(run.check), None, check, extra)
     if timer_extra:
         extra.update(timer_extra)
+    impossible = run.measurement.impossible_reason()
+    if impossible is not None:  # checked, but timed faster than the hardware can go: no speed
+        return Cell(variant.name, label, IMPOSSIBLE, impossible, run.measurement, check, extra)
     return Cell(variant.name, label, OK, "", run.measurement, check, extra)
 
 

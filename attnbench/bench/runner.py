@@ -18,16 +18,19 @@ import numpy as np
 
 from attnbench.backends.base import Execution
 from attnbench.backends.registry import make_execution
-from attnbench.results.ceilings import applied_ceiling, cached_for
+from attnbench.results.ceilings import applied_ceiling, cached_for, datasheet_ceiling, measured_dram_bandwidth
 from attnbench.bench.chunk_plan import ChunkPlan
 from attnbench.bench.pipeline import run_pipeline
 from attnbench.bench.sampler import TimingPolicy, measure, sample_execution, timed_passes
+from attnbench.bench.sm_clock import SmClockRecorder
 from attnbench.bench.verify import FiniteCheck, finite_check
 from attnbench.cases.streaming import TestcaseFile
 from attnbench.cases.testcase import Shape, Testcase
 from attnbench.errors import KernelLaunchError
 from attnbench.files import atomic_write
 from attnbench.kernels.variant import Variant
+from attnbench.results.datasheet import DeviceFacts
+from attnbench.results.floor import gpu_floor, host_floor
 from attnbench.results.measurement import Measurement
 from attnbench.results.stats import KernelStats
 from attnbench.results.verification import VerifyReport
@@ -65,17 +68,28 @@ def _first_pass_naming(execution: Execution, case_label: str) -> tuple[np.ndarra
 
 
 def _time(execution: Execution, variant: Variant, policy: TimingPolicy, compute_s: float,
-          timer: Timer | None) -> KernelStats:
-    """Kernel statistics after the first pass; a host pass already timed counts as the first sample."""
+          timer: Timer | None, gpu: Any | None = None) -> KernelStats:
+    """Kernel statistics after the first pass; a host pass already timed counts as the first sample.
+    A device variant's samples carry the SM clock each ran at (when NVML can say)."""
     if timer is not None:
         return timer(execution, policy)
     if variant.kind.runs_on_host:
         return sample_execution(execution, policy, first_samples=[compute_s * 1e3])
-    return sample_execution(execution, policy)
+    recorder = SmClockRecorder(gpu)
+    return recorder.attach(sample_execution(execution, policy, on_sample=recorder))
+
+
+def device_facts(gpu: Any | None) -> DeviceFacts | None:
+    """The GPU's facts for its floor and datasheet peaks; None for a device that cannot give them."""
+    facts = getattr(gpu, "device_facts", None)
+    return facts() if callable(facts) else None
 
 
 def _measurement(variant: Variant, case_label: str, shape: Shape, gpu: Any | None, execution: Execution,
-                 compute_s: float, stats: KernelStats) -> Measurement:
+                 compute_s: float, stats: KernelStats, hot: bool = False) -> Measurement:
+    """The measurement of a timed run, with its physical floor (`hot`: timed without an L2 flush) and,
+    unless the median is below that floor, the share of the peak that applies to the variant's unit
+    (measured by `attnbench ceilings`, else the datasheet's)."""
     measurement = Measurement(
         variant=variant.name,
         case=case_label,
@@ -86,15 +100,21 @@ def _measurement(variant: Variant, case_label: str, shape: Shape, gpu: Any | Non
         compile_s=execution.compile_s,
         peak_flops=execution.peak_flops,
     )
-    if gpu is not None and variant.kind.needs_gpu:
-        applied = applied_ceiling(variant.unit, shape.flops, stats.median * 1e-3, (shape.B, shape.N, shape.d),
-                                  cached_for(gpu))
-        measurement.ceiling = applied.to_dict() if applied else None
-        reasons = gpu.throttle_reasons()
-        if reasons:
-            measurement.warnings.append(
-                f"the GPU reports clock throttling ({', '.join(reasons)}): let it cool or lower its load, then rerun"
-            )
+    dims = (shape.B, shape.N, shape.d)
+    if variant.kind.runs_on_host:
+        measurement.floor = host_floor(dims)
+        return measurement
+    if gpu is None or not variant.kind.needs_gpu:
+        return measurement
+    facts, cached = device_facts(gpu), cached_for(gpu)
+    if facts is not None:  # a device that cannot give its facts gets no floor (fakes in tests)
+        measurement.floor = gpu_floor(dims, facts, measured_dram_bandwidth(cached), hot)
+    if measurement.impossible:
+        return measurement  # not a speed: no share of any peak
+    seconds = stats.median * 1e-3
+    applied = (applied_ceiling(variant.unit, shape.flops, seconds, dims, cached)
+               or (datasheet_ceiling(variant.unit, shape.flops, seconds, dims, facts) if facts else None))
+    measurement.ceiling = applied.to_dict() if applied else None
     return measurement
 
 
@@ -122,10 +142,11 @@ def run_variant(
             output = None
         if gate and result is not None and not result.passed:
             return VariantRun(output, None, result)
-        stats = _time(execution, variant, policy, compute_s, timer)
+        stats = _time(execution, variant, policy, compute_s, timer, gpu)
     finally:
         execution.free()
-    measurement = _measurement(variant, case_label, testcase.shape, gpu, execution, compute_s, stats)
+    measurement = _measurement(variant, case_label, testcase.shape, gpu, execution, compute_s, stats,
+                               hot=not policy.flush_l2 or timer is not None)
     if isinstance(result, VerifyReport):
         measurement.verification = result
         measurement.nonfinite = result.nan_count + result.inf_count
@@ -165,10 +186,12 @@ def run_variant_pipelined(
                 clock = clocks[0]
             clock.wall_s = time.perf_counter() - start  # the file's creation and rename included
             result = check(keep) if check is not None and keep is not None else FiniteCheck(clock.nonfinite, shape.elements)
-            stats = sample_execution(execution, policy)
+            recorder = SmClockRecorder(gpu)
+            stats = recorder.attach(sample_execution(execution, policy, on_sample=recorder))
         finally:
             execution.free()
-    measurement = _measurement(variant, case_label, shape, gpu, execution, clock.compute_s, stats)
+    measurement = _measurement(variant, case_label, shape, gpu, execution, clock.compute_s, stats,
+                               hot=not policy.flush_l2)
     measurement.input_s, measurement.output_s, measurement.clock = clock.read_s, clock.write_s, clock
     measurement.nonfinite = clock.nonfinite
     if isinstance(result, VerifyReport):

@@ -39,8 +39,12 @@ def measure(
     policy: TimingPolicy,
     first_samples: list[float] | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    on_sample: Callable[[float], None] | None = None,
 ) -> KernelStats:
     """Warm up, then sample until the policy is satisfied; `first_samples` count toward the total.
+
+    `on_sample` sees each new sample (milliseconds) right after it is taken, outside the timed region
+    (the runner reads the SM clock there); not the warm-up passes, nor `first_samples`.
 
     Adaptive sampling stops once the median's confidence interval is within the target (after the
     minimum samples and time), or before a sample that would not fit in the time budget.
@@ -62,6 +66,8 @@ def measure(
             if samples and elapsed + typical_s > policy.timeout_s or len(samples) >= policy.max_samples:
                 break
         samples.append(sample())
+        if on_sample is not None:
+            on_sample(samples[-1])
     stats = KernelStats(samples)
     if policy.reps is None and stats.count >= 6 and not stats.noise <= policy.target_noise:
         stats.converged = False
@@ -100,6 +106,7 @@ def timed_passes(execution: Timeable, passes: int = 1, flush_l2: bool = False) -
     return execution.clock.stop()
 
 
-def sample_execution(execution: Timeable, policy: TimingPolicy, first_samples: list[float] | None = None) -> KernelStats:
+def sample_execution(execution: Timeable, policy: TimingPolicy, first_samples: list[float] | None = None,
+                     on_sample: Callable[[float], None] | None = None) -> KernelStats:
     """Warm-up and samples of one pass each, by the policy (its L2 flush included)."""
-    return measure(lambda: timed_passes(execution, 1, policy.flush_l2), policy, first_samples)
+    return measure(lambda: timed_passes(execution, 1, policy.flush_l2), policy, first_samples, on_sample=on_sample)

@@ -26,8 +26,9 @@ from attnbench.cli.options import (
 from attnbench.errors import PlotsUnavailable
 from attnbench.output import tables
 from attnbench.output.markdown import lab_report_lines
+from attnbench.output.clock_note import clock_note
 from attnbench.output.terminal import MatrixProgress, console, err_console, print_table, print_warnings
-from attnbench.results.resultset import ERROR, WRONG, ResultSet
+from attnbench.results.resultset import ERROR, IMPOSSIBLE, WRONG, ResultSet
 
 save_options = [
     click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False),
@@ -86,7 +87,7 @@ def _where(result: ResultSet) -> str:
 def _print_problems(result: ResultSet) -> None:
     """Wrong and failed cells, then warnings grouped one line per kind."""
     for line in tables.grouped_notes(result):
-        if line.startswith((WRONG.upper(), ERROR.upper())):
+        if line.startswith((WRONG.upper(), ERROR.upper(), IMPOSSIBLE.upper())):
             err_console.print(f"[red]{line.split(' ', 1)[0]}[/red] {line.split(' ', 1)[1]}", highlight=False,
                               markup=True, soft_wrap=True)
         elif line.startswith("warning ("):
@@ -100,6 +101,9 @@ def _print_matrix(result: ResultSet, baseline: str | None, same_within: float, t
     bad = failures(result)
     for table in tables.matrix_tables(view, with_correctness=bad > 0):
         print_table(table)
+    clock = clock_note(result)
+    if clock is not None:
+        console.print(clock, highlight=False, soft_wrap=True, style="dim")
 
 
 @click.command()
@@ -144,7 +148,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
     about a minute each, submitted as one array through submitit; --resume FOLDER finishes such a
     run. Ctrl-C saves what was measured.
 
-    Exit status: 0 when every cell is correct and none regressed; 1 when any cell is wrong or failed
+    Exit status: 0 when every cell is correct and none regressed; 1 when any cell is wrong, impossible or failed
     or any regressed (the counts are printed and saved); 2 for unusable options or results files;
     3 no GPU or no Slurm; 130 interrupted.
 
@@ -217,7 +221,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
         console.print(report.summary(), highlight=False, soft_wrap=True)
     status = exit_status(result, report)
     if status:
-        err_console.print(f"exit status {status}: {failures(result)} wrong or failed cell(s)"
+        err_console.print(f"exit status {status}: {failures(result)} wrong, impossible or failed cell(s)"
                           + (f", {report.regressions} regression(s)" if report is not None else ""),
                           highlight=False, soft_wrap=True)
     sys.exit(status)
@@ -250,7 +254,7 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
     lab's rule (sum |Y - Y_ref| <= 100 n^2 FLT_EPSILON against a float64 reference, stored after the
     first run), and prints the lab's report lines and Average line, timed by our engine or, with
     --lab-timing, by the lab's doubling rule. `N` and `d` sweep one dimension with seeded inputs.
-    Results are saved as for compare. Exit status: 1 when any cell is wrong or failed (the counts are
+    Results are saved as for compare. Exit status: 1 when any cell is wrong, impossible or failed (the counts are
     printed), 2 for bad options.
 
     \b

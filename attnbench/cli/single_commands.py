@@ -69,7 +69,9 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
         as_json: bool, no_pipeline: bool, **timing: object) -> None:
     """Run one variant on a testcase, write the output and report the times.
 
-    CASE is a suite name (t29) or the path of a course input file.
+    CASE is a suite name (t29) or the path of a course input file. Exit status 1 when the output is
+    wrong (NaN or Inf, or --check fails) or the kernel median is below the physical floor of the shape on
+    this GPU (IMPOSSIBLE: the timed passes cannot have done the work).
 
     \b
     Examples:
@@ -84,13 +86,16 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
         click.echo(strict_json.dumps(measurement.to_dict()))
     else:
         print_table(tables.measurement_table(measurement))
-        print_warnings(measurement.warnings + measurement.kernel.warnings)
+        print_warnings(measurement.all_warnings())
         if verification is not None and not verification.passed:
             print_table(tables.verify_table(verification, f"check of {out}"))
     if measurement.nonfinite and verification is None:
         error_line(f"{measurement.nonfinite} of {measurement.shape.elements} elements of {out} are NaN or Inf: "
                    "the output is wrong (run with --check for the worst elements)")
-    if measurement.nonfinite or (verification is not None and not verification.passed):
+    impossible = measurement.impossible_reason()
+    if impossible is not None:
+        error_line(f"IMPOSSIBLE: {measurement.variant} on {measurement.case}: {impossible}")
+    if measurement.nonfinite or (verification is not None and not verification.passed) or impossible is not None:
         sys.exit(1)
 
 

@@ -30,7 +30,8 @@ class JsonExporter:
 CSV_COLUMNS = (
     "kind", "variant", "case", "B", "N", "d", "status", "median_ms", "mean_ms", "stdev_ms", "min_ms", "max_ms",
     "p20_ms", "p80_ms", "noise", "samples", "outliers", "converged", "tflops", "peak_fraction", "ceiling",
-    "ceiling_fraction", "compute_s",
+    "ceiling_fraction", "floor_ms", "sm_clock_mhz", "sm_clock_min_mhz", "sm_clock_max_mhz", "clock_moved_median",
+    "compute_s",
     "compile_s", "baseline", "speedup", "speedup_error", "verdict", "check_passed", "max_abs_error",
     "rel_l2_error", "message", "input_sha256", "gpu", "commit", "date", "against", "against_verdict",
     "against_change", "against_regression",
@@ -79,8 +80,13 @@ class CsvExporter:
                 row.update({
                     "median_ms": k.median, "mean_ms": k.mean, "stdev_ms": k.stdev, "min_ms": k.min, "max_ms": k.max,
                     "p20_ms": k.quantile(0.2), "p80_ms": k.quantile(0.8), "noise": k.noise, "samples": k.count,
-                    "outliers": k.outliers, "converged": k.converged, "tflops": m.tflops,
+                    "outliers": k.outliers, "converged": k.converged, "tflops": None if m.impossible else m.tflops,
                     "peak_fraction": m.peak_fraction, "compute_s": m.compute_s, "compile_s": m.compile_s,
+                    "floor_ms": m.floor.seconds * 1e3 if m.floor is not None else None,
+                    "sm_clock_mhz": k.clock.median if k.clock else None,
+                    "sm_clock_min_mhz": k.clock.low if k.clock else None,
+                    "sm_clock_max_mhz": k.clock.high if k.clock else None,
+                    "clock_moved_median": (k.clock_warning is not None) if k.clock else None,
                     "ceiling": m.ceiling["name"] if m.ceiling else None,
                     "ceiling_fraction": m.ceiling["fraction"] if m.ceiling else None,
                 })

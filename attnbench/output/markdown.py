@@ -7,6 +7,7 @@ import statistics
 from attnbench.analysis.ladder import has_ladder, ladder_steps, load_claims
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.analysis.view import MatrixView
+from attnbench.output.clock_note import clock_note
 from attnbench.output.table import TableModel
 from attnbench.output.tables import against_table, grouped_notes, ladder_table, matrix_tables, scoreboard_table
 from attnbench.results.resultset import ResultSet
@@ -81,6 +82,9 @@ def matrix_sections(result: ResultSet, same_within: float = DEFAULT_SAME_WITHIN,
     """Kernel time, TFLOP/s, speedup and correctness tables of a result set, with its notes."""
     view = MatrixView(result, same_within=same_within)
     parts = [render(table, level) for table in matrix_tables(view)]
+    clock = clock_note(result)
+    if clock is not None:
+        parts.append(clock)
     notes = grouped_notes(result)
     if notes:
         parts.append("Notes:\n\n" + "\n".join(f"- {line}" for line in notes))

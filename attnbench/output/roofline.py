@@ -4,8 +4,9 @@ Arithmetic intensity is 4*B*N^2*d FLOPs over the minimal bytes (Q, K, V read and
 float32: 16*B*N*d), which is N/4 FLOP per byte whatever B and d. Each roof is min(compute ceiling,
 intensity x DRAM bandwidth) for one unit a variant can run on (FP32 FFMA, TF32 mma.sync, 3xTF32 at a
 third of it). The ceilings come from the result's metadata (saved when `attnbench ceilings` had
-measured that GPU and driver), else the newest cached for that GPU, else the clock-derived FP32 peak
-alone, labelled.
+measured that GPU and driver), else the newest cached for that GPU, else the datasheet's peaks of the
+same units from the GPU's facts in the metadata (the FP32 peak alone for results saved before those
+facts were), labelled.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from attnbench.results.ceilings import UNIT_CEILINGS, CeilingSet, minimal_bytes, newest_for_name
+from attnbench.results.datasheet import DeviceFacts, dram_bandwidth, unit_peak
 from attnbench.results.resultset import ResultSet
 
 
@@ -42,11 +44,37 @@ def ceilings_of(result: ResultSet) -> CeilingSet | None:
     return newest_for_name((result.metadata.get("gpu") or {}).get("name"))
 
 
+def facts_of(gpu: dict[str, Any]) -> DeviceFacts | None:
+    """The datasheet facts of a result's GPU metadata; None when it lacks them (saved before they were)."""
+    try:
+        capability = tuple(int(part) for part in str(gpu["compute_capability"]).split("."))
+        return DeviceFacts(str(gpu["name"]), capability, int(gpu["sm_count"]),  # type: ignore[arg-type]
+                           round(float(gpu["sm_clock_mhz"]) * 1e3), int(gpu["l2_bytes"]),
+                           round(float(gpu["memory_clock_mhz"]) * 1e3), int(gpu["memory_bus_bits"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def datasheet_roofs(facts: DeviceFacts) -> list[Roof]:
+    """The datasheet's peak of each unit the variants run on, with the datasheet's DRAM bandwidth."""
+    bandwidth = dram_bandwidth(facts)
+    gbs = bandwidth / 1e9 if bandwidth else None
+    out = []
+    for unit in ("ffma", "tf32x3", "tensor"):
+        peak = unit_peak(unit, facts)
+        if peak is not None:
+            out.append(Roof(f"{peak[0]}: {peak[1] / 1e12:.0f} TFLOP/s (datasheet)", peak[1] / 1e12, gbs, False))
+    return out
+
+
 def roofs(result: ResultSet) -> list[Roof]:
     """The roofs to draw for a result's GPU."""
     found = ceilings_of(result)
     if found is None:
         gpu = result.metadata.get("gpu") or {}
+        facts = facts_of(gpu)
+        if facts is not None:
+            return datasheet_roofs(facts)
         peak = gpu.get("fp32_peak_tflops")
         return [Roof("FP32 peak from the clocks (datasheet; run `attnbench ceilings`)", float(peak), None, False)] if peak else []
     dram = found.get("dram_copy")

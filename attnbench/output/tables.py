@@ -14,7 +14,8 @@ from attnbench.analysis.view import MatrixView
 from attnbench.output.course_clock_rows import course_clock_rows
 from attnbench.output.table import BAD, DIM, GOOD, Column, TableModel, Text, columns
 from attnbench.results.measurement import Measurement
-from attnbench.results.resultset import ERROR, OK, REFUSED, WRONG, Cell, ResultSet
+from attnbench.results.ceilings import share_text
+from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, WRONG, Cell, ResultSet
 from attnbench.results.verification import VerifyReport
 
 
@@ -63,10 +64,14 @@ def measurement_table(m: Measurement) -> TableModel:
         table.add_row(f"{timed} stddev", format_ms(k.stdev), f"{noise}, {k.outliers} outliers")
     else:  # one sample has no spread: a 0.0000 ms here would claim a perfectly steady clock
         table.add_row(f"{timed} stddev", "-", "one sample: no spread, noise unknown")
-    peak = f"{100 * m.peak_fraction:.1f}% of FP32 peak (datasheet)" if m.peak_fraction is not None else ""
-    if m.ceiling:  # a measured ceiling from `attnbench ceilings` replaces the datasheet figure
-        peak = f"{100 * m.ceiling['fraction']:.1f}% of {m.ceiling['name']} (measured)"
-    table.add_row("TFLOP/s", f"{m.tflops:.3f}", f"4*B*N*N*d / kernel median; {peak}".rstrip("; "))
+    if k.clock is not None:
+        table.add_row("SM clock", k.clock.text(), "NVML, after each sample: median (min-max when it moved)")
+    impossible = m.impossible_reason()
+    if impossible is not None:  # not a speed: no TFLOP/s, no share of a peak
+        table.add_row("TFLOP/s", Text("IMPOSSIBLE", BAD), impossible)
+    else:
+        peak = share_text(m.ceiling) if m.ceiling else ""  # the peak of the variant's unit, measured or datasheet
+        table.add_row("TFLOP/s", f"{m.tflops:.3f}", f"4*B*N*N*d / kernel median; {peak}".rstrip("; "))
     if m.verification is not None:
         v = m.verification
         verdict = Text("PASS", GOOD) if v.passed else Text("FAIL", BAD)
@@ -104,6 +109,8 @@ def status_text(cell: Cell | None) -> Text | None:
         return Text("refused", DIM)
     if cell.status == ERROR:
         return Text("ERROR", BAD)
+    if cell.status == IMPOSSIBLE:
+        return Text("IMPOSSIBLE", BAD)
     return None
 
 
@@ -191,32 +198,35 @@ def tflops_table(view: MatrixView) -> TableModel:
 
 
 def _ceiling_of(cell: Cell | None) -> dict | None:
-    """The measured ceiling a timed kernel cell was set against, or None."""
-    if cell is None or cell.measurement is None or is_program_cell(cell):
+    """The peak a timed kernel cell was set against (measured, or the datasheet's), or None."""
+    if cell is None or not cell.ok or cell.measurement is None or is_program_cell(cell):
         return None
     return cell.measurement.ceiling or None
 
 
 def ceiling_text(cell: Cell | None) -> Text:
-    """The share of its variant's measured ceiling a cell reached ('44.0%'), '-' where none applies."""
+    """The share of its variant's peak a cell reached ('44.0%'), '-' where none applies; never above 100%."""
     ceiling = _ceiling_of(cell)
     if ceiling is None:
         return status_text(cell) or Text("-", DIM)
+    if ceiling["fraction"] > 1.0:
+        return Text("above its peak?", BAD)
     return Text(f"{100 * ceiling['fraction']:.1f}%")
 
 
 def ceiling_table(view: MatrixView) -> TableModel | None:
-    """Each cell as a fraction of the ceiling of what its variant runs on (`attnbench ceilings`), with
-    that ceiling named per variant; None when no cell has one (ceilings not measured on this GPU)."""
+    """Each cell as a fraction of the peak of what its variant runs on (measured by `attnbench ceilings`,
+    else the datasheet's), with that peak named per variant; None when no cell has one."""
     result = view.result
     named: dict[str, str] = {}
     for cell in result.cells:
         ceiling = _ceiling_of(cell)
         if ceiling is not None:
-            named.setdefault(cell.variant, ceiling["name"])
+            source = "measured" if ceiling.get("measured") else "datasheet"
+            named.setdefault(cell.variant, f"{ceiling['name']} ({source})")
     if not named:
         return None
-    title = "Fraction of the measured ceiling of what each variant runs on"
+    title = "Fraction of the peak of what each variant runs on"
     cases, variants = result.case_labels, result.variant_names
     if by_case(result):
         table = TableModel(title, [Column("input"), *(Column(v, right=True) for v in variants)])
@@ -301,7 +311,7 @@ def grouped_notes(result: ResultSet) -> list[str]:
     """Wrong, failed and refused cells with their reasons, and warnings: one line per kind, cells listed."""
     lines = []
     for cell in result.cells:
-        if cell.status in (WRONG, ERROR):
+        if cell.status in FAILED:
             lines.append(f"{cell.status.upper()} {cell.variant} on {cell.case}: {cell.message}")
     refused: dict[str, list[str]] = {}
     for cell in result.cells:
@@ -312,7 +322,7 @@ def grouped_notes(result: ResultSet) -> list[str]:
     warnings: dict[str, list[str]] = {}
     for cell in result.cells:
         if cell.measurement is not None:
-            for warning in cell.measurement.warnings + cell.measurement.kernel.warnings:
+            for warning in cell.measurement.all_warnings():
                 warnings.setdefault(warning, []).append(f"{cell.variant}/{cell.case}")
     for warning, where in warnings.items():
         shown = ", ".join(where[:6]) + (f" and {len(where) - 6} more" if len(where) > 6 else "")
@@ -355,7 +365,7 @@ def against_table(report: AgainstReport | dict) -> TableModel:
     for row in record["cells"]:
         saved = format_ms(row["saved_ms"]) if row["saved_ms"] is not None else "-"
         now = format_ms(row["now_ms"]) if row["now_ms"] is not None else "-"
-        tone = BAD if row["regression"] or row["verdict"] in ("NOW WRONG", "STILL WRONG") else (
+        tone = BAD if row["regression"] or row["verdict"] in ("NOW WRONG", "STILL WRONG", "IMPOSSIBLE") else (
             GOOD if row["verdict"] in ("FASTER", "FIXED") else "")
         outcome = row["verdict"] + (" (regression)" if row["regression"] else "")
         table.add_row(row["variant"], row["case"], saved, now, row["change_text"], Text(outcome, tone), row["note"])

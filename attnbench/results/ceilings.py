@@ -20,6 +20,7 @@ from typing import Any
 
 from attnbench import strict_json
 from attnbench.errors import KernelCompileError
+from attnbench.results.datasheet import DeviceFacts, unit_peak
 
 CACHE_ENV = "ATTNBENCH_CACHE"
 CACHE_VERSION = 1  # 1: first format (gpu, driver, ceilings as key/label/value/unit)
@@ -164,11 +165,26 @@ class AppliedCeiling:
     measured: bool  # False: the datasheet / clock-derived FP32 peak
 
     def describe(self) -> str:
-        source = "measured" if self.measured else "datasheet"
-        return f"{100 * self.fraction:.1f}% of {self.name} ({source})"
+        return share_text(self.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def share_text(applied: dict[str, Any]) -> str:
+    """'44.0% of TF32 mma.sync (measured)'. A share above 100% is never printed as one: the peak or the
+    timing is wrong, and the text says so."""
+    source = "measured" if applied.get("measured") else "datasheet"
+    fraction = float(applied["fraction"])
+    if fraction > 1.0:
+        return f"above the {applied['name']} ({source}): the peak or the timing is wrong"
+    return f"{100 * fraction:.1f}% of {applied['name']} ({source})"
+
+
+def measured_dram_bandwidth(ceilings: CeilingSet | None) -> float | None:
+    """The measured DRAM copy bandwidth in bytes per second; None when not measured."""
+    found = ceilings.get("dram_copy") if ceilings is not None else None
+    return found.value * 1e9 if found is not None and found.value > 0 else None
 
 
 def minimal_bytes(B: int, N: int, d: int) -> int:
@@ -190,6 +206,17 @@ def applied_ceiling(unit: str, flops: float, seconds: float, shape: tuple[int, i
     else:
         rate, value = flops / seconds, ceiling.value * 1e12 / divisor
     return AppliedCeiling(name, value, rate / value, True)
+
+
+def datasheet_ceiling(unit: str, flops: float, seconds: float, shape: tuple[int, int, int],
+                      facts: DeviceFacts) -> AppliedCeiling | None:
+    """The fraction of the datasheet peak for `unit` (`attnbench ceilings` has not run); None without one."""
+    peak = unit_peak(unit, facts)
+    if peak is None or seconds <= 0:
+        return None
+    name, value = peak
+    rate = minimal_bytes(*shape) / seconds if unit == "memory" else flops / seconds
+    return AppliedCeiling(name, value, rate / value, False)
 
 
 # -- measuring ---------------------------------------------------------------------------------------

@@ -1,4 +1,8 @@
-"""One variant on one testcase: phase times, kernel statistics, throughput and its check."""
+"""One variant on one testcase: phase times, kernel statistics, throughput and its check.
+
+A measurement whose median is below the physical floor of its shape on its device (`floor`) is
+impossible: it keeps its samples and the floor, but has no throughput and no share of any peak.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from dataclasses import dataclass, field
 
 from attnbench.cases.testcase import Shape
 from attnbench.results.course_clock import CourseClock
+from attnbench.results.floor import PhysicalFloor
 from attnbench.results.stats import KernelStats
 from attnbench.results.verification import VerifyReport
 
@@ -29,6 +34,22 @@ class Measurement:
     nonfinite: int = 0  # NaN or Inf elements in the output: a wrong answer, whatever its speed
     ceiling: dict | None = None  # the measured ceiling that applies, and the fraction reached (attnbench ceilings)
     clock: CourseClock | None = None  # the pipelined first pass's stages; None for the unpipelined path
+    floor: PhysicalFloor | None = None  # the least time a pass can take here; None when the device is not known
+
+    @property
+    def impossible(self) -> bool:
+        """The median is below the physical floor (margin included): not a speed."""
+        return self.floor is not None and self.floor.refuses(self.kernel.median * 1e-3)
+
+    def impossible_reason(self) -> str | None:
+        """The sentence with both numbers, when impossible."""
+        if not self.impossible or self.floor is None:
+            return None
+        return self.floor.sentence(self.kernel.median, (self.shape.B, self.shape.N, self.shape.d))
+
+    def all_warnings(self) -> list[str]:
+        """Every warning as a sentence: the run's own, the sampler's and the clock's."""
+        return self.warnings + self.kernel.all_warnings()
 
     @property
     def flops(self) -> int:
@@ -40,7 +61,12 @@ class Measurement:
 
     @property
     def peak_fraction(self) -> float | None:
-        return self.tflops * 1e12 / self.peak_flops if self.peak_flops else None
+        """The share reached of the peak of the variant's unit (`ceiling`: measured, else the datasheet's);
+        None when impossible or when no peak applies. `peak_flops` is the FP32 peak, a fact of the GPU: a
+        tensor-core variant's share of it would exceed 100%, so it is never one."""
+        if self.impossible or not self.ceiling:
+            return None
+        return float(self.ceiling["fraction"])
 
     @property
     def total_s(self) -> float:
@@ -62,13 +88,15 @@ class Measurement:
             "compile_s": self.compile_s,
             "kernel": self.kernel.to_dict(),
             "flops": self.flops,
-            "tflops": self.tflops,
+            "tflops": None if self.impossible else self.tflops,
             "peak_flops": self.peak_flops,
-            "peak_fraction": self.peak_fraction,
+            "peak_fraction": None if self.impossible else self.peak_fraction,
             "ceiling": self.ceiling,
+            "floor": self.floor.to_dict() if self.floor is not None else None,
+            "impossible": self.impossible_reason(),
             "verification": self.verification.to_dict() if self.verification else None,
             "nonfinite": self.nonfinite,
-            "warnings": self.warnings + self.kernel.warnings,
+            "warnings": self.all_warnings(),
             "pipeline": self.clock.to_dict() if self.clock is not None else None,
         }
 
@@ -91,6 +119,7 @@ class Measurement:
             verification=VerifyReport.from_dict(data["verification"]) if data.get("verification") else None,
             nonfinite=data.get("nonfinite", 0),
             ceiling=data.get("ceiling"),
-            warnings=[w for w in data.get("warnings", []) if w not in kernel.warnings],
+            warnings=[w for w in data.get("warnings", []) if w not in kernel.all_warnings()],
             clock=CourseClock.from_dict(data["pipeline"]) if data.get("pipeline") else None,
+            floor=PhysicalFloor.from_dict(data["floor"]) if data.get("floor") else None,
         )

@@ -30,12 +30,18 @@ SCHEMA = "attnbench-results"
 #   2 (2026-11-22): kind judge (whole programs, wall time of the process); a measurement may carry
 #     its verification; cells may record the GPU they ran on in extra["gpu"]. Version 1 files load
 #     unchanged.
-SCHEMA_VERSION = 2
+#   3 (2026-11-24): status impossible (a median below the physical floor of its shape on its device: no
+#     speed); a measurement carries its floor ("floor", "impossible"), and its kernel statistics the SM
+#     clock after each sample ("sm_clock_mhz", "sm_clock", "throttle_reasons", "clock_warning"); "ceiling"
+#     may be a datasheet peak ("measured": false). Version 1 and 2 files load unchanged.
+SCHEMA_VERSION = 3
 
 # Cell statuses: ok (checked, then timed), wrong (failed its check: no speed), refused (the variant
-# does not take the shape), error (compile, launch or memory failure).
-OK, WRONG, REFUSED, ERROR = "ok", "wrong", "refused", "error"
-STATUSES = (OK, WRONG, REFUSED, ERROR)
+# does not take the shape), error (compile, launch or memory failure), impossible (checked, but its
+# median is below the physical floor: the timed passes cannot have done the work, so no speed).
+OK, WRONG, REFUSED, ERROR, IMPOSSIBLE = "ok", "wrong", "refused", "error", "impossible"
+STATUSES = (OK, WRONG, REFUSED, ERROR, IMPOSSIBLE)
+FAILED = (WRONG, ERROR, IMPOSSIBLE)  # the statuses that make a run exit 1
 
 
 @dataclass(frozen=True)

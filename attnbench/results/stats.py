@@ -13,6 +13,8 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from attnbench.results.clocks import ClockShift, ClockSummary, clock_shift, clock_summary
+
 
 @dataclass
 class KernelStats:
@@ -21,6 +23,23 @@ class KernelStats:
     samples_ms: list[float]
     converged: bool = True
     warnings: list[str] = field(default_factory=list)
+    clocks_mhz: list[float] | None = None  # the SM clock after each sample (NVML); None when unknown
+    throttle_reasons: tuple[str, ...] = ()  # NVML's throttle reasons when sampling ended
+
+    @property
+    def clock(self) -> ClockSummary | None:
+        """The SM clock the samples ran at (median and range), when known."""
+        return clock_summary(self.clocks_mhz)
+
+    @property
+    def clock_warning(self) -> ClockShift | None:
+        """Set when the clock moved within the samples by enough to move the median beyond its noise."""
+        return clock_shift(self.samples_ms, self.clocks_mhz, relative_noise, self.throttle_reasons)
+
+    def all_warnings(self) -> list[str]:
+        """The sampler's warnings and the clock's, as sentences."""
+        shift = self.clock_warning
+        return self.warnings + ([shift.text()] if shift is not None else [])
 
     @property
     def count(self) -> int:
@@ -89,11 +108,17 @@ class KernelStats:
             "outliers": self.outliers,
             "converged": self.converged,
             "warnings": self.warnings,
+            "sm_clock_mhz": self.clocks_mhz,
+            "sm_clock": self.clock.to_dict() if self.clock is not None else None,
+            "throttle_reasons": list(self.throttle_reasons),
+            "clock_warning": self.clock_warning.to_dict() if self.clock_warning is not None else None,
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> "KernelStats":
-        return cls(list(data["samples_ms"]), data.get("converged", True), list(data.get("warnings", [])))
+        clocks = data.get("sm_clock_mhz")
+        return cls(list(data["samples_ms"]), data.get("converged", True), list(data.get("warnings", [])),
+                   list(clocks) if clocks is not None else None, tuple(data.get("throttle_reasons", ())))
 
 
 CONFIDENCE = 0.95

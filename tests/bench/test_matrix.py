@@ -97,7 +97,7 @@ def test_matrix_view_speedups_and_geomeans():
     assert c.speedup == pytest.approx(4.0) and c.verdict.value == "FASTER"
     assert view.comparison("fast", "t29") is None  # wrong: no speed
     assert view.geomean_speedup("fast").value == pytest.approx(4.0) and view.geomean_speedup("fast").count == 1
-    assert view.counts("fast") == {"ok": 1, "wrong": 1, "refused": 0, "error": 0}
+    assert view.counts("fast") == {"ok": 1, "wrong": 1, "refused": 0, "error": 0, "impossible": 0}
     assert failures(r) == 1 and exit_status(r) == 1
 
 
@@ -195,7 +195,7 @@ def test_compare_refuses_a_run_on_other_input_bytes(cli, tmp_path):
 def test_compare_wrong_cells_exit_1_with_the_count_in_the_output(cli, tmp_path):
     result = cli("compare", "--variants", "cpu", "--cases", "odd_17x48,odd_100x32", "--atol", "0", "--no-save")
     assert result.exit_code == 1  # never the count: 2 would read as bad usage
-    assert result.text.count("WRONG") >= 2 and "2 wrong or failed cell(s)" in result.text
+    assert result.text.count("WRONG") >= 2 and "2 wrong, impossible or failed cell(s)" in result.text
 
 
 def test_compare_needs_variants_and_cases(cli):
@@ -246,3 +246,82 @@ def test_inputs_can_be_user_files(cli, tmp_path, rng):
     assert "mine.in" in result.text
     result = cli("compare", "--variants", "cpu", "--cases", str(tmp_path / "absent.in"), "--no-save")
     assert result.exit_code == 2 and "no such file" in result.text
+
+
+# -- impossible speeds, on a fake H200 (a clock that reports too short a time; the output is right) ----------
+@pytest.fixture
+def fake_h200(monkeypatch, tmp_path):
+    from attnbench import api
+    from attnbench.backends import gpu_execution
+    from attnbench.results.ceilings import CACHE_ENV
+    from tests.bench.fake_device import FakeH200, fake_execution
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+
+    def install(pass_ms, clocks=None):
+        monkeypatch.setattr(gpu_execution, "GpuExecution", fake_execution(pass_ms))
+        monkeypatch.setattr(api.single, "open_gpu_for", lambda variants, device=0: FakeH200(clocks))
+        return FakeH200(clocks)
+
+    return install
+
+
+def test_an_impossible_median_is_its_own_status_with_no_speed_and_exit_1(fake_h200):
+    from attnbench.output.export import CsvExporter
+    from attnbench.results.resultset import dumps, loads
+
+    gpu = fake_h200(1e-6)
+    inputs = [SyntheticInput(Shape(2, 64, 32), 1)]
+    settings = MatrixSettings(policy=lambda v: TimingPolicy(warmup=0, reps=6, flush_l2=v.backend != "cpu"))
+    infos, cells = run_matrix([REGISTRY["cpu"], REGISTRY["naive"]], inputs, gpu, settings)
+    status = {c.variant: c for c in cells}
+    assert status["cpu"].status == "ok"  # the host, honestly timed
+    impossible = status["naive"]
+    assert impossible.status == "impossible" and impossible.check["passed"] and not impossible.ok
+    assert impossible.message.startswith("median 1e-06 ms is below the physical floor ")
+    from attnbench.bench.matrix import assemble
+
+    result = assemble("compare", [REGISTRY["cpu"], REGISTRY["naive"]], infos, cells, None, {}, "cpu")
+    view = MatrixView(result)
+    assert view.comparison("naive", infos[0].label) is None and view.geomean_tflops("naive") is None
+    assert failures(result) == 1 and exit_status(result) == 1
+    text = dumps(result)
+    back = loads(text)  # strict JSON (no NaN), read back whole
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+    cell = back.cell("naive", infos[0].label)
+    assert cell.status == "impossible" and cell.measurement.impossible and cell.measurement.floor is not None
+    row = next(r for r in CsvExporter().rows(back) if r["variant"] == "naive")
+    assert row["status"] == "impossible" and row["tflops"] is None and row["floor_ms"] > 0
+
+
+def test_the_command_line_exits_1_on_an_impossible_median(cli, fake_h200, tmp_path):
+    fake_h200(1e-6)
+    result = cli("run", "odd_100x32", str(tmp_path / "o.bin"), "--variant", "naive", "--reps", "3", "--no-pipeline")
+    assert result.exit_code == 1, result.output
+    assert "IMPOSSIBLE" in result.text and "below the physical floor" in result.text and "TFLOP/s" in result.text
+    result = CliRunner().invoke(main, ["run", "odd_100x32", str(tmp_path / "o.bin"), "--variant", "naive",
+                                       "--reps", "3", "--json", "--no-pipeline"], catch_exceptions=False)
+    assert result.exit_code == 1
+    data = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+    assert data["impossible"] and data["tflops"] is None and data["kernel"]["noise"] == "NaN"  # 3 samples: unknown
+    result = cli("compare", "--variants", "cpu,naive", "--cases", "odd_17x48", "--reps", "3", "--no-save")
+    assert result.exit_code == 1, result.output
+    assert "IMPOSSIBLE" in result.text and "1 wrong, impossible or failed cell(s)" in result.text
+    assert "FASTER" not in result.text
+
+
+def test_compare_against_a_saved_run_names_the_impossible_cell(cli, fake_h200, tmp_path):
+    fake_h200(1.0, clocks=[1755.0] * 100)
+    out = tmp_path / "results"
+    result = cli("compare", "--variants", "naive", "--cases", "odd_17x48", "--reps", "3", "--results-dir", str(out),
+                 "--name", "honest")
+    assert result.exit_code == 0, result.output
+    assert "SM clock (NVML, after each sample): 1755 MHz" in result.text
+    saved = json.loads((out / "honest.json").read_text())
+    kernel = saved["cells"][0]["measurement"]["kernel"]
+    assert kernel["sm_clock_mhz"] == [1755.0] * 3 and kernel["clock_warning"] is None
+    assert "1755.0" in (out / "honest.csv").read_text()
+    fake_h200(1e-6)
+    result = cli("compare", "--against", str(out / "honest.json"), "--no-save")
+    assert result.exit_code == 1, result.output
+    assert "IMPOSSIBLE" in result.text and "regression" in result.text

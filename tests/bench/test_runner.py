@@ -57,3 +57,79 @@ def test_an_output_holding_nan_is_counted_without_a_check(rng):
     assert run.check is not None and not run.check.passed
     assert run.measurement.nonfinite == 16 * 8 == int(np.count_nonzero(~np.isfinite(run.output)))
     assert np.isfinite(run.output[[0, 2]]).all()
+
+
+# -- the physical floor and the SM clock, on a fake H200 -------------------------------------------------
+@pytest.fixture
+def fake_device(monkeypatch, tmp_path):
+    from attnbench.backends import gpu_execution
+    from attnbench.results.ceilings import CACHE_ENV
+    from tests.bench.fake_device import fake_execution
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))  # no measured ceilings: the datasheet's
+    return lambda pass_ms: monkeypatch.setattr(gpu_execution, "GpuExecution", fake_execution(pass_ms))
+
+
+def test_an_impossibly_fast_median_is_refused_with_both_numbers(fake_device, rng):
+    from tests.bench.fake_device import FakeH200
+
+    fake_device(1e-6)
+    run = run_variant(get_variant("naive"), random_testcase(4, 64, 16, rng), "rand", FakeH200(),
+                      TimingPolicy(warmup=0, reps=5))
+    m = run.measurement
+    assert m.impossible and m.floor is not None and m.floor.device == "NVIDIA H200" and not m.floor.hot
+    reason = m.impossible_reason()
+    assert reason.startswith("median 1e-06 ms is below the physical floor ") and "(4, 64, 16) on NVIDIA H200" in reason
+    data = m.to_dict()
+    assert data["tflops"] is None and data["peak_fraction"] is None and data["ceiling"] is None
+    assert data["impossible"] == reason and data["floor"]["bound"] in ("memory", "compute")
+
+
+def test_an_honest_time_keeps_its_speed_and_the_share_of_its_units_datasheet_peak(fake_device, rng):
+    from tests.bench.fake_device import FakeH200
+
+    fake_device(1.0)
+    m = run_variant(get_variant("naive"), random_testcase(2, 64, 16, rng), "rand", FakeH200(),
+                    TimingPolicy(warmup=0, reps=3, flush_l2=False)).measurement
+    assert not m.impossible and m.floor is not None and m.floor.hot
+    assert m.ceiling["measured"] is False and m.ceiling["name"] == "FP32 FFMA peak" and 0 < m.peak_fraction < 1
+
+
+def test_the_cpu_variant_is_held_to_the_hosts_floor(rng):
+    m = run_variant(get_variant("cpu"), random_testcase(1, 16, 4, rng), "rand", None,
+                    TimingPolicy(warmup=0, reps=2, flush_l2=False)).measurement
+    assert m.floor is not None and m.floor.device == "the host" and not m.impossible
+
+
+def test_the_sm_clock_is_kept_with_each_sample_and_a_steady_cap_warns_of_nothing(fake_device, rng):
+    from tests.bench.fake_device import FakeH200
+
+    fake_device(2.0)
+    gpu = FakeH200(clocks=[1980.0, 1755.0, 1755.0, 1755.0, 1755.0, 1755.0, 1755.0], reasons=("software power cap",))
+    m = run_variant(get_variant("naive"), random_testcase(2, 32, 8, rng), "rand", gpu,
+                    TimingPolicy(warmup=2, reps=7)).measurement
+    assert m.kernel.clocks_mhz == [1980.0] + [1755.0] * 6  # read after each sample, not after the warm-up
+    assert m.kernel.clock is not None and m.kernel.clock.text() == "1755 MHz (1755-1980)"
+    assert m.kernel.clock_warning is None and m.all_warnings() == []  # the cap held the median steady
+    assert m.to_dict()["kernel"]["throttle_reasons"] == ["software power cap"]
+
+
+def test_a_clock_that_moved_the_median_is_a_warning_with_its_remedy(fake_device, rng):
+    from tests.bench.fake_device import FakeH200
+
+    fake_device([1.0] * 6 + [1.3] * 6)
+    gpu = FakeH200(clocks=[1980.0] * 6 + [1500.0] * 6)
+    m = run_variant(get_variant("naive"), random_testcase(2, 32, 8, rng), "rand", gpu,
+                    TimingPolicy(warmup=0, reps=12)).measurement
+    shift = m.kernel.clock_warning
+    assert shift is not None and (shift.low_mhz, shift.high_mhz) == (1500.0, 1980.0)
+    assert any("moved between 1500 and 1980 MHz" in w and "lock the clocks" in w for w in m.all_warnings())
+
+
+def test_without_nvml_the_clock_is_unknown_and_nothing_fails(fake_device, rng):
+    from tests.bench.fake_device import FakeH200
+
+    fake_device(1.0)
+    m = run_variant(get_variant("naive"), random_testcase(2, 32, 8, rng), "rand", FakeH200(clocks=None),
+                    TimingPolicy(warmup=0, reps=3)).measurement
+    assert m.kernel.clocks_mhz is None and m.kernel.clock is None and m.to_dict()["kernel"]["sm_clock"] is None

@@ -87,6 +87,10 @@ def test_to_dict_holds_every_statistic():
         "outliers": 1,
         "converged": False,
         "warnings": ["w"],
+        "sm_clock_mhz": None,  # no NVML here: the clock is unknown, never an error
+        "sm_clock": None,
+        "throttle_reasons": [],
+        "clock_warning": None,
     }
 
 
@@ -236,3 +240,16 @@ def test_sample_execution_times_one_pass_per_sample_with_the_policy_flush():
     execution.events.clear()
     assert sample_execution(execution, TimingPolicy(warmup=0, reps=2, flush_l2=False)).samples_ms == [1.5, 1.5]
     assert execution.events == ["start", "pass", "stop"] * 2
+
+
+def test_on_sample_sees_each_sample_but_not_the_warm_up():
+    seen = []
+    values = iter([9.0, 9.0, 1.0, 2.0, 3.0])
+    stats = measure(lambda: next(values), TimingPolicy(warmup=2, reps=3), on_sample=seen.append)
+    assert seen == [1.0, 2.0, 3.0] == stats.samples_ms
+
+
+def test_on_sample_skips_the_first_samples_given():
+    seen = []
+    stats = measure(lambda: 2.0, TimingPolicy(warmup=0, reps=3), first_samples=[5.0], on_sample=seen.append)
+    assert stats.samples_ms == [5.0, 2.0, 2.0] and seen == [2.0, 2.0]

@@ -30,6 +30,19 @@ def test_roofs_from_saved_ceilings_then_cache_then_datasheet(tmp_path, monkeypat
     assert roofline.ceilings_of(r).driver == "other"
 
 
+def test_without_ceilings_the_datasheet_peaks_of_each_unit_are_drawn(tmp_path, monkeypatch):
+    monkeypatch.setenv(cl.CACHE_ENV, str(tmp_path))
+    r = result_set({"qreg": {"t10": 2.0}}, {"t10": COURSE_SHAPES["t10"]})
+    r.metadata["gpu"] = {**r.metadata["gpu"], "name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132,
+                         "sm_clock_mhz": 1980.0, "l2_bytes": 60 * 2**20, "memory_clock_mhz": 3201.0,
+                         "memory_bus_bits": 6144}  # a copy: the synthetic H200 is shared
+    by_name = {roof.label.split(":")[0]: roof for roof in roofline.roofs(r)}
+    assert set(by_name) == {"FP32 FFMA peak", "TF32 tensor-core peak / 3 (3xTF32)", "TF32 tensor-core peak"}
+    assert by_name["TF32 tensor-core peak"].tflops == pytest.approx(2048 * 132 * 1.98e9 / 1e12)
+    assert by_name["FP32 FFMA peak"].bandwidth_gbs == pytest.approx(2 * 3.201e9 * 768 / 1e9)
+    assert not any(roof.measured for roof in by_name.values())
+
+
 def test_plot_has_a_point_per_variant_and_case(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib", reason="matplotlib (the plot extra) is not installed")
     monkeypatch.setenv(cl.CACHE_ENV, str(tmp_path))

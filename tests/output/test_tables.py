@@ -29,7 +29,7 @@ def test_each_cell_shows_its_share_of_the_variants_ceiling_named_once_per_varian
     rows = {row[0]: row[1:] for row in _rows(table)}
     # wgmma3x has a ceiling (named once), a wrong cell keeps its status; torch has no measured ceiling;
     # t29 and t30 have no cells
-    assert rows["wgmma3x"] == ["TF32 wgmma / 3 (3xTF32)", "44.0%", "34.4%", "WRONG", "-", "-"]
+    assert rows["wgmma3x"] == ["TF32 wgmma / 3 (3xTF32) (measured)", "44.0%", "34.4%", "WRONG", "-", "-"]
     assert rows["torch"] == ["-"] * 6
 
 
@@ -37,9 +37,9 @@ def test_no_ceiling_table_when_no_ceiling_was_measured():
     result = result_set({"qreg": {"t10": 1.0}, "torch": {"t10": 0.4}}, COURSE_SHAPES)
     view = MatrixView(result)
     assert ceiling_table(view) is None
-    assert not any("ceiling" in table.title for table in matrix_tables(view))
+    assert not any("peak" in table.title for table in matrix_tables(view))
     _with_ceilings(result, {("qreg", "t10"): 0.16})
-    assert any("ceiling" in table.title for table in matrix_tables(MatrixView(result)))
+    assert any("peak" in table.title for table in matrix_tables(MatrixView(result)))
 
 
 def test_one_sample_shows_no_stddev_and_a_relative_error_only_where_the_rule_uses_it():

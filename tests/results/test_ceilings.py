@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from attnbench.results import ceilings as cl
+from attnbench.results.datasheet import DeviceFacts
 from attnbench.cases.testcase import Shape
 from attnbench.kernels.catalogue import REGISTRY
 from attnbench.kernels.nvcc import BASE_NVCC_OPTIONS
@@ -140,12 +141,39 @@ def test_run_table_names_the_measured_ceiling_or_the_datasheet():
     def text(measurement):
         return render(measurement_table(measurement))
 
-    assert "of FP32 peak (datasheet)" in text(m)
-    applied = cl.applied_ceiling("ffma", m.flops, 2e-3, (4, 32768, 32), sample())
+    assert "peak" not in text(m)  # no peak known for its unit: no share printed
+    facts = DeviceFacts("NVIDIA H200", (9, 0), 132, 1_980_000, 60 << 20, 3_201_000, 6144)
+    m.ceiling = cl.datasheet_ceiling("ffma", m.flops, 20e-3, (4, 32768, 32), facts).to_dict()
+    assert f"{100 * m.ceiling['fraction']:.1f}% of FP32 FFMA peak (datasheet)" in text(m)
+    applied = cl.applied_ceiling("ffma", m.flops, 20e-3, (4, 32768, 32), sample())
     m.ceiling = applied.to_dict()
     shown = text(m)
     assert f"{100 * applied.fraction:.1f}% of FP32 FFMA (measured)" in shown and "datasheet" not in shown
     assert Measurement.from_dict(m.to_dict()).ceiling == m.ceiling
+    assert m.peak_fraction == applied.fraction  # the share of its unit's peak, never of another unit's
+
+
+def test_a_share_above_its_peak_is_never_printed_as_a_percentage():
+    m = Measurement("wgmma3x", "t22", Shape(4, 32768, 32), "NVIDIA H200", 0.1, KernelStats([0.2] * 3))
+    m.ceiling = {"name": "FP32 FFMA peak", "value": 67e12, "fraction": 1.84, "measured": False}
+    shown = render(measurement_table(m))
+    assert "184" not in shown and "above the FP32 FFMA peak (datasheet): the peak or the timing is wrong" in shown
+    assert cl.share_text({"name": "x", "fraction": 0.5, "measured": True}) == "50.0% of x (measured)"
+
+
+def test_datasheet_shares_per_unit_on_an_h200():
+    facts = DeviceFacts("NVIDIA H200", (9, 0), 132, 1_980_000, 60 << 20, 3_201_000, 6144)
+    tf32 = 2048 * 132 * 1.98e9
+    third = cl.datasheet_ceiling("wgmma3x", 1e12, 1e-2, (1, 1, 1), facts)
+    assert third.name == "TF32 tensor-core peak / 3 (3xTF32)" and third.value == pytest.approx(tf32 / 3)
+    assert third.fraction == pytest.approx(1e14 / (tf32 / 3)) and not third.measured
+    assert cl.datasheet_ceiling("tensor", 1e12, 1e-2, (1, 1, 1), facts).value == pytest.approx(tf32)
+    memory = cl.datasheet_ceiling("memory", 0, 1e-3, (1, 1024, 64), facts)
+    assert memory.value == pytest.approx(2 * 3.201e9 * 768)
+    assert memory.fraction == pytest.approx(16 * 1024 * 64 / 1e-3 / memory.value)
+    old = DeviceFacts("GTX 1080", (6, 1), 20, 1_733_000, 2 << 20)
+    assert cl.datasheet_ceiling("tensor", 1e12, 1e-2, (1, 1, 1), old) is None  # no tensor cores: no peak to share
+    assert cl.datasheet_ceiling("memory", 0, 1e-3, (1, 1, 1), old) is None  # the bus width unknown
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")

@@ -1,0 +1,97 @@
+"""A GPU without a GPU: an H200's facts, an NVML clock that says what a test wants, and an execution
+whose 'kernel' is the float64 reference and whose clock reports a fixed time per pass.
+
+A kernel that does no work cannot be faked on the CPU (its output would fail the check); a clock that
+reports too short a time can: that is what the physical floor must refuse."""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from attnbench.cases.reference import reference_output
+from attnbench.cases.testcase import Testcase
+from attnbench.results.datasheet import DeviceFacts
+
+H200 = DeviceFacts("NVIDIA H200", (9, 0), 132, 1_980_000, 60 * 2**20, 3_201_000, 6144)
+
+
+class FixedClock:
+    """A clock whose intervals are `ms` milliseconds: always the same, or one after another from a list."""
+
+    def __init__(self, ms: float | list[float]) -> None:
+        self.times = iter(ms) if isinstance(ms, list) else None
+        self.ms = ms
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> float:
+        return next(self.times) if self.times is not None else float(self.ms)  # type: ignore[arg-type]
+
+
+class FakeDriver:
+    @staticmethod
+    def get_driver_version() -> int:
+        return 13000
+
+
+class FakeH200:
+    """What the runner, the matrix and the metadata ask of an open Gpu; `clocks` are the SM clocks NVML
+    'reports' one read after another (None: no NVML)."""
+
+    name = "NVIDIA H200"
+    index = 0
+    compute_capability = (9, 0)
+    sm_count = 132
+    arch = "sm_90"
+    driver = FakeDriver()
+    fp32_peak_flops = 66.9e12
+
+    def __init__(self, clocks: Iterable[float] | None = None, reasons: tuple[str, ...] = ()) -> None:
+        self._clocks: Iterator[float] | None = iter(clocks) if clocks is not None else None
+        self.reasons = list(reasons)
+
+    def device_facts(self) -> DeviceFacts:
+        return H200
+
+    def sm_clock_mhz(self) -> float | None:
+        return next(self._clocks) if self._clocks is not None else None
+
+    def throttle_reasons(self) -> list[str]:
+        return self.reasons
+
+    def context_error(self) -> str | None:
+        return None
+
+    def facts(self) -> dict:
+        return {"name": self.name, "index": 0, "compute_capability": "9.0", "sm_count": 132}
+
+
+def fake_execution(pass_ms: float | list[float]):
+    """A GpuExecution stand-in whose passes each 'take' `pass_ms` and whose output is the reference."""
+
+    class FakeExecution:
+        def __init__(self, gpu, variant, testcase, flush_l2=True) -> None:
+            self.testcase = testcase
+            self.device_name, self.peak_flops, self.compile_s = gpu.name, gpu.fp32_peak_flops, 0.0
+            self.clock = FixedClock(pass_ms)
+            self.passes = 0
+
+        def upload(self) -> None:
+            pass
+
+        def run_pass(self) -> None:
+            self.passes += 1
+
+        def download(self) -> np.ndarray:
+            return reference_output(Testcase(np.ascontiguousarray(self.testcase.qkv))).astype(np.float32)
+
+        def flush_l2(self) -> None:
+            pass
+
+        def free(self) -> None:
+            pass
+
+    return FakeExecution

@@ -191,7 +191,8 @@ def run(
     bench_input.prepare(progress)
     chosen = choose_variant(variant, bench_input.shape, notice)
     gpu = open_gpu_for([chosen], device)
-    plan = plan_for_input(bench_input, chosen, keep_output=check) if pipeline else None
+    # without --check and without OUT, the output is kept: the verified passes compare against it
+    plan = plan_for_input(bench_input, chosen, keep_output=check or out is None) if pipeline else None
     if plan is not None and plan.refusal is not None:
         notice(f"{plan.refusal}; running the unpipelined path")
     elif plan is not None:
@@ -200,14 +201,15 @@ def run(
             reference = _reference_before(bench_input, progress)
             checker = lambda output: compare_outputs(output, reference, atol, rtol)  # noqa: E731
         outcome = run_variant_pipelined(chosen, getattr(bench_input, "path"), plan, bench_input.label, gpu,
-                                        timing.policy_for(chosen), out, checker)
+                                        timing.policy_for(chosen), out, checker, (atol, rtol))
         assert outcome.measurement is not None
         return outcome.measurement
     start = time.perf_counter()
     testcase = bench_input.load(progress)
     input_s = time.perf_counter() - start
     checker = reference_check(bench_input, testcase, atol, rtol, progress) if check else None
-    outcome = run_variant(chosen, testcase, bench_input.label, gpu, timing.policy_for(chosen), checker)
+    outcome = run_variant(chosen, testcase, bench_input.label, gpu, timing.policy_for(chosen), checker,
+                          tolerance=(atol, rtol))
     measurement = outcome.measurement
     assert measurement is not None and outcome.output is not None
     measurement.input_s = input_s
@@ -253,7 +255,7 @@ def compare(
     gpu = open_gpu_for(chosen, device)
     if before_run is not None:
         before_run(gpu, inputs)
-    settings = MatrixSettings(policy=timing.policy_for, check=course_check(atol, rtol))
+    settings = MatrixSettings(policy=timing.policy_for, check=course_check(atol, rtol), tolerance=(atol, rtol))
     infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
     return assemble("compare", chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"],
                     command)

@@ -16,6 +16,7 @@ from attnbench.cases.testcase import Shape
 from attnbench.errors import GpuUnavailable, KernelCompileError, KernelLaunchError
 from attnbench.kernels.nvcc import compile_options, compile_source, include_dirs, source_file, source_label
 from attnbench.kernels.variant import Launch, Variant
+from attnbench.locations import kernel_dir
 
 # FP32 lanes per SM by compute capability, for the FP32 peak (2 FLOPs per lane per clock).
 _FP32_LANES = {(6, 0): 64, (7, 0): 64, (7, 5): 64, (8, 0): 64}
@@ -126,6 +127,7 @@ class Gpu:
         self.total_memory: int = self.device.total_memory()
         self._modules: dict[tuple, CompiledVariant] = {}
         self._l2_flush_buffer: Any = None
+        self._permute_function: Any = None
 
     @property
     def l2_flush_bytes(self) -> int:
@@ -141,6 +143,20 @@ class Gpu:
         if self._l2_flush_buffer is None:
             self._l2_flush_buffer = self.driver.mem_alloc(self.l2_flush_bytes)
         self.driver.memset_d32(self._l2_flush_buffer, 0, self.l2_flush_bytes // 4)
+
+    def permute_function(self) -> Any:
+        """The verified passes' gather kernel (cuda/permute_inputs.cu), compiled once per process."""
+        if self._permute_function is None:
+            from pycuda.compiler import SourceModule
+
+            path = kernel_dir() / "permute_inputs.cu"
+            try:
+                module = SourceModule(path.read_text(), options=["-O3"], arch=self.arch, no_extern_c=True)
+            except (self.driver.CompileError, self.driver.Error) as exc:
+                raise KernelCompileError(f"nvcc could not compile {path}: {exc}") from None
+            self._permute_function = module.get_function("permute_inputs")
+            self._permute_function.prepare("PPPqPPPqPPPiif")
+        return self._permute_function
 
     def clock(self, what: str) -> EventClock:
         return EventClock(self.driver, what)

@@ -90,7 +90,9 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
     if measurement.nonfinite and verification is None:
         error_line(f"{measurement.nonfinite} of {measurement.shape.elements} elements of {out} are NaN or Inf: "
                    "the output is wrong (run with --check for the worst elements)")
-    if measurement.nonfinite or (verification is not None and not verification.passed):
+    if not measurement.has_speed:  # the same road as a wrong output: no speed, exit 1
+        error_line(measurement.timed_check.describe())
+    if measurement.nonfinite or (verification is not None and not verification.passed) or not measurement.has_speed:
         sys.exit(1)
 
 

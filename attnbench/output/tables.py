@@ -55,15 +55,22 @@ def measurement_table(m: Measurement) -> TableModel:
         table.add_row("output", format_s(m.output_s), "writing the output file")
         table.add_row("total", format_s(m.total_s), f"compile {m.compile_s:.3f} s not included")
     timed = "pass" if on_host else "kernel"
-    table.add_row(f"{timed} median", format_ms(k.median), f"{k.count} sample{'s' if k.count != 1 else ''}")
-    table.add_row(f"{timed} min / max", f"{format_ms(k.min)} / {format_ms(k.max)}", "")
-    noise = f"noise {noise_text(k.noise)} (95% interval of the median)" if math.isfinite(k.noise) else \
-        "noise unknown (fewer than 6 samples)"
-    table.add_row(f"{timed} stddev", format_ms(k.stdev), f"{noise}, {k.outliers} outliers")
-    peak = f"{100 * m.peak_fraction:.1f}% of FP32 peak (datasheet)" if m.peak_fraction is not None else ""
-    if m.ceiling:  # a measured ceiling from `attnbench ceilings` replaces the datasheet figure
-        peak = f"{100 * m.ceiling['fraction']:.1f}% of {m.ceiling['name']} (measured)"
-    table.add_row("TFLOP/s", f"{m.tflops:.3f}", f"4*B*N*N*d / kernel median; {peak}".rstrip("; "))
+    if m.has_speed:
+        table.add_row(f"{timed} median", format_ms(k.median), f"{k.count} sample{'s' if k.count != 1 else ''}")
+        table.add_row(f"{timed} min / max", f"{format_ms(k.min)} / {format_ms(k.max)}", "")
+        noise = f"noise {noise_text(k.noise)} (95% interval of the median)" if math.isfinite(k.noise) else \
+            "noise unknown (fewer than 6 samples)"
+        table.add_row(f"{timed} stddev", format_ms(k.stdev), f"{noise}, {k.outliers} outliers")
+        peak = f"{100 * m.peak_fraction:.1f}% of FP32 peak (datasheet)" if m.peak_fraction is not None else ""
+        if m.ceiling:  # a measured ceiling from `attnbench ceilings` replaces the datasheet figure
+            peak = f"{100 * m.ceiling['fraction']:.1f}% of {m.ceiling['name']} (measured)"
+        table.add_row("TFLOP/s", f"{m.tflops:.3f}", f"4*B*N*N*d / kernel median; {peak}".rstrip("; "))
+    else:
+        table.add_row(timed, "-", "no time: the timed passes did not compute the answer (see below)")
+    if m.timed_check is not None:
+        t = m.timed_check
+        verdict = Text("PASS", GOOD) if t.passed else Text("WRONG", BAD)
+        table.add_row("timed passes", verdict, f"{len(t.passes)} verified passes on changed inputs")
     if m.verification is not None:
         v = m.verification
         verdict = Text("PASS", GOOD) if v.passed else Text("FAIL", BAD)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from attnbench.cases.testcase import Shape
 from attnbench.results.course_clock import CourseClock
 from attnbench.results.stats import KernelStats
+from attnbench.results.timed_check import TimedCheck
 from attnbench.results.verification import VerifyReport
 
 
@@ -29,6 +30,12 @@ class Measurement:
     nonfinite: int = 0  # NaN or Inf elements in the output: a wrong answer, whatever its speed
     ceiling: dict | None = None  # the measured ceiling that applies, and the fraction reached (attnbench ceilings)
     clock: CourseClock | None = None  # the pipelined first pass's stages; None for the unpipelined path
+    timed_check: TimedCheck | None = None  # the verified passes after the samples
+
+    @property
+    def has_speed(self) -> bool:
+        """False when the verified passes failed: the samples' times are not the time of computing the answer."""
+        return self.timed_check is None or self.timed_check.passed
 
     @property
     def flops(self) -> int:
@@ -62,14 +69,15 @@ class Measurement:
             "compile_s": self.compile_s,
             "kernel": self.kernel.to_dict(),
             "flops": self.flops,
-            "tflops": self.tflops,
+            "tflops": self.tflops if self.has_speed else None,
             "peak_flops": self.peak_flops,
-            "peak_fraction": self.peak_fraction,
+            "peak_fraction": self.peak_fraction if self.has_speed else None,
             "ceiling": self.ceiling,
             "verification": self.verification.to_dict() if self.verification else None,
             "nonfinite": self.nonfinite,
             "warnings": self.warnings + self.kernel.warnings,
             "pipeline": self.clock.to_dict() if self.clock is not None else None,
+            "timed_check": self.timed_check.to_dict() if self.timed_check is not None else None,
         }
 
     @classmethod
@@ -93,4 +101,5 @@ class Measurement:
             ceiling=data.get("ceiling"),
             warnings=[w for w in data.get("warnings", []) if w not in kernel.warnings],
             clock=CourseClock.from_dict(data["pipeline"]) if data.get("pipeline") else None,
+            timed_check=TimedCheck.from_dict(data["timed_check"]) if data.get("timed_check") else None,
         )

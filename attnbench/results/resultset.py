@@ -30,7 +30,11 @@ SCHEMA = "attnbench-results"
 #   2 (2026-11-22): kind judge (whole programs, wall time of the process); a measurement may carry
 #     its verification; cells may record the GPU they ran on in extra["gpu"]. Version 1 files load
 #     unchanged.
-SCHEMA_VERSION = 2
+#   3 (2026-11-24): cells and measurements carry "timed_check", the verified passes after the samples
+#     (their changed inputs, times, wall times and errors; the time rule; a wall-clock disagreement);
+#     a wrong cell may be wrong because of them. A measurement whose verified passes failed has
+#     "tflops" and "peak_fraction" null. Older files load unchanged (no timed_check).
+SCHEMA_VERSION = 3
 
 # Cell statuses: ok (checked, then timed), wrong (failed its check: no speed), refused (the variant
 # does not take the shape), error (compile, launch or memory failure).
@@ -72,6 +76,7 @@ class Cell:
     measurement: Measurement | None = None
     check: dict | None = None  # the metrics of the output's check
     extra: dict = field(default_factory=dict)  # compile-time defines, the lab's iteration count, ...
+    timed_check: dict | None = None  # the verified passes after the samples (a wrong cell has no measurement)
 
     @property
     def ok(self) -> bool:
@@ -90,6 +95,7 @@ class Cell:
             "check": self.check,
             "measurement": self.measurement.to_dict() if self.measurement is not None else None,
             "extra": self.extra,
+            "timed_check": self.timed_check,
         }
 
     @classmethod
@@ -98,7 +104,7 @@ class Cell:
             raise ValueError(f"unknown cell status {data.get('status')!r}")
         measurement = Measurement.from_dict(data["measurement"]) if data.get("measurement") else None
         return cls(data["variant"], data["case"], data["status"], data.get("message", ""), measurement,
-                   data.get("check"), dict(data.get("extra") or {}))
+                   data.get("check"), dict(data.get("extra") or {}), data.get("timed_check"))
 
 
 @dataclass

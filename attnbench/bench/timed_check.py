@@ -22,8 +22,11 @@ A kernel that computes honestly whenever its input changed passes those checks, 
 must agree with the samples': at most max(1.5 x the median, the slowest sample) + 0.05 ms. An honest
 pass on a changed input with the same L2 policy costs what a sample costs (the slowest sample bounds
 its jitter, 1.5x its clock and cache state, the 0.05 ms the launch latency of kernels of a few
-microseconds); a kernel that skipped work in the samples is many times over. attnbench's own host
-variant (the host clock, on a shared machine) is held to the values only.
+microseconds); a kernel that skipped work in the samples is many times over. A pass over the limit is
+redone, each time on a fresh change (so a cache cannot help), up to 3 times: only when every attempt
+is over is it skipped work, so a host hiccup inside an event window (a page fault, a GC pause before a
+launch) is no verdict. attnbench's own host variant (the host clock, on a shared machine) is held to
+the values only.
 
 Each pass is also timed by the host's wall clock, the whole context synchronised before and after, so
 work launched outside the timed stream shows up. When every pass's wall time exceeds 1.25 x its event
@@ -50,6 +53,7 @@ TIME_FACTOR = 1.5
 TIME_SLACK_MS = 0.05
 WALL_FACTOR = 1.25
 WALL_SLACK_MS = 2.0
+TIME_ATTEMPTS = 3  # a pass over the time limit is redone on a fresh change: one hiccup of the host is no verdict
 TIME_RULE = (f"every verified pass <= max({TIME_FACTOR:g} x median, slowest sample) + {TIME_SLACK_MS:g} ms, "
              "timed as the samples were")
 
@@ -94,24 +98,30 @@ def check_timed_passes(execution: Execution, stats: KernelStats, base: Any, shap
     """Run the verified passes on `execution` after its samples (`stats`); `base` is the first pass's
     output (checked), `device_clock` False for attnbench's own host variant (values only, no time rule)."""
     rng = rng or entropy_rng()
-    cumulative = InputTransform.identity(shape)
-    verified = []
-    for index in range(passes):
-        change = InputTransform.draw(shape, rng)
-        cumulative = cumulative.then(change)
-        output, time_ms, wall_ms = _one_pass(execution, change, index == 0, flush_l2, wall_clock)
-        failing, nonfinite, max_abs = pass_errors(output, base, cumulative, shape, atol, rtol)
-        del output
-        verified.append(VerifiedPass(change.kinds(), index == 0, time_ms, wall_ms, failing, nonfinite, max_abs))
     samples = stats.samples_ms
     median = float(np.median(samples)) if samples else 0.0
     slowest = max(samples) if samples else 0.0
     limit = max(TIME_FACTOR * median, slowest) + TIME_SLACK_MS if device_clock and samples else None
-    failure = None
-    if any(p.failing for p in verified):
-        failure = WRONG_VALUES
-    elif limit is not None and any(p.time_ms > limit for p in verified):
-        failure = SKIPPED_WORK
+    cumulative = InputTransform.identity(shape)
+    verified: list[VerifiedPass] = []
+    wrong = skipped = False
+    for index in range(passes):  # every pass runs, so a kernel caught by its time is also held to its values
+        for attempt in range(1, TIME_ATTEMPTS + 1):
+            change = InputTransform.draw(shape, rng)
+            cumulative = cumulative.then(change)
+            output, time_ms, wall_ms = _one_pass(execution, change, index == 0, flush_l2, wall_clock)
+            failing, nonfinite, max_abs = pass_errors(output, base, cumulative, shape, atol, rtol)
+            del output
+            verified.append(VerifiedPass(change.kinds(), index == 0, time_ms, wall_ms, failing, nonfinite, max_abs,
+                                         attempt))
+            slow = limit is not None and time_ms > limit
+            if failing or not slow:
+                break
+        wrong = wrong or failing > 0
+        skipped = skipped or (slow and not failing)  # every attempt, each on a fresh change, over the limit
+        if failing:
+            break
+    failure = WRONG_VALUES if wrong else (SKIPPED_WORK if skipped else None)
     warning = _clock_disagreement(verified) if device_clock else None
     return TimedCheck(verified, shape.elements, atol, rtol, expected_from, median, slowest, limit, failure, warning,
                       TIME_RULE if limit is not None else "values only (attnbench's own host variant)")

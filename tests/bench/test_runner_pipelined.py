@@ -181,3 +181,57 @@ def test_the_command_line_without_the_pipeline_prints_the_sequential_rows(fake_g
     assert data["total_s"] == pytest.approx(data["input_s"] + data["compute_s"] + data["output_s"])
     help_text = CliRunner().invoke(main, ["run", "--help"]).output
     assert "--no-pipeline" in help_text
+
+
+class LazyExecution(FakeExecution):
+    """Computes on its first pass (the pipeline's, or the first run_pass), then never again: its output
+    buffer keeps what was there, NaN poison included."""
+
+    def run_pass(self) -> None:
+        self.passes += 1
+        if self.passes == 1 and self.stages is None:
+            self.out = reference_kernel(self._device_qkv())
+
+    def download(self) -> np.ndarray:
+        if self.out is None:  # the pipelined first pass wrote it
+            self.out = reference_kernel(self._device_qkv())
+        return self.out.copy()
+
+
+@pytest.mark.parametrize("pipeline", [True, False], ids=["pipelined", "unpipelined"])
+def test_a_lazy_kernel_is_wrong_without_a_speed_and_run_exits_1(pipeline, monkeypatch, tmp_path):
+    monkeypatch.setattr(gpu_execution, "GpuExecution", LazyExecution)
+    monkeypatch.setattr(gpu_pipeline, "GpuStages", fake_stages(reference_kernel))
+    monkeypatch.setattr(api.single, "open_gpu_for", lambda variants, device=0: FakeGpu())
+    args = ["run", "odd_100x32", str(tmp_path / "out.bin"), "--variant", "naive", "--check", "--reps", "3"]
+    args += [] if pipeline else ["--no-pipeline"]
+    result = CliRunner().invoke(main, [*args, "--json"], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    assert data["verification"]["passed"] is True and data["tflops"] is None and data["peak_fraction"] is None
+    assert data["timed_check"]["failure"] == "wrong_values" and data["timed_check"]["passes"][0]["nonfinite"] > 0
+    assert "error: the timed passes did not produce the checked output" in result.stderr
+    table = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert table.exit_code == 1 and "TFLOP/s" not in table.stdout and "WRONG" in table.stdout
+
+
+class CompareGpu(FakeGpu):
+    """What a compare's saved metadata reads of the GPU, besides."""
+
+    arch, index = "sm_90", 0
+
+    def facts(self) -> dict:
+        return {"name": self.name}
+
+
+def test_compare_calls_a_lazy_kernel_wrong_and_exits_1(monkeypatch, tmp_path):
+    monkeypatch.setattr(gpu_execution, "GpuExecution", LazyExecution)
+    monkeypatch.setattr(api.single, "open_gpu_for", lambda variants, device=0: CompareGpu())
+    result = CliRunner().invoke(main, ["compare", "--variants", "naive,cpu", "--cases", "odd_100x32", "--reps", "2",
+                                       "--results-dir", str(tmp_path), "--name", "lazy"], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    cells = {c["variant"]: c for c in json.loads((tmp_path / "lazy.json").read_text())["cells"]}
+    assert cells["naive"]["status"] == "wrong" and cells["naive"]["measurement"] is None
+    assert cells["naive"]["message"].startswith("the timed passes did not produce the checked output")
+    assert cells["naive"]["check"]["passed"] is True and cells["naive"]["timed_check"]["passed"] is False
+    assert cells["cpu"]["status"] == "ok" and cells["cpu"]["timed_check"]["passed"] is True

@@ -154,6 +154,7 @@ def test_an_honest_kernel_passes_in_every_shape(B, N, d, rng):
     result = run_cell(random_testcase(B, N, d, rng), honest)
     assert result.passed and result.clock_warning is None, result.describe()
     assert len(result.passes) == PASSES and result.passes[0].poisoned and not result.passes[1].poisoned
+    assert [p.attempt for p in result.passes] == [1, 1]
     assert all(p.failing == 0 and p.max_abs_error < 1e-5 for p in result.passes)
 
 
@@ -171,17 +172,19 @@ def test_kernels_that_skip_work_are_caught(trick, failure, B, N, d, rng):
 def test_the_sentences_say_what_was_seen(rng):
     tc = random_testcase(4, 24, 8, rng)
     text = run_cell(tc, lazy).describe()
-    assert text.startswith("the timed passes did not produce the checked output: after the samples, pass 1 of 2")
+    assert text.startswith("the timed passes did not produce the checked output: after the samples, verified pass 1 "
+                           "(output poisoned with NaN, batch items permuted")
     assert f"gave {tc.shape.elements} of {tc.shape.elements} elements outside |out - expected| <= 0.005" in text
     assert "NaN or Inf" in text
     text = run_cell(tc, cached).describe()
     assert text.startswith("the timed passes were 1000x faster than a pass that had to compute (0.01 ms against 10 ms")
-    assert text.endswith("the samples skipped work")
+    assert text.endswith("on every one of 3 attempts): the samples skipped work")
 
 
 def test_a_sly_kernel_is_caught_by_the_unpoisoned_pass(rng):
     result = run_cell(random_testcase(4, 24, 8, rng), sly)
-    first, second = result.passes
+    assert result.failure == WRONG_VALUES
+    first, second = result.passes[0], next(p for p in result.passes if not p.poisoned)
     assert first.failing == 0 and first.time_ms == pytest.approx(COMPUTE_MS)  # it saw the poison and computed
     assert second.failing > 0 and second.nonfinite == 0  # it saw no poison: pass 1's answer stayed
 
@@ -236,7 +239,27 @@ def test_the_time_rule_allows_the_slowest_sample_and_launch_latency(samples, all
     a little slower is skipped work."""
     tc = random_testcase(2, 8, 4, rng)
     assert verified_at(tc, samples, allowed).passed
-    assert verified_at(tc, samples, allowed * 1.1 + 0.01).failure == SKIPPED_WORK
+    over = verified_at(tc, samples, allowed * 1.1 + 0.01)
+    assert over.failure == SKIPPED_WORK and [p.attempt for p in over.passes] == [1, 2, 3, 1, 2, 3]
+
+
+def test_one_slow_pass_is_redone_on_a_fresh_change(rng):
+    """A hiccup in one attempt is no verdict; the attempt after it, on another change, passes."""
+    tc = random_testcase(3, 8, 4, rng)
+    device = SimulatedDevice(tc, honest)
+    device.run_pass()
+    base = device.download()
+    costs = iter([1.0, 9.0, 1.0])  # pass 1, pass 2 (a hiccup), pass 2 again
+
+    def timed_pass() -> None:
+        device.compute()
+        device.event_ms += next(costs)
+
+    device.run_pass = timed_pass
+    stats = type("Stats", (), {"samples_ms": [1.0] * 10})()
+    result = check_timed_passes(device, stats, base, tc.shape, flush_l2=False, atol=5e-3, rtol=0.0,
+                                expected_from="x", device_clock=True, wall_clock=device.wall_clock)
+    assert result.passed and [(p.poisoned, p.attempt) for p in result.passes] == [(True, 1), (False, 1), (False, 2)]
 
 
 def test_the_host_variant_is_held_to_its_values_only(rng):

@@ -85,7 +85,8 @@ class InputTransform:
 
     def expected_items(self, output: np.ndarray, b0: int, b1: int) -> np.ndarray:
         """Items [b0, b1) of the output this input must give, from `output`, the untransformed input's output."""
-        items = output[self.batch[b0:b1, None], self.q_rows[None, :]]
+        # two takes (items, then rows) are ~8x faster than one fancy index with two index arrays
+        items = np.take(np.take(output, self.batch[b0:b1], axis=0), self.q_rows, axis=1)
         return np.negative(items, out=items) if self.negate_v else items
 
     def item_groups(self, shape: Shape) -> list[tuple[int, int]]:

@@ -83,7 +83,7 @@ class DevicePermuter:
     def apply(self, transform: InputTransform) -> None:
         """Change the device input by `transform` (queued on the legacy default stream)."""
         try:
-            scratch = int(self._alloc(12 * self.items * self.N * self.d))
+            scratch = self._scratch()
             rows = (self._device_array(transform.q_rows), self._device_array(transform.kv_rows))
             sign = np.float32(-1.0 if transform.negate_v else 1.0)
             if self.items == self.B:  # the scratch holds it all: items and rows in one gather
@@ -100,6 +100,16 @@ class DevicePermuter:
         finally:
             self.driver.Context.synchronize()  # the scratch is free to go once the copies back are done
             self.release()
+
+    def _scratch(self) -> int:
+        """Scratch for `self.items` items, or for one item when that much is not free (more, smaller steps)."""
+        try:
+            return int(self._alloc(12 * self.items * self.N * self.d))
+        except DeviceMemoryError:
+            if self.items == 1:
+                raise
+            self.items = 1
+            return int(self._alloc(12 * self.N * self.d))
 
     def _gather_all(self, scratch: int, batch: np.ndarray, rows: tuple[int, int], sign: np.float32) -> None:
         for b0 in range(0, self.B, MAX_GRID_Y):

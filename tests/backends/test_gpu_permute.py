@@ -153,3 +153,21 @@ def test_the_cuda_kernel_changes_the_input_as_the_host_does(gpu, name, B, N, d, 
                     assert np.array_equal(got[tensor].view(np.uint32), want[:, i].reshape(-1).view(np.uint32))
         finally:
             execution.free()
+
+
+def test_without_memory_for_the_scratch_it_moves_one_item_at_a_time(rng):
+    gpu = PermutingGpu()
+    testcase = random_testcase(4, 6, 4, rng)
+    execution = GpuExecution(gpu, VARIANT, testcase)
+    execution.upload()
+    allocate = gpu.driver.mem_alloc
+
+    def tight(nbytes):
+        if nbytes > 12 * 6 * 4 * 4:  # more than one item of scratch does not fit
+            raise gpu.driver.MemoryError("out of memory")
+        return allocate(nbytes)
+
+    gpu.driver.mem_alloc = tight
+    transform = InputTransform.draw(testcase.shape, rng)
+    execution.permute_inputs(transform)
+    assert np.array_equal(device_qkv(execution), transform.apply(testcase.qkv))

@@ -64,7 +64,7 @@ SAMPLED = TimingPolicy(warmup=2, reps=10, flush_l2=True)
 @pytest.mark.parametrize("variant", ALL_BUILDS + [get_variant("torch")], ids=lambda v: v.name)
 def test_the_verified_passes_keep_every_builtin_passing(gpu, variant, rng):
     """Values and time: every built-in (and the torch peer) computes in its verified passes, in its samples' time."""
-    if variant.backend == "torch":
+    if variant.kind.needs_torch:
         pytest.importorskip("torch")
     for shape in VERIFIED_SHAPES:
         if variant.refusal(Shape(*shape)) is not None or not variant.runs_on(gpu.compute_capability):

@@ -82,8 +82,8 @@ class CpuExecution:
         pass  # the host's caches are not flushed: a pass reads far more than they hold
 
     def poison_output(self) -> None:
-        if self.output is not None:
-            self.output.fill(np.nan)
+        if self.output is not None:  # a new array: the one download gave out may be the caller's first output
+            self.output = np.full_like(self.output, np.nan)
 
     def permute_inputs(self, transform: InputTransform) -> None:
         """A transformed copy: the testcase itself is shared with the other variants of a compare."""

@@ -274,6 +274,14 @@ def test_the_host_variant_is_held_to_its_values_only(rng):
     assert saved["timed_check"]["passed"] is True and TimedCheck.from_dict(saved["timed_check"]) == timed
 
 
+def test_the_host_variant_with_its_first_pass_as_its_only_sample(rng):
+    """With --reps 1 the first pass is the only sample: its output must survive the poison."""
+    tc = random_testcase(2, 17, 48, rng)
+    run = run_variant(get_variant("cpu"), tc, "rand", None, TimingPolicy(warmup=0, reps=1, flush_l2=False))
+    assert run.measurement.timed_check.passed, run.measurement.timed_check.describe()
+    assert np.isfinite(run.output).all()
+
+
 def dumps_measurement(measurement) -> str:
     from attnbench.results.resultset import Cell, ResultSet
 

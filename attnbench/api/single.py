@@ -162,6 +162,15 @@ def _reference_before(bench_input: BenchInput, progress: ProgressFactory) -> Any
     return bench_input.reference(bench_input.load(progress), progress)
 
 
+def _keeps_output(check: bool, out: str | Path | None) -> bool:
+    """Whether the pipeline keeps the output in memory: to check it, or because the verified passes cannot
+    read it back from OUT (no OUT, or a special file such as /dev/null or a FIFO)."""
+    if check or out is None:
+        return True
+    path = Path(out)
+    return path.exists() and not path.is_file()
+
+
 def run(
     case: str,
     variant: str | Variant | None = None,
@@ -191,8 +200,7 @@ def run(
     bench_input.prepare(progress)
     chosen = choose_variant(variant, bench_input.shape, notice)
     gpu = open_gpu_for([chosen], device)
-    # without --check and without OUT, the output is kept: the verified passes compare against it
-    plan = plan_for_input(bench_input, chosen, keep_output=check or out is None) if pipeline else None
+    plan = plan_for_input(bench_input, chosen, keep_output=_keeps_output(check, out)) if pipeline else None
     if plan is not None and plan.refusal is not None:
         notice(f"{plan.refusal}; running the unpipelined path")
     elif plan is not None:

@@ -235,3 +235,8 @@ def test_compare_calls_a_lazy_kernel_wrong_and_exits_1(monkeypatch, tmp_path):
     assert cells["naive"]["message"].startswith("the timed passes did not produce the checked output")
     assert cells["naive"]["check"]["passed"] is True and cells["naive"]["timed_check"]["passed"] is False
     assert cells["cpu"]["status"] == "ok" and cells["cpu"]["timed_check"]["passed"] is True
+
+
+def test_a_pipelined_run_into_dev_null_keeps_its_output_for_the_verified_passes(fake_gpu):
+    m = api.run("odd_100x32", "naive", "/dev/null", timing=api.TimingOptions(reps=2))
+    assert m.clock is not None and m.timed_check.passed

@@ -30,7 +30,7 @@ from attnbench.analysis.against import (
 )
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.spread import SlurmOptions, placement, resume, spread_matrix
-from attnbench.bench.chunk_plan import plan_for_input
+from attnbench.bench.chunk_plan import keeps_output, plan_for_input
 from attnbench.bench.matrix import MatrixListener, MatrixSettings, assemble, course_check, run_matrix
 from attnbench.bench.runner import run_variant, run_variant_pipelined
 from attnbench.bench.sampler import TimingPolicy
@@ -162,15 +162,6 @@ def _reference_before(bench_input: BenchInput, progress: ProgressFactory) -> Any
     return bench_input.reference(bench_input.load(progress), progress)
 
 
-def _keeps_output(check: bool, out: str | Path | None) -> bool:
-    """Whether the pipeline keeps the output in memory: to check it, or because the verified passes cannot
-    read it back from OUT (no OUT, or a special file such as /dev/null or a FIFO)."""
-    if check or out is None:
-        return True
-    path = Path(out)
-    return path.exists() and not path.is_file()
-
-
 def run(
     case: str,
     variant: str | Variant | None = None,
@@ -200,7 +191,7 @@ def run(
     bench_input.prepare(progress)
     chosen = choose_variant(variant, bench_input.shape, notice)
     gpu = open_gpu_for([chosen], device)
-    plan = plan_for_input(bench_input, chosen, keep_output=_keeps_output(check, out)) if pipeline else None
+    plan = plan_for_input(bench_input, chosen, keep_output=keeps_output(check, out)) if pipeline else None
     if plan is not None and plan.refusal is not None:
         notice(f"{plan.refusal}; running the unpipelined path")
     elif plan is not None:

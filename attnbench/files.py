@@ -35,6 +35,9 @@ def _is_special(path: Path) -> bool:
 def check_output_path(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = ()) -> None:
     """Refuse, before any work, an output that cannot be written or that is one of the inputs."""
     given = str(path)
+    # Path() drops a trailing slash, and with it the user's word that this names a folder.
+    if given.endswith(("/", os.sep)):
+        raise OutputError(f"{given}: names a folder; give the output a file name")
     target = _target(Path(path))
     if target.is_dir():
         raise OutputError(f"{given}: is a folder; give the output a file name")

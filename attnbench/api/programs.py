@@ -12,8 +12,9 @@ from attnbench.judge import class_slurm
 from attnbench.judge.classroom import ClassListener, ClassSettings, RERUN_TOP
 from attnbench.judge.classroom import judge_class as run_class
 from attnbench.judge.submissions import find_submissions
-from attnbench.cases.inputs import ProgressFactory, no_progress
+from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
 from attnbench.errors import UsageError
+from attnbench.judge.sandbox import Confinement, SandboxSettings
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.results.metadata import collect
 from attnbench.results.resultset import ResultSet
@@ -23,17 +24,20 @@ from attnbench.spread.slurm import SlurmOptions, default_folder
 Finished = Callable[[int, int, "judging.JudgedCase"], None]
 
 
-def judge(program: str, cases: str = "course", *, launcher: str | None = None, time_limits: str = "course",
+def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str | None = None, time_limits: str = "course",
           args: str = judging.DEFAULT_ARGS, timeout: float | None = None, progress: ProgressFactory = no_progress,
-          finished: Finished | None = None, command: str | None = None) -> tuple[judging.Judgement, ResultSet]:
-    """Run PROGRAM IN OUT on each case in its own process group, time the whole process, check the output
-    by the course's rule; returns the judgement and its result set (kind "judge")."""
+          finished: Finished | None = None, command: str | None = None, sandbox: SandboxSettings | None = None,
+          opened: Callable[[Confinement], None] | None = None) -> tuple[judging.Judgement, ResultSet]:
+    """Run PROGRAM IN OUT on each case in its own case folder and sandbox (see attnbench.judge.sandbox),
+    time the whole process, check the output by the course's rule; returns the judgement and its result
+    set (kind "judge"). `opened` hears how cases are confined (bwrap, or the fallback and why) first."""
     prog = judging.make_program(program, launcher, args)
     limits = judging.load_time_limits(time_limits)
     inputs = judging.cases_for(cases)
     if not inputs:
-        raise UsageError(f"--cases {cases!r} names no case")
-    judgement = judging.run_judge(prog, inputs, limits, timeout, progress, finished or (lambda *a: None))
+        raise UsageError(f"--cases {cases if isinstance(cases, str) else ','.join(cases)!r} names no case")
+    judgement = judging.run_judge(prog, inputs, limits, timeout, progress, finished or (lambda *a: None),
+                                  sandbox, opened)
     return judgement, judging.judge_results(judgement, collect(None, False, command))
 
 
@@ -69,6 +73,12 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
 def resume_class(folder: str | Path, listener: ClassListener | None = None) -> Scoreboard:
     """Finish a class judged over Slurm from its jobs folder: what came back is kept, the rest resubmitted."""
     return class_slurm.resume_class(folder, listener)
+
+
+def judge_writes(cases: str | Sequence[str] = "course") -> int:
+    """Bytes a judge of these cases will write to the suite's data folder before it starts (inputs and
+    references not generated yet); 0 when all are there."""
+    return bytes_to_write(judging.cases_for(cases))
 
 
 def new_kernel(name: str, folder: str | Path = ".") -> StarterFiles:

@@ -27,6 +27,18 @@ from attnbench.results.resultset import ERROR, OK, REFUSED, WRONG, Cell, ResultS
 from attnbench.results.verification import VerifyReport
 
 
+class MatrixInterrupted(AttnbenchError):
+    """Ctrl-C during a matrix, here or spread out: `cases` and `cells` hold what was measured; the API
+    sets `partial`, the result set of those cells, for the command line to save."""
+
+    exit_code = 130
+
+    def __init__(self, message: str, cases: list[CaseInfo], cells: list[Cell], devices: Any = None) -> None:
+        super().__init__(message)
+        self.cases, self.cells, self.devices = cases, cells, devices
+        self.partial: ResultSet | None = None
+
+
 # -- running the matrix ---------------------------------------------------------------------------
 class MatrixListener(Protocol):
     """What the matrix tells its user while it runs."""
@@ -107,6 +119,18 @@ def run_matrix(
     listener.start(len(variants) * len(inputs), sum(work.values()))
     infos: list[CaseInfo] = []
     cells: list[Cell] = []
+    try:
+        _run_cells(variants, inputs, gpu, settings, listener, refusal, work, infos, cells)
+    except KeyboardInterrupt:
+        measured = {cell.case for cell in cells}  # a case whose cells never ran is left out
+        raise MatrixInterrupted("interrupted", [i for i in infos if i.label in measured], cells) from None
+    return infos, cells
+
+
+def _run_cells(variants: list[Variant], inputs: list[BenchInput], gpu: Any | None, settings: MatrixSettings,
+               listener: MatrixListener, refusal: Callable[[Variant, Shape], str | None],
+               work: dict[tuple[str, str], float], infos: list[CaseInfo], cells: list[Cell]) -> None:
+    """The cells input by input, appended to `infos` and `cells` as they finish."""
     lost: str | None = None  # why the CUDA context is gone (a kernel fault): the remaining cells are not run
     for bench_input in inputs:
         takers = [v for v in variants if refusal(v, bench_input.shape) is None]
@@ -135,7 +159,6 @@ def run_matrix(
                     lost = (f"not run: the CUDA context was lost after {variant.name} failed on {bench_input.label} "
                             f"({broken})")
         del testcase, reference
-    return infos, cells
 
 
 def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: Any | None,

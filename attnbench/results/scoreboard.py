@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attnbench import strict_json
 from attnbench.errors import ResultsError
 
 # Format history: 1, the first (rows, entries with every run's time, ranks with ties, GPU groups).
@@ -100,7 +101,7 @@ class Scoreboard:
                    bool(data.get("interrupted", False)))
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=1, allow_nan=False)
+        return strict_json.dumps(self.to_dict())
 
 
 def load_scoreboard(path: str | Path) -> Scoreboard:

@@ -1,5 +1,5 @@
-"""The verified passes' input change on the device: the real GpuExecution and DevicePermuter on a fake
-pycuda driver whose permute kernel does in numpy what cuda/permute_inputs.cu does (the GPU test below
+"""The verified passes' input change on the device: the real GpuExecution and DevicePermuter on the fake
+pycuda driver, whose permute kernel does in numpy what cuda/permute_inputs.cu does (the GPU test below
 holds the real kernel to the same bytes). Both layouts, and both ways (the scratch holds the whole
 input, or the items move cycle by cycle through a smaller scratch)."""
 
@@ -20,42 +20,9 @@ SEPARATE = Variant(name="fakesep", report="test", technique="test", source="naiv
     Launch("attn", grid=lambda s: (1, s.B, 1), block=lambda s: (32, 1, 1), args=("q", "k", "v", "o", "N")),))
 
 
-class PermutingDriver(FakeDriver):
-    def memcpy_dtod(self, dest, src, nbytes) -> None:
-        self.calls.append("dtod")
-        self.view(int(dest), nbytes)[:] = self.view(int(src), nbytes).copy()
-
-
-class FakePermuteKernel:
-    """cuda/permute_inputs.cu in numpy: dst item i, tensor t, row r = sign_t * src item items[i], row perm_t[r]."""
-
-    def __init__(self, driver: PermutingDriver) -> None:
-        self.driver = driver
-        self.launches = 0
-
-    def prepared_call(self, grid, block, q, k, v, src_stride, dq, dk, dv, dst_stride, items, q_rows, kv_rows, N, d,
-                      v_sign) -> None:
-        self.launches += 1
-        N, d, count = int(N), int(d), grid[1]
-        assert grid[2] == 3 and grid[0] * block[0] >= N * d and count <= gpu_permute.MAX_GRID_Y
-        floats = lambda address, n: self.driver.view(int(address), 4 * n).view(np.float32)  # noqa: E731
-        items = self.driver.view(items, 4 * count).view(np.int32)
-        rows = (self.driver.view(q_rows, 4 * N).view(np.int32), self.driver.view(kv_rows, 4 * N).view(np.int32))
-        for tensor, (src, dst) in enumerate(((q, dq), (k, dk), (v, dv))):
-            perm = rows[0] if tensor == 0 else rows[1]
-            for i in range(count):
-                item = floats(src + 4 * int(items[i]) * int(src_stride), N * d).reshape(N, d)
-                out = floats(dst + 4 * i * int(dst_stride), N * d).reshape(N, d)
-                out[:] = item[perm] * (np.float32(v_sign) if tensor == 2 else np.float32(1))
-
-
 class PermutingGpu(FakeGpu):
     def __init__(self) -> None:
-        super().__init__(PermutingDriver())
-        self.kernel = FakePermuteKernel(self.driver)
-
-    def permute_function(self):
-        return self.kernel
+        super().__init__(FakeDriver())
 
     def compile(self, variant, shape):
         if variant is not SEPARATE:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 from attnbench.analysis.against import check_same_gpu, check_same_inputs, common_selection, expected_inputs
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.spread import SlurmOptions, placement, resume, spread_matrix
-from attnbench.bench.chunk_plan import plan_for_input
+from attnbench.bench.chunk_plan import keeps_output, plan_for_input
 from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, MatrixSettings, assemble, course_check, run_matrix
 from attnbench.bench.runner import run_variant, run_variant_pipelined
 from attnbench.bench.sampler import TimingPolicy
@@ -183,7 +183,7 @@ def run(
     chosen = choose_variant(variant, bench_input.shape, notice)
     gpu = open_gpu_for([chosen], device)
     bench_input.prepare(progress)
-    plan = plan_for_input(bench_input, chosen, keep_output=check) if pipeline else None
+    plan = plan_for_input(bench_input, chosen, keep_output=keeps_output(check, out)) if pipeline else None
     if plan is not None and plan.refusal is not None:
         notice(f"{plan.refusal}; running the unpipelined path")
     elif plan is not None:
@@ -192,14 +192,15 @@ def run(
             reference = _reference_before(bench_input, progress)
             checker = lambda output: compare_outputs(output, reference, atol, rtol)  # noqa: E731
         outcome = run_variant_pipelined(chosen, getattr(bench_input, "path"), plan, bench_input.label, gpu,
-                                        timing.policy_for(chosen), out, checker)
+                                        timing.policy_for(chosen), out, checker, (atol, rtol))
         assert outcome.measurement is not None
         return _input_checked(bench_input, outcome.measurement)
     start = time.perf_counter()
     testcase = bench_input.load(progress)
     input_s = time.perf_counter() - start
     checker = reference_check(bench_input, testcase, atol, rtol, progress) if check else None
-    outcome = run_variant(chosen, testcase, bench_input.label, gpu, timing.policy_for(chosen), checker)
+    outcome = run_variant(chosen, testcase, bench_input.label, gpu, timing.policy_for(chosen), checker,
+                          tolerance=(atol, rtol))
     measurement = outcome.measurement
     assert measurement is not None and outcome.output is not None
     measurement.input_s = input_s
@@ -254,7 +255,7 @@ def compare(
     gpu = open_gpu_for(chosen, device)
     if before_run is not None:
         before_run(gpu, inputs)
-    settings = MatrixSettings(policy=timing.policy_for, check=course_check(atol, rtol))
+    settings = MatrixSettings(policy=timing.policy_for, check=course_check(atol, rtol), tolerance=(atol, rtol))
     return _matrix(chosen, inputs, gpu, settings, listener, lambda infos, cells: assemble(
         "compare", chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"], command))
 

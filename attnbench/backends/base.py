@@ -2,7 +2,10 @@
 
 A backend's execution owns one variant's resources for one testcase (device buffers, compiled
 kernels, the launch plan) and offers the same steps whatever it runs on: upload, one pass,
-download, free; plus `flush_l2` and a `clock` for the sampler, which owns how passes are timed.
+download, free; plus `flush_l2` and a `clock` for the sampler, which owns how passes are timed;
+plus what the verified passes after the samples need (`bench.timed_check`): poison the output,
+change the input in place by an `InputTransform`, and wait for all the work of the context.
+Whole programs (`backends.program`) have no timed passes and no execution.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import time
 from typing import Protocol
 
 import numpy as np
+
+from attnbench.backends.input_transform import InputTransform
 
 
 class HostClock:
@@ -53,5 +58,11 @@ class Execution(Protocol):
     def download(self) -> np.ndarray: ...
 
     def flush_l2(self) -> None: ...
+
+    def poison_output(self) -> None: ...
+
+    def permute_inputs(self, transform: InputTransform) -> None: ...
+
+    def synchronize(self) -> None: ...
 
     def free(self) -> None: ...

@@ -12,6 +12,7 @@ import platform
 import numpy as np
 
 from attnbench.backends.base import HostClock
+from attnbench.backends.input_transform import InputTransform
 from attnbench.cases.testcase import Testcase
 from attnbench.host_threads import blas_single_threaded
 
@@ -79,6 +80,17 @@ class CpuExecution:
 
     def flush_l2(self) -> None:
         pass  # the host's caches are not flushed: a pass reads far more than they hold
+
+    def poison_output(self) -> None:
+        if self.output is not None:  # a new array: the one download gave out may be the caller's first output
+            self.output = np.full_like(self.output, np.nan)
+
+    def permute_inputs(self, transform: InputTransform) -> None:
+        """A transformed copy: the testcase itself is shared with the other variants of a compare."""
+        self.testcase = Testcase(transform.apply(self.testcase.qkv))
+
+    def synchronize(self) -> None:
+        pass  # a pass is done when run_pass returns
 
     def free(self) -> None:
         self.output = None

@@ -17,6 +17,7 @@ from attnbench.errors import GpuUnavailable, KernelCompileError, KernelLaunchErr
 from attnbench.kernels.nvcc import compile_options, compile_source, include_dirs, source_file, source_label
 from attnbench.kernels.variant import Launch, Variant
 from attnbench.results.datasheet import DeviceFacts, fp32_peak_flops
+from attnbench.locations import kernel_dir
 
 
 def _import_pycuda() -> Any:
@@ -126,6 +127,7 @@ class Gpu:
         self._modules: dict[tuple, CompiledVariant] = {}
         self._l2_flush_buffer: Any = None
         self._nvml: Any = None  # (pynvml, handle) once opened; False when NVML cannot be had
+        self._permute_function: Any = None
 
     @property
     def l2_flush_bytes(self) -> int:
@@ -141,6 +143,20 @@ class Gpu:
         if self._l2_flush_buffer is None:
             self._l2_flush_buffer = self.driver.mem_alloc(self.l2_flush_bytes)
         self.driver.memset_d32(self._l2_flush_buffer, 0, self.l2_flush_bytes // 4)
+
+    def permute_function(self) -> Any:
+        """The verified passes' gather kernel (cuda/permute_inputs.cu), compiled once per process."""
+        if self._permute_function is None:
+            from pycuda.compiler import SourceModule
+
+            path = kernel_dir() / "permute_inputs.cu"
+            try:
+                module = SourceModule(path.read_text(), options=["-O3"], arch=self.arch, no_extern_c=True)
+            except (self.driver.CompileError, self.driver.Error) as exc:
+                raise KernelCompileError(f"nvcc could not compile {path}: {exc}") from None
+            self._permute_function = module.get_function("permute_inputs")
+            self._permute_function.prepare("PPPqPPPqPPPiif")
+        return self._permute_function
 
     def clock(self, what: str) -> EventClock:
         return EventClock(self.driver, what)

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from attnbench.backends.gpu_permute import DevicePermuter
+from attnbench.backends.input_transform import InputTransform
 from attnbench.cases.testcase import Shape, Testcase
 from attnbench.errors import DeviceMemoryError, KernelLaunchError, VariantUnsupported
 from attnbench.kernels.variant import Variant
@@ -224,6 +226,20 @@ class GpuExecution:
 
     def flush_l2(self) -> None:
         self.gpu.flush_l2()
+
+    # -- the verified passes (bench.timed_check) ---------------------------------------------------
+    def poison_output(self) -> None:
+        """Fill the output with NaN again, as before the first pass."""
+        self.driver.memset_d32(self._buffers["out"], POISON_BITS, self.shape.elements)
+
+    def permute_inputs(self, transform: InputTransform) -> None:
+        """Change the device input in place by `transform` (device work only: milliseconds)."""
+        shape = self.shape
+        DevicePermuter(self.gpu, self._pointers[0], shape.B, shape.N, shape.d).apply(transform)
+
+    def synchronize(self) -> None:
+        """Wait for all work in the context, on every stream."""
+        self._synchronize()
 
     def free(self) -> None:
         for buffer in self._buffers.values():

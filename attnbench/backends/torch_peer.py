@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from attnbench.backends.base import event_ms
+from attnbench.backends.input_transform import InputTransform
 from attnbench.cases.testcase import Testcase
 from attnbench.errors import DeviceMemoryError, KernelLaunchError, PeerUnavailable
 
@@ -127,6 +128,24 @@ class TorchExecution:
 
     def flush_l2(self) -> None:
         self.gpu.flush_l2()
+
+    def poison_output(self) -> None:
+        if self._out is not None:  # each pass makes a new output tensor: this poisons only the last one
+            self._out.fill_(float("nan"))
+
+    def permute_inputs(self, transform: InputTransform) -> None:
+        """New Q, K and V tensors, gathered on the device (the old ones are freed)."""
+        torch = self.torch
+        device = self._q.device
+        batch, q_rows, kv_rows = (torch.as_tensor(p, device=device) for p in
+                                  (transform.batch, transform.q_rows, transform.kv_rows))
+        self._q = self._q.index_select(0, batch).index_select(2, q_rows).contiguous()
+        self._k = self._k.index_select(0, batch).index_select(2, kv_rows).contiguous()
+        v = self._v.index_select(0, batch).index_select(2, kv_rows)
+        self._v = (v.neg() if transform.negate_v else v).contiguous()
+
+    def synchronize(self) -> None:
+        self.torch.cuda.synchronize()
 
     def free(self) -> None:
         self._q = self._k = self._v = self._out = None

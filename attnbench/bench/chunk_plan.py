@@ -19,6 +19,7 @@ the budget allows, say), and the caller runs the unpipelined path instead.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -144,3 +145,12 @@ def plan_for_input(bench_input: BenchInput, variant: Variant, keep_output: bool)
     if variant.layout == "separate":  # the ring streams interleaved items; q, k, v buffers are filled whole
         return replace(plan, refusal=f"{variant.name} takes separate q, k, v arrays, which the pipeline does not stream")
     return plan
+
+
+def keeps_output(check: bool, out: str | os.PathLike | None) -> bool:
+    """Whether the pipeline keeps the output in memory: to check it, or because the verified passes cannot
+    read it back from OUT (no OUT, or a special file such as /dev/null or a FIFO)."""
+    if check or out is None:
+        return True
+    path = Path(out)
+    return path.exists() and not path.is_file()

@@ -93,6 +93,7 @@ class MatrixSettings:
     policy: Callable[[Variant], TimingPolicy]
     check: Check = field(default_factory=course_check)
     timer: Timer | None = None
+    tolerance: tuple[float, float] = (COURSE_ATOL, 0.0)  # (atol, rtol) of the verified passes: the check's own
 
 
 def _cell_work(variant: Variant, bench_input: BenchInput) -> float:
@@ -170,7 +171,7 @@ def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray
             extra["defines"] = variant.defines(testcase.shape)
         run = run_variant(variant, testcase, label, gpu, settings.policy(variant),
                           lambda output: settings.check(output, reference), gate=True, keep_output=False,
-                          timer=settings.timer)
+                          timer=settings.timer, tolerance=settings.tolerance)
     except AttnbenchError as exc:
         return Cell(variant.name, label, ERROR, str(exc), extra=extra)
     except Exception as exc:  # a driver error that escaped the runner's wrapping
@@ -179,14 +180,16 @@ def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray
         raise
     check = run.check.to_dict() if hasattr(run.check, "to_dict") else None
     timer_extra = getattr(settings.timer, "last_extra", None)
+    timed = run.timed_check.to_dict() if run.timed_check is not None else None
     if run.measurement is None:
-        return Cell(variant.name, label, WRONG, failure_summary(run.check), None, check, extra)
+        why = run.timed_check.describe() if run.timed_passes_failed else failure_summary(run.check)
+        return Cell(variant.name, label, WRONG, why, None, check, extra, timed)
     if timer_extra:
         extra.update(timer_extra)
     impossible = run.measurement.impossible_reason()
     if impossible is not None:  # checked, but timed faster than the hardware can go: no speed
-        return Cell(variant.name, label, IMPOSSIBLE, impossible, run.measurement, check, extra)
-    return Cell(variant.name, label, OK, "", run.measurement, check, extra)
+        return Cell(variant.name, label, IMPOSSIBLE, impossible, run.measurement, check, extra, timed)
+    return Cell(variant.name, label, OK, "", run.measurement, check, extra, timed)
 
 
 def _cached_ceilings(gpu: Any | None) -> dict[str, Any] | None:

@@ -2,7 +2,9 @@
 
 `run_variant` is the one path every command takes: `run` is a one-cell compare. The first pass is
 timed as the course times "computing" (allocation, host-to-device, kernels, device-to-host); the
-sampler then times repeated passes. With `gate`, a pass whose output fails its check gets no time.
+sampler then times repeated passes, and the verified passes (`bench.timed_check`) prove that timed
+passes compute the answer. With `gate`, a pass whose output fails its check gets no time, and a cell
+whose verified passes fail gets no measurement.
 `run_variant_pipelined` is `run`'s default for GPU variants: its first pass streams the input file
 through the pipeline (`bench.pipeline`) and writes the output as it goes; the timed passes are the same.
 """
@@ -23,7 +25,8 @@ from attnbench.bench.chunk_plan import ChunkPlan
 from attnbench.bench.pipeline import run_pipeline
 from attnbench.bench.sampler import TimingPolicy, measure, sample_execution, timed_passes
 from attnbench.bench.sm_clock import SmClockRecorder
-from attnbench.bench.verify import FiniteCheck, finite_check
+from attnbench.bench.timed_check import check_timed_passes
+from attnbench.bench.verify import COURSE_ATOL, FiniteCheck, finite_check
 from attnbench.cases.streaming import TestcaseFile
 from attnbench.cases.testcase import Shape, Testcase
 from attnbench.errors import KernelLaunchError
@@ -33,6 +36,7 @@ from attnbench.results.datasheet import DeviceFacts
 from attnbench.results.floor import gpu_floor, host_floor
 from attnbench.results.measurement import Measurement
 from attnbench.results.stats import KernelStats
+from attnbench.results.timed_check import TimedCheck
 from attnbench.results.verification import VerifyReport
 
 # A replacement for the sampler (the square-attention lab's doubling rule is one).
@@ -48,6 +52,11 @@ class VariantRun:
     output: np.ndarray | None
     measurement: Measurement | None  # None when the check gated it out: a wrong answer gets no speed
     check: Any | None
+    timed_check: TimedCheck | None = None  # the verified passes after the samples (None: not timed)
+
+    @property
+    def timed_passes_failed(self) -> bool:
+        return self.timed_check is not None and not self.timed_check.passed
 
 
 def _first_pass(execution: Execution) -> tuple[np.ndarray, float]:
@@ -83,6 +92,20 @@ def device_facts(gpu: Any | None) -> DeviceFacts | None:
     """The GPU's facts for its floor and datasheet peaks; None for a device that cannot give them."""
     facts = getattr(gpu, "device_facts", None)
     return facts() if callable(facts) else None
+
+
+def _verify_timed(execution: Execution, variant: Variant, stats: KernelStats, base: Any, shape: Shape,
+                  flush_l2: bool, tolerance: tuple[float, float], with_reference: bool) -> TimedCheck:
+    """The verified passes, held to the check's tolerance, timed with the samples' L2 policy."""
+    expected_from = ("the first pass's output (checked against the float64 reference)" if with_reference
+                     else "the first pass's output (no reference: scanned for NaN and Inf only)")
+    return check_timed_passes(execution, stats, base, shape, flush_l2=flush_l2, atol=tolerance[0], rtol=tolerance[1],
+                              expected_from=expected_from, device_clock=not variant.kind.runs_on_host)
+
+
+def _flushes(policy: TimingPolicy, timer: Timer | None) -> bool:
+    """Whether the samples flushed the L2 before each pass (a replacement timer says so, or it did not)."""
+    return policy.flush_l2 if timer is None else bool(getattr(timer, "flush_l2", False))
 
 
 def _measurement(variant: Variant, case_label: str, shape: Shape, gpu: Any | None, execution: Execution,
@@ -128,31 +151,46 @@ def run_variant(
     gate: bool = False,
     keep_output: bool = True,
     timer: Timer | None = None,
+    tolerance: tuple[float, float] = (COURSE_ATOL, 0.0),
 ) -> VariantRun:
-    """Run `variant` on `testcase`: one checked pass, then timed passes.
+    """Run `variant` on `testcase`: one checked pass, timed passes, then the verified passes.
 
     `check` sees the first pass's output (without one, the output is still scanned for NaN and Inf);
-    with `gate`, a failed check ends the run without timing. A VerifyReport is attached to the measurement.
+    with `gate`, a failed check ends the run without timing, and failed verified passes leave the run
+    without a measurement. `tolerance` (atol, rtol) is the check's, for the verified passes. A
+    VerifyReport and the TimedCheck are attached to the measurement.
     """
     execution = make_execution(variant, testcase, gpu, policy.flush_l2)
     try:
         output, compute_s = _first_pass_naming(execution, case_label)
         result = check(output) if check is not None else finite_check(output)
-        if not keep_output:
-            output = None
         if gate and result is not None and not result.passed:
-            return VariantRun(output, None, result)
+            return VariantRun(output if keep_output else None, None, result)
         stats = _time(execution, variant, policy, compute_s, timer, gpu)
+        timed = _verify_timed(execution, variant, stats, output, testcase.shape, _flushes(policy, timer), tolerance,
+                              check is not None)
     finally:
         execution.free()
+    if not keep_output:
+        output = None
+    if gate and not timed.passed:
+        return VariantRun(output, None, result, timed)
     measurement = _measurement(variant, case_label, testcase.shape, gpu, execution, compute_s, stats,
                                hot=not policy.flush_l2 or timer is not None)
+    _attach_timed(measurement, timed)
     if isinstance(result, VerifyReport):
         measurement.verification = result
         measurement.nonfinite = result.nan_count + result.inf_count
     elif isinstance(result, FiniteCheck):
         measurement.nonfinite = result.nonfinite
-    return VariantRun(output, measurement, result)
+    return VariantRun(output, measurement, result, timed)
+
+
+def _attach_timed(measurement: Measurement, timed: TimedCheck) -> None:
+    """The verified passes' record on the measurement, and their clock warning among its warnings."""
+    measurement.timed_check = timed
+    if timed.clock_warning is not None:
+        measurement.warnings.append(timed.clock_warning.sentence())
 
 
 def run_variant_pipelined(
@@ -164,10 +202,12 @@ def run_variant_pipelined(
     policy: TimingPolicy,
     out: str | os.PathLike | None,
     check: Check | None = None,
+    tolerance: tuple[float, float] = (COURSE_ATOL, 0.0),
 ) -> VariantRun:
     """A GPU variant on a course input file through the pipeline: the file streams to the device while
     the kernels run and the output streams to `out` (written safely, whole or not at all); then the
-    timed passes on the resident buffers. With `plan.keep_output` the output is also kept (and checked)."""
+    timed passes and the verified passes on the resident buffers. With `plan.keep_output` the output is
+    also kept (and checked); without it the verified passes read the first output back from `out`."""
     from attnbench.backends.gpu_execution import GpuExecution
     from attnbench.backends.gpu_pipeline import GpuStages
 
@@ -188,15 +228,26 @@ def run_variant_pipelined(
             result = check(keep) if check is not None and keep is not None else FiniteCheck(clock.nonfinite, shape.elements)
             recorder = SmClockRecorder(gpu)
             stats = recorder.attach(sample_execution(execution, policy, on_sample=recorder))
+            base = keep if keep is not None else _written_output(out, shape)
+            timed = _verify_timed(execution, variant, stats, base, shape, policy.flush_l2, tolerance, check is not None)
+            del base
         finally:
             execution.free()
     measurement = _measurement(variant, case_label, shape, gpu, execution, clock.compute_s, stats,
                                hot=not policy.flush_l2)
+    _attach_timed(measurement, timed)
     measurement.input_s, measurement.output_s, measurement.clock = clock.read_s, clock.write_s, clock
     measurement.nonfinite = clock.nonfinite
     if isinstance(result, VerifyReport):
         measurement.verification = result
-    return VariantRun(keep, measurement, result)
+    return VariantRun(keep, measurement, result, timed)
+
+
+def _written_output(out: str | os.PathLike | None, shape: Shape) -> np.ndarray:
+    """The first pass's output as the pipeline wrote it, mapped rather than read whole."""
+    if out is None:
+        raise ValueError("a pipelined run keeps its output or writes it: the verified passes need one of them")
+    return np.memmap(out, dtype=np.float32, mode="r", shape=(shape.B, shape.N, shape.d))
 
 
 __all__ = ["Check", "Timer", "VariantRun", "measure", "run_variant", "run_variant_pipelined", "timed_passes"]

@@ -95,7 +95,9 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
     impossible = measurement.impossible_reason()
     if impossible is not None:
         error_line(f"IMPOSSIBLE: {measurement.variant} on {measurement.case}: {impossible}")
-    if measurement.nonfinite or (verification is not None and not verification.passed) or impossible is not None:
+    if measurement.timed_check is not None and not measurement.timed_check.passed:  # no speed: exit 1
+        error_line(measurement.timed_check.describe())
+    if measurement.nonfinite or (verification is not None and not verification.passed) or not measurement.has_speed:
         sys.exit(1)
 
 

@@ -56,22 +56,29 @@ def measurement_table(m: Measurement) -> TableModel:
         table.add_row("output", format_s(m.output_s), "writing the output file")
         table.add_row("total", format_s(m.total_s), f"compile {m.compile_s:.3f} s not included")
     timed = "pass" if on_host else "kernel"
-    table.add_row(f"{timed} median", format_ms(k.median), f"{k.count} sample{'s' if k.count != 1 else ''}")
-    table.add_row(f"{timed} min / max", f"{format_ms(k.min)} / {format_ms(k.max)}", "")
-    noise = f"noise {noise_text(k.noise)} (95% interval of the median)" if math.isfinite(k.noise) else \
-        "noise unknown (fewer than 6 samples)"
-    if k.count >= 2:
-        table.add_row(f"{timed} stddev", format_ms(k.stdev), f"{noise}, {k.outliers} outliers")
-    else:  # one sample has no spread: a 0.0000 ms here would claim a perfectly steady clock
-        table.add_row(f"{timed} stddev", "-", "one sample: no spread, noise unknown")
-    if k.clock is not None:
-        table.add_row("SM clock", k.clock.text(), "NVML, after each sample: median (min-max when it moved)")
-    impossible = m.impossible_reason()
-    if impossible is not None:  # not a speed: no TFLOP/s, no share of a peak
-        table.add_row("TFLOP/s", Text("IMPOSSIBLE", BAD), impossible)
+    if m.timed_check is None or m.timed_check.passed:
+        table.add_row(f"{timed} median", format_ms(k.median), f"{k.count} sample{'s' if k.count != 1 else ''}")
+        table.add_row(f"{timed} min / max", f"{format_ms(k.min)} / {format_ms(k.max)}", "")
+        noise = f"noise {noise_text(k.noise)} (95% interval of the median)" if math.isfinite(k.noise) else \
+            "noise unknown (fewer than 6 samples)"
+        if k.count >= 2:
+            table.add_row(f"{timed} stddev", format_ms(k.stdev), f"{noise}, {k.outliers} outliers")
+        else:  # one sample has no spread: a 0.0000 ms here would claim a perfectly steady clock
+            table.add_row(f"{timed} stddev", "-", "one sample: no spread, noise unknown")
+        if k.clock is not None:
+            table.add_row("SM clock", k.clock.text(), "NVML, after each sample: median (min-max when it moved)")
+        impossible = m.impossible_reason()
+        if impossible is not None:  # not a speed: no TFLOP/s, no share of a peak
+            table.add_row("TFLOP/s", Text("IMPOSSIBLE", BAD), impossible)
+        else:
+            peak = share_text(m.ceiling) if m.ceiling else ""  # the peak of the variant's unit, measured or datasheet
+            table.add_row("TFLOP/s", f"{m.tflops:.3f}", f"4*B*N*N*d / kernel median; {peak}".rstrip("; "))
     else:
-        peak = share_text(m.ceiling) if m.ceiling else ""  # the peak of the variant's unit, measured or datasheet
-        table.add_row("TFLOP/s", f"{m.tflops:.3f}", f"4*B*N*N*d / kernel median; {peak}".rstrip("; "))
+        table.add_row(timed, "-", "no time: the timed passes did not compute the answer (see below)")
+    if m.timed_check is not None:
+        t = m.timed_check
+        verdict = Text("PASS", GOOD) if t.passed else Text("WRONG", BAD)
+        table.add_row("timed passes", verdict, f"{len(t.passes)} verified passes on changed inputs")
     if m.verification is not None:
         v = m.verification
         verdict = Text("PASS", GOOD) if v.passed else Text("FAIL", BAD)

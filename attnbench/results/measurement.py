@@ -12,6 +12,7 @@ from attnbench.cases.testcase import Shape
 from attnbench.results.course_clock import CourseClock
 from attnbench.results.floor import PhysicalFloor
 from attnbench.results.stats import KernelStats
+from attnbench.results.timed_check import TimedCheck
 from attnbench.results.verification import VerifyReport
 
 
@@ -35,6 +36,7 @@ class Measurement:
     ceiling: dict | None = None  # the measured ceiling that applies, and the fraction reached (attnbench ceilings)
     clock: CourseClock | None = None  # the pipelined first pass's stages; None for the unpipelined path
     floor: PhysicalFloor | None = None  # the least time a pass can take here; None when the device is not known
+    timed_check: TimedCheck | None = None  # the verified passes after the samples
 
     @property
     def impossible(self) -> bool:
@@ -50,6 +52,12 @@ class Measurement:
     def all_warnings(self) -> list[str]:
         """Every warning as a sentence: the run's own, the sampler's and the clock's."""
         return self.warnings + self.kernel.all_warnings()
+
+    @property
+    def has_speed(self) -> bool:
+        """False when the verified passes failed (the samples' times are not the time of computing the answer)
+        or the median is below the physical floor."""
+        return (self.timed_check is None or self.timed_check.passed) and not self.impossible
 
     @property
     def flops(self) -> int:
@@ -88,9 +96,9 @@ class Measurement:
             "compile_s": self.compile_s,
             "kernel": self.kernel.to_dict(),
             "flops": self.flops,
-            "tflops": None if self.impossible else self.tflops,
+            "tflops": self.tflops if self.has_speed else None,
             "peak_flops": self.peak_flops,
-            "peak_fraction": None if self.impossible else self.peak_fraction,
+            "peak_fraction": self.peak_fraction if self.has_speed else None,
             "ceiling": self.ceiling,
             "floor": self.floor.to_dict() if self.floor is not None else None,
             "impossible": self.impossible_reason(),
@@ -98,6 +106,7 @@ class Measurement:
             "nonfinite": self.nonfinite,
             "warnings": self.all_warnings(),
             "pipeline": self.clock.to_dict() if self.clock is not None else None,
+            "timed_check": self.timed_check.to_dict() if self.timed_check is not None else None,
         }
 
     @classmethod
@@ -122,4 +131,5 @@ class Measurement:
             warnings=[w for w in data.get("warnings", []) if w not in kernel.all_warnings()],
             clock=CourseClock.from_dict(data["pipeline"]) if data.get("pipeline") else None,
             floor=PhysicalFloor.from_dict(data["floor"]) if data.get("floor") else None,
+            timed_check=TimedCheck.from_dict(data["timed_check"]) if data.get("timed_check") else None,
         )

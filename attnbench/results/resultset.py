@@ -33,7 +33,11 @@ SCHEMA = "attnbench-results"
 #   3 (2026-11-24): status impossible (a median below the physical floor of its shape on its device: no
 #     speed); a measurement carries its floor ("floor", "impossible"), and its kernel statistics the SM
 #     clock after each sample ("sm_clock_mhz", "sm_clock", "throttle_reasons", "clock_warning"); "ceiling"
-#     may be a datasheet peak ("measured": false). Version 1 and 2 files load unchanged.
+#     may be a datasheet peak ("measured": false). Cells and measurements carry "timed_check", the
+#     verified passes after the samples (their changed inputs, times, wall times and errors; the time
+#     rule; a wall-clock disagreement); a wrong cell may be wrong because of them. A measurement whose
+#     verified passes failed, or that is impossible, has "tflops" and "peak_fraction" null. Version 1 and
+#     2 files load unchanged.
 SCHEMA_VERSION = 3
 
 # Cell statuses: ok (checked, then timed), wrong (failed its check: no speed), refused (the variant
@@ -78,6 +82,7 @@ class Cell:
     measurement: Measurement | None = None
     check: dict | None = None  # the metrics of the output's check
     extra: dict = field(default_factory=dict)  # compile-time defines, the lab's iteration count, ...
+    timed_check: dict | None = None  # the verified passes after the samples (a wrong cell has no measurement)
 
     @property
     def ok(self) -> bool:
@@ -96,6 +101,7 @@ class Cell:
             "check": self.check,
             "measurement": self.measurement.to_dict() if self.measurement is not None else None,
             "extra": self.extra,
+            "timed_check": self.timed_check,
         }
 
     @classmethod
@@ -104,7 +110,7 @@ class Cell:
             raise ValueError(f"unknown cell status {data.get('status')!r}")
         measurement = Measurement.from_dict(data["measurement"]) if data.get("measurement") else None
         return cls(data["variant"], data["case"], data["status"], data.get("message", ""), measurement,
-                   data.get("check"), dict(data.get("extra") or {}))
+                   data.get("check"), dict(data.get("extra") or {}), data.get("timed_check"))
 
 
 @dataclass

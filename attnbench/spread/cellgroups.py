@@ -21,6 +21,7 @@ from attnbench.bench.matrix import MatrixSettings, _cell_work, _run_cell, course
 from attnbench.backends.program import EXE_PREFIX, program_variant
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.squarelab import LabTimer, lab_check
+from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases.inputs import BenchInput, CaseInfo, SuiteInput
 from attnbench.errors import AttnbenchError, UsageError
 from attnbench.kernels.catalogue import get_variant
@@ -59,8 +60,9 @@ class CellPlan:
 
     def settings(self) -> MatrixSettings:
         check = lab_check if self.check[0] == "lab" else course_check(*self.check[1:])
+        tolerance = (COURSE_ATOL, 0.0) if self.check[0] == "lab" else (float(self.check[1]), float(self.check[2]))
         return MatrixSettings(policy=lambda v: self.policies[v.name], check=check,
-                              timer=LabTimer() if self.lab_timing else None)
+                              timer=LabTimer() if self.lab_timing else None, tolerance=tolerance)
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,10 @@ class FakeDriver:
         self.calls.append("d2h")
         self.memcpy_dtoh(dest, src)
 
+    def memcpy_dtod(self, dest, src, nbytes) -> None:
+        self.calls.append("dtod")
+        self.view(int(dest), nbytes)[:] = self.view(int(src), nbytes).copy()
+
     def pagelocked_empty(self, shape, dtype) -> np.ndarray:
         if self.fail_pinning:
             raise self.MemoryError("cuMemHostAlloc failed: out of memory")
@@ -146,6 +150,29 @@ class FakeFunction:
         self.driver.view(int(out), 4 * B * N * d)[:] = result.reshape(-1).view(np.uint8)
 
 
+class FakePermuteKernel:
+    """cuda/permute_inputs.cu in numpy: dst item i, tensor t, row r = sign_t * src item items[i], row perm_t[r]."""
+
+    def __init__(self, driver: PermutingDriver) -> None:
+        self.driver = driver
+        self.launches = 0
+
+    def prepared_call(self, grid, block, q, k, v, src_stride, dq, dk, dv, dst_stride, items, q_rows, kv_rows, N, d,
+                      v_sign) -> None:
+        self.launches += 1
+        N, d, count = int(N), int(d), grid[1]
+        assert grid[2] == 3 and grid[0] * block[0] >= N * d and count <= 65535
+        floats = lambda address, n: self.driver.view(int(address), 4 * n).view(np.float32)  # noqa: E731
+        items = self.driver.view(items, 4 * count).view(np.int32)
+        rows = (self.driver.view(q_rows, 4 * N).view(np.int32), self.driver.view(kv_rows, 4 * N).view(np.int32))
+        for tensor, (src, dst) in enumerate(((q, dq), (k, dk), (v, dv))):
+            perm = rows[0] if tensor == 0 else rows[1]
+            for i in range(count):
+                item = floats(src + 4 * int(items[i]) * int(src_stride), N * d).reshape(N, d)
+                out = floats(dst + 4 * i * int(dst_stride), N * d).reshape(N, d)
+                out[:] = item[perm] * (np.float32(v_sign) if tensor == 2 else np.float32(1))
+
+
 class FakeGpu:
     name = "fake GPU"
     fp32_peak_flops = 1e12
@@ -153,6 +180,11 @@ class FakeGpu:
     def __init__(self, driver: FakeDriver) -> None:
         self.driver = driver
         self.launches: list = []
+        self.permute = FakePermuteKernel(driver)
+
+    def permute_function(self) -> FakePermuteKernel:
+        """The verified passes' input change (cuda/permute_inputs.cu), in numpy."""
+        return self.permute
 
     def compile(self, variant, shape):
         function = FakeFunction(self.driver, self.launches)

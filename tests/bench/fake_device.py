@@ -18,17 +18,18 @@ H200 = DeviceFacts("NVIDIA H200", (9, 0), 132, 1_980_000, 60 * 2**20, 3_201_000,
 
 
 class FixedClock:
-    """A clock whose intervals are `ms` milliseconds: always the same, or one after another from a list."""
+    """A clock whose intervals are `ms` milliseconds: always the same, or one after another from a list (the
+    last one again once the list is spent: the verified passes after the samples take their time too)."""
 
     def __init__(self, ms: float | list[float]) -> None:
         self.times = iter(ms) if isinstance(ms, list) else None
-        self.ms = ms
+        self.ms = ms[-1] if isinstance(ms, list) else ms
 
     def start(self) -> None:
         pass
 
     def stop(self) -> float:
-        return next(self.times) if self.times is not None else float(self.ms)  # type: ignore[arg-type]
+        return float(next(self.times, self.ms) if self.times is not None else self.ms)
 
 
 class FakeDriver:
@@ -57,7 +58,7 @@ class FakeH200:
         return H200
 
     def sm_clock_mhz(self) -> float | None:
-        return next(self._clocks) if self._clocks is not None else None
+        return next(self._clocks, None) if self._clocks is not None else None
 
     def throttle_reasons(self) -> list[str]:
         return self.reasons
@@ -89,6 +90,15 @@ def fake_execution(pass_ms: float | list[float]):
             return reference_output(Testcase(np.ascontiguousarray(self.testcase.qkv))).astype(np.float32)
 
         def flush_l2(self) -> None:
+            pass
+
+        def poison_output(self) -> None:
+            pass  # download computes the answer afresh from the (changed) inputs
+
+        def permute_inputs(self, transform) -> None:
+            self.testcase = Testcase(transform.apply(self.testcase.qkv))
+
+        def synchronize(self) -> None:
             pass
 
         def free(self) -> None:

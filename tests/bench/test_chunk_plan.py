@@ -112,3 +112,11 @@ def test_little_free_host_memory_shrinks_the_ring():
     tight = plan_chunks(Shape(500, 2048, 64), keep_output=False, host_available=16 << 20)
     assert roomy.ring_bytes > 4 << 20 >= tight.ring_bytes
     assert tight.refusal is None and len(tight.chunks) > len(roomy.chunks)
+
+
+def test_the_output_is_kept_where_the_verified_passes_cannot_read_it_back(tmp_path):
+    from attnbench.bench.chunk_plan import keeps_output
+
+    assert keeps_output(True, tmp_path / "out.bin") and keeps_output(False, None)
+    assert not keeps_output(False, tmp_path / "out.bin")  # written, then read back
+    assert keeps_output(False, "/dev/null")

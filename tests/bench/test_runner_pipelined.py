@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from attnbench import api
 from attnbench.backends import gpu_execution, gpu_pipeline
 from attnbench.backends.base import HostClock
+from attnbench.bench.timed_check import PASSES
 from attnbench.cases import suite
 from attnbench.cases.reference import reference_output
 from attnbench.cases.testcase import Testcase, read_output
@@ -29,7 +30,8 @@ def reference_kernel(qkv: np.ndarray) -> np.ndarray:
 
 
 class FakeExecution:
-    """What the runner and the sampler need of a GpuExecution, on the host."""
+    """What the runner and the sampler need of a GpuExecution, on the host: its 'device' input is a copy
+    of the testcase (or of the fake pipeline's device memory), which the verified passes change."""
 
     instances: list["FakeExecution"] = []
 
@@ -41,16 +43,37 @@ class FakeExecution:
         self.clock = HostClock()
         self.passes = 0
         self.freed = False
+        self.stages = None  # the fake pipeline, whose device memory holds the input on the pipelined path
+        self.qkv = self.out = None
         FakeExecution.instances.append(self)
+
+    def _device_qkv(self) -> np.ndarray:
+        if self.qkv is None:
+            s = self.shape
+            source = self.testcase.qkv if self.testcase is not None else self.stages.device_in.view(np.float32)
+            self.qkv = source.reshape(s.B, 3, s.N, s.d).copy()
+        return self.qkv
 
     def run_pass(self) -> None:
         self.passes += 1
+        self.out = None  # computed when read back: the reference is too slow to run on every pass
 
     def upload(self) -> None:  # the unpipelined path
         assert self.testcase is not None
 
     def download(self) -> np.ndarray:
-        return reference_kernel(self.testcase.qkv)
+        if self.out is None:
+            self.out = reference_kernel(self._device_qkv())
+        return self.out.copy()
+
+    def poison_output(self) -> None:
+        self.out = np.full((self.shape.B, self.shape.N, self.shape.d), np.nan, dtype=np.float32)
+
+    def permute_inputs(self, transform) -> None:
+        self.qkv = transform.apply(self._device_qkv())
+
+    def synchronize(self) -> None:
+        pass
 
     def flush_l2(self) -> None:
         pass
@@ -77,6 +100,7 @@ def fake_stages(kernel):
     def make(execution, chunks, depth, items):
         stages = FakeStages(execution.shape, chunks, depth, items, kernel=kernel)
         stages.device_alloc_s = 0.001
+        execution.stages = stages
         return stages
     return make
 
@@ -96,7 +120,8 @@ def test_api_run_streams_the_case_through_the_pipeline(fake_gpu, tmp_path):
     m = api.run(case.name, "naive", out, check=True, timing=api.TimingOptions(reps=3, warmup=0))
     assert m.clock is not None and m.clock.chunks >= 2
     assert m.verification is not None and m.verification.passed
-    assert m.kernel.count == 3 and FakeExecution.instances[-1].passes == 3 and FakeExecution.instances[-1].freed
+    assert m.kernel.count == 3 and FakeExecution.instances[-1].passes == 3 + PASSES and FakeExecution.instances[-1].freed
+    assert m.timed_check is not None and m.timed_check.passed and len(m.timed_check.passes) == PASSES
     assert m.total_s == m.clock.wall_s and m.input_s == m.clock.read_s and m.output_s == m.clock.write_s
     expected = read_output(suite.reference_path(case), case.shape)
     assert np.array_equal(read_output(out, case.shape), expected)
@@ -156,3 +181,62 @@ def test_the_command_line_without_the_pipeline_prints_the_sequential_rows(fake_g
     assert data["total_s"] == pytest.approx(data["input_s"] + data["compute_s"] + data["output_s"])
     help_text = CliRunner().invoke(main, ["run", "--help"]).output
     assert "--no-pipeline" in help_text
+
+
+class LazyExecution(FakeExecution):
+    """Computes on its first pass (the pipeline's, or the first run_pass), then never again: its output
+    buffer keeps what was there, NaN poison included."""
+
+    def run_pass(self) -> None:
+        self.passes += 1
+        if self.passes == 1 and self.stages is None:
+            self.out = reference_kernel(self._device_qkv())
+
+    def download(self) -> np.ndarray:
+        if self.out is None:  # the pipelined first pass wrote it
+            self.out = reference_kernel(self._device_qkv())
+        return self.out.copy()
+
+
+@pytest.mark.parametrize("pipeline", [True, False], ids=["pipelined", "unpipelined"])
+def test_a_lazy_kernel_is_wrong_without_a_speed_and_run_exits_1(pipeline, monkeypatch, tmp_path):
+    monkeypatch.setattr(gpu_execution, "GpuExecution", LazyExecution)
+    monkeypatch.setattr(gpu_pipeline, "GpuStages", fake_stages(reference_kernel))
+    monkeypatch.setattr(api.single, "open_gpu_for", lambda variants, device=0: FakeGpu())
+    args = ["run", "odd_100x32", str(tmp_path / "out.bin"), "--variant", "naive", "--check", "--reps", "3"]
+    args += [] if pipeline else ["--no-pipeline"]
+    result = CliRunner().invoke(main, [*args, "--json"], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    assert data["verification"]["passed"] is True and data["tflops"] is None and data["peak_fraction"] is None
+    assert data["timed_check"]["failure"] == "wrong_values" and data["timed_check"]["passes"][0]["nonfinite"] > 0
+    assert "error: the timed passes did not produce the checked output" in result.stderr
+    table = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert table.exit_code == 1 and "TFLOP/s" not in table.stdout and "WRONG" in table.stdout
+
+
+class CompareGpu(FakeGpu):
+    """What a compare's saved metadata reads of the GPU, besides."""
+
+    arch, index = "sm_90", 0
+
+    def facts(self) -> dict:
+        return {"name": self.name}
+
+
+def test_compare_calls_a_lazy_kernel_wrong_and_exits_1(monkeypatch, tmp_path):
+    monkeypatch.setattr(gpu_execution, "GpuExecution", LazyExecution)
+    monkeypatch.setattr(api.single, "open_gpu_for", lambda variants, device=0: CompareGpu())
+    result = CliRunner().invoke(main, ["compare", "--variants", "naive,cpu", "--cases", "odd_100x32", "--reps", "2",
+                                       "--results-dir", str(tmp_path), "--name", "lazy"], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    cells = {c["variant"]: c for c in json.loads((tmp_path / "lazy.json").read_text())["cells"]}
+    assert cells["naive"]["status"] == "wrong" and cells["naive"]["measurement"] is None
+    assert cells["naive"]["message"].startswith("the timed passes did not produce the checked output")
+    assert cells["naive"]["check"]["passed"] is True and cells["naive"]["timed_check"]["passed"] is False
+    assert cells["cpu"]["status"] == "ok" and cells["cpu"]["timed_check"]["passed"] is True
+
+
+def test_a_pipelined_run_into_dev_null_keeps_its_output_for_the_verified_passes(fake_gpu):
+    m = api.run("odd_100x32", "naive", "/dev/null", timing=api.TimingOptions(reps=2))
+    assert m.clock is not None and m.timed_check.passed

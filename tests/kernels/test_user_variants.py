@@ -332,8 +332,12 @@ class FakeDriver:
         return self.blocks[base][offset: offset + count]
 
     def memcpy_htod(self, pointer, array):
-        self.copies.append(("htod", array.nbytes))
+        # the verified passes' index arrays (int32) are told apart from the input's uploads
+        self.copies.append(("htod" if array.dtype == np.float32 else "htod-indices", array.nbytes))
         self.view(int(pointer), array.size)[:] = array.reshape(-1)
+
+    def memcpy_dtod(self, dest, src, nbytes):
+        self.view(int(dest), nbytes // 4)[:] = self.view(int(src), nbytes // 4).copy()
 
     def memcpy_dtoh(self, array, pointer):
         array.reshape(-1)[:] = self.view(int(pointer), array.size)
@@ -400,8 +404,29 @@ class FakeGpu:
     def allow_dynamic_smem(self, function, kernel, nbytes):
         pass
 
+    def permute_function(self):
+        return FakePermuteKernel(self.driver)
+
     def throttle_reasons(self):
         return []
+
+
+class FakePermuteKernel:
+    """cuda/permute_inputs.cu over this fake's float memory (its index arrays are stored as floats)."""
+
+    def __init__(self, driver):
+        self.driver = driver
+
+    def prepared_call(self, grid, block, q, k, v, src_stride, dq, dk, dv, dst_stride, items, q_rows, kv_rows, N, d,
+                      v_sign):
+        N, d, count = int(N), int(d), grid[1]
+        items = self.driver.view(items, count).astype(np.int64)
+        rows = (self.driver.view(q_rows, N).astype(np.int64), self.driver.view(kv_rows, N).astype(np.int64))
+        for tensor, (src, dst) in enumerate(((q, dq), (k, dk), (v, dv))):
+            for i in range(count):
+                item = self.driver.view(src + 4 * int(items[i]) * int(src_stride), N * d).reshape(N, d)
+                target = self.driver.view(dst + 4 * i * int(dst_stride), N * d).reshape(N, d)
+                target[:] = item[rows[0] if tensor == 0 else rows[1]] * (v_sign if tensor == 2 else 1)
 
 
 @pytest.mark.parametrize("layout, args", [("separate", ("q", "k", "v", "o", "B", "N", "d")),
@@ -415,6 +440,7 @@ def test_the_runner_passes_each_chunk_its_own_q_k_v_arrays(layout, args):
     run = run_variant(variant, testcase, "rand", gpu, TimingPolicy(warmup=0, reps=1, flush_l2=False))
     output = run.output
     assert compare_outputs(output, reference_output(testcase), atol=1e-5).passed
+    assert run.timed_check.failure != "wrong_values", run.timed_check.describe()  # the chunks' pointers, changed inputs
     # the upload copies the same bytes either way: three B x N x d arrays, or one interleaved array
     uploads = [size for kind, size in gpu.driver.copies if kind == "htod"]
     assert sum(uploads) == testcase.qkv.nbytes

@@ -1,0 +1,73 @@
+"""The adversarial kernel corpus (tests/adversarial/kernels) on a GPU, through the command line as a user
+runs it: every trick is WRONG with no speed and exit 1, in `run --check` and in `compare`; the honest
+control keeps PASS with its speed.
+
+The case is t08 (B=20, N=1024, d=64; 16 MB of input): small, yet a computing pass of these one-thread-
+per-row kernels costs far more than the time rule's 0.05 ms of slack, so the kernels caught only by
+their time (cached, kwatch) are caught on it as surely as on a big case. Commands run in the corpus
+folder (attnbench reads its attnbench.toml there) with this checkout's attnbench on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = Path(__file__).resolve().parent / "kernels"
+CASE = "t08"
+TRICKS = ["lazy", "sly", "cached", "halflazy", "kwatch"]
+CAUGHT_BY_VALUES = {"lazy", "sly", "halflazy"}  # the others compute correctly on a changed input: caught by time
+
+
+def attnbench(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "attnbench", *args], cwd=CORPUS, env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+def test_the_corpus_names_a_kernel_for_every_trick():
+    """Runs without a GPU: each trick has its kernel file and its launch facts."""
+    text = (CORPUS / "attnbench.toml").read_text()
+    for name in ["honest", *TRICKS]:
+        assert (CORPUS / f"{name}.cu").is_file() and f"[variants.{name}]" in text
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pipeline", [True, False], ids=["pipelined", "unpipelined"])
+@pytest.mark.parametrize("trick", TRICKS)
+def test_run_check_calls_every_trick_wrong(gpu, trick, pipeline, tmp_path):
+    out = tmp_path / "out.bin"
+    extra = [] if pipeline else ["--no-pipeline"]
+    result = attnbench("run", CASE, str(out), "--variant", trick, "--check", "--json", *extra)
+    assert result.returncode == 1, result.stdout + result.stderr
+    data = json.loads(result.stdout)
+    assert data["verification"]["passed"] is True  # the first pass computed: the check before timing is fooled
+    timed = data["timed_check"]
+    assert timed["passed"] is False and data["tflops"] is None and data["peak_fraction"] is None
+    assert timed["failure"] == ("wrong_values" if trick in CAUGHT_BY_VALUES else "skipped_work"), timed
+    assert "the timed passes" in result.stderr
+    table = attnbench("run", CASE, str(out), "--variant", trick, "--check", *extra)
+    assert table.returncode == 1 and "TFLOP/s" not in table.stdout and "WRONG" in table.stdout, table.stdout
+
+
+@pytest.mark.gpu
+def test_compare_calls_every_trick_wrong_and_keeps_the_control(gpu, tmp_path):
+    result = attnbench("compare", "--variants", ",".join(["honest", *TRICKS]), "--cases", CASE,
+                       "--results-dir", str(tmp_path), "--name", "adversarial")
+    assert result.returncode == 1, result.stdout + result.stderr
+    saved = json.loads((tmp_path / "adversarial.json").read_text())
+    cells = {cell["variant"]: cell for cell in saved["cells"]}
+    assert cells["honest"]["status"] == "ok" and cells["honest"]["timed_check"]["passed"] is True
+    assert cells["honest"]["measurement"]["tflops"] > 0
+    for trick in TRICKS:
+        cell = cells[trick]
+        assert cell["status"] == "wrong" and cell["measurement"] is None, cell
+        assert cell["check"]["passed"] is True and cell["timed_check"]["passed"] is False
+        assert cell["message"].startswith("the timed passes"), cell["message"]
+    assert result.stdout.count("WRONG") >= len(TRICKS)

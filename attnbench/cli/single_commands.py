@@ -11,7 +11,7 @@ from attnbench import api
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases import suite
 from attnbench.cli.options import error_line, notice, timing_from, timing_options, tolerance, with_options
-from attnbench.output import listing_tables, tables
+from attnbench.output import listing_tables, run_tables
 from attnbench.output.terminal import console, print_table, print_warnings, progress_bar
 
 
@@ -85,10 +85,10 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
     if as_json:
         click.echo(strict_json.dumps(measurement.to_dict()))
     else:
-        print_table(tables.measurement_table(measurement))
+        print_table(run_tables.measurement_table(measurement))
         print_warnings(measurement.all_warnings())
         if verification is not None and not verification.passed:
-            print_table(tables.verify_table(verification, f"check of {out}"))
+            print_table(run_tables.verify_table(verification, f"check of {out}"))
     if measurement.nonfinite and verification is None:
         error_line(f"{measurement.nonfinite} of {measurement.shape.elements} elements of {out} are NaN or Inf: "
                    "the output is wrong (run with --check for the worst elements)")
@@ -125,7 +125,7 @@ def verify(out: str, ref: str, case: str | None, atol: float, rtol: float, as_js
     if as_json:
         click.echo(strict_json.dumps(report.to_dict()))
     else:
-        print_table(tables.verify_table(report, f"{out} against {ref_path}"))
+        print_table(run_tables.verify_table(report, f"{out} against {ref_path}"))
     sys.exit(0 if report.passed else 1)
 
 

@@ -1,6 +1,6 @@
 """The rows of the run table for a pipelined first pass: each stage's busy time, the wall time, the bound.
 
-`tables.measurement_table` calls this when the measurement has a course clock (see
+`run_tables.measurement_table` calls this when the measurement has a course clock (see
 `attnbench.results.course_clock` for the definitions).
 """
 

@@ -47,7 +47,7 @@ def test_one_sample_shows_no_stddev_and_a_relative_error_only_where_the_rule_use
 
     from attnbench.bench.verify import compare_outputs
     from attnbench.cases.testcase import Shape
-    from attnbench.output.tables import measurement_table, verify_table
+    from attnbench.output.run_tables import measurement_table, verify_table
     from attnbench.results.measurement import Measurement
     from attnbench.results.stats import KernelStats
 

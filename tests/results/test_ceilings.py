@@ -19,7 +19,7 @@ from attnbench.locations import kernel_dir
 
 CUDA_DIR = kernel_dir()
 from attnbench.output.markdown import render
-from attnbench.output.tables import measurement_table
+from attnbench.output.run_tables import measurement_table
 from attnbench.results.measurement import Measurement
 from attnbench.results.stats import KernelStats
 

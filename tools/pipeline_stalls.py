@@ -25,6 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pipeline_bench import STAGES, run_once, spread  # noqa: E402
 
+from attnbench import strict_json  # noqa: E402
+
 CONDITIONS = ("replace", "fresh", "synced", "tmpfs")
 
 
@@ -80,7 +82,7 @@ def main() -> int:
 
     def log(record: dict) -> None:
         with open(lines_file, "a") as f:
-            f.write(json.dumps(record) + "\n")
+            f.write(strict_json.dumps(record, indent=None) + "\n")
 
     for condition in args.conditions.split(","):
         one_condition(args.outdir, condition, args.case, args.variant, args.runs, log)

@@ -46,6 +46,7 @@ from attnbench.files import check_output_path
 from attnbench.kernels.catalogue import baseline_name, default_variant, get_variant, variants_for
 from attnbench.kernels.variant import Variant
 from attnbench.results.measurement import Measurement
+from attnbench.results.verification import VerifyReport
 from attnbench.results.resultset import ResultSet
 
 CPU_SAMPLING_BUDGET_S = 2.0  # the cpu variant's sampling budget: several passes, but not minutes

@@ -116,12 +116,13 @@ def open_gpu(device: int = 0) -> Any:
 
 
 def open_gpu_for(variants: Sequence[Variant], device: int = 0) -> Any | None:
-    """Check the torch peer first (one sentence if missing), then open the GPU if any variant needs it."""
+    """Check the torch peer first (one sentence if missing), then open the GPU if any variant needs it (the
+    triton peer's missing Triton or PyTorch is its own cells' one sentence, so the other variants still run)."""
     if any(v.backend == "torch" for v in variants):
         from attnbench.backends.torch_peer import import_torch
 
         import_torch()
-    if any(v.backend in ("gpu", "torch") for v in variants):
+    if any(v.backend in ("gpu", "torch", "triton") for v in variants):
         return open_gpu(device)
     return None
 

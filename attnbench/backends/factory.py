@@ -1,4 +1,4 @@
-"""The backend for a variant: the cpu variant on the host, the torch peer, or a kernel through pycuda."""
+"""The backend for a variant: the cpu variant on the host, the torch or triton peer, or a kernel through pycuda."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from attnbench.kernels.variant import Variant
 
 
 def make_execution(variant: Variant, testcase: Testcase, gpu: Any | None, flush_l2: bool = True) -> Execution:
-    """The backend object for a variant (GPU variants and the torch peer need an open Gpu)."""
+    """The backend object for a variant (GPU variants and the peers need an open Gpu)."""
     variant.require(testcase.shape)
     if variant.backend == "cpu":
         from attnbench.backends.cpu import CpuExecution
@@ -20,6 +20,10 @@ def make_execution(variant: Variant, testcase: Testcase, gpu: Any | None, flush_
         from attnbench.backends.torch_peer import TorchExecution
 
         return TorchExecution(gpu, testcase)
+    if variant.backend == "triton":
+        from attnbench.backends.triton_peer import TritonExecution
+
+        return TritonExecution(gpu, variant, testcase)
     assert gpu is not None, "a GPU variant needs an open GPU"
     from attnbench.backends.gpu_execution import GpuExecution
 

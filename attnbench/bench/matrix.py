@@ -128,7 +128,7 @@ def run_matrix(
             cell = _run_cell(variant, bench_input.label, testcase, reference, gpu, settings)
             listener.cell_finished(cell, work[(variant.name, bench_input.label)])
             cells.append(cell)
-            if cell.status == ERROR and gpu is not None and variant.backend in ("gpu", "torch"):
+            if cell.status == ERROR and gpu is not None and variant.backend in ("gpu", "torch", "triton"):
                 broken = gpu.context_error()
                 if broken is not None:
                     lost = (f"not run: the CUDA context was lost after {variant.name} failed on {bench_input.label} "
@@ -151,7 +151,7 @@ def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray
     except AttnbenchError as exc:
         return Cell(variant.name, label, ERROR, str(exc), extra=extra)
     except Exception as exc:  # a driver error that escaped the runner's wrapping
-        if type(exc).__module__.split(".")[0] in ("pycuda", "torch"):
+        if type(exc).__module__.split(".")[0] in ("pycuda", "torch", "triton"):
             return Cell(variant.name, label, ERROR, f"{type(exc).__name__}: {exc}", extra=extra)
         raise
     check = run.check.to_dict() if hasattr(run.check, "to_dict") else None
@@ -183,7 +183,7 @@ def assemble(
 ) -> ResultSet:
     """A result set for a finished run, with its metadata captured now (`torch_versions`: what the
     workers that ran the torch peer reported, instead of importing PyTorch here)."""
-    with_torch = any(v.backend == "torch" for v in variants)
+    with_torch = any(v.backend in ("torch", "triton") for v in variants)  # the triton peer runs on PyTorch too
     arch = gpu.arch if gpu is not None else None
     return ResultSet(
         kind=kind,

@@ -115,12 +115,8 @@ class TritonExecution:
         return self.choice.config
 
     def _allocate(self) -> None:
-        from attnbench.backends.torch_peer import TorchEventClock, _torch_index
-
         torch, s = self.torch, self.shape
-        index = _torch_index(torch, self.gpu)
-        torch.cuda.set_device(index)
-        device = torch.device("cuda", index)
+        device = self._device()
         try:
             self.qkv = torch.empty((s.B, 3, s.N, s.d), dtype=torch.float32, device=device)
             self.out = torch.empty((s.B, s.N, s.d), dtype=torch.float32, device=device)
@@ -130,13 +126,30 @@ class TritonExecution:
                 f"triton: the inputs and output of {s} ({4 * s.elements * 4 / 2**30:.2f} GiB) "
                 f"do not fit in {self.gpu.name}'s free memory"
             ) from None
+        self._share_context(device)
+
+    def _device(self) -> Any:
+        """PyTorch's device for the GPU pycuda opened, made current."""
+        from attnbench.backends.torch_peer import _torch_index
+
+        index = _torch_index(self.torch, self.gpu)
+        self.torch.cuda.set_device(index)
+        return self.torch.device("cuda", index)
+
+    def _share_context(self, device: Any) -> None:
+        """Refuse a context other than pycuda's; time with PyTorch's events if it launches off the legacy stream."""
+        from attnbench.backends.torch_peer import TorchEventClock
+
         current = self.gpu.driver.Context.get_current()
         if current is not None and getattr(current, "handle", None) != getattr(self.gpu.context, "handle", None):
             self.free()
             raise PeerUnavailable("PyTorch made a CUDA context current other than the device's primary context")
         # Triton launches on PyTorch's current stream; pycuda's events record on the legacy default stream.
-        if torch.cuda.current_stream(device).cuda_stream != 0:
-            self.clock = TorchEventClock(torch)
+        if self.torch.cuda.current_stream(device).cuda_stream != 0:
+            self.clock = TorchEventClock(self.torch)
+
+    def _synchronize(self) -> None:
+        self.torch.cuda.synchronize()
 
     # -- tiles: tuned once per bucket, then read from the cache -------------------------------------
     def _choose(self) -> TileChoice:
@@ -162,7 +175,7 @@ class TritonExecution:
     def _warm(self, config: TileConfig) -> None:
         """Compile (or load) the kernel for `config` by launching it once, and wait for it."""
         self._launch(config)
-        self.torch.cuda.synchronize()
+        self._synchronize()
 
     def _time_tiles(self, config: TileConfig) -> float:
         """Milliseconds of one pass with `config` (the median of a few, each after an L2 flush)."""

@@ -274,3 +274,188 @@ def test_the_kernel_matches_float64_in_the_interpreter(rng):
     assert done.returncode == 0, done.stderr[-2000:]
     for case, (max_abs, nans) in zip(cases, json.loads(done.stdout.splitlines()[-1])):
         assert nans == 0 and max_abs < 1e-5, (case, max_abs, nans)  # the interpreter's dot is numpy's float32
+
+
+# The execution's own steps (tuning and its cache, the NaN poison, one pass, the read-back, the sampler) on
+# the CPU: the interpreter runs on host tensors, so the host stands in for the device and its clock.
+EXECUTION_ON_THE_HOST = textwrap.dedent("""
+    import json, sys
+    import numpy as np, torch
+    torch.cuda.is_available = lambda: True  # the interpreter computes on host tensors
+    from attnbench.backends import triton_peer
+    from attnbench.backends.base import HostClock
+    from attnbench.backends.factory import make_execution
+    from attnbench.bench.sampler import TimingPolicy, sample_execution
+    from attnbench.bench.verify import compare_outputs
+    from attnbench.cases.reference import reference_output
+    from attnbench.cases.testcase import Testcase
+    from attnbench.kernels.catalogue import get_variant
+
+    class HostGpu:
+        name, compute_capability, fp32_peak_flops, flushes = "Interpreter", (9, 0), 1e12, 0
+        def clock(self, what): return HostClock()
+        def flush_l2(self): HostGpu.flushes += 1
+
+    class OnTheHost(triton_peer.TritonExecution):
+        def _device(self): return self.torch.device("cpu")
+        def _share_context(self, device): pass
+        def _synchronize(self): pass
+
+    triton_peer.TritonExecution = OnTheHost
+    rng = np.random.default_rng(int(sys.argv[1]))
+    results = []
+    for name, B, N, d in json.loads(sys.argv[2]):
+        tc = Testcase(rng.uniform(-3, 3, size=(B, 3, N, d)).astype(np.float32))
+        HostGpu.flushes = 0
+        execution = make_execution(get_variant(name), tc, HostGpu())
+        execution.upload()
+        poisoned = int(np.isnan(execution.download()).sum())
+        execution.run_pass()
+        report = compare_outputs(execution.download(), reference_output(tc))
+        stats = sample_execution(execution, TimingPolicy(warmup=0, reps=2))
+        results.append({"tuned": execution.choice.tuned, "config": execution.config.label, "poisoned": poisoned,
+                        "elements": B * N * d, "passed": report.passed, "max_abs": report.max_abs_error,
+                        "compile_s": execution.compile_s, "samples": stats.count, "flushes": HostGpu.flushes,
+                        "cache": execution.choice.path.name, "q_is_a_view": execution.q.data_ptr() == execution.qkv.data_ptr()})
+        execution.free()
+    print(json.dumps(results))
+""")
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="Triton and PyTorch are not importable here (the triton extra)")
+def test_the_execution_tunes_once_poisons_runs_and_reads_back_in_the_interpreter(rng, tmp_path):
+    runs = [("triton", 2, 37, 20), ("triton:ieee", 2, 37, 20), ("triton", 2, 40, 20), ("triton:tf32", 3, 1, 1)]
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT), "ATTNBENCH_CACHE": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", EXECUTION_ON_THE_HOST, str(int(rng.integers(2**31))), json.dumps(runs)],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, ieee, same_bucket, tiny = json.loads(done.stdout.splitlines()[-1])
+    # tuned for tf32x3, then for ieee; N = 40 is in N = 37's bucket (64), so the choice is read back
+    assert [r["tuned"] for r in (first, ieee, same_bucket, tiny)] == [True, True, False, True]
+    assert same_bucket["config"] == first["config"] and tiny["config"] == "16x16 w4 s1"
+    assert {r["cache"] for r in (first, ieee, same_bucket, tiny)} == {"triton-tiles_interpreter_triton-" +
+                                                                      first["cache"].rsplit("triton-", 1)[1]}
+    for r in (first, ieee, same_bucket, tiny):
+        assert r["poisoned"] == r["elements"] and r["passed"] and r["max_abs"] < 1e-5, r
+        assert r["compile_s"] > 0 and r["samples"] == 2 and r["q_is_a_view"]
+    # every sample starts after an L2 flush: the tuner's (3 a candidate) and the sampler's
+    assert first["flushes"] == 3 * len(tt.candidates(Shape(2, 37, 20))) + 2 and same_bucket["flushes"] == 2
+
+
+# -- on a GPU -----------------------------------------------------------------------------------------
+ODD_SHAPES = [(3, 1, 32), (2, 17, 48), (3, 100, 80), (2, 1000, 128), (2, 17, 1), (5, 100, 32), (3, 1000, 64), (2, 33, 64)]
+COURSE_LIKE_SHAPES = [(64, 128, 32), (16, 256, 64), (2, 2048, 32), (1, 4096, 64), (3, 1536, 64), (2, 300, 256)]
+ONE_PASS = TimingPolicy(warmup=0, reps=1, flush_l2=False)
+
+
+def _gpu_torch(gpu):
+    """PyTorch and Triton on the GPU pycuda opened (skipped where the triton extra is missing)."""
+    from tests.conftest import skip_unless_runs
+
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    skip_unless_runs(get_variant("triton"), Shape(1, 1, 1), gpu)
+    import torch
+
+    return torch
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["tf32x3", "ieee"])
+@pytest.mark.parametrize("shape", [(3, 100, 80), (2, 1000, 128)], ids=lambda s: "x".join(map(str, s)))
+def test_every_tile_config_that_builds_matches_float64(gpu, shape, precision, rng):
+    """Whichever config the autotune picks, it computes the right thing: each candidate on a partial tile
+    of rows and keys with a padded (80) or full (128) head dimension."""
+    torch = _gpu_torch(gpu)
+    from attnbench.backends.triton_kernel import launch
+    from attnbench.backends.triton_peer import LOG2E
+    from attnbench.bench.verify import compare_outputs
+    from attnbench.cases.reference import reference_output
+    from tests.conftest import random_testcase
+
+    B, N, d = shape
+    tc = random_testcase(B, N, d, rng)
+    reference = reference_output(tc)
+    qkv = torch.from_numpy(tc.qkv).cuda()
+    built = []
+    for config in tt.candidates(Shape(*shape)):
+        out = torch.full((B, N, d), float("nan"), device=qkv.device)
+        try:
+            launch(qkv, out, N, d, B, LOG2E / d**0.5, config.block_m, config.block_n, config.num_warps,
+                   config.num_stages, precision)
+            torch.cuda.synchronize()
+        except Exception as exc:  # too large for this GPU: the tuner skips it the same way
+            if "out of resource" not in str(exc).lower():
+                raise
+            continue
+        report = compare_outputs(out.cpu().numpy(), reference)
+        assert report.passed and report.rel_l2_error <= 1e-5, (config.label, report.max_abs_error, report.rel_l2_error)
+        built.append(config)
+    assert built, "no tile config builds on this GPU"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", ODD_SHAPES + COURSE_LIKE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("name", ["triton", "triton:ieee"])
+def test_the_float32_flavours_match_float64(gpu, name, shape, rng):
+    _gpu_torch(gpu)
+    from attnbench.bench.runner import run_variant
+    from attnbench.bench.verify import compare_outputs
+    from attnbench.cases.reference import reference_output
+    from tests.conftest import random_testcase
+
+    tc = random_testcase(*shape, rng)
+    run = run_variant(get_variant(name), tc, "random", gpu, ONE_PASS)
+    report = compare_outputs(run.output, reference_output(tc))
+    assert report.nan_count == 0 and report.passed, (name, shape, report.failing, report.worst)
+    assert report.rel_l2_error <= 1e-5, (name, shape, report.rel_l2_error)
+    assert run.measurement.kernel.median > 0 and run.measurement.compile_s > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["q30", "zero_q", "v1000"])
+@pytest.mark.parametrize("name", ["triton", "triton:ieee"])
+def test_the_float32_flavours_keep_a_safe_softmax_on_large_scores(gpu, name, kind, rng):
+    _gpu_torch(gpu)
+    from attnbench.bench.runner import run_variant
+    from tests.large_scores import check_large_scores, large_score_testcase
+
+    tc = large_score_testcase(kind, 2, 256, 64, rng)
+    _, problems = check_large_scores(kind, tc, run_variant(get_variant(name), tc, kind, gpu, ONE_PASS).output)
+    assert not problems, f"{name} on {kind}: " + "; ".join(problems)
+
+
+@pytest.mark.gpu
+def test_a_second_execution_reads_the_tuned_tiles(gpu, rng):
+    _gpu_torch(gpu)
+    from attnbench.backends.factory import make_execution
+    from tests.conftest import random_testcase
+
+    tc = random_testcase(3, 300, 64, rng)
+    first = make_execution(get_variant("triton"), tc, gpu)
+    first.free()
+    again = make_execution(get_variant("triton"), tc, gpu)
+    again.free()
+    assert first.choice.tuned and not again.choice.tuned and again.config == first.config
+    assert again.compile_s < first.compile_s
+
+
+@pytest.mark.gpu
+def test_compare_shows_tf32_wrong_on_t10_and_the_others_right(gpu, tmp_path):
+    """The lesson of `triton:tf32`: its relL2 is small, but elements of t10 miss the course's 5e-3."""
+    _gpu_torch(gpu)
+    result = CliRunner().invoke(main, ["compare", "--variants", ",".join(FLAVOURS), "--cases", "odd_17x48,odd_1x32,t10",
+                                       "--reps", "3", "--results-dir", str(tmp_path), "--name", "peer"])
+    assert result.exit_code == 1, result.output  # a WRONG cell
+    cells = {(c["variant"], c["case"]): c for c in json.loads((tmp_path / "peer.json").read_text())["cells"]}
+    for name in ("triton", "triton:ieee"):
+        for case in ("odd_17x48", "odd_1x32", "t10"):
+            cell = cells[(name, case)]
+            assert cell["status"] == "ok" and cell["check"]["rel_l2_error"] <= 1e-5, (name, case, cell["message"])
+            assert cell["measurement"]["tflops"] > 0
+    wrong = cells[("triton:tf32", "t10")]
+    assert wrong["status"] == "wrong" and wrong["measurement"] is None
+    assert wrong["check"]["max_abs_error"] > 5e-3 and wrong["check"]["rel_l2_error"] < 1e-2
+    import triton
+
+    assert tt.load_choice(tt.TuneKey.of(gpu.name, triton.__version__, "tf32x3", Shape(10, 2048, 64))) is not None

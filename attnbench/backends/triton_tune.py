@@ -43,29 +43,42 @@ class TileConfig:
         return f"{self.block_m}x{self.block_n} w{self.num_warps} s{self.num_stages}"
 
 
-# Tried in this order; the filter below drops what cannot suit a shape. The last one fits any head
-# dimension the peer takes, so every shape has at least one candidate that compiles.
-TILE_CONFIGS: tuple[TileConfig, ...] = (
+# Tried in this order; the filter below drops what cannot suit a shape. The last of each fits any head
+# dimension the peer takes, so every shape has at least one candidate that compiles. Chosen from ptxas's
+# figures on sm_90 (Triton 3.9): on tensor cores 8 warps spill less than 4 with the same tile, and no
+# 128-row tile with 64 keys or more is spill-free at d = 64 in 3xTF32; on FFMA (ieee) Triton's dot holds
+# whole operand rows in registers, so only small tiles stay spill-free (d = 128: 32 x 16 and 16 x 16).
+TENSOR_TILES: tuple[TileConfig, ...] = (
     TileConfig(128, 64, 8, 2),
     TileConfig(128, 32, 8, 3),
-    TileConfig(64, 64, 4, 3),
+    TileConfig(128, 16, 8, 3),
+    TileConfig(64, 32, 8, 3),
     TileConfig(64, 32, 4, 3),
-    TileConfig(64, 32, 8, 2),
-    TileConfig(32, 32, 4, 2),
+    TileConfig(64, 16, 8, 2),
     TileConfig(16, 16, 4, 1),
 )
+FFMA_TILES: tuple[TileConfig, ...] = (
+    TileConfig(64, 32, 4, 2),
+    TileConfig(64, 16, 4, 2),
+    TileConfig(32, 32, 4, 2),
+    TileConfig(32, 16, 4, 2),
+    TileConfig(32, 16, 2, 2),
+    TileConfig(16, 16, 4, 1),
+)
+TILE_CONFIGS: dict[str, tuple[TileConfig, ...]] = {"tf32x3": TENSOR_TILES, "tf32": TENSOR_TILES, "ieee": FFMA_TILES}
 # Elements of a (BLOCK_M + 2 BLOCK_N) x d working set beyond which a config would spill or not fit in
 # shared memory: d = 256 keeps 64-row query tiles and 32-key tiles.
 MAX_TILE_ELEMENTS = 128 * 256
 
 
-def candidates(shape: Shape) -> list[TileConfig]:
-    """The configs worth trying on a shape: tiles no taller than the sequence (padded) needs, with a
-    working set that fits; never empty."""
+def candidates(shape: Shape, precision: str) -> list[TileConfig]:
+    """The configs worth trying on a shape in a precision: tiles no taller than the sequence (padded)
+    needs, with a working set that fits; never empty."""
     rows, head = padded(shape.N), padded(shape.d)
-    fit = [c for c in TILE_CONFIGS
+    tiles = TILE_CONFIGS[precision]
+    fit = [c for c in tiles
            if c.block_m <= rows and c.block_n <= rows and (c.block_m + 2 * c.block_n) * head <= MAX_TILE_ELEMENTS]
-    return fit or [TILE_CONFIGS[-1]]
+    return fit or [tiles[-1]]
 
 
 def bucket(value: int) -> int:
@@ -194,7 +207,7 @@ def choose_tiles(key: TuneKey, shape: Shape, time_config: Tuner, refresh: bool =
     if cached is not None:
         return TileChoice(cached, False, cache_path(key))
     before_tuning()
-    config, trials = tune(candidates(shape), time_config)
+    config, trials = tune(candidates(shape, key.precision), time_config)
     try:
         path = save_choice(key, shape, config, trials)
     except OSError:  # a read-only cache folder: the choice still holds for this run

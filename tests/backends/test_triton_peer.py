@@ -145,7 +145,7 @@ def test_a_choice_is_tuned_once_then_read_from_disk(cache):
     key = tt.TuneKey.of("NVIDIA H200", "3.5.0", "tf32x3", T22)
     tuner, staged = FakeTuner(), []
     first = tt.choose_tiles(key, T22, tuner, before_tuning=lambda: staged.append(1))
-    assert first.tuned and staged == [1] and tuner.calls == tt.candidates(T22)
+    assert first.tuned and staged == [1] and tuner.calls == tt.candidates(T22, "tf32x3")
     assert first.config == tt.TileConfig(16, 16, 4, 1)  # the fake's fastest
     assert first.path.parent == cache and first.path.name == "triton-tiles_nvidia-h200_triton-3-5-0.json"
 
@@ -188,21 +188,22 @@ def test_the_file_keeps_every_trial_and_failing_configs_are_skipped(cache):
     failing = (tt.TileConfig(16, 16, 4, 1), tt.TileConfig(32, 32, 4, 2))
     key = tt.TuneKey.of("NVIDIA A100-SXM4-80GB", "3.5.0", "ieee", T22)
     choice = tt.choose_tiles(key, T22, FakeTuner(failing))
-    assert choice.config == tt.TileConfig(64, 32, 8, 2)  # the fastest of those that ran
+    assert choice.config == tt.TileConfig(32, 16, 4, 2)  # the fastest of those that ran (the first of a tie)
     data = _strict(choice.path.read_text())
     assert data["version"] == tt.CACHE_VERSION and data["gpu"] == key.gpu and data["triton"] == "3.5.0"
     entry = data["entries"]["ieee/d64/n2048/b512"]
-    assert entry["config"] == {"block_m": 64, "block_n": 32, "num_warps": 8, "num_stages": 2}
+    assert entry["config"] == {"block_m": 32, "block_n": 16, "num_warps": 4, "num_stages": 2}
     assert entry["tuned_on"] == {"B": 500, "N": 2048, "d": 64}
     trials = {(t["config"]["block_m"], t["config"]["block_n"], t["config"]["num_stages"]): t for t in entry["trials"]}
     assert trials[(16, 16, 1)]["ms"] is None and "out of resource" in trials[(16, 16, 1)]["error"]
-    assert trials[(128, 64, 2)]["ms"] > 0 and trials[(128, 64, 2)]["error"] is None
+    assert trials[(64, 32, 2)]["ms"] > 0 and trials[(64, 32, 2)]["error"] is None
+    assert len(entry["trials"]) == len(tt.candidates(T22, "ieee")) == len(tt.FFMA_TILES)
 
 
 def test_when_no_config_runs_the_error_names_each(cache):
     key = tt.TuneKey.of("NVIDIA H200", "3.5.0", "tf32x3", Shape(2, 1, 1))
     with pytest.raises(tt.NoTileRuns, match=r"^16x16: out of resource"):
-        tt.choose_tiles(key, Shape(2, 1, 1), FakeTuner(tuple(tt.TILE_CONFIGS)))
+        tt.choose_tiles(key, Shape(2, 1, 1), FakeTuner(tt.TILE_CONFIGS["tf32x3"]))
     assert not tt.cache_path(key).exists()
 
 
@@ -231,15 +232,20 @@ def test_padding_to_a_power_of_two_of_at_least_16(size, padded):
     assert tt.padded(size) == padded
 
 
-def test_candidates_suit_the_shape():
-    assert tt.candidates(Shape(3, 1, 32)) == [tt.TileConfig(16, 16, 4, 1)]  # N = 1: one 16-row tile
-    assert all(c.block_m <= 32 and c.block_n <= 32 for c in tt.candidates(Shape(2, 17, 48)))
-    wide = tt.candidates(Shape(1, 4096, 256))
+@pytest.mark.parametrize("precision", ["tf32x3", "ieee", "tf32"])
+def test_candidates_suit_the_shape(precision):
+    assert tt.candidates(Shape(3, 1, 32), precision) == [tt.TileConfig(16, 16, 4, 1)]  # N = 1: one 16-row tile
+    assert all(c.block_m <= 32 and c.block_n <= 32 for c in tt.candidates(Shape(2, 17, 48), precision))
+    wide = tt.candidates(Shape(1, 4096, 256), precision)
     assert wide and all(c.block_m <= 64 and c.block_n <= 32 for c in wide)
-    assert tt.candidates(T22) == list(tt.TILE_CONFIGS)
+    assert tt.candidates(T22, precision) == list(tt.TILE_CONFIGS[precision])
     for d in (1, 7, 31, 64, 100, 129, 200, 256):
         for n in (1, 15, 16, 17, 100, 1000, 32768):
-            assert tt.candidates(Shape(1, n, d)), (n, d)
+            assert tt.candidates(Shape(1, n, d), precision), (n, d)
+
+
+def test_ffma_tiles_are_smaller_than_tensor_core_tiles():
+    assert max(c.block_m * c.block_n for c in tt.FFMA_TILES) < max(c.block_m * c.block_n for c in tt.TENSOR_TILES)
 
 
 # -- the kernel on the CPU, through Triton's interpreter -------------------------------------------
@@ -339,7 +345,7 @@ def test_the_execution_tunes_once_poisons_runs_and_reads_back_in_the_interpreter
         assert r["poisoned"] == r["elements"] and r["passed"] and r["max_abs"] < 1e-5, r
         assert r["compile_s"] > 0 and r["samples"] == 2 and r["q_is_a_view"]
     # every sample starts after an L2 flush: the tuner's (3 a candidate) and the sampler's
-    assert first["flushes"] == 3 * len(tt.candidates(Shape(2, 37, 20))) + 2 and same_bucket["flushes"] == 2
+    assert first["flushes"] == 3 * len(tt.candidates(Shape(2, 37, 20), "tf32x3")) + 2 and same_bucket["flushes"] == 2
 
 
 # -- on a GPU -----------------------------------------------------------------------------------------
@@ -378,7 +384,7 @@ def test_every_tile_config_that_builds_matches_float64(gpu, shape, precision, rn
     reference = reference_output(tc)
     qkv = torch.from_numpy(tc.qkv).cuda()
     built = []
-    for config in tt.candidates(Shape(*shape)):
+    for config in tt.candidates(Shape(*shape), precision):
         out = torch.full((B, N, d), float("nan"), device=qkv.device)
         try:
             launch(qkv, out, N, d, B, LOG2E / d**0.5, config.block_m, config.block_n, config.num_warps,

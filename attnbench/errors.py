@@ -48,13 +48,22 @@ class ResultsError(BadInput):
     """A saved results file is unreadable, of an unknown schema, or not comparable with this run."""
 
 
+class CompileCheckFailed(BadInput):
+    """nvcc rejected a kernel in a compile check (`info`, `list`): the source or the architecture asked for."""
+
+
 class OutputError(BadInput):
     """The output path cannot be written: a missing folder, no permission, or the input file itself."""
 
 
 # The environment (exit 3).
 class GpuUnavailable(EnvironmentProblem):
-    """No pycuda, no driver, or no GPU."""
+    """No pycuda, no driver, or no GPU. `remedy` (e.g. "or use --variant cpu") is kept apart from the
+    reason, so a command without that option (ceilings) can say the reason alone."""
+
+    def __init__(self, reason: str, remedy: str | None = None) -> None:
+        super().__init__(f"{reason}, {remedy}" if remedy else reason)
+        self.reason, self.remedy = reason, remedy
 
 
 class KernelCompileError(EnvironmentProblem):

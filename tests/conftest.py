@@ -3,7 +3,8 @@
 Random inputs come from the `rng` fixture only. Its generator is seeded from ATTNBENCH_TEST_SEED
 (default DEFAULT_TEST_SEED; `random` draws a fresh one) and the test's id, so each test sees the
 same values on every run and in any order, and a failing test's report ends with the line to
-reproduce it: "random seed: ATTNBENCH_TEST_SEED=N". Hypothesis tests take the same seed (@seed).
+reproduce it: "random seed: ATTNBENCH_TEST_SEED=N". Every hypothesis test takes the same seed, given
+here once at collection (hypothesis' own @seed), so no test file has to remember it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import secrets
 import zlib
 
+import hypothesis
 import numpy as np
 import pytest
 
@@ -48,6 +50,14 @@ def rng(request) -> np.random.Generator:
 
 def pytest_report_header(config) -> str:
     return f"random seed: ATTNBENCH_TEST_SEED={TEST_SEED}"
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Seed every hypothesis test from the session seed: which inputs it draws never depends on luck."""
+    for item in items:
+        function = getattr(item, "function", None)
+        if getattr(function, "is_hypothesis_test", False):
+            hypothesis.seed(TEST_SEED)(function)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -30,6 +30,7 @@ def folder(tmp_path):
     (tmp_path / "good.out").write_bytes(suite.reference_path(case).read_bytes())
     (tmp_path / "short.out").write_bytes(b"\0" * 12)
     (tmp_path / "out_dir").mkdir()
+    (tmp_path / "some.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00binary")
     return tmp_path
 
 
@@ -60,6 +61,7 @@ CORPUS = [
     (["run", "good.in", "no_such_dir/o.bin", "--variant", "cpu"], 2, "no_such_dir/o.bin"),
     (["run", "good.in", "good.in", "--variant", "cpu"], 2, "good.in: is the input file"),
     (["run", "good.in", "out_dir", "--variant", "cpu"], 2, "out_dir"),
+    (["run", "good.in", "newdir/", "--variant", "cpu"], 2, "newdir/: names a folder"),
     (["run", "good.in", "o.bin", "--variant", "warp9"], 2, "no variant named 'warp9'"),
     (["run", "t99", "o.bin", "--variant", "cpu"], 2, "neither a file nor a suite case"),
     (["run", "good.in", "o.bin", "--variant", "cpu", "--atol", "-1"], 2, "--atol"),
@@ -81,6 +83,11 @@ CORPUS = [
     (["compare", "--variants", "cpu", "--cases", ODD, "--same-within", "-3%", "--no-save"], 2, "--same-within"),
     (["compare", "--against", "missing.json", "--no-save"], 2, "missing.json"),
     (["report", "missing.json"], 2, "missing.json"),
+    (["sweep", "square", "-v", "cpu", "--sizes", "5-10", "--no-save"], 2, "--sizes '5-10': none of the lab's sizes"),
+    (["sweep", "N", "-v", "cpu", "--values", "abc", "--no-save"], 2, "--values 'abc': not a whole number"),
+    (["sweep", "d", "-v", "cpu", "--values", "8..x", "--no-save"], 2, "--values 'x': not a whole number"),
+    (["report", "some.png"], 2, "some.png: not a JSON file"),
+    (["compare", "--against", "some.png", "--no-save"], 2, "some.png: not a JSON file"),
 ]
 
 
@@ -90,6 +97,7 @@ def test_bad_input_is_one_line_its_exit_code_and_touches_nothing(folder, args, c
     result = run_cli(folder, args)
     assert result.exit_code == code, result.output
     assert "Traceback" not in result.output
+    assert "" not in result.output.splitlines(), "piped output carries a blank line"
     errors = [line for line in result.output.splitlines() if line.startswith(("error:", "Error:"))]
     assert len(errors) == 1, result.output
     message = result.output[result.output.index(errors[0]):]
@@ -153,3 +161,11 @@ def test_verify_two_files_of_equal_size_without_a_shape_names_flat_indices(folde
     assert "(element 100)" in result.output and "flat element indices" in result.output
     with_case = run_cli(folder, ["verify", "b.out", "a.ref", "--case", "good.in"])
     assert with_case.exit_code == 1 and "(batch 0, row 2, col 4)" in with_case.output  # 100 = 2*48 + 4
+
+
+def test_load_results_of_a_binary_file_is_an_attnbench_error(folder):
+    import attnbench
+    from attnbench.errors import ResultsError
+
+    with pytest.raises(ResultsError, match="some.png: not a JSON file"):
+        attnbench.load_results(folder / "some.png")

@@ -66,3 +66,14 @@ def test_summary_medians_checks_and_targets(tool):
 def test_summary_of_nothing_is_still_a_document(tool, tmp_path):
     tool.write_summary(tmp_path)
     assert (tmp_path / "summary.md").read_text().startswith("# The course clock")
+
+
+def test_the_spread_of_the_total_is_reported(tool):
+    totals = [0.143, 0.232, 0.310, 0.119, 0.148, 0.288, 0.12, 0.13, 0.14, 0.15]
+    records = [record("pipeline", t, t22_clock(wall_s=t)) for t in totals]
+    row = tool.summarize(records, None)["rows"][0]
+    sp = row["total_spread"]
+    assert (sp["min"], sp["max"]) == (0.119, 0.310)
+    assert sp["median"] == pytest.approx(0.1455) and sp["p90"] == 0.288  # the 9th of 10 sorted
+    assert sp["p90_over_median"] == pytest.approx(0.288 / 0.1455)
+    assert "0.119 / 0.145 / 0.288 / 0.310 (10)" in tool.markdown(tool.summarize(records, None))

@@ -5,7 +5,7 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -19,7 +19,6 @@ from attnbench.cases.testcase import (
     write_testcase,
 )
 from attnbench.errors import TestcaseError
-from tests.conftest import TEST_SEED
 
 PROPERTIES = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -42,7 +41,6 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-@seed(TEST_SEED)
 @PROPERTIES
 @given(tc=course_inputs())
 def test_any_testcase_survives_a_write_and_a_read_bit_for_bit(tmp_path, tc):
@@ -60,7 +58,6 @@ def test_any_testcase_survives_a_write_and_a_read_bit_for_bit(tmp_path, tc):
     assert same_bits(back.qkv, tc.qkv)
 
 
-@seed(TEST_SEED)
 @PROPERTIES
 @given(shape=small_shapes, data=st.data())
 def test_from_arrays_keeps_q_k_v_in_their_places(shape, data):
@@ -71,7 +68,6 @@ def test_from_arrays_keeps_q_k_v_in_their_places(shape, data):
     assert same_bits(tc.qkv[:, 0], q) and same_bits(tc.qkv[:, 1], k) and same_bits(tc.qkv[:, 2], v)
 
 
-@seed(TEST_SEED)
 @PROPERTIES
 @given(shape=small_shapes, data=st.data())
 def test_any_output_survives_a_write_and_a_read_and_a_wrong_shape_is_refused(tmp_path, shape, data):
@@ -88,7 +84,6 @@ def test_any_output_survives_a_write_and_a_read_and_a_wrong_shape_is_refused(tmp
 int32s = st.integers(-(2**31), 2**31 - 1)
 
 
-@seed(TEST_SEED)
 @PROPERTIES
 @given(B=int32s | st.integers(1, 4), N=int32s | st.integers(1, 4), d=int32s | st.integers(1, 4),
        extra=st.integers(-16, 16), filler=any_float32)
@@ -116,7 +111,6 @@ def test_any_header_reads_as_what_it_says_or_gives_one_error_naming_the_file(tmp
         assert f"should be 12 + 12*B*N*d = {12 + expected} bytes, but it is {12 + payload} bytes" in message
 
 
-@seed(TEST_SEED)
 @PROPERTIES
 @given(data=st.binary(max_size=11))
 def test_a_file_shorter_than_the_header_is_refused(tmp_path, data):

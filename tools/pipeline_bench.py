@@ -91,6 +91,16 @@ def median(values: list) -> float | None:
     return statistics.median(values) if values else None
 
 
+def spread(values: list) -> dict | None:
+    """min, median, p90 (nearest rank) and max: a median alone hides the runs that stall."""
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return None
+    p90 = values[min(len(values) - 1, max(0, -(-9 * len(values) // 10) - 1))]
+    return {"min": values[0], "median": statistics.median(values), "p90": p90, "max": values[-1],
+            "p90_over_median": p90 / statistics.median(values) if statistics.median(values) else None}
+
+
 def summarize(records: list[dict], ceilings: dict | None) -> dict:
     """Medians over repeats per (case, variant, path), the checks, and the ratios to the targets."""
     groups: dict[tuple[str, str, str], list[dict]] = {}
@@ -105,6 +115,7 @@ def summarize(records: list[dict], ceilings: dict | None) -> dict:
         row = {"case": case, "variant": variant, "path": path, "runs": len(ms), "shape": ms[0]["shape"]}
         for key in ("input_s", "compute_s", "output_s", "total_s"):
             row[key] = median([m.get(key) for m in ms])
+        row["total_spread"] = spread([m.get("total_s") for m in ms])
         row["kernel_median_ms"] = median([m["kernel"]["median_ms"] for m in ms if m.get("kernel")])
         clocks = [m["pipeline"] for m in ms if m.get("pipeline")]
         if clocks:
@@ -175,20 +186,26 @@ def markdown(summary: dict) -> str:
             lines.append(f"| {case} | {f['input_bytes'] / 1e6:.0f} | {f['cat_s']:.3f} | {f['output_bytes'] / 1e6:.0f} | "
                          f"{f['write_s']:.3f} |")
         lines.append("")
-    lines += ["Times are medians over the repeats, in seconds. Pipelined rows: input, output and the stages are "
+    lines += ["Times are medians over the repeats, in seconds, beside the spread of the total (p90: the nearest-rank "
+              "90th percentile). Pipelined rows: input, output and the stages are "
               "each stage's own busy time (they overlap); compute is device allocation + the GPU's busy time; "
               "total is the wall time of the whole pipeline.", "",
-              "| case | variant | path | input | compute | output | total | kernel ms | read | H2D (GB/s) | kernels "
-              "| D2H (GB/s) | write | bound | chunks x items, ring | same bits | verified |",
-              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |"]
+              "| case | variant | path | input | compute | output | total | total min / median / p90 / max (runs) "
+              "| kernel ms | read | H2D (GB/s) | kernels | D2H (GB/s) | write | bound | chunks x items, ring | same bits "
+              "| verified |",
+              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- "
+              "| --- | --- |"]
     for row in sorted(summary["rows"], key=lambda r: (r["case"], r["variant"], r["path"] != "pipeline")):
         c = row.get("clock")
         stage = (lambda s: fmt(c[f"{s}_s"])) if c else (lambda s: "-")
         h2d = f"{stage('h2d')} ({fmt(c['h2d_gbps'], '.1f')})" if c else "-"
         d2h = f"{stage('d2h')} ({fmt(c['d2h_gbps'], '.1f')})" if c else "-"
         plan = f"{c['chunks']} x {c['items_per_chunk']}, {c['ring_depth']}" if c else "-"
+        sp = row.get("total_spread")
+        spread_text = (f"{fmt(sp['min'])} / {fmt(sp['median'])} / {fmt(sp['p90'])} / {fmt(sp['max'])} ({row['runs']})"
+                       if sp else "-")
         lines.append(f"| {row['case']} | {row['variant']} | {row['path']} | {fmt(row['input_s'])} | {fmt(row['compute_s'])} | "
-                     f"{fmt(row['output_s'])} | {fmt(row['total_s'])} | {fmt(row['kernel_median_ms'], '.3f')} | "
+                     f"{fmt(row['output_s'])} | {fmt(row['total_s'])} | {spread_text} | {fmt(row['kernel_median_ms'], '.3f')} | "
                      f"{stage('read')} | {h2d} | {stage('kernel')} | {d2h} | {stage('write')} | "
                      f"{c['bound'] if c else '-'} | {plan} | {row['identical'] if row['identical'] is not None else '-'} | "
                      f"{row['verified'] if row['verified'] is not None else '-'} |")

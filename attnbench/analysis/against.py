@@ -56,6 +56,23 @@ class AgainstReport:
             return None
         return sum(1 for r in timed if r.outcome == Verdict.SAME.value) / len(timed)
 
+    def to_dict(self, saved_path: str | None = None) -> dict:
+        """What a saved run records of its comparison: the saved run it was measured against (name and
+        path), each cell's verdict with its medians and change, the regressions and the summary."""
+        def median(cell: Cell | None) -> float | None:
+            return cell.stats.median if cell is not None and cell.ok and cell.stats is not None else None
+
+        return {
+            "saved": self.saved_name, "saved_path": saved_path, "same_within": self.same_within,
+            "fail_slower": self.fail_slower, "regressions": self.regressions, "summary": self.summary(),
+            "notes": list(self.notes),
+            "cells": [{"variant": r.variant, "case": r.case, "verdict": r.outcome, "regression": r.regression,
+                       "saved_ms": median(r.saved), "now_ms": median(r.current),
+                       "change": r.comparison.change if r.comparison is not None else None,
+                       "change_text": r.comparison.describe_change() if r.comparison is not None else "",
+                       "note": r.note} for r in self.rows],
+        }
+
     def summary(self) -> str:
         """'against X: FASTER 1, SAME 30, SLOWER 2; SAME on 91% of the cells timed in both; 1 regression(s) ...'"""
         tally = ", ".join(f"{k} {v}" for k, v in sorted(self.tally().items()))

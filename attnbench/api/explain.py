@@ -12,11 +12,11 @@ from attnbench.results.ceilings import CeilingSet, cached_for, get_or_measure
 from attnbench.explain.profile import VariantProfile, profile_variant, require_ncu
 from attnbench.cases.inputs import resolve
 from attnbench.cases.testcase import Shape
-from attnbench.errors import ProfilerUnavailable, UsageError
+from attnbench.errors import CompileCheckFailed, GpuUnavailable, ProfilerUnavailable, UsageError
 from attnbench.kernels.catalogue import get_variant
 from attnbench.explain.geometry import GpuModel, KernelReport, gpu_model, kernel_reports
 from attnbench.explain.metrics import PROFILABLE_FROM, Metric, metric_table, raw_metric
-from attnbench.kernels.nvcc import compile_report, nvcc_path
+from attnbench.kernels.nvcc import compile_report, nvcc_path, source_label
 from attnbench.kernels.variant import Variant
 from attnbench.results.metadata import collect
 
@@ -24,14 +24,15 @@ Notice = Callable[[str], None]
 
 
 def _shape_of(case: str) -> tuple[str, Shape]:
+    """The case's label and shape, without writing its input: a suite case's shape is in the manifest,
+    a file's in its header."""
     bench_input = resolve(case)
-    bench_input.prepare()
     return bench_input.label, bench_input.shape
 
 
 def _gpu_variant(name: str, verb: str) -> Variant:
     variant = get_variant(name)
-    if variant.backend != "gpu":
+    if not variant.kind.compiled:
         raise UsageError(f"{variant.name} runs no kernel of attnbench; {verb} takes GPU variants only")
     return variant
 
@@ -75,6 +76,7 @@ def profile(case: str, variants: Sequence[str], raw_metrics: Sequence[str] = (),
     gpu.close()  # the profiled passes run in their own processes
     if capability < PROFILABLE_FROM:
         raise ProfilerUnavailable(f"Nsight Compute does not profile {name} ({arch}); it needs sm_70 or newer")
+    resolve(case).prepare()  # the input is written only once the environment can profile it
     metrics = metric_table(arch) + [raw_metric(m.strip()) for m in raw_metrics if m.strip()]
     profiles = []
     for variant in chosen:
@@ -128,10 +130,12 @@ def info(variant_name: str, case: str | None = None, shape: Shape | None = None,
     if nvcc_path() is None:
         notes.append("nvcc is not on PATH: no ptxas figures; occupancy counts shared memory and threads only")
     else:
-        resources = compile_report(variant, shape, model.arch)
-        if not resources:
-            notes.append(f"nvcc could not compile {variant.source} for {model.arch} (this nvcc may not "
-                         "support it): occupancy counts shared memory and threads only")
+        resources = compile_report(variant, shape, model.arch)  # nvcc's error, if any, is the user's answer
+        missing = sorted({launch.kernel for launch in variant.launches_for(shape)} - set(resources))
+        if missing:
+            raise CompileCheckFailed(f"{source_label(variant)}: no kernel named {', '.join(missing)} in it "
+                                     f"(it defines {', '.join(sorted(resources)) or 'none'}); "
+                                     "check the kernel names in attnbench.toml")
     return InfoReport(variant.name, label, shape, model, kernel_reports(variant, shape, model, resources),
                       variant.defines(shape), notes)
 
@@ -139,4 +143,8 @@ def info(variant_name: str, case: str | None = None, shape: Shape | None = None,
 def ceilings(device: int = 0, refresh: bool = False) -> tuple[CeilingSet, bool]:
     """This GPU's measured ceilings, from the cache for its name and driver or measured now; and
     whether they came from the cache."""
-    return get_or_measure(gpu_backend.Gpu(device), refresh)
+    try:
+        gpu = gpu_backend.Gpu(device)
+    except GpuUnavailable as exc:  # its remedy names --variant, which ceilings does not take
+        raise GpuUnavailable(f"ceilings are measured on this machine's GPU: {exc.reason}") from None
+    return get_or_measure(gpu, refresh)

@@ -31,7 +31,7 @@ from attnbench.analysis.against import (
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.spread import SlurmOptions, placement, resume, spread_matrix
 from attnbench.bench.chunk_plan import plan_for_input
-from attnbench.bench.matrix import MatrixListener, MatrixSettings, assemble, course_check, run_matrix
+from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, MatrixSettings, assemble, course_check, run_matrix
 from attnbench.bench.runner import run_variant, run_variant_pipelined
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.squarelab import LabTimer, lab_check
@@ -77,7 +77,7 @@ class TimingOptions:
     noise: float = 1.0  # target relative noise, percent
 
     def policy_for(self, variant: Variant) -> TimingPolicy:
-        if variant.backend == "cpu":  # host passes are slow: no warm-up, a short budget (the first pass counts)
+        if variant.kind.runs_on_host:  # host passes are slow: no warm-up, a short budget (the first pass counts)
             return TimingPolicy(warmup=self.warmup or 0, reps=self.reps, flush_l2=False, min_samples=6,
                                 min_time_s=0.0, timeout_s=min(self.timeout, CPU_SAMPLING_BUDGET_S),
                                 target_noise=max(self.noise / 100, CPU_TARGET_NOISE))
@@ -116,13 +116,12 @@ def open_gpu(device: int = 0) -> Any:
 
 
 def open_gpu_for(variants: Sequence[Variant], device: int = 0) -> Any | None:
-    """Check the torch peer first (one sentence if missing), then open the GPU if any variant needs it (the
-    triton peer's missing Triton or PyTorch is its own cells' one sentence, so the other variants still run)."""
-    if any(v.backend == "torch" for v in variants):
+    """Check the torch peer first (one sentence if missing), then open the GPU if any variant needs it."""
+    if any(v.kind.needs_torch for v in variants):
         from attnbench.backends.torch_peer import import_torch
 
         import_torch()
-    if any(v.backend in ("gpu", "torch", "triton") for v in variants):
+    if any(v.kind.needs_gpu for v in variants):
         return open_gpu(device)
     return None
 
@@ -189,9 +188,10 @@ def run(
         notice(f"{case} is a suite case, used as such; write ./{case} to use the local file of that name")
     if out is not None:
         check_output_path(out, [bench_input.path] if isinstance(bench_input, (FileInput, SuiteInput)) else [])
-    bench_input.prepare(progress)
+    # The environment first (a suite case's shape is in the manifest): no GPU means no input written.
     chosen = choose_variant(variant, bench_input.shape, notice)
     gpu = open_gpu_for([chosen], device)
+    bench_input.prepare(progress)
     plan = plan_for_input(bench_input, chosen, keep_output=check) if pipeline else None
     if plan is not None and plan.refusal is not None:
         notice(f"{plan.refusal}; running the unpipelined path")
@@ -203,7 +203,7 @@ def run(
         outcome = run_variant_pipelined(chosen, getattr(bench_input, "path"), plan, bench_input.label, gpu,
                                         timing.policy_for(chosen), out, checker)
         assert outcome.measurement is not None
-        return outcome.measurement
+        return _input_checked(bench_input, outcome.measurement)
     start = time.perf_counter()
     testcase = bench_input.load(progress)
     input_s = time.perf_counter() - start
@@ -216,6 +216,15 @@ def run(
         start = time.perf_counter()
         write_output(out, outcome.output)
         measurement.output_s = time.perf_counter() - start
+    return _input_checked(bench_input, measurement)
+
+
+def _input_checked(bench_input: BenchInput, measurement: Measurement) -> Measurement:
+    """Before a failed check blames the output, a suite input must be the bytes the suite records
+    (hashed only now, on a failure, so a passing run pays nothing)."""
+    verification = measurement.verification
+    if verification is not None and not verification.passed and isinstance(bench_input, SuiteInput):
+        suite.check_input_bytes(bench_input.case)
     return measurement
 
 
@@ -240,9 +249,9 @@ def compare(
     incomparable saved run early). `gpus` (`all` or `0,1`) spreads the cases over this host's GPUs,
     one worker process each; `executor="slurm"` over Slurm jobs (see `SlurmOptions`)."""
     chosen = variants_from(variants)
-    inputs = inputs_for(cases if isinstance(cases, str) else ",".join(cases))
+    inputs = inputs_for(cases)
     names = [v.name for v in chosen]
-    timed = [v.name for v in chosen if v.backend != "program"]  # a program has no kernel time to compare
+    timed = [v.name for v in chosen if not v.kind.whole_program]  # a program has no kernel time to compare
     baseline = baseline_name(baseline, chosen)
     rule = f"|out - ref| <= {atol:g}" + (f" + {rtol:g}*|ref|" if rtol else "") + " per element, float64 reference"
     record = {"policy": timing.record(), "baseline": baseline or (timed or names)[0], "command": command,
@@ -255,7 +264,12 @@ def compare(
     if before_run is not None:
         before_run(gpu, inputs)
     settings = MatrixSettings(policy=timing.policy_for, check=course_check(atol, rtol))
-    infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
+    try:
+        infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
+    except MatrixInterrupted as exc:  # Ctrl-C: what was measured goes with it, for the caller to save
+        exc.partial = assemble("compare", chosen, exc.cases, exc.cells, gpu, record["policy"], record["baseline"],
+                               record["settings"], command)
+        raise
     return assemble("compare", chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"],
                     command)
 
@@ -306,7 +320,13 @@ def sweep(
     settings = MatrixSettings(policy=timing.policy_for, check=lab_check if axis == "square" else course_check(),
                               timer=LabTimer() if lab_timing else None)
     start = time.perf_counter()
-    infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
+    try:
+        infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
+    except MatrixInterrupted as exc:
+        settings_record["elapsed_s"] = time.perf_counter() - start
+        exc.partial = assemble("sweep", chosen, exc.cases, exc.cells, gpu, timing.record(), baseline, settings_record,
+                               command)
+        raise
     settings_record["elapsed_s"] = time.perf_counter() - start
     return assemble("sweep", chosen, infos, cells, gpu, timing.record(), baseline, settings_record, command)
 
@@ -367,7 +387,7 @@ def verify(
 def generate(names: Sequence[str], *, reference: bool = True, force: bool = False,
              progress: ProgressFactory = no_progress) -> list[suite.SuiteCase]:
     """Generate suite inputs (and their float64 references) from their recorded seeds."""
-    chosen = suite.cases_in(",".join(names))
+    chosen = suite.cases_in(names)
     for case in chosen:
         if force or not suite.is_generated(case):
             with progress(f"generating {case.name}", 3 * case.shape.elements) as advance:

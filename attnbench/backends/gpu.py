@@ -27,7 +27,7 @@ def _import_pycuda() -> Any:
     except ImportError:
         raise GpuUnavailable(
             "pycuda is not installed, so no GPU variant can run: install the gpu extra with "
-            "`pip install -e '.[gpu]'` (it needs the CUDA toolkit), or use --variant cpu"
+            "`pip install -e '.[gpu]'` (it needs the CUDA toolkit)", remedy="or use --variant cpu"
         ) from None
     except Exception as exc:  # pycuda present but its native part cannot load (no driver library)
         raise GpuUnavailable(f"pycuda cannot load ({exc}); is the NVIDIA driver installed?") from None
@@ -105,7 +105,7 @@ class Gpu:
         except Exception as exc:
             raise GpuUnavailable(f"the CUDA driver cannot start ({exc}); is a GPU present?") from None
         if count == 0:
-            raise GpuUnavailable("no CUDA GPU is present; use --variant cpu")
+            raise GpuUnavailable("no CUDA GPU is present", remedy="or use --variant cpu")
         if not 0 <= index < count:
             raise GpuUnavailable(f"--device {index} does not exist: this machine has {count} GPU(s), 0..{count - 1}")
         self.index = index

@@ -138,7 +138,7 @@ def plan_for_input(bench_input: BenchInput, variant: Variant, keep_output: bool)
     """The pipeline's plan for a GPU variant on an input on disk (with `refusal` set where the plan does not
     fit), or None where the unpipelined path is the only one: the cpu variant, the torch peer, inputs in memory."""
     path = getattr(bench_input, "path", None)
-    if variant.backend != "gpu" or path is None or not Path(path).is_file():
+    if not variant.kind.pipelined or path is None or not Path(path).is_file():
         return None
     plan = plan_chunks(bench_input.shape, keep_output, host_available=available_host_bytes())
     if variant.layout == "separate":  # the ring streams interleaved items; q, k, v buffers are filled whole

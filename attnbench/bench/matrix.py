@@ -27,6 +27,18 @@ from attnbench.results.resultset import ERROR, OK, REFUSED, WRONG, Cell, ResultS
 from attnbench.results.verification import VerifyReport
 
 
+class MatrixInterrupted(AttnbenchError):
+    """Ctrl-C during a matrix, here or spread out: `cases` and `cells` hold what was measured; the API
+    sets `partial`, the result set of those cells, for the command line to save."""
+
+    exit_code = 130
+
+    def __init__(self, message: str, cases: list[CaseInfo], cells: list[Cell], devices: Any = None) -> None:
+        super().__init__(message)
+        self.cases, self.cells, self.devices = cases, cells, devices
+        self.partial: ResultSet | None = None
+
+
 # -- running the matrix ---------------------------------------------------------------------------
 class MatrixListener(Protocol):
     """What the matrix tells its user while it runs."""
@@ -85,7 +97,7 @@ class MatrixSettings:
 
 def _cell_work(variant: Variant, bench_input: BenchInput) -> float:
     """Expected cost of a cell for the ETA: its FLOPs (a host variant counts 50x)."""
-    return float(bench_input.shape.flops) * (50.0 if variant.backend == "cpu" else 1.0)
+    return float(bench_input.shape.flops) * variant.kind.cost_weight
 
 
 def run_matrix(
@@ -106,6 +118,18 @@ def run_matrix(
     listener.start(len(variants) * len(inputs), sum(work.values()))
     infos: list[CaseInfo] = []
     cells: list[Cell] = []
+    try:
+        _run_cells(variants, inputs, gpu, settings, listener, refusal, work, infos, cells)
+    except KeyboardInterrupt:
+        measured = {cell.case for cell in cells}  # a case whose cells never ran is left out
+        raise MatrixInterrupted("interrupted", [i for i in infos if i.label in measured], cells) from None
+    return infos, cells
+
+
+def _run_cells(variants: list[Variant], inputs: list[BenchInput], gpu: Any | None, settings: MatrixSettings,
+               listener: MatrixListener, refusal: Callable[[Variant, Shape], str | None],
+               work: dict[tuple[str, str], float], infos: list[CaseInfo], cells: list[Cell]) -> None:
+    """The cells input by input, appended to `infos` and `cells` as they finish."""
     lost: str | None = None  # why the CUDA context is gone (a kernel fault): the remaining cells are not run
     for bench_input in inputs:
         takers = [v for v in variants if refusal(v, bench_input.shape) is None]
@@ -128,22 +152,21 @@ def run_matrix(
             cell = _run_cell(variant, bench_input.label, testcase, reference, gpu, settings)
             listener.cell_finished(cell, work[(variant.name, bench_input.label)])
             cells.append(cell)
-            if cell.status == ERROR and gpu is not None and variant.backend in ("gpu", "torch", "triton"):
+            if cell.status == ERROR and gpu is not None and variant.kind.needs_gpu:
                 broken = gpu.context_error()
                 if broken is not None:
                     lost = (f"not run: the CUDA context was lost after {variant.name} failed on {bench_input.label} "
                             f"({broken})")
         del testcase, reference
-    return infos, cells
 
 
 def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: Any | None,
               settings: MatrixSettings) -> Cell:
-    if variant.backend == "program":  # a whole program: process time and its output's check, no kernel time
+    if variant.kind.whole_program:  # a whole program: process time and its output's check, no kernel time
         return program_cell(variant, label, testcase, reference, settings.check, failure_summary)
     extra: dict[str, Any] = {}
     try:
-        if variant.backend == "gpu":  # inside the try: a user's bad formula is this cell's ERROR
+        if variant.kind.compiled:  # inside the try: a user's bad formula is this cell's ERROR
             extra["defines"] = variant.defines(testcase.shape)
         run = run_variant(variant, testcase, label, gpu, settings.policy(variant),
                           lambda output: settings.check(output, reference), gate=True, keep_output=False,
@@ -151,7 +174,7 @@ def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray
     except AttnbenchError as exc:
         return Cell(variant.name, label, ERROR, str(exc), extra=extra)
     except Exception as exc:  # a driver error that escaped the runner's wrapping
-        if type(exc).__module__.split(".")[0] in ("pycuda", "torch", "triton"):
+        if type(exc).__module__.split(".")[0] in ("pycuda", "torch"):
             return Cell(variant.name, label, ERROR, f"{type(exc).__name__}: {exc}", extra=extra)
         raise
     check = run.check.to_dict() if hasattr(run.check, "to_dict") else None
@@ -183,7 +206,7 @@ def assemble(
 ) -> ResultSet:
     """A result set for a finished run, with its metadata captured now (`torch_versions`: what the
     workers that ran the torch peer reported, instead of importing PyTorch here)."""
-    with_torch = any(v.backend in ("torch", "triton") for v in variants)  # the triton peer runs on PyTorch too
+    with_torch = any(v.kind.needs_torch for v in variants)
     arch = gpu.arch if gpu is not None else None
     return ResultSet(
         kind=kind,

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from attnbench.backends.base import Execution
-from attnbench.backends.factory import make_execution
+from attnbench.backends.registry import make_execution
 from attnbench.results.ceilings import applied_ceiling, cached_for
 from attnbench.bench.chunk_plan import ChunkPlan
 from attnbench.bench.pipeline import run_pipeline
@@ -69,7 +69,7 @@ def _time(execution: Execution, variant: Variant, policy: TimingPolicy, compute_
     """Kernel statistics after the first pass; a host pass already timed counts as the first sample."""
     if timer is not None:
         return timer(execution, policy)
-    if variant.backend == "cpu":
+    if variant.kind.runs_on_host:
         return sample_execution(execution, policy, first_samples=[compute_s * 1e3])
     return sample_execution(execution, policy)
 
@@ -86,7 +86,7 @@ def _measurement(variant: Variant, case_label: str, shape: Shape, gpu: Any | Non
         compile_s=execution.compile_s,
         peak_flops=execution.peak_flops,
     )
-    if gpu is not None and variant.backend != "cpu":
+    if gpu is not None and variant.kind.needs_gpu:
         applied = applied_ceiling(variant.unit, shape.flops, stats.median * 1e-3, (shape.B, shape.N, shape.d),
                                   cached_for(gpu))
         measurement.ceiling = applied.to_dict() if applied else None

@@ -14,7 +14,7 @@ import os
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -146,7 +146,11 @@ class SuiteInput:
         return out
 
     def info(self, testcase: Testcase) -> CaseInfo:
-        return CaseInfo(self.label, self.shape, sha256_of_testcase(testcase), "suite", self.case.provenance, self.case.note)
+        """What results record; the sha256 is computed here anyway, so a changed input is caught here."""
+        found = sha256_of_testcase(testcase)
+        if self.case.input_sha256 and found != self.case.input_sha256:
+            raise TestcaseError(suite.input_mismatch(self.case, found))
+        return CaseInfo(self.label, self.shape, found, "suite", self.case.provenance, self.case.note)
 
 
 @dataclass
@@ -234,11 +238,12 @@ def shadowed_by_suite(name: str) -> bool:
     return name in suite.SUITE and not _names_a_file(name) and Path(name).exists()
 
 
-def inputs_for(selector: str) -> list[BenchInput]:
-    """Inputs named by a comma list of suite names, suite groups (`all`, `known`, `course`, ...) and files."""
+def inputs_for(selector: str | Sequence[str]) -> list[BenchInput]:
+    """Inputs named by a case list (`suite.case_parts`): suite names, groups (`all`, `known`, `course`,
+    ...), ranges (t01-t10) and files."""
     chosen: list[BenchInput] = []
     labels: set[str] = set()
-    for part in (p.strip() for p in selector.split(",") if p.strip()):
+    for part in suite.case_parts(selector):
         if part in _GROUP_WORDS and not _names_a_file(part):
             items: list[BenchInput] = [SuiteInput(case) for case in suite.cases_in(part)]
         else:
@@ -248,3 +253,14 @@ def inputs_for(selector: str) -> list[BenchInput]:
                 labels.add(item.label)
                 chosen.append(item)
     return chosen
+
+
+def bytes_to_write(inputs: Sequence[BenchInput]) -> int:
+    """Bytes the suite inputs and float64 references not yet on disk will take once generated (each
+    reference is stored beside its input the first time it is needed)."""
+    total = 0
+    for item in inputs:
+        if isinstance(item, SuiteInput) and not item.in_memory:
+            total += 0 if suite.is_generated(item.case) else item.shape.input_bytes
+            total += 0 if suite.has_reference(item.case) else item.shape.output_bytes
+    return total

@@ -11,10 +11,12 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -86,10 +88,39 @@ def get_case(name: str) -> SuiteCase:
         raise UnknownName(f"{name!r} is neither a file nor a suite case (see `attnbench cases`)") from None
 
 
-def cases_in(selector: str) -> list[SuiteCase]:
-    """Suite cases named by a comma list of names and groups (`all`, `course`, `known`, `square`, ...)."""
+_RANGE = re.compile(r"([A-Za-z_]+)(\d+)-(?:([A-Za-z_]+))?(\d+)")
+
+
+def _expand_range(part: str) -> list[str]:
+    """`t01-t30` (or `t01-30`) as the suite names it spans; any other part as it is."""
+    match = _RANGE.fullmatch(part)
+    if match is None or Path(part).exists():  # a file named like a range is the file
+        return [part]
+    prefix, first, second_prefix, last = match.groups()
+    if second_prefix not in (None, prefix):
+        raise UnknownName(f"{part}: a range names one series, like t01-t30")
+    names = [f"{prefix}{i:0{len(first)}d}" for i in range(int(first), int(last) + 1)]
+    if not names:
+        raise UnknownName(f"{part}: an empty range")
+    missing = [n for n in names if n not in SUITE]
+    if missing:
+        raise UnknownName(f"{part}: {missing[0]} is not a suite case (see `attnbench cases`)")
+    return names
+
+
+def case_parts(selector: str | Sequence[str]) -> list[str]:
+    """The one parser of case lists, for every command and the Python API: a comma list (or a sequence
+    of them) of names, groups, ranges (t01-t10) and files, ranges expanded, blanks dropped."""
+    texts = [selector] if isinstance(selector, str) else list(selector)
+    parts = [p.strip() for text in texts for p in str(text).split(",") if p.strip()]
+    return [name for part in parts for name in _expand_range(part)]
+
+
+def cases_in(selector: str | Sequence[str]) -> list[SuiteCase]:
+    """Suite cases named by a case list of names, groups (`all`, `course`, `known`, `square`, ...) and
+    ranges (t01-t10)."""
     chosen: list[SuiteCase] = []
-    for part in (p.strip() for p in selector.split(",") if p.strip()):
+    for part in case_parts(selector):
         if part == "all":
             group = list(SUITE.values())
         elif part == "known":
@@ -150,15 +181,42 @@ def sha256_file(path: Path) -> str:
 
 @contextmanager
 def _case_lock(case: SuiteCase) -> Iterator[None]:
-    """One process at a time makes a case's files; another waits, then finds them made."""
+    """One process at a time makes a case's files; another waits, then finds them made. The lock file
+    is removed when done, so none is left behind; a waiter that wakes holding a removed file's lock
+    opens the new one instead (the inode check), so two processes never hold the case at once."""
     folder = data_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f".{case.name}.lock", "a") as handle:
+    path = folder / f".{case.name}.lock"
+    while True:
+        handle = open(path, "a")
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            if os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        handle.close()
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)  # before the unlock: a waiter then sees its file is gone
+        handle.close()
+
+
+def check_input_bytes(case: SuiteCase) -> None:
+    """Refuse a generated input whose bytes are not those the suite records (changed in place, same size)."""
+    path = input_path(case)
+    if case.input_sha256 and is_generated(case):
+        found = sha256_file(path)
+        if found != case.input_sha256:
+            raise TestcaseError(input_mismatch(case, found))
+
+
+def input_mismatch(case: SuiteCase, found: str) -> str:
+    """The sentence for a suite input whose bytes changed since generation."""
+    return (f"{input_path(case)}: its bytes are not those recorded for {case.name} (sha256 {found[:16]}..., "
+            f"recorded {str(case.input_sha256)[:16]}...); it was changed after generation: "
+            f"regenerate it with `attnbench gen {case.name} --force`")
 
 
 def generate_input(case: SuiteCase, progress: Progress | None = None, force: bool = False) -> Path:

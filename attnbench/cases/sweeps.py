@@ -25,19 +25,31 @@ def _seed_for(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
 
 
+def _integer(text: str, option: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{option} {text.strip()!r}: not a whole number") from None
+
+
 def parse_sizes(text: str | None) -> list[int]:
-    """Square sizes: 'all' (the lab's 102), a comma list, and 'a-b' for the lab's sizes within [a, b]."""
+    """Square sizes: 'all' (the lab's 102), a comma list, and 'a-b' for the lab's sizes within [a, b].
+    Errors name --sizes; a selection of no size at all is one."""
     if text is None or text.strip() in ("", "all"):
         return list(SQUARE_SIZES)
     sizes: list[int] = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
         if "-" in part:
-            low, high = (int(x) for x in part.split("-", 1))
-            sizes.extend(n for n in SQUARE_SIZES if low <= n <= high)
+            low, high = (_integer(x, "--sizes") for x in part.split("-", 1))
+            within = [n for n in SQUARE_SIZES if low <= n <= high]
+            if not within:
+                raise ValueError(f"--sizes {part!r}: none of the lab's sizes is within [{low}, {high}] "
+                                 f"(they run from {SQUARE_SIZES[0]} to {SQUARE_SIZES[-1]})")
+            sizes.extend(within)
         else:
-            sizes.append(int(part))
-    if any(n < 1 for n in sizes):
-        raise ValueError("square sizes must be positive")
+            sizes.append(_integer(part, "--sizes"))
+    if not sizes or any(n < 1 for n in sizes):
+        raise ValueError(f"--sizes {text!r}: square sizes must be positive whole numbers")
     return list(dict.fromkeys(sizes))
 
 
@@ -58,17 +70,17 @@ def parse_values(text: str) -> list[int]:
     values: list[int] = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
         if ".." in part:
-            low, high = (int(x) for x in part.split("..", 1))
+            low, high = (_integer(x, "--values") for x in part.split("..", 1))
             if low < 1 or high < low:
-                raise ValueError(f"{part!r}: write low..high with 1 <= low <= high")
+                raise ValueError(f"--values {part!r}: write low..high with 1 <= low <= high")
             v = low
             while v <= high:
                 values.append(v)
                 v *= 2
         else:
-            values.append(int(part))
+            values.append(_integer(part, "--values"))
     if not values or any(v < 1 for v in values):
-        raise ValueError(f"{text!r}: sweep values must be positive integers")
+        raise ValueError(f"--values {text!r}: sweep values must be positive whole numbers")
     return list(dict.fromkeys(values))
 
 

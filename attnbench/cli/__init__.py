@@ -7,6 +7,9 @@ Exit codes, for every command: 0 success; 1 a verification failure, a wrong cell
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 from rich.markup import escape
 
@@ -23,12 +26,48 @@ def _error(message: str) -> None:
     err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
 
 
+def _visible_options(command: click.Command) -> set[str]:
+    return {name for param in command.params if not getattr(param, "hidden", False)
+            for name in (*param.opts, *param.secondary_opts)}
+
+
+def _usage_error(exc: click.UsageError) -> None:
+    """A usage error as git writes one: the error on one line, then where the help is. Exit 2."""
+    if isinstance(exc, click.NoSuchOption) and exc.ctx is not None:  # never suggest a hidden option
+        exc.possibilities = sorted(set(exc.possibilities or ()) & _visible_options(exc.ctx.command))
+    where = exc.ctx.command_path if exc.ctx is not None else "attnbench"
+    _error(" ".join(exc.format_message().split()))
+    err_console.print(f"see '{where} --help'", highlight=False, markup=False, soft_wrap=True)
+    raise click.exceptions.Exit(2)
+
+
+def _reader_left() -> None:
+    """The reader of stdout closed it (`| head -1`): what it did not read is not wanted, and that is
+    no failure. Later writes (the interpreter's last flush) go to /dev/null, as Python's docs advise."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
 class AttnbenchGroup(click.Group):
-    """Turns expected failures into one sentence and an exit code, never a traceback."""
+    """Turns expected failures into one sentence and an exit code, never a traceback; usage errors into
+    one line and a pointer to --help, instead of click's usage block."""
+
+    def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[no-untyped-def, override]
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            _usage_error(exc)
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
-            return super().invoke(ctx)
+            outcome = super().invoke(ctx)
+            sys.stdout.flush()  # a reader that stopped early (`| head -1`) shows here, not at exit
+            return outcome
+        except click.UsageError as exc:
+            _usage_error(exc)
+        except BrokenPipeError:
+            _reader_left()
+            ctx.exit(0)
         except AttnbenchError as exc:
             _error(str(exc))
             ctx.exit(exc.exit_code)
@@ -61,4 +100,6 @@ from attnbench.cli import judge_commands, matrix_commands, profile_commands, sin
 
 for _command in (*single_commands.COMMANDS, *matrix_commands.COMMANDS, *profile_commands.COMMANDS,
                  *judge_commands.COMMANDS):
+    if "130" not in (_command.help or "") and not _command.epilog:
+        _command.epilog = EXIT_CODES_HELP  # every --help carries the exit codes, said once here
     main.add_command(_command)

@@ -8,6 +8,7 @@ import click
 
 from attnbench.api import programs as api_programs
 from attnbench.cli.options import command_line, notice
+from attnbench.locations import data_dir
 from attnbench.output.save import save
 from attnbench.output.tables import format_s, scoreboard_table
 from attnbench.output.terminal import console, err_console, print_table, progress_bar
@@ -48,6 +49,11 @@ def judge(program: str, case_selector: str, launcher: str | None, limits_spec: s
       attnbench judge ./hw4 --cases t01-t30 --launcher "srun -p nvidia -N1 -n1 --gres=gpu:1"
       attnbench judge ./attention --cases odd --time-limits none --args "-i {in} -o {out}"
     """
+    pending = api_programs.judge_writes(case_selector)
+    if pending:  # all 30 course cases take about 12 GB: say so before writing any
+        notice(f"the cases not generated yet take {pending / 1e9:.1f} GB (inputs and float64 references) in "
+               f"{data_dir()}; --cases limits them (e.g. --cases t01-t10)")
+
     def finished(index: int, total: int, judged) -> None:
         err_console.print(f"[{index}/{total}] {judged.label}: {judged.verdict} {format_s(judged.wall_s)}",
                           highlight=False, markup=False)

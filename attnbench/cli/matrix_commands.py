@@ -10,8 +10,8 @@ import click
 
 from attnbench import api
 from attnbench.analysis.view import MatrixView, exit_status, failures
+from attnbench.bench.matrix import MatrixInterrupted
 from attnbench.bench.verify import COURSE_ATOL
-from attnbench.spread.workers import MatrixInterrupted
 from attnbench.cli.options import (
     command_line,
     notice,
@@ -60,7 +60,7 @@ def _save(result: ResultSet, results_dir: str, name: str | None, selector: str |
 
 def _run_saving_partial(title: str, call: Callable[[MatrixProgress], ResultSet], results_dir: str, name: str | None,
                         no_save: bool, selector: str | None) -> ResultSet:
-    """Run a matrix; on Ctrl-C in a spread-out run, save what was measured before exiting 130."""
+    """Run a matrix; on Ctrl-C (here or spread out), save what was measured before exiting 130."""
     try:
         with MatrixProgress(title) as listener:
             return call(listener)
@@ -204,11 +204,13 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
         for case, steps in ladder_steps(result, same_within).items():
             print_table(tables.ladder_table(f"ladder on {case}", steps))
     _print_problems(result)
+    report = None
+    if saved is not None:  # before saving: the saved run carries its verdicts and what they were against
+        report = api.against_saved(result, saved, same_within, fail_slower, allow_other_gpu, allow_other_inputs)
+        result.settings["against"] = report.to_dict(str(saved.path) if saved.path else None)
     if not no_save:
         _save(result, results_dir, name, selector, plot)
-    report = None
-    if saved is not None:
-        report = api.against_saved(result, saved, same_within, fail_slower, allow_other_gpu, allow_other_inputs)
+    if report is not None:
         print_table(tables.against_table(report))
         for note in report.notes:
             notice(note)

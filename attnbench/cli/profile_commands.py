@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from pathlib import Path
 
 import click
 
+from attnbench import strict_json
 from attnbench.api import explain as api_explain
 from attnbench.results.ceilings import cache_path
 from attnbench.cases.testcase import Shape
@@ -51,7 +51,7 @@ def profile(case: str, variant_names: tuple[str, ...], raw_metrics: str | None, 
     tables = profile_tables(run.profiles, run.metrics, run.case)
     document = run.to_dict()
     if as_json:
-        click.echo(json.dumps(document, indent=1))
+        click.echo(strict_json.dumps(document))
     else:
         for table in tables:
             print_table(table)
@@ -95,7 +95,7 @@ def info(variant_name: str, case: str | None, shape_text: str | None, arch: str,
         shape = Shape(B, N, d)
     report = api_explain.info(variant_name, case, shape, arch)
     if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=1))
+        click.echo(strict_json.dumps(report.to_dict()))
         return
     model = report.model
     print_table(info_table(f"{report.variant} on {report.case} ({report.shape}) — {model.arch}, modelled as "
@@ -124,7 +124,7 @@ def ceilings(device: int, refresh: bool, as_json: bool) -> None:
     """
     found, cached = api_explain.ceilings(device, refresh)
     if as_json:
-        click.echo(json.dumps(found.to_dict(), indent=1))
+        click.echo(strict_json.dumps(found.to_dict()))
         return
     print_table(ceilings_table(found, "cached" if cached else "measured"))
     console.print(f"cache: {cache_path(found.gpu, found.driver)}", highlight=False, soft_wrap=True)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
+from attnbench import strict_json
 from attnbench import api
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases import suite
@@ -81,7 +81,7 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
                           device=device, pipeline=not no_pipeline, progress=progress_bar, notice=notice)
     verification = measurement.verification
     if as_json:
-        click.echo(json.dumps(measurement.to_dict(), indent=1))
+        click.echo(strict_json.dumps(measurement.to_dict()))
     else:
         print_table(tables.measurement_table(measurement))
         print_warnings(measurement.warnings + measurement.kernel.warnings)
@@ -116,7 +116,7 @@ def verify(out: str, ref: str, case: str | None, atol: float, rtol: float, as_js
     """
     report, ref_path = api.verify(out, ref, case=case, atol=atol, rtol=rtol, progress=progress_bar, notice=notice)
     if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=1))
+        click.echo(strict_json.dumps(report.to_dict()))
     else:
         print_table(tables.verify_table(report, f"{out} against {ref_path}"))
     sys.exit(0 if report.passed else 1)
@@ -151,7 +151,7 @@ def list_variants(resources: bool, head_dim: int, wide: bool) -> None:
 
         if gpu_probe() is None:
             arch = api.open_gpu(0).arch
-        figures = report_all([v for v in variants if v.backend == "gpu"], head_dim, arch)
+        figures = report_all([v for v in variants if v.kind.compiled], head_dim, arch)
     print_table(listing_tables.variants_table(variants, figures, arch), wide=wide or None)
 
 

@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases import suite
 from attnbench.cases.inputs import BenchInput, CaseInfo, FileInput, ProgressFactory, SuiteInput, inputs_for, no_progress
 from attnbench.cases.testcase import Shape, read_output
-from attnbench.errors import AttnbenchError, UnknownName
+from attnbench.errors import AttnbenchError
 from attnbench.results.measurement import Measurement
 from attnbench.results.resultset import ERROR, OK, WRONG, Cell, ResultSet, VariantInfo
 from attnbench.results.stats import KernelStats
@@ -107,34 +107,9 @@ def load_time_limits(spec: str) -> TimeLimits:
 
 
 # -- cases ----------------------------------------------------------------------------------------------
-_RANGE = re.compile(r"([A-Za-z_]+)(\d+)-(?:([A-Za-z_]+))?(\d+)")
-
-
-def expand_ranges(selector: str) -> str:
-    """`t01-t30` (or `t01-30`) becomes t01,t02,...,t30; other parts are left as they are."""
-    parts = []
-    for part in (p.strip() for p in selector.split(",") if p.strip()):
-        match = _RANGE.fullmatch(part)
-        if match is None or Path(part).exists():
-            parts.append(part)
-            continue
-        prefix, first, second_prefix, last = match.groups()
-        if second_prefix not in (None, prefix):
-            raise UnknownName(f"{part}: a range names one series, like t01-t30")
-        width = len(first)
-        names = [f"{prefix}{i:0{width}d}" for i in range(int(first), int(last) + 1)]
-        if not names:
-            raise UnknownName(f"{part}: an empty range")
-        missing = [n for n in names if n not in suite.SUITE]
-        if missing:
-            raise UnknownName(f"{part}: {missing[0]} is not a suite case (see `attnbench cases`)")
-        parts.extend(names)
-    return ",".join(parts)
-
-
-def cases_for(selector: str) -> list[BenchInput]:
-    """Suite names, groups, ranges (t01-t10) and input files, as for compare."""
-    return inputs_for(expand_ranges(selector))
+def cases_for(selector: str | Sequence[str]) -> list[BenchInput]:
+    """Suite names, groups, ranges (t01-t10) and input files, as for compare (one parser: suite.case_parts)."""
+    return inputs_for(selector)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def get_variant(name: str) -> Variant:
 
 
 def gpu_variants() -> list[Variant]:
-    return [v for v in REGISTRY.values() if v.backend == "gpu"]
+    return [v for v in REGISTRY.values() if v.kind.compiled]
 
 
 # Which GPU variant is the default: the first in this list that accepts the shape and the GPU.
@@ -117,7 +117,7 @@ def variants_for(selector: str) -> list[Variant]:
     chosen: list[Variant] = []
     for part in (p.strip() for p in selector.split(",") if p.strip()):
         if part == "all":
-            group = [v for v in REGISTRY.values() if v.backend == "gpu"]
+            group = [v for v in REGISTRY.values() if v.kind.compiled]
         elif part == "ladder":
             group = [v for v in REGISTRY.values() if v.name in LADDER_VARIANTS]
             if not group:

@@ -6,15 +6,19 @@ the compiler says about each kernel (registers, shared memory, stack and spill b
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from attnbench import strict_json
 from attnbench.cases.testcase import Shape
+from attnbench.errors import CompileCheckFailed, OutputError
+from attnbench.files import write_text
 from attnbench.kernels.variant import Variant
 from attnbench.locations import kernel_dir
 from attnbench.results.resultset import VariantInfo
@@ -101,7 +105,7 @@ def shared_headers(variant: Variant) -> list[Path]:
 
 def source_hash(variant: Variant) -> str | None:
     """sha256 of the variant's source and the shared headers it rests on, for saved results."""
-    if variant.backend != "gpu" or (variant.source is None and variant.source_path is None):
+    if not variant.kind.compiled or (variant.source is None and variant.source_path is None):
         return None
     digest = hashlib.sha256(source_text(variant).encode())
     for header in shared_headers(variant):
@@ -129,14 +133,14 @@ def nvcc_command(variant: Variant, shape: Shape, arch: str, output: Path) -> lis
 def variant_info(variant: Variant, arch: str | None = None) -> VariantInfo:
     """What saved results record about a variant: its report, technique, source hash and options."""
     options: tuple[str, ...] = ()
-    if variant.backend == "gpu":
+    if variant.kind.compiled:
         target = variant.arch or arch
         options = (*BASE_NVCC_OPTIONS, *variant.options) + ((f"-arch={target}",) if target else ())
     try:
         digest = source_hash(variant)
     except OSError:
         digest = None
-    source = str(source_file(variant)) if variant.backend == "gpu" and is_users(variant) else variant.source
+    source = str(source_file(variant)) if variant.kind.compiled and is_users(variant) else variant.source
     return VariantInfo(variant.name, variant.report, variant.technique, variant.backend, source, digest,
                        options, variant.accuracy)
 
@@ -164,15 +168,61 @@ def parse_ptxas(text: str) -> dict[str, KernelResources]:
     return {name: KernelResources(name, **values) for name, values in found.items()}
 
 
+def _nvcc_version() -> str:
+    """nvcc's version banner: a new toolkit may allocate registers differently, so it keys the cache."""
+    global _NVCC_VERSION
+    if _NVCC_VERSION is None:
+        found = subprocess.run([nvcc_path() or "nvcc", "--version"], capture_output=True, text=True)
+        _NVCC_VERSION = found.stdout.strip()
+    return _NVCC_VERSION
+
+
+_NVCC_VERSION: str | None = None
+PTXAS_CACHE_VERSION = 1  # 1: kernel name -> KernelResources fields
+
+
+def _ptxas_cache_path(variant: Variant, shape: Shape, arch: str) -> Path:
+    """The cached figures of this source (and its shared headers), these options and this nvcc."""
+    from attnbench.results.ceilings import cache_dir
+
+    key = hashlib.sha256()
+    for part in (str(PTXAS_CACHE_VERSION), source_hash(variant) or "", variant.arch or arch,
+                 *compile_options(variant, shape), _nvcc_version()):
+        key.update(part.encode() + b"\0")
+    return cache_dir() / "ptxas" / f"{key.hexdigest()[:32]}.json"
+
+
+def _first_errors(stderr: str, lines: int = 4) -> str:
+    """nvcc's first error lines (the first lines at all when none says error), joined on one line."""
+    text = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in text if "error" in line.lower() or "fatal" in line.lower()] or text
+    return " | ".join(errors[:lines]) or "no message"
+
+
 def compile_report(variant: Variant, shape: Shape, arch: str) -> dict[str, KernelResources]:
-    """Compile the variant for `arch` with the defines `shape` needs and return ptxas's figures."""
-    if nvcc_path() is None or variant.backend != "gpu":
+    """Compile the variant for `arch` with the defines `shape` needs and return ptxas's figures.
+
+    Figures are cached by source, options, architecture and nvcc version (as pycuda caches cubins),
+    so `list` compiles only what changed. Raises CompileCheckFailed with nvcc's first error lines."""
+    if nvcc_path() is None or not variant.kind.compiled:
         return {}
+    cached = _ptxas_cache_path(variant, shape, arch)
+    try:
+        return {k: KernelResources(**v) for k, v in json.loads(cached.read_text()).items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass  # absent or unreadable: compile
     with tempfile.TemporaryDirectory() as tmp:
         result = subprocess.run(nvcc_command(variant, shape, arch, Path(tmp) / "k.cubin"), capture_output=True, text=True)
     if result.returncode != 0:
-        return {}
-    return parse_ptxas(result.stderr)
+        raise CompileCheckFailed(f"{source_label(variant)}: nvcc could not compile it for {variant.arch or arch}: "
+                                 f"{_first_errors(result.stderr)}")
+    figures = parse_ptxas(result.stderr)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        write_text(cached, strict_json.dumps({k: asdict(v) for k, v in figures.items()}))
+    except (OSError, OutputError):
+        pass  # a cache that cannot be written only costs a compile next time
+    return figures
 
 
 def representative_shape(variant: Variant, head_dim: int) -> Shape | None:
@@ -190,7 +240,10 @@ def report_all(variants: list[Variant], head_dim: int, arch: str) -> dict[str, t
 
     def one(variant: Variant) -> tuple[str, tuple[Shape | None, dict[str, KernelResources]]]:
         shape = representative_shape(variant, head_dim)
-        return variant.name, (shape, compile_report(variant, shape, arch) if shape else {})
+        try:
+            return variant.name, (shape, compile_report(variant, shape, arch) if shape else {})
+        except CompileCheckFailed:
+            return variant.name, (shape, {})  # the listing shows "-"; `attnbench info` shows nvcc's error
 
     with ThreadPoolExecutor() as pool:
         return dict(pool.map(one, variants))

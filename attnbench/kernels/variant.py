@@ -27,6 +27,7 @@ from typing import Callable, Literal, Mapping
 
 from attnbench.cases.testcase import Shape
 from attnbench.errors import ShapeNotSupported, UnknownName
+from attnbench.kernels.backend_kinds import BACKEND_KINDS, BackendKind
 
 Dims = tuple[int, int, int]
 # What a variant runs on, so a measured ceiling applies (`attnbench ceilings`): FP32 FFMA, tensor cores in
@@ -172,6 +173,11 @@ class Variant:
             unit=chosen.unit or self.unit,
             flavours={},
         )
+
+    @property
+    def kind(self) -> BackendKind:
+        """The facts of this variant's backend (what it needs, how it is timed, whether it is compiled)."""
+        return BACKEND_KINDS[self.backend]
 
     def runs_on(self, compute_capability: tuple[int, int] | None) -> bool:
         """Whether a GPU of this compute capability can run the variant (unknown: assume it can)."""

@@ -32,7 +32,8 @@ CSV_COLUMNS = (
     "p20_ms", "p80_ms", "noise", "samples", "outliers", "converged", "tflops", "peak_fraction", "ceiling",
     "ceiling_fraction", "compute_s",
     "compile_s", "baseline", "speedup", "speedup_error", "verdict", "check_passed", "max_abs_error",
-    "rel_l2_error", "message", "input_sha256", "gpu", "commit", "date",
+    "rel_l2_error", "message", "input_sha256", "gpu", "commit", "date", "against", "against_verdict",
+    "against_change", "against_regression",
 )
 
 
@@ -55,6 +56,8 @@ class CsvExporter:
     def rows(self, result: ResultSet, same_within: float = DEFAULT_SAME_WITHIN) -> Iterable[dict[str, Any]]:
         view = MatrixView(result, same_within=same_within)
         git = result.metadata.get("git") or {}
+        against = result.settings.get("against") or {}
+        against_cells = {(c["variant"], c["case"]): c for c in against.get("cells", [])}
         for cell in result.cells:
             case = result.case(cell.case)
             shape = case.shape if case else (cell.measurement.shape if cell.measurement else None)
@@ -81,6 +84,10 @@ class CsvExporter:
                     "ceiling": m.ceiling["name"] if m.ceiling else None,
                     "ceiling_fraction": m.ceiling["fraction"] if m.ceiling else None,
                 })
+            verdict = against_cells.get((cell.variant, cell.case))
+            if verdict is not None:
+                row.update({"against": against["saved"], "against_verdict": verdict["verdict"],
+                            "against_change": verdict["change"], "against_regression": verdict["regression"]})
             comparison = view.comparison(cell.variant, cell.case)
             if comparison is not None:
                 row.update({"speedup": comparison.speedup, "speedup_error": comparison.speedup_error,

@@ -8,7 +8,7 @@ from attnbench.analysis.ladder import has_ladder, ladder_steps, load_claims
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.analysis.view import MatrixView
 from attnbench.output.table import TableModel
-from attnbench.output.tables import grouped_notes, ladder_table, matrix_tables, scoreboard_table
+from attnbench.output.tables import against_table, grouped_notes, ladder_table, matrix_tables, scoreboard_table
 from attnbench.results.resultset import ResultSet
 
 
@@ -182,4 +182,9 @@ def markdown_document(result: ResultSet, same_within: float = DEFAULT_SAME_WITHI
     parts = result_section(result, "", same_within, level=2)
     if has_ladder(result):
         parts.append(ladder_section([result], same_within, level=2)[0])
+    against = result.settings.get("against")
+    if against:  # the verdicts against the saved run this one was measured against
+        where = f" (`{against['saved_path']}`)" if against.get("saved_path") else ""
+        parts.append(f"## Against {md_escape(against['saved'])}{where}\n\n{md_escape(against['summary'])}\n\n"
+                     + render(against_table(against)))
     return "\n\n".join(parts) + "\n"

@@ -160,9 +160,6 @@ def plots_for(result: ResultSet, folder: Path, stem: str) -> list[Path]:
         from attnbench.output.roofline import roofline_plot
 
         written.append(roofline_plot([result], folder / f"{stem}_roofline.png"))
-        from attnbench.output.roofline import roofline_plot
-
-        written.append(roofline_plot([result], folder / f"{stem}_roofline.png"))
     if has_ladder(result):
         gpu = (result.metadata.get("gpu") or {}).get("name", "CPU")
         written.append(ladder_bars(ladder_steps(result), folder / f"{stem}_ladder.png", gpu))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from attnbench import strict_json
 from attnbench.results.ceilings import CeilingSet
 from attnbench.explain.profile import VariantProfile
 from attnbench.files import write_text
@@ -96,6 +96,6 @@ def save_profile(document: dict, profiles: list[VariantProfile], tables: list[Ta
         write_text(csv_path, p.csv_text)
         document["variants"][index]["csv"] = csv_path.name
         written.append(csv_path)
-    write_text(folder / f"{stem}.json", json.dumps(document, indent=1))
+    write_text(folder / f"{stem}.json", strict_json.dumps(document))
     write_text(folder / f"{stem}.md", f"# {title}\n\n" + "\n\n".join(render(t, level=3) for t in tables) + "\n")
     return [folder / f"{stem}.json", folder / f"{stem}.md", *written]

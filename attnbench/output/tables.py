@@ -59,7 +59,10 @@ def measurement_table(m: Measurement) -> TableModel:
     table.add_row(f"{timed} min / max", f"{format_ms(k.min)} / {format_ms(k.max)}", "")
     noise = f"noise {noise_text(k.noise)} (95% interval of the median)" if math.isfinite(k.noise) else \
         "noise unknown (fewer than 6 samples)"
-    table.add_row(f"{timed} stddev", format_ms(k.stdev), f"{noise}, {k.outliers} outliers")
+    if k.count >= 2:
+        table.add_row(f"{timed} stddev", format_ms(k.stdev), f"{noise}, {k.outliers} outliers")
+    else:  # one sample has no spread: a 0.0000 ms here would claim a perfectly steady clock
+        table.add_row(f"{timed} stddev", "-", "one sample: no spread, noise unknown")
     peak = f"{100 * m.peak_fraction:.1f}% of FP32 peak (datasheet)" if m.peak_fraction is not None else ""
     if m.ceiling:  # a measured ceiling from `attnbench ceilings` replaces the datasheet figure
         peak = f"{100 * m.ceiling['fraction']:.1f}% of {m.ceiling['name']} (measured)"
@@ -78,7 +81,8 @@ def verify_table(report: VerifyReport, title: str) -> TableModel:
     verdict = Text(f"PASS ({report.rule()})", GOOD) if report.passed else Text(f"FAIL ({report.rule()})", BAD)
     table.add_row("verdict", verdict)
     table.add_row("max abs error", f"{report.max_abs_error:.6g}")
-    table.add_row("max relative error", f"{report.max_rel_error:.6g}")
+    if report.rtol:  # only a rule with rtol uses it: near zero crossings of the reference it means nothing
+        table.add_row("max relative error", f"{report.max_rel_error:.6g}")
     table.add_row("relative L2 error", f"{report.rel_l2_error:.6g}")
     table.add_row("NaN / Inf", f"{report.nan_count} / {report.inf_count}")
     table.add_row("failing elements", f"{report.failing} of {report.elements}")
@@ -340,19 +344,21 @@ def scoreboard_table(result: ResultSet, title: str) -> TableModel:
 
 
 # -- against a saved run -------------------------------------------------------------------------------------
-def against_table(report: AgainstReport) -> TableModel:
-    """Each cell against the saved run: saved and current medians, change, verdict."""
-    table = TableModel(f"against {report.saved_name}",
+def against_table(report: AgainstReport | dict) -> TableModel:
+    """Each cell against the saved run: saved and current medians, change, verdict. From the report, or
+    from the record a saved run keeps of it (`AgainstReport.to_dict`), so the terminal and the saved
+    Markdown draw the same table."""
+    record = report.to_dict() if isinstance(report, AgainstReport) else report
+    table = TableModel(f"against {record['saved']}",
                        [Column("variant"), Column("input"), Column("saved", right=True), Column("now", right=True),
                         Column("change", right=True), Column("verdict"), Column("note", wide=True)])
-    for row in report.rows:
-        saved = format_ms(row.saved.stats.median) if row.saved is not None and row.saved.ok and row.saved.stats else "-"
-        now = format_ms(row.current.stats.median) if row.current is not None and row.current.ok and row.current.stats else "-"
-        change = row.comparison.describe_change() if row.comparison is not None else ""
-        tone = BAD if row.regression or row.outcome in ("NOW WRONG", "STILL WRONG") else (
-            GOOD if row.outcome in ("FASTER", "FIXED") else "")
-        outcome = row.outcome + (" (regression)" if row.regression else "")
-        table.add_row(row.variant, row.case, saved, now, change, Text(outcome, tone), row.note)
+    for row in record["cells"]:
+        saved = format_ms(row["saved_ms"]) if row["saved_ms"] is not None else "-"
+        now = format_ms(row["now_ms"]) if row["now_ms"] is not None else "-"
+        tone = BAD if row["regression"] or row["verdict"] in ("NOW WRONG", "STILL WRONG") else (
+            GOOD if row["verdict"] in ("FASTER", "FIXED") else "")
+        outcome = row["verdict"] + (" (regression)" if row["regression"] else "")
+        table.add_row(row["variant"], row["case"], saved, now, row["change_text"], Text(outcome, tone), row["note"])
     return table
 
 

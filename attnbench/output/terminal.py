@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -25,8 +26,17 @@ from attnbench.output.tables import format_ms
 if TYPE_CHECKING:
     from attnbench.results.resultset import Cell
 
-console = Console()
-err_console = Console(stderr=True)
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader closed the pipe (`| head -1`): it has what it wanted, so exit 0, not rich's 1."""
+        try:
+            super().on_broken_pipe()  # sends later writes to /dev/null, then exits 1
+        except SystemExit:
+            raise SystemExit(0) from None
+
+
+console = _Console()
+err_console = _Console(stderr=True)
 
 
 _TONES = {GOOD: "green", BAD: "red", DIM: "dim"}
@@ -64,9 +74,18 @@ def print_warnings(warnings: list[str]) -> None:
         err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, soft_wrap=True)
 
 
+def _live() -> bool:
+    """Progress bars only on a terminal: piped stderr gets no cursor codes and no blank lines."""
+    return err_console.is_terminal
+
+
 @contextmanager
 def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]]:
-    """A progress bar on stderr; yields a function that advances it by n units."""
+    """A progress bar on stderr (nothing when stderr is not a terminal); yields a function that
+    advances it by n units."""
+    if not _live():
+        yield lambda n: None
+        return
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -84,7 +103,8 @@ def cell_line(cell: "Cell") -> str:
     """One finished cell, as the matrix prints it while it runs."""
     if cell.ok and cell.measurement is not None:
         k = cell.measurement.kernel
-        return (f"{cell.variant} on {cell.case}: {format_ms(k.median)} ±{100 * k.noise:.1f}% "
+        noise = f"±{100 * k.noise:.1f}%" if math.isfinite(k.noise) else "±?"  # as the tables write it
+        return (f"{cell.variant} on {cell.case}: {format_ms(k.median)} {noise} "
                 f"({k.count} samples), {cell.measurement.tflops:.3g} TFLOP/s")
     return f"{cell.variant} on {cell.case}: {cell.status.upper()} {cell.message}"
 
@@ -106,16 +126,19 @@ class MatrixProgress:
             console=err_console,
             transient=True,
         )
+        self._live = _live()  # piped stderr: the cell lines alone
         self._task: TaskID | None = None
         self._done = 0
         self._total = 0
 
     def __enter__(self) -> "MatrixProgress":
-        self._progress.start()
+        if self._live:
+            self._progress.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
+        if self._live:
+            self._progress.stop()
 
     def start(self, total_cells: int, total_work: float) -> None:
         self._total = total_cells
@@ -123,6 +146,9 @@ class MatrixProgress:
 
     @contextmanager
     def progress(self, description: str, total: int) -> Iterator[Callable[[int], None]]:
+        if not self._live:
+            yield lambda n: None
+            return
         task = self._progress.add_task(description, total=total, cells="")
         try:
             yield lambda n: self._progress.advance(task, n)
@@ -138,4 +164,4 @@ class MatrixProgress:
         if self._task is not None:
             self._progress.update(self._task, advance=work, cells=f"{self._done}/{self._total} cells")
         if not self.quiet and cell.status != "refused":
-            self._progress.console.print(escape(cell_line(cell)), highlight=False)
+            err_console.print(escape(cell_line(cell)), highlight=False, soft_wrap=True)

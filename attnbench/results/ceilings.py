@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attnbench import strict_json
 from attnbench.errors import KernelCompileError
 
 CACHE_ENV = "ATTNBENCH_CACHE"
@@ -101,7 +102,7 @@ def save(ceilings: CeilingSet) -> Path:
     path = cache_path(ceilings.gpu, ceilings.driver)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(ceilings.to_dict(), indent=1))
+    tmp.write_text(strict_json.dumps(ceilings.to_dict()))
     tmp.replace(path)
     return path
 
@@ -110,7 +111,7 @@ def load_cached(gpu: str, driver: str | int) -> CeilingSet | None:
     """The cached set for exactly this GPU and driver; None when absent or unreadable."""
     path = cache_path(gpu, driver)
     try:
-        return CeilingSet.from_dict(json.loads(path.read_text()))
+        return CeilingSet.from_dict(strict_json.restore(json.loads(path.read_text())))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -146,7 +147,7 @@ def newest_for_name(name: str | None) -> CeilingSet | None:
     found = []
     for path in cache_dir().glob(f"ceilings_{_slug(name)}_driver-*.json"):
         try:
-            found.append(CeilingSet.from_dict(json.loads(path.read_text())))
+            found.append(CeilingSet.from_dict(strict_json.restore(json.loads(path.read_text()))))
         except (OSError, ValueError, KeyError, TypeError):
             continue
     found = [c for c in found if c.gpu == name]

@@ -10,12 +10,12 @@ schema version or older and refuses newer ones in one sentence.
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from attnbench import strict_json
 from attnbench.cases.inputs import CaseInfo
 from attnbench.errors import ResultsError
 from attnbench.results.measurement import Measurement
@@ -164,30 +164,6 @@ class ResultSet:
         )
 
 
-def _finite(value: Any) -> Any:
-    """JSON has no NaN or Infinity: store them as strings that `_restore` turns back."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-_SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def _restore(value: Any) -> Any:
-    if isinstance(value, str) and value in _SPECIAL:
-        return _SPECIAL[value]
-    if isinstance(value, dict):
-        return {k: _restore(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_restore(v) for v in value]
-    return value
-
-
 # An array of numbers as indent spreads it, one element a line (a raw newline never occurs inside a JSON string).
 _SPREAD_NUMBER_ARRAY = re.compile(r"\[\n[-0-9.eE+,\s]*\]")
 
@@ -195,7 +171,7 @@ _SPREAD_NUMBER_ARRAY = re.compile(r"\[\n[-0-9.eE+,\s]*\]")
 def dumps(result: ResultSet) -> str:
     """The JSON text of a result set (strict JSON: non-finite numbers become strings). Arrays of numbers
     (a cell's timing samples) stay on one line: one sample a line made a square-lab sweep 1.6x larger."""
-    text = json.dumps(_finite(result.to_dict()), indent=1, allow_nan=False)
+    text = strict_json.dumps(result.to_dict())
     return _SPREAD_NUMBER_ARRAY.sub(lambda found: " ".join(found.group(0).split()), text)
 
 
@@ -214,7 +190,7 @@ def loads(text: str, source: str = "results") -> ResultSet:
             "upgrade attnbench"
         )
     try:
-        return ResultSet.from_dict(_restore(data))
+        return ResultSet.from_dict(strict_json.restore(data))
     except (KeyError, TypeError, ValueError) as exc:
         raise ResultsError(f"{source}: malformed results file ({type(exc).__name__}: {exc})") from None
 
@@ -225,6 +201,8 @@ def load(path: str | Path) -> ResultSet:
         text = path.read_text()
     except FileNotFoundError:
         raise ResultsError(f"{path}: no such results file") from None
+    except UnicodeDecodeError:
+        raise ResultsError(f"{path}: not a JSON file (it is not text)") from None
     result = loads(text, str(path))
     result.path = path
     return result

@@ -44,7 +44,7 @@ class CellPlan:
     @classmethod
     def of(cls, variants: list[Variant], policy: Callable[[Variant], TimingPolicy], check: tuple,
            lab_timing: bool = False) -> "CellPlan":
-        programs = {v.name: str(v.source) for v in variants if v.backend == "program"}
+        programs = {v.name: str(v.source) for v in variants if v.kind.whole_program}
         return cls(tuple(v.name for v in variants), {v.name: policy(v) for v in variants}, check, lab_timing,
                    programs)
 
@@ -103,7 +103,7 @@ def group_work(variants: list[Variant], bench_input: BenchInput) -> float:
 def cell_seconds(variant: Variant, bench_input: BenchInput) -> float:
     """A rough time for one cell with its kernel compiled (host variants far slower)."""
     shape = bench_input.shape
-    if variant.backend == "cpu":
+    if variant.kind.runs_on_host:
         return 0.2 + 2 * shape.flops / 5e9
     return CELL_FLOOR_S + HOST_S_PER_ELEMENT * shape.elements + 10 * shape.flops / GPU_FLOPS_RATE
 
@@ -152,13 +152,13 @@ def _gpu_uuid(gpu: Any) -> str | None:
 def open_device(device: Device, variants: list[Variant]) -> OpenDevice:
     """Open the device a worker runs on (a GPU only when some variant needs one)."""
     if device.stand_in:
-        if any(v.backend != "cpu" for v in variants):
+        if any(not v.kind.runs_on_host for v in variants):
             raise UsageError("cpu workers standing in for GPUs run only the cpu variant")
         return OpenDevice(None, {"index": device.index, "name": STAND_IN_NAME, "uuid": None})
-    if all(v.backend == "cpu" for v in variants):
+    if all(v.kind.runs_on_host for v in variants):
         return OpenDevice(None, None)
     torch_versions = None
-    if any(v.backend == "torch" for v in variants):
+    if any(v.kind.needs_torch for v in variants):
         from attnbench.backends.torch_peer import import_torch
         from attnbench.results.metadata import torch_versions_of
 

@@ -93,7 +93,7 @@ def run_spread(kind: str, variants: list[Variant], inputs: list[BenchInput], pla
         return _finish(lambda: execute(run, listener, notice), kind, variants, record, "slurm")
     assert placement.gpus is not None
     devices = devices_for(placement.gpus)
-    if any(d.stand_in for d in devices) and any(v.backend != "cpu" for v in variants):
+    if any(d.stand_in for d in devices) and any(not v.kind.runs_on_host for v in variants):
         raise UsageError("cpu workers standing in for GPUs run only the cpu variant")
     if before_run is not None:
         before_run(first_device_facts(devices), inputs)

@@ -21,7 +21,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from attnbench.spread.cellgroups import CellPlan, Device, GroupReport, node_input, open_device, run_case_group
 from attnbench.spread.cellgroups import group_seconds as cells_seconds
@@ -105,7 +105,7 @@ def group_seconds(variants: list[Variant], bench_input: BenchInput) -> float:
     cells = cells_seconds(variants, bench_input)
     if not cells:
         return 0.0
-    builds = sum(1 for v in variants if v.refusal(bench_input.shape) is None and v.backend == "gpu")
+    builds = sum(1 for v in variants if v.refusal(bench_input.shape) is None and v.kind.compiled)
     return 1.0 + bench_input.shape.flops / 2e10 + COLD_COMPILE_S * builds + cells
 
 
@@ -157,27 +157,35 @@ def _submitit() -> Any:
     return submitit
 
 
-def submit(run: SlurmRun, which: list[int]) -> None:
-    """Submit the jobs `which` as one array; their ids are saved in the run's record."""
+def submit_array(folder: Path, options: SlurmOptions, job_name: str,
+                 calls: list[tuple[Callable[..., Any], tuple]]) -> list[str]:
+    """Submit one job per (function, arguments) as one array; returns their Slurm ids, in order."""
     submitit = _submitit()
-    executor = submitit.SlurmExecutor(folder=run.folder, max_num_timeout=0)
-    parameters: dict[str, Any] = {"time": run.options.time_min, "array_parallelism": run.options.array_parallelism,
-                                  "job_name": f"attnbench-{run.kind}", "nodes": 1, "ntasks_per_node": 1}
-    if run.options.partition:
-        parameters["partition"] = run.options.partition
-    if run.options.gres:
-        parameters["gres"] = run.options.gres
+    executor = submitit.SlurmExecutor(folder=folder, max_num_timeout=0)
+    parameters: dict[str, Any] = {"time": options.time_min, "array_parallelism": options.array_parallelism,
+                                  "job_name": job_name, "nodes": 1, "ntasks_per_node": 1}
+    if options.partition:
+        parameters["partition"] = options.partition
+    if options.gres:
+        parameters["gres"] = options.gres
     executor.update_parameters(**parameters)
     try:
         with executor.batch():
-            jobs = [executor.submit(run_job, run.plan, [run.inputs[i] for i in run.groups[j]]) for j in which]
+            jobs = [executor.submit(function, *arguments) for function, arguments in calls]
     except Exception as exc:  # sbatch refused: no such partition, no controller, ...
         detail = getattr(exc, "stderr", None) or getattr(exc, "output", None) or exc
         raise SlurmUnavailable(f"sbatch refused the jobs: {str(detail).strip()}") from None
+    return [job.job_id for job in jobs]
+
+
+def submit(run: SlurmRun, which: list[int]) -> None:
+    """Submit the jobs `which` as one array; their ids are saved in the run's record."""
+    ids = submit_array(run.folder, run.options, f"attnbench-{run.kind}",
+                       [(run_job, (run.plan, [run.inputs[i] for i in run.groups[j]])) for j in which])
     while len(run.job_ids) < len(run.groups):
         run.job_ids.append(None)
-    for j, job in zip(which, jobs):
-        run.job_ids[j] = job.job_id
+    for j, job_id in zip(which, ids):
+        run.job_ids[j] = job_id
     run.save()
 
 
@@ -194,25 +202,26 @@ def squeue_states() -> dict[str, str] | None:
     return dict(line.split()[:2] for line in done.stdout.splitlines() if len(line.split()) >= 2)
 
 
-def _result_file(run: SlurmRun, j: int) -> Path:
-    return run.folder / f"{run.job_ids[j]}_0_result.pkl"
+def result_file(folder: Path, job_id: str | None) -> Path:
+    """Where submitit leaves a job's pickled result."""
+    return Path(folder) / f"{job_id}_0_result.pkl"
 
 
-def _outcome(run: SlurmRun, j: int) -> dict[str, Any]:
+def read_outcome(folder: Path, job_id: str | None) -> dict[str, Any]:
     """A finished job's result, or {"error": ...} saying why it has none."""
     try:
-        outcome, value = pickle.loads(_result_file(run, j).read_bytes())
+        outcome, value = pickle.loads(result_file(folder, job_id).read_bytes())
     except Exception as exc:
-        return {"error": f"Slurm job {run.job_ids[j]}: unreadable result ({type(exc).__name__}: {exc})"}
+        return {"error": f"Slurm job {job_id}: unreadable result ({type(exc).__name__}: {exc})"}
     if outcome != "success":
         last = [line for line in str(value).strip().splitlines() if line.strip()][-1:] or ["no trace"]
-        return {"error": f"Slurm job {run.job_ids[j]} failed: {last[0].strip()}"}
+        return {"error": f"Slurm job {job_id} failed: {last[0].strip()}"}
     return value
 
 
-def _log_tail(run: SlurmRun, j: int) -> str:
+def _log_tail(folder: Path, job_id: str | None) -> str:
     for suffix in ("err", "out"):
-        path = run.folder / f"{run.job_ids[j]}_0_log.{suffix}"
+        path = Path(folder) / f"{job_id}_0_log.{suffix}"
         if path.exists():
             lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
             if lines:
@@ -220,40 +229,52 @@ def _log_tail(run: SlurmRun, j: int) -> str:
     return ""
 
 
-def collect(run: SlurmRun, listener: MatrixListener, sleep: Callable[[float], None] = time.sleep) -> dict[int, dict]:
+Key = TypeVar("Key")
+
+
+def wait_for_jobs(folder: Path, job_ids: dict[Key, str | None], options: SlurmOptions,
+                  on_result: Callable[[Key, dict], None] = lambda key, result: None,
+                  sleep: Callable[[float], None] = time.sleep) -> dict[Key, dict]:
     """Wait for every job's result; a job that leaves the queue without one is reported lost."""
-    outstanding = set(range(len(run.groups)))
-    results: dict[int, dict] = {}
-    lost_since: dict[int, float] = {}
+    outstanding = set(job_ids)
+    results: dict[Key, dict] = {}
+    lost_since: dict[Key, float] = {}
     squeue_ok = time.monotonic()
     while outstanding:
         states = squeue_states()
         now = time.monotonic()
-        if states is None and now - squeue_ok > run.options.squeue_timeout_s:
-            raise SlurmUnavailable(f"squeue has not answered for {run.options.squeue_timeout_s:.0f} s; the jobs "
-                                   f"may still run: finish the run with --resume {run.folder}")
+        if states is None and now - squeue_ok > options.squeue_timeout_s:
+            raise SlurmUnavailable(f"squeue has not answered for {options.squeue_timeout_s:.0f} s; the jobs "
+                                   f"may still run: finish the run with --resume {folder}")
         if states is not None:
             squeue_ok = now
-        for j in sorted(outstanding):
-            if _result_file(run, j).exists():
-                results[j] = _outcome(run, j)
-            elif states is not None and states.get(str(run.job_ids[j])) not in ACTIVE:
-                since = lost_since.setdefault(j, now)
-                state = states.get(str(run.job_ids[j]), "gone from the queue")
+        for key in sorted(outstanding, key=str):
+            job_id = job_ids[key]
+            if result_file(folder, job_id).exists():
+                results[key] = read_outcome(folder, job_id)
+            elif states is not None and states.get(str(job_id)) not in ACTIVE:
+                since = lost_since.setdefault(key, now)
+                state = states.get(str(job_id), "gone from the queue")
                 grace = 5.0 if state in ("FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY") else \
-                    run.options.lost_after_s
+                    options.lost_after_s
                 if now - since < grace:
                     continue
-                results[j] = {"error": f"Slurm job {run.job_ids[j]} ended ({state}) without a result"
-                                       + _log_tail(run, j)}
+                results[key] = {"error": f"Slurm job {job_id} ended ({state}) without a result"
+                                         + _log_tail(folder, job_id)}
             else:
-                lost_since.pop(j, None)
+                lost_since.pop(key, None)
                 continue
-            outstanding.discard(j)
-            _report(run, j, results[j], listener)
+            outstanding.discard(key)
+            on_result(key, results[key])
         if outstanding:
-            sleep(run.options.poll_s)
+            sleep(options.poll_s)
     return results
+
+
+def collect(run: SlurmRun, listener: MatrixListener, sleep: Callable[[float], None] = time.sleep) -> dict[int, dict]:
+    """Wait for every job's result; a job that leaves the queue without one is reported lost."""
+    return wait_for_jobs(run.folder, {j: run.job_ids[j] for j in range(len(run.groups))}, run.options,
+                         lambda j, result: _report(run, j, result, listener), sleep)
 
 
 def _job_cells(run: SlurmRun, j: int, result: dict) -> list[Cell]:
@@ -322,14 +343,15 @@ def execute(run: SlurmRun, listener: MatrixListener | None = None,
     else:
         states = squeue_states() or {}
         again = [j for j in range(len(run.groups))
-                 if not _result_file(run, j).exists() and states.get(str(run.job_ids[j])) not in ACTIVE]
+                 if not result_file(run.folder, run.job_ids[j]).exists() and states.get(str(run.job_ids[j])) not in ACTIVE]
         if again:
             submit(run, again)
             notice(f"resubmitted {len(again)} of {len(run.groups)} job(s) that had no result")
     try:
         results = collect(run, listener)
     except KeyboardInterrupt:
-        done = {j: _outcome(run, j) for j in range(len(run.groups)) if _result_file(run, j).exists()}
+        done = {j: read_outcome(run.folder, run.job_ids[j]) for j in range(len(run.groups))
+                if result_file(run.folder, run.job_ids[j]).exists()}
         raise MatrixInterrupted(f"interrupted; the Slurm jobs keep running: finish the run with --resume {run.folder}",
                                 *merged(run, done)) from None
     return merged(run, results)

@@ -32,7 +32,7 @@ from attnbench.spread.cellgroups import (
     parse_device_list,
     run_case_group,
 )
-from attnbench.bench.matrix import MatrixListener, QuietListener, _cell_work
+from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, QuietListener, _cell_work
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.errors import AttnbenchError, GpuUnavailable
 from attnbench.host_threads import claim_share
@@ -43,16 +43,6 @@ from attnbench.results.resultset import ERROR, REFUSED, Cell
 CPU_WORKERS_ENV = "ATTNBENCH_CPU_WORKERS"
 MAX_RESTARTS = 3  # a device whose worker dies more often than this is given up
 POLL_S = 0.2
-
-
-class MatrixInterrupted(AttnbenchError):
-    """Ctrl-C during a spread-out run: `cases` and `cells` hold what was measured."""
-
-    exit_code = 130
-
-    def __init__(self, message: str, cases: list[CaseInfo], cells: list[Cell], devices: "DeviceSummary") -> None:
-        super().__init__(message)
-        self.cases, self.cells, self.devices = cases, cells, devices
 
 
 def devices_for(spec: str) -> list[Device]:

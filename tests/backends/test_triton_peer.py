@@ -290,7 +290,7 @@ EXECUTION_ON_THE_HOST = textwrap.dedent("""
     torch.cuda.is_available = lambda: True  # the interpreter computes on host tensors
     from attnbench.backends import triton_peer
     from attnbench.backends.base import HostClock
-    from attnbench.backends.factory import make_execution
+    from attnbench.backends.registry import make_execution
     from attnbench.bench.sampler import TimingPolicy, sample_execution
     from attnbench.bench.verify import compare_outputs
     from attnbench.cases.reference import reference_output
@@ -434,7 +434,7 @@ def test_the_float32_flavours_keep_a_safe_softmax_on_large_scores(gpu, name, kin
 @pytest.mark.gpu
 def test_a_second_execution_reads_the_tuned_tiles(gpu, rng):
     _gpu_torch(gpu)
-    from attnbench.backends.factory import make_execution
+    from attnbench.backends.registry import make_execution
     from tests.conftest import random_testcase
 
     tc = random_testcase(3, 300, 64, rng)

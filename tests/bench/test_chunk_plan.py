@@ -93,7 +93,8 @@ def test_any_shape_gives_a_consistent_plan(B, N, d, keep, target, depth):
     assert plan.ring_bytes <= budget or (plan.items_per_chunk == 1 and plan.depth == 1)
 
 
-def test_only_gpu_variants_on_files_get_a_plan(tmp_path):
+def test_only_gpu_variants_on_files_get_a_plan(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path))  # a data folder of its own: odd_17x48 is not on disk
     case = suite.get_case("odd_100x32")
     suite.generate_input(case)
     on_disk = SuiteInput(case)

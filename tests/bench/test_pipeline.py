@@ -122,3 +122,18 @@ def test_host_memory_is_the_ring_and_the_kept_output_not_the_input(tmp_path):
             tracemalloc.stop()
     assert peak <= plan.ring_bytes + (1 << 20), (peak, plan.ring_bytes)
     assert peak < 0.2 * 12 * shape.elements
+
+
+def test_the_pipeline_counts_every_non_finite_element_it_writes(tmp_path):
+    shape = Shape(5, 6, 4)
+    testcase, path = make_input(tmp_path, shape.B, shape.N, shape.d)
+    testcase.qkv[0, 0, 1, 2] = np.nan  # Q of item 0: one NaN out
+    testcase.qkv[3, 1, 0, 0] = np.inf  # K of item 3: one Inf out
+    testcase.qkv[4, 2, 5, 3] = -np.inf  # V of item 4: one Inf out
+    write_testcase(path, testcase)
+    plan = ChunkPlan(shape, 2, 2, keep_output=False)
+    device = FakeStages(shape, plan.chunks, 2, 2, Log())
+    with TestcaseFile(path, threads=1) as source:
+        clocks = []
+        atomic_write(tmp_path / "out.bin", lambda f: clocks.append(run_pipeline(plan, source, device, f, None)))
+    assert clocks[0].nonfinite == 3 == int(np.count_nonzero(~np.isfinite(fake_kernel(testcase.qkv))))

@@ -48,3 +48,12 @@ def test_out_of_memory_is_refused_before_allocating(gpu, rng):
     tc = random_testcase(1, 8192, 1, rng)
     with pytest.raises(DeviceMemoryError, match=r"needs .* GiB of device memory .* GiB free"):
         run_variant(greedy, tc, "rand", gpu, TimingPolicy(warmup=0, reps=1))
+
+
+def test_an_output_holding_nan_is_counted_without_a_check(rng):
+    tc = random_testcase(3, 16, 8, rng)
+    tc.qkv[1, 1, 5, 2] = np.nan  # one K element of item 1: every row of item 1 turns NaN
+    run = run_variant(get_variant("cpu"), tc, "nan", None, TimingPolicy(warmup=0, reps=1, flush_l2=False))
+    assert run.check is not None and not run.check.passed
+    assert run.measurement.nonfinite == 16 * 8 == int(np.count_nonzero(~np.isfinite(run.output)))
+    assert np.isfinite(run.output[[0, 2]]).all()

@@ -290,3 +290,15 @@ def test_the_report_does_not_depend_on_the_number_of_threads(sides, chunk, atol,
     assert reports[0]["failing"] == bad.size
     assert [m["index"] for m in reports[0]["first_failures"]] == bad[:3].tolist()
     assert reports[0]["worst"]["index"] == int(np.argmax(diff))
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_the_tolerance_boundary_with_rtol_passes_and_one_ulp_beyond_fails(sign):
+    """Exactly representable values: |1.5 - 1.0| = 0.5 = atol + rtol * |ref| with atol = rtol = 0.25."""
+    ref = np.full((1, 2, 2), sign * 1.0, np.float32)
+    out = np.full((1, 2, 2), sign * 1.5, np.float32)
+    assert compare_outputs(out, ref, atol=0.25, rtol=0.25).passed
+    out[0, 1, 1] = np.nextafter(np.float32(sign * 1.5), np.float32(sign * 2.0))
+    report = compare_outputs(out, ref, atol=0.25, rtol=0.25)
+    assert not report.passed and report.failing == 1
+    assert not compare_outputs(np.full((1, 2, 2), sign * 1.5, np.float32), ref, atol=0.25, rtol=0.0).passed

@@ -273,3 +273,52 @@ def test_a_reference_is_held_in_float32_before_it_is_written(monkeypatch, tmp_pa
     monkeypatch.setattr(suite, "write_output", lambda path, out: (handed.append(out.dtype), real_write_output(path, out)))
     suite.generate_reference(case)
     assert handed == [np.float32] and suite.has_reference(case)
+
+
+def test_one_parser_of_case_lists_expands_ranges(tmp_path, monkeypatch):
+    assert suite.case_parts("t01-t03, odd_17x48,,") == ["t01", "t02", "t03", "odd_17x48"]
+    assert suite.case_parts("t09-10") == ["t09", "t10"]
+    assert suite.case_parts(["t09-t10", "course"]) == ["t09", "t10", "course"]
+    for bad in ("t29-t31", "t03-t01", "t01-sq63"):
+        with pytest.raises(UnknownName, match=bad):
+            suite.case_parts(bad)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t01-t03").write_bytes(b"")
+    assert suite.case_parts("t01-t03") == ["t01-t03"]  # a file named like a range is the file
+
+
+def test_every_command_takes_the_same_case_lists(tmp_path):
+    from click.testing import CliRunner
+
+    import attnbench
+    from attnbench.cases.inputs import inputs_for
+    from attnbench.cli import main
+
+    assert [c.name for c in suite.cases_in(["t01-t02"])] == ["t01", "t02"]
+    assert [i.label for i in inputs_for(["t01-t02", "t02"])] == ["t01", "t02"]
+    result = CliRunner().invoke(main, ["gen", "t01-t02", "--no-reference"])
+    assert result.exit_code == 0, result.output
+    assert suite.is_generated(suite.SUITE["t01"]) and suite.is_generated(suite.SUITE["t02"])
+    result = CliRunner().invoke(main, ["cases", "t01-t03"])
+    assert result.exit_code == 0 and all(n in result.output for n in ("t01", "t02", "t03"))
+    rs = attnbench.compare(["cpu"], ["odd_17x48"], timing=attnbench.api.TimingOptions(reps=2))
+    assert [c.case for c in rs.cells] == ["odd_17x48"]
+
+
+def test_generation_leaves_no_lock_file(private_data_dir):
+    case = suite.get_case("odd_17x48")
+    suite.generate_input(case, force=True)
+    suite.generate_reference(case, force=True)
+    assert not list(Path(private_data_dir).glob(".*.lock"))
+
+
+def test_an_input_changed_in_place_is_named(private_data_dir):
+    case = suite.get_case("odd_33x64")
+    path = suite.generate_input(case, force=True)
+    suite.check_input_bytes(case)  # as generated: nothing to say
+    data = bytearray(path.read_bytes())
+    data[100] ^= 0x40  # same size, one bit changed
+    path.write_bytes(bytes(data))
+    with pytest.raises(TestcaseError, match=f"{re.escape(str(path))}: its bytes are not those recorded"):
+        suite.check_input_bytes(case)
+    suite.generate_input(case, force=True)

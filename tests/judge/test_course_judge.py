@@ -14,7 +14,6 @@ from click.testing import CliRunner
 from attnbench.judge import course_judge as judging
 from attnbench.cases import suite
 from attnbench.cli import main
-from attnbench.errors import UnknownName
 from attnbench.results import resultset as results
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -182,12 +181,9 @@ def test_bad_usage_is_one_line_and_exit_2_or_3(cli, tmp_path, args, code, words)
     assert "Traceback" not in result.output and result.exception is None or isinstance(result.exception, SystemExit)
 
 
-def test_ranges_expand_to_suite_names():
-    assert judging.expand_ranges("t01-t03,odd_17x48") == "t01,t02,t03,odd_17x48"
-    assert judging.expand_ranges("t09-10") == "t09,t10"
-    with pytest.raises(UnknownName):
-        judging.expand_ranges("t29-t31")
+def test_the_judge_takes_case_lists_as_every_command_does():
     assert [i.label for i in judging.cases_for("t28-t30")] == ["t28", "t29", "t30"]
+    assert [i.label for i in judging.cases_for(["t28-t29", "odd_17x48"])] == ["t28", "t29", "odd_17x48"]
 
 
 def test_course_limits_belong_to_t01_to_t30():

@@ -22,6 +22,18 @@ def test_allowed_formulas_evaluate_as_integer_arithmetic(text, shape, value):
     assert parse_expression(text)(*shape) == value
 
 
+@pytest.mark.parametrize("text, shape, value", [
+    ("N // 2", (1, 7, 1), 3),
+    ("-N // 2", (1, 7, 1), -4),  # floor division rounds down, not toward zero
+    ("N % 4", (1, 7, 1), 3),
+    ("cdiv(N, 2)", (1, 7, 1), 4),
+    ("B * N * d * 3 // 3", (2**20 + 1, 2**20 + 3, 2**13 + 5), (2**20 + 1) * (2**20 + 3) * (2**13 + 5)),  # > 2**53
+])
+def test_launch_facts_are_exact_ints_on_fixed_cases(text, shape, value):
+    got = parse_expression(text)(*shape)
+    assert type(got) is int and got == value
+
+
 @pytest.mark.parametrize("text, words", [
     ("__import__('os').system('true')", "only the calls"),
     ("__import__('os')", "only the calls"),

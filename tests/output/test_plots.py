@@ -37,3 +37,9 @@ def test_ceilings_known_for_the_h200():
     r = result_set({"a": {"t10": 1.0}}, {"t10": COURSE_SHAPES["t10"]})
     names = [name for name, _ in plots.device_ceilings(r)]
     assert "FP32 FFMA (register chains)" in names and "FP32 peak from the clocks" in names
+
+
+def test_each_plot_is_written_and_listed_once(tmp_path):
+    r = result_set({"a": {"t10": 1.0, "t11": 2.0}}, {k: COURSE_SHAPES[k] for k in ("t10", "t11")})
+    written = plots.plots_for(r, tmp_path, "x")
+    assert len(written) == len(set(written)) and tmp_path / "x_roofline.png" in written

@@ -40,3 +40,24 @@ def test_no_ceiling_table_when_no_ceiling_was_measured():
     assert not any("ceiling" in table.title for table in matrix_tables(view))
     _with_ceilings(result, {("qreg", "t10"): 0.16})
     assert any("ceiling" in table.title for table in matrix_tables(MatrixView(result)))
+
+
+def test_one_sample_shows_no_stddev_and_a_relative_error_only_where_the_rule_uses_it():
+    import numpy as np
+
+    from attnbench.bench.verify import compare_outputs
+    from attnbench.cases.testcase import Shape
+    from attnbench.output.tables import measurement_table, verify_table
+    from attnbench.results.measurement import Measurement
+    from attnbench.results.stats import KernelStats
+
+    one = Measurement(variant="cpu", case="t02", shape=Shape(1, 2, 2), device="CPU", compute_s=0.1,
+                      kernel=KernelStats([1.5]))
+    stddev = [r for r in _rows(measurement_table(one)) if r[0] == "pass stddev"]
+    assert stddev == [["pass stddev", "-", "one sample: no spread, noise unknown"]]
+    ref = np.array([[[1e-9, 1.0], [2.0, 3.0]]], np.float32)
+    out = ref + np.float32(1e-4)
+    absolute = [r[0] for r in _rows(verify_table(compare_outputs(out, ref), "t"))]
+    assert "max relative error" not in absolute and "max abs error" in absolute
+    relative = [r[0] for r in _rows(verify_table(compare_outputs(out, ref, rtol=0.01), "t"))]
+    assert "max relative error" in relative

@@ -1,0 +1,75 @@
+"""Ranking a scoreboard: more cases passed first, then less total time; times within the noise tie.
+
+The rule, stated once (and saved with every scoreboard):
+1. Rows are ranked within each GPU kind apart: times on different GPUs are not compared.
+2. A row that passed more cases ranks higher.
+3. Among rows with as many cases passed, a lower total time (of the cases passed) ranks higher, unless
+   the two totals are within the noise of each other: then they share a rank (competition ranking:
+   1, 2, 2, 4). The noise is the larger of `TIE_WITHIN` of the faster total and the spread its
+   rerun cases showed (their runs' max - min, summed over the cases).
+4. A submission that did not build, or passed nothing, is unranked.
+"""
+
+from __future__ import annotations
+
+from attnbench.results.scoreboard import Scoreboard, SubmissionRow
+
+TIE_WITHIN = 0.02  # one wall-clock run of a whole program varies by a percent or two on a quiet machine
+RANKING_RULE = ("ranked within each GPU kind: more cases passed first, then less total time of the cases passed; "
+                f"totals within the noise (the larger of {TIE_WITHIN:.0%} and the spread of the rerun cases) tie")
+
+
+def _spread_s(row: SubmissionRow) -> float:
+    return sum(max(e.runs_s) - min(e.runs_s) for e in row.entries.values() if e.passed and len(e.runs_s) > 1)
+
+
+def _tied(faster: SubmissionRow, slower: SubmissionRow) -> bool:
+    if faster.passed != slower.passed:
+        return False
+    noise = max(TIE_WITHIN * faster.total_s, _spread_s(faster), _spread_s(slower))
+    return slower.total_s - faster.total_s <= noise
+
+
+def order(rows: list[SubmissionRow]) -> list[SubmissionRow]:
+    """Rows in ranking order (unranked ones last, by name)."""
+    ranked = [r for r in rows if r.built and r.passed > 0]
+    unranked = [r for r in rows if not (r.built and r.passed > 0)]
+    ranked.sort(key=lambda r: (-r.passed, r.total_s, r.name))
+    unranked.sort(key=lambda r: (not r.built, -r.passed, r.name))
+    return ranked + unranked
+
+
+def rank(board: Scoreboard) -> Scoreboard:
+    """Set every row's rank and tie flag by the rule above, per GPU kind; rows come back in ranking order."""
+    kinds = board.gpu_kinds
+    groups = [[row for row in board.rows if row.gpu == gpu] for gpu in kinds]
+    groups.append([row for row in board.rows if row.gpu not in kinds])  # never judged: unranked, last
+    ordered: list[SubmissionRow] = []
+    for group in map(order, groups):
+        previous: SubmissionRow | None = None
+        for position, row in enumerate(group, start=1):
+            row.tied = False
+            if not (row.built and row.passed > 0):
+                row.rank = None
+                continue
+            if previous is not None and previous.rank is not None and _tied(previous, row):
+                row.rank, row.tied, previous.tied = previous.rank, True, True
+            else:
+                row.rank = position
+            previous = row
+        ordered.extend(group)
+    board.rows = ordered
+    board.settings["ranking"] = RANKING_RULE
+    return board
+
+
+def top_rows(board: Scoreboard, count: int) -> list[SubmissionRow]:
+    """The rows worth rerunning: the first `count` ranked rows of each GPU kind, and any row tied with them."""
+    chosen: list[SubmissionRow] = []
+    for gpu in board.gpu_kinds:
+        group = [r for r in board.rows if r.gpu == gpu and r.rank is not None]
+        if not group:
+            continue
+        cutoff = group[min(count, len(group)) - 1].rank
+        chosen.extend(r for r in group if r.rank is not None and cutoff is not None and r.rank <= cutoff)
+    return chosen

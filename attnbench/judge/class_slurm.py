@@ -1,0 +1,170 @@
+"""A class judged over a Slurm cluster through submitit: one job per submission, then one per rerun row.
+
+Each job builds its submission in a folder of its own on the node and judges it on every case (suite
+inputs are generated on the node from their seeds; a user's own input file must be on a shared file
+system), and sends back only its row. Once every first job has answered, the rows are ranked, the top
+ones go out again as rerun jobs (each passed case run until it has three runs), and the rows are ranked
+once more. The jobs folder holds the run's record (`attnbench-class.pkl`), submitit's files and Slurm's
+logs, so `resume_class(folder)` finishes a run that was interrupted or lost jobs: what came back is
+kept, the rest is submitted again.
+"""
+
+from __future__ import annotations
+
+import pickle
+import socket
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from attnbench.analysis.ranking import rank, top_rows
+from attnbench.cases.inputs import BenchInput
+from attnbench.errors import ResultsError
+from attnbench.judge.classroom import ClassListener, ClassSettings, gpu_name, judge_submission, new_board, rerun_row
+from attnbench.judge.course_judge import prepare_case
+from attnbench.judge.submissions import Submission
+from attnbench.results.scoreboard import Scoreboard, SubmissionRow
+from attnbench.spread.slurm import ACTIVE, SlurmOptions, result_file, squeue_states, submit_array, wait_for_jobs
+
+CLASS_RUN_FILE = "attnbench-class.pkl"
+
+
+@dataclass
+class ClassRun:
+    """What the jobs folder records of a class run: enough to collect or resume it."""
+
+    submissions: list[Submission]
+    inputs: list[BenchInput]
+    settings: ClassSettings
+    options: SlurmOptions
+    metadata: dict[str, Any]
+    first_ids: dict[str, str | None] = field(default_factory=dict)  # submission -> its judging job
+    rerun_ids: dict[str, str | None] = field(default_factory=dict)  # submission -> its rerun job
+    rows: dict[str, SubmissionRow] = field(default_factory=dict)  # the first jobs' rows, once all are back
+
+    @property
+    def folder(self) -> Path:
+        assert self.options.folder is not None
+        return Path(self.options.folder)
+
+    def save(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        temporary = self.folder / (CLASS_RUN_FILE + ".tmp")
+        temporary.write_bytes(pickle.dumps(self))
+        temporary.replace(self.folder / CLASS_RUN_FILE)
+
+
+def load_class_run(folder: str | Path) -> ClassRun:
+    path = Path(folder) / CLASS_RUN_FILE
+    try:
+        run = pickle.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise ResultsError(f"{folder}: not an attnbench class jobs folder (no {CLASS_RUN_FILE})") from None
+    except Exception as exc:
+        raise ResultsError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
+    if not isinstance(run, ClassRun):
+        raise ResultsError(f"{path}: not an attnbench class run")
+    run.options = replace(run.options, folder=Path(folder))  # the folder may have moved
+    return run
+
+
+# -- on the node -----------------------------------------------------------------------------------
+def submission_job(submission: Submission, inputs: list[BenchInput], settings: ClassSettings) -> dict[str, Any]:
+    """One Slurm job: build the submission and judge it on every case; its row comes back."""
+    cases = [prepare_case(bench_input) for bench_input in inputs]
+    with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
+        row, _ = judge_submission(submission, cases, settings, Path(tmp), gpu_name(), lambda *a: None)
+    return {"row": row, "host": socket.gethostname()}
+
+
+def rerun_job(submission: Submission, inputs: list[BenchInput], settings: ClassSettings,
+              row: SubmissionRow) -> dict[str, Any]:
+    """A rerun job: build the submission again and run its passed cases until each has three runs."""
+    cases = [prepare_case(bench_input) for bench_input in inputs]
+    with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
+        again, program = judge_submission(submission, [], settings, Path(tmp), gpu_name(), lambda *a: None)
+        if program is None:
+            return {"error": f"the rerun's build failed: {again.build_message}"}
+        rerun_row(row, program, cases, settings, lambda *a: None)
+    return {"row": row, "host": socket.gethostname()}
+
+
+# -- submitting and following ----------------------------------------------------------------------
+def _lost_row(submission: Submission, error: str) -> SubmissionRow:
+    return SubmissionRow(submission.name, str(submission.source), False, f"not judged: {error}")
+
+
+def _outstanding(folder: Path, ids: dict[str, str | None]) -> list[str]:
+    """Jobs with no result that Slurm no longer runs: to submit (again)."""
+    states = squeue_states() or {}
+    return [name for name, job_id in ids.items()
+            if job_id is None or (not result_file(folder, job_id).exists() and states.get(str(job_id)) not in ACTIVE)]
+
+
+def _first_pass(run: ClassRun, listener: ClassListener) -> None:
+    by_name = {s.name: s for s in run.submissions}
+    again = _outstanding(run.folder, run.first_ids) if run.first_ids else list(by_name)
+    if again:
+        ids = submit_array(run.folder, run.options, "attnbench-class",
+                           [(submission_job, (by_name[name], run.inputs, run.settings)) for name in again])
+        run.first_ids.update(zip(again, ids))
+        run.save()
+
+    def finished(name: str, result: dict) -> None:
+        row = result["row"] if "row" in result else _lost_row(by_name[name], result["error"])
+        listener(name, "judged", f"{row.passed} of {len(run.inputs)} passed" if row.built else row.build_message)
+
+    results = wait_for_jobs(run.folder, run.first_ids, run.options, finished)
+    run.rows = {name: result["row"] if "row" in result else _lost_row(by_name[name], result["error"])
+                for name, result in results.items()}
+    run.save()
+
+
+def _reruns(run: ClassRun, board: Scoreboard, listener: ClassListener) -> None:
+    by_name = {s.name: s for s in run.submissions}
+    if not run.rerun_ids:
+        run.rerun_ids = {row.name: None for row in top_rows(board, run.settings.rerun_top)}
+    again = _outstanding(run.folder, run.rerun_ids)
+    if again:
+        ids = submit_array(run.folder, run.options, "attnbench-class-rerun",
+                           [(rerun_job, (by_name[name], run.inputs, run.settings, run.rows[name])) for name in again])
+        run.rerun_ids.update(zip(again, ids))
+        run.save()
+    results = wait_for_jobs(run.folder, run.rerun_ids, run.options,
+                            lambda name, result: listener(name, "rerun", result.get("error", "done")))
+    for name, result in results.items():
+        if "row" in result:
+            run.rows[name] = result["row"]
+        else:  # the first run's times stand; the note says the rerun was lost
+            run.rows[name].build_message = f"rerun lost: {result['error']}"
+
+
+def execute_class(run: ClassRun, listener: ClassListener | None = None) -> Scoreboard:
+    """Submit (or resume) the run's jobs, wait, rank, rerun the top rows, rank again."""
+    listen = listener or (lambda *a: None)
+    run.save()
+    board = new_board(run.inputs, run.settings, run.metadata)
+    try:
+        if len(run.rows) < len(run.submissions):
+            _first_pass(run, listen)
+        board.rows = [run.rows[s.name] for s in run.submissions]
+        rank(board)
+        _reruns(run, board, listen)
+    except KeyboardInterrupt:
+        board.interrupted = True
+    board.rows = [run.rows[s.name] for s in run.submissions if s.name in run.rows]
+    board.settings["slurm_jobs_folder"] = str(run.folder)
+    return rank(board)
+
+
+def judge_class_slurm(submissions: list[Submission], inputs: list[BenchInput], settings: ClassSettings,
+                      options: SlurmOptions, listener: ClassListener | None = None,
+                      metadata: dict | None = None) -> Scoreboard:
+    """A class over Slurm: a new run in options.folder."""
+    return execute_class(ClassRun(list(submissions), list(inputs), settings, options, dict(metadata or {})), listener)
+
+
+def resume_class(folder: str | Path, listener: ClassListener | None = None) -> Scoreboard:
+    """Finish a class run from its jobs folder: what came back is kept, the rest is submitted again."""
+    return execute_class(load_class_run(folder), listener)

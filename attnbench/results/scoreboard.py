@@ -1,0 +1,112 @@
+"""A class's scoreboard: one row per submission, one entry per case, ranks, and its saved form.
+
+The model is data only: ranking is `attnbench.analysis.ranking`, judging is `attnbench.judge.classroom`,
+drawing is `attnbench.output.scoreboard`. Its JSON is strict (no NaN or Infinity: times that do not
+exist are null).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attnbench import strict_json
+from attnbench.errors import ResultsError
+
+# Format history: 1, the first (rows, entries with every run's time, ranks with ties, GPU groups).
+SCOREBOARD_VERSION = 1
+PASS = "PASS"
+
+
+@dataclass
+class CaseEntry:
+    """One submission on one case: the verdict of its first run, and every run's process time."""
+
+    verdict: str
+    message: str = ""
+    runs_s: list[float] = field(default_factory=list)  # the first run, then any reruns (passed runs only)
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == PASS
+
+    @property
+    def time_s(self) -> float | None:
+        """The case's time: the median of its runs (one run, or the median of three for a rerun row)."""
+        return statistics.median(self.runs_s) if self.runs_s else None
+
+
+@dataclass
+class SubmissionRow:
+    """One submission: how it was built, where it ran, its entries, and its rank once ranked."""
+
+    name: str
+    source: str  # the folder or file the submission came from
+    built: bool
+    build_message: str = ""  # the compiler's first error lines when the build failed, else a short note
+    gpu: str | None = None  # the GPU its cases ran on ("this machine's CPU" without one)
+    entries: dict[str, CaseEntry] = field(default_factory=dict)
+    rank: int | None = None
+    tied: bool = False  # shares its rank with another row (times within the noise)
+    reruns: int = 0  # how many times each case was run in all (1, or 3 for the top rows)
+
+    @property
+    def passed(self) -> int:
+        return sum(entry.passed for entry in self.entries.values())
+
+    @property
+    def total_s(self) -> float:
+        """The total time of the cases it passed."""
+        return sum(entry.time_s or 0.0 for entry in self.entries.values() if entry.passed)
+
+
+@dataclass
+class Scoreboard:
+    """Every submission judged on the same cases, ranked by the rule in `settings`."""
+
+    cases: list[str]
+    rows: list[SubmissionRow]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    interrupted: bool = False
+    path: Path | None = None
+
+    @property
+    def gpu_kinds(self) -> list[str]:
+        """The GPU kinds the judged rows ran on, in first-seen order (more than one: ranked apart)."""
+        return list(dict.fromkeys(row.gpu for row in self.rows if row.entries and row.gpu))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": SCOREBOARD_VERSION, "kind": "scoreboard", "cases": self.cases,
+                "metadata": self.metadata, "settings": self.settings, "interrupted": self.interrupted,
+                "rows": [{**asdict(row), "passed": row.passed, "total_s": row.total_s,
+                          "entries": {case: {**asdict(entry), "time_s": entry.time_s}
+                                      for case, entry in row.entries.items()}} for row in self.rows]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Scoreboard:
+        if data.get("kind") != "scoreboard" or data.get("version") != SCOREBOARD_VERSION:
+            raise ResultsError(f"not a scoreboard of version {SCOREBOARD_VERSION}")
+        rows = []
+        for raw in data["rows"]:
+            entries = {case: CaseEntry(e["verdict"], e.get("message", ""), list(e.get("runs_s", [])))
+                       for case, e in raw["entries"].items()}
+            rows.append(SubmissionRow(raw["name"], raw["source"], raw["built"], raw.get("build_message", ""),
+                                      raw.get("gpu"), entries, raw.get("rank"), raw.get("tied", False),
+                                      raw.get("reruns", 0)))
+        return cls(list(data["cases"]), rows, dict(data.get("metadata", {})), dict(data.get("settings", {})),
+                   bool(data.get("interrupted", False)))
+
+    def to_json(self) -> str:
+        return strict_json.dumps(self.to_dict())
+
+
+def load_scoreboard(path: str | Path) -> Scoreboard:
+    """A saved scoreboard; one line naming the file when it is not one."""
+    try:
+        return Scoreboard.from_dict(json.loads(Path(path).read_text()))
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, ResultsError) as exc:
+        raise ResultsError(f"{path}: not a saved scoreboard ({exc})") from None

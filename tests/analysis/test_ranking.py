@@ -1,0 +1,45 @@
+"""attnbench.analysis.ranking: passed cases first, then total time; ties within noise; GPU kinds apart."""
+
+from attnbench.analysis.ranking import TIE_WITHIN, rank, top_rows
+from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+
+
+def row(name, times, failed=0, gpu="H200", built=True):
+    entries = {f"t{i:02d}": CaseEntry("PASS", runs_s=[t]) for i, t in enumerate(times)}
+    entries.update({f"f{i}": CaseEntry("WRONG", "off") for i in range(failed)})
+    return SubmissionRow(name, name, built, gpu=gpu, entries=entries if built else {})
+
+
+def ranks(board):
+    return [(r.name, r.rank, r.tied) for r in board.rows]
+
+
+def test_more_cases_passed_beats_less_time():
+    board = rank(Scoreboard([], [row("slow_all", [5.0, 5.0]), row("fast_one", [0.1], failed=1)]))
+    assert ranks(board) == [("slow_all", 1, False), ("fast_one", 2, False)]
+
+
+def test_totals_within_the_noise_tie_and_the_next_rank_skips():
+    near = 1.0 * (1 + TIE_WITHIN / 2)
+    board = rank(Scoreboard([], [row("b", [near]), row("a", [1.0]), row("c", [2.0]), row("d", [1.0 + 0.5])]))
+    assert ranks(board) == [("a", 1, True), ("b", 1, True), ("d", 3, False), ("c", 4, False)]
+
+
+def test_a_wide_rerun_spread_widens_the_tie():
+    noisy = row("noisy", [1.0])
+    noisy.entries["t00"].runs_s = [0.8, 1.0, 1.3]  # median 1.0, spread 0.5
+    board = rank(Scoreboard([], [noisy, row("steady", [1.4])]))
+    assert ranks(board) == [("noisy", 1, True), ("steady", 1, True)]
+
+
+def test_unbuilt_and_all_failing_rows_are_unranked_and_last():
+    board = rank(Scoreboard([], [row("broken", [], built=False), row("wrong", [], failed=2), row("ok", [1.0])]))
+    assert ranks(board) == [("ok", 1, False), ("wrong", None, False), ("broken", None, False)]
+
+
+def test_gpu_kinds_are_ranked_apart_and_top_rows_come_from_each():
+    board = rank(Scoreboard([], [row("x", [3.0], gpu="H100"), row("y", [1.0], gpu="H200"),
+                                 row("z", [2.0], gpu="H100"), row("w", [5.0], gpu="H200")]))
+    assert ranks(board) == [("z", 1, False), ("x", 2, False), ("y", 1, False), ("w", 2, False)]
+    assert [r.name for r in top_rows(board, 1)] == ["z", "y"]
+    assert "GPU kind" in board.settings["ranking"]

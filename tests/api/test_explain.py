@@ -1,0 +1,100 @@
+"""`info` is the compile check of a machine without a GPU: nvcc's errors and missing kernels are exit 2."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from attnbench.cases.testcase import Shape
+from attnbench.cli import main
+from attnbench.errors import CompileCheckFailed
+from attnbench.kernels import nvcc
+from attnbench.kernels.catalogue import get_variant
+from attnbench.kernels.user import find_launch_facts, load_variants
+
+needs_nvcc = pytest.mark.skipif(nvcc.nvcc_path() is None, reason="no nvcc")
+
+FACTS = """
+[variants.mine]
+source = "mine.cu"
+
+[[variants.mine.kernels]]
+name = "mine_attention"
+grid = ["cdiv(N, 64)", "B"]
+block = 64
+args = ["q", "k", "v", "o", "N", "scale_log2"]
+"""
+GOOD_SOURCE = ('extern "C" __global__ void mine_attention(const float* q, const float* k, const float* v, float* o,\n'
+               '                                          int N, float scale_log2) { if (N < 0) o[0] = q[0]; }\n')
+
+
+def info(folder: Path, *args: str):
+    (folder / "attnbench.toml").write_text(FACTS)
+    return CliRunner().invoke(main, ["info", "-v", "mine", "--case", "odd_17x48", *args], catch_exceptions=False)
+
+
+@needs_nvcc
+def test_a_missing_semicolon_is_nvccs_error_and_exit_2(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.cu").write_text(GOOD_SOURCE.replace("q[0];", "q[0]"))
+    result = info(tmp_path)
+    assert result.exit_code == 2, result.output
+    assert "error:" in result.output and re.search(r"mine\.cu\(\d+\): error", result.output), result.output
+    assert "100%" not in result.output and "may not support" not in result.output
+
+
+@needs_nvcc
+def test_a_kernel_name_not_in_the_source_is_exit_2(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.cu").write_text(GOOD_SOURCE.replace("mine_attention", "other_name"))
+    result = info(tmp_path)
+    assert result.exit_code == 2, result.output
+    assert "no kernel named mine_attention" in " ".join(result.output.split())
+    assert "other_name" in result.output
+
+
+@needs_nvcc
+def test_the_good_source_gives_its_figures(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.cu").write_text(GOOD_SOURCE)
+    result = info(tmp_path, "--json")
+    assert result.exit_code == 0, result.output
+    assert '"registers": null' not in result.output
+
+
+@needs_nvcc
+def test_an_architecture_this_nvcc_cannot_build_is_exit_2():
+    supported = subprocess.run([nvcc.nvcc_path(), "--list-gpu-arch"], capture_output=True, text=True).stdout
+    if "compute_61" in supported:
+        pytest.skip("this nvcc still builds for sm_61")
+    with pytest.raises(CompileCheckFailed, match="sm_61"):
+        nvcc.compile_report(get_variant("qreg"), Shape(1, 128, 64), "sm_61")
+
+
+@needs_nvcc
+def test_ptxas_figures_are_cached_by_source_and_options(tmp_path, monkeypatch):
+    (tmp_path / "attnbench.toml").write_text(FACTS)
+    (tmp_path / "mine.cu").write_text(GOOD_SOURCE)
+    variant = load_variants(find_launch_facts(tmp_path))["mine"]
+    first = nvcc.compile_report(variant, Shape(1, 128, 64), "sm_80")
+    assert "mine_attention" in first
+    calls = []
+    real_run = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a) or real_run(*a, **k))
+    assert nvcc.compile_report(variant, Shape(1, 128, 64), "sm_80") == first
+    assert calls == []  # from the cache: nvcc not run again
+    (tmp_path / "mine.cu").write_text(GOOD_SOURCE + "\n// changed\n")
+    nvcc.compile_report(variant, Shape(1, 128, 64), "sm_80")
+    assert calls  # a changed source compiles again
+
+
+def test_ceilings_without_a_gpu_suggest_no_option_it_lacks():
+    from attnbench.backends.gpu import gpu_probe
+
+    if gpu_probe() is None:
+        pytest.skip("a GPU is usable here")
+    result = CliRunner().invoke(main, ["ceilings"])
+    assert result.exit_code == 3
+    assert "ceilings are measured on this machine's GPU" in result.output and "--variant" not in result.output

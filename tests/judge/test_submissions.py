@@ -1,0 +1,63 @@
+"""attnbench.judge.submissions: what counts as a submission, and builds that fail in one line."""
+
+import shutil
+import stat
+
+import pytest
+
+from attnbench.judge.submissions import build, find_submissions, first_errors
+from attnbench.backends.program import ProgramError
+
+
+def _exe(path):
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_folders_files_and_folders_of_them(tmp_path):
+    (tmp_path / "course").mkdir()
+    (tmp_path / "course" / "Makefile").write_text("hw4:\n")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "hw4.cu").write_text("")
+    (tmp_path / "ready").mkdir()
+    _exe(tmp_path / "ready" / "hw4")
+    (tmp_path / "one.c").write_text("")
+    (tmp_path / "two.cu").write_text("")
+    _exe(tmp_path / "three")
+    (tmp_path / "readme.md").write_text("")
+    (tmp_path / "junk").mkdir()  # a folder that is no submission is skipped inside a class folder
+    found = {s.name: s.how for s in find_submissions([tmp_path])}
+    assert found == {"course": "make", "plain": "nvcc", "ready": "ready", "one": "cc", "two": "nvcc", "three": "ready"}
+    assert [s.name for s in find_submissions([tmp_path / "course", tmp_path / "one.c"])] == ["course", "one"]
+
+
+def test_two_submissions_of_one_name_and_nothing_found_are_refused(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.c").write_text("")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "x.c").write_text("")
+    with pytest.raises(ProgramError, match="named 'x'"):
+        find_submissions([tmp_path / "a", tmp_path / "b"])
+    (tmp_path / "nothing.txt").write_text("")
+    with pytest.raises(ProgramError, match="not a submission"):
+        find_submissions([tmp_path / "a" / "x.c", tmp_path / "nothing.txt"])
+
+
+def test_first_errors_keeps_the_error_lines():
+    text = "in file a.c:\na.c:1:22: error: expected ';'\nnote: here\na.c:2:1: error: bad\nmake: *** [hw4] Error 1\n"
+    assert first_errors(text, 2) == "a.c:1:22: error: expected ';' | a.c:2:1: error: bad"
+    assert first_errors("warning only\nlast") == "warning only | last"
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_a_failed_build_is_one_line_and_a_good_one_gives_the_program(tmp_path):
+    (tmp_path / "bad.c").write_text("int main(void) { return 0 }\n")
+    (tmp_path / "good.c").write_text("int main(void) { return 0; }\n")
+    bad, good = find_submissions([tmp_path / "bad.c", tmp_path / "good.c"])
+    failed = build(bad, tmp_path / "builds")
+    assert not failed.ok and failed.message.startswith("the build failed (exit 1): ") and "error" in failed.message
+    assert "\n" not in failed.message
+    made = build(good, tmp_path / "builds")
+    assert made.ok and made.program == tmp_path / "builds" / "good" / "hw4" and made.program.is_file()
+    assert (tmp_path / "good.c").read_text().endswith("return 0; }\n")  # the submission itself is untouched

@@ -1,0 +1,43 @@
+"""attnbench.results.scoreboard: a row's totals, strict JSON, and a saved scoreboard read back."""
+
+import json
+
+import pytest
+
+from attnbench.errors import ResultsError
+from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow, load_scoreboard
+
+
+def board():
+    good = SubmissionRow("good", "/s/good", True, gpu="H200", rank=1, reruns=3,
+                         entries={"t01": CaseEntry("PASS", runs_s=[1.0, 3.0, 2.0]), "t02": CaseEntry("PASS", runs_s=[0.5]),
+                                  "t03": CaseEntry("WRONG", "1 of 4 elements off")})
+    broken = SubmissionRow("broken", "/s/broken.c", False, "the build failed (exit 1): error: x")
+    return Scoreboard(["t01", "t02", "t03"], [good, broken], {"date": "2026-11-24"}, {"ranking": "rule"})
+
+
+def test_totals_count_passed_cases_at_their_median():
+    good = board().rows[0]
+    assert good.passed == 2 and good.total_s == pytest.approx(2.5)
+    assert good.entries["t03"].time_s is None
+
+
+def test_strict_json_round_trip(tmp_path):
+    path = tmp_path / "b.json"
+    path.write_text(board().to_json())
+
+    def refuse(constant):
+        raise ValueError(constant)
+
+    data = json.loads(path.read_text(), parse_constant=refuse)
+    assert data["rows"][0]["total_s"] == pytest.approx(2.5) and data["rows"][1]["total_s"] == 0
+    again = load_scoreboard(path)
+    assert again.to_dict() == board().to_dict()
+
+
+def test_a_file_that_is_not_a_scoreboard_is_one_line(tmp_path):
+    for content in (b"\x89PNG\r\n", b'{"kind": "compare"}', b"[]"):
+        path = tmp_path / "x.json"
+        path.write_bytes(content)
+        with pytest.raises(ResultsError, match="not a saved scoreboard"):
+            load_scoreboard(path)

@@ -1,0 +1,54 @@
+"""attnbench.files: safe writes that never leave a partial or replaced-file name behind."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from attnbench.errors import OutputError
+from attnbench.files import _keep_old, atomic_write
+
+
+def _settle() -> None:
+    for thread in threading.enumerate():
+        if thread.name == "attnbench-release-old":
+            thread.join()
+
+
+def test_replacing_a_file_moves_only_a_name_and_leaves_nothing_behind(tmp_path):
+    out = tmp_path / "o.bin"
+    out.write_bytes(b"old" * 1000)
+    atomic_write(out, lambda f: f.write(b"new"))
+    _settle()
+    assert out.read_bytes() == b"new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.bin"]
+
+
+def test_the_old_file_keeps_a_second_name_until_released(tmp_path):
+    out = tmp_path / "o.bin"
+    out.write_bytes(b"old")
+    old = _keep_old(out)
+    assert old is not None and os.path.samefile(old, out) and os.stat(out).st_nlink == 2
+    assert _keep_old(tmp_path / "missing") is None
+    old.unlink()
+
+
+def test_a_failed_write_keeps_the_old_file_whole(tmp_path):
+    out = tmp_path / "o.bin"
+    out.write_bytes(b"old")
+
+    def fail(f):
+        f.write(b"half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(out, fail)
+    _settle()
+    assert out.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["o.bin"]
+
+
+def test_an_unwritable_folder_is_one_line_naming_the_path(tmp_path):
+    with pytest.raises(OutputError, match="nowhere/o.bin"):
+        atomic_write(tmp_path / "nowhere" / "o.bin", lambda f: f.write(b"x"))

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from attnbench import strict_json
 from attnbench.cases.testcase import Shape
 from attnbench.results.ceilings import cache_dir
 
@@ -151,7 +152,7 @@ def save_choice(key: TuneKey, shape: Shape, config: TileConfig, trials: list[dic
     data = {"version": CACHE_VERSION, "gpu": key.gpu, "triton": key.triton, "entries": entries}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    tmp.write_text(json.dumps(data, indent=1, allow_nan=False))
+    tmp.write_text(strict_json.dumps(data))
     tmp.replace(path)
     return path
 

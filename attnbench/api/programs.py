@@ -14,6 +14,7 @@ from attnbench.judge.classroom import judge_class as run_class
 from attnbench.judge.submissions import find_submissions
 from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
 from attnbench.errors import UsageError
+from attnbench.judge.sandbox import Confinement, SandboxSettings
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.results.metadata import collect
 from attnbench.results.resultset import ResultSet
@@ -25,15 +26,18 @@ Finished = Callable[[int, int, "judging.JudgedCase"], None]
 
 def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str | None = None, time_limits: str = "course",
           args: str = judging.DEFAULT_ARGS, timeout: float | None = None, progress: ProgressFactory = no_progress,
-          finished: Finished | None = None, command: str | None = None) -> tuple[judging.Judgement, ResultSet]:
-    """Run PROGRAM IN OUT on each case in its own process group, time the whole process, check the output
-    by the course's rule; returns the judgement and its result set (kind "judge")."""
+          finished: Finished | None = None, command: str | None = None, sandbox: SandboxSettings | None = None,
+          opened: Callable[[Confinement], None] | None = None) -> tuple[judging.Judgement, ResultSet]:
+    """Run PROGRAM IN OUT on each case in its own case folder and sandbox (see attnbench.judge.sandbox),
+    time the whole process, check the output by the course's rule; returns the judgement and its result
+    set (kind "judge"). `opened` hears how cases are confined (bwrap, or the fallback and why) first."""
     prog = judging.make_program(program, launcher, args)
     limits = judging.load_time_limits(time_limits)
     inputs = judging.cases_for(cases)
     if not inputs:
         raise UsageError(f"--cases {cases if isinstance(cases, str) else ','.join(cases)!r} names no case")
-    judgement = judging.run_judge(prog, inputs, limits, timeout, progress, finished or (lambda *a: None))
+    judgement = judging.run_judge(prog, inputs, limits, timeout, progress, finished or (lambda *a: None),
+                                  sandbox, opened)
     return judgement, judging.judge_results(judgement, collect(None, False, command))
 
 

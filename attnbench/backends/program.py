@@ -1,5 +1,10 @@
 """Whole programs: run one as `PROGRAM IN OUT` in its own process group and wall-clock the process.
 
+When it ends (or its time is up) every process it started is killed: its group first, then every
+descendant a sweep of /proc still finds (this process is their subreaper, so a setsid() and a double
+fork stay below it). Limits on file size, processes, memory and CPU time are set in the child before
+it starts; the judge adds its sandbox around the command (attnbench.judge.sandbox).
+
 The judge runs programs this way, and so does compare for a program among its variants
 (`--variants exe:./hw4,tf32x3`): a program is a black box with process time only, so its cells carry
 that time and the check of its output, but no kernel time, no TFLOP/s and no speedups.
@@ -8,7 +13,9 @@ that time and the check of its output, but no kernel time, no TFLOP/s and no spe
 from __future__ import annotations
 
 import os
+import resource
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -19,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from attnbench.backends.reaper import Leftover, become_subreaper, descendants, processes_of, sweep
 from attnbench.cases.testcase import Testcase, read_output, write_testcase
 from attnbench.errors import AttnbenchError, TestcaseError
 from attnbench.kernels.variant import Variant
@@ -49,6 +57,20 @@ def check_program(program: str) -> Path:
 
 
 @dataclass(frozen=True)
+class ProcessLimits:
+    """Resource limits set in the program's process before it starts (None: not limited)."""
+
+    file_bytes: int | None = None  # RLIMIT_FSIZE: the largest file it may write (stdout and stderr too)
+    processes: int | None = None  # RLIMIT_NPROC: processes and threads beyond those its user already has
+    memory_bytes: int | None = None  # RLIMIT_AS: address space; CUDA reserves far more than it uses
+    cpu_s: int | None = None  # RLIMIT_CPU: CPU seconds of each process
+
+    def to_dict(self) -> dict[str, int | None]:
+        return {"file_bytes": self.file_bytes, "processes": self.processes, "memory_bytes": self.memory_bytes,
+                "cpu_s": self.cpu_s}
+
+
+@dataclass(frozen=True)
 class ProcessOutcome:
     """How one run of the program ended."""
 
@@ -56,6 +78,12 @@ class ProcessOutcome:
     wall_s: float
     timed_out: bool
     stderr_tail: str
+    left_running: tuple[Leftover, ...] = ()  # processes the sweep could not kill (none, normally)
+
+    @property
+    def all_ended(self) -> bool:
+        """True when no process the program started was alive after the sweep."""
+        return not self.left_running
 
 
 def _tail(path: Path) -> str:
@@ -75,16 +103,45 @@ def _kill_group(process: subprocess.Popen) -> None:
     process.wait()
 
 
-def run_process(argv: Sequence[str], cwd: Path, timeout_s: float) -> ProcessOutcome:
-    """Run argv in its own process group; wall-clock it from launch to exit; kill the group at the timeout."""
-    stdout_path, stderr_path = cwd / ".judge_stdout", cwd / ".judge_stderr"
+def _limiter(limits: ProcessLimits, uid: int) -> Callable[[], None]:
+    """The function the child runs before exec: set each limit, soft and hard alike."""
+    settings = [(resource.RLIMIT_FSIZE, limits.file_bytes), (resource.RLIMIT_AS, limits.memory_bytes),
+                (resource.RLIMIT_CPU, limits.cpu_s)]
+    if limits.processes is not None:
+        # RLIMIT_NPROC counts every process of the user, so the bound is what it has now plus the allowance
+        settings.append((resource.RLIMIT_NPROC, processes_of(uid) + limits.processes))
+    chosen = [(which, value) for which, value in settings if value is not None]
+
+    def set_limits() -> None:
+        for which, value in chosen:
+            resource.setrlimit(which, (value, value))
+
+    return set_limits
+
+
+def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: ProcessLimits | None = None,
+                user: int | None = None, env: dict[str, str] | None = None, logs: Path | None = None
+                ) -> ProcessOutcome:
+    """Run argv in its own process group (as uid `user` if given, under `limits`); wall-clock it from launch
+    to exit; kill the group at the timeout; then kill every descendant left and report any still alive.
+    Its stdout and stderr go to files in `logs` (default: cwd).
+
+    An orphan carries no trace of who started it, so the sweep kills every descendant of this process that
+    appeared while argv ran: run one program at a time per process (concurrent cases belong in separate
+    worker processes)."""
+    logs = logs or cwd
+    stdout_path, stderr_path = logs / ".judge_stdout", logs / ".judge_stderr"
+    become_subreaper()
+    spared = set(descendants(os.getpid()))
+    ids = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
+    preexec = _limiter(limits, os.getuid() if user is None else user) if limits is not None else None
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         start = time.perf_counter()
         try:
             process = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                       start_new_session=True)
-        except OSError as exc:
-            raise ProgramError(f"{argv[0]}: cannot be started ({exc.strerror or exc})") from None
+                                       start_new_session=True, env=env, preexec_fn=preexec, **ids)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise ProgramError(f"{argv[0]}: cannot be started ({getattr(exc, 'strerror', None) or exc})") from None
         try:
             returncode: int | None = process.wait(timeout=timeout_s)
             wall = time.perf_counter() - start
@@ -95,13 +152,15 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float) -> ProcessOutc
             returncode, timed_out = None, True
         except BaseException:  # Ctrl-C: take the program's whole group down with us
             _kill_group(process)
+            sweep(spared)
             raise
     # A program that exits while children it started keep running: those are not its output.
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    return ProcessOutcome(returncode, wall, timed_out, _tail(stderr_path))
+    left = sweep(spared)
+    return ProcessOutcome(returncode, wall, timed_out, _tail(stderr_path), tuple(left))
 
 
 def exit_text(returncode: int) -> str:
@@ -134,18 +193,22 @@ def program_variant(spec: str) -> Variant:
 
 
 def _input_file(testcase: Testcase, folder: Path, label: str) -> Path:
-    """The case's input file: the one it was read from, or a copy written now for one made in memory."""
-    if testcase.path is not None and Path(testcase.path).is_file():
-        return Path(testcase.path).resolve()
+    """The case's input, copied into the program's own folder (never the suite's path: its float64
+    reference lies next to it), or written now for a case made in memory."""
     path = folder / f"{label}.in"
-    write_testcase(path, testcase)
+    if testcase.path is not None and Path(testcase.path).is_file():
+        shutil.copyfile(testcase.path, path)
+    else:
+        write_testcase(path, testcase)
     return path
 
 
 def program_cell(variant: Variant, label: str, testcase: Testcase, reference: np.ndarray,
                  check: Callable[[np.ndarray, np.ndarray], Any], summarize: Callable[[Any], str],
                  timeout_s: float = NO_LIMIT_TIMEOUT_S) -> Cell:
-    """Run the program once on the case, check its output: ok, wrong or error, with its process time."""
+    """Run the program once on the case, in a fresh folder with its own copy of the input, check its
+    output: ok, wrong or error, with its process time. Every process it started is killed when it ends;
+    it runs without the judge's sandbox (compare is for one's own programs: judge untrusted ones)."""
     assert variant.source is not None
     with tempfile.TemporaryDirectory(prefix=f"attnbench-program-{label}-") as tmp:
         folder = Path(tmp)

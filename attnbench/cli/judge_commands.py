@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
 from attnbench.api import programs as api_programs
 from attnbench.cli.options import command_line, notice
+from attnbench.judge.sandbox import MODES, Confinement, SandboxSettings
 from attnbench.locations import data_dir
 from attnbench.output.save import save
 from attnbench.output.tables import format_s, scoreboard_table
@@ -26,28 +28,48 @@ from attnbench.output.terminal import console, err_console, print_table, progres
               help="How the program takes its files; {in} and {out} are replaced by their paths.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Kill a case after this many seconds [default: twice its limit; 300 s without one].")
+@click.option("--sandbox", "sandbox_mode", type=click.Choice(MODES), default="auto", show_default=True,
+              help="auto: a bubblewrap sandbox where one can be made, else a one-line warning and the fallback; "
+                   "required: exit 3 when none can be made; none: no sandbox.")
+@click.option("--max-processes", type=click.IntRange(min=1), default=512, show_default=True,
+              help="Processes and threads a program may start (RLIMIT_NPROC).")
+@click.option("--memory-limit", "memory_mb", type=click.IntRange(min=1), default=None,
+              help="Address space per process in MiB (RLIMIT_AS) [default: none; CUDA reserves far more "
+                   "virtual memory than it uses, so give GPU programs tens of GiB].")
+@click.option("--cpu-time", "cpu_s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="CPU seconds per process (RLIMIT_CPU) [default: 4x the case's timeout, at least 10 s].")
+@click.option("--sandbox-bind", "binds", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="A folder the program may read (a CUDA toolkit outside /usr, say); repeatable.")
 @click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False),
               help="Folder for the saved JSON, CSV and Markdown.")
 @click.option("--name", default=None, help="File stem for the saved results [default: date_judge_cpu_cases].")
 @click.option("--no-save", is_flag=True, help="Do not save the results.")
 def judge(program: str, case_selector: str, launcher: str | None, limits_spec: str, args_template: str,
-          timeout: float | None, results_dir: str, name: str | None, no_save: bool) -> None:
+          timeout: float | None, sandbox_mode: str, max_processes: int, memory_mb: int | None, cpu_s: float | None,
+          binds: tuple[str, ...], results_dir: str, name: str | None, no_save: bool) -> None:
     """Judge a whole program as the course does: run PROGRAM IN OUT per case, time it, check it.
 
-    Each case runs in a fresh temporary folder, in its own process group, and is timed by the wall
+    Each case runs in a fresh case folder holding its own copy of the input, inside a bubblewrap
+    sandbox (no suite folder, no other case, no network, its own PID namespace; the GPU's device
+    nodes are there), under limits on output size (4x the output), processes, CPU time and, if asked,
+    memory. When the program ends or its time is up, every process it started is killed. With
+    --launcher, the launcher wraps the sandbox, which wraps the program. It is timed by the wall
     clock from launch to exit (the whole process, not a kernel). The output must be within 5e-3 of
-    the float64 reference in every element. A crash, a hang (killed at --timeout), no output file, a
-    wrong size, NaN, or a time over the limit: each gets its own row. The course's limits belong to
+    the float64 reference in every element. A crash, a hang (killed at --timeout), a resource limit
+    hit, no output file (or one that is a link), a wrong size, NaN, or a time over the limit: each
+    gets its own row. Without bubblewrap (or user namespaces) one warning line says so, and each case
+    still gets its own input copy, the limits, and the kill of every process it started. The course's limits belong to
     a GTX 1080; on another machine read them as a guide.
 
     Exit status: 0 when every case passed, 1 when any failed, 2 for a bad program or option,
-    3 when the launcher is missing, 130 when interrupted (what was judged is still saved).
+    3 when the launcher is missing or --sandbox required cannot be met, 130 when interrupted (what was judged is still saved).
 
     \b
     Examples:
       attnbench judge ./hw4 --cases t01-t10
       attnbench judge ./hw4 --cases t01-t30 --launcher "srun -p nvidia -N1 -n1 --gres=gpu:1"
       attnbench judge ./attention --cases odd --time-limits none --args "-i {in} -o {out}"
+      attnbench judge ./hw4 --cases t01-t03 --sandbox required --sandbox-bind /opt/cuda
     """
     pending = api_programs.judge_writes(case_selector)
     if pending:  # all 30 course cases take about 12 GB: say so before writing any
@@ -58,9 +80,16 @@ def judge(program: str, case_selector: str, launcher: str | None, limits_spec: s
         err_console.print(f"[{index}/{total}] {judged.label}: {judged.verdict} {format_s(judged.wall_s)}",
                           highlight=False, markup=False)
 
+    def opened(confinement: Confinement) -> None:
+        line = confinement.warning()
+        if line:
+            err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
+
+    settings = SandboxSettings(sandbox_mode, max_processes, memory_mb, cpu_s, tuple(Path(b) for b in binds))
     judgement, result = api_programs.judge(program, case_selector, launcher=launcher, time_limits=limits_spec,
                                            args=args_template, timeout=timeout, progress=progress_bar,
-                                           finished=finished, command=command_line())
+                                           finished=finished, command=command_line(), sandbox=settings,
+                                           opened=opened)
     prog = judgement.program
     where = f" via {' '.join(prog.launcher)}" if prog.launcher else ""
     print_table(scoreboard_table(result, f"judge {prog.label}{where}"))

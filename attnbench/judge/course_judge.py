@@ -1,10 +1,12 @@
 """The course judge for whole programs: run `PROGRAM IN OUT` per case, time the process, check the output.
 
-A program is a black box, as the course's judge sees it: it gets the case's input file and the name
-of the output file to write, runs in a fresh temporary folder in its own process group (so a
-timeout kills the program and everything it started), and is timed by the wall clock from launch
-to exit. Its output is checked against the suite's float64 reference by the course's rule (every
-element within 5e-3). Each case ends in exactly one verdict, with one line that says why.
+A program is a black box, as the course's judge sees it: it gets its own copy of the case's input
+and the name of the output file to write, in a fresh case folder. It runs in a sandbox where one can
+be made (attnbench.judge.sandbox: no suite folder, no other case, no network, its own PID namespace)
+under resource limits, and every process it started is killed when it ends or its time is up. It is
+timed by the wall clock from launch to exit. Its output is checked against the suite's float64
+reference by the course's rule (every element within 5e-3). Each case ends in exactly one verdict,
+with one line that says why (attnbench.judge.outcome).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import hashlib
 import re
 import shlex
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -25,30 +26,43 @@ from attnbench.backends.program import (
     PROCESS_TIME_NOTE,
     ProgramError,
     check_program,
-    exit_text,
-    last_line,
     run_process,
 )
-from attnbench.bench.verify import COURSE_ATOL, compare_outputs
+from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases import suite
 from attnbench.cases.inputs import BenchInput, CaseInfo, FileInput, ProgressFactory, SuiteInput, inputs_for, no_progress
 from attnbench.cases.testcase import Shape, read_output
 from attnbench.errors import AttnbenchError
+from attnbench.judge.outcome import (  # noqa: F401 - the verdicts are part of the judge's interface
+    CRASH,
+    NAN,
+    NO_OUTPUT,
+    PASS,
+    RESOURCE,
+    SIZE,
+    SLOW,
+    TIMEOUT,
+    WRONG_ANSWER,
+    judge_outcome,
+)
+from attnbench.judge.sandbox import CasePaths, Confinement, Sandbox, SandboxSettings
+from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's interface
+    COURSE_LIMITS_DEVICE,
+    COURSE_LIMITS_TEXT,
+    TimeLimits,
+    course_limit,
+    load_time_limits,
+)
 from attnbench.results.measurement import Measurement
 from attnbench.results.resultset import ERROR, OK, WRONG, Cell, ResultSet, VariantInfo
 from attnbench.results.stats import KernelStats
 from attnbench.results.verification import VerifyReport
 
-# Verdicts, in the order the checks run: the first that applies is the case's verdict.
-TIMEOUT, CRASH, NO_OUTPUT, SIZE, NAN, WRONG_ANSWER, SLOW, PASS = (
-    "TIMEOUT", "CRASH", "NO OUTPUT", "WRONG SIZE", "NaN", "WRONG", "OVER LIMIT", "PASS")
 # How a verdict is saved: ok (passed), wrong (ran to the end, but the output or its time fails),
 # error (the process did not finish normally).
 _CELL_STATUS = {PASS: OK, SLOW: WRONG, WRONG_ANSWER: WRONG, NAN: WRONG, SIZE: WRONG, NO_OUTPUT: WRONG,
-                CRASH: ERROR, TIMEOUT: ERROR}
+                CRASH: ERROR, TIMEOUT: ERROR, RESOURCE: ERROR}
 
-COURSE_LIMITS_DEVICE = "GTX 1080"
-COURSE_LIMITS_TEXT = "t01-t10 2 s, t11-t20 6 s, t21-t30 10 s"
 DEFAULT_ARGS = "{in} {out}"
 TIMEOUT_FACTOR = 2.0  # with a limit: killed at twice the limit, so an overrun is measured, a hang is not waited on
 
@@ -57,53 +71,6 @@ class LauncherUnavailable(AttnbenchError):
     """The launcher (srun, say) is not on this machine."""
 
     exit_code = 3
-
-
-# -- time limits --------------------------------------------------------------------------------------
-def course_limit(label: str) -> float | None:
-    """The course's whole-program limit for t01..t30 (seconds, on a GTX 1080), None for other cases."""
-    match = re.fullmatch(r"t(\d\d)", label)
-    if not match or not 1 <= int(match[1]) <= 30:
-        return None
-    number = int(match[1])
-    return 2.0 if number <= 10 else 6.0 if number <= 20 else 10.0
-
-
-@dataclass(frozen=True)
-class TimeLimits:
-    """Seconds allowed per case: the course's, none, or a user's file."""
-
-    source: str  # "course", "none", or the file's path
-    limits: dict[str, float] = field(default_factory=dict)
-    default: float | None = None
-
-    def limit_for(self, label: str) -> float | None:
-        if self.source == "course":
-            return course_limit(label)
-        return self.limits.get(label, self.default)
-
-    def describe(self) -> str:
-        if self.source == "course":
-            return f"the course's limits ({COURSE_LIMITS_TEXT}), set for a {COURSE_LIMITS_DEVICE}, not for this machine"
-        if self.source == "none":
-            return "no time limits"
-        return f"limits from {self.source}"
-
-
-def load_time_limits(spec: str) -> TimeLimits:
-    """`course`, `none`, or a TOML file of `case = seconds` lines (and optionally `default = seconds`)."""
-    if spec in ("course", "none"):
-        return TimeLimits(spec)
-    from attnbench.kernels.user import read_toml
-
-    data = read_toml(Path(spec), ProgramError)
-    limits: dict[str, float] = {}
-    for key, value in data.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise ProgramError(f"{spec}: {key} = {value!r}: a limit is a positive number of seconds")
-        limits[key] = float(value)
-    default = limits.pop("default", None)
-    return TimeLimits(spec, limits, default)
 
 
 # -- cases ----------------------------------------------------------------------------------------------
@@ -157,9 +124,14 @@ class Program:
     def label(self) -> str:
         return self.path.name
 
-    def argv(self, input_path: Path, output_path: Path) -> list[str]:
-        words = [a.replace("{in}", str(input_path)).replace("{out}", str(output_path)) for a in self.args]
-        return [*self.launcher, str(self.path), *words]
+    def argv(self, program: str, input_arg: str, output_arg: str) -> list[str]:
+        """The program (as the sandbox names it) and its arguments, without the launcher."""
+        return [program, *(a.replace("{in}", input_arg).replace("{out}", output_arg) for a in self.args)]
+
+    def command(self, sandbox: Sandbox, case: CasePaths) -> list[str]:
+        """The whole command: the launcher wraps the sandbox, which wraps the program."""
+        inner = self.argv(sandbox.program_path(), case.input_arg, case.output_arg)
+        return [*self.launcher, *sandbox.command(inner, case)]
 
     def sha256(self) -> str | None:
         try:
@@ -219,43 +191,29 @@ class JudgedCase:
         return self.limit_s - self.wall_s
 
 
-def _check_output(output_path: Path, case: PreparedCase) -> tuple[str, str, VerifyReport | None]:
-    """Verdict, message and check of what the program wrote."""
-    if not output_path.exists():
-        return NO_OUTPUT, "the program exited normally but wrote no output file", None
-    size = output_path.stat().st_size
-    if size != case.shape.output_bytes:
-        return SIZE, (f"the output is {size} bytes; {case.shape} needs 4*B*N*d = {case.shape.output_bytes} "
-                      "(B*N*d float32, no header)"), None
-    report = compare_outputs(read_output(output_path, case.shape), case.reference, COURSE_ATOL)
-    if report.nan_count or report.inf_count:
-        first = f"; first at {report.first_failures[0]}" if report.first_failures else ""
-        return NAN, f"{report.nan_count} NaN and {report.inf_count} Inf in the output{first}", report
-    if not report.passed:
-        return WRONG_ANSWER, (f"{report.failing} of {report.elements} elements off by more than {report.atol:g}; "
-                              f"worst {report.worst}"), report
-    return PASS, f"max error {report.max_abs_error:.2g}", report
-
-
-def judge_case(program: Program, case: PreparedCase, limit_s: float | None, timeout_s: float) -> JudgedCase:
-    """Run the program on one case in a fresh temporary folder and give the verdict."""
-    with tempfile.TemporaryDirectory(prefix=f"attnbench-judge-{case.label}-") as tmp:
-        workdir = Path(tmp)
-        output_path = workdir / f"{case.label}.out"
-        outcome = run_process(program.argv(case.input_path, output_path), workdir, timeout_s)
+def judge_case(program: Program, case: PreparedCase, limit_s: float | None, timeout_s: float,
+               sandbox: Sandbox | None = None) -> JudgedCase:
+    """Run the program on one case in a fresh case folder (in the sandbox, where one can be made) and
+    give the verdict. Without a sandbox given, one is opened (--sandbox auto) for this case alone."""
+    if sandbox is None:
+        own = Sandbox.open(program.path, SandboxSettings(), bool(program.launcher))
+        try:
+            return judge_case(program, case, limit_s, timeout_s, own)
+        finally:
+            own.close()
+    paths = sandbox.prepare(case.label, case.input_path)
+    limits = sandbox.settings.limits_for(case.shape.output_bytes, timeout_s)
+    try:
+        outcome = run_process(program.command(sandbox, paths), paths.folder, timeout_s, limits=limits,
+                              user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs)
         judged = JudgedCase(case.label, case.shape, PASS, "", outcome.wall_s, limit_s, timeout_s,
                             returncode=outcome.returncode)
-        if outcome.timed_out:
-            judged.verdict, judged.wall_s = TIMEOUT, None
-            judged.message = f"still running after {timeout_s:g} s: killed (with every process it started)"
-            return judged
-        assert outcome.returncode is not None
-        if outcome.returncode != 0:
-            last = last_line(outcome.stderr_tail)
-            judged.verdict = CRASH
-            judged.message = exit_text(outcome.returncode) + (f"; its last words: {last}" if last else "")
-            return judged
-        judged.verdict, judged.message, judged.check = _check_output(output_path, case)
+        judged.verdict, judged.message, judged.check = judge_outcome(
+            outcome, paths.output, case.shape, case.reference, limits, sandbox.confinement.sandboxed, timeout_s)
+    finally:
+        sandbox.finish(paths)
+    if judged.verdict == TIMEOUT:
+        judged.wall_s = None
     if judged.passed and limit_s is not None and outcome.wall_s > limit_s:
         judged.verdict = SLOW
         judged.message = (f"correct, but {outcome.wall_s:.2f} s is over the {limit_s:g} s limit by "
@@ -280,6 +238,8 @@ class Judgement:
 
     program: Program
     limits: TimeLimits
+    confinement: Confinement | None = None
+    sandbox_settings: SandboxSettings = field(default_factory=SandboxSettings)
     cases: list[PreparedCase] = field(default_factory=list)
     judged: list[JudgedCase] = field(default_factory=list)
     interrupted: bool = False
@@ -300,23 +260,31 @@ class Judgement:
 
 
 def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, timeout_s: float | None,
-              progress: ProgressFactory = no_progress, listener: JudgeListener | None = None) -> Judgement:
-    """Judge every case in order; Ctrl-C stops after killing the running program, keeping what was judged."""
-    judgement = Judgement(program, limits)
+              progress: ProgressFactory = no_progress, listener: JudgeListener | None = None,
+              settings: SandboxSettings | None = None,
+              opened: Callable[[Confinement], None] | None = None) -> Judgement:
+    """Judge every case in order, each in its own sandboxed case folder; `opened` hears how cases are
+    confined before the first runs. Ctrl-C stops after killing the running program, keeping what was judged."""
+    settings = settings or SandboxSettings()
+    sandbox = Sandbox.open(program.path, settings, bool(program.launcher))  # SandboxUnavailable: exit 3
+    judgement = Judgement(program, limits, sandbox.confinement, settings)
+    if opened is not None:
+        opened(sandbox.confinement)
     try:
         for index, bench_input in enumerate(inputs):
             case = prepare_case(bench_input, progress)
             judgement.cases.append(case)
             limit = limits.limit_for(case.label)
-            judged = judge_case(program, case, limit, timeout_for(limit, timeout_s))
+            judged = judge_case(program, case, limit, timeout_for(limit, timeout_s), sandbox)
             judgement.judged.append(judged)
             if listener is not None:
                 listener(index + 1, len(inputs), judged)
     except KeyboardInterrupt:
         judgement.interrupted = True
         judgement.cases = judgement.cases[: len(judgement.judged)]
+    finally:
+        sandbox.close()
     return judgement
-
 
 
 def _cell(program: Program, judged: JudgedCase, device: str) -> Cell:
@@ -332,6 +300,13 @@ def _cell(program: Program, judged: JudgedCase, device: str) -> Cell:
     check = judged.check.to_dict() if judged.check is not None else None
     message = "" if judged.passed else judged.message
     return Cell(program.label, judged.label, _CELL_STATUS[judged.verdict], message, measurement, check, extra)
+
+
+def _limits_text(settings: SandboxSettings) -> dict[str, Any]:
+    memory = f"{settings.memory_mb} MiB" if settings.memory_mb else None
+    cpu = f"{settings.cpu_s:g} s" if settings.cpu_s else f"{settings.CPU_FACTOR:g}x the timeout, at least 10 s"
+    return {"output_file": f"{settings.FILE_FACTOR}x the output, at least {settings.FILE_FLOOR >> 20} MiB",
+            "processes": settings.processes, "memory": memory, "cpu_time": cpu}
 
 
 def judge_results(judgement: Judgement, metadata: dict[str, Any]) -> ResultSet:
@@ -353,6 +328,8 @@ def judge_results(judgement: Judgement, metadata: dict[str, Any]) -> ResultSet:
         baseline=None,
         settings={"check_rule": f"|out - ref| <= {COURSE_ATOL:g} per element, float64 reference",
                   "time_limits": judgement.limits.describe(), "launcher": list(program.launcher),
-                  "args": list(program.args), "passed": judgement.passed, "judged": len(judgement.judged),
+                  "args": list(program.args), "passed": judgement.passed,
+                  "sandbox": judgement.confinement.to_dict() if judgement.confinement else None,
+                  "sandbox_limits": _limits_text(judgement.sandbox_settings), "judged": len(judgement.judged),
                   "interrupted": judgement.interrupted},
     )

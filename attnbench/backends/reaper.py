@@ -1,0 +1,114 @@
+"""Every process a program started, found and killed: a child subreaper plus a sweep of /proc.
+
+A process group is not enough: a child that calls setsid() leaves it, and a double fork leaves the
+parent's tree, since the orphan is handed to init. As a child subreaper (prctl PR_SET_CHILD_SUBREAPER)
+this process receives those orphans instead, so every process the program started stays below it in
+the process tree, where a sweep of /proc finds it. Written here because no maintained Python library
+does this without psutil's per-process overhead, and /proc's stat line is all it needs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+_PR_SET_CHILD_SUBREAPER = 36
+_SWEEP_S = 3.0  # how long the sweep keeps killing before it reports what is left
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """A process still alive after the sweep: its pid and its command line."""
+
+    pid: int
+    command: str
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants; False where the kernel refuses."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _stat(pid: int) -> tuple[int, str] | None:
+    """(parent pid, state letter) from /proc/PID/stat, or None if it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2:].split()  # the command name may hold spaces and parentheses
+    return int(fields[1]), fields[0]
+
+
+def descendants(root: int) -> dict[int, str]:
+    """Every live process below root in the process tree: pid -> state letter (Z for a zombie)."""
+    parents: dict[int, tuple[int, str]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = _stat(int(entry))
+            if stat is not None:
+                parents[int(entry)] = stat
+    below: dict[int, str] = {}
+    frontier = {root}
+    while frontier:
+        frontier = {pid for pid, (ppid, _) in parents.items() if ppid in frontier and pid not in below}
+        below.update({pid: parents[pid][1] for pid in frontier})
+    return below
+
+
+def _command(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "?"
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip()[:120] or "?"
+
+
+def processes_of(uid: int) -> int:
+    """How many processes the user uid has now (RLIMIT_NPROC counts them all, not just one program's)."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        try:
+            count += entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == uid
+        except OSError:
+            pass
+    return count
+
+
+def _reap(pid: int) -> None:
+    """Collect a zombie that is this process's own child (an orphan handed to us, now dead)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def sweep(spared: set[int], timeout_s: float = _SWEEP_S) -> list[Leftover]:
+    """Kill every descendant of this process that is not in spared, until none is left or timeout_s
+    passes; returns what is still alive then (an empty list: every one is gone)."""
+    me = os.getpid()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = {pid: state for pid, state in descendants(me).items() if pid not in spared}
+        alive = [pid for pid, state in found.items() if state != "Z"]
+        for pid, state in found.items():
+            if state == "Z":
+                _reap(pid)
+        if not alive:
+            return []
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if time.monotonic() > deadline:
+            still = [pid for pid in alive if (_stat(pid) or (0, "Z"))[1] != "Z"]
+            return [Leftover(pid, _command(pid)) for pid in still]
+        time.sleep(0.02)

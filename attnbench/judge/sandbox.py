@@ -1,0 +1,308 @@
+"""The room a judged program runs in: its own copy of the input, a folder for its output, the GPU.
+
+With bubblewrap (`bwrap`, found through $ATTNBENCH_BWRAP or PATH) each case runs in fresh namespaces:
+- mounts: only the system's read-only folders (/usr, /lib*, /bin, a few files of /etc, /sys), the
+  program's copy (read-only, at /judge/program), the case folder (read-write, at /judge/case), the
+  GPU's device nodes and a small private /tmp. The suite's folder, the user's home and every other
+  case are simply not there;
+- network: a fresh namespace with no interface up, so even 127.0.0.1 is unreachable;
+- PIDs: its own namespace, so the end of the program (or of bwrap, killed at the timeout) ends every
+  process in it, whatever they did (setsid, a double fork, a daemon);
+- users: run as nobody (65534) when the judge is root, since RLIMIT_NPROC does not bind root.
+
+Where bwrap is missing or cannot make namespaces (`--sandbox auto`, one warning; `required` refuses),
+the fallback still copies the input into a fresh case folder outside the suite's, runs as nobody
+when the judge is root, and kills every descendant (attnbench.backends.reaper).
+
+The API is for anything that runs untrusted code per case (one program's cases, a class's builds):
+`Sandbox.open` once (with the program, or None to run commands such as `make` only), then `prepare` a
+case folder (with an input copy, or a submission's files to build), `command` for its argv (run it with
+`attnbench.backends.program.run_process`, its `limits_for`, `user` and `case_env`), `finish` it; `close`.
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from attnbench.backends.program import ProcessLimits
+from attnbench.errors import AttnbenchError
+
+MODES = ("auto", "required", "none")
+BWRAP_ENV = "ATTNBENCH_BWRAP"
+NOBODY = 65534
+INSIDE_CASE, INSIDE_PROGRAM = "/judge/case", "/judge/program"
+TMP_BYTES = 256 << 20  # the private /tmp lives in memory; nvcc's JIT cache fits
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",
+        "localtime")
+_GPU_NODES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri")
+_PASSED_ENV = ("LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES",
+               "NVIDIA_DRIVER_CAPABILITIES", "LD_LIBRARY_PATH", "OMP_NUM_THREADS")
+_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+class SandboxUnavailable(AttnbenchError):
+    """--sandbox required, and no sandbox can be made here."""
+
+    exit_code = 3
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """What the user chose: the mode, the limits that are not per case, and extra read-only folders."""
+
+    mode: str = "auto"
+    processes: int | None = 512
+    memory_mb: int | None = None
+    cpu_s: float | None = None  # None: CPU_FACTOR times the case's timeout
+    binds: tuple[Path, ...] = ()
+
+    CPU_FACTOR = 4.0
+    FILE_FACTOR = 4  # the output-size limit: this many times the expected output, at least FILE_FLOOR
+    FILE_FLOOR = 1 << 20
+
+    def limits_for(self, output_bytes: int, timeout_s: float) -> ProcessLimits:
+        """The resource limits of one case."""
+        cpu = self.cpu_s if self.cpu_s is not None else max(10.0, self.CPU_FACTOR * timeout_s)
+        return ProcessLimits(
+            file_bytes=max(self.FILE_FACTOR * output_bytes, self.FILE_FLOOR),
+            processes=self.processes,
+            memory_bytes=self.memory_mb << 20 if self.memory_mb else None,
+            cpu_s=math.ceil(cpu),
+        )
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """How the cases are confined: bwrap, or the fallback with the reason no sandbox could be made."""
+
+    kind: str  # "bwrap" or "fallback"
+    tool: str | None = None
+    user: int | None = None  # the uid programs run as, when it is not the judge's own
+    reason: str | None = None  # why there is no sandbox; with bwrap, why it runs programs as root
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.kind == "bwrap"
+
+    def warning(self) -> str | None:
+        """The one line said when programs run without a sandbox, or in one as root."""
+        if self.sandboxed:
+            return self.reason  # set only when it could not run programs as nobody
+        return (f"no sandbox ({self.reason}): programs see this machine's files and network; each still gets "
+                "a copy of its input, and every process it starts is killed")
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "tool": self.tool, "user": self.user, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class CasePaths:
+    """One case's folder on the host, and the paths the program is given (inside the sandbox, if any)."""
+
+    folder: Path
+    input: Path
+    output: Path
+    logs: Path  # stdout and stderr, outside the folder the program can touch
+    input_arg: str
+    output_arg: str
+
+
+def find_bwrap() -> tuple[str | None, str]:
+    """bwrap's path ($ATTNBENCH_BWRAP, else PATH), or None and why not."""
+    chosen = os.environ.get(BWRAP_ENV)
+    if chosen:
+        if not os.access(chosen, os.X_OK):
+            return None, f"${BWRAP_ENV}={chosen} is not an executable file"
+        return chosen, ""
+    found = shutil.which("bwrap")
+    return (found, "") if found else (None, "bwrap is not installed (Debian: apt-get install bubblewrap)")
+
+
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for folder in _SYSTEM:
+        if os.path.islink(folder):
+            args += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            args += ["--ro-bind", folder, folder]
+    for name in _ETC:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return args
+
+
+def _gpu_binds() -> list[str]:
+    """The GPU's device nodes, bound into the sandbox's fresh /dev."""
+    return [w for pattern in _GPU_NODES for node in sorted(glob.glob(pattern)) for w in ("--dev-bind", node, node)]
+
+
+def _library_folders(extra: Sequence[Path]) -> list[Path]:
+    """Folders bound read-only besides the system's: --sandbox-bind's and LD_LIBRARY_PATH's that exist."""
+    folders = [Path(p) for p in extra]
+    for entry in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
+        if entry and os.path.isdir(entry) and not entry.startswith("/usr/"):
+            folders.append(Path(entry))
+    return folders
+
+
+def program_env(home: str) -> dict[str, str]:
+    """The few variables a program gets: PATH, HOME and TMPDIR (its own folder), locale and GPU choice."""
+    env = {name: os.environ[name] for name in _PASSED_ENV if name in os.environ}
+    env.update(PATH=_PATH, HOME=home, TMPDIR=home)
+    return env
+
+
+@dataclass
+class Sandbox:
+    """The judge's rooms for one run: a private root folder holding the program's copy and case folders."""
+
+    confinement: Confinement
+    root: Path
+    program: Path | None  # the program's copy on the host (None: commands only, e.g. a build)
+    launched: bool = False  # a launcher (srun) runs the command: keep its environment, bwrap cleans it
+    settings: SandboxSettings = field(default_factory=SandboxSettings)
+
+    @classmethod
+    def open(cls, program: Path | None, settings: SandboxSettings, launched: bool = False) -> "Sandbox":
+        """Copy the program (if any) into a fresh root folder and find out which confinement works here."""
+        root = Path(tempfile.mkdtemp(prefix="attnbench-judge-"))
+        try:
+            os.chmod(root, 0o711)  # nobody may pass through to its case folder, not list the others
+            (root / "program").mkdir(mode=0o755)
+            copy = None
+            if program is not None:
+                copy = root / "program" / program.name
+                shutil.copyfile(program, copy)
+                os.chmod(copy, 0o555)
+            sandbox = cls(Confinement("fallback"), root, copy, launched, settings)
+            sandbox.confinement = sandbox._choose()
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        return sandbox
+
+    @property
+    def user(self) -> int | None:
+        return self.confinement.user
+
+    def _choose(self) -> Confinement:
+        user = NOBODY if os.geteuid() == 0 and not self.launched else None
+        if self.settings.mode == "none":
+            return Confinement("fallback", user=user, reason="--sandbox none")
+        tool, why = find_bwrap()
+        if tool is not None:
+            users = [user, None] if user is not None else [None]
+            for candidate in users:  # as nobody first: RLIMIT_NPROC does not bind root
+                failed = self._probe(tool, candidate)
+                if not failed:
+                    note = None if candidate == user else (
+                        f"the sandbox cannot run as nobody ({why}): programs run in it as root, where "
+                        "--max-processes does not bind")
+                    return Confinement("bwrap", tool, candidate, note)
+                why = failed
+        if self.settings.mode == "required":
+            raise SandboxUnavailable(f"--sandbox required: no sandbox can be made here: {why}")
+        return Confinement("fallback", user=user, reason=why)
+
+    def _probe(self, tool: str, user: int | None) -> str:
+        """'' when bwrap runs a trivial program with this run's mounts as `user`; else its last words."""
+        self.confinement = Confinement("bwrap", tool, user)
+        probe = self.prepare("probe", None)
+        ids = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
+        try:
+            done = subprocess.run(self.command(["/bin/sh", "-c", "exit 0"], probe), stdin=subprocess.DEVNULL,
+                                  capture_output=True, timeout=30, env=self.launcher_env(), **ids)
+            words = done.stderr.decode(errors="replace").strip().splitlines()
+            return "" if done.returncode == 0 else f"bwrap failed: {words[-1] if words else done.returncode}"
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"bwrap cannot run: {exc}"
+        finally:
+            self.finish(probe)
+
+    def prepare(self, label: str, input_path: Path | None, files: Path | None = None) -> CasePaths:
+        """A fresh case folder holding a copy of the input (not a link: the suite's file stays intact), and
+        a copy of the folder `files` if given (a submission to build, say)."""
+        folder = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.root))
+        logs = Path(tempfile.mkdtemp(prefix=f"{label}-logs-", dir=self.root))
+        if files is not None:
+            shutil.copytree(files, folder, symlinks=True, dirs_exist_ok=True)
+        copy = folder / f"{label}.in"
+        if input_path is not None:
+            shutil.copyfile(input_path, copy)
+            os.chmod(copy, 0o644)
+        if self.user is not None:
+            for path in (folder, *folder.rglob("*")):
+                os.chown(path, self.user, self.user, follow_symlinks=False)
+        output = folder / f"{label}.out"
+        inside = INSIDE_CASE if self.confinement.sandboxed else str(folder)
+        return CasePaths(folder, copy, output, logs, f"{inside}/{copy.name}", f"{inside}/{output.name}")
+
+    def program_path(self) -> str:
+        """The program as the command names it."""
+        if self.program is None:
+            raise ValueError("this sandbox was opened without a program")
+        return f"{INSIDE_PROGRAM}/{self.program.name}" if self.confinement.sandboxed else str(self.program)
+
+    def command(self, argv: Sequence[str], case: CasePaths) -> list[str]:
+        """argv (the program and its arguments, as the program sees paths) wrapped in the sandbox."""
+        if not self.confinement.sandboxed:
+            return list(argv)
+        assert self.confinement.tool is not None
+        args = [self.confinement.tool, "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
+                "--die-with-parent", "--new-session", *_system_binds(), "--ro-bind", "/sys", "/sys",
+                "--proc", "/proc", "--dev", "/dev", *_gpu_binds(), "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+        for folder in _library_folders(self.settings.binds):
+            args += ["--ro-bind", str(folder), str(folder)]
+        if self.program is not None:
+            args += ["--ro-bind", str(self.program.parent), INSIDE_PROGRAM]
+        args += ["--bind", str(case.folder), INSIDE_CASE, "--chdir", INSIDE_CASE]
+        if self.launched:  # the job step's environment (CUDA_VISIBLE_DEVICES, say), less the judge's own
+            args += [w for name in os.environ if name.startswith("ATTNBENCH") for w in ("--unsetenv", name)]
+            args += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
+        else:
+            args += ["--clearenv"] + [w for k, v in program_env("/tmp").items() for w in ("--setenv", k, v)]
+        return [*args, "--", *argv]
+
+    def launcher_env(self) -> dict[str, str] | None:
+        """The environment of the command itself: a launcher's own (bwrap cleans it inside); else the few
+        variables a program gets (bwrap clears them anyway; the fallback passes just these)."""
+        if self.launched:
+            return None
+        home = "/tmp" if self.confinement.sandboxed else str(self.root)
+        return program_env(home)
+
+    def case_env(self, case: CasePaths) -> dict[str, str] | None:
+        """The environment a case's command starts with (the fallback's HOME is its case folder)."""
+        if self.launched or self.confinement.sandboxed:
+            return self.launcher_env()
+        return program_env(str(case.folder))
+
+    def finish(self, case: CasePaths) -> None:
+        """Remove the case's folder and its logs (read what you need first)."""
+        for path in (case.folder, case.logs):
+            _remove(path)
+
+    def close(self) -> None:
+        """Remove the root folder with everything left in it."""
+        _remove(self.root)
+
+
+def _remove(path: Path) -> None:
+    """rmtree that also clears folders a program made unwritable (it ran as another user, or chmod'ed)."""
+    def unlock(func, target, _exc) -> None:  # noqa: ANN001 - shutil's onerror signature
+        try:
+            os.chmod(os.path.dirname(target), stat.S_IRWXU)
+            func(target)
+        except OSError:
+            pass
+
+    shutil.rmtree(path, onerror=unlock)

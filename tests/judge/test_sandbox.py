@@ -1,0 +1,190 @@
+"""The sandbox's rooms: which confinement is chosen, what a case folder holds, what the command mounts,
+the one-line warning of the fallback, and --sandbox required's refusal; a CUDA program inside it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from attnbench.backends.program import run_process
+from attnbench.cli import main
+from attnbench.judge import course_judge as judging
+from attnbench.judge import sandbox as sandboxing
+from attnbench.judge.sandbox import Sandbox, SandboxSettings, SandboxUnavailable
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+HAS_BWRAP = sandboxing.find_bwrap()[0] is not None
+
+
+@pytest.fixture
+def program(tmp_path) -> Path:
+    path = tmp_path / "prog"
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(0o700)
+    return path
+
+
+@pytest.fixture
+def no_bwrap(monkeypatch, tmp_path):
+    """As on a machine without bwrap: $ATTNBENCH_BWRAP names a file that cannot run."""
+    missing = tmp_path / "bwrap"
+    missing.write_text("")
+    monkeypatch.setenv(sandboxing.BWRAP_ENV, str(missing))
+    return missing
+
+
+def test_the_bwrap_variable_is_honoured_and_a_bad_one_is_named(no_bwrap):
+    tool, why = sandboxing.find_bwrap()
+    assert tool is None and f"$ATTNBENCH_BWRAP={no_bwrap} is not an executable file" == why
+
+
+def test_without_bwrap_auto_falls_back_and_required_refuses(program, no_bwrap):
+    sandbox = Sandbox.open(program, SandboxSettings("auto"))
+    try:
+        assert not sandbox.confinement.sandboxed
+        assert "no sandbox ($ATTNBENCH_BWRAP=" in sandbox.confinement.warning()
+        assert sandbox.user == (65534 if os.geteuid() == 0 else None)
+    finally:
+        sandbox.close()
+    assert not sandbox.root.exists()
+    with pytest.raises(SandboxUnavailable, match="--sandbox required: no sandbox can be made here"):
+        Sandbox.open(program, SandboxSettings("required"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root drops programs to nobody")
+def test_a_sandbox_that_cannot_run_as_nobody_says_it_runs_programs_as_root(program, monkeypatch):
+    monkeypatch.setattr(sandboxing, "find_bwrap", lambda: ("/usr/bin/bwrap", ""))
+    monkeypatch.setattr(Sandbox, "_probe", lambda self, tool, user: "bwrap failed: no userns" if user else "")
+    sandbox = Sandbox.open(program, SandboxSettings("required"))
+    sandbox.close()
+    assert sandbox.confinement.sandboxed and sandbox.user is None
+    assert "cannot run as nobody (bwrap failed: no userns)" in sandbox.confinement.warning()
+    assert "--max-processes does not bind" in sandbox.confinement.warning()
+
+
+def test_the_cli_warns_once_without_a_sandbox_and_exits_3_when_one_is_required(program, no_bwrap, tmp_path):
+    runner = CliRunner()
+    fallback = runner.invoke(main, ["judge", str(program), "--cases", "odd_17x48,odd_100x32", "--no-save"])
+    assert fallback.exit_code == 1 and fallback.output.count("warning: no sandbox") == 1, fallback.output
+    required = runner.invoke(main, ["judge", str(program), "--cases", "odd_17x48", "--sandbox", "required"])
+    assert required.exit_code == 3
+    lines = [line for line in required.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--sandbox required" in lines[0] and "Traceback" not in required.output
+
+
+def test_a_case_folder_holds_a_copy_of_the_input_and_the_program_is_a_copy(program, tmp_path):
+    source = tmp_path / "case.in"
+    source.write_bytes(b"\x01\x02\x03")
+    sandbox = Sandbox.open(program, SandboxSettings("none"))
+    try:
+        case = sandbox.prepare("t01", source)
+        assert case.input.read_bytes() == source.read_bytes()
+        assert os.stat(case.input).st_ino != os.stat(source).st_ino  # a copy, not a link
+        assert case.folder.parent == sandbox.root and case.logs.parent == sandbox.root
+        assert not str(case.logs).startswith(str(case.folder))  # its logs are out of its reach
+        assert sandbox.program.read_bytes() == program.read_bytes() and sandbox.program != program
+        assert stat.S_IMODE(sandbox.program.stat().st_mode) == 0o555
+        assert case.input_arg == str(case.input)  # the fallback gives host paths
+        sandbox.finish(case)
+        assert not case.folder.exists() and not case.logs.exists()
+    finally:
+        sandbox.close()
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap here")
+def test_the_sandbox_command_mounts_the_case_and_program_only(program, tmp_path, private_data_dir):
+    sandbox = Sandbox.open(program, SandboxSettings("required", binds=(tmp_path,)))
+    try:
+        case = sandbox.prepare("t01", None)
+        words = sandbox.command([sandbox.program_path(), case.input_arg, case.output_arg], case)
+        assert words[0] == sandbox.confinement.tool and "--unshare-all" in words and "--clearenv" in words
+        assert words[words.index("--bind") + 1:words.index("--bind") + 3] == [str(case.folder), "/judge/case"]
+        assert words[-3:] == ["/judge/program/prog", "/judge/case/t01.in", "/judge/case/t01.out"]
+        assert str(private_data_dir) not in " ".join(words) and str(Path.home()) not in words
+        assert ["--ro-bind", str(tmp_path), str(tmp_path)] == words[words.index(str(tmp_path)) - 1:][:3]
+    finally:
+        sandbox.close()
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap here")
+def test_the_launcher_wraps_the_sandbox_which_wraps_the_program(program, tmp_path):
+    judged_program = judging.make_program(str(program), "env FOO=1", "{in} {out}")
+    sandbox = Sandbox.open(judged_program.path, SandboxSettings("required"), launched=True)
+    try:
+        case = sandbox.prepare("t01", None)
+        words = judged_program.command(sandbox, case)
+        assert words[:3] == ["env", "FOO=1", sandbox.confinement.tool]
+        assert words[-3:] == ["/judge/program/prog", "/judge/case/t01.in", "/judge/case/t01.out"]
+        assert "--clearenv" not in words and sandbox.user is None  # the job step keeps its environment
+    finally:
+        sandbox.close()
+
+
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")),
+                                  "none"])
+def test_a_submission_builds_with_make_in_a_sandbox_opened_without_a_program(tmp_path, mode):
+    if shutil.which("make") is None or shutil.which("cc") is None:
+        pytest.skip("no make or cc")
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "Makefile").write_text("hw: hw.c\n\tcc -O1 -o hw hw.c\n")
+    (submission / "hw.c").write_text("int main(void) { return 7; }\n")
+    sandbox = Sandbox.open(None, SandboxSettings(mode))
+    try:
+        case = sandbox.prepare("build", None, files=submission)
+        outcome = run_process(sandbox.command(["make"], case), case.folder, 60, user=sandbox.user,
+                              limits=sandbox.settings.limits_for(16 << 20, 60), env=sandbox.case_env(case),
+                              logs=case.logs)
+        assert outcome.returncode == 0, outcome.stderr_tail
+        assert subprocess.run([case.folder / "hw"]).returncode == 7
+        assert not (submission / "hw").exists()  # built in the case folder's copy
+        sandbox.finish(case)
+    finally:
+        sandbox.close()
+    with pytest.raises(ValueError, match="without a program"):
+        sandbox.program_path()
+
+
+def test_the_limits_of_a_case():
+    limits = SandboxSettings(processes=64, memory_mb=1024).limits_for(output_bytes=10 << 20, timeout_s=5)
+    assert limits.file_bytes == 40 << 20 and limits.processes == 64
+    assert limits.memory_bytes == 1 << 30 and limits.cpu_s == 20
+    small = SandboxSettings(cpu_s=3.5).limits_for(output_bytes=100, timeout_s=1)
+    assert small.file_bytes == 1 << 20 and small.cpu_s == 4 and small.memory_bytes is None
+
+
+def test_the_saved_results_say_how_cases_were_confined(tmp_path, program):
+    runner = CliRunner()
+    result = runner.invoke(main, ["judge", str(program), "--cases", "odd_17x48", "--results-dir", tmp_path / "res",
+                                  "--sandbox", "none", "--max-processes", "77"])
+    assert result.exit_code == 1, result.output
+    settings = json.loads(next((tmp_path / "res").glob("*.json")).read_text())["settings"]
+    assert settings["sandbox"]["kind"] == "fallback" and settings["sandbox"]["reason"] == "--sandbox none"
+    assert settings["sandbox_limits"]["processes"] == 77 and settings["sandbox_limits"]["memory"] is None
+
+
+# -- on a GPU ---------------------------------------------------------------------------------------
+@pytest.mark.gpu
+def test_the_course_cuda_program_passes_in_the_sandbox(gpu, tmp_path):
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("no nvcc")
+    if not HAS_BWRAP:
+        pytest.skip("no bwrap: install bubblewrap or set ATTNBENCH_BWRAP to a bwrap binary")
+    exe = tmp_path / "hw4"
+    subprocess.run([nvcc, "-O3", f"-arch={gpu.arch}", "-o", str(exe), str(EXAMPLES / "course_program" / "hw4.cu")],
+                   check=True)
+    result = CliRunner().invoke(main, ["judge", str(exe), "--cases", "t01-t03", "--sandbox", "required",
+                                       "--time-limits", "none", "--results-dir", str(tmp_path / "res")])
+    assert result.exit_code == 0, result.output
+    assert "3 of 3 cases passed" in result.output and "warning: no sandbox" not in result.output
+    saved = json.loads(next((tmp_path / "res").glob("*.json")).read_text())
+    assert saved["settings"]["sandbox"]["kind"] == "bwrap"
+    assert [c["extra"]["verdict"] for c in saved["cells"]] == ["PASS"] * 3

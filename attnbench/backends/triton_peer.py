@@ -123,7 +123,7 @@ class TritonExecution:
         except torch.cuda.OutOfMemoryError:
             self.free()
             raise DeviceMemoryError(
-                f"triton: the inputs and output of {s} ({4 * s.elements * 4 / 2**30:.2f} GiB) "
+                f"{self.variant.name}: the inputs and output of {s} ({4 * s.elements * 4 / 2**30:.2f} GiB) "
                 f"do not fit in {self.gpu.name}'s free memory"
             ) from None
         self._share_context(device)
@@ -165,7 +165,7 @@ class TritonExecution:
             return choice
         except Exception as exc:
             self.free()
-            raise KernelCompileError(f"triton: no tile configuration compiles and runs on {self.shape}: "
+            raise KernelCompileError(f"{self.variant.name}: no tile configuration compiles and runs on {self.shape}: "
                                      f"{_one_line(exc)}") from None
 
     def _stage_input(self) -> None:
@@ -203,13 +203,13 @@ class TritonExecution:
         try:
             self._launch(self.choice.config)
         except Exception as exc:
-            raise KernelLaunchError(f"triton: launching the kernel failed on {self.shape}: {_one_line(exc)}") from None
+            raise KernelLaunchError(f"{self.variant.name}: launching the kernel failed on {self.shape}: {_one_line(exc)}") from None
 
     def download(self) -> np.ndarray:
         try:
             return self.out.cpu().numpy()
         except RuntimeError as exc:
-            raise KernelLaunchError(f"triton: the kernel failed on {self.shape}: {_one_line(exc)}") from None
+            raise KernelLaunchError(f"{self.variant.name}: the kernel failed on {self.shape}: {_one_line(exc)}") from None
 
     def flush_l2(self) -> None:
         self.gpu.flush_l2()

@@ -308,6 +308,13 @@ EXECUTION_ON_THE_HOST = textwrap.dedent("""
         def _synchronize(self): pass
 
     triton_peer.TritonExecution = OnTheHost
+    if len(sys.argv) > 3:  # a cached choice that cannot build here (a tile of 24 rows): it must be tuned again
+        import triton
+        from attnbench.backends import triton_tune as tt
+        from attnbench.cases.testcase import Shape
+        B, N, d = json.loads(sys.argv[3])
+        key = tt.TuneKey.of(HostGpu.name, triton.__version__, "tf32x3", Shape(B, N, d))
+        tt.save_choice(key, Shape(B, N, d), tt.TileConfig(24, 16, 4, 1), [])
     rng = np.random.default_rng(int(sys.argv[1]))
     results = []
     for name, B, N, d in json.loads(sys.argv[2]):
@@ -465,3 +472,16 @@ def test_compare_shows_tf32_wrong_on_t10_and_the_others_right(gpu, tmp_path):
     import triton
 
     assert tt.load_choice(tt.TuneKey.of(gpu.name, triton.__version__, "tf32x3", Shape(10, 2048, 64))) is not None
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="Triton and PyTorch are not importable here (the triton extra)")
+def test_a_cached_choice_that_no_longer_builds_is_tuned_again(rng, tmp_path):
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT), "ATTNBENCH_CACHE": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", EXECUTION_ON_THE_HOST, str(int(rng.integers(2**31))),
+                           json.dumps([("triton", 2, 37, 20)]), json.dumps([2, 37, 20])],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = json.loads(done.stdout.splitlines()[-1])
+    assert run["tuned"] and run["config"] != "24x16 w4 s1" and run["passed"], run
+    (cache,) = tmp_path.glob("triton-tiles_*.json")
+    assert json.loads(cache.read_text())["entries"]["tf32x3/d20/n64/b2"]["config"]["block_m"] != 24

@@ -27,6 +27,12 @@ def _torch(variant: Variant, testcase: Testcase, gpu: Any, flush_l2: bool) -> Ex
     return TorchExecution(gpu, testcase)
 
 
+def _triton(variant: Variant, testcase: Testcase, gpu: Any, flush_l2: bool) -> Execution:
+    from attnbench.backends.triton_peer import TritonExecution
+
+    return TritonExecution(gpu, variant, testcase)
+
+
 def _gpu(variant: Variant, testcase: Testcase, gpu: Any, flush_l2: bool) -> Execution:
     from attnbench.backends.gpu_execution import GpuExecution
 
@@ -34,7 +40,7 @@ def _gpu(variant: Variant, testcase: Testcase, gpu: Any, flush_l2: bool) -> Exec
 
 
 # A whole program ("program") has no execution of timed passes: it runs as a process (backends.program).
-MAKERS: dict[str, Maker] = {"cpu": _cpu, "torch": _torch, "gpu": _gpu}
+MAKERS: dict[str, Maker] = {"cpu": _cpu, "torch": _torch, "triton": _triton, "gpu": _gpu}
 
 
 def make_execution(variant: Variant, testcase: Testcase, gpu: Any | None, flush_l2: bool = True) -> Execution:

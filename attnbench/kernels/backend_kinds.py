@@ -32,6 +32,11 @@ BACKEND_KINDS: dict[str, BackendKind] = {
                     whole_program=False, pipelined=True, cost_weight=1.0),
         BackendKind("torch", compiled=False, needs_gpu=True, needs_torch=True, runs_on_host=False,
                     whole_program=False, pipelined=False, cost_weight=1.0),
+        # The triton peer launches on PyTorch's tensors too, but imports PyTorch and Triton only in its own cells,
+        # which say in one sentence that either is missing while the other variants still run: so not needs_torch
+        # (that refuses the whole run up front, in the torch peer's words).
+        BackendKind("triton", compiled=False, needs_gpu=True, needs_torch=False, runs_on_host=False,
+                    whole_program=False, pipelined=False, cost_weight=1.0),
         # host passes run at a few GFLOP/s, some 50 times slower per FLOP than a kernel
         BackendKind("cpu", compiled=False, needs_gpu=False, needs_torch=False, runs_on_host=True,
                     whole_program=False, pipelined=False, cost_weight=50.0),

@@ -30,6 +30,9 @@ from attnbench.errors import ShapeNotSupported, UnknownName
 from attnbench.kernels.backend_kinds import BACKEND_KINDS, BackendKind
 
 Dims = tuple[int, int, int]
+# What a variant runs on, so a measured ceiling applies (`attnbench ceilings`): FP32 FFMA, tensor cores in
+# TF32 (1x) or 3xTF32 (a third of the TF32 rate), or memory-bound (DRAM bandwidth).
+Unit = Literal["ffma", "tf32x3", "wgmma3x", "tensor", "memory"]
 SCALAR_ARGS = ("B", "N", "d", "scale", "scale_log2", "step")
 # The oldest GPU a unit's instructions exist on: TF32 mma.sync came with Ampere (sm_80), wgmma with
 # Hopper (sm_90). FFMA and memory-bound kernels build for any GPU, the course's GTX 1080 (sm_61) too.
@@ -111,6 +114,7 @@ class Flavour:
     defines: Mapping[str, int] = field(default_factory=dict)
     options: tuple[str, ...] = ()
     seq_len_multiple: int = 1
+    unit: Unit | None = None  # a build that runs on another unit (a peer's precision): its ceiling follows it
 
 
 FLAVOUR_SEPARATOR = ":"
@@ -123,7 +127,9 @@ class Variant:
     name: str
     report: str  # which report and section it reproduces, e.g. "004 §4.2.9"
     technique: str  # the technique this step adds, one line
-    backend: Literal["gpu", "cpu", "torch", "program"] = "gpu"  # program: a whole executable (compare exe:PATH)
+    # gpu: a .cu file through pycuda; torch, triton: the peers, in this process on PyTorch's tensors;
+    # program: a whole executable (compare exe:PATH)
+    backend: Literal["gpu", "cpu", "torch", "triton", "program"] = "gpu"
     source: str | None = None  # file under the built-in kernel folder, or `source_path` for a user's
     source_path: Path | None = None  # a kernel file outside the package (a user variant)
     launches: tuple[Launch, ...] = ()
@@ -137,15 +143,15 @@ class Variant:
     steps: Callable[[Shape], int] = lambda s: 1
     # "float32" variants must meet relL2 <= 1e-5; "unsafe" ones (no max subtraction) may overflow.
     accuracy: Literal["float32", "unsafe"] = "float32"
-    # What it runs on, so a measured ceiling applies (`attnbench ceilings`): FP32 FFMA, tensor cores in
-    # TF32 (1x) or 3xTF32 (a third of the TF32 rate), or memory-bound (DRAM bandwidth).
-    unit: Literal["ffma", "tf32x3", "wgmma3x", "tensor", "memory"] = "ffma"
+    unit: Unit = "ffma"  # what it runs on (see Unit)
     # "qkv": one interleaved input pointer (Q K V per batch item, as the file stores them);
     # "separate": q, k, v pointers, each a contiguous B x N x d array, as most course kernels take them.
     layout: Literal["qkv", "separate"] = "qkv"
     # An architecture the variant must be built for and can only run on (sm_90a: Hopper's wgmma);
     # None builds for the GPU at hand.
     arch: str | None = None
+    # The oldest GPU the variant runs on whatever its unit (Triton's own floor, say); None: the unit's.
+    min_capability: tuple[int, int] | None = None
     # Named builds of the same kernel (`qreg:fastmath`); `flavoured` makes the Variant for one.
     flavours: Mapping[str, Flavour] = field(default_factory=dict)
 
@@ -164,6 +170,7 @@ class Variant:
             defines=lambda s: {**base_defines(s), **chosen.defines},
             options=(*self.options, *chosen.options),
             constraints=self.constraints.narrowed(chosen.seq_len_multiple),
+            unit=chosen.unit or self.unit,
             flavours={},
         )
 
@@ -188,6 +195,8 @@ class Variant:
         oldest = UNIT_MIN_CAPABILITY.get(self.unit)
         if oldest is not None and compute_capability < oldest:
             return f"{self.name} needs sm_{oldest[0]}{oldest[1]} or newer for its {self.unit} instructions, and this GPU is {here}"
+        if self.min_capability is not None and compute_capability < self.min_capability:
+            return f"{self.name} needs sm_{self.min_capability[0]}{self.min_capability[1]} or newer, and this GPU is {here}"
         return None
 
     def refusal(self, shape: Shape) -> str | None:

@@ -63,8 +63,6 @@ def test_kernel_stats_keep_the_clocks_through_their_dict():
 
 def test_a_move_under_one_percent_is_no_warning_however_steady_the_samples():
     # as measured on an H200: samples identical to the last digit (noise ±0.0%), the clock moving 1920-1980
-    steady = [1.000] * 12
-    moved_a_little = [1.004] * 9
-    assert shift(steady + moved_a_little, [1980.0] * 12 + [1920.0] * 9) is None
-    moved_more = [1.02] * 9
-    assert shift(steady + moved_more, [1980.0] * 12 + [1920.0] * 9) is not None
+    steady, clocks = [1.000] * 10, [1980.0] * 10 + [1920.0] * 10
+    assert shift(steady + [1.004] * 10, clocks) is None  # the median moved 0.2%
+    assert shift(steady + [1.04] * 10, clocks) is not None  # 2%

@@ -30,6 +30,7 @@ from attnbench.judge.classroom import (
     add_run,
     build_row,
     confinement,
+    cuda_caches,
     judge_entry,
     new_board,
 )
@@ -81,8 +82,8 @@ def _case(bench_input: BenchInput) -> PreparedCase:
     return cached
 
 
-def _job(program: Path, bench_input: BenchInput, settings: ClassSettings) -> tuple[CaseEntry, str]:
-    return judge_entry(program, _case(bench_input), settings), str(_worker["device"])
+def _job(program: Path, bench_input: BenchInput, settings: ClassSettings, cache: Path) -> tuple[CaseEntry, str]:
+    return judge_entry(program, _case(bench_input), settings, cache), str(_worker["device"])
 
 
 # -- in the parent ----------------------------------------------------------------------------------
@@ -90,8 +91,8 @@ Job = tuple[str, int]  # (submission, index of the input)
 
 
 def _run_jobs(pool: ProcessPoolExecutor, jobs: list[Job], programs: dict[str, Path], inputs: Sequence[BenchInput],
-              settings: ClassSettings, on_done) -> None:
-    pending: dict[Future, Job] = {pool.submit(_job, programs[name], inputs[i], settings): (name, i)
+              settings: ClassSettings, caches: Path, on_done) -> None:
+    pending: dict[Future, Job] = {pool.submit(_job, programs[name], inputs[i], settings, caches / name): (name, i)
                                   for name, i in jobs}
     while pending:
         done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -132,6 +133,7 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
     queue = context.Queue()
     for device in devices:
         queue.put(device)
+    caches = cuda_caches()
     with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
         try:
             for bench_input in inputs:  # generated once, here; the workers read them
@@ -144,15 +146,17 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
             with ProcessPoolExecutor(len(devices), mp_context=context, initializer=_start_worker,
                                      initargs=(queue,)) as pool:
                 _run_jobs(pool, [(n, i) for i in range(len(inputs)) for n in programs], programs, inputs, settings,
-                          finished)
+                          caches, finished)
                 rank(board)
                 for row in top_rows(board, settings.rerun_top):
                     row.reruns = RERUN_RUNS
                 again = [(row.name, i) for i, b in enumerate(inputs) for row in top_rows(board, settings.rerun_top)
                          if row.entries.get(b.label) and row.entries[b.label].passed
                          for _ in range(RERUN_RUNS - len(row.entries[b.label].runs_s))]
-                _run_jobs(pool, again, programs, inputs, settings, rerun)
+                _run_jobs(pool, again, programs, inputs, settings, caches, rerun)
         except KeyboardInterrupt:
             board.interrupted = True
+        finally:
+            shutil.rmtree(caches, ignore_errors=True)
     board.rows = list(rows.values())
     return rank(board)

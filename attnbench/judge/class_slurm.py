@@ -12,6 +12,7 @@ kept, the rest is submitted again.
 from __future__ import annotations
 
 import pickle
+import shutil
 import socket
 import tempfile
 from dataclasses import dataclass, field, replace
@@ -26,6 +27,7 @@ from attnbench.judge.classroom import (
     ClassSettings,
     build_row,
     confinement,
+    cuda_caches,
     gpu_name,
     judge_submission,
     new_board,
@@ -84,8 +86,12 @@ def load_class_run(folder: str | Path) -> ClassRun:
 def submission_job(submission: Submission, inputs: list[BenchInput], settings: ClassSettings) -> dict[str, Any]:
     """One Slurm job: build the submission and judge it on every case; its row comes back."""
     cases = [prepare_case(bench_input) for bench_input in inputs]
-    with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
-        row, _ = judge_submission(submission, cases, settings, Path(tmp), gpu_name(), lambda *a: None)
+    caches = cuda_caches()
+    try:
+        with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
+            row, _ = judge_submission(submission, cases, settings, Path(tmp), gpu_name(), lambda *a: None, caches)
+    finally:
+        shutil.rmtree(caches, ignore_errors=True)
     return {"row": row, "host": socket.gethostname(), "confinement": confinement(settings)}
 
 

@@ -10,6 +10,7 @@ Ctrl-C keeps what was judged: the scoreboard says it was interrupted.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -63,11 +64,19 @@ def gpu_name() -> str:
     return "no GPU (the host's CPU)"
 
 
-def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings) -> CaseEntry:
+def cuda_caches() -> Path:
+    """A folder for the class's CUDA JIT caches, one per submission (see Sandbox.cuda_cache): the programs'
+    user may pass through it, not list it. The caller removes it."""
+    root = Path(tempfile.mkdtemp(prefix="attnbench-cuda-caches-"))
+    os.chmod(root, 0o711)
+    return root
+
+
+def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda_cache: Path | None = None) -> CaseEntry:
     """One run of a submission's program on one case, in a sandbox of its own (a fresh copy of the
-    program and of the input; nothing of another submission is there)."""
+    program and of the input; nothing of another submission is there but, given, its own JIT cache)."""
     limit = settings.limits.limit_for(case.label)
-    sandbox = Sandbox.open(program, settings.sandbox)
+    sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache)
     try:
         judged = judge_case(Program(program), case, limit, timeout_for(limit, settings.timeout_s), sandbox)
     finally:
@@ -86,13 +95,13 @@ def build_row(submission: Submission, settings: ClassSettings, build_root: Path,
 
 
 def judge_submission(submission: Submission, cases: list[PreparedCase], settings: ClassSettings, build_root: Path,
-                     device: str, listener: ClassListener) -> tuple[SubmissionRow, Path | None]:
+                     device: str, listener: ClassListener, caches: Path | None = None) -> tuple[SubmissionRow, Path | None]:
     """Build one submission under build_root and judge it on every case; its row and its program."""
     row, program = build_row(submission, settings, build_root, device, listener)
     if program is None:
         return row, None
     for case in cases:
-        row.entries[case.label] = entry = judge_entry(program, case, settings)
+        row.entries[case.label] = entry = judge_entry(program, case, settings, caches and caches / submission.name)
         listener(submission.name, case.label, entry.verdict)
     return row, program
 
@@ -107,12 +116,12 @@ def add_run(row: SubmissionRow, label: str, again: CaseEntry) -> bool:
 
 
 def rerun_row(row: SubmissionRow, program: Path, cases: list[PreparedCase], settings: ClassSettings,
-              listener: ClassListener) -> None:
+              listener: ClassListener, caches: Path | None = None) -> None:
     """Run each passed case until it has RERUN_RUNS runs; a run that fails makes the case fail."""
     for case in cases:
         entry = row.entries.get(case.label)
         while entry is not None and entry.passed and len(entry.runs_s) < RERUN_RUNS:
-            again = judge_entry(program, case, settings)
+            again = judge_entry(program, case, settings, caches and caches / row.name)
             if not add_run(row, case.label, again):
                 listener(row.name, case.label, f"rerun {again.verdict}")
                 break
@@ -146,17 +155,21 @@ def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput],
     device = gpu_name()
     board = new_board(inputs, settings, metadata, confinement(settings))
     programs: dict[str, Path] = {}
+    caches = cuda_caches()
     with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
         try:
             cases = [prepare_case(bench_input, progress) for bench_input in inputs]
             for submission in submissions:
-                row, program = judge_submission(submission, cases, settings, Path(tmp) / "builds", device, listen)
+                row, program = judge_submission(submission, cases, settings, Path(tmp) / "builds", device, listen,
+                                                caches)
                 board.rows.append(row)
                 if program is not None:
                     programs[submission.name] = program
             rank(board)
             for row in top_rows(board, settings.rerun_top):
-                rerun_row(row, programs[row.name], cases, settings, listen)
+                rerun_row(row, programs[row.name], cases, settings, listen, caches)
         except KeyboardInterrupt:
             board.interrupted = True
+        finally:
+            shutil.rmtree(caches, ignore_errors=True)
     return rank(board)

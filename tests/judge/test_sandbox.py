@@ -188,3 +188,30 @@ def test_the_course_cuda_program_passes_in_the_sandbox(gpu, tmp_path):
     saved = json.loads(next((tmp_path / "res").glob("*.json")).read_text())
     assert saved["settings"]["sandbox"]["kind"] == "bwrap"
     assert [c["extra"]["verdict"] for c in saved["cells"]] == ["PASS"] * 3
+
+
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")),
+                                  "none"])
+def test_cudas_jit_cache_is_kept_across_the_sandboxes_of_one_program(tmp_path, mode):
+    """A program built as PTX would compile its kernels in every case without it (2 s a case on an H200)."""
+    from attnbench.judge.classroom import cuda_caches
+
+    caches = cuda_caches()
+    seen = []
+    try:
+        for _ in range(2):
+            sandbox = Sandbox.open(None, SandboxSettings(mode), cuda_cache=caches / "one")
+            try:
+                case = sandbox.prepare("c", None)
+                script = 'ls "$CUDA_CACHE_PATH"; touch "$CUDA_CACHE_PATH/kernel.bin"'
+                outcome = run_process(sandbox.command(["/bin/sh", "-c", script], case), case.folder, 30,
+                                      user=sandbox.user, env=sandbox.case_env(case), logs=case.logs)
+                assert outcome.returncode == 0, outcome.stderr_tail
+                seen.append((case.logs / ".judge_stdout").read_text().split())
+                sandbox.finish(case)
+            finally:
+                sandbox.close()
+        assert seen == [[], ["kernel.bin"]]  # the second sandbox finds what the first left
+        assert os.stat(caches).st_mode & 0o777 == 0o711
+    finally:
+        shutil.rmtree(caches, ignore_errors=True)

@@ -21,7 +21,7 @@ from attnbench.results.scoreboard import Scoreboard
 
 
 @click.command()
-@click.argument("programs", nargs=-1, required=True)
+@click.argument("programs", nargs=-1)
 @click.option("--cases", "-c", "case_selector", default="course", show_default=True,
               help="Suite names, groups, ranges (t01-t10) or input files, comma separated.")
 @click.option("--launcher", default=None,
@@ -47,6 +47,8 @@ from attnbench.results.scoreboard import Scoreboard
 @click.option("--rerun-top", type=click.IntRange(min=0), default=3, show_default=True,
               help="A class: rerun this many top submissions (median of 3 runs per case) before ranks are final.")
 @click.option("--gpus", default=None, help="A class: spread the cases over this host's GPUs (all, or 0,1).")
+@click.option("--build-timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
+              help="A class: seconds a submission's build may take.")
 @click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True,
               help="A class: slurm runs each submission as a Slurm job (needs submitit).")
 @click.option("--partition", default=None, help="Slurm partition, e.g. nvidia.")
@@ -62,7 +64,7 @@ from attnbench.results.scoreboard import Scoreboard
 @click.option("--no-save", is_flag=True, help="Do not save the results.")
 def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, limits_spec: str, args_template: str,
           timeout: float | None, sandbox_mode: str, max_processes: int, memory_mb: int | None, cpu_s: float | None,
-          binds: tuple[str, ...], rerun_top: int, gpus: str | None, executor: str, partition: str | None,
+          binds: tuple[str, ...], rerun_top: int, gpus: str | None, build_timeout: float, executor: str, partition: str | None,
           gres: str | None, time_min: int, resume_folder: str | None, with_html: bool, results_dir: str,
           name: str | None, no_save: bool) -> None:
     """Judge whole programs as the course does: run PROGRAM IN OUT per case, time it, check it.
@@ -100,12 +102,14 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
       attnbench judge submissions/ --cases t01-t10 --executor slurm --partition nvidia --gres gpu:1
     """
     settings = SandboxSettings(sandbox_mode, max_processes, memory_mb, cpu_s, tuple(Path(b) for b in binds))
-    slurm = SlurmChoice(executor, partition, gres, time_min, resume_folder)
+    if not programs and not resume_folder:
+        raise UsageError("judge needs a PROGRAM (or several, or a folder of submissions), or --resume FOLDER")
+    choices = ClassChoices(executor, partition, gres, time_min, resume_folder, build_timeout)
     if resume_folder or len(programs) > 1 or api_programs.is_class(programs[0]):
         if launcher or args_template != "{in} {out}":
             raise UsageError("--launcher and --args are for one program; a class runs each submission as the "
                              "course does (PROGRAM IN OUT), and --executor slurm places it")
-        _judge_class(programs, case_selector, limits_spec, timeout, settings, rerun_top, gpus, slurm,
+        _judge_class(programs, case_selector, limits_spec, timeout, settings, rerun_top, gpus, choices,
                      with_html, results_dir, name, no_save)
         return
     program = programs[0]
@@ -143,12 +147,13 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
 
 
 @dataclass(frozen=True)
-class SlurmChoice:
+class ClassChoices:
     executor: str
     partition: str | None
     gres: str | None
     time_min: int
     resume: str | None
+    build_timeout_s: float
 
 
 def _class_stem(board: Scoreboard, selector: str) -> str:
@@ -158,22 +163,23 @@ def _class_stem(board: Scoreboard, selector: str) -> str:
 
 
 def _judge_class(programs: tuple[str, ...], selector: str, limits_spec: str, timeout: float | None,
-                 settings: SandboxSettings, rerun_top: int, gpus: str | None, slurm: SlurmChoice, with_html: bool,
+                 settings: SandboxSettings, rerun_top: int, gpus: str | None, choices: ClassChoices, with_html: bool,
                  results_dir: str, name: str | None, no_save: bool) -> None:
     """A class: build, judge, rank, rerun the top; print the scoreboard and save it."""
     def listener(submission: str, what: str, happened: str) -> None:
         err_console.print(f"{submission} {what}: {happened}", highlight=False, markup=False, soft_wrap=True)
 
-    if slurm.resume:
-        board = api_programs.resume_class(slurm.resume, listener)
+    if choices.resume:
+        board = api_programs.resume_class(choices.resume, listener)
     else:
         pending = api_programs.judge_writes(selector)
         if pending:
             notice(f"the cases not generated yet take {pending / 1e9:.1f} GB (inputs and float64 references) in "
                    f"{data_dir()}; --cases limits them (e.g. --cases t01-t10)")
-        options = api_programs.SlurmOptions(slurm.partition, slurm.gres, slurm.time_min)
+        options = api_programs.SlurmOptions(choices.partition, choices.gres, choices.time_min)
         board = api_programs.judge_class(programs, selector, time_limits=limits_spec, timeout=timeout,
-                                         rerun_top=rerun_top, gpus=gpus, executor=slurm.executor, slurm=options,
+                                         build_timeout=choices.build_timeout_s, rerun_top=rerun_top, gpus=gpus,
+                                         executor=choices.executor, slurm=options,
                                          sandbox=settings, results_dir=results_dir, progress=progress_bar,
                                          listener=listener, command=command_line())
     if board.settings.get("confinement_warning"):

@@ -11,17 +11,15 @@ kept, the rest is submitted again.
 
 from __future__ import annotations
 
-import pickle
 import shutil
 import socket
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput
-from attnbench.errors import ResultsError
 from attnbench.judge.classroom import (
     ClassListener,
     ClassSettings,
@@ -37,7 +35,16 @@ from attnbench.judge.course_judge import prepare_case
 from attnbench.judge.sandbox import Confinement
 from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import Scoreboard, SubmissionRow
-from attnbench.spread.slurm import ACTIVE, SlurmOptions, result_file, squeue_states, submit_array, wait_for_jobs
+from attnbench.spread.slurm import (
+    ACTIVE,
+    SlurmOptions,
+    load_record,
+    result_file,
+    save_record,
+    squeue_states,
+    submit_array,
+    wait_for_jobs,
+)
 
 CLASS_RUN_FILE = "attnbench-class.pkl"
 
@@ -62,24 +69,11 @@ class ClassRun:
         return Path(self.options.folder)
 
     def save(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        temporary = self.folder / (CLASS_RUN_FILE + ".tmp")
-        temporary.write_bytes(pickle.dumps(self))
-        temporary.replace(self.folder / CLASS_RUN_FILE)
+        save_record(self.folder, CLASS_RUN_FILE, self)
 
 
 def load_class_run(folder: str | Path) -> ClassRun:
-    path = Path(folder) / CLASS_RUN_FILE
-    try:
-        run = pickle.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise ResultsError(f"{folder}: not an attnbench class jobs folder (no {CLASS_RUN_FILE})") from None
-    except Exception as exc:
-        raise ResultsError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
-    if not isinstance(run, ClassRun):
-        raise ResultsError(f"{path}: not an attnbench class run")
-    run.options = replace(run.options, folder=Path(folder))  # the folder may have moved
-    return run
+    return load_record(folder, CLASS_RUN_FILE, ClassRun, "class")
 
 
 # -- on the node -----------------------------------------------------------------------------------

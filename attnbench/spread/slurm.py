@@ -76,24 +76,35 @@ class SlurmRun:
         return Path(self.options.folder)
 
     def save(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        temporary = self.folder / (RUN_FILE + ".tmp")
-        temporary.write_bytes(pickle.dumps(self))
-        temporary.replace(self.folder / RUN_FILE)
+        save_record(self.folder, RUN_FILE, self)
+
+
+def save_record(folder: Path, name: str, record: Any) -> None:
+    """A run's record (pickled) in its jobs folder, replaced whole or not at all."""
+    folder.mkdir(parents=True, exist_ok=True)
+    temporary = folder / (name + ".tmp")
+    temporary.write_bytes(pickle.dumps(record))
+    temporary.replace(folder / name)
+
+
+def load_record(folder: str | Path, name: str, kind: type, what: str) -> Any:
+    """The record `name` of a jobs folder, of type `kind`, its folder set to where it is now; one line
+    naming the folder (`what` says which kind of jobs folder) when it is not there or not one."""
+    path = Path(folder) / name
+    try:
+        record = pickle.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise ResultsError(f"{folder}: not an attnbench {what} jobs folder (no {name})") from None
+    except Exception as exc:
+        raise ResultsError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
+    if not isinstance(record, kind):
+        raise ResultsError(f"{path}: not an attnbench {what} run")
+    record.options = replace(record.options, folder=Path(folder))  # the folder may have moved
+    return record
 
 
 def load_run(folder: str | Path) -> SlurmRun:
-    path = Path(folder) / RUN_FILE
-    try:
-        run = pickle.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise ResultsError(f"{folder}: not an attnbench Slurm jobs folder (no {RUN_FILE})") from None
-    except Exception as exc:
-        raise ResultsError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
-    if not isinstance(run, SlurmRun):
-        raise ResultsError(f"{path}: not an attnbench Slurm run")
-    run.options = replace(run.options, folder=Path(folder))  # the folder may have moved
-    return run
+    return load_record(folder, RUN_FILE, SlurmRun, "Slurm")
 
 
 # -- packing cells into jobs -----------------------------------------------------------------------

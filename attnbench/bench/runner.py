@@ -23,7 +23,7 @@ from attnbench.backends.registry import make_execution
 from attnbench.results.ceilings import applied_ceiling, cached_for, datasheet_ceiling, measured_dram_bandwidth
 from attnbench.bench.chunk_plan import ChunkPlan
 from attnbench.bench.pipeline import run_pipeline
-from attnbench.bench.sampler import TimingPolicy, measure, sample_execution, timed_passes
+from attnbench.bench.sampler import TimingPolicy, sample_execution
 from attnbench.bench.sm_clock import SmClockRecorder
 from attnbench.bench.timed_check import check_timed_passes
 from attnbench.bench.verify import COURSE_ATOL, FiniteCheck, finite_check
@@ -248,6 +248,3 @@ def _written_output(out: str | os.PathLike | None, shape: Shape) -> np.ndarray:
     if out is None:
         raise ValueError("a pipelined run keeps its output or writes it: the verified passes need one of them")
     return np.memmap(out, dtype=np.float32, mode="r", shape=(shape.B, shape.N, shape.d))
-
-
-__all__ = ["Check", "Timer", "VariantRun", "measure", "run_variant", "run_variant_pipelined", "timed_passes"]

@@ -183,13 +183,6 @@ class JudgedCase:
     def passed(self) -> bool:
         return self.verdict == PASS
 
-    @property
-    def slack_s(self) -> float | None:
-        """Seconds under the limit (negative: over it)."""
-        if self.limit_s is None or self.wall_s is None:
-            return None
-        return self.limit_s - self.wall_s
-
 
 def judge_case(program: Program, case: PreparedCase, limit_s: float | None, timeout_s: float,
                sandbox: Sandbox | None = None) -> JudgedCase:

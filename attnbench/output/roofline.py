@@ -149,8 +149,3 @@ def roofline_plot(results: list[ResultSet], path: Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
-
-
-def roofline_summary(results: list[ResultSet]) -> list[dict[str, Any]]:
-    """The numbers behind the plot, for the report's text."""
-    return [{"variant": v, "case": c, "intensity": x, "tflops": y} for v, c, x, y in points(results)]

@@ -23,9 +23,6 @@ class Text:
         return self.text
 
 
-CellValue = "Text | str"
-
-
 def as_text(value: "Text | str") -> Text:
     return value if isinstance(value, Text) else Text(str(value))
 

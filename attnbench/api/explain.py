@@ -5,8 +5,9 @@ return."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
+from attnbench.api.notices import Notice
 from attnbench.backends import gpu as gpu_backend
 from attnbench.results.ceilings import CeilingSet, cached_for, get_or_measure
 from attnbench.explain.profile import VariantProfile, profile_variant, require_ncu
@@ -20,7 +21,6 @@ from attnbench.kernels.nvcc import compile_report, nvcc_path, source_label
 from attnbench.kernels.variant import Variant
 from attnbench.results.metadata import collect
 
-Notice = Callable[[str], None]
 
 
 def _shape_of(case: str) -> tuple[str, Shape]:

@@ -4,8 +4,9 @@ load saved results and compare a run against one. The command line renders what 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
+from attnbench.api.notices import Notice, quiet
 from attnbench.analysis.against import AgainstReport, against, check_comparable
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
@@ -16,11 +17,7 @@ from attnbench.errors import TestcaseError
 from attnbench.results.resultset import ResultSet, load
 from attnbench.results.verification import VerifyReport
 
-Notice = Callable[[str], None]
 
-
-def _quiet(note: str) -> None:
-    pass
 
 
 def _suite_reference(name: str, progress: ProgressFactory, notice: Notice) -> tuple[Path, Shape]:
@@ -53,7 +50,7 @@ def verify(
     atol: float = COURSE_ATOL,
     rtol: float = 0.0,
     progress: ProgressFactory = no_progress,
-    notice: Notice = _quiet,
+    notice: Notice = quiet,
 ) -> tuple[VerifyReport, Path]:
     """Check an output file against a reference file, or a suite case's float64 reference (REF named as
     the case). Positions are (batch, row, column) when the shape is known from `case`, an input file

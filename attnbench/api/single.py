@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from attnbench.api.notices import Notice, quiet
 from attnbench.analysis.against import check_same_gpu, check_same_inputs, common_selection, expected_inputs
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.spread import SlurmOptions, placement, resume, spread_matrix
@@ -51,11 +52,7 @@ from attnbench.results.resultset import ResultSet
 
 CPU_SAMPLING_BUDGET_S = 2.0  # the cpu variant's sampling budget: several passes, but not minutes
 CPU_TARGET_NOISE = 0.05  # host passes jitter more than kernels; within the budget, 5% is what they can promise
-Notice = Callable[[str], None]  # receives one-line notes for the user ("running the cpu variant", ...)
 
-
-def _quiet(note: str) -> None:
-    pass
 
 
 @dataclass(frozen=True)
@@ -118,7 +115,7 @@ def open_gpu_for(variants: Sequence[Variant], device: int = 0) -> Any | None:
     return None
 
 
-def choose_variant(name: str | Variant | None, shape: Shape, notice: Notice = _quiet) -> Variant:
+def choose_variant(name: str | Variant | None, shape: Shape, notice: Notice = quiet) -> Variant:
     """The named variant, or the fastest built-in that takes the shape on this machine; refuses shapes
     the variant cannot take."""
     if isinstance(name, Variant):
@@ -166,7 +163,7 @@ def run(
     device: int = 0,
     pipeline: bool = True,
     progress: ProgressFactory = no_progress,
-    notice: Notice = _quiet,
+    notice: Notice = quiet,
 ) -> Measurement:
     """Run one variant on a case (a suite name or a course input file): write `out` if given, time it,
     and with `check` verify it against the float64 reference. A one-cell compare.
@@ -234,7 +231,7 @@ def compare(
     listener: MatrixListener | None = None,
     command: str | None = None,
     before_run: Callable[[Any, list[BenchInput]], None] | None = None,
-    gpus: str | None = None, executor: str = "local", slurm: SlurmOptions | None = None, notice: Notice = _quiet,
+    gpus: str | None = None, executor: str = "local", slurm: SlurmOptions | None = None, notice: Notice = quiet,
 ) -> ResultSet:
     """A checked, timed matrix of variants x cases (comma lists or sequences of names, groups, files).
 
@@ -292,7 +289,7 @@ def sweep(
     same_within: float = DEFAULT_SAME_WITHIN,
     listener: MatrixListener | None = None,
     command: str | None = None,
-    gpus: str | None = None, executor: str = "local", slurm: SlurmOptions | None = None, notice: Notice = _quiet,
+    gpus: str | None = None, executor: str = "local", slurm: SlurmOptions | None = None, notice: Notice = quiet,
 ) -> ResultSet:
     """The square-attention lab's sizes (`square`), or a sweep of N or d of the (B, N, d) workload;
     `gpus` and `executor` spread it as for `compare`."""

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from attnbench.api.notices import Notice, quiet
 from attnbench.spread.cellgroups import CellPlan
 from attnbench.bench.matrix import MatrixListener
 from attnbench.bench.sampler import TimingPolicy
@@ -21,11 +22,7 @@ from attnbench.cases.inputs import BenchInput
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ResultSet
 
-Notice = Callable[[str], None]
 
-
-def _quiet(note: str) -> None:
-    pass
 
 
 def placement(gpus: str | None, executor: str, slurm: SlurmOptions | None) -> Placement:
@@ -35,7 +32,7 @@ def placement(gpus: str | None, executor: str, slurm: SlurmOptions | None) -> Pl
 
 def spread_matrix(kind: str, chosen: list[Variant], inputs: list[BenchInput], policy: Callable[[Variant], TimingPolicy],
                   check: tuple, where: Placement, record: dict[str, Any], listener: MatrixListener | None,
-                  notice: Notice = _quiet, before_run: Callable[[Any, list[BenchInput]], None] | None = None,
+                  notice: Notice = quiet, before_run: Callable[[Any, list[BenchInput]], None] | None = None,
                   lab_timing: bool = False) -> ResultSet:
     """A compare or sweep spread over worker processes or Slurm jobs (`check`: ("course", atol, rtol)
     or ("lab",)); the same ResultSet a one-process run makes, each cell recording its GPU."""
@@ -47,7 +44,7 @@ def spread_matrix(kind: str, chosen: list[Variant], inputs: list[BenchInput], po
     return result
 
 
-def resume(folder: str | Path, *, listener: MatrixListener | None = None, notice: Notice = _quiet) -> ResultSet:
+def resume(folder: str | Path, *, listener: MatrixListener | None = None, notice: Notice = quiet) -> ResultSet:
     """Finish a Slurm run (compare or sweep) from its jobs folder: collect the results that came
     back, resubmit the jobs that were lost, and return the merged run."""
     from attnbench.spread.placement import resume as resume_slurm

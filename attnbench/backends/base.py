@@ -38,6 +38,8 @@ def event_ms(elapsed: float) -> float:
 
 
 class Clock(Protocol):
+    """Times a region of work in milliseconds (CUDA events for device work, the host clock otherwise)."""
+
     def start(self) -> None: ...
 
     def stop(self) -> float: ...

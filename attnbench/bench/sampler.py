@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
+from attnbench.backends.base import Clock
 from attnbench.results.stats import KernelStats, relative_noise
 
 
@@ -76,14 +77,6 @@ def measure(
         stats.converged = False
         stats.warnings.append(FEW_SAMPLES_WARNING)
     return stats
-
-
-class Clock(Protocol):
-    """Times a region of work in milliseconds."""
-
-    def start(self) -> None: ...
-
-    def stop(self) -> float: ...
 
 
 class Timeable(Protocol):

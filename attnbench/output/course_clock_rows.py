@@ -7,11 +7,9 @@
 from __future__ import annotations
 
 from attnbench.output.table import TableModel
+from attnbench.output.tables import format_s
 from attnbench.results.course_clock import STAGE_NAMES, CourseClock
 
-
-def format_s(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f} s"
 
 
 def _rate(value: float | None) -> str:

@@ -21,6 +21,7 @@ from typing import Sequence
 
 from attnbench.backends.program import ProcessLimits, ProgramError, run_process
 from attnbench.judge.sandbox import Sandbox, SandboxSettings
+from attnbench.kernels.nvcc import first_error_lines
 
 COURSE_EXECUTABLE = "hw4"  # the course's Makefile builds hw4 from hw4.cu
 BUILD_TIMEOUT_S = 300.0
@@ -107,12 +108,6 @@ def find_submissions(named: Sequence[str | Path]) -> list[Submission]:
     return found
 
 
-def first_errors(text: str, count: int = ERROR_LINES) -> str:
-    """The first lines of a compiler's output that say `error` (else its last lines), joined by ' | '."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    errors = [line for line in lines if "error" in line.lower()]
-    return " | ".join((errors or lines[-count:])[:count])
-
 
 def _tool(how: str) -> str | None:
     return shutil.which({"make": "make", "nvcc": "nvcc", "cc": "cc"}[how])
@@ -183,7 +178,7 @@ def build(submission: Submission, build_root: Path, timeout_s: float = BUILD_TIM
         return Built(submission, None, f"the build ran past {timeout_s:g} s and was stopped")
     if outcome.returncode != 0:
         return Built(submission, None, f"the build failed (exit {outcome.returncode}): "
-                                       f"{first_errors(outcome.stderr_tail) or 'no message'}")
+                                       f"{first_error_lines(outcome.stderr_tail, ERROR_LINES)}")
     if made is None:
         return Built(submission, None, f"the build made no {COURSE_EXECUTABLE} (nor one other executable)")
     return Built(submission, folder / COURSE_EXECUTABLE, f"{submission.describe()} in {outcome.wall_s:.1f} s")

@@ -192,8 +192,8 @@ def _ptxas_cache_path(variant: Variant, shape: Shape, arch: str) -> Path:
     return cache_dir() / "ptxas" / f"{key.hexdigest()[:32]}.json"
 
 
-def _first_errors(stderr: str, lines: int = 4) -> str:
-    """nvcc's first error lines (the first lines at all when none says error), joined on one line."""
+def first_error_lines(stderr: str, lines: int = 4) -> str:
+    """A compiler's first error lines (the first lines at all when none says error), joined on one line."""
     text = [line.strip() for line in stderr.splitlines() if line.strip()]
     errors = [line for line in text if "error" in line.lower() or "fatal" in line.lower()] or text
     return " | ".join(errors[:lines]) or "no message"
@@ -215,7 +215,7 @@ def compile_report(variant: Variant, shape: Shape, arch: str) -> dict[str, Kerne
         result = subprocess.run(nvcc_command(variant, shape, arch, Path(tmp) / "k.cubin"), capture_output=True, text=True)
     if result.returncode != 0:
         raise CompileCheckFailed(f"{source_label(variant)}: nvcc could not compile it for {variant.arch or arch}: "
-                                 f"{_first_errors(result.stderr)}")
+                                 f"{first_error_lines(result.stderr)}")
     figures = parse_ptxas(result.stderr)
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,8 @@ import stat
 
 import pytest
 
-from attnbench.judge.submissions import build, find_submissions, first_errors
+from attnbench.judge.submissions import build, find_submissions
+from attnbench.kernels.nvcc import first_error_lines as first_errors
 from attnbench.backends.program import ProgramError
 
 

@@ -31,6 +31,7 @@ from attnbench.judge.classroom import (
     build_row,
     confinement,
     cuda_caches,
+    gpu_name,
     judge_entry,
     new_board,
 )
@@ -67,10 +68,7 @@ def _start_worker(devices: "multiprocessing.Queue[Device]") -> None:
     name = STAND_IN
     if not device.stand_in:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(device.index)
-        smi = shutil.which("nvidia-smi")
-        found = subprocess.run([smi or "nvidia-smi", "-i", str(device.index), "--query-gpu=name",
-                                "--format=csv,noheader"], capture_output=True, text=True, timeout=60).stdout
-        name = found.strip() or f"GPU {device.index}"
+        name = gpu_name(device.index)
     _worker["device"] = name
 
 
@@ -147,10 +145,10 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
                                      initargs=(queue,)) as pool:
                 _run_jobs(pool, [(n, i) for i in range(len(inputs)) for n in programs], programs, inputs, settings,
                           caches, finished)
-                rank(board)
-                for row in top_rows(board, settings.rerun_top):
+                top = top_rows(rank(board), settings.rerun_top)
+                for row in top:
                     row.reruns = RERUN_RUNS
-                again = [(row.name, i) for i, b in enumerate(inputs) for row in top_rows(board, settings.rerun_top)
+                again = [(row.name, i) for i, b in enumerate(inputs) for row in top  # case by case, as before
                          if row.entries.get(b.label) and row.entries[b.label].passed
                          for _ in range(RERUN_RUNS - len(row.entries[b.label].runs_s))]
                 _run_jobs(pool, again, programs, inputs, settings, caches, rerun)

@@ -50,12 +50,14 @@ class ClassSettings:
 ClassListener = Callable[[str, str, str], None]  # (submission, case or "build", what happened)
 
 
-def gpu_name() -> str:
-    """The name of the GPU the programs run on (nvidia-smi's first), or the host's CPU without one."""
+def gpu_name(index: int | None = None) -> str:
+    """The name of the GPU the programs run on (nvidia-smi's first, or device `index`), or the host's CPU
+    without one."""
     smi = shutil.which("nvidia-smi")
     if smi is not None:
+        which = ["-i", str(index)] if index is not None else []
         try:
-            names = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+            names = subprocess.run([smi, *which, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
                                    text=True, timeout=30).stdout.split("\n")
             if names and names[0].strip():
                 return names[0].strip()

@@ -4,7 +4,9 @@ A backend's execution owns one variant's resources for one testcase (device buff
 kernels, the launch plan) and offers the same steps whatever it runs on: upload, one pass,
 download, free; plus `flush_l2` and a `clock` for the sampler, which owns how passes are timed;
 plus what the verified passes after the samples need (`bench.timed_check`): poison the output,
-change the input in place by an `InputTransform`, and wait for all the work of the context.
+change the input in place by an `InputTransform`, check an output against the first pass's moved the
+same way (on the device where the backend can keep that output there), and wait for all the work of
+the context.
 Whole programs (`backends.program`) have no timed passes and no execution.
 """
 
@@ -45,6 +47,19 @@ class Clock(Protocol):
     def stop(self) -> float: ...
 
 
+class OutputCheck(Protocol):
+    """The verified passes' check on the device: the current output against `base` (the first pass's checked
+    output, kept on the device) moved by a transform of the original input."""
+
+    def errors(self, transform: InputTransform, atol: float, rtol: float) -> tuple[int, int, float] | None:
+        """(failing, non-finite, max abs error over finite elements), as `bench.timed_check.pass_errors`
+        gives on the host; None when the kept base is no longer what was kept (something wrote into it:
+        the caller checks on the host instead, from memory no kernel can reach)."""
+        ...
+
+    def free(self) -> None: ...
+
+
 class Execution(Protocol):
     """What the bench layer needs from a backend."""
 
@@ -64,6 +79,11 @@ class Execution(Protocol):
     def poison_output(self) -> None: ...
 
     def permute_inputs(self, transform: InputTransform) -> None: ...
+
+    def output_check(self, base: np.ndarray) -> OutputCheck | None:
+        """A check on the device against `base`, kept there; None to check on the host (a host backend, or
+        no device memory for a copy of the output)."""
+        ...
 
     def synchronize(self) -> None: ...
 

@@ -127,7 +127,7 @@ class Gpu:
         self._modules: dict[tuple, CompiledVariant] = {}
         self._l2_flush_buffer: Any = None
         self._nvml: Any = None  # (pynvml, handle) once opened; False when NVML cannot be had
-        self._permute_function: Any = None
+        self._support_functions: dict[str, Any] = {}
 
     @property
     def l2_flush_bytes(self) -> int:
@@ -146,17 +146,26 @@ class Gpu:
 
     def permute_function(self) -> Any:
         """The verified passes' gather kernel (cuda/permute_inputs.cu), compiled once per process."""
-        if self._permute_function is None:
+        return self._support_function("permute_inputs", "PPPqPPPqPPPiif")
+
+    def check_function(self) -> Any:
+        """The verified passes' check on the device (cuda/check_moved_output.cu), compiled once per process."""
+        return self._support_function("check_moved_output", "PPPPiiifffP")
+
+    def _support_function(self, name: str, signature: str) -> Any:
+        """attnbench's own kernel `name` from cuda/`name`.cu (not a variant), prepared with `signature`."""
+        if name not in self._support_functions:
             from pycuda.compiler import SourceModule
 
-            path = kernel_dir() / "permute_inputs.cu"
+            path = kernel_dir() / f"{name}.cu"
             try:
                 module = SourceModule(path.read_text(), options=["-O3"], arch=self.arch, no_extern_c=True)
             except (self.driver.CompileError, self.driver.Error) as exc:
                 raise KernelCompileError(f"nvcc could not compile {path}: {exc}") from None
-            self._permute_function = module.get_function("permute_inputs")
-            self._permute_function.prepare("PPPqPPPqPPPiif")
-        return self._permute_function
+            function = module.get_function(name)
+            function.prepare(signature)
+            self._support_functions[name] = function
+        return self._support_functions[name]
 
     def clock(self, what: str) -> EventClock:
         return EventClock(self.driver, what)

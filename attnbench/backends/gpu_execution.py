@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from attnbench.backends.gpu_output_check import DeviceOutputCheck
 from attnbench.backends.gpu_permute import DevicePermuter
 from attnbench.backends.input_transform import InputTransform
 from attnbench.cases.testcase import Shape, Testcase
@@ -236,6 +237,11 @@ class GpuExecution:
         """Change the device input in place by `transform` (device work only: milliseconds)."""
         shape = self.shape
         DevicePermuter(self.gpu, self._pointers[0], shape.B, shape.N, shape.d).apply(transform)
+
+    def output_check(self, base: np.ndarray) -> DeviceOutputCheck | None:
+        """`base` kept on the device for the verified passes' check there (None: no room, check on the host)."""
+        self._synchronize()
+        return DeviceOutputCheck.keep(self.gpu, self._pointers[1], self.shape, base)
 
     def synchronize(self) -> None:
         """Wait for all work in the context, on every stream."""

@@ -16,6 +16,7 @@ import numpy as np
 
 from attnbench.backends.base import event_ms
 from attnbench.backends.input_transform import InputTransform
+from attnbench.backends.torch_output_check import TorchOutputCheck
 from attnbench.cases.testcase import Testcase
 from attnbench.errors import DeviceMemoryError, KernelLaunchError, PeerUnavailable
 
@@ -143,6 +144,11 @@ class TorchExecution:
         self._k = self._k.index_select(0, batch).index_select(2, kv_rows).contiguous()
         v = self._v.index_select(0, batch).index_select(2, kv_rows)
         self._v = (v.neg() if transform.negate_v else v).contiguous()
+
+    def output_check(self, base: np.ndarray) -> TorchOutputCheck | None:
+        """`base` kept on the GPU for the verified passes' check there (None: no room, check on the host)."""
+        s = self.shape
+        return TorchOutputCheck.keep(self.torch, self._q.device, base, lambda: self._out.reshape(s.B, s.N, s.d))
 
     def synchronize(self) -> None:
         self.torch.cuda.synchronize()

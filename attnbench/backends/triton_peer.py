@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from attnbench.backends.input_transform import InputTransform
+from attnbench.backends.torch_output_check import TorchOutputCheck
 from attnbench.backends.triton_tune import TileChoice, TileConfig, TuneKey, choose_tiles
 from attnbench.cases.testcase import Testcase
 from attnbench.errors import (DeviceMemoryError, KernelCompileError, KernelLaunchError, PeerUnavailable,
@@ -232,6 +233,10 @@ class TritonExecution:
             kv[:, 1].neg_()
         self.qkv[:, 0].copy_(q)
         self.qkv[:, 1:].copy_(kv)
+
+    def output_check(self, base: np.ndarray) -> TorchOutputCheck | None:
+        """`base` kept on the GPU for the verified passes' check there (None: no room, check on the host)."""
+        return TorchOutputCheck.keep(self.torch, self.out.device, base, lambda: self.out)
 
     def synchronize(self) -> None:
         self._synchronize()

@@ -17,8 +17,10 @@ V negated, drawn fresh from the OS's entropy):
 Each pass's output is compared with the first pass's output moved the same way (the first pass was
 checked against the float64 reference when there is one; without one it is only scanned for NaN and
 Inf), element by element: |out - expected| <= atol (+ rtol*|expected|), the check's own tolerance,
-in float32 on the host's threads (no second float64 reference, no full copy of the output: about a
-fifth of the first check's cost per pass).
+in float32. A GPU backend keeps the first output on the device and checks there (`Execution.output_check`:
+no output read back, no pass over it on the host; reading back and checking two outputs on the host
+cost as much as the samples on the biggest cases); a host backend, a device without room for the copy,
+or a kept copy that something wrote into, checks on the host's threads instead, from the host's copy.
 
 A kernel that computes honestly whenever its input changed passes those checks, so each pass's TIME
 must agree with the samples': at most max(1.5 x the median, the slowest sample) + 0.05 ms. An honest
@@ -44,7 +46,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from attnbench.backends.base import Execution
+from attnbench.backends.base import Execution, OutputCheck
 from attnbench.backends.input_transform import InputTransform, entropy_rng
 from attnbench.bench.sampler import timed_passes
 from attnbench.cases.testcase import Shape
@@ -63,8 +65,8 @@ TIME_RULE = (f"every verified pass <= max({TIME_FACTOR:g} x median, slowest samp
 
 
 def _one_pass(execution: Execution, change: InputTransform, poison: bool, flush_l2: bool,
-              wall_clock: Callable[[], float]) -> tuple[np.ndarray, float, float]:
-    """Change the input, maybe poison the output, time one pass (events and wall clock), read it back."""
+              wall_clock: Callable[[], float]) -> tuple[float, float]:
+    """Change the input, maybe poison the output, time one pass (events and wall clock)."""
     execution.permute_inputs(change)
     if poison:
         execution.poison_output()
@@ -73,7 +75,18 @@ def _one_pass(execution: Execution, change: InputTransform, poison: bool, flush_
     time_ms = timed_passes(execution, 1, flush_l2)
     execution.synchronize()
     wall_ms = (wall_clock() - start) * 1e3
-    return execution.download(), time_ms, wall_ms
+    return time_ms, wall_ms
+
+
+def _errors(execution: Execution, device_check: OutputCheck | None, base: Any, transform: InputTransform,
+            shape: Shape, atol: float, rtol: float) -> tuple[tuple[int, int, float], bool]:
+    """The pass's (failing, non-finite, max abs) and whether the device gave them (else the host did)."""
+    if device_check is not None:
+        errors = device_check.errors(transform, atol, rtol)
+        if errors is not None:
+            return errors, True
+    output = execution.download()
+    return pass_errors(output, base, transform, shape, atol, rtol), False
 
 
 def _group_errors(got: np.ndarray, base: Any, transform: InputTransform, b0: int, b1: int, atol: float,
@@ -116,22 +129,27 @@ def check_timed_passes(execution: Execution, stats: KernelStats, base: Any, shap
     cumulative = InputTransform.identity(shape)
     verified: list[VerifiedPass] = []
     wrong = skipped = False
-    for index in range(passes):  # every pass runs, so a kernel caught by its time is also held to its values
-        for attempt in range(1, TIME_ATTEMPTS + 1):
-            change = InputTransform.draw(shape, rng)
-            cumulative = cumulative.then(change)
-            output, time_ms, wall_ms = _one_pass(execution, change, index == 0, flush_l2, wall_clock)
-            failing, nonfinite, max_abs = pass_errors(output, base, cumulative, shape, atol, rtol)
-            del output
-            verified.append(VerifiedPass(change.kinds(), index == 0, time_ms, wall_ms, failing, nonfinite, max_abs,
-                                         attempt))
-            slow = limit is not None and time_ms > limit
-            if failing or not slow:
+    device_check = execution.output_check(base)
+    try:
+        for index in range(passes):  # every pass runs, so a kernel caught by its time is also held to its values
+            for attempt in range(1, TIME_ATTEMPTS + 1):
+                change = InputTransform.draw(shape, rng)
+                cumulative = cumulative.then(change)
+                time_ms, wall_ms = _one_pass(execution, change, index == 0, flush_l2, wall_clock)
+                (failing, nonfinite, max_abs), on_device = _errors(execution, device_check, base, cumulative, shape,
+                                                                   atol, rtol)
+                verified.append(VerifiedPass(change.kinds(), index == 0, time_ms, wall_ms, failing, nonfinite,
+                                             max_abs, attempt, "device" if on_device else "host"))
+                slow = limit is not None and time_ms > limit
+                if failing or not slow:
+                    break
+            wrong = wrong or failing > 0
+            skipped = skipped or (slow and not failing)  # every attempt, each on a fresh change, over the limit
+            if failing:
                 break
-        wrong = wrong or failing > 0
-        skipped = skipped or (slow and not failing)  # every attempt, each on a fresh change, over the limit
-        if failing:
-            break
+    finally:
+        if device_check is not None:
+            device_check.free()
     failure = WRONG_VALUES if wrong else (SKIPPED_WORK if skipped else None)
     warning = _clock_disagreement(verified) if device_clock else None
     return TimedCheck(verified, shape.elements, atol, rtol, expected_from, median, slowest, limit, failure, warning,

@@ -14,7 +14,7 @@ WRONG_VALUES, SKIPPED_WORK = "wrong_values", "skipped_work"
 
 @dataclass(frozen=True)
 class VerifiedPass:
-    """One timed pass on a changed input, read back and checked."""
+    """One timed pass on a changed input, checked on the device or read back and checked on the host."""
 
     kinds: list[str]  # what was changed, relative to the input the samples ran on
     poisoned: bool  # the output was filled with NaN before it
@@ -24,11 +24,12 @@ class VerifiedPass:
     nonfinite: int
     max_abs_error: float  # over the finite elements
     attempt: int = 1  # a pass over the time limit is redone on a fresh change: 2, 3
+    checked_on: str = "host"  # "device": against the first output kept there; "host": read back
 
     @classmethod
     def from_dict(cls, data: dict) -> "VerifiedPass":
         return cls(list(data["kinds"]), bool(data["poisoned"]), data["time_ms"], data["wall_ms"], data["failing"],
-                   data["nonfinite"], data["max_abs_error"], data.get("attempt", 1))
+                   data["nonfinite"], data["max_abs_error"], data.get("attempt", 1), data.get("checked_on", "host"))
 
 
 @dataclass(frozen=True)

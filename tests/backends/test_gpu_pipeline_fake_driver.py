@@ -173,6 +173,31 @@ class FakePermuteKernel:
                 out[:] = item[perm] * (np.float32(v_sign) if tensor == 2 else np.float32(1))
 
 
+class FakeCheckKernel:
+    """cuda/check_moved_output.cu in numpy, over a driver whose `floats(address, n)` and `ints(address, n)` read
+    device memory: the four totals it adds up (failing, non-finite, max |diff| as float bits, the kept bits' sum)."""
+
+    def __init__(self, floats, ints, write_totals) -> None:
+        self.floats, self.ints, self.write_totals = floats, ints, write_totals
+        self.launches = 0
+
+    def prepared_call(self, grid, block, out, kept, items, q_rows, B, N, d, sign, atol, rtol, totals) -> None:
+        self.launches += 1
+        B, N, d = int(B), int(N), int(d)
+        assert grid[1] == min(B, 65535) and block == (256, 1, 1)
+        got = self.floats(out, B * N * d).reshape(B, N, d)
+        base = self.floats(kept, B * N * d).reshape(B, N, d)
+        items, rows = self.ints(items, B), self.ints(q_rows, N)
+        want = base[items][:, rows] * np.float32(sign)
+        diff = np.abs(got - want)
+        bound = np.float32(atol) + np.float32(rtol) * np.abs(want) if rtol else np.float32(atol)
+        finite = diff[np.isfinite(diff)]
+        largest = np.float32(finite.max(initial=0.0))
+        self.write_totals(totals, np.array([np.count_nonzero(~(diff <= bound)), np.count_nonzero(~np.isfinite(got)),
+                                            int(largest.view(np.uint32)),
+                                            int(base.view(np.uint32).sum(dtype=np.uint64))], dtype=np.uint64))
+
+
 class FakeGpu:
     name = "fake GPU"
     fp32_peak_flops = 1e12
@@ -181,10 +206,18 @@ class FakeGpu:
         self.driver = driver
         self.launches: list = []
         self.permute = FakePermuteKernel(driver)
+        floats = lambda address, n: driver.view(int(address), 4 * n).view(np.float32)  # noqa: E731
+        ints = lambda address, n: driver.view(int(address), 4 * n).view(np.int32)  # noqa: E731
+        totals = lambda address, values: driver.memcpy_htod(address, values)  # noqa: E731
+        self.check = FakeCheckKernel(floats, ints, totals)
 
     def permute_function(self) -> FakePermuteKernel:
         """The verified passes' input change (cuda/permute_inputs.cu), in numpy."""
         return self.permute
+
+    def check_function(self) -> FakeCheckKernel:
+        """The verified passes' check on the device (cuda/check_moved_output.cu), in numpy."""
+        return self.check
 
     def compile(self, variant, shape):
         function = FakeFunction(self.driver, self.launches)

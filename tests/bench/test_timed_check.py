@@ -44,8 +44,10 @@ class SimulatedDevice:
 
     device_name, peak_flops, compile_s = "simulated GPU", 1e12, 0.0
 
-    def __init__(self, testcase: Testcase, behaviour, side_stream: bool = False) -> None:
+    def __init__(self, testcase: Testcase, behaviour, side_stream: bool = False, device_check: bool = False) -> None:
         self.qkv = testcase.qkv.copy()
+        self.device_check = device_check
+        self.kept: np.ndarray | None = None
         self.shape = testcase.shape
         self.out = np.full((self.shape.B, self.shape.N, self.shape.d), np.nan, dtype=np.float32)
         self.behaviour, self.side_stream = behaviour, side_stream
@@ -79,6 +81,12 @@ class SimulatedDevice:
     def permute_inputs(self, transform: InputTransform) -> None:
         self.qkv = transform.apply(self.qkv)
 
+    def output_check(self, base: np.ndarray):
+        if not self.device_check:
+            return None
+        self.kept = np.array(base, dtype=np.float32)
+        return SimulatedOutputCheck(self)
+
     def synchronize(self) -> None:
         pass
 
@@ -87,6 +95,28 @@ class SimulatedDevice:
 
     def wall_clock(self) -> float:
         return self.wall_ms / 1e3
+
+
+def bit_sum(array: np.ndarray) -> int:
+    return int(array.view(np.uint32).sum(dtype=np.uint64))
+
+
+class SimulatedOutputCheck:
+    """The device's check (backends.gpu_output_check) in numpy: the output where it lies, against the copy kept
+    'on the device', which a kernel can write into; a changed copy's checksum hands the check to the host."""
+
+    def __init__(self, device: SimulatedDevice) -> None:
+        self.device, self.checksum = device, bit_sum(device.kept)
+        self.checks = 0
+
+    def errors(self, transform, atol, rtol):
+        if bit_sum(self.device.kept) != self.checksum:
+            return None
+        self.checks += 1
+        return pass_errors(self.device.out, self.device.kept, transform, self.device.shape, atol, rtol)
+
+    def free(self) -> None:
+        self.device.kept = None
 
 
 def honest(device) -> bool:
@@ -136,8 +166,16 @@ def half_lazy(device) -> bool:
     return True
 
 
-def run_cell(testcase: Testcase, behaviour, side_stream: bool = False, reps: int = 20) -> TimedCheck:
-    device = SimulatedDevice(testcase, behaviour, side_stream)
+def lazy_forger(device) -> bool:
+    """Lazy, and writes its stale output into whatever the check kept on the device."""
+    if device.kept is not None:
+        device.kept[...] = device.out
+    return lazy(device)
+
+
+def run_cell(testcase: Testcase, behaviour, side_stream: bool = False, reps: int = 20,
+             device_check: bool = False) -> TimedCheck:
+    device = SimulatedDevice(testcase, behaviour, side_stream, device_check)
     device.run_pass()
     base = device.download()
     stats = sample_execution(device, TimingPolicy(warmup=1, reps=reps, flush_l2=True))
@@ -149,9 +187,11 @@ def run_cell(testcase: Testcase, behaviour, side_stream: bool = False, reps: int
 SHAPES = [(4, 24, 8), (1, 24, 8), (4, 1, 8), (1, 1, 8)]
 
 
+@pytest.mark.parametrize("on", ["host", "device"])
 @pytest.mark.parametrize("B,N,d", SHAPES)
-def test_an_honest_kernel_passes_in_every_shape(B, N, d, rng):
-    result = run_cell(random_testcase(B, N, d, rng), honest)
+def test_an_honest_kernel_passes_in_every_shape(B, N, d, on, rng):
+    result = run_cell(random_testcase(B, N, d, rng), honest, device_check=on == "device")
+    assert [p.checked_on for p in result.passes] == [on] * PASSES
     assert result.passed and result.clock_warning is None, result.describe()
     assert len(result.passes) == PASSES and result.passes[0].poisoned and not result.passes[1].poisoned
     assert [p.attempt for p in result.passes] == [1, 1]
@@ -161,8 +201,9 @@ def test_an_honest_kernel_passes_in_every_shape(B, N, d, rng):
 @pytest.mark.parametrize("B,N,d", SHAPES)
 @pytest.mark.parametrize("trick,failure", [(lazy, WRONG_VALUES), (sly, WRONG_VALUES), (cached, SKIPPED_WORK),
                                            (k_watcher, SKIPPED_WORK)])
-def test_kernels_that_skip_work_are_caught(trick, failure, B, N, d, rng):
-    result = run_cell(random_testcase(B, N, d, rng), trick)
+@pytest.mark.parametrize("on", ["host", "device"])
+def test_kernels_that_skip_work_are_caught(trick, failure, B, N, d, on, rng):
+    result = run_cell(random_testcase(B, N, d, rng), trick, device_check=on == "device")
     assert not result.passed
     if (trick, B, N) == (k_watcher, 1, 1):  # the K rows cannot move: it computes only on the first launch
         failure = WRONG_VALUES
@@ -187,6 +228,28 @@ def test_a_sly_kernel_is_caught_by_the_unpoisoned_pass(rng):
     first, second = result.passes[0], next(p for p in result.passes if not p.poisoned)
     assert first.failing == 0 and first.time_ms == pytest.approx(COMPUTE_MS)  # it saw the poison and computed
     assert second.failing > 0 and second.nonfinite == 0  # it saw no poison: pass 1's answer stayed
+
+
+@pytest.mark.parametrize("B,N,d", SHAPES)
+def test_a_kernel_that_writes_into_the_kept_output_is_checked_on_the_host(B, N, d, rng):
+    result = run_cell(random_testcase(B, N, d, rng), lazy_forger, device_check=True)
+    assert result.failure == WRONG_VALUES and result.passes[0].checked_on == "host"
+
+
+def test_the_device_and_the_host_check_give_the_same_numbers(rng):
+    """Both ways, the same passes' records: the device check is the host's check where the output lies."""
+    tc = random_testcase(4, 24, 8, rng)
+    seeds = [np.random.default_rng(7), np.random.default_rng(7)]
+    records = []
+    for on, seed in zip(("host", "device"), seeds):
+        device = SimulatedDevice(tc, half_lazy, device_check=on == "device")
+        device.run_pass()
+        base = device.download()
+        stats = sample_execution(device, TimingPolicy(warmup=1, reps=5, flush_l2=True))
+        result = check_timed_passes(device, stats, base, tc.shape, flush_l2=True, atol=5e-3, rtol=0.0,
+                                    expected_from="x", device_clock=True, rng=seed, wall_clock=device.wall_clock)
+        records.append([(p.kinds, p.failing, p.nonfinite, p.max_abs_error) for p in result.passes])
+    assert records[0] == records[1] and records[0][0][1] > 0
 
 
 def test_a_half_lazy_kernel_leaves_poison(rng):

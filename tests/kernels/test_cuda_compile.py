@@ -31,9 +31,26 @@ def shapes_with_distinct_defines(variant):
 
 
 def test_every_kernel_file_is_used_by_a_variant():
-    # `attnbench ceilings` (tested in test_ceilings) and the verified passes' input change (test_gpu_permute)
-    used = {v.source for v in gpu_variants()} | {"ceilings.cu", "permute_inputs.cu"}
+    # `attnbench ceilings` (tested in test_ceilings) and the verified passes' own kernels (below)
+    used = {v.source for v in gpu_variants()} | {"ceilings.cu"} | set(SUPPORT_KERNELS)
     assert {p.name for p in CUDA_DIR.glob("*.cu")} == used
+
+
+# the verified passes' input change (test_gpu_permute) and check on the device (test_gpu_output_check)
+SUPPORT_KERNELS = ("permute_inputs.cu", "check_moved_output.cu")
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("name", SUPPORT_KERNELS)
+def test_the_support_kernels_compile_without_spills(name, arch, tmp_path):
+    """As the backend builds them (-O3, no fast math: the check's NaN and Inf tests must hold)."""
+    command = [NVCC, f"-arch={arch}", "-O3", "-Xptxas", "-v", "-cubin", "-o", str(tmp_path / "k.cubin"),
+               str(CUDA_DIR / name)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    spills = [int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", result.stderr)]
+    assert spills and not any(spills), result.stderr
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")

@@ -21,6 +21,7 @@ from attnbench.kernels.nvcc import compile_report, compile_source, nvcc_command,
 from attnbench.kernels.starter import write_starter
 from attnbench.kernels.user import UserVariantError, find_launch_facts, load_variants, variant_for_source
 from attnbench.kernels.variant import Launch, Variant
+from tests.backends.test_gpu_pipeline_fake_driver import FakeCheckKernel
 from tests.conftest import random_testcase
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "report_kernel"
@@ -332,15 +333,18 @@ class FakeDriver:
         return self.blocks[base][offset: offset + count]
 
     def memcpy_htod(self, pointer, array):
-        # the verified passes' index arrays (int32) are told apart from the input's uploads
+        # the verified passes' index arrays and totals (integers, kept as their bits) are told apart from the
+        # input's uploads
         self.copies.append(("htod" if array.dtype == np.float32 else "htod-indices", array.nbytes))
-        self.view(int(pointer), array.size)[:] = array.reshape(-1)
+        bits = np.ascontiguousarray(array).reshape(-1).view(np.float32)
+        self.view(int(pointer), bits.size)[:] = bits
 
     def memcpy_dtod(self, dest, src, nbytes):
         self.view(int(dest), nbytes // 4)[:] = self.view(int(src), nbytes // 4).copy()
 
     def memcpy_dtoh(self, array, pointer):
-        array.reshape(-1)[:] = self.view(int(pointer), array.size)
+        bits = array.reshape(-1).view(np.float32)
+        bits[:] = self.view(int(pointer), bits.size)
 
     def memset_d32(self, pointer, bits, count):
         self.view(int(pointer), count).view(np.uint32)[:] = bits
@@ -407,6 +411,11 @@ class FakeGpu:
     def permute_function(self):
         return FakePermuteKernel(self.driver)
 
+    def check_function(self):
+        floats = lambda address, n: self.driver.view(int(address), n)  # noqa: E731
+        ints = lambda address, n: self.driver.view(int(address), n).view(np.int32)  # noqa: E731
+        return FakeCheckKernel(floats, ints, lambda address, values: self.driver.memcpy_htod(address, values))
+
     def throttle_reasons(self):
         return []
 
@@ -420,8 +429,8 @@ class FakePermuteKernel:
     def prepared_call(self, grid, block, q, k, v, src_stride, dq, dk, dv, dst_stride, items, q_rows, kv_rows, N, d,
                       v_sign):
         N, d, count = int(N), int(d), grid[1]
-        items = self.driver.view(items, count).astype(np.int64)
-        rows = (self.driver.view(q_rows, N).astype(np.int64), self.driver.view(kv_rows, N).astype(np.int64))
+        items = self.driver.view(items, count).view(np.int32)
+        rows = (self.driver.view(q_rows, N).view(np.int32), self.driver.view(kv_rows, N).view(np.int32))
         for tensor, (src, dst) in enumerate(((q, dq), (k, dk), (v, dv))):
             for i in range(count):
                 item = self.driver.view(src + 4 * int(items[i]) * int(src_stride), N * d).reshape(N, d)
@@ -441,10 +450,12 @@ def test_the_runner_passes_each_chunk_its_own_q_k_v_arrays(layout, args):
     output = run.output
     assert compare_outputs(output, reference_output(testcase), atol=1e-5).passed
     assert run.timed_check.failure != "wrong_values", run.timed_check.describe()  # the chunks' pointers, changed inputs
-    # the upload copies the same bytes either way: three B x N x d arrays, or one interleaved array
+    # the upload copies the same bytes either way: three B x N x d arrays, or one interleaved array; then the
+    # first output, kept on the device for the verified passes' check there
     uploads = [size for kind, size in gpu.driver.copies if kind == "htod"]
-    assert sum(uploads) == testcase.qkv.nbytes
-    assert len(uploads) == (3 if layout == "separate" else 1)
+    assert uploads[-1] == output.nbytes and sum(uploads[:-1]) == testcase.qkv.nbytes
+    assert len(uploads) == (3 if layout == "separate" else 1) + 1
+    assert all(p.checked_on == "device" for p in run.timed_check.passes)
 
 
 # -- on a GPU ---------------------------------------------------------------------------------------------

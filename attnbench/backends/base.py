@@ -4,9 +4,9 @@ A backend's execution owns one variant's resources for one testcase (device buff
 kernels, the launch plan) and offers the same steps whatever it runs on: upload, one pass,
 download, free; plus `flush_l2` and a `clock` for the sampler, which owns how passes are timed;
 plus what the verified passes after the samples need (`bench.timed_check`): poison the output,
-change the input in place by an `InputTransform`, check an output against the first pass's moved the
-same way (on the device where the backend can keep that output there), and wait for all the work of
-the context.
+change the input in place by an `InputTransform`, keep the first pass's output on the device to check
+later outputs against it moved the same way (where the backend can), and wait for all the work of the
+context.
 Whole programs (`backends.program`) have no timed passes and no execution.
 """
 
@@ -48,8 +48,8 @@ class Clock(Protocol):
 
 
 class OutputCheck(Protocol):
-    """The verified passes' check on the device: the current output against `base` (the first pass's checked
-    output, kept on the device) moved by a transform of the original input."""
+    """The verified passes' check on the device: the current output against the first pass's output (kept on
+    the device right after it was read back and before anything else ran) moved by a transform of the input."""
 
     def errors(self, transform: InputTransform, atol: float, rtol: float) -> tuple[int, int, float] | None:
         """(failing, non-finite, max abs error over finite elements), as `bench.timed_check.pass_errors`
@@ -80,9 +80,9 @@ class Execution(Protocol):
 
     def permute_inputs(self, transform: InputTransform) -> None: ...
 
-    def output_check(self, base: np.ndarray) -> OutputCheck | None:
-        """A check on the device against `base`, kept there; None to check on the host (a host backend, or
-        no device memory for a copy of the output)."""
+    def keep_output(self) -> OutputCheck | None:
+        """A copy of the output as it is now (the first pass's, just read back), kept on the device for the
+        verified passes' check there; None to check on the host (a host backend, or no room for the copy)."""
         ...
 
     def synchronize(self) -> None: ...

@@ -238,10 +238,10 @@ class GpuExecution:
         shape = self.shape
         DevicePermuter(self.gpu, self._pointers[0], shape.B, shape.N, shape.d).apply(transform)
 
-    def output_check(self, base: np.ndarray) -> DeviceOutputCheck | None:
-        """`base` kept on the device for the verified passes' check there (None: no room, check on the host)."""
+    def keep_output(self) -> DeviceOutputCheck | None:
+        """The output as it is now, copied on the device for the verified passes' check there (None: no room)."""
         self._synchronize()
-        return DeviceOutputCheck.keep(self.gpu, self._pointers[1], self.shape, base)
+        return DeviceOutputCheck.keep(self.gpu, self._pointers[1], self.shape)
 
     def synchronize(self) -> None:
         """Wait for all work in the context, on every stream."""

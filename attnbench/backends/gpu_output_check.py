@@ -1,16 +1,17 @@
 """The verified passes' check on the device, for the pycuda backend: no output read back, no host pass over it.
 
-The first pass's checked output is copied to the device once per cell (`DeviceOutputCheck.keep`); after
-each verified pass, our kernel `cuda/check_moved_output.cu` compares the output with it moved by the
-pass's transform and returns four numbers. Reading back and checking two outputs on the host cost as
-much as a cell's samples on the biggest cases; this costs one copy of the output and a fraction of a
-millisecond a pass.
+Right after the first pass's output is read back (so: the bytes the host checks), the device copies it
+once, device to device (`DeviceOutputCheck.keep`); after each verified pass, our kernel
+`cuda/check_moved_output.cu` compares the output with that copy moved by the pass's transform and
+returns four numbers. Reading back and checking two outputs on the host cost as much as a cell's
+samples on the biggest cases; this costs a copy on the device and a fraction of a millisecond a pass.
 
-The kernel under test runs between the copy and the check, on the same device, so it could in principle
-write into the kept copy. The check kernel sums the bits of every kept element it reads (each exactly
-once: the transforms are permutations); a sum that is not the one taken right after the copy means the
-copy changed, and the caller checks that pass on the host instead. The index arrays and the totals are
-allocated after the pass, so no kernel under test has seen them.
+The kernel under test runs between the copy and the checks (the samples, the verified passes), on the
+same device, so it could in principle write into the kept copy. The check kernel sums the bits of every
+kept element it reads (each exactly once: the transforms are permutations); a sum that is not the one
+taken right after the copy, before anything else ran, means the copy changed, and the caller checks
+that pass on the host instead, against the host's copy. The index arrays and the totals are allocated
+after the pass, so no kernel under test has seen them.
 """
 
 from __future__ import annotations
@@ -37,16 +38,17 @@ class DeviceOutputCheck:
         self._checksum = 0
 
     @classmethod
-    def keep(cls, gpu: Any, output: int, shape: Any, base: np.ndarray) -> "DeviceOutputCheck | None":
-        """Copy `base` to the device; None when the device has no room for it (the host checks instead)."""
+    def keep(cls, gpu: Any, output: int, shape: Any) -> "DeviceOutputCheck | None":
+        """Copy the output at `output` as it is now; None when the device has no room (the host checks instead)."""
         driver = gpu.driver
+        nbytes = 4 * shape.elements
         try:
-            kept = driver.mem_alloc(max(4, base.nbytes))
+            kept = driver.mem_alloc(max(4, nbytes))
         except driver.MemoryError:
             return None
         check = cls(gpu, output, shape, kept)
         try:
-            driver.memcpy_htod(kept, np.ascontiguousarray(base, dtype=np.float32))
+            driver.memcpy_dtod(kept, output, nbytes)
             identity = InputTransform.identity(shape)
             totals = check._run(int(kept), identity, 0.0, 0.0)  # nothing else has run since the copy
         except driver.Error:

@@ -15,7 +15,8 @@ import numpy as np
 from attnbench.backends.input_transform import InputTransform, batch_cycles
 from attnbench.errors import DeviceMemoryError, KernelLaunchError
 
-SCRATCH_CAP_BYTES = 512 << 20  # at most this much scratch; a smaller scratch takes more, smaller launches
+SCRATCH_CAP_BYTES = 4 << 30  # at most this much scratch (a quarter of the free memory at most); a smaller scratch
+# moves the items cycle by cycle, one copy per item: thousands of copies, tens of ms a change, for a case like t11
 MAX_GRID_Y = 65535
 THREADS = 256
 

@@ -3,15 +3,14 @@
 The same check as the host's (`bench.timed_check.pass_errors`) and the pycuda backend's
 (`backends.gpu_output_check`): the output against the first pass's checked output, kept on the device,
 moved by the pass's transform, in float32, groups of items at a time so the temporaries stay bounded.
-The kept copy's checksum (the sum of its elements' bits) is taken when it is kept and again at each
-check; a changed copy means the caller checks that pass on the host.
+The copy is taken on the GPU right after the first pass's output was read back; its checksum (the sum of
+its elements' bits) is taken then and again at each check; a changed copy means the caller checks that
+pass on the host.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
-
-import numpy as np
 
 from attnbench.backends.input_transform import InputTransform
 
@@ -26,11 +25,12 @@ class TorchOutputCheck:
         self._checksum = self._sum_bits()
 
     @classmethod
-    def keep(cls, torch: Any, device: Any, base: np.ndarray, current: Callable[[], Any]) -> "TorchOutputCheck | None":
-        """Copy `base` to `device`; None when it has no room (the host checks instead). `current` gives the
-        execution's output tensor as (B, N, d) at check time (a pass may make a new one)."""
+    def keep(cls, torch: Any, current: Callable[[], Any]) -> "TorchOutputCheck | None":
+        """Copy the output `current()` gives now, where it lies; None when there is no room (the host checks
+        instead). `current` gives the execution's output tensor as (B, N, d), at check time too (a pass may
+        make a new one)."""
         try:
-            kept = torch.from_numpy(np.ascontiguousarray(base, dtype=np.float32)).to(device)
+            kept = current().clone()
         except torch.cuda.OutOfMemoryError:
             return None
         return cls(torch, kept, current)

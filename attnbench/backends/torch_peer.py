@@ -145,10 +145,10 @@ class TorchExecution:
         v = self._v.index_select(0, batch).index_select(2, kv_rows)
         self._v = (v.neg() if transform.negate_v else v).contiguous()
 
-    def output_check(self, base: np.ndarray) -> TorchOutputCheck | None:
-        """`base` kept on the GPU for the verified passes' check there (None: no room, check on the host)."""
+    def keep_output(self) -> TorchOutputCheck | None:
+        """The output as it is now, copied on the GPU for the verified passes' check there (None: no room)."""
         s = self.shape
-        return TorchOutputCheck.keep(self.torch, self._q.device, base, lambda: self._out.reshape(s.B, s.N, s.d))
+        return TorchOutputCheck.keep(self.torch, lambda: self._out.reshape(s.B, s.N, s.d))
 
     def synchronize(self) -> None:
         self.torch.cuda.synchronize()

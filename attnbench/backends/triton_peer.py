@@ -234,9 +234,9 @@ class TritonExecution:
         self.qkv[:, 0].copy_(q)
         self.qkv[:, 1:].copy_(kv)
 
-    def output_check(self, base: np.ndarray) -> TorchOutputCheck | None:
-        """`base` kept on the GPU for the verified passes' check there (None: no room, check on the host)."""
-        return TorchOutputCheck.keep(self.torch, self.out.device, base, lambda: self.out)
+    def keep_output(self) -> TorchOutputCheck | None:
+        """The output as it is now, copied on the GPU for the verified passes' check there (None: no room)."""
+        return TorchOutputCheck.keep(self.torch, lambda: self.out)
 
     def synchronize(self) -> None:
         self._synchronize()

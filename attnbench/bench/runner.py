@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from attnbench.backends.base import Execution
+from attnbench.backends.base import Execution, OutputCheck
 from attnbench.backends.registry import make_execution
 from attnbench.results.ceilings import applied_ceiling, cached_for, datasheet_ceiling, measured_dram_bandwidth
 from attnbench.bench.chunk_plan import ChunkPlan
@@ -95,12 +95,14 @@ def device_facts(gpu: Any | None) -> DeviceFacts | None:
 
 
 def _verify_timed(execution: Execution, variant: Variant, stats: KernelStats, base: Any, shape: Shape,
-                  flush_l2: bool, tolerance: tuple[float, float], with_reference: bool) -> TimedCheck:
-    """The verified passes, held to the check's tolerance, timed with the samples' L2 policy."""
+                  flush_l2: bool, tolerance: tuple[float, float], with_reference: bool,
+                  kept: OutputCheck | None) -> TimedCheck:
+    """The verified passes, held to the check's tolerance, timed with the samples' L2 policy; checked on the
+    device against `kept` (the first output's copy there) when the backend kept one."""
     expected_from = ("the first pass's output (checked against the float64 reference)" if with_reference
                      else "the first pass's output (no reference: scanned for NaN and Inf only)")
     return check_timed_passes(execution, stats, base, shape, flush_l2=flush_l2, atol=tolerance[0], rtol=tolerance[1],
-                              expected_from=expected_from, device_clock=not variant.kind.runs_on_host)
+                              expected_from=expected_from, device_clock=not variant.kind.runs_on_host, kept=kept)
 
 
 def _flushes(policy: TimingPolicy, timer: Timer | None) -> bool:
@@ -161,15 +163,19 @@ def run_variant(
     VerifyReport and the TimedCheck are attached to the measurement.
     """
     execution = make_execution(variant, testcase, gpu, policy.flush_l2)
+    kept = None
     try:
         output, compute_s = _first_pass_naming(execution, case_label)
+        kept = execution.keep_output()  # the bytes just read back, before anything else runs
         result = check(output) if check is not None else finite_check(output)
         if gate and result is not None and not result.passed:
             return VariantRun(output if keep_output else None, None, result)
         stats = _time(execution, variant, policy, compute_s, timer, gpu)
         timed = _verify_timed(execution, variant, stats, output, testcase.shape, _flushes(policy, timer), tolerance,
-                              check is not None)
+                              check is not None, kept)
     finally:
+        if kept is not None:
+            kept.free()
         execution.free()
     if not keep_output:
         output = None
@@ -216,6 +222,7 @@ def run_variant_pipelined(
         stages = GpuStages(execution, plan.chunks, plan.depth, plan.items_per_chunk)
         shape = source.shape
         keep = np.empty((shape.B, shape.N, shape.d), dtype=np.float32) if plan.keep_output else None
+        kept = None
         try:
             start = time.perf_counter()
             if out is None:
@@ -225,13 +232,17 @@ def run_variant_pipelined(
                 atomic_write(out, lambda f: clocks.append(run_pipeline(plan, source, stages, f, keep)))
                 clock = clocks[0]
             clock.wall_s = time.perf_counter() - start  # the file's creation and rename included
+            kept = execution.keep_output()  # the bytes the pipeline read back, before anything else runs
             result = check(keep) if check is not None and keep is not None else FiniteCheck(clock.nonfinite, shape.elements)
             recorder = SmClockRecorder(gpu)
             stats = recorder.attach(sample_execution(execution, policy, on_sample=recorder))
             base = keep if keep is not None else _written_output(out, shape)
-            timed = _verify_timed(execution, variant, stats, base, shape, policy.flush_l2, tolerance, check is not None)
+            timed = _verify_timed(execution, variant, stats, base, shape, policy.flush_l2, tolerance, check is not None,
+                                  kept)
             del base
         finally:
+            if kept is not None:
+                kept.free()
             execution.free()
     measurement = _measurement(variant, case_label, shape, gpu, execution, clock.compute_s, stats,
                                hot=not policy.flush_l2)

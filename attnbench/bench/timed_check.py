@@ -17,10 +17,11 @@ V negated, drawn fresh from the OS's entropy):
 Each pass's output is compared with the first pass's output moved the same way (the first pass was
 checked against the float64 reference when there is one; without one it is only scanned for NaN and
 Inf), element by element: |out - expected| <= atol (+ rtol*|expected|), the check's own tolerance,
-in float32. A GPU backend keeps the first output on the device and checks there (`Execution.output_check`:
-no output read back, no pass over it on the host; reading back and checking two outputs on the host
-cost as much as the samples on the biggest cases); a host backend, a device without room for the copy,
-or a kept copy that something wrote into, checks on the host's threads instead, from the host's copy.
+in float32. A GPU backend keeps a copy of the first output on the device, taken right after it was read
+back (`Execution.keep_output`, by the runner), and checks there: no output read back, no pass over it on
+the host (reading back and checking two outputs on the host cost as much as the samples on the biggest
+cases). A host backend, a device without room for the copy, or a kept copy that something wrote into,
+checks on the host's threads instead, against the host's copy.
 
 A kernel that computes honestly whenever its input changed passes those checks, so each pass's TIME
 must agree with the samples': at most max(1.5 x the median, the slowest sample) + 0.05 ms. An honest
@@ -117,10 +118,11 @@ def pass_errors(got: np.ndarray, base: Any, transform: InputTransform, shape: Sh
 
 def check_timed_passes(execution: Execution, stats: KernelStats, base: Any, shape: Shape, *, flush_l2: bool,
                        atol: float, rtol: float, expected_from: str, device_clock: bool,
-                       rng: np.random.Generator | None = None, passes: int = PASSES,
-                       wall_clock: Callable[[], float] = time.perf_counter) -> TimedCheck:
+                       kept: OutputCheck | None = None, rng: np.random.Generator | None = None,
+                       passes: int = PASSES, wall_clock: Callable[[], float] = time.perf_counter) -> TimedCheck:
     """Run the verified passes on `execution` after its samples (`stats`); `base` is the first pass's
-    output (checked), `device_clock` False for attnbench's own host variant (values only, no time rule)."""
+    output (checked), `kept` its copy on the device (None: check on the host), `device_clock` False for
+    attnbench's own host variant (values only, no time rule). The caller frees `kept`."""
     rng = rng or entropy_rng()
     samples = stats.samples_ms
     median = float(np.median(samples)) if samples else 0.0
@@ -129,27 +131,22 @@ def check_timed_passes(execution: Execution, stats: KernelStats, base: Any, shap
     cumulative = InputTransform.identity(shape)
     verified: list[VerifiedPass] = []
     wrong = skipped = False
-    device_check = execution.output_check(base)
-    try:
-        for index in range(passes):  # every pass runs, so a kernel caught by its time is also held to its values
-            for attempt in range(1, TIME_ATTEMPTS + 1):
-                change = InputTransform.draw(shape, rng)
-                cumulative = cumulative.then(change)
-                time_ms, wall_ms = _one_pass(execution, change, index == 0, flush_l2, wall_clock)
-                (failing, nonfinite, max_abs), on_device = _errors(execution, device_check, base, cumulative, shape,
-                                                                   atol, rtol)
-                verified.append(VerifiedPass(change.kinds(), index == 0, time_ms, wall_ms, failing, nonfinite,
-                                             max_abs, attempt, "device" if on_device else "host"))
-                slow = limit is not None and time_ms > limit
-                if failing or not slow:
-                    break
-            wrong = wrong or failing > 0
-            skipped = skipped or (slow and not failing)  # every attempt, each on a fresh change, over the limit
-            if failing:
+    for index in range(passes):  # every pass runs, so a kernel caught by its time is also held to its values
+        for attempt in range(1, TIME_ATTEMPTS + 1):
+            change = InputTransform.draw(shape, rng)
+            cumulative = cumulative.then(change)
+            time_ms, wall_ms = _one_pass(execution, change, index == 0, flush_l2, wall_clock)
+            (failing, nonfinite, max_abs), on_device = _errors(execution, kept, base, cumulative, shape,
+                                                               atol, rtol)
+            verified.append(VerifiedPass(change.kinds(), index == 0, time_ms, wall_ms, failing, nonfinite,
+                                         max_abs, attempt, "device" if on_device else "host"))
+            slow = limit is not None and time_ms > limit
+            if failing or not slow:
                 break
-    finally:
-        if device_check is not None:
-            device_check.free()
+        wrong = wrong or failing > 0
+        skipped = skipped or (slow and not failing)  # every attempt, each on a fresh change, over the limit
+        if failing:
+            break
     failure = WRONG_VALUES if wrong else (SKIPPED_WORK if skipped else None)
     warning = _clock_disagreement(verified) if device_clock else None
     return TimedCheck(verified, shape.elements, atol, rtol, expected_from, median, slowest, limit, failure, warning,

@@ -28,8 +28,9 @@ def test_the_torch_check_gives_the_host_checks_numbers(where, B, N, d, rtol, rng
     monkeypatch.setattr(torch_output_check, "GROUP_ELEMENTS", 2 * N * d)  # several groups of items
     shape = Shape(B, N, d)
     base, transform, got = outputs(shape, rng)
-    current = torch.from_numpy(got).to(where)
-    check = TorchOutputCheck.keep(torch, torch.device(where), base, lambda: current)
+    outputs_now = [torch.from_numpy(base).to(where)]  # the first pass's output, then a later pass's
+    check = TorchOutputCheck.keep(torch, lambda: outputs_now[-1])
+    outputs_now.append(torch.from_numpy(got).to(where))
     want = pass_errors(got, base, transform, shape, 5e-3, rtol)
     failing, nonfinite, largest = check.errors(transform, 5e-3, rtol)
     assert (failing, nonfinite) == want[:2] and largest == pytest.approx(want[2], rel=1e-6)

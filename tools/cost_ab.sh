@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # What the verified passes cost: the same compare over t10-t30 by two trees on one GPU, inputs generated once.
-# Usage: bash tools/cost_ab.sh OLDTREE OUTDIR STEP...   steps: gen, warm, new (this tree), old (OLDTREE: a folder
-# holding an older attnbench/, cuda/ and testcases/). Each compare's log ends with its wall time. `warm` is one
-# short compare (one sample a cell) that pays the kernels' compiles, the same in both trees, before either is
-# timed. The compares run in examples/report_kernel, so that its `flash` (a user kernel) is one of the variants.
+# Usage: bash tools/cost_ab.sh OLDTREE OUTDIR STEP...   steps: gen, warm, oldwarm, new (this tree), old (OLDTREE:
+# a folder holding an older attnbench/, cuda/ and testcases/). Each compare's log ends with its wall time. `warm`
+# and `oldwarm` are one short compare each (one sample a cell) that pays the kernels' compiles (each tree's own:
+# the include path is part of the compile cache's key) before either tree is timed. The compares run in examples/report_kernel, so that its `flash` (a user kernel) is one of the variants.
 set -uo pipefail
 old=${1:?usage: tools/cost_ab.sh OLDTREE OUTDIR STEP...}; out=${2:?}; shift 2
 mkdir -p "$out"; out=$(cd "$out" && pwd)
@@ -23,6 +23,7 @@ for step in "$@"; do
   case $step in
     gen) /usr/bin/time -f "gen %e s" python3 -m attnbench gen ${cases//,/ } > "$out/gen.log" 2>&1; tail -1 "$out/gen.log" ;;
     warm) compare warm "$PWD" --reps 1 --warmup 0 ;;
+    oldwarm) compare oldwarm "$(cd "$old" && pwd)" --reps 1 --warmup 0 ;;
     new) compare new "$PWD" ;;
     old) compare old "$(cd "$old" && pwd)" ;;
   esac

@@ -53,8 +53,8 @@ class GpuExecution:
         shape = testcase if isinstance(testcase, Shape) else testcase.shape
         variant.require(shape)
         refusal = variant.gpu_refusal(getattr(gpu, "compute_capability", None))
-        if refusal:
-            raise VariantUnsupported(refusal)
+        if refusal is not None:
+            raise VariantUnsupported(refusal.sentence())
         self.gpu = gpu
         self.driver = gpu.driver
         self.variant = variant

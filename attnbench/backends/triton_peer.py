@@ -77,8 +77,8 @@ class TritonExecution:
         if gpu is None:
             raise PeerUnavailable("the triton peer needs an open GPU")
         refusal = variant.gpu_refusal(getattr(gpu, "compute_capability", None))
-        if refusal:
-            raise VariantUnsupported(refusal)
+        if refusal is not None:
+            raise VariantUnsupported(refusal.sentence())
         self.torch, self.triton = import_triton()
         from attnbench.backends import triton_kernel  # imports Triton, known to load by now
 

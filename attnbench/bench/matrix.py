@@ -23,7 +23,8 @@ from attnbench.errors import AttnbenchError
 from attnbench.kernels.nvcc import variant_info
 from attnbench.kernels.variant import Variant
 from attnbench.results.metadata import collect
-from attnbench.results.resultset import ERROR, IMPOSSIBLE, OK, REFUSED, WRONG, Cell, ResultSet
+from attnbench.results.refusal import Refusal
+from attnbench.results.resultset import ERROR, IMPOSSIBLE, OK, WRONG, Cell, ResultSet
 from attnbench.results.verification import VerifyReport
 
 
@@ -112,7 +113,7 @@ def run_matrix(
     listener = listener or QuietListener()
     capability = getattr(gpu, "compute_capability", None)
 
-    def refusal(variant: Variant, shape: Shape) -> str | None:
+    def refusal(variant: Variant, shape: Shape) -> Refusal | None:
         return variant.refusal(shape) or variant.gpu_refusal(capability)
 
     work = {(v.name, i.label): _cell_work(v, i) for i in inputs for v in variants if refusal(v, i.shape) is None}
@@ -128,7 +129,7 @@ def run_matrix(
 
 
 def _run_cells(variants: list[Variant], inputs: list[BenchInput], gpu: Any | None, settings: MatrixSettings,
-               listener: MatrixListener, refusal: Callable[[Variant, Shape], str | None],
+               listener: MatrixListener, refusal: Callable[[Variant, Shape], Refusal | None],
                work: dict[tuple[str, str], float], infos: list[CaseInfo], cells: list[Cell]) -> None:
     """The cells input by input, appended to `infos` and `cells` as they finish."""
     lost: str | None = None  # why the CUDA context is gone (a kernel fault): the remaining cells are not run
@@ -143,9 +144,10 @@ def _run_cells(variants: list[Variant], inputs: list[BenchInput], gpu: Any | Non
             infos.append(CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "",
                                   lost or "every variant refused it"))
         for variant in variants:
-            reason = refusal(variant, bench_input.shape)
-            if reason is not None or lost:
-                cell = Cell(variant.name, bench_input.label, REFUSED if reason else ERROR, reason or lost or "")
+            refused = refusal(variant, bench_input.shape)
+            if refused is not None or lost:
+                cell = (Cell.refused(bench_input.label, refused) if refused is not None
+                        else Cell(variant.name, bench_input.label, ERROR, lost or ""))
                 listener.cell_finished(cell, 0.0)
                 cells.append(cell)
                 continue

@@ -13,6 +13,7 @@ from attnbench.analysis.ladder import LadderStep
 from attnbench.analysis.view import MatrixView
 from attnbench.output.table import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.results.measurement import Measurement
+from attnbench.results.refusal import Refusal
 from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, WRONG, Cell, ResultSet
 
 
@@ -246,17 +247,26 @@ def matrix_tables(view: MatrixView, with_correctness: bool = True) -> list[Table
     return tables
 
 
+def grouped_refusals(result: ResultSet) -> list[tuple[str, list[str]]]:
+    """Refused cells grouped by their refusal's fields (the case's own value left out): each group's
+    description and its cases. A cell saved before refusals were records groups under its message."""
+    groups: dict[Refusal | str, tuple[str, list[str]]] = {}
+    for cell in result.cells:
+        if cell.status != REFUSED:
+            continue
+        key: Refusal | str = cell.refusal.group() if cell.refusal is not None else cell.message
+        text = cell.refusal.group_text() if cell.refusal is not None else cell.message
+        groups.setdefault(key, (text, []))[1].append(cell.case)
+    return list(groups.values())
+
+
 def grouped_notes(result: ResultSet) -> list[str]:
     """Wrong, failed and refused cells with their reasons, and warnings: one line per kind, cells listed."""
     lines = []
     for cell in result.cells:
         if cell.status in FAILED:
             lines.append(f"{cell.status.upper()} {cell.variant} on {cell.case}: {cell.message}")
-    refused: dict[str, list[str]] = {}
-    for cell in result.cells:
-        if cell.status == REFUSED:
-            refused.setdefault(cell.message.split(", and the case")[0], []).append(cell.case)
-    for reason, labels in refused.items():
+    for reason, labels in grouped_refusals(result):
         lines.append(f"refused: {reason} ({', '.join(labels)})")
     warnings: dict[str, list[str]] = {}
     for cell in result.cells:

@@ -26,7 +26,7 @@ from attnbench.cases.inputs import BenchInput, CaseInfo, SuiteInput
 from attnbench.errors import AttnbenchError, UsageError
 from attnbench.kernels.catalogue import get_variant
 from attnbench.kernels.variant import Variant
-from attnbench.results.resultset import ERROR, REFUSED, Cell
+from attnbench.results.resultset import ERROR, Cell
 
 # A cpu worker that stands in for a GPU has this name in its cells' extra["gpu"].
 STAND_IN_NAME = "cpu worker (standing in for a GPU)"
@@ -203,9 +203,9 @@ def run_case_group(plan: CellPlan, bench_input: BenchInput, names: list[str], de
         return
     capability = getattr(device.gpu, "compute_capability", None)
     for variant in variants:
-        reason = variant.gpu_refusal(capability)
-        if reason is not None:  # a variant for one architecture (sm_90a) on a GPU of another
-            report.finished(Cell(variant.name, bench_input.label, REFUSED, reason).to_dict())
+        refusal = variant.gpu_refusal(capability)
+        if refusal is not None:  # a variant for one architecture (sm_90a) on a GPU of another
+            report.finished(Cell.refused(bench_input.label, refusal).to_dict())
             continue
         report.started(variant.name)
         try:

@@ -201,7 +201,7 @@ def test_the_example_kernel_takes_d_up_to_64():
     facts = find_launch_facts(EXAMPLE)
     flash = load_variants(facts)["flash"]
     assert flash.refusal(Shape(2, 100, 64)) is None
-    assert "d in [1, 64]" in flash.refusal(Shape(2, 100, 128))
+    assert "d in [1, 64]" in flash.refusal(Shape(2, 100, 128)).sentence()
     assert flash.launches[0].grid(Shape(10, 2048, 64)) == (32, 10, 1)
 
 

@@ -190,7 +190,7 @@ def _attach_timed(measurement: Measurement, timed: TimedCheck) -> None:
     """The verified passes' record on the measurement, and their clock warning among its warnings."""
     measurement.timed_check = timed
     if timed.clock_warning is not None:
-        measurement.warnings.append(timed.clock_warning.sentence())
+        measurement.warnings.append(timed.clock_warning.warning())
 
 
 def run_variant_pipelined(

@@ -40,8 +40,9 @@ SCHEMA = "attnbench-results"
 #     verified passes failed, or that is impossible, has "tflops" and "peak_fraction" null. Version 1 and
 #     2 files load unchanged.
 #   4 (2026-11-26): a refused cell carries its refusal as a record ("refusal": variant, kind, limit, value,
-#     unit) beside its sentence in "message". Older files load: their refused cells have no record (their
-#     message is shown whole).
+#     unit) beside its sentence in "message"; warnings (a measurement's and its kernel statistics') are records
+#     ("kind", "text", "remedy") instead of sentences. Older files load: their refused cells have no record
+#     (their message is shown whole), their warnings become the generic kind.
 SCHEMA_VERSION = 4
 
 # Cell statuses: ok (checked, then timed), wrong (failed its check: no speed), refused (the variant

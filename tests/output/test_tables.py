@@ -81,3 +81,16 @@ def test_refused_cells_group_by_their_refusals_fields_not_their_words():
         "refused: wgmma3x runs on sm_90a only, and this GPU is sm_80 (t22, t29)",
         "refused: an older file's sentence, and the case has d=48 (t29)",
     ]
+
+
+def test_warnings_group_by_their_fields_with_the_cells_that_got_them():
+    from attnbench.bench.sampler import NOISE_WARNING
+    from attnbench.output.tables import grouped_notes, grouped_warnings
+
+    times = {v: {c: 1.0 for c in ("t10", "t11", "t22")} for v in ("a", "b", "c")}
+    result = result_set(times, {c: COURSE_SHAPES[c] for c in ("t10", "t11", "t22")})
+    for cell in result.cells:
+        cell.measurement.kernel.warnings.append(NOISE_WARNING)
+    assert grouped_warnings(result) == [(NOISE_WARNING, [f"{v}/{c}" for v in times for c in times[v]])]
+    assert grouped_notes(result) == [
+        f"warning (a/t10, a/t11, a/t22, b/t10, b/t11, b/t22 and 3 more): {NOISE_WARNING.sentence()}"]

@@ -17,11 +17,11 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from attnbench.bench.matrix import MatrixSettings, _cell_work, _run_cell, course_check
+from attnbench.bench.check_rule import CheckRule, CourseRule
+from attnbench.bench.matrix import MatrixSettings, _cell_work, _run_cell
 from attnbench.backends.program import EXE_PREFIX, program_variant
 from attnbench.bench.sampler import TimingPolicy
-from attnbench.bench.squarelab import LabTimer, lab_check
-from attnbench.bench.verify import COURSE_ATOL
+from attnbench.bench.squarelab import LabTimer
 from attnbench.cases.inputs import BenchInput, CaseInfo, SuiteInput
 from attnbench.errors import AttnbenchError, UsageError
 from attnbench.kernels.catalogue import get_variant
@@ -38,15 +38,15 @@ class CellPlan:
 
     variant_names: tuple[str, ...]
     policies: dict[str, TimingPolicy]
-    check: tuple = ("course", 0.005, 0.0)  # ("course", atol, rtol) or ("lab",)
+    rule: CheckRule = CourseRule()
     lab_timing: bool = False
     programs: dict[str, str] = field(default_factory=dict)  # an `exe:` program's name -> its path
 
     @classmethod
-    def of(cls, variants: list[Variant], policy: Callable[[Variant], TimingPolicy], check: tuple,
+    def of(cls, variants: list[Variant], policy: Callable[[Variant], TimingPolicy], rule: CheckRule,
            lab_timing: bool = False) -> "CellPlan":
         programs = {v.name: str(v.source) for v in variants if v.kind.whole_program}
-        return cls(tuple(v.name for v in variants), {v.name: policy(v) for v in variants}, check, lab_timing,
+        return cls(tuple(v.name for v in variants), {v.name: policy(v) for v in variants}, rule, lab_timing,
                    programs)
 
     def variant(self, name: str) -> Variant:
@@ -59,10 +59,8 @@ class CellPlan:
         return [self.variant(name) for name in self.variant_names]
 
     def settings(self) -> MatrixSettings:
-        check = lab_check if self.check[0] == "lab" else course_check(*self.check[1:])
-        tolerance = (COURSE_ATOL, 0.0) if self.check[0] == "lab" else (float(self.check[1]), float(self.check[2]))
-        return MatrixSettings(policy=lambda v: self.policies[v.name], check=check,
-                              timer=LabTimer() if self.lab_timing else None, tolerance=tolerance)
+        return MatrixSettings(policy=lambda v: self.policies[v.name], check=self.rule.check(),
+                              timer=LabTimer() if self.lab_timing else None, tolerance=self.rule.tolerance)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from attnbench import api
 from attnbench.spread.cellgroups import Device, parse_device_list
+from attnbench.bench.check_rule import CourseRule
 from attnbench.bench.matrix import QuietListener
 from attnbench.spread.workers import CPU_WORKERS_ENV, MatrixInterrupted, devices_for
 from attnbench.cli import main
@@ -137,7 +138,7 @@ def test_a_cell_plan_carries_an_exe_program_by_its_path(tmp_path):
     program.write_text("#!/bin/sh\nexit 0\n")
     program.chmod(0o755)
     chosen = [get_variant("cpu"), program_variant(f"exe:{program}")]
-    plan = pickle.loads(pickle.dumps(CellPlan.of(chosen, api.TimingOptions().policy_for, ("course", 0.005, 0.0))))
+    plan = pickle.loads(pickle.dumps(CellPlan.of(chosen, api.TimingOptions().policy_for, CourseRule(0.005, 0.0))))
     assert [(v.name, v.backend, v.source) for v in plan.variants()] == [
         ("cpu", "cpu", None), ("exe:prog", "program", str(program.resolve()))]
 
@@ -178,7 +179,7 @@ def test_the_workers_pytorch_versions_reach_the_run_without_the_parent_importing
     from attnbench.kernels.catalogue import variants_for
 
     variants = variants_for("cpu")
-    pool = DevicePool([Device(0), Device(1)], variants, CellPlan.of(variants, lambda v: TimingPolicy(), ("course",)))
+    pool = DevicePool([Device(0), Device(1)], variants, CellPlan.of(variants, lambda v: TimingPolicy(), CourseRule()))
     pool.pending = deque()
     for slot in pool.slots.values():
         slot.inbox = queue.Queue()

@@ -267,8 +267,7 @@ def _matrix(chosen: list[Variant], inputs: list[BenchInput], gpu: Any, settings:
     try:
         infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
     except MatrixInterrupted as exc:
-        exc.partial = finish(exc.cases, exc.cells)
-        raise
+        raise exc.with_partial(finish(exc.cases, exc.cells)) from None
     return finish(infos, cells)
 
 

@@ -29,15 +29,20 @@ from attnbench.results.verification import VerifyReport
 
 
 class MatrixInterrupted(AttnbenchError):
-    """Ctrl-C during a matrix, here or spread out: `cases` and `cells` hold what was measured; the API
-    sets `partial`, the result set of those cells, for the command line to save."""
+    """Ctrl-C during a matrix, here or spread out: `cases` and `cells` hold what was measured; `partial`,
+    the result set of those cells, is given by the API (`with_partial`) for the command line to save."""
 
     exit_code = 130
 
-    def __init__(self, message: str, cases: list[CaseInfo], cells: list[Cell], devices: Any = None) -> None:
+    def __init__(self, message: str, cases: list[CaseInfo], cells: list[Cell], devices: Any = None,
+                 partial: ResultSet | None = None) -> None:
         super().__init__(message)
         self.cases, self.cells, self.devices = cases, cells, devices
-        self.partial: ResultSet | None = None
+        self.partial = partial
+
+    def with_partial(self, partial: ResultSet) -> MatrixInterrupted:
+        """The same interruption, carrying the result set of what was measured."""
+        return MatrixInterrupted(str(self), self.cases, self.cells, self.devices, partial)
 
 
 # -- running the matrix ---------------------------------------------------------------------------

@@ -66,7 +66,7 @@ def _run_saving_partial(title: str, call: Callable[[MatrixProgress], ResultSet],
         with MatrixProgress(title) as listener:
             return call(listener)
     except MatrixInterrupted as exc:
-        partial = getattr(exc, "partial", None)
+        partial = exc.partial
         if partial is not None and not no_save and partial.cells:
             partial.settings["interrupted"] = True
             _save(partial, results_dir, name, selector, False)

@@ -23,6 +23,7 @@ from attnbench.api.notices import Notice, quiet
 from attnbench.analysis.against import check_same_gpu, check_same_inputs, common_selection, expected_inputs
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.spread import SlurmOptions, placement, resume, spread_matrix
+from attnbench.backends.device import GpuDevice
 from attnbench.bench.check_rule import CheckRule, CourseRule, LabRule
 from attnbench.bench.chunk_plan import keeps_output, plan_for_input
 from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, MatrixSettings, assemble, run_matrix
@@ -260,7 +261,7 @@ def compare(
         "compare", chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"], command))
 
 
-def _matrix(chosen: list[Variant], inputs: list[BenchInput], gpu: Any, settings: MatrixSettings,
+def _matrix(chosen: list[Variant], inputs: list[BenchInput], gpu: GpuDevice, settings: MatrixSettings,
             listener: MatrixListener | None, finish: Callable[[list, list], ResultSet]) -> ResultSet:
     """The cells run here, then `finish` makes their result set; on Ctrl-C the result set of what was
     measured goes with the interruption (as `partial`) for the caller to save."""

@@ -12,6 +12,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from attnbench.backends.device import GpuDevice
 from attnbench.results.ceilings import cached_for
 from attnbench.backends.program import program_cell
 from attnbench.bench.runner import Timer, run_variant
@@ -110,7 +111,7 @@ def _cell_work(variant: Variant, bench_input: BenchInput) -> float:
 def run_matrix(
     variants: list[Variant],
     inputs: list[BenchInput],
-    gpu: Any | None,
+    gpu: GpuDevice | None,
     settings: MatrixSettings,
     listener: MatrixListener | None = None,
 ) -> tuple[list[CaseInfo], list[Cell]]:
@@ -133,7 +134,7 @@ def run_matrix(
     return infos, cells
 
 
-def _run_cells(variants: list[Variant], inputs: list[BenchInput], gpu: Any | None, settings: MatrixSettings,
+def _run_cells(variants: list[Variant], inputs: list[BenchInput], gpu: GpuDevice | None, settings: MatrixSettings,
                listener: MatrixListener, refusal: Callable[[Variant, Shape], Refusal | None],
                work: dict[tuple[str, str], float], infos: list[CaseInfo], cells: list[Cell]) -> None:
     """The cells input by input, appended to `infos` and `cells` as they finish."""
@@ -168,7 +169,7 @@ def _run_cells(variants: list[Variant], inputs: list[BenchInput], gpu: Any | Non
         del testcase, reference
 
 
-def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: Any | None,
+def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: GpuDevice | None,
               settings: MatrixSettings) -> Cell:
     if variant.kind.whole_program:  # a whole program: process time and its output's check, no kernel time
         return program_cell(variant, label, testcase, reference, settings.check, failure_summary)
@@ -199,7 +200,7 @@ def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray
     return Cell(variant.name, label, OK, "", run.measurement, check, extra, timed)
 
 
-def _cached_ceilings(gpu: Any | None) -> dict[str, Any] | None:
+def _cached_ceilings(gpu: GpuDevice | None) -> dict[str, Any] | None:
     """This GPU's measured ceilings, when `attnbench ceilings` has cached them."""
     cached = cached_for(gpu) if gpu is not None else None
     return cached.to_dict() if cached else None
@@ -210,7 +211,7 @@ def assemble(
     variants: list[Variant],
     cases: list[CaseInfo],
     cells: list[Cell],
-    gpu: Any | None,
+    gpu: GpuDevice | None,
     policy: dict[str, Any],
     baseline: str | None = None,
     settings: dict[str, Any] | None = None,

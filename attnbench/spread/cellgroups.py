@@ -17,6 +17,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from attnbench.backends.device import GpuDevice
 from attnbench.bench.check_rule import CheckRule, CourseRule
 from attnbench.bench.matrix import MatrixSettings, _cell_work, _run_cell
 from attnbench.backends.program import EXE_PREFIX, program_variant
@@ -79,7 +80,7 @@ class Device:
 class OpenDevice:
     """A worker's device once open: the Gpu (None for host-only runs) and what cells record of it."""
 
-    gpu: Any | None
+    gpu: GpuDevice | None
     record: dict[str, Any] | None  # {"index", "name", "uuid"} for extra["gpu"]; None without a device
     facts: dict[str, Any] | None = None  # Gpu.facts(), for the run's metadata
     arch: str | None = None
@@ -119,7 +120,7 @@ def group_seconds(variants: list[Variant], bench_input: BenchInput) -> float:
     return LOAD_S_PER_ELEMENT * bench_input.shape.elements + sum(cell_seconds(v, bench_input) for v in takers)
 
 
-def _gpu_uuid(gpu: Any) -> str | None:
+def _gpu_uuid(gpu: GpuDevice) -> str | None:
     """The device's UUID (NVML or nvidia-smi, matched by PCI bus id); None where neither answers."""
     try:
         bus = gpu.device.pci_bus_id().lower()

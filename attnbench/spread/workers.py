@@ -212,9 +212,6 @@ class DevicePool:
         elif kind == "started":
             slot.current = rest[1]
             self.listener.cell_started(rest[1], self.inputs[rest[0]].label)
-            hook = getattr(self.listener, "worker_cell_started", None)
-            if hook is not None:  # tests use it to kill the worker running a given cell
-                hook(slot.process.pid, slot.device, rest[1], self.inputs[rest[0]].label)
         elif kind == "cell":
             cell = Cell.from_dict(rest[1])
             slot.current = None

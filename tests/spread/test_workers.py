@@ -13,7 +13,7 @@ from attnbench import api
 from attnbench.spread.cellgroups import Device, parse_device_list
 from attnbench.bench.check_rule import CourseRule
 from attnbench.bench.matrix import QuietListener
-from attnbench.spread.workers import CPU_WORKERS_ENV, MatrixInterrupted, devices_for
+from attnbench.spread.workers import CPU_WORKERS_ENV, DevicePool, MatrixInterrupted, devices_for
 from attnbench.cli import main
 from attnbench.errors import UsageError
 
@@ -42,24 +42,29 @@ def test_two_workers_give_the_cells_and_checks_of_one_process(two_cpu_workers):
     assert "gpu" not in single.cells[0].extra
 
 
-class KillAt(QuietListener):
-    """Kills the worker that starts the cell on `case`."""
+def kill_at(monkeypatch, case: str) -> list[tuple[int, int]]:
+    """Kill the worker that starts the first cell on `case`, as the pool hears of it; the list says whom."""
+    killed: list[tuple[int, int]] = []
+    handle = DevicePool._handle
 
-    def __init__(self, case: str) -> None:
-        self.case, self.killed = case, []
+    def handle_then_kill(pool: DevicePool, message: tuple) -> None:
+        handle(pool, message)
+        kind, index, *rest = message
+        if kind == "started" and pool.inputs[rest[0]].label == case and not killed:
+            slot = pool.slots[index]
+            os.kill(slot.process.pid, signal.SIGKILL)
+            killed.append((slot.process.pid, slot.device.index))
 
-    def worker_cell_started(self, pid: int, device: Device, variant: str, case: str) -> None:
-        if case == self.case and not self.killed:
-            os.kill(pid, signal.SIGKILL)
-            self.killed.append((pid, device.index))
+    monkeypatch.setattr(DevicePool, "_handle", handle_then_kill)
+    return killed
 
 
-def test_a_killed_worker_loses_only_its_cell(two_cpu_workers):
+def test_a_killed_worker_loses_only_its_cell(two_cpu_workers, monkeypatch):
     single = api.compare("cpu", CASES)
     notes = []
-    listener = KillAt("t02")
-    spread = api.compare("cpu", CASES, gpus="0,1", listener=listener, notice=notes.append)
-    assert listener.killed
+    killed = kill_at(monkeypatch, "t02")
+    spread = api.compare("cpu", CASES, gpus="0,1", notice=notes.append)
+    assert killed
     errors = [c for c in spread.cells if c.status == "error"]
     assert [c.case for c in errors] == ["t02"]
     assert "died (signal 9) while running this cell" in errors[0].message

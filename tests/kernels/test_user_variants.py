@@ -23,6 +23,7 @@ from attnbench.kernels.user import UserVariantError, find_launch_facts, load_var
 from attnbench.kernels.variant import Launch, Variant
 from tests.backends.test_gpu_pipeline_fake_driver import FakeCheckKernel
 from tests.conftest import random_testcase
+from tests.fakes import FakeEvent
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "report_kernel"
 
@@ -301,17 +302,7 @@ class FakeDriver:
 
         self.Allocation = Allocation
 
-        class Event:
-            def record(self):
-                pass
-
-            def synchronize(self):
-                pass
-
-            def time_till(self, other):
-                return 1.0
-
-        self.Event = Event
+        self.Event = FakeEvent
 
         class Context:
             @staticmethod

@@ -101,5 +101,5 @@ def gpu():
 def skip_unless_runs(variant, shape, gpu) -> None:
     """Skip when the variant refuses the shape or this GPU (wgmma3x runs on Hopper only)."""
     reason = variant.refusal(shape) or variant.gpu_refusal(getattr(gpu, "compute_capability", None))
-    if reason:
-        pytest.skip(reason)
+    if reason is not None:
+        pytest.skip(reason.sentence())

@@ -267,3 +267,21 @@ def test_a_reader_that_stops_early_is_no_failure(args, tmp_path):
     process.stdout.close()  # as `| head -0` would
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 0, stderr.decode()
+
+
+def test_compare_prints_failed_cells_then_each_warning_once_with_its_cells():
+    from attnbench.bench.sampler import NOISE_WARNING
+    from attnbench.cli.matrix_commands import _print_problems
+    from attnbench.output.terminal import err_console
+    from tests.synthetic import COURSE_SHAPES, result_set
+
+    result = result_set({"a": {"t10": 1.0, "t11": None}, "b": {"t10": 2.0, "t11": 3.0}},
+                        {c: COURSE_SHAPES[c] for c in ("t10", "t11")})
+    for cell in result.cells:
+        if cell.measurement is not None:
+            cell.measurement.kernel.warnings.append(NOISE_WARNING)
+    with err_console.capture() as captured:
+        _print_problems(result)
+    lines = captured.get().splitlines()
+    assert lines[0] == "WRONG a on t11: 3 of 100 elements fail |out - ref| <= 0.005"
+    assert lines[1:] == [f"warning: {NOISE_WARNING.sentence()} [a/t10, b/t10, b/t11]"]

@@ -61,7 +61,8 @@ timed(cellgroups, "run_case_group", lambda plan, bi, *a, **k: bi.label)
 timed(cellgroups, "_run_cell", lambda v, label, *a, **k: f"{v.name} {label}")
 timed(matrix, "_run_cell", lambda v, label, *a, **k: f"{v.name} {label}")
 timed(matrix, "assemble")
-_course_check = cellgroups.course_check
+from attnbench.bench import check_rule  # noqa: E402
+_course_check = check_rule.course_check
 
 
 def traced_course_check(*a, **k):
@@ -76,10 +77,7 @@ def traced_course_check(*a, **k):
     return wrapped
 
 
-cellgroups.course_check = traced_course_check
-matrix.course_check = traced_course_check
-from attnbench import api  # noqa: E402
-api.course_check = traced_course_check
+check_rule.course_check = traced_course_check  # CourseRule.check(), in workers and in this process
 timed(workers.DevicePool, "_spawn", lambda self, slot: slot.device.label)
 timed(workers.DevicePool, "_stop")
 

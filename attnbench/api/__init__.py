@@ -8,6 +8,7 @@ This module only hands the public names on.
 from __future__ import annotations
 
 from attnbench.api.files import against_saved, generate, load_results, verify
+from attnbench.bench.matrix import course_check
 from attnbench.api.single import (
     SWEEP_AXES,
     TimingOptions,
@@ -15,7 +16,6 @@ from attnbench.api.single import (
     check_same_inputs,
     common_selection,
     compare,
-    course_check,
     expected_inputs,
     open_gpu,
     open_gpu_for,

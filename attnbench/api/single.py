@@ -23,11 +23,13 @@ from attnbench.api.notices import Notice, quiet
 from attnbench.analysis.against import check_same_gpu, check_same_inputs, common_selection, expected_inputs
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.spread import SlurmOptions, placement, resume, spread_matrix
+from attnbench.backends.device import GpuDevice
+from attnbench.bench.check_rule import CheckRule, CourseRule, LabRule
 from attnbench.bench.chunk_plan import keeps_output, plan_for_input
-from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, MatrixSettings, assemble, course_check, run_matrix
+from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, MatrixSettings, assemble, run_matrix
 from attnbench.bench.runner import run_variant, run_variant_pipelined
 from attnbench.bench.sampler import TimingPolicy
-from attnbench.bench.squarelab import LabTimer, lab_check
+from attnbench.bench.squarelab import LabTimer
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases import suite
 from attnbench.cases.inputs import (
@@ -247,26 +249,26 @@ def compare(
     record = {"policy": timing.record(), "baseline": baseline or (timed or names)[0], "command": command,
               "settings": {"atol": atol, "rtol": rtol, "same_within": same_within, "check_rule": rule}}
     where = placement(gpus, executor, slurm)
+    check_rule = CourseRule(atol, rtol)
     if where.spread:
-        return spread_matrix("compare", chosen, inputs, timing.policy_for, ("course", atol, rtol), where, record,
+        return spread_matrix("compare", chosen, inputs, timing.policy_for, check_rule, where, record,
                              listener, notice, before_run)
     gpu = open_gpu_for(chosen, device)
     if before_run is not None:
         before_run(gpu, inputs)
-    settings = MatrixSettings(policy=timing.policy_for, check=course_check(atol, rtol), tolerance=(atol, rtol))
+    settings = MatrixSettings(policy=timing.policy_for, check=check_rule.check(), tolerance=check_rule.tolerance)
     return _matrix(chosen, inputs, gpu, settings, listener, lambda infos, cells: assemble(
         "compare", chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"], command))
 
 
-def _matrix(chosen: list[Variant], inputs: list[BenchInput], gpu: Any, settings: MatrixSettings,
+def _matrix(chosen: list[Variant], inputs: list[BenchInput], gpu: GpuDevice, settings: MatrixSettings,
             listener: MatrixListener | None, finish: Callable[[list, list], ResultSet]) -> ResultSet:
     """The cells run here, then `finish` makes their result set; on Ctrl-C the result set of what was
     measured goes with the interruption (as `partial`) for the caller to save."""
     try:
         infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
     except MatrixInterrupted as exc:
-        exc.partial = finish(exc.cases, exc.cells)
-        raise
+        raise exc.with_partial(finish(exc.cases, exc.cells)) from None
     return finish(infos, cells)
 
 
@@ -308,12 +310,13 @@ def sweep(
             else f"|out - ref| <= {COURSE_ATOL:g} per element, float64 reference")
     settings_record = {"sweep": axis, "lab_timing": lab_timing, "same_within": same_within, "check_rule": rule}
     where = placement(gpus, executor, slurm)
+    check_rule: CheckRule = LabRule() if axis == "square" else CourseRule()
     if where.spread:
-        return spread_matrix("sweep", chosen, inputs, timing.policy_for, ("lab",) if axis == "square" else
-                             ("course", COURSE_ATOL, 0.0), where, {"policy": timing.record(), "baseline": baseline,
-                             "command": command, "settings": settings_record}, listener, notice, lab_timing=lab_timing)
+        return spread_matrix("sweep", chosen, inputs, timing.policy_for, check_rule, where, {
+            "policy": timing.record(), "baseline": baseline, "command": command, "settings": settings_record},
+            listener, notice, lab_timing=lab_timing)
     gpu = open_gpu_for(chosen, device)
-    settings = MatrixSettings(policy=timing.policy_for, check=lab_check if axis == "square" else course_check(),
+    settings = MatrixSettings(policy=timing.policy_for, check=check_rule.check(), tolerance=check_rule.tolerance,
                               timer=LabTimer() if lab_timing else None)
     start = time.perf_counter()
 

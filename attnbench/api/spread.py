@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from attnbench.api.notices import Notice, quiet
 from attnbench.spread.cellgroups import CellPlan
+from attnbench.bench.check_rule import CheckRule
 from attnbench.bench.matrix import MatrixListener
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.spread.slurm import SlurmOptions
@@ -31,12 +32,12 @@ def placement(gpus: str | None, executor: str, slurm: SlurmOptions | None) -> Pl
 
 
 def spread_matrix(kind: str, chosen: list[Variant], inputs: list[BenchInput], policy: Callable[[Variant], TimingPolicy],
-                  check: tuple, where: Placement, record: dict[str, Any], listener: MatrixListener | None,
+                  rule: CheckRule, where: Placement, record: dict[str, Any], listener: MatrixListener | None,
                   notice: Notice = quiet, before_run: Callable[[Any, list[BenchInput]], None] | None = None,
                   lab_timing: bool = False) -> ResultSet:
-    """A compare or sweep spread over worker processes or Slurm jobs (`check`: ("course", atol, rtol)
-    or ("lab",)); the same ResultSet a one-process run makes, each cell recording its GPU."""
-    plan = CellPlan.of(chosen, policy, check, lab_timing)
+    """A compare or sweep spread over worker processes or Slurm jobs, each cell checked by `rule`; the
+    same ResultSet a one-process run makes, each cell recording its GPU."""
+    plan = CellPlan.of(chosen, policy, rule, lab_timing)
     start = time.perf_counter()
     result = run_spread(kind, chosen, inputs, plan, where, record, listener, notice, before_run)
     if kind == "sweep":

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from attnbench.backends.device import GpuDevice
 from attnbench.backends.gpu_output_check import DeviceOutputCheck
 from attnbench.backends.gpu_permute import DevicePermuter
 from attnbench.backends.input_transform import InputTransform
@@ -49,12 +50,12 @@ class GpuExecution:
     chunk's kernels from `launch_records(b0, b1)` on its own stream.
     """
 
-    def __init__(self, gpu: Any, variant: Variant, testcase: Testcase | Shape, flush_l2: bool = True) -> None:
+    def __init__(self, gpu: GpuDevice, variant: Variant, testcase: Testcase | Shape, flush_l2: bool = True) -> None:
         shape = testcase if isinstance(testcase, Shape) else testcase.shape
         variant.require(shape)
         refusal = variant.gpu_refusal(getattr(gpu, "compute_capability", None))
-        if refusal:
-            raise VariantUnsupported(refusal)
+        if refusal is not None:
+            raise VariantUnsupported(refusal.sentence())
         self.gpu = gpu
         self.driver = gpu.driver
         self.variant = variant

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from attnbench.backends.device import GpuDevice
 from attnbench.backends.input_transform import InputTransform
 from attnbench.errors import KernelLaunchError
 
@@ -31,14 +32,14 @@ BLOCKS_PER_ITEM_CAP = 4096  # enough blocks to fill a GPU for a few long items; 
 class DeviceOutputCheck:
     """The first pass's output kept on the device, and the check of a later output against it."""
 
-    def __init__(self, gpu: Any, output: int, shape: Any, kept: Any) -> None:
+    def __init__(self, gpu: GpuDevice, output: int, shape: Any, kept: Any) -> None:
         self.gpu, self.driver = gpu, gpu.driver
         self.output, self.shape = output, shape
         self._kept = kept
         self._checksum = 0
 
     @classmethod
-    def keep(cls, gpu: Any, output: int, shape: Any) -> "DeviceOutputCheck | None":
+    def keep(cls, gpu: GpuDevice, output: int, shape: Any) -> "DeviceOutputCheck | None":
         """Copy the output at `output` as it is now; None when the device has no room (the host checks instead)."""
         driver = gpu.driver
         nbytes = 4 * shape.elements

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from attnbench.backends.device import GpuDevice
 from attnbench.backends.input_transform import InputTransform, batch_cycles
 from attnbench.errors import DeviceMemoryError, KernelLaunchError
 
@@ -57,7 +58,7 @@ def _buffers(layout: InputLayout, N: int, d: int) -> list[tuple[int, int]]:
 class DevicePermuter:
     """Applies InputTransforms to one execution's device input in place."""
 
-    def __init__(self, gpu: Any, pointers: dict[str, int], B: int, N: int, d: int) -> None:
+    def __init__(self, gpu: GpuDevice, pointers: dict[str, int], B: int, N: int, d: int) -> None:
         self.gpu, self.driver = gpu, gpu.driver
         self.B, self.N, self.d = B, N, d
         self.layout = input_layout(pointers, N, d)

@@ -31,10 +31,12 @@ from attnbench.cases.testcase import Testcase, read_output, write_testcase
 from attnbench.errors import AttnbenchError, TestcaseError
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ERROR, OK, WRONG, Cell
+from attnbench.results.run_warnings import RunWarning, WarningKind
 
 EXE_PREFIX = "exe:"
 NO_LIMIT_TIMEOUT_S = 300.0  # a program without a limit is still killed after this
 PROCESS_TIME_NOTE = "process wall-clock time (launch to exit, one run), not kernel time"
+PROCESS_TIME_WARNING = RunWarning(WarningKind.PROCESS_TIME, PROCESS_TIME_NOTE)
 _TAIL_BYTES = 2000
 
 

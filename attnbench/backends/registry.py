@@ -9,31 +9,32 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from attnbench.backends.base import Execution
+from attnbench.backends.device import GpuDevice
 from attnbench.cases.testcase import Testcase
 from attnbench.kernels.variant import Variant
 
 Maker = Callable[[Variant, Testcase, Any, bool], Execution]
 
 
-def _cpu(variant: Variant, testcase: Testcase, gpu: Any, flush_l2: bool) -> Execution:
+def _cpu(variant: Variant, testcase: Testcase, gpu: GpuDevice, flush_l2: bool) -> Execution:
     from attnbench.backends.cpu import CpuExecution
 
     return CpuExecution(testcase)
 
 
-def _torch(variant: Variant, testcase: Testcase, gpu: Any, flush_l2: bool) -> Execution:
+def _torch(variant: Variant, testcase: Testcase, gpu: GpuDevice, flush_l2: bool) -> Execution:
     from attnbench.backends.torch_peer import TorchExecution
 
     return TorchExecution(gpu, testcase)
 
 
-def _triton(variant: Variant, testcase: Testcase, gpu: Any, flush_l2: bool) -> Execution:
+def _triton(variant: Variant, testcase: Testcase, gpu: GpuDevice, flush_l2: bool) -> Execution:
     from attnbench.backends.triton_peer import TritonExecution
 
     return TritonExecution(gpu, variant, testcase)
 
 
-def _gpu(variant: Variant, testcase: Testcase, gpu: Any, flush_l2: bool) -> Execution:
+def _gpu(variant: Variant, testcase: Testcase, gpu: GpuDevice, flush_l2: bool) -> Execution:
     from attnbench.backends.gpu_execution import GpuExecution
 
     return GpuExecution(gpu, variant, testcase, flush_l2)
@@ -43,7 +44,7 @@ def _gpu(variant: Variant, testcase: Testcase, gpu: Any, flush_l2: bool) -> Exec
 MAKERS: dict[str, Maker] = {"cpu": _cpu, "torch": _torch, "triton": _triton, "gpu": _gpu}
 
 
-def make_execution(variant: Variant, testcase: Testcase, gpu: Any | None, flush_l2: bool = True) -> Execution:
+def make_execution(variant: Variant, testcase: Testcase, gpu: GpuDevice | None, flush_l2: bool = True) -> Execution:
     """The backend object for a variant (kinds that need a GPU need an open Gpu)."""
     variant.require(testcase.shape)
     maker = MAKERS.get(variant.backend)

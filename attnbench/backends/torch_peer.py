@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from attnbench.backends.base import event_ms
+from attnbench.backends.device import GpuDevice
 from attnbench.backends.input_transform import InputTransform
 from attnbench.backends.torch_output_check import TorchOutputCheck
 from attnbench.cases.testcase import Testcase
@@ -38,7 +39,7 @@ def import_torch() -> Any:
     return torch
 
 
-def _torch_index(torch: Any, gpu: Any) -> int:
+def _torch_index(torch: Any, gpu: GpuDevice) -> int:
     """PyTorch's index of pycuda's device (the runtime may order devices differently)."""
     try:
         bus = gpu.device.pci_bus_id().lower()
@@ -75,7 +76,7 @@ class TorchExecution:
 
     compile_s = 0.0
 
-    def __init__(self, gpu: Any, testcase: Testcase) -> None:
+    def __init__(self, gpu: GpuDevice, testcase: Testcase) -> None:
         if gpu is None:
             raise PeerUnavailable("the torch peer needs an open GPU")
         self.torch = import_torch()

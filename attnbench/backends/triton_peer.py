@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from attnbench.backends.device import GpuDevice
 from attnbench.backends.input_transform import InputTransform
 from attnbench.backends.torch_output_check import TorchOutputCheck
 from attnbench.backends.triton_tune import TileChoice, TileConfig, TuneKey, choose_tiles
@@ -73,12 +74,12 @@ def _one_line(exc: BaseException) -> str:
 class TritonExecution:
     """One testcase on the GPU that pycuda holds open, computed by the Triton kernel with tuned tiles."""
 
-    def __init__(self, gpu: Any, variant: Variant, testcase: Testcase) -> None:
+    def __init__(self, gpu: GpuDevice, variant: Variant, testcase: Testcase) -> None:
         if gpu is None:
             raise PeerUnavailable("the triton peer needs an open GPU")
         refusal = variant.gpu_refusal(getattr(gpu, "compute_capability", None))
-        if refusal:
-            raise VariantUnsupported(refusal)
+        if refusal is not None:
+            raise VariantUnsupported(refusal.sentence())
         self.torch, self.triton = import_triton()
         from attnbench.backends import triton_kernel  # imports Triton, known to load by now
 

@@ -12,6 +12,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from attnbench.backends.device import GpuDevice
 from attnbench.results.ceilings import cached_for
 from attnbench.backends.program import program_cell
 from attnbench.bench.runner import Timer, run_variant
@@ -23,20 +24,26 @@ from attnbench.errors import AttnbenchError
 from attnbench.kernels.nvcc import variant_info
 from attnbench.kernels.variant import Variant
 from attnbench.results.metadata import collect
-from attnbench.results.resultset import ERROR, IMPOSSIBLE, OK, REFUSED, WRONG, Cell, ResultSet
+from attnbench.results.refusal import Refusal
+from attnbench.results.resultset import ERROR, IMPOSSIBLE, OK, WRONG, Cell, ResultSet
 from attnbench.results.verification import VerifyReport
 
 
 class MatrixInterrupted(AttnbenchError):
-    """Ctrl-C during a matrix, here or spread out: `cases` and `cells` hold what was measured; the API
-    sets `partial`, the result set of those cells, for the command line to save."""
+    """Ctrl-C during a matrix, here or spread out: `cases` and `cells` hold what was measured; `partial`,
+    the result set of those cells, is given by the API (`with_partial`) for the command line to save."""
 
     exit_code = 130
 
-    def __init__(self, message: str, cases: list[CaseInfo], cells: list[Cell], devices: Any = None) -> None:
+    def __init__(self, message: str, cases: list[CaseInfo], cells: list[Cell], devices: Any = None,
+                 partial: ResultSet | None = None) -> None:
         super().__init__(message)
         self.cases, self.cells, self.devices = cases, cells, devices
-        self.partial: ResultSet | None = None
+        self.partial = partial
+
+    def with_partial(self, partial: ResultSet) -> MatrixInterrupted:
+        """The same interruption, carrying the result set of what was measured."""
+        return MatrixInterrupted(str(self), self.cases, self.cells, self.devices, partial)
 
 
 # -- running the matrix ---------------------------------------------------------------------------
@@ -104,7 +111,7 @@ def _cell_work(variant: Variant, bench_input: BenchInput) -> float:
 def run_matrix(
     variants: list[Variant],
     inputs: list[BenchInput],
-    gpu: Any | None,
+    gpu: GpuDevice | None,
     settings: MatrixSettings,
     listener: MatrixListener | None = None,
 ) -> tuple[list[CaseInfo], list[Cell]]:
@@ -112,7 +119,7 @@ def run_matrix(
     listener = listener or QuietListener()
     capability = getattr(gpu, "compute_capability", None)
 
-    def refusal(variant: Variant, shape: Shape) -> str | None:
+    def refusal(variant: Variant, shape: Shape) -> Refusal | None:
         return variant.refusal(shape) or variant.gpu_refusal(capability)
 
     work = {(v.name, i.label): _cell_work(v, i) for i in inputs for v in variants if refusal(v, i.shape) is None}
@@ -127,8 +134,8 @@ def run_matrix(
     return infos, cells
 
 
-def _run_cells(variants: list[Variant], inputs: list[BenchInput], gpu: Any | None, settings: MatrixSettings,
-               listener: MatrixListener, refusal: Callable[[Variant, Shape], str | None],
+def _run_cells(variants: list[Variant], inputs: list[BenchInput], gpu: GpuDevice | None, settings: MatrixSettings,
+               listener: MatrixListener, refusal: Callable[[Variant, Shape], Refusal | None],
                work: dict[tuple[str, str], float], infos: list[CaseInfo], cells: list[Cell]) -> None:
     """The cells input by input, appended to `infos` and `cells` as they finish."""
     lost: str | None = None  # why the CUDA context is gone (a kernel fault): the remaining cells are not run
@@ -143,9 +150,10 @@ def _run_cells(variants: list[Variant], inputs: list[BenchInput], gpu: Any | Non
             infos.append(CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "",
                                   lost or "every variant refused it"))
         for variant in variants:
-            reason = refusal(variant, bench_input.shape)
-            if reason is not None or lost:
-                cell = Cell(variant.name, bench_input.label, REFUSED if reason else ERROR, reason or lost or "")
+            refused = refusal(variant, bench_input.shape)
+            if refused is not None or lost:
+                cell = (Cell.refused(bench_input.label, refused) if refused is not None
+                        else Cell(variant.name, bench_input.label, ERROR, lost or ""))
                 listener.cell_finished(cell, 0.0)
                 cells.append(cell)
                 continue
@@ -161,7 +169,7 @@ def _run_cells(variants: list[Variant], inputs: list[BenchInput], gpu: Any | Non
         del testcase, reference
 
 
-def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: Any | None,
+def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: GpuDevice | None,
               settings: MatrixSettings) -> Cell:
     if variant.kind.whole_program:  # a whole program: process time and its output's check, no kernel time
         return program_cell(variant, label, testcase, reference, settings.check, failure_summary)
@@ -192,7 +200,7 @@ def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray
     return Cell(variant.name, label, OK, "", run.measurement, check, extra, timed)
 
 
-def _cached_ceilings(gpu: Any | None) -> dict[str, Any] | None:
+def _cached_ceilings(gpu: GpuDevice | None) -> dict[str, Any] | None:
     """This GPU's measured ceilings, when `attnbench ceilings` has cached them."""
     cached = cached_for(gpu) if gpu is not None else None
     return cached.to_dict() if cached else None
@@ -203,7 +211,7 @@ def assemble(
     variants: list[Variant],
     cases: list[CaseInfo],
     cells: list[Cell],
-    gpu: Any | None,
+    gpu: GpuDevice | None,
     policy: dict[str, Any],
     baseline: str | None = None,
     settings: dict[str, Any] | None = None,

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from attnbench.backends.base import Execution, OutputCheck
+from attnbench.backends.device import GpuDevice
 from attnbench.backends.registry import make_execution
 from attnbench.results.ceilings import applied_ceiling, cached_for, datasheet_ceiling, measured_dram_bandwidth
 from attnbench.bench.chunk_plan import ChunkPlan
@@ -77,7 +78,7 @@ def _first_pass_naming(execution: Execution, case_label: str) -> tuple[np.ndarra
 
 
 def _time(execution: Execution, variant: Variant, policy: TimingPolicy, compute_s: float,
-          timer: Timer | None, gpu: Any | None = None) -> KernelStats:
+          timer: Timer | None, gpu: GpuDevice | None = None) -> KernelStats:
     """Kernel statistics after the first pass; a host pass already timed counts as the first sample.
     A device variant's samples carry the SM clock each ran at (when NVML can say)."""
     if timer is not None:
@@ -88,7 +89,7 @@ def _time(execution: Execution, variant: Variant, policy: TimingPolicy, compute_
     return recorder.attach(sample_execution(execution, policy, on_sample=recorder))
 
 
-def device_facts(gpu: Any | None) -> DeviceFacts | None:
+def device_facts(gpu: GpuDevice | None) -> DeviceFacts | None:
     """The GPU's facts for its floor and datasheet peaks; None for a device that cannot give them."""
     facts = getattr(gpu, "device_facts", None)
     return facts() if callable(facts) else None
@@ -110,7 +111,7 @@ def _flushes(policy: TimingPolicy, timer: Timer | None) -> bool:
     return policy.flush_l2 if timer is None else bool(getattr(timer, "flush_l2", False))
 
 
-def _measurement(variant: Variant, case_label: str, shape: Shape, gpu: Any | None, execution: Execution,
+def _measurement(variant: Variant, case_label: str, shape: Shape, gpu: GpuDevice | None, execution: Execution,
                  compute_s: float, stats: KernelStats, hot: bool = False) -> Measurement:
     """The measurement of a timed run, with its physical floor (`hot`: timed without an L2 flush) and,
     unless the median is below that floor, the share of the peak that applies to the variant's unit
@@ -147,7 +148,7 @@ def run_variant(
     variant: Variant,
     testcase: Testcase,
     case_label: str,
-    gpu: Any | None,
+    gpu: GpuDevice | None,
     policy: TimingPolicy,
     check: Check | None = None,
     gate: bool = False,
@@ -196,7 +197,7 @@ def _attach_timed(measurement: Measurement, timed: TimedCheck) -> None:
     """The verified passes' record on the measurement, and their clock warning among its warnings."""
     measurement.timed_check = timed
     if timed.clock_warning is not None:
-        measurement.warnings.append(timed.clock_warning.sentence())
+        measurement.warnings.append(timed.clock_warning.warning())
 
 
 def run_variant_pipelined(
@@ -204,7 +205,7 @@ def run_variant_pipelined(
     path: str | os.PathLike,
     plan: ChunkPlan,
     case_label: str,
-    gpu: Any,
+    gpu: GpuDevice,
     policy: TimingPolicy,
     out: str | os.PathLike | None,
     check: Check | None = None,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from attnbench.backends.base import Clock
+from attnbench.results.run_warnings import RunWarning, WarningKind
 from attnbench.results.stats import KernelStats, relative_noise
 
 
@@ -30,9 +31,10 @@ class TimingPolicy:
     flush_l2: bool = True
 
 
-NOISE_WARNING = ("noise above the target when sampling stopped (see the ±): close other work on the machine, "
-                 "or give it longer with --timeout")
-FEW_SAMPLES_WARNING = "fewer than 6 samples, so the noise is unknown (±?): use --reps 10 or more, or a longer --timeout"
+NOISE_WARNING = RunWarning(WarningKind.NOISE, "noise above the target when sampling stopped (see the ±)",
+                           "close other work on the machine, or give it longer with --timeout")
+FEW_SAMPLES_WARNING = RunWarning(WarningKind.FEW_SAMPLES, "fewer than 6 samples, so the noise is unknown (±?)",
+                                 "use --reps 10 or more, or a longer --timeout")
 
 
 def measure(

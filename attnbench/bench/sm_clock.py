@@ -7,8 +7,7 @@ warning is attnbench.results.clocks.
 
 from __future__ import annotations
 
-from typing import Any
-
+from attnbench.backends.device import GpuDevice
 from attnbench.results.stats import KernelStats
 
 
@@ -16,7 +15,7 @@ class SmClockRecorder:
     """Reads the GPU's SM clock (NVML) after each sample; gives up, leaving the clock unknown, at the first
     read NVML cannot answer (no pynvml, no libnvidia-ml, a device it does not manage)."""
 
-    def __init__(self, gpu: Any | None) -> None:
+    def __init__(self, gpu: GpuDevice | None) -> None:
         self._gpu = gpu
         self._read = getattr(gpu, "sm_clock_mhz", None)
         self.clocks: list[float] | None = [] if callable(self._read) else None

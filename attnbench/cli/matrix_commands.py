@@ -28,7 +28,7 @@ from attnbench.output import tables
 from attnbench.output.markdown import lab_report_lines
 from attnbench.output.clock_note import clock_note
 from attnbench.output.terminal import MatrixProgress, console, err_console, print_table, print_warnings
-from attnbench.results.resultset import ERROR, IMPOSSIBLE, WRONG, ResultSet
+from attnbench.results.resultset import ResultSet
 
 save_options = [
     click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False),
@@ -66,7 +66,7 @@ def _run_saving_partial(title: str, call: Callable[[MatrixProgress], ResultSet],
         with MatrixProgress(title) as listener:
             return call(listener)
     except MatrixInterrupted as exc:
-        partial = getattr(exc, "partial", None)
+        partial = exc.partial
         if partial is not None and not no_save and partial.cells:
             partial.settings["interrupted"] = True
             _save(partial, results_dir, name, selector, False)
@@ -86,13 +86,11 @@ def _where(result: ResultSet) -> str:
 
 def _print_problems(result: ResultSet) -> None:
     """Wrong and failed cells, then warnings grouped one line per kind."""
-    for line in tables.grouped_notes(result):
-        if line.startswith((WRONG.upper(), ERROR.upper(), IMPOSSIBLE.upper())):
-            err_console.print(f"[red]{line.split(' ', 1)[0]}[/red] {line.split(' ', 1)[1]}", highlight=False,
-                              markup=True, soft_wrap=True)
-        elif line.startswith("warning ("):
-            where, text = line.removeprefix("warning (").split("): ", 1)
-            print_warnings([f"{text} [{where}]"])
+    for cell in tables.failed_cells(result):
+        err_console.print(f"[red]{cell.status.upper()}[/red] {tables.failure_text(cell)}", highlight=False,
+                          markup=True, soft_wrap=True)
+    for warning, where in tables.grouped_warnings(result):
+        print_warnings([f"{warning.sentence()} [{tables.places_text(where)}]"])
 
 
 def _print_matrix(result: ResultSet, baseline: str | None, same_within: float, title: str) -> None:

@@ -86,7 +86,7 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
         click.echo(strict_json.dumps(measurement.to_dict()))
     else:
         print_table(run_tables.measurement_table(measurement))
-        print_warnings(measurement.all_warnings())
+        print_warnings([warning.sentence() for warning in measurement.all_warnings()])
         if verification is not None and not verification.passed:
             print_table(run_tables.verify_table(verification, f"check of {out}"))
     if measurement.nonfinite and verification is None:

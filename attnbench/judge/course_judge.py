@@ -24,6 +24,7 @@ import numpy as np
 from attnbench.backends.program import (
     NO_LIMIT_TIMEOUT_S,
     PROCESS_TIME_NOTE,
+    PROCESS_TIME_WARNING,
     ProgramError,
     check_program,
     run_process,
@@ -288,7 +289,7 @@ def _cell(program: Program, judged: JudgedCase, device: str) -> Cell:
         measurement = Measurement(
             variant=program.label, case=judged.label, shape=judged.shape, device=device,
             compute_s=judged.wall_s, kernel=KernelStats([judged.wall_s * 1e3]),
-            verification=judged.check, warnings=[PROCESS_TIME_NOTE],
+            verification=judged.check, warnings=[PROCESS_TIME_WARNING],
         )
     check = judged.check.to_dict() if judged.check is not None else None
     message = "" if judged.passed else judged.message

@@ -28,6 +28,7 @@ from typing import Callable, Literal, Mapping
 from attnbench.cases.testcase import Shape
 from attnbench.errors import ShapeNotSupported, UnknownName
 from attnbench.kernels.backend_kinds import BACKEND_KINDS, BackendKind
+from attnbench.results.refusal import Refusal, RefusalKind
 
 Dims = tuple[int, int, int]
 # What a variant runs on, so a measured ceiling applies (`attnbench ceilings`): FP32 FFMA, tensor cores in
@@ -46,7 +47,7 @@ def cdiv(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class Constraints:
-    """Which shapes a variant accepts; `reason` says why one is refused, in one line."""
+    """Which shapes a variant accepts; `refusal` says why one is refused."""
 
     head_dims: tuple[int, ...] | None = None  # exact allowed d values; None: any d in [min, max]
     min_head_dim: int = 1
@@ -55,17 +56,16 @@ class Constraints:
     seq_len_multiple: int = 1  # N must be a multiple of this (a kernel without a mask for a partial tile)
     note: str = ""  # shown by `attnbench list`, e.g. documented overflow limits
 
-    def reason(self, variant: str, shape: Shape) -> str | None:
+    def refusal(self, variant: str, shape: Shape) -> Refusal | None:
+        """Why `variant` with these constraints does not take `shape`, or None."""
         if self.head_dims is not None and shape.d not in self.head_dims:
-            allowed = ", ".join(map(str, self.head_dims))
-            return f"{variant} needs d in {{{allowed}}}, and the case has d={shape.d}"
+            return Refusal(variant, RefusalKind.HEAD_DIMS, self.head_dims, shape.d)
         if shape.d < self.min_head_dim or (self.max_head_dim is not None and shape.d > self.max_head_dim):
-            upper = self.max_head_dim if self.max_head_dim is not None else "any"
-            return f"{variant} needs d in [{self.min_head_dim}, {upper}], and the case has d={shape.d}"
+            return Refusal(variant, RefusalKind.HEAD_DIM_RANGE, (self.min_head_dim, self.max_head_dim), shape.d)
         if self.max_seq_len is not None and shape.N > self.max_seq_len:
-            return f"{variant} needs N <= {self.max_seq_len}, and the case has N={shape.N}"
+            return Refusal(variant, RefusalKind.MAX_SEQ_LEN, self.max_seq_len, shape.N)
         if shape.N % self.seq_len_multiple:
-            return f"{variant} needs N a multiple of {self.seq_len_multiple}, and the case has N={shape.N}"
+            return Refusal(variant, RefusalKind.SEQ_LEN_MULTIPLE, self.seq_len_multiple, shape.N)
         return None
 
     def narrowed(self, seq_len_multiple: int = 1, note: str = "") -> Constraints:
@@ -183,7 +183,7 @@ class Variant:
         """Whether a GPU of this compute capability can run the variant (unknown: assume it can)."""
         return self.gpu_refusal(compute_capability) is None
 
-    def gpu_refusal(self, compute_capability: tuple[int, int] | None) -> str | None:
+    def gpu_refusal(self, compute_capability: tuple[int, int] | None) -> Refusal | None:
         """Why a GPU of this compute capability cannot run the variant, or None."""
         if compute_capability is None:
             return None
@@ -191,22 +191,22 @@ class Variant:
         if self.arch is not None:
             digits = self.arch.removeprefix("sm_").rstrip("a")
             if compute_capability != (int(digits[:-1]), int(digits[-1])):
-                return f"{self.name} runs on {self.arch} only, and this GPU is {here}"
+                return Refusal(self.name, RefusalKind.ARCH, self.arch, here)
         oldest = UNIT_MIN_CAPABILITY.get(self.unit)
         if oldest is not None and compute_capability < oldest:
-            return f"{self.name} needs sm_{oldest[0]}{oldest[1]} or newer for its {self.unit} instructions, and this GPU is {here}"
+            return Refusal(self.name, RefusalKind.UNIT_CAPABILITY, "sm_{}{}".format(*oldest), here, self.unit)
         if self.min_capability is not None and compute_capability < self.min_capability:
-            return f"{self.name} needs sm_{self.min_capability[0]}{self.min_capability[1]} or newer, and this GPU is {here}"
+            return Refusal(self.name, RefusalKind.MIN_CAPABILITY, "sm_{}{}".format(*self.min_capability), here)
         return None
 
-    def refusal(self, shape: Shape) -> str | None:
+    def refusal(self, shape: Shape) -> Refusal | None:
         """Why this variant cannot take `shape`, or None if it can."""
-        return self.constraints.reason(self.name, shape)
+        return self.constraints.refusal(self.name, shape)
 
     def require(self, shape: Shape) -> None:
-        reason = self.refusal(shape)
-        if reason:
-            raise ShapeNotSupported(reason)
+        refusal = self.refusal(shape)
+        if refusal is not None:
+            raise ShapeNotSupported(refusal.sentence())
 
     def launches_for(self, shape: Shape) -> tuple[Launch, ...]:
         """The launches of one pass on `shape`, in order (those whose `applies` holds)."""

@@ -13,7 +13,9 @@ from attnbench.analysis.ladder import LadderStep
 from attnbench.analysis.view import MatrixView
 from attnbench.output.table import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.results.measurement import Measurement
+from attnbench.results.refusal import Refusal
 from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, WRONG, Cell, ResultSet
+from attnbench.results.run_warnings import RunWarning
 
 
 # -- numbers as text ------------------------------------------------------------------------------------
@@ -246,26 +248,51 @@ def matrix_tables(view: MatrixView, with_correctness: bool = True) -> list[Table
     return tables
 
 
-def grouped_notes(result: ResultSet) -> list[str]:
-    """Wrong, failed and refused cells with their reasons, and warnings: one line per kind, cells listed."""
-    lines = []
+def grouped_refusals(result: ResultSet) -> list[tuple[str, list[str]]]:
+    """Refused cells grouped by their refusal's fields (the case's own value left out): each group's
+    description and its cases. A cell saved before refusals were records groups under its message."""
+    groups: dict[Refusal | str, tuple[str, list[str]]] = {}
     for cell in result.cells:
-        if cell.status in FAILED:
-            lines.append(f"{cell.status.upper()} {cell.variant} on {cell.case}: {cell.message}")
-    refused: dict[str, list[str]] = {}
-    for cell in result.cells:
-        if cell.status == REFUSED:
-            refused.setdefault(cell.message.split(", and the case")[0], []).append(cell.case)
-    for reason, labels in refused.items():
-        lines.append(f"refused: {reason} ({', '.join(labels)})")
-    warnings: dict[str, list[str]] = {}
+        if cell.status != REFUSED:
+            continue
+        key: Refusal | str = cell.refusal.group() if cell.refusal is not None else cell.message
+        text = cell.refusal.group_text() if cell.refusal is not None else cell.message
+        groups.setdefault(key, (text, []))[1].append(cell.case)
+    return list(groups.values())
+
+
+def failed_cells(result: ResultSet) -> list[Cell]:
+    """The wrong, failed and impossible cells, in the run's order."""
+    return [cell for cell in result.cells if cell.status in FAILED]
+
+
+def failure_text(cell: Cell) -> str:
+    """A failed cell and why, after its status: 'naive on t10: 3 of 100 elements fail ...'."""
+    return f"{cell.variant} on {cell.case}: {cell.message}"
+
+
+def grouped_warnings(result: ResultSet) -> list[tuple[RunWarning, list[str]]]:
+    """Each distinct warning (by its fields) with the cells that got it ('variant/case')."""
+    groups: dict[RunWarning, list[str]] = {}
     for cell in result.cells:
         if cell.measurement is not None:
             for warning in cell.measurement.all_warnings():
-                warnings.setdefault(warning, []).append(f"{cell.variant}/{cell.case}")
-    for warning, where in warnings.items():
-        shown = ", ".join(where[:6]) + (f" and {len(where) - 6} more" if len(where) > 6 else "")
-        lines.append(f"warning ({shown}): {warning}")
+                groups.setdefault(warning, []).append(f"{cell.variant}/{cell.case}")
+    return list(groups.items())
+
+
+def places_text(where: list[str], shown: int = 6) -> str:
+    """The first `shown` cells of a group, and how many more."""
+    return ", ".join(where[:shown]) + (f" and {len(where) - shown} more" if len(where) > shown else "")
+
+
+def grouped_notes(result: ResultSet) -> list[str]:
+    """Wrong, failed and refused cells with their reasons, and warnings: one line per kind, cells listed."""
+    lines = [f"{cell.status.upper()} {failure_text(cell)}" for cell in failed_cells(result)]
+    for reason, labels in grouped_refusals(result):
+        lines.append(f"refused: {reason} ({', '.join(labels)})")
+    for warning, where in grouped_warnings(result):
+        lines.append(f"warning ({places_text(where)}): {warning.sentence()}")
     return lines
 
 

@@ -26,6 +26,8 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
+from attnbench.results.run_warnings import RunWarning, WarningKind
+
 CLOCK_STEP = 0.02  # relative: NVML reports clocks in steps of about 15 MHz (under 1% of 1980 MHz)
 UNKNOWN_NOISE_THRESHOLD = 0.01  # the default target noise, when too few samples give no noise
 # A move under 1% is not worth a warning, whatever the noise: very steady samples have a noise of
@@ -69,11 +71,15 @@ class ClockShift:
     remedy = ("rerun on an idle, cool GPU, or lock the clocks (nvidia-smi --lock-gpu-clocks, as root) "
               "so that every sample runs at one clock")
 
-    def text(self) -> str:
+    def warning(self) -> RunWarning:
         why = f" ({', '.join(self.reasons)})" if self.reasons else ""
-        return (f"the SM clock moved between {self.low_mhz:.0f} and {self.high_mhz:.0f} MHz during the samples"
-                f"{why}, moving the median by {100 * self.shift:.1f}% (beyond its noise ±{100 * self.noise:.1f}%): "
-                f"{self.remedy}")
+        return RunWarning(WarningKind.CLOCK_SHIFT,
+                          f"the SM clock moved between {self.low_mhz:.0f} and {self.high_mhz:.0f} MHz during the "
+                          f"samples{why}, moving the median by {100 * self.shift:.1f}% (beyond its noise "
+                          f"±{100 * self.noise:.1f}%)", self.remedy)
+
+    def text(self) -> str:
+        return self.warning().sentence()
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "reasons": list(self.reasons), "text": self.text()}

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from attnbench.cases.testcase import Shape
 from attnbench.results.course_clock import CourseClock
 from attnbench.results.floor import PhysicalFloor
+from attnbench.results.run_warnings import RunWarning
 from attnbench.results.stats import KernelStats
 from attnbench.results.timed_check import TimedCheck
 from attnbench.results.verification import VerifyReport
@@ -31,7 +32,7 @@ class Measurement:
     output_s: float | None = None
     peak_flops: float | None = None
     verification: VerifyReport | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[RunWarning] = field(default_factory=list)
     nonfinite: int = 0  # NaN or Inf elements in the output: a wrong answer, whatever its speed
     ceiling: dict | None = None  # the measured ceiling that applies, and the fraction reached (attnbench ceilings)
     clock: CourseClock | None = None  # the pipelined first pass's stages; None for the unpipelined path
@@ -49,8 +50,8 @@ class Measurement:
             return None
         return self.floor.sentence(self.kernel.median, (self.shape.B, self.shape.N, self.shape.d))
 
-    def all_warnings(self) -> list[str]:
-        """Every warning as a sentence: the run's own, the sampler's and the clock's."""
+    def all_warnings(self) -> list[RunWarning]:
+        """Every warning: the run's own, the sampler's and the clock's."""
         return self.warnings + self.kernel.all_warnings()
 
     @property
@@ -104,7 +105,7 @@ class Measurement:
             "impossible": self.impossible_reason(),
             "verification": self.verification.to_dict() if self.verification else None,
             "nonfinite": self.nonfinite,
-            "warnings": self.all_warnings(),
+            "warnings": [warning.to_dict() for warning in self.all_warnings()],
             "pipeline": self.clock.to_dict() if self.clock is not None else None,
             "timed_check": self.timed_check.to_dict() if self.timed_check is not None else None,
         }
@@ -128,8 +129,16 @@ class Measurement:
             verification=VerifyReport.from_dict(data["verification"]) if data.get("verification") else None,
             nonfinite=data.get("nonfinite", 0),
             ceiling=data.get("ceiling"),
-            warnings=[w for w in data.get("warnings", []) if w not in kernel.all_warnings()],
+            warnings=_own_warnings(data.get("warnings", []), kernel),
             clock=CourseClock.from_dict(data["pipeline"]) if data.get("pipeline") else None,
             floor=PhysicalFloor.from_dict(data["floor"]) if data.get("floor") else None,
             timed_check=TimedCheck.from_dict(data["timed_check"]) if data.get("timed_check") else None,
         )
+
+
+def _own_warnings(saved: list, kernel: KernelStats) -> list[RunWarning]:
+    """The saved warnings less the kernel statistics' own (saved with them, and remade from the samples).
+    Compared by sentence: a file older than schema version 4 saved every one as a sentence."""
+    kernels = {warning.sentence() for warning in kernel.all_warnings()}
+    warnings = [RunWarning.from_saved(item) for item in saved]
+    return [warning for warning in warnings if warning.sentence() not in kernels]

@@ -20,6 +20,7 @@ from attnbench.cases.inputs import CaseInfo
 from attnbench.errors import ResultsError
 from attnbench.results.measurement import Measurement
 from attnbench.results.metadata import gpu_short_name
+from attnbench.results.refusal import Refusal
 from attnbench.results.stats import KernelStats
 
 SCHEMA = "attnbench-results"
@@ -38,7 +39,11 @@ SCHEMA = "attnbench-results"
 #     rule; a wall-clock disagreement); a wrong cell may be wrong because of them. A measurement whose
 #     verified passes failed, or that is impossible, has "tflops" and "peak_fraction" null. Version 1 and
 #     2 files load unchanged.
-SCHEMA_VERSION = 3
+#   4 (2026-11-26): a refused cell carries its refusal as a record ("refusal": variant, kind, limit, value,
+#     unit) beside its sentence in "message"; warnings (a measurement's and its kernel statistics') are records
+#     ("kind", "text", "remedy") instead of sentences. Older files load: their refused cells have no record
+#     (their message is shown whole), their warnings become the generic kind.
+SCHEMA_VERSION = 4
 
 # Cell statuses: ok (checked, then timed), wrong (failed its check: no speed), refused (the variant
 # does not take the shape), error (compile, launch or memory failure), impossible (checked, but its
@@ -83,6 +88,12 @@ class Cell:
     check: dict | None = None  # the metrics of the output's check
     extra: dict = field(default_factory=dict)  # compile-time defines, the lab's iteration count, ...
     timed_check: dict | None = None  # the verified passes after the samples (a wrong cell has no measurement)
+    refusal: Refusal | None = None  # why a refused cell was (None in files older than schema version 4)
+
+    @classmethod
+    def refused(cls, case: str, refusal: Refusal) -> Cell:
+        """A refused cell: its refusal, and the refusal's sentence as its message."""
+        return cls(refusal.variant, case, REFUSED, refusal.sentence(), refusal=refusal)
 
     @property
     def ok(self) -> bool:
@@ -102,6 +113,7 @@ class Cell:
             "measurement": self.measurement.to_dict() if self.measurement is not None else None,
             "extra": self.extra,
             "timed_check": self.timed_check,
+            "refusal": self.refusal.to_dict() if self.refusal is not None else None,
         }
 
     @classmethod
@@ -109,8 +121,9 @@ class Cell:
         if data.get("status") not in STATUSES:
             raise ValueError(f"unknown cell status {data.get('status')!r}")
         measurement = Measurement.from_dict(data["measurement"]) if data.get("measurement") else None
+        refusal = Refusal.from_dict(data["refusal"]) if data.get("refusal") else None
         return cls(data["variant"], data["case"], data["status"], data.get("message", ""), measurement,
-                   data.get("check"), dict(data.get("extra") or {}), data.get("timed_check"))
+                   data.get("check"), dict(data.get("extra") or {}), data.get("timed_check"), refusal)
 
 
 @dataclass

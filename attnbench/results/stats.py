@@ -14,6 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from attnbench.results.clocks import ClockShift, ClockSummary, clock_shift, clock_summary
+from attnbench.results.run_warnings import RunWarning
 
 
 @dataclass
@@ -22,7 +23,7 @@ class KernelStats:
 
     samples_ms: list[float]
     converged: bool = True
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[RunWarning] = field(default_factory=list)
     clocks_mhz: list[float] | None = None  # the SM clock after each sample (NVML); None when unknown
     throttle_reasons: tuple[str, ...] = ()  # NVML's throttle reasons when sampling ended
 
@@ -36,10 +37,10 @@ class KernelStats:
         """Set when the clock moved within the samples by enough to move the median beyond its noise."""
         return clock_shift(self.samples_ms, self.clocks_mhz, relative_noise, self.throttle_reasons)
 
-    def all_warnings(self) -> list[str]:
-        """The sampler's warnings and the clock's, as sentences."""
+    def all_warnings(self) -> list[RunWarning]:
+        """The sampler's warnings and the clock's."""
         shift = self.clock_warning
-        return self.warnings + ([shift.text()] if shift is not None else [])
+        return self.warnings + ([shift.warning()] if shift is not None else [])
 
     @property
     def count(self) -> int:
@@ -107,7 +108,7 @@ class KernelStats:
             "median_ci95_ms": list(self.median_interval) if self.median_interval else None,
             "outliers": self.outliers,
             "converged": self.converged,
-            "warnings": self.warnings,
+            "warnings": [warning.to_dict() for warning in self.warnings],
             "sm_clock_mhz": self.clocks_mhz,
             "sm_clock": self.clock.to_dict() if self.clock is not None else None,
             "throttle_reasons": list(self.throttle_reasons),
@@ -117,7 +118,8 @@ class KernelStats:
     @classmethod
     def from_dict(cls, data: dict) -> "KernelStats":
         clocks = data.get("sm_clock_mhz")
-        return cls(list(data["samples_ms"]), data.get("converged", True), list(data.get("warnings", [])),
+        warnings = [RunWarning.from_saved(warning) for warning in data.get("warnings", [])]
+        return cls(list(data["samples_ms"]), data.get("converged", True), warnings,
                    list(clocks) if clocks is not None else None, tuple(data.get("throttle_reasons", ())))
 
 

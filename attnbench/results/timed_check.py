@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from attnbench.results.run_warnings import RunWarning, WarningKind
+
 # Why the timed passes failed, as data: the sentence is rendered from the record.
 WRONG_VALUES, SKIPPED_WORK = "wrong_values", "skipped_work"
 
@@ -42,9 +44,14 @@ class ClockDisagreement:
     remedy: str = ("the kernel may launch work the timing events do not wait for (another stream, or work "
                    "left running): time it with nsys, or make every launch join the timed stream")
 
+    def warning(self) -> RunWarning:
+        return RunWarning(WarningKind.CLOCK_DISAGREEMENT,
+                          f"the host's wall clock saw {self.wall_ms:.3f} ms around a synchronised pass that the CUDA "
+                          f"events timed at {self.event_ms:.3f} ms (at most {self.limit_ms:.3f} ms expected)",
+                          self.remedy)
+
     def sentence(self) -> str:
-        return (f"the host's wall clock saw {self.wall_ms:.3f} ms around a synchronised pass that the CUDA events "
-                f"timed at {self.event_ms:.3f} ms (at most {self.limit_ms:.3f} ms expected): {self.remedy}")
+        return self.warning().sentence()
 
     @classmethod
     def from_dict(cls, data: dict) -> "ClockDisagreement":

@@ -17,16 +17,17 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from attnbench.bench.matrix import MatrixSettings, _cell_work, _run_cell, course_check
+from attnbench.backends.device import GpuDevice
+from attnbench.bench.check_rule import CheckRule, CourseRule
+from attnbench.bench.matrix import MatrixSettings, _cell_work, _run_cell
 from attnbench.backends.program import EXE_PREFIX, program_variant
 from attnbench.bench.sampler import TimingPolicy
-from attnbench.bench.squarelab import LabTimer, lab_check
-from attnbench.bench.verify import COURSE_ATOL
+from attnbench.bench.squarelab import LabTimer
 from attnbench.cases.inputs import BenchInput, CaseInfo, SuiteInput
 from attnbench.errors import AttnbenchError, UsageError
 from attnbench.kernels.catalogue import get_variant
 from attnbench.kernels.variant import Variant
-from attnbench.results.resultset import ERROR, REFUSED, Cell
+from attnbench.results.resultset import ERROR, Cell
 
 # A cpu worker that stands in for a GPU has this name in its cells' extra["gpu"].
 STAND_IN_NAME = "cpu worker (standing in for a GPU)"
@@ -38,15 +39,15 @@ class CellPlan:
 
     variant_names: tuple[str, ...]
     policies: dict[str, TimingPolicy]
-    check: tuple = ("course", 0.005, 0.0)  # ("course", atol, rtol) or ("lab",)
+    rule: CheckRule = CourseRule()
     lab_timing: bool = False
     programs: dict[str, str] = field(default_factory=dict)  # an `exe:` program's name -> its path
 
     @classmethod
-    def of(cls, variants: list[Variant], policy: Callable[[Variant], TimingPolicy], check: tuple,
+    def of(cls, variants: list[Variant], policy: Callable[[Variant], TimingPolicy], rule: CheckRule,
            lab_timing: bool = False) -> "CellPlan":
         programs = {v.name: str(v.source) for v in variants if v.kind.whole_program}
-        return cls(tuple(v.name for v in variants), {v.name: policy(v) for v in variants}, check, lab_timing,
+        return cls(tuple(v.name for v in variants), {v.name: policy(v) for v in variants}, rule, lab_timing,
                    programs)
 
     def variant(self, name: str) -> Variant:
@@ -59,10 +60,8 @@ class CellPlan:
         return [self.variant(name) for name in self.variant_names]
 
     def settings(self) -> MatrixSettings:
-        check = lab_check if self.check[0] == "lab" else course_check(*self.check[1:])
-        tolerance = (COURSE_ATOL, 0.0) if self.check[0] == "lab" else (float(self.check[1]), float(self.check[2]))
-        return MatrixSettings(policy=lambda v: self.policies[v.name], check=check,
-                              timer=LabTimer() if self.lab_timing else None, tolerance=tolerance)
+        return MatrixSettings(policy=lambda v: self.policies[v.name], check=self.rule.check(),
+                              timer=LabTimer() if self.lab_timing else None, tolerance=self.rule.tolerance)
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,7 @@ class Device:
 class OpenDevice:
     """A worker's device once open: the Gpu (None for host-only runs) and what cells record of it."""
 
-    gpu: Any | None
+    gpu: GpuDevice | None
     record: dict[str, Any] | None  # {"index", "name", "uuid"} for extra["gpu"]; None without a device
     facts: dict[str, Any] | None = None  # Gpu.facts(), for the run's metadata
     arch: str | None = None
@@ -121,7 +120,7 @@ def group_seconds(variants: list[Variant], bench_input: BenchInput) -> float:
     return LOAD_S_PER_ELEMENT * bench_input.shape.elements + sum(cell_seconds(v, bench_input) for v in takers)
 
 
-def _gpu_uuid(gpu: Any) -> str | None:
+def _gpu_uuid(gpu: GpuDevice) -> str | None:
     """The device's UUID (NVML or nvidia-smi, matched by PCI bus id); None where neither answers."""
     try:
         bus = gpu.device.pci_bus_id().lower()
@@ -203,9 +202,9 @@ def run_case_group(plan: CellPlan, bench_input: BenchInput, names: list[str], de
         return
     capability = getattr(device.gpu, "compute_capability", None)
     for variant in variants:
-        reason = variant.gpu_refusal(capability)
-        if reason is not None:  # a variant for one architecture (sm_90a) on a GPU of another
-            report.finished(Cell(variant.name, bench_input.label, REFUSED, reason).to_dict())
+        refusal = variant.gpu_refusal(capability)
+        if refusal is not None:  # a variant for one architecture (sm_90a) on a GPU of another
+            report.finished(Cell.refused(bench_input.label, refusal).to_dict())
             continue
         report.started(variant.name)
         try:

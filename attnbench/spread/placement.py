@@ -111,8 +111,7 @@ def _finish(work: Callable[[], tuple[list[CaseInfo], list[Cell], DeviceSummary]]
     try:
         infos, cells, summary = work()
     except MatrixInterrupted as exc:
-        exc.partial = _assembled(kind, variants, exc.cases, exc.cells, exc.devices, record, where)  # type: ignore[attr-defined]
-        raise
+        raise exc.with_partial(_assembled(kind, variants, exc.cases, exc.cells, exc.devices, record, where)) from None
     return _assembled(kind, variants, infos, cells, summary, record, where)
 
 

@@ -30,7 +30,7 @@ from attnbench.spread.workers import DeviceSummary, MatrixInterrupted
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.errors import AttnbenchError, ResultsError
 from attnbench.kernels.variant import Variant
-from attnbench.results.resultset import ERROR, REFUSED, Cell
+from attnbench.results.resultset import ERROR, Cell
 
 RUN_FILE = "attnbench-run.pkl"
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "SIGNALING",
@@ -322,13 +322,13 @@ def merged(run: SlurmRun, results: dict[int, dict]) -> tuple[list[CaseInfo], lis
         summary.torch_versions = summary.torch_versions or result.get("torch_versions")
     ordered_infos, ordered_cells = [], []
     for bench_input in run.inputs:
-        reasons = [v.refusal(bench_input.shape) for v in variants]
-        note = "every variant refused it" if all(reasons) else "not run"
+        refusals = [v.refusal(bench_input.shape) for v in variants]
+        note = "every variant refused it" if all(r is not None for r in refusals) else "not run"
         ordered_infos.append(infos.get(bench_input.label)
                              or CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "", note))
-        for variant, reason in zip(variants, reasons):
-            if reason is not None:
-                ordered_cells.append(Cell(variant.name, bench_input.label, REFUSED, reason))
+        for variant, refusal in zip(variants, refusals):
+            if refusal is not None:
+                ordered_cells.append(Cell.refused(bench_input.label, refusal))
             elif (variant.name, bench_input.label) in cells:
                 ordered_cells.append(cells[(variant.name, bench_input.label)])
     return ordered_infos, ordered_cells, summary

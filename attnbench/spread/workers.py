@@ -162,9 +162,9 @@ class DevicePool:
         self.listener.start(len(self.variants) * len(inputs), work)
         for bench_input in inputs:
             for variant in self.variants:
-                reason = variant.refusal(bench_input.shape)
-                if reason is not None:
-                    self._finish(Cell(variant.name, bench_input.label, REFUSED, reason))
+                refusal = variant.refusal(bench_input.shape)
+                if refusal is not None:
+                    self._finish(Cell.refused(bench_input.label, refusal))
         order = sorted(takers, key=lambda g: -group_seconds(self.variants, inputs[g]))
         self.pending: deque[tuple[int, list[str]]] = deque((g, takers[g]) for g in order)
         self._checked = time.monotonic()
@@ -212,9 +212,6 @@ class DevicePool:
         elif kind == "started":
             slot.current = rest[1]
             self.listener.cell_started(rest[1], self.inputs[rest[0]].label)
-            hook = getattr(self.listener, "worker_cell_started", None)
-            if hook is not None:  # tests use it to kill the worker running a given cell
-                hook(slot.process.pid, slot.device, rest[1], self.inputs[rest[0]].label)
         elif kind == "cell":
             cell = Cell.from_dict(rest[1])
             slot.current = None

@@ -4,6 +4,7 @@ import numpy as np
 
 from attnbench.backends.base import event_ms
 from attnbench.backends.gpu import EventClock
+from tests.fakes import FakeEvent
 
 
 def test_an_event_interval_keeps_its_float32_value_in_its_shortest_decimal(rng):
@@ -15,15 +16,8 @@ def test_an_event_interval_keeps_its_float32_value_in_its_shortest_decimal(rng):
 
 
 def test_the_event_clock_reports_the_shortest_decimal_of_the_drivers_float32():
-    class Event:
-        def record(self):
-            pass
-
-        def synchronize(self):
-            pass
-
-        def time_till(self, other):
-            return float(np.float32(0.017504))  # 0.017503999173641205
+    class Event(FakeEvent):
+        elapsed_ms = float(np.float32(0.017504))  # 0.017503999173641205
 
     class Driver:
         Error = RuntimeError

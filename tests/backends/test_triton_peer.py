@@ -111,8 +111,8 @@ def test_it_takes_any_n_and_head_dims_up_to_256(shape):
 
 def test_larger_head_dims_and_old_gpus_are_refused_in_one_sentence():
     triton = get_variant("triton:ieee")
-    assert triton.refusal(Shape(4, 64, 512)) == "triton:ieee needs d in [1, 256], and the case has d=512"
-    assert triton.gpu_refusal((6, 1)) == "triton:ieee needs sm_80 or newer, and this GPU is sm_61"
+    assert triton.refusal(Shape(4, 64, 512)).sentence() == "triton:ieee needs d in [1, 256], and the case has d=512"
+    assert triton.gpu_refusal((6, 1)).sentence() == "triton:ieee needs sm_80 or newer, and this GPU is sm_61"
     assert triton.gpu_refusal((8, 0)) is None and triton.gpu_refusal((9, 0)) is None
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from attnbench.cases.reference import reference_output
 from attnbench.cases.testcase import Testcase
 from attnbench.results.datasheet import DeviceFacts
+from tests.fakes import FakeDriverVersion
 
 H200 = DeviceFacts("NVIDIA H200", (9, 0), 132, 1_980_000, 60 * 2**20, 3_201_000, 6144)
 
@@ -32,12 +33,6 @@ class FixedClock:
         return float(next(self.times, self.ms) if self.times is not None else self.ms)
 
 
-class FakeDriver:
-    @staticmethod
-    def get_driver_version() -> int:
-        return 13000
-
-
 class FakeH200:
     """What the runner, the matrix and the metadata ask of an open Gpu; `clocks` are the SM clocks NVML
     'reports' one read after another (None: no NVML)."""
@@ -47,7 +42,7 @@ class FakeH200:
     compute_capability = (9, 0)
     sm_count = 132
     arch = "sm_90"
-    driver = FakeDriver()
+    driver = FakeDriverVersion()
     fp32_peak_flops = 66.9e12
 
     def __init__(self, clocks: Iterable[float] | None = None, reasons: tuple[str, ...] = ()) -> None:

@@ -325,3 +325,14 @@ def test_compare_against_a_saved_run_names_the_impossible_cell(cli, fake_h200, t
     result = cli("compare", "--against", str(out / "honest.json"), "--no-save")
     assert result.exit_code == 1, result.output
     assert "IMPOSSIBLE" in result.text and "regression" in result.text
+
+
+def test_an_interruption_carries_the_partial_result_set_it_is_given():
+    from attnbench.bench.matrix import MatrixInterrupted
+
+    partial = result_set({"naive": {"t10": 1.0}}, {"t10": COURSE_SHAPES["t10"]})
+    interrupted = MatrixInterrupted("interrupted", partial.cases, partial.cells, devices="summary")
+    assert interrupted.partial is None
+    carried = interrupted.with_partial(partial)
+    assert carried.partial is partial and str(carried) == "interrupted" and carried.exit_code == 130
+    assert (carried.cases, carried.cells, carried.devices) == (partial.cases, partial.cells, "summary")

@@ -23,6 +23,7 @@ from attnbench.cases.reference import reference_output
 from attnbench.cases.testcase import Testcase, read_output
 from attnbench.cli import main
 from tests.bench.fake_stages import FakeStages
+from tests.fakes import FakeDriverVersion
 
 
 def reference_kernel(qkv: np.ndarray) -> np.ndarray:
@@ -85,15 +86,9 @@ class FakeExecution:
         self.freed = True
 
 
-class FakeDriver:
-    @staticmethod
-    def get_driver_version() -> int:
-        return 13000
-
-
 class FakeGpu:
     name = "fake GPU"
-    driver = FakeDriver()
+    driver = FakeDriverVersion()
 
     def throttle_reasons(self) -> list[str]:
         return []

@@ -4,6 +4,7 @@ import math
 import pytest
 
 from attnbench.bench.sampler import FEW_SAMPLES_WARNING, NOISE_WARNING, TimingPolicy, measure
+from attnbench.results.run_warnings import RunWarning, WarningKind
 from attnbench.results.stats import KernelStats
 
 
@@ -28,9 +29,10 @@ def test_noise_is_the_median_interval_half_width_and_ignores_an_outlier():
 
 
 def test_round_trip_through_dict():
-    stats = KernelStats([1.5, 1.6, 1.7], converged=False, warnings=["w"])
+    stats = KernelStats([1.5, 1.6, 1.7], converged=False, warnings=[RunWarning(WarningKind.GENERIC, "w")])
     back = KernelStats.from_dict(stats.to_dict())
-    assert back.samples_ms == stats.samples_ms and not back.converged and back.warnings == ["w"]
+    assert back.samples_ms == stats.samples_ms and not back.converged and back.warnings == [
+        RunWarning(WarningKind.GENERIC, "w")]
 
 
 class FakeClock:
@@ -61,7 +63,7 @@ def test_adaptive_gives_up_at_the_timeout_and_says_what_to_do():
     stats = measure(lambda: next(values), policy, clock=FakeClock(0.01))
     assert not stats.converged
     assert 2 <= stats.count < 6
-    assert any("noise is unknown" in w and "--timeout" in w for w in stats.warnings)
+    assert any("noise is unknown" in w.sentence() and "--timeout" in w.sentence() for w in stats.warnings)
 
 
 def test_adaptive_honours_the_minimum_time():
@@ -71,7 +73,7 @@ def test_adaptive_honours_the_minimum_time():
 
 
 def test_to_dict_holds_every_statistic():
-    stats = KernelStats([4.0, 1.0, 3.0, 2.0, 10.0], converged=False, warnings=["w"])
+    stats = KernelStats([4.0, 1.0, 3.0, 2.0, 10.0], converged=False, warnings=[RunWarning(WarningKind.GENERIC, "w")])
     assert stats.to_dict() == {
         "samples_ms": [4.0, 1.0, 3.0, 2.0, 10.0],
         "count": 5,
@@ -86,7 +88,7 @@ def test_to_dict_holds_every_statistic():
         "median_ci95_ms": None,
         "outliers": 1,
         "converged": False,
-        "warnings": ["w"],
+        "warnings": [{"kind": "generic", "text": "w", "remedy": ""}],  # records since schema version 4
         "sm_clock_mhz": None,  # no NVML here: the clock is unknown, never an error
         "sm_clock": None,
         "throttle_reasons": [],

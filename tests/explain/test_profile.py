@@ -20,6 +20,7 @@ from attnbench.errors import AttnbenchError, ProfilerUnavailable
 from attnbench.explain.metrics import Metric, evaluate, metric_table, ncu_metric_names, raw_metric
 from attnbench.output.markdown import render as markdown
 from attnbench.output.profiles import format_value, profile_tables
+from tests.fakes import FakeDriverVersion
 
 DATA = Path(__file__).parent.parent / "data"
 RAW = DATA / "ncu_raw_HANDMADE_sample.csv"
@@ -232,16 +233,10 @@ def test_a_metric_ncu_lacks_is_dropped_and_the_pass_profiled_again(tmp_path, mon
     assert [k.kernel for k in result.kernels] == ["flash_qreg", "helper_kernel"]
 
 
-class _FakeDriver:
-    @staticmethod
-    def get_driver_version():
-        return 13000
-
-
 class _FakeGpu:
     """Stands in for attnbench.gpu.Gpu where there is no GPU: the facts the profile command reads."""
 
-    name, arch, compute_capability, index, driver = "NVIDIA H200", "sm_90", (9, 0), 0, _FakeDriver()
+    name, arch, compute_capability, index, driver = "NVIDIA H200", "sm_90", (9, 0), 0, FakeDriverVersion()
 
     def __init__(self, index: int = 0) -> None:
         pass

@@ -47,7 +47,7 @@ def test_launch_geometry_is_within_cuda_limits(variant):
 
 def test_refusals_are_one_line_and_name_the_shape():
     bankfree = get_variant("bankfree")
-    assert bankfree.refusal(Shape(2, 17, 48)) == "bankfree needs d in {32, 64}, and the case has d=48"
+    assert bankfree.refusal(Shape(2, 17, 48)).sentence() == "bankfree needs d in {32, 64}, and the case has d=48"
     assert bankfree.refusal(Shape(2, 17, 64)) is None
     with pytest.raises(ShapeNotSupported) as info:
         bankfree.require(Shape(1, 8, 80))
@@ -106,10 +106,10 @@ def test_the_baseline_may_be_spelled_as_its_kernel_file_or_flavour_and_must_be_a
 def test_on_the_course_gtx_1080_tensor_core_variants_refuse_in_a_sentence_and_the_default_is_ffma():
     gtx_1080, ampere = (6, 1), (8, 0)
     for name in ("tf32x3", "gemmtc"):
-        assert get_variant(name).gpu_refusal(gtx_1080) == (
+        assert get_variant(name).gpu_refusal(gtx_1080).sentence() == (
             f"{name} needs sm_80 or newer for its tf32x3 instructions, and this GPU is sm_61")
         assert get_variant(name).runs_on(ampere)
-    assert get_variant("wgmma3x").gpu_refusal(ampere) == "wgmma3x runs on sm_90a only, and this GPU is sm_80"
+    assert get_variant("wgmma3x").gpu_refusal(ampere).sentence() == "wgmma3x runs on sm_90a only, and this GPU is sm_80"
     assert get_variant("fa2simt").runs_on(gtx_1080) and get_variant("fa2simt").gpu_refusal(None) is None
     for shape in (Shape(4, 4096, 64), Shape(13600, 128, 32), Shape(2, 17, 48)):
         chosen = default_variant(shape, True, gtx_1080)

@@ -93,7 +93,7 @@ def test_gemmtc_host_constants_match_the_kernel():
 def test_gemmtc_takes_any_d_and_n_up_to_the_scores_limit():
     for shape in (Shape(1, 1, 1), Shape(2, 17, 1), Shape(1, 8193, 8193), Shape(1, 16, 16384), Shape(1, 65536, 7)):
         assert GEMMTC.refusal(shape) is None, shape
-    assert "N <= 65536" in GEMMTC.refusal(Shape(1, 65537, 64))
+    assert "N <= 65536" in GEMMTC.refusal(Shape(1, 65537, 64)).sentence()
     assert "sm_80+" in GEMMTC.constraints.describe()
 
 

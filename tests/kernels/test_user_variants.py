@@ -23,6 +23,7 @@ from attnbench.kernels.user import UserVariantError, find_launch_facts, load_var
 from attnbench.kernels.variant import Launch, Variant
 from tests.backends.test_gpu_pipeline_fake_driver import FakeCheckKernel
 from tests.conftest import random_testcase
+from tests.fakes import FakeEvent
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "report_kernel"
 
@@ -201,7 +202,7 @@ def test_the_example_kernel_takes_d_up_to_64():
     facts = find_launch_facts(EXAMPLE)
     flash = load_variants(facts)["flash"]
     assert flash.refusal(Shape(2, 100, 64)) is None
-    assert "d in [1, 64]" in flash.refusal(Shape(2, 100, 128))
+    assert "d in [1, 64]" in flash.refusal(Shape(2, 100, 128)).sentence()
     assert flash.launches[0].grid(Shape(10, 2048, 64)) == (32, 10, 1)
 
 
@@ -301,17 +302,7 @@ class FakeDriver:
 
         self.Allocation = Allocation
 
-        class Event:
-            def record(self):
-                pass
-
-            def synchronize(self):
-                pass
-
-            def time_till(self, other):
-                return 1.0
-
-        self.Event = Event
+        self.Event = FakeEvent
 
         class Context:
             @staticmethod

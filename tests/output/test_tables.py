@@ -61,3 +61,36 @@ def test_one_sample_shows_no_stddev_and_a_relative_error_only_where_the_rule_use
     assert "max relative error" not in absolute and "max abs error" in absolute
     relative = [r[0] for r in _rows(verify_table(compare_outputs(out, ref, rtol=0.01), "t"))]
     assert "max relative error" in relative
+
+
+def test_refused_cells_group_by_their_refusals_fields_not_their_words():
+    from attnbench.output.tables import grouped_notes
+    from attnbench.results.refusal import Refusal, RefusalKind
+    from attnbench.results.resultset import REFUSED, Cell
+
+    result = result_set({"naive": {"t10": 1.0}}, {"t10": COURSE_SHAPES["t10"]})
+    result.cells += [
+        Cell.refused("t22", Refusal("naive", RefusalKind.MAX_SEQ_LEN, 16384, 32768)),
+        Cell.refused("t29", Refusal("naive", RefusalKind.MAX_SEQ_LEN, 16384, 65536)),
+        Cell.refused("t22", Refusal("wgmma3x", RefusalKind.ARCH, "sm_90a", "sm_80")),
+        Cell.refused("t29", Refusal("wgmma3x", RefusalKind.ARCH, "sm_90a", "sm_80")),
+        Cell("bankfree", "t29", REFUSED, "an older file's sentence, and the case has d=48"),
+    ]
+    assert grouped_notes(result) == [
+        "refused: naive needs N <= 16384 (t22, t29)",
+        "refused: wgmma3x runs on sm_90a only, and this GPU is sm_80 (t22, t29)",
+        "refused: an older file's sentence, and the case has d=48 (t29)",
+    ]
+
+
+def test_warnings_group_by_their_fields_with_the_cells_that_got_them():
+    from attnbench.bench.sampler import NOISE_WARNING
+    from attnbench.output.tables import grouped_notes, grouped_warnings
+
+    times = {v: {c: 1.0 for c in ("t10", "t11", "t22")} for v in ("a", "b", "c")}
+    result = result_set(times, {c: COURSE_SHAPES[c] for c in ("t10", "t11", "t22")})
+    for cell in result.cells:
+        cell.measurement.kernel.warnings.append(NOISE_WARNING)
+    assert grouped_warnings(result) == [(NOISE_WARNING, [f"{v}/{c}" for v in times for c in times[v]])]
+    assert grouped_notes(result) == [
+        f"warning (a/t10, a/t11, a/t22, b/t10, b/t11, b/t22 and 3 more): {NOISE_WARNING.sentence()}"]

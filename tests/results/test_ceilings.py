@@ -22,6 +22,7 @@ from attnbench.output.markdown import render
 from attnbench.output.run_tables import measurement_table
 from attnbench.results.measurement import Measurement
 from attnbench.results.stats import KernelStats
+from tests.fakes import FakeDriverVersion
 
 NVCC = shutil.which("nvcc")
 
@@ -67,13 +68,8 @@ def test_newest_for_a_gpu_name_whatever_the_driver(cache):
 
 
 def test_driver_version_from_the_kernel_module_or_the_cuda_api(monkeypatch, tmp_path):
-    class FakeDriver:
-        @staticmethod
-        def get_driver_version():
-            return 13000
-
     class FakeGpu:
-        driver = FakeDriver()
+        driver = FakeDriverVersion()
 
     line = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U16)\n"
     real_path = cl.Path

@@ -58,7 +58,7 @@ def test_kernel_stats_keep_the_clocks_through_their_dict():
     assert data["clock_warning"]["low_mhz"] == 1500.0 and math.isfinite(data["clock_warning"]["noise"])
     back = KernelStats.from_dict(data)
     assert back.clocks_mhz == stats.clocks_mhz and back.throttle_reasons == ("x",)
-    assert stats.all_warnings()[-1] == stats.clock_warning.text()
+    assert stats.all_warnings()[-1].sentence() == stats.clock_warning.text()
 
 
 def test_a_move_under_one_percent_is_no_warning_however_steady_the_samples():

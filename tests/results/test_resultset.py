@@ -10,6 +10,7 @@ from attnbench.output.save import save
 from attnbench.results import resultset as results
 from attnbench.results.measurement import Measurement
 from attnbench.results.resultset import Cell, ResultSet
+from attnbench.results.run_warnings import RunWarning, WarningKind
 from tests.synthetic import COURSE_SHAPES, measurement, result_set
 
 
@@ -51,11 +52,12 @@ def test_a_cells_timing_samples_stay_on_one_line_and_the_rest_is_indented():
 
 def test_measurement_round_trip():
     m = measurement("naive", "t10", COURSE_SHAPES["t10"], 3.0)
-    m.warnings.append("the GPU reports clock throttling")
-    m.kernel.warnings.append("noise is high")
+    m.warnings.append(RunWarning(WarningKind.GENERIC, "the GPU reports clock throttling"))
+    m.kernel.warnings.append(RunWarning(WarningKind.NOISE, "noise is high", "rerun"))
     back = Measurement.from_dict(m.to_dict())
     assert back.to_dict() == m.to_dict()
-    assert back.warnings == ["the GPU reports clock throttling"] and back.kernel.warnings == ["noise is high"]
+    assert back.warnings == [RunWarning(WarningKind.GENERIC, "the GPU reports clock throttling")]
+    assert back.kernel.warnings == [RunWarning(WarningKind.NOISE, "noise is high", "rerun")]
 
 
 def test_save_writes_json_csv_and_markdown_with_a_readable_name(tmp_path):

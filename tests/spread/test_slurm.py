@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from attnbench import api
 from attnbench.spread import slurm
 from attnbench.spread.cellgroups import CellPlan
+from attnbench.bench.check_rule import CourseRule
 from attnbench.bench.matrix import QuietListener
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.cases.inputs import inputs_for
@@ -43,7 +44,7 @@ def test_cells_are_packed_into_jobs_of_about_the_target_length():
 def test_a_job_that_leaves_the_queue_without_a_result_is_lost_not_waited_for(tmp_path, monkeypatch):
     variants = variants_for("cpu")
     inputs = inputs_for(CASES)
-    plan = CellPlan.of(variants, lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False), ("course", 0.005, 0.0))
+    plan = CellPlan.of(variants, lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False), CourseRule(0.005, 0.0))
     options = slurm.SlurmOptions(folder=tmp_path, poll_s=0.01, lost_after_s=0.05)
     run = slurm.SlurmRun("compare", plan, inputs, [[0, 1], [2]], options, {}, job_ids=["7_0", "7_1"])
     (tmp_path / "7_1_0_log.err").write_text("slurmstepd: error: *** JOB 7 CANCELLED ***\n")
@@ -63,7 +64,7 @@ def test_a_job_that_leaves_the_queue_without_a_result_is_lost_not_waited_for(tmp
 def test_a_jobs_pytorch_versions_reach_the_merged_run():
     variants = variants_for("cpu")
     inputs = inputs_for(CASES)
-    plan = CellPlan.of(variants, lambda v: TimingPolicy(), ("course", 0.005, 0.0))
+    plan = CellPlan.of(variants, lambda v: TimingPolicy(), CourseRule(0.005, 0.0))
     run = slurm.SlurmRun("compare", plan, inputs, [[0, 1, 2]], slurm.SlurmOptions(), {}, job_ids=["7_0"])
     versions = {"torch_version": "2.11.0", "torch_cuda_version": "13.0"}
     result = {"facts": {"name": "NVIDIA H200"}, "arch": "sm_90", "torch_versions": versions, "host": "node1",
@@ -124,7 +125,7 @@ def test_resume_resubmits_a_lost_job_and_finishes_the_run(cluster, tmp_path):
 def test_a_cancelled_job_becomes_error_cells_and_the_rest_come_back(cluster, tmp_path):
     variants = variants_for("cpu")
     inputs = inputs_for(CASES)
-    plan = CellPlan.of(variants, lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False), ("course", 0.005, 0.0))
+    plan = CellPlan.of(variants, lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False), CourseRule(0.005, 0.0))
     options = slurm.SlurmOptions(folder=tmp_path, poll_s=0.5, lost_after_s=5, array_parallelism=1, time_min=5)
     run = slurm.SlurmRun("compare", plan, inputs, [[0], [1], [2]], options, {})
     slurm.submit(run, [0, 1, 2])

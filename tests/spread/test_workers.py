@@ -11,8 +11,9 @@ from click.testing import CliRunner
 
 from attnbench import api
 from attnbench.spread.cellgroups import Device, parse_device_list
+from attnbench.bench.check_rule import CourseRule
 from attnbench.bench.matrix import QuietListener
-from attnbench.spread.workers import CPU_WORKERS_ENV, MatrixInterrupted, devices_for
+from attnbench.spread.workers import CPU_WORKERS_ENV, DevicePool, MatrixInterrupted, devices_for
 from attnbench.cli import main
 from attnbench.errors import UsageError
 
@@ -41,24 +42,29 @@ def test_two_workers_give_the_cells_and_checks_of_one_process(two_cpu_workers):
     assert "gpu" not in single.cells[0].extra
 
 
-class KillAt(QuietListener):
-    """Kills the worker that starts the cell on `case`."""
+def kill_at(monkeypatch, case: str) -> list[tuple[int, int]]:
+    """Kill the worker that starts the first cell on `case`, as the pool hears of it; the list says whom."""
+    killed: list[tuple[int, int]] = []
+    handle = DevicePool._handle
 
-    def __init__(self, case: str) -> None:
-        self.case, self.killed = case, []
+    def handle_then_kill(pool: DevicePool, message: tuple) -> None:
+        handle(pool, message)
+        kind, index, *rest = message
+        if kind == "started" and pool.inputs[rest[0]].label == case and not killed:
+            slot = pool.slots[index]
+            os.kill(slot.process.pid, signal.SIGKILL)
+            killed.append((slot.process.pid, slot.device.index))
 
-    def worker_cell_started(self, pid: int, device: Device, variant: str, case: str) -> None:
-        if case == self.case and not self.killed:
-            os.kill(pid, signal.SIGKILL)
-            self.killed.append((pid, device.index))
+    monkeypatch.setattr(DevicePool, "_handle", handle_then_kill)
+    return killed
 
 
-def test_a_killed_worker_loses_only_its_cell(two_cpu_workers):
+def test_a_killed_worker_loses_only_its_cell(two_cpu_workers, monkeypatch):
     single = api.compare("cpu", CASES)
     notes = []
-    listener = KillAt("t02")
-    spread = api.compare("cpu", CASES, gpus="0,1", listener=listener, notice=notes.append)
-    assert listener.killed
+    killed = kill_at(monkeypatch, "t02")
+    spread = api.compare("cpu", CASES, gpus="0,1", notice=notes.append)
+    assert killed
     errors = [c for c in spread.cells if c.status == "error"]
     assert [c.case for c in errors] == ["t02"]
     assert "died (signal 9) while running this cell" in errors[0].message
@@ -137,7 +143,7 @@ def test_a_cell_plan_carries_an_exe_program_by_its_path(tmp_path):
     program.write_text("#!/bin/sh\nexit 0\n")
     program.chmod(0o755)
     chosen = [get_variant("cpu"), program_variant(f"exe:{program}")]
-    plan = pickle.loads(pickle.dumps(CellPlan.of(chosen, api.TimingOptions().policy_for, ("course", 0.005, 0.0))))
+    plan = pickle.loads(pickle.dumps(CellPlan.of(chosen, api.TimingOptions().policy_for, CourseRule(0.005, 0.0))))
     assert [(v.name, v.backend, v.source) for v in plan.variants()] == [
         ("cpu", "cpu", None), ("exe:prog", "program", str(program.resolve()))]
 
@@ -178,7 +184,7 @@ def test_the_workers_pytorch_versions_reach_the_run_without_the_parent_importing
     from attnbench.kernels.catalogue import variants_for
 
     variants = variants_for("cpu")
-    pool = DevicePool([Device(0), Device(1)], variants, CellPlan.of(variants, lambda v: TimingPolicy(), ("course",)))
+    pool = DevicePool([Device(0), Device(1)], variants, CellPlan.of(variants, lambda v: TimingPolicy(), CourseRule()))
     pool.pending = deque()
     for slot in pool.slots.values():
         slot.inbox = queue.Queue()

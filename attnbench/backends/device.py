@@ -1,0 +1,57 @@
+"""What attnbench needs of an open GPU, as a Protocol: `backends.gpu.Gpu` is the real one, and tests
+pass fakes that have the members their path uses (a Protocol is structural: nothing to inherit)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from attnbench.backends.base import Clock
+from attnbench.backends.gpu import CompiledVariant
+from attnbench.cases.testcase import Shape
+from attnbench.kernels.variant import Variant
+from attnbench.results.datasheet import DeviceFacts
+
+
+class GpuDevice(Protocol):
+    """One CUDA device with its context current: its facts, its compiler, its clock and its state."""
+
+    index: int
+    name: str
+    compute_capability: tuple[int, int]
+    driver: Any  # pycuda.driver
+    device: Any  # pycuda's Device
+    context: Any  # the device's primary context
+
+    @property
+    def arch(self) -> str: ...
+
+    @property
+    def fp32_peak_flops(self) -> float: ...
+
+    def facts(self) -> dict[str, Any]: ...
+
+    def device_facts(self) -> DeviceFacts: ...
+
+    def free_memory(self) -> int: ...
+
+    def clock(self, what: str) -> Clock: ...
+
+    def flush_l2(self) -> None: ...
+
+    def l2_flush_pending_bytes(self) -> int: ...
+
+    def compile(self, variant: Variant, shape: Shape) -> CompiledVariant: ...
+
+    def allow_dynamic_smem(self, function: Any, kernel: str, nbytes: int) -> None: ...
+
+    def permute_function(self) -> Any: ...
+
+    def check_function(self) -> Any: ...
+
+    def context_error(self) -> str | None: ...
+
+    def sm_clock_mhz(self) -> float | None: ...
+
+    def throttle_reasons(self) -> list[str]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,43 @@
+"""Which check every cell of a matrix gets, as a record that pickles: the course's rule with its
+tolerances, or the square lab's rule. It names the check and the tolerance of the verified passes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from attnbench.bench.matrix import Check, course_check
+from attnbench.bench.squarelab import lab_check
+from attnbench.bench.verify import COURSE_ATOL
+
+
+@dataclass(frozen=True)
+class CourseRule:
+    """The course's check: every element within atol + rtol*|ref|."""
+
+    atol: float = COURSE_ATOL
+    rtol: float = 0.0
+
+    def check(self) -> Check:
+        return course_check(self.atol, self.rtol)
+
+    @property
+    def tolerance(self) -> tuple[float, float]:
+        """(atol, rtol) of the verified passes: the check's own."""
+        return (self.atol, self.rtol)
+
+
+@dataclass(frozen=True)
+class LabRule:
+    """The square lab's check (a sum of errors against n^2 FLT_EPSILON); the verified passes keep the
+    course's tolerance per element."""
+
+    def check(self) -> Check:
+        return lab_check
+
+    @property
+    def tolerance(self) -> tuple[float, float]:
+        return (COURSE_ATOL, 0.0)
+
+
+CheckRule = Union[CourseRule, LabRule]

@@ -1,9 +1,9 @@
-"""attnbench.output.tables: the fraction-of-ceiling table of a compare or sweep."""
+"""attnbench.output.result_tables: the fraction-of-ceiling table of a compare or sweep."""
 
 from __future__ import annotations
 
 from attnbench.analysis.view import MatrixView
-from attnbench.output.tables import ceiling_table, matrix_tables
+from attnbench.output.result_tables import ceiling_table, matrix_tables
 from tests.synthetic import COURSE_SHAPES, result_set
 
 WGMMA_CEILING = {"name": "TF32 wgmma / 3 (3xTF32)", "value": 156.6e12, "measured": True}

@@ -1,4 +1,5 @@
-"""The registry of built-in variants, in ladder order: the entries of `ladder_004` and `other_reports`.
+"""The registry of built-in variants, in ladder order: the entries of `ladder_004`,
+`gemm_route`, `flash_route` and `peers`.
 
 Kept apart from the lookups in `catalogue`, so that user variants (`kernels.user`) can check their
 names against the built-ins without importing the lookups that fall back to them.
@@ -6,7 +7,7 @@ names against the built-ins without importing the lookups that fall back to them
 
 from __future__ import annotations
 
-from attnbench.kernels import ladder_004, other_reports
+from attnbench.kernels import flash_route, gemm_route, ladder_004, peers
 from attnbench.kernels.variant import Variant
 
 REGISTRY: dict[str, Variant] = {}
@@ -19,5 +20,5 @@ def register(variant: Variant) -> Variant:
     return variant
 
 
-for _variant in (*ladder_004.VARIANTS, *other_reports.VARIANTS):
+for _variant in (*ladder_004.VARIANTS, *gemm_route.VARIANTS, *flash_route.VARIANTS, *peers.VARIANTS):
     register(_variant)

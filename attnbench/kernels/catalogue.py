@@ -1,6 +1,6 @@
 """The built-in catalogue: every kernel variant attnbench ships, in ladder order, and how to find one.
 
-The entries themselves are data in `ladder_004` and `other_reports`; the machinery that runs them
+The entries themselves are data in `ladder_004`, `gemm_route`, `flash_route` and `peers`; the machinery that runs them
 (backends, bench) is elsewhere. Their launch facts follow the ABI in `attnbench.kernels.variant`.
 """
 

@@ -1,8 +1,8 @@
 """The registry of built-in variants, in ladder order: the entries of `ladder_004`,
 `gemm_route`, `flash_route` and `peers`.
 
-Kept apart from the lookups in `catalogue`, so that user variants (`kernels.user`) can check their
-names against the built-ins without importing the lookups that fall back to them.
+The bottom of the variant lookups: the user's variants (`kernels.user`) check their names against these,
+and `catalogue` finds a name among these first, then among the user's.
 """
 
 from __future__ import annotations

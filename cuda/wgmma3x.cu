@@ -619,7 +619,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 // full[s] raw buffer s loaded (tx count); opfull[b] operand buffer b split; opempty[b] consumers done with
 // operand buffer b; qtaken[s] consumers done reading Q from raw buffer s.
 #ifndef WGMMA3X_SHORT_ITEMS
-#define WGMMA3X_SHORT_ITEMS 8  // the host passes its own value (other_reports.py)
+#define WGMMA3X_SHORT_ITEMS 8  // the host passes its own value (attnbench/kernels/wgmma3x.py)
 #endif
 namespace {
 constexpr int kShortItems = WGMMA3X_SHORT_ITEMS;              // batch items per block

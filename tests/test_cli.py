@@ -140,7 +140,7 @@ def test_a_local_compare_interrupted_saves_what_was_measured_and_exits_130(cli, 
     from attnbench.bench import matrix
     from attnbench.results.resultset import load
 
-    real_run_cell, calls = matrix._run_cell, []
+    real_run_cell, calls = matrix.run_cell, []
 
     def interrupted_on_the_second(*args, **kwargs):
         calls.append(args[1])
@@ -148,7 +148,7 @@ def test_a_local_compare_interrupted_saves_what_was_measured_and_exits_130(cli, 
             raise KeyboardInterrupt
         return real_run_cell(*args, **kwargs)
 
-    monkeypatch.setattr(matrix, "_run_cell", interrupted_on_the_second)
+    monkeypatch.setattr(matrix, "run_cell", interrupted_on_the_second)
     result = cli("compare", "--variants", "cpu", "--cases", "odd_17x48,odd_100x32", "--reps", "3",
                  "--results-dir", str(tmp_path), "--name", "cut")
     assert result.exit_code == 130, result.output

@@ -9,7 +9,8 @@ from typing import Any, Sequence
 
 from attnbench.api.notices import Notice
 from attnbench.backends import gpu as gpu_backend
-from attnbench.results.ceilings import CeilingSet, cached_for, get_or_measure
+from attnbench.explain.ceilings import get_or_measure
+from attnbench.results.ceilings import CeilingSet, cached_for
 from attnbench.explain.profile import VariantProfile, profile_variant, require_ncu
 from attnbench.cases.inputs import resolve
 from attnbench.cases.testcase import Shape

@@ -25,13 +25,11 @@ from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.spread import SlurmOptions, placement, resume, spread_matrix
 from attnbench.backends.device import GpuDevice
 from attnbench.bench.check_rule import CheckRule, CourseRule, LabRule
-from attnbench.bench.chunk_plan import keeps_output, plan_for_input
 from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, MatrixSettings, assemble, run_matrix
-from attnbench.bench.runner import run_variant, run_variant_pipelined
+from attnbench.bench.runner import run_case
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.squarelab import LabTimer
-from attnbench.bench.verify import COURSE_ATOL, compare_outputs
-from attnbench.cases import suite
+from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases.inputs import (
     BenchInput,
     FileInput,
@@ -43,13 +41,12 @@ from attnbench.cases.inputs import (
     shadowed_by_suite,
 )
 from attnbench.cases.sweeps import parse_sizes, parse_values, shape_inputs, square_inputs
-from attnbench.cases.testcase import OutputFile, Shape, Testcase, write_output
+from attnbench.cases.testcase import Shape
 from attnbench.errors import UsageError
 from attnbench.files import check_output_path
 from attnbench.kernels.catalogue import baseline_name, default_variant, get_variant, variants_for
 from attnbench.kernels.variant import Variant
 from attnbench.results.measurement import Measurement
-from attnbench.results.verification import VerifyReport
 from attnbench.results.resultset import ResultSet
 
 CPU_SAMPLING_BUDGET_S = 2.0  # the cpu variant's sampling budget: several passes, but not minutes
@@ -136,23 +133,6 @@ def choose_variant(name: str | Variant | None, shape: Shape, notice: Notice = qu
     return variant
 
 
-def reference_check(bench_input: BenchInput, testcase: Testcase, atol: float, rtol: float,
-                    progress: ProgressFactory) -> Callable[[Any], VerifyReport]:
-    """The course check of an output against the input's float64 reference (made when first needed)."""
-
-    def check(output: Any) -> VerifyReport:
-        return compare_outputs(output, bench_input.reference(testcase, progress), atol, rtol)
-
-    return check
-
-
-def _reference_before(bench_input: BenchInput, progress: ProgressFactory) -> Any:
-    """The float64 reference, ready before a pipelined run (which never holds the whole input)."""
-    if isinstance(bench_input, SuiteInput) and suite.has_reference(bench_input.case):
-        return OutputFile(suite.reference_path(bench_input.case), bench_input.shape)  # read in chunks
-    return bench_input.reference(bench_input.load(progress), progress)
-
-
 def run(
     case: str,
     variant: str | Variant | None = None,
@@ -182,42 +162,8 @@ def run(
     # The environment first (a suite case's shape is in the manifest): no GPU means no input written.
     chosen = choose_variant(variant, bench_input.shape, notice)
     gpu = open_gpu_for([chosen], device)
-    bench_input.prepare(progress)
-    plan = plan_for_input(bench_input, chosen, keep_output=keeps_output(check, out)) if pipeline else None
-    if plan is not None and plan.refusal is not None:
-        notice(f"{plan.refusal}; running the unpipelined path")
-    elif plan is not None:
-        checker = None
-        if check:
-            reference = _reference_before(bench_input, progress)
-            checker = lambda output: compare_outputs(output, reference, atol, rtol)  # noqa: E731
-        outcome = run_variant_pipelined(chosen, getattr(bench_input, "path"), plan, bench_input.label, gpu,
-                                        timing.policy_for(chosen), out, checker, (atol, rtol))
-        assert outcome.measurement is not None
-        return _input_checked(bench_input, outcome.measurement)
-    start = time.perf_counter()
-    testcase = bench_input.load(progress)
-    input_s = time.perf_counter() - start
-    checker = reference_check(bench_input, testcase, atol, rtol, progress) if check else None
-    outcome = run_variant(chosen, testcase, bench_input.label, gpu, timing.policy_for(chosen), checker,
-                          tolerance=(atol, rtol))
-    measurement = outcome.measurement
-    assert measurement is not None and outcome.output is not None
-    measurement.input_s = input_s
-    if out is not None:
-        start = time.perf_counter()
-        write_output(out, outcome.output)
-        measurement.output_s = time.perf_counter() - start
-    return _input_checked(bench_input, measurement)
-
-
-def _input_checked(bench_input: BenchInput, measurement: Measurement) -> Measurement:
-    """Before a failed check blames the output, a suite input must be the bytes the suite records
-    (hashed only now, on a failure, so a passing run pays nothing)."""
-    verification = measurement.verification
-    if verification is not None and not verification.passed and isinstance(bench_input, SuiteInput):
-        suite.check_input_bytes(bench_input.case)
-    return measurement
+    return run_case(chosen, bench_input, gpu, timing.policy_for(chosen), out, check, (atol, rtol), pipeline, progress,
+                    notice)
 
 
 def compare(

@@ -103,7 +103,7 @@ class MatrixSettings:
     tolerance: tuple[float, float] = (COURSE_ATOL, 0.0)  # (atol, rtol) of the verified passes: the check's own
 
 
-def _cell_work(variant: Variant, bench_input: BenchInput) -> float:
+def cell_work(variant: Variant, bench_input: BenchInput) -> float:
     """Expected cost of a cell for the ETA: its FLOPs (a host variant counts 50x)."""
     return float(bench_input.shape.flops) * variant.kind.cost_weight
 
@@ -122,7 +122,7 @@ def run_matrix(
     def refusal(variant: Variant, shape: Shape) -> Refusal | None:
         return variant.refusal(shape) or variant.gpu_refusal(capability)
 
-    work = {(v.name, i.label): _cell_work(v, i) for i in inputs for v in variants if refusal(v, i.shape) is None}
+    work = {(v.name, i.label): cell_work(v, i) for i in inputs for v in variants if refusal(v, i.shape) is None}
     listener.start(len(variants) * len(inputs), sum(work.values()))
     infos: list[CaseInfo] = []
     cells: list[Cell] = []
@@ -158,7 +158,7 @@ def _run_cells(variants: list[Variant], inputs: list[BenchInput], gpu: GpuDevice
                 cells.append(cell)
                 continue
             listener.cell_started(variant.name, bench_input.label)
-            cell = _run_cell(variant, bench_input.label, testcase, reference, gpu, settings)
+            cell = run_cell(variant, bench_input.label, testcase, reference, gpu, settings)
             listener.cell_finished(cell, work[(variant.name, bench_input.label)])
             cells.append(cell)
             if cell.status == ERROR and gpu is not None and variant.kind.needs_gpu:
@@ -169,8 +169,9 @@ def _run_cells(variants: list[Variant], inputs: list[BenchInput], gpu: GpuDevice
         del testcase, reference
 
 
-def _run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: GpuDevice | None,
+def run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: GpuDevice | None,
               settings: MatrixSettings) -> Cell:
+    """One cell: the variant checked against the reference, then timed (a whole program: its process time)."""
     if variant.kind.whole_program:  # a whole program: process time and its output's check, no kernel time
         return program_cell(variant, label, testcase, reference, settings.check, failure_summary)
     extra: dict[str, Any] = {}

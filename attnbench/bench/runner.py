@@ -7,6 +7,7 @@ passes compute the answer. With `gate`, a pass whose output fails its check gets
 whose verified passes fail gets no measurement.
 `run_variant_pipelined` is `run`'s default for GPU variants: its first pass streams the input file
 through the pipeline (`bench.pipeline`) and writes the output as it goes; the timed passes are the same.
+`run_case` is `run`'s one entry: it chooses between the two paths itself.
 """
 
 from __future__ import annotations
@@ -22,14 +23,16 @@ from attnbench.backends.base import Execution, OutputCheck
 from attnbench.backends.device import GpuDevice
 from attnbench.backends.registry import make_execution
 from attnbench.results.ceilings import applied_ceiling, cached_for, datasheet_ceiling, measured_dram_bandwidth
-from attnbench.bench.chunk_plan import ChunkPlan
+from attnbench.bench.chunk_plan import ChunkPlan, keeps_output, plan_for_input
 from attnbench.bench.pipeline import run_pipeline
 from attnbench.bench.sampler import TimingPolicy, sample_execution
 from attnbench.bench.sm_clock import SmClockRecorder
 from attnbench.bench.timed_check import check_timed_passes
-from attnbench.bench.verify import COURSE_ATOL, FiniteCheck, finite_check
+from attnbench.bench.verify import COURSE_ATOL, FiniteCheck, compare_outputs, finite_check
+from attnbench.cases import suite
+from attnbench.cases.inputs import BenchInput, ProgressFactory, SuiteInput, no_progress
 from attnbench.cases.streaming import TestcaseFile
-from attnbench.cases.testcase import Shape, Testcase
+from attnbench.cases.testcase import OutputFile, Shape, Testcase, write_output
 from attnbench.errors import KernelLaunchError
 from attnbench.files import atomic_write
 from attnbench.kernels.variant import Variant
@@ -260,3 +263,77 @@ def _written_output(out: str | os.PathLike | None, shape: Shape) -> np.ndarray:
     if out is None:
         raise ValueError("a pipelined run keeps its output or writes it: the verified passes need one of them")
     return np.memmap(out, dtype=np.float32, mode="r", shape=(shape.B, shape.N, shape.d))
+
+
+def run_case(
+    variant: Variant,
+    bench_input: BenchInput,
+    gpu: Any | None,
+    policy: TimingPolicy,
+    out: str | os.PathLike | None = None,
+    check: bool = False,
+    tolerance: tuple[float, float] = (COURSE_ATOL, 0.0),
+    pipeline: bool = True,
+    progress: ProgressFactory = no_progress,
+    notice: Callable[[str], None] = lambda text: None,
+) -> Measurement:
+    """`attnbench run`'s one entry: `variant` on one case, `out` written if given, timed, and with `check`
+    compared with the float64 reference within `tolerance` (atol, rtol; also the verified passes' own).
+
+    A GPU variant on an input on disk takes the pipeline (`run_variant_pipelined`) unless `pipeline` is
+    off or its plan is refused (the reason goes to `notice`); every other run reads the input whole
+    (`run_variant`). `gpu` is already open, so no input is written where no GPU can run it."""
+    bench_input.prepare(progress)
+    plan = plan_for_input(bench_input, variant, keep_output=keeps_output(check, out)) if pipeline else None
+    if plan is not None and plan.refusal is not None:
+        notice(f"{plan.refusal}; running the unpipelined path")
+    elif plan is not None:
+        checker = None
+        if check:
+            reference = _reference_before(bench_input, progress)
+            checker = lambda output: compare_outputs(output, reference, *tolerance)  # noqa: E731
+        outcome = run_variant_pipelined(variant, getattr(bench_input, "path"), plan, bench_input.label, gpu, policy,
+                                        out, checker, tolerance)
+        assert outcome.measurement is not None
+        return _input_checked(bench_input, outcome.measurement)
+    return _input_checked(bench_input, _run_whole_file(variant, bench_input, gpu, policy, out, check, tolerance,
+                                                       progress))
+
+
+def _run_whole_file(variant: Variant, bench_input: BenchInput, gpu: Any | None, policy: TimingPolicy,
+                    out: str | os.PathLike | None, check: bool, tolerance: tuple[float, float],
+                    progress: ProgressFactory) -> Measurement:
+    """The input read whole, then copied, computed, copied back and written, one after another."""
+    start = time.perf_counter()
+    testcase = bench_input.load(progress)
+    input_s = time.perf_counter() - start
+
+    def checker(output: np.ndarray) -> VerifyReport:  # the reference is made only when first needed
+        return compare_outputs(output, bench_input.reference(testcase, progress), *tolerance)
+
+    outcome = run_variant(variant, testcase, bench_input.label, gpu, policy, checker if check else None,
+                          tolerance=tolerance)
+    measurement = outcome.measurement
+    assert measurement is not None and outcome.output is not None
+    measurement.input_s = input_s
+    if out is not None:
+        start = time.perf_counter()
+        write_output(out, outcome.output)
+        measurement.output_s = time.perf_counter() - start
+    return measurement
+
+
+def _reference_before(bench_input: BenchInput, progress: ProgressFactory) -> Any:
+    """The float64 reference, ready before a pipelined run (which never holds the whole input)."""
+    if isinstance(bench_input, SuiteInput) and suite.has_reference(bench_input.case):
+        return OutputFile(suite.reference_path(bench_input.case), bench_input.shape)  # read in chunks
+    return bench_input.reference(bench_input.load(progress), progress)
+
+
+def _input_checked(bench_input: BenchInput, measurement: Measurement) -> Measurement:
+    """Before a failed check blames the output, a suite input must be the bytes the suite records
+    (hashed only now, on a failure, so a passing run pays nothing)."""
+    verification = measurement.verification
+    if verification is not None and not verification.passed and isinstance(bench_input, SuiteInput):
+        suite.check_input_bytes(bench_input.case)
+    return measurement

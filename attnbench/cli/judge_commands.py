@@ -15,7 +15,7 @@ from attnbench.judge.sandbox import MODES, Confinement, SandboxSettings
 from attnbench.locations import data_dir
 from attnbench.output.save import save
 from attnbench.output.scoreboard import save_scoreboard, scoreboard_lines, scoreboard_model
-from attnbench.output.tables import format_s, scoreboard_table
+from attnbench.output.result_tables import format_s, scoreboard_table
 from attnbench.output.terminal import console, err_console, print_table, progress_bar
 from attnbench.results.scoreboard import Scoreboard
 

@@ -24,7 +24,7 @@ from attnbench.cli.options import (
     with_options,
 )
 from attnbench.errors import PlotsUnavailable
-from attnbench.output import tables
+from attnbench.output import result_tables
 from attnbench.output.markdown import lab_report_lines
 from attnbench.output.clock_note import clock_note
 from attnbench.output.terminal import MatrixProgress, console, err_console, print_table, print_warnings
@@ -86,18 +86,18 @@ def _where(result: ResultSet) -> str:
 
 def _print_problems(result: ResultSet) -> None:
     """Wrong and failed cells, then warnings grouped one line per kind."""
-    for cell in tables.failed_cells(result):
-        err_console.print(f"[red]{cell.status.upper()}[/red] {tables.failure_text(cell)}", highlight=False,
+    for cell in result_tables.failed_cells(result):
+        err_console.print(f"[red]{cell.status.upper()}[/red] {result_tables.failure_text(cell)}", highlight=False,
                           markup=True, soft_wrap=True)
-    for warning, where in tables.grouped_warnings(result):
-        print_warnings([f"{warning.sentence()} [{tables.places_text(where)}]"])
+    for warning, where in result_tables.grouped_warnings(result):
+        print_warnings([f"{warning.sentence()} [{result_tables.places_text(where)}]"])
 
 
 def _print_matrix(result: ResultSet, baseline: str | None, same_within: float, title: str) -> None:
     console.print(f"[bold]{title}[/bold]", highlight=False, soft_wrap=True)
     view = MatrixView(result, baseline, same_within)
     bad = failures(result)
-    for table in tables.matrix_tables(view, with_correctness=bad > 0):
+    for table in result_tables.matrix_tables(view, with_correctness=bad > 0):
         print_table(table)
     clock = clock_note(result)
     if clock is not None:
@@ -204,7 +204,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
         from attnbench.analysis.ladder import ladder_steps
 
         for case, steps in ladder_steps(result, same_within).items():
-            print_table(tables.ladder_table(f"ladder on {case}", steps))
+            print_table(result_tables.ladder_table(f"ladder on {case}", steps))
     _print_problems(result)
     report = None
     if saved is not None:  # before saving: the saved run carries its verdicts and what they were against
@@ -213,7 +213,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
     if not no_save:
         _save(result, results_dir, name, selector, plot)
     if report is not None:
-        print_table(tables.against_table(report))
+        print_table(result_tables.against_table(report))
         for note in report.notes:
             notice(note)
         console.print(report.summary(), highlight=False, soft_wrap=True)

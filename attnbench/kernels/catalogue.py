@@ -1,7 +1,8 @@
-"""The built-in catalogue: every kernel variant attnbench ships, in ladder order, and how to find one.
+"""The catalogue: how to find a variant, built-in (`builtin_variants`, in ladder order) or the user's
+(`user`), by name, group or as the default for a shape.
 
-The entries themselves are data in `ladder_004` and `other_reports`; the machinery that runs them
-(backends, bench) is elsewhere. Their launch facts follow the ABI in `attnbench.kernels.variant`.
+The entries themselves are data in `ladder_004`, `gemm_route`, `flash_route` and `peers`; the machinery
+that runs them (backends, bench) is elsewhere. Their launch facts follow the ABI in `attnbench.kernels.variant`.
 """
 
 from __future__ import annotations
@@ -10,18 +11,13 @@ from typing import Callable
 
 from attnbench.cases.testcase import Shape
 from attnbench.errors import UnknownName, UsageError
-from attnbench.kernels import builtins
+from attnbench.kernels.builtin_variants import REGISTRY
+from attnbench.kernels.user import find_user_variant, user_variants
 from attnbench.kernels.variant import FLAVOUR_SEPARATOR, Variant
-
-# Ladder order: the order `attnbench list` prints and the ladder benchmark walks (attnbench.kernels.builtins).
-REGISTRY = builtins.REGISTRY
-register = builtins.register
 
 
 def all_variants() -> list[Variant]:
     """The built-ins in ladder order, then the user's from the working directory's attnbench.toml."""
-    from attnbench.kernels.user import user_variants  # the user's launch facts refer back to REGISTRY's names
-
     return [*REGISTRY.values(), *user_variants()]
 
 
@@ -44,8 +40,6 @@ def get_variant(name: str) -> Variant:
         return get_variant(base).flavoured(flavour)
     if name in REGISTRY:
         return REGISTRY[name]
-    from attnbench.kernels.user import find_user_variant, user_variants
-
     found = find_user_variant(name)
     if found is not None:
         return found

@@ -1,5 +1,5 @@
 """gemmwg3x's host-side facts: gemmtc's materialised attention with its two exact GEMMs on Hopper wgmma
-in 3xTF32 (cuda/gemmwg3x.cu). Registered by `other_reports`, right after gemmtc."""
+in 3xTF32 (cuda/gemmwg3x.cu). Registered by `gemm_route`, right after gemmtc."""
 
 from __future__ import annotations
 

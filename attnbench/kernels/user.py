@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 from attnbench.cases.testcase import Shape
 from attnbench.errors import AttnbenchError
-from attnbench.kernels.builtins import REGISTRY
+from attnbench.kernels.builtin_variants import REGISTRY
 from attnbench.kernels.expressions import Expression, ExpressionError, parse_expression
 from attnbench.kernels.variant import SCALAR_ARGS, Constraints, Flavour, Launch, Variant
 

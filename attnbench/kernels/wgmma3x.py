@@ -1,5 +1,5 @@
 """wgmma3x's host-side facts: Hopper wgmma in 3xTF32, with a pre-pass path and a short-sequence path
-(cuda/wgmma3x.cu). Registered in ladder order by `other_reports`, right after tf32x3."""
+(cuda/wgmma3x.cu). Registered in ladder order by `flash_route`, right after tf32x3."""
 
 from __future__ import annotations
 

@@ -1,2 +1,2 @@
-"""Output: every table built once (tables.py) and drawn by thin renderers (terminal, Markdown, CSV,
+"""Output: every table built once (result_tables.py) and drawn by thin renderers (terminal, Markdown, CSV,
 JSON), plots, reports, and saving result files."""

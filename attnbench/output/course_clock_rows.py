@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
-from attnbench.output.table import TableModel
-from attnbench.output.tables import format_s
+from attnbench.output.table_model import TableModel
+from attnbench.output.result_tables import format_s
 from attnbench.results.course_clock import STAGE_NAMES, CourseClock
 
 

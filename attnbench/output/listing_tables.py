@@ -8,7 +8,7 @@ from typing import Callable, Iterable
 from attnbench.cases.suite import SuiteCase
 from attnbench.kernels.nvcc import KernelResources
 from attnbench.kernels.variant import Variant
-from attnbench.output.table import Column, TableModel, Text
+from attnbench.output.table_model import Column, TableModel, Text
 
 
 def cases_table(cases: Iterable[SuiteCase], on_disk: Callable[[SuiteCase], str]) -> TableModel:

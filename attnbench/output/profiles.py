@@ -11,7 +11,7 @@ from attnbench.files import write_text
 from attnbench.explain.geometry import GpuModel, KernelReport
 from attnbench.explain.metrics import Metric
 from attnbench.output.markdown import render
-from attnbench.output.table import Column, TableModel
+from attnbench.output.table_model import Column, TableModel
 
 
 def format_value(value: float | None, unit: str) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from attnbench.files import write_text
 from attnbench.output.markdown import render as render_markdown
-from attnbench.output.table import BAD, DIM, GOOD, Column, TableModel, Text
+from attnbench.output.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.results.resultset import slug, unique_stem
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 

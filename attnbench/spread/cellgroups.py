@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from attnbench.backends.device import GpuDevice
 from attnbench.bench.check_rule import CheckRule, CourseRule
-from attnbench.bench.matrix import MatrixSettings, _cell_work, _run_cell
+from attnbench.bench.matrix import MatrixSettings, cell_work, run_cell
 from attnbench.backends.program import EXE_PREFIX, program_variant
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.squarelab import LabTimer
@@ -98,7 +98,7 @@ GPU_FLOPS_RATE = 2e13
 
 def group_work(variants: list[Variant], bench_input: BenchInput) -> float:
     """Expected cost of an input's cells for the progress bar: their FLOPs (a host variant counts 50x)."""
-    return sum(_cell_work(v, bench_input) for v in variants if v.refusal(bench_input.shape) is None)
+    return sum(cell_work(v, bench_input) for v in variants if v.refusal(bench_input.shape) is None)
 
 
 def cell_seconds(variant: Variant, bench_input: BenchInput) -> float:
@@ -208,7 +208,7 @@ def run_case_group(plan: CellPlan, bench_input: BenchInput, names: list[str], de
             continue
         report.started(variant.name)
         try:
-            cell = _run_cell(variant, bench_input.label, testcase, reference, device.gpu, settings)
+            cell = run_cell(variant, bench_input.label, testcase, reference, device.gpu, settings)
         except Exception as exc:  # a bug or an unexpected failure costs this cell, not the run
             cell = Cell(variant.name, bench_input.label, ERROR, f"{type(exc).__name__}: {exc}")
         if device.record is not None and cell.status != "refused":

@@ -25,7 +25,7 @@ from typing import Any, Callable, TypeVar
 
 from attnbench.spread.cellgroups import CellPlan, Device, GroupReport, node_input, open_device, run_case_group
 from attnbench.spread.cellgroups import group_seconds as cells_seconds
-from attnbench.bench.matrix import MatrixListener, QuietListener, _cell_work
+from attnbench.bench.matrix import MatrixListener, QuietListener, cell_work
 from attnbench.spread.workers import DeviceSummary, MatrixInterrupted
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.errors import AttnbenchError, ResultsError
@@ -300,7 +300,7 @@ def _report(run: SlurmRun, j: int, result: dict, listener: MatrixListener) -> No
     by_label = {b.label: b for b in run.inputs}
     variants = {v.name: v for v in run.plan.variants()}
     for cell in _job_cells(run, j, result):
-        listener.cell_finished(cell, _cell_work(variants[cell.variant], by_label[cell.case]))
+        listener.cell_finished(cell, cell_work(variants[cell.variant], by_label[cell.case]))
 
 
 def merged(run: SlurmRun, results: dict[int, dict]) -> tuple[list[CaseInfo], list[Cell], DeviceSummary]:
@@ -345,7 +345,7 @@ def execute(run: SlurmRun, listener: MatrixListener | None = None,
     listener = listener or QuietListener()
     variants = run.plan.variants()
     listener.start(len(variants) * len(run.inputs),
-                   sum(_cell_work(v, i) for i in run.inputs for v in variants if v.refusal(i.shape) is None))
+                   sum(cell_work(v, i) for i in run.inputs for v in variants if v.refusal(i.shape) is None))
     if not run.job_ids:
         run.save()
         submit(run, list(range(len(run.groups))))

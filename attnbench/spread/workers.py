@@ -32,7 +32,7 @@ from attnbench.spread.cellgroups import (
     parse_device_list,
     run_case_group,
 )
-from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, QuietListener, _cell_work
+from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, QuietListener, cell_work
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.errors import AttnbenchError, GpuUnavailable
 from attnbench.host_threads import claim_share
@@ -228,7 +228,7 @@ class DevicePool:
         if cell.status != REFUSED:
             bench_input = next(i for i in self.inputs if i.label == cell.case)
             variant = next(v for v in self.variants if v.name == cell.variant)
-            work = _cell_work(variant, bench_input)
+            work = cell_work(variant, bench_input)
         self.listener.cell_finished(cell, work)
 
     def _lose(self, group: int, names: list[str], message: str) -> None:

@@ -1,10 +1,12 @@
 import numpy as np
 import pytest
 
-from attnbench.bench.runner import run_variant
+from attnbench.bench.runner import run_case, run_variant
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import compare_outputs
+from attnbench.cases.inputs import SyntheticInput
 from attnbench.cases.reference import reference_output
+from attnbench.cases.testcase import Shape, read_output
 from attnbench.errors import DeviceMemoryError
 from attnbench.kernels.catalogue import get_variant
 from attnbench.kernels.variant import Constraints, Launch, Variant, f32_bytes
@@ -18,6 +20,18 @@ def test_cpu_execution_gives_a_measurement(rng):
     assert compare_outputs(output, reference_output(tc)).passed
     assert m.kernel.count == 3 and m.compute_s > 0 and m.tflops > 0
     assert m.to_dict()["shape"] == {"B": 2, "N": 40, "d": 8}
+
+
+
+def test_run_case_takes_the_whole_file_path_where_there_is_no_pipeline(tmp_path):
+    """The cpu variant on an input in memory: read whole, checked, timed and written; no pipeline clock."""
+    bench_input, out, notes = SyntheticInput(Shape(2, 24, 8), seed=3), tmp_path / "out.bin", []
+    m = run_case(get_variant("cpu"), bench_input, None, TimingPolicy(warmup=0, reps=2, flush_l2=False), out,
+                 check=True, tolerance=(1e-4, 0.0), notice=notes.append)
+    assert m.clock is None and m.input_s is not None and m.output_s is not None and not notes
+    assert m.verification.passed and m.verification.atol == 1e-4
+    expected = reference_output(bench_input.load())
+    assert np.allclose(read_output(out, bench_input.shape), expected, atol=1e-4)
 
 
 HALF_WRITER = """// test kernel: writes only the first half of each output item

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from attnbench import api
 from attnbench.backends import gpu_execution, gpu_pipeline
 from attnbench.backends.base import HostClock
+from attnbench.bench import runner
 from attnbench.bench.timed_check import PASSES
 from attnbench.cases import suite
 from attnbench.cases.reference import reference_output
@@ -163,7 +164,7 @@ def test_a_refused_plan_says_why_and_runs_unpipelined(fake_gpu, tmp_path):
 
     notes: list[str] = []
     case = suite.get_case("odd_100x32")
-    fake_gpu.setattr(api.single, "plan_for_input", lambda *a, **k: plan_chunks(case.shape, True, host_bound=0.01))
+    fake_gpu.setattr(runner, "plan_for_input", lambda *a, **k: plan_chunks(case.shape, True, host_bound=0.01))
     m = api.run(case.name, "naive", tmp_path / "o.bin", check=True, notice=notes.append,
                 timing=api.TimingOptions(reps=1))
     assert any("over the 0.01x bound; running the unpipelined path" in n for n in notes), notes

@@ -36,7 +36,7 @@ CASES = ["odd_1000x128", "odd_1000x64", "odd_100x32", "odd_100x80", "odd_17x48",
 
 
 def test_no_name_is_cut_at_80_columns_side_by_side_or_vertical(monkeypatch):
-    from attnbench.output.table import Column, TableModel
+    from attnbench.output.table_model import Column, TableModel
 
     matrix = TableModel("kernel time", [Column("variant")] + [Column(c, right=True) for c in CASES])
     matrix.add_row("cpu", *["51.317 ms ±?"] * len(CASES))

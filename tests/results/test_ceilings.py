@@ -1,12 +1,9 @@
 """attnbench.results.ceilings: the cache (folder, keying, versions), which ceiling applies to which
-variant, how run shows it; and cuda/ceilings.cu compiles without spills (no GPU needed)."""
+variant, how run shows it (measuring them: tests/explain/test_ceilings.py)."""
 
 from __future__ import annotations
 
 import json
-import re
-import shutil
-import subprocess
 
 import pytest
 
@@ -14,17 +11,11 @@ from attnbench.results import ceilings as cl
 from attnbench.results.datasheet import DeviceFacts
 from attnbench.cases.testcase import Shape
 from attnbench.kernels.catalogue import REGISTRY
-from attnbench.kernels.nvcc import BASE_NVCC_OPTIONS
-from attnbench.locations import kernel_dir
-
-CUDA_DIR = kernel_dir()
 from attnbench.output.markdown import render
 from attnbench.output.run_tables import measurement_table
 from attnbench.results.measurement import Measurement
 from attnbench.results.stats import KernelStats
 from tests.fakes import FakeDriverVersion
-
-NVCC = shutil.which("nvcc")
 
 
 def sample(gpu: str = "NVIDIA H200", driver: str = "580.159.04") -> cl.CeilingSet:
@@ -90,23 +81,6 @@ def test_unreadable_or_old_cache_is_ignored(cache):
     assert cl.load_cached("NVIDIA H200", "580.159.04") is None
 
 
-def test_get_or_measure_uses_the_cache_unless_refreshed(cache, monkeypatch):
-    class FakeGpu:
-        name = "NVIDIA H200"
-
-    monkeypatch.setattr(cl, "driver_version", lambda gpu: "580.159.04")
-    fresh = sample()
-    fresh.ceilings = fresh.ceilings[:1]
-    calls = []
-    monkeypatch.setattr(cl, "measure", lambda gpu: calls.append(gpu) or fresh)
-    got, cached = cl.get_or_measure(FakeGpu())
-    assert (got, cached, len(calls)) == (fresh, False, 1)
-    got, cached = cl.get_or_measure(FakeGpu())
-    assert (got, cached, len(calls)) == (fresh, True, 1)
-    got, cached = cl.get_or_measure(FakeGpu(), refresh=True)
-    assert (cached, len(calls)) == (False, 2)
-
-
 def test_which_ceiling_applies():
     shape = (2, 1024, 64)
     flops = 4 * 2 * 1024 * 1024 * 64
@@ -170,86 +144,3 @@ def test_datasheet_shares_per_unit_on_an_h200():
     old = DeviceFacts("GTX 1080", (6, 1), 20, 1_733_000, 2 << 20)
     assert cl.datasheet_ceiling("tensor", 1e12, 1e-2, (1, 1, 1), old) is None  # no tensor cores: no peak to share
     assert cl.datasheet_ceiling("memory", 0, 1e-3, (1, 1, 1), old) is None  # the bus width unknown
-
-
-@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_90a"])
-def test_micro_benchmarks_compile_without_spills(arch, tmp_path):
-    command = [NVCC, *BASE_NVCC_OPTIONS, f"-arch={arch}", "-cubin", "-Xptxas", "-v", str(CUDA_DIR / "ceilings.cu"),
-               "-o", str(tmp_path / "c.cubin")]
-    result = subprocess.run(command, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    kernels = set(re.findall(r"Compiling entry function '(\w+)'", result.stderr))
-    assert kernels == {"ceiling_ffma", "ceiling_mma_tf32", "ceiling_ex2", "ceiling_copy", "ceiling_wgmma_tf32"}
-    spills = [int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", result.stderr)]
-    assert spills and not any(spills)
-
-
-CUOBJDUMP = shutil.which("cuobjdump")
-
-
-@pytest.mark.skipif(NVCC is None or CUOBJDUMP is None, reason="nvcc or cuobjdump is not installed")
-def test_micro_benchmarks_run_on_the_units_they_claim(tmp_path):
-    """The loops are what they count: TF32 HMMA and HGMMA, MUFU.EX2 and FFMA in the SASS for sm_90a."""
-    cubin = tmp_path / "c.cubin"
-    subprocess.run([NVCC, *BASE_NVCC_OPTIONS, "-arch=sm_90a", "-cubin", str(CUDA_DIR / "ceilings.cu"), "-o", str(cubin)],
-                   check=True, capture_output=True)
-    sass = subprocess.run([CUOBJDUMP, "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
-    functions = dict(re.findall(r"Function : (\w+)\n(.*?)(?=Function :|\Z)", sass, re.S))
-    assert functions["ceiling_mma_tf32"].count("HMMA.1688.F32.TF32") >= 16
-    assert functions["ceiling_ex2"].count("MUFU.EX2") >= 128
-    assert functions["ceiling_ffma"].count("FFMA") >= 128
-    assert functions["ceiling_wgmma_tf32"].count("HGMMA.64x128x8.F32.TF32") >= 8
-
-
-@pytest.mark.gpu
-def test_measured_ceilings_are_plausible(gpu, cache):
-    """On a GPU: every ceiling is measured, below what the clocks allow, and cached."""
-    found, cached = cl.get_or_measure(gpu, refresh=True)
-    assert not cached and cl.cached_for(gpu) == found
-    ffma = found.get("ffma").value
-    assert 0.5 * gpu.fp32_peak_flops / 1e12 < ffma < 1.1 * gpu.fp32_peak_flops / 1e12
-    if gpu.compute_capability >= (8, 0):
-        assert found.get("tf32_mma").value > ffma
-    if gpu.compute_capability == (9, 0):
-        assert found.get("tf32_wgmma").value > found.get("tf32_mma").value, found.get("tf32_wgmma").detail
-    ex2_per_sm_clock = found.get("ex2").value * 1e9 / (gpu.sm_count * gpu.clock_khz * 1e3)
-    assert 1 < ex2_per_sm_clock < 40
-    assert found.get("dram_copy").value > 100
-
-
-def test_ceilings_command_measures_once_then_reads_the_cache(cache, monkeypatch):
-    from click.testing import CliRunner
-
-    import attnbench.backends.gpu
-    from attnbench.cli import main
-
-    class FakeGpu:
-        name = "NVIDIA H200"
-
-        def __init__(self, index: int = 0) -> None:
-            pass
-
-    monkeypatch.setattr(attnbench.backends.gpu, "Gpu", FakeGpu)
-    monkeypatch.setattr(cl, "driver_version", lambda gpu: "580.159.04")
-    monkeypatch.setattr(cl, "measure", lambda gpu: sample())
-    runner = CliRunner()
-    first = runner.invoke(main, ["ceilings"])
-    assert first.exit_code == 0, first.output
-    assert "measured" in first.output and "FP32 FFMA" in first.output and "4,000.0 GB/s" in first.output
-    monkeypatch.setattr(cl, "measure", lambda gpu: pytest.fail("measured again although cached"))
-    second = runner.invoke(main, ["ceilings", "--json"])
-    assert second.exit_code == 0 and json.loads(second.output) == sample().to_dict()
-
-
-def test_ceilings_without_a_gpu_is_one_line_exit_3():
-    pytest.importorskip("attnbench.backends.gpu")
-    from click.testing import CliRunner
-
-    from attnbench.backends.gpu import gpu_probe
-    from attnbench.cli import main
-
-    if gpu_probe() is None:
-        pytest.skip("a GPU is present")
-    result = CliRunner().invoke(main, ["ceilings"])
-    assert result.exit_code == 3 and result.output.startswith("error:")

@@ -1,4 +1,4 @@
-"""Host-side facts of the entries in attnbench/kernels/other_reports.py that go beyond what every
+"""Host-side facts of the entries in attnbench/kernels/gemm_route.py that go beyond what every
 variant is checked for in test_catalogue.py: gemmtc's tiles, threads, shared memory and workspace."""
 
 import re
@@ -6,7 +6,7 @@ import re
 import pytest
 
 from attnbench.cases.testcase import Shape
-from attnbench.kernels import other_reports, wgmma3x
+from attnbench.kernels import gemm_route, wgmma3x
 from attnbench.kernels.catalogue import REGISTRY, get_variant
 from attnbench.kernels.variant import cdiv
 from attnbench.locations import kernel_dir
@@ -87,7 +87,7 @@ def test_gemmtc_host_constants_match_the_kernel():
     source = (kernel_dir() / GEMMTC.source).read_text()
     bk = int(re.search(r"constexpr int kBK = (\d+);", source)[1])
     stages = int(re.search(r"constexpr int kStages = (\d+);", source)[1])
-    assert (bk, stages) == (other_reports._GEMMTC_BK, other_reports._GEMMTC_STAGES)
+    assert (bk, stages) == (gemm_route._GEMMTC_BK, gemm_route._GEMMTC_STAGES)
 
 
 def test_gemmtc_takes_any_d_and_n_up_to_the_scores_limit():

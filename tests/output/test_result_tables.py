@@ -1,9 +1,9 @@
-"""attnbench.output.tables: the fraction-of-ceiling table of a compare or sweep."""
+"""attnbench.output.result_tables: the fraction-of-ceiling table of a compare or sweep."""
 
 from __future__ import annotations
 
 from attnbench.analysis.view import MatrixView
-from attnbench.output.tables import ceiling_table, matrix_tables
+from attnbench.output.result_tables import ceiling_table, matrix_tables
 from tests.synthetic import COURSE_SHAPES, result_set
 
 WGMMA_CEILING = {"name": "TF32 wgmma / 3 (3xTF32)", "value": 156.6e12, "measured": True}
@@ -64,7 +64,7 @@ def test_one_sample_shows_no_stddev_and_a_relative_error_only_where_the_rule_use
 
 
 def test_refused_cells_group_by_their_refusals_fields_not_their_words():
-    from attnbench.output.tables import grouped_notes
+    from attnbench.output.result_tables import grouped_notes
     from attnbench.results.refusal import Refusal, RefusalKind
     from attnbench.results.resultset import REFUSED, Cell
 
@@ -85,7 +85,7 @@ def test_refused_cells_group_by_their_refusals_fields_not_their_words():
 
 def test_warnings_group_by_their_fields_with_the_cells_that_got_them():
     from attnbench.bench.sampler import NOISE_WARNING
-    from attnbench.output.tables import grouped_notes, grouped_warnings
+    from attnbench.output.result_tables import grouped_notes, grouped_warnings
 
     times = {v: {c: 1.0 for c in ("t10", "t11", "t22")} for v in ("a", "b", "c")}
     result = result_set(times, {c: COURSE_SHAPES[c] for c in ("t10", "t11", "t22")})

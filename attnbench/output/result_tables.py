@@ -11,7 +11,7 @@ from typing import Callable
 from attnbench.analysis.against import AgainstReport
 from attnbench.analysis.ladder import LadderStep
 from attnbench.analysis.view import MatrixView
-from attnbench.output.table import BAD, DIM, GOOD, Column, TableModel, Text
+from attnbench.output.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.results.measurement import Measurement
 from attnbench.results.refusal import Refusal
 from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, WRONG, Cell, ResultSet

@@ -1,0 +1,41 @@
+"""Peers, not kernels of ours: PyTorch and a Triton flash attention on the same float32 data, as Variant
+entries in ladder order."""
+
+from __future__ import annotations
+
+from attnbench.kernels.variant import Constraints, Flavour, Variant
+
+VARIANTS: list[Variant] = []
+
+
+# A peer, not a kernel of ours: PyTorch on the same float32 data, where PyTorch is importable.
+VARIANTS.append(
+    Variant(
+        name="torch",
+        report="peer",
+        technique="PyTorch scaled_dot_product_attention on the same float32 data (its fastest float32 backend)",
+        backend="torch",
+        unit="tf32x3",  # its efficient backend runs float32 as 3xTF32 on mma.sync
+    )
+)
+
+
+# A peer written the way Triton users write attention (attnbench.backends.triton_kernel), where Triton and
+# PyTorch are importable; the flavour's unit is the precision of its tl.dot.
+VARIANTS.append(
+    Variant(
+        name="triton",
+        report="peer",
+        technique="a Triton flash-attention forward (one program per query block and item, online softmax in "
+        "float32, tiles autotuned once per shape and GPU); tl.dot in 3xTF32",
+        backend="triton",
+        unit="tf32x3",  # on Hopper Triton's tl.dot issues wgmma, whose 3xTF32 ceiling is higher than mma.sync's
+        min_capability=(8, 0),  # Triton supports NVIDIA GPUs from compute capability 8.0
+        # d padded to a power of two >= 16 in one tile: beyond 256 the tiles no longer fit
+        constraints=Constraints(max_head_dim=256),
+        flavours={
+            "ieee": Flavour("tl.dot in IEEE float32 (FFMA, no tensor cores)", unit="ffma"),
+            "tf32": Flavour("tl.dot in plain TF32 (10-bit mantissa): fails the course rule, to show why", unit="tensor"),
+        },
+    )
+)

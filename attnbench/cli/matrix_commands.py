@@ -9,7 +9,7 @@ from typing import Callable
 import click
 
 from attnbench import api
-from attnbench.analysis.view import MatrixView, exit_status, failures
+from attnbench.analysis.view import exit_status
 from attnbench.bench.matrix import MatrixInterrupted
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cli.options import (
@@ -23,12 +23,11 @@ from attnbench.cli.options import (
     tolerance,
     with_options,
 )
-from attnbench.errors import PlotsUnavailable
 from attnbench.output import tables
 from attnbench.output.markdown import lab_report_lines
-from attnbench.output.clock_note import clock_note
-from attnbench.output.terminal import MatrixProgress, console, err_console, print_table, print_warnings
-from attnbench.results.resultset import ERROR, IMPOSSIBLE, WRONG, ResultSet
+from attnbench.output.matrix_run import device_words, print_exit_status, print_matrix, print_problems, save_run
+from attnbench.output.terminal import MatrixProgress, console, print_table
+from attnbench.results.resultset import ResultSet
 
 save_options = [
     click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False),
@@ -41,24 +40,6 @@ save_options = [
 ]
 
 
-def _save(result: ResultSet, results_dir: str, name: str | None, selector: str | None, plot: bool) -> None:
-    from attnbench.output.save import save
-
-    paths = save(result, results_dir, name, selector)
-    for path in paths:
-        console.print(f"saved {path}", highlight=False, soft_wrap=True)
-    if plot:
-        from attnbench.output.plots import plots_for
-
-        try:
-            written = plots_for(result, paths[0].parent, paths[0].stem)
-        except PlotsUnavailable as exc:
-            print_warnings([f"{exc}; no plots written"])
-        else:
-            for path in written:
-                console.print(f"plot {path}", highlight=False, soft_wrap=True)
-
-
 def _run_saving_partial(title: str, call: Callable[[MatrixProgress], ResultSet], results_dir: str, name: str | None,
                         no_save: bool, selector: str | None) -> ResultSet:
     """Run a matrix; on Ctrl-C (here or spread out), save what was measured before exiting 130."""
@@ -69,41 +50,8 @@ def _run_saving_partial(title: str, call: Callable[[MatrixProgress], ResultSet],
         partial = getattr(exc, "partial", None)
         if partial is not None and not no_save and partial.cells:
             partial.settings["interrupted"] = True
-            _save(partial, results_dir, name, selector, False)
+            save_run(partial, results_dir, name, selector, False)
         raise
-
-
-def _where(result: ResultSet) -> str:
-    """The device(s) of a run, in words: 'NVIDIA H200', or '2 GPUs (NVIDIA H200 x2)'."""
-    from attnbench.results.metadata import gpu_label
-
-    gpus = result.metadata.get("gpus") or []
-    if len(gpus) < 2:
-        return gpu_label(result.metadata)
-    names = [g.get("name") or "?" for g in gpus]
-    return f"{len(gpus)} GPUs (" + ", ".join(f"{n} x{names.count(n)}" for n in dict.fromkeys(names)) + ")"
-
-
-def _print_problems(result: ResultSet) -> None:
-    """Wrong and failed cells, then warnings grouped one line per kind."""
-    for line in tables.grouped_notes(result):
-        if line.startswith((WRONG.upper(), ERROR.upper(), IMPOSSIBLE.upper())):
-            err_console.print(f"[red]{line.split(' ', 1)[0]}[/red] {line.split(' ', 1)[1]}", highlight=False,
-                              markup=True, soft_wrap=True)
-        elif line.startswith("warning ("):
-            where, text = line.removeprefix("warning (").split("): ", 1)
-            print_warnings([f"{text} [{where}]"])
-
-
-def _print_matrix(result: ResultSet, baseline: str | None, same_within: float, title: str) -> None:
-    console.print(f"[bold]{title}[/bold]", highlight=False, soft_wrap=True)
-    view = MatrixView(result, baseline, same_within)
-    bad = failures(result)
-    for table in tables.matrix_tables(view, with_correctness=bad > 0):
-        print_table(table)
-    clock = clock_note(result)
-    if clock is not None:
-        console.print(clock, highlight=False, soft_wrap=True, style="dim")
 
 
 @click.command()
@@ -195,25 +143,26 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
     selector = case_selector if case_selector and "," not in case_selector else None
     result = _run_saving_partial("compare", call, results_dir, name, no_save, selector)
     if result.kind == "sweep":  # a resumed sweep
-        _print_matrix(result, result.baseline, same_within,
-                      f"sweep over {result.settings.get('sweep')} on {_where(result)}")
-        _print_problems(result)
+        print_matrix(result, result.baseline, same_within,
+                     f"sweep over {result.settings.get('sweep')} on {device_words(result)}")
+        print_problems(result)
         if not no_save:
-            _save(result, results_dir, name, result.settings.get("sweep"), plot)
+            save_run(result, results_dir, name, result.settings.get("sweep"), plot)
         sys.exit(exit_status(result))
-    _print_matrix(result, result.baseline, same_within, f"compare on {_where(result)}, speedups over {result.baseline}")
+    print_matrix(result, result.baseline, same_within,
+                 f"compare on {device_words(result)}, speedups over {result.baseline}")
     if show_ladder:
         from attnbench.analysis.ladder import ladder_steps
 
         for case, steps in ladder_steps(result, same_within).items():
             print_table(tables.ladder_table(f"ladder on {case}", steps))
-    _print_problems(result)
+    print_problems(result)
     report = None
     if saved is not None:  # before saving: the saved run carries its verdicts and what they were against
         report = api.against_saved(result, saved, same_within, fail_slower, allow_other_gpu, allow_other_inputs)
         result.settings["against"] = report.to_dict(str(saved.path) if saved.path else None)
     if not no_save:
-        _save(result, results_dir, name, selector, plot)
+        save_run(result, results_dir, name, selector, plot)
     if report is not None:
         print_table(tables.against_table(report))
         for note in report.notes:
@@ -221,9 +170,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
         console.print(report.summary(), highlight=False, soft_wrap=True)
     status = exit_status(result, report)
     if status:
-        err_console.print(f"exit status {status}: {failures(result)} wrong, impossible or failed cell(s)"
-                          + (f", {report.regressions} regression(s)" if report is not None else ""),
-                          highlight=False, soft_wrap=True)
+        print_exit_status(status, result, report)
     sys.exit(status)
 
 
@@ -281,13 +228,13 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
             click.echo(f"# {variant}")
             for line in lab_report_lines(result, variant):
                 click.echo(line)
-    _print_matrix(result, baseline, same_within, f"sweep over {axis} on {_where(result)}")
-    _print_problems(result)
+    print_matrix(result, baseline, same_within, f"sweep over {axis} on {device_words(result)}")
+    print_problems(result)
     elapsed = result.settings.get("elapsed_s", 0.0)
     console.print(f"sweep of {len(result.case_labels)} input(s) x {len(result.variant_names)} variant(s) took "
                   f"{elapsed:.1f} s", highlight=False)
     if not no_save:
-        _save(result, results_dir, name, axis if axis != "square" else "square", plot)
+        save_run(result, results_dir, name, axis if axis != "square" else "square", plot)
     sys.exit(exit_status(result))
 
 

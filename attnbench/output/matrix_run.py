@@ -1,0 +1,74 @@
+"""A matrix run (compare or sweep) on the terminal: its tables, its wrong cells and warnings, the files
+it is saved to, and the line that explains a failing exit status."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attnbench.analysis.against import AgainstReport
+from attnbench.analysis.view import MatrixView, failures
+from attnbench.errors import PlotsUnavailable
+from attnbench.output import tables
+from attnbench.output.clock_note import clock_note
+from attnbench.output.terminal import console, err_console, print_table, print_warnings
+from attnbench.results.metadata import gpu_label
+from attnbench.results.resultset import ERROR, IMPOSSIBLE, WRONG, ResultSet
+
+
+def device_words(result: ResultSet) -> str:
+    """The device(s) of a run, in words: 'NVIDIA H200', or '2 GPUs (NVIDIA H200 x2)'."""
+    gpus = result.metadata.get("gpus") or []
+    if len(gpus) < 2:
+        return gpu_label(result.metadata)
+    names = [g.get("name") or "?" for g in gpus]
+    return f"{len(gpus)} GPUs (" + ", ".join(f"{n} x{names.count(n)}" for n in dict.fromkeys(names)) + ")"
+
+
+def print_matrix(result: ResultSet, baseline: str | None, same_within: float, title: str) -> None:
+    """The run's tables under its title, the correctness table when any cell failed, the clock note."""
+    console.print(f"[bold]{title}[/bold]", highlight=False, soft_wrap=True)
+    view = MatrixView(result, baseline, same_within)
+    bad = failures(result)
+    for table in tables.matrix_tables(view, with_correctness=bad > 0):
+        print_table(table)
+    clock = clock_note(result)
+    if clock is not None:
+        console.print(clock, highlight=False, soft_wrap=True, style="dim")
+
+
+def print_problems(result: ResultSet) -> None:
+    """Wrong and failed cells, then warnings grouped one line per kind."""
+    for line in tables.grouped_notes(result):
+        if line.startswith((WRONG.upper(), ERROR.upper(), IMPOSSIBLE.upper())):
+            err_console.print(f"[red]{line.split(' ', 1)[0]}[/red] {line.split(' ', 1)[1]}", highlight=False,
+                              markup=True, soft_wrap=True)
+        elif line.startswith("warning ("):
+            where, text = line.removeprefix("warning (").split("): ", 1)
+            print_warnings([f"{text} [{where}]"])
+
+
+def save_run(result: ResultSet, results_dir: str | Path, name: str | None, selector: str | None,
+             plot: bool) -> None:
+    """Save the run's JSON, CSV and Markdown (and its plots, when asked) and say where."""
+    from attnbench.output.save import save
+
+    paths = save(result, results_dir, name, selector)
+    for path in paths:
+        console.print(f"saved {path}", highlight=False, soft_wrap=True)
+    if plot:
+        from attnbench.output.plots import plots_for
+
+        try:
+            written = plots_for(result, paths[0].parent, paths[0].stem)
+        except PlotsUnavailable as exc:
+            print_warnings([f"{exc}; no plots written"])
+        else:
+            for path in written:
+                console.print(f"plot {path}", highlight=False, soft_wrap=True)
+
+
+def print_exit_status(status: int, result: ResultSet, report: AgainstReport | None) -> None:
+    """Why a compare exits non-zero: its failed cells and, against a saved run, its regressions."""
+    err_console.print(f"exit status {status}: {failures(result)} wrong, impossible or failed cell(s)"
+                      + (f", {report.regressions} regression(s)" if report is not None else ""),
+                      highlight=False, soft_wrap=True)

@@ -1,14 +1,14 @@
-"""The public Python API, one module per group of commands: `single` (run, compare, sweep), `files`
-(verify, generate, saved results), `explain` (info, profile, ceilings), `programs` (judge, new) and
-`spread` (over GPUs and Slurm).
+"""The public Python API, one module per group of commands: `single` (run, compare, sweep), `matrix`
+(the compare command's selection, run and verdicts), `files` (verify, generate, saved results),
+`explain` (info, profile, ceilings), `programs` (judge, new) and `spread` (over GPUs and Slurm).
 
 This module only hands the public names on.
 """
 
 from __future__ import annotations
 
-from attnbench.api.files import against_saved, generate, load_results, verify
-from attnbench.bench.matrix import course_check
+from attnbench.api.files import against_saved, generate, load_results, suite_cases, verify
+from attnbench.api.matrix import CompareOptions, CompareOutcome, ComparePlan, exit_status, parse_percent, plan_compare
 from attnbench.api.single import (
     SWEEP_AXES,
     TimingOptions,
@@ -23,9 +23,14 @@ from attnbench.api.single import (
     run,
     sweep,
 )
+from attnbench.api.spread import slurm_options
+from attnbench.bench.matrix import MatrixInterrupted, course_check
+from attnbench.bench.verify import COURSE_ATOL
+from attnbench.results.resultset import ResultSet
 
 __all__ = [
-    "SWEEP_AXES", "TimingOptions", "against_saved", "check_same_gpu", "check_same_inputs", "common_selection",
-    "compare", "course_check", "expected_inputs", "generate", "load_results", "open_gpu", "open_gpu_for", "resume",
-    "run", "sweep", "verify",
+    "COURSE_ATOL", "SWEEP_AXES", "CompareOptions", "CompareOutcome", "ComparePlan", "MatrixInterrupted", "ResultSet",
+    "TimingOptions", "against_saved", "check_same_gpu", "check_same_inputs", "common_selection", "compare",
+    "course_check", "exit_status", "expected_inputs", "generate", "load_results", "open_gpu", "open_gpu_for",
+    "parse_percent", "plan_compare", "resume", "run", "slurm_options", "suite_cases", "sweep", "verify",
 ]

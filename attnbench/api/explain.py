@@ -15,10 +15,10 @@ from attnbench.explain.profile import VariantProfile, profile_variant, require_n
 from attnbench.cases.inputs import resolve
 from attnbench.cases.testcase import Shape
 from attnbench.errors import CompileCheckFailed, GpuUnavailable, ProfilerUnavailable, UsageError
-from attnbench.kernels.catalogue import get_variant
+from attnbench.kernels.catalogue import all_variants, get_variant, with_flavours
 from attnbench.explain.geometry import GpuModel, KernelReport, gpu_model, kernel_reports
 from attnbench.explain.metrics import PROFILABLE_FROM, Metric, metric_table, raw_metric
-from attnbench.kernels.nvcc import compile_report, nvcc_path, source_label
+from attnbench.kernels.nvcc import KernelResources, compile_report, nvcc_path, report_all, source_label
 from attnbench.kernels.variant import Variant
 from attnbench.results.metadata import collect
 
@@ -149,3 +149,26 @@ def ceilings(device: int = 0, refresh: bool = False) -> tuple[CeilingSet, bool]:
     except GpuUnavailable as exc:  # its remedy names --variant, which ceilings does not take
         raise GpuUnavailable(f"ceilings are measured on this machine's GPU: {exc.reason}") from None
     return get_or_measure(gpu, refresh)
+
+
+@dataclass
+class VariantListing:
+    """The variants `attnbench list` shows, and ptxas's figures for `arch` where nvcc compiled them."""
+
+    variants: list[Variant]
+    figures: dict[str, tuple[Shape | None, dict[str, KernelResources]]]
+    arch: str
+
+
+def variant_listing(head_dim: int = 64, resources: bool = True) -> VariantListing:
+    """The built-in variants in ladder order, then the user's, each followed by its flavours; with
+    `resources` and nvcc present, each compiled kernel's registers, shared memory and spills for
+    `head_dim` on the GPU found (sm_90 when there is none)."""
+    variants = with_flavours(all_variants())
+    figures: dict[str, tuple[Shape | None, dict[str, KernelResources]]] = {}
+    arch = "sm_90"
+    if resources and nvcc_path():
+        if gpu_backend.gpu_probe() is None:
+            arch = gpu_backend.Gpu(0).arch
+        figures = report_all([v for v in variants if v.kind.compiled], head_dim, arch)
+    return VariantListing(variants, figures, arch)

@@ -87,6 +87,11 @@ def generate(names: Sequence[str], *, reference: bool = True, force: bool = Fals
     return chosen
 
 
+def suite_cases(selector: str | Sequence[str] = "all") -> list[suite.SuiteCase]:
+    """The suite's cases a selector names: names, groups (`all`, `course`, `known`, ...) and ranges (t01-t10)."""
+    return suite.cases_in(selector)
+
+
 def load_results(path: str | Path) -> ResultSet:
     """A saved compare, sweep or judge (any schema version this attnbench reads)."""
     return load(path)

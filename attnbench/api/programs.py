@@ -3,7 +3,7 @@ kernel with its launch facts. The command line renders what these return."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -12,20 +12,25 @@ from attnbench.judge import class_slurm
 from attnbench.judge.class_pool import class_devices, judge_class_spread
 from attnbench.judge.classroom import ClassListener, ClassSettings, RERUN_TOP
 from attnbench.judge.classroom import judge_class as run_class
+from attnbench.judge.course_judge import JudgedCase
 from attnbench.judge.submissions import find_submissions
 from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
 from attnbench.errors import UsageError
+from attnbench.judge.sandbox import MODES as SANDBOX_MODES
 from attnbench.judge.sandbox import Confinement, SandboxSettings
+from attnbench.api.notices import Notice, quiet
 from attnbench.kernels.starter import StarterFiles, write_starter
+from attnbench.locations import data_dir
 from attnbench.results.metadata import collect
 from attnbench.results.resultset import ResultSet
 from attnbench.results.scoreboard import Scoreboard
 from attnbench.spread.slurm import SlurmOptions, default_folder
 
-__all__ = ["SandboxSettings", "SlurmOptions", "is_class", "judge", "judge_class", "judge_writes", "new_kernel",
+__all__ = ["SANDBOX_MODES", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings", "SlurmOptions",
+           "is_class", "judge", "judge_class", "judge_program", "judge_submissions", "judge_writes", "new_kernel",
            "resume_class"]
 
-Finished = Callable[[int, int, "judging.JudgedCase"], None]
+Finished = Callable[[int, int, JudgedCase], None]
 
 
 def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str | None = None, time_limits: str = "course",
@@ -99,6 +104,73 @@ def judge_writes(cases: str | Sequence[str] = "course") -> int:
     """Bytes a judge of these cases will write to the suite's data folder before it starts (inputs and
     references not generated yet); 0 when all are there."""
     return bytes_to_write(judging.cases_for(cases))
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    """A judge as the command line states it: one program judged case by case, or a class (several
+    programs, a folder of submissions, a .cu or .c file to build, or a Slurm run to resume)."""
+
+    programs: tuple[str, ...] = ()
+    cases: str = "course"
+    launcher: str | None = None  # one program only
+    time_limits: str = "course"
+    args: str = judging.DEFAULT_ARGS  # one program only
+    timeout: float | None = None
+    sandbox: SandboxSettings = SandboxSettings()
+    rerun_top: int = RERUN_TOP  # a class only, as are the fields below
+    gpus: str | None = None
+    build_timeout: float = 300.0
+    executor: str = "local"
+    slurm: SlurmOptions = SlurmOptions()
+    resume: str | None = None  # a class's Slurm jobs folder
+    results_dir: str | Path = "results"
+    command: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.programs and not self.resume:
+            raise UsageError("judge needs a PROGRAM (or several, or a folder of submissions), or --resume FOLDER")
+        if self.judges_a_class and (self.launcher or self.args != judging.DEFAULT_ARGS):
+            raise UsageError("--launcher and --args are for one program; a class runs each submission as the "
+                             "course does (PROGRAM IN OUT), and --executor slurm places it")
+
+    @property
+    def judges_a_class(self) -> bool:
+        """Whether these programs are a class (ranked on a scoreboard) rather than one program."""
+        return bool(self.resume) or len(self.programs) > 1 or is_class(self.programs[0])
+
+
+def _say_pending(cases: str, notice: Notice) -> None:
+    """All 30 course cases take about 12 GB: say so before writing any."""
+    pending = judge_writes(cases)
+    if pending:
+        size = f"{pending / 1e9:.1f} GB" if pending >= 1e9 else f"{pending / 1e6:.0f} MB"
+        notice(f"the cases not generated yet take {size} (inputs and float64 references) in "
+               f"{data_dir()}; --cases limits them (e.g. --cases t01-t10)")
+
+
+def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progress, finished: Finished | None = None,
+                  opened: Callable[[Confinement], None] | None = None,
+                  notice: Notice = quiet) -> tuple[judging.Judgement, ResultSet]:
+    """`judge` of the one program `options` names (see `judge`), after a note of what its cases will write."""
+    _say_pending(options.cases, notice)
+    return judge(options.programs[0], options.cases, launcher=options.launcher, time_limits=options.time_limits,
+                 args=options.args, timeout=options.timeout, progress=progress, finished=finished,
+                 command=options.command, sandbox=options.sandbox, opened=opened)
+
+
+def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_progress,
+                      listener: ClassListener | None = None, notice: Notice = quiet) -> Scoreboard:
+    """The class `options` names judged (see `judge_class`), after a note of what its cases will write; or,
+    with `resume`, its Slurm run finished."""
+    if options.resume:
+        return resume_class(options.resume, listener)
+    _say_pending(options.cases, notice)
+    return judge_class(options.programs, options.cases, time_limits=options.time_limits, timeout=options.timeout,
+                       build_timeout=options.build_timeout, rerun_top=options.rerun_top, gpus=options.gpus,
+                       executor=options.executor, slurm=options.slurm, sandbox=options.sandbox,
+                       results_dir=options.results_dir, progress=progress, listener=listener,
+                       command=options.command)
 
 
 def new_kernel(name: str, folder: str | Path = ".") -> StarterFiles:

@@ -17,13 +17,19 @@ from attnbench.spread.cellgroups import CellPlan
 from attnbench.bench.check_rule import CheckRule
 from attnbench.bench.matrix import MatrixListener
 from attnbench.bench.sampler import TimingPolicy
-from attnbench.spread.slurm import SlurmOptions
+from attnbench.spread.slurm import SlurmOptions, default_folder
 from attnbench.spread.placement import Placement, run_spread
 from attnbench.cases.inputs import BenchInput
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ResultSet
 
 
+
+
+def slurm_options(executor: str, results_dir: str | Path, **fields: Any) -> SlurmOptions:
+    """Slurm's options (`fields`, as SlurmOptions names them) for a compare or sweep; a Slurm run's jobs
+    folder is a new one under `results_dir`."""
+    return SlurmOptions(**fields, folder=default_folder(results_dir) if executor == "slurm" else None)
 
 
 def placement(gpus: str | None, executor: str, slurm: SlurmOptions | None) -> Placement:
@@ -53,4 +59,4 @@ def resume(folder: str | Path, *, listener: MatrixListener | None = None, notice
     return resume_slurm(str(folder), listener, notice)
 
 
-__all__ = ["SlurmOptions", "placement", "resume", "spread_matrix"]
+__all__ = ["SlurmOptions", "placement", "resume", "slurm_options", "spread_matrix"]

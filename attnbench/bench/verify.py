@@ -8,7 +8,7 @@ host threads (numpy releases the GIL), in order, so the result does not depend o
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -148,6 +148,48 @@ def _chunk_errors(got: FlatSource, want: FlatSource, start: int, atol: float, rt
                         float(np.einsum("i,i->", r32, r32, dtype=np.float64)))
 
 
+@dataclass
+class _Totals:
+    """The chunks' errors folded in chunk order: counts and sums added, the first failures kept, the
+    largest error's first occurrence."""
+
+    keep_failures: int
+    nan_count: int = 0
+    inf_count: int = 0
+    failing: int = 0
+    first: list[int] = field(default_factory=list)
+    max_abs: float = 0.0
+    worst_index: int = -1
+    max_rel: float = 0.0
+    l1: float = 0.0
+    err_sq: float = 0.0
+    ref_sq: float = 0.0
+
+    def add(self, part: _ChunkErrors) -> None:
+        self.nan_count += part.nan_count
+        self.inf_count += part.inf_count
+        self.failing += part.failing
+        self.first.extend(part.first[: self.keep_failures - len(self.first)])
+        if self.worst_index < 0 or part.max_abs > self.max_abs:
+            self.max_abs, self.worst_index = part.max_abs, part.worst_index
+        self.max_rel = max(self.max_rel, part.max_rel)
+        self.l1 += part.l1
+        self.err_sq += part.err_sq
+        self.ref_sq += part.ref_sq
+
+
+def _totals(got: FlatSource, want: FlatSource, atol: float, rtol: float, keep_failures: int) -> _Totals:
+    """Every chunk compared on the host's threads and folded in order."""
+    totals = _Totals(keep_failures)
+    starts = range(0, got.size, CHUNK_ELEMENTS)
+    with ThreadPoolExecutor(max_workers=max(1, min(host_threads(), len(starts)))) as pool:
+        # map keeps chunk order, so the sums, the first failures and the worst element's tie-break are
+        # the same whatever the number of threads
+        for part in pool.map(lambda start: _chunk_errors(got, want, start, atol, rtol, keep_failures), starts):
+            totals.add(part)
+    return totals
+
+
 def compare_outputs(
     out: "np.ndarray | OutputFile",
     ref: "np.ndarray | OutputFile",
@@ -167,28 +209,10 @@ def compare_outputs(
     if got.size != want.size:
         raise ValueError(f"the output has {got.size} elements and the reference {want.size}")
     dims = (shape.B, shape.N, shape.d) if shape is not None else _shape_of(out, ref)
-    failing = nan_count = inf_count = 0
-    max_abs = max_rel = l1 = 0.0
-    worst_index = -1
-    err_sq = ref_sq = 0.0
-    first: list[int] = []
-    starts = range(0, got.size, CHUNK_ELEMENTS)
-    with ThreadPoolExecutor(max_workers=max(1, min(host_threads(), len(starts)))) as pool:
-        # map keeps chunk order, so the sums, the first failures and the worst element's tie-break are
-        # the same whatever the number of threads
-        for part in pool.map(lambda start: _chunk_errors(got, want, start, atol, rtol, keep_failures), starts):
-            nan_count += part.nan_count
-            inf_count += part.inf_count
-            failing += part.failing
-            first.extend(part.first[: keep_failures - len(first)])
-            if worst_index < 0 or part.max_abs > max_abs:
-                max_abs, worst_index = part.max_abs, part.worst_index
-            max_rel = max(max_rel, part.max_rel)
-            l1 += part.l1
-            err_sq += part.err_sq
-            ref_sq += part.ref_sq
-    rel_l2 = float(np.sqrt(err_sq / ref_sq)) if ref_sq > 0 else float(np.sqrt(err_sq))
-    if nan_count or inf_count:
+    totals = _totals(got, want, atol, rtol, keep_failures)
+    rel_l2 = float(np.sqrt(totals.err_sq / totals.ref_sq)) if totals.ref_sq > 0 else float(np.sqrt(totals.err_sq))
+    l1 = totals.l1
+    if totals.nan_count or totals.inf_count:
         rel_l2 = l1 = float("inf")
 
     def mismatch(index: int) -> Mismatch:
@@ -196,18 +220,18 @@ def compare_outputs(
         return Mismatch(*position, got.value(index), want.value(index), index)
 
     return VerifyReport(
-        passed=failing == 0,
+        passed=totals.failing == 0,
         atol=atol,
         rtol=rtol,
         elements=got.size,
-        failing=failing,
-        nan_count=nan_count,
-        inf_count=inf_count,
-        max_abs_error=max_abs,
-        max_rel_error=max_rel,
+        failing=totals.failing,
+        nan_count=totals.nan_count,
+        inf_count=totals.inf_count,
+        max_abs_error=totals.max_abs,
+        max_rel_error=totals.max_rel,
         rel_l2_error=rel_l2,
-        worst=mismatch(worst_index) if worst_index >= 0 and got.size else None,
-        first_failures=[mismatch(i) for i in first],
+        worst=mismatch(totals.worst_index) if totals.worst_index >= 0 and got.size else None,
+        first_failures=[mismatch(i) for i in totals.first],
         l1_error=l1,
         positions="batch, row, col" if dims else "flat",
     )

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
 from attnbench.api import programs as api_programs
 from attnbench.cli.options import command_line, notice
-from attnbench.errors import UsageError
-from attnbench.judge.sandbox import MODES, Confinement, SandboxSettings
-from attnbench.locations import data_dir
 from attnbench.output.save import save
-from attnbench.output.scoreboard import save_scoreboard, scoreboard_lines, scoreboard_model
+from attnbench.output.scoreboard import class_stem, save_scoreboard, scoreboard_lines, scoreboard_model
 from attnbench.output.result_tables import format_s, scoreboard_table
 from attnbench.output.terminal import console, err_console, print_table, progress_bar
-from attnbench.results.scoreboard import Scoreboard
 
 
 @click.command()
@@ -32,7 +27,8 @@ from attnbench.results.scoreboard import Scoreboard
               help="How the program takes its files; {in} and {out} are replaced by their paths.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Kill a case after this many seconds [default: twice its limit; 300 s without one].")
-@click.option("--sandbox", "sandbox_mode", type=click.Choice(MODES), default="auto", show_default=True,
+@click.option("--sandbox", "sandbox_mode", type=click.Choice(api_programs.SANDBOX_MODES), default="auto",
+              show_default=True,
               help="auto: a bubblewrap sandbox where one can be made, else a one-line warning and the fallback; "
                    "required: exit 3 when none can be made; none: no sandbox.")
 @click.option("--max-processes", type=click.IntRange(min=1), default=512, show_default=True,
@@ -101,37 +97,33 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
       attnbench judge submissions/ --cases t01-t10 --gpus all
       attnbench judge submissions/ --cases t01-t10 --executor slurm --partition nvidia --gres gpu:1
     """
-    settings = SandboxSettings(sandbox_mode, max_processes, memory_mb, cpu_s, tuple(Path(b) for b in binds))
-    if not programs and not resume_folder:
-        raise UsageError("judge needs a PROGRAM (or several, or a folder of submissions), or --resume FOLDER")
-    choices = ClassChoices(executor, partition, gres, time_min, resume_folder, build_timeout)
-    if resume_folder or len(programs) > 1 or api_programs.is_class(programs[0]):
-        if launcher or args_template != "{in} {out}":
-            raise UsageError("--launcher and --args are for one program; a class runs each submission as the "
-                             "course does (PROGRAM IN OUT), and --executor slurm places it")
-        _judge_class(programs, case_selector, limits_spec, timeout, settings, rerun_top, gpus, choices,
-                     with_html, results_dir, name, no_save)
-        return
-    program = programs[0]
-    pending = api_programs.judge_writes(case_selector)
-    if pending:  # all 30 course cases take about 12 GB: say so before writing any
-        size = f"{pending / 1e9:.1f} GB" if pending >= 1e9 else f"{pending / 1e6:.0f} MB"
-        notice(f"the cases not generated yet take {size} (inputs and float64 references) in "
-               f"{data_dir()}; --cases limits them (e.g. --cases t01-t10)")
+    sandbox = api_programs.SandboxSettings(sandbox_mode, max_processes, memory_mb, cpu_s, tuple(Path(b) for b in binds))
+    options = api_programs.JudgeOptions(
+        programs=programs, cases=case_selector, launcher=launcher, time_limits=limits_spec, args=args_template,
+        timeout=timeout, sandbox=sandbox, rerun_top=rerun_top, gpus=gpus, build_timeout=build_timeout,
+        executor=executor, slurm=api_programs.SlurmOptions(partition, gres, time_min), resume=resume_folder,
+        results_dir=results_dir, command=command_line())
+    if options.judges_a_class:
+        _judge_class(options, with_html, name, no_save)
+    else:
+        _judge_program(options, name, no_save)
 
-    def finished(index: int, total: int, judged) -> None:
-        err_console.print(f"[{index}/{total}] {judged.label}: {judged.verdict} {format_s(judged.wall_s)}",
-                          highlight=False, markup=False)
 
-    def opened(confinement: Confinement) -> None:
-        line = confinement.warning()
-        if line:
-            err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
+def _say_finished(index: int, total: int, judged: api_programs.JudgedCase) -> None:
+    err_console.print(f"[{index}/{total}] {judged.label}: {judged.verdict} {format_s(judged.wall_s)}",
+                      highlight=False, markup=False)
 
-    judgement, result = api_programs.judge(program, case_selector, launcher=launcher, time_limits=limits_spec,
-                                           args=args_template, timeout=timeout, progress=progress_bar,
-                                           finished=finished, command=command_line(), sandbox=settings,
-                                           opened=opened)
+
+def _say_confinement(confinement: api_programs.Confinement) -> None:
+    line = confinement.warning()
+    if line:
+        err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save: bool) -> None:
+    """One program, case by case: print its table and summary, save it, exit with its status."""
+    judgement, result = api_programs.judge_program(options, progress=progress_bar, finished=_say_finished,
+                                                   opened=_say_confinement, notice=notice)
     prog = judgement.program
     where = f" via {' '.join(prog.launcher)}" if prog.launcher else ""
     print_table(scoreboard_table(result, f"judge {prog.label}{where}"))
@@ -139,49 +131,21 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
                   soft_wrap=True)
     console.print(judgement.summary(), highlight=False)
     if not no_save and judgement.judged:
-        for path in save(result, results_dir, name, case_selector if "," not in case_selector else None):
+        selector = options.cases if "," not in options.cases else None
+        for path in save(result, options.results_dir, name, selector):
             console.print(f"saved {path}", highlight=False, soft_wrap=True)
     if judgement.interrupted:
         notice("interrupted; the running program was killed")
     sys.exit(judgement.exit_status)
 
 
-@dataclass(frozen=True)
-class ClassChoices:
-    executor: str
-    partition: str | None
-    gres: str | None
-    time_min: int
-    resume: str | None
-    build_timeout_s: float
+def _say_class_event(submission: str, what: str, happened: str) -> None:
+    err_console.print(f"{submission} {what}: {happened}", highlight=False, markup=False, soft_wrap=True)
 
 
-def _class_stem(board: Scoreboard, selector: str) -> str:
-    date = str(board.metadata.get("date") or "")[:10] or "undated"
-    what = selector if "," not in selector and "/" not in selector else f"{board.cases[0]}-{board.cases[-1]}"
-    return f"{date}_class_{what}"
-
-
-def _judge_class(programs: tuple[str, ...], selector: str, limits_spec: str, timeout: float | None,
-                 settings: SandboxSettings, rerun_top: int, gpus: str | None, choices: ClassChoices, with_html: bool,
-                 results_dir: str, name: str | None, no_save: bool) -> None:
+def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str | None, no_save: bool) -> None:
     """A class: build, judge, rank, rerun the top; print the scoreboard and save it."""
-    def listener(submission: str, what: str, happened: str) -> None:
-        err_console.print(f"{submission} {what}: {happened}", highlight=False, markup=False, soft_wrap=True)
-
-    if choices.resume:
-        board = api_programs.resume_class(choices.resume, listener)
-    else:
-        pending = api_programs.judge_writes(selector)
-        if pending:
-            notice(f"the cases not generated yet take {pending / 1e9:.1f} GB (inputs and float64 references) in "
-                   f"{data_dir()}; --cases limits them (e.g. --cases t01-t10)")
-        options = api_programs.SlurmOptions(choices.partition, choices.gres, choices.time_min)
-        board = api_programs.judge_class(programs, selector, time_limits=limits_spec, timeout=timeout,
-                                         build_timeout=choices.build_timeout_s, rerun_top=rerun_top, gpus=gpus,
-                                         executor=choices.executor, slurm=options,
-                                         sandbox=settings, results_dir=results_dir, progress=progress_bar,
-                                         listener=listener, command=command_line())
+    board = api_programs.judge_submissions(options, progress=progress_bar, listener=_say_class_event, notice=notice)
     if board.settings.get("confinement_warning"):
         err_console.print(f"warning: {board.settings['confinement_warning']}", highlight=False, markup=False,
                           soft_wrap=True)
@@ -189,7 +153,8 @@ def _judge_class(programs: tuple[str, ...], selector: str, limits_spec: str, tim
     for line in scoreboard_lines(board):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if not no_save and board.rows:
-        for path in save_scoreboard(board, results_dir, name or _class_stem(board, selector), with_html):
+        stem = name or class_stem(board, options.cases)
+        for path in save_scoreboard(board, options.results_dir, stem, with_html):
             console.print(f"saved {path}", highlight=False, soft_wrap=True)
     if board.interrupted:
         notice("interrupted; what was judged is saved")

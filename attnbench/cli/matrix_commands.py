@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import click
 
 from attnbench import api
-from attnbench.analysis.view import MatrixView, exit_status, failures
-from attnbench.bench.matrix import MatrixInterrupted
-from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cli.options import (
     command_line,
     notice,
@@ -23,12 +20,12 @@ from attnbench.cli.options import (
     tolerance,
     with_options,
 )
-from attnbench.errors import PlotsUnavailable
 from attnbench.output import result_tables
 from attnbench.output.markdown import lab_report_lines
-from attnbench.output.clock_note import clock_note
-from attnbench.output.terminal import MatrixProgress, console, err_console, print_table, print_warnings
-from attnbench.results.resultset import ResultSet
+from attnbench.output.matrix_run import device_words, print_exit_status, print_matrix, print_problems, save_run
+from attnbench.output.terminal import MatrixProgress, console, print_table
+
+Outcome = TypeVar("Outcome")
 
 save_options = [
     click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False),
@@ -41,67 +38,43 @@ save_options = [
 ]
 
 
-def _save(result: ResultSet, results_dir: str, name: str | None, selector: str | None, plot: bool) -> None:
-    from attnbench.output.save import save
-
-    paths = save(result, results_dir, name, selector)
-    for path in paths:
-        console.print(f"saved {path}", highlight=False, soft_wrap=True)
-    if plot:
-        from attnbench.output.plots import plots_for
-
-        try:
-            written = plots_for(result, paths[0].parent, paths[0].stem)
-        except PlotsUnavailable as exc:
-            print_warnings([f"{exc}; no plots written"])
-        else:
-            for path in written:
-                console.print(f"plot {path}", highlight=False, soft_wrap=True)
-
-
-def _run_saving_partial(title: str, call: Callable[[MatrixProgress], ResultSet], results_dir: str, name: str | None,
-                        no_save: bool, selector: str | None) -> ResultSet:
+def _run_saving_partial(title: str, call: Callable[[MatrixProgress], Outcome], results_dir: str, name: str | None,
+                        no_save: bool, selector: str | None) -> Outcome:
     """Run a matrix; on Ctrl-C (here or spread out), save what was measured before exiting 130."""
     try:
         with MatrixProgress(title) as listener:
             return call(listener)
-    except MatrixInterrupted as exc:
+    except api.MatrixInterrupted as exc:
         partial = exc.partial
         if partial is not None and not no_save and partial.cells:
             partial.settings["interrupted"] = True
-            _save(partial, results_dir, name, selector, False)
+            save_run(partial, results_dir, name, selector, False)
         raise
 
 
-def _where(result: ResultSet) -> str:
-    """The device(s) of a run, in words: 'NVIDIA H200', or '2 GPUs (NVIDIA H200 x2)'."""
-    from attnbench.results.metadata import gpu_label
-
-    gpus = result.metadata.get("gpus") or []
-    if len(gpus) < 2:
-        return gpu_label(result.metadata)
-    names = [g.get("name") or "?" for g in gpus]
-    return f"{len(gpus)} GPUs (" + ", ".join(f"{n} x{names.count(n)}" for n in dict.fromkeys(names)) + ")"
-
-
-def _print_problems(result: ResultSet) -> None:
-    """Wrong and failed cells, then warnings grouped one line per kind."""
-    for cell in result_tables.failed_cells(result):
-        err_console.print(f"[red]{cell.status.upper()}[/red] {result_tables.failure_text(cell)}", highlight=False,
-                          markup=True, soft_wrap=True)
-    for warning, where in result_tables.grouped_warnings(result):
-        print_warnings([f"{warning.sentence()} [{result_tables.places_text(where)}]"])
-
-
-def _print_matrix(result: ResultSet, baseline: str | None, same_within: float, title: str) -> None:
-    console.print(f"[bold]{title}[/bold]", highlight=False, soft_wrap=True)
-    view = MatrixView(result, baseline, same_within)
-    bad = failures(result)
-    for table in result_tables.matrix_tables(view, with_correctness=bad > 0):
-        print_table(table)
-    clock = clock_note(result)
-    if clock is not None:
-        console.print(clock, highlight=False, soft_wrap=True, style="dim")
+def _render_compare(outcome: api.CompareOutcome, same_within: float, results_dir: str, name: str | None,
+                    no_save: bool, plot: bool) -> None:
+    """The matrix, the ladder, the problems, the saved files, the verdicts against the saved run; then exit."""
+    result = outcome.result
+    if outcome.is_sweep:  # a resumed sweep
+        title = f"sweep over {result.settings.get('sweep')} on {device_words(result)}"
+    else:
+        title = f"compare on {device_words(result)}, speedups over {result.baseline}"
+    print_matrix(result, result.baseline, same_within, title)
+    for case, steps in outcome.ladder.items():
+        print_table(result_tables.ladder_table(f"ladder on {case}", steps))
+    print_problems(result)
+    if not no_save:
+        save_run(result, results_dir, name, outcome.save_selector, plot)
+    report = outcome.report
+    if report is not None:
+        print_table(result_tables.against_table(report))
+        for note in report.notes:
+            notice(note)
+        console.print(report.summary(), highlight=False, soft_wrap=True)
+    if outcome.exit_status and not outcome.is_sweep:
+        print_exit_status(outcome.exit_status, result, report)
+    sys.exit(outcome.exit_status)
 
 
 @click.command()
@@ -111,7 +84,7 @@ def _print_matrix(result: ResultSet, baseline: str | None, same_within: float, t
               help="Comma list of suite cases, suite groups (all, known, course, square, ...) or input files.")
 @click.option("--baseline", "-b", default=None, help="Variant the speedups are against [default: the first].")
 @with_options(timing_options)
-@tolerance("--atol", COURSE_ATOL, "Absolute tolerance of the check.")
+@tolerance("--atol", api.COURSE_ATOL, "Absolute tolerance of the check.")
 @tolerance("--rtol", 0.0, "Relative tolerance of the check.")
 @click.option("--against", "against_path", default=None, type=click.Path(dir_okay=False),
               help="A saved results JSON: compare every common cell with it and count regressions.")
@@ -162,67 +135,16 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
     if resume_folder is not None and (variant_selector or case_selector or against_path):
         raise click.UsageError("--resume takes the variants and cases from the jobs folder; "
                                "drop --variants, --cases and --against")
-    saved = api.load_results(against_path) if against_path else None
-    if saved is not None:
-        saved_variants, saved_cases = api.common_selection(saved)
-        variant_selector = variant_selector or saved_variants
-        case_selector = case_selector or saved_cases
-        if baseline is None and saved.baseline in variant_selector.split(","):
-            baseline = saved.baseline
-    if resume_folder is not None:
-        variant_selector = case_selector = ""
-    elif not variant_selector or not case_selector:
+    if resume_folder is None and against_path is None and not (variant_selector and case_selector):
         raise click.UsageError("give --variants and --cases (or --against a saved run to repeat it)")
-
-    def refuse_incomparable(gpu: object, inputs: list) -> None:
-        """Refuse an incomparable saved run before spending time on the GPU."""
-        if saved is not None:
-            facts = {"name": gpu.name, "sm_count": gpu.sm_count} if gpu is not None else None  # type: ignore[attr-defined]
-            api.check_same_gpu(facts, saved, allow_other_gpu)
-            api.check_same_inputs(api.expected_inputs(inputs), saved, allow_other_inputs)
-
-    timing_options_ = timing_from(timing)
-
-    def call(listener: MatrixProgress) -> ResultSet:
-        if resume_folder is not None:
-            return api.resume(resume_folder, listener=listener, notice=notice)
-        return api.compare(variant_selector, case_selector, baseline=baseline, timing=timing_options_,
-                           device=device, atol=atol, rtol=rtol, same_within=same_within, listener=listener,
-                           command=command_line(), before_run=refuse_incomparable, **placement)
-
-    selector = case_selector if case_selector and "," not in case_selector else None
-    result = _run_saving_partial("compare", call, results_dir, name, no_save, selector)
-    if result.kind == "sweep":  # a resumed sweep
-        _print_matrix(result, result.baseline, same_within,
-                      f"sweep over {result.settings.get('sweep')} on {_where(result)}")
-        _print_problems(result)
-        if not no_save:
-            _save(result, results_dir, name, result.settings.get("sweep"), plot)
-        sys.exit(exit_status(result))
-    _print_matrix(result, result.baseline, same_within, f"compare on {_where(result)}, speedups over {result.baseline}")
-    if show_ladder:
-        from attnbench.analysis.ladder import ladder_steps
-
-        for case, steps in ladder_steps(result, same_within).items():
-            print_table(result_tables.ladder_table(f"ladder on {case}", steps))
-    _print_problems(result)
-    report = None
-    if saved is not None:  # before saving: the saved run carries its verdicts and what they were against
-        report = api.against_saved(result, saved, same_within, fail_slower, allow_other_gpu, allow_other_inputs)
-        result.settings["against"] = report.to_dict(str(saved.path) if saved.path else None)
-    if not no_save:
-        _save(result, results_dir, name, selector, plot)
-    if report is not None:
-        print_table(result_tables.against_table(report))
-        for note in report.notes:
-            notice(note)
-        console.print(report.summary(), highlight=False, soft_wrap=True)
-    status = exit_status(result, report)
-    if status:
-        err_console.print(f"exit status {status}: {failures(result)} wrong, impossible or failed cell(s)"
-                          + (f", {report.regressions} regression(s)" if report is not None else ""),
-                          highlight=False, soft_wrap=True)
-    sys.exit(status)
+    plan = api.plan_compare(api.CompareOptions(
+        variants=variant_selector, cases=case_selector, baseline=baseline, timing=timing_from(timing), device=device,
+        atol=atol, rtol=rtol, same_within=same_within, against=against_path, fail_slower=fail_slower,
+        allow_other_gpu=allow_other_gpu, allow_other_inputs=allow_other_inputs, ladder=show_ladder,
+        resume=resume_folder, command=command_line(), **placement))
+    outcome = _run_saving_partial("compare", lambda listener: plan.run(listener, notice), results_dir, name, no_save,
+                                  plan.save_selector)
+    _render_compare(outcome, same_within, results_dir, name, no_save, plot)
 
 
 @click.command()
@@ -267,11 +189,11 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
     placement = placement_from(timing, results_dir)
     timing_options_ = timing_from(timing)
 
-    def call(listener: MatrixProgress) -> ResultSet:
+    def call(listener: MatrixProgress) -> api.ResultSet:
         return api.sweep(what, variant_selector, sizes=sizes, values=values, batch=batch, seq_len=seq_len,
                          head_dim=head_dim, baseline=baseline, lab_timing=lab_timing, timing=timing_options_,
                          device=device, same_within=same_within, listener=listener, command=command_line(),
-                         **placement)
+                         notice=notice, **placement)
 
     result = _run_saving_partial(f"sweep {axis}", call, results_dir, name, no_save, axis)
     if axis == "square":
@@ -279,14 +201,14 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
             click.echo(f"# {variant}")
             for line in lab_report_lines(result, variant):
                 click.echo(line)
-    _print_matrix(result, baseline, same_within, f"sweep over {axis} on {_where(result)}")
-    _print_problems(result)
+    print_matrix(result, baseline, same_within, f"sweep over {axis} on {device_words(result)}")
+    print_problems(result)
     elapsed = result.settings.get("elapsed_s", 0.0)
     console.print(f"sweep of {len(result.case_labels)} input(s) x {len(result.variant_names)} variant(s) took "
                   f"{elapsed:.1f} s", highlight=False)
     if not no_save:
-        _save(result, results_dir, name, axis if axis != "square" else "square", plot)
-    sys.exit(exit_status(result))
+        save_run(result, results_dir, name, axis if axis != "square" else "square", plot)
+    sys.exit(api.exit_status(result))
 
 
 @click.command()

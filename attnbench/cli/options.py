@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import click
 
-from attnbench.api import TimingOptions
+from attnbench.api import TimingOptions, parse_percent, slurm_options
 from attnbench.output.terminal import err_console
 
 
@@ -49,14 +49,12 @@ placement_options = [
 
 
 def placement_from(kwargs: dict[str, Any], results_dir: str) -> dict[str, Any]:
-    """Pop --gpus, --executor and the Slurm options: keyword arguments for api.compare and api.sweep."""
-    from attnbench.spread.slurm import SlurmOptions, default_folder
-
+    """Pop --gpus, --executor and the Slurm options: keyword arguments for api.CompareOptions and api.sweep."""
     gpus, executor = kwargs.pop("gpus"), kwargs.pop("executor")
-    slurm = SlurmOptions(partition=kwargs.pop("partition"), gres=kwargs.pop("gres"), time_min=kwargs.pop("time_min"),
-                         array_parallelism=kwargs.pop("array_parallelism"), job_seconds=kwargs.pop("job_seconds"),
-                         folder=default_folder(results_dir) if executor == "slurm" else None)
-    return {"gpus": gpus, "executor": executor, "slurm": slurm, "notice": notice}
+    slurm = slurm_options(executor, results_dir, partition=kwargs.pop("partition"), gres=kwargs.pop("gres"),
+                          time_min=kwargs.pop("time_min"), array_parallelism=kwargs.pop("array_parallelism"),
+                          job_seconds=kwargs.pop("job_seconds"))
+    return {"gpus": gpus, "executor": executor, "slurm": slurm}
 
 
 def with_options(options: list[Callable]) -> Callable:
@@ -77,8 +75,6 @@ def timing_from(kwargs: dict[str, Any]) -> TimingOptions:
 def percent(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
     if value is None:
         return None
-    from attnbench.analysis.verdict import parse_percent
-
     try:
         return parse_percent(value)
     except ValueError as exc:

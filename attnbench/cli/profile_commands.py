@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 from pathlib import Path
 
 import click
 
 from attnbench import strict_json
 from attnbench.api import explain as api_explain
-from attnbench.results.ceilings import cache_path
-from attnbench.cases.testcase import Shape
 from attnbench.cli.options import command_line, notice
-from attnbench.output.profiles import ceilings_table, info_table, profile_tables, save_profile
+from attnbench.output.profiles import cache_line, ceilings_table, info_table, profile_stem, profile_tables, save_profile
 from attnbench.output.terminal import console, print_table
-from attnbench.results.metadata import gpu_short_name
 
 
 # -- profile -----------------------------------------------------------------------------------------
@@ -57,8 +53,7 @@ def profile(case: str, variant_names: tuple[str, ...], raw_metrics: str | None, 
             print_table(table)
     if save:
         gpu = run.metadata["gpu"]
-        stem = name or f"{_dt.date.today().isoformat()}_{gpu_short_name(run.metadata)}_profile_{run.case}_" \
-                       f"{'-'.join(variant_names)}"
+        stem = name or profile_stem(run.metadata, run.case, variant_names)
         title = f"Nsight Compute profile on {run.case} ({run.shape}) — {gpu['name']}"
         written = save_profile(document, run.profiles, tables, title, Path(results_dir), stem)
         notice(f"saved {written[0]}, {written[1].name} and the raw ncu CSV per variant")
@@ -92,7 +87,7 @@ def info(variant_name: str, case: str | None, shape_text: str | None, arch: str,
             raise click.BadParameter(f"{shape_text!r} is not B,N,d (three integers)", param_hint="--shape") from None
         if min(B, N, d) < 1:
             raise click.BadParameter("B, N and d must be at least 1", param_hint="--shape")
-        shape = Shape(B, N, d)
+        shape = api_explain.Shape(B, N, d)
     report = api_explain.info(variant_name, case, shape, arch)
     if as_json:
         click.echo(strict_json.dumps(report.to_dict()))
@@ -127,7 +122,7 @@ def ceilings(device: int, refresh: bool, as_json: bool) -> None:
         click.echo(strict_json.dumps(found.to_dict()))
         return
     print_table(ceilings_table(found, "cached" if cached else "measured"))
-    console.print(f"cache: {cache_path(found.gpu, found.driver)}", highlight=False, soft_wrap=True)
+    console.print(cache_line(found), highlight=False, soft_wrap=True)
 
 
 COMMANDS = (profile, info, ceilings)

@@ -8,8 +8,7 @@ import click
 
 from attnbench import strict_json
 from attnbench import api
-from attnbench.bench.verify import COURSE_ATOL
-from attnbench.cases import suite
+from attnbench.api import explain as api_explain
 from attnbench.cli.options import error_line, notice, timing_from, timing_options, tolerance, with_options
 from attnbench.output import listing_tables, run_tables
 from attnbench.output.terminal import console, print_table, print_warnings, progress_bar
@@ -29,15 +28,7 @@ def gen(names: tuple[str, ...], no_reference: bool, force: bool) -> None:
       attnbench gen t02 t29
     """
     for case in api.generate(names, reference=not no_reference, force=force, progress=progress_bar):
-        ref = "" if no_reference else f", reference {suite.reference_path(case)}"
-        console.print(f"{case.name} ({case.shape}): input {suite.input_path(case)}{ref}", highlight=False,
-                      soft_wrap=True)
-
-
-def _on_disk(case: suite.SuiteCase) -> str:
-    if suite.is_generated(case):
-        return "input+ref" if suite.has_reference(case) else "input"
-    return "-"
+        console.print(listing_tables.generated_line(case, not no_reference), highlight=False, soft_wrap=True)
 
 
 @click.command()
@@ -50,7 +41,7 @@ def cases(selector: str, wide: bool) -> None:
     Example:
       attnbench cases course
     """
-    print_table(listing_tables.cases_table(suite.cases_in(selector), _on_disk), wide=wide or None)
+    print_table(listing_tables.cases_table(api.suite_cases(selector)), wide=wide or None)
 
 
 @click.command()
@@ -59,7 +50,7 @@ def cases(selector: str, wide: bool) -> None:
 @click.option("--variant", "-v", "variant_name", default=None, help="Variant name (see `attnbench list`).")
 @with_options(timing_options)
 @click.option("--check", is_flag=True, help="Verify the output against the float64 reference.")
-@tolerance("--atol", COURSE_ATOL, "Absolute tolerance for --check.")
+@tolerance("--atol", api.COURSE_ATOL, "Absolute tolerance for --check.")
 @tolerance("--rtol", 0.0, "Relative tolerance for --check.")
 @click.option("--json", "as_json", is_flag=True, help="Print the measurement as JSON.")
 @click.option("--no-pipeline", is_flag=True,
@@ -105,7 +96,7 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
 @click.argument("out", type=click.Path(dir_okay=False))
 @click.argument("ref")
 @click.option("--case", default=None, help="Testcase (suite name or input file) that gives B, N, d.")
-@tolerance("--atol", COURSE_ATOL, "Absolute tolerance.")
+@tolerance("--atol", api.COURSE_ATOL, "Absolute tolerance.")
 @tolerance("--rtol", 0.0, "Relative tolerance.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def verify(out: str, ref: str, case: str | None, atol: float, rtol: float, as_json: bool) -> None:
@@ -147,19 +138,8 @@ def list_variants(resources: bool, head_dim: int, wide: bool) -> None:
     Example:
       attnbench list --head-dim 32
     """
-    from attnbench.kernels.catalogue import all_variants, with_flavours
-    from attnbench.kernels.nvcc import nvcc_path, report_all
-
-    variants = with_flavours(all_variants())
-    figures = {}
-    arch = "sm_90"
-    if resources and nvcc_path():
-        from attnbench.backends.gpu import gpu_probe
-
-        if gpu_probe() is None:
-            arch = api.open_gpu(0).arch
-        figures = report_all([v for v in variants if v.kind.compiled], head_dim, arch)
-    print_table(listing_tables.variants_table(variants, figures, arch), wide=wide or None)
+    listing = api_explain.variant_listing(head_dim, resources)
+    print_table(listing_tables.variants_table(listing.variants, listing.figures, listing.arch), wide=wide or None)
 
 
 COMMANDS = (gen, cases, run, verify, list_variants)

@@ -3,15 +3,29 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Iterable
 
+from attnbench.cases import suite
 from attnbench.cases.suite import SuiteCase
 from attnbench.kernels.nvcc import KernelResources
 from attnbench.kernels.variant import Variant
 from attnbench.output.table_model import Column, TableModel, Text
 
 
-def cases_table(cases: Iterable[SuiteCase], on_disk: Callable[[SuiteCase], str]) -> TableModel:
+def generated_line(case: SuiteCase, with_reference: bool) -> str:
+    """`attnbench gen`: where a generated case's input (and float64 reference) are."""
+    reference = f", reference {suite.reference_path(case)}" if with_reference else ""
+    return f"{case.name} ({case.shape}): input {suite.input_path(case)}{reference}"
+
+
+def on_disk(case: SuiteCase) -> str:
+    """What of a suite case is generated: 'input+ref', 'input' or '-'."""
+    if suite.is_generated(case):
+        return "input+ref" if suite.has_reference(case) else "input"
+    return "-"
+
+
+def cases_table(cases: Iterable[SuiteCase]) -> TableModel:
     table = TableModel("attnbench suite", [Column("name"), Column("B", right=True), Column("N", right=True),
                                            Column("d", right=True), Column("group"), Column("provenance"),
                                            Column("GFLOP", right=True), Column("on disk"), Column("note", wide=True)])

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 from pathlib import Path
+from typing import Any, Sequence
 
 from attnbench import strict_json
-from attnbench.results.ceilings import CeilingSet
+from attnbench.results.ceilings import CeilingSet, cache_path
+from attnbench.results.metadata import gpu_short_name
 from attnbench.explain.profile import VariantProfile
 from attnbench.files import write_text
 from attnbench.explain.geometry import GpuModel, KernelReport
@@ -84,6 +87,16 @@ def ceilings_table(found: CeilingSet, how: str) -> TableModel:
     for c in found.ceilings:
         table.add_row(c.label, f"{c.value:,.1f} {c.unit}", c.detail)
     return table
+
+
+def cache_line(found: CeilingSet) -> str:
+    """Where the ceilings of this GPU and driver are cached."""
+    return f"cache: {cache_path(found.gpu, found.driver)}"
+
+
+def profile_stem(metadata: dict[str, Any], case: str, variants: Sequence[str]) -> str:
+    """A saved profile's file stem: date_gpu_profile_case_variants."""
+    return f"{_dt.date.today().isoformat()}_{gpu_short_name(metadata)}_profile_{case}_{'-'.join(variants)}"
 
 
 def save_profile(document: dict, profiles: list[VariantProfile], tables: list[TableModel], title: str,

@@ -108,6 +108,13 @@ def scoreboard_html(board: Scoreboard) -> str:
             "</body></html>\n")
 
 
+def class_stem(board: Scoreboard, selector: str) -> str:
+    """The stem a class's saved files take: its date and its cases (a range for a list or files)."""
+    date = str(board.metadata.get("date") or "")[:10] or "undated"
+    what = selector if "," not in selector and "/" not in selector else f"{board.cases[0]}-{board.cases[-1]}"
+    return f"{date}_class_{what}"
+
+
 def save_scoreboard(board: Scoreboard, folder: str | Path, stem: str, with_html: bool = False) -> list[Path]:
     """Write the scoreboard's JSON, CSV and Markdown (and HTML) side by side, never over an existing one."""
     folder = Path(folder)

@@ -98,3 +98,12 @@ def test_ceilings_without_a_gpu_suggest_no_option_it_lacks():
     result = CliRunner().invoke(main, ["ceilings"])
     assert result.exit_code == 3
     assert "ceilings are measured on this machine's GPU" in result.output and "--variant" not in result.output
+
+
+def test_the_variant_listing_without_resources_compiles_nothing():
+    from attnbench.api.explain import variant_listing
+
+    listing = variant_listing(64, resources=False)
+    assert listing.figures == {} and listing.arch == "sm_90"
+    names = [v.name for v in listing.variants]
+    assert "cpu" in names and "bankfree" in names and len(names) == len(set(names))

@@ -1,7 +1,10 @@
-"""The judge says how much it will write before it writes it."""
+"""The judge API: how much it will write, said before it writes it; the options a judge takes."""
+
+import pytest
 
 from attnbench.api import programs
 from attnbench.cases import suite
+from attnbench.errors import UsageError
 
 
 def test_judge_writes_counts_only_what_is_not_generated_yet():
@@ -11,3 +14,26 @@ def test_judge_writes_counts_only_what_is_not_generated_yet():
     assert programs.judge_writes(["odd_1000x128"]) == case.shape.input_bytes + case.shape.output_bytes
     suite.generate_input(case)
     assert programs.judge_writes("odd_1000x128") == case.shape.output_bytes
+
+
+def test_judge_options_refuse_what_does_not_fit_together(tmp_path):
+    with pytest.raises(UsageError, match="judge needs a PROGRAM"):
+        programs.JudgeOptions()
+    (tmp_path / "a.cu").write_text("")
+    with pytest.raises(UsageError, match="--launcher and --args are for one program"):
+        programs.JudgeOptions(programs=(str(tmp_path / "a.cu"),), launcher="srun")
+    assert programs.JudgeOptions(programs=(str(tmp_path),)).judges_a_class  # a folder of submissions
+    assert programs.JudgeOptions(resume=str(tmp_path)).judges_a_class
+    assert not programs.JudgeOptions(programs=("./hw4",), launcher="srun").judges_a_class
+
+
+def test_a_judge_says_what_its_cases_will_write_before_it_starts(monkeypatch):
+    said, started = [], []
+    monkeypatch.setattr(programs, "judge_writes", lambda cases: 3 * 10**6)
+    monkeypatch.setattr(programs, "judge", lambda *args, **kwargs: started.append(list(said)))
+    programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01"), notice=said.append)
+    assert started == [said] and "the cases not generated yet take 3 MB" in said[0] and "--cases" in said[0]
+    monkeypatch.setattr(programs, "judge_writes", lambda cases: 0)
+    said.clear()
+    programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01"), notice=said.append)
+    assert said == []

@@ -32,3 +32,12 @@ def test_mixed_gpu_kinds_are_said():
     assert not any("kinds of GPU" in line for line in scoreboard_lines(board()))
     assert any("2 kinds of GPU (H200, H100)" in line
                for line in scoreboard_lines(board("H100")))
+
+
+def test_a_class_is_saved_under_its_date_and_cases():
+    from attnbench.output.scoreboard import class_stem
+
+    board = Scoreboard(["t01", "t02", "t03"], [], metadata={"date": "2026-11-22T10:00:00"})
+    assert class_stem(board, "course") == "2026-11-22_class_course"
+    assert class_stem(board, "t01,t02,t03") == "2026-11-22_class_t01-t03"
+    assert class_stem(Scoreboard(["t01"], []), "my/case.in") == "undated_class_t01-t01"

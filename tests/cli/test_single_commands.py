@@ -1,23 +1,13 @@
+"""gen, cases, run, verify and list (attnbench/cli/single_commands.py)."""
+
 import json
 import struct
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from attnbench.cases import suite
 from attnbench.cases.testcase import Shape, read_output, write_output
-from attnbench.cli import main
-
-
-@pytest.fixture
-def cli():
-    runner = CliRunner()
-
-    def invoke(*args):
-        return runner.invoke(main, list(args), catch_exceptions=False)
-
-    return invoke
 
 
 def test_gen_run_and_verify_with_the_cpu_variant(cli, tmp_path):
@@ -129,34 +119,6 @@ def test_list_and_cases_print_tables(cli):
     assert result.exit_code == 0 and "t29" in result.output and "known" in result.output
 
 
-def test_every_command_has_an_example_in_its_help(cli):
-    for name in main.commands:
-        result = cli(name, "--help")
-        assert result.exit_code == 0
-        assert "Example" in result.output, name
-
-
-def test_a_local_compare_interrupted_saves_what_was_measured_and_exits_130(cli, tmp_path, monkeypatch):
-    from attnbench.bench import matrix
-    from attnbench.results.resultset import load
-
-    real_run_cell, calls = matrix.run_cell, []
-
-    def interrupted_on_the_second(*args, **kwargs):
-        calls.append(args[1])
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real_run_cell(*args, **kwargs)
-
-    monkeypatch.setattr(matrix, "run_cell", interrupted_on_the_second)
-    result = cli("compare", "--variants", "cpu", "--cases", "odd_17x48,odd_100x32", "--reps", "3",
-                 "--results-dir", str(tmp_path), "--name", "cut")
-    assert result.exit_code == 130, result.output
-    saved = load(tmp_path / "cut.json")
-    assert [(c.case, c.status) for c in saved.cells] == [("odd_17x48", "ok")]
-    assert [c.label for c in saved.cases] == ["odd_17x48"] and saved.settings["interrupted"] is True
-
-
 def test_a_run_without_check_whose_output_holds_nan_exits_1_and_says_so(cli, tmp_path):
     from attnbench.cases.testcase import Testcase, write_testcase
 
@@ -170,28 +132,6 @@ def test_a_run_without_check_whose_output_holds_nan_exits_1_and_says_so(cli, tmp
     assert result.exit_code == 1, result.output
     said = " ".join(result.output.split())
     assert f"{17 * 48} of {2 * 17 * 48} elements of {out} are NaN or Inf" in said
-
-
-@pytest.mark.parametrize("args, where", [
-    (["run", "t02"], "attnbench run"),
-    (["run", "t02", "o.bin", "--reps", "0"], "attnbench run"),
-    (["run", "t02", "o.bin", "--atol", "nan"], "attnbench run"),
-    (["compare", "--json"], "attnbench compare"),
-    (["nosuch"], "attnbench"),
-])
-def test_a_usage_error_is_one_line_then_where_the_help_is(args, where):
-    result = CliRunner().invoke(main, args, prog_name="attnbench")
-    assert result.exit_code == 2
-    lines = result.output.splitlines()
-    assert len(lines) == 2 and lines[0].startswith("error: ") and lines[1] == f"see '{where} --help'", result.output
-    assert "Usage:" not in result.output and "--job-seconds" not in result.output
-
-
-def test_every_commands_help_lists_the_exit_codes():
-    for name in main.commands:
-        result = CliRunner().invoke(main, [name, "--help"], terminal_width=100)
-        said = " ".join(result.output.split())
-        assert result.exit_code == 0 and "130" in said and " 3 " in said, name
 
 
 def test_without_a_gpu_run_and_profile_refuse_before_writing_the_input(cli):
@@ -234,54 +174,3 @@ def test_piped_output_of_gen_and_run_check_has_no_blank_line(cli, tmp_path):
     result = cli("run", str(own), str(tmp_path / "o.bin"), "--variant", "cpu", "--check", "--reps", "2")
     assert result.exit_code == 0, result.output
     assert "\x1b" not in result.output and not result.output.startswith("\n")
-
-
-def test_a_compare_against_a_saved_run_saves_its_verdicts_and_names_that_run(cli, tmp_path):
-    import csv
-
-    first = cli("compare", "-v", "cpu", "-c", "odd_17x48", "--reps", "8", "--results-dir", str(tmp_path), "--name", "a")
-    assert first.exit_code == 0, first.output
-    again = cli("compare", "--against", str(tmp_path / "a.json"), "--reps", "8", "--results-dir", str(tmp_path),
-                "--name", "b", "--same-within", "1000%")
-    assert again.exit_code == 0, again.output
-    record = json.loads((tmp_path / "b.json").read_text())["settings"]["against"]
-    assert record["saved"] == "a" and record["saved_path"] == str(tmp_path / "a.json")
-    assert [(c["variant"], c["case"], c["verdict"]) for c in record["cells"]] == [("cpu", "odd_17x48", "SAME")]
-    rows = list(csv.DictReader((tmp_path / "b.csv").read_text().splitlines()))
-    assert rows[0]["against"] == "a" and rows[0]["against_verdict"] == "SAME"
-    markdown = (tmp_path / "b.md").read_text()
-    assert "## Against a" in markdown and "SAME" in markdown.split("## Against a")[1]
-
-
-@pytest.mark.parametrize("args", [["cases", "all", "--wide"], ["run", "odd_17x48", "{tmp}/o.bin", "-v", "cpu", "--json"]])
-def test_a_reader_that_stops_early_is_no_failure(args, tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    import attnbench
-
-    root = Path(attnbench.__file__).resolve().parents[1]
-    command = [sys.executable, "-m", "attnbench", *[a.replace("{tmp}", str(tmp_path)) for a in args]]
-    process = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    process.stdout.close()  # as `| head -0` would
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 0, stderr.decode()
-
-
-def test_compare_prints_failed_cells_then_each_warning_once_with_its_cells():
-    from attnbench.bench.sampler import NOISE_WARNING
-    from attnbench.cli.matrix_commands import _print_problems
-    from attnbench.output.terminal import err_console
-    from tests.synthetic import COURSE_SHAPES, result_set
-
-    result = result_set({"a": {"t10": 1.0, "t11": None}, "b": {"t10": 2.0, "t11": 3.0}},
-                        {c: COURSE_SHAPES[c] for c in ("t10", "t11")})
-    for cell in result.cells:
-        if cell.measurement is not None:
-            cell.measurement.kernel.warnings.append(NOISE_WARNING)
-    with err_console.capture() as captured:
-        _print_problems(result)
-    lines = captured.get().splitlines()
-    assert lines[0] == "WRONG a on t11: 3 of 100 elements fail |out - ref| <= 0.005"
-    assert lines[1:] == [f"warning: {NOISE_WARNING.sentence()} [a/t10, b/t10, b/t11]"]

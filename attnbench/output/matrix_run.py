@@ -1,0 +1,72 @@
+"""A matrix run (compare or sweep) on the terminal: its tables, its wrong cells and warnings, the files
+it is saved to, and the line that explains a failing exit status."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attnbench.analysis.against import AgainstReport
+from attnbench.analysis.view import MatrixView, failures
+from attnbench.errors import PlotsUnavailable
+from attnbench.output import result_tables
+from attnbench.output.clock_note import clock_note
+from attnbench.output.terminal import console, err_console, print_table, print_warnings
+from attnbench.results.resultset import ResultSet
+from attnbench.results.metadata import gpu_label
+
+
+def device_words(result: ResultSet) -> str:
+    """The device(s) of a run, in words: 'NVIDIA H200', or '2 GPUs (NVIDIA H200 x2)'."""
+    gpus = result.metadata.get("gpus") or []
+    if len(gpus) < 2:
+        return gpu_label(result.metadata)
+    names = [g.get("name") or "?" for g in gpus]
+    return f"{len(gpus)} GPUs (" + ", ".join(f"{n} x{names.count(n)}" for n in dict.fromkeys(names)) + ")"
+
+
+def print_matrix(result: ResultSet, baseline: str | None, same_within: float, title: str) -> None:
+    """The run's tables under its title, the correctness table when any cell failed, the clock note."""
+    console.print(f"[bold]{title}[/bold]", highlight=False, soft_wrap=True)
+    view = MatrixView(result, baseline, same_within)
+    bad = failures(result)
+    for table in result_tables.matrix_tables(view, with_correctness=bad > 0):
+        print_table(table)
+    clock = clock_note(result)
+    if clock is not None:
+        console.print(clock, highlight=False, soft_wrap=True, style="dim")
+
+
+def print_problems(result: ResultSet) -> None:
+    """Wrong and failed cells, then warnings grouped one line per kind."""
+    for cell in result_tables.failed_cells(result):
+        err_console.print(f"[red]{cell.status.upper()}[/red] {result_tables.failure_text(cell)}", highlight=False,
+                          markup=True, soft_wrap=True)
+    for warning, where in result_tables.grouped_warnings(result):
+        print_warnings([f"{warning.sentence()} [{result_tables.places_text(where)}]"])
+
+
+def save_run(result: ResultSet, results_dir: str | Path, name: str | None, selector: str | None,
+             plot: bool) -> None:
+    """Save the run's JSON, CSV and Markdown (and its plots, when asked) and say where."""
+    from attnbench.output.save import save
+
+    paths = save(result, results_dir, name, selector)
+    for path in paths:
+        console.print(f"saved {path}", highlight=False, soft_wrap=True)
+    if plot:
+        from attnbench.output.plots import plots_for
+
+        try:
+            written = plots_for(result, paths[0].parent, paths[0].stem)
+        except PlotsUnavailable as exc:
+            print_warnings([f"{exc}; no plots written"])
+        else:
+            for path in written:
+                console.print(f"plot {path}", highlight=False, soft_wrap=True)
+
+
+def print_exit_status(status: int, result: ResultSet, report: AgainstReport | None) -> None:
+    """Why a compare exits non-zero: its failed cells and, against a saved run, its regressions."""
+    err_console.print(f"exit status {status}: {failures(result)} wrong, impossible or failed cell(s)"
+                      + (f", {report.regressions} regression(s)" if report is not None else ""),
+                      highlight=False, soft_wrap=True)

@@ -1,0 +1,51 @@
+"""The command group (attnbench/cli/__init__.py): help, usage errors, exit codes, a reader that leaves early."""
+
+import pytest
+from click.testing import CliRunner
+
+from attnbench.cli import main
+
+
+def test_every_command_has_an_example_in_its_help(cli):
+    for name in main.commands:
+        result = cli(name, "--help")
+        assert result.exit_code == 0
+        assert "Example" in result.output, name
+
+
+@pytest.mark.parametrize("args, where", [
+    (["run", "t02"], "attnbench run"),
+    (["run", "t02", "o.bin", "--reps", "0"], "attnbench run"),
+    (["run", "t02", "o.bin", "--atol", "nan"], "attnbench run"),
+    (["compare", "--json"], "attnbench compare"),
+    (["nosuch"], "attnbench"),
+])
+def test_a_usage_error_is_one_line_then_where_the_help_is(args, where):
+    result = CliRunner().invoke(main, args, prog_name="attnbench")
+    assert result.exit_code == 2
+    lines = result.output.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("error: ") and lines[1] == f"see '{where} --help'", result.output
+    assert "Usage:" not in result.output and "--job-seconds" not in result.output
+
+
+def test_every_commands_help_lists_the_exit_codes():
+    for name in main.commands:
+        result = CliRunner().invoke(main, [name, "--help"], terminal_width=100)
+        said = " ".join(result.output.split())
+        assert result.exit_code == 0 and "130" in said and " 3 " in said, name
+
+
+@pytest.mark.parametrize("args", [["cases", "all", "--wide"], ["run", "odd_17x48", "{tmp}/o.bin", "-v", "cpu", "--json"]])
+def test_a_reader_that_stops_early_is_no_failure(args, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import attnbench
+
+    root = Path(attnbench.__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "attnbench", *[a.replace("{tmp}", str(tmp_path)) for a in args]]
+    process = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # as `| head -0` would
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr.decode()

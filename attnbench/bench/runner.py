@@ -106,7 +106,8 @@ def _verify_timed(execution: Execution, variant: Variant, stats: KernelStats, ba
     expected_from = ("the first pass's output (checked against the float64 reference)" if with_reference
                      else "the first pass's output (no reference: scanned for NaN and Inf only)")
     return check_timed_passes(execution, stats, base, shape, flush_l2=flush_l2, atol=tolerance[0], rtol=tolerance[1],
-                              expected_from=expected_from, device_clock=not variant.kind.runs_on_host, kept=kept)
+                              expected_from=expected_from, device_clock=not variant.kind.runs_on_host, kept=kept,
+                              slack_ms=variant.kind.launch_slack_ms)
 
 
 def _flushes(policy: TimingPolicy, timer: Timer | None) -> bool:

@@ -24,10 +24,11 @@ cases). A host backend, a device without room for the copy, or a kept copy that 
 checks on the host's threads instead, against the host's copy.
 
 A kernel that computes honestly whenever its input changed passes those checks, so each pass's TIME
-must agree with the samples': at most max(1.5 x the median, the slowest sample) + 0.05 ms. An honest
-pass on a changed input with the same L2 policy costs what a sample costs (the slowest sample bounds
-its jitter, 1.5x its clock and cache state, the 0.05 ms the launch latency of kernels of a few
-microseconds); a kernel that skipped work in the samples is many times over. A pass over the limit is
+must agree with the samples': at most max(1.5 x the median, the slowest sample) + the backend's launch
+slack (0.05 ms for a pycuda launch, 0.25 ms for a Python-level launcher: `BackendKind.launch_slack_ms`).
+An honest pass on a changed input with the same L2 policy costs what a sample costs (the slowest sample
+bounds its jitter, 1.5x its clock and cache state, the slack the host's launch work that can fall inside
+the window of a kernel of a few microseconds); a kernel that skipped work in the samples is many times over. A pass over the limit is
 redone, each time on a fresh change (so a cache cannot help), up to 3 times: only when every attempt
 is over is it skipped work, so a host hiccup inside an event window (a page fault, a GC pause before a
 launch) is no verdict. attnbench's own host variant (the host clock, on a shared machine) is held to
@@ -57,12 +58,12 @@ from attnbench.results.timed_check import SKIPPED_WORK, WRONG_VALUES, ClockDisag
 
 PASSES = 2
 TIME_FACTOR = 1.5
-TIME_SLACK_MS = 0.05
+TIME_SLACK_MS = 0.05  # a pycuda launch's (the default: BackendKind.launch_slack_ms says each backend's)
 WALL_FACTOR = 1.25
 WALL_SLACK_MS = 2.0
 TIME_ATTEMPTS = 3  # a pass over the time limit is redone on a fresh change: one hiccup of the host is no verdict
-TIME_RULE = (f"every verified pass <= max({TIME_FACTOR:g} x median, slowest sample) + {TIME_SLACK_MS:g} ms, "
-             "timed as the samples were")
+def time_rule(slack_ms: float) -> str:
+    return f"every verified pass <= max({TIME_FACTOR:g} x median, slowest sample) + {slack_ms:g} ms, timed as the samples were"
 
 
 def _one_pass(execution: Execution, change: InputTransform, poison: bool, flush_l2: bool,
@@ -118,16 +119,18 @@ def pass_errors(got: np.ndarray, base: Any, transform: InputTransform, shape: Sh
 
 def check_timed_passes(execution: Execution, stats: KernelStats, base: Any, shape: Shape, *, flush_l2: bool,
                        atol: float, rtol: float, expected_from: str, device_clock: bool,
-                       kept: OutputCheck | None = None, rng: np.random.Generator | None = None,
-                       passes: int = PASSES, wall_clock: Callable[[], float] = time.perf_counter) -> TimedCheck:
+                       kept: OutputCheck | None = None, slack_ms: float = TIME_SLACK_MS,
+                       rng: np.random.Generator | None = None, passes: int = PASSES,
+                       wall_clock: Callable[[], float] = time.perf_counter) -> TimedCheck:
     """Run the verified passes on `execution` after its samples (`stats`); `base` is the first pass's
     output (checked), `kept` its copy on the device (None: check on the host), `device_clock` False for
-    attnbench's own host variant (values only, no time rule). The caller frees `kept`."""
+    attnbench's own host variant (values only, no time rule), `slack_ms` the backend's launch slack. The caller
+    frees `kept`."""
     rng = rng or entropy_rng()
     samples = stats.samples_ms
     median = float(np.median(samples)) if samples else 0.0
     slowest = max(samples) if samples else 0.0
-    limit = max(TIME_FACTOR * median, slowest) + TIME_SLACK_MS if device_clock and samples else None
+    limit = max(TIME_FACTOR * median, slowest) + slack_ms if device_clock and samples else None
     cumulative = InputTransform.identity(shape)
     verified: list[VerifiedPass] = []
     wrong = skipped = False
@@ -150,7 +153,7 @@ def check_timed_passes(execution: Execution, stats: KernelStats, base: Any, shap
     failure = WRONG_VALUES if wrong else (SKIPPED_WORK if skipped else None)
     warning = _clock_disagreement(verified) if device_clock else None
     return TimedCheck(verified, shape.elements, atol, rtol, expected_from, median, slowest, limit, failure, warning,
-                      TIME_RULE if limit is not None else "values only (attnbench's own host variant)")
+                      time_rule(slack_ms) if limit is not None else "values only (attnbench's own host variant)")
 
 
 def _clock_disagreement(verified: list[VerifiedPass]) -> ClockDisagreement | None:

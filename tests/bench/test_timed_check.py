@@ -282,7 +282,7 @@ def test_one_slow_wall_clock_reading_is_not_a_warning(rng):
     assert result.passed and result.clock_warning is None
 
 
-def verified_at(testcase: Testcase, samples: list[float], verified_ms: float) -> TimedCheck:
+def verified_at(testcase: Testcase, samples: list[float], verified_ms: float, slack_ms: float = 0.05) -> TimedCheck:
     """The verified passes of an honest kernel whose passes take `verified_ms`, after `samples`."""
     device = SimulatedDevice(testcase, honest)
     device.run_pass()
@@ -296,7 +296,7 @@ def verified_at(testcase: Testcase, samples: list[float], verified_ms: float) ->
     device.run_pass = timed_pass
     stats = type("Stats", (), {"samples_ms": samples})()
     return check_timed_passes(device, stats, base, testcase.shape, flush_l2=False, atol=5e-3, rtol=0.0,
-                              expected_from="x", device_clock=True, wall_clock=device.wall_clock)
+                              expected_from="x", device_clock=True, slack_ms=slack_ms, wall_clock=device.wall_clock)
 
 
 @pytest.mark.parametrize("samples,allowed", [([1.0] * 9 + [3.0], 3.0), ([1.0] * 10, 1.5), ([0.004] * 10, 0.05)])
@@ -307,6 +307,15 @@ def test_the_time_rule_allows_the_slowest_sample_and_launch_latency(samples, all
     assert verified_at(tc, samples, allowed).passed
     over = verified_at(tc, samples, allowed * 1.1 + 0.01)
     assert over.failure == SKIPPED_WORK and [p.attempt for p in over.passes] == [1, 2, 3, 1, 2, 3]
+
+
+def test_a_python_level_launcher_gets_its_own_launch_slack(rng):
+    """A 0.03 ms triton pass whose verified passes took 0.096 ms (its launcher's host time in the window)."""
+    tc = random_testcase(2, 8, 4, rng)
+    samples = [0.0297, 0.0297, 0.0445]
+    assert verified_at(tc, samples, 0.096).failure == SKIPPED_WORK
+    held = verified_at(tc, samples, 0.096, slack_ms=0.25)
+    assert held.passed and "+ 0.25 ms" in held.rule
 
 
 def test_one_slow_pass_is_redone_on_a_fresh_change(rng):

@@ -25,8 +25,7 @@ from attnbench.backends.registry import make_execution
 from attnbench.results.ceilings import applied_ceiling, cached_for, datasheet_ceiling, measured_dram_bandwidth
 from attnbench.bench.chunk_plan import ChunkPlan, keeps_output, plan_for_input
 from attnbench.bench.pipeline import run_pipeline
-from attnbench.bench.sampler import TimingPolicy, sample_execution
-from attnbench.bench.sm_clock import SmClockRecorder
+from attnbench.bench.sampler import SmClockRecorder, TimingPolicy, sample_execution
 from attnbench.bench.timed_check import check_timed_passes
 from attnbench.bench.verify import COURSE_ATOL, FiniteCheck, compare_outputs, finite_check
 from attnbench.cases import suite

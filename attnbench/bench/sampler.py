@@ -2,7 +2,10 @@
 
 It owns how a pass is timed, whatever the backend: a backend supplies only "run one pass", a way
 to flush the L2 cache, and its clock (CUDA events for device work, the host clock for the cpu
-variant). The samples' statistics are `attnbench.results.stats.KernelStats`.
+variant). The samples' statistics are `attnbench.results.stats.KernelStats`. A device variant's samples
+also carry the SM clock each ran at (`SmClockRecorder`, read through NVML by the GPU object after each
+sample, outside the timed region); the rule of when a moving clock deserves a warning is
+`attnbench.results.clocks`.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from attnbench.backends.base import Clock
+from attnbench.backends.device import GpuDevice
 from attnbench.results.run_warnings import RunWarning, WarningKind
 from attnbench.results.stats import KernelStats, relative_noise
 
@@ -105,3 +109,30 @@ def sample_execution(execution: Timeable, policy: TimingPolicy, first_samples: l
                      on_sample: Callable[[float], None] | None = None) -> KernelStats:
     """Warm-up and samples of one pass each, by the policy (its L2 flush included)."""
     return measure(lambda: timed_passes(execution, 1, policy.flush_l2), policy, first_samples, on_sample=on_sample)
+
+
+class SmClockRecorder:
+    """Reads the GPU's SM clock (NVML) after each sample; gives up, leaving the clock unknown, at the first
+    read NVML cannot answer (no pynvml, no libnvidia-ml, a device it does not manage)."""
+
+    def __init__(self, gpu: GpuDevice | None) -> None:
+        self._gpu = gpu
+        self._read = getattr(gpu, "sm_clock_mhz", None)
+        self.clocks: list[float] | None = [] if callable(self._read) else None
+
+    def __call__(self, sample_ms: float) -> None:
+        if self.clocks is None or self._read is None:
+            return
+        found = self._read()
+        if found is None:
+            self.clocks = None
+        else:
+            self.clocks.append(found)
+
+    def attach(self, stats: KernelStats) -> KernelStats:
+        """Keep the clocks with the samples (when there is one per sample), and NVML's throttle reasons."""
+        if self.clocks is not None and len(self.clocks) == stats.count:
+            stats.clocks_mhz = self.clocks
+            reasons = getattr(self._gpu, "throttle_reasons", None)
+            stats.throttle_reasons = tuple(reasons()) if callable(reasons) else ()
+        return stats

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from attnbench.bench.sampler import FEW_SAMPLES_WARNING, NOISE_WARNING, TimingPolicy, measure
+from attnbench.bench.sampler import FEW_SAMPLES_WARNING, NOISE_WARNING, SmClockRecorder, TimingPolicy, measure
 from attnbench.results.run_warnings import RunWarning, WarningKind
 from attnbench.results.stats import KernelStats
 
@@ -255,3 +255,38 @@ def test_on_sample_skips_the_first_samples_given():
     seen = []
     stats = measure(lambda: 2.0, TimingPolicy(warmup=0, reps=3), first_samples=[5.0], on_sample=seen.append)
     assert stats.samples_ms == [5.0, 2.0, 2.0] and seen == [2.0, 2.0]
+
+
+# -- the SM clock per sample, kept only when NVML answered for every sample --------------------------------
+
+class Reads:
+    def __init__(self, *values):
+        self.values = list(values)
+
+    def sm_clock_mhz(self):
+        return self.values.pop(0)
+
+    def throttle_reasons(self):
+        return ["software power cap"]
+
+
+def test_one_clock_per_sample_with_the_throttle_reasons():
+    recorder = SmClockRecorder(Reads(1980.0, 1755.0))
+    recorder(1.0)
+    recorder(1.1)
+    stats = recorder.attach(KernelStats([1.0, 1.1]))
+    assert stats.clocks_mhz == [1980.0, 1755.0] and stats.throttle_reasons == ("software power cap",)
+
+
+def test_a_read_nvml_cannot_answer_leaves_the_clock_unknown():
+    recorder = SmClockRecorder(Reads(1980.0, None, 1755.0))
+    for sample in (1.0, 1.1, 1.2):
+        recorder(sample)
+    assert recorder.attach(KernelStats([1.0, 1.1, 1.2])).clocks_mhz is None
+
+
+def test_no_gpu_or_a_count_mismatch_keeps_nothing():
+    assert SmClockRecorder(None).attach(KernelStats([1.0])).clocks_mhz is None
+    recorder = SmClockRecorder(Reads(1980.0))
+    recorder(1.0)
+    assert recorder.attach(KernelStats([1.0, 2.0])).clocks_mhz is None  # samples it did not see

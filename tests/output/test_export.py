@@ -1,0 +1,48 @@
+"""attnbench.output.export: the saved formats; the CSV's header and values pinned against a saved copy."""
+
+from pathlib import Path
+
+from attnbench.output.export import CsvExporter
+from attnbench.results.floor import PhysicalFloor
+from attnbench.results.resultset import IMPOSSIBLE, Cell, ResultSet
+from tests.synthetic import COURSE_SHAPES, measurement, result_set
+
+PINNED_CSV = Path(__file__).resolve().parent.parent / "data" / "export_pinned.csv"
+
+
+def _floor(seconds: float) -> PhysicalFloor:
+    return PhysicalFloor(seconds, "memory", 1 << 20, 4.8e12, "datasheet", 1 << 30, 1.9e15, "a test rate",
+                         "NVIDIA H200", False)
+
+
+def pinned_result() -> ResultSet:
+    """Every kind of cell the CSV writes: timed (with clocks, a ceiling, a floor), wrong, impossible, refused,
+    failed, one measured on an input the result does not list, and one with a verdict against a saved run."""
+    times = {"naive": {"t10": 5.0, "t11": 7.0}, "bankfree": {"t10": 1.25, "t11": None}}
+    against = {"saved": "earlier", "cells": [
+        {"variant": "naive", "case": "t10", "verdict": "SAME", "change": 0.0125, "regression": False},
+        {"variant": "bankfree", "case": "t10", "verdict": "SLOWER", "change": 0.5, "regression": True}]}
+    result = result_set(times, {k: COURSE_SHAPES[k] for k in ("t10", "t11")}, baseline="naive",
+                        settings={"against": against})
+    timed = result.cell("naive", "t10").measurement
+    timed.kernel.clocks_mhz = [1755.0] * 50
+    timed.ceiling = {"name": "fp32 fma", "fraction": 0.25, "measured": True}
+    timed.floor = _floor(1e-4)
+    moved = result.cell("bankfree", "t10").measurement
+    moved.kernel.clocks_mhz = [1980.0] * 25 + [1500.0] * 25
+    impossible = measurement("naive", "t22", COURSE_SHAPES["t22"], 1e-6)
+    impossible.floor = _floor(1e-3)
+    result.cells.append(Cell("naive", "t22", IMPOSSIBLE, impossible.impossible_reason() or "", impossible,
+                             {"passed": True, "max_abs_error": 0.0, "rel_l2_error": 0.0}))
+    result.cells.append(Cell("naive", "t29", "refused", "naive needs N <= 16384, and the case has N=32768"))
+    result.cells.append(Cell("bankfree", "t29", "error", "bankfree: launching kernel k failed: out of resources"))
+    return result
+
+
+def test_the_csv_header_is_the_saved_one():
+    header = CsvExporter().render(pinned_result()).splitlines()[0]
+    assert header == PINNED_CSV.read_text().splitlines()[0]
+
+
+def test_the_csv_rows_are_the_saved_ones_value_for_value():
+    assert CsvExporter().render(pinned_result()) == PINNED_CSV.read_text()

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from attnbench.output.export import CsvExporter
+from attnbench.output.export.csv_export import CsvExporter
 from attnbench.results.floor import PhysicalFloor
 from attnbench.results.resultset import IMPOSSIBLE, Cell, ResultSet
 from tests.synthetic import COURSE_SHAPES, measurement, result_set

@@ -1,4 +1,4 @@
-"""Saved-result formats, one class per format: JSON (the saved schema), CSV (full precision), Markdown."""
+"""The CSV format: one row per cell, every number at full precision."""
 
 from __future__ import annotations
 
@@ -10,21 +10,8 @@ from typing import Any, Iterable
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.analysis.view import MatrixView
 from attnbench.files import write_text
-from attnbench.output.markdown import markdown_document
 from attnbench.results.metadata import gpu_label
-from attnbench.results.resultset import ResultSet, dumps
-
-
-class JsonExporter:
-    """The versioned results schema (see attnbench.results)."""
-
-    suffix = ".json"
-
-    def render(self, result: ResultSet) -> str:
-        return dumps(result)
-
-    def write(self, result: ResultSet, path: Path) -> None:
-        write_text(path, self.render(result))
+from attnbench.results.resultset import ResultSet
 
 
 CSV_COLUMNS = (
@@ -110,18 +97,3 @@ class CsvExporter:
 
     def write(self, result: ResultSet, path: Path) -> None:
         write_text(path, self.render(result))
-
-
-class MarkdownExporter:
-    """A Markdown page: environment, then time, TFLOP/s, speedup and correctness tables."""
-
-    suffix = ".md"
-
-    def render(self, result: ResultSet) -> str:
-        return markdown_document(result, result.settings.get("same_within", DEFAULT_SAME_WITHIN))
-
-    def write(self, result: ResultSet, path: Path) -> None:
-        write_text(path, self.render(result))
-
-
-EXPORTERS = (JsonExporter(), CsvExporter(), MarkdownExporter())

@@ -2,9 +2,11 @@
 
 from pathlib import Path
 
+from attnbench.output import save as saving
+from attnbench.output.export import EXPORTERS, Exporter
 from attnbench.output.export.csv_export import CsvExporter
 from attnbench.results.floor import PhysicalFloor
-from attnbench.results.resultset import IMPOSSIBLE, Cell, ResultSet
+from attnbench.results.resultset import IMPOSSIBLE, Cell, ResultSet, load
 from tests.synthetic import COURSE_SHAPES, measurement, result_set
 
 PINNED_CSV = Path(__file__).resolve().parent.parent / "data" / "export_pinned.csv"
@@ -19,9 +21,11 @@ def pinned_result() -> ResultSet:
     """Every kind of cell the CSV writes: timed (with clocks, a ceiling, a floor), wrong, impossible, refused,
     failed, one measured on an input the result does not list, and one with a verdict against a saved run."""
     times = {"naive": {"t10": 5.0, "t11": 7.0}, "bankfree": {"t10": 1.25, "t11": None}}
-    against = {"saved": "earlier", "cells": [
-        {"variant": "naive", "case": "t10", "verdict": "SAME", "change": 0.0125, "regression": False},
-        {"variant": "bankfree", "case": "t10", "verdict": "SLOWER", "change": 0.5, "regression": True}]}
+    against = {"saved": "earlier", "saved_path": None, "summary": "against earlier: SAME 1, SLOWER 1", "cells": [
+        {"variant": "naive", "case": "t10", "verdict": "SAME", "change": 0.0125, "regression": False,
+         "saved_ms": 4.94, "now_ms": 5.0, "change_text": "+1.2%", "note": ""},
+        {"variant": "bankfree", "case": "t10", "verdict": "SLOWER", "change": 0.5, "regression": True,
+         "saved_ms": 0.83, "now_ms": 1.25, "change_text": "+50%", "note": ""}]}
     result = result_set(times, {k: COURSE_SHAPES[k] for k in ("t10", "t11")}, baseline="naive",
                         settings={"against": against})
     timed = result.cell("naive", "t10").measurement
@@ -46,3 +50,28 @@ def test_the_csv_header_is_the_saved_one():
 
 def test_the_csv_rows_are_the_saved_ones_value_for_value():
     assert CsvExporter().render(pinned_result()) == PINNED_CSV.read_text()
+
+
+def test_every_format_writes_what_it_renders(tmp_path):
+    result = pinned_result()
+    assert [exporter.suffix for exporter in EXPORTERS] == [".json", ".csv", ".md"]
+    for exporter in EXPORTERS:
+        path = tmp_path / f"r{exporter.suffix}"
+        exporter.write(result, path)
+        assert path.read_text() == exporter.render(result)
+    assert load(tmp_path / "r.json").to_dict() == result.to_dict()
+
+
+class _PlainText(Exporter):
+    suffix = ".txt"
+
+    def render(self, result: ResultSet) -> str:
+        return f"{result.name}: {len(result.cells)} cells\n"
+
+
+def test_save_writes_every_registered_format_and_only_those(tmp_path, monkeypatch):
+    monkeypatch.setattr(saving, "EXPORTERS", (*EXPORTERS, _PlainText()))
+    paths = saving.save(pinned_result(), tmp_path, "pinned")
+    assert [p.name for p in paths] == ["pinned.json", "pinned.csv", "pinned.md", "pinned.txt"]
+    assert (tmp_path / "pinned.txt").read_text() == "pinned: 7 cells\n"  # the JSON names the result
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)

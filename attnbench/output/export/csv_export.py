@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
 from typing import Any, Iterable
 
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.analysis.view import MatrixView
-from attnbench.files import write_text
+from attnbench.output.export.exporter import Exporter
 from attnbench.results.metadata import gpu_label
 from attnbench.results.resultset import ResultSet
 
@@ -36,7 +35,7 @@ def _csv_value(value: Any) -> str:
     return str(value)
 
 
-class CsvExporter:
+class CsvExporter(Exporter):
     """One row per cell, every number at full precision."""
 
     suffix = ".csv"
@@ -94,6 +93,3 @@ class CsvExporter:
         for row in self.rows(result):
             writer.writerow([_csv_value(row.get(column)) for column in CSV_COLUMNS])
         return buffer.getvalue()
-
-    def write(self, result: ResultSet, path: Path) -> None:
-        write_text(path, self.render(result))

@@ -4,6 +4,8 @@ from pathlib import Path
 
 from attnbench.output import save as saving
 from attnbench.output.export import EXPORTERS, Exporter
+from attnbench.output.export import csv_export
+from attnbench.output.export.csv_columns import CSV_COLUMNS, CsvColumn
 from attnbench.output.export.csv_export import CsvExporter
 from attnbench.results.floor import PhysicalFloor
 from attnbench.results.resultset import IMPOSSIBLE, Cell, ResultSet, load
@@ -75,3 +77,19 @@ def test_save_writes_every_registered_format_and_only_those(tmp_path, monkeypatc
     assert [p.name for p in paths] == ["pinned.json", "pinned.csv", "pinned.md", "pinned.txt"]
     assert (tmp_path / "pinned.txt").read_text() == "pinned: 7 cells\n"  # the JSON names the result
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)
+
+
+def test_each_csv_column_is_declared_once_with_a_hint():
+    names = [column.name for column in CSV_COLUMNS]
+    assert len(names) == len(set(names))
+    assert all(column.hint for column in CSV_COLUMNS)
+
+
+def test_one_declaration_adds_a_column_to_the_header_and_every_row(monkeypatch):
+    peak = CsvColumn("peak_tflops", lambda row: row.cell.measurement and row.cell.measurement.peak_flops / 1e12,
+                     "TFLOP/s")
+    monkeypatch.setattr(csv_export, "CSV_COLUMNS", (*CSV_COLUMNS, peak))
+    lines = CsvExporter().render(pinned_result()).splitlines()
+    pinned = PINNED_CSV.read_text().splitlines()
+    assert lines[0] == pinned[0] + ",peak_tflops"
+    assert lines[1] == pinned[1] + ",66.9" and lines[-1] == pinned[-1] + ","

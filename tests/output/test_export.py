@@ -7,6 +7,7 @@ from attnbench.output.export import EXPORTERS, Exporter
 from attnbench.output.export import csv_export
 from attnbench.output.export.csv_columns import CSV_COLUMNS, CsvColumn
 from attnbench.output.export.csv_export import CsvExporter
+from attnbench.output.export.markdown_export import MarkdownExporter
 from attnbench.results.floor import PhysicalFloor
 from attnbench.results.resultset import IMPOSSIBLE, Cell, ResultSet, load
 from tests.synthetic import COURSE_SHAPES, measurement, result_set
@@ -93,3 +94,12 @@ def test_one_declaration_adds_a_column_to_the_header_and_every_row(monkeypatch):
     pinned = PINNED_CSV.read_text().splitlines()
     assert lines[0] == pinned[0] + ",peak_tflops"
     assert lines[1] == pinned[1] + ",66.9" and lines[-1] == pinned[-1] + ","
+
+
+def test_the_markdown_page_ends_with_what_each_csv_column_holds():
+    page = MarkdownExporter().render(pinned_result())
+    legend = page.split("## The CSV's columns\n\n")[1]
+    assert "| ms | median_ms, mean_ms, stdev_ms, min_ms, max_ms, p20_ms, p80_ms, floor_ms |" in legend
+    assert "| TFLOP/s | tflops |" in legend and "| MHz | sm_clock_mhz, sm_clock_min_mhz, sm_clock_max_mhz |" in legend
+    listed = [name for line in legend.splitlines()[2:] for name in line.split(" | ")[1].rstrip(" |").split(", ")]
+    assert sorted(listed) == sorted(column.name for column in CSV_COLUMNS)

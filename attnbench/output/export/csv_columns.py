@@ -4,7 +4,7 @@ A row reads one `CellRow`: a cell with its result, its input, its comparison wit
 verdict against a saved run. A column is a name, how it reads a row, and a hint saying what its numbers
 are (a unit such as "ms" or "TFLOP/s", or "fraction": 0.25 is 25%), as NVBench's summary values carry
 one. The header is the columns' names in the order below: adding a value to the model and one `CsvColumn`
-here adds it to the CSV.
+here adds it to the CSV, and its hint to the legend the Markdown page prints (`csv_legend`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from attnbench.analysis.verdict import TimeComparison
 from attnbench.analysis.view import MatrixView
 from attnbench.cases.inputs import CaseInfo
 from attnbench.cases.testcase import Shape
+from attnbench.output.table_model import TableModel, columns
 from attnbench.results.clocks import ClockSummary
 from attnbench.results.measurement import Measurement
 from attnbench.results.metadata import gpu_label
@@ -142,3 +143,14 @@ CSV_COLUMNS: tuple[CsvColumn, ...] = (
     CsvColumn("against_regression", _against("regression"), "true/false"),
 )
 
+
+
+def csv_legend() -> TableModel:
+    """What the CSV's values are: each hint with the columns that carry it, in the CSV's order."""
+    by_hint: dict[str, list[str]] = {}
+    for column in CSV_COLUMNS:
+        by_hint.setdefault(column.hint, []).append(column.name)
+    table = TableModel("The CSV's columns", columns("what the values are", "columns"))
+    for hint, names in by_hint.items():
+        table.add_row(hint, ", ".join(names))
+    return table

@@ -1,4 +1,4 @@
-"""Saving a result set: its JSON, CSV and Markdown side by side, never over an existing result."""
+"""Saving a result set: each of its formats (`EXPORTERS`) side by side, never over an existing result."""
 
 from __future__ import annotations
 
@@ -9,15 +9,13 @@ from attnbench.results.resultset import ResultSet, default_name, slug, unique_st
 
 
 def save(result: ResultSet, folder: str | Path, stem: str | None = None, selector: str | None = None) -> list[Path]:
-    """Write the JSON, CSV and Markdown of a result set; returns their paths, JSON first."""
+    """Write every format of a result set (JSON, CSV, Markdown); returns their paths, JSON first."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    suffixes = [e.suffix for e in EXPORTERS]
-    stem = unique_stem(folder, slug(stem, 120) if stem else default_name(result, selector), suffixes)
-    result.path = folder / f"{stem}.json"
-    paths = []
-    for exporter in EXPORTERS:
-        path = folder / f"{stem}{exporter.suffix}"
+    stem = unique_stem(folder, slug(stem, 120) if stem else default_name(result, selector),
+                       [exporter.suffix for exporter in EXPORTERS])
+    paths = [folder / f"{stem}{exporter.suffix}" for exporter in EXPORTERS]
+    result.path = paths[0]  # set before writing: the other formats may name the result by its JSON
+    for exporter, path in zip(EXPORTERS, paths):
         exporter.write(result, path)
-        paths.append(path)
     return paths

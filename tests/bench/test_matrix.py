@@ -267,7 +267,7 @@ def fake_h200(monkeypatch, tmp_path):
 
 
 def test_an_impossible_median_is_its_own_status_with_no_speed_and_exit_1(fake_h200):
-    from attnbench.output.export import CsvExporter
+    from attnbench.output.export.csv_export import CsvExporter
     from attnbench.results.resultset import dumps, loads
 
     gpu = fake_h200(1e-6)

@@ -1,0 +1,42 @@
+"""The CSV format: one row per cell, every number at full precision; its columns are `CSV_COLUMNS`."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any, Iterator
+
+from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
+from attnbench.output.export.csv_columns import CSV_COLUMNS, cell_rows
+from attnbench.output.export.exporter import Exporter
+from attnbench.results.resultset import ResultSet
+
+
+def _csv_value(value: Any) -> str:
+    """Full precision: repr of a float round-trips exactly."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+class CsvExporter(Exporter):
+    """One row per cell, every number at full precision."""
+
+    suffix = ".csv"
+
+    def rows(self, result: ResultSet, same_within: float = DEFAULT_SAME_WITHIN) -> Iterator[dict[str, Any]]:
+        """Each cell's values by column name (None where the cell has none)."""
+        for row in cell_rows(result, same_within):
+            yield {column.name: column.read(row) for column in CSV_COLUMNS}
+
+    def render(self, result: ResultSet) -> str:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow([column.name for column in CSV_COLUMNS])
+        for row in self.rows(result):
+            writer.writerow([_csv_value(value) for value in row.values()])
+        return buffer.getvalue()

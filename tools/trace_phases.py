@@ -58,7 +58,6 @@ from attnbench.backends import torch_peer  # noqa: E402
 timed(torch_peer, "import_torch")
 timed(gpumod.Gpu, "__init__")
 timed(cellgroups, "run_case_group", lambda plan, bi, *a, **k: bi.label)
-timed(cellgroups, "run_cell", lambda v, label, *a, **k: f"{v.name} {label}")
 timed(matrix, "run_cell", lambda v, label, *a, **k: f"{v.name} {label}")
 timed(matrix, "assemble")
 from attnbench.bench import check_rule  # noqa: E402

@@ -39,7 +39,7 @@ def import_torch() -> Any:
     return torch
 
 
-def _torch_index(torch: Any, gpu: GpuDevice) -> int:
+def torch_device_index(torch: Any, gpu: GpuDevice) -> int:
     """PyTorch's index of pycuda's device (the runtime may order devices differently)."""
     try:
         bus = gpu.device.pci_bus_id().lower()
@@ -93,7 +93,7 @@ class TorchExecution:
         torch = self.torch
         # float32 means float32: no TF32 in the math backend's matrix products.
         torch.backends.cuda.matmul.allow_tf32 = False
-        index = _torch_index(torch, self.gpu)
+        index = torch_device_index(torch, self.gpu)
         torch.cuda.set_device(index)
         device = torch.device("cuda", index)
         try:

@@ -133,9 +133,9 @@ class TritonExecution:
 
     def _device(self) -> Any:
         """PyTorch's device for the GPU pycuda opened, made current."""
-        from attnbench.backends.torch_peer import _torch_index
+        from attnbench.backends.torch_peer import torch_device_index
 
-        index = _torch_index(self.torch, self.gpu)
+        index = torch_device_index(self.torch, self.gpu)
         self.torch.cuda.set_device(index)
         return self.torch.device("cuda", index)
 

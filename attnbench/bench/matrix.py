@@ -1,12 +1,14 @@
 """The compare matrix: variants x inputs, each cell checked before it is timed.
 
-`run_matrix` runs the cells (input by input, so each testcase and reference is loaded once) and
-`assemble` turns them into a ResultSet with the run's metadata. Reading a matrix (speedups,
+`run_input` runs one loaded input's cells; `run_matrix` loops over it (input by input, so each testcase
+and reference is loaded once), as a worker's case group (`attnbench.spread.cellgroups`) wraps it, and
+`assemble` turns the cells into a ResultSet with the run's metadata. Reading a matrix (speedups,
 verdicts, regressions) is `attnbench.analysis`.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -108,6 +110,84 @@ def cell_work(variant: Variant, bench_input: BenchInput) -> float:
     return float(bench_input.shape.flops) * variant.kind.cost_weight
 
 
+def refusal_of(variant: Variant, shape: Shape, capability: tuple[int, int] | None) -> Refusal | None:
+    """Why `variant` refuses a case of this shape on a GPU of this capability (None: no GPU known), if it does."""
+    return variant.refusal(shape) or variant.gpu_refusal(capability)
+
+
+def cells_not_run(variants: list[Variant], label: str, shape: Shape, capability: tuple[int, int] | None,
+                  why: str) -> list[Cell]:
+    """The cells of an input that is not measured: refused where the variant refuses it, else ERROR with `why`."""
+    refusals = [refusal_of(v, shape, capability) for v in variants]
+    return [Cell.refused(label, refused) if refused is not None else Cell(v.name, label, ERROR, why)
+            for v, refused in zip(variants, refusals)]
+
+
+@dataclass
+class LoadedInput:
+    """An input ready for its cells: the testcase and its reference output."""
+
+    label: str
+    testcase: Any
+    reference: np.ndarray
+
+
+@dataclass
+class CellEvents:
+    """Where an input's cells are told as they start (the variant's name) and as they finish."""
+
+    started: Callable[[str], None]
+    finished: Callable[[Cell], None]
+
+
+def run_input(variants: list[Variant], loaded: LoadedInput, gpu: GpuDevice | None, settings: MatrixSettings,
+              events: CellEvents, failures_as_cells: bool = False) -> str | None:
+    """Run every variant on one loaded input, a cell at a time; why the CUDA context was lost, if a cell lost it.
+
+    A variant that refuses the shape or this GPU gets a refused cell. Once a GPU variant's failure has lost the
+    context (a kernel fault), the cells after it are ERROR cells, not run, and the caller must measure no more.
+    An unexpected exception stops the run, so that a bug surfaces, unless `failures_as_cells` (a worker, which
+    must report every cell) makes it that cell's ERROR."""
+    capability = getattr(gpu, "compute_capability", None)
+    shape = loaded.testcase.shape
+    for position, variant in enumerate(variants):
+        refused = refusal_of(variant, shape, capability)
+        if refused is not None:
+            events.finished(Cell.refused(loaded.label, refused))
+            continue
+        events.started(variant.name)
+        cell = _cell_or_failure(variant, loaded, gpu, settings, failures_as_cells)
+        events.finished(cell)
+        lost = _lost_context(cell, variant, loaded.label, gpu)
+        if lost is not None:
+            for rest in cells_not_run(variants[position + 1:], loaded.label, shape, capability, f"not run: {lost}"):
+                events.finished(rest)
+            return lost
+    return None
+
+
+def _cell_or_failure(variant: Variant, loaded: LoadedInput, gpu: GpuDevice | None, settings: MatrixSettings,
+                     failures_as_cells: bool) -> Cell:
+    try:
+        return run_cell(variant, loaded.label, loaded.testcase, loaded.reference, gpu, settings)
+    except Exception as exc:
+        if not failures_as_cells:
+            raise
+        return Cell(variant.name, loaded.label, ERROR, f"{type(exc).__name__}: {exc}")
+
+
+def _lost_context(cell: Cell, variant: Variant, label: str, gpu: GpuDevice | None) -> str | None:
+    """Why the CUDA context is gone after this cell failed (a kernel fault poisons it), or None."""
+    if cell.status != ERROR or gpu is None or not variant.kind.needs_gpu:
+        return None
+    broken = gpu.context_error()
+    return None if broken is None else f"the CUDA context was lost after {variant.name} failed on {label} ({broken})"
+
+
+def _started(listener: MatrixListener, case: str, variant: str) -> None:
+    listener.cell_started(variant, case)
+
+
 def run_matrix(
     variants: list[Variant],
     inputs: list[BenchInput],
@@ -115,58 +195,42 @@ def run_matrix(
     settings: MatrixSettings,
     listener: MatrixListener | None = None,
 ) -> tuple[list[CaseInfo], list[Cell]]:
-    """Run every (variant, input) cell: refused shapes are recorded, wrong outputs get no speed."""
+    """Run every (variant, input) cell, input by input: refused shapes are recorded, wrong outputs get no speed.
+
+    An input that cannot be loaded stops the run with its error; once the CUDA context is lost, the remaining
+    inputs are not loaded and their cells are ERROR cells saying why."""
     listener = listener or QuietListener()
     capability = getattr(gpu, "compute_capability", None)
-
-    def refusal(variant: Variant, shape: Shape) -> Refusal | None:
-        return variant.refusal(shape) or variant.gpu_refusal(capability)
-
-    work = {(v.name, i.label): cell_work(v, i) for i in inputs for v in variants if refusal(v, i.shape) is None}
+    work = {(v.name, i.label): cell_work(v, i) for i in inputs for v in variants
+            if refusal_of(v, i.shape, capability) is None}
     listener.start(len(variants) * len(inputs), sum(work.values()))
     infos: list[CaseInfo] = []
     cells: list[Cell] = []
+
+    def finished(cell: Cell) -> None:
+        listener.cell_finished(cell, work.get((cell.variant, cell.case), 0.0))
+        cells.append(cell)
+
+    lost: str | None = None
     try:
-        _run_cells(variants, inputs, gpu, settings, listener, refusal, work, infos, cells)
+        for bench_input in inputs:
+            label, shape = bench_input.label, bench_input.shape
+            if lost is not None or not any((v.name, label) in work for v in variants):  # do not load it
+                why = f"not run: {lost}" if lost is not None else "every variant refused it"
+                infos.append(CaseInfo(label, shape, None, "not loaded", "", why))
+                for cell in cells_not_run(variants, label, shape, capability, why):
+                    finished(cell)
+                continue
+            testcase = bench_input.load(listener.progress)
+            infos.append(bench_input.info(testcase))
+            loaded = LoadedInput(label, testcase, bench_input.reference(testcase, listener.progress))
+            started = functools.partial(_started, listener, label)
+            lost = run_input(variants, loaded, gpu, settings, CellEvents(started, finished))
+            del testcase, loaded  # the next input's arrays need the room
     except KeyboardInterrupt:
         measured = {cell.case for cell in cells}  # a case whose cells never ran is left out
         raise MatrixInterrupted("interrupted", [i for i in infos if i.label in measured], cells) from None
     return infos, cells
-
-
-def _run_cells(variants: list[Variant], inputs: list[BenchInput], gpu: GpuDevice | None, settings: MatrixSettings,
-               listener: MatrixListener, refusal: Callable[[Variant, Shape], Refusal | None],
-               work: dict[tuple[str, str], float], infos: list[CaseInfo], cells: list[Cell]) -> None:
-    """The cells input by input, appended to `infos` and `cells` as they finish."""
-    lost: str | None = None  # why the CUDA context is gone (a kernel fault): the remaining cells are not run
-    for bench_input in inputs:
-        takers = [v for v in variants if refusal(v, bench_input.shape) is None]
-        testcase = reference = None
-        if takers and not lost:
-            testcase = bench_input.load(listener.progress)
-            infos.append(bench_input.info(testcase))
-            reference = bench_input.reference(testcase, listener.progress)
-        else:  # nothing to run: do not generate or load it
-            infos.append(CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "",
-                                  lost or "every variant refused it"))
-        for variant in variants:
-            refused = refusal(variant, bench_input.shape)
-            if refused is not None or lost:
-                cell = (Cell.refused(bench_input.label, refused) if refused is not None
-                        else Cell(variant.name, bench_input.label, ERROR, lost or ""))
-                listener.cell_finished(cell, 0.0)
-                cells.append(cell)
-                continue
-            listener.cell_started(variant.name, bench_input.label)
-            cell = run_cell(variant, bench_input.label, testcase, reference, gpu, settings)
-            listener.cell_finished(cell, work[(variant.name, bench_input.label)])
-            cells.append(cell)
-            if cell.status == ERROR and gpu is not None and variant.kind.needs_gpu:
-                broken = gpu.context_error()
-                if broken is not None:
-                    lost = (f"not run: the CUDA context was lost after {variant.name} failed on {bench_input.label} "
-                            f"({broken})")
-        del testcase, reference
 
 
 def run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: GpuDevice | None,

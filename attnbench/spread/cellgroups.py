@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from attnbench.backends.device import GpuDevice
 from attnbench.bench.check_rule import CheckRule, CourseRule
-from attnbench.bench.matrix import MatrixSettings, cell_work, run_cell
+from attnbench.bench.matrix import CellEvents, LoadedInput, MatrixSettings, cell_work, run_input
 from attnbench.backends.program import EXE_PREFIX, program_variant
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.squarelab import LabTimer
@@ -27,7 +27,7 @@ from attnbench.cases.inputs import BenchInput, CaseInfo, SuiteInput
 from attnbench.errors import AttnbenchError, UsageError
 from attnbench.kernels.catalogue import get_variant
 from attnbench.kernels.variant import Variant
-from attnbench.results.resultset import ERROR, Cell
+from attnbench.results.resultset import ERROR, REFUSED, Cell
 
 # A cpu worker that stands in for a GPU has this name in its cells' extra["gpu"].
 STAND_IN_NAME = "cpu worker (standing in for a GPU)"
@@ -183,37 +183,37 @@ class GroupReport:
 
 
 def run_case_group(plan: CellPlan, bench_input: BenchInput, names: list[str], device: OpenDevice,
-                   report: GroupReport) -> None:
-    """Load one input and its reference, then run the named variants on it, one cell at a time.
+                   report: GroupReport) -> str | None:
+    """Load one input and its reference, then run the named variants on it, one cell at a time; why the
+    device's CUDA context was lost, if a cell lost it (the worker must then measure no more).
 
     Each event is reported as it happens, so a worker that dies loses only the cell it was running.
-    An input that cannot be loaded makes every one of its cells an ERROR with the reason."""
-    settings = plan.settings()
+    An input that cannot be loaded, and any unexpected failure of a cell, is an ERROR cell with the reason:
+    a worker reports every cell it was given."""
     try:
         variants = [plan.variant(name) for name in names]
         testcase = bench_input.load()
-        reference = bench_input.reference(testcase)
+        loaded = LoadedInput(bench_input.label, testcase, bench_input.reference(testcase))
         report.info(bench_input.info(testcase).to_dict())
     except Exception as exc:  # an unreadable input or an unknown variant: every cell says why
         why = str(exc) if isinstance(exc, AttnbenchError) else f"{type(exc).__name__}: {exc}"
-        report.info(CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "", why).to_dict())
-        for name in names:
-            report.finished(Cell(name, bench_input.label, ERROR, why).to_dict())
-        return
-    capability = getattr(device.gpu, "compute_capability", None)
-    for variant in variants:
-        refusal = variant.gpu_refusal(capability)
-        if refusal is not None:  # a variant for one architecture (sm_90a) on a GPU of another
-            report.finished(Cell.refused(bench_input.label, refusal).to_dict())
-            continue
-        report.started(variant.name)
-        try:
-            cell = run_cell(variant, bench_input.label, testcase, reference, device.gpu, settings)
-        except Exception as exc:  # a bug or an unexpected failure costs this cell, not the run
-            cell = Cell(variant.name, bench_input.label, ERROR, f"{type(exc).__name__}: {exc}")
-        if device.record is not None and cell.status != "refused":
+        report_not_run(bench_input, names, why, report)
+        return None
+
+    def finished(cell: Cell) -> None:
+        if device.record is not None and cell.status != REFUSED:
             cell.extra["gpu"] = dict(device.record)
         report.finished(cell.to_dict())
+
+    events = CellEvents(report.started, finished)
+    return run_input(variants, loaded, device.gpu, plan.settings(), events, failures_as_cells=True)
+
+
+def report_not_run(bench_input: BenchInput, names: list[str], why: str, report: GroupReport) -> None:
+    """A case group that is not measured: its input not loaded, and each named variant's cell an ERROR with `why`."""
+    report.info(CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "", why).to_dict())
+    for name in names:
+        report.finished(Cell(name, bench_input.label, ERROR, why).to_dict())
 
 
 def node_input(bench_input: BenchInput) -> BenchInput:

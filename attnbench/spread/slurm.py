@@ -23,7 +23,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from attnbench.spread.cellgroups import CellPlan, Device, GroupReport, node_input, open_device, run_case_group
+from attnbench.spread.cellgroups import (
+    CellPlan,
+    Device,
+    GroupReport,
+    node_input,
+    open_device,
+    report_not_run,
+    run_case_group,
+)
 from attnbench.spread.cellgroups import group_seconds as cells_seconds
 from attnbench.bench.matrix import MatrixListener, QuietListener, cell_work
 from attnbench.spread.workers import DeviceSummary, MatrixInterrupted
@@ -145,12 +153,16 @@ def run_job(plan: CellPlan, inputs: list[BenchInput]) -> dict[str, Any]:
     except AttnbenchError as exc:
         return {"error": f"{socket.gethostname()}: {exc}"}
     groups = []
+    lost: str | None = None  # why the device's CUDA context is gone: the job measures no more
     for bench_input in inputs:
         names = [v.name for v in variants if v.refusal(bench_input.shape) is None]
         found: dict[str, Any] = {}
         report = GroupReport(info=found.update)
         report.finished = report.cells.append
-        run_case_group(plan, node_input(bench_input), names, opened, report)
+        if lost is None:
+            lost = run_case_group(plan, node_input(bench_input), names, opened, report)
+        else:
+            report_not_run(bench_input, names, f"not run: {lost}", report)
         groups.append({"label": bench_input.label, "info": found, "cells": report.cells})
     return {"facts": opened.facts, "arch": opened.arch, "torch_versions": opened.torch_versions,
             "host": socket.gethostname(), "groups": groups}

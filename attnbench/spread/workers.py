@@ -7,7 +7,9 @@ first, to whichever worker is free, and merges what comes back into the cells a 
 would have made, in the same order.
 
 A worker that dies loses the cell it was running (an ERROR cell saying so); a new worker takes its
-place on the same device and finishes the rest of that case. Ctrl-C stops every worker and raises
+place on the same device and finishes the rest of that case. A worker whose CUDA context a kernel
+fault has lost reports the rest of its case as not run and stops, and its device is given up, as a
+one-process run stops measuring. Ctrl-C stops every worker and raises
 `MatrixInterrupted` with what was measured so far.
 """
 
@@ -92,7 +94,8 @@ class DeviceSummary:
 
 
 def _worker_main(device: Device, plan: CellPlan, inbox: Any, outbox: Any, workers: int) -> None:
-    """A worker: open the device, then run the case groups it is sent until it is sent None.
+    """A worker: open the device, then run the case groups it is sent until it is sent None (or until a
+    cell loses the device's CUDA context: the parent then gives the device up).
 
     `outbox` is this worker's own pipe to the parent: a worker killed in the middle of a message
     can spoil only its own pipe, never hold a lock the other workers need. The host's cores are
@@ -115,7 +118,10 @@ def _worker_main(device: Device, plan: CellPlan, inbox: Any, outbox: Any, worker
             started=lambda name: outbox.send(("started", device.index, group, name)),
             finished=lambda cell: outbox.send(("cell", device.index, group, cell)),
         )
-        run_case_group(plan, bench_input, names, opened, report)
+        lost = run_case_group(plan, bench_input, names, opened, report)
+        if lost is not None:  # its cells are all reported; a lost context must not measure again
+            outbox.send(("lost", device.index, group, lost))
+            return
         outbox.send(("done", device.index, group, None))
 
 
@@ -207,6 +213,11 @@ class DevicePool:
             self.unusable.append(f"{slot.device.label}: {rest[0]}")
             self.warn(f"{slot.device.label} cannot run: {rest[0]}")
             self._retire(slot, f"not run: {slot.device.label} could not start ({rest[0]})")
+        elif kind == "lost":
+            reason = f"{slot.device.label}: {rest[1]}"
+            self.unusable.append(reason)
+            self.warn(f"{slot.device.label} runs no more cells: {rest[1]}")
+            self._retire(slot, f"not run: {reason}")
         elif kind == "info":
             self.infos[rest[0]] = CaseInfo.from_dict(rest[1])
         elif kind == "started":

@@ -139,3 +139,25 @@ def test_a_cancelled_job_becomes_error_cells_and_the_rest_come_back(cluster, tmp
 def test_resume_takes_its_selection_from_the_folder(tmp_path):
     result = CliRunner().invoke(main, ["compare", "--resume", str(tmp_path), "-v", "cpu"])
     assert result.exit_code == 2 and "drop --variants, --cases and --against" in result.output
+
+
+def test_a_job_whose_context_is_lost_measures_no_more(monkeypatch):
+    from attnbench.cases.inputs import SyntheticInput
+    from attnbench.cases.testcase import Shape
+    from attnbench.spread.cellgroups import OpenDevice
+    from tests.bench.fake_cells import LosingGpu, UnreadableInput, fake_cells
+
+    fault = "an illegal memory access was encountered"
+    ran = fake_cells(monkeypatch, {"naive": "error"})
+    monkeypatch.setattr(slurm, "open_device", lambda device, variants: OpenDevice(LosingGpu(fault), None, {}))
+    plan = CellPlan.of(variants_for("naive,cpu"), lambda v: TimingPolicy(warmup=0, reps=1), CourseRule())
+    first = SyntheticInput(Shape(1, 9, 8), 1)
+    job = slurm.run_job(plan, [first, UnreadableInput(Shape(1, 9, 8), 2, "never_read")])  # loading it would raise
+    why = f"not run: the CUDA context was lost after naive failed on {first.label} ({fault})"
+    assert ran == ["naive"]
+    assert [(c["variant"], c["status"], c["message"]) for c in job["groups"][0]["cells"]] == [
+        ("naive", "error", "naive failed"), ("cpu", "error", why)]
+    later = job["groups"][1]
+    assert later["info"]["origin"] == "not loaded" and later["info"]["note"] == why
+    assert [(c["variant"], c["status"], c["message"]) for c in later["cells"]] == [
+        ("naive", "error", why), ("cpu", "error", why)]

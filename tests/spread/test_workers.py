@@ -241,3 +241,52 @@ def _torch_sees_a_gpu() -> bool:
     except ImportError:
         return False
     return bool(torch.cuda.is_available())
+
+
+def test_a_worker_whose_context_is_lost_says_so_and_stops(monkeypatch):
+    import queue
+
+    from attnbench.bench.sampler import TimingPolicy
+    from attnbench.spread import workers
+    from attnbench.spread.cellgroups import CellPlan, OpenDevice
+
+    lost = "the CUDA context was lost after naive failed on t02 (an illegal memory access was encountered)"
+    monkeypatch.setattr(workers.signal, "signal", lambda *args: None)  # this process keeps its Ctrl-C
+    monkeypatch.setattr(workers, "claim_share", lambda count: None)
+    monkeypatch.setattr(workers, "open_device", lambda device, variants: OpenDevice(None, None))
+    monkeypatch.setattr(workers, "run_case_group", lambda plan, bench_input, names, device, report: lost)
+    inbox, sent = queue.Queue(), []
+    for group in (0, 1):
+        inbox.put((group, None, ["naive"]))
+    workers._worker_main(Device(0), CellPlan(("naive",), {"naive": TimingPolicy()}), inbox,
+                         type("Pipe", (), {"send": sent.append})(), 1)
+    assert [m[0] for m in sent] == ["ready", "lost"] and sent[1] == ("lost", 0, 0, lost)
+    assert inbox.get_nowait()[0] == 1  # the next group was never taken
+
+
+def test_the_pool_gives_up_a_device_whose_context_is_lost():
+    import queue
+    from collections import deque
+
+    from attnbench.bench.sampler import TimingPolicy
+    from attnbench.cases.inputs import inputs_for
+    from attnbench.kernels.catalogue import variants_for
+    from attnbench.spread.cellgroups import CellPlan
+
+    variants = variants_for("cpu")
+    notes = []
+    pool = DevicePool([Device(0), Device(1)], variants, CellPlan.of(variants, lambda v: TimingPolicy(), CourseRule()),
+                      warn=notes.append)
+    pool.inputs = inputs_for("t01,t02")
+    pool.pending = deque([(1, ["cpu"])])
+    for slot in pool.slots.values():
+        slot.inbox = queue.Queue()
+    pool.slots[0].task = (0, [])  # its group's cells have all come back
+    pool.slots[1].retired = True
+    lost = "the CUDA context was lost after cpu failed on t01 (an illegal memory access was encountered)"
+    pool._handle(("lost", 0, 0, lost))
+    assert pool.slots[0].retired and pool.slots[0].task is None
+    assert notes == [f"GPU 0 runs no more cells: {lost}"]
+    pool._loop()  # no device is left for the pending group
+    cell = pool.cells[("cpu", "t02")]
+    assert cell.status == "error" and cell.message == f"not run: no device is left (GPU 0: {lost})"

@@ -1,0 +1,145 @@
+"""run_input: the cells of one loaded input, the loop that a one-process matrix (`run_matrix`) and a
+worker's case group (`spread.cellgroups.run_case_group`) share."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnbench.bench.matrix import CellEvents, LoadedInput, MatrixSettings, run_input, run_matrix
+from attnbench.bench.sampler import TimingPolicy
+from attnbench.cases.inputs import SyntheticInput, no_progress
+from attnbench.cases.testcase import Shape
+from attnbench.errors import TestcaseError
+from attnbench.kernels.catalogue import REGISTRY
+from attnbench.kernels.variant import Constraints, Variant
+from attnbench.results.resultset import ERROR
+from tests.bench.fake_cells import LosingGpu, UnreadableInput, fake_cells
+
+SETTINGS = MatrixSettings(policy=lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False))
+FAULT = "an illegal memory access was encountered"
+CPU32 = Variant(name="cpu32", report="test", technique="test", backend="cpu", constraints=Constraints(head_dims=(32,)))
+
+
+def loaded(shape: Shape = Shape(1, 9, 8)) -> LoadedInput:
+    bench_input = SyntheticInput(shape, 1)
+    return LoadedInput(bench_input.label, bench_input.load(), np.zeros(1, dtype=np.float32))
+
+
+def recorded() -> tuple[list[tuple], CellEvents]:
+    """Events as they come: ("started", variant) and (variant, status, message)."""
+    log: list[tuple] = []
+    events = CellEvents(lambda name: log.append(("started", name)),
+                        lambda cell: log.append((cell.variant, cell.status, cell.message)))
+    return log, events
+
+
+def variants(*names: str) -> list[Variant]:
+    return [CPU32 if name == "cpu32" else REGISTRY[name] for name in names]
+
+
+def test_each_variant_is_started_then_finished_and_a_refusal_is_never_started(monkeypatch):
+    ran = fake_cells(monkeypatch, {})
+    log, events = recorded()
+    gpu = LosingGpu(None)
+    lost = run_input(variants("cpu", "cpu32", "naive", "gemmwg3x"), loaded(), gpu, SETTINGS, events)
+    assert lost is None and ran == ["cpu", "naive"]
+    assert log[:2] == [("started", "cpu"), ("cpu", "ok", "")]
+    assert log[2][:2] == ("cpu32", "refused") and "d=8" in log[2][2]  # the shape's refusal
+    assert log[3:5] == [("started", "naive"), ("naive", "ok", "")]
+    assert log[5][:2] == ("gemmwg3x", "refused") and "sm_90a" in log[5][2]  # this GPU's refusal
+
+
+def test_a_lost_context_ends_the_input_with_cells_not_run_and_is_returned(monkeypatch):
+    ran = fake_cells(monkeypatch, {"naive": ERROR})
+    log, events = recorded()
+    lost = run_input(variants("naive", "cpu", "cpu32", "kernels"), loaded(), LosingGpu(FAULT), SETTINGS, events)
+    assert lost == f"the CUDA context was lost after naive failed on B1_N9_d8 ({FAULT})"
+    assert ran == ["naive"]
+    assert log[:2] == [("started", "naive"), ("naive", "error", "naive failed")]
+    assert log[2] == ("cpu", "error", f"not run: {lost}")
+    assert log[3][:2] == ("cpu32", "refused")  # a refusal stays a refusal
+    assert log[4] == ("kernels", "error", f"not run: {lost}")
+    assert len(log) == 5
+
+
+def test_a_failure_that_leaves_the_context_working_costs_only_its_cell(monkeypatch):
+    ran = fake_cells(monkeypatch, {"naive": ERROR})
+    log, events = recorded()
+    gpu = LosingGpu(None)
+    assert run_input(variants("naive", "kernels"), loaded(), gpu, SETTINGS, events) is None
+    assert ran == ["naive", "kernels"] and gpu.asked == 1 and log[-1] == ("kernels", "ok", "")
+
+
+def test_a_host_variant_failure_does_not_ask_after_the_context(monkeypatch):
+    fake_cells(monkeypatch, {"cpu": ERROR})
+    gpu = LosingGpu(FAULT)
+    assert run_input(variants("cpu", "naive"), loaded(), gpu, SETTINGS, recorded()[1]) is None
+    assert gpu.asked == 0
+
+
+def test_an_unexpected_exception_stops_a_one_process_run(monkeypatch):
+    ran = fake_cells(monkeypatch, {"cpu": RuntimeError("a bug")})
+    log, events = recorded()
+    with pytest.raises(RuntimeError, match="a bug"):
+        run_input(variants("cpu", "naive"), loaded(), None, SETTINGS, events)
+    assert ran == ["cpu"] and log == [("started", "cpu")]
+
+
+def test_a_worker_makes_an_unexpected_exception_its_cells_error_and_goes_on(monkeypatch):
+    ran = fake_cells(monkeypatch, {"cpu": RuntimeError("a bug")})
+    log, events = recorded()
+    assert run_input(variants("cpu", "naive"), loaded(), None, SETTINGS, events, failures_as_cells=True) is None
+    assert ran == ["cpu", "naive"]
+    assert ("cpu", "error", "RuntimeError: a bug") in log and log[-1] == ("naive", "ok", "")
+
+
+# -- run_matrix, a loop over run_input --------------------------------------------------------------
+def test_a_one_process_run_stops_on_an_input_that_cannot_be_loaded(monkeypatch):
+    fake_cells(monkeypatch, {})
+    inputs = [SyntheticInput(Shape(1, 9, 8), 1), UnreadableInput(Shape(1, 9, 8), 2, "broken")]
+    with pytest.raises(TestcaseError, match="broken: the file ends"):
+        run_matrix(variants("cpu"), inputs, None, SETTINGS)
+
+
+def test_once_the_context_is_lost_no_later_input_is_loaded(monkeypatch):
+    fake_cells(monkeypatch, {"naive": ERROR})
+    first = SyntheticInput(Shape(1, 9, 8), 1)
+    inputs = [first, UnreadableInput(Shape(1, 9, 32), 2, "never_read")]  # loading it would raise
+    infos, cells = run_matrix(variants("naive", "cpu32"), inputs, LosingGpu(FAULT), SETTINGS)
+    why = f"not run: the CUDA context was lost after naive failed on {first.label} ({FAULT})"
+    assert [(c.variant, c.case, c.status) for c in cells] == [
+        ("naive", first.label, "error"), ("cpu32", first.label, "refused"),
+        ("naive", "never_read", "error"), ("cpu32", "never_read", "error")]
+    assert cells[2].message == cells[3].message == why
+    assert infos[1].origin == "not loaded" and infos[1].note == why
+
+
+def test_an_input_every_variant_refuses_is_not_loaded(monkeypatch):
+    fake_cells(monkeypatch, {})
+    infos, cells = run_matrix([CPU32], [UnreadableInput(Shape(1, 9, 8), 2, "refused")], None, SETTINGS)
+    assert infos[0].origin == "not loaded" and infos[0].note == "every variant refused it"
+    assert [c.status for c in cells] == ["refused"]
+
+
+def test_the_listener_hears_each_cell_with_its_work(monkeypatch):
+    fake_cells(monkeypatch, {})
+    heard: list[tuple] = []
+
+    class Listener:
+        progress = staticmethod(no_progress)
+
+        def start(self, total_cells: int, total_work: float) -> None:
+            heard.append(("start", total_cells, total_work))
+
+        def cell_started(self, variant: str, case: str) -> None:
+            heard.append(("started", variant, case))
+
+        def cell_finished(self, cell, work: float) -> None:
+            heard.append((cell.variant, cell.status, work))
+
+    bench_input = SyntheticInput(Shape(1, 9, 8), 1)
+    run_matrix(variants("cpu", "cpu32"), [bench_input], None, SETTINGS, Listener())
+    work = float(bench_input.shape.flops) * REGISTRY["cpu"].kind.cost_weight
+    assert heard == [("start", 2, work), ("started", "cpu", bench_input.label), ("cpu", "ok", work),
+                     ("cpu32", "refused", 0.0)]

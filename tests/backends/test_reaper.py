@@ -43,3 +43,15 @@ def test_a_sweep_reports_what_it_could_not_kill(monkeypatch):
 
 def test_processes_of_counts_this_user():
     assert reaper.processes_of(os.getuid()) >= 1
+
+
+def test_a_zombie_seen_in_a_scan_means_another_scan(monkeypatch):
+    """/proc read line by line: a child listed alive forks, exits and reads as a zombie; its child, born after
+    the listing, shows up only in the next scan, which the sweep must make."""
+    scans = iter([{101: "Z"}, {102: "S"}, {}])
+    killed = []
+    monkeypatch.setattr(reaper, "descendants", lambda root: next(scans))
+    monkeypatch.setattr(reaper, "_reap", lambda pid: True)
+    monkeypatch.setattr(reaper.os, "kill", lambda pid, sig: killed.append(pid))
+    monkeypatch.setattr(reaper.time, "sleep", lambda s: None)
+    assert reaper.sweep(set()) == [] and killed == [102]

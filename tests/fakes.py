@@ -24,3 +24,17 @@ class FakeEvent:
 
     def time_till(self, other: FakeEvent) -> float:
         return self.elapsed_ms
+
+
+class SteadyClock:
+    """A sampler clock for fake kernels: every pass takes `pass_ms`. A fake kernel's host time is not what a test
+    of its execution asserts, and on a loaded machine a host clock lets the verified passes' time rule call an
+    honest fake's pass skipped work."""
+
+    pass_ms = 1.0
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> float:
+        return self.pass_ms

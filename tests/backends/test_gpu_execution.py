@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from attnbench.api import TimingOptions
-from attnbench.backends.base import HostClock
 from attnbench.bench.matrix import MatrixSettings, run_matrix
 from attnbench.bench.runner import run_variant
 from attnbench.bench.sampler import TimingPolicy
@@ -15,16 +14,15 @@ from attnbench.cases.inputs import SyntheticInput
 from attnbench.cases.testcase import Shape
 from tests.backends.test_gpu_pipeline_fake_driver import VARIANT, FakeDriver, FakeGpu
 from tests.conftest import random_testcase
+from tests.fakes import SteadyClock
 
 
-class LoggedClock(HostClock):
+class LoggedClock(SteadyClock):
     def __init__(self, log: list[str]) -> None:
-        super().__init__()
         self.log = log
 
     def start(self) -> None:
         self.log.append("start")
-        super().start()
 
     def stop(self) -> float:
         self.log.append("stop")

@@ -25,6 +25,7 @@ from attnbench.errors import DeviceMemoryError
 from attnbench.files import atomic_write
 from attnbench.kernels.variant import Launch, Variant
 from tests.conftest import random_testcase
+from tests.fakes import SteadyClock
 
 
 class FakeDriver:
@@ -153,7 +154,7 @@ class FakeFunction:
 class FakePermuteKernel:
     """cuda/permute_inputs.cu in numpy: dst item i, tensor t, row r = sign_t * src item items[i], row perm_t[r]."""
 
-    def __init__(self, driver: PermutingDriver) -> None:
+    def __init__(self, driver: FakeDriver) -> None:
         self.driver = driver
         self.launches = 0
 
@@ -224,9 +225,7 @@ class FakeGpu:
         return type("Compiled", (), {"functions": {"attn": function}, "compile_seconds": 0.0})()
 
     def clock(self, what):
-        from attnbench.backends.base import HostClock
-
-        return HostClock()
+        return SteadyClock()
 
     def l2_flush_pending_bytes(self) -> int:
         return 0

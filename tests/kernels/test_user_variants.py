@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from attnbench.backends.base import HostClock
 from attnbench.bench.runner import run_variant
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import compare_outputs
@@ -23,6 +22,7 @@ from attnbench.kernels.user import UserVariantError, find_launch_facts, load_var
 from attnbench.kernels.variant import Launch, Variant
 from tests.backends.test_gpu_pipeline_fake_driver import FakeCheckKernel
 from tests.conftest import random_testcase
+from tests.fakes import SteadyClock
 from tests.fakes import FakeEvent
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "report_kernel"
@@ -380,7 +380,7 @@ class FakeGpu:
         pass
 
     def clock(self, what):
-        return HostClock()
+        return SteadyClock()
 
     def __init__(self, layout):
         self.driver = FakeDriver()

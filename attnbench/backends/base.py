@@ -18,6 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from attnbench.backends.input_transform import InputTransform
+from attnbench.results.limits import DeviceLimits
 
 
 class HostClock:
@@ -65,6 +66,7 @@ class Execution(Protocol):
 
     device_name: str
     peak_flops: float | None
+    limits: DeviceLimits  # the floor and the peaks of the device its passes run on
     compile_s: float
     clock: Clock
 

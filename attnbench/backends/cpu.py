@@ -15,6 +15,7 @@ from attnbench.backends.base import HostClock
 from attnbench.backends.input_transform import InputTransform
 from attnbench.cases.testcase import Testcase
 from attnbench.host_threads import blas_single_threaded
+from attnbench.results.limits import HOST_LIMITS
 
 BLOCK_COLS = 32
 _GROUP_BYTES = 16 << 20  # a group of items at a time: bounds the temporaries beside the input and output
@@ -60,6 +61,7 @@ class CpuExecution:
     """The numpy variant: a pass computes the output on the host."""
 
     peak_flops = None
+    limits = HOST_LIMITS
     compile_s = 0.0
 
     def __init__(self, testcase: Testcase) -> None:

@@ -10,6 +10,7 @@ from attnbench.backends.gpu import CompiledVariant
 from attnbench.cases.testcase import Shape
 from attnbench.kernels.variant import Variant
 from attnbench.results.datasheet import DeviceFacts
+from attnbench.results.limits import DeviceLimits
 
 
 class GpuDevice(Protocol):
@@ -31,6 +32,9 @@ class GpuDevice(Protocol):
     def facts(self) -> dict[str, Any]: ...
 
     def device_facts(self) -> DeviceFacts: ...
+
+    @property
+    def limits(self) -> DeviceLimits: ...
 
     def free_memory(self) -> int: ...
 

@@ -16,7 +16,9 @@ from attnbench.cases.testcase import Shape
 from attnbench.errors import GpuUnavailable, KernelCompileError, KernelLaunchError
 from attnbench.kernels.nvcc import compile_options, compile_source, include_dirs, source_file, source_label
 from attnbench.kernels.variant import Launch, Variant
+from attnbench.results.ceilings import cached_for
 from attnbench.results.datasheet import DeviceFacts, fp32_peak_flops
+from attnbench.results.limits import DeviceLimits
 from attnbench.locations import kernel_dir
 
 
@@ -128,6 +130,7 @@ class Gpu:
         self._l2_flush_buffer: Any = None
         self._nvml: Any = None  # (pynvml, handle) once opened; False when NVML cannot be had
         self._support_functions: dict[str, Any] = {}
+        self._limits: DeviceLimits | None = None
 
     @property
     def l2_flush_bytes(self) -> int:
@@ -179,6 +182,13 @@ class Gpu:
         """What the datasheet peaks and the physical floor are computed from."""
         return DeviceFacts(self.name, self.compute_capability, self.sm_count, self.clock_khz, self.l2_bytes,
                            self.memory_clock_khz, self.memory_bus_bits)
+
+    @property
+    def limits(self) -> DeviceLimits:
+        """Its floor and peaks: the datasheet's facts and the ceilings cached for it, read once."""
+        if self._limits is None:
+            self._limits = DeviceLimits(self.device_facts(), cached_for(self))
+        return self._limits
 
     @property
     def fp32_peak_flops(self) -> float:

@@ -63,6 +63,7 @@ class GpuExecution:
         self.shape = shape
         self.device_name = gpu.name
         self.peak_flops = gpu.fp32_peak_flops
+        self.limits = gpu.limits
         self.compiled = gpu.compile(variant, shape)
         self.compile_s = self.compiled.compile_seconds
         self.clock = gpu.clock(f"{variant.name} on {shape}")

@@ -86,6 +86,7 @@ class TorchExecution:
         self.shape = testcase.shape
         self.device_name = gpu.name
         self.peak_flops = gpu.fp32_peak_flops
+        self.limits = gpu.limits
         self.clock: Any = gpu.clock(f"torch on {self.shape}")
         self._q = self._k = self._v = self._out = None
 

@@ -90,6 +90,7 @@ class TritonExecution:
         self.shape = testcase.shape
         self.device_name = gpu.name
         self.peak_flops = gpu.fp32_peak_flops
+        self.limits = gpu.limits
         self.precision = precision_of(variant)
         self.scale_log2 = float(np.float32(LOG2E / math.sqrt(self.shape.d)))
         self.qkv: Any = None

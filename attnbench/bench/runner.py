@@ -21,8 +21,7 @@ import numpy as np
 
 from attnbench.backends.base import Execution, OutputCheck
 from attnbench.backends.device import GpuDevice
-from attnbench.backends.registry import make_execution
-from attnbench.results.ceilings import applied_ceiling, cached_for, datasheet_ceiling, measured_dram_bandwidth
+from attnbench.backends.registry import make_execution, make_streaming_execution
 from attnbench.bench.chunk_plan import ChunkPlan, keeps_output, plan_for_input
 from attnbench.bench.pipeline import run_pipeline
 from attnbench.bench.sampler import SmClockRecorder, TimingPolicy, sample_execution
@@ -35,8 +34,6 @@ from attnbench.cases.testcase import OutputFile, Shape, Testcase, write_output
 from attnbench.errors import KernelLaunchError
 from attnbench.files import atomic_write
 from attnbench.kernels.variant import Variant
-from attnbench.results.datasheet import DeviceFacts
-from attnbench.results.floor import gpu_floor, host_floor
 from attnbench.results.measurement import Measurement
 from attnbench.results.stats import KernelStats
 from attnbench.results.timed_check import TimedCheck
@@ -91,12 +88,6 @@ def _time(execution: Execution, variant: Variant, policy: TimingPolicy, compute_
     return recorder.attach(sample_execution(execution, policy, on_sample=recorder))
 
 
-def device_facts(gpu: GpuDevice | None) -> DeviceFacts | None:
-    """The GPU's facts for its floor and datasheet peaks; None for a device that cannot give them."""
-    facts = getattr(gpu, "device_facts", None)
-    return facts() if callable(facts) else None
-
-
 def _verify_timed(execution: Execution, variant: Variant, stats: KernelStats, base: Any, shape: Shape,
                   flush_l2: bool, tolerance: tuple[float, float], with_reference: bool,
                   kept: OutputCheck | None) -> TimedCheck:
@@ -114,11 +105,11 @@ def _flushes(policy: TimingPolicy, timer: Timer | None) -> bool:
     return policy.flush_l2 if timer is None else bool(getattr(timer, "flush_l2", False))
 
 
-def _measurement(variant: Variant, case_label: str, shape: Shape, gpu: GpuDevice | None, execution: Execution,
-                 compute_s: float, stats: KernelStats, hot: bool = False) -> Measurement:
-    """The measurement of a timed run, with its physical floor (`hot`: timed without an L2 flush) and,
-    unless the median is below that floor, the share of the peak that applies to the variant's unit
-    (measured by `attnbench ceilings`, else the datasheet's)."""
+def _measurement(variant: Variant, case_label: str, shape: Shape, execution: Execution, compute_s: float,
+                 stats: KernelStats, hot: bool = False) -> Measurement:
+    """The measurement of a timed run, with its physical floor on the execution's device (`hot`: timed
+    without an L2 flush) and, unless the median is below that floor, the share of the peak that applies
+    to the variant's unit (measured by `attnbench ceilings`, else the datasheet's)."""
     measurement = Measurement(
         variant=variant.name,
         case=case_label,
@@ -130,20 +121,10 @@ def _measurement(variant: Variant, case_label: str, shape: Shape, gpu: GpuDevice
         peak_flops=execution.peak_flops,
     )
     dims = (shape.B, shape.N, shape.d)
-    if variant.kind.runs_on_host:
-        measurement.floor = host_floor(dims)
-        return measurement
-    if gpu is None or not variant.kind.needs_gpu:
-        return measurement
-    facts, cached = device_facts(gpu), cached_for(gpu)
-    if facts is not None:  # a device that cannot give its facts gets no floor (fakes in tests)
-        measurement.floor = gpu_floor(dims, facts, measured_dram_bandwidth(cached), hot)
-    if measurement.impossible:
-        return measurement  # not a speed: no share of any peak
-    seconds = stats.median * 1e-3
-    applied = (applied_ceiling(variant.unit, shape.flops, seconds, dims, cached)
-               or (datasheet_ceiling(variant.unit, shape.flops, seconds, dims, facts) if facts else None))
-    measurement.ceiling = applied.to_dict() if applied else None
+    measurement.floor = execution.limits.floor(dims, hot)
+    if not measurement.impossible:  # a median under the floor is not a speed: no share of any peak
+        applied = execution.limits.share(variant.unit, shape.flops, stats.median * 1e-3, dims)
+        measurement.ceiling = applied.to_dict() if applied else None
     return measurement
 
 
@@ -185,7 +166,7 @@ def run_variant(
         output = None
     if gate and not timed.passed:
         return VariantRun(output, None, result, timed)
-    measurement = _measurement(variant, case_label, testcase.shape, gpu, execution, compute_s, stats,
+    measurement = _measurement(variant, case_label, testcase.shape, execution, compute_s, stats,
                                hot=not policy.flush_l2 or timer is not None)
     _attach_timed(measurement, timed)
     if isinstance(result, VerifyReport):
@@ -218,13 +199,10 @@ def run_variant_pipelined(
     the kernels run and the output streams to `out` (written safely, whole or not at all); then the
     timed passes and the verified passes on the resident buffers. With `plan.keep_output` the output is
     also kept (and checked); without it the verified passes read the first output back from `out`."""
-    from attnbench.backends.gpu_execution import GpuExecution
-    from attnbench.backends.gpu_pipeline import GpuStages
-
     with TestcaseFile(path) as source:
-        execution = GpuExecution(gpu, variant, source.shape, policy.flush_l2)
-        stages = GpuStages(execution, plan.chunks, plan.depth, plan.items_per_chunk)
         shape = source.shape
+        execution, stages = make_streaming_execution(variant, shape, gpu, policy.flush_l2, plan.chunks, plan.depth,
+                                                     plan.items_per_chunk)
         keep = np.empty((shape.B, shape.N, shape.d), dtype=np.float32) if plan.keep_output else None
         kept = None
         try:
@@ -248,7 +226,7 @@ def run_variant_pipelined(
             if kept is not None:
                 kept.free()
             execution.free()
-    measurement = _measurement(variant, case_label, shape, gpu, execution, clock.compute_s, stats,
+    measurement = _measurement(variant, case_label, shape, execution, clock.compute_s, stats,
                                hot=not policy.flush_l2)
     _attach_timed(measurement, timed)
     measurement.input_s, measurement.output_s, measurement.clock = clock.read_s, clock.write_s, clock

@@ -24,6 +24,7 @@ from attnbench.cases.testcase import Shape, Testcase, write_testcase
 from attnbench.errors import DeviceMemoryError
 from attnbench.files import atomic_write
 from attnbench.kernels.variant import Launch, Variant
+from attnbench.results.limits import UNKNOWN_LIMITS
 from tests.conftest import random_testcase
 from tests.fakes import SteadyClock
 
@@ -202,6 +203,7 @@ class FakeCheckKernel:
 class FakeGpu:
     name = "fake GPU"
     fp32_peak_flops = 1e12
+    limits = UNKNOWN_LIMITS
 
     def __init__(self, driver: FakeDriver) -> None:
         self.driver = driver

@@ -296,9 +296,11 @@ EXECUTION_ON_THE_HOST = textwrap.dedent("""
     from attnbench.cases.reference import reference_output
     from attnbench.cases.testcase import Testcase
     from attnbench.kernels.catalogue import get_variant
+    from attnbench.results.limits import UNKNOWN_LIMITS
 
     class HostGpu:
         name, compute_capability, fp32_peak_flops, flushes = "Interpreter", (9, 0), 1e12, 0
+        limits = UNKNOWN_LIMITS
         def clock(self, what): return HostClock()
         def flush_l2(self): HostGpu.flushes += 1
 

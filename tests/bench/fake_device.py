@@ -12,7 +12,9 @@ import numpy as np
 
 from attnbench.cases.reference import reference_output
 from attnbench.cases.testcase import Testcase
+from attnbench.results.ceilings import cached_for
 from attnbench.results.datasheet import DeviceFacts
+from attnbench.results.limits import UNKNOWN_LIMITS, DeviceLimits
 from tests.fakes import FakeDriverVersion
 
 H200 = DeviceFacts("NVIDIA H200", (9, 0), 132, 1_980_000, 60 * 2**20, 3_201_000, 6144)
@@ -52,6 +54,10 @@ class FakeH200:
     def device_facts(self) -> DeviceFacts:
         return H200
 
+    @property
+    def limits(self) -> DeviceLimits:
+        return DeviceLimits(H200, cached_for(self))
+
     def sm_clock_mhz(self) -> float | None:
         return next(self._clocks, None) if self._clocks is not None else None
 
@@ -72,6 +78,7 @@ def fake_execution(pass_ms: float | list[float]):
         def __init__(self, gpu, variant, testcase, flush_l2=True) -> None:
             self.testcase = testcase
             self.device_name, self.peak_flops, self.compile_s = gpu.name, gpu.fp32_peak_flops, 0.0
+            self.limits = getattr(gpu, "limits", UNKNOWN_LIMITS)
             self.clock = FixedClock(pass_ms)
             self.passes = 0
 

@@ -23,6 +23,7 @@ from attnbench.cases import suite
 from attnbench.cases.reference import reference_output
 from attnbench.cases.testcase import Testcase, read_output
 from attnbench.cli import main
+from attnbench.results.limits import UNKNOWN_LIMITS
 from tests.bench.fake_stages import FakeStages
 from tests.fakes import FakeDriverVersion
 
@@ -42,6 +43,7 @@ class FakeExecution:
         self.shape = self.testcase.shape if self.testcase is not None else testcase_or_shape
         self.variant = variant
         self.device_name, self.peak_flops, self.compile_s = "fake GPU", 1e12, 0.0
+        self.limits = UNKNOWN_LIMITS
         self.clock = HostClock()
         self.passes = 0
         self.freed = False

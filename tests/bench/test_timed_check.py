@@ -23,6 +23,7 @@ from attnbench.cases.testcase import Shape, Testcase
 from attnbench.kernels.catalogue import get_variant
 from attnbench.results.resultset import dumps
 from attnbench.results.timed_check import SKIPPED_WORK, WRONG_VALUES, TimedCheck
+from attnbench.results.limits import UNKNOWN_LIMITS
 from tests.conftest import random_testcase
 
 COMPUTE_MS, SKIP_MS = 10.0, 0.01
@@ -43,6 +44,7 @@ class SimulatedDevice:
     """An execution whose kernel follows `behaviour(device) -> computed?`."""
 
     device_name, peak_flops, compile_s = "simulated GPU", 1e12, 0.0
+    limits = UNKNOWN_LIMITS
 
     def __init__(self, testcase: Testcase, behaviour, side_stream: bool = False, device_check: bool = False) -> None:
         self.qkv = testcase.qkv.copy()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import attnbench
-from attnbench.backends.registry import MAKERS
+from attnbench.backends.registry import MAKERS, STREAMING_MAKERS
 from attnbench.kernels.backend_kinds import BACKEND_KINDS
 from attnbench.kernels.catalogue import REGISTRY
 
@@ -26,6 +26,7 @@ def test_the_facts_of_a_kind_agree_with_each_other(kind):
         assert kind.needs_gpu and not kind.runs_on_host
     if kind.pipelined:
         assert kind.compiled  # the ring feeds device buffers that compiled kernels read
+    assert (kind.name in STREAMING_MAKERS) == kind.pipelined  # a streaming execution for each kind that streams
     if kind.whole_program:
         assert not (kind.compiled or kind.pipelined or kind.runs_on_host)
         assert kind.name not in MAKERS  # a program runs as a process, not as an execution of passes

@@ -20,6 +20,7 @@ from attnbench.kernels.nvcc import compile_report, compile_source, nvcc_command,
 from attnbench.kernels.starter import write_starter
 from attnbench.kernels.user import UserVariantError, find_launch_facts, load_variants, variant_for_source
 from attnbench.kernels.variant import Launch, Variant
+from attnbench.results.limits import UNKNOWN_LIMITS
 from tests.backends.test_gpu_pipeline_fake_driver import FakeCheckKernel
 from tests.conftest import random_testcase
 from tests.fakes import SteadyClock
@@ -370,6 +371,7 @@ class FakeKernel:
 class FakeGpu:
     name = "fake GPU"
     fp32_peak_flops = 1e12
+    limits = UNKNOWN_LIMITS
     l2_bytes = 1 << 20
     compute_capability = (9, 0)
 

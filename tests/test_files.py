@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from attnbench.errors import OutputError
-from attnbench.files import _keep_old, atomic_write
+from attnbench.files import _exchange, _keep_old, atomic_write
 
 
 def _settle() -> None:
@@ -24,6 +24,25 @@ def test_replacing_a_file_moves_only_a_name_and_leaves_nothing_behind(tmp_path):
     _settle()
     assert out.read_bytes() == b"new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.bin"]
+
+
+def test_an_exchange_swaps_two_files_whole_or_not_at_all(tmp_path):
+    new, target = tmp_path / "new", tmp_path / "target"
+    new.write_bytes(b"new")
+    target.write_bytes(b"old")
+    swapped = _exchange(new, target)
+    assert (target.read_bytes(), new.read_bytes()) == ((b"new", b"old") if swapped else (b"old", b"new"))
+    assert not _exchange(tmp_path / "missing", target) and target.read_bytes() == (b"new" if swapped else b"old")
+
+
+def test_a_reader_of_the_replaced_file_still_reads_it_whole(tmp_path):
+    out = tmp_path / "o.bin"
+    out.write_bytes(b"old" * 1000)
+    with open(out, "rb") as reader:
+        atomic_write(out, lambda f: f.write(b"new"))
+        _settle()
+        assert reader.read() == b"old" * 1000
+    assert out.read_bytes() == b"new" and sorted(p.name for p in tmp_path.iterdir()) == ["o.bin"]
 
 
 def test_the_old_file_keeps_a_second_name_until_released(tmp_path):

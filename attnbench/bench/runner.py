@@ -207,13 +207,17 @@ def run_variant_pipelined(
         kept = None
         try:
             start = time.perf_counter()
-            if out is None:
-                clock = run_pipeline(plan, source, stages, None, keep)
-            else:
-                clocks = []
-                atomic_write(out, lambda f: clocks.append(run_pipeline(plan, source, stages, f, keep)))
-                clock = clocks[0]
-            clock.wall_s = time.perf_counter() - start  # the file's creation and rename included
+            try:
+                if out is None:
+                    clock = run_pipeline(plan, source, stages, None, keep, release=False)
+                else:
+                    clocks = []
+                    atomic_write(out, lambda f: clocks.append(run_pipeline(plan, source, stages, f, keep,
+                                                                           release=False)))
+                    clock = clocks[0]
+                clock.wall_s = time.perf_counter() - start  # the file's creation and rename included
+            finally:
+                stages.release()
             kept = execution.keep_output()  # the bytes the pipeline read back, before anything else runs
             result = check(keep) if check is not None and keep is not None else FiniteCheck(clock.nonfinite, shape.elements)
             recorder = SmClockRecorder(gpu)

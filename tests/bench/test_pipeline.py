@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from attnbench.bench.chunk_plan import ChunkPlan
-from attnbench.bench.pipeline import run_pipeline
+from attnbench.bench.pipeline import nonfinite_count, run_pipeline
 from attnbench.cases.streaming import TestcaseFile
 from attnbench.cases.testcase import Shape, write_testcase
 from attnbench.errors import OutputError
@@ -137,3 +137,27 @@ def test_the_pipeline_counts_every_non_finite_element_it_writes(tmp_path):
         clocks = []
         atomic_write(tmp_path / "out.bin", lambda f: clocks.append(run_pipeline(plan, source, device, f, None)))
     assert clocks[0].nonfinite == 3 == int(np.count_nonzero(~np.isfinite(fake_kernel(testcase.qkv))))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_non_finite_count_is_exact_whatever_the_values(seed):
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal(997).astype(np.float32) * rng.choice([1.0, 1e30, 3e38])  # 3e38: the sum overflows
+    for _ in range(rng.integers(0, 4)):
+        data[rng.integers(0, data.size)] = rng.choice([np.nan, np.inf, -np.inf])
+    assert nonfinite_count(data) == int(np.count_nonzero(~np.isfinite(data)))
+
+
+def test_without_release_the_ring_is_the_callers_to_free_and_after_an_error_it_is_freed(tmp_path):
+    shape = Shape(4, 8, 4)
+    testcase, path = make_input(tmp_path, shape.B, shape.N, shape.d)
+    plan = ChunkPlan(shape, 1, 2, keep_output=False)
+    for fail_at, released in ((None, False), (2, True)):
+        device = FakeStages(shape, plan.chunks, 2, 1, Log(), None, fail_at)
+        with TestcaseFile(path, threads=1) as source:
+            try:
+                run_pipeline(plan, source, device, None, None, release=False)
+            except RuntimeError:
+                assert fail_at is not None
+        assert device.released == released
+        device.release()  # the caller's part

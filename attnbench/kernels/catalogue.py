@@ -66,10 +66,13 @@ FASTEST_FIRST: tuple[str, ...] = ("wgmma3x", "tf32x3", "fa2simt", "gemmwg3x", "g
 
 
 def _wgmma3x_leads(shape: Shape) -> bool:
-    """wgmma3x leads from N = 512, and on its short path (d = 32, N <= 128: 8 whole items a block) from a
-    full wave of blocks on an H200 (8 x 132 = 1056 items): 1.11-1.14x tf32x3 at B = 1056, 4096 and 13600,
-    0.27-0.48x at B = 5 and 320 (results/2026-11-24_h200_switch_point_short_d32.md)."""
-    return shape.N >= 512 or (shape.d == 32 and shape.N <= 128 and shape.B >= 1056)
+    """wgmma3x leads from N = 512, and for d = 32 from a full wave of blocks on an H200 (8 x 132 = 1056 items)
+    where N is whole 128-row tiles: on its short path (N <= 128: 8 whole items a block) 1.11-1.14x tf32x3 at
+    B = 1056, 4096 and 13600, 0.27-0.48x at B = 5 and 320 (results/2026-11-24_h200_switch_point_short_d32.md);
+    at N = 256, 1.04x on t13 (B = 6800) and 0.86x on t03 (B = 160) (results/2026-11-25_h200_default_peers_t01-t30.md).
+    d = 64 below N = 512 stays with tf32x3 (0.59x on t12, 0.98x on t14, same file)."""
+    whole_tiles = shape.N <= 128 or shape.N % 128 == 0
+    return shape.N >= 512 or (shape.d == 32 and whole_tiles and shape.B >= 1056)
 
 
 def _square_lab_shape(shape: Shape) -> bool:

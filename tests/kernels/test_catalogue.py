@@ -83,6 +83,9 @@ def test_on_hopper_the_short_path_is_the_default_from_a_full_wave_of_items():
     assert default_variant(Shape(1055, 128, 32), True, hopper).name == "tf32x3"
     assert default_variant(Shape(320, 128, 32), True, hopper).name == "tf32x3"  # t01
     assert default_variant(Shape(13600, 129, 32), True, hopper).name == "tf32x3"  # past the short path, below 512
+    assert default_variant(Shape(6800, 256, 32), True, hopper).name == "wgmma3x"  # t13: whole tiles, a full wave
+    assert default_variant(Shape(160, 256, 32), True, hopper).name == "tf32x3"  # t03
+    assert default_variant(Shape(3400, 256, 64), True, hopper).name == "tf32x3"  # t14: d = 64
     assert default_variant(Shape(13600, 128, 64), True, hopper).name == "tf32x3"  # the short path is d = 32 only
     assert default_variant(Shape(13600, 128, 32), True, ampere).name == "tf32x3"
 

@@ -250,7 +250,7 @@ def _written_output(out: str | os.PathLike | None, shape: Shape) -> np.ndarray:
 def run_case(
     variant: Variant,
     bench_input: BenchInput,
-    gpu: Any | None,
+    gpu: GpuDevice | None,
     policy: TimingPolicy,
     out: str | os.PathLike | None = None,
     check: bool = False,
@@ -282,7 +282,7 @@ def run_case(
                                                        progress))
 
 
-def _run_whole_file(variant: Variant, bench_input: BenchInput, gpu: Any | None, policy: TimingPolicy,
+def _run_whole_file(variant: Variant, bench_input: BenchInput, gpu: GpuDevice | None, policy: TimingPolicy,
                     out: str | os.PathLike | None, check: bool, tolerance: tuple[float, float],
                     progress: ProgressFactory) -> Measurement:
     """The input read whole, then copied, computed, copied back and written, one after another."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
+from attnbench.backends.device import GpuDevice
 from attnbench.errors import KernelCompileError
 from attnbench.results.ceilings import Ceiling, CeilingSet, cached_for, driver_version, save
 
@@ -27,7 +28,7 @@ def _best_ms(driver: Any, launch, repeats: int = 5) -> float:
     return best
 
 
-def measure(gpu: Any) -> CeilingSet:
+def measure(gpu: GpuDevice) -> CeilingSet:
     """Run every micro-benchmark on an open attnbench.gpu.Gpu and return the set (not cached here)."""
     import numpy as np
     from pycuda.compiler import SourceModule
@@ -89,7 +90,7 @@ def measure(gpu: Any) -> CeilingSet:
                       _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), found)
 
 
-def _wgmma(driver: Any, module: Any, out: Any, gpu: Any) -> Ceiling:
+def _wgmma(driver: Any, module: Any, out: Any, gpu: GpuDevice) -> Ceiling:
     """TF32 wgmma m64n128k8 from shared memory (sm_90a), one warpgroup per block, 4 blocks per SM."""
     import numpy as np
 
@@ -105,7 +106,7 @@ def _wgmma(driver: Any, module: Any, out: Any, gpu: Any) -> Ceiling:
                    f"{WGMMA_BATCH} per commit group, both operands in shared memory")
 
 
-def get_or_measure(gpu: Any, refresh: bool = False) -> tuple[CeilingSet, bool]:
+def get_or_measure(gpu: GpuDevice, refresh: bool = False) -> tuple[CeilingSet, bool]:
     """The cached set for this GPU and driver, or a fresh measurement saved to the cache; (set, was_cached)."""
     if not refresh:
         cached = cached_for(gpu)

@@ -18,6 +18,7 @@ from typing import Any
 
 from attnbench import strict_json
 from attnbench.results.datasheet import DeviceFacts, unit_peak
+from attnbench.results.described_device import DescribedDevice
 
 CACHE_ENV = "ATTNBENCH_CACHE"
 CACHE_VERSION = 1  # 1: first format (gpu, driver, ceilings as key/label/value/unit)
@@ -117,7 +118,7 @@ def load_cached(gpu: str, driver: str | int) -> CeilingSet | None:
 _NVRM = re.compile(r"Kernel Module.*?\s(\d+\.\d+(?:\.\d+)?)\s")
 
 
-def driver_version(gpu: Any) -> str:
+def driver_version(gpu: DescribedDevice) -> str:
     """The NVIDIA driver's version (580.159.04), which the cache is keyed by; where the kernel module
     does not say, the CUDA driver API version pycuda reports (cuda-13000)."""
     try:
@@ -129,7 +130,7 @@ def driver_version(gpu: Any) -> str:
     return f"cuda-{gpu.driver.get_driver_version()}"
 
 
-def cached_for(gpu: Any) -> CeilingSet | None:
+def cached_for(gpu: DescribedDevice) -> CeilingSet | None:
     """The cached set for an open attnbench.gpu.Gpu under the driver running now (None when the driver
     cannot say which it is: the ceilings only annotate a measurement)."""
     try:

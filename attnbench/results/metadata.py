@@ -17,6 +17,7 @@ import subprocess
 from typing import Any
 
 from attnbench.locations import project_root_for_git
+from attnbench.results.described_device import DescribedDevice
 from attnbench.version import __version__
 
 
@@ -116,7 +117,7 @@ def torch_versions_of(torch: Any) -> dict[str, Any]:
     return {"torch_version": torch.__version__, "torch_cuda_version": torch.version.cuda}
 
 
-def collect(gpu: Any | None = None, with_torch: bool = False, command: str | None = None,
+def collect(gpu: DescribedDevice | None = None, with_torch: bool = False, command: str | None = None,
             ceilings: dict[str, Any] | None = None, torch_versions: dict[str, Any] | None = None) -> dict[str, Any]:
     """The metadata block of a saved result; `command` is the command line that made it. With
     `torch_versions` (what the processes that ran the peer reported), PyTorch is not imported here."""

@@ -43,7 +43,7 @@ def test_a_class_is_built_judged_ranked_and_the_top_rerun(classroom):
 
 
 def test_the_scoreboard_saves_as_strict_json(classroom, tmp_path):
-    from attnbench.output.scoreboard import save_scoreboard
+    from attnbench.output.export.scoreboard_export import save_scoreboard
     from attnbench.results.scoreboard import load_scoreboard
 
     board = api_programs.judge_class([classroom / "alice", classroom / "dave.c"], ["odd_17x48"],

@@ -23,7 +23,7 @@ def _csv_value(value: Any) -> str:
     return str(value)
 
 
-class CsvExporter(Exporter):
+class CsvExporter(Exporter[ResultSet]):
     """One row per cell, every number at full precision."""
 
     suffix = ".csv"

@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from attnbench.files import write_text
-from attnbench.results.resultset import ResultSet
+
+Saved = TypeVar("Saved", contravariant=True)  # what is saved: a ResultSet, a class's Scoreboard
 
 
-class Exporter(Protocol):
-    """A saved format of a result set: the suffix of its file, and its text. A format subclasses this and
-    implements `render`; `write` is shared."""
+class Exporter(Protocol[Saved]):
+    """A saved format of one kind of result: the suffix of its file, and its text. A format subclasses this
+    (`Exporter[ResultSet]`) and implements `render`; `write` is shared."""
 
     suffix: str
 
-    def render(self, result: ResultSet) -> str:
+    def render(self, saved: Saved) -> str:
         """The file's whole text."""
         ...
 
-    def write(self, result: ResultSet, path: Path) -> None:
+    def write(self, saved: Saved, path: Path) -> None:
         """Save `render`'s text through attnbench.files: never a partial file, an old one replaced whole."""
-        write_text(path, self.render(result))
+        write_text(path, self.render(saved))

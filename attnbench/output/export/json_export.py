@@ -6,7 +6,7 @@ from attnbench.output.export.exporter import Exporter
 from attnbench.results.resultset import ResultSet, dumps
 
 
-class JsonExporter(Exporter):
+class JsonExporter(Exporter[ResultSet]):
     """The versioned results schema (see attnbench.results)."""
 
     suffix = ".json"

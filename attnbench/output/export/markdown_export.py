@@ -10,7 +10,7 @@ from attnbench.output.markdown import render as render_markdown
 from attnbench.results.resultset import ResultSet
 
 
-class MarkdownExporter(Exporter):
+class MarkdownExporter(Exporter[ResultSet]):
     """A Markdown page: environment, then time, TFLOP/s, speedup and correctness tables, then what each of
     the CSV's columns holds (the CSV's header carries no units)."""
 

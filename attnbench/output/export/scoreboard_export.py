@@ -1,0 +1,90 @@
+"""A class's scoreboard saved: JSON (its schema), CSV, Markdown and a one-file HTML page, each an `Exporter`."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from pathlib import Path
+
+from attnbench.output.export.exporter import Exporter
+from attnbench.output.markdown import render as render_markdown
+from attnbench.output.scoreboard import scoreboard_lines, scoreboard_model, scoreboard_rows
+from attnbench.output.table_model import BAD, DIM, GOOD
+from attnbench.results.resultset import slug, unique_stem
+from attnbench.results.scoreboard import Scoreboard
+
+
+class ScoreboardJson(Exporter[Scoreboard]):
+    """The scoreboard's own schema (`results.scoreboard.load_scoreboard` reads it back)."""
+
+    suffix = ".json"
+
+    def render(self, saved: Scoreboard) -> str:
+        return saved.to_json()
+
+
+class ScoreboardCsv(Exporter[Scoreboard]):
+    """The table's rows as text, one line each."""
+
+    suffix = ".csv"
+
+    def render(self, saved: Scoreboard) -> str:
+        header, rows = scoreboard_rows(saved)
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows([[cell.text for cell in row] for row in rows])
+        return buffer.getvalue()
+
+
+class ScoreboardMarkdown(Exporter[Scoreboard]):
+    """The table, then the rule and the notes."""
+
+    suffix = ".md"
+
+    def render(self, saved: Scoreboard) -> str:
+        lines = ["# Scoreboard", "", render_markdown(scoreboard_model(saved)), ""]
+        lines += [f"- {line}" for line in scoreboard_lines(saved)]
+        return "\n".join(lines) + "\n"
+
+
+_HTML_TONES = {GOOD: "good", BAD: "bad", DIM: "dim"}
+_HTML_STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+               "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:nth-child(2){text-align:left}"
+               ".good{color:#176b2c}.bad{color:#a31515}.dim{color:#888}")
+
+
+class ScoreboardHtml(Exporter[Scoreboard]):
+    """One self-contained page: the table and the rule, no scripts, no outside files."""
+
+    suffix = ".html"
+
+    def render(self, saved: Scoreboard) -> str:
+        header, rows = scoreboard_rows(saved)
+        head = "".join(f"<th>{html.escape(name)}</th>" for name in header)
+        body = "".join("<tr>" + "".join(f'<td class="{_HTML_TONES.get(c.tone, "")}">{html.escape(c.text)}</td>'
+                                        for c in row) + "</tr>" for row in rows)
+        notes = "".join(f"<li>{html.escape(line)}</li>" for line in scoreboard_lines(saved))
+        return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>Scoreboard</title><style>{_HTML_STYLE}"
+                f"</style></head><body><h1>Scoreboard</h1><table><tr>{head}</tr>{body}</table><ul>{notes}</ul>"
+                "</body></html>\n")
+
+
+# JSON first: its file is the scoreboard's own (`board.path`). HTML only on request.
+SCOREBOARD_EXPORTERS: tuple[Exporter[Scoreboard], ...] = (ScoreboardJson(), ScoreboardCsv(), ScoreboardMarkdown())
+
+
+def save_scoreboard(board: Scoreboard, folder: str | Path, stem: str, with_html: bool = False) -> list[Path]:
+    """Write the scoreboard's JSON, CSV and Markdown (and HTML) side by side, never over an existing one."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    exporters = SCOREBOARD_EXPORTERS + ((ScoreboardHtml(),) if with_html else ())
+    stem = unique_stem(folder, slug(stem, 120), [e.suffix for e in exporters])
+    paths = []
+    for exporter in exporters:
+        path = folder / f"{stem}{exporter.suffix}"
+        exporter.write(board, path)
+        paths.append(path)
+    board.path = paths[0]
+    return paths

@@ -30,10 +30,12 @@ def test_an_orphan_of_a_double_fork_stays_below_the_subreaper_and_is_swept():
 
 
 def test_a_sweep_reports_what_it_could_not_kill(monkeypatch):
+    # what was here before, as the judge spares it (an earlier test's multiprocessing resource tracker, say)
+    spared = set(reaper.descendants(os.getpid()))
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         monkeypatch.setattr(reaper.os, "kill", lambda pid, sig: None)  # as if the kill were refused
-        left = reaper.sweep(set(), timeout_s=0.1)
+        left = reaper.sweep(spared, timeout_s=0.1)
         assert [p.pid for p in left] == [child.pid] and "time.sleep(30)" in left[0].command
     finally:
         monkeypatch.undo()

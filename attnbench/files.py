@@ -10,12 +10,13 @@ Errors name the path the user gave, never the temporary one.
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
 import os
 import stat
 import threading
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable
+from typing import Any, BinaryIO, Callable, Iterable
 
 from attnbench.errors import OutputError
 
@@ -96,12 +97,21 @@ def _exchange(new: Path, target: Path) -> bool:
     (its auto_da_alloc rule): 8 to 55 ms for t22's 262 MB output on an H200 host, inside the course clock. An
     exchange is not such a rename. Python's os.replace is rename(2) and it has no renameat2, hence ctypes.
     False where the C library, the kernel or the file system cannot exchange (the caller renames)."""
+    renameat2 = _renameat2()
+    if renameat2 is None:
+        return False
+    return renameat2(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE) == 0
+
+
+@functools.cache
+def _renameat2() -> Any:
+    """The C library's renameat2, looked up once (the exchange runs inside the course clock); None without one."""
     try:
         renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
     except (OSError, AttributeError):
-        return False
+        return None
     renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    return renameat2(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE) == 0
+    return renameat2
 
 
 _OLD_NAMES = itertools.count()

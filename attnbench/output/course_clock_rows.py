@@ -24,7 +24,8 @@ def course_clock_rows(table: TableModel, c: CourseClock, compile_s: float) -> No
     table.add_row("  H2D", format_s(c.h2d_s), f"host-to-device, {_rate(c.h2d_gbps)} from pinned buffers")
     table.add_row("  kernels", format_s(c.kernel_s), f"the first pass, chunk by chunk ({c.chunks} chunks)")
     table.add_row("  D2H", format_s(c.d2h_s), f"device-to-host, {_rate(c.d2h_gbps)} into pinned buffers")
-    keep = f"; scanning for NaN/Inf (and keeping a copy for --check) {c.keep_s:.3f} s more" if c.keep_s else ""
+    keep = (f"; scanning for NaN/Inf (and keeping a copy for --check) {c.keep_s:.3f} s on its own thread, "
+            "overlapped" if c.keep_s else "")
     table.add_row("output", format_s(c.write_s), f"writing the output file, {_rate(c.write_gbps)} (busy time){keep}")
     table.add_row("total", format_s(c.wall_s),
                   f"wall time of the pipeline, setup {c.setup_s:.3f} s included (device buffers, pinned ring); "

@@ -66,7 +66,7 @@ class CourseClock:
     items_per_chunk: int
     ring_depth: int
     ring_bytes: int
-    keep_s: float = 0.0  # the writer thread scanning each output chunk for NaN/Inf, and keeping it for --check
+    keep_s: float = 0.0  # the scan thread: each output chunk checked for NaN/Inf, and kept for --check
     nonfinite: int = 0  # NaN or Inf elements in the output
 
     def busy(self, stage: str) -> float:

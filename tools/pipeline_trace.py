@@ -4,7 +4,7 @@
 
 It wraps the pipeline's stages (the ring's setup, each chunk's read, queueing of its copy and kernels, the
 main thread's waits for a free input buffer or a finished copy back, the writer's writes) and the output
-file's steps (open, the pipeline, close, link, rename), then runs `attnbench.run` as the command does.
+file's steps (open, the pipeline, close, exchange or link and rename), then runs `attnbench.run` as the command does.
 The line holds the course clock, each event as [name, chunk, start, end] in seconds from the pipeline's
 start, the idle gaps of the main thread longer than 2 ms, and /proc/meminfo's Dirty and Writeback before
 and after. A diagnostic for the course clock's spread (tools/pipeline_steady.sh runs it many times);
@@ -88,6 +88,7 @@ def install() -> None:
     traced(pipeline._Writer, "wait_written", "wait writer", 1)
     traced(pipeline._Writer, "finish", "writer finish")
     traced(os, "replace", "rename")
+    traced(files, "_exchange", "exchange")
     traced(os, "link", "link old")
     traced(files, "_release_later", "release old")
     original_open = builtins.open

@@ -84,7 +84,9 @@ class GpuExecution:
     # -- memory ------------------------------------------------------------------------------
     def _choose_chunk(self) -> int:
         shape, variant = self.shape, self.variant
-        per_item = variant.workspace_bytes(Shape(1, shape.N, shape.d))
+        # The whole batch's workspace per item: a variant may size it by the grid, not only by the items
+        # (wgmma3x's key split is chosen for the whole batch's blocks).
+        per_item = -(-variant.workspace_bytes(shape) // shape.B)
         fixed = 4 * shape.elements * 4 + self.flush_bytes  # Q, K, V and O, plus the L2 flush buffer
         free = self.gpu.free_memory()
         available = free - fixed - MEMORY_MARGIN_BYTES

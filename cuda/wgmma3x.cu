@@ -15,6 +15,10 @@
 //   registers (exp2f, scale folded; keys past N masked to -inf after the product); O += P V by wgmma
 //   with P split in registers as the A operand. S of tile i is issued with P V of tile i - 1 and the
 //   softmax runs while P V is on the tensor cores; the two warpgroups ping-pong (named barriers).
+// - few items (t08-t10: the grid's last wave nearly empty): the key range of each row block is split
+//   into gridDim.z parts (flash-decoding style; the host chooses the count). Each block writes a record
+//   of its unnormalised O, m and l; the last of a row block's parts to finish (a counter the pre-pass
+//   zeroes) adds the records in part order, rescaled to the common max, and writes the rows.
 // - short sequences (d = 32, N <= 128: many items of one block's worth each, t11): wgmma3x_short, with no
 //   pre-pass and no workspace. A block of 2 consumer warpgroups holds whole items and works through
 //   WGMMA3X_SHORT_ITEMS consecutive ones; a producer warpgroup bulk-copies each item's raw Q K V two items
@@ -27,10 +31,12 @@
 // masked); any B. Launches, d = 32 and N <= 128: wgmma3x_short(qkv, out, B, N, scale_log2) grid
 // ceil(B / WGMMA3X_SHORT_ITEMS), block 384, dynamic shared memory kShortSmemBytes (230,464 B: two operand
 // buffers of 64 KB, two raw buffers of 48 KB, 8 mbarriers), no workspace. Otherwise: workspace kv_split
-// 4 * B * ceil(N / BN) * BN * d floats (BN = 64, 32 at d = 128); wgmma3x_prep(qkv, kv_split, N) grid
-// (ceil(N / BN), B), block 256; then wgmma3x_fwd(qkv, out, N, scale_log2, kv_split) grid
-// (ceil(N / (64 * WG)), B) (B at most 65535 per launch), block 128 * (WG + 1) (WG = 2; 1 at d = 128),
-// dynamic shared memory kSmemBytes (164,992 B at d = 32, 197,696 B at d = 64 and 128).
+// 4 * B * ceil(N / BN) * BN * d floats (BN = 64, 32 at d = 128), split_counters B * ceil(N / (64 * WG))
+// words and, with S > 1 parts, split_partials B * ceil(N / (64 * WG)) * S * kRecordFloats floats;
+// wgmma3x_prep(qkv, kv_split, N, split_counters) grid (ceil(N / BN), B), block 256; then
+// wgmma3x_fwd(qkv, out, N, scale_log2, kv_split, split_partials, split_counters) grid
+// (ceil(N / (64 * WG)), B, S) (B at most 65535 per launch; S from 1 to ceil(N / BN)), block 128 * (WG + 1)
+// (WG = 2; 1 at d = 128), dynamic shared memory kSmemBytes (164,992 B at d = 32, 197,696 B at d = 64 and 128).
 #include <cstdint>
 
 #include "common.cuh"
@@ -195,11 +201,16 @@ __device__ __forceinline__ void split_kv_tile(float* dst, LoadK load_k, LoadV lo
 // as one contiguous block of kStageFloats floats in the shared-memory layout of the main kernel
 // (split_kv_tile); V goes through a padded shared-memory tile for the transposition.
 extern "C" __global__ void __launch_bounds__(kPrepThreads)
-    wgmma3x_prep(const float* __restrict__ qkv, float* __restrict__ kv_split, int N) {
+    wgmma3x_prep(const float* __restrict__ qkv, float* __restrict__ kv_split, int N, float* __restrict__ split_counters) {
     __shared__ float v_tile[kTileKeys][kHeadDim + 1];
     const int tile = blockIdx.x;
     const int b = blockIdx.y;
     const int n_tiles = gridDim.x;
+    if (tile == 0) {  // the main kernel's key-split counters of item b start at 0 on every pass
+        const int row_tiles = (N + kBlockRows - 1) / kBlockRows;
+        unsigned* const counters = reinterpret_cast<unsigned*>(split_counters) + static_cast<size_t>(b) * row_tiles;
+        for (int i = threadIdx.x; i < row_tiles; i += kPrepThreads) counters[i] = 0u;
+    }
     const float* const K = qkv + qkv_item_offset(b, N, kHeadDim) + static_cast<size_t>(N) * kHeadDim;
     const float* const V = K + static_cast<size_t>(N) * kHeadDim;
     float* const dst = kv_split + (static_cast<size_t>(b) * n_tiles + tile) * kStageFloats;
@@ -373,13 +384,80 @@ __device__ __forceinline__ void sched_release(int wg, bool last) {
 #endif
 }
 
-// Main kernel: grid (ceil(N / kBlockRows), B), block kThreads, dynamic shared memory kSmemBytes.
+// ---- key split: partial results and their combination ---------------------------------------------
+// A block of a split pass (gridDim.z > 1) holds its rows' unnormalised O, running max m (log2 units) and
+// row sum l over its own key range. Each consumer thread writes its values as one record column
+// (value v of thread c at v * kConsumerThreads + c: coalesced), then counts its block in the rows'
+// counter (zeroed by wgmma3x_prep). The block that counts last reads every split's record, in split
+// order (so the sum does not depend on which block came last), rescales each to the common max, and
+// goes on to write the rows; the others are done.
+constexpr int kRecordValues = kHeadDim / 2 + 4;  // o, m_lo, m_hi, l_lo, l_hi
+constexpr int kRecordFloats = kRecordValues * kConsumerThreads;
+constexpr int kSplitBarrier = 5;  // named barrier of the consumer threads (1, 2: Q; 3, 4: ping-pong)
+
+__device__ __forceinline__ bool combine_splits(float (&o)[kHeadDim / 2], float& m_lo, float& m_hi, float& l_lo, float& l_hi,
+                                               float* __restrict__ partials, float* __restrict__ counters) {
+    __shared__ unsigned arrived_before;
+    // The block's coordinates and the thread's index, read afresh (asm volatile): values the compiler kept
+    // from the kernel's start would stay live through the main loop, whose registers are all spent
+    // (measured on the H200: t22 8% slower with them kept, though it runs no split).
+    unsigned ctaid_x, ctaid_y, ctaid_z, ctid;
+    asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(ctaid_x));
+    asm volatile("mov.u32 %0, %%ctaid.y;\n" : "=r"(ctaid_y));
+    asm volatile("mov.u32 %0, %%ctaid.z;\n" : "=r"(ctaid_z));
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(ctid));
+    const int splits = gridDim.z;
+    const size_t rows = static_cast<size_t>(ctaid_y) * gridDim.x + ctaid_x;
+    float* const records = partials + rows * splits * kRecordFloats;
+    float* const mine = records + static_cast<size_t>(ctaid_z) * kRecordFloats;
+#pragma unroll
+    for (int v = 0; v < kHeadDim / 2; ++v) mine[v * kConsumerThreads + ctid] = o[v];
+    mine[(kHeadDim / 2 + 0) * kConsumerThreads + ctid] = m_lo;
+    mine[(kHeadDim / 2 + 1) * kConsumerThreads + ctid] = m_hi;
+    mine[(kHeadDim / 2 + 2) * kConsumerThreads + ctid] = l_lo;
+    mine[(kHeadDim / 2 + 3) * kConsumerThreads + ctid] = l_hi;
+    __threadfence();  // this block's record is visible device-wide before it is counted
+    asm volatile("bar.sync %0, %1;\n" ::"n"(kSplitBarrier), "n"(kConsumerThreads) : "memory");
+    if (ctid == 0) arrived_before = atomicAdd(reinterpret_cast<unsigned*>(counters) + rows, 1u);
+    asm volatile("bar.sync %0, %1;\n" ::"n"(kSplitBarrier), "n"(kConsumerThreads) : "memory");
+    if (arrived_before != static_cast<unsigned>(splits - 1)) return false;
+    __threadfence();  // the last block: the other records, counted before, are read after this
+    auto at = [&](int z, int v) { return __ldcg(records + static_cast<size_t>(z) * kRecordFloats + v * kConsumerThreads + ctid); };
+    float top_lo = ATTN_NEG_INF, top_hi = ATTN_NEG_INF;
+    for (int z = 0; z < splits; ++z) {
+        top_lo = fmaxf(top_lo, at(z, kHeadDim / 2 + 0));
+        top_hi = fmaxf(top_hi, at(z, kHeadDim / 2 + 1));
+    }
+    const float shift_lo = top_lo == ATTN_NEG_INF ? 0.0f : top_lo;  // as in softmax_tile: no -inf - -inf
+    const float shift_hi = top_hi == ATTN_NEG_INF ? 0.0f : top_hi;
+#pragma unroll
+    for (int v = 0; v < kHeadDim / 2; ++v) o[v] = 0.0f;
+    l_lo = l_hi = 0.0f;
+    for (int z = 0; z < splits; ++z) {
+        const float w_lo = exp2f(at(z, kHeadDim / 2 + 0) - shift_lo);
+        const float w_hi = exp2f(at(z, kHeadDim / 2 + 1) - shift_hi);
+        l_lo = fmaf(at(z, kHeadDim / 2 + 2), w_lo, l_lo);
+        l_hi = fmaf(at(z, kHeadDim / 2 + 3), w_hi, l_hi);
+#pragma unroll
+        for (int n = 0; n < kHeadDim / 8; ++n) {
+            o[4 * n + 0] = fmaf(at(z, 4 * n + 0), w_lo, o[4 * n + 0]);
+            o[4 * n + 1] = fmaf(at(z, 4 * n + 1), w_lo, o[4 * n + 1]);
+            o[4 * n + 2] = fmaf(at(z, 4 * n + 2), w_hi, o[4 * n + 2]);
+            o[4 * n + 3] = fmaf(at(z, 4 * n + 3), w_hi, o[4 * n + 3]);
+        }
+    }
+    m_lo = top_lo;
+    m_hi = top_hi;
+    return true;
+}
+
+// Main kernel: grid (ceil(N / kBlockRows), B, key parts), block kThreads, dynamic shared memory kSmemBytes.
 // Shared memory: K ring [kStages][K big | K small], V ring [kStages][V^T big | V^T small], Q big/small
 // per warpgroup, then mbarriers full_k, full_v, empty_k, empty_v [kStages] each. K and V have barriers of
 // their own so that a K stage is handed back as soon as S is done with it.
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     wgmma3x_fwd(const float* __restrict__ qkv, float* __restrict__ out, int N, float scale_log2,
-                const float* __restrict__ kv_split) {
+                const float* __restrict__ kv_split, float* __restrict__ split_partials, float* __restrict__ split_counters) {
     extern __shared__ float4 smem_f4[];
     // 1024-byte alignment for the swizzle atoms
     float* const smem = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(smem_f4) + 1023) & ~uintptr_t(1023));
@@ -392,7 +470,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     uint64_t* const empty_v = empty_k + kStages;
 
     const int b = blockIdx.y;
-    const int n_tiles = (N + kTileKeys - 1) / kTileKeys;
+    // Key split (gridDim.z parts, flash-decoding style): this block takes K/V tiles tile_begin ..
+    // tile_begin + n_tiles - 1 of item b; the ring's slots and phases count from 0 in every block.
+    const int all_tiles = (N + kTileKeys - 1) / kTileKeys;
+    const int splits = gridDim.z;
+    const int tile_begin = static_cast<int>(blockIdx.z) * all_tiles / splits;
+    const int n_tiles = (static_cast<int>(blockIdx.z) + 1) * all_tiles / splits - tile_begin;
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
 
@@ -412,7 +495,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         // tiles of item b through the rings.
         if constexpr (kWarpgroups == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
         if (warp == kConsumerThreads / 32 && lane == 0) {
-            const float* const src = kv_split + static_cast<size_t>(b) * n_tiles * kStageFloats;
+            const float* const src = kv_split + (static_cast<size_t>(b) * all_tiles + tile_begin) * kStageFloats;
             for (int tile = 0; tile < n_tiles; ++tile) {
                 const int s = tile % kStages;
                 const uint32_t parity = ((tile / kStages) - 1) & 1;
@@ -508,7 +591,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     pin(s_big);
     __syncwarp();
     if (lane == 0) mbar_arrive(empty_k);
-    softmax_tile(s_big, s_small, 0, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo, alpha_hi);
+    softmax_tile(s_big, s_small, tile_begin * kTileKeys, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo, alpha_hi);
     split_p(s_big, p_big, p_small);
     float pend_lo = alpha_lo, pend_hi = alpha_hi;  // the rescale that goes with the P V in flight
     for (int tile = 1; tile < n_tiles; ++tile) {
@@ -529,7 +612,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         pin(s_big);
         __syncwarp();
         if (lane == 0) mbar_arrive(empty_k + s);
-        softmax_tile(s_big, s_small, tile * kTileKeys, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo, alpha_hi);
+        softmax_tile(s_big, s_small, (tile_begin + tile) * kTileKeys, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo,
+                     alpha_hi);
         wgmma_wait<0>();
         pin(pv);
         pin(p_big);
@@ -570,7 +654,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         pin(s_big);
         __syncwarp();
         if (lane == 0) mbar_arrive(empty_k + s);
-        softmax_tile(s_big, s_small, tile * kTileKeys, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo, alpha_hi);
+        softmax_tile(s_big, s_small, (tile_begin + tile) * kTileKeys, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo,
+                     alpha_hi);
         split_p(s_big, p_big, p_small);
         mbar_wait(full_v + s, parity);
         pin(p_big);
@@ -592,6 +677,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         l_lo += __shfl_xor_sync(0xffffffffu, l_lo, offset);
         l_hi += __shfl_xor_sync(0xffffffffu, l_hi, offset);
     }
+    if (gridDim.z > 1 && !combine_splits(o, m_lo, m_hi, l_lo, l_hi, split_partials, split_counters))
+        return;  // another split of these rows finishes last and writes them
     const float inv_lo = 1.0f / l_lo;
     const float inv_hi = 1.0f / l_hi;
     float* const O = out + out_item_offset(b, N, kHeadDim);

@@ -59,6 +59,51 @@ def _wgmma3x_split_bytes(s: Shape) -> int:
     return 4 * 4 * s.B * cdiv(s.N, bn) * bn * s.d
 
 
+def _wgmma3x_row_tiles(s: Shape) -> int:
+    """Query-row blocks of one item: 64 rows per consumer warpgroup."""
+    return cdiv(s.N, 64 * _wgmma3x_warpgroups(s))
+
+
+# The key split is chosen for the SM count of the Hopper GPUs wgmma3x is built for (H100 SXM and H200:
+# 132; a 114-SM H100 PCIe gets the same split, still correct, only less even). The cost model: a pass
+# takes waves x (K/V tiles per block + a block's fixed cost in tiles: Q's load and split, the ring's fill,
+# the record and the combine). The fixed costs are fitted to the split sweep on the H200
+# (results/2026-11-25_h200_key_split_sweep.md): t05, t06 and t07 run fastest unsplit, t08 and t09 in
+# two parts, t10 in three or four; every fixed cost from 4 to 8 tiles agrees with that, and 5 splits t10 in 3.
+_HOPPER_SMS = 132
+_SPLIT_BLOCK_COST_TILES = 5.0
+_MAX_KEY_SPLITS = 4
+
+
+def _wgmma3x_splits(s: Shape) -> int:
+    """Parts the key range of each row block is split into (the fwd grid's z): more than 1 where the
+    blocks fill the GPU's last wave badly (t10: 160 blocks on 132 SMs use 61% of two waves)."""
+    if _wgmma3x_short(s):
+        return 1
+    blocks = _wgmma3x_row_tiles(s) * s.B
+    tiles = cdiv(s.N, _wgmma3x_tile_keys(s))
+
+    def cost(splits: int) -> float:
+        return cdiv(blocks * splits, _HOPPER_SMS) * (tiles / splits + _SPLIT_BLOCK_COST_TILES)
+
+    return min(range(1, min(_MAX_KEY_SPLITS, tiles) + 1), key=lambda k: (cost(k), k))
+
+
+def _wgmma3x_partials_bytes(s: Shape) -> int:
+    """Workspace split_partials: one record (O, m and l of every consumer thread) per split of each
+    row block; none without a split."""
+    splits = _wgmma3x_splits(s)
+    if splits == 1:
+        return 0
+    consumer_threads = 128 * _wgmma3x_warpgroups(s)
+    return 4 * s.B * _wgmma3x_row_tiles(s) * splits * (s.d // 2 + 4) * consumer_threads
+
+
+def _wgmma3x_counters_bytes(s: Shape) -> int:
+    """Workspace split_counters: one counter per row block, zeroed by the pre-pass."""
+    return 0 if _wgmma3x_short(s) else 4 * s.B * _wgmma3x_row_tiles(s)
+
+
 def _wgmma3x_defines(s: Shape) -> dict[str, int]:
     return {"HEAD_DIM": s.d, **({"WGMMA3X_SHORT_ITEMS": _WGMMA3X_SHORT_ITEMS} if s.d == 32 else {})}
 
@@ -68,7 +113,8 @@ WGMMA3X = Variant(
     report="beyond 004 (3xTF32 on Hopper wgmma)",
     technique="Hopper wgmma in 3xTF32, FA3 style: K/V pre-split and swizzled by a pre-pass, "
     "cp.async.bulk + mbarrier ring fed by a producer warpgroup, 2 consumer warpgroups ping-pong, "
-    "softmax overlapped with P V; for d = 32, N <= 128 no pre-pass: 8 whole items per block, each item's "
+    "softmax overlapped with P V; the key range split with a combine where the grid fills the last "
+    "wave badly (few items); for d = 32, N <= 128 no pre-pass: 8 whole items per block, each item's "
     "Q K V bulk-copied two items ahead and split in shared memory by a producer warpgroup while the "
     "consumers compute the item before",
     source="wgmma3x.cu",
@@ -77,14 +123,14 @@ WGMMA3X = Variant(
             kernel="wgmma3x_prep",
             grid=lambda s: (cdiv(s.N, _wgmma3x_tile_keys(s)), s.B, 1),
             block=threads(256),
-            args=("qkv", "kv_split", "N"),
+            args=("qkv", "kv_split", "N", "split_counters"),
             applies=_wgmma3x_long,
         ),
         Launch(
             kernel="wgmma3x_fwd",
-            grid=lambda s: (cdiv(s.N, 64 * _wgmma3x_warpgroups(s)), s.B, 1),
+            grid=lambda s: (_wgmma3x_row_tiles(s), s.B, _wgmma3x_splits(s)),
             block=lambda s: (128 * (_wgmma3x_warpgroups(s) + 1), 1, 1),
-            args=("qkv", "out", "N", "scale_log2", "kv_split"),
+            args=("qkv", "out", "N", "scale_log2", "kv_split", "split_partials", "split_counters"),
             smem=_wgmma3x_smem,
             applies=_wgmma3x_long,
         ),
@@ -102,7 +148,11 @@ WGMMA3X = Variant(
         note="sm_90a only (Hopper wgmma); 3xTF32 on tensor cores",
     ),
     defines=_wgmma3x_defines,
-    workspace={"kv_split": _wgmma3x_split_bytes},
+    workspace={
+        "kv_split": _wgmma3x_split_bytes,
+        "split_partials": _wgmma3x_partials_bytes,
+        "split_counters": _wgmma3x_counters_bytes,
+    },
     unit="wgmma3x",
     arch="sm_90a",  # wgmma: built for Hopper and run only there; other GPUs keep tf32x3
 )

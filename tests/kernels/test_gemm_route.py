@@ -119,7 +119,7 @@ def test_wgmma3x_takes_the_short_path_for_d32_and_n_up_to_128(shape):
 @pytest.mark.parametrize("shape", LONG_SHAPES, ids=str)
 def test_wgmma3x_takes_the_pre_pass_path_elsewhere(shape):
     assert [launch.kernel for launch in WGMMA3X.launches_for(shape)] == ["wgmma3x_prep", "wgmma3x_fwd"]
-    assert WGMMA3X.workspace_bytes(shape) == 16 * shape.B * cdiv(shape.N, 64 if shape.d <= 64 else 32) * (
+    assert WGMMA3X.workspace["kv_split"](shape) == 16 * shape.B * cdiv(shape.N, 64 if shape.d <= 64 else 32) * (
         64 if shape.d <= 64 else 32) * shape.d
 
 

@@ -1,0 +1,67 @@
+"""wgmma3x's key split (the fwd grid's z, chosen on the host; cuda/wgmma3x.cu combines the parts): which
+shapes get one, and the workspaces it needs. The GPU side is in tests/backends/test_gpu_variants.py."""
+
+import re
+
+import pytest
+
+from attnbench.cases.testcase import Shape
+from attnbench.kernels.catalogue import get_variant
+from attnbench.kernels import wgmma3x
+from attnbench.kernels.variant import cdiv
+from attnbench.locations import kernel_dir
+
+WGMMA3X = get_variant("wgmma3x")
+
+
+def fwd(shape: Shape):
+    return next(launch for launch in WGMMA3X.launches_for(shape) if launch.kernel == "wgmma3x_fwd")
+
+
+# t08, t09 and t10 ran fastest split on the H200, t05, t06 and t07 unsplit (results/2026-11-25_h200_key_split_sweep.md).
+@pytest.mark.parametrize("shape", [Shape(10, 2048, 64), Shape(20, 2048, 32),
+                                   Shape(20, 1024, 64), Shape(1, 4096, 128)], ids=str)
+def test_few_items_split_their_keys_so_the_blocks_fill_more_of_their_waves(shape):
+    """t10's 160 blocks of 128 rows fill 61% of two waves on 132 SMs; split, the last wave is fuller."""
+    splits = fwd(shape).grid(shape)[2]
+    blocks = fwd(shape).grid(shape)[0] * shape.B
+    assert splits > 1
+    filled = blocks * splits / (cdiv(blocks * splits, 132) * 132)
+    assert filled > blocks / (cdiv(blocks, 132) * 132)
+
+
+@pytest.mark.parametrize("shape", [Shape(500, 2048, 64), Shape(2, 32768, 64), Shape(4, 32768, 32), Shape(8, 4096, 128),
+                                   Shape(6800, 256, 32), Shape(80, 512, 32), Shape(40, 512, 64), Shape(40, 1024, 32),
+                                   Shape(1, 64, 64), Shape(3, 17, 64)], ids=str)
+def test_full_grids_and_single_tiles_are_not_split_and_need_no_partials(shape):
+    assert fwd(shape).grid(shape)[2] == 1
+    assert WGMMA3X.workspace["split_partials"](shape) == 0
+
+
+@pytest.mark.parametrize("shape", [Shape(b, n, d) for b in (1, 3, 10, 500) for n in (1, 65, 129, 1000, 2048, 4097)
+                                   for d in (32, 64, 128) if not (d == 32 and n <= 128)], ids=str)
+def test_every_split_has_a_key_tile_and_a_record_and_every_row_block_a_counter(shape):
+    splits = fwd(shape).grid(shape)[2]
+    tiles = cdiv(shape.N, 64 if shape.d <= 64 else 32)
+    assert 1 <= splits <= min(4, tiles)
+    row_blocks = fwd(shape).grid(shape)[0]
+    consumer_threads = fwd(shape).block(shape)[0] - 128
+    record = 4 * (shape.d // 2 + 4) * consumer_threads  # the kernel's kRecordValues floats per consumer thread
+    assert WGMMA3X.workspace["split_partials"](shape) == (record * shape.B * row_blocks * splits if splits > 1 else 0)
+    assert WGMMA3X.workspace["split_counters"](shape) == 4 * shape.B * row_blocks
+
+
+def test_the_record_layout_matches_the_kernel():
+    source = (kernel_dir() / WGMMA3X.source).read_text()
+    assert "constexpr int kRecordValues = kHeadDim / 2 + 4;" in source
+    assert "const int splits = gridDim.z;" in source
+    prep = next(launch for launch in WGMMA3X.launches if launch.kernel == "wgmma3x_prep")
+    assert "split_counters" in prep.args and "split_counters" in fwd(Shape(10, 2048, 64)).args
+    assert re.search(r"wgmma3x_fwd\([^)]*float\* __restrict__ split_partials, float\* __restrict__ split_counters\)",
+                     source)
+
+
+def test_the_short_path_has_no_split_workspace():
+    shape = Shape(13600, 128, 32)
+    assert wgmma3x._wgmma3x_splits(shape) == 1
+    assert WGMMA3X.workspace_bytes(shape) == 0

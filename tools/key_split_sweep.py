@@ -1,0 +1,116 @@
+"""wgmma3x with its key split forced to each count, on suite cases: time, accuracy and the count the host
+picks (`_wgmma3x_splits`), to hold that choice to measurements.
+
+    python3 tools/key_split_sweep.py OUTDIR t05 t06 t07 t08 t09 t10 [--splits 1,2,3,4]
+    python3 tools/key_split_sweep.py --summary OUTDIR/key_split_sweep.json
+
+Needs a Hopper GPU and the suite's cases generated (`attnbench gen t05-t10`). Each (case, count) is run
+by the runner as any variant is (first pass checked against float64 and gated, then sampled with the
+L2 flushed); rows are written to OUTDIR/key_split_sweep.json with the run's metadata, and the table to
+OUTDIR/key_split_sweep.md. The summary says, for each case, the fastest count and the pick's loss
+against it; it exits 1 when a pick is more than 3% slower than the fastest count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from attnbench import strict_json  # noqa: E402
+
+LOSS_ALLOWED = 0.03
+
+
+def summary(rows: list[dict]) -> tuple[list[str], bool]:
+    """Markdown lines: per case, each count's median, the pick and its loss against the fastest count."""
+    lines = ["| case | B, N, d | " + " | ".join(f"{k} part{'s' if k > 1 else ''}, ms" for k in sorted({r['splits'] for r in rows}))
+             + " | picked | fastest | pick's loss |", ""]
+    counts = sorted({r["splits"] for r in rows})
+    lines[1] = "| --- | ---: | " + " | ".join("---:" for _ in counts) + " | ---: | ---: | ---: |"
+    ok = True
+    for case in dict.fromkeys(r["case"] for r in rows):
+        mine = {r["splits"]: r for r in rows if r["case"] == case and r["median_ms"] is not None}
+        if not mine:
+            lines.append(f"| {case} | - | " + " | ".join("-" for _ in counts) + " | - | - | not measured |")
+            ok = False
+            continue
+        fastest = min(mine, key=lambda k: mine[k]["median_ms"])
+        picked = next(r["picked"] for r in rows if r["case"] == case)
+        loss = mine[picked]["median_ms"] / mine[fastest]["median_ms"] - 1 if picked in mine else float("nan")
+        ok = ok and loss <= LOSS_ALLOWED  # False for a pick that was not measured (nan)
+        cells = " | ".join(f"{mine[k]['median_ms']:.4f}" if k in mine else "-" for k in counts)
+        lines.append(f"| {case} | {next(iter(mine.values()))['shape']} | {cells} | {picked} | {fastest} | {loss:+.1%} |")
+    worst = max(r["rel_l2"] for r in rows)
+    lines += ["", f"- every run verified against float64: {'yes' if all(r['passed'] for r in rows) else 'NO'}; "
+                  f"largest relL2 {worst:.2e}"]
+    return lines, ok and all(r["passed"] for r in rows)
+
+
+def measure(cases: list[str], counts: list[int]) -> tuple[list[dict], dict]:
+    from attnbench.backends.gpu import Gpu
+    from attnbench.bench.runner import run_variant
+    from attnbench.bench.sampler import TimingPolicy
+    from attnbench.bench.verify import compare_outputs
+    from attnbench.cases.reference import reference_output
+    from attnbench.cases.suite import get_case, input_path
+    from attnbench.cases.testcase import read_testcase
+    from attnbench.kernels import wgmma3x
+    from attnbench.kernels.catalogue import get_variant
+    from attnbench.results.metadata import collect
+
+    gpu = Gpu(0)
+    chooser = wgmma3x._wgmma3x_splits
+    variant = get_variant("wgmma3x")
+    rows = []
+    try:
+        for case in cases:
+            testcase = read_testcase(input_path(get_case(case)))
+            reference = reference_output(testcase)
+            picked = chooser(testcase.shape)
+            for count in counts:
+                wgmma3x._wgmma3x_splits = lambda shape, count=count: count  # the grid's z, read at launch
+                run = run_variant(variant, testcase, case, gpu, TimingPolicy(),
+                                  lambda out: compare_outputs(out, reference), gate=True)
+                report = compare_outputs(run.output, reference)
+                rows.append({"case": case, "shape": f"{testcase.shape.B}, {testcase.shape.N}, {testcase.shape.d}",
+                             "splits": count, "picked": picked, "passed": bool(report.passed and run.measurement),
+                             "median_ms": run.measurement.kernel.median if run.measurement else None,
+                             "rel_l2": report.rel_l2_error})
+                print(f"{case} {count} parts: {rows[-1]['median_ms']} ms, relL2 {report.rel_l2_error:.2e}", flush=True)
+    finally:
+        wgmma3x._wgmma3x_splits = chooser
+    return rows, collect(gpu, command="tools/key_split_sweep.py " + " ".join(sys.argv[1:]))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("outdir", type=Path, nargs="?")
+    parser.add_argument("cases", nargs="*")
+    parser.add_argument("--splits", default="1,2,3,4")
+    parser.add_argument("--summary", type=Path, help="print the table of a saved sweep")
+    args = parser.parse_args()
+    if args.summary is not None:
+        rows = json.loads(args.summary.read_text())["rows"]
+    else:
+        if args.outdir is None or not args.cases:
+            parser.error("give OUTDIR and the cases, or --summary FILE")
+        rows, metadata = measure(args.cases, [int(k) for k in args.splits.split(",")])
+        args.outdir.mkdir(parents=True, exist_ok=True)
+        (args.outdir / "key_split_sweep.json").write_text(strict_json.dumps({"metadata": metadata, "rows": rows}))
+    lines, ok = summary(rows)
+    if args.summary is None:
+        gpu = (metadata.get("gpu") or {}).get("name", "unknown GPU")
+        head = [f"# wgmma3x's key split, forced to each count ({gpu}, {metadata['date']})", "",
+                "From `key_split_sweep.json`, made by `tools/key_split_sweep.py`. Medians of the runner's samples "
+                "(L2 flushed); each run's first pass checked against float64.", ""]
+        (args.outdir / "key_split_sweep.md").write_text("\n".join(head + lines) + "\n")
+    print("\n".join(lines))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

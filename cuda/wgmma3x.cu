@@ -35,7 +35,7 @@
 // words and, with S > 1 parts, split_partials B * ceil(N / (64 * WG)) * S * kRecordFloats floats;
 // wgmma3x_prep(qkv, kv_split, N, split_counters) grid (ceil(N / BN), B), block 256; then
 // wgmma3x_fwd(qkv, out, N, scale_log2, kv_split, split_partials, split_counters) grid
-// (ceil(N / (64 * WG)), B, S) (B at most 65535 per launch; S from 1 to ceil(N / BN)), block 128 * (WG + 1)
+// (ceil(N / (64 * WG)), B, S) (B at most 65535 per launch; S parts, at most ceil(N / BN) of them used), block 128 * (WG + 1)
 // (WG = 2; 1 at d = 128), dynamic shared memory kSmemBytes (164,992 B at d = 32, 197,696 B at d = 64 and 128).
 #include <cstdint>
 
@@ -395,8 +395,12 @@ constexpr int kRecordValues = kHeadDim / 2 + 4;  // o, m_lo, m_hi, l_lo, l_hi
 constexpr int kRecordFloats = kRecordValues * kConsumerThreads;
 constexpr int kSplitBarrier = 5;  // named barrier of the consumer threads (1, 2: Q; 3, 4: ping-pong)
 
+// The parts the key range is split into: gridDim.z, but never more than there are K/V tiles (blocks of a
+// larger grid z have nothing to do and leave at once; the host never asks for them).
+__device__ __forceinline__ int key_parts(int N) { return min(static_cast<int>(gridDim.z), (N + kTileKeys - 1) / kTileKeys); }
+
 __device__ __forceinline__ bool combine_splits(float (&o)[kHeadDim / 2], float& m_lo, float& m_hi, float& l_lo, float& l_hi,
-                                               float* __restrict__ partials, float* __restrict__ counters) {
+                                               float* __restrict__ partials, float* __restrict__ counters, int N) {
     __shared__ unsigned arrived_before;
     // The block's coordinates and the thread's index, read afresh (asm volatile): values the compiler kept
     // from the kernel's start would stay live through the main loop, whose registers are all spent
@@ -406,7 +410,7 @@ __device__ __forceinline__ bool combine_splits(float (&o)[kHeadDim / 2], float& 
     asm volatile("mov.u32 %0, %%ctaid.y;\n" : "=r"(ctaid_y));
     asm volatile("mov.u32 %0, %%ctaid.z;\n" : "=r"(ctaid_z));
     asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(ctid));
-    const int splits = gridDim.z;
+    const int splits = key_parts(N);
     const size_t rows = static_cast<size_t>(ctaid_y) * gridDim.x + ctaid_x;
     float* const records = partials + rows * splits * kRecordFloats;
     float* const mine = records + static_cast<size_t>(ctaid_z) * kRecordFloats;
@@ -473,7 +477,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     // Key split (gridDim.z parts, flash-decoding style): this block takes K/V tiles tile_begin ..
     // tile_begin + n_tiles - 1 of item b; the ring's slots and phases count from 0 in every block.
     const int all_tiles = (N + kTileKeys - 1) / kTileKeys;
-    const int splits = gridDim.z;
+    const int splits = key_parts(N);
+    if (static_cast<int>(blockIdx.z) >= splits) return;  // a part with no tile (block-uniform, before any barrier)
     const int tile_begin = static_cast<int>(blockIdx.z) * all_tiles / splits;
     const int n_tiles = (static_cast<int>(blockIdx.z) + 1) * all_tiles / splits - tile_begin;
     const int warp = threadIdx.x >> 5;
@@ -677,7 +682,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         l_lo += __shfl_xor_sync(0xffffffffu, l_lo, offset);
         l_hi += __shfl_xor_sync(0xffffffffu, l_hi, offset);
     }
-    if (gridDim.z > 1 && !combine_splits(o, m_lo, m_hi, l_lo, l_hi, split_partials, split_counters))
+    if (key_parts(N) > 1 && !combine_splits(o, m_lo, m_hi, l_lo, l_hi, split_partials, split_counters, N))
         return;  // another split of these rows finishes last and writes them
     const float inv_lo = 1.0f / l_lo;
     const float inv_hi = 1.0f / l_hi;

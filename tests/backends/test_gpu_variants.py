@@ -208,7 +208,8 @@ def test_wgmma3x_short_path_on_large_scores(gpu, kind, shape, rng):
 
 # wgmma3x's key split (grid z: each block takes a range of K/V tiles, the last block of a row block to
 # finish combines the records): every split count on uneven ranges (3 of 16 tiles: 5, 5, 6), the masked
-# last tile in the last part only, one tile a part, each head dimension; forced, so that the shapes are small.
+# last tile in the last part only, one tile a part, more parts than tiles (3 tiles in 4: the fourth block
+# leaves at once), each head dimension; forced, so that the shapes are small.
 WGMMA3X_SPLIT_SHAPES = [(2, 1000, 64), (3, 129, 32), (1, 2047, 128), (2, 256, 64), (1, 300, 32)]
 
 

@@ -38,3 +38,10 @@ def test_a_wrong_or_unmeasured_run_exits_1(tmp_path):
     assert summarise(tmp_path, rows_for("t10", 1, {1: 0.15, 2: 0.14}, passed=False)).returncode == 1
     done = summarise(tmp_path, rows_for("t10", 1, {1: None, 2: None}))
     assert done.returncode == 1 and "not measured" in done.stdout
+
+
+def test_without_a_gpu_a_one_pass_says_so_in_one_line_and_exits_3():
+    """CUDA_VISIBLE_DEVICES is emptied, so this holds on a machine with a GPU too."""
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "key_split_sweep.py"), "--one-pass", "1,64,64,2"],
+                          capture_output=True, text=True, cwd=ROOT, env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""})
+    assert done.returncode == 3 and len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -3,6 +3,7 @@ picks (`_wgmma3x_splits`), to hold that choice to measurements.
 
     python3 tools/key_split_sweep.py OUTDIR t05 t06 t07 t08 t09 t10 [--splits 1,2,3,4]
     python3 tools/key_split_sweep.py --summary OUTDIR/key_split_sweep.json
+    python3 tools/key_split_sweep.py --one-pass B,N,d,PARTS    (for compute-sanitizer: exit 1 if wrong)
 
 Needs a Hopper GPU and the suite's cases generated (`attnbench gen t05-t10`). Each (case, count) is run
 by the runner as any variant is (first pass checked against float64 and gated, then sampled with the
@@ -86,13 +87,38 @@ def measure(cases: list[str], counts: list[int]) -> tuple[list[dict], dict]:
     return rows, collect(gpu, command="tools/key_split_sweep.py " + " ".join(sys.argv[1:]))
 
 
+def one_pass(B: int, N: int, d: int, parts: int) -> bool:
+    """One wgmma3x pass in `parts` key parts on a seeded random input, checked against float64."""
+    import numpy as np
+
+    from attnbench.backends.gpu import Gpu
+    from attnbench.bench.runner import run_variant
+    from attnbench.bench.sampler import TimingPolicy
+    from attnbench.bench.verify import compare_outputs
+    from attnbench.cases.reference import reference_output
+    from attnbench.cases.testcase import Testcase
+    from attnbench.kernels import wgmma3x
+    from attnbench.kernels.catalogue import get_variant
+
+    wgmma3x._wgmma3x_splits = lambda shape: parts
+    testcase = Testcase(np.random.default_rng(5).standard_normal((B, 3, N, d)).astype(np.float32))
+    run = run_variant(get_variant("wgmma3x"), testcase, "random", Gpu(0), TimingPolicy(warmup=0, reps=1, flush_l2=False))
+    report = compare_outputs(run.output, reference_output(testcase))
+    print(f"B={B} N={N} d={d} in {parts} parts: relL2 {report.rel_l2_error:.2e}, "
+          f"{'passed' if report.passed else 'FAILED'}, {report.nan_count} NaN")
+    return report.passed and report.rel_l2_error <= 1e-5
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("outdir", type=Path, nargs="?")
     parser.add_argument("cases", nargs="*")
     parser.add_argument("--splits", default="1,2,3,4")
     parser.add_argument("--summary", type=Path, help="print the table of a saved sweep")
+    parser.add_argument("--one-pass", help="B,N,d,PARTS: one checked pass, nothing saved")
     args = parser.parse_args()
+    if args.one_pass is not None:
+        return 0 if one_pass(*(int(v) for v in args.one_pass.split(","))) else 1
     if args.summary is not None:
         rows = json.loads(args.summary.read_text())["rows"]
     else:
@@ -113,4 +139,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from attnbench.errors import AttnbenchError
+
+    try:
+        sys.exit(main())
+    except AttnbenchError as exc:  # no GPU, no pycuda, a case not generated: one sentence, its exit code
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)

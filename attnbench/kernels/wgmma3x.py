@@ -72,7 +72,7 @@ def _wgmma3x_row_tiles(s: Shape) -> int:
 # two parts, t10 in three or four; every fixed cost from 4 to 8 tiles agrees with that, and 5 splits t10 in 3.
 _HOPPER_SMS = 132
 _SPLIT_BLOCK_COST_TILES = 5.0
-_MAX_KEY_SPLITS = 4
+_MAX_KEY_SPLITS = 4  # 6 and 8 parts were 19-23% slower than 4 on t10 (results/2026-11-25_h200_key_split_ab.md)
 
 
 def _wgmma3x_splits(s: Shape) -> int:

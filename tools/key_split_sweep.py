@@ -28,10 +28,10 @@ LOSS_ALLOWED = 0.03
 
 def summary(rows: list[dict]) -> tuple[list[str], bool]:
     """Markdown lines: per case, each count's median, the pick and its loss against the fastest count."""
-    lines = ["| case | B, N, d | " + " | ".join(f"{k} part{'s' if k > 1 else ''}, ms" for k in sorted({r['splits'] for r in rows}))
-             + " | picked | fastest | pick's loss |", ""]
     counts = sorted({r["splits"] for r in rows})
-    lines[1] = "| --- | ---: | " + " | ".join("---:" for _ in counts) + " | ---: | ---: | ---: |"
+    lines = ["| case | B, N, d | " + " | ".join(f"{k} part{'s' if k > 1 else ''}, ms" for k in counts)
+             + " | picked | fastest | pick's loss |",
+             "| --- | ---: | " + " | ".join("---:" for _ in counts) + " | ---: | ---: | ---: |"]
     ok = True
     for case in dict.fromkeys(r["case"] for r in rows):
         mine = {r["splits"]: r for r in rows if r["case"] == case and r["median_ms"] is not None}

@@ -147,8 +147,9 @@ class GpuExecution:
     def launch_records(self, b0: int, b1: int) -> list[_LaunchRecord]:
         """The launches that compute batch items [b0, b1), in launch chunks of at most `chunk` items.
 
-        Each item's result does not depend on which launch computes it, so any split of the batch gives
-        the same bits (the GPU tests hold the pipelined path to that)."""
+        An item's result may depend on how many items its launch holds (wgmma3x splits the key range of
+        few-item launches), never on which launch computes it: launches of the same counts give the same
+        bits, and every variant's workspace, sized for `chunk` items, holds any launch of fewer."""
         inputs, out, workspace = self._pointers
         return self._plan(inputs, out, workspace, b0, b1)
 

@@ -73,15 +73,14 @@ def _wgmma3x_row_tiles(s: Shape) -> int:
 _HOPPER_SMS = 132
 _SPLIT_BLOCK_COST_TILES = 5.0
 _MAX_KEY_SPLITS = 4  # 6 and 8 parts were 19-23% slower than 4 on t10 (results/2026-11-25_h200_key_split_ab.md)
+# A pass of more than four waves is not split: its last wave is a small share of it. The cap also bounds
+# the split workspace of the smaller launches a pass may be cut into (see _wgmma3x_split_records).
+_MAX_SPLIT_BLOCKS = 4 * _HOPPER_SMS
 
 
-def _wgmma3x_splits(s: Shape) -> int:
-    """Parts the key range of each row block is split into (the fwd grid's z): more than 1 where the
-    blocks fill the GPU's last wave badly (t10: 160 blocks on 132 SMs use 61% of two waves)."""
-    if _wgmma3x_short(s):
+def _splits_for(blocks: int, tiles: int) -> int:
+    if blocks > _MAX_SPLIT_BLOCKS:
         return 1
-    blocks = _wgmma3x_row_tiles(s) * s.B
-    tiles = cdiv(s.N, _wgmma3x_tile_keys(s))
 
     def cost(splits: int) -> float:
         return cdiv(blocks * splits, _HOPPER_SMS) * (tiles / splits + _SPLIT_BLOCK_COST_TILES)
@@ -89,14 +88,36 @@ def _wgmma3x_splits(s: Shape) -> int:
     return min(range(1, min(_MAX_KEY_SPLITS, tiles) + 1), key=lambda k: (cost(k), k))
 
 
-def _wgmma3x_partials_bytes(s: Shape) -> int:
-    """Workspace split_partials: one record (O, m and l of every consumer thread) per split of each
-    row block; none without a split."""
-    splits = _wgmma3x_splits(s)
-    if splits == 1:
+def _wgmma3x_splits(s: Shape) -> int:
+    """Parts the key range of each row block is split into (the fwd grid's z): more than 1 where the
+    blocks fill the GPU's last wave badly (t10: 160 blocks on 132 SMs use 61% of two waves)."""
+    if _wgmma3x_short(s):
+        return 1
+    return _splits_for(_wgmma3x_row_tiles(s) * s.B, cdiv(s.N, _wgmma3x_tile_keys(s)))
+
+
+def _wgmma3x_split_records(s: Shape) -> int:
+    """The most records (row blocks x parts) of any launch of at most s.B items. The runner cuts a batch
+    into launches of fewer items (its pipeline's chunks, the last launch of a batch), and fewer items may
+    split where the whole batch does not (t22's chunks of 5 items split in 3), so a workspace sized for
+    s.B items must hold every one of them. (It asks `_wgmma3x_splits` itself, which a sweep may force.)"""
+    if _wgmma3x_short(s):
         return 0
+    row_tiles = _wgmma3x_row_tiles(s)
+
+    def records(items: int) -> int:
+        splits = _wgmma3x_splits(Shape(items, s.N, s.d))
+        return items * row_tiles * splits if splits > 1 else 0
+
+    # more items than the cap's never split on their own; the batch itself is counted in case it is forced
+    return max(records(items) for items in (*range(1, min(s.B, _MAX_SPLIT_BLOCKS // row_tiles) + 1), s.B))
+
+
+def _wgmma3x_partials_bytes(s: Shape) -> int:
+    """Workspace split_partials: one record (O, m and l of every consumer thread) per part of each split
+    row block, for the largest split of any launch of at most s.B items; none where none splits."""
     consumer_threads = 128 * _wgmma3x_warpgroups(s)
-    return 4 * s.B * _wgmma3x_row_tiles(s) * splits * (s.d // 2 + 4) * consumer_threads
+    return 4 * _wgmma3x_split_records(s) * (s.d // 2 + 4) * consumer_threads
 
 
 def _wgmma3x_counters_bytes(s: Shape) -> int:

@@ -118,3 +118,22 @@ def test_the_default_plan_runs_a_course_like_case(gpu, tmp_path):
     run = run_variant_pipelined(variant, path, plan, "random", gpu, ONE_PASS, tmp_path / "out.bin")
     plain = run_variant(variant, testcase, "random", gpu, ONE_PASS).output
     assert np.array_equal(run.output.view(np.uint32), plain.view(np.uint32))
+
+
+def test_wgmma3x_chunks_that_split_their_keys_where_the_batch_does_not(gpu, tmp_path):
+    """The pipeline's chunks of 5 items split their key range in 3 (80 row blocks on 132 SMs); the whole
+    batch of 48 does not. The workspace sized for 48 items holds the chunks' records, and the output is
+    right (not bit-identical to the unpipelined pass: the parts are summed in a different order)."""
+    variant = get_variant("wgmma3x")
+    shape = Shape(48, 2048, 64)
+    skip_unless_runs(variant, shape, gpu)
+    plan = plan_chunks(shape, keep_output=True)
+    assert plan.refusal is None and plan.items_per_chunk == 5
+    fwd = next(launch for launch in variant.launches if launch.kernel == "wgmma3x_fwd")
+    assert fwd.grid(shape)[2] == 1 and fwd.grid(Shape(5, 2048, 64))[2] == 3
+    testcase = random_testcase(shape.B, shape.N, shape.d, np.random.default_rng(11))
+    path = tmp_path / "case.in"
+    write_testcase(path, testcase)
+    run = run_variant_pipelined(variant, path, plan, "random", gpu, ONE_PASS, tmp_path / "out.bin")
+    report = compare_outputs(run.output, reference_output(testcase))
+    assert report.passed and report.rel_l2_error < 1e-5

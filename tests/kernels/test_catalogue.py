@@ -127,3 +127,15 @@ def test_square_lab_shapes_default_to_the_exact_tensor_core_gemms_where_measured
     assert default_variant(Shape(1, 63, 63), True, hopper).name == "gemm"  # neither is faster below 64
     assert default_variant(Shape(1, 2047, 2047), True, (6, 1)).name == "gemm"  # no tensor cores
     assert default_variant(Shape(4, 4096, 64), True, hopper).name == "wgmma3x"
+
+
+@pytest.mark.parametrize("variant", [v for v in REGISTRY.values() if v.workspace], ids=lambda v: v.name)
+def test_a_workspace_sized_for_a_batch_holds_every_launch_of_fewer_items(variant):
+    """The runner sizes workspaces for its launch chunk and launches fewer items at the end of a batch
+    and in its pipeline's chunks (t22 in chunks of 5 items: wgmma3x splits those, not the batch)."""
+    for B, N, d in ((48, 2048, 64), (500, 2048, 64), (10, 2048, 64), (300, 1000, 32), (20, 4097, 128), (900, 256, 64)):
+        if variant.refusal(Shape(B, N, d)) is not None:
+            continue
+        for name, size in variant.workspace.items():
+            whole = size(Shape(B, N, d))
+            assert all(size(Shape(b, N, d)) <= whole for b in range(1, B + 1)), f"{name} at {B}, {N}, {d}"

@@ -10,6 +10,10 @@
 // - a producer warpgroup (one lane; setmaxnreg gives its registers to the consumers) streams the
 //   blocks with cp.async.bulk into K and V shared-memory rings (full/empty mbarriers, K released as
 //   soon as S is done with it);
+// - N <= 256 (wgmma3x_stream: no pre-pass): the producer warpgroup bulk-copies each raw K and V tile
+//   into a staging tile of its own and its 128 threads split it into the ring (split_k_tile,
+//   split_vt_tile: the pre-pass's layout). With one staging tile each for K and V, the producer waits on
+//   each copy: faster than the pre-pass's extra launch and pass over K/V on short items, slower on long;
 // - consumer warpgroups of 64 query rows: S = Q K^T by wgmma m64nNk8 (Q split once, in shared memory,
 //   or in registers at d = 32), small cross terms in an accumulator of their own; online softmax in
 //   registers (exp2f, scale folded; keys past N masked to -inf after the product); O += P V by wgmma
@@ -17,26 +21,29 @@
 //   softmax runs while P V is on the tensor cores; the two warpgroups ping-pong (named barriers).
 // - few items (t08-t10: the grid's last wave nearly empty): the key range of each row block is split
 //   into gridDim.z parts (flash-decoding style; the host chooses the count). Each block writes a record
-//   of its unnormalised O, m and l; the last of a row block's parts to finish (a counter the pre-pass
-//   zeroes) adds the records in part order, rescaled to the common max, and writes the rows.
+//   of its unnormalised O, m and l; the last of a row block's parts to finish (a counter, which it sets
+//   back to zero) adds the records in part order, rescaled to the common max, and writes the rows.
 // - short sequences (d = 32, N <= 128: many items of one block's worth each, t11): wgmma3x_short, with no
 //   pre-pass and no workspace. A block of 2 consumer warpgroups holds whole items and works through
 //   WGMMA3X_SHORT_ITEMS consecutive ones; a producer warpgroup bulk-copies each item's raw Q K V two items
 //   ahead into one of two staging buffers and splits K/V of the next item into the same operand tiles as
-//   the pre-pass (split_kv_tile: one copy of that layout) while the consumers compute the current one;
+//   the pre-pass (split_k_tile, split_vt_tile) while the consumers compute the current one;
 //   the consumers split Q into registers, then S, softmax, P V as in wgmma3x_fwd.
 //
 // Constraints: sm_90a only (wgmma, setmaxnreg, cp.async.bulk, mbarrier tx): build with arch sm_90a.
 // HEAD_DIM 32, 64 or 128. Any N >= 1 (query rows past N not written; keys past N zero-filled and
 // masked); any B. Launches, d = 32 and N <= 128: wgmma3x_short(qkv, out, B, N, scale_log2) grid
 // ceil(B / WGMMA3X_SHORT_ITEMS), block 384, dynamic shared memory kShortSmemBytes (230,464 B: two operand
-// buffers of 64 KB, two raw buffers of 48 KB, 8 mbarriers), no workspace. Otherwise: workspace kv_split
-// 4 * B * ceil(N / BN) * BN * d floats (BN = 64, 32 at d = 128), split_counters B * ceil(N / (64 * WG))
-// words and, with S > 1 parts, split_partials B * ceil(N / (64 * WG)) * S * kRecordFloats floats;
-// wgmma3x_prep(qkv, kv_split, N, split_counters) grid (ceil(N / BN), B), block 256; then
-// wgmma3x_fwd(qkv, out, N, scale_log2, kv_split, split_partials, split_counters) grid
-// (ceil(N / (64 * WG)), B, S) (B at most 65535 per launch; S parts, at most ceil(N / BN) of them used), block 128 * (WG + 1)
-// (WG = 2; 1 at d = 128), dynamic shared memory kSmemBytes (164,992 B at d = 32, 197,696 B at d = 64 and 128).
+// buffers of 64 KB, two raw buffers of 48 KB, 8 mbarriers), no workspace. Otherwise: workspaces
+// split_counters B * ceil(N / (64 * WG)) words, zero before the first pass, and, with S > 1 parts,
+// split_partials B * ceil(N / (64 * WG)) * S * kRecordFloats floats; N <= 256: wgmma3x_stream(qkv, out, N,
+// scale_log2, split_partials, split_counters), dynamic shared memory kStreamSmemBytes (181,504 B at d = 32,
+// 230,528 B at d = 64 and 128); beyond: workspace kv_split 4 * B * ceil(N / BN) * BN * d floats (BN = 64,
+// 32 at d = 128), wgmma3x_prep(qkv, kv_split, N) grid (ceil(N / BN), B), block 256, then
+// wgmma3x_fwd(qkv, out, N, scale_log2, kv_split, split_partials, split_counters), dynamic shared memory
+// kSmemBytes (165,008 B at d = 32, 197,712 B at d = 64 and 128). Both: grid (ceil(N / (64 * WG)), B, S)
+// (B at most 65535 per launch; S parts, at most ceil(N / BN) of them used), block 128 * (WG + 1) (WG = 2;
+// 1 at d = 128).
 #include <cstdint>
 
 #include "common.cuh"
@@ -77,6 +84,13 @@ constexpr int kStageFloats = 4 * kTileFloats;
 constexpr int kStageBytes = 4 * kStageFloats;
 constexpr int kQFloats = 64 * kHeadDim;                 // one warpgroup's Q big (or small)
 constexpr int kPrepThreads = 256;
+constexpr int kProducerThreads = 128;
+constexpr int kProducerBarrier = 6;  // named barrier of the producer warpgroup (1, 2: Q; 3, 4: ping-pong; 5: split)
+// setmaxnreg with 2 consumer warpgroups: the consumers keep the 240 registers they need (232 spills at
+// d = 64); the producer splits in 24, one element or float4 at a time (kUnroll 1 in split_k_tile and split_vt_tile).
+constexpr int kProducerRegs = 24;
+constexpr int kConsumerRegs = 240;
+static_assert(kProducerThreads * kProducerRegs + kConsumerThreads * kConsumerRegs <= 65536, "register file");
 // WGMMA3X_QREG: S = Q K^T takes Q from registers (wgmma A operand), saving shared-memory bandwidth.
 // d = 32: Q big and small both in registers; d = 64: Q big in registers, Q small still in shared
 // memory, and S summed in one accumulator (the register budget has no room for a second).
@@ -85,8 +99,13 @@ constexpr bool kQSmallInRegs = kQReg && kHeadDim == 32;
 constexpr bool kSplitS = !(kQReg && !kQSmallInRegs);  // S small cross terms in an accumulator of their own
 constexpr int kQRegSteps = kQReg ? kHeadDim / 8 : 1;
 constexpr int kQSmallSteps = kQSmallInRegs ? kHeadDim / 8 : 1;
-// dynamic shared memory: K and V rings + Q (big, small) per warpgroup + 4 mbarriers per stage + 1024 alignment slack
-constexpr int kSmemBytes = kStages * kStageBytes + kWarpgroups * 2 * kQFloats * 4 + kStages * 32 + 1024;
+// dynamic shared memory: K and V rings + Q (big, small) per warpgroup + 4 mbarriers per stage and 2 for
+// the raw tiles + 1024 alignment slack; wgmma3x_stream adds one raw K and one raw V tile, 128-byte aligned.
+constexpr int kBarrierOffsetFloats = kStages * kStageFloats + kWarpgroups * 2 * kQFloats;  // rings, Q
+constexpr int kRawOffsetFloats = (kBarrierOffsetFloats * 4 + kStages * 32 + 16 + 127) / 128 * 32;
+constexpr int kSmemBytes = kBarrierOffsetFloats * 4 + kStages * 32 + 16 + 1024;
+constexpr int kStreamSmemBytes = kRawOffsetFloats * 4 + 2 * kTileFloats * 4 + 1024;
+static_assert(kStreamSmemBytes <= 227 * 1024, "shared memory");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory");
 
 // ---- generated wgmma wrappers (m64nNk8 tf32, A from shared memory or registers) ----
@@ -163,17 +182,18 @@ __device__ __forceinline__ void mma_pv(float (&d)[kHeadDim / 2], const uint32_t 
 }
 
 // ---- one K/V tile in the operand layout ---------------------------------------------------------
-// Writes a tile's [K big | K small | V^T big | V^T small] (kStageFloats floats at dst: global memory for
-// the pre-pass, shared memory for wgmma3x_short). load_k(r, c4) gives the float4 of tile row r, columns
-// 4 c4 .. 4 c4 + 3, and load_v(key, n) one V element; both return 0 for keys past N. V is transposed
-// (wgmma takes tf32 K-major only) with the key order 0 2 4 6 1 3 5 7 inside each group of 8, since P's
-// A fragment holds keys 2t, 2t + 1 (see split_p). kVtAlongN: consecutive threads take consecutive V
-// columns n (for an unpadded row-major V in shared memory, where the keys of one column share a bank);
-// otherwise consecutive 16-byte chunks of one V^T row (whole 128-byte rows, for stores to global memory).
-template <int kThreadCount, bool kVtAlongN, class LoadK, class LoadV>
-__device__ __forceinline__ void split_kv_tile(float* dst, LoadK load_k, LoadV load_v, int tid) {
+// A tile's [K big | K small] (split_k_tile) and [V^T big | V^T small] (split_vt_tile), kTileFloats floats
+// each half, at dst (global memory for the pre-pass, shared memory for wgmma3x_stream and wgmma3x_short).
+// load_k(r, c4) gives the float4 of tile row r, columns 4 c4 .. 4 c4 + 3, and load_v(key, n) one V
+// element; both return 0 for keys past N. V is transposed (wgmma takes tf32 K-major only) with the key
+// order 0 2 4 6 1 3 5 7 inside each group of 8, since P's A fragment holds keys 2t, 2t + 1 (see split_p).
+// kVtAlongN: consecutive threads take consecutive V columns n (for an unpadded row-major V in shared
+// memory, where the keys of one column share a bank); otherwise consecutive 16-byte chunks of one V^T
+// row (whole 128-byte rows, for stores to global memory).
+template <int kThreadCount, int kUnroll, class LoadK>
+__device__ __forceinline__ void split_k_tile(float* dst, LoadK load_k, int tid) {
     constexpr int kRowChunks = kHeadDim / 4;
-#pragma unroll 2
+#pragma unroll kUnroll
     for (int i = tid; i < kTileKeys * kRowChunks; i += kThreadCount) {
         const int r = i / kRowChunks, c4 = i % kRowChunks;
         float4 big, small;
@@ -181,8 +201,11 @@ __device__ __forceinline__ void split_kv_tile(float* dst, LoadK load_k, LoadV lo
         *reinterpret_cast<float4*>(dst + swz(r, c4, kTileKeys)) = big;
         *reinterpret_cast<float4*>(dst + kTileFloats + swz(r, c4, kTileKeys)) = small;
     }
+}
+template <int kThreadCount, int kUnroll, bool kVtAlongN, class LoadV>
+__device__ __forceinline__ void split_vt_tile(float* dst, LoadV load_v, int tid) {
     constexpr int kKeyChunks = kTileKeys / 4;
-#pragma unroll 2
+#pragma unroll kUnroll
     for (int i = tid; i < kHeadDim * kKeyChunks; i += kThreadCount) {
         const int n = kVtAlongN ? i % kHeadDim : i / kKeyChunks;
         const int p4 = kVtAlongN ? i / kHeadDim : i % kKeyChunks;
@@ -190,27 +213,37 @@ __device__ __forceinline__ void split_kv_tile(float* dst, LoadK load_k, LoadV lo
         const float4 v = make_float4(load_v(key, n), load_v(key + 2, n), load_v(key + 4, n), load_v(key + 6, n));
         float4 big, small;
         split4(v, big, small);
-        *reinterpret_cast<float4*>(dst + 2 * kTileFloats + swz(n, p4, kHeadDim)) = big;
-        *reinterpret_cast<float4*>(dst + 3 * kTileFloats + swz(n, p4, kHeadDim)) = small;
+        *reinterpret_cast<float4*>(dst + swz(n, p4, kHeadDim)) = big;
+        *reinterpret_cast<float4*>(dst + kTileFloats + swz(n, p4, kHeadDim)) = small;
     }
+}
+// Both halves of one raw tile (rows key0 .. key0 + kTileKeys - 1 of K and V, row-major, `rows` of them
+// valid: the rest, stale or never loaded, become zeros) into [K big | K small | V^T big | V^T small].
+template <int kThreadCount, int kUnroll>
+__device__ __forceinline__ void split_raw_k(float* dst, const float* raw_k, int rows, int tid) {
+    split_k_tile<kThreadCount, kUnroll>(
+        dst,
+        [&](int r, int c4) {
+            return r < rows ? *reinterpret_cast<const float4*>(raw_k + r * kHeadDim + 4 * c4) : make_float4(0.f, 0.f, 0.f, 0.f);
+        },
+        tid);
+}
+template <int kThreadCount, int kUnroll>
+__device__ __forceinline__ void split_raw_v(float* dst, const float* raw_v, int rows, int tid) {
+    split_vt_tile<kThreadCount, kUnroll, true>(dst, [&](int key, int n) { return key < rows ? raw_v[key * kHeadDim + n] : 0.0f; }, tid);
 }
 
 }  // namespace
 
 // Pre-pass: one block per (key tile, batch item). Writes the tile's [K big | K small | V^T big | V^T small]
 // as one contiguous block of kStageFloats floats in the shared-memory layout of the main kernel
-// (split_kv_tile); V goes through a padded shared-memory tile for the transposition.
+// (split_k_tile, split_vt_tile); V goes through a padded shared-memory tile for the transposition.
 extern "C" __global__ void __launch_bounds__(kPrepThreads)
-    wgmma3x_prep(const float* __restrict__ qkv, float* __restrict__ kv_split, int N, float* __restrict__ split_counters) {
+    wgmma3x_prep(const float* __restrict__ qkv, float* __restrict__ kv_split, int N) {
     __shared__ float v_tile[kTileKeys][kHeadDim + 1];
     const int tile = blockIdx.x;
     const int b = blockIdx.y;
     const int n_tiles = gridDim.x;
-    if (tile == 0) {  // the main kernel's key-split counters of item b start at 0 on every pass
-        const int row_tiles = (N + kBlockRows - 1) / kBlockRows;
-        unsigned* const counters = reinterpret_cast<unsigned*>(split_counters) + static_cast<size_t>(b) * row_tiles;
-        for (int i = threadIdx.x; i < row_tiles; i += kPrepThreads) counters[i] = 0u;
-    }
     const float* const K = qkv + qkv_item_offset(b, N, kHeadDim) + static_cast<size_t>(N) * kHeadDim;
     const float* const V = K + static_cast<size_t>(N) * kHeadDim;
     float* const dst = kv_split + (static_cast<size_t>(b) * n_tiles + tile) * kStageFloats;
@@ -226,13 +259,14 @@ extern "C" __global__ void __launch_bounds__(kPrepThreads)
         v_tile[r][4 * c4 + 3] = v.w;
     }
     __syncthreads();
-    split_kv_tile<kPrepThreads, false>(
+    split_k_tile<kPrepThreads, 2>(
         dst,
         [&](int r, int c4) {
             return key0 + r < N ? __ldg(reinterpret_cast<const float4*>(K + static_cast<size_t>(key0 + r) * kHeadDim + 4 * c4))
                                 : make_float4(0.f, 0.f, 0.f, 0.f);
         },
-        [&](int key, int n) { return v_tile[key][n]; }, threadIdx.x);
+        threadIdx.x);
+    split_vt_tile<kPrepThreads, 2, false>(dst + 2 * kTileFloats, [&](int key, int n) { return v_tile[key][n]; }, threadIdx.x);
 }
 
 
@@ -388,7 +422,7 @@ __device__ __forceinline__ void sched_release(int wg, bool last) {
 // A block of a split pass (gridDim.z > 1) holds its rows' unnormalised O, running max m (log2 units) and
 // row sum l over its own key range. Each consumer thread writes its values as one record column
 // (value v of thread c at v * kConsumerThreads + c: coalesced), then counts its block in the rows'
-// counter (zeroed by wgmma3x_prep). The block that counts last reads every split's record, in split
+// counter (0 between passes: the last block resets it). The block that counts last reads every split's record, in split
 // order (so the sum does not depend on which block came last), rescales each to the common max, and
 // goes on to write the rows; the others are done.
 constexpr int kRecordValues = kHeadDim / 2 + 4;  // o, m_lo, m_hi, l_lo, l_hi
@@ -425,7 +459,10 @@ __device__ __forceinline__ bool combine_splits(float (&o)[kHeadDim / 2], float& 
     if (ctid == 0) arrived_before = atomicAdd(reinterpret_cast<unsigned*>(counters) + rows, 1u);
     asm volatile("bar.sync %0, %1;\n" ::"n"(kSplitBarrier), "n"(kConsumerThreads) : "memory");
     if (arrived_before != static_cast<unsigned>(splits - 1)) return false;
-    __threadfence();  // the last block: the other records, counted before, are read after this
+    // The last block: every part has counted, so the counter goes back to 0 for the next pass (the
+    // host zeroes the workspace once, when it allocates it).
+    if (ctid == 0) reinterpret_cast<unsigned*>(counters)[rows] = 0u;
+    __threadfence();  // the other records, counted before, are read after this
     auto at = [&](int z, int v) { return __ldcg(records + static_cast<size_t>(z) * kRecordFloats + v * kConsumerThreads + ctid); };
     float top_lo = ATTN_NEG_INF, top_hi = ATTN_NEG_INF;
     for (int z = 0; z < splits; ++z) {
@@ -455,13 +492,16 @@ __device__ __forceinline__ bool combine_splits(float (&o)[kHeadDim / 2], float& 
     return true;
 }
 
-// Main kernel: grid (ceil(N / kBlockRows), B, key parts), block kThreads, dynamic shared memory kSmemBytes.
+// Main kernels: grid (ceil(N / kBlockRows), B, key parts), block kThreads. wgmma3x_fwd reads the pre-pass's
+// tiles (dynamic shared memory kSmemBytes); wgmma3x_stream splits raw tiles itself (kStreamSmemBytes).
 // Shared memory: K ring [kStages][K big | K small], V ring [kStages][V^T big | V^T small], Q big/small
-// per warpgroup, then mbarriers full_k, full_v, empty_k, empty_v [kStages] each. K and V have barriers of
+// per warpgroup, then mbarriers full_k, full_v, empty_k, empty_v [kStages] each and raw_full_k, raw_full_v;
+// then, for wgmma3x_stream only, one raw K and one raw V tile (128-byte aligned). K and V have barriers of
 // their own so that a K stage is handed back as soon as S is done with it.
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    wgmma3x_fwd(const float* __restrict__ qkv, float* __restrict__ out, int N, float scale_log2,
-                const float* __restrict__ kv_split, float* __restrict__ split_partials, float* __restrict__ split_counters) {
+template <bool kStreamed>
+__device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* __restrict__ out, int N, float scale_log2,
+                                         const float* __restrict__ kv_split, float* __restrict__ split_partials,
+                                         float* __restrict__ split_counters) {
     extern __shared__ float4 smem_f4[];
     // 1024-byte alignment for the swizzle atoms
     float* const smem = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(smem_f4) + 1023) & ~uintptr_t(1023));
@@ -472,6 +512,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     uint64_t* const full_v = full_k + kStages;
     uint64_t* const empty_k = full_v + kStages;
     uint64_t* const empty_v = empty_k + kStages;
+    uint64_t* const raw_full_k = empty_v + kStages;
+    uint64_t* const raw_full_v = raw_full_k + 1;
+    float* const raw_k = reinterpret_cast<float*>(smem + kRawOffsetFloats);  // one raw K tile, row-major
+    float* const raw_v = raw_k + kTileFloats;                                // one raw V tile
 
     const int b = blockIdx.y;
     // Key split (gridDim.z parts, flash-decoding style): this block takes K/V tiles tile_begin ..
@@ -491,15 +535,59 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
             mbar_init(empty_k + s, kConsumerThreads / 32);
             mbar_init(empty_v + s, kConsumerThreads / 32);
         }
+        mbar_init(raw_full_k, 1);
+        mbar_init(raw_full_v, 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
 
     if (warp >= kConsumerThreads / 32) {
-        // Producer warpgroup: it gives its registers to the consumers; one lane streams the pre-split
-        // tiles of item b through the rings.
-        if constexpr (kWarpgroups == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
-        if (warp == kConsumerThreads / 32 && lane == 0) {
+        // Producer warpgroup: it gives most of its registers to the consumers.
+        if constexpr (kWarpgroups == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
+        if constexpr (kStreamed) {
+            // One thread bulk-copies item b's raw K and V tiles (row-major, as in the input) into raw_k
+            // and raw_v; all 128 split each one into the ring's operand layout, then hand the stage to the
+            // consumers and the raw tile back to the copy. The K of tile i + 1 is in flight while V of
+            // tile i is split, and the other way round.
+            const int ptid = threadIdx.x - kConsumerThreads;
+            const float* const K = qkv + qkv_item_offset(b, N, kHeadDim) + static_cast<size_t>(N) * kHeadDim;
+            const float* const V = K + static_cast<size_t>(N) * kHeadDim;
+            // valid rows of this block's tile i (a multiple of 16 bytes each: kHeadDim >= 32)
+            auto tile_rows = [&](int i) { return min(kTileKeys, N - (tile_begin + i) * kTileKeys); };
+            auto copy_raw = [&](float* dst, const float* src, int i, uint64_t* bar) {
+                const uint32_t bytes = static_cast<uint32_t>(tile_rows(i)) * kHeadDim * 4;
+                mbar_arrive_expect_tx(bar, bytes);
+                bulk_copy(dst, src + static_cast<size_t>(tile_begin + i) * kTileKeys * kHeadDim, bytes, bar);
+            };
+            if (ptid == 0) {
+                copy_raw(raw_k, K, 0, raw_full_k);
+                copy_raw(raw_v, V, 0, raw_full_v);
+            }
+            for (int tile = 0; tile < n_tiles; ++tile) {
+                const int s = tile % kStages;
+                const uint32_t parity = ((tile / kStages) - 1) & 1;
+                const int rows = tile_rows(tile);
+                if (tile >= kStages) mbar_wait(empty_k + s, parity);
+                mbar_wait(raw_full_k, tile & 1);
+                split_raw_k<kProducerThreads, 1>(ring_k + s * 2 * kTileFloats, raw_k, rows, ptid);
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma and bulk-copy
+                asm volatile("bar.sync %0, %1;\n" ::"n"(kProducerBarrier), "n"(kProducerThreads) : "memory");
+                if (ptid == 0) {
+                    mbar_arrive(full_k + s);
+                    if (tile + 1 < n_tiles) copy_raw(raw_k, K, tile + 1, raw_full_k);
+                }
+                if (tile >= kStages) mbar_wait(empty_v + s, parity);
+                mbar_wait(raw_full_v, tile & 1);
+                split_raw_v<kProducerThreads, 1>(ring_v + s * 2 * kTileFloats, raw_v, rows, ptid);
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                asm volatile("bar.sync %0, %1;\n" ::"n"(kProducerBarrier), "n"(kProducerThreads) : "memory");
+                if (ptid == 0) {
+                    mbar_arrive(full_v + s);
+                    if (tile + 1 < n_tiles) copy_raw(raw_v, V, tile + 1, raw_full_v);
+                }
+            }
+        } else if (warp == kConsumerThreads / 32 && lane == 0) {
+            // One lane streams the pre-split tiles of item b through the rings.
             const float* const src = kv_split + (static_cast<size_t>(b) * all_tiles + tile_begin) * kStageFloats;
             for (int tile = 0; tile < n_tiles; ++tile) {
                 const int s = tile % kStages;
@@ -517,7 +605,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     }
 
     // ---- consumer warpgroup wg: query rows q0 .. q0 + 63 ----
-    if constexpr (kWarpgroups == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+    if constexpr (kWarpgroups == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
     const int wg = warp >> 2;
     const int wl = warp & 3;  // warp in warpgroup: rows 16 wl .. 16 wl + 15
     const int tid = threadIdx.x & 127;
@@ -699,13 +787,25 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     }
 }
 
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    wgmma3x_fwd(const float* __restrict__ qkv, float* __restrict__ out, int N, float scale_log2,
+                const float* __restrict__ kv_split, float* __restrict__ split_partials, float* __restrict__ split_counters) {
+    fwd_body<false>(qkv, out, N, scale_log2, kv_split, split_partials, split_counters);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    wgmma3x_stream(const float* __restrict__ qkv, float* __restrict__ out, int N, float scale_log2,
+                   float* __restrict__ split_partials, float* __restrict__ split_counters) {
+    fwd_body<true>(qkv, out, N, scale_log2, nullptr, split_partials, split_counters);
+}
+
 #if HEAD_DIM == 32 && WGMMA3X_QREG
 // ---- short sequences (N <= 128, d = 32): several batch items per block, no pre-pass ---------------
 // 128-long sequences in many items are a scheduling problem, not a tile problem: a block of 2 consumer
 // warpgroups (128 query rows, the whole item) works through kShortItems consecutive items. A third,
 // producer warpgroup takes the split off their path: one of its threads streams each item's raw Q K V
 // (3 N d contiguous floats) into one of two staging buffers with cp.async.bulk, two items ahead, and its
-// 128 threads split/transpose K and V of item i + 1 into the other operand buffer (split_kv_tile, as the
+// 128 threads split/transpose K and V of item i + 1 into the other operand buffer (split_k_tile and split_vt_tile, as the
 // pre-pass does) while the consumers run item i. Each consumer warpgroup splits its Q rows into
 // registers and runs its 64 rows (S, softmax, P V). mbarriers, per 2-slot ring (phase of item i: i / 2):
 // full[s] raw buffer s loaded (tx count); opfull[b] operand buffer b split; opempty[b] consumers done with
@@ -810,12 +910,15 @@ extern "C" __global__ void __launch_bounds__(kShortThreads, 1)
             // K and V -> operand tiles; rows past N (stale or never loaded) become zeros.
             for (int tile = 0; tile < n_tiles; ++tile) {
                 const int key0 = tile * kTileKeys;
-                split_kv_tile<kShortProducers, true>(
+                split_k_tile<kShortProducers, 2>(
                     op + tile * kStageFloats,
                     [&](int r, int c4) {
                         return key0 + r < N ? *reinterpret_cast<const float4*>(raw_k + (key0 + r) * kHeadDim + 4 * c4)
                                             : make_float4(0.f, 0.f, 0.f, 0.f);
                     },
+                    ptid);
+                split_vt_tile<kShortProducers, 2, true>(
+                    op + tile * kStageFloats + 2 * kTileFloats,
                     [&](int key, int n) { return key0 + key < N ? raw_v[(key0 + key) * kHeadDim + n] : 0.0f; }, ptid);
             }
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma reads

@@ -54,8 +54,8 @@ def gpu_variants() -> list[Variant]:
 # Which GPU variant is the default: the first in this list that accepts the shape and the GPU.
 # Measured on an H200 (results/2026-11-21_h200_ladder_*.md, results/2026-11-22_h200_*.md): on Hopper
 # wgmma3x leads from N = 512 for d = 32, 64 and 128 (1.1-1.8x tf32x3; results/2026-11-22_h200_switch_point_*),
-# not below (its pre-pass and a 128-row block per item: at N = 256 within 7% either way, at N = 128
-# 0.58-0.73x tf32x3) but on its short path for many items (_wgmma3x_leads); tf32x3 leads wherever else it applies; among the FFMA variants fa2simt leads for d in {32, 64, 128}
+# and below on its short path (d = 32) and its streaming path (d = 64) where enough items fill the GPU
+# (_wgmma3x_leads); tf32x3 leads wherever else it applies; among the FFMA variants fa2simt leads for d in {32, 64, 128}
 # (25-45 TFLOP/s on the course cases against gemm's 13-24), then gemm from N = 128 to 32768 and on
 # square shapes; online takes the large head dimensions gemm cannot hold; singlehead is left out
 # (its unsafe softmax can overflow). On the square lab's shapes (d > 128) the exact tensor-core GEMMs
@@ -69,10 +69,14 @@ def _wgmma3x_leads(shape: Shape) -> bool:
     """wgmma3x leads from N = 512, and for d = 32 from a full wave of blocks on an H200 (8 x 132 = 1056 items)
     where N is whole 128-row tiles: on its short path (N <= 128: 8 whole items a block) 1.11-1.14x tf32x3 at
     B = 1056, 4096 and 13600, 0.27-0.48x at B = 5 and 320 (results/2026-11-24_h200_switch_point_short_d32.md);
-    at N = 256, 1.04x on t13 (B = 6800) and 0.86x on t03 (B = 160) (results/2026-11-25_h200_default_peers_t01-t30.md).
-    d = 64 below N = 512 stays with tf32x3 (0.59x on t12, 0.98x on t14, same file)."""
+    at N = 256 on its streaming path, 1.12x on t13 (B = 6800) and 1.10x at B = 1056, 0.98x on t03 (B = 160)
+    and 0.91x at B = 20 (results/2026-11-25_h200_stream_ab.md).
+    d = 64 up to N = 256 (its streaming path) from 40 row blocks of 128: 1.03x on t02 and t12, 1.14x on t04,
+    1.28x on t14, 1.14x at (20, 256) and 1.38x at (40, 200); 0.82x at (5, 128) (same file).
+    d = 128 below N = 512 stays with tf32x3 (0.66x at (1000, 128), 0.81x at (200, 256), same file)."""
     whole_tiles = shape.N <= 128 or shape.N % 128 == 0
-    return shape.N >= 512 or (shape.d == 32 and whole_tiles and shape.B >= 1056)
+    d64_streamed = shape.d == 64 and shape.N <= 256 and shape.B * -(-shape.N // 128) >= 40
+    return shape.N >= 512 or (shape.d == 32 and whole_tiles and shape.B >= 1056) or d64_streamed
 
 
 def _square_lab_shape(shape: Shape) -> bool:

@@ -12,7 +12,9 @@ Kernel ABI (every `extern "C" __global__` kernel): arguments are named in `Launc
   scale_log2  float         log2(e)/sqrt(d), for exp2f
   step        int           the host loop's iteration, for a variant with `steps` > 1
   <workspace> float*        a scratch buffer named in `Variant.workspace`, sized for the chunk: its
-                            size for B items must hold any launch of fewer (a pipeline's chunks)
+                            size for B items must hold any launch of fewer (a pipeline's chunks);
+                            zeroed once when it is allocated, not before each pass (a kernel that
+                            counts in one sets it back: wgmma3x's split counters)
 The runner splits the batch into chunks so that workspaces fit in memory and grids stay in range.
 A launch may apply to some shapes only (`Launch.applies`): a variant with a second path for short
 sequences, say; its workspace may then be sized 0 for the shapes that do not use it.

@@ -1,5 +1,5 @@
-"""wgmma3x's host-side facts: Hopper wgmma in 3xTF32, with a pre-pass path and a short-sequence path
-(cuda/wgmma3x.cu). Registered in ladder order by `flash_route`, right after tf32x3."""
+"""wgmma3x's host-side facts: Hopper wgmma in 3xTF32, with a pre-pass path, a streaming path and a
+short-sequence path (cuda/wgmma3x.cu). Registered in ladder order by `flash_route`, right after tf32x3."""
 
 from __future__ import annotations
 
@@ -18,23 +18,42 @@ def _wgmma3x_warpgroups(s: Shape) -> int:
 
 
 def _wgmma3x_smem(s: Shape) -> int:
-    """Bytes of dynamic shared memory: K and V rings (big + small halves), Q big/small per consumer
-    warpgroup, 4 mbarriers per stage, 1024 B of slack for the 1024-byte swizzle alignment.
-    164,992 B at d = 32 (4 stages), 197,696 B at d = 64 and d = 128 (2 stages)."""
+    """Bytes of dynamic shared memory of wgmma3x_fwd: K and V rings (big + small halves), Q big/small per
+    consumer warpgroup, 4 mbarriers per stage and 2 more, 1024 B of slack for the 1024-byte swizzle
+    alignment. 165,008 B at d = 32 (4 stages), 197,712 B at d = 64 and d = 128 (2 stages)."""
     stages = 4 if s.d == 32 else 2
     stage_bytes = 16 * _wgmma3x_tile_keys(s) * s.d  # K big, K small, V^T big, V^T small
     q_bytes = _wgmma3x_warpgroups(s) * 2 * 64 * s.d * 4
-    return stages * stage_bytes + q_bytes + stages * 32 + 1024
+    return stages * stage_bytes + q_bytes + stages * 32 + 16 + 1024
+
+
+def _wgmma3x_stream_smem(s: Shape) -> int:
+    """Bytes of dynamic shared memory of wgmma3x_stream: wgmma3x_fwd's, then one raw K and one raw V tile
+    at the next 128-byte boundary. 181,504 B at d = 32, 230,528 B at d = 64 and d = 128."""
+    raw_offset = cdiv(_wgmma3x_smem(s) - 1024, 128) * 128
+    return raw_offset + 2 * 4 * _wgmma3x_tile_keys(s) * s.d + 1024
 
 
 def _wgmma3x_short(s: Shape) -> bool:
     """The short-sequence path (wgmma3x_short: whole items per block, no pre-pass) for d = 32 and
-    N <= 128; the pre-pass and wgmma3x_fwd otherwise."""
+    N <= 128."""
     return s.d == 32 and s.N <= 128
 
 
-def _wgmma3x_long(s: Shape) -> bool:
-    return not _wgmma3x_short(s)
+# The streaming path (wgmma3x_stream: its producer warpgroup splits raw K/V tiles, no pre-pass) up to
+# this N; the pre-pass and wgmma3x_fwd beyond. Measured on the H200 (results/2026-11-25_h200_stream_ab.md):
+# up to N = 256 streaming is 1-43% faster than the pre-pass (t12 43%, t02 30%, t14 24%): the pre-pass's
+# launch and its extra pass over K and V cost more than the products there. At N = 512 it was 0-7%
+# slower, from N = 1024 on 16-71% slower (one staging tile each for K and V: the producer waits on each copy).
+_STREAM_MAX_N = 256
+
+
+def _wgmma3x_streamed(s: Shape) -> bool:
+    return not _wgmma3x_short(s) and s.N <= _STREAM_MAX_N
+
+
+def _wgmma3x_prepass(s: Shape) -> bool:
+    return not _wgmma3x_short(s) and not _wgmma3x_streamed(s)
 
 
 # Batch items per wgmma3x_short block (its define WGMMA3X_SHORT_ITEMS): t11's 13,600 items make 1,700
@@ -51,9 +70,9 @@ def _wgmma3x_short_smem(s: Shape) -> int:
 
 
 def _wgmma3x_split_bytes(s: Shape) -> int:
-    """Workspace kv_split: every K/V tile of every item as [K big | K small | V^T big | V^T small];
-    none on the short path, which splits in shared memory."""
-    if _wgmma3x_short(s):
+    """Workspace kv_split: every K/V tile of every item as [K big | K small | V^T big | V^T small]; none on
+    the short and streaming paths, which split in shared memory."""
+    if not _wgmma3x_prepass(s):
         return 0
     bn = _wgmma3x_tile_keys(s)
     return 4 * 4 * s.B * cdiv(s.N, bn) * bn * s.d
@@ -121,7 +140,8 @@ def _wgmma3x_partials_bytes(s: Shape) -> int:
 
 
 def _wgmma3x_counters_bytes(s: Shape) -> int:
-    """Workspace split_counters: one counter per row block, zeroed by the pre-pass."""
+    """Workspace split_counters: one counter per row block. It starts at zero (the host zeroes every
+    workspace when it allocates it) and the last part of a split row block sets it back to zero."""
     return 0 if _wgmma3x_short(s) else 4 * s.B * _wgmma3x_row_tiles(s)
 
 
@@ -132,7 +152,8 @@ def _wgmma3x_defines(s: Shape) -> dict[str, int]:
 WGMMA3X = Variant(
     name="wgmma3x",
     report="beyond 004 (3xTF32 on Hopper wgmma)",
-    technique="Hopper wgmma in 3xTF32, FA3 style: K/V pre-split and swizzled by a pre-pass, "
+    technique="Hopper wgmma in 3xTF32, FA3 style: K/V pre-split and swizzled by a pre-pass (N > 256) or "
+    "by the producer warpgroup from raw bulk-copied tiles (N <= 256), "
     "cp.async.bulk + mbarrier ring fed by a producer warpgroup, 2 consumer warpgroups ping-pong, "
     "softmax overlapped with P V; the key range split with a combine where the grid fills the last "
     "wave badly (few items); for d = 32, N <= 128 no pre-pass: 8 whole items per block, each item's "
@@ -144,8 +165,8 @@ WGMMA3X = Variant(
             kernel="wgmma3x_prep",
             grid=lambda s: (cdiv(s.N, _wgmma3x_tile_keys(s)), s.B, 1),
             block=threads(256),
-            args=("qkv", "kv_split", "N", "split_counters"),
-            applies=_wgmma3x_long,
+            args=("qkv", "kv_split", "N"),
+            applies=_wgmma3x_prepass,
         ),
         Launch(
             kernel="wgmma3x_fwd",
@@ -153,7 +174,15 @@ WGMMA3X = Variant(
             block=lambda s: (128 * (_wgmma3x_warpgroups(s) + 1), 1, 1),
             args=("qkv", "out", "N", "scale_log2", "kv_split", "split_partials", "split_counters"),
             smem=_wgmma3x_smem,
-            applies=_wgmma3x_long,
+            applies=_wgmma3x_prepass,
+        ),
+        Launch(
+            kernel="wgmma3x_stream",
+            grid=lambda s: (_wgmma3x_row_tiles(s), s.B, _wgmma3x_splits(s)),
+            block=lambda s: (128 * (_wgmma3x_warpgroups(s) + 1), 1, 1),
+            args=("qkv", "out", "N", "scale_log2", "split_partials", "split_counters"),
+            smem=_wgmma3x_stream_smem,
+            applies=_wgmma3x_streamed,
         ),
         Launch(
             kernel="wgmma3x_short",

@@ -209,7 +209,8 @@ def test_wgmma3x_short_path_on_large_scores(gpu, kind, shape, rng):
 # wgmma3x's key split (grid z: each block takes a range of K/V tiles, the last block of a row block to
 # finish combines the records): every split count on uneven ranges (3 of 16 tiles: 5, 5, 6), the masked
 # last tile in the last part only, one tile a part, more parts than tiles (3 tiles in 4: the fourth block
-# leaves at once), each head dimension; forced, so that the shapes are small.
+# leaves at once), each head dimension, the pre-pass path and the streaming path (N <= 256); forced, so
+# that the shapes are small.
 WGMMA3X_SPLIT_SHAPES = [(2, 1000, 64), (3, 129, 32), (1, 2047, 128), (2, 256, 64), (1, 300, 32)]
 
 
@@ -222,22 +223,23 @@ def test_wgmma3x_key_split_matches_float64(gpu, shape, splits, rng, monkeypatch)
     variant = get_variant("wgmma3x")
     skip_unless_runs(variant, Shape(*shape), gpu)
     monkeypatch.setattr(wgmma3x, "_wgmma3x_splits", lambda s: splits)
-    fwd = next(launch for launch in variant.launches_for(Shape(*shape)) if launch.kernel == "wgmma3x_fwd")
-    assert fwd.grid(Shape(*shape))[2] == splits
+    main = variant.launches_for(Shape(*shape))[-1]  # wgmma3x_fwd after the pre-pass, or wgmma3x_stream
+    assert main.kernel == ("wgmma3x_stream" if shape[1] <= 256 else "wgmma3x_fwd")
+    assert main.grid(Shape(*shape))[2] == splits
     check_variant(gpu, variant, *shape, rng)
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(2, 1000, 64), (2, 256, 64)], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("kind", LARGE_SCORE_KINDS)
-def test_wgmma3x_key_split_on_large_scores(gpu, kind, rng, monkeypatch):
+def test_wgmma3x_key_split_on_large_scores(gpu, kind, shape, rng, monkeypatch):
     """The parts' maxima differ by far more than float32's exponent range: the combine rescales each."""
     from attnbench.kernels import wgmma3x
 
     variant = get_variant("wgmma3x")
-    shape = (2, 1000, 64)
     skip_unless_runs(variant, Shape(*shape), gpu)
     monkeypatch.setattr(wgmma3x, "_wgmma3x_splits", lambda s: 4)
     tc = large_score_testcase(kind, *shape, rng)
     output = run_variant(variant, tc, kind, gpu, ONE_PASS).output
     _, problems = check_large_scores(kind, tc, output)
-    assert not problems, f"wgmma3x split in 4 on {kind} B=2 N=1000 d=64: " + "; ".join(problems)
+    assert not problems, f"wgmma3x split in 4 on {kind} {shape}: " + "; ".join(problems)

@@ -76,6 +76,17 @@ def test_on_hopper_the_default_is_wgmma3x_from_the_measured_switch_point_and_tf3
     assert default_variant(Shape(4, 4096, 48), True, hopper).name == "tf32x3"  # wgmma3x takes d in {32, 64, 128}
 
 
+@pytest.mark.parametrize("shape, expected", [
+    (Shape(160, 128, 64), "wgmma3x"), (Shape(80, 256, 64), "wgmma3x"),  # t02, t04
+    (Shape(6800, 128, 64), "wgmma3x"), (Shape(3400, 256, 64), "wgmma3x"),  # t12, t14
+    (Shape(20, 256, 64), "wgmma3x"), (Shape(40, 200, 64), "wgmma3x"),  # 40 and 80 row blocks
+    (Shape(5, 128, 64), "tf32x3"), (Shape(39, 128, 64), "tf32x3"), (Shape(19, 256, 64), "tf32x3"),
+], ids=str)
+def test_on_hopper_the_streaming_path_is_the_default_for_d64_from_40_row_blocks(shape, expected):
+    assert default_variant(shape, True, (9, 0)).name == expected
+    assert default_variant(shape, True, (8, 0)).name == "tf32x3"
+
+
 def test_on_hopper_the_short_path_is_the_default_from_a_full_wave_of_items():
     hopper, ampere = (9, 0), (8, 0)
     assert default_variant(Shape(13600, 128, 32), True, hopper).name == "wgmma3x"  # t11
@@ -85,8 +96,8 @@ def test_on_hopper_the_short_path_is_the_default_from_a_full_wave_of_items():
     assert default_variant(Shape(13600, 129, 32), True, hopper).name == "tf32x3"  # past the short path, below 512
     assert default_variant(Shape(6800, 256, 32), True, hopper).name == "wgmma3x"  # t13: whole tiles, a full wave
     assert default_variant(Shape(160, 256, 32), True, hopper).name == "tf32x3"  # t03
-    assert default_variant(Shape(3400, 256, 64), True, hopper).name == "tf32x3"  # t14: d = 64
-    assert default_variant(Shape(13600, 128, 64), True, hopper).name == "tf32x3"  # the short path is d = 32 only
+    assert default_variant(Shape(13600, 257, 64), True, hopper).name == "tf32x3"  # past the streaming path, below 512
+    assert default_variant(Shape(1000, 128, 128), True, hopper).name == "tf32x3"  # d = 128 below 512
     assert default_variant(Shape(13600, 128, 32), True, ampere).name == "tf32x3"
 
 

@@ -97,12 +97,14 @@ def test_gemmtc_takes_any_d_and_n_up_to_the_scores_limit():
     assert "sm_80+" in GEMMTC.constraints.describe()
 
 
-# ---- wgmma3x: the short-sequence path (wgmma3x_short) and the pre-pass path --------------------------
+# ---- wgmma3x: the short-sequence path (wgmma3x_short), the streaming path and the pre-pass path -----
 
 WGMMA3X = get_variant("wgmma3x")
 SHORT_SHAPES = [Shape(13600, 128, 32), Shape(37, 128, 32), Shape(3, 1, 32), Shape(11, 100, 32), Shape(9, 17, 32),
                 Shape(8, 64, 32), Shape(1, 65, 32)]
-LONG_SHAPES = [Shape(2, 129, 32), Shape(4, 32768, 32), Shape(160, 128, 64), Shape(3, 17, 64), Shape(2, 100, 128)]
+STREAMED_SHAPES = [Shape(2, 129, 32), Shape(6800, 256, 32), Shape(160, 128, 64), Shape(3, 17, 64), Shape(2, 100, 128),
+                   Shape(1, 256, 128)]
+LONG_SHAPES = [Shape(2, 257, 32), Shape(4, 32768, 32), Shape(500, 2048, 64), Shape(3, 257, 64), Shape(8, 4096, 128)]
 
 
 @pytest.mark.parametrize("shape", SHORT_SHAPES, ids=str)
@@ -116,9 +118,17 @@ def test_wgmma3x_takes_the_short_path_for_d32_and_n_up_to_128(shape):
     assert WGMMA3X.workspace_bytes(shape) == 0
 
 
+@pytest.mark.parametrize("shape", STREAMED_SHAPES, ids=str)
+def test_wgmma3x_streams_raw_tiles_up_to_n_256_past_the_short_path(shape):
+    (stream,) = WGMMA3X.launches_for(shape)
+    assert stream.kernel == "wgmma3x_stream" and WGMMA3X.workspace["kv_split"](shape) == 0
+    assert stream.smem(shape) == (181_504 if shape.d == 32 else 230_528) <= 227 * 1024
+
+
 @pytest.mark.parametrize("shape", LONG_SHAPES, ids=str)
 def test_wgmma3x_takes_the_pre_pass_path_elsewhere(shape):
     assert [launch.kernel for launch in WGMMA3X.launches_for(shape)] == ["wgmma3x_prep", "wgmma3x_fwd"]
+    assert WGMMA3X.launches_for(shape)[1].smem(shape) == (165_008 if shape.d == 32 else 197_712)
     assert WGMMA3X.workspace["kv_split"](shape) == 16 * shape.B * cdiv(shape.N, 64 if shape.d <= 64 else 32) * (
         64 if shape.d <= 64 else 32) * shape.d
 

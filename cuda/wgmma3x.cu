@@ -514,7 +514,7 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
     uint64_t* const empty_v = empty_k + kStages;
     uint64_t* const raw_full_k = empty_v + kStages;
     uint64_t* const raw_full_v = raw_full_k + 1;
-    float* const raw_k = reinterpret_cast<float*>(smem + kRawOffsetFloats);  // one raw K tile, row-major
+    float* const raw_k = smem + kRawOffsetFloats;  // one raw K tile, row-major
     float* const raw_v = raw_k + kTileFloats;                                // one raw V tile
 
     const int b = blockIdx.y;

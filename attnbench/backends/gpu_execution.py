@@ -122,9 +122,10 @@ class GpuExecution:
         inputs = {name: self._alloc(name, (1 if len(names) == 3 else 3) * shape.output_bytes) for name in names}
         out = self._alloc("out", shape.output_bytes)
         chunk_shape = Shape(self.chunk, shape.N, shape.d)
-        workspace = {name: self._alloc(name, size(chunk_shape)) for name, size in self.variant.workspace.items()}
-        for name, size in self.variant.workspace.items():  # zeroed once, not before each pass (Variant.workspace)
-            self.driver.memset_d32(workspace[name], 0, max(size(chunk_shape), 4) // 4)
+        sizes = {name: size(chunk_shape) for name, size in self.variant.workspace.items()}
+        workspace = {name: self._alloc(name, nbytes) for name, nbytes in sizes.items()}
+        for name, nbytes in sizes.items():  # zeroed once, not before each pass (Variant.workspace)
+            self.driver.memset_d32(workspace[name], 0, max(nbytes, 4) // 4)
         self.driver.memset_d32(out, POISON_BITS, shape.elements)
         self._pointers = ({k: int(v) for k, v in inputs.items()}, int(out), {k: int(v) for k, v in workspace.items()})
         self._records = self.launch_records(0, shape.B)

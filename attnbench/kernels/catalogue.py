@@ -13,7 +13,7 @@ from attnbench.cases.testcase import Shape
 from attnbench.errors import UnknownName, UsageError
 from attnbench.kernels.builtin_variants import REGISTRY
 from attnbench.kernels.user import find_user_variant, user_variants
-from attnbench.kernels.variant import FLAVOUR_SEPARATOR, Variant
+from attnbench.kernels.variant import FLAVOUR_SEPARATOR, Variant, cdiv
 
 
 def all_variants() -> list[Variant]:
@@ -75,7 +75,7 @@ def _wgmma3x_leads(shape: Shape) -> bool:
     1.28x on t14, 1.14x at (20, 256) and 1.38x at (40, 200); 0.82x at (5, 128) (same file).
     d = 128 below N = 512 stays with tf32x3 (0.66x at (1000, 128), 0.81x at (200, 256), same file)."""
     whole_tiles = shape.N <= 128 or shape.N % 128 == 0
-    d64_streamed = shape.d == 64 and shape.N <= 256 and shape.B * -(-shape.N // 128) >= 40
+    d64_streamed = shape.d == 64 and shape.N <= 256 and shape.B * cdiv(shape.N, 128) >= 40
     return shape.N >= 512 or (shape.d == 32 and whole_tiles and shape.B >= 1056) or d64_streamed
 
 

@@ -19,6 +19,9 @@
 //   registers (exp2f, scale folded; keys past N masked to -inf after the product); O += P V by wgmma
 //   with P split in registers as the A operand. S of tile i is issued with P V of tile i - 1 and the
 //   softmax runs while P V is on the tensor cores; the two warpgroups ping-pong (named barriers).
+// - persistent blocks (d <= 64): a block works through units (item, row block) x, x + X, ... of the grid's
+//   X, its rings, phases and ping-pong running on from one unit to the next, so that set-up, the first
+//   copy's latency and the ring's fill are paid once per block rather than once per unit;
 // - few items (t08-t10: the grid's last wave nearly empty): the key range of each row block is split
 //   into gridDim.z parts (flash-decoding style; the host chooses the count). Each block writes a record
 //   of its unnormalised O, m and l; the last of a row block's parts to finish (a counter, which it sets
@@ -36,14 +39,15 @@
 // ceil(B / WGMMA3X_SHORT_ITEMS), block 384, dynamic shared memory kShortSmemBytes (230,464 B: two operand
 // buffers of 64 KB, two raw buffers of 48 KB, 8 mbarriers), no workspace. Otherwise: workspaces
 // split_counters B * ceil(N / (64 * WG)) words, zero before the first pass, and, with S > 1 parts,
-// split_partials B * ceil(N / (64 * WG)) * S * kRecordFloats floats; N <= 256: wgmma3x_stream(qkv, out, N,
-// scale_log2, split_partials, split_counters), dynamic shared memory kStreamSmemBytes (181,504 B at d = 32,
+// split_partials B * ceil(N / (64 * WG)) * S * kRecordFloats floats; N <= 256: wgmma3x_stream(qkv, out, B,
+// N, scale_log2, split_partials, split_counters), dynamic shared memory kStreamSmemBytes (181,504 B at d = 32,
 // 230,528 B at d = 64 and 128); beyond: workspace kv_split 4 * B * ceil(N / BN) * BN * d floats (BN = 64,
 // 32 at d = 128), wgmma3x_prep(qkv, kv_split, N) grid (ceil(N / BN), B), block 256, then
-// wgmma3x_fwd(qkv, out, N, scale_log2, kv_split, split_partials, split_counters), dynamic shared memory
-// kSmemBytes (165,008 B at d = 32, 197,712 B at d = 64 and 128). Both: grid (ceil(N / (64 * WG)), B, S)
-// (B at most 65535 per launch; S parts, at most ceil(N / BN) of them used), block 128 * (WG + 1) (WG = 2;
-// 1 at d = 128).
+// wgmma3x_fwd(qkv, out, B, N, scale_log2, kv_split, split_partials, split_counters), dynamic shared memory
+// kSmemBytes (165,008 B at d = 32, 197,712 B at d = 64 and 128). Both: grid (X, 1, S), block 128 * (WG + 1)
+// (WG = 2; 1 at d = 128): X blocks deal out the B * ceil(N / (64 * WG)) units (item, row block), any X from 1
+// up at WG = 2 and exactly the unit count at d = 128; S parts, at most ceil(N / BN) of them used (the
+// pre-pass: B at most 65535 per launch).
 #include <cstdint>
 
 #include "common.cuh"
@@ -91,6 +95,10 @@ constexpr int kProducerBarrier = 6;  // named barrier of the producer warpgroup 
 constexpr int kProducerRegs = 24;
 constexpr int kConsumerRegs = 240;
 static_assert(kProducerThreads * kProducerRegs + kConsumerThreads * kConsumerRegs <= 65536, "register file");
+// Blocks loop over units (persistent) only with two consumer warpgroups: at d = 128 the loop's state
+// spills (255 registers for both roles, no setmaxnreg), so a block runs its first unit only and the
+// grid's x must be the unit count.
+constexpr bool kPersistent = kWarpgroups == 2;
 // WGMMA3X_QREG: S = Q K^T takes Q from registers (wgmma A operand), saving shared-memory bandwidth.
 // d = 32: Q big and small both in registers; d = 64: Q big in registers, Q small still in shared
 // memory, and S summed in one accumulator (the register budget has no room for a second).
@@ -434,18 +442,17 @@ constexpr int kSplitBarrier = 5;  // named barrier of the consumer threads (1, 2
 __device__ __forceinline__ int key_parts(int N) { return min(static_cast<int>(gridDim.z), (N + kTileKeys - 1) / kTileKeys); }
 
 __device__ __forceinline__ bool combine_splits(float (&o)[kHeadDim / 2], float& m_lo, float& m_hi, float& l_lo, float& l_hi,
-                                               float* __restrict__ partials, float* __restrict__ counters, int N) {
+                                               float* __restrict__ partials, float* __restrict__ counters, int N,
+                                               int unit) {
     __shared__ unsigned arrived_before;
-    // The block's coordinates and the thread's index, read afresh (asm volatile): values the compiler kept
+    // The block's part and the thread's index, read afresh (asm volatile): values the compiler kept
     // from the kernel's start would stay live through the main loop, whose registers are all spent
     // (measured on the H200: t22 8% slower with them kept, though it runs no split).
-    unsigned ctaid_x, ctaid_y, ctaid_z, ctid;
-    asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(ctaid_x));
-    asm volatile("mov.u32 %0, %%ctaid.y;\n" : "=r"(ctaid_y));
+    unsigned ctaid_z, ctid;
     asm volatile("mov.u32 %0, %%ctaid.z;\n" : "=r"(ctaid_z));
     asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(ctid));
     const int splits = key_parts(N);
-    const size_t rows = static_cast<size_t>(ctaid_y) * gridDim.x + ctaid_x;
+    const size_t rows = static_cast<size_t>(unit);
     float* const records = partials + rows * splits * kRecordFloats;
     float* const mine = records + static_cast<size_t>(ctaid_z) * kRecordFloats;
 #pragma unroll
@@ -492,14 +499,18 @@ __device__ __forceinline__ bool combine_splits(float (&o)[kHeadDim / 2], float& 
     return true;
 }
 
-// Main kernels: grid (ceil(N / kBlockRows), B, key parts), block kThreads. wgmma3x_fwd reads the pre-pass's
-// tiles (dynamic shared memory kSmemBytes); wgmma3x_stream splits raw tiles itself (kStreamSmemBytes).
+// Main kernels: grid (X, 1, key parts), block kThreads. The work is B * ceil(N / kBlockRows) units (item,
+// row block), item-major; block x takes units x, x + X, x + 2X, ... With X below the unit count a block
+// is persistent: its rings, mbarrier phases and ping-pong run on from one unit to the next, so the
+// producer fills the ring with the next unit's tiles while the consumers finish the current one (no
+// launch, set-up or first-copy latency per unit). wgmma3x_fwd reads the pre-pass's tiles (dynamic shared
+// memory kSmemBytes); wgmma3x_stream splits raw tiles itself (kStreamSmemBytes).
 // Shared memory: K ring [kStages][K big | K small], V ring [kStages][V^T big | V^T small], Q big/small
 // per warpgroup, then mbarriers full_k, full_v, empty_k, empty_v [kStages] each and raw_full_k, raw_full_v;
 // then, for wgmma3x_stream only, one raw K and one raw V tile (128-byte aligned). K and V have barriers of
 // their own so that a K stage is handed back as soon as S is done with it.
 template <bool kStreamed>
-__device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* __restrict__ out, int N, float scale_log2,
+__device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* __restrict__ out, int B, int N, float scale_log2,
                                          const float* __restrict__ kv_split, float* __restrict__ split_partials,
                                          float* __restrict__ split_counters) {
     extern __shared__ float4 smem_f4[];
@@ -517,12 +528,15 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
     float* const raw_k = smem + kRawOffsetFloats;  // one raw K tile, row-major
     float* const raw_v = raw_k + kTileFloats;                                // one raw V tile
 
-    const int b = blockIdx.y;
+    const int row_tiles = (N + kBlockRows - 1) / kBlockRows;
+    const int units = B * row_tiles;
     // Key split (gridDim.z parts, flash-decoding style): this block takes K/V tiles tile_begin ..
-    // tile_begin + n_tiles - 1 of item b; the ring's slots and phases count from 0 in every block.
+    // tile_begin + n_tiles - 1 of each of its units' items. The ring's slots and phases count the block's
+    // tiles from 0 over all its units (g: the tiles before the current unit's).
     const int all_tiles = (N + kTileKeys - 1) / kTileKeys;
     const int splits = key_parts(N);
-    if (static_cast<int>(blockIdx.z) >= splits) return;  // a part with no tile (block-uniform, before any barrier)
+    // a part with no tile, or a block with no unit (block-uniform, before any barrier)
+    if (static_cast<int>(blockIdx.z) >= splits || static_cast<int>(blockIdx.x) >= units) return;
     const int tile_begin = static_cast<int>(blockIdx.z) * all_tiles / splits;
     const int n_tiles = (static_cast<int>(blockIdx.z) + 1) * all_tiles / splits - tile_begin;
     const int warp = threadIdx.x >> 5;
@@ -550,253 +564,306 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
             // consumers and the raw tile back to the copy. The K of tile i + 1 is in flight while V of
             // tile i is split, and the other way round.
             const int ptid = threadIdx.x - kConsumerThreads;
-            const float* const K = qkv + qkv_item_offset(b, N, kHeadDim) + static_cast<size_t>(N) * kHeadDim;
-            const float* const V = K + static_cast<size_t>(N) * kHeadDim;
-            // valid rows of this block's tile i (a multiple of 16 bytes each: kHeadDim >= 32)
+            // item of unit u's K (its V follows at N d floats); valid rows of tile i of a unit (a multiple of
+            // 16 bytes each: kHeadDim >= 32)
+            auto k_of = [&](int u) { return qkv + qkv_item_offset(u / row_tiles, N, kHeadDim) + static_cast<size_t>(N) * kHeadDim; };
             auto tile_rows = [&](int i) { return min(kTileKeys, N - (tile_begin + i) * kTileKeys); };
             auto copy_raw = [&](float* dst, const float* src, int i, uint64_t* bar) {
                 const uint32_t bytes = static_cast<uint32_t>(tile_rows(i)) * kHeadDim * 4;
                 mbar_arrive_expect_tx(bar, bytes);
                 bulk_copy(dst, src + static_cast<size_t>(tile_begin + i) * kTileKeys * kHeadDim, bytes, bar);
             };
+            const size_t n_d = static_cast<size_t>(N) * kHeadDim;
             if (ptid == 0) {
+                const float* const K = k_of(blockIdx.x);
                 copy_raw(raw_k, K, 0, raw_full_k);
-                copy_raw(raw_v, V, 0, raw_full_v);
+                copy_raw(raw_v, K + n_d, 0, raw_full_v);
             }
-            for (int tile = 0; tile < n_tiles; ++tile) {
-                const int s = tile % kStages;
-                const uint32_t parity = ((tile / kStages) - 1) & 1;
-                const int rows = tile_rows(tile);
-                if (tile >= kStages) mbar_wait(empty_k + s, parity);
-                mbar_wait(raw_full_k, tile & 1);
-                split_raw_k<kProducerThreads, 1>(ring_k + s * 2 * kTileFloats, raw_k, rows, ptid);
-                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma and bulk-copy
-                asm volatile("bar.sync %0, %1;\n" ::"n"(kProducerBarrier), "n"(kProducerThreads) : "memory");
-                if (ptid == 0) {
-                    mbar_arrive(full_k + s);
-                    if (tile + 1 < n_tiles) copy_raw(raw_k, K, tile + 1, raw_full_k);
+            int g = 0;  // tiles of the block's earlier units
+            for (int u = blockIdx.x; u < units; u += gridDim.x, g += n_tiles) {
+                const int next = u + gridDim.x;
+                const float* const K = k_of(u);
+                // The raw tile after this unit's tile i: its tile i + 1, or the next unit's first.
+                const bool has_next = next < units;
+                const float* const K_next = k_of(has_next ? next : u);
+                // the next unit's Q rows into L2 while this one runs (measured on the H200: t12 3% faster)
+                if (ptid == 0 && has_next) {
+                    const int nrb = next % row_tiles;
+                    const uint32_t q_rows = static_cast<uint32_t>(min(kBlockRows, N - nrb * kBlockRows));
+                    const float* const q_next = K_next - n_d + static_cast<size_t>(nrb) * kBlockRows * kHeadDim;
+                    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(q_next), "r"(q_rows * kHeadDim * 4) : "memory");
                 }
-                if (tile >= kStages) mbar_wait(empty_v + s, parity);
-                mbar_wait(raw_full_v, tile & 1);
-                split_raw_v<kProducerThreads, 1>(ring_v + s * 2 * kTileFloats, raw_v, rows, ptid);
-                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-                asm volatile("bar.sync %0, %1;\n" ::"n"(kProducerBarrier), "n"(kProducerThreads) : "memory");
-                if (ptid == 0) {
-                    mbar_arrive(full_v + s);
-                    if (tile + 1 < n_tiles) copy_raw(raw_v, V, tile + 1, raw_full_v);
+                for (int tile = 0; tile < n_tiles; ++tile) {
+                    const int gt = g + tile;
+                    const int s = gt % kStages;
+                    const uint32_t parity = ((gt / kStages) - 1) & 1;
+                    const int rows = tile_rows(tile);
+                    const bool last = tile + 1 == n_tiles;
+                    if (gt >= kStages) mbar_wait(empty_k + s, parity);
+                    mbar_wait(raw_full_k, gt & 1);
+                    split_raw_k<kProducerThreads, 1>(ring_k + s * 2 * kTileFloats, raw_k, rows, ptid);
+                    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma and bulk-copy
+                    asm volatile("bar.sync %0, %1;\n" ::"n"(kProducerBarrier), "n"(kProducerThreads) : "memory");
+                    if (ptid == 0) {
+                        mbar_arrive(full_k + s);
+                        if (!last) copy_raw(raw_k, K, tile + 1, raw_full_k);
+                        else if (has_next) copy_raw(raw_k, K_next, 0, raw_full_k);
+                    }
+                    if (gt >= kStages) mbar_wait(empty_v + s, parity);
+                    mbar_wait(raw_full_v, gt & 1);
+                    split_raw_v<kProducerThreads, 1>(ring_v + s * 2 * kTileFloats, raw_v, rows, ptid);
+                    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                    asm volatile("bar.sync %0, %1;\n" ::"n"(kProducerBarrier), "n"(kProducerThreads) : "memory");
+                    if (ptid == 0) {
+                        mbar_arrive(full_v + s);
+                        if (!last) copy_raw(raw_v, K + n_d, tile + 1, raw_full_v);
+                        else if (has_next) copy_raw(raw_v, K_next + n_d, 0, raw_full_v);
+                    }
                 }
+                if constexpr (!kPersistent) break;
             }
         } else if (warp == kConsumerThreads / 32 && lane == 0) {
-            // One lane streams the pre-split tiles of item b through the rings.
-            const float* const src = kv_split + (static_cast<size_t>(b) * all_tiles + tile_begin) * kStageFloats;
-            for (int tile = 0; tile < n_tiles; ++tile) {
-                const int s = tile % kStages;
-                const uint32_t parity = ((tile / kStages) - 1) & 1;
-                const float* const from = src + static_cast<size_t>(tile) * kStageFloats;
-                if (tile >= kStages) mbar_wait(empty_k + s, parity);
-                mbar_arrive_expect_tx(full_k + s, 2 * kTileFloats * 4);
-                bulk_copy(ring_k + s * 2 * kTileFloats, from, 2 * kTileFloats * 4, full_k + s);
-                if (tile >= kStages) mbar_wait(empty_v + s, parity);
-                mbar_arrive_expect_tx(full_v + s, 2 * kTileFloats * 4);
-                bulk_copy(ring_v + s * 2 * kTileFloats, from + 2 * kTileFloats, 2 * kTileFloats * 4, full_v + s);
+            // One lane streams the pre-split tiles of each unit's item through the rings.
+            int g = 0;  // tiles of the block's earlier units
+            for (int u = blockIdx.x; u < units; u += gridDim.x, g += n_tiles) {
+                const float* const src = kv_split + (static_cast<size_t>(u / row_tiles) * all_tiles + tile_begin) * kStageFloats;
+                for (int tile = 0; tile < n_tiles; ++tile) {
+                    const int gt = g + tile;
+                    const int s = gt % kStages;
+                    const uint32_t parity = ((gt / kStages) - 1) & 1;
+                    const float* const from = src + static_cast<size_t>(tile) * kStageFloats;
+                    if (gt >= kStages) mbar_wait(empty_k + s, parity);
+                    mbar_arrive_expect_tx(full_k + s, 2 * kTileFloats * 4);
+                    bulk_copy(ring_k + s * 2 * kTileFloats, from, 2 * kTileFloats * 4, full_k + s);
+                    if (gt >= kStages) mbar_wait(empty_v + s, parity);
+                    mbar_arrive_expect_tx(full_v + s, 2 * kTileFloats * 4);
+                    bulk_copy(ring_v + s * 2 * kTileFloats, from + 2 * kTileFloats, 2 * kTileFloats * 4, full_v + s);
+                }
+                if constexpr (!kPersistent) break;
             }
         }
         return;
     }
 
-    // ---- consumer warpgroup wg: query rows q0 .. q0 + 63 ----
+    // ---- consumer warpgroup wg: query rows q0 .. q0 + 63 of each unit ----
     if constexpr (kWarpgroups == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
     const int wg = warp >> 2;
     const int wl = warp & 3;  // warp in warpgroup: rows 16 wl .. 16 wl + 15
     const int tid = threadIdx.x & 127;
     const int g = lane >> 2, t = lane & 3;
-    const int q0 = blockIdx.x * kBlockRows + wg * 64;
     float* const q_big = q_all + wg * 2 * kQFloats;
     float* const q_small = q_big + kQFloats;
-    {
-        const float* const Q = qkv + qkv_item_offset(b, N, kHeadDim);
-        constexpr int kRowChunks = kHeadDim / 4;
-        for (int i = tid; i < (kQSmallInRegs ? 0 : 64 * kRowChunks); i += 128) {  // d = 32 with kQReg: none
-            const int r = i / kRowChunks, c4 = i % kRowChunks;
-            const float4 q = q0 + r < N ? __ldg(reinterpret_cast<const float4*>(Q + static_cast<size_t>(q0 + r) * kHeadDim + 4 * c4))
-                                        : make_float4(0.f, 0.f, 0.f, 0.f);
-            float4 big, small;
-            split4(q, big, small);
-            *reinterpret_cast<float4*>(q_big + swz(r, c4, 64)) = big;
-            *reinterpret_cast<float4*>(q_small + swz(r, c4, 64)) = small;
-        }
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma reads
-        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-    }
     const uint32_t qb = smem_u32(q_big), qs = smem_u32(q_small);
     const uint32_t rk = smem_u32(ring_k), rv = smem_u32(ring_v);
     constexpr uint32_t kHalfStageBytes = 2 * kTileFloats * 4;
-
-    const int row_lo = q0 + wl * 16 + g;
-    const int row_hi = row_lo + 8;
-    // Q A fragments in registers (kQReg): a0 = (lo, 8kk + t), a1 = (hi, 8kk + t), a2 = (lo, +4), a3 = (hi, +4).
-    [[maybe_unused]] uint32_t qf_big[kQRegSteps][4];
-    [[maybe_unused]] uint32_t qf_small[kQSmallSteps][4];
-    if constexpr (kQReg) {
-        const float* const Q = qkv + qkv_item_offset(b, N, kHeadDim);
-        const bool lo_ok = row_lo < N, hi_ok = row_hi < N;
-        const float* const ql = Q + (lo_ok ? static_cast<size_t>(row_lo) * kHeadDim : 0);
-        const float* const qh = Q + (hi_ok ? static_cast<size_t>(row_hi) * kHeadDim : 0);
-#pragma unroll
-        for (int kk = 0; kk < kQRegSteps; ++kk) {
-            const int c = kk * 8 + t;
-            const float v[4] = {lo_ok ? __ldg(ql + c) : 0.0f, hi_ok ? __ldg(qh + c) : 0.0f,
-                                lo_ok ? __ldg(ql + c + 4) : 0.0f, hi_ok ? __ldg(qh + c + 4) : 0.0f};
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                uint32_t big, small;
-                split_tf32(v[e], big, small);
-                qf_big[kk][e] = big;
-                if constexpr (kQSmallInRegs) qf_small[kk][e] = small;
-            }
-        }
-    }
-    float m_lo = ATTN_NEG_INF, m_hi = ATTN_NEG_INF;
-    float l_lo = 0.0f, l_hi = 0.0f;
-    float o[kHeadDim / 2];
-#pragma unroll
-    for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0f;
-    float s_small[kTileKeys / 2], s_big[kTileKeys / 2];
-    uint32_t p_big[kTileKeys / 8][4], p_small[kTileKeys / 8][4];
-    float pv[kHeadDim / 2];
-    float alpha_lo, alpha_hi;
-
-#if WGMMA3X_OVERLAP
-    // FlashAttention-3 intra-warpgroup overlap: S of tile i is issued together with P V of tile i - 1,
-    // and the softmax of tile i runs while P V of tile i - 1 is still on the tensor cores.
-#if WGMMA3X_PINGPONG
+#if WGMMA3X_OVERLAP && WGMMA3X_PINGPONG
     if constexpr (kWarpgroups == 2)
         if (wg == 1) asm volatile("bar.arrive 3, 256;\n" ::: "memory");  // warpgroup 0 issues first
 #endif
-    mbar_wait(full_k, 0);
-    sched_wait(wg);
-    wgmma_fence();
-    ISSUE_S(rk);
-    wgmma_commit();
-    sched_release(wg, false);
-    wgmma_wait<0>();
-    if constexpr (kSplitS) pin(s_small);
-    pin(s_big);
-    __syncwarp();
-    if (lane == 0) mbar_arrive(empty_k);
-    softmax_tile(s_big, s_small, tile_begin * kTileKeys, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo, alpha_hi);
-    split_p(s_big, p_big, p_small);
-    float pend_lo = alpha_lo, pend_hi = alpha_hi;  // the rescale that goes with the P V in flight
-    for (int tile = 1; tile < n_tiles; ++tile) {
-        const int s = tile % kStages, sp = (tile - 1) % kStages;
-        mbar_wait(full_k + s, (tile / kStages) & 1);
-        mbar_wait(full_v + sp, ((tile - 1) / kStages) & 1);
-        pin(p_big);
-        pin(p_small);
-        sched_wait(wg);
-        wgmma_fence();
-        ISSUE_S(rk + s * kHalfStageBytes);
-        wgmma_commit();
-        issue_pv(pv, p_big, p_small, rv + sp * kHalfStageBytes);
-        wgmma_commit();
-        sched_release(wg, false);
-        wgmma_wait<1>();  // S of this tile is done; P V of the last one may still run
-        if constexpr (kSplitS) pin(s_small);
-        pin(s_big);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty_k + s);
-        softmax_tile(s_big, s_small, (tile_begin + tile) * kTileKeys, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo,
-                     alpha_hi);
-        wgmma_wait<0>();
-        pin(pv);
-        pin(p_big);
-        pin(p_small);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty_v + sp);
-        update_o(o, pv, pend_lo, pend_hi);
-        pend_lo = alpha_lo;
-        pend_hi = alpha_hi;
+
+    int done = 0;  // tiles of the block's earlier units (the rings' count runs on across units)
+    for (int u = blockIdx.x; u < units; u += gridDim.x, done += n_tiles) {
+        const int b = u / row_tiles;
+        const int q0 = (u - b * row_tiles) * kBlockRows + wg * 64;
+        const bool final_unit = u + static_cast<int>(gridDim.x) >= units;
+        {
+            const float* const Q = qkv + qkv_item_offset(b, N, kHeadDim);
+            constexpr int kRowChunks = kHeadDim / 4;
+            // Q of the unit before is no longer read: every warp of the warpgroup has waited for its products
+            if (!kQSmallInRegs && done > 0) asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+            // All of the thread's loads are issued before the first is used (one memory latency, not one a
+            // chunk): rows past N load row N - 1, in bounds, and are zeroed when split.
+            constexpr int kQChunks = kQSmallInRegs ? 0 : 64 * kRowChunks / 128;  // d = 32 with kQReg: none
+            float4 q[kQChunks > 0 ? kQChunks : 1];
+#pragma unroll
+            for (int k = 0; k < kQChunks; ++k) {
+                const int i = tid + 128 * k, r = i / kRowChunks, c4 = i % kRowChunks;
+                q[k] = __ldg(reinterpret_cast<const float4*>(Q + static_cast<size_t>(min(q0 + r, N - 1)) * kHeadDim + 4 * c4));
+            }
+#pragma unroll
+            for (int k = 0; k < kQChunks; ++k) {
+                const int i = tid + 128 * k, r = i / kRowChunks, c4 = i % kRowChunks;
+                float4 big, small;
+                split4(q0 + r < N ? q[k] : make_float4(0.f, 0.f, 0.f, 0.f), big, small);
+                *reinterpret_cast<float4*>(q_big + swz(r, c4, 64)) = big;
+                *reinterpret_cast<float4*>(q_small + swz(r, c4, 64)) = small;
+            }
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma reads
+            asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+        }
+
+        const int row_lo = q0 + wl * 16 + g;
+        const int row_hi = row_lo + 8;
+        // Q A fragments in registers (kQReg): a0 = (lo, 8kk + t), a1 = (hi, 8kk + t), a2 = (lo, +4), a3 = (hi, +4).
+        [[maybe_unused]] uint32_t qf_big[kQRegSteps][4];
+        [[maybe_unused]] uint32_t qf_small[kQSmallSteps][4];
+        if constexpr (kQReg) {
+            const float* const Q = qkv + qkv_item_offset(b, N, kHeadDim);
+            const bool lo_ok = row_lo < N, hi_ok = row_hi < N;
+            const float* const ql = Q + (lo_ok ? static_cast<size_t>(row_lo) * kHeadDim : 0);
+            const float* const qh = Q + (hi_ok ? static_cast<size_t>(row_hi) * kHeadDim : 0);
+#pragma unroll
+            for (int kk = 0; kk < kQRegSteps; ++kk) {
+                const int c = kk * 8 + t;
+                const float v[4] = {lo_ok ? __ldg(ql + c) : 0.0f, hi_ok ? __ldg(qh + c) : 0.0f,
+                                    lo_ok ? __ldg(ql + c + 4) : 0.0f, hi_ok ? __ldg(qh + c + 4) : 0.0f};
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    uint32_t big, small;
+                    split_tf32(v[e], big, small);
+                    qf_big[kk][e] = big;
+                    if constexpr (kQSmallInRegs) qf_small[kk][e] = small;
+                }
+            }
+        }
+        float m_lo = ATTN_NEG_INF, m_hi = ATTN_NEG_INF;
+        float l_lo = 0.0f, l_hi = 0.0f;
+        float o[kHeadDim / 2];
+#pragma unroll
+        for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0f;
+        float s_small[kTileKeys / 2], s_big[kTileKeys / 2];
+        uint32_t p_big[kTileKeys / 8][4], p_small[kTileKeys / 8][4];
+        float pv[kHeadDim / 2];
+        float alpha_lo, alpha_hi;
+
+#if WGMMA3X_OVERLAP
+        // FlashAttention-3 intra-warpgroup overlap: S of tile i is issued together with P V of tile i - 1,
+        // and the softmax of tile i runs while P V of tile i - 1 is still on the tensor cores.
+        {
+            const int s = done % kStages;
+            mbar_wait(full_k + s, (done / kStages) & 1);
+            sched_wait(wg);
+            wgmma_fence();
+            ISSUE_S(rk + s * kHalfStageBytes);
+            wgmma_commit();
+            sched_release(wg, false);
+            wgmma_wait<0>();
+            if constexpr (kSplitS) pin(s_small);
+            pin(s_big);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty_k + s);
+        }
+        softmax_tile(s_big, s_small, tile_begin * kTileKeys, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo, alpha_hi);
         split_p(s_big, p_big, p_small);
-    }
-    {
-        const int sp = (n_tiles - 1) % kStages;
-        mbar_wait(full_v + sp, ((n_tiles - 1) / kStages) & 1);
-        pin(p_big);
-        pin(p_small);
-        sched_wait(wg);
-        wgmma_fence();
-        issue_pv(pv, p_big, p_small, rv + sp * kHalfStageBytes);
-        wgmma_commit();
-        sched_release(wg, true);
-        wgmma_wait<0>();
-        pin(pv);
-        update_o(o, pv, pend_lo, pend_hi);
-    }
+        float pend_lo = alpha_lo, pend_hi = alpha_hi;  // the rescale that goes with the P V in flight
+        for (int tile = 1; tile < n_tiles; ++tile) {
+            const int gt = done + tile;
+            const int s = gt % kStages, sp = (gt - 1) % kStages;
+            mbar_wait(full_k + s, (gt / kStages) & 1);
+            mbar_wait(full_v + sp, ((gt - 1) / kStages) & 1);
+            pin(p_big);
+            pin(p_small);
+            sched_wait(wg);
+            wgmma_fence();
+            ISSUE_S(rk + s * kHalfStageBytes);
+            wgmma_commit();
+            issue_pv(pv, p_big, p_small, rv + sp * kHalfStageBytes);
+            wgmma_commit();
+            sched_release(wg, false);
+            wgmma_wait<1>();  // S of this tile is done; P V of the last one may still run
+            if constexpr (kSplitS) pin(s_small);
+            pin(s_big);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty_k + s);
+            softmax_tile(s_big, s_small, (tile_begin + tile) * kTileKeys, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo,
+                         alpha_hi);
+            wgmma_wait<0>();
+            pin(pv);
+            pin(p_big);
+            pin(p_small);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty_v + sp);
+            update_o(o, pv, pend_lo, pend_hi);
+            pend_lo = alpha_lo;
+            pend_hi = alpha_hi;
+            split_p(s_big, p_big, p_small);
+        }
+        {
+            const int gt = done + n_tiles - 1;
+            const int sp = gt % kStages;
+            mbar_wait(full_v + sp, (gt / kStages) & 1);
+            pin(p_big);
+            pin(p_small);
+            sched_wait(wg);
+            wgmma_fence();
+            issue_pv(pv, p_big, p_small, rv + sp * kHalfStageBytes);
+            wgmma_commit();
+            sched_release(wg, final_unit);
+            wgmma_wait<0>();
+            pin(pv);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty_v + sp);
+            update_o(o, pv, pend_lo, pend_hi);
+        }
 #else
-    // Plain order: S, softmax, P V, one after the other (the two warpgroups overlap each other).
-    for (int tile = 0; tile < n_tiles; ++tile) {
-        const int s = tile % kStages;
-        const uint32_t parity = (tile / kStages) & 1;
-        mbar_wait(full_k + s, parity);
-        pin(o);
-        wgmma_fence();
-        ISSUE_S(rk + s * kHalfStageBytes);
-        wgmma_commit();
-        wgmma_wait<0>();
-        if constexpr (kSplitS) pin(s_small);
-        pin(s_big);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty_k + s);
-        softmax_tile(s_big, s_small, (tile_begin + tile) * kTileKeys, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo,
-                     alpha_hi);
-        split_p(s_big, p_big, p_small);
-        mbar_wait(full_v + s, parity);
-        pin(p_big);
-        pin(p_small);
-        wgmma_fence();
-        issue_pv(pv, p_big, p_small, rv + s * kHalfStageBytes);
-        wgmma_commit();
-        wgmma_wait<0>();
-        pin(pv);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty_v + s);
-        update_o(o, pv, alpha_lo, alpha_hi);
-    }
+        // Plain order: S, softmax, P V, one after the other (the two warpgroups overlap each other).
+        for (int tile = 0; tile < n_tiles; ++tile) {
+            const int gt = done + tile;
+            const int s = gt % kStages;
+            const uint32_t parity = (gt / kStages) & 1;
+            mbar_wait(full_k + s, parity);
+            pin(o);
+            wgmma_fence();
+            ISSUE_S(rk + s * kHalfStageBytes);
+            wgmma_commit();
+            wgmma_wait<0>();
+            if constexpr (kSplitS) pin(s_small);
+            pin(s_big);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty_k + s);
+            softmax_tile(s_big, s_small, (tile_begin + tile) * kTileKeys, N, t, scale_log2, m_lo, m_hi, l_lo, l_hi, alpha_lo,
+                         alpha_hi);
+            split_p(s_big, p_big, p_small);
+            mbar_wait(full_v + s, parity);
+            pin(p_big);
+            pin(p_small);
+            wgmma_fence();
+            issue_pv(pv, p_big, p_small, rv + s * kHalfStageBytes);
+            wgmma_commit();
+            wgmma_wait<0>();
+            pin(pv);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty_v + s);
+            update_o(o, pv, alpha_lo, alpha_hi);
+        }
 #endif
 
-    // The quad's lanes hold disjoint columns of each row: add their partial row sums, then normalise.
+        // The quad's lanes hold disjoint columns of each row: add their partial row sums, then normalise.
 #pragma unroll
-    for (int offset = 1; offset < 4; offset <<= 1) {
-        l_lo += __shfl_xor_sync(0xffffffffu, l_lo, offset);
-        l_hi += __shfl_xor_sync(0xffffffffu, l_hi, offset);
-    }
-    if (key_parts(N) > 1 && !combine_splits(o, m_lo, m_hi, l_lo, l_hi, split_partials, split_counters, N))
-        return;  // another split of these rows finishes last and writes them
-    const float inv_lo = 1.0f / l_lo;
-    const float inv_hi = 1.0f / l_hi;
-    float* const O = out + out_item_offset(b, N, kHeadDim);
+        for (int offset = 1; offset < 4; offset <<= 1) {
+            l_lo += __shfl_xor_sync(0xffffffffu, l_lo, offset);
+            l_hi += __shfl_xor_sync(0xffffffffu, l_hi, offset);
+        }
+        // a split's rows are written by the part that finishes last
+        if (key_parts(N) == 1 || combine_splits(o, m_lo, m_hi, l_lo, l_hi, split_partials, split_counters, N, u)) {
+            const float inv_lo = 1.0f / l_lo;
+            const float inv_hi = 1.0f / l_hi;
+            float* const O = out + out_item_offset(b, N, kHeadDim);
 #pragma unroll
-    for (int n = 0; n < kHeadDim / 8; ++n) {
-        const int col = n * 8 + 2 * t;
-        if (row_lo < N)
-            *reinterpret_cast<float2*>(O + static_cast<size_t>(row_lo) * kHeadDim + col) =
-                make_float2(o[4 * n + 0] * inv_lo, o[4 * n + 1] * inv_lo);
-        if (row_hi < N)
-            *reinterpret_cast<float2*>(O + static_cast<size_t>(row_hi) * kHeadDim + col) =
-                make_float2(o[4 * n + 2] * inv_hi, o[4 * n + 3] * inv_hi);
+            for (int n = 0; n < kHeadDim / 8; ++n) {
+                const int col = n * 8 + 2 * t;
+                if (row_lo < N)
+                    *reinterpret_cast<float2*>(O + static_cast<size_t>(row_lo) * kHeadDim + col) =
+                        make_float2(o[4 * n + 0] * inv_lo, o[4 * n + 1] * inv_lo);
+                if (row_hi < N)
+                    *reinterpret_cast<float2*>(O + static_cast<size_t>(row_hi) * kHeadDim + col) =
+                        make_float2(o[4 * n + 2] * inv_hi, o[4 * n + 3] * inv_hi);
+            }
+        }
+        if constexpr (!kPersistent) break;
     }
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    wgmma3x_fwd(const float* __restrict__ qkv, float* __restrict__ out, int N, float scale_log2,
+    wgmma3x_fwd(const float* __restrict__ qkv, float* __restrict__ out, int B, int N, float scale_log2,
                 const float* __restrict__ kv_split, float* __restrict__ split_partials, float* __restrict__ split_counters) {
-    fwd_body<false>(qkv, out, N, scale_log2, kv_split, split_partials, split_counters);
+    fwd_body<false>(qkv, out, B, N, scale_log2, kv_split, split_partials, split_counters);
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    wgmma3x_stream(const float* __restrict__ qkv, float* __restrict__ out, int N, float scale_log2,
+    wgmma3x_stream(const float* __restrict__ qkv, float* __restrict__ out, int B, int N, float scale_log2,
                    float* __restrict__ split_partials, float* __restrict__ split_counters) {
-    fwd_body<true>(qkv, out, N, scale_log2, nullptr, split_partials, split_counters);
+    fwd_body<true>(qkv, out, B, N, scale_log2, nullptr, split_partials, split_counters);
 }
 
 #if HEAD_DIM == 32 && WGMMA3X_QREG

@@ -132,6 +132,23 @@ def _wgmma3x_split_records(s: Shape) -> int:
     return max(records(items) for items in (*range(1, min(s.B, _MAX_SPLIT_BLOCKS // row_tiles) + 1), s.B))
 
 
+def _wgmma3x_units(s: Shape) -> int:
+    """The main kernel's units of work: (item, row block) pairs."""
+    return s.B * _wgmma3x_row_tiles(s)
+
+
+def _wgmma3x_blocks(s: Shape) -> int:
+    """The main kernel's grid x. Its blocks loop over units (see cuda/wgmma3x.cu), so an unsplit pass with
+    two consumer warpgroups runs one persistent block per SM with the units dealt out evenly: a block's
+    set-up and its first copy's latency are paid once, and its producer fills the ring with the next
+    unit's tiles while the consumers finish the current one. A split pass, and d = 128 (whose kernel
+    runs one unit per block), take one block per unit."""
+    units = _wgmma3x_units(s)
+    if _wgmma3x_warpgroups(s) == 1 or _wgmma3x_splits(s) > 1:
+        return units
+    return cdiv(units, cdiv(units, _HOPPER_SMS))
+
+
 def _wgmma3x_partials_bytes(s: Shape) -> int:
     """Workspace split_partials: one record (O, m and l of every consumer thread) per part of each split
     row block, for the largest split of any launch of at most s.B items; none where none splits."""
@@ -155,6 +172,7 @@ WGMMA3X = Variant(
     technique="Hopper wgmma in 3xTF32, FA3 style: K/V pre-split and swizzled by a pre-pass (N > 256) or "
     "by the producer warpgroup from raw bulk-copied tiles (N <= 256), "
     "cp.async.bulk + mbarrier ring fed by a producer warpgroup, 2 consumer warpgroups ping-pong, "
+    "persistent blocks (one per SM) that run their ring on across (item, row block) units, "
     "softmax overlapped with P V; the key range split with a combine where the grid fills the last "
     "wave badly (few items); for d = 32, N <= 128 no pre-pass: 8 whole items per block, each item's "
     "Q K V bulk-copied two items ahead and split in shared memory by a producer warpgroup while the "
@@ -170,17 +188,17 @@ WGMMA3X = Variant(
         ),
         Launch(
             kernel="wgmma3x_fwd",
-            grid=lambda s: (_wgmma3x_row_tiles(s), s.B, _wgmma3x_splits(s)),
+            grid=lambda s: (_wgmma3x_blocks(s), 1, _wgmma3x_splits(s)),
             block=lambda s: (128 * (_wgmma3x_warpgroups(s) + 1), 1, 1),
-            args=("qkv", "out", "N", "scale_log2", "kv_split", "split_partials", "split_counters"),
+            args=("qkv", "out", "B", "N", "scale_log2", "kv_split", "split_partials", "split_counters"),
             smem=_wgmma3x_smem,
             applies=_wgmma3x_prepass,
         ),
         Launch(
             kernel="wgmma3x_stream",
-            grid=lambda s: (_wgmma3x_row_tiles(s), s.B, _wgmma3x_splits(s)),
+            grid=lambda s: (_wgmma3x_blocks(s), 1, _wgmma3x_splits(s)),
             block=lambda s: (128 * (_wgmma3x_warpgroups(s) + 1), 1, 1),
-            args=("qkv", "out", "N", "scale_log2", "split_partials", "split_counters"),
+            args=("qkv", "out", "B", "N", "scale_log2", "split_partials", "split_counters"),
             smem=_wgmma3x_stream_smem,
             applies=_wgmma3x_streamed,
         ),

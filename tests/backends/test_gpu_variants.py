@@ -229,6 +229,42 @@ def test_wgmma3x_key_split_matches_float64(gpu, shape, splits, rng, monkeypatch)
     check_variant(gpu, variant, *shape, rng)
 
 
+# wgmma3x's persistent blocks (grid x below the unit count: each block's rings, phases and ping-pong run
+# on from unit to unit), forced to a few blocks so that each runs many units: units that end mid-item
+# (N > 128: two row blocks an item) and ones that start a new item, uneven counts per block, masked rows
+# and keys, both paths, d = 32 and 64, unsplit and split.
+WGMMA3X_PERSISTENT_SHAPES = [(9, 129, 64), (7, 256, 32), (5, 200, 64), (4, 1000, 32), (3, 300, 64), (6, 64, 64)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("blocks", [1, 3, 7])
+@pytest.mark.parametrize("shape", WGMMA3X_PERSISTENT_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_wgmma3x_persistent_blocks_match_float64(gpu, shape, blocks, rng, monkeypatch):
+    from attnbench.kernels import wgmma3x
+
+    variant = get_variant("wgmma3x")
+    skip_unless_runs(variant, Shape(*shape), gpu)
+    monkeypatch.setattr(wgmma3x, "_wgmma3x_blocks", lambda s: min(blocks, wgmma3x._wgmma3x_units(s)))
+    assert variant.launches_for(Shape(*shape))[-1].grid(Shape(*shape))[0] <= blocks
+    check_variant(gpu, variant, *shape, rng)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(5, 200, 64), (3, 1000, 32)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("kind", LARGE_SCORE_KINDS)
+def test_wgmma3x_persistent_blocks_on_large_scores(gpu, kind, shape, rng, monkeypatch):
+    """Each unit starts its softmax afresh: a unit's huge maximum must not leak into the next one's."""
+    from attnbench.kernels import wgmma3x
+
+    variant = get_variant("wgmma3x")
+    skip_unless_runs(variant, Shape(*shape), gpu)
+    monkeypatch.setattr(wgmma3x, "_wgmma3x_blocks", lambda s: 2)
+    tc = large_score_testcase(kind, *shape, rng)
+    output = run_variant(variant, tc, kind, gpu, ONE_PASS).output
+    _, problems = check_large_scores(kind, tc, output)
+    assert not problems, f"wgmma3x on 2 persistent blocks, {kind} {shape}: " + "; ".join(problems)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(2, 1000, 64), (2, 256, 64)], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("kind", LARGE_SCORE_KINDS)

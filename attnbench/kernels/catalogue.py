@@ -66,17 +66,22 @@ FASTEST_FIRST: tuple[str, ...] = ("wgmma3x", "tf32x3", "fa2simt", "gemmwg3x", "g
 
 
 def _wgmma3x_leads(shape: Shape) -> bool:
-    """wgmma3x leads from N = 512, and for d = 32 from a full wave of blocks on an H200 (8 x 132 = 1056 items)
-    where N is whole 128-row tiles: on its short path (N <= 128: 8 whole items a block) 1.11-1.14x tf32x3 at
-    B = 1056, 4096 and 13600, 0.27-0.48x at B = 5 and 320 (results/2026-11-24_h200_switch_point_short_d32.md);
-    at N = 256 on its streaming path, 1.12x on t13 (B = 6800) and 1.10x at B = 1056, 0.98x on t03 (B = 160)
-    and 0.91x at B = 20 (results/2026-11-25_h200_stream_ab.md).
-    d = 64 up to N = 256 (its streaming path) from 40 row blocks of 128: 1.03x on t02 and t12, 1.14x on t04,
-    1.28x on t14, 1.14x at (20, 256) and 1.38x at (40, 200); 0.82x at (5, 128) (same file).
-    d = 128 below N = 512 stays with tf32x3 (0.66x at (1000, 128), 0.81x at (200, 256), same file)."""
-    whole_tiles = shape.N <= 128 or shape.N % 128 == 0
-    d64_streamed = shape.d == 64 and shape.N <= 256 and shape.B * cdiv(shape.N, 128) >= 40
-    return shape.N >= 512 or (shape.d == 32 and whole_tiles and shape.B >= 1056) or d64_streamed
+    """wgmma3x leads from N = 512; below that, on the H200:
+    - d = 32 in whole 128-row tiles from a full wave of blocks (8 x 132 = 1056 items); on its short path
+      (N <= 128, 8 whole items a block) 1.11-1.14x tf32x3 at B = 1056, 4096 and 13600, 0.27-0.48x at B = 5
+      and 320 (results/2026-11-24_h200_switch_point_short_d32.md);
+    - d = 32, N = 256 (its persistent streaming path) from 80 units of 128 rows: 1.19x at B = 40, 1.00x at
+      80, 1.08x on t03 (B = 160), 1.24-1.25x at 320 and 1056; 0.93x at B = 20
+      (results/2026-11-25_h200_persistent_switch_points.md);
+    - d = 64 up to N = 256 (the same path) from 80 units at N <= 128 and 20 units above: 1.21x on t02
+      (160 units), 0.96-0.98x at 5 to 40 units of N = 128 (all about 12 us, launch-bound); at N = 256
+      1.44x at 20 units, 1.17x at 40, 1.23x on t04 (same file);
+    - d = 128 below N = 512 stays with tf32x3 (0.94-0.95x at (100, 256) and (200, 256), same file)."""
+    units = shape.B * cdiv(shape.N, 128)
+    d32_full_wave = shape.d == 32 and (shape.N <= 128 or shape.N % 128 == 0) and shape.B >= 1056
+    d32_streamed = shape.d == 32 and 128 < shape.N <= 256 and shape.N % 128 == 0 and units >= 80
+    d64_streamed = shape.d == 64 and shape.N <= 256 and units >= (80 if shape.N <= 128 else 20)
+    return shape.N >= 512 or d32_full_wave or d32_streamed or d64_streamed
 
 
 def _square_lab_shape(shape: Shape) -> bool:

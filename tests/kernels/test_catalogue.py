@@ -79,10 +79,10 @@ def test_on_hopper_the_default_is_wgmma3x_from_the_measured_switch_point_and_tf3
 @pytest.mark.parametrize("shape, expected", [
     (Shape(160, 128, 64), "wgmma3x"), (Shape(80, 256, 64), "wgmma3x"),  # t02, t04
     (Shape(6800, 128, 64), "wgmma3x"), (Shape(3400, 256, 64), "wgmma3x"),  # t12, t14
-    (Shape(20, 256, 64), "wgmma3x"), (Shape(40, 200, 64), "wgmma3x"),  # 40 and 80 row blocks
-    (Shape(5, 128, 64), "tf32x3"), (Shape(39, 128, 64), "tf32x3"), (Shape(19, 256, 64), "tf32x3"),
+    (Shape(80, 128, 64), "wgmma3x"), (Shape(10, 256, 64), "wgmma3x"), (Shape(40, 200, 64), "wgmma3x"),
+    (Shape(5, 128, 64), "tf32x3"), (Shape(79, 128, 64), "tf32x3"), (Shape(9, 256, 64), "tf32x3"),
 ], ids=str)
-def test_on_hopper_the_streaming_path_is_the_default_for_d64_from_40_row_blocks(shape, expected):
+def test_on_hopper_the_streaming_path_is_the_default_for_d64_from_80_or_20_row_blocks(shape, expected):
     assert default_variant(shape, True, (9, 0)).name == expected
     assert default_variant(shape, True, (8, 0)).name == "tf32x3"
 
@@ -94,11 +94,18 @@ def test_on_hopper_the_short_path_is_the_default_from_a_full_wave_of_items():
     assert default_variant(Shape(1055, 128, 32), True, hopper).name == "tf32x3"
     assert default_variant(Shape(320, 128, 32), True, hopper).name == "tf32x3"  # t01
     assert default_variant(Shape(13600, 129, 32), True, hopper).name == "tf32x3"  # past the short path, below 512
-    assert default_variant(Shape(6800, 256, 32), True, hopper).name == "wgmma3x"  # t13: whole tiles, a full wave
-    assert default_variant(Shape(160, 256, 32), True, hopper).name == "tf32x3"  # t03
     assert default_variant(Shape(13600, 257, 64), True, hopper).name == "tf32x3"  # past the streaming path, below 512
     assert default_variant(Shape(1000, 128, 128), True, hopper).name == "tf32x3"  # d = 128 below 512
     assert default_variant(Shape(13600, 128, 32), True, ampere).name == "tf32x3"
+
+
+@pytest.mark.parametrize("shape, expected", [
+    (Shape(6800, 256, 32), "wgmma3x"), (Shape(160, 256, 32), "wgmma3x"), (Shape(40, 256, 32), "wgmma3x"),  # t13, t03
+    (Shape(1056, 384, 32), "wgmma3x"), (Shape(39, 256, 32), "tf32x3"), (Shape(20, 256, 32), "tf32x3"),
+    (Shape(1055, 384, 32), "tf32x3"),
+], ids=str)
+def test_on_hopper_the_streaming_path_is_the_default_for_d32_at_n256_from_80_row_blocks(shape, expected):
+    assert default_variant(shape, True, (9, 0)).name == expected
 
 
 def test_the_baseline_may_be_spelled_as_its_kernel_file_or_flavour_and_must_be_among_the_variants():

@@ -98,7 +98,12 @@ class Launch:
     """One kernel launch of a pass: grid, block and dynamic shared memory as functions of the chunk shape.
 
     `applies` says whether the launch is part of the pass for a shape (N and d; never B, so that every
-    chunk of a batch runs the same launches): a variant may take another path on some shapes."""
+    chunk of a batch runs the same launches): a variant may take another path on some shapes.
+
+    `grid_on_sms`, where given, is the grid on a GPU of that many SMs, for a launch of persistent blocks
+    (one a SM, each looping over its share of the work): the runner uses it with the GPU's SM count, since
+    such a grid sized for more SMs than the GPU has leaves some SMs two blocks to run in turn. `grid` is
+    then the grid on the SM count the variant is built for."""
 
     kernel: str
     grid: Callable[[Shape], Dims]
@@ -106,6 +111,11 @@ class Launch:
     args: tuple[str, ...]
     smem: Callable[[Shape], int] = lambda s: 0
     applies: Callable[[Shape], bool] = lambda s: True
+    grid_on_sms: Callable[[Shape, int], Dims] | None = None
+
+    def grid_for(self, shape: Shape, sm_count: int) -> Dims:
+        """The grid on a GPU of `sm_count` SMs."""
+        return self.grid(shape) if self.grid_on_sms is None else self.grid_on_sms(shape, sm_count)
 
 
 @dataclass(frozen=True)

@@ -137,16 +137,20 @@ def _wgmma3x_units(s: Shape) -> int:
     return s.B * _wgmma3x_row_tiles(s)
 
 
-def _wgmma3x_blocks(s: Shape) -> int:
-    """The main kernel's grid x. Its blocks loop over units (see cuda/wgmma3x.cu), so an unsplit pass with
-    two consumer warpgroups runs one persistent block per SM with the units dealt out evenly: a block's
-    set-up and its first copy's latency are paid once, and its producer fills the ring with the next
-    unit's tiles while the consumers finish the current one. A split pass, and d = 128 (whose kernel
-    runs one unit per block), take one block per unit."""
+def _wgmma3x_blocks(s: Shape, sms: int = _HOPPER_SMS) -> int:
+    """The main kernel's grid x on a GPU of `sms` SMs. Its blocks loop over units (see cuda/wgmma3x.cu), so
+    an unsplit pass with two consumer warpgroups runs one persistent block per SM with the units dealt out
+    evenly: a block's set-up and its first copy's latency are paid once, and its producer fills the ring
+    with the next unit's tiles while the consumers finish the current one. A split pass, and d = 128
+    (whose kernel runs one unit per block), take one block per unit."""
     units = _wgmma3x_units(s)
     if _wgmma3x_warpgroups(s) == 1 or _wgmma3x_splits(s) > 1:
         return units
-    return cdiv(units, cdiv(units, _HOPPER_SMS))
+    return cdiv(units, cdiv(units, sms))
+
+
+def _wgmma3x_main_grid(s: Shape, sms: int = _HOPPER_SMS) -> tuple[int, int, int]:
+    return (_wgmma3x_blocks(s, sms), 1, _wgmma3x_splits(s))
 
 
 def _wgmma3x_partials_bytes(s: Shape) -> int:
@@ -188,7 +192,8 @@ WGMMA3X = Variant(
         ),
         Launch(
             kernel="wgmma3x_fwd",
-            grid=lambda s: (_wgmma3x_blocks(s), 1, _wgmma3x_splits(s)),
+            grid=lambda s: _wgmma3x_main_grid(s),
+            grid_on_sms=lambda s, sms: _wgmma3x_main_grid(s, sms),
             block=lambda s: (128 * (_wgmma3x_warpgroups(s) + 1), 1, 1),
             args=("qkv", "out", "B", "N", "scale_log2", "kv_split", "split_partials", "split_counters"),
             smem=_wgmma3x_smem,
@@ -196,7 +201,8 @@ WGMMA3X = Variant(
         ),
         Launch(
             kernel="wgmma3x_stream",
-            grid=lambda s: (_wgmma3x_blocks(s), 1, _wgmma3x_splits(s)),
+            grid=lambda s: _wgmma3x_main_grid(s),
+            grid_on_sms=lambda s, sms: _wgmma3x_main_grid(s, sms),
             block=lambda s: (128 * (_wgmma3x_warpgroups(s) + 1), 1, 1),
             args=("qkv", "out", "B", "N", "scale_log2", "split_partials", "split_counters"),
             smem=_wgmma3x_stream_smem,

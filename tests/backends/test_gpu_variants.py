@@ -229,6 +229,15 @@ def test_wgmma3x_key_split_matches_float64(gpu, shape, splits, rng, monkeypatch)
     check_variant(gpu, variant, *shape, rng)
 
 
+def check_wgmma3x_large_scores(gpu, kind, shape, rng, how):
+    variant = get_variant("wgmma3x")
+    skip_unless_runs(variant, Shape(*shape), gpu)
+    tc = large_score_testcase(kind, *shape, rng)
+    output = run_variant(variant, tc, kind, gpu, ONE_PASS).output
+    _, problems = check_large_scores(kind, tc, output)
+    assert not problems, f"wgmma3x {how} on {kind} {shape}: " + "; ".join(problems)
+
+
 # wgmma3x's persistent blocks (grid x below the unit count: each block's rings, phases and ping-pong run
 # on from unit to unit), forced to a few blocks so that each runs many units: units that end mid-item
 # (N > 128: two row blocks an item) and ones that start a new item, uneven counts per block, masked rows
@@ -244,7 +253,7 @@ def test_wgmma3x_persistent_blocks_match_float64(gpu, shape, blocks, rng, monkey
 
     variant = get_variant("wgmma3x")
     skip_unless_runs(variant, Shape(*shape), gpu)
-    monkeypatch.setattr(wgmma3x, "_wgmma3x_blocks", lambda s: min(blocks, wgmma3x._wgmma3x_units(s)))
+    monkeypatch.setattr(wgmma3x, "_wgmma3x_blocks", lambda s, sms=132: min(blocks, wgmma3x._wgmma3x_units(s)))
     assert variant.launches_for(Shape(*shape))[-1].grid(Shape(*shape))[0] <= blocks
     check_variant(gpu, variant, *shape, rng)
 
@@ -256,13 +265,8 @@ def test_wgmma3x_persistent_blocks_on_large_scores(gpu, kind, shape, rng, monkey
     """Each unit starts its softmax afresh: a unit's huge maximum must not leak into the next one's."""
     from attnbench.kernels import wgmma3x
 
-    variant = get_variant("wgmma3x")
-    skip_unless_runs(variant, Shape(*shape), gpu)
-    monkeypatch.setattr(wgmma3x, "_wgmma3x_blocks", lambda s: 2)
-    tc = large_score_testcase(kind, *shape, rng)
-    output = run_variant(variant, tc, kind, gpu, ONE_PASS).output
-    _, problems = check_large_scores(kind, tc, output)
-    assert not problems, f"wgmma3x on 2 persistent blocks, {kind} {shape}: " + "; ".join(problems)
+    monkeypatch.setattr(wgmma3x, "_wgmma3x_blocks", lambda s, sms=132: 2)
+    check_wgmma3x_large_scores(gpu, kind, shape, rng, "on 2 persistent blocks")
 
 
 @pytest.mark.gpu
@@ -272,10 +276,5 @@ def test_wgmma3x_key_split_on_large_scores(gpu, kind, shape, rng, monkeypatch):
     """The parts' maxima differ by far more than float32's exponent range: the combine rescales each."""
     from attnbench.kernels import wgmma3x
 
-    variant = get_variant("wgmma3x")
-    skip_unless_runs(variant, Shape(*shape), gpu)
     monkeypatch.setattr(wgmma3x, "_wgmma3x_splits", lambda s: 4)
-    tc = large_score_testcase(kind, *shape, rng)
-    output = run_variant(variant, tc, kind, gpu, ONE_PASS).output
-    _, problems = check_large_scores(kind, tc, output)
-    assert not problems, f"wgmma3x split in 4 on {kind} {shape}: " + "; ".join(problems)
+    check_wgmma3x_large_scores(gpu, kind, shape, rng, "split in 4")

@@ -110,3 +110,14 @@ def test_the_persistent_rule_matches_the_kernel():
     source = (kernel_dir() / WGMMA3X.source).read_text()
     assert "constexpr bool kPersistent = kWarpgroups == 2;" in source
     assert "constexpr int kWarpgroups = kHeadDim <= 64 ? 2 : 1;" in source
+
+
+@pytest.mark.parametrize("sms", [114, 132, 78])
+@pytest.mark.parametrize("shape", [Shape(6800, 128, 64), Shape(500, 2048, 64), Shape(125, 128, 64), Shape(160, 128, 64)],
+                         ids=str)
+def test_the_runner_deals_the_units_over_the_gpus_own_sms(shape, sms):
+    """On a 114-SM H100 PCIe, t12's grid for 132 SMs (131 blocks of 52 units) would leave 17 SMs two blocks
+    to run in turn: twice the units of the others. Dealt over 114, every block runs on an SM of its own."""
+    x, _, z = fwd(shape).grid_for(shape, sms)
+    assert z == 1 and x <= sms and cdiv(units(shape), x) == cdiv(units(shape), sms)
+    assert fwd(shape).grid_for(shape, 132) == fwd(shape).grid(shape)

@@ -559,10 +559,10 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
         // Producer warpgroup: it gives most of its registers to the consumers.
         if constexpr (kWarpgroups == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
         if constexpr (kStreamed) {
-            // One thread bulk-copies item b's raw K and V tiles (row-major, as in the input) into raw_k
-            // and raw_v; all 128 split each one into the ring's operand layout, then hand the stage to the
-            // consumers and the raw tile back to the copy. The K of tile i + 1 is in flight while V of
-            // tile i is split, and the other way round.
+            // One thread bulk-copies the raw K and V tiles of each unit's item (row-major, as in the input)
+            // into raw_k and raw_v; all 128 split each one into the ring's operand layout, then hand the stage
+            // to the consumers and the raw tile back to the copy. The K of tile i + 1 (or of the next unit's
+            // first tile) is in flight while V of tile i is split, and the other way round.
             const int ptid = threadIdx.x - kConsumerThreads;
             // item of unit u's K (its V follows at N d floats); valid rows of tile i of a unit (a multiple of
             // 16 bytes each: kHeadDim >= 32)

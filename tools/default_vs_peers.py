@@ -11,12 +11,12 @@ the geometric mean and the minimum of each speedup. Exit 1 when the compare lack
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from attnbench.analysis.verdict import geometric_mean  # noqa: E402
 from attnbench.api import load_results  # noqa: E402
 from attnbench.kernels.catalogue import REGISTRY, default_variant  # noqa: E402
 
@@ -66,8 +66,7 @@ def main() -> int:
     lines.append("")
     for peer, values in speedups.items():
         if values:
-            geomean = math.exp(sum(map(math.log, values)) / len(values))
-            lines.append(f"- over {peer}: geometric mean {geomean:.2f}x, minimum {min(values):.2f}x, "
+            lines.append(f"- over {peer}: geometric mean {geometric_mean(values):.2f}x, minimum {min(values):.2f}x, "
                          f"{sum(v < 2 for v in values)} of {len(values)} cases under 2x")
     if missing:
         lines.append(f"- not in the compare: {', '.join(missing)}")

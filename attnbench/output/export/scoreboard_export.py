@@ -7,11 +7,11 @@ import html
 import io
 from pathlib import Path
 
-from attnbench.output.export.exporter import Exporter
+from attnbench.output.export.exporter import Exporter, save_formats
 from attnbench.output.markdown import render as render_markdown
 from attnbench.output.scoreboard import scoreboard_lines, scoreboard_model, scoreboard_rows
 from attnbench.output.table_model import BAD, DIM, GOOD
-from attnbench.results.resultset import slug, unique_stem
+from attnbench.results.resultset import slug
 from attnbench.results.scoreboard import Scoreboard
 
 
@@ -77,14 +77,4 @@ SCOREBOARD_EXPORTERS: tuple[Exporter[Scoreboard], ...] = (ScoreboardJson(), Scor
 
 def save_scoreboard(board: Scoreboard, folder: str | Path, stem: str, with_html: bool = False) -> list[Path]:
     """Write the scoreboard's JSON, CSV and Markdown (and HTML) side by side, never over an existing one."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    exporters = SCOREBOARD_EXPORTERS + ((ScoreboardHtml(),) if with_html else ())
-    stem = unique_stem(folder, slug(stem, 120), [e.suffix for e in exporters])
-    paths = []
-    for exporter in exporters:
-        path = folder / f"{stem}{exporter.suffix}"
-        exporter.write(board, path)
-        paths.append(path)
-    board.path = paths[0]
-    return paths
+    return save_formats(board, SCOREBOARD_EXPORTERS + ((ScoreboardHtml(),) if with_html else ()), folder, slug(stem, 120))

@@ -19,6 +19,7 @@ class GpuDevice(Protocol):
     index: int
     name: str
     compute_capability: tuple[int, int]
+    sm_count: int  # what a launch of persistent blocks sizes its grid by (`Launch.grid_on_sms`)
     driver: Any  # pycuda.driver
     device: Any  # pycuda's Device
     context: Any  # the device's primary context

@@ -185,8 +185,7 @@ class GpuExecution:
                 if launch.kernel not in self._prepared:
                     function.prepare("".join(_arg_type(a) for a in launch.args))
                     self._prepared.add(launch.kernel)
-                # the GPU's SM count only where the grid depends on it (persistent blocks)
-                grid = launch.grid(chunk) if launch.grid_on_sms is None else launch.grid_for(chunk, self.gpu.sm_count)
+                grid = launch.grid_for(chunk, self.gpu.sm_count)
                 block, smem = launch.block(chunk), launch.smem(chunk)
                 self._check_geometry(launch.kernel, grid, block)
                 self.gpu.allow_dynamic_smem(function, launch.kernel, smem)

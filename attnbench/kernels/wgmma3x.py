@@ -3,6 +3,8 @@ short-sequence path (cuda/wgmma3x.cu). Registered in ladder order by `flash_rout
 
 from __future__ import annotations
 
+from typing import Callable
+
 from attnbench.cases.testcase import Shape
 from attnbench.kernels.variant import Constraints, Launch, Variant, cdiv, threads
 
@@ -153,6 +155,21 @@ def _wgmma3x_main_grid(s: Shape, sms: int = _HOPPER_SMS) -> tuple[int, int, int]
     return (_wgmma3x_blocks(s, sms), 1, _wgmma3x_splits(s))
 
 
+def _wgmma3x_main_launch(kernel: str, tiles: tuple[str, ...], smem: Callable[[Shape], int],
+                         applies: Callable[[Shape], bool]) -> Launch:
+    """wgmma3x_fwd or wgmma3x_stream: the same grid (persistent blocks, key parts), block and arguments, but
+    for `tiles` (the pre-pass's, for wgmma3x_fwd)."""
+    return Launch(
+        kernel=kernel,
+        grid=_wgmma3x_main_grid,
+        grid_on_sms=_wgmma3x_main_grid,
+        block=lambda s: (128 * (_wgmma3x_warpgroups(s) + 1), 1, 1),
+        args=("qkv", "out", "B", "N", "scale_log2", *tiles, "split_partials", "split_counters"),
+        smem=smem,
+        applies=applies,
+    )
+
+
 def _wgmma3x_partials_bytes(s: Shape) -> int:
     """Workspace split_partials: one record (O, m and l of every consumer thread) per part of each split
     row block, for the largest split of any launch of at most s.B items; none where none splits."""
@@ -190,24 +207,8 @@ WGMMA3X = Variant(
             args=("qkv", "kv_split", "N"),
             applies=_wgmma3x_prepass,
         ),
-        Launch(
-            kernel="wgmma3x_fwd",
-            grid=lambda s: _wgmma3x_main_grid(s),
-            grid_on_sms=lambda s, sms: _wgmma3x_main_grid(s, sms),
-            block=lambda s: (128 * (_wgmma3x_warpgroups(s) + 1), 1, 1),
-            args=("qkv", "out", "B", "N", "scale_log2", "kv_split", "split_partials", "split_counters"),
-            smem=_wgmma3x_smem,
-            applies=_wgmma3x_prepass,
-        ),
-        Launch(
-            kernel="wgmma3x_stream",
-            grid=lambda s: _wgmma3x_main_grid(s),
-            grid_on_sms=lambda s, sms: _wgmma3x_main_grid(s, sms),
-            block=lambda s: (128 * (_wgmma3x_warpgroups(s) + 1), 1, 1),
-            args=("qkv", "out", "B", "N", "scale_log2", "split_partials", "split_counters"),
-            smem=_wgmma3x_stream_smem,
-            applies=_wgmma3x_streamed,
-        ),
+        _wgmma3x_main_launch("wgmma3x_fwd", ("kv_split",), _wgmma3x_smem, _wgmma3x_prepass),
+        _wgmma3x_main_launch("wgmma3x_stream", (), _wgmma3x_stream_smem, _wgmma3x_streamed),
         Launch(
             kernel="wgmma3x_short",
             grid=lambda s: (cdiv(s.B, _WGMMA3X_SHORT_ITEMS), 1, 1),

@@ -202,6 +202,7 @@ class FakeCheckKernel:
 
 class FakeGpu:
     name = "fake GPU"
+    sm_count = 132
     fp32_peak_flops = 1e12
     limits = UNKNOWN_LIMITS
 

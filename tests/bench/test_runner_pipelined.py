@@ -91,6 +91,7 @@ class FakeExecution:
 
 class FakeGpu:
     name = "fake GPU"
+    sm_count = 132
     driver = FakeDriverVersion()
 
     def throttle_reasons(self) -> list[str]:

@@ -370,6 +370,7 @@ class FakeKernel:
 
 class FakeGpu:
     name = "fake GPU"
+    sm_count = 132
     fp32_peak_flops = 1e12
     limits = UNKNOWN_LIMITS
     l2_bytes = 1 << 20

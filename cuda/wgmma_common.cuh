@@ -33,14 +33,20 @@ __device__ __forceinline__ int swz(int r, int c4, int rows) {
     return (c4 >> 3) * (rows * 32) + r * 32 + (((c4 & 7) ^ (r & 7)) << 2);
 }
 // Shared-memory matrix descriptor: start address, LBO (unused when swizzled) = 16 B, SBO = 1024 B
-// (one 8-row atom to the next), layout 128-byte swizzle.
+// (one 8-row atom to the next), layout 128-byte swizzle. The high word (SBO, layout) is the same for
+// every operand; the low word holds the start address in 16-byte units (bits 0-13) and the LBO.
+constexpr uint32_t kDescHi = (1024 >> 4) | (1u << 30);
+__device__ __forceinline__ uint32_t desc_lo(uint32_t addr) { return ((addr & 0x3FFFF) >> 4) | (1u << 16); }
 __device__ __forceinline__ uint64_t make_desc(uint32_t addr) {
-    return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(1) << 16) |
-           (static_cast<uint64_t>(1024 >> 4) << 32) | (static_cast<uint64_t>(1) << 62);
+    return (static_cast<uint64_t>(kDescHi) << 32) | desc_lo(addr);
 }
-// Descriptor of k step ks (8 tf32 = 32 bytes of K) of a tile with `rows` rows at shared address base.
+// Descriptor of k step ks (8 tf32 = 32 bytes of K) of a tile with `rows` rows at shared address base:
+// the base's low word plus the step's offset in 16-byte units. Shared addresses are below 2^18, so the
+// sum never carries out of the start field; written this way the compiler derives every step's
+// descriptor from one per tile with a single add, where masking each address cost it four more
+// instructions a product, issued while the other warpgroup waits for the tensor cores.
 __device__ __forceinline__ uint64_t desc_k(uint32_t base, int rows, int ks) {
-    return make_desc(base + (ks >> 2) * (rows * 128) + (ks & 3) * 32);
+    return (static_cast<uint64_t>(kDescHi) << 32) | (desc_lo(base) + (((ks >> 2) * (rows * 128) + (ks & 3) * 32) >> 4));
 }
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {

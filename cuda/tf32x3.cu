@@ -216,8 +216,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         // A row with no valid key yet keeps m = -inf; shift by 0 then, so no exp2f(-inf - -inf) = NaN.
         const float shift_lo = m_new_lo == ATTN_NEG_INF ? 0.0f : m_new_lo;
         const float shift_hi = m_new_hi == ATTN_NEG_INF ? 0.0f : m_new_hi;
-        const float alpha_lo = exp2f(m_lo - shift_lo);  // 0 on the first tile (m = -inf)
-        const float alpha_hi = exp2f(m_hi - shift_hi);
+        const float alpha_lo = exp2_ftz(m_lo - shift_lo);  // 0 on the first tile (m = -inf)
+        const float alpha_hi = exp2_ftz(m_hi - shift_hi);
         m_lo = m_new_lo;
         m_hi = m_new_hi;
 
@@ -228,10 +228,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         float sum_lo = 0.0f, sum_hi = 0.0f;
 #pragma unroll
         for (int j = 0; j < kKeyGroups; ++j) {
-            p[j][0] = exp2f(fmaf(s[j][0], scale_log2, -shift_lo));
-            p[j][2] = exp2f(fmaf(s[j][1], scale_log2, -shift_lo));
-            p[j][1] = exp2f(fmaf(s[j][2], scale_log2, -shift_hi));
-            p[j][3] = exp2f(fmaf(s[j][3], scale_log2, -shift_hi));
+            p[j][0] = exp2_ftz(fmaf(s[j][0], scale_log2, -shift_lo));
+            p[j][2] = exp2_ftz(fmaf(s[j][1], scale_log2, -shift_lo));
+            p[j][1] = exp2_ftz(fmaf(s[j][2], scale_log2, -shift_hi));
+            p[j][3] = exp2_ftz(fmaf(s[j][3], scale_log2, -shift_hi));
             sum_lo += p[j][0] + p[j][2];
             sum_hi += p[j][1] + p[j][3];
         }

@@ -37,9 +37,6 @@ __device__ __forceinline__ int swz(int r, int c4, int rows) {
 // every operand; the low word holds the start address in 16-byte units (bits 0-13) and the LBO.
 constexpr uint32_t kDescHi = (1024 >> 4) | (1u << 30);
 __device__ __forceinline__ uint32_t desc_lo(uint32_t addr) { return ((addr & 0x3FFFF) >> 4) | (1u << 16); }
-__device__ __forceinline__ uint64_t make_desc(uint32_t addr) {
-    return (static_cast<uint64_t>(kDescHi) << 32) | desc_lo(addr);
-}
 // Descriptor of k step ks (8 tf32 = 32 bytes of K) of a tile with `rows` rows at shared address base:
 // the base's low word plus the step's offset in 16-byte units. Shared addresses are below 2^18, so the
 // sum never carries out of the start field; written this way the compiler derives every step's

@@ -3,13 +3,17 @@
 // Technique (beyond 004, and beyond tf32x3's mma.sync): the same 3xTF32 arithmetic (x = big + small,
 // big = x rounded to TF32; small*big + big*small + big*big, small*small dropped; a fresh tensor-core
 // accumulator per K/V tile, added into FP32 registers) on sm_90a warpgroup MMA, FlashAttention-3 style:
-// - a pre-pass (wgmma3x_prep, counted in the time) splits K and V into big/small TF32 halves and writes
-//   each 64-key tile (32 at d = 128) as one contiguous block already in the wgmma operand layout
-//   (K-major, 128-byte swizzle); V is transposed on the way (wgmma takes tf32 K-major only) and its
-//   keys permuted within groups of 8 so that P's accumulator layout is directly the A-fragment layout;
-// - a producer warpgroup (one lane; setmaxnreg gives its registers to the consumers) streams the
-//   blocks with cp.async.bulk into K and V shared-memory rings (full/empty mbarriers, K released as
-//   soon as S is done with it);
+// - a pre-pass splits K and V into big/small TF32 halves and writes each 64-key tile (32 at d = 128) as
+//   one contiguous block already in the wgmma operand layout (K-major, 128-byte swizzle); V is
+//   transposed on the way (wgmma takes tf32 K-major only) and its keys permuted within groups of 8 so
+//   that P's accumulator layout is directly the A-fragment layout. A kernel of its own (wgmma3x_prep)
+//   splits the items the main kernel's first two rounds of blocks start on; inside the main kernel,
+//   three warps of each block's producer warpgroup take the other items' (item, tile) jobs in order from
+//   a counter of the grid's, so most of this DRAM-bound pass over K and V overlaps the tensor-bound
+//   products;
+// - a producer lane (setmaxnreg gives the producer warpgroup's registers to the consumers) streams each
+//   item's blocks, once its jobs are done, with cp.async.bulk into K and V shared-memory rings
+//   (full/empty mbarriers, K released as soon as S is done with it);
 // - N <= 256 (wgmma3x_stream: no pre-pass): the producer warpgroup bulk-copies each raw K and V tile
 //   into a staging tile of its own and its 128 threads split it into the ring (split_k_tile,
 //   split_vt_tile: the pre-pass's layout). With one staging tile each for K and V, the producer waits on
@@ -41,14 +45,14 @@
 // buffers of 64 KB, two raw buffers of 48 KB, 8 mbarriers), no workspace. Otherwise: workspaces
 // split_counters B * ceil(N / (64 * WG)) words, zero before the first pass, and, with S > 1 parts,
 // split_partials B * ceil(N / (64 * WG)) * S * kRecordFloats floats; N <= 256: wgmma3x_stream(qkv, out, B,
-// N, scale_log2, split_partials, split_counters), dynamic shared memory kStreamSmemBytes (181,504 B at d = 32,
-// 230,528 B at d = 64 and 128); beyond: workspace kv_split 4 * B * ceil(N / BN) * BN * d floats (BN = 64,
-// 32 at d = 128), wgmma3x_prep(qkv, kv_split, N) grid (ceil(N / BN), B), block 256, then
-// wgmma3x_fwd(qkv, out, B, N, scale_log2, kv_split, split_partials, split_counters), dynamic shared memory
-// kSmemBytes (165,008 B at d = 32, 197,712 B at d = 64 and 128). Both: grid (X, 1, S), block 128 * (WG + 1)
+// N, scale_log2, split_partials, split_counters); beyond: workspaces kv_split 4 * B * ceil(N / BN) * BN * d
+// floats (BN = 64, 32 at d = 128) and prep_counters 3 + B * ceil(ceil(N / BN) / 8) words, zero before the
+// first pass, wgmma3x_prep(qkv, kv_split, prep_counters, N) grid (ceil(N / BN), P), block 256 (P items, at
+// most B and 65535), then wgmma3x_fwd(qkv, out, B, N, scale_log2, kv_split, prep_counters, split_partials,
+// split_counters). Both main kernels:
+// dynamic shared memory kStreamSmemBytes (181,504 B at d = 32, 230,528 B at d = 64 and 128), grid (X, 1, S), block 128 * (WG + 1)
 // (WG = 2; 1 at d = 128): X blocks deal out the B * ceil(N / (64 * WG)) units (item, row block), any X from 1
-// up at WG = 2 and exactly the unit count at d = 128; S parts, at most ceil(N / BN) of them used (the
-// pre-pass: B at most 65535 per launch).
+// up at WG = 2 and exactly the unit count at d = 128; S parts, at most ceil(N / BN) of them used.
 #include <cstdint>
 
 #include "common.cuh"
@@ -88,7 +92,6 @@ constexpr int kTileFloats = kTileKeys * kHeadDim;       // one of K big, K small
 constexpr int kStageFloats = 4 * kTileFloats;
 constexpr int kStageBytes = 4 * kStageFloats;
 constexpr int kQFloats = 64 * kHeadDim;                 // one warpgroup's Q big (or small)
-constexpr int kPrepThreads = 256;
 constexpr int kProducerThreads = 128;
 constexpr int kProducerBarrier = 6;  // named barrier of the producer warpgroup (1, 2: Q; 3, 4: ping-pong; 5: split)
 // setmaxnreg with 2 consumer warpgroups: the consumers keep the 240 registers they need (232 spills at
@@ -107,14 +110,12 @@ constexpr bool kQReg = WGMMA3X_QREG && kHeadDim <= 64;
 constexpr bool kQSmallInRegs = kQReg && kHeadDim == 32;
 constexpr int kQRegSteps = kQReg ? kHeadDim / 8 : 1;
 constexpr int kQSmallSteps = kQSmallInRegs ? kHeadDim / 8 : 1;
-// dynamic shared memory: K and V rings + Q (big, small) per warpgroup + 4 mbarriers per stage and 2 for
-// the raw tiles + 1024 alignment slack; wgmma3x_stream adds one raw K and one raw V tile, 128-byte aligned.
+// dynamic shared memory of the main kernels: K and V rings + Q (big, small) per warpgroup + 4 mbarriers per
+// stage, 2 for the raw tiles and 1 for the streaming lane's end, then one raw K and one raw V tile, 128-byte aligned, + 1024 alignment slack.
 constexpr int kBarrierOffsetFloats = kStages * kStageFloats + kWarpgroups * 2 * kQFloats;  // rings, Q
-constexpr int kRawOffsetFloats = (kBarrierOffsetFloats * 4 + kStages * 32 + 16 + 127) / 128 * 32;
-constexpr int kSmemBytes = kBarrierOffsetFloats * 4 + kStages * 32 + 16 + 1024;
+constexpr int kRawOffsetFloats = (kBarrierOffsetFloats * 4 + kStages * 32 + 24 + 127) / 128 * 32;
 constexpr int kStreamSmemBytes = kRawOffsetFloats * 4 + 2 * kTileFloats * 4 + 1024;
 static_assert(kStreamSmemBytes <= 227 * 1024, "shared memory");
-static_assert(kSmemBytes <= 227 * 1024, "shared memory");
 
 // ---- generated wgmma wrappers (m64nNk8 tf32, A from shared memory or registers) ----
 #if HEAD_DIM == 128
@@ -243,15 +244,40 @@ __device__ __forceinline__ void split_raw_v(float* dst, const float* raw_v, int 
 
 }  // namespace
 
-// Pre-pass: one block per (key tile, batch item). Writes the tile's [K big | K small | V^T big | V^T small]
-// as one contiguous block of kStageFloats floats in the shared-memory layout of the main kernel
-// (split_k_tile, split_vt_tile); V goes through a padded shared-memory tile for the transposition.
+// ---- the pre-pass: a kernel of its own for the first items, the main kernel's producer for the rest ----
+// Each (item, K/V tile) pair is one job: its raw K and V rows are split into kv_split as one contiguous
+// block of kStageFloats floats in the ring's layout ([K big | K small | V^T big | V^T small], as
+// split_k_tile and split_vt_tile lay it out). wgmma3x_prep does every job of items 0 .. P - 1 (its grid's
+// y; P is what the main kernel's first blocks need, or every item when there are few); inside
+// wgmma3x_fwd, three warps of each block's producer warpgroup take the jobs of items P .. B - 1 in order
+// from a counter shared by the grid, while the warpgroup's first lane streams split tiles into the rings.
+// So most of the pre-pass's DRAM-bound pass over K and V runs beside the tensor-bound products, and a
+// short launch covers the start, where every block waits for its first tiles and the workers (one job in
+// flight a block) could not keep up.
+// prep_counters: [0] jobs handed out, [1] blocks finished, [2] P (written by wgmma3x_prep), then one count of split tiles per group of kReadyTiles consecutive tiles of each item
+// (item-major), so that a lane starts on an item's first tiles while its later ones are split. [0], [1]
+// and the groups are zero before a pass (the host zeroes the workspace once); the last block of
+// wgmma3x_fwd sets them back to zero.
+// Progress: a block whose streaming lane waits for a tile has its own workers taking jobs until every job
+// is handed out, and a job handed out is finished by a resident block, so no wait is on a block that is
+// not running (this holds for any grid, persistent or not).
+constexpr int kPrepThreads = 256;
+constexpr int kPrepCounterHead = 3;
+constexpr int kPrepWorkers = kProducerThreads - 32;  // producer warps 1-3 (warp 0's lane 0 streams)
+constexpr int kWorkerBarrier = 7;                    // named barrier of the workers
+constexpr int kReadyTiles = 8;
+
+__device__ __forceinline__ int ready_groups(int N) { return (N + kTileKeys * kReadyTiles - 1) / (kTileKeys * kReadyTiles); }
+
+// wgmma3x_prep: one block per (key tile, item) of items 0 .. gridDim.y - 1; V goes through a padded
+// shared-memory tile for the transposition. It records how many items it split for wgmma3x_fwd.
 extern "C" __global__ void __launch_bounds__(kPrepThreads)
-    wgmma3x_prep(const float* __restrict__ qkv, float* __restrict__ kv_split, int N) {
+    wgmma3x_prep(const float* __restrict__ qkv, float* __restrict__ kv_split, unsigned* __restrict__ prep_counters, int N) {
     __shared__ float v_tile[kTileKeys][kHeadDim + 1];
     const int tile = blockIdx.x;
     const int b = blockIdx.y;
     const int n_tiles = gridDim.x;
+    if (tile == 0 && b == 0 && threadIdx.x == 0) prep_counters[2] = gridDim.y;
     const float* const K = qkv + qkv_item_offset(b, N, kHeadDim) + static_cast<size_t>(N) * kHeadDim;
     const float* const V = K + static_cast<size_t>(N) * kHeadDim;
     float* const dst = kv_split + (static_cast<size_t>(b) * n_tiles + tile) * kStageFloats;
@@ -275,6 +301,153 @@ extern "C" __global__ void __launch_bounds__(kPrepThreads)
         },
         threadIdx.x);
     split_vt_tile<kPrepThreads, 2, false>(dst + 2 * kTileFloats, [&](int key, int n) { return v_tile[key][n]; }, threadIdx.x);
+}
+
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ int nctaid_x() {
+    unsigned x;
+    asm volatile("mov.u32 %0, %%nctaid.x;\n" : "=r"(x));
+    return static_cast<int>(x);
+}
+__device__ __forceinline__ void workers_sync() {
+    asm volatile("bar.sync %0, %1;\n" ::"n"(kWorkerBarrier), "n"(kPrepWorkers) : "memory");
+}
+
+// One float4 of a raw tile split into `at` (big) and `at + kTileFloats` (small), big stored before small is
+// formed: the producer warpgroup runs in 24 registers.
+__device__ __forceinline__ void split_store(float4 x, float* __restrict__ at) {
+    float4 big;
+    big.x = __uint_as_float(tf32_round(x.x));
+    big.y = __uint_as_float(tf32_round(x.y));
+    big.z = __uint_as_float(tf32_round(x.z));
+    big.w = __uint_as_float(tf32_round(x.w));
+    *reinterpret_cast<float4*>(at) = big;
+    x.x = __uint_as_float(tf32_round(x.x - big.x));
+    x.y = __uint_as_float(tf32_round(x.y - big.y));
+    x.z = __uint_as_float(tf32_round(x.z - big.z));
+    x.w = __uint_as_float(tf32_round(x.w - big.w));
+    *reinterpret_cast<float4*>(at + kTileFloats) = x;
+}
+// The workers' splits of one raw tile (at shared address raw) into global memory. Written for 96 threads
+// rather than through split_k_tile / split_vt_tile: with the thread count known to divide a row's
+// chunks, each thread keeps its column and steps over rows, the raw tile is read by its 32-bit shared
+// address, and every raw row is valid (the tail of a short last tile is zeroed first), so an element
+// costs its split and little else: the generic loops' index and 64-bit address arithmetic held up the
+// consumers (measured on the H100: 8 us a job, a third of t22's kernel spent splitting).
+__device__ __forceinline__ void prep_split_k(float* __restrict__ dst, uint32_t raw) {
+    // the worker's index read afresh (asm volatile), not kept from the kernel's start: in 24 registers the
+    // values derived from it would be spilled across the job loop
+    unsigned wtid;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(wtid));
+    wtid -= kConsumerThreads + 32;
+    constexpr unsigned kRowChunks = kHeadDim / 4;
+    constexpr unsigned kRowStep = kPrepWorkers / kRowChunks;
+    static_assert(kPrepWorkers % kRowChunks == 0, "a worker keeps one column chunk");
+    const unsigned c4 = wtid % kRowChunks;
+    float* const column = dst + (c4 >> 3) * (kTileKeys * 32);
+#pragma unroll 1
+    for (unsigned r = wtid / kRowChunks; r < kTileKeys; r += kRowStep)
+        split_store(lds128(raw + (r * kHeadDim + 4 * c4) * 4), column + r * 32 + (((c4 ^ r) & 7) << 2));  // swz(r, c4, kTileKeys)
+}
+__device__ __forceinline__ void prep_split_vt(float* __restrict__ dst, uint32_t raw, unsigned wtid) {
+    constexpr unsigned kKeyChunks = kTileKeys / 4;
+#pragma unroll 1
+    for (unsigned i = wtid; i < kHeadDim * kKeyChunks; i += kPrepWorkers) {
+        const unsigned n = i % kHeadDim, p4 = i / kHeadDim;  // consecutive threads, consecutive columns: no bank conflict
+        const unsigned key = ((p4 >> 1) << 3) + (p4 & 1);    // as split_vt_tile: keys key, key + 2, + 4, + 6
+        const uint32_t v = raw + (key * kHeadDim + n) * 4;
+        split_store(make_float4(lds32(v), lds32(v + 8 * kHeadDim), lds32(v + 16 * kHeadDim), lds32(v + 24 * kHeadDim)),
+                    dst + (p4 >> 3) * (kHeadDim * 32) + n * 32 + (((p4 ^ n) & 7) << 2));  // swz(n, p4, kHeadDim)
+    }
+}
+// A short last tile: raw rows past `rows` (stale, never copied) become zeros, for keys past N.
+__device__ __forceinline__ void zero_raw_tail(uint32_t raw, int rows, unsigned wtid) {
+    for (unsigned i = rows * kHeadDim / 4 + wtid; i < kTileFloats / 4; i += kPrepWorkers) sts128_zero(raw + 16 * i);
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // before the next bulk copy writes here
+    workers_sync();
+}
+
+// The workers' loop. The next job is taken while this one is split, and its K is copied in while this
+// job's V is split (raw_full_k and raw_full_v complete in the same phase for each job).
+__device__ __forceinline__ void run_prep_jobs(const float* __restrict__ qkv, float* __restrict__ kv_split,
+                                              unsigned* __restrict__ prep_counters, int B, int N, uint32_t raw_k,
+                                              uint64_t* raw_full_k, uint64_t* raw_full_v, unsigned wtid) {
+    __shared__ unsigned job_slot;
+    const int all_tiles = (N + kTileKeys - 1) / kTileKeys;
+    const unsigned jobs = static_cast<unsigned>(B) * static_cast<unsigned>(all_tiles);  // job j: item j / all_tiles's tile j % all_tiles
+    // the jobs of wgmma3x_prep's items come first: prep_counters[2] * all_tiles of them (read where needed,
+    // not kept: the producer warpgroup runs in 24 registers)
+    auto first = [&] { return __ldcg(prep_counters + 2) * static_cast<unsigned>(all_tiles); };
+    auto rows_of = [&](unsigned j) { return min(kTileKeys, N - static_cast<int>(j % all_tiles) * kTileKeys); };
+    const uint32_t raw_v = raw_k + kTileFloats * 4;
+    auto copy_raw = [&](uint32_t raw, unsigned j, int which, uint64_t* bar) {  // which: 1 K, 2 V
+        const int b = static_cast<int>(j / all_tiles), tile = static_cast<int>(j % all_tiles);
+        const float* const src = qkv + qkv_item_offset(b, N, kHeadDim) + static_cast<size_t>(which * N + tile * kTileKeys) * kHeadDim;
+        const uint32_t bytes = static_cast<uint32_t>(rows_of(j)) * kHeadDim * 4;  // a multiple of 16: kHeadDim >= 32
+        mbar_arrive_expect_tx(bar, bytes);
+        bulk_copy(raw, src, bytes, bar);
+    };
+    if (wtid == 0) {
+        job_slot = first() + atomicAdd(prep_counters, 1u);
+        if (job_slot < jobs) {
+            copy_raw(raw_k, job_slot, 1, raw_full_k);
+            copy_raw(raw_v, job_slot, 2, raw_full_v);
+        }
+    }
+    workers_sync();
+    unsigned j = job_slot;
+    for (uint32_t phase = 0; j < jobs; phase ^= 1) {
+        // The next job: every worker has read job_slot (after the last iteration's first barrier), and all
+        // read it again only after this iteration's first barrier.
+        if (wtid == 0) job_slot = first() + atomicAdd(prep_counters, 1u);
+        const int rows = rows_of(j);
+        mbar_wait(raw_full_k, phase);
+        if (rows < kTileKeys) zero_raw_tail(raw_k, rows, wtid);
+        prep_split_k(kv_split + static_cast<size_t>(j) * kStageFloats, raw_k);  // item j / all_tiles's tile j % all_tiles
+        workers_sync();  // raw_k is free; job_slot holds the next job
+        const unsigned next = job_slot;
+        if (wtid == 0 && next < jobs) copy_raw(raw_k, next, 1, raw_full_k);
+        mbar_wait(raw_full_v, phase);
+        if (rows < kTileKeys) zero_raw_tail(raw_v, rows, wtid);
+        prep_split_vt(kv_split + static_cast<size_t>(j) * kStageFloats + 2 * kTileFloats, raw_v, wtid);
+        __threadfence();  // this job's stores, device-wide, before the item's count below
+        workers_sync();   // raw_v is free; every worker's stores are fenced
+        if (wtid == 0) {
+            const unsigned b = j / all_tiles;
+            atomicAdd(prep_counters + kPrepCounterHead + b * ready_groups(N) + (j - b * all_tiles) / kReadyTiles, 1u);
+            if (next < jobs) copy_raw(raw_v, next, 2, raw_full_v);
+        }
+        j = next;
+    }
+}
+
+// The streaming lane's wait for the group of item b's tiles that holds `tile`, before it copies any of them
+// (items past wgmma3x_prep's; those were split before this launch).
+__device__ __forceinline__ void wait_tiles_split(const unsigned* prep_counters, int b, int tile, int N) {
+    if (static_cast<unsigned>(b) < __ldcg(prep_counters + 2)) return;
+    const int all_tiles = (N + kTileKeys - 1) / kTileKeys, group = tile / kReadyTiles;
+    const unsigned tiles = static_cast<unsigned>(min(kReadyTiles, all_tiles - group * kReadyTiles));
+    while (load_acquire(prep_counters + kPrepCounterHead + b * ready_groups(N) + group) < tiles) __nanosleep(128);
+    asm volatile("fence.proxy.async.global;\n" ::: "memory");  // the bulk copies that follow read the split tiles
+}
+
+// The workers' last step: count the block as finished; the last block of the grid sets prep_counters back
+// to zero for the next pass. Every job is done by then (each block's workers finish theirs before it
+// counts), and no lane reads the counters any more (each block's lane is done before its workers count).
+__device__ __forceinline__ void finish_prep(unsigned* __restrict__ prep_counters, int B, int N, int wtid) {
+    __shared__ unsigned finished_before;
+    if (wtid == 0) {
+        __threadfence();
+        finished_before = atomicAdd(prep_counters + 1, 1u);
+    }
+    workers_sync();
+    if (finished_before != gridDim.x * gridDim.y * gridDim.z - 1) return;
+    for (int i = wtid; i < B * ready_groups(N); i += kPrepWorkers) prep_counters[kPrepCounterHead + i] = 0u;
+    if (wtid == 0) prep_counters[0] = prep_counters[1] = 0u;
 }
 
 
@@ -508,16 +681,18 @@ __device__ __forceinline__ bool combine_splits(float (&o)[kHeadDim / 2], float& 
 // row block), item-major; block x takes units x, x + X, x + 2X, ... With X below the unit count a block
 // is persistent: its rings, mbarrier phases and ping-pong run on from one unit to the next, so the
 // producer fills the ring with the next unit's tiles while the consumers finish the current one (no
-// launch, set-up or first-copy latency per unit). wgmma3x_fwd reads the pre-pass's tiles (dynamic shared
-// memory kSmemBytes); wgmma3x_stream splits raw tiles itself (kStreamSmemBytes).
+// launch, set-up or first-copy latency per unit). wgmma3x_fwd streams the pre-split tiles of kv_split, which
+// wgmma3x_prep wrote for the first items and its producer warpgroup's other warps write meanwhile for the
+// rest (run_prep_jobs); wgmma3x_stream splits raw tiles itself. Both take dynamic shared memory
+// kStreamSmemBytes.
 // Shared memory: K ring [kStages][K big | K small], V ring [kStages][V^T big | V^T small], Q big/small
-// per warpgroup, then mbarriers full_k, full_v, empty_k, empty_v [kStages] each and raw_full_k, raw_full_v;
-// then, for wgmma3x_stream only, one raw K and one raw V tile (128-byte aligned). K and V have barriers of
-// their own so that a K stage is handed back as soon as S is done with it.
+// per warpgroup, then mbarriers full_k, full_v, empty_k, empty_v [kStages] each, raw_full_k, raw_full_v and streamed;
+// then one raw K and one raw V tile (128-byte aligned). K and V have barriers of their own so that a K
+// stage is handed back as soon as S is done with it.
 template <bool kStreamed>
 __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* __restrict__ out, int B, int N, float scale_log2,
-                                         const float* __restrict__ kv_split, float* __restrict__ split_partials,
-                                         float* __restrict__ split_counters) {
+                                         float* __restrict__ kv_split, unsigned* __restrict__ prep_counters,
+                                         float* __restrict__ split_partials, float* __restrict__ split_counters) {
     extern __shared__ float4 smem_f4[];
     // 1024-byte alignment for the swizzle atoms
     float* const smem = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(smem_f4) + 1023) & ~uintptr_t(1023));
@@ -530,6 +705,7 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
     uint64_t* const empty_v = empty_k + kStages;
     uint64_t* const raw_full_k = empty_v + kStages;
     uint64_t* const raw_full_v = raw_full_k + 1;
+    uint64_t* const streamed = raw_full_v + 1;  // wgmma3x_fwd: the streaming lane reads no counter any more
     float* const raw_k = smem + kRawOffsetFloats;  // one raw K tile, row-major
     float* const raw_v = raw_k + kTileFloats;                                // one raw V tile
 
@@ -540,12 +716,17 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
     // tiles from 0 over all its units (g: the tiles before the current unit's).
     const int all_tiles = (N + kTileKeys - 1) / kTileKeys;
     const int splits = key_parts(N);
-    // a part with no tile, or a block with no unit (block-uniform, before any barrier)
-    if (static_cast<int>(blockIdx.z) >= splits || static_cast<int>(blockIdx.x) >= units) return;
-    const int tile_begin = static_cast<int>(blockIdx.z) * all_tiles / splits;
-    const int n_tiles = (static_cast<int>(blockIdx.z) + 1) * all_tiles / splits - tile_begin;
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
+    // a part with no tile, or a block with no unit (block-uniform, before any barrier); it still counts as
+    // finished for the pre-pass's counters
+    const int wtid = static_cast<int>(threadIdx.x) - kConsumerThreads - 32;  // pre-pass worker (wgmma3x_fwd)
+    if (static_cast<int>(blockIdx.z) >= splits || static_cast<int>(blockIdx.x) >= units) {
+        if (!kStreamed && wtid >= 0) finish_prep(prep_counters, B, N, wtid);
+        return;
+    }
+    const int tile_begin = static_cast<int>(blockIdx.z) * all_tiles / splits;
+    const int n_tiles = (static_cast<int>(blockIdx.z) + 1) * all_tiles / splits - tile_begin;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < kStages; ++s) {
@@ -556,6 +737,7 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
         }
         mbar_init(raw_full_k, 1);
         mbar_init(raw_full_v, 1);
+        mbar_init(streamed, 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
@@ -627,12 +809,16 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
                 }
                 if constexpr (!kPersistent) break;
             }
-        } else if (warp == kConsumerThreads / 32 && lane == 0) {
-            // One lane streams the pre-split tiles of each unit's item through the rings.
+        } else if (warp == kConsumerThreads / 32) {
+            // One lane streams the pre-split tiles of each unit's item through the rings, once they are split.
+            if (lane != 0) return;
             int g = 0;  // tiles of the block's earlier units
-            for (int u = blockIdx.x; u < units; u += gridDim.x, g += n_tiles) {
-                const float* const src = kv_split + (static_cast<size_t>(u / row_tiles) * all_tiles + tile_begin) * kStageFloats;
+            // (the grid's x read afresh at each step, not kept: in 24 registers it was spilled)
+            for (int u = blockIdx.x; u < units; u += nctaid_x(), g += n_tiles) {
+                const int b = u / row_tiles;
+                const float* const src = kv_split + (static_cast<size_t>(b) * all_tiles + tile_begin) * kStageFloats;
                 for (int tile = 0; tile < n_tiles; ++tile) {
+                    if (tile == 0 || (tile_begin + tile) % kReadyTiles == 0) wait_tiles_split(prep_counters, b, tile_begin + tile, N);
                     const int gt = g + tile;
                     const int s = gt % kStages;
                     const uint32_t parity = ((gt / kStages) - 1) & 1;
@@ -646,6 +832,11 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
                 }
                 if constexpr (!kPersistent) break;
             }
+            mbar_arrive(streamed);
+        } else {
+            run_prep_jobs(qkv, kv_split, prep_counters, B, N, smem_u32(raw_k), raw_full_k, raw_full_v, wtid);
+            mbar_wait(streamed, 0);
+            finish_prep(prep_counters, B, N, wtid);
         }
         return;
     }
@@ -858,14 +1049,15 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     wgmma3x_fwd(const float* __restrict__ qkv, float* __restrict__ out, int B, int N, float scale_log2,
-                const float* __restrict__ kv_split, float* __restrict__ split_partials, float* __restrict__ split_counters) {
-    fwd_body<false>(qkv, out, B, N, scale_log2, kv_split, split_partials, split_counters);
+                float* __restrict__ kv_split, unsigned* __restrict__ prep_counters,
+                float* __restrict__ split_partials, float* __restrict__ split_counters) {
+    fwd_body<false>(qkv, out, B, N, scale_log2, kv_split, prep_counters, split_partials, split_counters);
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     wgmma3x_stream(const float* __restrict__ qkv, float* __restrict__ out, int B, int N, float scale_log2,
                    float* __restrict__ split_partials, float* __restrict__ split_counters) {
-    fwd_body<true>(qkv, out, B, N, scale_log2, nullptr, split_partials, split_counters);
+    fwd_body<true>(qkv, out, B, N, scale_log2, nullptr, nullptr, split_partials, split_counters);
 }
 
 #if HEAD_DIM == 32 && WGMMA3X_QREG

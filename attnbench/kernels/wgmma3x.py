@@ -1,5 +1,6 @@
-"""wgmma3x's host-side facts: Hopper wgmma in 3xTF32, with a pre-pass path, a streaming path and a
-short-sequence path (cuda/wgmma3x.cu). Registered in ladder order by `flash_route`, right after tf32x3."""
+"""wgmma3x's host-side facts: Hopper wgmma in 3xTF32, with a pre-split path (a pre-pass kernel for the first
+items, the main kernel's producer warpgroup for the rest), a streaming path and a short-sequence path
+(cuda/wgmma3x.cu). Registered in ladder order by `flash_route`, right after tf32x3."""
 
 from __future__ import annotations
 
@@ -20,19 +21,14 @@ def _wgmma3x_warpgroups(s: Shape) -> int:
 
 
 def _wgmma3x_smem(s: Shape) -> int:
-    """Bytes of dynamic shared memory of wgmma3x_fwd: K and V rings (big + small halves), Q big/small per
-    consumer warpgroup, 4 mbarriers per stage and 2 more, 1024 B of slack for the 1024-byte swizzle
-    alignment. 165,008 B at d = 32 (4 stages), 197,712 B at d = 64 and d = 128 (2 stages)."""
+    """Bytes of dynamic shared memory of wgmma3x_fwd and wgmma3x_stream: K and V rings (big + small
+    halves; 4 stages at d = 32, else 2), Q big/small per consumer warpgroup, 4 mbarriers per stage and 3
+    more, then one raw K and one raw V tile at the next 128-byte boundary, and 1024 B of slack for the
+    1024-byte swizzle alignment. 181,504 B at d = 32, 230,528 B at d = 64 and d = 128."""
     stages = 4 if s.d == 32 else 2
     stage_bytes = 16 * _wgmma3x_tile_keys(s) * s.d  # K big, K small, V^T big, V^T small
     q_bytes = _wgmma3x_warpgroups(s) * 2 * 64 * s.d * 4
-    return stages * stage_bytes + q_bytes + stages * 32 + 16 + 1024
-
-
-def _wgmma3x_stream_smem(s: Shape) -> int:
-    """Bytes of dynamic shared memory of wgmma3x_stream: wgmma3x_fwd's, then one raw K and one raw V tile
-    at the next 128-byte boundary. 181,504 B at d = 32, 230,528 B at d = 64 and d = 128."""
-    raw_offset = cdiv(_wgmma3x_smem(s) - 1024, 128) * 128
+    raw_offset = cdiv(stages * stage_bytes + q_bytes + stages * 32 + 24, 128) * 128
     return raw_offset + 2 * 4 * _wgmma3x_tile_keys(s) * s.d + 1024
 
 
@@ -78,6 +74,20 @@ def _wgmma3x_split_bytes(s: Shape) -> int:
         return 0
     bn = _wgmma3x_tile_keys(s)
     return 4 * 4 * s.B * cdiv(s.N, bn) * bn * s.d
+
+
+# Tiles of an item counted together as split (the kernel's kReadyTiles): a block starts on an item's first
+# tiles while its later ones are being split.
+_READY_TILES = 8
+
+
+def _wgmma3x_prep_counters_bytes(s: Shape) -> int:
+    """Workspace prep_counters of the pre-pass: jobs handed out, blocks finished, the items wgmma3x_prep
+    split, and one count of split tiles per group of _READY_TILES tiles of each item. Zero
+    before the first pass (the host zeroes every workspace when it allocates it); wgmma3x_prep writes its
+    word each pass and the last block of wgmma3x_fwd sets the counts back to zero."""
+    groups = cdiv(cdiv(s.N, _wgmma3x_tile_keys(s)), _READY_TILES)
+    return 4 * (3 + s.B * groups) if _wgmma3x_prepass(s) else 0
 
 
 def _wgmma3x_row_tiles(s: Shape) -> int:
@@ -155,17 +165,34 @@ def _wgmma3x_main_grid(s: Shape, sms: int = _HOPPER_SMS) -> tuple[int, int, int]
     return (_wgmma3x_blocks(s, sms), 1, _wgmma3x_splits(s))
 
 
-def _wgmma3x_main_launch(kernel: str, tiles: tuple[str, ...], smem: Callable[[Shape], int],
-                         applies: Callable[[Shape], bool]) -> Launch:
-    """wgmma3x_fwd or wgmma3x_stream: the same grid (persistent blocks, key parts), block and arguments, but
-    for `tiles` (the pre-pass's, for wgmma3x_fwd)."""
+# Rounds of the main kernel's blocks whose items wgmma3x_prep splits before it; the main kernel's producer
+# warps split the rest while the products run. At the start every block waits for its first tiles, and the
+# workers (one job in flight a block, about 7-10 us each on the H100) would hold them up; by the end of
+# the second round they are ahead. With few items (t06, t10, t29, t30) that covers every item, which is
+# the old separate pre-pass: the in-kernel workers lost 2-3% there when they did it all.
+_PREP_ROUNDS = 2
+
+
+def _wgmma3x_prepped_items(s: Shape, sms: int = _HOPPER_SMS) -> int:
+    """Items split by wgmma3x_prep (its grid's y): those of the main kernel's first _PREP_ROUNDS rounds of
+    units, at least one."""
+    return max(1, min(s.B, cdiv(_PREP_ROUNDS * _wgmma3x_blocks(s, sms), _wgmma3x_row_tiles(s))))
+
+
+def _wgmma3x_prep_grid(s: Shape, sms: int = _HOPPER_SMS) -> tuple[int, int, int]:
+    return (cdiv(s.N, _wgmma3x_tile_keys(s)), _wgmma3x_prepped_items(s, sms), 1)
+
+
+def _wgmma3x_main_launch(kernel: str, tiles: tuple[str, ...], applies: Callable[[Shape], bool]) -> Launch:
+    """wgmma3x_fwd or wgmma3x_stream: the same grid (persistent blocks, key parts), block, shared memory and
+    arguments, but for `tiles` (the pre-pass's workspaces, for wgmma3x_fwd)."""
     return Launch(
         kernel=kernel,
         grid=_wgmma3x_main_grid,
         grid_on_sms=_wgmma3x_main_grid,
         block=lambda s: (128 * (_wgmma3x_warpgroups(s) + 1), 1, 1),
         args=("qkv", "out", "B", "N", "scale_log2", *tiles, "split_partials", "split_counters"),
-        smem=smem,
+        smem=_wgmma3x_smem,
         applies=applies,
     )
 
@@ -190,8 +217,9 @@ def _wgmma3x_defines(s: Shape) -> dict[str, int]:
 WGMMA3X = Variant(
     name="wgmma3x",
     report="beyond 004 (3xTF32 on Hopper wgmma)",
-    technique="Hopper wgmma in 3xTF32, FA3 style: K/V pre-split and swizzled by a pre-pass (N > 256) or "
-    "by the producer warpgroup from raw bulk-copied tiles (N <= 256), "
+    technique="Hopper wgmma in 3xTF32, FA3 style: K/V pre-split and swizzled into a workspace (N > 256), the "
+    "first items by a pre-pass kernel and the rest by three warps of each block's producer warpgroup beside "
+    "the products, or split in shared memory by the producer warpgroup from raw bulk-copied tiles (N <= 256), "
     "cp.async.bulk + mbarrier ring fed by a producer warpgroup, 2 consumer warpgroups ping-pong, "
     "persistent blocks (one per SM) that run their ring on across (item, row block) units, "
     "softmax overlapped with P V; the key range split with a combine where the grid fills the last "
@@ -202,13 +230,14 @@ WGMMA3X = Variant(
     launches=(
         Launch(
             kernel="wgmma3x_prep",
-            grid=lambda s: (cdiv(s.N, _wgmma3x_tile_keys(s)), s.B, 1),
+            grid=_wgmma3x_prep_grid,
+            grid_on_sms=_wgmma3x_prep_grid,
             block=threads(256),
-            args=("qkv", "kv_split", "N"),
+            args=("qkv", "kv_split", "prep_counters", "N"),
             applies=_wgmma3x_prepass,
         ),
-        _wgmma3x_main_launch("wgmma3x_fwd", ("kv_split",), _wgmma3x_smem, _wgmma3x_prepass),
-        _wgmma3x_main_launch("wgmma3x_stream", (), _wgmma3x_stream_smem, _wgmma3x_streamed),
+        _wgmma3x_main_launch("wgmma3x_fwd", ("kv_split", "prep_counters"), _wgmma3x_prepass),
+        _wgmma3x_main_launch("wgmma3x_stream", (), _wgmma3x_streamed),
         Launch(
             kernel="wgmma3x_short",
             grid=lambda s: (cdiv(s.B, _WGMMA3X_SHORT_ITEMS), 1, 1),
@@ -225,6 +254,7 @@ WGMMA3X = Variant(
     defines=_wgmma3x_defines,
     workspace={
         "kv_split": _wgmma3x_split_bytes,
+        "prep_counters": _wgmma3x_prep_counters_bytes,
         "split_partials": _wgmma3x_partials_bytes,
         "split_counters": _wgmma3x_counters_bytes,
     },

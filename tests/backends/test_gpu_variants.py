@@ -278,3 +278,30 @@ def test_wgmma3x_key_split_on_large_scores(gpu, kind, shape, rng, monkeypatch):
 
     monkeypatch.setattr(wgmma3x, "_wgmma3x_splits", lambda s: 4)
     check_wgmma3x_large_scores(gpu, kind, shape, rng, "split in 4")
+
+
+# wgmma3x's pre-pass runs inside its main kernel (producer warps take (item, tile) jobs from a counter of the
+# grid's and count each item's split tiles; the last block to finish sets the counters back to zero). A
+# counter left behind would make the next pass skip the split and read the last pass's K and V: the
+# second pass, on other inputs through the same workspace, would be wrong. Odd N (a masked last tile),
+# each head dimension, one item and several.
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(3, 1000, 64), (1, 2047, 128), (5, 300, 32)], ids=lambda s: "x".join(map(str, s)))
+def test_wgmma3x_pre_split_runs_again_on_new_inputs(gpu, shape, rng):
+    from attnbench.backends.gpu_execution import GpuExecution
+
+    variant = get_variant("wgmma3x")
+    skip_unless_runs(variant, Shape(*shape), gpu)
+    assert [launch.kernel for launch in variant.launches_for(Shape(*shape))] == ["wgmma3x_prep", "wgmma3x_fwd"]
+    execution = GpuExecution(gpu, variant, random_testcase(*shape, rng))
+    try:
+        execution.upload()
+        for attempt in range(3):
+            testcase = random_testcase(*shape, rng)
+            gpu.driver.memcpy_htod(execution.device_input, testcase.qkv)
+            execution.poison_output()
+            execution.run_pass()
+            report = compare_outputs(execution.download(), reference_output(testcase))
+            assert report.passed and report.rel_l2_error <= 1e-5, f"pass {attempt} on {shape}: {report.worst}"
+    finally:
+        execution.free()

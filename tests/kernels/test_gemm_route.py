@@ -122,15 +122,38 @@ def test_wgmma3x_takes_the_short_path_for_d32_and_n_up_to_128(shape):
 def test_wgmma3x_streams_raw_tiles_up_to_n_256_past_the_short_path(shape):
     (stream,) = WGMMA3X.launches_for(shape)
     assert stream.kernel == "wgmma3x_stream" and WGMMA3X.workspace["kv_split"](shape) == 0
+    assert WGMMA3X.workspace["prep_counters"](shape) == 0
     assert stream.smem(shape) == (181_504 if shape.d == 32 else 230_528) <= 227 * 1024
 
 
 @pytest.mark.parametrize("shape", LONG_SHAPES, ids=str)
-def test_wgmma3x_takes_the_pre_pass_path_elsewhere(shape):
-    assert [launch.kernel for launch in WGMMA3X.launches_for(shape)] == ["wgmma3x_prep", "wgmma3x_fwd"]
-    assert WGMMA3X.launches_for(shape)[1].smem(shape) == (165_008 if shape.d == 32 else 197_712)
+def test_wgmma3x_takes_the_pre_split_path_elsewhere(shape):
+    """wgmma3x_prep splits the first items, wgmma3x_fwd's producer the rest, both into kv_split, counted in
+    prep_counters."""
+    prep, fwd = WGMMA3X.launches_for(shape)
+    assert prep.kernel == "wgmma3x_prep" and prep.args == ("qkv", "kv_split", "prep_counters", "N")
+    assert fwd.kernel == "wgmma3x_fwd" and fwd.args[5:7] == ("kv_split", "prep_counters")
+    assert fwd.smem(shape) == (181_504 if shape.d == 32 else 230_528) <= 227 * 1024
     assert WGMMA3X.workspace["kv_split"](shape) == 16 * shape.B * cdiv(shape.N, 64 if shape.d <= 64 else 32) * (
         64 if shape.d <= 64 else 32) * shape.d
+    groups = cdiv(cdiv(shape.N, 64 if shape.d <= 64 else 32), 8)  # the kernel's kReadyTiles
+    assert WGMMA3X.workspace["prep_counters"](shape) == 4 * (3 + shape.B * groups)
+
+
+@pytest.mark.parametrize("sms", [78, 114, 132])
+@pytest.mark.parametrize("shape", [Shape(500, 2048, 64), Shape(10, 2048, 64), Shape(2, 32768, 64), Shape(1700, 512, 32),
+                                   Shape(8, 4096, 128), Shape(1, 300, 32)], ids=str)
+def test_wgmma3x_pre_pass_kernel_splits_the_items_of_the_first_two_rounds(shape, sms):
+    """wgmma3x_prep's items (its grid's y) hold every unit that the main kernel's blocks start in their first
+    two rounds (units are item-major), and no more than one item past them."""
+    prep, fwd = WGMMA3X.launches_for(shape)
+    tiles, items, _ = prep.grid_for(shape, sms)
+    blocks, row_blocks = fwd.grid_for(shape, sms)[0], cdiv(shape.N, 128 if shape.d <= 64 else 64)
+    first_units = min(2 * blocks, shape.B * row_blocks)
+    assert tiles == cdiv(shape.N, 64 if shape.d <= 64 else 32)
+    assert 1 <= items <= shape.B and (first_units - 1) // row_blocks < items <= (first_units - 1) // row_blocks + 1
+    if shape in (Shape(500, 2048, 64), Shape(1700, 512, 32)):
+        assert items < shape.B / 10  # the main kernel splits most items
 
 
 def test_wgmma3x_path_does_not_depend_on_the_batch():

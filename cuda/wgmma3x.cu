@@ -95,7 +95,7 @@ constexpr int kQFloats = 64 * kHeadDim;                 // one warpgroup's Q big
 constexpr int kProducerThreads = 128;
 constexpr int kProducerBarrier = 6;  // named barrier of the producer warpgroup (1, 2: Q; 3, 4: ping-pong; 5: split)
 // setmaxnreg with 2 consumer warpgroups: the consumers keep the 240 registers they need (232 spills at
-// d = 64); the producer splits in 24, one element or float4 at a time (kUnroll 1 in split_k_tile and split_vt_tile).
+// d = 64); the producer splits in 24, one float4 at a time (split_raw_rows_k, split_raw_rows_vt).
 constexpr int kProducerRegs = 24;
 constexpr int kConsumerRegs = 240;
 static_assert(kProducerThreads * kProducerRegs + kConsumerThreads * kConsumerRegs <= 65536, "register file");
@@ -226,20 +226,73 @@ __device__ __forceinline__ void split_vt_tile(float* dst, LoadV load_v, int tid)
         *reinterpret_cast<float4*>(dst + kTileFloats + swz(n, p4, kHeadDim)) = small;
     }
 }
-// Both halves of one raw tile (rows key0 .. key0 + kTileKeys - 1 of K and V, row-major, `rows` of them
-// valid: the rest, stale or never loaded, become zeros) into [K big | K small | V^T big | V^T small].
-template <int kThreadCount, int kUnroll>
-__device__ __forceinline__ void split_raw_k(float* dst, const float* raw_k, int rows, int tid) {
-    split_k_tile<kThreadCount, kUnroll>(
-        dst,
-        [&](int r, int c4) {
-            return r < rows ? *reinterpret_cast<const float4*>(raw_k + r * kHeadDim + 4 * c4) : make_float4(0.f, 0.f, 0.f, 0.f);
-        },
-        tid);
+// A destination in shared memory by its 32-bit address, stepped in floats like a float*.
+struct SmemFloats {
+    uint32_t addr;
+    __device__ SmemFloats operator+(unsigned floats) const { return {addr + 4 * floats}; }
+};
+__device__ __forceinline__ void store4(float* at, float4 v) { *reinterpret_cast<float4*>(at) = v; }
+__device__ __forceinline__ void store4(SmemFloats at, float4 v) {
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(at.addr), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
 }
-template <int kThreadCount, int kUnroll>
-__device__ __forceinline__ void split_raw_v(float* dst, const float* raw_v, int rows, int tid) {
-    split_vt_tile<kThreadCount, kUnroll, true>(dst, [&](int key, int n) { return key < rows ? raw_v[key * kHeadDim + n] : 0.0f; }, tid);
+// One float4 of a raw tile split into `at` (big) and `at + kTileFloats` (small), big stored before small is
+// formed: the producer warpgroup runs in 24 registers.
+template <class Dst>
+__device__ __forceinline__ void split_store(float4 x, Dst at) {
+    float4 big;
+    big.x = __uint_as_float(tf32_round(x.x));
+    big.y = __uint_as_float(tf32_round(x.y));
+    big.z = __uint_as_float(tf32_round(x.z));
+    big.w = __uint_as_float(tf32_round(x.w));
+    store4(at, big);
+    x.x = __uint_as_float(tf32_round(x.x - big.x));
+    x.y = __uint_as_float(tf32_round(x.y - big.y));
+    x.z = __uint_as_float(tf32_round(x.z - big.z));
+    x.w = __uint_as_float(tf32_round(x.w - big.w));
+    store4(at + kTileFloats, x);
+}
+// The producer's splits of one raw tile (at shared address raw, every row valid: the tail of a short last
+// tile is zeroed first) into dst (global memory, or shared memory by address), by kThreads threads from
+// thread kFirstThread. Written for a thread count that divides into a row's chunks rather than through
+// split_k_tile / split_vt_tile: each thread keeps its column and steps over rows, and the raw tile is read
+// by its 32-bit shared address, so an element costs its split and little else. The generic loops' index
+// and 64-bit address arithmetic (the aligned dynamic shared memory is a generic pointer to the compiler)
+// cost 60-67 instructions a float4 against 35-49 here, and held up the consumers (measured on the H100:
+// 8 us a pre-pass job, a third of t22's kernel spent splitting).
+template <int kThreads, int kFirstThread, class Dst>
+__device__ __forceinline__ void split_raw_rows_k(Dst dst, uint32_t raw) {
+    // the thread's index read afresh (asm volatile), not kept from the kernel's start: in 24 registers the
+    // values derived from it would be spilled across the callers' loops
+    unsigned tid;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+    tid -= kFirstThread;
+    constexpr unsigned kRowChunks = kHeadDim / 4;
+    constexpr unsigned kRowStep = kThreads / kRowChunks;
+    static_assert(kThreads % kRowChunks == 0, "a thread keeps one column chunk");
+    const unsigned c4 = tid % kRowChunks;
+    const Dst column = dst + (c4 >> 3) * (kTileKeys * 32);
+#pragma unroll 1
+    for (unsigned r = tid / kRowChunks; r < kTileKeys; r += kRowStep)
+        split_store(lds128(raw + (r * kHeadDim + 4 * c4) * 4), column + (r * 32 + (((c4 ^ r) & 7) << 2)));  // swz(r, c4, kTileKeys)
+}
+template <int kThreads, class Dst>
+__device__ __forceinline__ void split_raw_rows_vt(Dst dst, uint32_t raw, unsigned tid) {
+    constexpr unsigned kKeyChunks = kTileKeys / 4;
+#pragma unroll 1
+    for (unsigned i = tid; i < kHeadDim * kKeyChunks; i += kThreads) {
+        const unsigned n = i % kHeadDim, p4 = i / kHeadDim;  // consecutive threads, consecutive columns: no bank conflict
+        const unsigned key = ((p4 >> 1) << 3) + (p4 & 1);    // as split_vt_tile: keys key, key + 2, + 4, + 6
+        const uint32_t v = raw + (key * kHeadDim + n) * 4;
+        split_store(make_float4(lds32(v), lds32(v + 8 * kHeadDim), lds32(v + 16 * kHeadDim), lds32(v + 24 * kHeadDim)),
+                    dst + ((p4 >> 3) * (kHeadDim * 32) + n * 32 + (((p4 ^ n) & 7) << 2)));  // swz(n, p4, kHeadDim)
+    }
+}
+// A short last tile: raw rows past `rows` (stale, never copied) become zeros, for keys past N, before the
+// threads' barrier that follows.
+template <int kThreads>
+__device__ __forceinline__ void zero_raw_rows(uint32_t raw, int rows, unsigned tid) {
+    for (unsigned i = rows * kHeadDim / 4 + tid; i < kTileFloats / 4; i += kThreads) sts128_zero(raw + 16 * i);
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // before the next bulk copy writes here
 }
 
 }  // namespace
@@ -317,57 +370,9 @@ __device__ __forceinline__ void workers_sync() {
     asm volatile("bar.sync %0, %1;\n" ::"n"(kWorkerBarrier), "n"(kPrepWorkers) : "memory");
 }
 
-// One float4 of a raw tile split into `at` (big) and `at + kTileFloats` (small), big stored before small is
-// formed: the producer warpgroup runs in 24 registers.
-__device__ __forceinline__ void split_store(float4 x, float* __restrict__ at) {
-    float4 big;
-    big.x = __uint_as_float(tf32_round(x.x));
-    big.y = __uint_as_float(tf32_round(x.y));
-    big.z = __uint_as_float(tf32_round(x.z));
-    big.w = __uint_as_float(tf32_round(x.w));
-    *reinterpret_cast<float4*>(at) = big;
-    x.x = __uint_as_float(tf32_round(x.x - big.x));
-    x.y = __uint_as_float(tf32_round(x.y - big.y));
-    x.z = __uint_as_float(tf32_round(x.z - big.z));
-    x.w = __uint_as_float(tf32_round(x.w - big.w));
-    *reinterpret_cast<float4*>(at + kTileFloats) = x;
-}
-// The workers' splits of one raw tile (at shared address raw) into global memory. Written for 96 threads
-// rather than through split_k_tile / split_vt_tile: with the thread count known to divide a row's
-// chunks, each thread keeps its column and steps over rows, the raw tile is read by its 32-bit shared
-// address, and every raw row is valid (the tail of a short last tile is zeroed first), so an element
-// costs its split and little else: the generic loops' index and 64-bit address arithmetic held up the
-// consumers (measured on the H100: 8 us a job, a third of t22's kernel spent splitting).
-__device__ __forceinline__ void prep_split_k(float* __restrict__ dst, uint32_t raw) {
-    // the worker's index read afresh (asm volatile), not kept from the kernel's start: in 24 registers the
-    // values derived from it would be spilled across the job loop
-    unsigned wtid;
-    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(wtid));
-    wtid -= kConsumerThreads + 32;
-    constexpr unsigned kRowChunks = kHeadDim / 4;
-    constexpr unsigned kRowStep = kPrepWorkers / kRowChunks;
-    static_assert(kPrepWorkers % kRowChunks == 0, "a worker keeps one column chunk");
-    const unsigned c4 = wtid % kRowChunks;
-    float* const column = dst + (c4 >> 3) * (kTileKeys * 32);
-#pragma unroll 1
-    for (unsigned r = wtid / kRowChunks; r < kTileKeys; r += kRowStep)
-        split_store(lds128(raw + (r * kHeadDim + 4 * c4) * 4), column + r * 32 + (((c4 ^ r) & 7) << 2));  // swz(r, c4, kTileKeys)
-}
-__device__ __forceinline__ void prep_split_vt(float* __restrict__ dst, uint32_t raw, unsigned wtid) {
-    constexpr unsigned kKeyChunks = kTileKeys / 4;
-#pragma unroll 1
-    for (unsigned i = wtid; i < kHeadDim * kKeyChunks; i += kPrepWorkers) {
-        const unsigned n = i % kHeadDim, p4 = i / kHeadDim;  // consecutive threads, consecutive columns: no bank conflict
-        const unsigned key = ((p4 >> 1) << 3) + (p4 & 1);    // as split_vt_tile: keys key, key + 2, + 4, + 6
-        const uint32_t v = raw + (key * kHeadDim + n) * 4;
-        split_store(make_float4(lds32(v), lds32(v + 8 * kHeadDim), lds32(v + 16 * kHeadDim), lds32(v + 24 * kHeadDim)),
-                    dst + (p4 >> 3) * (kHeadDim * 32) + n * 32 + (((p4 ^ n) & 7) << 2));  // swz(n, p4, kHeadDim)
-    }
-}
-// A short last tile: raw rows past `rows` (stale, never copied) become zeros, for keys past N.
+// A short last tile in the workers' raw tile.
 __device__ __forceinline__ void zero_raw_tail(uint32_t raw, int rows, unsigned wtid) {
-    for (unsigned i = rows * kHeadDim / 4 + wtid; i < kTileFloats / 4; i += kPrepWorkers) sts128_zero(raw + 16 * i);
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // before the next bulk copy writes here
+    zero_raw_rows<kPrepWorkers>(raw, rows, wtid);
     workers_sync();
 }
 
@@ -407,13 +412,13 @@ __device__ __forceinline__ void run_prep_jobs(const float* __restrict__ qkv, flo
         const int rows = rows_of(j);
         mbar_wait(raw_full_k, phase);
         if (rows < kTileKeys) zero_raw_tail(raw_k, rows, wtid);
-        prep_split_k(kv_split + static_cast<size_t>(j) * kStageFloats, raw_k);  // item j / all_tiles's tile j % all_tiles
+        split_raw_rows_k<kPrepWorkers, kConsumerThreads + 32>(kv_split + static_cast<size_t>(j) * kStageFloats, raw_k);
         workers_sync();  // raw_k is free; job_slot holds the next job
         const unsigned next = job_slot;
         if (wtid == 0 && next < jobs) copy_raw(raw_k, next, 1, raw_full_k);
         mbar_wait(raw_full_v, phase);
         if (rows < kTileKeys) zero_raw_tail(raw_v, rows, wtid);
-        prep_split_vt(kv_split + static_cast<size_t>(j) * kStageFloats + 2 * kTileFloats, raw_v, wtid);
+        split_raw_rows_vt<kPrepWorkers>(kv_split + static_cast<size_t>(j) * kStageFloats + 2 * kTileFloats, raw_v, wtid);
         __threadfence();  // this job's stores, device-wide, before the item's count below
         workers_sync();   // raw_v is free; every worker's stores are fenced
         if (wtid == 0) {
@@ -788,7 +793,11 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
                     const bool last = tile + 1 == n_tiles;
                     if (gt >= kStages) mbar_wait(empty_k + s, parity);
                     mbar_wait(raw_full_k, gt & 1);
-                    split_raw_k<kProducerThreads, 1>(ring_k + s * 2 * kTileFloats, raw_k, rows, ptid);
+                    if (rows < kTileKeys) {
+                        zero_raw_rows<kProducerThreads>(smem_u32(raw_k), rows, ptid);
+                        asm volatile("bar.sync %0, %1;\n" ::"n"(kProducerBarrier), "n"(kProducerThreads) : "memory");
+                    }
+                    split_raw_rows_k<kProducerThreads, kConsumerThreads>(SmemFloats{smem_u32(ring_k + s * 2 * kTileFloats)}, smem_u32(raw_k));
                     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma and bulk-copy
                     asm volatile("bar.sync %0, %1;\n" ::"n"(kProducerBarrier), "n"(kProducerThreads) : "memory");
                     if (ptid == 0) {
@@ -798,7 +807,11 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
                     }
                     if (gt >= kStages) mbar_wait(empty_v + s, parity);
                     mbar_wait(raw_full_v, gt & 1);
-                    split_raw_v<kProducerThreads, 1>(ring_v + s * 2 * kTileFloats, raw_v, rows, ptid);
+                    if (rows < kTileKeys) {
+                        zero_raw_rows<kProducerThreads>(smem_u32(raw_v), rows, ptid);
+                        asm volatile("bar.sync %0, %1;\n" ::"n"(kProducerBarrier), "n"(kProducerThreads) : "memory");
+                    }
+                    split_raw_rows_vt<kProducerThreads>(SmemFloats{smem_u32(ring_v + s * 2 * kTileFloats)}, smem_u32(raw_v), ptid);
                     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                     asm volatile("bar.sync %0, %1;\n" ::"n"(kProducerBarrier), "n"(kProducerThreads) : "memory");
                     if (ptid == 0) {
@@ -1171,14 +1184,21 @@ extern "C" __global__ void __launch_bounds__(kShortThreads, 1)
             // K and V -> operand tiles; rows past N (stale or never loaded) become zeros.
             for (int tile = 0; tile < n_tiles; ++tile) {
                 const int key0 = tile * kTileKeys;
-                split_k_tile<kShortProducers, 2>(
+                if (key0 + kTileKeys <= N) {  // a whole tile (t11's two): the producer's fast split
+                    split_raw_rows_k<kShortProducers, kShortConsumers>(SmemFloats{smem_u32(op + tile * kStageFloats)},
+                                                                      smem_u32(raw_k + key0 * kHeadDim));
+                    split_raw_rows_vt<kShortProducers>(SmemFloats{smem_u32(op + tile * kStageFloats + 2 * kTileFloats)},
+                                                       smem_u32(raw_v + key0 * kHeadDim), ptid);
+                    continue;
+                }
+                split_k_tile<kShortProducers, 1>(
                     op + tile * kStageFloats,
                     [&](int r, int c4) {
                         return key0 + r < N ? *reinterpret_cast<const float4*>(raw_k + (key0 + r) * kHeadDim + 4 * c4)
                                             : make_float4(0.f, 0.f, 0.f, 0.f);
                     },
                     ptid);
-                split_vt_tile<kShortProducers, 2, true>(
+                split_vt_tile<kShortProducers, 1, true>(
                     op + tile * kStageFloats + 2 * kTileFloats,
                     [&](int key, int n) { return key0 + key < N ? raw_v[(key0 + key) * kHeadDim + n] : 0.0f; }, ptid);
             }

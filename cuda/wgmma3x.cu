@@ -412,6 +412,7 @@ __device__ __forceinline__ void run_prep_jobs(const float* __restrict__ qkv, flo
     }
     workers_sync();
     unsigned j = job_slot;
+    workers_sync();  // every worker has read job_slot before the loop writes the next job into it
     for (uint32_t phase = 0; j < jobs; phase ^= 1) {
         // The next job: every worker has read job_slot (after the last iteration's first barrier), and all
         // read it again only after this iteration's first barrier.

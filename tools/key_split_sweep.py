@@ -3,7 +3,7 @@ picks (`_wgmma3x_splits`), to hold that choice to measurements.
 
     python3 tools/key_split_sweep.py OUTDIR t05 t06 t07 t08 t09 t10 [--splits 1,2,3,4]
     python3 tools/key_split_sweep.py --summary OUTDIR/key_split_sweep.json
-    python3 tools/key_split_sweep.py --one-pass B,N,d,PARTS    (for compute-sanitizer: exit 1 if wrong)
+    python3 tools/key_split_sweep.py --one-pass B,N,d,PARTS[,BLOCKS]    (for compute-sanitizer: exit 1 if wrong)
 
 Needs a Hopper GPU and the suite's cases generated (`attnbench gen t05-t10`). Each (case, count) is run
 by the runner as any variant is (first pass checked against float64 and gated, then sampled with the
@@ -87,8 +87,10 @@ def measure(cases: list[str], counts: list[int]) -> tuple[list[dict], dict]:
     return rows, collect(gpu, command="tools/key_split_sweep.py " + " ".join(sys.argv[1:]))
 
 
-def one_pass(B: int, N: int, d: int, parts: int) -> bool:
-    """One wgmma3x pass in `parts` key parts on a seeded random input, checked against float64."""
+def one_pass(B: int, N: int, d: int, parts: int, blocks: int = 0) -> bool:
+    """One wgmma3x pass in `parts` key parts on a seeded random input, checked against float64; with
+    `blocks`, the persistent grid's block count forced too (each block then runs many units, and the
+    pre-pass kernel splits only the items of those blocks' first two rounds)."""
     import numpy as np
 
     from attnbench.backends.gpu import Gpu
@@ -101,10 +103,12 @@ def one_pass(B: int, N: int, d: int, parts: int) -> bool:
     from attnbench.kernels.catalogue import get_variant
 
     wgmma3x._wgmma3x_splits = lambda shape: parts
+    if blocks:
+        wgmma3x._wgmma3x_blocks = lambda shape, sms=132: min(blocks, wgmma3x._wgmma3x_units(shape))
     testcase = Testcase(np.random.default_rng(5).standard_normal((B, 3, N, d)).astype(np.float32))
     run = run_variant(get_variant("wgmma3x"), testcase, "random", Gpu(0), TimingPolicy(warmup=0, reps=1, flush_l2=False))
     report = compare_outputs(run.output, reference_output(testcase))
-    print(f"B={B} N={N} d={d} in {parts} parts: relL2 {report.rel_l2_error:.2e}, "
+    print(f"B={B} N={N} d={d} in {parts} parts{f' on {blocks} blocks' if blocks else ''}: relL2 {report.rel_l2_error:.2e}, "
           f"{'passed' if report.passed else 'FAILED'}, {report.nan_count} NaN")
     return report.passed and report.rel_l2_error <= 1e-5
 
@@ -115,7 +119,7 @@ def main() -> int:
     parser.add_argument("cases", nargs="*")
     parser.add_argument("--splits", default="1,2,3,4")
     parser.add_argument("--summary", type=Path, help="print the table of a saved sweep")
-    parser.add_argument("--one-pass", help="B,N,d,PARTS: one checked pass, nothing saved")
+    parser.add_argument("--one-pass", help="B,N,d,PARTS[,BLOCKS]: one checked pass, nothing saved")
     args = parser.parse_args()
     if args.one_pass is not None:
         return 0 if one_pass(*(int(v) for v in args.one_pass.split(","))) else 1

@@ -38,16 +38,19 @@ def _wgmma3x_short(s: Shape) -> bool:
     return s.d == 32 and s.N <= 128
 
 
-# The streaming path (wgmma3x_stream: its producer warpgroup splits raw K/V tiles, no pre-pass) up to
-# this N; the pre-pass and wgmma3x_fwd beyond. Measured on the H200 (results/2026-11-25_h200_stream_ab.md):
-# up to N = 256 streaming is 1-43% faster than the pre-pass (t12 43%, t02 30%, t14 24%): the pre-pass's
-# launch and its extra pass over K and V cost more than the products there. At N = 512 it was 0-7%
-# slower, from N = 1024 on 16-71% slower (one staging tile each for K and V: the producer waits on each copy).
-_STREAM_MAX_N = 256
+# The streaming path (wgmma3x_stream: its producer warpgroup splits raw K/V tiles, no pre-pass) up to this
+# N for each head dimension; the pre-pass and wgmma3x_fwd beyond. Measured on the H200
+# (results/2026-11-25_h200_stream_ab.md): up to N = 256 streaming is 1-43% faster than the pre-pass (t12
+# 43%, t02 30%, t14 24%): the pre-pass's launch and its extra pass over K and V cost more than the products
+# there; from N = 1024 on 16-71% slower (one staging tile each for K and V: the producer waits on each
+# copy). At N = 512, after the producer's split got cheaper (split_raw_rows_k/vt), on the H100
+# (results/2026-11-26_h100_prepass_overlap.md): d = 32 streams 7.4% faster at (80, 512, 32) and 2.2% at
+# t15; d = 64 is 1.0% slower at t06 and 1.7% faster at t16, so it stays at 256.
+_STREAM_MAX_N = {32: 512, 64: 256, 128: 256}
 
 
 def _wgmma3x_streamed(s: Shape) -> bool:
-    return not _wgmma3x_short(s) and s.N <= _STREAM_MAX_N
+    return not _wgmma3x_short(s) and s.N <= _STREAM_MAX_N.get(s.d, 256)
 
 
 def _wgmma3x_prepass(s: Shape) -> bool:

@@ -209,9 +209,9 @@ def test_wgmma3x_short_path_on_large_scores(gpu, kind, shape, rng):
 # wgmma3x's key split (grid z: each block takes a range of K/V tiles, the last block of a row block to
 # finish combines the records): every split count on uneven ranges (3 of 16 tiles: 5, 5, 6), the masked
 # last tile in the last part only, one tile a part, more parts than tiles (3 tiles in 4: the fourth block
-# leaves at once), each head dimension, the pre-pass path and the streaming path (N <= 256); forced, so
+# leaves at once), each head dimension, the pre-pass path and the streaming path (N <= 512 at d = 32, 256 else); forced, so
 # that the shapes are small.
-WGMMA3X_SPLIT_SHAPES = [(2, 1000, 64), (3, 129, 32), (1, 2047, 128), (2, 256, 64), (1, 300, 32)]
+WGMMA3X_SPLIT_SHAPES = [(2, 1000, 64), (3, 129, 32), (1, 2047, 128), (2, 256, 64), (1, 300, 32), (2, 700, 32)]
 
 
 @pytest.mark.gpu
@@ -224,7 +224,7 @@ def test_wgmma3x_key_split_matches_float64(gpu, shape, splits, rng, monkeypatch)
     skip_unless_runs(variant, Shape(*shape), gpu)
     monkeypatch.setattr(wgmma3x, "_wgmma3x_splits", lambda s: splits)
     main = variant.launches_for(Shape(*shape))[-1]  # wgmma3x_fwd after the pre-pass, or wgmma3x_stream
-    assert main.kernel == ("wgmma3x_stream" if shape[1] <= 256 else "wgmma3x_fwd")
+    assert main.kernel == ("wgmma3x_stream" if wgmma3x._wgmma3x_streamed(Shape(*shape)) else "wgmma3x_fwd")
     assert main.grid(Shape(*shape))[2] == splits
     check_variant(gpu, variant, *shape, rng)
 

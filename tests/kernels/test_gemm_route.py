@@ -102,9 +102,11 @@ def test_gemmtc_takes_any_d_and_n_up_to_the_scores_limit():
 WGMMA3X = get_variant("wgmma3x")
 SHORT_SHAPES = [Shape(13600, 128, 32), Shape(37, 128, 32), Shape(3, 1, 32), Shape(11, 100, 32), Shape(9, 17, 32),
                 Shape(8, 64, 32), Shape(1, 65, 32)]
-STREAMED_SHAPES = [Shape(2, 129, 32), Shape(6800, 256, 32), Shape(160, 128, 64), Shape(3, 17, 64), Shape(2, 100, 128),
-                   Shape(1, 256, 128)]
-LONG_SHAPES = [Shape(2, 257, 32), Shape(4, 32768, 32), Shape(500, 2048, 64), Shape(3, 257, 64), Shape(8, 4096, 128)]
+# The streaming path up to N = 512 at d = 32 and N = 256 at d = 64 and 128 (wgmma3x._STREAM_MAX_N).
+STREAMED_SHAPES = [Shape(2, 129, 32), Shape(6800, 256, 32), Shape(2, 257, 32), Shape(80, 512, 32), Shape(160, 128, 64),
+                   Shape(3, 17, 64), Shape(2, 100, 128), Shape(1, 256, 128)]
+LONG_SHAPES = [Shape(2, 513, 32), Shape(4, 32768, 32), Shape(500, 2048, 64), Shape(3, 257, 64), Shape(40, 512, 64),
+               Shape(8, 4096, 128), Shape(1, 257, 128)]
 
 
 @pytest.mark.parametrize("shape", SHORT_SHAPES, ids=str)
@@ -141,8 +143,8 @@ def test_wgmma3x_takes_the_pre_split_path_elsewhere(shape):
 
 
 @pytest.mark.parametrize("sms", [78, 114, 132])
-@pytest.mark.parametrize("shape", [Shape(500, 2048, 64), Shape(10, 2048, 64), Shape(2, 32768, 64), Shape(1700, 512, 32),
-                                   Shape(8, 4096, 128), Shape(1, 300, 32)], ids=str)
+@pytest.mark.parametrize("shape", [Shape(500, 2048, 64), Shape(10, 2048, 64), Shape(2, 32768, 64), Shape(1700, 1024, 32),
+                                   Shape(8, 4096, 128), Shape(1, 600, 32)], ids=str)
 def test_wgmma3x_pre_pass_kernel_splits_the_items_of_the_first_two_rounds(shape, sms):
     """wgmma3x_prep's items (its grid's y) hold every unit that the main kernel's blocks start in their first
     two rounds (units are item-major), and no more than one item past them."""
@@ -152,7 +154,7 @@ def test_wgmma3x_pre_pass_kernel_splits_the_items_of_the_first_two_rounds(shape,
     first_units = min(2 * blocks, shape.B * row_blocks)
     assert tiles == cdiv(shape.N, 64 if shape.d <= 64 else 32)
     assert 1 <= items <= shape.B and (first_units - 1) // row_blocks < items <= (first_units - 1) // row_blocks + 1
-    if shape in (Shape(500, 2048, 64), Shape(1700, 512, 32)):
+    if shape in (Shape(500, 2048, 64), Shape(1700, 1024, 32)):
         assert items < shape.B / 10  # the main kernel splits most items
 
 

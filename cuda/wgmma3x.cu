@@ -90,7 +90,6 @@ constexpr int kConsumerThreads = 128 * kWarpgroups;
 constexpr int kThreads = kConsumerThreads + 128;        // + one producer warpgroup
 constexpr int kTileFloats = kTileKeys * kHeadDim;       // one of K big, K small, V^T big, V^T small
 constexpr int kStageFloats = 4 * kTileFloats;
-constexpr int kStageBytes = 4 * kStageFloats;
 constexpr int kQFloats = 64 * kHeadDim;                 // one warpgroup's Q big (or small)
 constexpr int kProducerThreads = 128;
 constexpr int kProducerBarrier = 6;  // named barrier of the producer warpgroup (1, 2: Q; 3, 4: ping-pong; 5: split)
@@ -188,13 +187,6 @@ __device__ __forceinline__ void mma_pv(float (&d)[kHeadDim / 2], const uint32_t 
 #else
     wgmma_rs_n128(d, a, b, scale_d);
 #endif
-}
-
-// Dynamic shared memory from its first 1024-byte boundary (the swizzle atoms' alignment), stepped from the
-// __shared__ array itself: a pointer aligned through an integer is generic to the compiler (generic loads
-// and stores, 64-bit address arithmetic), this one stays in the shared state space.
-__device__ __forceinline__ float* aligned_smem(float4* smem_f4) {
-    return reinterpret_cast<float*>(smem_f4 + (((1024u - (smem_u32(smem_f4) & 1023u)) & 1023u) >> 4));
 }
 
 // ---- one K/V tile in the operand layout ---------------------------------------------------------
@@ -1098,6 +1090,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 #define WGMMA3X_SHORT_ITEMS 8  // the host passes its own value (attnbench/kernels/wgmma3x.py)
 #endif
 namespace {
+constexpr int kStageBytes = 4 * kStageFloats;  // one K/V tile: K big, K small, V^T big, V^T small
+
+// Dynamic shared memory from its first 1024-byte boundary (the swizzle atoms' alignment), stepped from the
+// __shared__ array itself: a pointer aligned through an integer is generic to the compiler (generic loads
+// and stores, 64-bit address arithmetic), this one stays in the shared state space.
+__device__ __forceinline__ float* aligned_smem(float4* smem_f4) {
+    return reinterpret_cast<float*>(smem_f4 + (((1024u - (smem_u32(smem_f4) & 1023u)) & 1023u) >> 4));
+}
+
 constexpr int kShortItems = WGMMA3X_SHORT_ITEMS;              // batch items per block
 constexpr int kShortMaxN = 2 * 64;                           // 2 warpgroups x 64 query rows
 constexpr int kShortConsumers = 256;                         // consumer warpgroups 0 and 1
@@ -1141,8 +1142,8 @@ __device__ __forceinline__ void rotate_right8(float (&x)[8], int by) {
 // opempty, qtaken [kShortRawStages] each.
 extern "C" __global__ void __launch_bounds__(kShortThreads, 1)
     wgmma3x_short(const float* __restrict__ qkv, float* __restrict__ out, int B, int N, float scale_log2) {
-    extern __shared__ float4 smem_f4[];
-    float* const smem = aligned_smem(smem_f4);
+    extern __shared__ float4 short_smem_f4[];  // (its own name: fwd_body declares smem_f4)
+    float* const smem = aligned_smem(short_smem_f4);
     float* const ops = smem;
     float* const raw = ops + 2 * kShortOpFloats;
     uint64_t* const full = reinterpret_cast<uint64_t*>(raw + kShortRawStages * kShortRawFloats);

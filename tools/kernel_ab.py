@@ -92,8 +92,8 @@ def table(rows: list[dict], builds: list[str]) -> list[str]:
             best[b] = min(mine, key=lambda r: r["median_ms"]) if mine else None
         base = best[builds[0]]["median_ms"] if best[builds[0]] else None
         flops = 4 * shape[0] * shape[1] ** 2 * shape[2]
-        ms = [f"{best[b]['median_ms']:.4f} ({best[b]['median_ms'] / base - 1:+.1%})" if best[b] and base else "WRONG"
-              for b in builds]
+        ms = [(f"{best[b]['median_ms']:.4f}" + (f" ({best[b]['median_ms'] / base - 1:+.1%})" if base else "")) if best[b]
+              else "WRONG" for b in builds]
         tf = [f"{flops / best[b]['median_ms'] / 1e9:.1f}" if best[b] else "-" for b in builds]
         err = [f"{min(r['rel_l2'] for r in rows if r['shape'] == shape and r['build'] == b):.2e}" for b in builds]
         lines.append(f"| {shape} | " + " | ".join(ms + tf + err) + " |")

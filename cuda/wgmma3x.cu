@@ -14,10 +14,11 @@
 // - a producer lane (setmaxnreg gives the producer warpgroup's registers to the consumers) streams each
 //   item's blocks, once its jobs are done, with cp.async.bulk into K and V shared-memory rings
 //   (full/empty mbarriers, K released as soon as S is done with it);
-// - N <= 256 (wgmma3x_stream: no pre-pass): the producer warpgroup bulk-copies each raw K and V tile
-//   into a staging tile of its own and its 128 threads split it into the ring (split_k_tile,
-//   split_vt_tile: the pre-pass's layout). With one staging tile each for K and V, the producer waits on
-//   each copy: faster than the pre-pass's extra launch and pass over K/V on short items, slower on long;
+// - N <= 256, 512 at d = 32 (wgmma3x_stream: no pre-pass): the producer warpgroup bulk-copies each raw K
+//   and V tile into a staging tile of its own and its 128 threads split it into the ring
+//   (split_raw_rows_k, split_raw_rows_vt: the pre-pass's layout). With one staging tile each for K and V,
+//   the producer waits on each copy: faster than the pre-pass's extra launch and pass over K/V on short
+//   items, slower on long;
 // - consumer warpgroups of 64 query rows: S = Q K^T by wgmma m64nNk8 (Q split once, in shared memory,
 //   or in registers at d = 32), the small cross terms first and big * big onto them in one accumulator;
 //   online softmax in registers (one MUFU.EX2 a weight, scale folded; keys past N masked to -inf after
@@ -35,7 +36,8 @@
 //   pre-pass and no workspace. A block of 2 consumer warpgroups holds whole items and works through
 //   WGMMA3X_SHORT_ITEMS consecutive ones; a producer warpgroup bulk-copies each item's raw Q K V two items
 //   ahead into one of two staging buffers and splits K/V of the next item into the same operand tiles as
-//   the pre-pass (split_k_tile, split_vt_tile) while the consumers compute the current one;
+//   the pre-pass (split_raw_rows_k/vt; split_k_tile/vt_tile for a tile past N) while the consumers compute
+//   the current one;
 //   the consumers split Q into registers, then S, softmax, P V as in wgmma3x_fwd.
 //
 // Constraints: sm_90a only (wgmma, setmaxnreg, cp.async.bulk, mbarrier tx): build with arch sm_90a.
@@ -191,7 +193,8 @@ __device__ __forceinline__ void mma_pv(float (&d)[kHeadDim / 2], const uint32_t 
 
 // ---- one K/V tile in the operand layout ---------------------------------------------------------
 // A tile's [K big | K small] (split_k_tile) and [V^T big | V^T small] (split_vt_tile), kTileFloats floats
-// each half, at dst (global memory for the pre-pass, shared memory for wgmma3x_stream and wgmma3x_short).
+// each half, at dst (global memory for wgmma3x_prep, shared memory for wgmma3x_short's tiles past N; the
+// producers' splits of whole raw tiles are split_raw_rows_k/vt below, in the same layout).
 // load_k(r, c4) gives the float4 of tile row r, columns 4 c4 .. 4 c4 + 3, and load_v(key, n) one V
 // element; both return 0 for keys past N. V is transposed (wgmma takes tf32 K-major only) with the key
 // order 0 2 4 6 1 3 5 7 inside each group of 8, since P's A fragment holds keys 2t, 2t + 1 (see split_p).
@@ -1081,7 +1084,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 // warpgroups (128 query rows, the whole item) works through kShortItems consecutive items. A third,
 // producer warpgroup takes the split off their path: one of its threads streams each item's raw Q K V
 // (3 N d contiguous floats) into one of two staging buffers with cp.async.bulk, two items ahead, and its
-// 128 threads split/transpose K and V of item i + 1 into the other operand buffer (split_k_tile and split_vt_tile, as the
+// 128 threads split/transpose K and V of item i + 1 into the other operand buffer (split_raw_rows_k/vt, as the
 // pre-pass does) while the consumers run item i. Each consumer warpgroup splits its Q rows into
 // registers and runs its 64 rows (S, softmax, P V). mbarriers, per 2-slot ring (phase of item i: i / 2):
 // full[s] raw buffer s loaded (tx count); opfull[b] operand buffer b split; opempty[b] consumers done with

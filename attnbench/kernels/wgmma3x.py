@@ -220,9 +220,10 @@ def _wgmma3x_defines(s: Shape) -> dict[str, int]:
 WGMMA3X = Variant(
     name="wgmma3x",
     report="beyond 004 (3xTF32 on Hopper wgmma)",
-    technique="Hopper wgmma in 3xTF32, FA3 style: K/V pre-split and swizzled into a workspace (N > 256), the "
-    "first items by a pre-pass kernel and the rest by three warps of each block's producer warpgroup beside "
-    "the products, or split in shared memory by the producer warpgroup from raw bulk-copied tiles (N <= 256), "
+    technique="Hopper wgmma in 3xTF32, FA3 style: K/V pre-split and swizzled into a workspace (N > 256; 512 at "
+    "d = 32), the first items by a pre-pass kernel and the rest by three warps of each block's producer "
+    "warpgroup beside the products, or split in shared memory by the producer warpgroup from raw bulk-copied "
+    "tiles (shorter N), "
     "cp.async.bulk + mbarrier ring fed by a producer warpgroup, 2 consumer warpgroups ping-pong, "
     "persistent blocks (one per SM) that run their ring on across (item, row block) units, "
     "softmax overlapped with P V; the key range split with a combine where the grid fills the last "

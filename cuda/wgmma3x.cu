@@ -41,20 +41,19 @@
 //   the consumers split Q into registers, then S, softmax, P V as in wgmma3x_fwd.
 //
 // Constraints: sm_90a only (wgmma, setmaxnreg, cp.async.bulk, mbarrier tx): build with arch sm_90a.
-// HEAD_DIM 32, 64 or 128. Any N >= 1 (query rows past N not written; keys past N zero-filled and
-// masked); any B. Launches, d = 32 and N <= 128: wgmma3x_short(qkv, out, B, N, scale_log2) grid
-// ceil(B / WGMMA3X_SHORT_ITEMS), block 384, dynamic shared memory kShortSmemBytes (230,464 B: two operand
-// buffers of 64 KB, two raw buffers of 48 KB, 8 mbarriers), no workspace. Otherwise: workspaces
-// split_counters B * ceil(N / (64 * WG)) words, zero before the first pass, and, with S > 1 parts,
-// split_partials B * ceil(N / (64 * WG)) * S * kRecordFloats floats; N <= 256: wgmma3x_stream(qkv, out, B,
-// N, scale_log2, split_partials, split_counters); beyond: workspaces kv_split 4 * B * ceil(N / BN) * BN * d
-// floats (BN = 64, 32 at d = 128) and prep_counters 3 + B * ceil(ceil(N / BN) / 8) words, zero before the
-// first pass, wgmma3x_prep(qkv, kv_split, prep_counters, N) grid (ceil(N / BN), P), block 256 (P items, at
-// most B and 65535), then wgmma3x_fwd(qkv, out, B, N, scale_log2, kv_split, prep_counters, split_partials,
-// split_counters). Both main kernels:
-// dynamic shared memory kStreamSmemBytes (181,504 B at d = 32, 230,528 B at d = 64 and 128), grid (X, 1, S), block 128 * (WG + 1)
-// (WG = 2; 1 at d = 128): X blocks deal out the B * ceil(N / (64 * WG)) units (item, row block), any X from 1
-// up at WG = 2 and exactly the unit count at d = 128; S parts, at most ceil(N / BN) of them used.
+// HEAD_DIM 32, 64 or 128. Any N >= 1 (query rows past N not written; keys past N zero-filled and masked); any B.
+// Launches, d = 32 and N <= 128: wgmma3x_short(qkv, out, B, N, scale_log2) grid ceil(B / WGMMA3X_SHORT_ITEMS),
+// block 384, dynamic shared memory kShortSmemBytes (230,464 B: two operand buffers of 64 KB, two raw buffers of 48
+// KB, 8 mbarriers), no workspace. Otherwise: workspaces split_counters B * ceil(N / (64 * WG)) words, zero before
+// the first pass, and, with S > 1 parts, split_partials B * ceil(N / (64 * WG)) * S * kRecordFloats floats; N <=
+// 256 (512 at d = 32): wgmma3x_stream(qkv, out, B, N, scale_log2, split_partials, split_counters); beyond:
+// workspaces kv_split 4 * B * ceil(N / BN) * BN * d floats (BN = 64, 32 at d = 128) and prep_counters 3 + B *
+// ceil(ceil(N / BN) / 8) words, zero before the first pass, wgmma3x_prep(qkv, kv_split, prep_counters, N) grid
+// (ceil(N / BN), P), block 256 (P items, at most B and 65535), then wgmma3x_fwd(qkv, out, B, N, scale_log2,
+// kv_split, prep_counters, split_partials, split_counters). Both main kernels: dynamic shared memory
+// kStreamSmemBytes (181,504 B at d = 32, 230,528 B at d = 64 and 128), grid (X, 1, S), block 128 * (WG + 1) (WG =
+// 2; 1 at d = 128): X blocks deal out the B * ceil(N / (64 * WG)) units (item, row block), any X from 1 up at WG =
+// 2 and exactly the unit count at d = 128; S parts, at most ceil(N / BN) of them used.
 #include <cstdint>
 
 #include "common.cuh"
@@ -112,7 +111,8 @@ constexpr bool kQSmallInRegs = kQReg && kHeadDim == 32;
 constexpr int kQRegSteps = kQReg ? kHeadDim / 8 : 1;
 constexpr int kQSmallSteps = kQSmallInRegs ? kHeadDim / 8 : 1;
 // dynamic shared memory of the main kernels: K and V rings + Q (big, small) per warpgroup + 4 mbarriers per
-// stage, 2 for the raw tiles and 1 for the streaming lane's end, then one raw K and one raw V tile, 128-byte aligned, + 1024 alignment slack.
+// stage, 2 for the raw tiles and 1 for the streaming lane's end, then one raw K and one raw V tile,
+// 128-byte aligned, + 1024 alignment slack.
 constexpr int kBarrierOffsetFloats = kStages * kStageFloats + kWarpgroups * 2 * kQFloats;  // rings, Q
 constexpr int kRawOffsetFloats = (kBarrierOffsetFloats * 4 + kStages * 32 + 24 + 127) / 128 * 32;
 constexpr int kStreamSmemBytes = kRawOffsetFloats * 4 + 2 * kTileFloats * 4 + 1024;
@@ -309,10 +309,10 @@ __device__ __forceinline__ void zero_raw_rows(uint32_t raw, int rows, unsigned t
 // So most of the pre-pass's DRAM-bound pass over K and V runs beside the tensor-bound products, and a
 // short launch covers the start, where every block waits for its first tiles and the workers (one job in
 // flight a block) could not keep up.
-// prep_counters: [0] jobs handed out, [1] blocks finished, [2] P (written by wgmma3x_prep), then one count of split tiles per group of kReadyTiles consecutive tiles of each item
-// (item-major), so that a lane starts on an item's first tiles while its later ones are split. [0], [1]
-// and the groups are zero before a pass (the host zeroes the workspace once); the last block of
-// wgmma3x_fwd sets them back to zero.
+// prep_counters: [0] jobs handed out, [1] blocks finished, [2] P (written by wgmma3x_prep), then one count
+// of split tiles per group of kReadyTiles consecutive tiles of each item (item-major), so that a lane starts
+// on an item's first tiles while its later ones are split. [0], [1] and the groups are zero before a pass
+// (the host zeroes the workspace once); the last block of wgmma3x_fwd sets them back to zero.
 // Progress: a block whose streaming lane waits for a tile has its own workers taking jobs until every job
 // is handed out, and a job handed out is finished by a resident block, so no wait is on a block that is
 // not running (this holds for any grid, persistent or not).

@@ -68,7 +68,9 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> 
             with open(target, "wb") as f:
                 write(f)
             return
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.partial")
+        # a name of this write's own: the file an earlier write replaced may still be under that write's
+        # temporary name, waiting for its release thread to unlink it
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{next(_PARTIAL_NAMES)}.partial")
         try:
             with open(tmp, "wb") as f:
                 write(f)
@@ -86,6 +88,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> 
         raise OutputError(f"{given}: {exc.strerror or exc}") from None
 
 
+_PARTIAL_NAMES = itertools.count()
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 

@@ -26,6 +26,33 @@ def test_replacing_a_file_moves_only_a_name_and_leaves_nothing_behind(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.bin"]
 
 
+def test_a_second_write_survives_the_first_ones_late_release(tmp_path, monkeypatch):
+    """After an exchange the replaced file sits under the write's temporary name until a thread unlinks it. If
+    the next write of the same path reused that name, the late unlink would delete the new file before its
+    exchange (seen as a one-in-four failure: \"t.in: No such file or directory\"). Here the release runs at the
+    worst moment, just before the second write's exchange."""
+    from attnbench import files
+
+    out = tmp_path / "o.bin"
+    out.write_bytes(b"first")
+    pending: list = []
+    monkeypatch.setattr(files, "_release_later", pending.append)
+    exchange = files._exchange
+
+    def release_then_exchange(new, target):
+        while pending:
+            pending.pop().unlink(missing_ok=True)
+        return exchange(new, target)
+
+    monkeypatch.setattr(files, "_exchange", release_then_exchange)
+    atomic_write(out, lambda f: f.write(b"second"))
+    atomic_write(out, lambda f: f.write(b"third"))
+    assert out.read_bytes() == b"third"
+    for old in pending:
+        old.unlink(missing_ok=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.bin"]
+
+
 def test_an_exchange_swaps_two_files_whole_or_not_at_all(tmp_path):
     new, target = tmp_path / "new", tmp_path / "target"
     new.write_bytes(b"new")

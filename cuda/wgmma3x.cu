@@ -19,13 +19,16 @@
 //   (split_raw_rows_k, split_raw_rows_vt: the pre-pass's layout). With one staging tile each for K and V,
 //   the producer waits on each copy: faster than the pre-pass's extra launch and pass over K/V on short
 //   items, slower on long;
-// - consumer warpgroups of 64 query rows: S = Q K^T by wgmma m64nNk8 (Q split once, in shared memory,
-//   or in registers at d = 32), the small cross terms first and big * big onto them in one accumulator;
-//   online softmax in registers (one MUFU.EX2 a weight, scale folded; keys past N masked to -inf after
-//   the product); O += P V by wgmma with P split in registers as the A operand (small = P - big, not
-//   rounded again). S of tile i is issued with P V of tile i - 1 and the
-//   softmax runs while P V is on the tensor cores; the two warpgroups ping-pong (named barriers).
-// - persistent blocks (d <= 64): a block works through units (item, row block) x, x + X, ... of the grid's
+// - two consumer warpgroups of 64 query rows: S = Q K^T by wgmma m64nNk8 (Q split once, in shared
+//   memory; at d = 32 both halves in registers, at d = 128 Q big in registers and Q small in shared
+//   memory), the small cross terms first and big * big onto them in one accumulator; online softmax in
+//   registers (one MUFU.EX2 a weight, scale folded; keys past N masked to -inf after the product); O +=
+//   P V by wgmma with P split in registers as the A operand (small = P - big, not rounded again). d <=
+//   64: S of tile i is issued with P V of tile i - 1 and the softmax runs while P V is on the tensor
+//   cores, the two warpgroups ping-pong (named barriers). d = 128: S, softmax, then P V in two halves of
+//   64 columns through one accumulator, the two warpgroups free-running (O, Q big and a second S or
+//   P V accumulator do not fit in a consumer's 240 registers together).
+// - persistent blocks: a block works through units (item, row block) x, x + X, ... of the grid's
 //   X, its rings, phases and ping-pong running on from one unit to the next, so that set-up, the first
 //   copy's latency and the ring's fill are paid once per block rather than once per unit;
 // - few items (t08-t10: the grid's last wave nearly empty): the key range of each row block is split
@@ -44,16 +47,16 @@
 // HEAD_DIM 32, 64 or 128. Any N >= 1 (query rows past N not written; keys past N zero-filled and masked); any B.
 // Launches, d = 32 and N <= 128: wgmma3x_short(qkv, out, B, N, scale_log2) grid ceil(B / WGMMA3X_SHORT_ITEMS),
 // block 384, dynamic shared memory kShortSmemBytes (230,464 B: two operand buffers of 64 KB, two raw buffers of 48
-// KB, 8 mbarriers), no workspace. Otherwise: workspaces split_counters B * ceil(N / (64 * WG)) words, zero before
-// the first pass, and, with S > 1 parts, split_partials B * ceil(N / (64 * WG)) * S * kRecordFloats floats; N <=
+// KB, 8 mbarriers), no workspace. Otherwise: workspaces split_counters B * ceil(N / 128) words, zero before
+// the first pass, and, with S > 1 parts, split_partials B * ceil(N / 128) * S * kRecordFloats floats; N <=
 // 256 (512 at d = 32): wgmma3x_stream(qkv, out, B, N, scale_log2, split_partials, split_counters); beyond:
 // workspaces kv_split 4 * B * ceil(N / BN) * BN * d floats (BN = 64, 32 at d = 128) and prep_counters 3 + B *
 // ceil(ceil(N / BN) / 8) words, zero before the first pass, wgmma3x_prep(qkv, kv_split, prep_counters, N) grid
 // (ceil(N / BN), P), block 256 (P items, at most B and 65535), then wgmma3x_fwd(qkv, out, B, N, scale_log2,
 // kv_split, prep_counters, split_partials, split_counters). Both main kernels: dynamic shared memory
-// kStreamSmemBytes (181,504 B at d = 32, 230,528 B at d = 64 and 128), grid (X, 1, S), block 128 * (WG + 1) (WG =
-// 2; 1 at d = 128): X blocks deal out the B * ceil(N / (64 * WG)) units (item, row block), any X from 1 up at WG =
-// 2 and exactly the unit count at d = 128; S parts, at most ceil(N / BN) of them used.
+// kStreamSmemBytes (181,504 B at d = 32, 230,528 B at d = 64 and 128), grid (X, 1, S), block 384: X blocks deal
+// out the B * ceil(N / 128) units (item, row block), any X from 1 up; S parts, at most ceil(N / BN) of them
+// used.
 #include <cstdint>
 
 #include "common.cuh"
@@ -66,12 +69,16 @@
 #error "wgmma3x.cu needs HEAD_DIM 32, 64 or 128"
 #endif
 #ifndef WGMMA3X_OVERLAP
-#define WGMMA3X_OVERLAP 1  // FA3 intra-warpgroup overlap of softmax with the tensor cores; 0: plain order
+// FA3 intra-warpgroup overlap of softmax with the tensor cores; 0: plain order. Not at d = 128: S of the
+// next tile, P of this one and Q big would not fit beside O in the consumers' registers (spills).
+#define WGMMA3X_OVERLAP (HEAD_DIM != 128)
 #endif
 // (No preprocessor guard on __CUDA_ARCH_FEAT_SM90_ALL: pycuda's cache-key preprocessing pass does not
 // define it. Built for anything but sm_90a, ptxas rejects the wgmma / setmaxnreg instructions.)
 #ifndef WGMMA3X_QREG
-#define WGMMA3X_QREG (HEAD_DIM == 32)  // Q in registers for S (measured: pays at d = 32, not at d = 64, see NOTES.md)
+// Q in registers for S (measured: pays at d = 32, not at d = 64, see NOTES.md); at d = 128 Q big must be in
+// registers: two warpgroups' Q big and small do not fit in shared memory beside the rings
+#define WGMMA3X_QREG (HEAD_DIM == 32 || HEAD_DIM == 128)
 #endif
 #ifndef WGMMA3X_PINGPONG
 #define WGMMA3X_PINGPONG 1  // FA3 ping-pong of the two consumer warpgroups (named barriers); 0: free-running
@@ -83,7 +90,7 @@
 namespace {
 
 constexpr int kHeadDim = HEAD_DIM;
-constexpr int kWarpgroups = kHeadDim <= 64 ? 2 : 1;    // consumer warpgroups, 64 query rows each
+constexpr int kWarpgroups = 2;                         // consumer warpgroups, 64 query rows each
 constexpr int kTileKeys = kHeadDim <= 64 ? 64 : 32;    // keys per K/V tile (S's N, P V's K)
 constexpr int kStages = kHeadDim == 32 ? 4 : 2;        // shared-memory ring depth
 constexpr int kBlockRows = 64 * kWarpgroups;
@@ -99,21 +106,25 @@ constexpr int kProducerBarrier = 6;  // named barrier of the producer warpgroup 
 constexpr int kProducerRegs = 24;
 constexpr int kConsumerRegs = 240;
 static_assert(kProducerThreads * kProducerRegs + kConsumerThreads * kConsumerRegs <= 65536, "register file");
-// Blocks loop over units (persistent) only with two consumer warpgroups: at d = 128 the loop's state
-// spills (255 registers for both roles, no setmaxnreg), so a block runs its first unit only and the
-// grid's x must be the unit count.
-constexpr bool kPersistent = kWarpgroups == 2;
 // WGMMA3X_QREG: S = Q K^T takes Q from registers (wgmma A operand), saving shared-memory bandwidth.
 // d = 32: Q big and small both in registers; d = 64: Q big in registers, Q small still in shared
 // memory.
-constexpr bool kQReg = WGMMA3X_QREG && kHeadDim <= 64;
+constexpr bool kQReg = WGMMA3X_QREG;
 constexpr bool kQSmallInRegs = kQReg && kHeadDim == 32;
 constexpr int kQRegSteps = kQReg ? kHeadDim / 8 : 1;
 constexpr int kQSmallSteps = kQSmallInRegs ? kHeadDim / 8 : 1;
+// Q halves a consumer warpgroup keeps in shared memory: big and small, or at d = 128 small only (Q big in
+// registers; two warpgroups' Q big and small, 128 KB, would leave no room for the rings).
+constexpr int kQSmemHalves = kHeadDim == 128 ? 1 : 2;
+static_assert(kHeadDim != 128 || (kQReg && !kQSmallInRegs), "d = 128 keeps Q big in registers, Q small in shared memory");
+// d = 128: P V in two halves of 64 columns (V^T rows) through one 32-float accumulator: a 64-float one
+// beside O and Q big would not fit in the consumers' 240 registers.
+constexpr int kPvHalves = kHeadDim == 128 ? 2 : 1;
+constexpr int kPvCols = kHeadDim / kPvHalves;
 // dynamic shared memory of the main kernels: K and V rings + Q (big, small) per warpgroup + 4 mbarriers per
 // stage, 2 for the raw tiles and 1 for the streaming lane's end, then one raw K and one raw V tile,
 // 128-byte aligned, + 1024 alignment slack.
-constexpr int kBarrierOffsetFloats = kStages * kStageFloats + kWarpgroups * 2 * kQFloats;  // rings, Q
+constexpr int kBarrierOffsetFloats = kStages * kStageFloats + kWarpgroups * kQSmemHalves * kQFloats;  // rings, Q
 constexpr int kRawOffsetFloats = (kBarrierOffsetFloats * 4 + kStages * 32 + 24 + 127) / 128 * 32;
 constexpr int kStreamSmemBytes = kRawOffsetFloats * 4 + 2 * kTileFloats * 4 + 1024;
 static_assert(kStreamSmemBytes <= 227 * 1024, "shared memory");
@@ -137,7 +148,7 @@ __device__ __forceinline__ void wgmma_ss_n64(float (&d)[32], uint64_t desc_a, ui
 }
 #endif
 
-#if HEAD_DIM == 32
+#if HEAD_DIM == 32 || HEAD_DIM == 128
 __device__ __forceinline__ void wgmma_rs_n32(float (&d)[16], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
@@ -145,25 +156,8 @@ __device__ __forceinline__ void wgmma_rs_n32(float (&d)[16], const uint32_t (&a)
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
 }
-#elif HEAD_DIM == 64
-__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
-}
-#else
-__device__ __forceinline__ void wgmma_rs_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
-}
 #endif
-
-#if WGMMA3X_QREG && HEAD_DIM == 32
+#if HEAD_DIM == 64 || HEAD_DIM == 128 || (WGMMA3X_QREG && HEAD_DIM == 32)
 __device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
@@ -173,7 +167,7 @@ __device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)
 }
 #endif
 
-// S tile (64 x kTileKeys) and P V tile (64 x kHeadDim) products.
+// S tile (64 x kTileKeys) products, A from shared memory or registers, and P V tile (64 x kPvCols) products.
 __device__ __forceinline__ void mma_s(float (&d)[kTileKeys / 2], uint64_t a, uint64_t b, int scale_d) {
 #if HEAD_DIM == 128
     wgmma_ss_n32(d, a, b, scale_d);
@@ -181,13 +175,20 @@ __device__ __forceinline__ void mma_s(float (&d)[kTileKeys / 2], uint64_t a, uin
     wgmma_ss_n64(d, a, b, scale_d);
 #endif
 }
-__device__ __forceinline__ void mma_pv(float (&d)[kHeadDim / 2], const uint32_t (&a)[4], uint64_t b, int scale_d) {
+#if WGMMA3X_QREG
+__device__ __forceinline__ void mma_s_rs(float (&d)[kTileKeys / 2], const uint32_t (&a)[4], uint64_t b, int scale_d) {
+#if HEAD_DIM == 128
+    wgmma_rs_n32(d, a, b, scale_d);
+#else
+    wgmma_rs_n64(d, a, b, scale_d);
+#endif
+}
+#endif
+__device__ __forceinline__ void mma_pv(float (&d)[kPvCols / 2], const uint32_t (&a)[4], uint64_t b, int scale_d) {
 #if HEAD_DIM == 32
     wgmma_rs_n32(d, a, b, scale_d);
-#elif HEAD_DIM == 64
-    wgmma_rs_n64(d, a, b, scale_d);
 #else
-    wgmma_rs_n128(d, a, b, scale_d);
+    wgmma_rs_n64(d, a, b, scale_d);
 #endif
 }
 
@@ -475,7 +476,7 @@ __device__ __forceinline__ void issue_s(float (&scores)[kTileKeys / 2], uint32_t
     for (int kk = 0; kk < kHeadDim / 8; ++kk) mma_s(scores, desc_k(qb, 64, kk), desc_k(kb, kTileKeys, kk), 1);
 }
 
-#if WGMMA3X_QREG && HEAD_DIM <= 64
+#if WGMMA3X_QREG
 // S = Q K^T with Q's A fragments in registers (see kQReg).
 __device__ __forceinline__ void issue_s_qreg(float (&scores)[kTileKeys / 2],
                                              const uint32_t (&qf_big)[kQRegSteps][4],
@@ -484,19 +485,19 @@ __device__ __forceinline__ void issue_s_qreg(float (&scores)[kTileKeys / 2],
     if constexpr (kQSmallInRegs) {
 #pragma unroll
         for (int kk = 0; kk < kHeadDim / 8; ++kk) {
-            wgmma_rs_n64(scores, qf_small[kk], desc_k(kb, kTileKeys, kk), kk > 0);
-            wgmma_rs_n64(scores, qf_big[kk], desc_k(ks, kTileKeys, kk), 1);
+            mma_s_rs(scores, qf_small[kk], desc_k(kb, kTileKeys, kk), kk > 0);
+            mma_s_rs(scores, qf_big[kk], desc_k(ks, kTileKeys, kk), 1);
         }
 #pragma unroll
-        for (int kk = 0; kk < kHeadDim / 8; ++kk) wgmma_rs_n64(scores, qf_big[kk], desc_k(kb, kTileKeys, kk), 1);
+        for (int kk = 0; kk < kHeadDim / 8; ++kk) mma_s_rs(scores, qf_big[kk], desc_k(kb, kTileKeys, kk), 1);
     } else {
 #pragma unroll
         for (int kk = 0; kk < kHeadDim / 8; ++kk) {
             mma_s(scores, desc_k(qs, 64, kk), desc_k(kb, kTileKeys, kk), kk > 0);
-            wgmma_rs_n64(scores, qf_big[kk], desc_k(ks, kTileKeys, kk), 1);
+            mma_s_rs(scores, qf_big[kk], desc_k(ks, kTileKeys, kk), 1);
         }
 #pragma unroll
-        for (int kk = 0; kk < kHeadDim / 8; ++kk) wgmma_rs_n64(scores, qf_big[kk], desc_k(kb, kTileKeys, kk), 1);
+        for (int kk = 0; kk < kHeadDim / 8; ++kk) mma_s_rs(scores, qf_big[kk], desc_k(kb, kTileKeys, kk), 1);
     }
 }
 #define ISSUE_S(kaddr) issue_s_qreg(scores, qf_big, qf_small, qs, kaddr)
@@ -504,9 +505,10 @@ __device__ __forceinline__ void issue_s_qreg(float (&scores)[kTileKeys / 2],
 #define ISSUE_S(kaddr) issue_s(scores, qb, qs, kaddr)
 #endif
 
-// P V into the fresh accumulator pv, small terms first (issue only).
-__device__ __forceinline__ void issue_pv(float (&pv)[kHeadDim / 2], const uint32_t (&p_big)[kTileKeys / 8][4],
-                                         const uint32_t (&p_small)[kTileKeys / 8][4], uint32_t vb) {
+// P V (columns kPvCols h .. kPvCols (h + 1) - 1) into the fresh accumulator pv, small terms first (issue only).
+__device__ __forceinline__ void issue_pv(float (&pv)[kPvCols / 2], const uint32_t (&p_big)[kTileKeys / 8][4],
+                                         const uint32_t (&p_small)[kTileKeys / 8][4], uint32_t vb, int h = 0) {
+    vb += h * kPvCols * 128;  // V^T rows kPvCols h ..: one 128-byte row (kTileKeys = 32 keys at d = 128) each
     const uint32_t vs = vb + kTileFloats * 4;
 #pragma unroll
     for (int j = 0; j < kTileKeys / 8; ++j) {
@@ -584,15 +586,35 @@ __device__ __forceinline__ void split_p(const float (&p)[kTileKeys / 2], uint32_
     }
 }
 
-// O = alpha O + pv in FP32 (the 3xTF32 accuracy rule: no long-running tensor-core sums).
-__device__ __forceinline__ void update_o(float (&o)[kHeadDim / 2], const float (&pv)[kHeadDim / 2], float alpha_lo,
-                                         float alpha_hi) {
+// O = alpha O + pv in FP32 (the 3xTF32 accuracy rule: no long-running tensor-core sums), for the columns of
+// P V half h.
+__device__ __forceinline__ void update_o(float (&o)[kHeadDim / 2], const float (&pv)[kPvCols / 2], float alpha_lo,
+                                         float alpha_hi, int h = 0) {
 #pragma unroll
-    for (int n = 0; n < kHeadDim / 8; ++n) {
-        o[4 * n + 0] = fmaf(o[4 * n + 0], alpha_lo, pv[4 * n + 0]);
-        o[4 * n + 1] = fmaf(o[4 * n + 1], alpha_lo, pv[4 * n + 1]);
-        o[4 * n + 2] = fmaf(o[4 * n + 2], alpha_hi, pv[4 * n + 2]);
-        o[4 * n + 3] = fmaf(o[4 * n + 3], alpha_hi, pv[4 * n + 3]);
+    for (int n = 0; n < kPvCols / 8; ++n) {
+        const int on = h * (kPvCols / 8) + n;
+        o[4 * on + 0] = fmaf(o[4 * on + 0], alpha_lo, pv[4 * n + 0]);
+        o[4 * on + 1] = fmaf(o[4 * on + 1], alpha_lo, pv[4 * n + 1]);
+        o[4 * on + 2] = fmaf(o[4 * on + 2], alpha_hi, pv[4 * n + 2]);
+        o[4 * on + 3] = fmaf(o[4 * on + 3], alpha_hi, pv[4 * n + 3]);
+    }
+}
+// O = alpha O + P V once the (first) P V product is done in pv. At d = 128 that was the first half of the
+// columns: it is added, then the second half runs through the same accumulator (issued outside the
+// ping-pong's turn: the other warpgroup's products keep the tensor cores busy meanwhile).
+__device__ __forceinline__ void add_pv(float (&o)[kHeadDim / 2], float (&pv)[kPvCols / 2],
+                                       uint32_t (&p_big)[kTileKeys / 8][4], uint32_t (&p_small)[kTileKeys / 8][4],
+                                       uint32_t vb, float alpha_lo, float alpha_hi) {
+    update_o(o, pv, alpha_lo, alpha_hi, 0);
+    if constexpr (kPvHalves == 2) {
+        wgmma_fence();  // pv was read by the addition above
+        issue_pv(pv, p_big, p_small, vb, 1);
+        wgmma_commit();
+        wgmma_wait<0>();
+        pin(pv);
+        pin(p_big);
+        pin(p_small);
+        update_o(o, pv, alpha_lo, alpha_hi, 1);
     }
 }
 
@@ -601,14 +623,13 @@ __device__ __forceinline__ void update_o(float (&o)[kHeadDim / 2], const float (
 // does its softmax. Named barriers 3 (warpgroup 0 may issue) and 4 (warpgroup 1 may issue), 256 threads.
 __device__ __forceinline__ void sched_wait(int wg) {
 #if WGMMA3X_PINGPONG
-    if constexpr (kWarpgroups == 2) asm volatile("bar.sync %0, 256;\n" ::"r"(3 + wg) : "memory");
+    asm volatile("bar.sync %0, 256;\n" ::"r"(3 + wg) : "memory");
 #endif
 }
 __device__ __forceinline__ void sched_release(int wg, bool last) {
 #if WGMMA3X_PINGPONG
     // warpgroup 1 skips its last release so that every arrival has a matching wait
-    if constexpr (kWarpgroups == 2)
-        if (!(last && wg == 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(4 - wg) : "memory");
+    if (!(last && wg == 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(4 - wg) : "memory");
 #endif
 }
 
@@ -708,8 +729,8 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
     float* const smem = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(smem_f4) + 1023) & ~uintptr_t(1023));
     float* const ring_k = smem;
     float* const ring_v = ring_k + kStages * 2 * kTileFloats;
-    float* const q_all = ring_v + kStages * 2 * kTileFloats;    // [kWarpgroups][2][kQFloats]
-    uint64_t* const full_k = reinterpret_cast<uint64_t*>(q_all + kWarpgroups * 2 * kQFloats);
+    float* const q_all = ring_v + kStages * 2 * kTileFloats;    // [kWarpgroups][kQSmemHalves][kQFloats]
+    uint64_t* const full_k = reinterpret_cast<uint64_t*>(q_all + kWarpgroups * kQSmemHalves * kQFloats);
     uint64_t* const full_v = full_k + kStages;
     uint64_t* const empty_k = full_v + kStages;
     uint64_t* const empty_v = empty_k + kStages;
@@ -754,7 +775,7 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
 
     if (warp >= kConsumerThreads / 32) {
         // Producer warpgroup: it gives most of its registers to the consumers.
-        if constexpr (kWarpgroups == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
         if constexpr (kStreamed) {
             // One thread bulk-copies the raw K and V tiles of each unit's item (row-major, as in the input)
             // into raw_k and raw_v; all 128 split each one into the ring's operand layout, then hand the stage
@@ -825,7 +846,6 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
                         else if (has_next) copy_raw(raw_v, K_next + n_d, 0, raw_full_v);
                     }
                 }
-                if constexpr (!kPersistent) break;
             }
         } else if (warp == kConsumerThreads / 32) {
             // One lane streams the pre-split tiles of each unit's item through the rings, once they are split.
@@ -834,7 +854,7 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
             // (the grid's x read afresh at each step, not kept: in 24 registers it was spilled)
             for (int u = blockIdx.x; u < units; u += nctaid_x(), g += n_tiles) {
                 const int b = u / row_tiles;
-                const float* const src = kv_split + (static_cast<size_t>(b) * all_tiles + tile_begin) * kStageFloats;
+                const float* const src = kv_split + (static_cast<size_t>(b) * all_tiles + static_cast<unsigned>(tile_begin)) * kStageFloats;  // (zero-extended: one register fewer)
                 for (int tile = 0; tile < n_tiles; ++tile) {
                     if (tile == 0 || (tile_begin + tile) % kReadyTiles == 0) wait_tiles_split(prep_counters, b, tile_begin + tile, N);
                     const int gt = g + tile;
@@ -848,7 +868,6 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
                     mbar_arrive_expect_tx(full_v + s, 2 * kTileFloats * 4);
                     bulk_copy(ring_v + s * 2 * kTileFloats, from + 2 * kTileFloats, 2 * kTileFloats * 4, full_v + s);
                 }
-                if constexpr (!kPersistent) break;
             }
             mbar_arrive(streamed);
         } else {
@@ -860,26 +879,28 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
     }
 
     // ---- consumer warpgroup wg: query rows q0 .. q0 + 63 of each unit ----
-    if constexpr (kWarpgroups == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
     const int wg = warp >> 2;
     const int wl = warp & 3;  // warp in warpgroup: rows 16 wl .. 16 wl + 15
     const int tid = threadIdx.x & 127;
     const int g = lane >> 2, t = lane & 3;
-    float* const q_big = q_all + wg * 2 * kQFloats;
-    float* const q_small = q_big + kQFloats;
+    float* const q_big = q_all + wg * kQSmemHalves * kQFloats;  // (not kept at d = 128: Q big is in registers)
+    float* const q_small = q_big + (kQSmemHalves - 1) * kQFloats;
     const uint32_t qb = smem_u32(q_big), qs = smem_u32(q_small);
     const uint32_t rk = smem_u32(ring_k), rv = smem_u32(ring_v);
     constexpr uint32_t kHalfStageBytes = 2 * kTileFloats * 4;
 #if WGMMA3X_OVERLAP && WGMMA3X_PINGPONG
-    if constexpr (kWarpgroups == 2)
-        if (wg == 1) asm volatile("bar.arrive 3, 256;\n" ::: "memory");  // warpgroup 0 issues first
+    if (wg == 1) asm volatile("bar.arrive 3, 256;\n" ::: "memory");  // warpgroup 0 issues first
 #endif
 
     int done = 0;  // tiles of the block's earlier units (the rings' count runs on across units)
-    for (int u = blockIdx.x; u < units; u += gridDim.x, done += n_tiles) {
-        const int b = u / row_tiles;
-        const int q0 = (u - b * row_tiles) * kBlockRows + wg * 64;
-        const bool final_unit = u + static_cast<int>(gridDim.x) >= units;
+    // d = 128: the row blocks formed again (unsigned, another expression than the kernel's start, which ptxas
+    // would keep: in the consumers' registers it was spilled)
+    const int my_row_tiles = kHeadDim == 128 ? static_cast<int>((static_cast<unsigned>(N) + kBlockRows - 1) / kBlockRows) : row_tiles;
+    for (int u = blockIdx.x; u < (kHeadDim == 128 ? B * my_row_tiles : units); u += gridDim.x, done += n_tiles) {
+        const int b = u / my_row_tiles;
+        const int q0 = (u - b * my_row_tiles) * kBlockRows + wg * 64;
+        [[maybe_unused]] const bool final_unit = u + static_cast<int>(gridDim.x) >= units;  // (the ping-pong's last release)
         {
             const float* const Q = qkv + qkv_item_offset(b, N, kHeadDim);
             constexpr int kRowChunks = kHeadDim / 4;
@@ -899,7 +920,7 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
                 const int i = tid + 128 * k, r = i / kRowChunks, c4 = i % kRowChunks;
                 float4 big, small;
                 split4(q0 + r < N ? q[k] : make_float4(0.f, 0.f, 0.f, 0.f), big, small);
-                *reinterpret_cast<float4*>(q_big + swz(r, c4, 64)) = big;
+                if constexpr (kQSmemHalves == 2) *reinterpret_cast<float4*>(q_big + swz(r, c4, 64)) = big;
                 *reinterpret_cast<float4*>(q_small + swz(r, c4, 64)) = small;
             }
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma reads
@@ -937,7 +958,7 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
         for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0f;
         float scores[kTileKeys / 2];
         uint32_t p_big[kTileKeys / 8][4], p_small[kTileKeys / 8][4];
-        float pv[kHeadDim / 2];
+        float pv[kPvCols / 2];
         float alpha_lo, alpha_hi;
 
 #if WGMMA3X_OVERLAP
@@ -983,9 +1004,9 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
             pin(pv);
             pin(p_big);
             pin(p_small);
+            add_pv(o, pv, p_big, p_small, rv + sp * kHalfStageBytes, pend_lo, pend_hi);
             __syncwarp();
             if (lane == 0) mbar_arrive(empty_v + sp);
-            update_o(o, pv, pend_lo, pend_hi);
             pend_lo = alpha_lo;
             pend_hi = alpha_hi;
             split_p(scores, p_big, p_small);
@@ -1003,9 +1024,11 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
             sched_release(wg, final_unit);
             wgmma_wait<0>();
             pin(pv);
+            pin(p_big);
+            pin(p_small);
+            add_pv(o, pv, p_big, p_small, rv + sp * kHalfStageBytes, pend_lo, pend_hi);
             __syncwarp();
             if (lane == 0) mbar_arrive(empty_v + sp);
-            update_o(o, pv, pend_lo, pend_hi);
         }
 #else
         // Plain order: S, softmax, P V, one after the other (the two warpgroups overlap each other).
@@ -1033,9 +1056,11 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
             wgmma_commit();
             wgmma_wait<0>();
             pin(pv);
+            pin(p_big);
+            pin(p_small);
+            add_pv(o, pv, p_big, p_small, rv + s * kHalfStageBytes, alpha_lo, alpha_hi);
             __syncwarp();
             if (lane == 0) mbar_arrive(empty_v + s);
-            update_o(o, pv, alpha_lo, alpha_hi);
         }
 #endif
 
@@ -1061,7 +1086,6 @@ __device__ __forceinline__ void fwd_body(const float* __restrict__ qkv, float* _
                         make_float2(o[4 * n + 2] * inv_hi, o[4 * n + 3] * inv_hi);
             }
         }
-        if constexpr (!kPersistent) break;
     }
 }
 
@@ -1279,7 +1303,7 @@ extern "C" __global__ void __launch_bounds__(kShortThreads, 1)
         for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0f;
         float scores[kTileKeys / 2];
         uint32_t p_big[kTileKeys / 8][4], p_small[kTileKeys / 8][4];
-        float pv[kHeadDim / 2];
+        float pv[kPvCols / 2];
         float alpha_lo, alpha_hi;
         // The fwd kernel's schedule (FlashAttention-3): S of tile i is issued with P V of tile i - 1 and
         // the softmax of tile i runs while that P V is on the tensor cores; when both warpgroups have

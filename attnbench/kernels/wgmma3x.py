@@ -16,18 +16,25 @@ def _wgmma3x_tile_keys(s: Shape) -> int:
 
 
 def _wgmma3x_warpgroups(s: Shape) -> int:
-    """Consumer warpgroups (64 query rows each) per block: 2, or 1 at d = 128."""
-    return 2 if s.d <= 64 else 1
+    """Consumer warpgroups (64 query rows each) per block."""
+    return 2
+
+
+def _wgmma3x_q_halves(s: Shape) -> int:
+    """Halves of Q (big, small) each consumer warpgroup keeps in shared memory: both, or at d = 128 only the
+    small one (Q big is in registers: two warpgroups' Q big and small would leave no room for the rings)."""
+    return 1 if s.d == 128 else 2
 
 
 def _wgmma3x_smem(s: Shape) -> int:
     """Bytes of dynamic shared memory of wgmma3x_fwd and wgmma3x_stream: K and V rings (big + small
-    halves; 4 stages at d = 32, else 2), Q big/small per consumer warpgroup, 4 mbarriers per stage and 3
-    more, then one raw K and one raw V tile at the next 128-byte boundary, and 1024 B of slack for the
-    1024-byte swizzle alignment. 181,504 B at d = 32, 230,528 B at d = 64 and d = 128."""
+    halves; 4 stages at d = 32, else 2), Q big/small per consumer warpgroup (small only at d = 128), 4
+    mbarriers per stage and 3 more, then one raw K and one raw V tile at the next 128-byte boundary, and
+    1024 B of slack for the 1024-byte swizzle alignment. 181,504 B at d = 32, 230,528 B at d = 64 and
+    d = 128."""
     stages = 4 if s.d == 32 else 2
     stage_bytes = 16 * _wgmma3x_tile_keys(s) * s.d  # K big, K small, V^T big, V^T small
-    q_bytes = _wgmma3x_warpgroups(s) * 2 * 64 * s.d * 4
+    q_bytes = _wgmma3x_warpgroups(s) * _wgmma3x_q_halves(s) * 64 * s.d * 4
     raw_offset = cdiv(stages * stage_bytes + q_bytes + stages * 32 + 24, 128) * 128
     return raw_offset + 2 * 4 * _wgmma3x_tile_keys(s) * s.d + 1024
 
@@ -154,12 +161,11 @@ def _wgmma3x_units(s: Shape) -> int:
 
 def _wgmma3x_blocks(s: Shape, sms: int = _HOPPER_SMS) -> int:
     """The main kernel's grid x on a GPU of `sms` SMs. Its blocks loop over units (see cuda/wgmma3x.cu), so
-    an unsplit pass with two consumer warpgroups runs one persistent block per SM with the units dealt out
-    evenly: a block's set-up and its first copy's latency are paid once, and its producer fills the ring
-    with the next unit's tiles while the consumers finish the current one. A split pass, and d = 128
-    (whose kernel runs one unit per block), take one block per unit."""
+    an unsplit pass runs one persistent block per SM with the units dealt out evenly: a block's set-up and
+    its first copy's latency are paid once, and its producer fills the ring with the next unit's tiles
+    while the consumers finish the current one. A split pass takes one block per unit."""
     units = _wgmma3x_units(s)
-    if _wgmma3x_warpgroups(s) == 1 or _wgmma3x_splits(s) > 1:
+    if _wgmma3x_splits(s) > 1:
         return units
     return cdiv(units, cdiv(units, sms))
 
@@ -224,9 +230,10 @@ WGMMA3X = Variant(
     "d = 32), the first items by a pre-pass kernel and the rest by three warps of each block's producer "
     "warpgroup beside the products, or split in shared memory by the producer warpgroup from raw bulk-copied "
     "tiles (shorter N), "
-    "cp.async.bulk + mbarrier ring fed by a producer warpgroup, 2 consumer warpgroups ping-pong, "
+    "cp.async.bulk + mbarrier ring fed by a producer warpgroup, 2 consumer warpgroups ping-pong (at d = 128 "
+    "free-running, Q big in registers and P V in two column halves), "
     "persistent blocks (one per SM) that run their ring on across (item, row block) units, "
-    "softmax overlapped with P V; the key range split with a combine where the grid fills the last "
+    "softmax overlapped with P V (d <= 64); the key range split with a combine where the grid fills the last "
     "wave badly (few items); for d = 32, N <= 128 no pre-pass: 8 whole items per block, each item's "
     "Q K V bulk-copied two items ahead and split in shared memory by a producer warpgroup while the "
     "consumers compute the item before",

@@ -150,7 +150,7 @@ def test_wgmma3x_pre_pass_kernel_splits_the_items_of_the_first_two_rounds(shape,
     two rounds (units are item-major), and no more than one item past them."""
     prep, fwd = WGMMA3X.launches_for(shape)
     tiles, items, _ = prep.grid_for(shape, sms)
-    blocks, row_blocks = fwd.grid_for(shape, sms)[0], cdiv(shape.N, 128 if shape.d <= 64 else 64)
+    blocks, row_blocks = fwd.grid_for(shape, sms)[0], cdiv(shape.N, 128)
     first_units = min(2 * blocks, shape.B * row_blocks)
     assert tiles == cdiv(shape.N, 64 if shape.d <= 64 else 32)
     assert 1 <= items <= shape.B and (first_units - 1) // row_blocks < items <= (first_units - 1) // row_blocks + 1

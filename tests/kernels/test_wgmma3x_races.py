@@ -27,6 +27,9 @@ RUNS = {
     "streaming": (5, 200, 64, 1, 2),
     "short, masked tile": (20, 100, 32, 1, 0),
     "short": (16, 128, 32, 1, 0),
+    "pre-pass workers, d = 128": (4, 700, 128, 1, 2),
+    "key split, d = 128": (2, 300, 128, 4, 0),
+    "streaming, d = 128": (3, 200, 128, 1, 2),
 }
 
 

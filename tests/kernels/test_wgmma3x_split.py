@@ -27,7 +27,7 @@ def test_few_items_split_their_keys_so_the_blocks_fill_more_of_their_waves(shape
     """t10's 160 blocks of 128 rows fill 61% of two waves on 132 SMs; split, the last wave is fuller."""
     splits = fwd(shape).grid(shape)[2]
     blocks = fwd(shape).grid(shape)[0]  # one block per (item, row block) in a split pass
-    assert splits > 1 and blocks == shape.B * cdiv(shape.N, 128 if shape.d <= 64 else 64)
+    assert splits > 1 and blocks == shape.B * cdiv(shape.N, 128)
     filled = blocks * splits / (cdiv(blocks * splits, 132) * 132)
     assert filled > blocks / (cdiv(blocks, 132) * 132)
 
@@ -55,9 +55,9 @@ def test_more_than_four_waves_of_blocks_are_never_split():
 def test_every_split_has_a_key_tile_and_a_record_and_every_row_block_a_counter(shape):
     splits = fwd(shape).grid(shape)[2]
     tiles = cdiv(shape.N, 64 if shape.d <= 64 else 32)
-    assert 1 <= splits <= min(4, tiles)
     consumer_threads = fwd(shape).block(shape)[0] - 128
     row_blocks = cdiv(shape.N, consumer_threads // 2)  # 64 query rows per consumer warpgroup
+    assert 1 <= splits <= min(4, tiles)
     if splits > 1:  # one block per unit: the record index is the unit's
         assert fwd(shape).grid(shape)[0] == shape.B * row_blocks
     record = 4 * (shape.d // 2 + 4) * consumer_threads  # the kernel's kRecordValues floats per consumer thread
@@ -86,11 +86,12 @@ def test_the_short_path_has_no_split_workspace():
 
 
 def units(shape: Shape) -> int:
-    return shape.B * cdiv(shape.N, 128 if shape.d <= 64 else 64)
+    return shape.B * cdiv(shape.N, 128)
 
 
 @pytest.mark.parametrize("shape", [Shape(6800, 128, 64), Shape(160, 128, 64), Shape(3400, 256, 64), Shape(6800, 256, 32),
-                                   Shape(500, 2048, 64), Shape(4, 32768, 32), Shape(133, 100, 64), Shape(1, 1, 64)], ids=str)
+                                   Shape(500, 2048, 64), Shape(4, 32768, 32), Shape(133, 100, 64), Shape(1, 1, 64),
+                                   Shape(8, 4096, 128), Shape(1000, 32, 128), Shape(3, 17, 128)], ids=str)
 def test_unsplit_passes_deal_their_units_evenly_to_at_most_one_block_per_sm(shape):
     """t12's 6,800 units run on 132 persistent blocks, 51 or 52 each; t02's 160 on 80 blocks of 2 (not 132
     blocks, 28 of them with a second unit: the same two rounds, on fewer SMs)."""
@@ -99,17 +100,18 @@ def test_unsplit_passes_deal_their_units_evenly_to_at_most_one_block_per_sm(shap
     assert cdiv(units(shape), x) == cdiv(units(shape), 132)  # no more rounds than one block per SM needs
 
 
-@pytest.mark.parametrize("shape", [Shape(8, 4096, 128), Shape(1000, 32, 128), Shape(3, 17, 128), Shape(10, 2048, 64),
-                                   Shape(2, 256, 64)], ids=str)
-def test_d128_and_split_passes_take_one_block_per_unit(shape):
-    """The kernel runs one unit per block at d = 128 (kPersistent), so its grid x must be the unit count."""
-    assert fwd(shape).grid(shape)[0] == units(shape)
+@pytest.mark.parametrize("shape", [Shape(10, 2048, 64), Shape(2, 256, 64), Shape(1, 4096, 128), Shape(2, 600, 128)], ids=str)
+def test_split_passes_take_one_block_per_unit(shape):
+    """A split pass runs one unit per block (its parts combine through a record per unit)."""
+    assert fwd(shape).grid(shape)[2] > 1 and fwd(shape).grid(shape)[0] == units(shape)
 
 
 def test_the_persistent_rule_matches_the_kernel():
+    """The host deals units to persistent blocks of two consumer warpgroups (128 rows) at every d."""
     source = (kernel_dir() / WGMMA3X.source).read_text()
-    assert "constexpr bool kPersistent = kWarpgroups == 2;" in source
-    assert "constexpr int kWarpgroups = kHeadDim <= 64 ? 2 : 1;" in source
+    assert "constexpr int kWarpgroups = 2;" in source
+    assert "for (int u = blockIdx.x; u < units; u += gridDim.x, g += n_tiles)" in source  # the streaming producer
+    assert "kPersistent" not in source  # (once a rule that ran one unit a block at d = 128)
 
 
 @pytest.mark.parametrize("sms", [114, 132, 78])

@@ -54,8 +54,8 @@ def gpu_variants() -> list[Variant]:
 # Which GPU variant is the default: the first in this list that accepts the shape and the GPU.
 # Measured on an H200 (results/2026-11-21_h200_ladder_*.md, results/2026-11-22_h200_*.md): on Hopper
 # wgmma3x leads from N = 512 for d = 32, 64 and 128 (1.1-1.8x tf32x3; results/2026-11-22_h200_switch_point_*),
-# and below on its short path (d = 32) and its streaming path (d = 64) where enough items fill the GPU
-# (_wgmma3x_leads); tf32x3 leads wherever else it applies; among the FFMA variants fa2simt leads for d in {32, 64, 128}
+# from N = 65 at d = 128, and below on its short path (d = 32) and its streaming path (d = 64) where enough
+# items fill the GPU (_wgmma3x_leads); tf32x3 leads wherever else it applies; among the FFMA variants fa2simt leads for d in {32, 64, 128}
 # (25-45 TFLOP/s on the course cases against gemm's 13-24), then gemm from N = 128 to 32768 and on
 # square shapes; online takes the large head dimensions gemm cannot hold; singlehead is left out
 # (its unsafe softmax can overflow). On the square lab's shapes (d > 128) the exact tensor-core GEMMs
@@ -76,12 +76,15 @@ def _wgmma3x_leads(shape: Shape) -> bool:
     - d = 64 up to N = 256 (the same path) from 80 units at N <= 128 and 20 units above: 1.21x on t02
       (160 units), 0.96-0.98x at 5 to 40 units of N = 128 (all about 12 us, launch-bound); at N = 256
       1.44x at 20 units, 1.17x at 40, 1.23x on t04 (same file);
-    - d = 128 below N = 512 stays with tf32x3 (0.94-0.95x at (100, 256) and (200, 256), same file)."""
+    - d = 128 from N = 65, with its two consumer warpgroups (on an H100,
+      results/2026-11-26_h100_switch_point_d128.md): 1.02-1.42x tf32x3 at N = 128, 1.24-1.70x at N = 256 and
+      384, for B from 5 to 1000; at N = 64 0.81-0.97x but for B = 80 (1.08x), so it stays with tf32x3."""
     units = shape.B * cdiv(shape.N, 128)
     d32_full_wave = shape.d == 32 and (shape.N <= 128 or shape.N % 128 == 0) and shape.B >= 1056
     d32_streamed = shape.d == 32 and 128 < shape.N <= 256 and shape.N % 128 == 0 and units >= 80
     d64_streamed = shape.d == 64 and shape.N <= 256 and units >= (80 if shape.N <= 128 else 20)
-    return shape.N >= 512 or d32_full_wave or d32_streamed or d64_streamed
+    d128 = shape.d == 128 and shape.N > 64
+    return shape.N >= 512 or d32_full_wave or d32_streamed or d64_streamed or d128
 
 
 def _square_lab_shape(shape: Shape) -> bool:

@@ -71,7 +71,7 @@ def test_on_hopper_the_default_is_wgmma3x_from_the_measured_switch_point_and_tf3
     for d in (32, 64, 128):
         assert default_variant(Shape(4, 512, d), True, hopper).name == "wgmma3x"
         assert default_variant(Shape(4, 32768, d), True, hopper).name == "wgmma3x"
-        assert default_variant(Shape(4, 511, d), True, hopper).name == "tf32x3"
+        assert default_variant(Shape(4, 511, d), True, hopper).name == ("wgmma3x" if d == 128 else "tf32x3")
         assert default_variant(Shape(4, 4096, d), True, ampere).name == "tf32x3"
     assert default_variant(Shape(4, 4096, 48), True, hopper).name == "tf32x3"  # wgmma3x takes d in {32, 64, 128}
 
@@ -95,7 +95,10 @@ def test_on_hopper_the_short_path_is_the_default_from_a_full_wave_of_items():
     assert default_variant(Shape(320, 128, 32), True, hopper).name == "tf32x3"  # t01
     assert default_variant(Shape(13600, 129, 32), True, hopper).name == "tf32x3"  # past the short path, below 512
     assert default_variant(Shape(13600, 257, 64), True, hopper).name == "tf32x3"  # past the streaming path, below 512
-    assert default_variant(Shape(1000, 128, 128), True, hopper).name == "tf32x3"  # d = 128 below 512
+    assert default_variant(Shape(1000, 128, 128), True, hopper).name == "wgmma3x"  # d = 128 from N = 65
+    assert default_variant(Shape(5, 65, 128), True, hopper).name == "wgmma3x"
+    assert default_variant(Shape(1000, 64, 128), True, hopper).name == "tf32x3"  # d = 128 at N = 64
+    assert default_variant(Shape(1000, 128, 128), True, ampere).name == "tf32x3"
     assert default_variant(Shape(13600, 128, 32), True, ampere).name == "tf32x3"
 
 

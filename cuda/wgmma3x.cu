@@ -14,8 +14,8 @@
 // - a producer lane (setmaxnreg gives the producer warpgroup's registers to the consumers) streams each
 //   item's blocks, once its jobs are done, with cp.async.bulk into K and V shared-memory rings
 //   (full/empty mbarriers, K released as soon as S is done with it);
-// - N <= 256, 512 at d = 32 (wgmma3x_stream: no pre-pass): the producer warpgroup bulk-copies each raw K
-//   and V tile into a staging tile of its own and its 128 threads split it into the ring
+// - N <= 256, 512 at d = 32, 1024 at d = 128 (wgmma3x_stream: no pre-pass): the producer warpgroup
+//   bulk-copies each raw K and V tile into a staging tile of its own and its 128 threads split it into the ring
 //   (split_raw_rows_k, split_raw_rows_vt: the pre-pass's layout). With one staging tile each for K and V,
 //   the producer waits on each copy: faster than the pre-pass's extra launch and pass over K/V on short
 //   items, slower on long;
@@ -49,8 +49,8 @@
 // block 384, dynamic shared memory kShortSmemBytes (230,464 B: two operand buffers of 64 KB, two raw buffers of 48
 // KB, 8 mbarriers), no workspace. Otherwise: workspaces split_counters B * ceil(N / 128) words, zero before
 // the first pass, and, with S > 1 parts, split_partials B * ceil(N / 128) * S * kRecordFloats floats; N <=
-// 256 (512 at d = 32): wgmma3x_stream(qkv, out, B, N, scale_log2, split_partials, split_counters); beyond:
-// workspaces kv_split 4 * B * ceil(N / BN) * BN * d floats (BN = 64, 32 at d = 128) and prep_counters 3 + B *
+// 256 (512 at d = 32, 1024 at d = 128): wgmma3x_stream(qkv, out, B, N, scale_log2, split_partials,
+// split_counters); beyond: workspaces kv_split 4 * B * ceil(N / BN) * BN * d floats (BN = 64, 32 at d = 128) and prep_counters 3 + B *
 // ceil(ceil(N / BN) / 8) words, zero before the first pass, wgmma3x_prep(qkv, kv_split, prep_counters, N) grid
 // (ceil(N / BN), P), block 256 (P items, at most B and 65535), then wgmma3x_fwd(qkv, out, B, N, scale_log2,
 // kv_split, prep_counters, split_partials, split_counters). Both main kernels: dynamic shared memory
@@ -116,7 +116,8 @@ constexpr int kQSmallSteps = kQSmallInRegs ? kHeadDim / 8 : 1;
 // Q halves a consumer warpgroup keeps in shared memory: big and small, or at d = 128 small only (Q big in
 // registers; two warpgroups' Q big and small, 128 KB, would leave no room for the rings).
 constexpr int kQSmemHalves = kHeadDim == 128 ? 1 : 2;
-static_assert(kHeadDim != 128 || (kQReg && !kQSmallInRegs), "d = 128 keeps Q big in registers, Q small in shared memory");
+static_assert(kHeadDim != 128 || (kQReg && !kQSmallInRegs),
+              "d = 128 keeps Q big in registers, Q small in shared memory");
 // d = 128: P V in two halves of 64 columns (V^T rows) through one 32-float accumulator: a 64-float one
 // beside O and Q big would not fit in the consumers' 240 registers.
 constexpr int kPvHalves = kHeadDim == 128 ? 2 : 1;

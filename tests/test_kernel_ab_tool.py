@@ -32,8 +32,8 @@ def old_tree(tmp_path: Path) -> Path:
     shutil.copytree(ROOT / "cuda", tree / "cuda")
     host = tree / "attnbench" / "kernels" / "wgmma3x.py"
     text = host.read_text()
-    assert "_STREAM_MAX_N = {32: 512, 64: 256, 128: 256}" in text
-    host.write_text(text.replace("_STREAM_MAX_N = {32: 512, 64: 256, 128: 256}", "_STREAM_MAX_N = {32: 1024, 64: 1024, 128: 1024}"))
+    assert "_STREAM_MAX_N = {32: 512, 64: 256, 128: 1024}" in text
+    host.write_text(text.replace("_STREAM_MAX_N = {32: 512, 64: 256, 128: 1024}", "_STREAM_MAX_N = {32: 1024, 64: 1024, 128: 1024}"))
     return tree
 
 

@@ -52,8 +52,11 @@ def _wgmma3x_short(s: Shape) -> bool:
 # there; from N = 1024 on 16-71% slower (one staging tile each for K and V: the producer waits on each
 # copy). At N = 512, after the producer's split got cheaper (split_raw_rows_k/vt), on the H100
 # (results/2026-11-26_h100_prepass_overlap.md): d = 32 streams 7.4% faster at (80, 512, 32) and 2.2% at
-# t15; d = 64 is 1.0% slower at t06 and 1.7% faster at t16, so it stays at 256.
-_STREAM_MAX_N = {32: 512, 64: 256, 128: 256}
+# t15; d = 64 is 1.0% slower at t06 and 1.7% faster at t16, so it stays at 256. At d = 128, with two consumer
+# warpgroups whose S reads Q big from registers, on the H100 (results/2026-11-26_h100_d128_stream_reach.json):
+# streaming is 20% faster at (16, 512, 128), 15% at (2, 600, 128), 11% at (3, 1000, 128), 3% at (16, 1024, 128);
+# 11% slower at (100, 2048, 128) and 10-18% at N = 4096 and 8192.
+_STREAM_MAX_N = {32: 512, 64: 256, 128: 1024}
 
 
 def _wgmma3x_streamed(s: Shape) -> bool:

@@ -102,11 +102,11 @@ def test_gemmtc_takes_any_d_and_n_up_to_the_scores_limit():
 WGMMA3X = get_variant("wgmma3x")
 SHORT_SHAPES = [Shape(13600, 128, 32), Shape(37, 128, 32), Shape(3, 1, 32), Shape(11, 100, 32), Shape(9, 17, 32),
                 Shape(8, 64, 32), Shape(1, 65, 32)]
-# The streaming path up to N = 512 at d = 32 and N = 256 at d = 64 and 128 (wgmma3x._STREAM_MAX_N).
+# The streaming path up to N = 512 at d = 32, 256 at d = 64 and 1024 at d = 128 (wgmma3x._STREAM_MAX_N).
 STREAMED_SHAPES = [Shape(2, 129, 32), Shape(6800, 256, 32), Shape(2, 257, 32), Shape(80, 512, 32), Shape(160, 128, 64),
-                   Shape(3, 17, 64), Shape(2, 100, 128), Shape(1, 256, 128)]
+                   Shape(3, 17, 64), Shape(2, 100, 128), Shape(1, 256, 128), Shape(1, 257, 128), Shape(3, 1024, 128)]
 LONG_SHAPES = [Shape(2, 513, 32), Shape(4, 32768, 32), Shape(500, 2048, 64), Shape(3, 257, 64), Shape(40, 512, 64),
-               Shape(8, 4096, 128), Shape(1, 257, 128)]
+               Shape(8, 4096, 128), Shape(1, 1025, 128)]
 
 
 @pytest.mark.parametrize("shape", SHORT_SHAPES, ids=str)
@@ -121,7 +121,7 @@ def test_wgmma3x_takes_the_short_path_for_d32_and_n_up_to_128(shape):
 
 
 @pytest.mark.parametrize("shape", STREAMED_SHAPES, ids=str)
-def test_wgmma3x_streams_raw_tiles_up_to_n_256_past_the_short_path(shape):
+def test_wgmma3x_streams_raw_tiles_up_to_its_reach_past_the_short_path(shape):
     (stream,) = WGMMA3X.launches_for(shape)
     assert stream.kernel == "wgmma3x_stream" and WGMMA3X.workspace["kv_split"](shape) == 0
     assert WGMMA3X.workspace["prep_counters"](shape) == 0

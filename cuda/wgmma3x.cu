@@ -50,10 +50,11 @@
 // KB, 8 mbarriers), no workspace. Otherwise: workspaces split_counters B * ceil(N / 128) words, zero before
 // the first pass, and, with S > 1 parts, split_partials B * ceil(N / 128) * S * kRecordFloats floats; N <=
 // 256 (512 at d = 32, 1024 at d = 128): wgmma3x_stream(qkv, out, B, N, scale_log2, split_partials,
-// split_counters); beyond: workspaces kv_split 4 * B * ceil(N / BN) * BN * d floats (BN = 64, 32 at d = 128) and prep_counters 3 + B *
-// ceil(ceil(N / BN) / 8) words, zero before the first pass, wgmma3x_prep(qkv, kv_split, prep_counters, N) grid
-// (ceil(N / BN), P), block 256 (P items, at most B and 65535), then wgmma3x_fwd(qkv, out, B, N, scale_log2,
-// kv_split, prep_counters, split_partials, split_counters). Both main kernels: dynamic shared memory
+// split_counters); beyond: workspaces kv_split 4 * B * ceil(N / BN) * BN * d floats (BN = 64, 32 at d = 128)
+// and prep_counters 3 + B * ceil(ceil(N / BN) / 8) words, zero before the first pass,
+// wgmma3x_prep(qkv, kv_split, prep_counters, N) grid (ceil(N / BN), P), block 256 (P items, at most B and
+// 65535), then wgmma3x_fwd(qkv, out, B, N, scale_log2, kv_split, prep_counters, split_partials,
+// split_counters). Both main kernels: dynamic shared memory
 // kStreamSmemBytes (181,504 B at d = 32, 230,528 B at d = 64 and 128), grid (X, 1, S), block 384: X blocks deal
 // out the B * ceil(N / 128) units (item, row block), any X from 1 up; S parts, at most ceil(N / BN) of them
 // used.
@@ -107,8 +108,8 @@ constexpr int kProducerRegs = 24;
 constexpr int kConsumerRegs = 240;
 static_assert(kProducerThreads * kProducerRegs + kConsumerThreads * kConsumerRegs <= 65536, "register file");
 // WGMMA3X_QREG: S = Q K^T takes Q from registers (wgmma A operand), saving shared-memory bandwidth.
-// d = 32: Q big and small both in registers; d = 64: Q big in registers, Q small still in shared
-// memory.
+// d = 32: Q big and small both in registers; d = 128 (and d = 64 where WGMMA3X_QREG asks): Q big in
+// registers, Q small still in shared memory.
 constexpr bool kQReg = WGMMA3X_QREG;
 constexpr bool kQSmallInRegs = kQReg && kHeadDim == 32;
 constexpr int kQRegSteps = kQReg ? kHeadDim / 8 : 1;
@@ -601,8 +602,8 @@ __device__ __forceinline__ void update_o(float (&o)[kHeadDim / 2], const float (
     }
 }
 // O = alpha O + P V once the (first) P V product is done in pv. At d = 128 that was the first half of the
-// columns: it is added, then the second half runs through the same accumulator (issued outside the
-// ping-pong's turn: the other warpgroup's products keep the tensor cores busy meanwhile).
+// columns: it is added, then the second half runs through the same accumulator (the other warpgroup's
+// products keep the tensor cores busy meanwhile).
 __device__ __forceinline__ void add_pv(float (&o)[kHeadDim / 2], float (&pv)[kPvCols / 2],
                                        uint32_t (&p_big)[kTileKeys / 8][4], uint32_t (&p_small)[kTileKeys / 8][4],
                                        uint32_t vb, float alpha_lo, float alpha_hi) {

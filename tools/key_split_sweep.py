@@ -1,11 +1,12 @@
 """wgmma3x with its key split forced to each count, on suite cases: time, accuracy and the count the host
 picks (`_wgmma3x_splits`), to hold that choice to measurements.
 
-    python3 tools/key_split_sweep.py OUTDIR t05 t06 t07 t08 t09 t10 [--splits 1,2,3,4]
+    python3 tools/key_split_sweep.py OUTDIR t05 t06 t07 t08 t09 t10 20x2048x64 [--splits 1,2,3,4]
     python3 tools/key_split_sweep.py --summary OUTDIR/key_split_sweep.json
     python3 tools/key_split_sweep.py --one-pass B,N,d,PARTS[,BLOCKS]    (for compute-sanitizer: exit 1 if wrong)
 
-Needs a Hopper GPU and the suite's cases generated (`attnbench gen t05-t10`). Each (case, count) is run
+Needs a Hopper GPU and the suite's cases generated (`attnbench gen t05-t10`); a case written BxNxd is
+made in memory from the suite generator's values (seed 0), so any shape can be swept. Each (case, count) is run
 by the runner as any variant is (first pass checked against float64 and gated, then sampled with the
 L2 flushed); rows are written to OUTDIR/key_split_sweep.json with the run's metadata, and the table to
 OUTDIR/key_split_sweep.md. The summary says, for each case, the fastest count and the pick's loss
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -56,12 +58,18 @@ def measure(cases: list[str], counts: list[int]) -> tuple[list[dict], dict]:
     from attnbench.bench.runner import run_variant
     from attnbench.bench.sampler import TimingPolicy
     from attnbench.bench.verify import compare_outputs
+    from attnbench.cases.inputs import seeded_testcase
     from attnbench.cases.reference import reference_output
     from attnbench.cases.suite import get_case, input_path
-    from attnbench.cases.testcase import read_testcase
+    from attnbench.cases.testcase import Shape, read_testcase
     from attnbench.kernels import wgmma3x
     from attnbench.kernels.catalogue import get_variant
     from attnbench.results.metadata import collect
+
+    def load(case: str):
+        if re.fullmatch(r"\d+x\d+x\d+", case):
+            return seeded_testcase(Shape(*(int(v) for v in case.split("x"))), 0)
+        return read_testcase(input_path(get_case(case)))
 
     gpu = Gpu(0)
     chooser = wgmma3x._wgmma3x_splits
@@ -69,7 +77,7 @@ def measure(cases: list[str], counts: list[int]) -> tuple[list[dict], dict]:
     rows = []
     try:
         for case in cases:
-            testcase = read_testcase(input_path(get_case(case)))
+            testcase = load(case)
             reference = reference_output(testcase)
             picked = chooser(testcase.shape)
             for count in counts:

@@ -31,7 +31,7 @@
 // - persistent blocks: a block works through units (item, row block) x, x + X, ... of the grid's
 //   X, its rings, phases and ping-pong running on from one unit to the next, so that set-up, the first
 //   copy's latency and the ring's fill are paid once per block rather than once per unit;
-// - few items (t08-t10: the grid's last wave nearly empty): the key range of each row block is split
+// - few items (t10: the grid's last wave nearly empty): the key range of each row block is split
 //   into gridDim.z parts (flash-decoding style; the host chooses the count). Each block writes a record
 //   of its unnormalised O, m and l; the last of a row block's parts to finish (a counter, which it sets
 //   back to zero) adds the records in part order, rescaled to the common max, and writes the rows.

@@ -110,12 +110,17 @@ def _wgmma3x_row_tiles(s: Shape) -> int:
 
 # The key split is chosen for the SM count of the Hopper GPUs wgmma3x is built for (H100 SXM and H200:
 # 132; a 114-SM H100 PCIe gets the same split, still correct, only less even). The cost model: a pass
-# takes waves x (K/V tiles per block + a block's fixed cost in tiles: Q's load and split, the ring's fill,
-# the record and the combine). The fixed costs are fitted to the split sweep on the H200
-# (results/2026-11-25_h200_key_split_sweep.md): t05, t06 and t07 run fastest unsplit, t08 and t09 in
-# two parts, t10 in three or four; every fixed cost from 4 to 8 tiles agrees with that, and 5 splits t10 in 3.
+# takes rounds x (K/V tiles a round + the fixed cost of a round in tiles). A split pass runs one block per
+# (unit, part), and each pays a block's set-up, Q's load and split, the ring's fill, the record and the
+# combine: 5 tiles, fitted to the split sweep on the H200 (results/2026-11-25_h200_key_split_sweep.md; every
+# cost from 4 to 8 agreed, 5 splits t10 in 3). An unsplit pass runs persistent blocks whose ring runs on from
+# unit to unit: the block's set-up (the 3 tiles left of 5) once, then 2 tiles a unit for Q's load and split and
+# its rows' write. From the sweeps on persistent blocks (results/2026-11-26_h100_key_split_sweep.md): over 26
+# shapes this picks the fastest count, or one within 0.3% of it, on 25 (the first model lost 3-8% on 7 of
+# them by splitting in 2, t09 among them); 0.5 to 2 tiles a unit do as well, 2.5 and up split t09 again.
 _HOPPER_SMS = 132
 _SPLIT_BLOCK_COST_TILES = 5.0
+_PERSISTENT_UNIT_COST_TILES = 2.0
 _MAX_KEY_SPLITS = 4  # 6 and 8 parts were 19-23% slower than 4 on t10 (results/2026-11-25_h200_key_split_ab.md)
 # A pass of more than four waves is not split: its last wave is a small share of it. The cap also bounds
 # the split workspace of the smaller launches a pass may be cut into (see _wgmma3x_split_records).
@@ -127,7 +132,11 @@ def _splits_for(blocks: int, tiles: int) -> int:
         return 1
 
     def cost(splits: int) -> float:
-        return cdiv(blocks * splits, _HOPPER_SMS) * (tiles / splits + _SPLIT_BLOCK_COST_TILES)
+        rounds = cdiv(blocks * splits, _HOPPER_SMS)
+        if splits == 1:  # the block's own set-up once, then each unit's share
+            setup = _SPLIT_BLOCK_COST_TILES - _PERSISTENT_UNIT_COST_TILES
+            return setup + rounds * (tiles + _PERSISTENT_UNIT_COST_TILES)
+        return rounds * (tiles / splits + _SPLIT_BLOCK_COST_TILES)
 
     return min(range(1, min(_MAX_KEY_SPLITS, tiles) + 1), key=lambda k: (cost(k), k))
 

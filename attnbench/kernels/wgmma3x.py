@@ -115,8 +115,8 @@ def _wgmma3x_row_tiles(s: Shape) -> int:
 # combine: 5 tiles, fitted to the split sweep on the H200 (results/2026-11-25_h200_key_split_sweep.md; every
 # cost from 4 to 8 agreed, 5 splits t10 in 3). An unsplit pass runs persistent blocks whose ring runs on from
 # unit to unit: the block's set-up (the 3 tiles left of 5) once, then 2 tiles a unit for Q's load and split and
-# its rows' write. From the sweeps on persistent blocks (results/2026-11-26_h100_key_split_sweep.md): over 26
-# shapes this picks the fastest count, or one within 0.3% of it, on 25 (the first model lost 3-8% on 7 of
+# its rows' write. From the sweeps on persistent blocks (results/2026-11-26_h100_key_split_sweep.md): over 27
+# cases this picks the fastest count, or on t08 one within 0.3% of it (the first model lost 3.4-7.9% on 7 of
 # them by splitting in 2, t09 among them); 0.5 to 2 tiles a unit do as well, 2.5 and up split t09 again.
 _HOPPER_SMS = 132
 _SPLIT_BLOCK_COST_TILES = 5.0

@@ -33,7 +33,7 @@ def test_few_items_split_their_keys_so_the_blocks_fill_more_of_their_waves(shape
     assert filled > blocks / (cdiv(blocks, 132) * 132)
 
 
-# t09, (24, 768, 32) and (50, 384, 128) ran 4-8% faster unsplit than in the 2 parts the first cost model gave
+# t09, (24, 768, 32) and (50, 384, 128) ran 4.8-7.9% faster unsplit than in the 2 parts the first cost model gave
 # them, which did not know that an unsplit pass's persistent blocks pay their set-up once (the same sweep).
 @pytest.mark.parametrize("shape", [Shape(500, 2048, 64), Shape(2, 32768, 64), Shape(4, 32768, 32), Shape(8, 4096, 128),
                                    Shape(6800, 256, 32), Shape(80, 512, 32), Shape(40, 512, 64), Shape(40, 1024, 32),

@@ -47,7 +47,6 @@ def main() -> int:
         print("sgemm_ceiling: no CUDA GPU is visible to PyTorch", file=sys.stderr)
         return 3
     torch.backends.cuda.matmul.allow_tf32 = False  # FFMA, not the tensor cores
-    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     device = torch.device("cuda", args.device)
     rows = []
     for n in args.sizes:

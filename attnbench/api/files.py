@@ -25,11 +25,12 @@ def _suite_reference(name: str, progress: ProgressFactory, notice: Notice) -> tu
     case = suite.SUITE[name]
     bench_input = SuiteInput(case)
     bench_input.prepare(progress)
-    if not suite.has_reference(case):
+    stored = suite.stored_reference(case)  # a changed one is refused here, before any check
+    if stored is None:
         notice(f"computing the float64 reference of {name} ({case.shape}) once; it is stored for next time")
         with progress(f"float64 reference of {name}", case.shape.B * case.shape.N) as advance:
-            suite.generate_reference(case, advance)
-    return suite.reference_path(case), case.shape
+            stored = suite.generate_reference(case, advance)
+    return stored, case.shape
 
 
 def _known_shape(ref_path: Path, case: str | None, progress: ProgressFactory) -> Shape | None:
@@ -59,6 +60,11 @@ def verify(
     ref_path = Path(ref)
     if not ref_path.exists() and ref_text in suite.SUITE:
         ref_path, shape = _suite_reference(ref_text, progress, notice)
+        if case is not None:  # a --case must agree with the suite case REF names, never be ignored
+            given = _known_shape(ref_path, case, progress)
+            if given != shape:
+                raise TestcaseError(f"{case}: its shape {given} is not that of the suite case {ref_text} ({shape}); "
+                                    "drop --case, or give the matching one")
     elif not ref_path.exists():
         raise TestcaseError(f"{ref_text}: no such file, and no suite case of that name")
     else:
@@ -74,17 +80,33 @@ def verify(
 
 
 def generate(names: Sequence[str], *, reference: bool = True, force: bool = False,
-             progress: ProgressFactory = no_progress) -> list[suite.SuiteCase]:
-    """Generate suite inputs (and their float64 references) from their recorded seeds."""
+             progress: ProgressFactory = no_progress, notice: Notice = quiet) -> list[suite.SuiteCase]:
+    """Generate suite inputs (and their float64 references) from their recorded seeds. Files already
+    there are checked against their recorded sha256; a changed one is made again, and said so."""
     chosen = suite.cases_in(names)
     for case in chosen:
-        if force or not suite.is_generated(case):
+        changed = suite.is_generated(case) and not force and _input_changed(case, notice)
+        redo_input = force or changed or not suite.is_generated(case)
+        if redo_input:
             with progress(f"generating {case.name}", 3 * case.shape.elements) as advance:
-                suite.generate_input(case, advance, force=force)
-        if reference and (force or not suite.has_reference(case)):
+                suite.generate_input(case, advance, force=force or changed)
+        if not reference:
+            continue
+        state = "missing" if force or redo_input else suite.reference_state(case)
+        if state == "changed":
+            notice(f"{suite.reference_path(case)}: its bytes changed since it was computed; computing it again")
+        if state != "ok":
             with progress(f"float64 reference of {case.name}", case.shape.B * case.shape.N) as advance:
-                suite.generate_reference(case, advance, force=force)
+                suite.generate_reference(case, advance, force=True)
     return chosen
+
+
+def _input_changed(case: suite.SuiteCase, notice: Notice) -> bool:
+    """A generated input whose bytes are not those the suite records (said so: it is made again)."""
+    if case.input_sha256 and suite.sha256_file(suite.input_path(case)) != case.input_sha256:
+        notice(f"{suite.input_path(case)}: its bytes are not those recorded for {case.name}; generating it again")
+        return True
+    return False
 
 
 def suite_cases(selector: str | Sequence[str] = "all") -> list[suite.SuiteCase]:

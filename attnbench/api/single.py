@@ -40,6 +40,7 @@ from attnbench.cases.inputs import (
     resolve,
     shadowed_by_suite,
 )
+from attnbench.cases.suite import refuse_suite_file
 from attnbench.cases.sweeps import parse_sizes, parse_values, shape_inputs, square_inputs
 from attnbench.cases.testcase import Shape
 from attnbench.errors import UsageError
@@ -159,6 +160,7 @@ def run(
         notice(f"{case} is a suite case, used as such; write ./{case} to use the local file of that name")
     if out is not None:
         check_output_path(out, [bench_input.path] if isinstance(bench_input, (FileInput, SuiteInput)) else [])
+        refuse_suite_file(out)
     # The environment first (a suite case's shape is in the manifest): no GPU means no input written.
     chosen = choose_variant(variant, bench_input.shape, notice)
     gpu = open_gpu_for([chosen], device)

@@ -307,7 +307,7 @@ def _run_whole_file(variant: Variant, bench_input: BenchInput, gpu: GpuDevice | 
 
 def _reference_before(bench_input: BenchInput, progress: ProgressFactory) -> Any:
     """The float64 reference, ready before a pipelined run (which never holds the whole input)."""
-    if isinstance(bench_input, SuiteInput) and suite.has_reference(bench_input.case):
+    if isinstance(bench_input, SuiteInput) and suite.stored_reference(bench_input.case) is not None:
         return OutputFile(suite.reference_path(bench_input.case), bench_input.shape)  # read in chunks
     return bench_input.reference(bench_input.load(progress), progress)
 

@@ -19,7 +19,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from attnbench.cases import suite
-from attnbench.cases.testcase import HEADER, OutputFile, Shape, Testcase, read_shape, read_testcase, write_output
+from attnbench.cases.testcase import HEADER, OutputFile, Shape, Testcase, read_shape, read_testcase
 from attnbench.errors import TestcaseError
 
 Advance = Callable[[int], None]
@@ -136,13 +136,13 @@ class SuiteInput:
         return read_testcase(suite.input_path(self.case))
 
     def reference(self, testcase: Testcase, progress: ProgressFactory = no_progress) -> "np.ndarray | OutputFile":
-        """The stored reference, read in chunks as it is compared; computed and stored the first time."""
-        if suite.has_reference(self.case):
-            return OutputFile(suite.reference_path(self.case), self.shape)
+        """The stored reference (its bytes checked against their record first), read in chunks as it is
+        compared; computed and stored (with its record) the first time."""
+        stored = suite.stored_reference(self.case)
+        if stored is not None:
+            return OutputFile(stored, self.shape)
         out = computed_reference(testcase, self.label, progress)
-        path = suite.reference_path(self.case)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_output(path, out)
+        suite.store_reference(self.case, out)
         return out
 
     def info(self, testcase: Testcase) -> CaseInfo:

@@ -3,7 +3,12 @@
 `testcases/suite.json` records each case's shape, seed, provenance (known course shape, filled in,
 or a report's workload) and the sha256 of its input. Inputs are generated from the seed with a
 bit-exact recipe (PCG64 raw 64-bit words, top 24 bits scaled to [-3, 3)), so the bytes are the same on
-every run and machine. References are computed in float64 and stored in the course output format.
+every run and machine. References are computed in float64 and stored in the course output format,
+each with the sha256 of its bytes beside it (`t02.ref.sha256`, as `sha256sum` writes it). That record
+is made where the reference is computed, not shipped in suite.json: a float64 result rounded to float32
+may differ in its last bit between BLAS builds, and the large cases take hours to compute. A reference
+whose bytes no longer match its record is refused before any check, so a changed file can never pass
+a wrong kernel.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import numpy as np
 
 from attnbench import locations
 from attnbench.cases.testcase import HEADER, Shape, read_testcase, write_output
-from attnbench.errors import TestcaseError, UnknownName
+from attnbench.errors import OutputError, TestcaseError, UnknownName
 from attnbench.files import atomic_write
 
 _GEN_CHUNK = 1 << 22  # values generated per step
@@ -59,6 +64,43 @@ def input_path(case: SuiteCase) -> Path:
 
 def reference_path(case: SuiteCase) -> Path:
     return data_dir() / f"{case.name}.ref"
+
+
+def reference_record_path(case: SuiteCase) -> Path:
+    """The sha256 of the stored reference, recorded when it was computed."""
+    return data_dir() / f"{case.name}.ref.sha256"
+
+
+def suite_file_at(path: str | os.PathLike) -> Path | None:
+    """The suite file (a case's input, reference or reference record) that writing `path` would replace,
+    or None. Links and `..` are seen through: the resolved path, and for an existing file its
+    (device, inode), are compared with every suite file's."""
+    target = Path(os.path.realpath(path))
+    folder = Path(os.path.realpath(data_dir()))
+    names = [p.name for case in SUITE.values()
+             for p in (input_path(case), reference_path(case), reference_record_path(case))]
+    if target.parent == folder and target.name in names:
+        return folder / target.name
+    try:
+        found = os.stat(target)
+    except OSError:
+        return None
+    for name in names:
+        try:
+            suite_file = os.stat(folder / name)
+        except OSError:
+            continue
+        if (suite_file.st_dev, suite_file.st_ino) == (found.st_dev, found.st_ino):
+            return folder / name
+    return None
+
+
+def refuse_suite_file(given: str | os.PathLike, what: str = "the output") -> None:
+    """Refuse, before any work, to write over a suite file: they are every check's ground truth."""
+    suite_file = suite_file_at(given)
+    if suite_file is not None:
+        raise OutputError(f"{os.fsdecode(given)}: is the suite file {suite_file}; {what} may not replace "
+                          "a suite input or reference (give another path)")
 
 
 def _load_suite() -> dict[str, SuiteCase]:
@@ -237,16 +279,32 @@ def generate_input(case: SuiteCase, progress: Progress | None = None, force: boo
 
 
 def generate_reference(case: SuiteCase, progress: Progress | None = None, force: bool = False) -> Path:
-    """Compute the float64 reference of a generated input and store it (float32) in the output format."""
+    """Compute the float64 reference of a generated input and store it (float32) in the output format,
+    with the sha256 of its bytes beside it. A stored reference whose bytes changed is computed again."""
     from attnbench.cases.reference import reference_output
 
     path = reference_path(case)
     with _case_lock(case):
-        if not force and has_reference(case):
+        if not force and reference_state(case) == "ok":
             return path
-        out = reference_output(read_testcase(input_path(case)), progress, dtype=np.float32)
-        write_output(path, out)
+        _store_reference(case, reference_output(read_testcase(input_path(case)), progress, dtype=np.float32))
     return path
+
+
+def store_reference(case: SuiteCase, out: np.ndarray) -> None:
+    """Store a reference computed from the case's own input (float32), with its sha256 record."""
+    with _case_lock(case):
+        _store_reference(case, out)
+
+
+def _store_reference(case: SuiteCase, out: np.ndarray) -> None:
+    path = reference_path(case)
+    # the record goes first: a reference without one is never trusted (a Ctrl-C between is harmless)
+    reference_record_path(case).unlink(missing_ok=True)
+    write_output(path, out)
+    record = f"{sha256_file(path)}  {path.name}\n"
+    atomic_write(reference_record_path(case), lambda f: f.write(record.encode()))
+    _TRUSTED.clear()
 
 
 def is_generated(case: SuiteCase) -> bool:
@@ -255,5 +313,51 @@ def is_generated(case: SuiteCase) -> bool:
 
 
 def has_reference(case: SuiteCase) -> bool:
+    """A stored reference of the right size with its sha256 recorded (its bytes are checked on use)."""
     path = reference_path(case)
-    return path.exists() and path.stat().st_size == case.shape.output_bytes
+    return path.exists() and path.stat().st_size == case.shape.output_bytes and reference_record_path(case).is_file()
+
+
+def _recorded_reference_sha256(case: SuiteCase) -> str:
+    try:
+        words = reference_record_path(case).read_text(errors="replace").split()
+    except OSError:
+        return ""
+    return words[0] if words else ""
+
+
+# Hashes already checked in this process, by the reference's (device, inode, size, mtime) and its
+# record: a compare reads the same reference once per variant, and a large one takes a second to hash.
+_TRUSTED: set[tuple] = set()
+
+
+def reference_state(case: SuiteCase) -> str:
+    """`missing` (none, the wrong size, or no record: it is computed), `ok`, or `changed` (its bytes are
+    not those recorded when it was computed)."""
+    if not has_reference(case):
+        return "missing"
+    path = reference_path(case)
+    found = os.stat(path)
+    recorded = _recorded_reference_sha256(case)
+    key = (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, recorded)
+    if key in _TRUSTED:
+        return "ok"
+    if sha256_file(path) != recorded:
+        return "changed"
+    _TRUSTED.add(key)
+    return "ok"
+
+
+def reference_mismatch(case: SuiteCase) -> str:
+    """The sentence for a stored reference whose bytes changed since it was computed."""
+    return (f"{reference_path(case)}: its bytes are not those recorded when the float64 reference of "
+            f"{case.name} was computed (something wrote over it); regenerate it with `attnbench gen {case.name}`")
+
+
+def stored_reference(case: SuiteCase) -> Path | None:
+    """The stored reference to check against, its bytes checked first; None when there is none yet.
+    A changed one is refused (TestcaseError), never used."""
+    state = reference_state(case)
+    if state == "changed":
+        raise TestcaseError(reference_mismatch(case))
+    return reference_path(case) if state == "ok" else None

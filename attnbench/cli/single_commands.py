@@ -27,7 +27,8 @@ def gen(names: tuple[str, ...], no_reference: bool, force: bool) -> None:
     Example:
       attnbench gen t02 t29
     """
-    for case in api.generate(names, reference=not no_reference, force=force, progress=progress_bar):
+    for case in api.generate(names, reference=not no_reference, force=force, progress=progress_bar,
+                             notice=notice):
         console.print(listing_tables.generated_line(case, not no_reference), highlight=False, soft_wrap=True)
 
 

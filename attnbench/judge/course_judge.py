@@ -98,8 +98,9 @@ def prepare_case(bench_input: BenchInput, progress: ProgressFactory = no_progres
         if not suite.is_generated(case):
             with progress(f"generating {case.name}", 3 * case.shape.elements) as advance:
                 suite.generate_input(case, advance)
-        if suite.has_reference(case):
-            reference = read_output(suite.reference_path(case), case.shape)
+        stored = suite.stored_reference(case)  # its bytes checked against their record
+        if stored is not None:
+            reference = read_output(stored, case.shape)
         else:
             reference = bench_input.reference(bench_input.load(progress), progress)
         info = CaseInfo(case.name, case.shape, case.input_sha256, "suite", case.provenance, case.note)

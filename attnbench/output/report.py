@@ -13,8 +13,9 @@ from pathlib import Path
 
 from attnbench.analysis.ladder import has_ladder
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
-from attnbench.errors import PlotsUnavailable
-from attnbench.files import write_text
+from attnbench.cases.suite import refuse_suite_file
+from attnbench.errors import OutputError, PlotsUnavailable
+from attnbench.files import check_output_path, write_text
 from attnbench.output import plots as plotting
 from attnbench.output.markdown import ladder_section, result_section
 from attnbench.output.roofline import roofline_plot
@@ -30,10 +31,16 @@ class ReportOutcome:
 
 def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None, plots: bool = True,
                  same_within: float = DEFAULT_SAME_WITHIN) -> ReportOutcome:
-    """Write the Markdown report to `out` and its plots beside it."""
+    """Write the Markdown report to `out` and its plots beside it. The path is checked before any plot is
+    drawn, so an error names `out`, not a plot's derived name."""
     outcome = ReportOutcome(out)
     folder = out.parent
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{out}: cannot make its folder: {exc.strerror or exc}") from None
+    check_output_path(out)
+    refuse_suite_file(out, "the report")
     can_plot = plots
     if plots:
         try:

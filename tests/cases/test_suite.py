@@ -247,20 +247,36 @@ class _Recorder:
         pass
 
 
-def test_files_already_made_are_kept_unless_forced(monkeypatch, tmp_path):
+def test_files_already_made_are_kept_unless_forced_but_a_changed_reference_is_remade(monkeypatch, tmp_path):
     monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path))
     case = suite.get_case("odd_17x1")
     path, ref = suite.generate_input(case), suite.generate_reference(case)
     made, rows = [], []
-    path.write_bytes(b"\0" * case.shape.input_bytes)  # the right size: taken as made
-    ref.write_bytes(b"\0" * case.shape.output_bytes)
     assert suite.generate_input(case, made.append) == path and suite.generate_reference(case, rows.append) == ref
     assert made == rows == []  # neither made again
-    assert path.read_bytes() == bytes(case.shape.input_bytes) and not read_output(ref, case.shape).any()
+    good = ref.read_bytes()
+    ref.write_bytes(b"\0" * case.shape.output_bytes)  # the right size, but not the bytes recorded
+    assert suite.reference_state(case) == "changed"
+    with pytest.raises(TestcaseError, match="regenerate it with `attnbench gen odd_17x1`"):
+        suite.stored_reference(case)
+    suite.generate_reference(case, rows.append)
+    assert sum(rows) == case.shape.B * case.shape.N and ref.read_bytes() == good
+    path.write_bytes(b"\0" * case.shape.input_bytes)  # the right size: taken as made (gen checks its sha256)
+    assert suite.generate_input(case, made.append) == path and made == []
     suite.generate_input(case, made.append, force=True)
-    suite.generate_reference(case, rows.append, force=True)
-    assert sum(made) == 3 * case.shape.elements and sum(rows) == case.shape.B * case.shape.N
-    assert suite.sha256_file(path) == case.input_sha256 and read_output(ref, case.shape).any()
+    assert sum(made) == 3 * case.shape.elements and suite.sha256_file(path) == case.input_sha256
+
+
+def test_a_reference_without_its_record_is_not_trusted(monkeypatch, tmp_path):
+    """A reference left by an older attnbench (or one whose record was lost) is computed again."""
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path))
+    case = suite.get_case("odd_17x1")
+    suite.generate_input(case)
+    suite.generate_reference(case)
+    record = suite.reference_record_path(case)
+    assert record.read_text().split() == [suite.sha256_file(suite.reference_path(case)), "odd_17x1.ref"]
+    record.unlink()
+    assert not suite.has_reference(case) and suite.stored_reference(case) is None
 
 
 def test_a_reference_is_held_in_float32_before_it_is_written(monkeypatch, tmp_path):

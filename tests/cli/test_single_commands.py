@@ -174,3 +174,76 @@ def test_piped_output_of_gen_and_run_check_has_no_blank_line(cli, tmp_path):
     result = cli("run", str(own), str(tmp_path / "o.bin"), "--variant", "cpu", "--check", "--reps", "2")
     assert result.exit_code == 0, result.output
     assert "\x1b" not in result.output and not result.output.startswith("\n")
+
+
+@pytest.mark.parametrize("how", ["direct", "dotdot", "symlink", "hardlink", "other_case_input", "record"])
+def test_run_refuses_to_write_over_any_suite_file(cli, tmp_path, how):
+    """The suite's files are every check's ground truth: OUT may never be one, however it is spelt."""
+    case, other = suite.get_case("odd_17x48"), suite.get_case("odd_100x32")
+    assert cli("gen", case.name, other.name).exit_code == 0
+    ref = suite.reference_path(case)
+    given = {
+        "direct": str(ref),
+        "dotdot": str(ref.parent / ".." / ref.parent.name / ref.name),
+        "other_case_input": str(suite.input_path(other)),
+        "record": str(suite.reference_record_path(case)),
+    }.get(how)
+    if how == "symlink":
+        (tmp_path / "link.bin").symlink_to(ref)
+        given = str(tmp_path / "link.bin")
+    elif how == "hardlink":
+        import os
+
+        try:
+            os.link(ref, tmp_path / "hard.bin")
+        except OSError:
+            pytest.skip("no hard links across these folders")
+        given = str(tmp_path / "hard.bin")
+    before = {p: p.read_bytes() for p in (ref, suite.input_path(other), suite.reference_record_path(case))}
+    result = cli("run", case.name, given, "--variant", "cpu", "--reps", "1")
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and given in lines[0] and "suite file" in lines[0], result.output
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def test_a_reference_changed_in_place_is_refused_before_a_check_and_remade_by_gen(cli, tmp_path):
+    case = suite.get_case("odd_33x64")
+    assert cli("gen", case.name).exit_code == 0
+    ref = suite.reference_path(case)
+    wrong = read_output(ref, case.shape) + 1.0  # what a wrong kernel's run would have left there
+    write_output(ref, wrong)
+    out = tmp_path / "o.bin"
+    write_output(out, wrong)  # the wrong output: it must not pass against the changed reference
+    for args in (["verify", str(out), case.name],
+                 ["run", case.name, str(tmp_path / "r.bin"), "--variant", "cpu", "--check", "--reps", "1"],
+                 ["compare", "-v", "cpu", "-c", case.name, "--reps", "1", "--no-save"]):
+        result = cli(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert f"regenerate it with `attnbench gen {case.name}`" in " ".join(result.output.split()), result.output
+    result = cli("gen", case.name)
+    assert result.exit_code == 0 and "computing it again" in " ".join(result.output.split()), result.output
+    assert cli("verify", str(out), case.name).exit_code == 1  # the true reference again: the wrong output fails
+
+
+def test_gen_remakes_an_input_changed_in_place_and_says_so(cli):
+    case = suite.get_case("odd_17x1")
+    assert cli("gen", case.name).exit_code == 0
+    path = suite.input_path(case)
+    data = bytearray(path.read_bytes())
+    data[-4:] = struct.pack("<f", 2.5)
+    path.write_bytes(bytes(data))
+    result = cli("gen", case.name)
+    assert result.exit_code == 0 and "generating it again" in " ".join(result.output.split()), result.output
+    assert suite.sha256_file(path) == case.input_sha256
+
+
+@pytest.mark.parametrize("given", ["nosuch.in", "t99", "empty.in", "odd_17x1"])
+def test_verify_with_a_suite_ref_does_not_ignore_case(cli, tmp_path, given, monkeypatch):
+    case = suite.get_case("odd_17x48")
+    assert cli("gen", case.name).exit_code == 0
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty.in").write_bytes(b"")
+    result = cli("verify", str(suite.reference_path(case)), case.name, "--case", given)
+    assert result.exit_code == 2, result.output
+    assert given in result.output

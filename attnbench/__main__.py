@@ -1,3 +1,27 @@
-from attnbench.cli import main
+"""`python -m attnbench` and the `attnbench` command.
 
-main()
+Ctrl-C is answered from the first instant: the imports behind the command line take a second or more
+(numpy, rich, the kernel catalogue), and Python's own answer to a Ctrl-C then is a long traceback. Until
+the command starts, a Ctrl-C ends the process with one line and exit 130 (nothing has been written yet);
+the command line then hands Ctrl-C back to Python, where its own handling saves what was measured.
+"""
+
+import os
+import signal
+
+
+def _interrupted_while_starting(signum: int, frame: object) -> None:
+    os.write(2, b"interrupted\n")
+    os._exit(130)
+
+
+def entry() -> None:
+    """The console entry point: the Ctrl-C answer first, then the (slow) imports, then the command."""
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
+    from attnbench.cli import main
+
+    main()
+
+
+if __name__ == "__main__":
+    entry()

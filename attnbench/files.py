@@ -59,6 +59,21 @@ def check_output_path(path: str | os.PathLike, inputs: Iterable[str | os.PathLik
         raise OutputError(f"{given}: permission denied")
 
 
+def check_results_folder(path: str | os.PathLike) -> None:
+    """Refuse, before any work, a folder results cannot be saved in: a file of that name, no permission to
+    write there, or a missing folder whose nearest existing parent cannot take it. Errors name `path`."""
+    given = os.fsdecode(path)
+    folder = Path(os.path.realpath(path))
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        where = "" if existing == folder else f" ({existing} is a file)"
+        raise OutputError(f"{given}: is not a folder{where}; give --results-dir a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputError(f"{given}: no permission to write" + ("" if existing == folder else f" in {existing}"))
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> None:
     """Write `path` safely (see the module's rules); an OSError becomes one line naming `path`."""
     given = str(path)
@@ -143,5 +158,6 @@ def _release_later(old: Path) -> None:
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:
-    """Write a text file atomically."""
-    atomic_write(path, lambda f: f.write(text.encode()))
+    """Write a text file atomically. A path that is not UTF-8, quoted in the text, is written as escapes
+    (`\\udcff`), as the terminal shows it, rather than failing the whole write."""
+    atomic_write(path, lambda f: f.write(text.encode("utf-8", "backslashreplace")))

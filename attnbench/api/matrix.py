@@ -11,6 +11,7 @@ judged against the saved one. The command line states its options as `CompareOpt
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from attnbench.analysis.against import AgainstReport
@@ -27,12 +28,16 @@ from attnbench.api.single import (
     compare,
     expected_inputs,
     resume,
+    variants_from,
 )
 from attnbench.api.spread import SlurmOptions
 from attnbench.bench.matrix import MatrixListener
 from attnbench.bench.verify import COURSE_ATOL
-from attnbench.cases.inputs import BenchInput
+from attnbench.cases import suite
+from attnbench.cases.inputs import BenchInput, names_a_file
 from attnbench.errors import UsageError
+
+SUITE_WORDS = frozenset(suite.SUITE) | frozenset(suite.GROUPS) | {"all", "known"}
 from attnbench.results.resultset import ResultSet
 
 
@@ -86,6 +91,7 @@ class ComparePlan:
     cases: str
     baseline: str | None
     saved: ResultSet | None  # the run --against names, loaded
+    notes: tuple[str, ...] = ()  # what repeating the saved run leaves out, said when it runs
 
     @property
     def save_selector(self) -> str | None:
@@ -95,6 +101,8 @@ class ComparePlan:
     def run(self, listener: MatrixListener | None = None, notice: Notice = quiet) -> CompareOutcome:
         """Run (or resume) the matrix; a Ctrl-C raises MatrixInterrupted with what was measured."""
         o = self.options
+        for note in self.notes:
+            notice(note)
         if o.resume is not None:
             result = resume(o.resume, listener=listener, notice=notice)
         else:
@@ -118,6 +126,7 @@ class ComparePlan:
             facts = {"name": gpu.name, "sm_count": gpu.sm_count} if gpu is not None else None
             check_same_gpu(facts, self.saved, self.options.allow_other_gpu)
             check_same_inputs(expected_inputs(inputs), self.saved, self.options.allow_other_inputs)
+            check_cells_in_common(self.variants, inputs, self.saved, self.options.against or "")
 
 
 def plan_compare(options: CompareOptions) -> ComparePlan:
@@ -125,17 +134,43 @@ def plan_compare(options: CompareOptions) -> ComparePlan:
     when among the variants); a resumed Slurm run takes them from its jobs folder."""
     saved = load_results(options.against) if options.against else None
     variants, cases, baseline = options.variants, options.cases, options.baseline
+    notes: list[str] = []
     if saved is not None:
         saved_variants, saved_cases = common_selection(saved)
         variants = variants or saved_variants
-        cases = cases or saved_cases
+        if not cases:
+            cases, notes = _saved_cases_here(saved_cases, options.against or "")
         if baseline is None and saved.baseline in variants.split(","):
             baseline = saved.baseline
     if options.resume is not None:
         variants = cases = ""
     elif not variants or not cases:
         raise UsageError("give variants and cases, or a saved run to repeat")
-    return ComparePlan(options, variants, cases, baseline, saved)
+    return ComparePlan(options, variants, cases, baseline, saved, tuple(notes))
+
+
+def _saved_cases_here(saved_cases: str, against: str) -> tuple[str, list[str]]:
+    """The saved run's cases that can be run here: a user's file it measured, missing here (it was run
+    elsewhere), is left out and said so; none left is refused in one line naming the saved run."""
+    kept, notes = [], []
+    for part in saved_cases.split(","):
+        if part in SUITE_WORDS or not names_a_file(part) or Path(part).is_file():
+            kept.append(part)
+        else:
+            notes.append(f"{against}: its input file {part} is not here; that case is left out (--cases chooses)")
+    if not kept:
+        raise UsageError(f"{against}: none of its inputs is here (its files were {saved_cases}); "
+                         "give --cases to choose what to run against it")
+    return ",".join(kept), notes
+
+
+def check_cells_in_common(variants: str, inputs: list[BenchInput], saved: ResultSet, against: str) -> None:
+    """Refuse, before any cell runs, a run with no (variant, case) cell in common with the saved one."""
+    names = {v.name for v in variants_from(variants)}
+    labels = {i.label for i in inputs}
+    if not any(c.variant in names and c.case in labels for c in saved.cells):
+        raise UsageError(f"{against}: no cell in common with this run (it measured variants "
+                         f"{', '.join(saved.variant_names)} on {', '.join(saved.case_labels)}); nothing to compare")
 
 
 __all__ = ["CompareOptions", "CompareOutcome", "ComparePlan", "exit_status", "parse_percent", "plan_compare"]

@@ -211,7 +211,7 @@ _GROUP_WORDS = (*suite.GROUPS, "all", "known")
 _INPUT_SUFFIXES = (".in", ".bin", ".dat")
 
 
-def _names_a_file(text: str) -> bool:
+def names_a_file(text: str) -> bool:
     """Written as a path: a folder separator, a leading dot, or a testcase file suffix."""
     return os.sep in text or text.startswith(".") or text.endswith(_INPUT_SUFFIXES)
 
@@ -222,10 +222,10 @@ def resolve(name_or_path: str) -> BenchInput:
     A suite name wins over a local file of the same name; write it as a path (./t02) to use the file.
     A name that is neither is refused in one line.
     """
-    if name_or_path in suite.SUITE and not _names_a_file(name_or_path):
+    if name_or_path in suite.SUITE and not names_a_file(name_or_path):
         return SuiteInput(suite.SUITE[name_or_path])
     path = Path(name_or_path)
-    if path.exists() or _names_a_file(name_or_path):
+    if path.exists() or names_a_file(name_or_path):
         if not path.exists():
             raise TestcaseError(f"{name_or_path}: no such file")
         return FileInput(path)
@@ -235,7 +235,7 @@ def resolve(name_or_path: str) -> BenchInput:
 
 def shadowed_by_suite(name: str) -> bool:
     """A suite name that is also a local file: resolve takes the suite case, and the user should know."""
-    return name in suite.SUITE and not _names_a_file(name) and Path(name).exists()
+    return name in suite.SUITE and not names_a_file(name) and Path(name).exists()
 
 
 def inputs_for(selector: str | Sequence[str]) -> list[BenchInput]:
@@ -244,7 +244,7 @@ def inputs_for(selector: str | Sequence[str]) -> list[BenchInput]:
     chosen: list[BenchInput] = []
     labels: set[str] = set()
     for part in suite.case_parts(selector):
-        if part in _GROUP_WORDS and not _names_a_file(part):
+        if part in _GROUP_WORDS and not names_a_file(part):
             items: list[BenchInput] = [SuiteInput(case) for case in suite.cases_in(part)]
         else:
             items = [resolve(part)]

@@ -155,6 +155,9 @@ def case_parts(selector: str | Sequence[str]) -> list[str]:
     of them) of names, groups, ranges (t01-t10) and files, ranges expanded, blanks dropped."""
     texts = [selector] if isinstance(selector, str) else list(selector)
     parts = [p.strip() for text in texts for p in str(text).split(",") if p.strip()]
+    if not parts:  # `--cases ,` would otherwise be an empty run that exits 0
+        raise UnknownName(f"{','.join(map(str, texts))!r} names no case: give case names, groups or ranges "
+                          "(see `attnbench cases`)")
     return [name for part in parts for name in _expand_range(part)]
 
 

@@ -8,13 +8,15 @@ Exit codes, for every command: 0 success; 1 a verification failure, a wrong or i
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 
 import click
 from rich.markup import escape
 
 from attnbench.errors import AttnbenchError
-from attnbench.output.terminal import err_console
+from attnbench.output.terminal import err_console, printable
 from attnbench.version import __version__
 
 EXIT_CODES_HELP = ("Exit codes: 0 success; 1 a verification failure, a wrong or impossible cell or a regression; "
@@ -23,7 +25,26 @@ EXIT_CODES_HELP = ("Exit codes: 0 success; 1 a verification failure, a wrong or 
 
 
 def _error(message: str) -> None:
-    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    err_console.print(f"[red]error:[/red] {escape(printable(message))}", highlight=False, soft_wrap=True)
+
+
+def _text_streams_never_fail() -> None:
+    """A path that is not UTF-8 reaches the output as stand-in characters that strict encoding refuses:
+    write them as escapes (`\\udcff`) instead of ending in a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a stream already closed or detached: nothing to mend
+                pass
+
+
+def _ctrl_c_raises() -> None:
+    """Hand Ctrl-C back to Python (`python -m attnbench` answered it with an exit while importing), so a
+    command's own handling runs: partial results saved, no half-written file left."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _visible_options(command: click.Command) -> set[str]:
@@ -60,6 +81,10 @@ class AttnbenchGroup(click.Group):
     """Turns expected failures into one sentence and an exit code, never a traceback; usage errors into
     one line and a pointer to --help, instead of click's usage block."""
 
+    def main(self, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+        _text_streams_never_fail()
+        return super().main(*args, **kwargs)
+
     def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[no-untyped-def, override]
         try:
             return super().make_context(info_name, args, parent, **extra)
@@ -67,6 +92,7 @@ class AttnbenchGroup(click.Group):
             _usage_error(exc)
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
+        _ctrl_c_raises()
         try:
             try:
                 outcome = super().invoke(ctx)

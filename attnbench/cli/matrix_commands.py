@@ -9,6 +9,7 @@ from typing import Callable, TypeVar
 import click
 
 from attnbench import api
+from attnbench.files import check_output_path, check_results_folder
 from attnbench.cli.options import (
     command_line,
     notice,
@@ -137,6 +138,8 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
                                "drop --variants, --cases and --against")
     if resume_folder is None and against_path is None and not (variant_selector and case_selector):
         raise click.UsageError("give --variants and --cases (or --against a saved run to repeat it)")
+    if not no_save:
+        check_results_folder(results_dir)  # before the first measurement, not after it
     plan = api.plan_compare(api.CompareOptions(
         variants=variant_selector, cases=case_selector, baseline=baseline, timing=timing_from(timing), device=device,
         atol=atol, rtol=rtol, same_within=same_within, against=against_path, fail_slower=fail_slower,
@@ -187,6 +190,8 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
     """
     axis = api.SWEEP_AXES.get(what.lower(), what)
     placement = placement_from(timing, results_dir)
+    if not no_save:
+        check_results_folder(results_dir)  # before the first measurement, not after it
     timing_options_ = timing_from(timing)
 
     def call(listener: MatrixProgress) -> api.ResultSet:

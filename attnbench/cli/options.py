@@ -10,7 +10,7 @@ from typing import Any, Callable
 import click
 
 from attnbench.api import TimingOptions, parse_percent, slurm_options
-from attnbench.output.terminal import err_console
+from attnbench.output.terminal import err_console, printable
 
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
@@ -97,9 +97,9 @@ def command_line() -> str | None:
 
 def error_line(text: str) -> None:
     """One line on stderr, whatever the terminal's width."""
-    err_console.print(f"error: {text}", highlight=False, markup=False, soft_wrap=True)
+    err_console.print(f"error: {printable(text)}", highlight=False, markup=False, soft_wrap=True)
 
 
 def notice(text: str) -> None:
     """A one-line note on stderr."""
-    err_console.print(f"note: {text}", highlight=False, markup=False, soft_wrap=True)
+    err_console.print(f"note: {printable(text)}", highlight=False, markup=False, soft_wrap=True)

@@ -9,6 +9,7 @@ import click
 from attnbench import strict_json
 from attnbench.api import explain as api_explain
 from attnbench.cli.options import command_line, notice
+from attnbench.files import check_results_folder
 from attnbench.output.profiles import cache_line, ceilings_table, info_table, profile_stem, profile_tables, save_profile
 from attnbench.output.terminal import console, print_table
 
@@ -42,6 +43,8 @@ def profile(case: str, variant_names: tuple[str, ...], raw_metrics: str | None, 
       attnbench profile t30 --variant reglm --variant bankfree
       attnbench profile t29 -v float4 -v qreg --metrics smsp__inst_executed.sum --save
     """
+    if save:
+        check_results_folder(results_dir)  # before the profiled passes, not after them
     run = api_explain.profile(case, variant_names, (raw_metrics or "").split(","), device=device, warmup=warmup,
                               max_launches=max_launches, command=command_line(), notice=notice)
     tables = profile_tables(run.profiles, run.metrics, run.case)
@@ -79,6 +82,8 @@ def info(variant_name: str, case: str | None, shape_text: str | None, arch: str,
       attnbench info --variant qreg --case t29
       attnbench info -v tf32x3 --shape 2,32768,64 --arch sm_80
     """
+    if case is not None and shape_text is not None:
+        raise click.UsageError("--case and --shape both give the shape; give one of them")
     shape = None
     if shape_text:
         try:

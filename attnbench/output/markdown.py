@@ -165,6 +165,10 @@ def ladder_section(results: list[ResultSet], same_within: float, level: int = 2)
 def result_section(result: ResultSet, heading: str, same_within: float, level: int) -> list[str]:
     """One result's heading, environment, square-lab lines and tables, as Markdown parts."""
     parts = [f"{'#' * (level - 1)} {heading}{result.kind.capitalize()}: {result.name}", "\n".join(environment_lines(result))]
+    if result.settings.get("interrupted"):
+        measured = len(result.cells)
+        parts.append(f"**Interrupted** (Ctrl-C): only the {measured} cell(s) measured before it are here; "
+                     "the cells after it were not run.")
     lab = lab_section(result)
     if lab:
         parts.append(lab)

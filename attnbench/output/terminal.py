@@ -43,8 +43,14 @@ err_console = _Console(stderr=True)
 _TONES = {GOOD: "green", BAD: "red", DIM: "dim"}
 
 
+def printable(text: str) -> str:
+    """`text` with what a terminal would act on or cannot show escaped: control characters (a file name
+    holding ESC or a newline) and the stand-ins Python gives the bytes of a path that is not UTF-8."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
 def _cell(cell) -> str:
-    text = escape(cell.text)
+    text = escape(printable(cell.text))
     style = _TONES.get(cell.tone)
     return f"[{style}]{text}[/{style}]" if style else text
 
@@ -66,9 +72,14 @@ def _widths(model: TableModel, framed: bool) -> list[int] | None:
     return fit_widths(words, lines, console.width - borders)
 
 
+def _title(model: TableModel) -> str | None:
+    """A title names files the user gave: no markup read into it, nothing raw."""
+    return escape(printable(model.title)) if model.title else model.title
+
+
 def _vertical(model: TableModel, framed: bool) -> Table:
     """A table too wide for the console, one row a block of `column  value` lines: no name is cut."""
-    table = Table(title=model.title, show_header=False, box=box.HEAVY_HEAD if framed else None)
+    table = Table(title=_title(model), show_header=False, box=box.HEAVY_HEAD if framed else None)
     table.add_column("field", style="bold", overflow="fold")
     table.add_column("value", overflow="fold")
     for row in model.rows:
@@ -87,7 +98,7 @@ def render(model: TableModel, wide: bool = True) -> Table:
     widths = _widths(model, framed)
     if widths is None:
         return _vertical(model, framed)
-    table = Table(title=model.title, show_lines=model.row_lines and framed, box=box.HEAVY_HEAD if framed else None)
+    table = Table(title=_title(model), show_lines=model.row_lines and framed, box=box.HEAVY_HEAD if framed else None)
     for column, width in zip(model.columns, widths):
         table.add_column(column.name, justify="right" if column.right else "left", overflow="fold", width=width)
     for row in model.rows:
@@ -105,7 +116,7 @@ def print_table(model: TableModel, wide: bool | None = None) -> None:
 
 def print_warnings(warnings: list[str]) -> None:
     for warning in warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]warning:[/yellow] {escape(printable(warning))}", highlight=False, soft_wrap=True)
 
 
 def _live() -> bool:

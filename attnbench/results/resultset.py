@@ -177,7 +177,7 @@ class ResultSet:
 
     @classmethod
     def from_dict(cls, data: dict) -> "ResultSet":
-        return cls(
+        result = cls(
             kind=data["kind"],
             metadata=data.get("metadata") or {},
             policy=data.get("policy") or {},
@@ -187,6 +187,11 @@ class ResultSet:
             baseline=data.get("baseline"),
             settings=data.get("settings") or {},
         )
+        if result.kind != "judge":  # a judge's cells have process times only
+            for cell in result.cells:  # every reader of a compare's ok cell reads its kernel times
+                if cell.status == OK and cell.measurement is None and "process_s" not in cell.extra:
+                    raise ValueError(f"the cell ({cell.variant}, {cell.case}) is ok but has no measurement")
+        return result
 
 
 # An array of numbers as indent spreads it, one element a line (a raw newline never occurs inside a JSON string).

@@ -57,3 +57,58 @@ def test_compare_prints_failed_cells_then_each_warning_once_with_its_cells():
     lines = captured.get().splitlines()
     assert lines[0] == "WRONG a on t11: 3 of 100 elements fail |out - ref| <= 0.005"
     assert lines[1:] == [f"warning: {NOISE_WARNING.sentence()} [a/t10, b/t10, b/t11]"]
+
+
+def test_an_against_run_with_no_cell_in_common_is_refused_before_measuring(cli, tmp_path, monkeypatch):
+    from attnbench.bench import matrix
+
+    assert cli("compare", "-v", "cpu", "-c", "odd_17x48", "--reps", "1", "--results-dir", str(tmp_path),
+               "--name", "a").exit_code == 0
+    monkeypatch.setattr(matrix, "run_cell", lambda *a, **k: (_ for _ in ()).throw(AssertionError("measured")))
+    result = cli("compare", "-v", "cpu", "-c", "odd_17x1", "--against", str(tmp_path / "a.json"), "--no-save")
+    assert result.exit_code == 2 and "no cell in common" in result.output, result.output
+    assert str(tmp_path / "a.json") in " ".join(result.output.split())
+
+
+def test_repeating_a_saved_run_leaves_out_its_files_missing_here_and_says_so(cli, tmp_path):
+    import shutil
+
+    from attnbench.cases import suite
+
+    assert cli("gen", "odd_17x1").exit_code == 0
+    own = tmp_path / "k" / "d.in"
+    own.parent.mkdir()
+    shutil.copyfile(suite.input_path(suite.get_case("odd_17x1")), own)
+    assert cli("compare", "-v", "cpu", "-c", f"odd_17x48,{own}", "--reps", "1", "--results-dir", str(tmp_path),
+               "--name", "a").exit_code == 0
+    shutil.rmtree(own.parent)  # the saved run was made elsewhere: its file is not here
+    result = cli("compare", "--against", str(tmp_path / "a.json"), "--reps", "1", "--no-save",
+                 "--same-within", "1000%")
+    said = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert f"its input file {own} is not here; that case is left out" in said
+
+
+def test_an_empty_case_list_is_refused_not_an_empty_table(cli):
+    for args in (["compare", "-v", "cpu", "-c", ",", "--no-save"], ["cases", ","], ["gen", ","],
+                 ["sweep", "d", "-v", ",", "--no-save"]):
+        result = cli(*args)
+        assert result.exit_code == 2, (args, result.output)
+
+
+def test_an_interrupted_compare_says_so_in_its_markdown(cli, tmp_path, monkeypatch):
+    from attnbench.bench import matrix
+
+    real_run_cell, calls = matrix.run_cell, []
+
+    def interrupted_on_the_second(*args, **kwargs):
+        calls.append(args[1])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_run_cell(*args, **kwargs)
+
+    monkeypatch.setattr(matrix, "run_cell", interrupted_on_the_second)
+    result = cli("compare", "-v", "cpu", "-c", "odd_17x48,odd_100x32", "--reps", "1",
+                 "--results-dir", str(tmp_path), "--name", "cut")
+    assert result.exit_code == 130
+    assert "**Interrupted** (Ctrl-C)" in (tmp_path / "cut.md").read_text()

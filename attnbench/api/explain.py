@@ -16,10 +16,17 @@ from attnbench.cases.inputs import resolve
 from attnbench.cases.testcase import Shape
 from attnbench.errors import CompileCheckFailed, GpuUnavailable, ProfilerUnavailable, UsageError
 from attnbench.kernels.catalogue import all_variants, get_variant, with_flavours
-from attnbench.explain.geometry import GpuModel, KernelReport, gpu_model, kernel_reports
+from attnbench.explain.geometry import GpuModel, KernelReport, gpu_model, kernel_reports, launch_geometry
 from attnbench.explain.metrics import PROFILABLE_FROM, Metric, metric_table, raw_metric
-from attnbench.kernels.nvcc import KernelResources, compile_report, nvcc_path, report_all, source_label
-from attnbench.kernels.variant import Variant
+from attnbench.kernels.nvcc import (
+    KernelResources,
+    compile_report,
+    nvcc_architectures,
+    nvcc_path,
+    report_all,
+    source_label,
+)
+from attnbench.kernels.variant import Variant, capability_of, launch_beyond_limits
 from attnbench.results.metadata import collect
 
 
@@ -124,12 +131,22 @@ def info(variant_name: str, case: str | None = None, shape: Shape | None = None,
     """The compiler's figures, launch geometry and theoretical occupancy of a variant on a shape."""
     variant = _gpu_variant(variant_name, "info")
     model = gpu_model(arch)
+    refusal = variant.gpu_refusal(capability_of(model.arch))
+    if refusal is not None:  # never another architecture's figures under this one's title
+        raise UsageError(f"--arch {arch}: {refusal.requirement()}; info describes it only for a GPU that can run it")
     label, shape = ("given shape", shape) if shape is not None else _shape_of(case or "t29")
     variant.require(shape)
+    for geometry in launch_geometry(variant, shape):
+        beyond = launch_beyond_limits(variant.name, geometry.kernel, geometry.grid, geometry.block)
+        if beyond is not None:
+            raise UsageError(beyond)
     resources: dict = {}
     notes: list[str] = []
     if nvcc_path() is None:
         notes.append("nvcc is not on PATH: no ptxas figures; occupancy counts shared memory and threads only")
+    elif nvcc_architectures() and model.arch not in nvcc_architectures():
+        notes.append(f"this nvcc no longer builds for {model.arch}: no ptxas figures; occupancy counts shared "
+                     "memory and threads only")
     else:
         resources = compile_report(variant, shape, model.arch)  # nvcc's error, if any, is the user's answer
         missing = sorted({launch.kernel for launch in variant.launches_for(shape)} - set(resources))

@@ -14,14 +14,12 @@ from attnbench.backends.gpu_permute import DevicePermuter
 from attnbench.backends.input_transform import InputTransform
 from attnbench.cases.testcase import Shape, Testcase
 from attnbench.errors import DeviceMemoryError, KernelLaunchError, VariantUnsupported
-from attnbench.kernels.variant import Variant
+from attnbench.kernels.variant import MAX_GRID_YZ, Variant, launch_beyond_limits
 
 LOG2E = 1.4426950408889634
 POISON_BITS = 0x7FC00000  # a quiet NaN: any element a kernel leaves unwritten shows up in verify
 WORKSPACE_CAP_BYTES = 4 << 30
 MEMORY_MARGIN_BYTES = 256 << 20
-MAX_GRID_YZ = 65535
-MAX_GRID_X = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -198,10 +196,9 @@ class GpuExecution:
         return records
 
     def _check_geometry(self, kernel: str, grid: tuple[int, ...], block: tuple[int, ...]) -> None:
-        if min(grid) < 1 or grid[0] > MAX_GRID_X or any(g > MAX_GRID_YZ for g in grid[1:]):
-            raise KernelLaunchError(f"{self.variant.name}: kernel {kernel} asks for grid {grid}, beyond CUDA's limits")
-        if min(block) < 1 or math.prod(block) > 1024:
-            raise KernelLaunchError(f"{self.variant.name}: kernel {kernel} asks for block {block}, beyond 1024 threads")
+        beyond = launch_beyond_limits(self.variant.name, kernel, grid, block)
+        if beyond is not None:
+            raise KernelLaunchError(beyond)
 
     # -- execution ---------------------------------------------------------------------------
     def run_pass(self) -> None:

@@ -13,9 +13,7 @@ from dataclasses import dataclass
 
 from attnbench.cases.testcase import Shape
 from attnbench.errors import UnknownName
-from attnbench.kernels.variant import Launch, Variant
-
-MAX_GRID_YZ = 65535
+from attnbench.kernels.variant import MAX_GRID_YZ, Launch, Variant
 
 
 @dataclass(frozen=True)

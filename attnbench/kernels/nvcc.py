@@ -5,6 +5,7 @@ the compiler says about each kernel (registers, shared memory, stack and spill b
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -49,6 +50,17 @@ class KernelResources:
 
 def nvcc_path() -> str | None:
     return shutil.which("nvcc")
+
+
+@functools.cache
+def nvcc_architectures() -> frozenset[str]:
+    """The sm_XY this nvcc builds for (`nvcc --list-gpu-code`; CUDA 13 dropped sm_61, the course's GTX
+    1080); empty without nvcc or when it cannot say."""
+    try:
+        found = subprocess.run([nvcc_path() or "nvcc", "--list-gpu-code"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    return frozenset(found.stdout.split()) if found.returncode == 0 else frozenset()
 
 
 def source_file(variant: Variant) -> Path:

@@ -26,7 +26,7 @@ import math
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Literal, Mapping
+from typing import Callable, Literal, Mapping, Sequence
 
 from attnbench.cases.testcase import Shape
 from attnbench.errors import ShapeNotSupported, UnknownName
@@ -202,8 +202,7 @@ class Variant:
             return None
         here = "sm_{}{}".format(*compute_capability)
         if self.arch is not None:
-            digits = self.arch.removeprefix("sm_").rstrip("a")
-            if compute_capability != (int(digits[:-1]), int(digits[-1])):
+            if compute_capability != capability_of(self.arch):
                 return Refusal(self.name, RefusalKind.ARCH, self.arch, here)
         oldest = UNIT_MIN_CAPABILITY.get(self.unit)
         if oldest is not None and compute_capability < oldest:
@@ -227,6 +226,29 @@ class Variant:
 
     def workspace_bytes(self, chunk: Shape) -> int:
         return sum(size(chunk) for size in self.workspace.values())
+
+
+# CUDA's launch limits, the same on every GPU since sm_30 (the CUDA C Programming Guide's table).
+MAX_THREADS_PER_BLOCK = 1024
+MAX_GRID_X = 2**31 - 1
+MAX_GRID_YZ = 65535
+
+
+def launch_beyond_limits(name: str, kernel: str, grid: Sequence[int], block: Sequence[int]) -> str | None:
+    """The one sentence for a launch no CUDA GPU takes, or None: `run` refuses it before launching and
+    `info` before describing it."""
+    if min(grid) < 1 or grid[0] > MAX_GRID_X or any(g > MAX_GRID_YZ for g in grid[1:]):
+        return (f"{name}: kernel {kernel} asks for grid {tuple(grid)}, beyond CUDA's limits "
+                f"(x at most {MAX_GRID_X}, y and z at most {MAX_GRID_YZ}, none below 1)")
+    if min(block) < 1 or math.prod(block) > MAX_THREADS_PER_BLOCK:
+        return f"{name}: kernel {kernel} asks for block {tuple(block)}, beyond {MAX_THREADS_PER_BLOCK} threads"
+    return None
+
+
+def capability_of(arch: str) -> tuple[int, int]:
+    """sm_90a -> (9, 0)."""
+    digits = arch.lower().removeprefix("sm_").rstrip("a")
+    return int(digits[:-1]), int(digits[-1])
 
 
 def one_kernel_variant(name: str, report: str, technique: str, *, grid: Callable[[Shape], Dims],

@@ -107,3 +107,44 @@ def test_the_variant_listing_without_resources_compiles_nothing():
     assert listing.figures == {} and listing.arch == "sm_90"
     names = [v.name for v in listing.variants]
     assert "cpu" in names and "bankfree" in names and len(names) == len(set(names))
+
+
+def test_info_for_an_architecture_the_variant_cannot_run_is_refused_not_another_archs_figures():
+    for args, said in ((["-v", "wgmma3x", "--arch", "sm_80"], "wgmma3x runs on sm_90a only"),
+                       (["-v", "tf32x3", "--arch", "sm_61"], "tf32x3 needs sm_80 or newer")):
+        result = CliRunner().invoke(main, ["info", *args, "--shape", "1,256,64"])
+        assert result.exit_code == 2, result.output
+        assert said in " ".join(result.output.split()) and "modelled as" not in result.output
+
+
+@pytest.mark.parametrize("grid, block, said", [
+    ('["cdiv(N, 64)", "B"]', "4096", "beyond 1024 threads"),
+    ('["1", "16000000"]', "64", "beyond CUDA's limits"),
+])
+def test_info_refuses_a_launch_beyond_cudas_limits_in_one_sentence(tmp_path, monkeypatch, grid, block, said):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.cu").write_text(GOOD_SOURCE)
+    (tmp_path / "attnbench.toml").write_text(FACTS.replace('grid = ["cdiv(N, 64)", "B"]', f"grid = {grid}")
+                                             .replace("block = 64", f"block = {block}"))
+    result = CliRunner().invoke(main, ["info", "-v", "mine", "--case", "odd_17x48"])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and said in lines[0], result.output
+
+
+def test_info_for_sm_61_without_an_nvcc_that_builds_it_gives_the_geometry_and_says_why_no_figures(monkeypatch):
+    monkeypatch.setattr(nvcc, "nvcc_path", lambda: "/usr/bin/nvcc")
+    nvcc.nvcc_architectures.cache_clear()
+    monkeypatch.setattr(nvcc, "nvcc_architectures", lambda: frozenset({"sm_80", "sm_90"}))
+    from attnbench.api import explain
+
+    monkeypatch.setattr(explain, "nvcc_architectures", lambda: frozenset({"sm_80", "sm_90"}))
+    monkeypatch.setattr(explain, "nvcc_path", lambda: "/usr/bin/nvcc")
+    result = CliRunner().invoke(main, ["info", "-v", "qreg", "--arch", "sm_61", "--shape", "1,256,64"])
+    assert result.exit_code == 0, result.output
+    assert "no longer builds for sm_61" in " ".join(result.output.split())
+
+
+def test_info_refuses_case_and_shape_together():
+    result = CliRunner().invoke(main, ["info", "-v", "qreg", "--case", "t02", "--shape", "1,256,64"])
+    assert result.exit_code == 2 and "--case and --shape" in result.output

@@ -48,6 +48,10 @@ class ResultsError(BadInput):
     """A saved results file is unreadable, of an unknown schema, or not comparable with this run."""
 
 
+class NotResultsFile(ResultsError):
+    """A file that is not an attnbench results file at all (a ceilings cache, a profile, any JSON)."""
+
+
 class CompileCheckFailed(BadInput):
     """nvcc rejected a kernel in a compile check (`info`, `list`): the source or the architecture asked for."""
 

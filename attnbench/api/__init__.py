@@ -7,7 +7,7 @@ This module only hands the public names on.
 
 from __future__ import annotations
 
-from attnbench.api.files import against_saved, generate, load_results, suite_cases, verify
+from attnbench.api.files import against_saved, generate, load_results, results_for_report, suite_cases, verify
 from attnbench.api.matrix import CompareOptions, CompareOutcome, ComparePlan, exit_status, parse_percent, plan_compare
 from attnbench.api.single import (
     SWEEP_AXES,
@@ -31,6 +31,6 @@ from attnbench.results.resultset import ResultSet
 __all__ = [
     "COURSE_ATOL", "SWEEP_AXES", "CompareOptions", "CompareOutcome", "ComparePlan", "MatrixInterrupted", "ResultSet",
     "TimingOptions", "against_saved", "check_same_gpu", "check_same_inputs", "common_selection", "compare",
-    "course_check", "exit_status", "expected_inputs", "generate", "load_results", "open_gpu", "open_gpu_for",
+    "course_check", "exit_status", "expected_inputs", "generate", "load_results", "results_for_report", "open_gpu", "open_gpu_for",
     "parse_percent", "plan_compare", "resume", "run", "slurm_options", "suite_cases", "sweep", "verify",
 ]

@@ -13,7 +13,7 @@ from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases import suite
 from attnbench.cases.inputs import ProgressFactory, SuiteInput, no_progress, resolve
 from attnbench.cases.testcase import OutputFile, Shape, read_shape
-from attnbench.errors import TestcaseError
+from attnbench.errors import NotResultsFile, ResultsError, TestcaseError
 from attnbench.results.resultset import ResultSet, load
 from attnbench.results.verification import VerifyReport
 
@@ -117,6 +117,23 @@ def suite_cases(selector: str | Sequence[str] = "all") -> list[suite.SuiteCase]:
 def load_results(path: str | Path) -> ResultSet:
     """A saved compare, sweep or judge (any schema version this attnbench reads)."""
     return load(path)
+
+
+def results_for_report(paths: Sequence[str | Path], notice: Notice = quiet) -> list[ResultSet]:
+    """The saved runs a report is made of. Among several files (`results/*.json`), one that is not a
+    results file at all (a ceilings cache, a profile) is left out with a note; a results file that is
+    damaged, or a single file given alone, is refused."""
+    loaded = []
+    for path in paths:
+        try:
+            loaded.append(load(path))
+        except NotResultsFile as exc:
+            if len(paths) == 1:
+                raise
+            notice(f"{exc}; left out")
+    if not loaded:
+        raise ResultsError(f"none of the {len(paths)} files given is an attnbench results file")
+    return loaded
 
 
 def against_saved(result: ResultSet, saved: ResultSet, same_within: float = DEFAULT_SAME_WITHIN,

@@ -3,6 +3,9 @@ kernel with its launch facts. The command line renders what these return."""
 
 from __future__ import annotations
 
+import os
+import shlex
+
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
@@ -20,6 +23,7 @@ from attnbench.judge.sandbox import MODES as SANDBOX_MODES
 from attnbench.judge.sandbox import Confinement, SandboxSettings
 from attnbench.api.notices import Notice, quiet
 from attnbench.kernels.starter import StarterFiles, write_starter
+from attnbench.kernels.user import find_launch_facts
 from attnbench.locations import data_dir
 from attnbench.results.metadata import collect
 from attnbench.results.resultset import ResultSet
@@ -176,3 +180,13 @@ def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_p
 def new_kernel(name: str, folder: str | Path = ".") -> StarterFiles:
     """Write NAME.cu (a simple, correct starting kernel) and its launch facts in attnbench.toml."""
     return write_starter(name, Path(folder))
+
+
+def next_step(name: str, files: StarterFiles) -> str:
+    """The command that runs the new kernel: from here when this folder's lookup finds its attnbench.toml,
+    else after a `cd` to the folder that holds it (variants are looked up from the current folder up)."""
+    command = f"attnbench run t02 out.bin --variant {name} --check"
+    found = find_launch_facts(Path.cwd())
+    if found is not None and found.path.resolve() == Path(files.config).resolve():
+        return command
+    return f"cd {shlex.quote(os.fsdecode(Path(files.config).parent))} && {command}"

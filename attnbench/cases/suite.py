@@ -230,10 +230,14 @@ def _case_lock(case: SuiteCase) -> Iterator[None]:
     is removed when done, so none is left behind; a waiter that wakes holding a removed file's lock
     opens the new one instead (the inode check), so two processes never hold the case at once."""
     folder = data_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f".{case.name}.lock"
-    while True:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
         handle = open(path, "a")
+    except OSError as exc:  # named as the user set it (ATTNBENCH_DATA), not the lock file inside it
+        raise OutputError(f"{folder}: the suite's generated files cannot be written there "
+                          f"({exc.strerror or exc}); set {locations.DATA_ENV} to a writable folder") from None
+    while True:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             if os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino:
@@ -241,6 +245,7 @@ def _case_lock(case: SuiteCase) -> Iterator[None]:
         except FileNotFoundError:
             pass
         handle.close()
+        handle = open(path, "a")
     try:
         yield
     finally:

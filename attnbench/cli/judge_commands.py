@@ -181,7 +181,7 @@ def new(name: str, folder: str) -> None:
     console.print(f"wrote {files.kernel}", highlight=False, markup=False)
     action = f"added [variants.{name}] to" if files.appended else "wrote"
     console.print(f"{action} {files.config}", highlight=False, markup=False)
-    console.print(f"next: attnbench run t02 out.bin --variant {name} --check", highlight=False, markup=False)
+    console.print(f"next: {api_programs.next_step(name, files)}", highlight=False, markup=False)
 
 
 COMMANDS = (judge, new)

@@ -128,7 +128,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
     Examples:
       attnbench compare --variants naive,splitq,bankfree,torch --cases t10,t11,t22,t29,t30
       attnbench compare --variants ladder --cases known --baseline kernels --ladder --plot
-      attnbench compare --against results/2026-11-21_compare_h200_t10-t30.json --fail-slower 5%
+      attnbench compare --against results/2026-11-21_h200_compare_t10-t30.json --fail-slower 5%
       attnbench compare -v ladder -c course --gpus all
       attnbench compare -v ladder -c course --executor slurm --partition nvidia --gres gpu:1
     """
@@ -234,12 +234,12 @@ def report(results: tuple[str, ...], output: str | None, ladder: bool | None, no
 
     \b
     Examples:
-      attnbench report results/2026-11-21_compare_h200_t10-t30.json
+      attnbench report results/2026-11-21_h200_compare_t10-t30.json
       attnbench report results/*.json -o results/report.md --ladder
     """
     from attnbench.output.report import write_report
 
-    loaded = [api.load_results(path) for path in results]
+    loaded = api.results_for_report(results, notice)
     first = Path(results[0])
     out = Path(output) if output else first.with_name(f"{first.stem}_report.md")
     outcome = write_report(loaded, out, ladder, not no_plots, same_within)

@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 from attnbench import strict_json
 from attnbench.cases.inputs import CaseInfo
-from attnbench.errors import ResultsError
+from attnbench.errors import NotResultsFile, ResultsError
 from attnbench.results.measurement import Measurement
 from attnbench.results.metadata import gpu_short_name
 from attnbench.results.refusal import Refusal
@@ -210,9 +210,9 @@ def loads(text: str, source: str = "results") -> ResultSet:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ResultsError(f"{source}: not a JSON file ({exc.msg} at line {exc.lineno})") from None
+        raise NotResultsFile(f"{source}: not a JSON file ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise ResultsError(f"{source}: not an attnbench results file (no \"schema\": \"{SCHEMA}\")")
+        raise NotResultsFile(f"{source}: not an attnbench results file (no \"schema\": \"{SCHEMA}\")")
     version = data.get("schema_version")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise ResultsError(
@@ -232,7 +232,7 @@ def load(path: str | Path) -> ResultSet:
     except FileNotFoundError:
         raise ResultsError(f"{path}: no such results file") from None
     except UnicodeDecodeError:
-        raise ResultsError(f"{path}: not a JSON file (it is not text)") from None
+        raise NotResultsFile(f"{path}: not a JSON file (it is not text)") from None
     result = loads(text, str(path))
     result.path = path
     return result

@@ -112,3 +112,49 @@ def test_an_interrupted_compare_says_so_in_its_markdown(cli, tmp_path, monkeypat
                  "--results-dir", str(tmp_path), "--name", "cut")
     assert result.exit_code == 130
     assert "**Interrupted** (Ctrl-C)" in (tmp_path / "cut.md").read_text()
+
+
+def test_report_over_a_folder_of_json_leaves_out_what_is_not_results_and_says_so(cli, tmp_path):
+    assert cli("compare", "-v", "cpu", "-c", "odd_17x1", "--reps", "1", "--results-dir", str(tmp_path),
+               "--name", "a").exit_code == 0
+    (tmp_path / "b_ceilings.json").write_text(json.dumps({"gpu": "H200", "ceilings": {}}))
+    result = cli("report", str(tmp_path / "a.json"), str(tmp_path / "b_ceilings.json"), "-o",
+                 str(tmp_path / "report.md"), "--no-plots")
+    assert result.exit_code == 0, result.output
+    assert "b_ceilings.json: not an attnbench results file" in " ".join(result.output.split())
+    assert (tmp_path / "report.md").is_file()
+    result = cli("report", str(tmp_path / "b_ceilings.json"))  # alone, it is refused
+    assert result.exit_code == 2
+
+
+def test_every_saved_run_a_help_text_names_exists():
+    """The examples in --help (and the API's docstrings) name saved runs a reader can open."""
+    import re
+    from pathlib import Path
+
+    import attnbench
+    from attnbench.cli import main
+
+    root = Path(attnbench.__file__).resolve().parents[1]
+    texts = [command.help or "" for command in main.commands.values()]
+    texts += [path.read_text() for path in (root / "attnbench").rglob("*.py")]
+    named = {m for text in texts for m in re.findall(r"results/20\d\d-[\w.-]+\.json", text)}
+    assert named and all((root / name).is_file() for name in named), sorted(n for n in named if not (root / n).is_file())
+
+
+def test_a_data_folder_that_cannot_be_written_is_named_not_its_lock_file(cli, tmp_path, monkeypatch):
+    (tmp_path / "afile").write_text("")
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path / "afile" / "data"))
+    result = cli("gen", "odd_17x1")
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {tmp_path / 'afile' / 'data'}: ") and ".lock" not in lines[0]
+
+
+def test_a_report_into_a_folder_it_cannot_write_names_the_report_not_a_plot(cli, tmp_path):
+    assert cli("compare", "-v", "cpu", "-c", "odd_17x1", "--reps", "1", "--results-dir", str(tmp_path),
+               "--name", "a").exit_code == 0
+    (tmp_path / "afile").write_text("")
+    result = cli("report", str(tmp_path / "a.json"), "-o", str(tmp_path / "afile" / "r.md"))
+    assert result.exit_code == 2 and "ceilings.png" not in result.output
+    assert str(tmp_path / "afile" / "r.md") in " ".join(result.output.split())

@@ -575,3 +575,15 @@ def test_a_fault_is_an_error_cell_and_a_lost_context_stops_the_matrix(context_su
             assert status[key].status == "error"
             assert status[key].message.startswith("not run: the CUDA context was lost after faulty failed on")
         assert infos[1].origin == "not loaded" and infos[1].note.startswith("not run")
+
+
+def test_the_next_step_new_prints_works_from_the_folder_it_was_typed_in(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["new", "k", "--dir", "sub"])
+    assert result.exit_code == 0, result.output
+    step = result.output.split("next: ", 1)[1].strip()
+    assert step == "cd sub && attnbench run t02 out.bin --variant k --check"
+    monkeypatch.chdir(tmp_path / "sub")
+    assert "k" in load_variants(find_launch_facts())  # where the step goes, the variant is found
+    result = CliRunner().invoke(main, ["new", "k2"])
+    assert result.output.split("next: ", 1)[1].strip() == "attnbench run t02 out.bin --variant k2 --check"

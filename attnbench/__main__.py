@@ -20,7 +20,7 @@ def entry() -> None:
     signal.signal(signal.SIGINT, _interrupted_while_starting)
     from attnbench.cli import main
 
-    main()
+    main(prog_name="attnbench")  # one name for completion (_ATTNBENCH_COMPLETE) and messages, however started
 
 
 if __name__ == "__main__":

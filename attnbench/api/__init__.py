@@ -12,6 +12,7 @@ from attnbench.api.matrix import CompareOptions, CompareOutcome, ComparePlan, ex
 from attnbench.api.single import (
     SWEEP_AXES,
     TimingOptions,
+    case_names,
     check_same_gpu,
     check_same_inputs,
     common_selection,
@@ -22,6 +23,7 @@ from attnbench.api.single import (
     resume,
     run,
     sweep,
+    variant_names,
 )
 from attnbench.api.spread import slurm_options
 from attnbench.bench.matrix import MatrixInterrupted, course_check
@@ -30,7 +32,7 @@ from attnbench.results.resultset import ResultSet
 
 __all__ = [
     "COURSE_ATOL", "SWEEP_AXES", "CompareOptions", "CompareOutcome", "ComparePlan", "MatrixInterrupted", "ResultSet",
-    "TimingOptions", "against_saved", "check_same_gpu", "check_same_inputs", "common_selection", "compare",
+    "TimingOptions", "against_saved", "case_names", "check_same_gpu", "check_same_inputs", "common_selection", "compare",
     "course_check", "exit_status", "expected_inputs", "generate", "load_results", "results_for_report", "open_gpu", "open_gpu_for",
-    "parse_percent", "plan_compare", "resume", "run", "slurm_options", "suite_cases", "sweep", "verify",
+    "parse_percent", "plan_compare", "resume", "run", "slurm_options", "suite_cases", "sweep", "variant_names", "verify",
 ]

@@ -12,7 +12,7 @@ from attnbench.backends import gpu as gpu_backend
 from attnbench.explain.ceilings import get_or_measure
 from attnbench.results.ceilings import CeilingSet, cached_for
 from attnbench.explain.profile import VariantProfile, profile_variant, require_ncu
-from attnbench.cases.inputs import resolve
+from attnbench.cases.inputs import ProgressFactory, no_progress, resolve
 from attnbench.cases.testcase import Shape
 from attnbench.errors import CompileCheckFailed, GpuUnavailable, ProfilerUnavailable, UsageError
 from attnbench.kernels.catalogue import all_variants, get_variant, with_flavours
@@ -127,7 +127,8 @@ class InfoReport:
         }
 
 
-def info(variant_name: str, case: str | None = None, shape: Shape | None = None, arch: str = "sm_90") -> InfoReport:
+def info(variant_name: str, case: str | None = None, shape: Shape | None = None, arch: str = "sm_90",
+         progress: ProgressFactory = no_progress) -> InfoReport:
     """The compiler's figures, launch geometry and theoretical occupancy of a variant on a shape."""
     variant = _gpu_variant(variant_name, "info")
     model = gpu_model(arch)
@@ -148,7 +149,9 @@ def info(variant_name: str, case: str | None = None, shape: Shape | None = None,
         notes.append(f"this nvcc no longer builds for {model.arch}: no ptxas figures; occupancy counts shared "
                      "memory and threads only")
     else:
-        resources = compile_report(variant, shape, model.arch)  # nvcc's error, if any, is the user's answer
+        with progress(f"compiling {variant.name} for {model.arch}", 1) as advance:
+            resources = compile_report(variant, shape, model.arch)  # nvcc's error, if any, is the user's answer
+            advance(1)
         missing = sorted({launch.kernel for launch in variant.launches_for(shape)} - set(resources))
         if missing:
             raise CompileCheckFailed(f"{source_label(variant)}: no kernel named {', '.join(missing)} in it "
@@ -177,7 +180,7 @@ class VariantListing:
     arch: str
 
 
-def variant_listing(head_dim: int = 64, resources: bool = True) -> VariantListing:
+def variant_listing(head_dim: int = 64, resources: bool = True, progress: ProgressFactory = no_progress) -> VariantListing:
     """The built-in variants in ladder order, then the user's, each followed by its flavours; with
     `resources` and nvcc present, each compiled kernel's registers, shared memory and spills for
     `head_dim` on the GPU found (sm_90 when there is none)."""
@@ -187,5 +190,7 @@ def variant_listing(head_dim: int = 64, resources: bool = True) -> VariantListin
     if resources and nvcc_path():
         if gpu_backend.gpu_probe() is None:
             arch = gpu_backend.Gpu(0).arch
-        figures = report_all([v for v in variants if v.kind.compiled], head_dim, arch)
+        compiled = [v for v in variants if v.kind.compiled]
+        with progress(f"ptxas figures for {arch} (compiled once, cached)", len(compiled)) as advance:
+            figures = report_all(compiled, head_dim, arch, advance)
     return VariantListing(variants, figures, arch)

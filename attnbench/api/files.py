@@ -3,6 +3,7 @@ load saved results and compare a run against one. The command line renders what 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Sequence
 
@@ -11,9 +12,10 @@ from attnbench.analysis.against import AgainstReport, against, check_comparable
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases import suite
+from attnbench.locations import DATA_ENV
 from attnbench.cases.inputs import ProgressFactory, SuiteInput, no_progress, resolve
 from attnbench.cases.testcase import OutputFile, Shape, read_shape
-from attnbench.errors import NotResultsFile, ResultsError, TestcaseError
+from attnbench.errors import NotResultsFile, OutputError, ResultsError, TestcaseError
 from attnbench.results.resultset import ResultSet, load
 from attnbench.results.verification import VerifyReport
 
@@ -84,6 +86,7 @@ def generate(names: Sequence[str], *, reference: bool = True, force: bool = Fals
     """Generate suite inputs (and their float64 references) from their recorded seeds. Files already
     there are checked against their recorded sha256; a changed one is made again, and said so."""
     chosen = suite.cases_in(names)
+    _say_what_will_be_written(chosen, reference, force, notice)
     for case in chosen:
         changed = suite.is_generated(case) and not force and _input_changed(case, notice)
         redo_input = force or changed or not suite.is_generated(case)
@@ -99,6 +102,31 @@ def generate(names: Sequence[str], *, reference: bool = True, force: bool = Fals
             with progress(f"float64 reference of {case.name}", case.shape.B * case.shape.N) as advance:
                 suite.generate_reference(case, advance, force=True)
     return chosen
+
+
+SIZE_NOTICE_BYTES = 100 << 20  # below this, generating takes seconds and is not worth a line
+
+
+def _say_what_will_be_written(cases: list[suite.SuiteCase], reference: bool, force: bool, notice: Notice) -> None:
+    """Before a large generation (`gen all`: about 18 GB), say how much goes where; refuse one the disk
+    cannot hold, before writing anything."""
+    total = 0
+    for case in cases:
+        total += case.shape.input_bytes if force or not suite.is_generated(case) else 0
+        if reference:
+            total += case.shape.output_bytes if force or not suite.has_reference(case) else 0
+    if total < SIZE_NOTICE_BYTES:
+        return
+    folder = suite.data_dir()
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    free = shutil.disk_usage(existing).free
+    if total > free:
+        raise OutputError(f"{folder}: {len(cases)} case(s) need {total / 1e9:.1f} GB, but only {free / 1e9:.1f} GB "
+                          f"is free there (set {DATA_ENV} to a larger folder)")
+    notice(f"writing {total / 1e9:.1f} GB ({len(cases)} case(s): inputs" + (" and float64 references" if reference
+           else "") + f") to {folder}; Ctrl-C stops cleanly, and what is done is kept")
 
 
 def _input_changed(case: suite.SuiteCase, notice: Notice) -> bool:

@@ -23,6 +23,7 @@ from attnbench.api.notices import Notice, quiet
 from attnbench.analysis.against import check_same_gpu, check_same_inputs, common_selection, expected_inputs
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.spread import SlurmOptions, placement, resume, spread_matrix
+from attnbench.backends.cpu import passes_reported
 from attnbench.backends.device import GpuDevice
 from attnbench.bench.check_rule import CheckRule, CourseRule, LabRule
 from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, MatrixSettings, assemble, run_matrix
@@ -97,6 +98,21 @@ def variants_from(selector: str | Sequence[str]) -> list[Variant]:
     return chosen
 
 
+def variant_names() -> list[str]:
+    """Every name --variant and --variants take: the variants with their flavours (yours from
+    attnbench.toml too), the groups and the torch peer, for shell completion."""
+    from attnbench.kernels.catalogue import all_variants, with_flavours
+
+    return [*(v.name for v in with_flavours(all_variants())), "all", "ladder"]
+
+
+def case_names() -> list[str]:
+    """Every suite case and group a case list takes, for shell completion."""
+    from attnbench.cases import suite
+
+    return [*suite.SUITE, *suite.GROUPS, "all", "known"]
+
+
 def open_gpu(device: int = 0) -> Any:
     """The CUDA device `device` with its primary context current (GpuUnavailable in one sentence)."""
     from attnbench.backends.gpu import Gpu
@@ -164,8 +180,9 @@ def run(
     # The environment first (a suite case's shape is in the manifest): no GPU means no input written.
     chosen = choose_variant(variant, bench_input.shape, notice)
     gpu = open_gpu_for([chosen], device)
-    return run_case(chosen, bench_input, gpu, timing.policy_for(chosen), out, check, (atol, rtol), pipeline, progress,
-                    notice)
+    with passes_reported(progress, bench_input.label):  # a long cpu pass shows its progress and expected time
+        return run_case(chosen, bench_input, gpu, timing.policy_for(chosen), out, check, (atol, rtol), pipeline,
+                        progress, notice)
 
 
 def compare(
@@ -276,6 +293,6 @@ def sweep(
 
 
 __all__ = [
-    "SlurmOptions", "TimingOptions", "check_same_gpu", "check_same_inputs", "choose_variant", "common_selection",
-    "compare", "expected_inputs", "open_gpu", "open_gpu_for", "resume", "run", "sweep",
+    "SlurmOptions", "TimingOptions", "case_names", "check_same_gpu", "check_same_inputs", "choose_variant", "common_selection",
+    "compare", "expected_inputs", "open_gpu", "open_gpu_for", "resume", "run", "sweep", "variant_names",
 ]

@@ -8,11 +8,15 @@ batch items advance together, which is the row blocking (br) done as one array o
 from __future__ import annotations
 
 import platform
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Callable, Iterator
 
 import numpy as np
 
 from attnbench.backends.base import HostClock
 from attnbench.backends.input_transform import InputTransform
+from attnbench.cases.inputs import ProgressFactory
 from attnbench.cases.testcase import Testcase
 from attnbench.host_threads import blas_single_threaded
 from attnbench.results.limits import HOST_LIMITS
@@ -21,8 +25,28 @@ BLOCK_COLS = 32
 _GROUP_BYTES = 16 << 20  # a group of items at a time: bounds the temporaries beside the input and output
 
 
-def flash_attention_cpu(testcase: Testcase, block_cols: int = BLOCK_COLS) -> np.ndarray:
-    """O (B, N, d) float32 by the blocked online-softmax algorithm."""
+# A host pass of this many FLOPs or more takes seconds: it is shown as it goes, with its expected time.
+REPORTED_FROM_FLOPS = 10e9
+# Set by `passes_reported` around a run: how a long host pass shows its progress. A context variable, not a
+# parameter: the runner makes every kind of execution through one signature, and only a host pass is slow
+# enough to need this.
+_PASS_PROGRESS: ContextVar[tuple[ProgressFactory, str] | None] = ContextVar("cpu_pass_progress", default=None)
+
+
+@contextmanager
+def passes_reported(progress: ProgressFactory, label: str) -> Iterator[None]:
+    """Within this block, each long cpu pass shows a progress bar (rich's, with its expected time from the
+    tiles done so far) through `progress`; a factory that shows nothing (piped output) costs nothing."""
+    token = _PASS_PROGRESS.set((progress, label))
+    try:
+        yield
+    finally:
+        _PASS_PROGRESS.reset(token)
+
+
+def flash_attention_cpu(testcase: Testcase, block_cols: int = BLOCK_COLS,
+                        advance: Callable[[int], None] | None = None) -> np.ndarray:
+    """O (B, N, d) float32 by the blocked online-softmax algorithm; `advance(items)` after each K/V tile."""
     shape = testcase.shape
     B, N, d = shape.B, shape.N, shape.d
     scale = np.float32(1.0 / np.sqrt(d))
@@ -33,11 +57,12 @@ def flash_attention_cpu(testcase: Testcase, block_cols: int = BLOCK_COLS) -> np.
     # output must not depend on how many cores a process was given (a worker gets its share of them).
     with np.errstate(over="ignore", invalid="ignore"), blas_single_threaded():  # NaN/Inf inputs give NaN outputs
         for b0 in range(0, B, group):
-            _blocked_group(testcase, out, b0, min(B, b0 + group), block_cols, scale)
+            _blocked_group(testcase, out, b0, min(B, b0 + group), block_cols, scale, advance)
     return out
 
 
-def _blocked_group(testcase: Testcase, out: np.ndarray, b0: int, b1: int, block_cols: int, scale: np.float32) -> None:
+def _blocked_group(testcase: Testcase, out: np.ndarray, b0: int, b1: int, block_cols: int, scale: np.float32,
+                   advance: Callable[[int], None] | None = None) -> None:
     """Items b0..b1 of the testcase, all their query rows at once, K/V column tile by tile."""
     N, d = testcase.shape.N, testcase.shape.d
     q, k, v = testcase.q[b0:b1], testcase.k[b0:b1], testcase.v[b0:b1]
@@ -54,6 +79,8 @@ def _blocked_group(testcase: Testcase, out: np.ndarray, b0: int, b1: int, block_
         row_sum = row_sum * correction + weights.sum(axis=-1, keepdims=True)
         acc = acc * correction + np.matmul(weights, v[:, j0:j1])
         row_max = new_max
+        if advance is not None:
+            advance(b1 - b0)
     out[b0:b1] = acc / row_sum
 
 
@@ -69,12 +96,22 @@ class CpuExecution:
         self.device_name = f"CPU ({platform.processor() or platform.machine()})"
         self.clock = HostClock()
         self.output: np.ndarray | None = None
+        self.passes = 0  # passes shown so far (a long pass is shown as it goes)
 
     def upload(self) -> None:
         pass
 
     def run_pass(self) -> None:
-        self.output = flash_attention_cpu(self.testcase)
+        reporting = _PASS_PROGRESS.get()
+        shape = self.testcase.shape
+        if reporting is None or shape.flops < REPORTED_FROM_FLOPS:
+            self.output = flash_attention_cpu(self.testcase)
+            return
+        progress, label = reporting
+        self.passes += 1
+        tiles = -(-shape.N // BLOCK_COLS)
+        with progress(f"cpu pass {self.passes} on {label}", shape.B * tiles) as advance:
+            self.output = flash_attention_cpu(self.testcase, advance=advance)
 
     def download(self) -> np.ndarray:
         assert self.output is not None

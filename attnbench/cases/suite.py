@@ -13,6 +13,7 @@ a wrong kernel.
 
 from __future__ import annotations
 
+import difflib
 import fcntl
 import hashlib
 import json
@@ -127,7 +128,9 @@ def get_case(name: str) -> SuiteCase:
     try:
         return SUITE[name]
     except KeyError:
-        raise UnknownName(f"{name!r} is neither a file nor a suite case (see `attnbench cases`)") from None
+        close = difflib.get_close_matches(name, [*SUITE, *GROUPS, "all", "known"], n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise UnknownName(f"{name!r} is neither a file nor a suite case{hint} (see `attnbench cases`)") from None
 
 
 _RANGE = re.compile(r"([A-Za-z_]+)(\d+)-(?:([A-Za-z_]+))?(\d+)")

@@ -124,7 +124,7 @@ class AttnbenchGroup(click.Group):
 
 
 @click.group(cls=AttnbenchGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
-@click.version_option(__version__, prog_name="attnbench")
+@click.version_option(__version__, "--version", "-V", prog_name="attnbench")
 def main() -> None:
     """Run, verify, time and compare CUDA attention kernels on course-style testcases.
 

@@ -12,6 +12,9 @@ from attnbench import api
 from attnbench.files import check_output_path, check_results_folder
 from attnbench.cli.options import (
     command_line,
+    complete_cases,
+    complete_variants,
+    once,
     notice,
     percent,
     placement_from,
@@ -23,7 +26,14 @@ from attnbench.cli.options import (
 )
 from attnbench.output import result_tables
 from attnbench.output.markdown import lab_report_lines
-from attnbench.output.matrix_run import device_words, print_exit_status, print_matrix, print_problems, save_run
+from attnbench.output.matrix_run import (
+    device_words,
+    print_exit_status,
+    print_matrix,
+    print_problems,
+    result_json,
+    save_run,
+)
 from attnbench.output.terminal import MatrixProgress, console, print_table
 
 Outcome = TypeVar("Outcome")
@@ -36,6 +46,8 @@ save_options = [
     click.option("--plot", is_flag=True, help="Also write PNG plots next to the results (needs matplotlib)."),
     click.option("--same-within", default="2%", show_default=True, callback=percent,
                  help="Differences smaller than this are SAME whatever the noise."),
+    click.option("--json", "as_json", is_flag=True,
+                 help="Print the run as JSON (the records of the saved JSON file) instead of the tables."),
 ]
 
 
@@ -54,9 +66,20 @@ def _run_saving_partial(title: str, call: Callable[[MatrixProgress], Outcome], r
 
 
 def _render_compare(outcome: api.CompareOutcome, same_within: float, results_dir: str, name: str | None,
-                    no_save: bool, plot: bool) -> None:
-    """The matrix, the ladder, the problems, the saved files, the verdicts against the saved run; then exit."""
+                    no_save: bool, plot: bool, as_json: bool = False) -> None:
+    """The matrix, the ladder, the problems, the saved files, the verdicts against the saved run; then exit.
+    With `as_json`, stdout carries only the run's JSON (the saved file's records); the rest goes to stderr."""
     result = outcome.result
+    if as_json:
+        print_problems(result)
+        if not no_save:
+            save_run(result, results_dir, name, outcome.save_selector, plot, json_on_stdout=True)
+        for note in outcome.report.notes if outcome.report is not None else ():
+            notice(note)
+        click.echo(result_json(result))
+        if outcome.exit_status and not outcome.is_sweep:
+            print_exit_status(outcome.exit_status, result, outcome.report)
+        sys.exit(outcome.exit_status)
     if outcome.is_sweep:  # a resumed sweep
         title = f"sweep over {result.settings.get('sweep')} on {device_words(result)}"
     else:
@@ -79,15 +102,16 @@ def _render_compare(outcome: api.CompareOutcome, same_within: float, results_dir
 
 
 @click.command()
-@click.option("--variants", "-v", "variant_selector", default=None,
-              help="Comma list of variants; `all` (every GPU variant), `ladder`, `torch` (the PyTorch peer).")
-@click.option("--cases", "-c", "case_selector", default=None,
-              help="Comma list of suite cases, suite groups (all, known, course, square, ...) or input files.")
-@click.option("--baseline", "-b", default=None, help="Variant the speedups are against [default: the first].")
+@once("--variants", "-v", "variant_selector", shell_complete=complete_variants,
+      help="Comma list of variants; `all` (every GPU variant), `ladder`, `torch` (the PyTorch peer).")
+@once("--cases", "-c", "case_selector", shell_complete=complete_cases,
+      help="Comma list of suite cases, suite groups (all, known, course, square, ...) or input files.")
+@once("--baseline", "-b", shell_complete=complete_variants,
+      help="Variant the speedups are against [default: the first].")
 @with_options(timing_options)
 @tolerance("--atol", api.COURSE_ATOL, "Absolute tolerance of the check.")
 @tolerance("--rtol", 0.0, "Relative tolerance of the check.")
-@click.option("--against", "against_path", default=None, type=click.Path(dir_okay=False),
+@once("--against", "against_path", type=click.Path(dir_okay=False),
               help="A saved results JSON: compare every common cell with it and count regressions.")
 @click.option("--fail-slower", default=None, callback=percent,
               help="With --against: a SLOWER cell is a regression only if slower by more than this too (e.g. 5%).")
@@ -102,7 +126,7 @@ def _render_compare(outcome: api.CompareOutcome, same_within: float, results_dir
 def compare(variant_selector: str | None, case_selector: str | None, baseline: str | None, device: int,
             atol: float, rtol: float, against_path: str | None, fail_slower: float | None, allow_other_gpu: bool,
             allow_other_inputs: bool, show_ladder: bool, resume_folder: str | None, results_dir: str,
-            name: str | None, no_save: bool, plot: bool, same_within: float, **timing: object) -> None:
+            name: str | None, no_save: bool, plot: bool, same_within: float, as_json: bool, **timing: object) -> None:
     """Compare variants (and the torch peer) over testcases: a checked, timed matrix with speedups.
 
     Every cell's output is checked against the float64 reference first (the course rule, --atol);
@@ -147,12 +171,12 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
         resume=resume_folder, command=command_line(), **placement))
     outcome = _run_saving_partial("compare", lambda listener: plan.run(listener, notice), results_dir, name, no_save,
                                   plan.save_selector)
-    _render_compare(outcome, same_within, results_dir, name, no_save, plot)
+    _render_compare(outcome, same_within, results_dir, name, no_save, plot, as_json)
 
 
 @click.command()
 @click.argument("what", type=click.Choice(["square", "N", "n", "seq", "d", "head-dim"]))
-@click.option("--variants", "-v", "variant_selector", required=True,
+@click.option("--variants", "-v", "variant_selector", required=True, shell_complete=complete_variants,
               help="Comma list of variants (and `torch`), as for compare.")
 @click.option("--sizes", default="all", show_default=True,
               help="square: the lab's sizes to run: all, a comma list, or a-b for the lab's sizes in [a, b].")
@@ -170,7 +194,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
 @with_options(save_options)
 def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values: str | None, batch: int | None,
           seq_len: int, head_dim: int, baseline: str | None, device: int, results_dir: str, name: str | None,
-          no_save: bool, plot: bool, same_within: float, **timing: object) -> None:
+          no_save: bool, plot: bool, same_within: float, as_json: bool, **timing: object) -> None:
     """Sweep sizes: the square-attention lab's harness, or N or d of the (B, N, d) workload.
 
     `square` runs the lab's 102 sizes (Q, K, V all n x n; 4n^3 FLOPs), checks each output by the
@@ -201,6 +225,12 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
                          notice=notice, **placement)
 
     result = _run_saving_partial(f"sweep {axis}", call, results_dir, name, no_save, axis)
+    if as_json:
+        print_problems(result)
+        if not no_save:
+            save_run(result, results_dir, name, axis, plot, json_on_stdout=True)
+        click.echo(result_json(result))
+        sys.exit(api.exit_status(result))
     if axis == "square":
         for variant in result.variant_names:
             click.echo(f"# {variant}")

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import click
 
-from attnbench.api import TimingOptions, parse_percent, slurm_options
+from attnbench.api import TimingOptions, case_names, parse_percent, slurm_options, variant_names
 from attnbench.output.terminal import err_console, printable
 
 
@@ -103,3 +103,41 @@ def error_line(text: str) -> None:
 def notice(text: str) -> None:
     """A one-line note on stderr."""
     err_console.print(f"note: {printable(text)}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _complete_list(names: list[str], incomplete: str) -> list:
+    """Complete the last part of a comma list (`qreg,ba` -> `qreg,bankfree`)."""
+    from click.shell_completion import CompletionItem
+
+    head, comma, last = incomplete.rpartition(",")
+    return [CompletionItem(head + comma + name) for name in names if name.startswith(last)]
+
+
+def complete_variants(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    """Shell completion of variant names (with flavours and yours), groups and comma lists of them."""
+    try:
+        return _complete_list(variant_names(), incomplete)
+    except Exception:  # a broken attnbench.toml must not break the user's shell: no completion instead
+        return []
+
+
+def complete_cases(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    """Shell completion of suite case names and groups; a path completes as a file."""
+    from click.shell_completion import CompletionItem
+
+    found = _complete_list(case_names(), incomplete)
+    return found or [CompletionItem(incomplete, type="file")]
+
+
+def once(*names: str, **kwargs: Any) -> Callable:
+    """An option given at most once (its default None): a second `--variant b` is refused in one line,
+    not silently the one that counts."""
+    long_name = next(n for n in names if n.startswith("--"))
+
+    def only_once(ctx: click.Context, param: click.Parameter, values: tuple) -> Any:
+        if len(values) > 1:
+            raise click.UsageError(f"{long_name} given {len(values)} times ({', '.join(map(str, values))}); "
+                                   "give it once", ctx=ctx)
+        return values[0] if values else None
+
+    return click.option(*names, **kwargs, multiple=True, callback=only_once)

@@ -8,16 +8,16 @@ import click
 
 from attnbench import strict_json
 from attnbench.api import explain as api_explain
-from attnbench.cli.options import command_line, notice
+from attnbench.cli.options import command_line, complete_cases, complete_variants, notice, once
 from attnbench.files import check_results_folder
 from attnbench.output.profiles import cache_line, ceilings_table, info_table, profile_stem, profile_tables, save_profile
-from attnbench.output.terminal import console, print_table
+from attnbench.output.terminal import console, print_table, progress_bar
 
 
 # -- profile -----------------------------------------------------------------------------------------
 @click.command()
-@click.argument("case")
-@click.option("--variant", "-v", "variant_names", multiple=True, required=True,
+@click.argument("case", shell_complete=complete_cases)
+@click.option("--variant", "-v", "variant_names", multiple=True, required=True, shell_complete=complete_variants,
               help="A variant to profile; repeat for several, side by side.")
 @click.option("--metrics", "raw_metrics", default=None, help="Extra raw ncu metric names, comma separated.")
 @click.option("--device", type=click.IntRange(0), default=0, show_default=True, help="CUDA device index.")
@@ -64,8 +64,9 @@ def profile(case: str, variant_names: tuple[str, ...], raw_metrics: str | None, 
 
 # -- info --------------------------------------------------------------------------------------------
 @click.command()
-@click.option("--variant", "-v", "variant_name", required=True, help="Variant name (see `attnbench list`).")
-@click.option("--case", "-c", default=None, help="Suite case or input file whose shape to use [default: t29].")
+@click.option("--variant", "-v", "variant_name", required=True, help="Variant name (see `attnbench list`).",
+              shell_complete=complete_variants)
+@once("--case", "-c", help="Suite case or input file whose shape to use [default: t29].", shell_complete=complete_cases)
 @click.option("--shape", "shape_text", default=None, help="B,N,d instead of a case, e.g. 4,32768,32.")
 @click.option("--arch", default="sm_90", show_default=True,
               help="Compile for and model this GPU: sm_61, sm_80, sm_86, sm_89 or sm_90.")
@@ -93,7 +94,7 @@ def info(variant_name: str, case: str | None, shape_text: str | None, arch: str,
         if min(B, N, d) < 1:
             raise click.BadParameter("B, N and d must be at least 1", param_hint="--shape")
         shape = api_explain.Shape(B, N, d)
-    report = api_explain.info(variant_name, case, shape, arch)
+    report = api_explain.info(variant_name, case, shape, arch, progress=progress_bar)
     if as_json:
         click.echo(strict_json.dumps(report.to_dict()))
         return

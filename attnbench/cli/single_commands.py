@@ -9,13 +9,23 @@ import click
 from attnbench import strict_json
 from attnbench import api
 from attnbench.api import explain as api_explain
-from attnbench.cli.options import error_line, notice, timing_from, timing_options, tolerance, with_options
+from attnbench.cli.options import (
+    complete_cases,
+    complete_variants,
+    error_line,
+    notice,
+    once,
+    timing_from,
+    timing_options,
+    tolerance,
+    with_options,
+)
 from attnbench.output import listing_tables, run_tables
 from attnbench.output.terminal import console, print_table, print_warnings, progress_bar
 
 
 @click.command()
-@click.argument("names", nargs=-1, required=True)
+@click.argument("names", nargs=-1, required=True, shell_complete=complete_cases)
 @click.option("--no-reference", is_flag=True, help="Write only the input, not the float64 reference.")
 @click.option("--force", is_flag=True, help="Regenerate even if the files exist.")
 def gen(names: tuple[str, ...], no_reference: bool, force: bool) -> None:
@@ -33,22 +43,27 @@ def gen(names: tuple[str, ...], no_reference: bool, force: bool) -> None:
 
 
 @click.command()
-@click.argument("selector", default="all")
+@click.argument("selector", default="all", shell_complete=complete_cases)
 @click.option("--wide", is_flag=True, help="Also show the notes column.")
-def cases(selector: str, wide: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the cases as JSON, one record each.")
+def cases(selector: str, wide: bool, as_json: bool) -> None:
     """List suite cases: shape, provenance and whether they are generated.
 
     \b
     Example:
       attnbench cases course
     """
-    print_table(listing_tables.cases_table(api.suite_cases(selector)), wide=wide or None)
+    chosen = api.suite_cases(selector)
+    if as_json:
+        click.echo(strict_json.dumps([listing_tables.case_record(case) for case in chosen]))
+        return
+    print_table(listing_tables.cases_table(chosen), wide=wide or None)
 
 
 @click.command()
-@click.argument("case")
+@click.argument("case", shell_complete=complete_cases)
 @click.argument("out", type=click.Path(dir_okay=False))
-@click.option("--variant", "-v", "variant_name", default=None, help="Variant name (see `attnbench list`).")
+@once("--variant", "-v", "variant_name", help="Variant name (see `attnbench list`).", shell_complete=complete_variants)
 @with_options(timing_options)
 @click.option("--check", is_flag=True, help="Verify the output against the float64 reference.")
 @tolerance("--atol", api.COURSE_ATOL, "Absolute tolerance for --check.")
@@ -96,7 +111,7 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
 @click.command()
 @click.argument("out", type=click.Path(dir_okay=False))
 @click.argument("ref")
-@click.option("--case", default=None, help="Testcase (suite name or input file) that gives B, N, d.")
+@once("--case", help="Testcase (suite name or input file) that gives B, N, d.", shell_complete=complete_cases)
 @tolerance("--atol", api.COURSE_ATOL, "Absolute tolerance.")
 @tolerance("--rtol", 0.0, "Relative tolerance.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -127,7 +142,8 @@ def verify(out: str, ref: str, case: str | None, atol: float, rtol: float, as_js
 @click.option("--head-dim", "-d", type=click.IntRange(1), default=64, show_default=True,
               help="Head dimension to compile for (figures depend on d).")
 @click.option("--wide", is_flag=True, help="Also show each variant's technique and constraints.")
-def list_variants(resources: bool, head_dim: int, wide: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the variants as JSON, one record each.")
+def list_variants(resources: bool, head_dim: int, wide: bool, as_json: bool) -> None:
     """List the built-in variants in ladder order, then yours (attnbench.toml), with what each adds and takes.
 
     A variant's flavours follow it, named as --variants takes them (qreg:fastmath).
@@ -139,7 +155,11 @@ def list_variants(resources: bool, head_dim: int, wide: bool) -> None:
     Example:
       attnbench list --head-dim 32
     """
-    listing = api_explain.variant_listing(head_dim, resources)
+    listing = api_explain.variant_listing(head_dim, resources, progress=progress_bar)
+    if as_json:
+        click.echo(strict_json.dumps({"arch": listing.arch if listing.figures else None, "variants": [
+            listing_tables.variant_record(variant, listing.figures) for variant in listing.variants]}))
+        return
     print_table(listing_tables.variants_table(listing.variants, listing.figures, listing.arch), wide=wide or None)
 
 

@@ -7,6 +7,8 @@ that runs them (backends, bench) is elsewhere. Their launch facts follow the ABI
 
 from __future__ import annotations
 
+import difflib
+
 from typing import Callable
 
 from attnbench.cases.testcase import Shape
@@ -43,8 +45,10 @@ def get_variant(name: str) -> Variant:
     found = find_user_variant(name)
     if found is not None:
         return found
-    known = ", ".join([*REGISTRY, *(v.name for v in user_variants())])
-    raise UnknownName(f"no variant named {name!r}; known variants: {known}")
+    known = [*REGISTRY, *(v.name for v in user_variants())]
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    raise UnknownName(f"no variant named {name!r}; {hint}known variants: {', '.join(known)}")
 
 
 def gpu_variants() -> list[Variant]:

@@ -15,6 +15,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 from attnbench import strict_json
 from attnbench.cases.testcase import Shape
@@ -247,8 +248,10 @@ def representative_shape(variant: Variant, head_dim: int) -> Shape | None:
     return None
 
 
-def report_all(variants: list[Variant], head_dim: int, arch: str) -> dict[str, tuple[Shape | None, dict[str, KernelResources]]]:
-    """Compile every variant in parallel; variant name -> (shape used, per-kernel figures)."""
+def report_all(variants: list[Variant], head_dim: int, arch: str,
+               advance: Callable[[int], None] | None = None) -> dict[str, tuple[Shape | None, dict[str, KernelResources]]]:
+    """Compile every variant in parallel; variant name -> (shape used, per-kernel figures). `advance(1)`
+    is called as each variant is done (a cold cache compiles for 15-25 s)."""
 
     def one(variant: Variant) -> tuple[str, tuple[Shape | None, dict[str, KernelResources]]]:
         shape = representative_shape(variant, head_dim)
@@ -258,4 +261,9 @@ def report_all(variants: list[Variant], head_dim: int, arch: str) -> dict[str, t
             return variant.name, (shape, {})  # the listing shows "-"; `attnbench info` shows nvcc's error
 
     with ThreadPoolExecutor() as pool:
-        return dict(pool.map(one, variants))
+        found = {}
+        for name, figures in pool.map(one, variants):
+            found[name] = figures
+            if advance is not None:
+                advance(1)
+        return found

@@ -25,6 +25,14 @@ def on_disk(case: SuiteCase) -> str:
     return "-"
 
 
+def case_record(case: SuiteCase) -> dict:
+    """`attnbench cases --json`: a case as the suite manifest records it, and what of it is on disk."""
+    s = case.shape
+    return {"name": case.name, "B": s.B, "N": s.N, "d": s.d, "seed": case.seed, "group": case.group,
+            "provenance": case.provenance, "note": case.note, "input_sha256": case.input_sha256,
+            "flops": s.flops, "input_bytes": s.input_bytes, "output_bytes": s.output_bytes, "on_disk": on_disk(case)}
+
+
 def cases_table(cases: Iterable[SuiteCase]) -> TableModel:
     table = TableModel("attnbench suite", [Column("name"), Column("B", right=True), Column("N", right=True),
                                            Column("d", right=True), Column("group"), Column("provenance"),
@@ -37,6 +45,17 @@ def cases_table(cases: Iterable[SuiteCase]) -> TableModel:
 
 
 FiguresByVariant = dict[str, tuple[object, dict[str, KernelResources]]]
+
+
+def variant_record(variant: Variant, figures: FiguresByVariant) -> dict:
+    """`attnbench list --json`: a variant's facts, and ptxas's figures per kernel where nvcc ran."""
+    shape, kernels = figures.get(variant.name, (None, {}))
+    launches = {launch.kernel: launch for launch in (variant.launches_for(shape) if shape else variant.launches)}  # type: ignore[arg-type]
+    return {"variant": variant.name, "report": variant.report, "technique": variant.technique,
+            "constraints": variant.constraints.describe(),
+            "kernels": [{"kernel": k.kernel, "d": getattr(shape, "d", None), "registers": k.registers,
+                         "smem_bytes": k.static_smem + (launches[k.kernel].smem(shape) if shape else 0),  # type: ignore[arg-type]
+                         "spill_bytes": k.spills} for name in launches if (k := kernels.get(name)) is not None]}
 
 
 def variants_table(variants: Iterable[Variant], figures: FiguresByVariant, arch: str) -> TableModel:

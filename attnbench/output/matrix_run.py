@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.markup import escape
+
 from attnbench.analysis.against import AgainstReport
 from attnbench.analysis.view import MatrixView, failures
 from attnbench.errors import PlotsUnavailable
 from attnbench.output import result_tables
 from attnbench.output.clock_note import clock_note
-from attnbench.output.terminal import console, err_console, print_table, print_warnings
+from attnbench.output.terminal import console, err_console, print_table, print_warnings, printable
 from attnbench.results.resultset import ResultSet
 from attnbench.results.metadata import gpu_label
 
@@ -38,21 +40,23 @@ def print_matrix(result: ResultSet, baseline: str | None, same_within: float, ti
 
 def print_problems(result: ResultSet) -> None:
     """Wrong and failed cells, then warnings grouped one line per kind."""
-    for cell in result_tables.failed_cells(result):
-        err_console.print(f"[red]{cell.status.upper()}[/red] {result_tables.failure_text(cell)}", highlight=False,
-                          markup=True, soft_wrap=True)
+    for cell in result_tables.failed_cells(result):  # a program's own words are in the text: no markup read
+        err_console.print(f"[red]{cell.status.upper()}[/red] {escape(printable(result_tables.failure_text(cell)))}",
+                          highlight=False, markup=True, soft_wrap=True)
     for warning, where in result_tables.grouped_warnings(result):
         print_warnings([f"{warning.sentence()} [{result_tables.places_text(where)}]"])
 
 
 def save_run(result: ResultSet, results_dir: str | Path, name: str | None, selector: str | None,
-             plot: bool) -> None:
-    """Save the run's JSON, CSV and Markdown (and its plots, when asked) and say where."""
+             plot: bool, json_on_stdout: bool = False) -> None:
+    """Save the run's JSON, CSV and Markdown (and its plots, when asked) and say where (on stderr when
+    stdout carries the JSON)."""
     from attnbench.output.save import save
 
+    say = err_console if json_on_stdout else console
     paths = save(result, results_dir, name, selector)
     for path in paths:
-        console.print(f"saved {path}", highlight=False, soft_wrap=True)
+        say.print(f"saved {path}", highlight=False, soft_wrap=True)
     if plot:
         from attnbench.output.plots import plots_for
 
@@ -62,7 +66,7 @@ def save_run(result: ResultSet, results_dir: str | Path, name: str | None, selec
             print_warnings([f"{exc}; no plots written"])
         else:
             for path in written:
-                console.print(f"plot {path}", highlight=False, soft_wrap=True)
+                say.print(f"plot {path}", highlight=False, soft_wrap=True)
 
 
 def print_exit_status(status: int, result: ResultSet, report: AgainstReport | None) -> None:
@@ -70,3 +74,10 @@ def print_exit_status(status: int, result: ResultSet, report: AgainstReport | No
     err_console.print(f"exit status {status}: {failures(result)} wrong, impossible or failed cell(s)"
                       + (f", {report.regressions} regression(s)" if report is not None else ""),
                       highlight=False, soft_wrap=True)
+
+
+def result_json(result: ResultSet) -> str:
+    """`--json`: the run as its saved JSON file holds it (strict JSON, the same records)."""
+    from attnbench.results.resultset import dumps
+
+    return dumps(result)

@@ -56,3 +56,26 @@ def test_the_output_is_the_same_whatever_blas_threads_the_process_has(rng):
     with threadpool_limits(limits=1, user_api="blas"):
         one = flash_attention_cpu(testcase)
     assert np.array_equal(one, two)
+
+
+def test_a_long_cpu_pass_shows_its_progress_tile_by_tile(monkeypatch):
+    """`run` shows a long host pass as it goes (rich then gives its expected time); short ones stay quiet."""
+    from contextlib import contextmanager
+
+    import attnbench
+    from attnbench.backends import cpu
+
+    shown = {}
+
+    @contextmanager
+    def recorder(description, total):
+        done = shown.setdefault(description, [total, 0])
+        yield lambda n: done.__setitem__(1, done[1] + n)
+
+    attnbench.run("odd_17x48", "cpu", timing=attnbench.TimingOptions(reps=1), progress=recorder)
+    assert not any(d.startswith("cpu pass") for d in shown)  # a short pass: no bar
+    monkeypatch.setattr(cpu, "REPORTED_FROM_FLOPS", 0)
+    attnbench.run("odd_17x48", "cpu", timing=attnbench.TimingOptions(reps=1), progress=recorder)
+    passes = {d: v for d, v in shown.items() if d.startswith("cpu pass")}
+    assert "cpu pass 1 on odd_17x48" in passes
+    assert all(total == done == 2 * 1 for total, done in passes.values())  # B = 2 items, one tile of 32 columns

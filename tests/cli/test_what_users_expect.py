@@ -1,0 +1,85 @@
+"""What people expect of a command line like this one (attnbench/cli/): --json on every command that
+prints a result, "did you mean" for a typo, -V, shell completion of names, conflicting options refused."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import attnbench
+from attnbench.cli import main
+
+ROOT = Path(attnbench.__file__).resolve().parents[1]
+
+
+def _invoke(*args):
+    return CliRunner().invoke(main, list(args), prog_name="attnbench")
+
+
+def test_compare_json_is_the_saved_files_records_and_nothing_else_on_stdout(tmp_path):
+    result = CliRunner().invoke(main, ["compare", "-v", "cpu", "-c", "odd_17x1", "--reps", "1", "--results-dir",
+                                       str(tmp_path), "--name", "r", "--json"])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)  # strict JSON: the whole of stdout parses
+    assert printed == json.loads((tmp_path / "r.json").read_text())
+    assert "saved" in result.stderr
+
+
+def test_sweep_cases_and_list_print_strict_json():
+    sweep = CliRunner().invoke(main, ["sweep", "d", "-v", "cpu", "--values", "16", "-N", "8", "-B", "1", "--reps", "1",
+                                      "--no-save", "--json"])
+    assert sweep.exit_code == 0, sweep.output
+    assert json.loads(sweep.stdout)["kind"] == "sweep"
+    cases = CliRunner().invoke(main, ["cases", "course", "--json"])
+    records = json.loads(cases.stdout)
+    assert [r["name"] for r in records][:2] == ["t01", "t02"] and records[1]["B"] == 160
+    listing = CliRunner().invoke(main, ["list", "--no-resources", "--json"])
+    assert listing.exit_code == 0, listing.output
+    assert "qreg" in [v["variant"] for v in json.loads(listing.stdout)["variants"]]
+
+
+@pytest.mark.parametrize("args, said", [
+    (["run", "odd_17x1", "o.bin", "--variant", "qrge"], "did you mean qreg?"),
+    (["compare", "-v", "bankfre", "-c", "odd_17x1", "--no-save"], "did you mean bankfree?"),
+    (["cases", "odd_17x4"], "did you mean odd_17x48"),
+])
+def test_a_typo_gets_a_did_you_mean(args, said, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = _invoke(*args)
+    assert result.exit_code == 2 and said in " ".join(result.output.split()), result.output
+
+
+def test_dash_capital_v_is_the_version():
+    result = _invoke("-V")
+    assert result.exit_code == 0 and result.output.strip() == f"attnbench, version {attnbench.__version__}"
+
+
+@pytest.mark.parametrize("args, said", [
+    (["run", "odd_17x1", "o.bin", "--variant", "cpu", "--variant", "qreg"], "--variant given 2 times"),
+    (["compare", "-v", "cpu", "-v", "qreg", "-c", "odd_17x1", "--no-save"], "--variants given 2 times"),
+    (["compare", "-v", "cpu", "-c", "odd_17x1", "-c", "odd_17x48", "--no-save"], "--cases given 2 times"),
+    (["verify", "o.bin", "t02", "--case", "t02", "--case", "t03"], "--case given 2 times"),
+    (["info", "-v", "qreg", "--case", "t02", "--shape", "1,2,3"], "--case and --shape"),
+])
+def test_conflicting_options_are_refused_not_resolved_silently(args, said, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = _invoke(*args)
+    assert result.exit_code == 2 and said in result.output, result.output
+
+
+def _complete(words):
+    env = dict(os.environ, _ATTNBENCH_COMPLETE="bash_complete", COMP_WORDS=" ".join(words), COMP_CWORD=str(len(words) - 1))
+    found = subprocess.run([sys.executable, "-m", "attnbench"], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=120)
+    return [line.split(",", 1)[1] for line in found.stdout.splitlines()]
+
+
+def test_the_shell_completes_variant_and_case_names():
+    assert "qreg:fastmath" in _complete(["attnbench", "run", "t02", "o.bin", "--variant", "qreg"])
+    assert "naive,bankfree" in _complete(["attnbench", "compare", "-v", "naive,bank"])
+    assert {"t21", "t22"} <= set(_complete(["attnbench", "compare", "-c", "t2"]))
+    assert "t01,course" in _complete(["attnbench", "compare", "-c", "t01,cour"])

@@ -52,6 +52,12 @@ def pytest_report_header(config) -> str:
     return f"random seed: ATTNBENCH_TEST_SEED={TEST_SEED}"
 
 
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The seed again at the end, where `pytest -q` (which prints no header) shows it too."""
+    if terminalreporter.config.option.verbose < 0:
+        terminalreporter.write_line(f"random seed: ATTNBENCH_TEST_SEED={TEST_SEED}")
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     """Seed every hypothesis test from the session seed: which inputs it draws never depends on luck."""
     for item in items:

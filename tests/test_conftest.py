@@ -17,3 +17,16 @@ def test_every_hypothesis_test_is_seeded_at_collection(request):
     assert hypothesis_tests, "this file holds a hypothesis test"
     for item in hypothesis_tests:
         assert getattr(item.function, "_hypothesis_internal_use_seed", None) == TEST_SEED, item.nodeid
+
+
+def test_pytest_q_prints_the_seed():
+    """The README's test command is `pytest -q`, which prints no header: the seed is printed at the end."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    found = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_strict_json.py"],
+                           cwd=root, capture_output=True, text=True, timeout=300)
+    assert found.returncode == 0, found.stdout
+    assert "random seed: ATTNBENCH_TEST_SEED=" in found.stdout

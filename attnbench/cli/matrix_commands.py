@@ -9,7 +9,7 @@ from typing import Callable, TypeVar
 import click
 
 from attnbench import api
-from attnbench.files import check_output_path, check_results_folder
+from attnbench.files import check_results_folder
 from attnbench.cli.options import (
     command_line,
     complete_cases,
@@ -34,7 +34,7 @@ from attnbench.output.matrix_run import (
     result_json,
     save_run,
 )
-from attnbench.output.terminal import MatrixProgress, console, print_table
+from attnbench.output.terminal import MatrixProgress, console, print_line, print_table
 
 Outcome = TypeVar("Outcome")
 
@@ -95,7 +95,7 @@ def _render_compare(outcome: api.CompareOutcome, same_within: float, results_dir
         print_table(result_tables.against_table(report))
         for note in report.notes:
             notice(note)
-        console.print(report.summary(), highlight=False, soft_wrap=True)
+        print_line(report.summary())
     if outcome.exit_status and not outcome.is_sweep:
         print_exit_status(outcome.exit_status, result, report)
     sys.exit(outcome.exit_status)
@@ -273,8 +273,7 @@ def report(results: tuple[str, ...], output: str | None, ladder: bool | None, no
     first = Path(results[0])
     out = Path(output) if output else first.with_name(f"{first.stem}_report.md")
     outcome = write_report(loaded, out, ladder, not no_plots, same_within)
-    console.print(f"report {outcome.path}" + (f", plots {', '.join(p.name for p in outcome.plots)}" if outcome.plots else ""),
-                  highlight=False, soft_wrap=True)
+    print_line(f"report {outcome.path}" + (f", plots {', '.join(p.name for p in outcome.plots)}" if outcome.plots else ""))
     for note in outcome.notes:
         notice(note)
 

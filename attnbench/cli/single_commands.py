@@ -21,7 +21,7 @@ from attnbench.cli.options import (
     with_options,
 )
 from attnbench.output import listing_tables, run_tables
-from attnbench.output.terminal import console, print_table, print_warnings, progress_bar
+from attnbench.output.terminal import print_line, print_table, print_warnings, progress_bar
 
 
 @click.command()
@@ -39,7 +39,7 @@ def gen(names: tuple[str, ...], no_reference: bool, force: bool) -> None:
     """
     for case in api.generate(names, reference=not no_reference, force=force, progress=progress_bar,
                              notice=notice):
-        console.print(listing_tables.generated_line(case, not no_reference), highlight=False, soft_wrap=True)
+        print_line(listing_tables.generated_line(case, not no_reference))
 
 
 @click.command()

@@ -12,7 +12,7 @@ from attnbench.analysis.view import MatrixView, failures
 from attnbench.errors import PlotsUnavailable
 from attnbench.output import result_tables
 from attnbench.output.clock_note import clock_note
-from attnbench.output.terminal import console, err_console, print_table, print_warnings, printable
+from attnbench.output.terminal import console, err_console, print_line, print_table, print_warnings, printable
 from attnbench.results.resultset import ResultSet
 from attnbench.results.metadata import gpu_label
 
@@ -53,10 +53,9 @@ def save_run(result: ResultSet, results_dir: str | Path, name: str | None, selec
     stdout carries the JSON)."""
     from attnbench.output.save import save
 
-    say = err_console if json_on_stdout else console
     paths = save(result, results_dir, name, selector)
     for path in paths:
-        say.print(f"saved {path}", highlight=False, soft_wrap=True)
+        print_line(f"saved {path}", err=json_on_stdout)
     if plot:
         from attnbench.output.plots import plots_for
 
@@ -66,7 +65,7 @@ def save_run(result: ResultSet, results_dir: str | Path, name: str | None, selec
             print_warnings([f"{exc}; no plots written"])
         else:
             for path in written:
-                say.print(f"plot {path}", highlight=False, soft_wrap=True)
+                print_line(f"plot {path}", err=json_on_stdout)
 
 
 def print_exit_status(status: int, result: ResultSet, report: AgainstReport | None) -> None:

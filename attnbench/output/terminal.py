@@ -114,6 +114,11 @@ def print_table(model: TableModel, wide: bool | None = None) -> None:
     console.print(render(model, console.width >= WIDE_FROM_COLUMNS if wide is None else wide))
 
 
+def print_line(text: str, err: bool = False) -> None:
+    """One line of plain text that may hold what a user named (paths): no markup read, nothing raw."""
+    (err_console if err else console).print(printable(text), highlight=False, markup=False, soft_wrap=True)
+
+
 def print_warnings(warnings: list[str]) -> None:
     for warning in warnings:
         err_console.print(f"[yellow]warning:[/yellow] {escape(printable(warning))}", highlight=False, soft_wrap=True)

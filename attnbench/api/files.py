@@ -45,6 +45,14 @@ def _known_shape(ref_path: Path, case: str | None, progress: ProgressFactory) ->
     return read_shape(sibling) if sibling.is_file() and sibling != ref_path else None
 
 
+def _check_if_a_suite_reference(path: Path) -> None:
+    """A suite reference named by its path is checked against its record too (a changed one is refused)."""
+    found = suite.suite_file_at(path)
+    case = suite.SUITE.get(found.stem) if found is not None and found.suffix == ".ref" else None
+    if case is not None:
+        suite.stored_reference(case)
+
+
 def verify(
     out: str | Path,
     ref: str | Path,
@@ -70,6 +78,7 @@ def verify(
     elif not ref_path.exists():
         raise TestcaseError(f"{ref_text}: no such file, and no suite case of that name")
     else:
+        _check_if_a_suite_reference(ref_path)
         shape = _known_shape(ref_path, case, progress)
     with OutputFile(out, shape) as got, OutputFile(ref_path, shape) as want:
         if got.size != want.size:

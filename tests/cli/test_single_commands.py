@@ -215,7 +215,7 @@ def test_a_reference_changed_in_place_is_refused_before_a_check_and_remade_by_ge
     write_output(ref, wrong)
     out = tmp_path / "o.bin"
     write_output(out, wrong)  # the wrong output: it must not pass against the changed reference
-    for args in (["verify", str(out), case.name],
+    for args in (["verify", str(out), case.name], ["verify", str(out), str(ref)],
                  ["run", case.name, str(tmp_path / "r.bin"), "--variant", "cpu", "--check", "--reps", "1"],
                  ["compare", "-v", "cpu", "-c", case.name, "--reps", "1", "--no-save"]):
         result = cli(*args)

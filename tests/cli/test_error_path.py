@@ -107,6 +107,34 @@ def test_a_read_only_results_folder_is_refused_before_the_first_measurement(tmp_
     assert str(folder / "o.bin") in line
 
 
+@pytest.mark.parametrize("args", [
+    ["compare", "-v", "cpu", "-c", "odd_17x1", "--results-dir", "{ro}"],
+    ["compare", "-v", "cpu", "-c", "odd_17x1", "--results-dir", "{ro}/new"],
+    ["sweep", "d", "-v", "cpu", "--values", "16", "-N", "8", "-B", "1", "--results-dir", "{ro}"],
+    ["run", "odd_17x1", "{ro}/o.bin", "-v", "cpu"],
+    ["report", "{saved}", "-o", "{ro}/r.md"],
+    ["profile", "odd_17x48", "-v", "qreg", "--save", "--results-dir", "{ro}"],
+])
+def test_a_folder_without_write_permission_is_refused_before_any_work(tmp_path, monkeypatch, args):
+    """As a user who may not write there sees it (root may write anywhere, so permission is what
+    `os.access` says: the check the commands make)."""
+    from attnbench.bench import matrix
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    saved = tmp_path / "saved.json"
+    assert _invoke(["compare", "-v", "cpu", "-c", "odd_17x1", "--reps", "1", "--results-dir", str(tmp_path),
+                    "--name", "saved"]).exit_code == 0
+    monkeypatch.setattr(matrix, "run_cell", lambda *a, **k: pytest.fail("measured before the refusal"))
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: False if Path(path) == folder and mode & os.W_OK
+                        else real_access(path, mode, **kw))
+    given = [a.replace("{ro}", str(folder)).replace("{saved}", str(saved)) for a in args]
+    line = _one_line_failure(_invoke(given), {2})
+    assert str(folder) in line and "permission" in line, line
+    assert sorted(p.name for p in folder.iterdir()) == []
+
+
 def test_a_results_folder_not_in_utf8_saves_every_format(tmp_path):
     """The saved Markdown and CSV quote the folder: its bytes are written as escapes, not a traceback."""
     folder = tmp_path / NOT_UTF8

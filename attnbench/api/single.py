@@ -231,7 +231,8 @@ def _matrix(chosen: list[Variant], inputs: list[BenchInput], gpu: GpuDevice, set
     """The cells run here, then `finish` makes their result set; on Ctrl-C the result set of what was
     measured goes with the interruption (as `partial`) for the caller to save."""
     try:
-        infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
+        with passes_reported(listener.progress if listener is not None else no_progress):  # long cpu passes shown
+            infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
     except MatrixInterrupted as exc:
         raise exc.with_partial(finish(exc.cases, exc.cells)) from None
     return finish(infos, cells)

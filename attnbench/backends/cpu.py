@@ -30,13 +30,14 @@ REPORTED_FROM_FLOPS = 10e9
 # Set by `passes_reported` around a run: how a long host pass shows its progress. A context variable, not a
 # parameter: the runner makes every kind of execution through one signature, and only a host pass is slow
 # enough to need this.
-_PASS_PROGRESS: ContextVar[tuple[ProgressFactory, str] | None] = ContextVar("cpu_pass_progress", default=None)
+_PASS_PROGRESS: ContextVar[tuple[ProgressFactory, str | None] | None] = ContextVar("cpu_pass_progress", default=None)
 
 
 @contextmanager
-def passes_reported(progress: ProgressFactory, label: str) -> Iterator[None]:
+def passes_reported(progress: ProgressFactory, label: str | None = None) -> Iterator[None]:
     """Within this block, each long cpu pass shows a progress bar (rich's, with its expected time from the
-    tiles done so far) through `progress`; a factory that shows nothing (piped output) costs nothing."""
+    tiles done so far) through `progress`, named after `label` (else the shape); a factory that shows
+    nothing (piped output) costs nothing."""
     token = _PASS_PROGRESS.set((progress, label))
     try:
         yield
@@ -110,7 +111,7 @@ class CpuExecution:
         progress, label = reporting
         self.passes += 1
         tiles = -(-shape.N // BLOCK_COLS)
-        with progress(f"cpu pass {self.passes} on {label}", shape.B * tiles) as advance:
+        with progress(f"cpu pass {self.passes} on {label or shape}", shape.B * tiles) as advance:
             self.output = flash_attention_cpu(self.testcase, advance=advance)
 
     def download(self) -> np.ndarray:

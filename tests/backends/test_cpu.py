@@ -79,3 +79,24 @@ def test_a_long_cpu_pass_shows_its_progress_tile_by_tile(monkeypatch):
     passes = {d: v for d, v in shown.items() if d.startswith("cpu pass")}
     assert "cpu pass 1 on odd_17x48" in passes
     assert all(total == done == 2 * 1 for total, done in passes.values())  # B = 2 items, one tile of 32 columns
+
+
+def test_a_compare_shows_its_long_cpu_passes_through_its_progress(monkeypatch):
+    from contextlib import contextmanager
+
+    import attnbench
+    from attnbench.backends import cpu
+    from attnbench.output.terminal import MatrixProgress
+
+    shown = []
+
+    class Recording(MatrixProgress):
+        @contextmanager
+        def progress(self, description, total):
+            shown.append(description)
+            yield lambda n: None
+
+    monkeypatch.setattr(cpu, "REPORTED_FROM_FLOPS", 0)
+    with Recording("compare") as listener:
+        attnbench.compare("cpu", "odd_17x48", timing=attnbench.TimingOptions(reps=1), listener=listener)
+    assert any(d.startswith("cpu pass 1 on ") for d in shown), shown

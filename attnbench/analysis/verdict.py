@@ -78,9 +78,18 @@ class TimeComparison:
         error = self.speedup_error
         return f"{self.speedup:.2f} ± {error:.2f}x" if math.isfinite(error) else f"{self.speedup:.2f} ±?x"
 
+    @property
+    def band_in_direction(self) -> float:
+        """The band as a relative change on the side the candidate moved: `band` when slower, and
+        band / (1 + band) when faster, since the verdict is symmetric on the log scale. The printed
+        change is then called exactly when it is beyond the printed band."""
+        if self.change >= 0 or not math.isfinite(self.band):
+            return self.band
+        return self.band / (1.0 + self.band)
+
     def describe_change(self) -> str:
-        """'+12.3% (band 2.0%)', or '(noise unknown)'."""
-        band = f"band {100 * self.band:.1f}%" if math.isfinite(self.band) else "noise unknown"
+        """'+12.3% (band 2.0%)', or '(noise unknown)'; the band is the one on the change's side."""
+        band = f"band {100 * self.band_in_direction:.1f}%" if math.isfinite(self.band) else "noise unknown"
         return f"{100 * self.change:+.1f}% ({band})"
 
 

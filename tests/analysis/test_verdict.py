@@ -116,7 +116,7 @@ def test_a_slowdown_exactly_at_the_threshold_is_not_a_regression():
 
 def test_describe_change_prints_the_change_and_the_band():
     assert TimeComparison(1.0, 1.123, 0.008, 0.001).describe_change() == "+12.3% (band 2.9%)"  # 2% + both noises
-    assert TimeComparison(2.0, 1.5, 0.05, 0.001).describe_change() == "-25.0% (band 7.1%)"
+    assert TimeComparison(2.0, 1.5, 0.05, 0.001).describe_change() == "-25.0% (band 6.6%)"  # 7.1% / 1.071
     assert TimeComparison(2.0, 1.5, float("nan"), 0.001).describe_change() == "-25.0% (noise unknown)"
 
 
@@ -127,3 +127,15 @@ def test_parse_percent_says_what_is_wrong(text, message):
     with pytest.raises(ValueError, match=message):
         parse_percent(text)
     assert parse_percent("0") == 0.0
+
+
+def test_the_printed_change_is_called_exactly_when_it_is_beyond_the_printed_band():
+    # A change of -5.9% against a 6.2% band was FASTER on the log scale while its own column said it
+    # was inside the band; the band printed is now the one on the change's side.
+    c = TimeComparison(1.0, 0.941, 0.021, 0.021)
+    assert c.verdict is Verdict.FASTER
+    assert c.describe_change() == "-5.9% (band 5.8%)"
+    for candidate in (0.93, 0.94, 0.9416, 0.95, 1.05, 1.0619, 1.07):
+        t = TimeComparison(1.0, candidate, 0.021, 0.021)
+        beyond = abs(t.change) > t.band_in_direction + 1e-12
+        assert (t.verdict is not Verdict.SAME) == beyond, candidate

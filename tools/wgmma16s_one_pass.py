@@ -51,7 +51,13 @@ def main() -> int:
     if not 3 <= len(values) <= 5:
         print(f"not B,N,d[,PARTS[,BLOCKS]]: {sys.argv[1]!r}", file=sys.stderr)
         return 2
-    return 0 if one_pass(*values) else 1
+    from attnbench.errors import AttnbenchError
+
+    try:
+        return 0 if one_pass(*values) else 1
+    except AttnbenchError as error:
+        print(f"wgmma16s_one_pass: {error}", file=sys.stderr)
+        return error.exit_code
 
 
 if __name__ == "__main__":

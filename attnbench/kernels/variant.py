@@ -38,6 +38,16 @@ Dims = tuple[int, int, int]
 # TF32 (1x) or 3xTF32 (a third of the TF32 rate), Hopper wgmma in split FP16 (four FP16 products per two
 # useful ones: half the FP16 rate, the TF32 rate), or memory-bound (DRAM bandwidth).
 Unit = Literal["ffma", "tf32x3", "wgmma3x", "wgmma16s", "tensor", "memory"]
+# The arithmetic of a variant's products (Q K^T and P V) by its unit, as `attnbench list` shows it and saved
+# results record it: how much precision each product keeps, which decides the error against float64.
+UNIT_ARITHMETIC: dict[str, str] = {
+    "ffma": "FP32 FFMA",
+    "tf32x3": "3xTF32",  # big*big + big*small + small*big, FP32 sums
+    "wgmma3x": "3xTF32 (wgmma)",
+    "wgmma16s": "split FP16 + FP16",  # Q K^T as hi*hi + hi*lo + lo*hi in FP16, P V one FP16 product; FP32 sums
+    "tensor": "TF32",  # one product, a 10-bit mantissa
+    "memory": "FP32",
+}
 SCALAR_ARGS = ("B", "N", "d", "scale", "scale_log2", "step")
 # The oldest GPU a unit's instructions exist on: TF32 mma.sync came with Ampere (sm_80), wgmma with
 # Hopper (sm_90). FFMA and memory-bound kernels build for any GPU, the course's GTX 1080 (sm_61) too.
@@ -170,6 +180,13 @@ class Variant:
     min_capability: tuple[int, int] | None = None
     # Named builds of the same kernel (`qreg:fastmath`); `flavoured` makes the Variant for one.
     flavours: Mapping[str, Flavour] = field(default_factory=dict)
+    # The arithmetic of its products where its unit does not say it (the cpu variant's numpy); else the unit's.
+    arithmetic_note: str | None = None
+
+    @property
+    def arithmetic(self) -> str:
+        """The arithmetic of its products: FP32 FFMA, 3xTF32, split FP16 + FP16, TF32, ..."""
+        return self.arithmetic_note or UNIT_ARITHMETIC[self.unit]
 
     def flavoured(self, flavour: str) -> Variant:
         """This variant built as `flavour`: named `name:flavour` (so results record it so), with the

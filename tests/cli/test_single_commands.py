@@ -115,6 +115,8 @@ def test_default_variant_falls_back_to_cpu_with_a_notice(cli, tmp_path):
 def test_list_and_cases_print_tables(cli):
     result = cli("list", "--wide")
     assert result.exit_code == 0 and "bankfree" in result.output and "004" in result.output
+    said = " ".join(result.output.split())
+    assert "arithmetic" in said and "split FP16 + FP16" in said and "3xTF32 (wgmma)" in said and "course" in said
     result = cli("cases", "known")
     assert result.exit_code == 0 and "t29" in result.output and "known" in result.output
 

@@ -16,8 +16,9 @@
 //   tiles with cp.async.bulk into K and V shared-memory rings (full/empty mbarriers, K released as soon
 //   as S is done with it);
 // - two consumer warpgroups of 64 query rows: Q hi and Q lo split once per unit into wgmma A fragments in
-//   registers (WGMMA16S_QREG; 0: [Q hi | Q lo] in shared memory); S = Q K^T by wgmma m64n64k16; online softmax in FP32 registers (one MUFU.EX2 a
-//   weight; keys past N masked to -inf after the product); O = alpha O, then O += P V by wgmma m64n{d}k16
+//   registers (WGMMA16S_QREG; 0: [Q hi | Q lo] in shared memory); S = Q K^T by wgmma m64n64k16; online
+//   softmax in FP32 registers (one MUFU.EX2 a weight; keys past N masked to -inf after the product);
+//   O = alpha O, then O += P V by wgmma m64n{d}k16
 //   with P packed to FP16 in registers as the A operand (the accumulator layout of S is the A-fragment
 //   layout of P: no key permutation). S of tile i is issued with P V of tile i - 1 and the softmax runs
 //   while P V is on the tensor cores; the two warpgroups ping-pong (named barriers), FlashAttention-3 style;

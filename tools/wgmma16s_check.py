@@ -38,8 +38,8 @@ def main() -> int:
     from attnbench.bench.verify import COURSE_MARGIN_ATOL, compare_outputs
     from attnbench.cases.reference import reference_output
     from attnbench.cases.testcase import Testcase
-    from attnbench.kernels.catalogue import get_variant
     from attnbench.errors import AttnbenchError
+    from attnbench.kernels.catalogue import get_variant
     from tests.large_scores import check_large_scores, large_score_testcase
 
     rng = np.random.default_rng(42)

@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from attnbench.bench.runner import run_variant
@@ -157,7 +156,7 @@ def test_wgmma16s_has_no_shared_memory_hazards(gpu, tool, name):
     result = subprocess.run(
         [sanitizer, "--tool", tool, "--error-exitcode", "9", sys.executable, "tools/wgmma16s_one_pass.py",
          f"{b},{n},{d},{parts},{blocks}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     summary = [line for line in result.stdout.splitlines() if "SUMMARY" in line]
     assert result.returncode == 0, f"{tool} on {name}: exit {result.returncode}, {summary or result.stdout[-2000:]}"
     assert "passed" in result.stdout, result.stdout[-2000:]

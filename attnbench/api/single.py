@@ -131,9 +131,11 @@ def open_gpu_for(variants: Sequence[Variant], device: int = 0) -> Any | None:
     return None
 
 
-def choose_variant(name: str | Variant | None, shape: Shape, notice: Notice = quiet) -> Variant:
-    """The named variant, or the fastest built-in that takes the shape on this machine; refuses shapes
-    the variant cannot take."""
+def choose_variant(name: str | Variant | None, shape: Shape, notice: Notice = quiet, accuracy: str | None = None) -> Variant:
+    """The named variant, or the fastest built-in that takes the shape on this machine at `accuracy`
+    ("float32" unless "course" is asked for); refuses shapes the variant cannot take."""
+    if name is not None and accuracy is not None:
+        raise UsageError("give a variant or an accuracy for the default, not both")
     if isinstance(name, Variant):
         variant = name
     elif name:
@@ -143,7 +145,8 @@ def choose_variant(name: str | Variant | None, shape: Shape, notice: Notice = qu
 
         reason = gpu_probe()
         variant = default_variant(shape, gpu_usable=reason is None,
-                                  compute_capability=device_capability() if reason is None else None)
+                                  compute_capability=device_capability() if reason is None else None,
+                                  accuracy=accuracy or "float32")
         if reason is not None:
             notice(f"{reason}; running the cpu variant")
     variant.require(shape)
@@ -163,9 +166,11 @@ def run(
     pipeline: bool = True,
     progress: ProgressFactory = no_progress,
     notice: Notice = quiet,
+    accuracy: str | None = None,
 ) -> Measurement:
     """Run one variant on a case (a suite name or a course input file): write `out` if given, time it,
-    and with `check` verify it against the float64 reference. A one-cell compare.
+    and with `check` verify it against the float64 reference. A one-cell compare. Without a variant, the
+    default at `accuracy` ("float32"; "course": the course rule with margin, see `default_variant`).
 
     With `pipeline` (the default), a GPU variant's first pass streams the file through a ring of pinned
     buffers to the device and the output back to `out`, overlapping them with the kernels; the
@@ -178,7 +183,7 @@ def run(
         check_output_path(out, [bench_input.path] if isinstance(bench_input, (FileInput, SuiteInput)) else [])
         refuse_suite_file(out)
     # The environment first (a suite case's shape is in the manifest): no GPU means no input written.
-    chosen = choose_variant(variant, bench_input.shape, notice)
+    chosen = choose_variant(variant, bench_input.shape, notice, accuracy)
     gpu = open_gpu_for([chosen], device)
     with passes_reported(progress, bench_input.label):  # a long cpu pass shows its progress and expected time
         return run_case(chosen, bench_input, gpu, timing.policy_for(chosen), out, check, (atol, rtol), pipeline,

@@ -64,6 +64,9 @@ def cases(selector: str, wide: bool, as_json: bool) -> None:
 @click.argument("case", shell_complete=complete_cases)
 @click.argument("out", type=click.Path(dir_okay=False))
 @once("--variant", "-v", "variant_name", help="Variant name (see `attnbench list`).", shell_complete=complete_variants)
+@click.option("--accuracy", type=click.Choice(["float32", "course"]), default=None,
+              help="Without --variant: the fastest built-in at this accuracy. float32 (the default): the course "
+                   "rule and relL2 <= 1e-5; course: the course rule with margin (half its tolerance).")
 @with_options(timing_options)
 @click.option("--check", is_flag=True, help="Verify the output against the float64 reference.")
 @tolerance("--atol", api.COURSE_ATOL, "Absolute tolerance for --check.")
@@ -72,8 +75,8 @@ def cases(selector: str, wide: bool, as_json: bool) -> None:
 @click.option("--no-pipeline", is_flag=True,
               help="Read the whole input, then copy, compute, copy back and write one after another "
                    "(default for GPU variants: stream the file through pinned buffers, overlapping all of them).")
-def run(case: str, out: str, variant_name: str | None, device: int, check: bool, atol: float, rtol: float,
-        as_json: bool, no_pipeline: bool, **timing: object) -> None:
+def run(case: str, out: str, variant_name: str | None, accuracy: str | None, device: int, check: bool, atol: float,
+        rtol: float, as_json: bool, no_pipeline: bool, **timing: object) -> None:
     """Run one variant on a testcase, write the output and report the times.
 
     CASE is a suite name (t29) or the path of a course input file. Exit status 1 when the output is
@@ -85,9 +88,11 @@ def run(case: str, out: str, variant_name: str | None, device: int, check: bool,
       attnbench run t29 out.bin --variant bankfree --check
       attnbench run my_case.in out.bin --reps 20 --json
       attnbench run t22 out.bin --variant tf32x3 --no-pipeline
+      attnbench run t22 out.bin --accuracy course --check
     """
     measurement = api.run(case, variant_name, out, check=check, atol=atol, rtol=rtol, timing=timing_from(timing),
-                          device=device, pipeline=not no_pipeline, progress=progress_bar, notice=notice)
+                          device=device, pipeline=not no_pipeline, progress=progress_bar, notice=notice,
+                          accuracy=accuracy)
     verification = measurement.verification
     if as_json:
         click.echo(strict_json.dumps(measurement.to_dict()))

@@ -104,8 +104,36 @@ DEFAULT_ONLY_WHERE: dict[str, Callable[[Shape], bool]] = {
 }
 
 
-def default_variant(shape: Shape, gpu_usable: bool, compute_capability: tuple[int, int] | None = None) -> Variant:
-    """The fastest built-in GPU variant that takes `shape` on this GPU when one is usable, else `cpu`."""
+# The accuracies a default can be asked for: "float32" (the default: the course rule and relL2 <= 1e-5) and
+# "course" (the course rule with margin: half its tolerance), whose own variants are tried first.
+ACCURACIES = ("float32", "course")
+COURSE_FASTEST_FIRST: tuple[str, ...] = ("wgmma16s",)
+
+
+def _wgmma16s_leads(shape: Shape) -> bool:
+    """wgmma16s leads wgmma3x from N = 2048, on an H100 (results/2026-11-26_h100_wgmma16s_first_runs.md):
+    1.61x on t10, 1.51x at (20, 2048, 32), 1.91x on t22, 1.70x on t29, 2.18x on t30, 2.63x at (8, 4096, 128);
+    at N = 128 it lost (t02 0.82x, t11 0.68x: its pre-pass is a launch of its own). Between, unmeasured: the
+    float32 default stays."""
+    return shape.N >= 2048
+
+
+COURSE_DEFAULT_ONLY_WHERE: dict[str, Callable[[Shape], bool]] = {"wgmma16s": _wgmma16s_leads}
+
+
+def default_variant(shape: Shape, gpu_usable: bool, compute_capability: tuple[int, int] | None = None,
+                    accuracy: str = "float32") -> Variant:
+    """The fastest built-in GPU variant that takes `shape` on this GPU when one is usable, else `cpu`. With
+    accuracy "course" the course-accuracy variants come first where they lead, then the float32 ones."""
+    if accuracy not in ACCURACIES:
+        raise UsageError(f"no accuracy {accuracy!r}; one of {', '.join(ACCURACIES)}")
+    if gpu_usable and accuracy == "course":
+        for name in COURSE_FASTEST_FIRST:
+            variant = REGISTRY.get(name)
+            if variant is None or not COURSE_DEFAULT_ONLY_WHERE.get(name, lambda _: True)(shape):
+                continue
+            if variant.refusal(shape) is None and variant.runs_on(compute_capability):
+                return variant
     if gpu_usable:
         for name in FASTEST_FIRST:
             variant = REGISTRY.get(name)

@@ -13,6 +13,7 @@ from attnbench.kernels.variant import (
     one_kernel_variant,
     threads,
 )
+from attnbench.kernels.wgmma16s import WGMMA16S
 from attnbench.kernels.wgmma3x import WGMMA3X
 
 VARIANTS: list[Variant] = []
@@ -86,6 +87,7 @@ VARIANTS.append(
 
 
 VARIANTS.append(WGMMA3X)  # Hopper wgmma (attnbench/kernels/wgmma3x.py), right after tf32x3
+VARIANTS.append(WGMMA16S)  # the same at the course's accuracy in split FP16 (attnbench/kernels/wgmma16s.py)
 
 
 

@@ -27,6 +27,7 @@ VARIANTS.append(
         report="004 §2.2",
         technique="the course's blocked flash algorithm (br = bc = 32, online softmax) in numpy float32",
         backend="cpu",
+        arithmetic_note="FP32 (numpy)",
     )
 )
 

@@ -155,7 +155,7 @@ def variant_info(variant: Variant, arch: str | None = None) -> VariantInfo:
         digest = None
     source = str(source_file(variant)) if variant.kind.compiled and is_users(variant) else variant.source
     return VariantInfo(variant.name, variant.report, variant.technique, variant.backend, source, digest,
-                       options, variant.accuracy)
+                       options, variant.accuracy, variant.arithmetic)
 
 
 def parse_ptxas(text: str) -> dict[str, KernelResources]:

@@ -35,12 +35,23 @@ from attnbench.results.refusal import Refusal, RefusalKind
 
 Dims = tuple[int, int, int]
 # What a variant runs on, so a measured ceiling applies (`attnbench ceilings`): FP32 FFMA, tensor cores in
-# TF32 (1x) or 3xTF32 (a third of the TF32 rate), or memory-bound (DRAM bandwidth).
-Unit = Literal["ffma", "tf32x3", "wgmma3x", "tensor", "memory"]
+# TF32 (1x) or 3xTF32 (a third of the TF32 rate), Hopper wgmma in split FP16 (four FP16 products per two
+# useful ones: half the FP16 rate, the TF32 rate), or memory-bound (DRAM bandwidth).
+Unit = Literal["ffma", "tf32x3", "wgmma3x", "wgmma16s", "tensor", "memory"]
+# The arithmetic of a variant's products (Q K^T and P V) by its unit, as `attnbench list` shows it and saved
+# results record it: how much precision each product keeps, which decides the error against float64.
+UNIT_ARITHMETIC: dict[str, str] = {
+    "ffma": "FP32 FFMA",
+    "tf32x3": "3xTF32",  # big*big + big*small + small*big, FP32 sums
+    "wgmma3x": "3xTF32 (wgmma)",
+    "wgmma16s": "split FP16 + FP16",  # Q K^T as hi*hi + hi*lo + lo*hi in FP16, P V one FP16 product; FP32 sums
+    "tensor": "TF32",  # one product, a 10-bit mantissa
+    "memory": "FP32",
+}
 SCALAR_ARGS = ("B", "N", "d", "scale", "scale_log2", "step")
 # The oldest GPU a unit's instructions exist on: TF32 mma.sync came with Ampere (sm_80), wgmma with
 # Hopper (sm_90). FFMA and memory-bound kernels build for any GPU, the course's GTX 1080 (sm_61) too.
-UNIT_MIN_CAPABILITY: dict[str, tuple[int, int]] = {"tf32x3": (8, 0), "wgmma3x": (9, 0)}
+UNIT_MIN_CAPABILITY: dict[str, tuple[int, int]] = {"tf32x3": (8, 0), "wgmma3x": (9, 0), "wgmma16s": (9, 0)}
 
 
 def cdiv(a: int, b: int) -> int:
@@ -154,8 +165,10 @@ class Variant:
     # A host-driven loop (one iteration per K/V tile, say): the whole launch sequence is played this
     # many times, with the iteration index passed as the int argument "step".
     steps: Callable[[Shape], int] = lambda s: 1
-    # "float32" variants must meet relL2 <= 1e-5; "unsafe" ones (no max subtraction) may overflow.
-    accuracy: Literal["float32", "unsafe"] = "float32"
+    # "float32" variants must meet relL2 <= 1e-5; "course" ones meet the course rule (5e-3 per element) with
+    # a margin of half of it (COURSE_MARGIN_ATOL), not float32's relL2; "unsafe" ones (no max subtraction)
+    # may overflow.
+    accuracy: Literal["float32", "course", "unsafe"] = "float32"
     unit: Unit = "ffma"  # what it runs on (see Unit)
     # "qkv": one interleaved input pointer (Q K V per batch item, as the file stores them);
     # "separate": q, k, v pointers, each a contiguous B x N x d array, as most course kernels take them.
@@ -167,6 +180,13 @@ class Variant:
     min_capability: tuple[int, int] | None = None
     # Named builds of the same kernel (`qreg:fastmath`); `flavoured` makes the Variant for one.
     flavours: Mapping[str, Flavour] = field(default_factory=dict)
+    # The arithmetic of its products where its unit does not say it (the cpu variant's numpy); else the unit's.
+    arithmetic_note: str | None = None
+
+    @property
+    def arithmetic(self) -> str:
+        """The arithmetic of its products: FP32 FFMA, 3xTF32, split FP16 + FP16, TF32, ..."""
+        return self.arithmetic_note or UNIT_ARITHMETIC[self.unit]
 
     def flavoured(self, flavour: str) -> Variant:
         """This variant built as `flavour`: named `name:flavour` (so results record it so), with the

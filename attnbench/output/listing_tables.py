@@ -61,14 +61,15 @@ def variant_record(variant: Variant, figures: FiguresByVariant) -> dict:
 def variants_table(variants: Iterable[Variant], figures: FiguresByVariant, arch: str) -> TableModel:
     """`attnbench list`: the variants in ladder order, with ptxas figures where nvcc ran."""
     title = "attnbench variants (ladder order)" + (f"; ptxas figures for {arch}" if figures else "")
-    cols = [Column("variant"), Column("report", wide=True), Column("technique", wide=True),
-            Column("constraints", wide=True)]
+    cols = [Column("variant"), Column("arithmetic"), Column("accuracy", wide=True), Column("report", wide=True),
+            Column("technique", wide=True), Column("constraints", wide=True)]
     if figures:
         cols += [Column("kernel"), Column("d", right=True), Column("regs", right=True), Column("smem B", right=True),
                  Column("spill B", right=True)]
     table = TableModel(title, cols)
     for variant in variants:
-        row: list[Text | str] = [variant.name, variant.report, variant.technique, variant.constraints.describe()]
+        row: list[Text | str] = [variant.name, variant.arithmetic, variant.accuracy, variant.report, variant.technique,
+                                 variant.constraints.describe()]
         if figures:
             shape, kernels = figures.get(variant.name, (None, {}))
             # Launch order; shared memory is the static part plus the dynamic part the registry asks for.

@@ -80,8 +80,22 @@ def time_text(cell: Cell | None) -> Text:
     return _timed_text(cell, _time_figure)
 
 
+def error_share(cell: Cell | None) -> float | None:
+    """The cell's worst element error as a share of its check's absolute tolerance (the course's 5e-3), where
+    the check was an absolute one; None otherwise."""
+    check = (cell.check if cell is not None else None) or {}
+    if check.get("max_abs_error") is None or not check.get("atol") or check.get("rtol"):
+        return None
+    return float(check["max_abs_error"]) / float(check["atol"])
+
+
 def tflops_text(cell: Cell | None) -> Text:
-    return _timed_text(cell, lambda m: f"{m.tflops:.3g}")
+    """TFLOP/s, and beside it the worst error as a share of the tolerance: speed bought with precision shows."""
+    text = _timed_text(cell, lambda m: f"{m.tflops:.3g}")
+    share = error_share(cell)
+    if cell is None or not cell.ok or share is None:
+        return text
+    return Text(f"{text.text}, err {share:.2g} tol", text.tone)
 
 
 def speedup_text(view: MatrixView, variant: str, case: str) -> Text:
@@ -210,7 +224,8 @@ def check_text(cell: Cell | None) -> Text:
     check = cell.check or {}
     parts = ["pass" if check.get("passed") else "FAIL"]
     if check.get("max_abs_error") is not None:
-        parts.append(f"max {check['max_abs_error']:.2g}")
+        share = error_share(cell)
+        parts.append(f"max {check['max_abs_error']:.2g}" + (f" ({share:.2g} of the tolerance)" if share is not None else ""))
     if check.get("rel_l2_error") is not None:
         parts.append(f"relL2 {check['rel_l2_error']:.2g}")
     if "bound" in check:  # the square lab's rule

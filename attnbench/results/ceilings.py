@@ -30,6 +30,8 @@ UNIT_CEILINGS: dict[str, tuple[str, float, str]] = {
     "tensor": ("tf32_mma", 1.0, "TF32 mma.sync"),
     "tf32x3": ("tf32_mma", 3.0, "TF32 mma.sync / 3 (3xTF32)"),
     "wgmma3x": ("tf32_wgmma", 3.0, "TF32 wgmma / 3 (3xTF32)"),
+    # four FP16 products per two useful ones at twice the TF32 rate: the TF32 wgmma rate itself
+    "wgmma16s": ("tf32_wgmma", 1.0, "FP16 wgmma / 2 (split FP16 Q K^T + FP16 P V)"),
     "memory": ("dram_copy", 1.0, "DRAM copy bandwidth"),
 }
 

@@ -108,4 +108,6 @@ def unit_peak(unit: str, facts: DeviceFacts) -> tuple[str, float] | None:
         return "TF32 tensor-core peak", tf32
     if unit in ("tf32x3", "wgmma3x"):
         return "TF32 tensor-core peak / 3 (3xTF32)", tf32 / 3
+    if unit == "wgmma16s":  # FP16 at twice the TF32 rate, four FP16 products per two useful ones
+        return "FP16 tensor-core peak / 2 (split FP16)", tf32
     return None

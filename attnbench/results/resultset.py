@@ -65,6 +65,7 @@ class VariantInfo:
     source_hash: str | None = None
     nvcc_options: tuple[str, ...] = ()
     accuracy: str = "float32"
+    arithmetic: str = ""  # of its products (Variant.arithmetic); empty in results saved before it was recorded
 
     def to_dict(self) -> dict:
         return {**asdict(self), "nvcc_options": list(self.nvcc_options)}
@@ -73,7 +74,7 @@ class VariantInfo:
     def from_dict(cls, data: dict) -> "VariantInfo":
         return cls(data["name"], data.get("report", ""), data.get("technique", ""), data.get("backend", "gpu"),
                    data.get("source"), data.get("source_hash"), tuple(data.get("nvcc_options", ())),
-                   data.get("accuracy", "float32"))
+                   data.get("accuracy", "float32"), data.get("arithmetic", ""))
 
 
 @dataclass

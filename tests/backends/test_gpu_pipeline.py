@@ -58,7 +58,7 @@ def test_pipelined_output_is_bit_identical(gpu, variant, shape, tmp_path):
     assert clock.read_s > 0 and clock.write_s > 0 and clock.kernel_s > 0
     assert clock.h2d_s + clock.d2h_s > 0  # a copy of a few kB may be under the events' resolution alone
     assert clock.wall_s >= clock.device_busy_s > 0 and run.measurement.kernel.median > 0
-    if variant.accuracy == "float32":
+    if variant.accuracy in ("float32", "course"):  # both claim the course rule
         assert compare_outputs(run.output, reference_output(testcase)).passed
 
 

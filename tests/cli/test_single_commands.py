@@ -112,9 +112,19 @@ def test_default_variant_falls_back_to_cpu_with_a_notice(cli, tmp_path):
     assert "running the cpu variant" in result.output
 
 
+def test_run_takes_a_variant_or_an_accuracy_not_both(cli, tmp_path):
+    result = cli("run", "odd_17x1", str(tmp_path / "o"), "--variant", "cpu", "--accuracy", "course")
+    assert result.exit_code == 2 and "not both" in result.output
+    result = cli("run", "odd_17x1", str(tmp_path / "o"), "--accuracy", "fast")
+    assert result.exit_code == 2
+    assert not (tmp_path / "o").exists()
+
+
 def test_list_and_cases_print_tables(cli):
     result = cli("list", "--wide")
     assert result.exit_code == 0 and "bankfree" in result.output and "004" in result.output
+    said = " ".join(result.output.split())
+    assert "arithmetic" in said and "split FP16 + FP16" in said and "3xTF32 (wgmma)" in said and "course" in said
     result = cli("cases", "known")
     assert result.exit_code == 0 and "t29" in result.output and "known" in result.output
 

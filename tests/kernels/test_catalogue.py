@@ -3,7 +3,7 @@ import re
 import pytest
 
 from attnbench.cases.testcase import Shape
-from attnbench.errors import ShapeNotSupported, UnknownName
+from attnbench.errors import ShapeNotSupported, UnknownName, UsageError
 from attnbench.kernels.catalogue import REGISTRY, default_variant, get_variant, gpu_variants
 from attnbench.kernels.nvcc import shared_headers
 from attnbench.kernels.variant import SCALAR_ARGS
@@ -160,3 +160,45 @@ def test_a_workspace_sized_for_a_batch_holds_every_launch_of_fewer_items(variant
         for name, size in variant.workspace.items():
             whole = size(Shape(B, N, d))
             assert all(size(Shape(b, N, d)) <= whole for b in range(1, B + 1)), f"{name} at {B}, {N}, {d}"
+
+
+def test_every_variant_and_flavour_names_the_arithmetic_of_its_products():
+    """`attnbench list` shows it and saved results record it (VariantInfo.arithmetic)."""
+    from attnbench.kernels.catalogue import all_variants, with_flavours
+    from attnbench.kernels.nvcc import variant_info
+    from attnbench.kernels.variant import UNIT_ARITHMETIC
+    from attnbench.results.resultset import VariantInfo
+
+    for variant in with_flavours(all_variants()):
+        assert variant.arithmetic and (variant.arithmetic in UNIT_ARITHMETIC.values() or variant.name == "cpu")
+    expected = {"cpu": "FP32 (numpy)", "bankfree": "FP32 FFMA", "tf32x3": "3xTF32", "wgmma3x": "3xTF32 (wgmma)",
+                "wgmma16s": "split FP16 + FP16", "triton:ieee": "FP32 FFMA", "triton:tf32": "TF32"}
+    for name, arithmetic in expected.items():
+        assert get_variant(name).arithmetic == arithmetic, name
+    assert get_variant("wgmma16s").accuracy == "course" and get_variant("wgmma3x").accuracy == "float32"
+    info = variant_info(get_variant("wgmma16s"), "sm_90a")
+    assert info.arithmetic == "split FP16 + FP16" and info.accuracy == "course"
+    assert VariantInfo.from_dict(info.to_dict()) == info
+    older = {k: v for k, v in info.to_dict().items() if k != "arithmetic"}  # saved before it was recorded
+    assert VariantInfo.from_dict(older).arithmetic == ""
+
+
+@pytest.mark.parametrize("shape, expected", [
+    (Shape(500, 2048, 64), "wgmma16s"), (Shape(2, 32768, 64), "wgmma16s"), (Shape(8, 4096, 128), "wgmma16s"),
+    (Shape(10, 2048, 64), "wgmma16s"),
+    (Shape(160, 128, 64), "wgmma3x"),  # measured slower at N = 128: the float32 default
+    (Shape(40, 1024, 64), "wgmma3x"),  # unmeasured between: the float32 default
+    (Shape(2, 4096, 48), "tf32x3"),  # a head dim wgmma16s refuses
+])
+def test_the_course_accuracy_default_is_wgmma16s_where_it_was_measured_to_lead(shape, expected):
+    assert default_variant(shape, gpu_usable=True, compute_capability=(9, 0), accuracy="course").name == expected
+    # the float32 default never changes
+    assert default_variant(shape, gpu_usable=True, compute_capability=(9, 0)).name != "wgmma16s"
+
+
+def test_the_course_accuracy_default_off_hopper_and_without_a_gpu():
+    shape = Shape(500, 2048, 64)
+    assert default_variant(shape, gpu_usable=True, compute_capability=(8, 0), accuracy="course").name == "tf32x3"
+    assert default_variant(shape, gpu_usable=False, accuracy="course").name == "cpu"
+    with pytest.raises(UsageError):
+        default_variant(shape, gpu_usable=True, compute_capability=(9, 0), accuracy="fast")

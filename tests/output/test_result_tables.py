@@ -94,3 +94,23 @@ def test_warnings_group_by_their_fields_with_the_cells_that_got_them():
     assert grouped_warnings(result) == [(NOISE_WARNING, [f"{v}/{c}" for v in times for c in times[v]])]
     assert grouped_notes(result) == [
         f"warning (a/t10, a/t11, a/t22, b/t10, b/t11, b/t22 and 3 more): {NOISE_WARNING.sentence()}"]
+
+
+def test_each_speed_shows_its_worst_error_as_a_share_of_the_tolerance():
+    """Speed bought with precision shows beside the speed: split FP16 at 0.2 of the tolerance, 3xTF32 near 0."""
+    from attnbench.output.result_tables import check_text, error_share, tflops_table
+
+    result = result_set({"wgmma3x": {"t10": 0.2}, "wgmma16s": {"t10": 0.1}}, COURSE_SHAPES)
+    for cell in result.cells:
+        cell.check = {**(cell.check or {}), "atol": 5e-3, "rtol": 0.0}
+    result.cell("wgmma16s", "t10").check["max_abs_error"] = 1.0e-3
+    assert error_share(result.cell("wgmma16s", "t10")) == 0.2
+    rows = {row[0]: row[1] for row in _rows(tflops_table(MatrixView(result)))}
+    assert rows["wgmma16s"].endswith(", err 0.2 tol") and rows["wgmma3x"].endswith(", err 0.0002 tol")
+    assert "(0.2 of the tolerance)" in str(check_text(result.cell("wgmma16s", "t10")))
+    # a relative rule (or a check without its tolerance, as in older files) has no share to show
+    result.cell("wgmma16s", "t10").check["rtol"] = 1e-3
+    assert error_share(result.cell("wgmma16s", "t10")) is None
+    assert error_share(result.cell("wgmma3x", "t10")) is not None
+    del result.cell("wgmma3x", "t10").check["atol"]
+    assert error_share(result.cell("wgmma3x", "t10")) is None

@@ -1,0 +1,109 @@
+"""wgmma16s's host-side facts: Hopper wgmma at the course's accuracy, Q K^T in split FP16 (3 products) and
+P V in one FP16 product (cuda/wgmma16s.cu): a pre-pass that converts K and V once per pass, then the main
+kernel. Its grid follows wgmma3x's model (persistent blocks, the key split where the last wave is poor).
+Registered in ladder order by `flash_route`, right after wgmma3x."""
+
+from __future__ import annotations
+
+from attnbench.cases.testcase import Shape
+from attnbench.kernels.variant import Constraints, Launch, Variant, cdiv, threads
+from attnbench.kernels.wgmma3x import _HOPPER_SMS, _MAX_SPLIT_BLOCKS, _splits_for
+
+_TILE_KEYS = 64  # keys per K/V tile (the kernel's kTileKeys)
+_ROWS_PER_BLOCK = 128  # two consumer warpgroups of 64 query rows
+_CONSUMER_THREADS = 256
+
+
+def _stages(s: Shape) -> int:
+    return 3 if s.d == 128 else 4
+
+
+def _tile_bytes(s: Shape) -> int:
+    """One converted K/V tile: [K hi | K lo] (64 x 2d FP16) and V^T (d x 64 FP16)."""
+    return _TILE_KEYS * 2 * s.d * 2 + s.d * _TILE_KEYS * 2
+
+
+def _smem(s: Shape) -> int:
+    """Bytes of dynamic shared memory of wgmma16s_fwd: the K/V rings (Q is in registers), 4 mbarriers a
+    stage, 1024 B of slack for the swizzle atoms' alignment: 50,304 B at d = 32, 99,456 B at d = 64,
+    148,576 B at d = 128."""
+    return _stages(s) * _tile_bytes(s) + _stages(s) * 32 + 1024
+
+
+def _row_tiles(s: Shape) -> int:
+    return cdiv(s.N, _ROWS_PER_BLOCK)
+
+
+def _splits(s: Shape) -> int:
+    """Parts the key range of each row block is split into (grid z), by wgmma3x's cost model."""
+    return _splits_for(_row_tiles(s) * s.B, cdiv(s.N, _TILE_KEYS))
+
+
+def _blocks(s: Shape, sms: int = _HOPPER_SMS) -> int:
+    """Persistent blocks (one per SM, the units dealt evenly) unless the pass is split (a block per unit)."""
+    units = s.B * _row_tiles(s)
+    if _splits(s) > 1:
+        return units
+    return cdiv(units, cdiv(units, sms))
+
+
+def _main_grid(s: Shape, sms: int = _HOPPER_SMS) -> tuple[int, int, int]:
+    return (_blocks(s, sms), 1, _splits(s))
+
+
+def _prep_grid(s: Shape) -> tuple[int, int, int]:
+    return (cdiv(s.N, _TILE_KEYS), min(s.B, 65535), 1)
+
+
+def _split_records(s: Shape) -> int:
+    """The most records (row blocks x parts) of any launch of at most s.B items (the runner's chunks may
+    split where the whole batch does not; see wgmma3x's _wgmma3x_split_records)."""
+    row_tiles = _row_tiles(s)
+
+    def records(items: int) -> int:
+        splits = _splits(Shape(items, s.N, s.d))
+        return items * row_tiles * splits if splits > 1 else 0
+
+    return max(records(items) for items in (*range(1, min(s.B, _MAX_SPLIT_BLOCKS // row_tiles) + 1), s.B))
+
+
+WGMMA16S = Variant(
+    name="wgmma16s",
+    report="beyond wgmma3x (split FP16 on Hopper wgmma, the course's accuracy)",
+    technique="Hopper wgmma at the course's accuracy: Q K^T in split FP16 (Q and K as hi + lo, hi*hi + hi*lo + "
+    "lo*hi, FP32 accumulation; Q's fragments in registers), P V in one FP16 product, softmax in FP32; K and V "
+    "converted once per pass by a pre-pass into the swizzled operand layout, cp.async.bulk + mbarrier ring, "
+    "2 consumer warpgroups ping-pong with the softmax overlapped with P V, persistent blocks, the key "
+    "range split where the last wave is poor",
+    source="wgmma16s.cu",
+    launches=(
+        Launch(
+            kernel="wgmma16s_prep",
+            grid=_prep_grid,
+            block=threads(256),
+            args=("qkv", "kv16", "B", "N"),
+        ),
+        Launch(
+            kernel="wgmma16s_fwd",
+            grid=_main_grid,
+            grid_on_sms=_main_grid,
+            block=threads(384),
+            args=("qkv", "out", "B", "N", "scale_log2", "kv16", "split_partials", "split_counters"),
+            smem=_smem,
+        ),
+    ),
+    constraints=Constraints(
+        head_dims=(32, 64, 128),
+        note="sm_90a only (Hopper wgmma); split FP16 for Q K^T and FP16 P V: within the course rule "
+        "with margin, not float32-accurate; |V| and |Q| log2(e)/sqrt(d) and |K| up to FP16's 65504",
+    ),
+    defines=lambda s: {"HEAD_DIM": s.d},
+    workspace={
+        "kv16": lambda s: s.B * cdiv(s.N, _TILE_KEYS) * _tile_bytes(s),
+        "split_partials": lambda s: 4 * _split_records(s) * (s.d // 2 + 4) * _CONSUMER_THREADS,
+        "split_counters": lambda s: 4 * s.B * _row_tiles(s),
+    },
+    unit="wgmma16s",
+    accuracy="course",
+    arch="sm_90a",
+)

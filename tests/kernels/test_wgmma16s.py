@@ -1,0 +1,162 @@
+"""wgmma16s (split FP16 Q K^T, FP16 P V on Hopper wgmma): its host facts without a GPU, and on a Hopper GPU
+its margin (every element within half the course tolerance, COURSE_MARGIN_ATOL) on odd and extreme shapes,
+the key split and persistent blocks forced, and compute-sanitizer's racecheck and synccheck on the paths
+whose threads hand shared memory to each other (the rings, the key split's combine)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnbench.bench.runner import run_variant
+from attnbench.bench.sampler import TimingPolicy
+from attnbench.bench.verify import COURSE_MARGIN_ATOL, compare_outputs
+from attnbench.cases.reference import reference_output
+from attnbench.cases.testcase import Shape
+from attnbench.kernels import wgmma16s
+from attnbench.kernels.catalogue import get_variant
+from attnbench.kernels.variant import cdiv
+from tests.conftest import random_testcase, skip_unless_runs
+from tests.large_scores import LARGE_SCORE_KINDS, check_large_scores, large_score_testcase
+
+ROOT = Path(__file__).resolve().parents[2]
+WGMMA16S = get_variant("wgmma16s")
+ONE_PASS = TimingPolicy(warmup=0, reps=1, flush_l2=False)
+
+
+def kernels(shape: Shape) -> list[str]:
+    return [launch.kernel for launch in WGMMA16S.launches_for(shape)]
+
+
+def test_it_claims_the_course_margin_not_float32():
+    assert WGMMA16S.accuracy == "course" and WGMMA16S.unit == "wgmma16s" and WGMMA16S.arch == "sm_90a"
+    assert COURSE_MARGIN_ATOL == 2.5e-3
+
+
+@pytest.mark.parametrize("d", [1, 16, 48, 80, 96, 256])
+def test_other_head_dims_are_refused_in_one_sentence(d):
+    refusal = WGMMA16S.refusal(Shape(2, 100, d))
+    assert refusal is not None and "\n" not in refusal.sentence()
+
+
+@pytest.mark.parametrize("shape", [Shape(1, 1, 32), Shape(3, 17, 64), Shape(2, 1001, 128), Shape(13600, 128, 32)], ids=str)
+def test_any_sequence_length_is_taken_at_32_64_and_128(shape):
+    assert WGMMA16S.refusal(shape) is None
+
+
+@pytest.mark.parametrize("shape", [Shape(500, 2048, 64), Shape(2, 32768, 32), Shape(8, 4096, 128), Shape(5, 100, 128),
+                                   Shape(4, 257, 64), Shape(13600, 128, 32), Shape(3, 1, 32)], ids=str)
+def test_every_pass_converts_k_and_v_once_in_a_pre_pass(shape):
+    assert kernels(shape) == ["wgmma16s_prep", "wgmma16s_fwd"]
+    # [K hi | K lo] (64 x 2d FP16) and V^T (d x 64 FP16) per 64-key tile, keys past N zero-filled
+    assert WGMMA16S.workspace["kv16"](shape) == shape.B * cdiv(shape.N, 64) * 384 * shape.d
+    assert WGMMA16S.defines(shape) == {"HEAD_DIM": shape.d}
+
+
+@pytest.mark.parametrize("shape", [Shape(b, n, d) for b in (1, 3, 10, 500) for n in (1, 65, 129, 1000, 2048, 4097)
+                                   for d in (32, 64, 128)], ids=str)
+def test_every_split_has_a_key_tile_a_record_and_a_counter(shape):
+    fwd = WGMMA16S.launches_for(shape)[-1]
+    x, _, splits = fwd.grid(shape)
+    row_blocks = cdiv(shape.N, 128)
+    assert 1 <= splits <= min(4, cdiv(shape.N, 64))
+    assert x == (shape.B * row_blocks if splits > 1 else x) and 1 <= x <= shape.B * row_blocks
+    record = 4 * (shape.d // 2 + 4) * 256  # the kernel's kRecordValues floats for each of 256 consumer threads
+    assert WGMMA16S.workspace["split_partials"](shape) >= (record * shape.B * row_blocks * splits if splits > 1 else 0)
+    assert WGMMA16S.workspace["split_counters"](shape) == 4 * shape.B * row_blocks
+
+
+def test_the_shared_memory_matches_the_kernels_layout():
+    """Rings of [K hi | K lo] + V^T (4 stages, 3 at d = 128), Q in registers, 4 mbarriers a stage, 1024 B of
+    alignment slack (the kernel's kSmemBytes)."""
+    source = (ROOT / "cuda" / "wgmma16s.cu").read_text()
+    assert "constexpr int kSmemBytes = kBarrierOffset + kStages * 32 + 1024;" in source
+    assert "constexpr int kStages = kHeadDim == 128 ? 3 : 4;" in source
+    assert "#define WGMMA16S_QREG 1" in source  # no Q in shared memory
+    for shape, ring in ((Shape(1, 4096, 32), 4 * 12288), (Shape(1, 4096, 64), 4 * 24576), (Shape(1, 4096, 128), 3 * 49152),
+                        (Shape(7, 100, 64), 4 * 24576)):
+        stages = 3 if shape.d == 128 else 4
+        assert WGMMA16S.launches_for(shape)[-1].smem(shape) == ring + stages * 32 + 1024
+
+
+def check_margin(gpu, shape, rng, how=""):
+    skip_unless_runs(WGMMA16S, Shape(*shape), gpu)
+    tc = random_testcase(*shape, rng)
+    output = run_variant(WGMMA16S, tc, "random", gpu, ONE_PASS).output
+    report = compare_outputs(output, reference_output(tc), atol=COURSE_MARGIN_ATOL)
+    where = f"wgmma16s{how} on {shape}"
+    assert report.nan_count == 0, f"{where}: {report.nan_count} elements unwritten or NaN"
+    assert report.passed, f"{where}: {report.failing} beyond {COURSE_MARGIN_ATOL}, worst {report.worst}"
+
+
+# one key and one query; odd N below, across and above a 64-key tile and a 128-row block;
+# B below and above the SM count; the short course shapes
+ODD_SHAPES = [(3, 1, 32), (2, 17, 64), (3, 100, 128), (2, 1000, 128), (5, 100, 32), (3, 1000, 64), (2, 33, 64),
+              (9, 129, 32), (37, 255, 64), (2, 65, 128), (4, 257, 64), (2000, 127, 32), (1, 4097, 32), (160, 128, 64)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", ODD_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_wgmma16s_keeps_its_margin_on_odd_shapes(gpu, shape, rng):
+    check_margin(gpu, shape, rng)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(2, 100, 32), (2, 256, 64), (1, 1000, 128), (3, 700, 64)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("kind", LARGE_SCORE_KINDS)
+def test_wgmma16s_keeps_its_margin_on_large_scores(gpu, kind, shape, rng):
+    """Q*30 (scores in the hundreds), zero Q, V*1000: within half the course rule scaled to V's range."""
+    skip_unless_runs(WGMMA16S, Shape(*shape), gpu)
+    tc = large_score_testcase(kind, *shape, rng)
+    output = run_variant(WGMMA16S, tc, kind, gpu, ONE_PASS).output
+    _, problems = check_large_scores(kind, tc, output, WGMMA16S.accuracy)
+    assert not problems, f"wgmma16s on {kind} {shape}: " + "; ".join(problems)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("splits", [2, 3, 4])
+@pytest.mark.parametrize("shape", [(2, 1000, 64), (3, 129, 32), (1, 2047, 128), (2, 256, 64)], ids=lambda s: "x".join(map(str, s)))
+def test_wgmma16s_key_split_keeps_its_margin(gpu, shape, splits, rng, monkeypatch):
+    monkeypatch.setattr(wgmma16s, "_splits", lambda s: splits)
+    assert WGMMA16S.launches_for(Shape(*shape))[-1].grid(Shape(*shape))[2] == splits
+    check_margin(gpu, shape, rng, f" in {splits} parts")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("blocks", [1, 3])
+@pytest.mark.parametrize("shape", [(9, 129, 64), (7, 256, 32), (4, 1000, 32), (3, 1100, 128), (6, 64, 64)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_wgmma16s_persistent_blocks_keep_their_margin(gpu, shape, blocks, rng, monkeypatch):
+    monkeypatch.setattr(wgmma16s, "_blocks", lambda s, sms=132: min(blocks, s.B * wgmma16s._row_tiles(s)))
+    check_margin(gpu, shape, rng, f" on {blocks} blocks")
+
+
+# B, N, d, key parts (0: the host's), persistent blocks (0: the host's)
+RUNS = {
+    "key split": (3, 1000, 64, 3, 0),
+    "persistent, d = 32": (4, 1000, 32, 1, 2),
+    "key split, d = 128": (3, 300, 128, 2, 0),
+    "persistent, masked, short": (9, 100, 64, 1, 2),
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tool", ["racecheck", "synccheck"])
+@pytest.mark.parametrize("name", list(RUNS))
+def test_wgmma16s_has_no_shared_memory_hazards(gpu, tool, name):
+    sanitizer = shutil.which("compute-sanitizer")
+    if sanitizer is None:
+        pytest.skip("compute-sanitizer is not installed")
+    b, n, d, parts, blocks = RUNS[name]
+    skip_unless_runs(WGMMA16S, Shape(b, n, d), gpu)
+    result = subprocess.run(
+        [sanitizer, "--tool", tool, "--error-exitcode", "9", sys.executable, "tools/wgmma16s_one_pass.py",
+         f"{b},{n},{d},{parts},{blocks}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    summary = [line for line in result.stdout.splitlines() if "SUMMARY" in line]
+    assert result.returncode == 0, f"{tool} on {name}: exit {result.returncode}, {summary or result.stdout[-2000:]}"
+    assert "passed" in result.stdout, result.stdout[-2000:]

@@ -28,12 +28,15 @@ def has_precision_ladder(result: ResultSet) -> bool:
 
 def _label(point: PrecisionPoint) -> str:
     label = f"{point.variant} ({point.arithmetic})" if point.arithmetic else point.variant
+    if point.worst_share == float("inf"):
+        label += ", NaN or Inf (drawn at 1000)"
     if point.wrong and point.tflops is not None:
         label += f", WRONG on {point.wrong} of {point.checked}: speed of the {point.timed} timed"
     return label
 
 
 def _drawn_share(point: PrecisionPoint) -> float:
+    """Where the point's error is drawn: a NaN or Inf output (an infinite error) far above the rule."""
     return max(SHARE_FLOOR, point.worst_share) if point.worst_share != float("inf") else 1e3
 
 
@@ -84,11 +87,15 @@ def error_vs_speed(result: ResultSet, path: Path) -> Path:
         # minor ticks named at 2, 3 and 5 times a power of ten only: the others crowd the axis
         ax.xaxis.set_minor_formatter(FuncFormatter(
             lambda value, _: f"{value:g}" if f"{value:.0e}"[0] in "235" else ""))
+    else:
+        ax.set_xticks([])
+        ax.text(0.5, 0.5, "no variant was timed on any case", transform=ax.transAxes, ha="center", color="dimgray")
     ax.set_xlabel("TFLOP/s (4·B·N²·d / kernel time; geometric mean over each variant's timed cases)")
     if strip is not None:
         for i, p in enumerate(untimed):
             strip.scatter([i], [_drawn_share(p)], s=60, zorder=3, **_style(p))
-            strip.annotate(p.variant, (i, _drawn_share(p)), textcoords="offset points", xytext=(4, 4), fontsize=7,
+            name = p.variant + (" (NaN or Inf)" if p.worst_share == float("inf") else "")
+            strip.annotate(name, (i, _drawn_share(p)), textcoords="offset points", xytext=(4, 4), fontsize=7,
                            rotation=30)
         strip.set_xlim(-0.6, len(untimed) - 0.4 + 0.6)
         strip.set_xticks([])
@@ -105,7 +112,8 @@ def error_vs_speed(result: ResultSet, path: Path) -> Path:
     if front:
         handles.append(Line2D([], [], color="black", linestyle="--", marker="o", markerfacecolor="none",
                               label="Pareto front: no other variant both faster and more accurate"))
-    ax.legend(handles=handles, loc="upper left", fontsize=8)
+    # below the axes: inside, it would cover a point or its label wherever the ladder puts them
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=3, fontsize=8, frameon=False)
     gpu = (result.metadata.get("gpu") or {}).get("name", "CPU")
     fig.suptitle(f"The precision ladder: worst error against speed, one point per variant — {gpu}")
     fig.savefig(path, dpi=120, bbox_inches="tight")

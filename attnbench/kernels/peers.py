@@ -14,13 +14,14 @@ VARIANTS.append(
     Variant(
         name="torch",
         report="peer",
-        technique="PyTorch scaled_dot_product_attention on the same float32 data (its fastest float32 backend)",
+        technique="PyTorch scaled_dot_product_attention on the same data (its fastest backend for the inputs' type: "
+        "float32 unless a flavour rounds them)",
         backend="torch",
         unit="tf32x3",  # its efficient backend runs float32 as 3xTF32 on mma.sync
         # half-precision inputs made from the float32 case outside the timed passes (a user who holds half data);
         # the output read back as float32 and checked against float64 like every cell
         flavours={
-            "fp16": Flavour("Q, K and V rounded to float16 first (SDPA's flash or cuDNN backend); claims no "
+            "fp16": Flavour("Q, K and V rounded to float16 first (a flash or cuDNN backend); claims no "
                             "accuracy: fails the course rule where float16 is not enough, to show why",
                             unit="fp16", accuracy="none"),
             "bf16": Flavour("Q, K and V rounded to bfloat16 first; claims no accuracy: fails the course rule where "

@@ -74,7 +74,7 @@ def offered_precisions() -> tuple[str, ...] | None:
     not say (an older layout of the package: then the compile itself is the judge)."""
     try:
         from triton.backends.nvidia.compiler import CUDAOptions
-    except Exception:
+    except ImportError:  # Triton itself loads (import_triton): only this layout is missing
         return None
     offered = getattr(CUDAOptions, "allowed_dot_input_precisions", None)
     return tuple(offered) if offered else None

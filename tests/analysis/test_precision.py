@@ -8,8 +8,14 @@ from dataclasses import replace
 
 import pytest
 
-from attnbench.analysis.precision import (PrecisionPoint, error_share, mark_pareto, pareto_front, precision_points,
-                                          spans_precisions)
+from attnbench.analysis.precision import (
+    PrecisionPoint,
+    error_share,
+    mark_pareto,
+    pareto_front,
+    precision_points,
+    spans_precisions,
+)
 from attnbench.results.resultset import VariantInfo
 from tests.synthetic import COURSE_SHAPES, result_set
 

@@ -106,7 +106,7 @@ ON_THE_HOST = textwrap.dedent("""
 def test_the_flavours_run_sdpa_on_half_inputs_and_read_back_float32_on_the_host(rng):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", ON_THE_HOST, str(int(rng.integers(2**31)))], capture_output=True,
-                          text=True, env=env, cwd=ROOT, timeout=600)
+                          text=True, env=env, cwd=ROOT, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     full, fp16, bf16 = json.loads(done.stdout.splitlines()[-1])
     assert [r["input"] for r in (full, fp16, bf16)] == ["torch.float32", "torch.float16", "torch.bfloat16"]

@@ -28,7 +28,7 @@ def _cpu(variant: Variant, testcase: Testcase, gpu: GpuDevice, flush_l2: bool) -
 def _torch(variant: Variant, testcase: Testcase, gpu: GpuDevice, flush_l2: bool) -> Execution:
     from attnbench.backends.torch_peer import TorchExecution
 
-    return TorchExecution(gpu, testcase)
+    return TorchExecution(gpu, testcase, variant)
 
 
 def _triton(variant: Variant, testcase: Testcase, gpu: GpuDevice, flush_l2: bool) -> Execution:

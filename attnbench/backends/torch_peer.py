@@ -6,6 +6,10 @@ flush and CUDA events (pycuda's, on the legacy default stream where PyTorch laun
 PyTorch's own events if it launches on another stream). The
 tensors are (B, 1, N, d) float32 and contiguous, built from the testcase outside the timed window.
 PyTorch is imported only here, and only when the peer runs; without it, one sentence says so.
+
+The half-precision flavours (`torch:fp16`, `torch:bf16`: the flavour's unit names the type) round the float32
+tensors to that type once, outside the timed window, so SDPA runs on half inputs as a user holding half data
+would; the output is read back as float32 and checked against float64 like every cell.
 """
 
 from __future__ import annotations
@@ -20,6 +24,15 @@ from attnbench.backends.input_transform import InputTransform
 from attnbench.backends.torch_output_check import TorchOutputCheck
 from attnbench.cases.testcase import Testcase
 from attnbench.errors import DeviceMemoryError, KernelLaunchError, PeerUnavailable
+from attnbench.kernels.variant import Variant
+
+# The tensors' type for each unit a flavour declares (torch's own float32 peer declares tf32x3, its backend).
+DTYPE_OF_UNIT = {"fp16": "float16", "bf16": "bfloat16"}
+
+
+def dtype_name_of(variant: Variant | None) -> str:
+    """The PyTorch type (its attribute name) the variant's inputs are rounded to: float32 unless a flavour says."""
+    return DTYPE_OF_UNIT.get(variant.unit, "float32") if variant is not None else "float32"
 
 
 def import_torch() -> Any:
@@ -76,7 +89,7 @@ class TorchExecution:
 
     compile_s = 0.0
 
-    def __init__(self, gpu: GpuDevice, testcase: Testcase) -> None:
+    def __init__(self, gpu: GpuDevice, testcase: Testcase, variant: Variant | None = None) -> None:
         if gpu is None:
             raise PeerUnavailable("the torch peer needs an open GPU")
         self.torch = import_torch()
@@ -87,7 +100,8 @@ class TorchExecution:
         self.device_name = gpu.name
         self.peak_flops = gpu.fp32_peak_flops
         self.limits = gpu.limits
-        self.clock: Any = gpu.clock(f"torch on {self.shape}")
+        self.dtype_name = dtype_name_of(variant)
+        self.clock: Any = gpu.clock(f"{variant.name if variant is not None else 'torch'} on {self.shape}")
         self._q = self._k = self._v = self._out = None
 
     def upload(self) -> None:
@@ -99,7 +113,8 @@ class TorchExecution:
         device = torch.device("cuda", index)
         try:
             qkv = torch.from_numpy(np.ascontiguousarray(self.testcase.qkv)).to(device)
-            self._q, self._k, self._v = (qkv[:, i : i + 1].contiguous() for i in range(3))
+            dtype = getattr(torch, self.dtype_name)  # float32: .to is a no-op, no copy
+            self._q, self._k, self._v = (qkv[:, i : i + 1].to(dtype).contiguous() for i in range(3))
             del qkv
         except torch.cuda.OutOfMemoryError:
             self.free()
@@ -127,7 +142,8 @@ class TorchExecution:
     def download(self) -> np.ndarray:
         assert self._out is not None
         s = self.shape
-        return self._out.reshape(s.B, s.N, s.d).cpu().numpy().astype(np.float32, copy=False)
+        # float32 on the host: numpy has no bfloat16, and the check compares in float32 whatever the type
+        return self._out.reshape(s.B, s.N, s.d).cpu().float().numpy()
 
     def flush_l2(self) -> None:
         self.gpu.flush_l2()
@@ -150,7 +166,7 @@ class TorchExecution:
     def keep_output(self) -> TorchOutputCheck | None:
         """The output as it is now, copied on the GPU for the verified passes' check there (None: no room)."""
         s = self.shape
-        return TorchOutputCheck.keep(self.torch, lambda: self._out.reshape(s.B, s.N, s.d))
+        return TorchOutputCheck.keep(self.torch, lambda: self._out.reshape(s.B, s.N, s.d).float())
 
     def synchronize(self) -> None:
         self.torch.cuda.synchronize()

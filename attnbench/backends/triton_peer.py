@@ -4,7 +4,9 @@ Triton launches on PyTorch's tensors and its current stream, in the device's pri
 `Gpu` has made current (as for the torch peer, `torch_peer`): one context, and the sampler's L2 flush and
 CUDA events time it like every other variant. The flavour's unit names the precision of `tl.dot`: tf32x3
 (`triton`, float32-accurate), ieee (`triton:ieee`, FFMA) or tf32 (`triton:tf32`, which fails the course
-rule). The tiles come from a small autotune, cached per shape bucket, GPU, Triton version and precision
+rule), or bf16x3 / bf16x6 (`triton:bf16x3`, `triton:bf16x6`) where the installed Triton offers them: asked of
+its CUDA backend's options, not read from its version, and refused in one sentence where absent. The tiles
+come from a small autotune, cached per shape bucket, GPU, Triton version and precision
 (`triton_tune`); tuning and compiling happen before the first pass and count as compile time.
 
 The input stays on the device as one (B, 3, N, d) tensor, as the file interleaves it: `q`, `k` and `v` are
@@ -32,7 +34,7 @@ from attnbench.kernels.variant import Variant
 LOG2E = 1.4426950408889634
 TUNE_SAMPLES = 3  # timed launches per candidate, after the one that compiles it; the median decides
 # The precision of tl.dot for each unit a flavour declares (the unit also picks the ceiling it is measured against).
-PRECISION_OF_UNIT = {"tf32x3": "tf32x3", "ffma": "ieee", "tensor": "tf32"}
+PRECISION_OF_UNIT = {"tf32x3": "tf32x3", "ffma": "ieee", "tensor": "tf32", "bf16x3": "bf16x3", "bf16x6": "bf16x6"}
 INSTALL = "install the triton extra (`pip install -e '.[gpu,triton]'`, with a CUDA build of torch)"
 
 
@@ -67,6 +69,25 @@ def precision_of(variant: Variant) -> str:
     return PRECISION_OF_UNIT[variant.unit]
 
 
+def offered_precisions() -> tuple[str, ...] | None:
+    """The `input_precision` values the installed Triton's CUDA backend accepts for tl.dot; None where it does
+    not say (an older layout of the package: then the compile itself is the judge)."""
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+    except ImportError:  # Triton itself loads (import_triton): only this layout is missing
+        return None
+    offered = getattr(CUDAOptions, "allowed_dot_input_precisions", None)
+    return tuple(offered) if offered else None
+
+
+def precision_refusal(variant: Variant, precision: str, offered: tuple[str, ...] | None, version: str) -> str | None:
+    """The one sentence for a precision the installed Triton does not offer, or None."""
+    if offered is None or precision in offered:
+        return None
+    return (f"{variant.name} needs tl.dot's input_precision {precision!r}, which the installed Triton {version} does "
+            f"not offer (it offers {', '.join(offered)})")
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300] or type(exc).__name__
 
@@ -81,6 +102,10 @@ class TritonExecution:
         if refusal is not None:
             raise VariantUnsupported(refusal.sentence())
         self.torch, self.triton = import_triton()
+        self.precision = precision_of(variant)
+        refused = precision_refusal(variant, self.precision, offered_precisions(), str(self.triton.__version__))
+        if refused is not None:
+            raise PeerUnavailable(refused)
         from attnbench.backends import triton_kernel  # imports Triton, known to load by now
 
         self._kernel = triton_kernel
@@ -91,7 +116,6 @@ class TritonExecution:
         self.device_name = gpu.name
         self.peak_flops = gpu.fp32_peak_flops
         self.limits = gpu.limits
-        self.precision = precision_of(variant)
         self.scale_log2 = float(np.float32(LOG2E / math.sqrt(self.shape.d)))
         self.qkv: Any = None
         self.out: Any = None

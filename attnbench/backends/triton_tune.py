@@ -70,7 +70,9 @@ FFMA_TILES: tuple[TileConfig, ...] = (
     TileConfig(32, 16, 2, 2),
     TileConfig(16, 16, 4, 1),
 )
-TILE_CONFIGS: dict[str, tuple[TileConfig, ...]] = {"tf32x3": TENSOR_TILES, "tf32": TENSOR_TILES, "ieee": FFMA_TILES}
+# The BF16 splits are tensor-core products like tf32x3's (not yet measured on a GPU: the same candidates).
+TILE_CONFIGS: dict[str, tuple[TileConfig, ...]] = {"tf32x3": TENSOR_TILES, "tf32": TENSOR_TILES, "ieee": FFMA_TILES,
+                                                   "bf16x3": TENSOR_TILES, "bf16x6": TENSOR_TILES}
 # Elements of a (BLOCK_M + 2 BLOCK_N) x d working set beyond which a config would spill or not fit in
 # shared memory: d = 256 keeps 64-row query tiles and 32-key tiles.
 MAX_TILE_ELEMENTS = 128 * 256

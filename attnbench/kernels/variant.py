@@ -36,8 +36,10 @@ from attnbench.results.refusal import Refusal, RefusalKind
 Dims = tuple[int, int, int]
 # What a variant runs on, so a measured ceiling applies (`attnbench ceilings`): FP32 FFMA, tensor cores in
 # TF32 (1x) or 3xTF32 (a third of the TF32 rate), Hopper wgmma in split FP16 (four FP16 products per two
-# useful ones: half the FP16 rate, the TF32 rate), or memory-bound (DRAM bandwidth).
-Unit = Literal["ffma", "tf32x3", "wgmma3x", "wgmma16s", "tensor", "memory"]
+# useful ones: half the FP16 rate, the TF32 rate), or memory-bound (DRAM bandwidth); the half-precision peers
+# on FP16 or BF16 tensor cores (twice the TF32 rate), one product each or BF16 splits of float32 (Triton's
+# bf16x3: three BF16 products, bf16x6: six).
+Unit = Literal["ffma", "tf32x3", "wgmma3x", "wgmma16s", "tensor", "memory", "fp16", "bf16", "bf16x3", "bf16x6"]
 # The arithmetic of a variant's products (Q K^T and P V) by its unit, as `attnbench list` shows it and saved
 # results record it: how much precision each product keeps, which decides the error against float64.
 UNIT_ARITHMETIC: dict[str, str] = {
@@ -47,11 +49,22 @@ UNIT_ARITHMETIC: dict[str, str] = {
     "wgmma16s": "split FP16 + FP16",  # Q K^T as hi*hi + hi*lo + lo*hi in FP16, P V one FP16 product; FP32 sums
     "tensor": "TF32",  # one product, a 10-bit mantissa
     "memory": "FP32",
+    "fp16": "FP16",  # inputs rounded to float16 (11-bit significand), FP32 sums
+    "bf16": "BF16",  # inputs rounded to bfloat16 (8-bit significand), FP32 sums
+    "bf16x3": "3xBF16",  # each operand as hi + lo in BF16, hi*hi + hi*lo + lo*hi
+    "bf16x6": "6xBF16",  # each operand in three BF16 parts, the six largest products
 }
 SCALAR_ARGS = ("B", "N", "d", "scale", "scale_log2", "step")
 # The oldest GPU a unit's instructions exist on: TF32 mma.sync came with Ampere (sm_80), wgmma with
 # Hopper (sm_90). FFMA and memory-bound kernels build for any GPU, the course's GTX 1080 (sm_61) too.
-UNIT_MIN_CAPABILITY: dict[str, tuple[int, int]] = {"tf32x3": (8, 0), "wgmma3x": (9, 0), "wgmma16s": (9, 0)}
+# BF16 tensor cores came with Ampere too.
+UNIT_MIN_CAPABILITY: dict[str, tuple[int, int]] = {"tf32x3": (8, 0), "wgmma3x": (9, 0), "wgmma16s": (9, 0),
+                                                    "bf16": (8, 0), "bf16x3": (8, 0), "bf16x6": (8, 0)}
+# What a variant claims of its accuracy (checked by the GPU tests): "float32" (relL2 <= 1e-5 and the course
+# rule), "course" (the course rule with a margin of half its tolerance), "unsafe" (no max subtraction: may
+# overflow), "none" (no claim: a peer in half precision, shown for what precision buys; every cell is still
+# held to the check of the command that runs it, so one that fails is WRONG).
+Accuracy = Literal["float32", "course", "unsafe", "none"]
 
 
 def cdiv(a: int, b: int) -> int:
@@ -139,6 +152,7 @@ class Flavour:
     options: tuple[str, ...] = ()
     seq_len_multiple: int = 1
     unit: Unit | None = None  # a build that runs on another unit (a peer's precision): its ceiling follows it
+    accuracy: Accuracy | None = None  # a build that claims another accuracy (a half-precision peer claims none)
 
 
 FLAVOUR_SEPARATOR = ":"
@@ -167,8 +181,8 @@ class Variant:
     steps: Callable[[Shape], int] = lambda s: 1
     # "float32" variants must meet relL2 <= 1e-5; "course" ones meet the course rule (5e-3 per element) with
     # a margin of half of it (COURSE_MARGIN_ATOL), not float32's relL2; "unsafe" ones (no max subtraction)
-    # may overflow.
-    accuracy: Literal["float32", "course", "unsafe"] = "float32"
+    # may overflow; "none" claim nothing (see Accuracy).
+    accuracy: Accuracy = "float32"
     unit: Unit = "ffma"  # what it runs on (see Unit)
     # "qkv": one interleaved input pointer (Q K V per batch item, as the file stores them);
     # "separate": q, k, v pointers, each a contiguous B x N x d array, as most course kernels take them.
@@ -204,6 +218,7 @@ class Variant:
             options=(*self.options, *chosen.options),
             constraints=self.constraints.narrowed(chosen.seq_len_multiple),
             unit=chosen.unit or self.unit,
+            accuracy=chosen.accuracy or self.accuracy,
             flavours={},
         )
 

@@ -52,6 +52,7 @@ def variant_record(variant: Variant, figures: FiguresByVariant) -> dict:
     shape, kernels = figures.get(variant.name, (None, {}))
     launches = {launch.kernel: launch for launch in (variant.launches_for(shape) if shape else variant.launches)}  # type: ignore[arg-type]
     return {"variant": variant.name, "report": variant.report, "technique": variant.technique,
+            "arithmetic": variant.arithmetic, "accuracy": variant.accuracy,
             "constraints": variant.constraints.describe(),
             "kernels": [{"kernel": k.kernel, "d": getattr(shape, "d", None), "registers": k.registers,
                          "smem_bytes": k.static_smem + (launches[k.kernel].smem(shape) if shape else 0),  # type: ignore[arg-type]

@@ -2,7 +2,8 @@
 
 - throughput against size per variant on log axes, for sweeps (as report 002 drew its Gflop/s);
 - the ladder: each step's time relative to the first step, per input, beside report 004's claims;
-- each variant's TFLOP/s against the device's measured ceilings.
+- each variant's TFLOP/s against the device's measured ceilings;
+- the precision ladder: worst error over the tolerance against speed (`precision_ladder`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from attnbench.analysis.ladder import LadderStep, has_ladder, ladder_steps, load
 from attnbench.analysis.view import MatrixView
 from attnbench.locations import package_file
 from attnbench.output.figures import plots_available, pyplot  # noqa: F401  (report and tests reach them here)
+from attnbench.output.precision_ladder import error_vs_speed, has_precision_ladder
 from attnbench.results.resultset import ResultSet
 
 CEILINGS_FILE = package_file("ceilings.json")
@@ -163,4 +165,6 @@ def plots_for(result: ResultSet, folder: Path, stem: str) -> list[Path]:
     if has_ladder(result):
         gpu = (result.metadata.get("gpu") or {}).get("name", "CPU")
         written.append(ladder_bars(ladder_steps(result), folder / f"{stem}_ladder.png", gpu))
+    if has_precision_ladder(result):
+        written.append(error_vs_speed(result, folder / f"{stem}_precision.png"))
     return written

@@ -2,7 +2,8 @@
 
 It is the document a report's author would otherwise write by hand: where it was measured, each
 run's tables (time, TFLOP/s, speedup with uncertainty, correctness), the square lab's report lines,
-the ladder next to report 004's claims, and the plots beside the document as PNG files.
+the ladder next to report 004's claims, the precision ladder (worst error against speed) where variants of
+several arithmetics ran, and the plots beside the document as PNG files.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from attnbench.errors import OutputError, PlotsUnavailable
 from attnbench.files import check_output_path, write_text
 from attnbench.output import plots as plotting
 from attnbench.output.markdown import ladder_section, result_section
+from attnbench.output.precision_ladder import error_vs_speed, has_precision_ladder
 from attnbench.output.roofline import roofline_plot
 from attnbench.results.resultset import ResultSet
 
@@ -69,6 +71,9 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
             if any(c.ok for c in result.cells):
                 images.append(("Against the ceilings", plotting.ceilings_chart(result, folder / f"{stem}_ceilings.png")))
                 images.append(("Roofline", roofline_plot([result], folder / f"{stem}_roofline.png")))
+            if has_precision_ladder(result):
+                images.append(("Precision ladder: worst error against speed",
+                                error_vs_speed(result, folder / f"{stem}_precision.png")))
             for title, path in images:
                 outcome.plots.append(path)
                 section.append(f"![{title}]({path.name})")

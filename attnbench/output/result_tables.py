@@ -10,6 +10,7 @@ from typing import Callable
 
 from attnbench.analysis.against import AgainstReport
 from attnbench.analysis.ladder import LadderStep
+from attnbench.analysis.precision import error_share, precision_points, spans_precisions
 from attnbench.analysis.view import MatrixView
 from attnbench.output.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.results.measurement import Measurement
@@ -78,15 +79,6 @@ def _time_figure(m: Measurement) -> str:
 
 def time_text(cell: Cell | None) -> Text:
     return _timed_text(cell, _time_figure)
-
-
-def error_share(cell: Cell | None) -> float | None:
-    """The cell's worst element error as a share of its check's absolute tolerance (the course's 5e-3), where
-    the check was an absolute one; None otherwise."""
-    check = (cell.check if cell is not None else None) or {}
-    if check.get("max_abs_error") is None or not check.get("atol") or check.get("rtol"):
-        return None
-    return float(check["max_abs_error"]) / float(check["atol"])
 
 
 def tflops_text(cell: Cell | None) -> Text:
@@ -258,9 +250,30 @@ def matrix_tables(view: MatrixView, with_correctness: bool = True) -> list[Table
     speedups = speedup_table(view)
     if speedups is not None:
         tables.append(speedups)
+    ladder = precision_table(view.result)
+    if ladder is not None:
+        tables.append(ladder)
     if with_correctness:
         tables.append(correctness_table(view.result))
     return tables
+
+
+def precision_table(result: ResultSet) -> TableModel | None:
+    """The precision ladder (`analysis.precision`), most accurate first: each variant's arithmetic, worst error
+    over the tolerance across its cases and geometric-mean TFLOP/s over its timed ones, and whether it is on the
+    Pareto front; None unless the run holds variants of two arithmetics or more (no ladder to climb)."""
+    points = precision_points(result)
+    if not spans_precisions(points):
+        return None
+    table = TableModel("Precision ladder: worst error against speed",
+                       [Column("variant"), Column("arithmetic"), Column("worst err / tol", right=True),
+                        Column("TFLOP/s (geomean)", right=True), Column("cases"), Column("Pareto")])
+    for p in sorted(points, key=lambda p: (p.worst_share, -(p.tflops or 0.0))):
+        share = Text(f"{p.worst_share:.2g}", GOOD if p.passes else BAD)
+        speed = Text(f"{p.tflops:.3g}") if p.tflops is not None else Text("no speed", DIM)
+        cases = f"{p.timed} timed" + (f", {p.wrong} WRONG" if p.wrong else "") + f" of {p.checked}"
+        table.add_row(p.variant, p.arithmetic or "-", share, speed, cases, "front" if p.pareto else "")
+    return table
 
 
 def grouped_refusals(result: ResultSet) -> list[tuple[str, list[str]]]:

@@ -32,6 +32,12 @@ UNIT_CEILINGS: dict[str, tuple[str, float, str]] = {
     "wgmma3x": ("tf32_wgmma", 3.0, "TF32 wgmma / 3 (3xTF32)"),
     # four FP16 products per two useful ones at twice the TF32 rate: the TF32 wgmma rate itself
     "wgmma16s": ("tf32_wgmma", 1.0, "FP16 wgmma / 2 (split FP16 Q K^T + FP16 P V)"),
+    # the half-precision peers: FP16 and BF16 run at twice the TF32 rate; wgmma's, the higher of the two
+    # instructions, so that no peer's backend (mma.sync or wgmma) is held under a ceiling it can pass
+    "fp16": ("tf32_wgmma", 0.5, "FP16 wgmma (twice TF32)"),
+    "bf16": ("tf32_wgmma", 0.5, "BF16 wgmma (twice TF32)"),
+    "bf16x3": ("tf32_wgmma", 1.5, "BF16 wgmma / 3 (3xBF16)"),
+    "bf16x6": ("tf32_wgmma", 3.0, "BF16 wgmma / 6 (6xBF16)"),
     "memory": ("dram_copy", 1.0, "DRAM copy bandwidth"),
 }
 

@@ -110,4 +110,9 @@ def unit_peak(unit: str, facts: DeviceFacts) -> tuple[str, float] | None:
         return "TF32 tensor-core peak / 3 (3xTF32)", tf32 / 3
     if unit == "wgmma16s":  # FP16 at twice the TF32 rate, four FP16 products per two useful ones
         return "FP16 tensor-core peak / 2 (split FP16)", tf32
+    half = {"fp16": ("FP16 tensor-core peak", 1), "bf16": ("BF16 tensor-core peak", 1),  # twice the TF32 rate
+            "bf16x3": ("BF16 tensor-core peak / 3 (3xBF16)", 3), "bf16x6": ("BF16 tensor-core peak / 6 (6xBF16)", 6)}
+    if unit in half:
+        name, products = half[unit]
+        return name, 2 * tf32 / products
     return None

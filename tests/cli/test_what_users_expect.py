@@ -39,7 +39,10 @@ def test_sweep_cases_and_list_print_strict_json():
     assert [r["name"] for r in records][:2] == ["t01", "t02"] and records[1]["B"] == 160
     listing = CliRunner().invoke(main, ["list", "--no-resources", "--json"])
     assert listing.exit_code == 0, listing.output
-    assert "qreg" in [v["variant"] for v in json.loads(listing.stdout)["variants"]]
+    listed = {v["variant"]: v for v in json.loads(listing.stdout)["variants"]}
+    assert "qreg" in listed
+    assert (listed["torch:fp16"]["arithmetic"], listed["torch:fp16"]["accuracy"]) == ("FP16", "none")
+    assert (listed["wgmma16s"]["arithmetic"], listed["wgmma16s"]["accuracy"]) == ("split FP16 + FP16", "course")
 
 
 @pytest.mark.parametrize("args, said", [

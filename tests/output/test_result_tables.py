@@ -114,3 +114,24 @@ def test_each_speed_shows_its_worst_error_as_a_share_of_the_tolerance():
     assert error_share(result.cell("wgmma3x", "t10")) is not None
     del result.cell("wgmma3x", "t10").check["atol"]
     assert error_share(result.cell("wgmma3x", "t10")) is None
+
+
+def test_the_precision_ladder_table_most_accurate_first_with_wrong_variants_kept():
+    from attnbench.output.result_tables import matrix_tables, precision_table
+    from attnbench.results.resultset import VariantInfo
+
+    result = result_set({"wgmma3x": {"t10": 0.2}, "wgmma16s": {"t10": 0.1}, "torch:fp16": {"t10": None}}, COURSE_SHAPES)
+    for cell in result.cells:
+        cell.check = {**(cell.check or {}), "atol": 5e-3, "rtol": 0.0}
+    result.cell("wgmma16s", "t10").check["max_abs_error"] = 1.0e-3
+    result.cell("torch:fp16", "t10").check["max_abs_error"] = 7.5e-3
+    assert precision_table(result) is None  # no arithmetic recorded (as in older files): no ladder to show
+    arithmetic = {"wgmma3x": "3xTF32 (wgmma)", "wgmma16s": "split FP16 + FP16", "torch:fp16": "FP16"}
+    result.variants = [VariantInfo(v, "x", "t", "gpu", None, None, (), "float32", a) for v, a in arithmetic.items()]
+    table = precision_table(result)
+    rows = _rows(table)
+    assert [row[0] for row in rows] == ["wgmma3x", "wgmma16s", "torch:fp16"]
+    assert rows[1][1:] == ["split FP16 + FP16", "0.2", f"{result.cell('wgmma16s', 't10').measurement.tflops:.3g}",
+                           "1 timed of 1", "front"]
+    assert rows[2][2:] == ["1.5", "no speed", "0 timed, 1 WRONG of 1", ""]
+    assert table.title in [t.title for t in matrix_tables(MatrixView(result))]

@@ -22,7 +22,7 @@ from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases.inputs import BenchInput, CaseInfo, ProgressFactory, no_progress
 from attnbench.cases.testcase import Shape
-from attnbench.errors import AttnbenchError
+from attnbench.errors import AttnbenchError, InputNotFinite
 from attnbench.kernels.nvcc import variant_info
 from attnbench.kernels.variant import Variant
 from attnbench.results.metadata import collect
@@ -245,6 +245,8 @@ def run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray,
         run = run_variant(variant, testcase, label, gpu, settings.policy(variant),
                           lambda output: settings.check(output, reference), gate=True, keep_output=False,
                           timer=settings.timer, tolerance=settings.tolerance)
+    except InputNotFinite:
+        raise  # the input's fault, not this variant's: the run stops with it (exit 2)
     except AttnbenchError as exc:
         return Cell(variant.name, label, ERROR, str(exc), extra=extra)
     except Exception as exc:  # a driver error that escaped the runner's wrapping

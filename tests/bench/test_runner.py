@@ -7,7 +7,7 @@ from attnbench.bench.verify import compare_outputs
 from attnbench.cases.inputs import SyntheticInput
 from attnbench.cases.reference import reference_output
 from attnbench.cases.testcase import Shape, read_output
-from attnbench.errors import DeviceMemoryError
+from attnbench.errors import DeviceMemoryError, TestcaseError
 from attnbench.kernels.catalogue import get_variant
 from attnbench.kernels.variant import Constraints, Launch, Variant, f32_bytes
 from tests.conftest import random_testcase
@@ -64,13 +64,13 @@ def test_out_of_memory_is_refused_before_allocating(gpu, rng):
         run_variant(greedy, tc, "rand", gpu, TimingPolicy(warmup=0, reps=1))
 
 
-def test_an_output_holding_nan_is_counted_without_a_check(rng):
+def test_an_input_holding_nan_is_blamed_on_the_input_not_the_variant(rng):
     tc = random_testcase(3, 16, 8, rng)
-    tc.qkv[1, 1, 5, 2] = np.nan  # one K element of item 1: every row of item 1 turns NaN
-    run = run_variant(get_variant("cpu"), tc, "nan", None, TimingPolicy(warmup=0, reps=1, flush_l2=False))
-    assert run.check is not None and not run.check.passed
-    assert run.measurement.nonfinite == 16 * 8 == int(np.count_nonzero(~np.isfinite(run.output)))
-    assert np.isfinite(run.output[[0, 2]]).all()
+    tc.qkv[1, 1, 5, 2] = np.nan  # one K element of item 1: every row of item 1 would turn NaN
+    with pytest.raises(TestcaseError, match=r"^mine.in: the input holds NaN or Inf values \(1 in K\)") as caught:
+        run_variant(get_variant("cpu"), tc, "mine.in", None, TimingPolicy(warmup=0, reps=1, flush_l2=False),
+                    check=lambda output: None, gate=True)
+    assert caught.value.exit_code == 2
 
 
 # -- the physical floor and the SM clock, on a fake H200 -------------------------------------------------

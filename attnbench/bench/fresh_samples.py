@@ -72,6 +72,7 @@ class FreshSampler:
         self.launches = 0
         self.times: list[float] = []  # every timed sample's, the failing one's too
         self.last_ms = 0.0
+        self.max_abs_error = 0.0
         self.failure: SampleFailure | None = None
         self.walls: list[tuple[float, float]] = []  # (event ms, wall ms) of the first timed samples
 
@@ -107,6 +108,8 @@ class FreshSampler:
         if not warmup:
             self.times.append(self.last_ms)
         errors = ex.check_sample(seed, self.ranges, draw_rows(self.total_rows, self.entropy), self.atol, self.rtol)
+        if errors.worst is not None:
+            self.max_abs_error = max(self.max_abs_error, errors.worst.error)
         if not errors.passed:
             number = self.launches if warmup else self.launches - self.warmup
             self.failure = SampleFailure(number, warmup, self.shape.N, self.shape.d, errors)
@@ -162,5 +165,5 @@ def sample_fresh(execution: Execution, shape: Shape, ranges: InputRange, policy:
     clock = sampler.clock_disagreement() if device_clock and sampler.failure is None else None
     check = TimedCheck(sampler.launches, sampler.launches, min(ROWS_PER_SAMPLE, sampler.total_rows),
                        sampler.total_rows, tolerance[0], tolerance[1], sampler.failure, clock, differing,
-                       len(sampler.walls) if device_clock else 0)
+                       len(sampler.walls) if device_clock else 0, sampler.max_abs_error)
     return stats, check

@@ -45,9 +45,15 @@ def tensor_seed(seed: int, tensor: int) -> int:
 def fresh_values(seed: int, tensor: int, start: int, count: int, low: float, span: float) -> np.ndarray:
     """Elements [start, start + count) of `tensor` for `seed`, float32 (the device's values, up to the last bit of
     a rare double rounding: the device rounds low + span*u once, with an FMA)."""
+    return stream_values(tensor_seed(seed, tensor), start, count, low, span)
+
+
+def stream_values(stream: int, start: int, count: int, low: float, span: float) -> np.ndarray:
+    """Elements [start, start + count) of the stream of one tensor's seed (`tensor_seed`), as the device's
+    `fill_fresh` makes them from that seed."""
     counter = np.arange(start + 1, start + count + 1, dtype=np.uint64)
     with np.errstate(over="ignore"):
-        z = np.uint64(tensor_seed(seed, tensor)) + counter * np.uint64(GOLDEN)
+        z = np.uint64(stream) + counter * np.uint64(GOLDEN)
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     z ^= z >> np.uint64(31)

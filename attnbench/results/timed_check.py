@@ -164,6 +164,7 @@ class TimedCheck:
     clock_warning: ClockDisagreement | None = None
     differing: DifferingRows | None = None  # the determinism check's finding (a warning, not a verdict)
     wall_checked: int = 0  # samples cross-checked by the host's wall clock
+    max_abs_error: float = 0.0  # the largest |out - exact| over every row checked
     legacy_failure: str | None = None  # a result saved before fresh samples: its verified passes' failure
 
     @property
@@ -199,4 +200,5 @@ class TimedCheck:
         return cls(data["samples"], data["fresh_inputs"], data["rows_per_sample"], data["rows"], data["atol"],
                    data["rtol"], SampleFailure.from_dict(failure) if failure else None,
                    ClockDisagreement.from_dict(clock) if clock else None,
-                   DifferingRows.from_dict(differing) if differing else None, data.get("wall_checked", 0))
+                   DifferingRows.from_dict(differing) if differing else None, data.get("wall_checked", 0),
+                   data.get("max_abs_error", 0.0))

@@ -21,8 +21,11 @@ is over samples that each passed. No time rule is needed: nothing a kernel saw b
 
 The host's wall clock also times the first `WALL_CHECKED` timed samples (the context synchronised before and
 after): when each exceeds 1.25 x its event time + 2 ms, the cell gets a warning (work the events did not wait
-for). After the samples, one fresh input is launched twice (untimed): the outputs' rows must have the same
-bits, else a warning names the rows (the determinism check).
+for). After the samples, untimed and checked like them (`FreshSampler.after_samples`): one fresh input launched
+twice, the output poisoned before each (a kernel that recognises an input it has seen serves the poison); their
+rows must have the same bits, else a warning names the rows (the determinism check); then one launch on another
+fresh input with the output NOT poisoned first (a kernel that computes only when it finds poison leaves the
+last answer).
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from attnbench.bench.sampler import TimingPolicy, measure, timed_passes
 from attnbench.cases.fresh_values import InputRange, draw_seed
 from attnbench.cases.testcase import Shape
 from attnbench.results.stats import KernelStats
-from attnbench.results.timed_check import ClockDisagreement, DifferingRows, SampleFailure, TimedCheck
+from attnbench.results.timed_check import (REPEAT, TIMED, UNPOISONED, WARMUP, ClockDisagreement, DifferingRows,
+                                           SampleFailure, TimedCheck)
 
 ROWS_PER_SAMPLE = 1375  # ceil(ln(1e-6) / ln(0.99)): 1% of rows wrong is caught by one sample, p >= 1 - 1e-6
 WALL_CHECKED = 3
@@ -107,27 +111,41 @@ class FreshSampler:
         self.last_ms = time_ms / passes
         if not warmup:
             self.times.append(self.last_ms)
-        errors = ex.check_sample(seed, self.ranges, draw_rows(self.total_rows, self.entropy), self.atol, self.rtol)
-        if errors.worst is not None:
-            self.max_abs_error = max(self.max_abs_error, errors.worst.error)
-        if not errors.passed:
-            number = self.launches if warmup else self.launches - self.warmup
-            self.failure = SampleFailure(number, warmup, self.shape.N, self.shape.d, errors)
-            raise SampleFailed(self.failure.describe())
+        number = self.launches if warmup else self.launches - self.warmup
+        self._check(seed, WARMUP if warmup else TIMED, number)
         if not warmup and len(self.walls) < WALL_CHECKED:
             self.walls.append((time_ms, wall_ms))
         return time_ms
 
-    def determinism(self) -> DifferingRows | None:
-        """One fresh input launched twice, untimed: the rows whose bits differ."""
-        ex = self.execution
+    def _check(self, seed: int, kind: str, number: int) -> None:
+        """The last launch's output checked; a failure ends the cell."""
+        errors = self.execution.check_sample(seed, self.ranges, draw_rows(self.total_rows, self.entropy), self.atol,
+                                             self.rtol)
+        if errors.worst is not None:
+            self.max_abs_error = max(self.max_abs_error, errors.worst.error)
+        if not errors.passed:
+            self.failure = SampleFailure(number, kind, self.shape.N, self.shape.d, errors)
+            raise SampleFailed(self.failure.describe())
+
+    def _untimed(self, seed: int, poison: bool, kind: str, number: int) -> None:
+        self.fresh_launch(seed, poison)
+        self.execution.run_pass()
+        self.execution.synchronize()
+        self.launches += 1
+        self._check(seed, kind, number)
+
+    def after_samples(self) -> DifferingRows | None:
+        """Untimed, after the samples: one fresh input launched twice, each output poisoned first and checked (a
+        kernel that recognises an input it has seen serves the poison), whose rows must have the same bits (the
+        determinism check: the rows that differ are returned); then one launch on another fresh input WITHOUT
+        poisoning the output, checked (a kernel that computes only when it finds its output poisoned leaves the
+        last answer, which is not this input's)."""
         seed = draw_seed(self.entropy)
         digests = []
-        for _ in range(2):
-            self.fresh_launch(seed)
-            ex.run_pass()
-            ex.synchronize()
-            digests.append(ex.output_digest())
+        for number in (1, 2):
+            self._untimed(seed, True, REPEAT, number)
+            digests.append(self.execution.output_digest())
+        self._untimed(draw_seed(self.entropy), False, UNPOISONED, 1)
         differ = np.flatnonzero(digests[0] != digests[1])
         if not differ.size:
             return None
@@ -157,7 +175,7 @@ def sample_fresh(execution: Execution, shape: Shape, ranges: InputRange, policy:
     try:
         stats = timer(sampler, policy) if timer is not None else measure(sampler, policy, on_sample=on_sample)
         stats.fresh_inputs = stats.count
-        differing = sampler.determinism()
+        differing = sampler.after_samples()
     except SampleFailed:
         stats = KernelStats(list(sampler.times) or [sampler.last_ms])
         stats.fresh_inputs = stats.count

@@ -70,19 +70,31 @@ class SampleErrors:
                    data["failing_row_count"], data["failing_elements"], WorstElement(**worst) if worst else None)
 
 
+# Which launch a failure came from: a warm-up pass, a timed sample, one of the two launches of one fresh input
+# (the determinism check), or the launch on a fresh input whose output was not poisoned first.
+WARMUP, TIMED, REPEAT, UNPOISONED = "warmup", "timed", "repeat", "unpoisoned"
+_LAUNCH_WORDS = {WARMUP: "warm-up pass {n} (on a fresh input)", TIMED: "timed sample {n} (on a fresh input)",
+                 REPEAT: "launch {n} of one fresh input launched twice (the output poisoned before each)",
+                 UNPOISONED: "the launch on a fresh input with the output not poisoned first"}
+
+
 @dataclass(frozen=True)
 class SampleFailure:
-    """The first sample whose output failed its check (the cell stops there)."""
+    """The first launch whose output failed its check (the cell stops there)."""
 
-    sample: int  # 1-based, in launch order: warm-up passes first, then the timed samples
-    warmup: bool
+    sample: int  # 1-based within its kind
+    kind: str  # WARMUP, TIMED, REPEAT or UNPOISONED
     N: int
     d: int
     errors: SampleErrors
 
+    @property
+    def warmup(self) -> bool:
+        return self.kind == WARMUP
+
     def describe(self) -> str:
         e = self.errors
-        which = f"{'warm-up pass' if self.warmup else 'timed sample'} {self.sample} (on a fresh input)"
+        which = _LAUNCH_WORDS.get(self.kind, "launch {n}").format(n=self.sample)
         parts = []
         if e.nonfinite:
             first = e.first_nonfinite or 0
@@ -100,7 +112,7 @@ class SampleFailure:
 
     @classmethod
     def from_dict(cls, data: dict) -> "SampleFailure":
-        return cls(data["sample"], data["warmup"], data["N"], data["d"], SampleErrors.from_dict(data["errors"]))
+        return cls(data["sample"], data["kind"], data["N"], data["d"], SampleErrors.from_dict(data["errors"]))
 
 
 @dataclass(frozen=True)
@@ -189,6 +201,8 @@ class TimedCheck:
     def to_dict(self) -> dict:
         data = asdict(self)
         data["passed"] = self.passed
+        if self.failure is not None:
+            data["failure"]["warmup"] = self.failure.warmup
         return data
 
     @classmethod

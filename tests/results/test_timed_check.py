@@ -7,8 +7,8 @@ import json
 import numpy as np
 
 from attnbench.results.resultset import Cell, ResultSet, dumps, loads
-from attnbench.results.timed_check import (ClockDisagreement, DifferingRows, SampleErrors, SampleFailure, TimedCheck,
-                                           WorstElement)
+from attnbench.results.timed_check import (REPEAT, TIMED, UNPOISONED, WARMUP, ClockDisagreement, DifferingRows,
+                                           SampleErrors, SampleFailure, TimedCheck, WorstElement)
 
 N, D = 1024, 64
 
@@ -31,7 +31,7 @@ def test_a_pass_says_how_many_samples_and_rows():
 
 def test_a_failure_names_the_sample_the_rows_and_the_worst_element():
     worst = WorstElement(3, 17, 5, 0.0, 0.4172, 0.4172)
-    failure = SampleFailure(7, False, N, D, errors(failing_rows=[3 * N + 17, 9 * N + 2], worst=worst))
+    failure = SampleFailure(7, TIMED, N, D, errors(failing_rows=[3 * N + 17, 9 * N + 2], worst=worst))
     timed = record(failure)
     assert not timed.passed
     assert timed.describe() == (
@@ -41,9 +41,18 @@ def test_a_failure_names_the_sample_the_rows_and_the_worst_element():
 
 
 def test_nan_in_the_output_names_the_first_one():
-    failure = SampleFailure(1, True, N, D, errors(nonfinite=10))
+    failure = SampleFailure(1, WARMUP, N, D, errors(nonfinite=10))
     assert "warm-up pass 1 (on a fresh input): 10 NaN or Inf elements in the output (the first O[5, 3, 7]" \
         in record(failure).describe()
+
+
+def test_the_launches_after_the_samples_say_what_they_were():
+    repeat = SampleFailure(2, REPEAT, N, D, errors(nonfinite=3))
+    assert record(repeat).describe().startswith("a timed pass did not compute the answer: launch 2 of one fresh input "
+                                                "launched twice (the output poisoned before each): 3 NaN or Inf")
+    stale = SampleFailure(1, UNPOISONED, N, D, errors(failing_rows=[5]))
+    assert "the launch on a fresh input with the output not poisoned first: 1 of 1375 rows" in record(stale).describe()
+    assert record(stale).to_dict()["failure"]["warmup"] is False
 
 
 def test_rows_results_give_the_failing_rows_and_the_worst():
@@ -57,7 +66,7 @@ def test_rows_results_give_the_failing_rows_and_the_worst():
 
 def test_the_record_round_trips_through_strict_json():
     worst = WorstElement(3, 17, 5, float("nan"), 0.4172, float("inf"))
-    failure = SampleFailure(7, False, N, D, errors(nonfinite=2, failing_rows=[3 * N + 17], worst=worst))
+    failure = SampleFailure(7, TIMED, N, D, errors(nonfinite=2, failing_rows=[3 * N + 17], worst=worst))
     for timed in (record(clock=ClockDisagreement(0.01, 27.9, 2.0125), differing=DifferingRows([4, N + 2], 2, N)),
                   record(failure)):
         result = ResultSet("compare", {}, {}, [], [], [Cell("x", "t08", "ok", timed.describe(), None, None, {},

@@ -186,7 +186,7 @@ class TimedCheck:
     def describe(self) -> str:
         """What was seen, in one sentence."""
         if self.failure is not None:
-            return f"a timed pass did not compute the answer: {self.failure.describe()}, outside {self.tolerance_text()}"
+            return f"a launch did not compute the answer: {self.failure.describe()}, outside {self.tolerance_text()}"
         if self.legacy_failure is not None:
             return f"the verified passes after the samples failed ({self.legacy_failure.replace('_', ' ')})"
         return (f"{self.samples} passes, each on a fresh input, each output scanned for NaN and Inf and "

@@ -228,7 +228,7 @@ def test_a_lazy_kernel_is_wrong_without_a_speed_and_run_exits_1(pipeline, monkey
     # the warm-up passes run on fresh inputs and are checked too: the first one catches it
     assert failure["sample"] == 1 and failure["warmup"] is True and failure["errors"]["nonfinite"] > 0
     assert data["timed_check"]["fresh_inputs"] == data["timed_check"]["samples"] == 1
-    assert "error: a timed pass did not compute the answer: warm-up pass 1 (on a fresh input)" in result.stderr
+    assert "error: a launch did not compute the answer: warm-up pass 1 (on a fresh input)" in result.stderr
     table = CliRunner().invoke(main, args, catch_exceptions=False)
     assert table.exit_code == 1 and "TFLOP/s" not in table.stdout and "WRONG" in table.stdout
 
@@ -250,7 +250,7 @@ def test_compare_calls_a_lazy_kernel_wrong_and_exits_1(monkeypatch, tmp_path):
     assert result.exit_code == 1, result.output
     cells = {c["variant"]: c for c in json.loads((tmp_path / "lazy.json").read_text())["cells"]}
     assert cells["naive"]["status"] == "wrong" and cells["naive"]["measurement"] is None
-    assert cells["naive"]["message"].startswith("a timed pass did not compute the answer")
+    assert cells["naive"]["message"].startswith("a launch did not compute the answer")
     assert cells["naive"]["check"]["passed"] is True and cells["naive"]["timed_check"]["passed"] is False
     assert cells["cpu"]["status"] == "ok" and cells["cpu"]["timed_check"]["passed"] is True
 

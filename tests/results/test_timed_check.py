@@ -35,7 +35,7 @@ def test_a_failure_names_the_sample_the_rows_and_the_worst_element():
     timed = record(failure)
     assert not timed.passed
     assert timed.describe() == (
-        "a timed pass did not compute the answer: timed sample 7 (on a fresh input): 2 of 1375 rows checked exactly "
+        "a launch did not compute the answer: timed sample 7 (on a fresh input): 2 of 1375 rows checked exactly "
         "were wrong (item, row: (3, 17), (9, 2)); worst O[3, 17, 5] = 0, exact 0.4172 (|error| 0.417), outside "
         "|out - exact| <= 0.005")
 
@@ -48,7 +48,7 @@ def test_nan_in_the_output_names_the_first_one():
 
 def test_the_launches_after_the_samples_say_what_they_were():
     repeat = SampleFailure(2, REPEAT, N, D, errors(nonfinite=3))
-    assert record(repeat).describe().startswith("a timed pass did not compute the answer: launch 2 of one fresh input "
+    assert record(repeat).describe().startswith("a launch did not compute the answer: launch 2 of one fresh input "
                                                 "launched twice (the output poisoned before each): 3 NaN or Inf")
     stale = SampleFailure(1, UNPOISONED, N, D, errors(failing_rows=[5]))
     assert "the launch on a fresh input with the output not poisoned first: 1 of 1375 rows" in record(stale).describe()

@@ -27,7 +27,7 @@ from attnbench.kernels.nvcc import variant_info
 from attnbench.kernels.variant import Variant
 from attnbench.results.metadata import collect
 from attnbench.results.refusal import Refusal
-from attnbench.results.resultset import ERROR, IMPOSSIBLE, OK, WRONG, Cell, ResultSet
+from attnbench.results.resultset import ERROR, IMPOSSIBLE, OK, SUSPECT, WRONG, Cell, ResultSet
 from attnbench.results.verification import VerifyReport
 
 
@@ -264,6 +264,9 @@ def run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray,
     impossible = run.measurement.impossible_reason()
     if impossible is not None:  # checked, but timed faster than the hardware can go: no speed
         return Cell(variant.name, label, IMPOSSIBLE, impossible, run.measurement, check, extra, timed)
+    suspect = run.measurement.suspect_reason()
+    if suspect is not None:  # checked, but faster than its own unit's peak: its speed is shown, and doubted
+        return Cell(variant.name, label, SUSPECT, suspect, run.measurement, check, extra, timed)
     return Cell(variant.name, label, OK, "", run.measurement, check, extra, timed)
 
 

@@ -112,6 +112,7 @@ def _measurement(variant: Variant, case_label: str, shape: Shape, execution: Exe
         kernel=stats,
         compile_s=execution.compile_s,
         peak_flops=execution.peak_flops,
+        unit=variant.unit,
     )
     dims = (shape.B, shape.N, shape.d)
     measurement.floor = execution.limits.floor(dims, hot)

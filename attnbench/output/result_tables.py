@@ -14,7 +14,7 @@ from attnbench.analysis.view import MatrixView
 from attnbench.output.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.results.measurement import Measurement
 from attnbench.results.refusal import Refusal
-from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, WRONG, Cell, ResultSet
+from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, SUSPECT, WRONG, Cell, ResultSet
 from attnbench.results.run_warnings import RunWarning
 
 
@@ -52,6 +52,8 @@ def status_text(cell: Cell | None) -> Text | None:
         return Text("ERROR", BAD)
     if cell.status == IMPOSSIBLE:
         return Text("IMPOSSIBLE", BAD)
+    if cell.status == SUSPECT:  # its speed is in its failure line below, beside its unit's peak
+        return Text("SUSPECT", BAD)
     return None
 
 
@@ -262,7 +264,7 @@ def grouped_refusals(result: ResultSet) -> list[tuple[str, list[str]]]:
 
 
 def failed_cells(result: ResultSet) -> list[Cell]:
-    """The wrong, failed and impossible cells, in the run's order."""
+    """The wrong, failed, impossible and suspect cells, in the run's order."""
     return [cell for cell in result.cells if cell.status in FAILED]
 
 

@@ -551,3 +551,16 @@ def test_a_fault_is_an_error_cell_and_a_lost_context_stops_the_matrix(context_su
             assert status[key].status == "error"
             assert status[key].message.startswith("not run: the CUDA context was lost after faulty failed on")
         assert infos[1].origin == "not loaded" and infos[1].note.startswith("not run")
+
+
+def test_a_declared_unit_is_read_and_checked(tmp_path):
+    """The unit whose peak a speed is held to (default ffma); an unknown one is refused naming the key."""
+    (tmp_path / "mine.cu").write_text("// kernel\n")
+    table = GOOD.replace('[variants.mine]\n', '[variants.mine]\nunit = "tensor"\n', 1)
+    (tmp_path / "attnbench.toml").write_text(table)
+    assert load_variants(find_launch_facts(tmp_path))["mine"].unit == "tensor"
+    (tmp_path / "attnbench.toml").write_text(GOOD)
+    assert load_variants(find_launch_facts(tmp_path))["mine"].unit == "ffma"
+    (tmp_path / "attnbench.toml").write_text(table.replace('"tensor"', '"fp4"'))
+    with pytest.raises(UserVariantError, match=r"variants\.mine\.unit: must be one of 'ffma', .* not 'fp4'"):
+        load_variants(find_launch_facts(tmp_path))

@@ -26,7 +26,7 @@ def row_results(got: np.ndarray, want: np.ndarray, atol: float, rtol: float) -> 
 def host_sample_errors(out: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, rows: np.ndarray, atol: float,
                        rtol: float) -> SampleErrors:
     """`out`, `q`, `k`, `v` are (B, N, d); `rows` flat (item * N + row)."""
-    B, N, d = out.shape
+    N = out.shape[1]
     flat = out.reshape(-1)
     finite = np.isfinite(flat)
     nonfinite = int(flat.size - np.count_nonzero(finite))

@@ -41,8 +41,16 @@ from attnbench.bench.sampler import TimingPolicy, measure, timed_passes
 from attnbench.cases.fresh_values import InputRange, draw_seed
 from attnbench.cases.testcase import Shape
 from attnbench.results.stats import KernelStats
-from attnbench.results.timed_check import (REPEAT, TIMED, UNPOISONED, WARMUP, ClockDisagreement, DifferingRows,
-                                           SampleFailure, TimedCheck)
+from attnbench.results.timed_check import (
+    REPEAT,
+    TIMED,
+    UNPOISONED,
+    WARMUP,
+    ClockDisagreement,
+    DifferingRows,
+    SampleFailure,
+    TimedCheck,
+)
 
 ROWS_PER_SAMPLE = 1375  # ceil(ln(1e-6) / ln(0.99)): 1% of rows wrong is caught by one sample, p >= 1 - 1e-6
 WALL_CHECKED = 3

@@ -23,8 +23,8 @@ from attnbench.backends.base import Execution
 from attnbench.backends.device import GpuDevice
 from attnbench.backends.registry import make_execution, make_streaming_execution
 from attnbench.bench.chunk_plan import ChunkPlan, keeps_output, plan_for_input
-from attnbench.bench.pipeline import run_pipeline
 from attnbench.bench.fresh_samples import FreshSampler, sample_fresh
+from attnbench.bench.pipeline import run_pipeline
 from attnbench.bench.sampler import SmClockRecorder, TimingPolicy
 from attnbench.bench.verify import COURSE_ATOL, FiniteCheck, compare_outputs, finite_check
 from attnbench.cases import suite

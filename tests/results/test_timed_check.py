@@ -7,8 +7,18 @@ import json
 import numpy as np
 
 from attnbench.results.resultset import Cell, ResultSet, dumps, loads
-from attnbench.results.timed_check import (REPEAT, TIMED, UNPOISONED, WARMUP, ClockDisagreement, DifferingRows,
-                                           SampleErrors, SampleFailure, TimedCheck, WorstElement)
+from attnbench.results.timed_check import (
+    REPEAT,
+    TIMED,
+    UNPOISONED,
+    WARMUP,
+    ClockDisagreement,
+    DifferingRows,
+    SampleErrors,
+    SampleFailure,
+    TimedCheck,
+    WorstElement,
+)
 
 N, D = 1024, 64
 

@@ -13,8 +13,10 @@ compare() {  # label, tree, extra options
   local start end label=$1 tree=$2
   shift 2
   start=$(date +%s.%N)
+  local save=(--no-save)
+  [ -n "${SAVE:-}" ] && save=(--results-dir "$out" --name "$label")  # SAVE=1: each compare's results saved in OUTDIR
   (cd examples/report_kernel && PYTHONPATH="$tree${PYTHONPATH:+:$PYTHONPATH}" python3 -m attnbench compare \
-    -v "$variants" -c "$cases" --no-save "$@") > "$out/$label.log" 2>&1
+    -v "$variants" -c "$cases" "${save[@]}" "$@") > "$out/$label.log" 2>&1
   local rc=$?
   end=$(date +%s.%N)
   echo "$label rc $rc wall $(python3 -c "print(round($end - $start))") s" | tee -a "$out/$label.log"

@@ -1,6 +1,6 @@
 // fresh_samples: not a variant. attnbench's own kernels around every timed sample (attnbench/bench/fresh_samples.py):
-// fill an input tensor with fresh values from a seed, find an input tensor's range, scan the output for NaN and
-// Inf, compute sampled output rows exactly in float64, and digest each output row (the determinism check).
+// fill an input tensor with fresh values from a seed, scan the output for NaN and Inf, compute sampled output rows
+// exactly in float64, and digest each output row (the determinism check).
 //
 // A tensor (Q, K or V) is B items of N*d floats, item b at first + b*item_stride floats: the interleaved layout's
 // item_stride is 3*N*d, the separate layout's N*d. Element e of a tensor counts over all items (b*N*d + i*d + c).
@@ -30,33 +30,6 @@ extern "C" __global__ void fill_fresh(float* __restrict__ first, long long item_
             item[r] = fresh_value(seed, (unsigned long long)b * per_item + r, low, span);
         }
     }
-}
-
-// Floats ordered as unsigned ints (negative ones flipped), so atomicMin/atomicMax give the smallest and largest.
-__device__ __forceinline__ unsigned int ordered(float x) {
-    const unsigned int bits = __float_as_uint(x);
-    return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
-}
-
-// totals[0]: smallest (ordered bits), totals[1]: largest, totals[2] += NaN or Inf elements (kept out of the range).
-extern "C" __global__ void tensor_range(const float* __restrict__ first, long long item_stride, int B,
-                                        long long per_item, unsigned long long* __restrict__ totals) {
-    unsigned int low = 0xFFFFFFFFu, high = 0u;
-    unsigned long long bad = 0;
-    for (int b = blockIdx.y; b < B; b += gridDim.y) {
-        const float* item = first + (size_t)b * item_stride;
-        for (long long r = (long long)blockIdx.x * FRESH_THREADS + threadIdx.x; r < per_item;
-             r += (long long)gridDim.x * FRESH_THREADS) {
-            const float x = item[r];
-            if (!isfinite(x)) { ++bad; continue; }
-            const unsigned int o = ordered(x);
-            low = min(low, o);
-            high = max(high, o);
-        }
-    }
-    atomicMin(&totals[0], (unsigned long long)low);
-    atomicMax(&totals[1], (unsigned long long)high);
-    if (bad) atomicAdd(&totals[2], bad);
 }
 
 // totals[0] += NaN or Inf elements of out[0, n); totals[1] = the smallest index of one (start it at ~0).

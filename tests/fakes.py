@@ -47,11 +47,6 @@ class SteadyClock:
         return self.pass_ms
 
 
-def _ordered(x: np.ndarray) -> np.ndarray:
-    bits = x.view(np.uint32).astype(np.uint64)
-    return np.where(bits & 0x80000000, ~bits & 0xFFFFFFFF, bits | 0x80000000)
-
-
 class FakeFreshKernels:
     """cuda/fresh_samples.cu in numpy, over a fake driver's memory: `memory(address, nbytes)` is a uint8 view of
     the bytes there. `support_function("fresh_samples", name, signature)` of a fake GPU returns one of these."""
@@ -79,15 +74,6 @@ class FakeFreshKernels:
     def fill_fresh(self, grid, first, stride, B, per_item, seed, low, span) -> None:
         for b, item in enumerate(self._items(first, stride, B, per_item)):
             item[:] = stream_values(int(seed), b * int(per_item), int(per_item), float(low), float(span))
-
-    def tensor_range(self, grid, first, stride, B, per_item, totals) -> None:
-        values = np.concatenate(self._items(first, stride, B, per_item))
-        finite = values[np.isfinite(values)]
-        t = self._u64(totals, 3)
-        if finite.size:
-            o = _ordered(finite)
-            t[0], t[1] = min(int(t[0]), int(o.min())), max(int(t[1]), int(o.max()))
-        t[2] += np.uint64(values.size - finite.size)
 
     def scan_nonfinite(self, grid, out, n, totals) -> None:
         values = self._floats(out, n)

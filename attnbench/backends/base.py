@@ -67,10 +67,6 @@ class Execution(Protocol):
 
     def poison_output(self) -> None: ...
 
-    def input_range(self) -> InputRange:
-        """Each input tensor's range (and NaN or Inf count) as uploaded: the case's own input, after the first pass."""
-        ...
-
     def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
         """Fill the input with `seed`'s fresh values (`cases.fresh_values`), outside any timed window."""
         ...

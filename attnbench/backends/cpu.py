@@ -98,10 +98,6 @@ class CpuExecution:
         if self.output is not None:  # a new array: the one download gave out may be the caller's first output
             self.output = np.full_like(self.output, np.nan)  # (the pass makes a new array anyway)
 
-    def input_range(self) -> InputRange:
-        t = self.testcase
-        return InputRange.of(t.q, t.k, t.v)
-
     def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
         """A new testcase of `seed`'s values: the case's own is shared with the other variants of a compare."""
         B, N, d = self.testcase.shape.B, self.testcase.shape.N, self.testcase.shape.d

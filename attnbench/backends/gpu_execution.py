@@ -250,10 +250,6 @@ class GpuExecution:
             self._fresh = DeviceFreshSamples(self.gpu, self._pointers[0], self._pointers[1], s.B, s.N, s.d)
         return self._fresh
 
-    def input_range(self) -> InputRange:
-        self._synchronize()
-        return self.fresh.input_range()
-
     def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
         """Fill the device input with `seed`'s values (device work only: a pass over the input's bytes)."""
         self.fresh.refresh(seed, ranges)

@@ -1,8 +1,7 @@
 """Fresh inputs and each sample's check on the device, for the pycuda backend (`bench.fresh_samples` says why).
 
 Our kernels in `cuda/fresh_samples.cu`: `fill_fresh` writes a seed's values into one input tensor (the values
-`cases.fresh_values` defines, made from the seed and the element's index alone), `tensor_range` finds a tensor's
-range as uploaded, `scan_nonfinite` counts NaN and Inf over the whole output, `exact_rows` computes sampled rows
+`cases.fresh_values` defines, made from the seed and the element's index alone), `scan_nonfinite` counts NaN and Inf over the whole output, `exact_rows` computes sampled rows
 in float64 (one block a row) and holds the output's rows to the tolerance, `row_digest` hashes each output row.
 Every one runs after the kernel under test has finished (the caller synchronises the context), and the check
 writes the seed's values over the input again first, so what the check reads is the seed's input whatever the
@@ -26,7 +25,7 @@ from attnbench.results.timed_check import SampleErrors
 THREADS = 256
 MAX_GRID_Y = 65535
 MAX_BLOCKS_X = 4096  # each block strides the rest: enough to fill any GPU
-SIGNATURES = {"fill_fresh": "PqiqQff", "tensor_range": "PqiqP", "scan_nonfinite": "PqP",
+SIGNATURES = {"fill_fresh": "PqiqQff", "scan_nonfinite": "PqP",
               "exact_rows": "PPPqiiPPdffP", "row_digest": "PqiP"}
 
 
@@ -44,12 +43,6 @@ def input_layout(pointers: dict[str, int], N: int, d: int) -> InputLayout:
         base = pointers["qkv"]
         return InputLayout((base, base + 4 * N * d, base + 8 * N * d), 3 * N * d)
     return InputLayout((pointers["q"], pointers["k"], pointers["v"]), N * d)
-
-
-def _from_ordered(bits: int) -> float:
-    """The float whose ordered-int form (`cuda/fresh_samples.cu`, `ordered`) is `bits`."""
-    raw = (bits & 0x7FFFFFFF) if bits & 0x80000000 else (~bits & 0xFFFFFFFF)
-    return float(np.array([raw], dtype=np.uint32).view(np.float32)[0])
 
 
 class DeviceFreshSamples:
@@ -82,23 +75,6 @@ class DeviceFreshSamples:
             self._function(name).prepared_call(grid, (THREADS, 1, 1), *args, shared_size=shared)
         except self.driver.Error as exc:
             raise KernelLaunchError(f"attnbench's {name} kernel failed: {exc}") from None
-
-    def input_range(self) -> InputRange:
-        per_item = self.N * self.d
-        totals = np.zeros(9, dtype=np.uint64)
-        totals[0::3] = 0xFFFFFFFF
-        at = self._buffer("totals", totals.nbytes)
-        self.driver.memcpy_htod(at, totals)
-        for t, first in enumerate(self.layout.firsts):
-            self._launch("tensor_range", self._grid(per_item), np.uintp(first), np.int64(self.layout.stride),
-                         np.int32(self.B), np.int64(per_item), np.uintp(at + 24 * t))
-        self.driver.memcpy_dtoh(totals, at)
-        lows, highs = [], []
-        for t in range(3):
-            low, high = int(totals[3 * t]), int(totals[3 * t + 1])
-            lows.append(_from_ordered(low) if high >= low else 0.0)
-            highs.append(_from_ordered(high) if high >= low else 0.0)
-        return InputRange(tuple(lows), tuple(highs), tuple(int(totals[3 * t + 2]) for t in range(3)))  # type: ignore[arg-type]
 
     def refresh(self, seed: int, ranges: InputRange) -> None:
         per_item = self.N * self.d

@@ -21,20 +21,6 @@ GATHER_BYTES = 1 << 28  # float64 K and V rows gathered at once for the sampled 
 FEW_ITEMS = 64  # rows falling in at most this many items are computed item by item (no gather)
 
 
-def input_range(torch: Any, tensors: Sequence[Any]) -> InputRange:
-    """Each of Q, K, V's smallest and largest finite values, and its NaN or Inf count."""
-    lows, highs, bad = [], [], []
-    for x in tensors:
-        finite = torch.isfinite(x)
-        count = int(x.numel() - int(finite.sum()))
-        values = x[finite] if count else x
-        low, high = torch.aminmax(values) if values.numel() else (torch.zeros(()), torch.zeros(()))
-        lows.append(float(low))
-        highs.append(float(high))
-        bad.append(count)
-    return InputRange(tuple(lows), tuple(highs), tuple(bad))  # type: ignore[arg-type]
-
-
 def refresh(torch: Any, tensors: Sequence[Any], seed: int, ranges: InputRange) -> None:
     """Q, K, V (any views on the device) filled in place with values uniform in their ranges, from `seed`."""
     for t, x in enumerate(tensors):

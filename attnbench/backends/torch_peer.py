@@ -141,9 +141,6 @@ class TorchExecution:
         s = self.shape
         return [x.view(s.B, s.N, s.d) for x in (self._q, self._k, self._v)]
 
-    def input_range(self) -> InputRange:
-        return torch_fresh.input_range(self.torch, self._inputs())
-
     def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
         """Q, K and V filled in place on the device from `seed` (`backends.torch_fresh`)."""
         torch_fresh.refresh(self.torch, self._inputs(), seed, ranges)

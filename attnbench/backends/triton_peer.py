@@ -25,8 +25,13 @@ from attnbench.backends.device import GpuDevice
 from attnbench.backends.triton_tune import TileChoice, TileConfig, TuneKey, choose_tiles
 from attnbench.cases.fresh_values import InputRange
 from attnbench.cases.testcase import Testcase
-from attnbench.errors import (DeviceMemoryError, KernelCompileError, KernelLaunchError, PeerUnavailable,
-                              VariantUnsupported)
+from attnbench.errors import (
+    DeviceMemoryError,
+    KernelCompileError,
+    KernelLaunchError,
+    PeerUnavailable,
+    VariantUnsupported,
+)
 from attnbench.kernels.variant import Variant
 from attnbench.results.timed_check import SampleErrors
 
@@ -221,9 +226,6 @@ class TritonExecution:
 
     def poison_output(self) -> None:
         self.out.fill_(float("nan"))
-
-    def input_range(self) -> InputRange:
-        return torch_fresh.input_range(self.torch, (self.q, self.k, self.v))
 
     def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
         """Q, K and V filled in place on the device from `seed` (`backends.torch_fresh`)."""

@@ -78,10 +78,9 @@ def _first_pass_naming(execution: Execution, case_label: str) -> tuple[np.ndarra
         raise KernelLaunchError(f"{exc} (case {case_label})") from None
 
 
-def _input_range(execution: Execution, case_label: str) -> InputRange:
-    """The range of the case's input as the first pass saw it; an input holding NaN or Inf stops the run here,
-    blamed on the input (exit 2), before any output is blamed on the variant."""
-    ranges = execution.input_range()
+def _checked_range(ranges: InputRange, case_label: str) -> InputRange:
+    """The range of the case's input, taken on the host before any kernel ran (`BenchInput.value_range`); an
+    input holding NaN or Inf stops the run here, blamed on the input (exit 2), before any launch."""
     ranges.require_finite(case_label)
     return ranges
 
@@ -133,18 +132,20 @@ def run_variant(
     keep_output: bool = True,
     timer: Timer | None = None,
     tolerance: tuple[float, float] = (COURSE_ATOL, 0.0),
+    ranges: InputRange | None = None,
 ) -> VariantRun:
-    """Run `variant` on `testcase`: one checked pass, timed passes, then the verified passes.
+    """Run `variant` on `testcase`: one checked pass, then timed passes on fresh inputs, each checked.
 
     `check` sees the first pass's output (without one, the output is still scanned for NaN and Inf);
     with `gate`, a failed check ends the run without timing, and a failed sample leaves the run without a
     measurement. `tolerance` (atol, rtol) is the check's, for every sample's too. A VerifyReport and the
-    TimedCheck are attached to the measurement.
+    TimedCheck are attached to the measurement. `ranges` is the input's range (the fresh inputs' distribution);
+    None: taken from `testcase` here, on the host, before any launch.
     """
+    ranges = _checked_range(ranges or InputRange.of(testcase.q, testcase.k, testcase.v), case_label)
     execution = make_execution(variant, testcase, gpu, policy.flush_l2)
     try:
         output, compute_s = _first_pass_naming(execution, case_label)
-        ranges = _input_range(execution, case_label)
         result = check(output) if check is not None else finite_check(output)
         if gate and result is not None and not result.passed:
             return VariantRun(output if keep_output else None, None, result)
@@ -180,13 +181,15 @@ def run_variant_pipelined(
     gpu: GpuDevice,
     policy: TimingPolicy,
     out: str | os.PathLike | None,
+    ranges: InputRange,
     check: Check | None = None,
     tolerance: tuple[float, float] = (COURSE_ATOL, 0.0),
 ) -> VariantRun:
     """A GPU variant on a course input file through the pipeline: the file streams to the device while
     the kernels run and the output streams to `out` (written safely, whole or not at all); then the
     timed passes on fresh inputs in the resident buffers, each checked. With `plan.keep_output` the output
-    is also kept (and checked)."""
+    is also kept (and checked). `ranges` is the input's range, taken on the host (`BenchInput.value_range`)."""
+    _checked_range(ranges, case_label)
     with TestcaseFile(path) as source:
         shape = source.shape
         execution, stages = make_streaming_execution(variant, shape, gpu, policy.flush_l2, plan.chunks, plan.depth,
@@ -205,7 +208,6 @@ def run_variant_pipelined(
                 clock.wall_s = time.perf_counter() - start  # the file's creation and rename included
             finally:
                 stages.release()
-            ranges = _input_range(execution, case_label)
             result = check(keep) if check is not None and keep is not None else FiniteCheck(clock.nonfinite, shape.elements)
             stats, timed = _time(execution, variant, policy, shape, ranges, tolerance, None, gpu)
         finally:
@@ -248,7 +250,7 @@ def run_case(
             reference = _reference_before(bench_input, progress)
             checker = lambda output: compare_outputs(output, reference, *tolerance)  # noqa: E731
         outcome = run_variant_pipelined(variant, getattr(bench_input, "path"), plan, bench_input.label, gpu, policy,
-                                        out, checker, tolerance)
+                                        out, bench_input.value_range(), checker, tolerance)
         assert outcome.measurement is not None
         return _input_checked(bench_input, outcome.measurement)
     return _input_checked(bench_input, _run_whole_file(variant, bench_input, gpu, policy, out, check, tolerance,
@@ -267,7 +269,7 @@ def _run_whole_file(variant: Variant, bench_input: BenchInput, gpu: GpuDevice | 
         return compare_outputs(output, bench_input.reference(testcase, progress), *tolerance)
 
     outcome = run_variant(variant, testcase, bench_input.label, gpu, policy, checker if check else None,
-                          tolerance=tolerance)
+                          tolerance=tolerance, ranges=bench_input.value_range(testcase))
     measurement = outcome.measurement
     assert measurement is not None and outcome.output is not None
     measurement.input_s = input_s

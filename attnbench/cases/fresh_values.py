@@ -8,7 +8,9 @@ the kernel under test ran, so no kernel can change the input its output is check
 host's copy of that function (the cpu variant's inputs, and the tests of the device's), in numpy.
 
 The range of each tensor is the case's: the smallest and largest finite value of that tensor in the case's own
-input (the suite's cases are uniform in [-3, 3); a user's file keeps its own per-tensor range).
+input (the suite's cases are uniform in [-3, 3); a user's file keeps its own per-tensor range). It is taken from
+the input on the host before any kernel ran, never from device buffers a kernel under test could have written
+(a kernel that shrank its input's range to near zero could then answer every fresh sample with zeros).
 """
 
 from __future__ import annotations
@@ -87,13 +89,37 @@ class InputRange:
 
     @classmethod
     def of(cls, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> "InputRange":
-        """The range of host arrays."""
-        lows, highs, bad = [], [], []
-        for x in (q, k, v):
-            finite = np.isfinite(x)
-            count = int(x.size - np.count_nonzero(finite))
-            values = x[finite] if count else x
-            lows.append(float(values.min()) if values.size else 0.0)
-            highs.append(float(values.max()) if values.size else 0.0)
-            bad.append(count)
+        """The range of host arrays (B, N, d each, or any views of them), a group of items at a time."""
+        return cls.of_qkv(lambda b0, b1: (q[b0:b1], k[b0:b1], v[b0:b1]), q.shape[0], q[0].size if len(q) else 1)
+
+    @classmethod
+    def of_qkv(cls, items, B: int, per_item: int) -> "InputRange":
+        """The range of B items that `items(b0, b1)` gives as (Q, K, V) arrays, RANGE_GROUP floats at a time."""
+        lows, highs, bad = [np.inf] * 3, [-np.inf] * 3, [0] * 3
+        group = max(1, RANGE_GROUP // max(1, per_item))
+        for b0 in range(0, B, group):
+            for t, x in enumerate(items(b0, min(B, b0 + group))):
+                x = np.asarray(x)
+                finite = np.isfinite(x)
+                count = int(x.size - np.count_nonzero(finite))
+                values = x[finite] if count else x
+                if values.size:
+                    lows[t], highs[t] = min(lows[t], float(values.min())), max(highs[t], float(values.max()))
+                bad[t] += count
+        lows = [low if np.isfinite(low) else 0.0 for low in lows]
+        highs = [high if np.isfinite(high) else 0.0 for high in highs]
         return cls(tuple(lows), tuple(highs), tuple(bad))  # type: ignore[arg-type]
+
+
+RANGE_GROUP = 1 << 24  # floats of one tensor looked at at once when taking a range
+SUITE_RANGE = InputRange((-3.0, -3.0, -3.0), (3.0, 3.0, 3.0))  # the suite's and the sweeps' values: uniform in [-3, 3)
+
+
+def file_range(path, shape) -> InputRange:
+    """The range of a course input file, read through a map of it (the host never holds it whole)."""
+    qkv = np.memmap(path, dtype="<f4", mode="r", offset=12, shape=(shape.B, 3, shape.N, shape.d))
+    try:
+        return InputRange.of_qkv(lambda b0, b1: (qkv[b0:b1, 0], qkv[b0:b1, 1], qkv[b0:b1, 2]), shape.B,
+                                 shape.N * shape.d)
+    finally:
+        del qkv

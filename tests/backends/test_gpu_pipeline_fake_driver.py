@@ -18,7 +18,7 @@ from attnbench.backends.gpu_execution import GpuExecution
 from attnbench.backends.gpu_pipeline import GpuStages
 from attnbench.bench.chunk_plan import ChunkPlan
 from attnbench.bench.pipeline import run_pipeline
-from attnbench.cases.fresh_values import fresh_values
+from attnbench.cases.fresh_values import InputRange, fresh_values
 from attnbench.cases.reference import reference_output
 from attnbench.cases.streaming import TestcaseFile
 from attnbench.cases.testcase import Shape, Testcase, write_testcase
@@ -278,8 +278,7 @@ def test_the_runner_launches_only_the_kernels_that_apply_to_the_shape(fake):
 
 @pytest.mark.parametrize("layout", ["qkv", "separate"])
 def test_the_fresh_samples_steps_on_the_device_buffers(fake, layout):
-    """bench.fresh_samples' steps on a GpuExecution, our kernels in numpy: the case's range, a seed's values in
-    every item of every tensor (both layouts), an honest output passing, a corrupted row and an unwritten element
+    """bench.fresh_samples' steps on a GpuExecution, our kernels in numpy: a seed's values in every item of every tensor (both layouts), an honest output passing, a corrupted row and an unwritten element
     failing, and the input written again from the seed before the check (a kernel that changed it gains nothing)."""
     driver, gpu = fake
     args = ("qkv", "out", "B", "N", "d") if layout == "qkv" else ("q", "k", "v", "o", "B", "N", "d")
@@ -288,10 +287,7 @@ def test_the_fresh_samples_steps_on_the_device_buffers(fake, layout):
     testcase = random_testcase(4, 24, 8, np.random.default_rng(7))
     execution = GpuExecution(gpu, variant, testcase)
     execution.upload()
-    ranges = execution.input_range()
-    assert ranges.nonfinite == (0, 0, 0)
-    assert ranges.low == tuple(float(x.min()) for x in (testcase.q, testcase.k, testcase.v))
-    assert ranges.high == tuple(float(x.max()) for x in (testcase.q, testcase.k, testcase.v))
+    ranges = InputRange.of(testcase.q, testcase.k, testcase.v)
     execution.refresh_inputs(12345, ranges)
     fresh = Testcase.from_arrays(*[fresh_values(12345, t, 0, 4 * 24 * 8, *ranges.bounds(t)).reshape(4, 24, 8)
                                    for t in range(3)])

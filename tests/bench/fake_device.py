@@ -102,10 +102,6 @@ class HonestHostExecution:
         if self.output is not None:
             self.output = np.full_like(self.output, np.nan)
 
-    def input_range(self) -> InputRange:
-        t = self.testcase
-        return InputRange.of(t.q, t.k, t.v)
-
     def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
         B, N, d = self.testcase.shape.B, self.testcase.shape.N, self.testcase.shape.d
         self.testcase = Testcase.from_arrays(*[fresh_values(seed, t, 0, B * N * d, *ranges.bounds(t)).reshape(B, N, d)

@@ -75,10 +75,6 @@ class FakeExecution:
     def poison_output(self) -> None:
         self.out = np.full((self.shape.B, self.shape.N, self.shape.d), np.nan, dtype=np.float32)
 
-    def input_range(self) -> InputRange:
-        qkv = self._device_qkv()
-        return InputRange.of(qkv[:, 0], qkv[:, 1], qkv[:, 2])
-
     def refresh_inputs(self, seed, ranges) -> None:
         s = self.shape
         tensors = [fresh_values(seed, t, 0, s.elements, *ranges.bounds(t)).reshape(s.B, s.N, s.d) for t in range(3)]

@@ -9,18 +9,19 @@ from typing import Any, Sequence
 
 from attnbench.api.notices import Notice
 from attnbench.backends import gpu as gpu_backend
+from attnbench.explain.ceilings import get_or_measure
+from attnbench.results.ceilings import CeilingSet, cached_for
+from attnbench.explain.profile import VariantProfile, profile_variant, require_ncu
 from attnbench.cases.inputs import resolve
 from attnbench.cases.testcase import Shape
 from attnbench.errors import CompileCheckFailed, GpuUnavailable, ProfilerUnavailable, UsageError
-from attnbench.explain.ceilings import get_or_measure
+from attnbench.kernels.catalogue import all_variants, get_variant, with_flavours
 from attnbench.explain.geometry import GpuModel, KernelReport, gpu_model, kernel_reports
 from attnbench.explain.metrics import PROFILABLE_FROM, Metric, metric_table, raw_metric
-from attnbench.explain.profile import VariantProfile, profile_variant, require_ncu
-from attnbench.kernels.catalogue import all_variants, get_variant, with_flavours
 from attnbench.kernels.nvcc import KernelResources, compile_report, nvcc_path, report_all, source_label
 from attnbench.kernels.variant import Variant
-from attnbench.results.ceilings import CeilingSet, cached_for
 from attnbench.results.metadata import collect
+
 
 
 def _shape_of(case: str) -> tuple[str, Shape]:

@@ -7,18 +7,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from attnbench.api.notices import Notice, quiet
-from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
-from attnbench.errors import UsageError
-from attnbench.judge import class_slurm
 from attnbench.judge import course_judge as judging
+from attnbench.judge import class_slurm
 from attnbench.judge.class_pool import class_devices, judge_class_spread
-from attnbench.judge.classroom import RERUN_TOP, ClassListener, ClassSettings
+from attnbench.judge.classroom import ClassListener, ClassSettings, RERUN_TOP
 from attnbench.judge.classroom import judge_class as run_class
 from attnbench.judge.course_judge import JudgedCase
+from attnbench.judge.submissions import find_submissions
+from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
+from attnbench.errors import UsageError
 from attnbench.judge.sandbox import MODES as SANDBOX_MODES
 from attnbench.judge.sandbox import Confinement, SandboxSettings
-from attnbench.judge.submissions import find_submissions
+from attnbench.api.notices import Notice, quiet
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.locations import data_dir
 from attnbench.results.metadata import collect

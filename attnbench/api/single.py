@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from attnbench.api.notices import Notice, quiet
 from attnbench.analysis.against import check_same_gpu, check_same_inputs, common_selection, expected_inputs
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
-from attnbench.api.notices import Notice, quiet
 from attnbench.api.spread import SlurmOptions, placement, resume, spread_matrix
 from attnbench.backends.device import GpuDevice
 from attnbench.bench.check_rule import CheckRule, CourseRule, LabRule

@@ -13,15 +13,17 @@ from pathlib import Path
 from typing import Any, Callable
 
 from attnbench.api.notices import Notice, quiet
+from attnbench.spread.cellgroups import CellPlan
 from attnbench.bench.check_rule import CheckRule
 from attnbench.bench.matrix import MatrixListener
 from attnbench.bench.sampler import TimingPolicy
+from attnbench.spread.slurm import SlurmOptions, default_folder
+from attnbench.spread.placement import Placement, run_spread
 from attnbench.cases.inputs import BenchInput
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ResultSet
-from attnbench.spread.cellgroups import CellPlan
-from attnbench.spread.placement import Placement, run_spread
-from attnbench.spread.slurm import SlurmOptions, default_folder
+
+
 
 
 def slurm_options(executor: str, results_dir: str | Path, **fields: Any) -> SlurmOptions:

@@ -16,10 +16,10 @@ from attnbench.cases.testcase import Shape
 from attnbench.errors import GpuUnavailable, KernelCompileError, KernelLaunchError
 from attnbench.kernels.nvcc import compile_options, compile_source, include_dirs, source_file, source_label
 from attnbench.kernels.variant import Launch, Variant
-from attnbench.locations import kernel_dir
 from attnbench.results.ceilings import cached_for
 from attnbench.results.datasheet import DeviceFacts, fp32_peak_flops
 from attnbench.results.limits import DeviceLimits
+from attnbench.locations import kernel_dir
 
 
 def _import_pycuda() -> Any:

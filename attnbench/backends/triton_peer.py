@@ -25,13 +25,8 @@ from attnbench.backends.device import GpuDevice
 from attnbench.backends.triton_tune import TileChoice, TileConfig, TuneKey, choose_tiles
 from attnbench.cases.fresh_values import InputRange
 from attnbench.cases.testcase import Testcase
-from attnbench.errors import (
-    DeviceMemoryError,
-    KernelCompileError,
-    KernelLaunchError,
-    PeerUnavailable,
-    VariantUnsupported,
-)
+from attnbench.errors import (DeviceMemoryError, KernelCompileError, KernelLaunchError, PeerUnavailable,
+                              VariantUnsupported)
 from attnbench.kernels.variant import Variant
 from attnbench.results.timed_check import SampleErrors
 

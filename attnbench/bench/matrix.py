@@ -15,6 +15,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from attnbench.backends.device import GpuDevice
+from attnbench.results.ceilings import cached_for
 from attnbench.backends.program import program_cell
 from attnbench.bench.runner import Timer, run_variant
 from attnbench.bench.sampler import TimingPolicy
@@ -25,7 +26,6 @@ from attnbench.cases.testcase import Shape
 from attnbench.errors import AttnbenchError, InputNotFinite
 from attnbench.kernels.nvcc import variant_info
 from attnbench.kernels.variant import Variant
-from attnbench.results.ceilings import cached_for
 from attnbench.results.metadata import collect
 from attnbench.results.refusal import Refusal
 from attnbench.results.resultset import ERROR, IMPOSSIBLE, OK, SUSPECT, WRONG, Cell, ResultSet

@@ -7,8 +7,8 @@ Input, little-endian: int32 B, int32 N, int32 d, then for each batch item Q_i, K
 from __future__ import annotations
 
 import os
-import struct
 import threading
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO

@@ -9,10 +9,10 @@ import click
 
 from attnbench.api import programs as api_programs
 from attnbench.cli.options import command_line, notice
-from attnbench.output.export.scoreboard_export import save_scoreboard
-from attnbench.output.result_tables import format_s, scoreboard_table
 from attnbench.output.save import save
+from attnbench.output.export.scoreboard_export import save_scoreboard
 from attnbench.output.scoreboard import class_stem, scoreboard_lines, scoreboard_model
+from attnbench.output.result_tables import format_s, scoreboard_table
 from attnbench.output.terminal import console, err_console, print_table, progress_bar
 
 

@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from attnbench import api, strict_json
+from attnbench import strict_json
+from attnbench import api
 from attnbench.api import explain as api_explain
 from attnbench.cli.options import error_line, notice, timing_from, timing_options, tolerance, with_options
 from attnbench.output import listing_tables, run_tables

@@ -25,8 +25,8 @@ def _profiler_api() -> tuple:
 
 def profile_one_pass(case: str, variant_name: str, device: int, warmup: int) -> None:
     """Upload, run the first pass and `warmup` more, then one pass with the profiler on."""
-    from attnbench.backends.gpu import Gpu
     from attnbench.backends.registry import make_execution
+    from attnbench.backends.gpu import Gpu
     from attnbench.cases.inputs import resolve
     from attnbench.kernels.catalogue import get_variant
 

@@ -19,10 +19,17 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from attnbench.analysis.ranking import RANKING_RULE, rank, top_rows
-from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
-from attnbench.judge.course_judge import PreparedCase, Program, TimeLimits, judge_case, prepare_case, timeout_for
+from attnbench.judge.course_judge import (
+    PreparedCase,
+    Program,
+    TimeLimits,
+    judge_case,
+    prepare_case,
+    timeout_for,
+)
 from attnbench.judge.sandbox import Confinement, Sandbox, SandboxSettings
 from attnbench.judge.submissions import Submission, build
+from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
 RERUN_TOP = 3  # how many submissions of each GPU kind are rerun before ranks are final

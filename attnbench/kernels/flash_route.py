@@ -4,7 +4,15 @@
 from __future__ import annotations
 
 from attnbench.cases.testcase import Shape
-from attnbench.kernels.variant import Constraints, Launch, Variant, cdiv, grid_rows, one_kernel_variant, threads
+from attnbench.kernels.variant import (
+    Constraints,
+    Launch,
+    Variant,
+    cdiv,
+    grid_rows,
+    one_kernel_variant,
+    threads,
+)
 from attnbench.kernels.wgmma3x import WGMMA3X
 
 VARIANTS: list[Variant] = []

@@ -6,10 +6,17 @@ from __future__ import annotations
 from typing import Callable
 
 from attnbench.cases.testcase import Shape
-from attnbench.kernels.gemmwg3x import GEMMWG3X
 from attnbench.kernels.ladder_004 import SCORES_IN_MEMORY
 from attnbench.kernels.softmax_rows import round_up4, softmax_rows
-from attnbench.kernels.variant import Constraints, Launch, Variant, cdiv, f32_bytes, threads
+from attnbench.kernels.variant import (
+    Constraints,
+    Launch,
+    Variant,
+    cdiv,
+    f32_bytes,
+    threads,
+)
+from attnbench.kernels.gemmwg3x import GEMMWG3X
 
 VARIANTS: list[Variant] = []
 

@@ -23,6 +23,7 @@ sequences, say; its workspace may then be sized 0 for the shapes that do not use
 from __future__ import annotations
 
 import math
+
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Literal, Mapping

@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
-from attnbench.output.result_tables import format_s
 from attnbench.output.table_model import TableModel
+from attnbench.output.result_tables import format_s
 from attnbench.results.course_clock import STAGE_NAMES, CourseClock
+
 
 
 def _rate(value: float | None) -> str:

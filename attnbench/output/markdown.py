@@ -8,8 +8,8 @@ from attnbench.analysis.ladder import has_ladder, ladder_steps, load_claims
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.analysis.view import MatrixView
 from attnbench.output.clock_note import clock_note
-from attnbench.output.result_tables import against_table, grouped_notes, ladder_table, matrix_tables, scoreboard_table
 from attnbench.output.table_model import TableModel
+from attnbench.output.result_tables import against_table, grouped_notes, ladder_table, matrix_tables, scoreboard_table
 from attnbench.results.resultset import ResultSet
 
 

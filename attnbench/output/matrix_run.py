@@ -11,8 +11,8 @@ from attnbench.errors import PlotsUnavailable
 from attnbench.output import result_tables
 from attnbench.output.clock_note import clock_note
 from attnbench.output.terminal import console, err_console, print_table, print_warnings
-from attnbench.results.metadata import gpu_label
 from attnbench.results.resultset import ResultSet
+from attnbench.results.metadata import gpu_label
 
 
 def device_words(result: ResultSet) -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 from attnbench.output.course_clock_rows import course_clock_rows
-from attnbench.output.result_tables import format_ms, format_s, noise_text
 from attnbench.output.table_model import BAD, GOOD, TableModel, Text, columns
+from attnbench.output.result_tables import format_ms, format_s, noise_text
 from attnbench.results.ceilings import share_text
 from attnbench.results.measurement import Measurement
 from attnbench.results.verification import VerifyReport

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any, Callable
 
+from attnbench.spread.cellgroups import CellPlan, Device
 from attnbench.bench.matrix import MatrixListener, assemble
+from attnbench.spread.slurm import SlurmOptions, SlurmRun, default_folder, execute, load_run, pack_jobs
+from attnbench.spread.workers import DevicePool, DeviceSummary, MatrixInterrupted, devices_for
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.errors import UsageError
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import Cell, ResultSet
-from attnbench.spread.cellgroups import CellPlan, Device
-from attnbench.spread.slurm import SlurmOptions, SlurmRun, default_folder, execute, load_run, pack_jobs
-from attnbench.spread.workers import DevicePool, DeviceSummary, MatrixInterrupted, devices_for
 
 EXECUTORS = ("local", "slurm")
 

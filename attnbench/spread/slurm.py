@@ -23,11 +23,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from attnbench.bench.matrix import MatrixListener, QuietListener, cell_work
-from attnbench.cases.inputs import BenchInput, CaseInfo
-from attnbench.errors import AttnbenchError, ResultsError
-from attnbench.kernels.variant import Variant
-from attnbench.results.resultset import ERROR, Cell
 from attnbench.spread.cellgroups import (
     CellPlan,
     Device,
@@ -38,7 +33,12 @@ from attnbench.spread.cellgroups import (
     run_case_group,
 )
 from attnbench.spread.cellgroups import group_seconds as cells_seconds
+from attnbench.bench.matrix import MatrixListener, QuietListener, cell_work
 from attnbench.spread.workers import DeviceSummary, MatrixInterrupted
+from attnbench.cases.inputs import BenchInput, CaseInfo
+from attnbench.errors import AttnbenchError, ResultsError
+from attnbench.kernels.variant import Variant
+from attnbench.results.resultset import ERROR, Cell
 
 RUN_FILE = "attnbench-run.pkl"
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "SIGNALING",

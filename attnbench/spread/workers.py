@@ -24,12 +24,6 @@ from dataclasses import dataclass, field
 from multiprocessing import connection
 from typing import Any, Callable
 
-from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, QuietListener, cell_work
-from attnbench.cases.inputs import BenchInput, CaseInfo
-from attnbench.errors import AttnbenchError, GpuUnavailable
-from attnbench.host_threads import claim_share
-from attnbench.kernels.variant import Variant
-from attnbench.results.resultset import ERROR, REFUSED, Cell
 from attnbench.spread.cellgroups import (
     CellPlan,
     Device,
@@ -40,6 +34,12 @@ from attnbench.spread.cellgroups import (
     parse_device_list,
     run_case_group,
 )
+from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, QuietListener, cell_work
+from attnbench.cases.inputs import BenchInput, CaseInfo
+from attnbench.errors import AttnbenchError, GpuUnavailable
+from attnbench.host_threads import claim_share
+from attnbench.kernels.variant import Variant
+from attnbench.results.resultset import ERROR, REFUSED, Cell
 
 # N cpu workers stand in for GPUs (tests and CI without GPUs): `--gpus all` then means N workers.
 CPU_WORKERS_ENV = "ATTNBENCH_CPU_WORKERS"

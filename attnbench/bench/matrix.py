@@ -103,7 +103,7 @@ class MatrixSettings:
     policy: Callable[[Variant], TimingPolicy]
     check: Check = field(default_factory=course_check)
     timer: Timer | None = None
-    tolerance: tuple[float, float] = (COURSE_ATOL, 0.0)  # (atol, rtol) of the verified passes: the check's own
+    tolerance: tuple[float, float] = (COURSE_ATOL, 0.0)  # (atol, rtol) of every sample's check: the check's own
 
 
 def cell_work(variant: Variant, bench_input: BenchInput) -> float:

@@ -74,7 +74,7 @@ class Measurement:
 
     @property
     def has_speed(self) -> bool:
-        """False when the verified passes failed (the samples' times are not the time of computing the answer)
+        """False when a checked launch failed (the samples' times are not the time of computing the answer)
         or the median is below the physical floor."""
         return (self.timed_check is None or self.timed_check.passed) and not self.impossible
 

@@ -63,7 +63,8 @@ def row_digests(out: np.ndarray) -> np.ndarray:
     """Per row of (B, N, d) float32, a 64-bit weighted sum of its bits (odd weights, wrapping): rows that differ in
     one element always differ here; two differing elements cancel with probability about 2^-64."""
     bits = np.ascontiguousarray(out).view(np.uint32).reshape(-1, out.shape[-1]).astype(np.uint64)
-    weights = np.random.default_rng(0x5EED).integers(0, 2**63, out.shape[-1], dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    odd = np.random.default_rng(0x5EED).integers(0, 2**63, out.shape[-1], dtype=np.uint64)
+    weights = odd * np.uint64(2) + np.uint64(1)
     with np.errstate(over="ignore"):
         return (bits * weights).sum(axis=1, dtype=np.uint64)
 

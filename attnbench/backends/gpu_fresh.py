@@ -1,8 +1,9 @@
 """Fresh inputs and each sample's check on the device, for the pycuda backend (`bench.fresh_samples` says why).
 
 Our kernels in `cuda/fresh_samples.cu`: `fill_fresh` writes a seed's values into one input tensor (the values
-`cases.fresh_values` defines, made from the seed and the element's index alone), `scan_nonfinite` counts NaN and Inf over the whole output, `exact_rows` computes sampled rows
-in float64 (one block a row) and holds the output's rows to the tolerance, `row_digest` hashes each output row.
+`cases.fresh_values` defines, made from the seed and the element's index alone), `scan_nonfinite` counts NaN and
+Inf over the whole output, `exact_rows` computes sampled rows in float64 (one block a row) and holds the output's
+rows to the tolerance, `row_digest` hashes each output row.
 Every one runs after the kernel under test has finished (the caller synchronises the context), and the check
 writes the seed's values over the input again first, so what the check reads is the seed's input whatever the
 kernel wrote. The small buffers of the check (rows, totals, results) are written by the host and our kernels

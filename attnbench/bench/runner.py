@@ -208,7 +208,8 @@ def run_variant_pipelined(
                 clock.wall_s = time.perf_counter() - start  # the file's creation and rename included
             finally:
                 stages.release()
-            result = check(keep) if check is not None and keep is not None else FiniteCheck(clock.nonfinite, shape.elements)
+            result = (check(keep) if check is not None and keep is not None
+                      else FiniteCheck(clock.nonfinite, shape.elements))
             stats, timed = _time(execution, variant, policy, shape, ranges, tolerance, None, gpu)
         finally:
             execution.free()

@@ -17,8 +17,8 @@ from attnbench.errors import AttnbenchError
 from attnbench.output.terminal import err_console
 from attnbench.version import __version__
 
-EXIT_CODES_HELP = ("Exit codes: 0 success; 1 a verification failure, a wrong, impossible or suspect cell or a regression; "
-                   "2 bad usage or bad input; 3 the environment (no GPU, pycuda or nvcc; out of memory); "
+EXIT_CODES_HELP = ("Exit codes: 0 success; 1 a verification failure, a wrong, impossible or suspect cell or a "
+                   "regression; 2 bad usage or bad input; 3 the environment (no GPU, pycuda or nvcc; out of memory); "
                    "130 interrupted.")
 
 

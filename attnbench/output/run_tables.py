@@ -50,8 +50,9 @@ def measurement_table(m: Measurement) -> TableModel:
     if m.timed_check is not None:
         t = m.timed_check
         verdict = Text("PASS", GOOD) if t.passed else Text("WRONG", BAD)
-        table.add_row("timed passes", verdict, f"{t.samples} passes, each on a fresh input, {t.rows_per_sample} rows of "
-                      "each checked exactly" if t.fresh_inputs else "verified passes (saved before fresh samples)")
+        detail = (f"{t.samples} launches checked, {t.fresh_inputs} on fresh inputs, {t.rows_per_sample} rows of "
+                  "each computed exactly" if t.fresh_inputs else "verified passes (saved before fresh samples)")
+        table.add_row("timed passes", verdict, detail)
     if m.verification is not None:
         v = m.verification
         verdict = Text("PASS", GOOD) if v.passed else Text("FAIL", BAD)

@@ -93,7 +93,7 @@ class Cell:
     measurement: Measurement | None = None
     check: dict | None = None  # the metrics of the output's check
     extra: dict = field(default_factory=dict)  # compile-time defines, the lab's iteration count, ...
-    timed_check: dict | None = None  # the verified passes after the samples (a wrong cell has no measurement)
+    timed_check: dict | None = None  # the check of every timed launch (a wrong cell has no measurement)
     refusal: Refusal | None = None  # why a refused cell was (None in files older than schema version 4)
 
     @classmethod

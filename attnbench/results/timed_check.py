@@ -12,8 +12,6 @@ import numpy as np
 
 from attnbench.results.run_warnings import RunWarning, WarningKind
 
-LEGACY_FAILURES = ("wrong_values", "skipped_work")  # what older results' verified passes could fail by
-
 
 @dataclass(frozen=True)
 class WorstElement:

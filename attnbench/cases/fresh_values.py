@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attnbench.cases.testcase import HEADER
 from attnbench.errors import InputNotFinite
 
 MASK64 = (1 << 64) - 1
@@ -117,9 +118,6 @@ SUITE_RANGE = InputRange((-3.0, -3.0, -3.0), (3.0, 3.0, 3.0))  # the suite's and
 
 def file_range(path, shape) -> InputRange:
     """The range of a course input file, read through a map of it (the host never holds it whole)."""
-    qkv = np.memmap(path, dtype="<f4", mode="r", offset=12, shape=(shape.B, 3, shape.N, shape.d))
-    try:
-        return InputRange.of_qkv(lambda b0, b1: (qkv[b0:b1, 0], qkv[b0:b1, 1], qkv[b0:b1, 2]), shape.B,
-                                 shape.N * shape.d)
-    finally:
-        del qkv
+    qkv = np.memmap(path, dtype="<f4", mode="r", offset=HEADER.size, shape=(shape.B, 3, shape.N, shape.d))
+    return InputRange.of_qkv(lambda b0, b1: (qkv[b0:b1, 0], qkv[b0:b1, 1], qkv[b0:b1, 2]), shape.B,
+                             shape.N * shape.d)

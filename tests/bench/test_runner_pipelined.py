@@ -21,7 +21,7 @@ from attnbench.backends.cpu import row_digests
 from attnbench.backends.host_sample_check import host_sample_errors
 from attnbench.bench import runner
 from attnbench.cases import suite
-from attnbench.cases.fresh_values import InputRange, fresh_values
+from attnbench.cases.fresh_values import fresh_values
 from attnbench.cases.reference import reference_output
 from attnbench.cases.testcase import Testcase, read_output
 from attnbench.cli import main

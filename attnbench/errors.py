@@ -32,6 +32,10 @@ class TestcaseError(BadInput):
     __test__ = False  # not a pytest test class
 
 
+class InputNotFinite(TestcaseError):
+    """An input holds NaN or Inf: every output of it is NaN, so the input is at fault, not a variant."""
+
+
 class UsageError(BadInput):
     """Options that do not fit together (a baseline not among the variants, a bad sweep size)."""
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the verified passes cost: the same compare over t10-t30 by two trees on one GPU, inputs generated once.
+# What the checks cost: the same compare over t10-t30 by two trees on one GPU, inputs generated once.
 # Usage: bash tools/cost_ab.sh OLDTREE OUTDIR STEP...   steps: gen, warm, oldwarm, new (this tree), old (OLDTREE:
 # a folder holding an older attnbench/, cuda/ and testcases/). Each compare's log ends with its wall time. `warm`
 # and `oldwarm` are one short compare each (one sample a cell) that pays the kernels' compiles (each tree's own:
@@ -8,13 +8,15 @@ set -uo pipefail
 old=${1:?usage: tools/cost_ab.sh OLDTREE OUTDIR STEP...}; out=${2:?}; shift 2
 mkdir -p "$out"; out=$(cd "$out" && pwd)
 cases=t10,t11,t12,t13,t14,t15,t16,t17,t18,t19,t20,t21,t22,t23,t24,t25,t26,t27,t28,t29,t30
-variants=wgmma3x,tf32x3,fa2simt,gemmtc,gemmwg3x,gemm,qreg,bankfree,flash,torch
+variants=${VARIANTS:-wgmma3x,tf32x3,fa2simt,gemmtc,gemmwg3x,gemm,qreg,bankfree,flash,torch}  # VARIANTS= to choose
 compare() {  # label, tree, extra options
   local start end label=$1 tree=$2
   shift 2
   start=$(date +%s.%N)
+  local save=(--no-save)
+  [ -n "${SAVE:-}" ] && save=(--results-dir "$out" --name "$label")  # SAVE=1: each compare's results saved in OUTDIR
   (cd examples/report_kernel && PYTHONPATH="$tree${PYTHONPATH:+:$PYTHONPATH}" python3 -m attnbench compare \
-    -v "$variants" -c "$cases" --no-save "$@") > "$out/$label.log" 2>&1
+    -v "$variants" -c "$cases" "${save[@]}" "$@") > "$out/$label.log" 2>&1
   local rc=$?
   end=$(date +%s.%N)
   echo "$label rc $rc wall $(python3 -c "print(round($end - $start))") s" | tee -a "$out/$label.log"

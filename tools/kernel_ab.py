@@ -10,7 +10,7 @@ workspaces and defines; its kernel file comes from OLDTREE/cuda. Each --extra bu
 built from another kernel file (a candidate with the same kernels and arguments). Each shape gets fresh random inputs in
 the course's range and one float64 reference; each round runs the builds in turn (old then new, then the
 other way round), each through the runner as any variant is run: the first pass checked against float64
-and gated, samples with the L2 flushed, the verified passes. Rounds and builds share the GPU's state, so
+and gated, samples with the L2 flushed, each on a fresh input and checked. Rounds and builds share the GPU's state, so
 compare builds within this run, not across runs. Writes OUTDIR/kernel_ab.json (every round) and
 OUTDIR/kernel_ab.md (the faster round of each build). Exit 1 if any build was wrong on any shape, 3 without
 a usable GPU.

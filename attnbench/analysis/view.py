@@ -14,7 +14,7 @@ from attnbench.analysis.verdict import (
     geometric_mean,
     geometric_mean_speedup,
 )
-from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, WRONG, Cell, ResultSet
+from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, SUSPECT, WRONG, Cell, ResultSet
 
 if TYPE_CHECKING:
     from attnbench.analysis.against import AgainstReport
@@ -70,7 +70,7 @@ class MatrixView:
         return geometric_mean(values)
 
     def counts(self, variant: str) -> dict[str, int]:
-        found = {OK: 0, WRONG: 0, REFUSED: 0, ERROR: 0, IMPOSSIBLE: 0}
+        found = {OK: 0, WRONG: 0, REFUSED: 0, ERROR: 0, IMPOSSIBLE: 0, SUSPECT: 0}
         for cell in self.result.cells:
             if cell.variant == variant:
                 found[cell.status] += 1

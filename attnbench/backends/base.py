@@ -3,10 +3,9 @@
 A backend's execution owns one variant's resources for one testcase (device buffers, compiled
 kernels, the launch plan) and offers the same steps whatever it runs on: upload, one pass,
 download, free; plus `flush_l2` and a `clock` for the sampler, which owns how passes are timed;
-plus what the verified passes after the samples need (`bench.timed_check`): poison the output,
-change the input in place by an `InputTransform`, keep the first pass's output on the device to check
-later outputs against it moved the same way (where the backend can), and wait for all the work of the
-context.
+plus what the fresh samples need (`bench.fresh_samples`): the input's per-tensor range, fresh input values
+from a seed (made where the input lies), the output poisoned, one sample's output checked (NaN and Inf scan,
+sampled rows computed exactly), a digest of each output row, and a wait for all the work of the context.
 Whole programs (`backends.program`) have no timed passes and no execution.
 """
 
@@ -17,8 +16,9 @@ from typing import Protocol
 
 import numpy as np
 
-from attnbench.backends.input_transform import InputTransform
+from attnbench.cases.fresh_values import InputRange
 from attnbench.results.limits import DeviceLimits
+from attnbench.results.timed_check import SampleErrors
 
 
 class HostClock:
@@ -48,19 +48,6 @@ class Clock(Protocol):
     def stop(self) -> float: ...
 
 
-class OutputCheck(Protocol):
-    """The verified passes' check on the device: the current output against the first pass's output (kept on
-    the device right after it was read back and before anything else ran) moved by a transform of the input."""
-
-    def errors(self, transform: InputTransform, atol: float, rtol: float) -> tuple[int, int, float] | None:
-        """(failing, non-finite, max abs error over finite elements), as `bench.timed_check.pass_errors`
-        gives on the host; None when the kept base is no longer what was kept (something wrote into it:
-        the caller checks on the host instead, from memory no kernel can reach)."""
-        ...
-
-    def free(self) -> None: ...
-
-
 class Execution(Protocol):
     """What the bench layer needs from a backend."""
 
@@ -80,11 +67,19 @@ class Execution(Protocol):
 
     def poison_output(self) -> None: ...
 
-    def permute_inputs(self, transform: InputTransform) -> None: ...
+    def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
+        """Fill the input with `seed`'s fresh values (`cases.fresh_values`), outside any timed window."""
+        ...
 
-    def keep_output(self) -> OutputCheck | None:
-        """A copy of the output as it is now (the first pass's, just read back), kept on the device for the
-        verified passes' check there; None to check on the host (a host backend, or no room for the copy)."""
+    def check_sample(self, seed: int, ranges: InputRange, rows: np.ndarray, atol: float,
+                     rtol: float) -> SampleErrors:
+        """After a pass on `seed`'s input: the whole output scanned for NaN and Inf, and `rows` (flat) computed
+        exactly from `seed`'s values (made again, not read from what the kernel may have written) and held to
+        |out - exact| <= atol + rtol*|exact|."""
+        ...
+
+    def output_digest(self) -> np.ndarray:
+        """A 64-bit hash of each output row's bits (B*N), for the determinism check."""
         ...
 
     def synchronize(self) -> None: ...

@@ -15,11 +15,13 @@ from typing import Callable, Iterator
 import numpy as np
 
 from attnbench.backends.base import HostClock
-from attnbench.backends.input_transform import InputTransform
+from attnbench.backends.host_sample_check import host_sample_errors
+from attnbench.cases.fresh_values import InputRange, fresh_values
 from attnbench.cases.inputs import ProgressFactory
 from attnbench.cases.testcase import Testcase
 from attnbench.host_threads import blas_single_threaded
 from attnbench.results.limits import HOST_LIMITS
+from attnbench.results.timed_check import SampleErrors
 
 BLOCK_COLS = 32
 _GROUP_BYTES = 16 << 20  # a group of items at a time: bounds the temporaries beside the input and output
@@ -85,6 +87,16 @@ def _blocked_group(testcase: Testcase, out: np.ndarray, b0: int, b1: int, block_
     out[b0:b1] = acc / row_sum
 
 
+def row_digests(out: np.ndarray) -> np.ndarray:
+    """Per row of (B, N, d) float32, a 64-bit weighted sum of its bits (odd weights, wrapping): rows that differ in
+    one element always differ here; two differing elements cancel with probability about 2^-64."""
+    bits = np.ascontiguousarray(out).view(np.uint32).reshape(-1, out.shape[-1]).astype(np.uint64)
+    odd = np.random.default_rng(0x5EED).integers(0, 2**63, out.shape[-1], dtype=np.uint64)
+    weights = odd * np.uint64(2) + np.uint64(1)
+    with np.errstate(over="ignore"):
+        return (bits * weights).sum(axis=1, dtype=np.uint64)
+
+
 class CpuExecution:
     """The numpy variant: a pass computes the output on the host."""
 
@@ -123,14 +135,24 @@ class CpuExecution:
 
     def poison_output(self) -> None:
         if self.output is not None:  # a new array: the one download gave out may be the caller's first output
-            self.output = np.full_like(self.output, np.nan)
+            self.output = np.full_like(self.output, np.nan)  # (the pass makes a new array anyway)
 
-    def permute_inputs(self, transform: InputTransform) -> None:
-        """A transformed copy: the testcase itself is shared with the other variants of a compare."""
-        self.testcase = Testcase(transform.apply(self.testcase.qkv))
+    def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
+        """A new testcase of `seed`'s values: the case's own is shared with the other variants of a compare."""
+        B, N, d = self.testcase.shape.B, self.testcase.shape.N, self.testcase.shape.d
+        count = B * N * d
+        tensors = [fresh_values(seed, t, 0, count, *ranges.bounds(t)).reshape(B, N, d) for t in range(3)]
+        self.testcase = Testcase.from_arrays(*tensors)
 
-    def keep_output(self) -> None:
-        return None  # the output is on the host already: the host's check is the check
+    def check_sample(self, seed: int, ranges: InputRange, rows: np.ndarray, atol: float,
+                     rtol: float) -> SampleErrors:
+        assert self.output is not None
+        t = self.testcase  # made by refresh_inputs from the seed; the pass (ours) only reads it
+        return host_sample_errors(self.output, t.q, t.k, t.v, rows, atol, rtol)
+
+    def output_digest(self) -> np.ndarray:
+        assert self.output is not None
+        return row_digests(self.output)
 
     def synchronize(self) -> None:
         pass  # a pass is done when run_pass returns

@@ -129,7 +129,8 @@ class Gpu:
         self._modules: dict[tuple, CompiledVariant] = {}
         self._l2_flush_buffer: Any = None
         self._nvml: Any = None  # (pynvml, handle) once opened; False when NVML cannot be had
-        self._support_functions: dict[str, Any] = {}
+        self._support_functions: dict[tuple[str, str], Any] = {}
+        self._support_modules: dict[str, Any] = {}
         self._limits: DeviceLimits | None = None
 
     @property
@@ -147,28 +148,24 @@ class Gpu:
             self._l2_flush_buffer = self.driver.mem_alloc(self.l2_flush_bytes)
         self.driver.memset_d32(self._l2_flush_buffer, 0, self.l2_flush_bytes // 4)
 
-    def permute_function(self) -> Any:
-        """The verified passes' gather kernel (cuda/permute_inputs.cu), compiled once per process."""
-        return self._support_function("permute_inputs", "PPPqPPPqPPPiif")
-
-    def check_function(self) -> Any:
-        """The verified passes' check on the device (cuda/check_moved_output.cu), compiled once per process."""
-        return self._support_function("check_moved_output", "PPPPiiifffP")
-
-    def _support_function(self, name: str, signature: str) -> Any:
-        """attnbench's own kernel `name` from cuda/`name`.cu (not a variant), prepared with `signature`."""
-        if name not in self._support_functions:
+    def support_function(self, source: str, name: str, signature: str) -> Any:
+        """attnbench's own kernel `name` from cuda/`source`.cu (not a variant), compiled once per process and
+        prepared with `signature`."""
+        if (source, name) not in self._support_functions:
             from pycuda.compiler import SourceModule
 
-            path = kernel_dir() / f"{name}.cu"
-            try:
-                module = SourceModule(path.read_text(), options=["-O3"], arch=self.arch, no_extern_c=True)
-            except (self.driver.CompileError, self.driver.Error) as exc:
-                raise KernelCompileError(f"nvcc could not compile {path}: {exc}") from None
+            module = self._support_modules.get(source)
+            if module is None:
+                path = kernel_dir() / f"{source}.cu"
+                try:
+                    module = SourceModule(path.read_text(), options=["-O3"], arch=self.arch, no_extern_c=True)
+                except (self.driver.CompileError, self.driver.Error) as exc:
+                    raise KernelCompileError(f"nvcc could not compile {path}: {exc}") from None
+                self._support_modules[source] = module
             function = module.get_function(name)
             function.prepare(signature)
-            self._support_functions[name] = function
-        return self._support_functions[name]
+            self._support_functions[(source, name)] = function
+        return self._support_functions[(source, name)]
 
     def clock(self, what: str) -> EventClock:
         return EventClock(self.driver, what)

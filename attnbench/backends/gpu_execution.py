@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 
 from attnbench.backends.device import GpuDevice
-from attnbench.backends.gpu_output_check import DeviceOutputCheck
-from attnbench.backends.gpu_permute import DevicePermuter
-from attnbench.backends.input_transform import InputTransform
+from attnbench.backends.gpu_fresh import DeviceFreshSamples
+from attnbench.cases.fresh_values import InputRange
 from attnbench.cases.testcase import Shape, Testcase
 from attnbench.errors import DeviceMemoryError, KernelLaunchError, VariantUnsupported
 from attnbench.kernels.variant import MAX_GRID_YZ, Variant, launch_beyond_limits
+from attnbench.results.timed_check import SampleErrors
 
 LOG2E = 1.4426950408889634
 POISON_BITS = 0x7FC00000  # a quiet NaN: any element a kernel leaves unwritten shows up in verify
@@ -71,6 +71,7 @@ class GpuExecution:
         self._records: list[_LaunchRecord] = []
         self._prepared: set[str] = set()
         self._pointers: tuple[dict[str, int], int, dict[str, int]] = ({}, 0, {})
+        self._fresh: DeviceFreshSamples | None = None
         # Layout "separate": Q, K and V de-interleaved on the host here, before anything is timed, so the
         # timed upload copies the same bytes as the interleaved layout, in three contiguous copies.
         self._host_inputs: dict[str, np.ndarray] = {}
@@ -234,26 +235,39 @@ class GpuExecution:
     def flush_l2(self) -> None:
         self.gpu.flush_l2()
 
-    # -- the verified passes (bench.timed_check) ---------------------------------------------------
+    # -- the fresh samples (bench.fresh_samples) -------------------------------------------------
     def poison_output(self) -> None:
         """Fill the output with NaN again, as before the first pass."""
         self.driver.memset_d32(self._buffers["out"], POISON_BITS, self.shape.elements)
 
-    def permute_inputs(self, transform: InputTransform) -> None:
-        """Change the device input in place by `transform` (device work only: milliseconds)."""
-        shape = self.shape
-        DevicePermuter(self.gpu, self._pointers[0], shape.B, shape.N, shape.d).apply(transform)
+    @property
+    def fresh(self) -> DeviceFreshSamples:
+        if self._fresh is None:
+            s = self.shape
+            self._fresh = DeviceFreshSamples(self.gpu, self._pointers[0], self._pointers[1], s.B, s.N, s.d)
+        return self._fresh
 
-    def keep_output(self) -> DeviceOutputCheck | None:
-        """The output as it is now, copied on the device for the verified passes' check there (None: no room)."""
+    def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
+        """Fill the device input with `seed`'s values (device work only: a pass over the input's bytes)."""
+        self.fresh.refresh(seed, ranges)
+
+    def check_sample(self, seed: int, ranges: InputRange, rows: np.ndarray, atol: float,
+                     rtol: float) -> SampleErrors:
         self._synchronize()
-        return DeviceOutputCheck.keep(self.gpu, self._pointers[1], self.shape)
+        return self.fresh.check(seed, ranges, rows, atol, rtol)
+
+    def output_digest(self) -> np.ndarray:
+        self._synchronize()
+        return self.fresh.digest()
 
     def synchronize(self) -> None:
         """Wait for all work in the context, on every stream."""
         self._synchronize()
 
     def free(self) -> None:
+        if self._fresh is not None:
+            self._fresh.free()
+            self._fresh = None
         for buffer in self._buffers.values():
             try:
                 buffer.free()

@@ -18,13 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from attnbench.backends import torch_fresh
 from attnbench.backends.base import event_ms
 from attnbench.backends.device import GpuDevice
-from attnbench.backends.input_transform import InputTransform
-from attnbench.backends.torch_output_check import TorchOutputCheck
+from attnbench.cases.fresh_values import InputRange
 from attnbench.cases.testcase import Testcase
 from attnbench.errors import DeviceMemoryError, KernelLaunchError, PeerUnavailable
 from attnbench.kernels.variant import Variant
+from attnbench.results.timed_check import SampleErrors
 
 # The tensors' type for each unit a flavour declares (torch's own float32 peer declares tf32x3, its backend).
 DTYPE_OF_UNIT = {"fp16": "float16", "bf16": "bfloat16"}
@@ -152,21 +153,22 @@ class TorchExecution:
         if self._out is not None:  # each pass makes a new output tensor: this poisons only the last one
             self._out.fill_(float("nan"))
 
-    def permute_inputs(self, transform: InputTransform) -> None:
-        """New Q, K and V tensors, gathered on the device (the old ones are freed)."""
-        torch = self.torch
-        device = self._q.device
-        batch, q_rows, kv_rows = (torch.as_tensor(p, device=device) for p in
-                                  (transform.batch, transform.q_rows, transform.kv_rows))
-        self._q = self._q.index_select(0, batch).index_select(2, q_rows).contiguous()
-        self._k = self._k.index_select(0, batch).index_select(2, kv_rows).contiguous()
-        v = self._v.index_select(0, batch).index_select(2, kv_rows)
-        self._v = (v.neg() if transform.negate_v else v).contiguous()
-
-    def keep_output(self) -> TorchOutputCheck | None:
-        """The output as it is now, copied on the GPU for the verified passes' check there (None: no room)."""
+    def _inputs(self) -> list[Any]:
         s = self.shape
-        return TorchOutputCheck.keep(self.torch, lambda: self._out.reshape(s.B, s.N, s.d).float())
+        return [x.view(s.B, s.N, s.d) for x in (self._q, self._k, self._v)]
+
+    def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
+        """Q, K and V filled in place on the device from `seed` (`backends.torch_fresh`)."""
+        torch_fresh.refresh(self.torch, self._inputs(), seed, ranges)
+
+    def check_sample(self, seed: int, ranges: InputRange, rows: np.ndarray, atol: float,
+                     rtol: float) -> SampleErrors:
+        s = self.shape
+        return torch_fresh.check(self.torch, *self._inputs(), self._out.reshape(s.B, s.N, s.d).float(), rows,
+                                 atol, rtol)
+
+    def output_digest(self) -> np.ndarray:
+        return torch_fresh.digest(self.torch, self._out.float())
 
     def synchronize(self) -> None:
         self.torch.cuda.synchronize()

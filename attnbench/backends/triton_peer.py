@@ -22,14 +22,15 @@ from typing import Any
 
 import numpy as np
 
+from attnbench.backends import torch_fresh
 from attnbench.backends.device import GpuDevice
-from attnbench.backends.input_transform import InputTransform
-from attnbench.backends.torch_output_check import TorchOutputCheck
 from attnbench.backends.triton_tune import TileChoice, TileConfig, TuneKey, choose_tiles
+from attnbench.cases.fresh_values import InputRange
 from attnbench.cases.testcase import Testcase
 from attnbench.errors import (DeviceMemoryError, KernelCompileError, KernelLaunchError, PeerUnavailable,
                               VariantUnsupported)
 from attnbench.kernels.variant import Variant
+from attnbench.results.timed_check import SampleErrors
 
 LOG2E = 1.4426950408889634
 TUNE_SAMPLES = 3  # timed launches per candidate, after the one that compiles it; the median decides
@@ -245,24 +246,16 @@ class TritonExecution:
     def poison_output(self) -> None:
         self.out.fill_(float("nan"))
 
-    def permute_inputs(self, transform: InputTransform) -> None:
-        """The input changed in place on the device (a gather into a new tensor, copied back): items, Q's rows,
-        K's and V's rows together, V negated, as `transform` says."""
-        torch = self.torch
-        device = self.qkv.device
-        batch, q_rows, kv_rows = (torch.as_tensor(p, device=device) for p in
-                                  (transform.batch, transform.q_rows, transform.kv_rows))
-        moved = self.qkv.index_select(0, batch)
-        q = moved[:, 0].index_select(1, q_rows)
-        kv = moved[:, 1:].index_select(2, kv_rows)
-        if transform.negate_v:
-            kv[:, 1].neg_()
-        self.qkv[:, 0].copy_(q)
-        self.qkv[:, 1:].copy_(kv)
+    def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
+        """Q, K and V filled in place on the device from `seed` (`backends.torch_fresh`)."""
+        torch_fresh.refresh(self.torch, (self.q, self.k, self.v), seed, ranges)
 
-    def keep_output(self) -> TorchOutputCheck | None:
-        """The output as it is now, copied on the GPU for the verified passes' check there (None: no room)."""
-        return TorchOutputCheck.keep(self.torch, lambda: self.out)
+    def check_sample(self, seed: int, ranges: InputRange, rows: np.ndarray, atol: float,
+                     rtol: float) -> SampleErrors:
+        return torch_fresh.check(self.torch, self.q, self.k, self.v, self.out, rows, atol, rtol)
+
+    def output_digest(self) -> np.ndarray:
+        return torch_fresh.digest(self.torch, self.out)
 
     def synchronize(self) -> None:
         self._synchronize()

@@ -1,5 +1,5 @@
 """Which check every cell of a matrix gets, as a record that pickles: the course's rule with its
-tolerances, or the square lab's rule. It names the check and the tolerance of the verified passes."""
+tolerances, or the square lab's rule. It names the check and the tolerance every timed sample's check holds to."""
 
 from __future__ import annotations
 
@@ -23,13 +23,13 @@ class CourseRule:
 
     @property
     def tolerance(self) -> tuple[float, float]:
-        """(atol, rtol) of the verified passes: the check's own."""
+        """(atol, rtol) of every timed sample's check: the check's own."""
         return (self.atol, self.rtol)
 
 
 @dataclass(frozen=True)
 class LabRule:
-    """The square lab's check (a sum of errors against n^2 FLT_EPSILON); the verified passes keep the
+    """The square lab's check (a sum of errors against n^2 FLT_EPSILON); each timed batch's check keeps the
     course's tolerance per element."""
 
     def check(self) -> Check:

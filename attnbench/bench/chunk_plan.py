@@ -148,8 +148,8 @@ def plan_for_input(bench_input: BenchInput, variant: Variant, keep_output: bool)
 
 
 def keeps_output(check: bool, out: str | os.PathLike | None) -> bool:
-    """Whether the pipeline keeps the output in memory: to check it, or because the verified passes cannot
-    read it back from OUT (no OUT, or a special file such as /dev/null or a FIFO)."""
+    """Whether the pipeline keeps the output in memory: to check it, or where OUT cannot hold it to be read
+    (no OUT, or a special file such as /dev/null or a FIFO)."""
     if check or out is None:
         return True
     path = Path(out)

@@ -20,14 +20,15 @@ from attnbench.backends.program import program_cell
 from attnbench.bench.runner import Timer, run_variant
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
+from attnbench.cases.fresh_values import InputRange
 from attnbench.cases.inputs import BenchInput, CaseInfo, ProgressFactory, no_progress
 from attnbench.cases.testcase import Shape
-from attnbench.errors import AttnbenchError
+from attnbench.errors import AttnbenchError, InputNotFinite
 from attnbench.kernels.nvcc import variant_info
 from attnbench.kernels.variant import Variant
 from attnbench.results.metadata import collect
 from attnbench.results.refusal import Refusal
-from attnbench.results.resultset import ERROR, IMPOSSIBLE, OK, WRONG, Cell, ResultSet
+from attnbench.results.resultset import ERROR, IMPOSSIBLE, OK, SUSPECT, WRONG, Cell, ResultSet
 from attnbench.results.verification import VerifyReport
 
 
@@ -102,7 +103,7 @@ class MatrixSettings:
     policy: Callable[[Variant], TimingPolicy]
     check: Check = field(default_factory=course_check)
     timer: Timer | None = None
-    tolerance: tuple[float, float] = (COURSE_ATOL, 0.0)  # (atol, rtol) of the verified passes: the check's own
+    tolerance: tuple[float, float] = (COURSE_ATOL, 0.0)  # (atol, rtol) of every sample's check: the check's own
 
 
 def cell_work(variant: Variant, bench_input: BenchInput) -> float:
@@ -130,6 +131,7 @@ class LoadedInput:
     label: str
     testcase: Any
     reference: np.ndarray
+    ranges: InputRange | None = None  # each tensor's range, from the host (None: taken from the testcase)
 
 
 @dataclass
@@ -169,7 +171,7 @@ def run_input(variants: list[Variant], loaded: LoadedInput, gpu: GpuDevice | Non
 def _cell_or_failure(variant: Variant, loaded: LoadedInput, gpu: GpuDevice | None, settings: MatrixSettings,
                      failures_as_cells: bool) -> Cell:
     try:
-        return run_cell(variant, loaded.label, loaded.testcase, loaded.reference, gpu, settings)
+        return run_cell(variant, loaded.label, loaded.testcase, loaded.reference, gpu, settings, loaded.ranges)
     except Exception as exc:
         if not failures_as_cells:
             raise
@@ -223,7 +225,8 @@ def run_matrix(
                 continue
             testcase = bench_input.load(listener.progress)
             infos.append(bench_input.info(testcase))
-            loaded = LoadedInput(label, testcase, bench_input.reference(testcase, listener.progress))
+            loaded = LoadedInput(label, testcase, bench_input.reference(testcase, listener.progress),
+                                 bench_input.value_range(testcase))
             started = functools.partial(_started, listener, label)
             lost = run_input(variants, loaded, gpu, settings, CellEvents(started, finished))
             del testcase, loaded  # the next input's arrays need the room
@@ -234,7 +237,7 @@ def run_matrix(
 
 
 def run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: GpuDevice | None,
-              settings: MatrixSettings) -> Cell:
+              settings: MatrixSettings, ranges: InputRange | None = None) -> Cell:
     """One cell: the variant checked against the reference, then timed (a whole program: its process time)."""
     if variant.kind.whole_program:  # a whole program: process time and its output's check, no kernel time
         return program_cell(variant, label, testcase, reference, settings.check, failure_summary)
@@ -244,7 +247,9 @@ def run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray,
             extra["defines"] = variant.defines(testcase.shape)
         run = run_variant(variant, testcase, label, gpu, settings.policy(variant),
                           lambda output: settings.check(output, reference), gate=True, keep_output=False,
-                          timer=settings.timer, tolerance=settings.tolerance)
+                          timer=settings.timer, tolerance=settings.tolerance, ranges=ranges)
+    except InputNotFinite:
+        raise  # the input's fault, not this variant's: the run stops with it (exit 2)
     except AttnbenchError as exc:
         return Cell(variant.name, label, ERROR, str(exc), extra=extra)
     except Exception as exc:  # a driver error that escaped the runner's wrapping
@@ -262,6 +267,9 @@ def run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray,
     impossible = run.measurement.impossible_reason()
     if impossible is not None:  # checked, but timed faster than the hardware can go: no speed
         return Cell(variant.name, label, IMPOSSIBLE, impossible, run.measurement, check, extra, timed)
+    suspect = run.measurement.suspect_reason()
+    if suspect is not None:  # checked, but faster than its own unit's peak: its speed is shown, and doubted
+        return Cell(variant.name, label, SUSPECT, suspect, run.measurement, check, extra, timed)
     return Cell(variant.name, label, OK, "", run.measurement, check, extra, timed)
 
 

@@ -1,10 +1,10 @@
 """The runner: joins a testcase and a variant, runs it once to get (and check) its output, then times it.
 
 `run_variant` is the one path every command takes: `run` is a one-cell compare. The first pass is
-timed as the course times "computing" (allocation, host-to-device, kernels, device-to-host); the
-sampler then times repeated passes, and the verified passes (`bench.timed_check`) prove that timed
-passes compute the answer. With `gate`, a pass whose output fails its check gets no time, and a cell
-whose verified passes fail gets no measurement.
+timed as the course times "computing" (allocation, host-to-device, kernels, device-to-host) on the case's
+own input, and checked in full; the sampler then times passes, each on a fresh input and each output
+checked (`bench.fresh_samples`). With `gate`, a pass whose output fails its check gets no time, and a
+cell with a failed sample gets no measurement.
 `run_variant_pipelined` is `run`'s default for GPU variants: its first pass streams the input file
 through the pipeline (`bench.pipeline`) and writes the output as it goes; the timed passes are the same.
 `run_case` is `run`'s one entry: it chooses between the two paths itself.
@@ -19,15 +19,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from attnbench.backends.base import Execution, OutputCheck
+from attnbench.backends.base import Execution
 from attnbench.backends.device import GpuDevice
 from attnbench.backends.registry import make_execution, make_streaming_execution
 from attnbench.bench.chunk_plan import ChunkPlan, keeps_output, plan_for_input
+from attnbench.bench.fresh_samples import FreshSampler, sample_fresh
 from attnbench.bench.pipeline import run_pipeline
-from attnbench.bench.sampler import SmClockRecorder, TimingPolicy, sample_execution
-from attnbench.bench.timed_check import check_timed_passes
+from attnbench.bench.sampler import SmClockRecorder, TimingPolicy
 from attnbench.bench.verify import COURSE_ATOL, FiniteCheck, compare_outputs, finite_check
 from attnbench.cases import suite
+from attnbench.cases.fresh_values import InputRange
 from attnbench.cases.inputs import BenchInput, ProgressFactory, SuiteInput, no_progress
 from attnbench.cases.streaming import TestcaseFile
 from attnbench.cases.testcase import OutputFile, Shape, Testcase, write_output
@@ -39,8 +40,9 @@ from attnbench.results.stats import KernelStats
 from attnbench.results.timed_check import TimedCheck
 from attnbench.results.verification import VerifyReport
 
-# A replacement for the sampler (the square-attention lab's doubling rule is one).
-Timer = Callable[[Execution, TimingPolicy], KernelStats]
+# A replacement for the sampler (the square-attention lab's doubling rule is one); it times through the
+# fresh sampler, so its passes too run on fresh inputs and are checked.
+Timer = Callable[[FreshSampler, TimingPolicy], KernelStats]
 # Checks an output; returns anything with a boolean `passed` (a VerifyReport, or a workload's own rule).
 Check = Callable[[np.ndarray], Any]
 
@@ -52,7 +54,7 @@ class VariantRun:
     output: np.ndarray | None
     measurement: Measurement | None  # None when the check gated it out: a wrong answer gets no speed
     check: Any | None
-    timed_check: TimedCheck | None = None  # the verified passes after the samples (None: not timed)
+    timed_check: TimedCheck | None = None  # the check of the timed samples (None: not timed)
 
     @property
     def timed_passes_failed(self) -> bool:
@@ -76,33 +78,23 @@ def _first_pass_naming(execution: Execution, case_label: str) -> tuple[np.ndarra
         raise KernelLaunchError(f"{exc} (case {case_label})") from None
 
 
-def _time(execution: Execution, variant: Variant, policy: TimingPolicy, compute_s: float,
-          timer: Timer | None, gpu: GpuDevice | None = None) -> KernelStats:
-    """Kernel statistics after the first pass; a host pass already timed counts as the first sample.
-    A device variant's samples carry the SM clock each ran at (when NVML can say)."""
-    if timer is not None:
-        return timer(execution, policy)
-    if variant.kind.runs_on_host:
-        return sample_execution(execution, policy, first_samples=[compute_s * 1e3])
-    recorder = SmClockRecorder(gpu)
-    return recorder.attach(sample_execution(execution, policy, on_sample=recorder))
+def _checked_range(ranges: InputRange, case_label: str) -> InputRange:
+    """The range of the case's input, taken on the host before any kernel ran (`BenchInput.value_range`); an
+    input holding NaN or Inf stops the run here, blamed on the input (exit 2), before any launch."""
+    ranges.require_finite(case_label)
+    return ranges
 
 
-def _verify_timed(execution: Execution, variant: Variant, stats: KernelStats, base: Any, shape: Shape,
-                  flush_l2: bool, tolerance: tuple[float, float], with_reference: bool,
-                  kept: OutputCheck | None) -> TimedCheck:
-    """The verified passes, held to the check's tolerance, timed with the samples' L2 policy; checked on the
-    device against `kept` (the first output's copy there) when the backend kept one."""
-    expected_from = ("the first pass's output (checked against the float64 reference)" if with_reference
-                     else "the first pass's output (no reference: scanned for NaN and Inf only)")
-    return check_timed_passes(execution, stats, base, shape, flush_l2=flush_l2, atol=tolerance[0], rtol=tolerance[1],
-                              expected_from=expected_from, device_clock=not variant.kind.runs_on_host, kept=kept,
-                              slack_ms=variant.kind.launch_slack_ms)
-
-
-def _flushes(policy: TimingPolicy, timer: Timer | None) -> bool:
-    """Whether the samples flushed the L2 before each pass (a replacement timer says so, or it did not)."""
-    return policy.flush_l2 if timer is None else bool(getattr(timer, "flush_l2", False))
+def _time(execution: Execution, variant: Variant, policy: TimingPolicy, shape: Shape, ranges: InputRange,
+          tolerance: tuple[float, float], timer: Timer | None, gpu: GpuDevice | None = None
+          ) -> tuple[KernelStats, TimedCheck]:
+    """The samples after the first pass, each on a fresh input in the case's range `ranges`, each checked. A
+    device variant's samples carry the SM clock each ran at (when NVML can say)."""
+    on_host = variant.kind.runs_on_host
+    recorder = SmClockRecorder(None if on_host else gpu)
+    stats, check = sample_fresh(execution, shape, ranges, policy, tolerance, device_clock=not on_host,
+                                on_sample=recorder, timer=timer)
+    return (stats if timer is not None else recorder.attach(stats)), check
 
 
 def _measurement(variant: Variant, case_label: str, shape: Shape, execution: Execution, compute_s: float,
@@ -119,6 +111,7 @@ def _measurement(variant: Variant, case_label: str, shape: Shape, execution: Exe
         kernel=stats,
         compile_s=execution.compile_s,
         peak_flops=execution.peak_flops,
+        unit=variant.unit,
     )
     dims = (shape.B, shape.N, shape.d)
     measurement.floor = execution.limits.floor(dims, hot)
@@ -139,28 +132,25 @@ def run_variant(
     keep_output: bool = True,
     timer: Timer | None = None,
     tolerance: tuple[float, float] = (COURSE_ATOL, 0.0),
+    ranges: InputRange | None = None,
 ) -> VariantRun:
-    """Run `variant` on `testcase`: one checked pass, timed passes, then the verified passes.
+    """Run `variant` on `testcase`: one checked pass, then timed passes on fresh inputs, each checked.
 
     `check` sees the first pass's output (without one, the output is still scanned for NaN and Inf);
-    with `gate`, a failed check ends the run without timing, and failed verified passes leave the run
-    without a measurement. `tolerance` (atol, rtol) is the check's, for the verified passes. A
-    VerifyReport and the TimedCheck are attached to the measurement.
+    with `gate`, a failed check ends the run without timing, and a failed sample leaves the run without a
+    measurement. `tolerance` (atol, rtol) is the check's, for every sample's too. A VerifyReport and the
+    TimedCheck are attached to the measurement. `ranges` is the input's range (the fresh inputs' distribution);
+    None: taken from `testcase` here, on the host, before any launch.
     """
+    ranges = _checked_range(ranges or InputRange.of(testcase.q, testcase.k, testcase.v), case_label)
     execution = make_execution(variant, testcase, gpu, policy.flush_l2)
-    kept = None
     try:
         output, compute_s = _first_pass_naming(execution, case_label)
-        kept = execution.keep_output()  # the bytes just read back, before anything else runs
         result = check(output) if check is not None else finite_check(output)
         if gate and result is not None and not result.passed:
             return VariantRun(output if keep_output else None, None, result)
-        stats = _time(execution, variant, policy, compute_s, timer, gpu)
-        timed = _verify_timed(execution, variant, stats, output, testcase.shape, _flushes(policy, timer), tolerance,
-                              check is not None, kept)
+        stats, timed = _time(execution, variant, policy, testcase.shape, ranges, tolerance, timer, gpu)
     finally:
-        if kept is not None:
-            kept.free()
         execution.free()
     if not keep_output:
         output = None
@@ -178,10 +168,9 @@ def run_variant(
 
 
 def _attach_timed(measurement: Measurement, timed: TimedCheck) -> None:
-    """The verified passes' record on the measurement, and their clock warning among its warnings."""
+    """The samples' check on the measurement, and its warnings (the clocks', the determinism check's) among its own."""
     measurement.timed_check = timed
-    if timed.clock_warning is not None:
-        measurement.warnings.append(timed.clock_warning.warning())
+    measurement.warnings.extend(timed.warnings())
 
 
 def run_variant_pipelined(
@@ -192,19 +181,20 @@ def run_variant_pipelined(
     gpu: GpuDevice,
     policy: TimingPolicy,
     out: str | os.PathLike | None,
+    ranges: InputRange,
     check: Check | None = None,
     tolerance: tuple[float, float] = (COURSE_ATOL, 0.0),
 ) -> VariantRun:
     """A GPU variant on a course input file through the pipeline: the file streams to the device while
     the kernels run and the output streams to `out` (written safely, whole or not at all); then the
-    timed passes and the verified passes on the resident buffers. With `plan.keep_output` the output is
-    also kept (and checked); without it the verified passes read the first output back from `out`."""
+    timed passes on fresh inputs in the resident buffers, each checked. With `plan.keep_output` the output
+    is also kept (and checked). `ranges` is the input's range, taken on the host (`BenchInput.value_range`)."""
+    _checked_range(ranges, case_label)
     with TestcaseFile(path) as source:
         shape = source.shape
         execution, stages = make_streaming_execution(variant, shape, gpu, policy.flush_l2, plan.chunks, plan.depth,
                                                      plan.items_per_chunk)
         keep = np.empty((shape.B, shape.N, shape.d), dtype=np.float32) if plan.keep_output else None
-        kept = None
         try:
             start = time.perf_counter()
             try:
@@ -218,17 +208,10 @@ def run_variant_pipelined(
                 clock.wall_s = time.perf_counter() - start  # the file's creation and rename included
             finally:
                 stages.release()
-            kept = execution.keep_output()  # the bytes the pipeline read back, before anything else runs
-            result = check(keep) if check is not None and keep is not None else FiniteCheck(clock.nonfinite, shape.elements)
-            recorder = SmClockRecorder(gpu)
-            stats = recorder.attach(sample_execution(execution, policy, on_sample=recorder))
-            base = keep if keep is not None else _written_output(out, shape)
-            timed = _verify_timed(execution, variant, stats, base, shape, policy.flush_l2, tolerance, check is not None,
-                                  kept)
-            del base
+            result = (check(keep) if check is not None and keep is not None
+                      else FiniteCheck(clock.nonfinite, shape.elements))
+            stats, timed = _time(execution, variant, policy, shape, ranges, tolerance, None, gpu)
         finally:
-            if kept is not None:
-                kept.free()
             execution.free()
     measurement = _measurement(variant, case_label, shape, execution, clock.compute_s, stats,
                                hot=not policy.flush_l2)
@@ -238,13 +221,6 @@ def run_variant_pipelined(
     if isinstance(result, VerifyReport):
         measurement.verification = result
     return VariantRun(keep, measurement, result, timed)
-
-
-def _written_output(out: str | os.PathLike | None, shape: Shape) -> np.ndarray:
-    """The first pass's output as the pipeline wrote it, mapped rather than read whole."""
-    if out is None:
-        raise ValueError("a pipelined run keeps its output or writes it: the verified passes need one of them")
-    return np.memmap(out, dtype=np.float32, mode="r", shape=(shape.B, shape.N, shape.d))
 
 
 def run_case(
@@ -260,7 +236,7 @@ def run_case(
     notice: Callable[[str], None] = lambda text: None,
 ) -> Measurement:
     """`attnbench run`'s one entry: `variant` on one case, `out` written if given, timed, and with `check`
-    compared with the float64 reference within `tolerance` (atol, rtol; also the verified passes' own).
+    compared with the float64 reference within `tolerance` (atol, rtol; also every sample's check's).
 
     A GPU variant on an input on disk takes the pipeline (`run_variant_pipelined`) unless `pipeline` is
     off or its plan is refused (the reason goes to `notice`); every other run reads the input whole
@@ -275,7 +251,7 @@ def run_case(
             reference = _reference_before(bench_input, progress)
             checker = lambda output: compare_outputs(output, reference, *tolerance)  # noqa: E731
         outcome = run_variant_pipelined(variant, getattr(bench_input, "path"), plan, bench_input.label, gpu, policy,
-                                        out, checker, tolerance)
+                                        out, bench_input.value_range(), checker, tolerance)
         assert outcome.measurement is not None
         return _input_checked(bench_input, outcome.measurement)
     return _input_checked(bench_input, _run_whole_file(variant, bench_input, gpu, policy, out, check, tolerance,
@@ -294,7 +270,7 @@ def _run_whole_file(variant: Variant, bench_input: BenchInput, gpu: GpuDevice | 
         return compare_outputs(output, bench_input.reference(testcase, progress), *tolerance)
 
     outcome = run_variant(variant, testcase, bench_input.label, gpu, policy, checker if check else None,
-                          tolerance=tolerance)
+                          tolerance=tolerance, ranges=bench_input.value_range(testcase))
     measurement = outcome.measurement
     assert measurement is not None and outcome.output is not None
     measurement.input_s = input_s

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from attnbench.backends.base import Execution
-from attnbench.bench.sampler import TimingPolicy, timed_passes
+from attnbench.bench.fresh_samples import FreshSampler
+from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import compare_outputs
 from attnbench.cases.testcase import OutputFile
 from attnbench.results.stats import KernelStats
@@ -59,20 +59,22 @@ def lab_check(output: np.ndarray, reference: "np.ndarray | OutputFile") -> LabCh
 
 # -- the lab's timing rule ---------------------------------------------------------------------------
 class LabTimer:
-    """Double the number of back-to-back passes until one batch takes `min_batch_s` (no L2 flush)."""
+    """Double the number of back-to-back passes until one batch takes `min_batch_s` (no L2 flush). Each batch
+    runs on a fresh input and its last output is checked (`FreshSampler.batch`); the passes within a batch share
+    their input, as the lab's rule times them."""
 
-    flush_l2 = False  # the verified passes after it are timed the same way
+    flush_l2 = False
 
     def __init__(self, min_batch_s: float = LAB_MIN_BATCH_S, max_passes: int = 1 << 20) -> None:
         self.min_batch_s = min_batch_s
         self.max_passes = max_passes
         self.last_extra: dict[str, Any] = {}
 
-    def __call__(self, execution: Execution, policy: TimingPolicy) -> KernelStats:
-        timed_passes(execution, 1)  # warm-up
+    def __call__(self, sampler: FreshSampler, policy: TimingPolicy) -> KernelStats:
+        sampler.batch(1, False)  # warm-up
         passes = 1
         while True:
-            batch_ms = timed_passes(execution, passes)
+            batch_ms = sampler.batch(passes, False)
             if batch_ms >= 1e3 * self.min_batch_s or passes >= self.max_passes:
                 break
             passes *= 2

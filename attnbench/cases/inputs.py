@@ -19,6 +19,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from attnbench.cases import suite
+from attnbench.cases.fresh_values import SUITE_RANGE, InputRange, file_range
 from attnbench.cases.testcase import HEADER, OutputFile, Shape, Testcase, read_shape, read_testcase
 from attnbench.errors import TestcaseError
 
@@ -98,6 +99,10 @@ class BenchInput(Protocol):
 
     def info(self, testcase: Testcase) -> CaseInfo: ...
 
+    def value_range(self, testcase: Testcase | None = None) -> InputRange:
+        """Each of Q, K, V's range in this input, from the host (the fresh samples' distribution)."""
+        ...
+
 
 @dataclass
 class SuiteInput:
@@ -145,6 +150,9 @@ class SuiteInput:
         suite.store_reference(self.case, out)
         return out
 
+    def value_range(self, testcase: Testcase | None = None) -> InputRange:
+        return SUITE_RANGE  # generated uniform in [-3, 3): known without reading a byte
+
     def info(self, testcase: Testcase) -> CaseInfo:
         """What results record; the sha256 is computed here anyway, so a changed input is caught here."""
         found = sha256_of_testcase(testcase)
@@ -176,6 +184,11 @@ class FileInput:
     def reference(self, testcase: Testcase, progress: ProgressFactory = no_progress) -> np.ndarray:
         return computed_reference(testcase, self.label, progress)
 
+    def value_range(self, testcase: Testcase | None = None) -> InputRange:
+        if testcase is not None:
+            return InputRange.of(testcase.q, testcase.k, testcase.v)
+        return file_range(self.path, self.shape)
+
     def info(self, testcase: Testcase) -> CaseInfo:
         return CaseInfo(self.label, testcase.shape, sha256_of_testcase(testcase), "file", "user file", str(self.path))
 
@@ -201,6 +214,9 @@ class SyntheticInput:
 
     def reference(self, testcase: Testcase, progress: ProgressFactory = no_progress) -> np.ndarray:
         return computed_reference(testcase, self.label, progress)
+
+    def value_range(self, testcase: Testcase | None = None) -> InputRange:
+        return SUITE_RANGE
 
     def info(self, testcase: Testcase) -> CaseInfo:
         return CaseInfo(self.label, self.shape, sha256_of_testcase(testcase), "synthetic", "sweep",

@@ -1,7 +1,7 @@
 """The command line: click only. Each command parses its options, calls `attnbench.api` and renders
 what it returns with `attnbench.output`; expected failures become one sentence and an exit code.
 
-Exit codes, for every command: 0 success; 1 a verification failure, a wrong or impossible cell or a regression;
+Exit codes, for every command: 0 success; 1 a verification failure, a wrong, impossible or suspect cell or a regression;
 2 bad usage or bad input; 3 the environment (no GPU, pycuda or nvcc; out of memory); 130 interrupted.
 """
 
@@ -19,8 +19,8 @@ from attnbench.errors import AttnbenchError
 from attnbench.output.terminal import err_console, printable
 from attnbench.version import __version__
 
-EXIT_CODES_HELP = ("Exit codes: 0 success; 1 a verification failure, a wrong or impossible cell or a regression; "
-                   "2 bad usage or bad input; 3 the environment (no GPU, pycuda or nvcc; out of memory); "
+EXIT_CODES_HELP = ("Exit codes: 0 success; 1 a verification failure, a wrong, impossible or suspect cell or a "
+                   "regression; 2 bad usage or bad input; 3 the environment (no GPU, pycuda or nvcc; out of memory); "
                    "130 interrupted.")
 
 

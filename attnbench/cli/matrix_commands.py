@@ -144,8 +144,8 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
     about a minute each, submitted as one array through submitit; --resume FOLDER finishes such a
     run. Ctrl-C saves what was measured.
 
-    Exit status: 0 when every cell is correct and none regressed; 1 when any cell is wrong, impossible or failed
-    or any regressed (the counts are printed and saved); 2 for unusable options or results files;
+    Exit status: 0 when every cell is correct and none regressed; 1 when any cell is wrong, impossible, suspect or
+    failed or any regressed (the counts are printed and saved); 2 for unusable options or results files;
     3 no GPU or no Slurm; 130 interrupted.
 
     \b
@@ -201,8 +201,8 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
     lab's rule (sum |Y - Y_ref| <= 100 n^2 FLT_EPSILON against a float64 reference, stored after the
     first run), and prints the lab's report lines and Average line, timed by our engine or, with
     --lab-timing, by the lab's doubling rule. `N` and `d` sweep one dimension with seeded inputs.
-    Results are saved as for compare. Exit status: 1 when any cell is wrong, impossible or failed (the counts are
-    printed), 2 for bad options.
+    Results are saved as for compare. Exit status: 1 when any cell is wrong, impossible, suspect or failed (the
+    counts are printed), 2 for bad options.
 
     \b
     Examples:

@@ -14,7 +14,7 @@ from attnbench.output.terminal import err_console, printable
 
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    if value != value or value in (float("inf"), float("-inf")):
+    if value is not None and (value != value or value in (float("inf"), float("-inf"))):
         raise click.BadParameter("must be a finite number")
     return value
 
@@ -24,8 +24,8 @@ timing_options = [
     click.option("--reps", type=click.IntRange(1), default=None,
                  help="Fixed sample count (default: sample until the noise is low)."),
     click.option("--hot", is_flag=True, help="Do not flush the L2 cache before each timed pass."),
-    click.option("--timeout", type=click.FloatRange(0, min_open=True), default=10.0, show_default=True,
-                 callback=_finite, help="Seconds at most for adaptive sampling."),
+    click.option("--timeout", type=click.FloatRange(0, min_open=True), default=None, callback=_finite,
+                 help="Seconds at most for adaptive sampling [GPU: 10, cpu: 2]."),
     click.option("--noise", "noise", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
                  callback=_finite, help="Target relative noise, percent."),
     click.option("--device", type=click.IntRange(0), default=0, show_default=True, help="CUDA device index."),

@@ -107,9 +107,13 @@ def run(case: str, out: str, variant_name: str | None, accuracy: str | None, dev
     impossible = measurement.impossible_reason()
     if impossible is not None:
         error_line(f"IMPOSSIBLE: {measurement.variant} on {measurement.case}: {impossible}")
+    suspect = measurement.suspect_reason()
+    if suspect is not None:  # its speed is printed above, and doubted: exit 1
+        error_line(f"SUSPECT: {measurement.variant} on {measurement.case}: {suspect}")
     if measurement.timed_check is not None and not measurement.timed_check.passed:  # no speed: exit 1
         error_line(measurement.timed_check.describe())
-    if measurement.nonfinite or (verification is not None and not verification.passed) or not measurement.has_speed:
+    if (measurement.nonfinite or (verification is not None and not verification.passed) or not measurement.has_speed
+            or suspect is not None):
         sys.exit(1)
 
 

@@ -23,11 +23,6 @@ class BackendKind:
     whole_program: bool  # a whole program timed as a process: no kernel time, no timed passes
     pipelined: bool  # `run` can stream its input through the pinned-ring pipeline
     cost_weight: float  # a cell's estimated cost per FLOP, relative to a GPU kernel's (progress and spreading)
-    # The host's work to launch one pass that can fall inside its event window when the GPU waits for it: a few
-    # microseconds for a prepared pycuda launch; tens to a hundred for a Python-level launcher (PyTorch's
-    # dispatch, Triton's argument binding), more when its caches went cold between two passes. The verified
-    # passes' time rule allows it on top of the samples' times (bench.timed_check).
-    launch_slack_ms: float = 0.05
 
 
 BACKEND_KINDS: dict[str, BackendKind] = {
@@ -36,14 +31,12 @@ BACKEND_KINDS: dict[str, BackendKind] = {
         BackendKind("gpu", compiled=True, needs_gpu=True, needs_torch=False, runs_on_host=False,
                     whole_program=False, pipelined=True, cost_weight=1.0),
         BackendKind("torch", compiled=False, needs_gpu=True, needs_torch=True, runs_on_host=False,
-                    whole_program=False, pipelined=False, cost_weight=1.0, launch_slack_ms=0.25),
+                    whole_program=False, pipelined=False, cost_weight=1.0),
         # The triton peer launches on PyTorch's tensors too, but imports PyTorch and Triton only in its own cells,
         # which say in one sentence that either is missing while the other variants still run: so not needs_torch
         # (that refuses the whole run up front, in the torch peer's words).
-        # On an H200, a triton pass of 0.03 ms (odd_1x32) took 0.096 ms on every verified pass after the samples:
-        # its launcher's host time inside the window, past 0.05 ms of slack.
         BackendKind("triton", compiled=False, needs_gpu=True, needs_torch=False, runs_on_host=False,
-                    whole_program=False, pipelined=False, cost_weight=1.0, launch_slack_ms=0.25),
+                    whole_program=False, pipelined=False, cost_weight=1.0),
         # host passes run at a few GFLOP/s, some 50 times slower per FLOP than a kernel
         BackendKind("cpu", compiled=False, needs_gpu=False, needs_torch=False, runs_on_host=True,
                     whole_program=False, pipelined=False, cost_weight=50.0),

@@ -14,6 +14,8 @@ one used. Each variant is one table under `variants`:
     steps = "1"                     # host-loop passes over the launches (the int argument `step`)
     options = ["--use_fast_math"]   # extra nvcc options
     arch = "sm_90a"                 # build for this architecture only, and run only on its GPUs (Hopper's wgmma)
+    unit = "ffma"                   # what it runs on: its peak is the one a speed above makes the cell SUSPECT
+                                    # ("ffma" default, "tf32x3", "wgmma3x", "tensor", "memory")
     workspaces = { row_max = "4 * B * N" }   # bytes per chunk of B batch items
 
     [[variants.mine.kernels]]       # one table per kernel, in launch order
@@ -39,13 +41,13 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, get_args
 
 from attnbench.cases.testcase import Shape
 from attnbench.errors import AttnbenchError
 from attnbench.kernels.builtin_variants import REGISTRY
 from attnbench.kernels.expressions import Expression, ExpressionError, parse_expression
-from attnbench.kernels.variant import SCALAR_ARGS, Constraints, Flavour, Launch, Variant
+from attnbench.kernels.variant import SCALAR_ARGS, Constraints, Flavour, Launch, Unit, Variant
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -56,7 +58,7 @@ CONFIG_FILE = "attnbench.toml"
 LAYOUT_POINTERS = {"separate": ("q", "k", "v", "o", "out"), "qkv": ("qkv", "out", "o")}
 _VARIANT_KEYS = {"source", "layout", "technique", "report", "kernels", "defines", "head_dims", "min_head_dim",
                  "max_head_dim", "max_seq_len", "seq_len_multiple", "workspaces", "steps", "options",
-                 "flavours", "arch"}
+                 "flavours", "arch", "unit"}
 _FLAVOUR_KEYS = {"description", "defines", "options", "seq_len_multiple"}
 _KERNEL_KEYS = {"name", "grid", "block", "smem", "args"}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -308,6 +310,9 @@ def read_variant(facts: LaunchFacts, name: str) -> Variant:
     arch = table.get("arch")
     if arch is not None and not (isinstance(arch, str) and _ARCH.fullmatch(arch)):
         raise reader.fail(".arch", f'must name one architecture, such as "sm_90a" or "sm_80", not {arch!r}')
+    unit = table.get("unit", "ffma")
+    if unit not in get_args(Unit):
+        raise reader.fail(".unit", f"must be one of {', '.join(repr(u) for u in get_args(Unit))}, not {unit!r}")
     return Variant(
         name=name,
         report=f"user ({facts.path.name})",
@@ -322,6 +327,7 @@ def read_variant(facts: LaunchFacts, name: str) -> Variant:
         layout=layout,
         flavours=_flavours(reader, table),
         arch=arch,
+        unit=unit,
     )
 
 

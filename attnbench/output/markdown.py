@@ -62,7 +62,7 @@ def environment_lines(result: ResultSet) -> list[str]:
     if result.kind == "judge":
         lines.append(f"- timing: {policy.get('timing')}; {result.settings.get('time_limits')}")
     elif policy and not gpu:
-        lines.append("- timing: host wall time per pass (the cpu variant: its first pass, plus --reps passes if asked)")
+        lines.append(f"- timing: {policy.get('host_variants') or 'host wall time per pass'}")
     elif policy:
         if policy.get("reps"):
             sampling = f"{policy['reps']} samples"

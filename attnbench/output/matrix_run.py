@@ -70,7 +70,7 @@ def save_run(result: ResultSet, results_dir: str | Path, name: str | None, selec
 
 def print_exit_status(status: int, result: ResultSet, report: AgainstReport | None) -> None:
     """Why a compare exits non-zero: its failed cells and, against a saved run, its regressions."""
-    err_console.print(f"exit status {status}: {failures(result)} wrong, impossible or failed cell(s)"
+    err_console.print(f"exit status {status}: {failures(result)} wrong, impossible, suspect or failed cell(s)"
                       + (f", {report.regressions} regression(s)" if report is not None else ""),
                       highlight=False, soft_wrap=True)
 

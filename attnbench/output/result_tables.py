@@ -15,7 +15,7 @@ from attnbench.analysis.view import MatrixView
 from attnbench.output.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.results.measurement import Measurement
 from attnbench.results.refusal import Refusal
-from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, WRONG, Cell, ResultSet
+from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, SUSPECT, WRONG, Cell, ResultSet
 from attnbench.results.run_warnings import RunWarning
 
 
@@ -53,6 +53,8 @@ def status_text(cell: Cell | None) -> Text | None:
         return Text("ERROR", BAD)
     if cell.status == IMPOSSIBLE:
         return Text("IMPOSSIBLE", BAD)
+    if cell.status == SUSPECT:  # its speed is in its failure line below, beside its unit's peak
+        return Text("SUSPECT", BAD)
     return None
 
 
@@ -222,12 +224,18 @@ def check_text(cell: Cell | None) -> Text:
         parts.append(f"relL2 {check['rel_l2_error']:.2g}")
     if "bound" in check:  # the square lab's rule
         parts.append(f"Σ|err| {check['l1_error']:.2g} of {check['bound']:.2g}")
+    timed = cell.timed_check or {}
+    if timed.get("fresh_inputs"):  # the check of every timed launch (saved results since schema 5)
+        passed = timed.get("passed")
+        parts.append(f"{timed['samples']} launches checked" if passed else "a timed launch WRONG")
+        return Text(", ".join(parts), "" if check.get("passed") and passed else BAD)
     return Text(", ".join(parts), "" if check.get("passed") else BAD)
 
 
 def correctness_table(result: ResultSet) -> TableModel:
     rule = result.settings.get("check_rule", "")
-    title = f"Correctness (checked before timing{': ' + rule if rule else ''})"
+    title = (f"Correctness (the first pass, checked before timing{': ' + rule if rule else ''}; then every launch "
+             "on a fresh input, its rows checked exactly)")
     cases, variants = result.case_labels, result.variant_names
     if by_case(result):
         table = TableModel(title, [Column("input"), *(Column(v) for v in variants)])
@@ -290,7 +298,7 @@ def grouped_refusals(result: ResultSet) -> list[tuple[str, list[str]]]:
 
 
 def failed_cells(result: ResultSet) -> list[Cell]:
-    """The wrong, failed and impossible cells, in the run's order."""
+    """The wrong, failed, impossible and suspect cells, in the run's order."""
     return [cell for cell in result.cells if cell.status in FAILED]
 
 

@@ -46,11 +46,13 @@ def measurement_table(m: Measurement) -> TableModel:
             peak = share_text(m.ceiling) if m.ceiling else ""  # the peak of the variant's unit, measured or datasheet
             table.add_row("TFLOP/s", f"{m.tflops:.3f}", f"4*B*N*N*d / kernel median; {peak}".rstrip("; "))
     else:
-        table.add_row(timed, "-", "no time: the timed passes did not compute the answer (see below)")
+        table.add_row(timed, "-", "no time: a launch did not compute the answer (see below)")
     if m.timed_check is not None:
         t = m.timed_check
         verdict = Text("PASS", GOOD) if t.passed else Text("WRONG", BAD)
-        table.add_row("timed passes", verdict, f"{len(t.passes)} verified passes on changed inputs")
+        detail = (f"{t.samples} launches checked, {t.fresh_inputs} on fresh inputs, {t.rows_per_sample} rows of "
+                  "each computed exactly" if t.fresh_inputs else "verified passes (saved before fresh samples)")
+        table.add_row("timed passes", verdict, detail)
     if m.verification is not None:
         v = m.verification
         verdict = Text("PASS", GOOD) if v.passed else Text("FAIL", BAD)

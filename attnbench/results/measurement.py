@@ -37,7 +37,8 @@ class Measurement:
     ceiling: dict | None = None  # the measured ceiling that applies, and the fraction reached (attnbench ceilings)
     clock: CourseClock | None = None  # the pipelined first pass's stages; None for the unpipelined path
     floor: PhysicalFloor | None = None  # the least time a pass can take here; None when the device is not known
-    timed_check: TimedCheck | None = None  # the verified passes after the samples
+    timed_check: TimedCheck | None = None  # the check of the timed samples (fresh inputs, every output checked)
+    unit: str | None = None  # what the variant runs on (ffma, tf32x3, wgmma3x, tensor, memory): its peak applies
 
     @property
     def impossible(self) -> bool:
@@ -50,13 +51,30 @@ class Measurement:
             return None
         return self.floor.sentence(self.kernel.median, (self.shape.B, self.shape.N, self.shape.d))
 
+    @property
+    def suspect(self) -> bool:
+        """A speed above the peak of the variant's own unit: the unit it declared is wrong, or the timing is.
+        A memory-bound unit is left to the physical floor (its share is of DRAM, which an L2 can beat)."""
+        return (not self.impossible and self.has_speed and bool(self.ceiling) and self.unit != "memory"
+                and float(self.ceiling["fraction"]) > 1.0)
+
+    def suspect_reason(self) -> str | None:
+        """The sentence with the unit, the peak and the speed, when suspect."""
+        if not self.suspect or not self.ceiling:
+            return None
+        peak = float(self.ceiling["value"]) / 1e12
+        source = "measured" if self.ceiling.get("measured") else "datasheet"
+        return (f"{self.tflops:.3g} TFLOP/s is above the peak of its unit {self.unit or 'ffma'}, the "
+                f"{self.ceiling['name']} of {peak:.3g} TFLOP/s ({source}): declare the unit it runs on "
+                "(unit = ... in its launch facts), or the timing is wrong")
+
     def all_warnings(self) -> list[RunWarning]:
         """Every warning: the run's own, the sampler's and the clock's."""
         return self.warnings + self.kernel.all_warnings()
 
     @property
     def has_speed(self) -> bool:
-        """False when the verified passes failed (the samples' times are not the time of computing the answer)
+        """False when a checked launch failed (the samples' times are not the time of computing the answer)
         or the median is below the physical floor."""
         return (self.timed_check is None or self.timed_check.passed) and not self.impossible
 
@@ -108,6 +126,8 @@ class Measurement:
             "warnings": [warning.to_dict() for warning in self.all_warnings()],
             "pipeline": self.clock.to_dict() if self.clock is not None else None,
             "timed_check": self.timed_check.to_dict() if self.timed_check is not None else None,
+            "unit": self.unit,
+            "suspect": self.suspect_reason(),
         }
 
     @classmethod
@@ -133,6 +153,7 @@ class Measurement:
             clock=CourseClock.from_dict(data["pipeline"]) if data.get("pipeline") else None,
             floor=PhysicalFloor.from_dict(data["floor"]) if data.get("floor") else None,
             timed_check=TimedCheck.from_dict(data["timed_check"]) if data.get("timed_check") else None,
+            unit=data.get("unit"),
         )
 
 

@@ -43,14 +43,20 @@ SCHEMA = "attnbench-results"
 #     unit) beside its sentence in "message"; warnings (a measurement's and its kernel statistics') are records
 #     ("kind", "text", "remedy") instead of sentences. Older files load: their refused cells have no record
 #     (their message is shown whole), their warnings become the generic kind.
-SCHEMA_VERSION = 4
+#   5 (2026-11-26): every timed sample on a fresh input, every output checked: "timed_check" records per cell
+#     the launches checked ("samples"), how many on fresh inputs ("fresh_inputs"), the rows checked exactly
+#     after each ("rows_per_sample"), the largest error seen, the failure (which launch, which rows, the worst
+#     element), the wall-clock and determinism warnings; kernel statistics carry "fresh_inputs" (equal to
+#     "count"). Status suspect (a median above the peak of the variant's declared unit); a measurement carries
+#     its "unit" and "suspect". Older files load: their verified passes' record keeps only its verdict.
+SCHEMA_VERSION = 5
 
 # Cell statuses: ok (checked, then timed), wrong (failed its check: no speed), refused (the variant
 # does not take the shape), error (compile, launch or memory failure), impossible (checked, but its
 # median is below the physical floor: the timed passes cannot have done the work, so no speed).
-OK, WRONG, REFUSED, ERROR, IMPOSSIBLE = "ok", "wrong", "refused", "error", "impossible"
-STATUSES = (OK, WRONG, REFUSED, ERROR, IMPOSSIBLE)
-FAILED = (WRONG, ERROR, IMPOSSIBLE)  # the statuses that make a run exit 1
+OK, WRONG, REFUSED, ERROR, IMPOSSIBLE, SUSPECT = "ok", "wrong", "refused", "error", "impossible", "suspect"
+STATUSES = (OK, WRONG, REFUSED, ERROR, IMPOSSIBLE, SUSPECT)
+FAILED = (WRONG, ERROR, IMPOSSIBLE, SUSPECT)  # the statuses that make a run exit 1
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,7 @@ class Cell:
     measurement: Measurement | None = None
     check: dict | None = None  # the metrics of the output's check
     extra: dict = field(default_factory=dict)  # compile-time defines, the lab's iteration count, ...
-    timed_check: dict | None = None  # the verified passes after the samples (a wrong cell has no measurement)
+    timed_check: dict | None = None  # the check of every timed launch (a wrong cell has no measurement)
     refusal: Refusal | None = None  # why a refused cell was (None in files older than schema version 4)
 
     @classmethod

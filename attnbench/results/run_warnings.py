@@ -19,6 +19,7 @@ class WarningKind(str, Enum):
     FEW_SAMPLES = "few_samples"  # too few samples to know the noise
     CLOCK_SHIFT = "clock_shift"  # the SM clock moved the median beyond its noise
     CLOCK_DISAGREEMENT = "clock_disagreement"  # the wall clock saw more than the CUDA events timed
+    NONDETERMINISTIC = "nondeterministic"  # one input launched twice gave different bits
     PROCESS_TIME = "process_time"  # a whole program's time is the process's, not a kernel's
     GENERIC = "generic"  # a sentence from a file saved before warnings were records
 

@@ -26,6 +26,7 @@ class KernelStats:
     warnings: list[RunWarning] = field(default_factory=list)
     clocks_mhz: list[float] | None = None  # the SM clock after each sample (NVML); None when unknown
     throttle_reasons: tuple[str, ...] = ()  # NVML's throttle reasons when sampling ended
+    fresh_inputs: int = 0  # samples that ran on an input no launch had seen (bench.fresh_samples: all of them)
 
     @property
     def clock(self) -> ClockSummary | None:
@@ -97,6 +98,7 @@ class KernelStats:
         return {
             "samples_ms": self.samples_ms,
             "count": self.count,
+            "fresh_inputs": self.fresh_inputs,
             "median_ms": self.median,
             "mean_ms": self.mean,
             "stdev_ms": self.stdev,
@@ -120,7 +122,8 @@ class KernelStats:
         clocks = data.get("sm_clock_mhz")
         warnings = [RunWarning.from_saved(warning) for warning in data.get("warnings", [])]
         return cls(list(data["samples_ms"]), data.get("converged", True), warnings,
-                   list(clocks) if clocks is not None else None, tuple(data.get("throttle_reasons", ())))
+                   list(clocks) if clocks is not None else None, tuple(data.get("throttle_reasons", ())),
+                   data.get("fresh_inputs", 0))
 
 
 CONFIDENCE = 0.95

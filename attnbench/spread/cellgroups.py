@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from attnbench.backends.device import GpuDevice
+from attnbench.backends.program import EXE_PREFIX, program_variant
 from attnbench.bench.check_rule import CheckRule, CourseRule
 from attnbench.bench.matrix import CellEvents, LoadedInput, MatrixSettings, cell_work, run_input
-from attnbench.backends.program import EXE_PREFIX, program_variant
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.squarelab import LabTimer
 from attnbench.cases.inputs import BenchInput, CaseInfo, SuiteInput
@@ -193,7 +193,8 @@ def run_case_group(plan: CellPlan, bench_input: BenchInput, names: list[str], de
     try:
         variants = [plan.variant(name) for name in names]
         testcase = bench_input.load()
-        loaded = LoadedInput(bench_input.label, testcase, bench_input.reference(testcase))
+        loaded = LoadedInput(bench_input.label, testcase, bench_input.reference(testcase),
+                             bench_input.value_range(testcase))
         report.info(bench_input.info(testcase).to_dict())
     except Exception as exc:  # an unreadable input or an unknown variant: every cell says why
         why = str(exc) if isinstance(exc, AttnbenchError) else f"{type(exc).__name__}: {exc}"

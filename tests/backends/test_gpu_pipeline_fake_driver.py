@@ -18,6 +18,7 @@ from attnbench.backends.gpu_execution import GpuExecution
 from attnbench.backends.gpu_pipeline import GpuStages
 from attnbench.bench.chunk_plan import ChunkPlan
 from attnbench.bench.pipeline import run_pipeline
+from attnbench.cases.fresh_values import InputRange, fresh_values
 from attnbench.cases.reference import reference_output
 from attnbench.cases.streaming import TestcaseFile
 from attnbench.cases.testcase import Shape, Testcase, write_testcase
@@ -26,7 +27,7 @@ from attnbench.files import atomic_write
 from attnbench.kernels.variant import Launch, Variant
 from attnbench.results.limits import UNKNOWN_LIMITS
 from tests.conftest import random_testcase
-from tests.fakes import SteadyClock
+from tests.fakes import FakeFreshKernels, SteadyClock
 
 
 class FakeDriver:
@@ -142,7 +143,7 @@ class FakeFunction:
         self.driver, self.launches = driver, launches
 
     def prepare(self, signature: str) -> None:
-        assert signature == "PPiii"
+        assert signature in ("PPiii", "PPPPiii")  # interleaved, or separate (only uploaded, never launched)
 
     def prepared_async_call(self, grid, block, stream, qkv, out, B, N, d, shared_size=0) -> None:
         B, N, d = int(B), int(N), int(d)
@@ -150,54 +151,6 @@ class FakeFunction:
         data = self.driver.view(int(qkv), 12 * B * N * d).view(np.float32).reshape(B, 3, N, d)
         result = reference_output(Testcase(data.copy())).astype(np.float32)
         self.driver.view(int(out), 4 * B * N * d)[:] = result.reshape(-1).view(np.uint8)
-
-
-class FakePermuteKernel:
-    """cuda/permute_inputs.cu in numpy: dst item i, tensor t, row r = sign_t * src item items[i], row perm_t[r]."""
-
-    def __init__(self, driver: FakeDriver) -> None:
-        self.driver = driver
-        self.launches = 0
-
-    def prepared_call(self, grid, block, q, k, v, src_stride, dq, dk, dv, dst_stride, items, q_rows, kv_rows, N, d,
-                      v_sign) -> None:
-        self.launches += 1
-        N, d, count = int(N), int(d), grid[1]
-        assert grid[2] == 3 and grid[0] * block[0] >= N * d and count <= 65535
-        floats = lambda address, n: self.driver.view(int(address), 4 * n).view(np.float32)  # noqa: E731
-        items = self.driver.view(items, 4 * count).view(np.int32)
-        rows = (self.driver.view(q_rows, 4 * N).view(np.int32), self.driver.view(kv_rows, 4 * N).view(np.int32))
-        for tensor, (src, dst) in enumerate(((q, dq), (k, dk), (v, dv))):
-            perm = rows[0] if tensor == 0 else rows[1]
-            for i in range(count):
-                item = floats(src + 4 * int(items[i]) * int(src_stride), N * d).reshape(N, d)
-                out = floats(dst + 4 * i * int(dst_stride), N * d).reshape(N, d)
-                out[:] = item[perm] * (np.float32(v_sign) if tensor == 2 else np.float32(1))
-
-
-class FakeCheckKernel:
-    """cuda/check_moved_output.cu in numpy, over a driver whose `floats(address, n)` and `ints(address, n)` read
-    device memory: the four totals it adds up (failing, non-finite, max |diff| as float bits, the kept bits' sum)."""
-
-    def __init__(self, floats, ints, write_totals) -> None:
-        self.floats, self.ints, self.write_totals = floats, ints, write_totals
-        self.launches = 0
-
-    def prepared_call(self, grid, block, out, kept, items, q_rows, B, N, d, sign, atol, rtol, totals) -> None:
-        self.launches += 1
-        B, N, d = int(B), int(N), int(d)
-        assert grid[1] == min(B, 65535) and block == (256, 1, 1)
-        got = self.floats(out, B * N * d).reshape(B, N, d)
-        base = self.floats(kept, B * N * d).reshape(B, N, d)
-        items, rows = self.ints(items, B), self.ints(q_rows, N)
-        want = base[items][:, rows] * np.float32(sign)
-        diff = np.abs(got - want)
-        bound = np.float32(atol) + np.float32(rtol) * np.abs(want) if rtol else np.float32(atol)
-        finite = diff[np.isfinite(diff)]
-        largest = np.float32(finite.max(initial=0.0))
-        self.write_totals(totals, np.array([np.count_nonzero(~(diff <= bound)), np.count_nonzero(~np.isfinite(got)),
-                                            int(largest.view(np.uint32)),
-                                            int(base.view(np.uint32).sum(dtype=np.uint64))], dtype=np.uint64))
 
 
 class FakeGpu:
@@ -209,19 +162,12 @@ class FakeGpu:
     def __init__(self, driver: FakeDriver) -> None:
         self.driver = driver
         self.launches: list = []
-        self.permute = FakePermuteKernel(driver)
-        floats = lambda address, n: driver.view(int(address), 4 * n).view(np.float32)  # noqa: E731
-        ints = lambda address, n: driver.view(int(address), 4 * n).view(np.int32)  # noqa: E731
-        totals = lambda address, values: driver.memcpy_htod(address, values)  # noqa: E731
-        self.check = FakeCheckKernel(floats, ints, totals)
+        self.fresh: dict[str, FakeFreshKernels] = {}
 
-    def permute_function(self) -> FakePermuteKernel:
-        """The verified passes' input change (cuda/permute_inputs.cu), in numpy."""
-        return self.permute
-
-    def check_function(self) -> FakeCheckKernel:
-        """The verified passes' check on the device (cuda/check_moved_output.cu), in numpy."""
-        return self.check
+    def support_function(self, source: str, name: str, signature: str) -> FakeFreshKernels:
+        """cuda/fresh_samples.cu's kernels, in numpy."""
+        assert source == "fresh_samples"
+        return self.fresh.setdefault(name, FakeFreshKernels(self.driver.view, name))
 
     def compile(self, variant, shape):
         function = FakeFunction(self.driver, self.launches)
@@ -328,3 +274,38 @@ def test_the_runner_launches_only_the_kernels_that_apply_to_the_shape(fake):
         execution.run_pass()
         assert np.allclose(execution.download(), reference_output(testcase), atol=1e-5)
         execution.free()
+
+
+@pytest.mark.parametrize("layout", ["qkv", "separate"])
+def test_the_fresh_samples_steps_on_the_device_buffers(fake, layout):
+    """bench.fresh_samples' steps on a GpuExecution, our kernels in numpy: a seed's values in every item of every tensor (both layouts), an honest output passing, a corrupted row and an unwritten element
+    failing, and the input written again from the seed before the check (a kernel that changed it gains nothing)."""
+    driver, gpu = fake
+    args = ("qkv", "out", "B", "N", "d") if layout == "qkv" else ("q", "k", "v", "o", "B", "N", "d")
+    variant = Variant(name="fakeattn", report="test", technique="test", source="naive.cu", layout=layout, launches=(
+        Launch("attn", grid=lambda s: (1, s.B, 1), block=lambda s: (32, 1, 1), args=args),))
+    testcase = random_testcase(4, 24, 8, np.random.default_rng(7))
+    execution = GpuExecution(gpu, variant, testcase)
+    execution.upload()
+    ranges = InputRange.of(testcase.q, testcase.k, testcase.v)
+    execution.refresh_inputs(12345, ranges)
+    fresh = Testcase.from_arrays(*[fresh_values(12345, t, 0, 4 * 24 * 8, *ranges.bounds(t)).reshape(4, 24, 8)
+                                   for t in range(3)])
+    out = execution.fresh.output
+    honest = reference_output(fresh).astype(np.float32)
+    driver.view(out, honest.nbytes)[:] = honest.reshape(-1).view(np.uint8)
+    q_first = execution.fresh.layout.firsts[0]
+    driver.view(q_first, 4 * 8)[:] = 0  # the kernel under test scribbles on its input: the check writes it again
+    rows = np.arange(4 * 24, dtype=np.int64)
+    assert execution.check_sample(12345, ranges, rows, 5e-3, 0.0).passed
+    corrupt = honest.copy()
+    corrupt[2, 5, 3] += 1.0
+    corrupt[3, 7, 0] = np.nan
+    driver.view(out, honest.nbytes)[:] = corrupt.reshape(-1).view(np.uint8)
+    errors = execution.check_sample(12345, ranges, rows, 5e-3, 0.0)
+    assert not errors.passed and errors.nonfinite == 1 and errors.first_nonfinite == (3 * 24 + 7) * 8
+    assert errors.failing_rows == [2 * 24 + 5, 3 * 24 + 7] and errors.failing_elements == 2
+    assert (errors.worst.item, errors.worst.row, errors.worst.column) == (3, 7, 0)
+    digests = execution.output_digest()
+    assert digests.shape == (4 * 24,) and digests[2 * 24 + 5] != digests[2 * 24 + 6]
+    execution.free()

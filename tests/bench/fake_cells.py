@@ -33,7 +33,7 @@ def fake_cells(monkeypatch: pytest.MonkeyPatch, outcomes: dict[str, str | Except
     the list returned names the variants run, in order."""
     ran: list[str] = []
 
-    def run_cell(variant, label, testcase, reference, gpu, settings) -> Cell:
+    def run_cell(variant, label, testcase, reference, gpu, settings, ranges=None) -> Cell:
         ran.append(variant.name)
         outcome = outcomes.get(variant.name, OK)
         if isinstance(outcome, Exception):

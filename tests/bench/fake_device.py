@@ -10,6 +10,9 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from attnbench.backends.cpu import row_digests
+from attnbench.backends.host_sample_check import host_sample_errors
+from attnbench.cases.fresh_values import InputRange, fresh_values
 from attnbench.cases.reference import reference_output
 from attnbench.cases.testcase import Testcase
 from attnbench.results.ceilings import cached_for
@@ -22,7 +25,7 @@ H200 = DeviceFacts("NVIDIA H200", (9, 0), 132, 1_980_000, 60 * 2**20, 3_201_000,
 
 class FixedClock:
     """A clock whose intervals are `ms` milliseconds: always the same, or one after another from a list (the
-    last one again once the list is spent: the verified passes after the samples take their time too)."""
+    last one again once the list is spent)."""
 
     def __init__(self, ms: float | list[float]) -> None:
         self.times = iter(ms) if isinstance(ms, list) else None
@@ -71,42 +74,61 @@ class FakeH200:
         return {"name": self.name, "index": 0, "compute_capability": "9.0", "sm_count": 132}
 
 
+class HonestHostExecution:
+    """An execution whose pass computes the answer (the float64 reference, in float32) on the host from its
+    current input, with the fresh samples' steps done on the host as the cpu variant does them."""
+
+    def __init__(self, testcase) -> None:
+        self.testcase = testcase
+        self.output = None
+        self.passes = 0
+
+    def upload(self) -> None:
+        pass
+
+    def run_pass(self) -> None:
+        self.passes += 1
+        self.output = reference_output(Testcase(np.ascontiguousarray(self.testcase.qkv))).astype(np.float32)
+
+    def download(self) -> np.ndarray:
+        if self.output is None:
+            self.run_pass()
+        return self.output
+
+    def flush_l2(self) -> None:
+        pass
+
+    def poison_output(self) -> None:
+        if self.output is not None:
+            self.output = np.full_like(self.output, np.nan)
+
+    def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
+        B, N, d = self.testcase.shape.B, self.testcase.shape.N, self.testcase.shape.d
+        self.testcase = Testcase.from_arrays(*[fresh_values(seed, t, 0, B * N * d, *ranges.bounds(t)).reshape(B, N, d)
+                                               for t in range(3)])
+
+    def check_sample(self, seed, ranges, rows, atol, rtol):
+        t = self.testcase
+        return host_sample_errors(self.output, t.q, t.k, t.v, rows, atol, rtol)
+
+    def output_digest(self) -> np.ndarray:
+        return row_digests(self.output)
+
+    def synchronize(self) -> None:
+        pass
+
+    def free(self) -> None:
+        pass
+
+
 def fake_execution(pass_ms: float | list[float]):
     """A GpuExecution stand-in whose passes each 'take' `pass_ms` and whose output is the reference."""
 
-    class FakeExecution:
+    class FakeExecution(HonestHostExecution):
         def __init__(self, gpu, variant, testcase, flush_l2=True) -> None:
-            self.testcase = testcase
+            super().__init__(testcase)
             self.device_name, self.peak_flops, self.compile_s = gpu.name, gpu.fp32_peak_flops, 0.0
             self.limits = getattr(gpu, "limits", UNKNOWN_LIMITS)
             self.clock = FixedClock(pass_ms)
-            self.passes = 0
-
-        def upload(self) -> None:
-            pass
-
-        def run_pass(self) -> None:
-            self.passes += 1
-
-        def download(self) -> np.ndarray:
-            return reference_output(Testcase(np.ascontiguousarray(self.testcase.qkv))).astype(np.float32)
-
-        def flush_l2(self) -> None:
-            pass
-
-        def poison_output(self) -> None:
-            pass  # download computes the answer afresh from the (changed) inputs
-
-        def keep_output(self):
-            return None  # checked on the host
-
-        def permute_inputs(self, transform) -> None:
-            self.testcase = Testcase(transform.apply(self.testcase.qkv))
-
-        def synchronize(self) -> None:
-            pass
-
-        def free(self) -> None:
-            pass
 
     return FakeExecution

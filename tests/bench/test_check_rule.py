@@ -13,7 +13,7 @@ from attnbench.bench.verify import COURSE_ATOL
 from attnbench.spread.cellgroups import CellPlan
 
 
-def test_the_course_rule_checks_with_its_tolerances_and_holds_the_verified_passes_to_them():
+def test_the_course_rule_checks_with_its_tolerances_and_holds_every_samples_check_to_them():
     rule = CourseRule(atol=0.01, rtol=0.1)
     reference = np.ones((1, 4, 8), dtype=np.float32)
     assert rule.tolerance == (0.01, 0.1)

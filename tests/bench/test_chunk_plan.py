@@ -114,7 +114,7 @@ def test_little_free_host_memory_shrinks_the_ring():
     assert tight.refusal is None and len(tight.chunks) > len(roomy.chunks)
 
 
-def test_the_output_is_kept_where_the_verified_passes_cannot_read_it_back(tmp_path):
+def test_the_output_is_kept_where_out_cannot_hold_it_to_be_read(tmp_path):
     from attnbench.bench.chunk_plan import keeps_output
 
     assert keeps_output(True, tmp_path / "out.bin") and keeps_output(False, None)

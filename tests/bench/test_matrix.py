@@ -97,7 +97,7 @@ def test_matrix_view_speedups_and_geomeans():
     assert c.speedup == pytest.approx(4.0) and c.verdict.value == "FASTER"
     assert view.comparison("fast", "t29") is None  # wrong: no speed
     assert view.geomean_speedup("fast").value == pytest.approx(4.0) and view.geomean_speedup("fast").count == 1
-    assert view.counts("fast") == {"ok": 1, "wrong": 1, "refused": 0, "error": 0, "impossible": 0}
+    assert view.counts("fast") == {"ok": 1, "wrong": 1, "refused": 0, "error": 0, "impossible": 0, "suspect": 0}
     assert failures(r) == 1 and exit_status(r) == 1
 
 
@@ -195,7 +195,7 @@ def test_compare_refuses_a_run_on_other_input_bytes(cli, tmp_path):
 def test_compare_wrong_cells_exit_1_with_the_count_in_the_output(cli, tmp_path):
     result = cli("compare", "--variants", "cpu", "--cases", "odd_17x48,odd_100x32", "--atol", "0", "--no-save")
     assert result.exit_code == 1  # never the count: 2 would read as bad usage
-    assert result.text.count("WRONG") >= 2 and "2 wrong, impossible or failed cell(s)" in result.text
+    assert result.text.count("WRONG") >= 2 and "2 wrong, impossible, suspect or failed cell(s)" in result.text
 
 
 def test_compare_needs_variants_and_cases(cli):
@@ -306,8 +306,26 @@ def test_the_command_line_exits_1_on_an_impossible_median(cli, fake_h200, tmp_pa
     assert data["impossible"] and data["tflops"] is None and data["kernel"]["noise"] == "NaN"  # 3 samples: unknown
     result = cli("compare", "--variants", "cpu,naive", "--cases", "odd_17x48", "--reps", "3", "--no-save")
     assert result.exit_code == 1, result.output
-    assert "IMPOSSIBLE" in result.text and "1 wrong, impossible or failed cell(s)" in result.text
+    assert "IMPOSSIBLE" in result.text and "1 wrong, impossible, suspect or failed cell(s)" in result.text
     assert "FASTER" not in result.text
+
+
+def test_a_median_above_its_units_peak_is_suspect_with_its_speed_and_exit_1(cli, fake_h200, tmp_path):
+    """naive runs on FP32 FFMA (66.9 TFLOP/s on an H200's datasheet); 5 us a pass on odd_1000x128 is 205 TFLOP/s:
+    above that peak, yet above the physical floor (under 1 us): not impossible, suspect."""
+    fake_h200(0.005)
+    result = cli("run", "odd_1000x128", str(tmp_path / "o.bin"), "--variant", "naive", "--reps", "3", "--no-pipeline")
+    assert result.exit_code == 1, result.output
+    assert "SUSPECT: naive on odd_1000x128: 205 TFLOP/s is above the peak of its unit ffma" in result.text
+    assert "IMPOSSIBLE" not in result.text
+    out = tmp_path / "results"
+    result = cli("compare", "--variants", "naive", "--cases", "odd_1000x128", "--reps", "3", "--results-dir", str(out),
+                 "--name", "suspect")
+    assert result.exit_code == 1, result.output
+    assert "SUSPECT" in result.text and "1 wrong, impossible, suspect or failed cell(s)" in result.text
+    cell = json.loads((out / "suspect.json").read_text())["cells"][0]
+    assert cell["status"] == "suspect" and cell["measurement"]["unit"] == "ffma"
+    assert cell["measurement"]["tflops"] > 200 and cell["message"] == cell["measurement"]["suspect"]
 
 
 def test_compare_against_a_saved_run_names_the_impossible_cell(cli, fake_h200, tmp_path):

@@ -17,9 +17,11 @@ from click.testing import CliRunner
 from attnbench import api
 from attnbench.backends import gpu_execution, gpu_pipeline
 from attnbench.backends.base import HostClock
+from attnbench.backends.cpu import row_digests
+from attnbench.backends.host_sample_check import host_sample_errors
 from attnbench.bench import runner
-from attnbench.bench.timed_check import PASSES
 from attnbench.cases import suite
+from attnbench.cases.fresh_values import fresh_values
 from attnbench.cases.reference import reference_output
 from attnbench.cases.testcase import Testcase, read_output
 from attnbench.cli import main
@@ -34,7 +36,7 @@ def reference_kernel(qkv: np.ndarray) -> np.ndarray:
 
 class FakeExecution:
     """What the runner and the sampler need of a GpuExecution, on the host: its 'device' input is a copy
-    of the testcase (or of the fake pipeline's device memory), which the verified passes change."""
+    of the testcase (or of the fake pipeline's device memory), which the fresh samples fill anew."""
 
     instances: list["FakeExecution"] = []
 
@@ -73,11 +75,17 @@ class FakeExecution:
     def poison_output(self) -> None:
         self.out = np.full((self.shape.B, self.shape.N, self.shape.d), np.nan, dtype=np.float32)
 
-    def keep_output(self):
-        return None  # checked on the host
+    def refresh_inputs(self, seed, ranges) -> None:
+        s = self.shape
+        tensors = [fresh_values(seed, t, 0, s.elements, *ranges.bounds(t)).reshape(s.B, s.N, s.d) for t in range(3)]
+        self.qkv = np.stack(tensors, axis=1)
 
-    def permute_inputs(self, transform) -> None:
-        self.qkv = transform.apply(self._device_qkv())
+    def check_sample(self, seed, ranges, rows, atol, rtol):
+        qkv = self._device_qkv()
+        return host_sample_errors(self.download(), qkv[:, 0], qkv[:, 1], qkv[:, 2], rows, atol, rtol)
+
+    def output_digest(self) -> np.ndarray:
+        return row_digests(self.download())
 
     def synchronize(self) -> None:
         pass
@@ -122,8 +130,9 @@ def test_api_run_streams_the_case_through_the_pipeline(fake_gpu, tmp_path):
     m = api.run(case.name, "naive", out, check=True, timing=api.TimingOptions(reps=3, warmup=0))
     assert m.clock is not None and m.clock.chunks >= 2
     assert m.verification is not None and m.verification.passed
-    assert m.kernel.count == 3 and FakeExecution.instances[-1].passes == 3 + PASSES and FakeExecution.instances[-1].freed
-    assert m.timed_check is not None and m.timed_check.passed and len(m.timed_check.passes) == PASSES
+    assert m.kernel.count == 3 and FakeExecution.instances[-1].passes == 3 + 3 and FakeExecution.instances[-1].freed
+    assert m.kernel.fresh_inputs == 3  # and, after them, one input launched twice and one launch not poisoned first
+    assert m.timed_check is not None and m.timed_check.passed and m.timed_check.samples == 3 + 3
     assert m.total_s == m.clock.wall_s and m.input_s == m.clock.read_s and m.output_s == m.clock.write_s
     expected = read_output(suite.reference_path(case), case.shape)
     assert np.array_equal(read_output(out, case.shape), expected)
@@ -211,8 +220,11 @@ def test_a_lazy_kernel_is_wrong_without_a_speed_and_run_exits_1(pipeline, monkey
     assert result.exit_code == 1, result.output
     data = json.loads(result.stdout)
     assert data["verification"]["passed"] is True and data["tflops"] is None and data["peak_fraction"] is None
-    assert data["timed_check"]["failure"] == "wrong_values" and data["timed_check"]["passes"][0]["nonfinite"] > 0
-    assert "error: the timed passes did not produce the checked output" in result.stderr
+    failure = data["timed_check"]["failure"]
+    # the warm-up passes run on fresh inputs and are checked too: the first one catches it
+    assert failure["sample"] == 1 and failure["warmup"] is True and failure["errors"]["nonfinite"] > 0
+    assert data["timed_check"]["fresh_inputs"] == data["timed_check"]["samples"] == 1
+    assert "error: a launch did not compute the answer: warm-up pass 1 (on a fresh input)" in result.stderr
     table = CliRunner().invoke(main, args, catch_exceptions=False)
     assert table.exit_code == 1 and "TFLOP/s" not in table.stdout and "WRONG" in table.stdout
 
@@ -234,11 +246,11 @@ def test_compare_calls_a_lazy_kernel_wrong_and_exits_1(monkeypatch, tmp_path):
     assert result.exit_code == 1, result.output
     cells = {c["variant"]: c for c in json.loads((tmp_path / "lazy.json").read_text())["cells"]}
     assert cells["naive"]["status"] == "wrong" and cells["naive"]["measurement"] is None
-    assert cells["naive"]["message"].startswith("the timed passes did not produce the checked output")
+    assert cells["naive"]["message"].startswith("a launch did not compute the answer")
     assert cells["naive"]["check"]["passed"] is True and cells["naive"]["timed_check"]["passed"] is False
     assert cells["cpu"]["status"] == "ok" and cells["cpu"]["timed_check"]["passed"] is True
 
 
-def test_a_pipelined_run_into_dev_null_keeps_its_output_for_the_verified_passes(fake_gpu):
+def test_a_pipelined_run_into_dev_null_is_timed_and_checked(fake_gpu):
     m = api.run("odd_100x32", "naive", "/dev/null", timing=api.TimingOptions(reps=2))
     assert m.clock is not None and m.timed_check.passed

@@ -73,10 +73,12 @@ def test_adaptive_honours_the_minimum_time():
 
 
 def test_to_dict_holds_every_statistic():
-    stats = KernelStats([4.0, 1.0, 3.0, 2.0, 10.0], converged=False, warnings=[RunWarning(WarningKind.GENERIC, "w")])
+    stats = KernelStats([4.0, 1.0, 3.0, 2.0, 10.0], converged=False, warnings=[RunWarning(WarningKind.GENERIC, "w")],
+                        fresh_inputs=5)
     assert stats.to_dict() == {
         "samples_ms": [4.0, 1.0, 3.0, 2.0, 10.0],
         "count": 5,
+        "fresh_inputs": 5,  # every sample on an input no launch had seen (bench.fresh_samples)
         "median_ms": 3.0,
         "mean_ms": 4.0,
         "stdev_ms": pytest.approx(3.5355339, rel=1e-6),

@@ -66,38 +66,23 @@ def test_lab_report_line_uses_cs_formats():
     assert markdown.lab_line(63, 7.534, 2048, 0.1361) == "Size: 63\tGflop/s: 7.53 (2048 iter, 0.136 seconds)"
 
 
-class FakeClock:
-    def __init__(self, execution):
-        self.execution = execution
-
-    def start(self):
-        self.execution.passes = 0
-
-    def stop(self):
-        self.execution.batches.append(self.execution.passes)
-        return float(self.execution.passes)
-
-
-class FakeExecution:
-    """Each pass takes 1 ms."""
+class FakeSampler:
+    """A fresh sampler whose passes each take 1 ms; it records each batch (a fresh input, the last output checked)."""
 
     def __init__(self):
         self.batches = []
-        self.passes = 0
-        self.clock = FakeClock(self)
 
-    def run_pass(self):
-        self.passes += 1
-
-    def flush_l2(self):
-        pass
+    def batch(self, passes, flush_l2):
+        assert flush_l2 is False  # the lab times hot
+        self.batches.append(passes)
+        return float(passes)
 
 
 def test_lab_timer_doubles_until_a_batch_takes_a_tenth_of_a_second():
     timer = squarelab.LabTimer()
-    execution = FakeExecution()
-    stats = timer(execution, None)
-    assert execution.batches == [1, 1, 2, 4, 8, 16, 32, 64, 128]  # warm-up, then doubling up to >= 100 ms
+    sampler = FakeSampler()
+    stats = timer(sampler, None)
+    assert sampler.batches == [1, 1, 2, 4, 8, 16, 32, 64, 128]  # warm-up, then doubling up to >= 100 ms
     assert stats.samples_ms == [1.0] and timer.last_extra == {"lab_passes": 128, "lab_seconds": 0.128}
 
 

@@ -129,7 +129,7 @@ def test_list_and_cases_print_tables(cli):
     assert result.exit_code == 0 and "t29" in result.output and "known" in result.output
 
 
-def test_a_run_without_check_whose_output_holds_nan_exits_1_and_says_so(cli, tmp_path):
+def test_an_input_holding_nan_is_blamed_on_the_input_in_one_line_exit_2(cli, tmp_path):
     from attnbench.cases.testcase import Testcase, write_testcase
 
     case = suite.get_case("odd_17x48")
@@ -138,10 +138,37 @@ def test_a_run_without_check_whose_output_holds_nan_exits_1_and_says_so(cli, tmp
     qkv[0, 1, 3, 4] = np.nan
     write_testcase(tmp_path / "nan.in", Testcase(qkv))
     out = tmp_path / "nan.out"
-    result = cli("run", str(tmp_path / "nan.in"), str(out), "--variant", "cpu", "--reps", "2")
-    assert result.exit_code == 1, result.output
-    said = " ".join(result.output.split())
-    assert f"{17 * 48} of {2 * 17 * 48} elements of {out} are NaN or Inf" in said
+    for args in (["run", str(tmp_path / "nan.in"), str(out), "--variant", "cpu", "--reps", "2"],
+                 ["run", str(tmp_path / "nan.in"), str(out), "--variant", "cpu", "--check"],
+                 ["compare", "-v", "cpu", "-c", str(tmp_path / "nan.in"), "--reps", "2", "--no-save"]):
+        result = cli(*args)
+        assert result.exit_code == 2, result.output
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert lines[-1].startswith("error: ") and "nan.in: the input holds NaN or Inf values (1 in K)" in lines[-1]
+        assert "Traceback" not in result.output and not out.exists()
+
+
+def test_run_json_records_every_sample_on_a_fresh_input(cli, tmp_path):
+    result = cli("run", "odd_100x32", str(tmp_path / "o.bin"), "--variant", "cpu", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["kernel"]["fresh_inputs"] == data["kernel"]["count"] >= 6
+    timed = data["timed_check"]
+    assert timed["passed"] and timed["rows_per_sample"] == timed["rows"] == 5 * 100  # every row: a small case
+    assert timed["samples"] == data["kernel"]["count"] + 3  # and the 3 after the samples, one a repeated input
+    assert timed["fresh_inputs"] == timed["samples"] - 1
+
+
+def test_the_cpu_variants_sampling_budget_is_what_timeout_says(cli, tmp_path):
+    from attnbench import api
+    from attnbench.kernels.catalogue import get_variant
+
+    cpu = get_variant("cpu")
+    assert api.TimingOptions().policy_for(cpu).timeout_s == api.single.CPU_SAMPLING_BUDGET_S
+    assert api.TimingOptions(timeout=30.0).policy_for(cpu).timeout_s == 30.0  # "use a longer --timeout" is true
+    assert api.TimingOptions().policy_for(get_variant("naive")).timeout_s == 10.0
+    result = cli("run", "odd_17x48", str(tmp_path / "o.bin"), "--variant", "cpu", "--timeout", "0.001", "--noise", "0.001")
+    assert result.exit_code == 0 and "--timeout" in result.output  # stopped by the budget: the advice names it
 
 
 def test_without_a_gpu_run_and_profile_refuse_before_writing_the_input(cli):

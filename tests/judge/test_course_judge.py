@@ -260,7 +260,7 @@ def test_compare_puts_a_program_beside_variants_with_process_time_only(cli, prog
     crash = script(tmp_path, "crash", "kill -SEGV $$")
     result = cli("compare", "--variants", f"exe:{programs['right']},cpu,exe:{programs['off']},exe:{crash}",
                  "--cases", SMALL, "--results-dir", tmp_path / "res")
-    assert result.exit_code == 1 and "4 wrong, impossible or failed cell(s)" in result.output  # two wrong, two crashed
+    assert result.exit_code == 1 and "4 wrong, impossible, suspect or failed cell(s)" in result.output  # two wrong, two crashed
     assert "process" in result.output and "(a program:" in result.output  # no kernel time, no speedup
     saved = results.load(next((tmp_path / "res").glob("*.json")))
     assert saved.baseline == "cpu"  # a program has no kernel time to be a baseline

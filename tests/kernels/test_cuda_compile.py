@@ -31,13 +31,13 @@ def shapes_with_distinct_defines(variant):
 
 
 def test_every_kernel_file_is_used_by_a_variant():
-    # `attnbench ceilings` (tested in test_ceilings) and the verified passes' own kernels (below)
+    # `attnbench ceilings` (tested in test_ceilings) and the fresh samples' own kernels (below)
     used = {v.source for v in gpu_variants()} | {"ceilings.cu"} | set(SUPPORT_KERNELS)
     assert {p.name for p in CUDA_DIR.glob("*.cu")} == used
 
 
-# the verified passes' input change (test_gpu_permute) and check on the device (test_gpu_output_check)
-SUPPORT_KERNELS = ("permute_inputs.cu", "check_moved_output.cu")
+# the fresh samples' generator and checks on the device (tests/backends/test_gpu_fresh.py)
+SUPPORT_KERNELS = ("fresh_samples.cu",)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")

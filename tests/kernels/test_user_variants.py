@@ -21,10 +21,8 @@ from attnbench.kernels.starter import write_starter
 from attnbench.kernels.user import UserVariantError, find_launch_facts, load_variants, variant_for_source
 from attnbench.kernels.variant import Launch, Variant
 from attnbench.results.limits import UNKNOWN_LIMITS
-from tests.backends.test_gpu_pipeline_fake_driver import FakeCheckKernel
 from tests.conftest import random_testcase
-from tests.fakes import SteadyClock
-from tests.fakes import FakeEvent
+from tests.fakes import FakeEvent, FakeFreshKernels, SteadyClock
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "report_kernel"
 
@@ -325,8 +323,7 @@ class FakeDriver:
         return self.blocks[base][offset: offset + count]
 
     def memcpy_htod(self, pointer, array):
-        # the verified passes' index arrays and totals (integers, kept as their bits) are told apart from the
-        # input's uploads
+        # the fresh samples' rows and totals (integers, kept as their bits) are told apart from the input's uploads
         self.copies.append(("htod" if array.dtype == np.float32 else "htod-indices", array.nbytes))
         bits = np.ascontiguousarray(array).reshape(-1).view(np.float32)
         self.view(int(pointer), bits.size)[:] = bits
@@ -402,34 +399,13 @@ class FakeGpu:
     def allow_dynamic_smem(self, function, kernel, nbytes):
         pass
 
-    def permute_function(self):
-        return FakePermuteKernel(self.driver)
-
-    def check_function(self):
-        floats = lambda address, n: self.driver.view(int(address), n)  # noqa: E731
-        ints = lambda address, n: self.driver.view(int(address), n).view(np.int32)  # noqa: E731
-        return FakeCheckKernel(floats, ints, lambda address, values: self.driver.memcpy_htod(address, values))
+    def support_function(self, source, name, signature):
+        """cuda/fresh_samples.cu's kernels over this fake's float memory, in numpy."""
+        memory = lambda address, nbytes: self.driver.view(address, nbytes // 4).view(np.uint8)  # noqa: E731
+        return FakeFreshKernels(memory, name)
 
     def throttle_reasons(self):
         return []
-
-
-class FakePermuteKernel:
-    """cuda/permute_inputs.cu over this fake's float memory (its index arrays are stored as floats)."""
-
-    def __init__(self, driver):
-        self.driver = driver
-
-    def prepared_call(self, grid, block, q, k, v, src_stride, dq, dk, dv, dst_stride, items, q_rows, kv_rows, N, d,
-                      v_sign):
-        N, d, count = int(N), int(d), grid[1]
-        items = self.driver.view(items, count).view(np.int32)
-        rows = (self.driver.view(q_rows, N).view(np.int32), self.driver.view(kv_rows, N).view(np.int32))
-        for tensor, (src, dst) in enumerate(((q, dq), (k, dk), (v, dv))):
-            for i in range(count):
-                item = self.driver.view(src + 4 * int(items[i]) * int(src_stride), N * d).reshape(N, d)
-                target = self.driver.view(dst + 4 * i * int(dst_stride), N * d).reshape(N, d)
-                target[:] = item[rows[0] if tensor == 0 else rows[1]] * (v_sign if tensor == 2 else 1)
 
 
 @pytest.mark.parametrize("layout, args", [("separate", ("q", "k", "v", "o", "B", "N", "d")),
@@ -443,12 +419,12 @@ def test_the_runner_passes_each_chunk_its_own_q_k_v_arrays(layout, args):
     run = run_variant(variant, testcase, "rand", gpu, TimingPolicy(warmup=0, reps=1, flush_l2=False))
     output = run.output
     assert compare_outputs(output, reference_output(testcase), atol=1e-5).passed
-    assert run.timed_check.failure != "wrong_values", run.timed_check.describe()  # the chunks' pointers, changed inputs
+    assert run.timed_check.passed, run.timed_check.describe()  # the chunks' pointers, on fresh inputs
     # the upload copies the same bytes either way: three B x N x d arrays, or one interleaved array
     uploads = [size for kind, size in gpu.driver.copies if kind == "htod"]
     assert sum(uploads) == testcase.qkv.nbytes
     assert len(uploads) == (3 if layout == "separate" else 1)
-    assert all(p.checked_on == "device" for p in run.timed_check.passes)
+    assert run.timed_check.samples == 1 + 3 and run.timed_check.fresh_inputs == 3  # one repeats an input
 
 
 # -- on a GPU ---------------------------------------------------------------------------------------------
@@ -587,3 +563,16 @@ def test_the_next_step_new_prints_works_from_the_folder_it_was_typed_in(tmp_path
     assert "k" in load_variants(find_launch_facts())  # where the step goes, the variant is found
     result = CliRunner().invoke(main, ["new", "k2"])
     assert result.output.split("next: ", 1)[1].strip() == "attnbench run t02 out.bin --variant k2 --check"
+
+
+def test_a_declared_unit_is_read_and_checked(tmp_path):
+    """The unit whose peak a speed is held to (default ffma); an unknown one is refused naming the key."""
+    (tmp_path / "mine.cu").write_text("// kernel\n")
+    table = GOOD.replace('[variants.mine]\n', '[variants.mine]\nunit = "tensor"\n', 1)
+    (tmp_path / "attnbench.toml").write_text(table)
+    assert load_variants(find_launch_facts(tmp_path))["mine"].unit == "tensor"
+    (tmp_path / "attnbench.toml").write_text(GOOD)
+    assert load_variants(find_launch_facts(tmp_path))["mine"].unit == "ffma"
+    (tmp_path / "attnbench.toml").write_text(table.replace('"tensor"', '"fp4"'))
+    with pytest.raises(UserVariantError, match=r"variants\.mine\.unit: must be one of 'ffma', .* not 'fp4'"):
+        load_variants(find_launch_facts(tmp_path))

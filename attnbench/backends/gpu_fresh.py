@@ -19,11 +19,13 @@ from typing import Any
 import numpy as np
 
 from attnbench.backends.device import GpuDevice
+from attnbench.backends.host_sample_check import row_results
 from attnbench.cases.fresh_values import InputRange, tensor_seed
 from attnbench.errors import KernelLaunchError
 from attnbench.results.timed_check import SampleErrors
 
 THREADS = 256
+DEFAULT_SHARED = 48 * 1024  # what any block may ask for without opting in
 MAX_GRID_Y = 65535
 MAX_BLOCKS_X = 4096  # each block strides the rest: enough to fill any GPU
 SIGNATURES = {"fill_fresh": "PqiqQff", "scan_nonfinite": "PqP",
@@ -103,14 +105,43 @@ class DeviceFreshSamples:
             d = self.d
             groups = 1 if d >= THREADS else THREADS // d
             shared = 8 * (d + THREADS + d * groups)
-            q, k, v = self.layout.firsts
-            self._launch("exact_rows", (count, 1, 1), np.uintp(q), np.uintp(k), np.uintp(v),
-                         np.int64(self.layout.stride), np.int32(self.N), np.int32(d), np.uintp(rows_at),
-                         np.uintp(self.output), np.float64(1.0 / math.sqrt(d)), np.float32(atol), np.float32(rtol),
-                         np.uintp(results_at), shared=shared)
-            self.driver.memcpy_dtoh(results, results_at)
+            if shared > DEFAULT_SHARED and shared > self._shared_limit():
+                results = self._exact_rows_on_host(rows64, atol, rtol)
+            else:
+                self.gpu.allow_dynamic_smem(self._function("exact_rows"), "exact_rows", shared)
+                q, k, v = self.layout.firsts
+                self._launch("exact_rows", (count, 1, 1), np.uintp(q), np.uintp(k), np.uintp(v),
+                             np.int64(self.layout.stride), np.int32(self.N), np.int32(d), np.uintp(rows_at),
+                             np.uintp(self.output), np.float64(1.0 / math.sqrt(d)), np.float32(atol),
+                             np.float32(rtol), np.uintp(results_at), shared=shared)
+                self.driver.memcpy_dtoh(results, results_at)
         self.driver.memcpy_dtoh(totals, totals_at)
         return SampleErrors.from_row_results(int(totals[0]), int(totals[1]), rows, results, self.N)
+
+    def _shared_limit(self) -> int:
+        """The shared memory one block of ours may hold on this GPU (after opting in)."""
+        return int(self.gpu.device.get_attribute(self.driver.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
+
+    def _exact_rows_on_host(self, rows: np.ndarray, atol: float, rtol: float) -> np.ndarray:
+        """The sampled rows in float64 on the host, item by item, for a head dimension whose row does not fit
+        one block's shared memory (d in the thousands, the large-head-dim and square workloads)."""
+        N, d = self.N, self.d
+        results = np.zeros((len(rows), 5), dtype=np.float64)
+        items = rows // N
+        for b in np.unique(items):
+            at = np.flatnonzero(items == b)
+            tensors = [np.empty((N, d), dtype=np.float32) for _ in range(4)]
+            sources = [first + 4 * int(b) * self.layout.stride for first in self.layout.firsts]
+            for tensor, source in zip(tensors, [*sources, self.output + 4 * int(b) * N * d]):
+                self.driver.memcpy_dtoh(tensor, source)
+            q, k, v, out = tensors
+            within = rows[at] % N
+            scores = q[within].astype(np.float64) @ k.astype(np.float64).T / math.sqrt(d)
+            scores -= scores.max(axis=1, keepdims=True)
+            weights = np.exp(scores)
+            want = (weights / weights.sum(axis=1, keepdims=True)) @ v.astype(np.float64)
+            results[at] = row_results(out[within], want, atol, rtol)
+        return results
 
     def digest(self) -> np.ndarray:
         rows = self.B * self.N

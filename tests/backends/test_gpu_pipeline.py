@@ -18,6 +18,7 @@ import pytest
 
 from attnbench.bench.chunk_plan import plan_chunks
 from attnbench.bench.runner import run_variant, run_variant_pipelined
+from attnbench.cases.fresh_values import file_range
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import compare_outputs
 from attnbench.cases import suite
@@ -42,7 +43,7 @@ def both_paths(gpu, variant, shape, tmp_path, depth=3, items=None, seed=0):
         plan = type(plan)(plan.shape, items, min(depth, -(-shape[0] // items)), True)
     assert plan.refusal is None and len(plan.chunks) >= 2
     out = tmp_path / "out.bin"
-    run = run_variant_pipelined(variant, path, plan, "random", gpu, ONE_PASS, out)
+    run = run_variant_pipelined(variant, path, plan, "random", gpu, ONE_PASS, out, file_range(path, Shape(*shape)))
     return testcase, plain, run, out
 
 
@@ -115,7 +116,8 @@ def test_the_default_plan_runs_a_course_like_case(gpu, tmp_path):
     write_testcase(path, testcase)
     plan = plan_chunks(shape, keep_output=True)
     assert plan.refusal is None and len(plan.chunks) >= 8
-    run = run_variant_pipelined(variant, path, plan, "random", gpu, ONE_PASS, tmp_path / "out.bin")
+    run = run_variant_pipelined(variant, path, plan, "random", gpu, ONE_PASS, tmp_path / "out.bin",
+                                file_range(path, plan.shape))
     plain = run_variant(variant, testcase, "random", gpu, ONE_PASS).output
     assert np.array_equal(run.output.view(np.uint32), plain.view(np.uint32))
 
@@ -134,6 +136,7 @@ def test_wgmma3x_chunks_that_split_their_keys_where_the_batch_does_not(gpu, tmp_
     testcase = random_testcase(shape.B, shape.N, shape.d, np.random.default_rng(11))
     path = tmp_path / "case.in"
     write_testcase(path, testcase)
-    run = run_variant_pipelined(variant, path, plan, "random", gpu, ONE_PASS, tmp_path / "out.bin")
+    run = run_variant_pipelined(variant, path, plan, "random", gpu, ONE_PASS, tmp_path / "out.bin",
+                                file_range(path, plan.shape))
     report = compare_outputs(run.output, reference_output(testcase))
     assert report.passed and report.rel_l2_error < 1e-5

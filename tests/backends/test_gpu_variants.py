@@ -320,3 +320,21 @@ def test_wgmma3x_pre_split_runs_again_on_new_inputs(gpu, shape, rng, monkeypatch
             assert report.passed and report.rel_l2_error <= 1e-5, f"pass {attempt} on {shape}: {report.worst}"
     finally:
         execution.free()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("host_rows", [False, True], ids=["device", "host"])
+def test_each_samples_rows_are_checked_at_head_dims_in_the_thousands(gpu, host_rows, rng, monkeypatch):
+    """A row of d = 4099 needs 67 KB of shared memory in our check kernel (opted in); where a GPU allows less,
+    the sampled rows are computed on the host instead. Both ways every sample is checked and passes."""
+    from attnbench.backends import gpu_fresh
+
+    if host_rows:
+        monkeypatch.setattr(gpu_fresh.DeviceFreshSamples, "_shared_limit", lambda self: 0)
+    variant = get_variant("gemmtc")
+    skip_unless_runs(variant, Shape(2, 130, 4099), gpu)
+    tc = random_testcase(2, 130, 4099, rng)
+    run = run_variant(variant, tc, "random", gpu, TimingPolicy(warmup=1, reps=3, flush_l2=False))
+    assert run.measurement is not None, run.timed_check.describe()
+    timed = run.measurement.timed_check
+    assert timed.passed and timed.rows_per_sample == 130 * 2, timed.describe()

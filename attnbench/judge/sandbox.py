@@ -35,6 +35,7 @@ from typing import Sequence
 
 from attnbench.backends.program import ProcessLimits
 from attnbench.errors import AttnbenchError
+from attnbench.judge.staging import remove_tree
 
 MODES = ("auto", "required", "none")
 BWRAP_ENV = "ATTNBENCH_BWRAP"
@@ -320,12 +321,5 @@ class Sandbox:
 
 
 def _remove(path: Path) -> None:
-    """rmtree that also clears folders a program made unwritable (it ran as another user, or chmod'ed)."""
-    def unlock(func, target, _exc) -> None:  # noqa: ANN001 - shutil's onerror signature
-        try:
-            os.chmod(os.path.dirname(target), stat.S_IRWXU)
-            func(target)
-        except OSError:
-            pass
-
-    shutil.rmtree(path, onerror=unlock)
+    """Remove a folder a program wrote in, at any depth, clearing folders it made unwritable."""
+    remove_tree(path)

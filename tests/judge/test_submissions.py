@@ -60,5 +60,5 @@ def test_a_failed_build_is_one_line_and_a_good_one_gives_the_program(tmp_path):
     assert not failed.ok and failed.message.startswith("the build failed (exit 1): ") and "error" in failed.message
     assert "\n" not in failed.message
     made = build(good, tmp_path / "builds")
-    assert made.ok and made.program == tmp_path / "builds" / "good" / "hw4" and made.program.is_file()
+    assert made.ok and made.program == tmp_path / "builds" / good.slug / "program" / "hw4" and made.program.is_file()
     assert (tmp_path / "good.c").read_text().endswith("return 0; }\n")  # the submission itself is untouched

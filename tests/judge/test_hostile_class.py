@@ -1,0 +1,116 @@
+"""A class of hostile submissions against the class judge (attnbench.judge.staging, .submissions,
+.classroom): links of every kind, names that break folders and terminals, a tree too deep. Each gets the
+verdict it should, the honest submission ranks first, nothing on the host changes (checksums and modes
+of planted targets), and the scoreboard is made and saved."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from attnbench.api import programs as api_programs
+from tests.judge.classes import EXAMPLE, can_build
+
+CASE = "odd_17x48"
+TINY_MAIN = "int main(void) { return 0; }\n"
+
+
+@pytest.fixture(autouse=True)
+def _needs_a_compiler():
+    if not can_build():
+        pytest.skip("no C compiler or make")
+
+
+def _honest(folder: Path, name: str = "alice") -> None:
+    (folder / name).mkdir()
+    shutil.copy(EXAMPLE, folder / name / "attention.c")
+    (folder / name / "Makefile").write_text("hw4: attention.c\n\tcc -O2 -o hw4 attention.c -lm\n")
+
+
+def _state(path: Path) -> tuple[str, int] | None:
+    """A host file's checksum and mode (None when it does not exist)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return hashlib.sha256(path.read_bytes()).hexdigest(), info.st_mode
+
+
+def _rows(board) -> dict:
+    return {row.name: row for row in board.rows}
+
+
+def test_links_of_every_kind_are_refused_and_the_host_is_untouched(tmp_path):
+    host = tmp_path / "host"  # stands in for the host's own files, outside the class
+    host.mkdir()
+    secret = host / "root_only"
+    secret.write_text("root's own file\n")
+    secret.chmod(0o600)
+    linked = host / "hard_target"
+    linked.write_text("another host file\n")
+    linked.chmod(0o600)
+    planted = host / "planted"  # a dangling link's target: must never come to exist
+    before = {p: _state(p) for p in (secret, linked, planted)}
+
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    _honest(submissions)
+    # hw4 a link to a root-only file: a judge that copies the build onto it overwrites the file
+    (submissions / "link_root").mkdir()
+    (submissions / "link_root" / "x.c").write_text(TINY_MAIN)
+    (submissions / "link_root" / "Makefile").write_text("hw4: x.c\n\tcc -o hw4 x.c\n")
+    (submissions / "link_root" / "hw4").symlink_to(secret)
+    # hw4 a dangling link, and a build that makes its program setuid
+    (submissions / "dangling").mkdir()
+    (submissions / "dangling" / "x.c").write_text(TINY_MAIN)
+    (submissions / "dangling" / "Makefile").write_text("hw4: x.c\n\tcc -o hw4 x.c && chmod 4755 hw4\n")
+    (submissions / "dangling" / "hw4").symlink_to(planted)
+    # a hard link to a host file, which the build appends to
+    (submissions / "hardy").mkdir()
+    os.link(linked, submissions / "hardy" / "notes.txt")
+    (submissions / "hardy" / "x.c").write_text(TINY_MAIN)
+    (submissions / "hardy" / "Makefile").write_text("hw4: x.c\n\techo pwned >> notes.txt; cc -o hw4 x.c\n")
+    # a link in a subfolder, which the build reads
+    (submissions / "deeplink" / "inc").mkdir(parents=True)
+    (submissions / "deeplink" / "inc" / "leak.h").symlink_to(secret)
+    (submissions / "deeplink" / "x.c").write_text('#include "inc/leak.h"\n' + TINY_MAIN)
+    (submissions / "deeplink" / "Makefile").write_text("hw4: x.c\n\tcc -o hw4 x.c\n")
+    # the whole submission a link to a folder elsewhere
+    (submissions / "elsewhere").symlink_to(host, target_is_directory=True)
+    (submissions / "file_link.c").symlink_to(secret)
+
+    board = api_programs.judge_class([submissions], CASE, time_limits="none", rerun_top=0)
+    rows = _rows(board)
+    assert rows["alice"].rank == 1 and rows["alice"].passed == 1
+    for name, words in [("link_root", "hw4: a symbolic link"), ("dangling", "hw4: a symbolic link"),
+                        ("hardy", "notes.txt: a hard link to a file outside"),
+                        ("deeplink", "inc/leak.h: a symbolic link"), ("elsewhere", "a symbolic link"),
+                        ("file_link", "a symbolic link")]:
+        assert not rows[name].built and rows[name].rank is None, name
+        assert rows[name].build_message.startswith("refused: ") and words in rows[name].build_message, \
+            rows[name].build_message
+    assert {p: _state(p) for p in (secret, linked, planted)} == before
+    assert not any(os.lstat(p).st_mode & (stat.S_ISUID | stat.S_ISGID) for p in host.iterdir())
+
+
+def test_a_borrowed_program_is_refused(tmp_path):
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    _honest(submissions)
+    (submissions / "zed").mkdir()  # ships a ready program of its own
+    shutil.copy(EXAMPLE, tmp_path / "attention.c")
+    os.system(f"cc -O2 -o {submissions / 'zed' / 'hw4'} {tmp_path / 'attention.c'} -lm")
+    (submissions / "borrow").mkdir()
+    (submissions / "borrow" / "hw4").symlink_to("../zed/hw4")
+    (submissions / "borrow_abs").mkdir()
+    (submissions / "borrow_abs" / "hw4").symlink_to(submissions / "zed" / "hw4")
+    board = api_programs.judge_class([submissions], CASE, time_limits="none", rerun_top=0)
+    rows = _rows(board)
+    assert rows["zed"].passed == 1 and rows["alice"].passed == 1
+    for name in ("borrow", "borrow_abs"):
+        assert not rows[name].built and "hw4: a symbolic link" in rows[name].build_message

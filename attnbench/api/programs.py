@@ -3,6 +3,8 @@ kernel with its launch facts. The command line renders what these return."""
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
@@ -13,9 +15,11 @@ from attnbench.judge.class_pool import class_devices, judge_class_spread
 from attnbench.judge.classroom import ClassListener, ClassSettings, RERUN_TOP
 from attnbench.judge.classroom import judge_class as run_class
 from attnbench.judge.course_judge import JudgedCase
-from attnbench.judge.submissions import find_submissions
+from attnbench.judge.staging import remove_tree
+from attnbench.judge.submissions import build, find_submissions
 from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
-from attnbench.errors import UsageError
+from attnbench.backends.program import ProgramError
+from attnbench.errors import AttnbenchError, UsageError
 from attnbench.judge.sandbox import MODES as SANDBOX_MODES
 from attnbench.judge.sandbox import Confinement, SandboxSettings
 from attnbench.api.notices import Notice, quiet
@@ -39,12 +43,17 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
           opened: Callable[[Confinement], None] | None = None) -> tuple[judging.Judgement, ResultSet]:
     """Run PROGRAM IN OUT on each case in its own case folder and sandbox (see attnbench.judge.sandbox),
     time the whole process, check the output by the course's rule; returns the judgement and its result
-    set (kind "judge"). `opened` hears how cases are confined (bwrap, or the fallback and why) first."""
-    prog = judging.make_program(program, launcher, args)
+    set (kind "judge"). `opened` hears how cases are confined (bwrap, or the fallback and why) first.
+    A `.cu` or `.c` file is one program too: built first, in the sandbox (a failed build: BuildFailed)."""
     limits = judging.load_time_limits(time_limits)
     inputs = judging.cases_for(cases)
     if not inputs:
         raise UsageError(f"--cases {cases if isinstance(cases, str) else ','.join(cases)!r} names no case")
+    if is_source(program):
+        with built_source(program, sandbox or SandboxSettings()) as path:
+            return judge(str(path), cases, launcher=launcher, time_limits=time_limits, args=args, timeout=timeout,
+                         progress=progress, finished=finished, command=command, sandbox=sandbox, opened=opened)
+    prog = judging.make_program(program, launcher, args)
     judgement = judging.run_judge(prog, inputs, limits, timeout, progress, finished or (lambda *a: None),
                                   sandbox, opened)
     return judgement, judging.judge_results(judgement, collect(None, False, command))
@@ -88,16 +97,42 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     return run_class(found, inputs, settings, progress, listener, metadata)
 
 
+class BuildFailed(AttnbenchError):
+    """The one program given as a source file did not build: its row, as a class would show it."""
+
+    exit_code = 1
+
+
+@contextlib.contextmanager
+def built_source(source: str, sandbox: SandboxSettings):
+    """A .cu or .c file built in the sandbox, as a class's submission is; the program's path while it lasts."""
+    if not Path(source).is_file():
+        raise ProgramError(f"{source}: no such file")
+    folder = Path(tempfile.mkdtemp(prefix="attnbench-source-"))
+    try:
+        (submission,) = find_submissions([source])
+        made = build(submission, folder, settings=sandbox)
+        if made.program is None:
+            raise BuildFailed(f"{source}: {made.message}")
+        yield made.program
+    finally:
+        remove_tree(folder)
+
+
 def resume_class(folder: str | Path, listener: ClassListener | None = None) -> Scoreboard:
     """Finish a class judged over Slurm from its jobs folder: what came back is kept, the rest resubmitted."""
     return class_slurm.resume_class(folder, listener)
 
 
 def is_class(program: str) -> bool:
-    """Whether one argument of `judge` names a class (a folder, or a .cu or .c file to build) rather than one
-    executable to judge case by case."""
-    path = Path(program)
-    return path.is_dir() or path.suffix in (".cu", ".c")
+    """Whether one argument of `judge` names a class (a folder of submissions, or one submission folder)
+    rather than one program (an executable, or a .cu or .c file built first) to judge case by case."""
+    return Path(program).is_dir()
+
+
+def is_source(program: str) -> bool:
+    """A .cu or .c file: one program, built before it is judged."""
+    return Path(program).suffix in (".cu", ".c")
 
 
 def judge_writes(cases: str | Sequence[str] = "course") -> int:

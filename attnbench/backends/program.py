@@ -29,6 +29,7 @@ import numpy as np
 from attnbench.backends.reaper import Leftover, become_subreaper, descendants, processes_of, sweep
 from attnbench.cases.testcase import Testcase, read_output, write_testcase
 from attnbench.errors import AttnbenchError, TestcaseError
+from attnbench.printable import printable
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ERROR, OK, WRONG, Cell
 from attnbench.results.run_warnings import RunWarning, WarningKind
@@ -177,8 +178,10 @@ def exit_text(returncode: int) -> str:
 
 
 def last_line(text: str) -> str:
+    """The last line the program wrote that is not blank, cut to 200 characters, its control characters
+    escaped (a program's words never reach a terminal raw)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:200] if lines else ""
+    return printable(lines[-1][:200]) if lines else ""
 
 
 # -- a program beside kernels in a compare -------------------------------------------------------------

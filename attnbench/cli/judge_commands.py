@@ -13,6 +13,7 @@ from attnbench.output.save import save
 from attnbench.output.export.scoreboard_export import save_scoreboard
 from attnbench.output.scoreboard import class_stem, scoreboard_lines, scoreboard_model
 from attnbench.output.result_tables import format_s, scoreboard_table
+from attnbench.printable import printable
 from attnbench.output.terminal import console, err_console, print_table, progress_bar
 
 
@@ -141,7 +142,7 @@ def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save
 
 
 def _say_class_event(submission: str, what: str, happened: str) -> None:
-    err_console.print(f"{submission} {what}: {happened}", highlight=False, markup=False, soft_wrap=True)
+    err_console.print(printable(f"{submission} {what}: {happened}"), highlight=False, markup=False, soft_wrap=True)
 
 
 def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str | None, no_save: bool) -> None:

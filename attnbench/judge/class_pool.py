@@ -31,11 +31,15 @@ from attnbench.judge.classroom import (
     build_row,
     confinement,
     cuda_caches,
+    failure_text,
     gpu_name,
     judge_entry,
     new_board,
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
+from attnbench.judge.outcome import JUDGE_ERROR
+from attnbench.judge.sandbox import SandboxUnavailable
+from attnbench.judge.staging import remove_tree
 from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.spread.cellgroups import Device, parse_device_list
@@ -96,7 +100,12 @@ def _run_jobs(pool: ProcessPoolExecutor, jobs: list[Job], programs: dict[str, Pa
         done, _ = wait(pending, return_when=FIRST_COMPLETED)
         for future in done:
             name, i = pending.pop(future)
-            entry, device = future.result()
+            try:
+                entry, device = future.result()
+            except SandboxUnavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a worker that died on one case: that entry's error
+                entry, device = CaseEntry(JUDGE_ERROR, failure_text(exc)), STAND_IN
             on_done(name, inputs[i].label, entry, device)
 
 
@@ -132,29 +141,30 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
     for device in devices:
         queue.put(device)
     caches = cuda_caches()
-    with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
-        try:
-            for bench_input in inputs:  # generated once, here; the workers read them
-                prepare_case(bench_input, progress)
-            for submission in submissions:
-                rows[submission.name], program = build_row(submission, settings, Path(tmp), None, listen)  # type: ignore[arg-type]
-                if program is not None:
-                    programs[submission.name] = program
-            board.rows = list(rows.values())
-            with ProcessPoolExecutor(len(devices), mp_context=context, initializer=_start_worker,
-                                     initargs=(queue,)) as pool:
-                _run_jobs(pool, [(n, i) for i in range(len(inputs)) for n in programs], programs, inputs, settings,
-                          caches, finished)
-                top = top_rows(rank(board), settings.rerun_top)
-                for row in top:
-                    row.reruns = RERUN_RUNS
-                again = [(row.name, i) for i, b in enumerate(inputs) for row in top  # case by case, as before
-                         if row.entries.get(b.label) and row.entries[b.label].passed
-                         for _ in range(RERUN_RUNS - len(row.entries[b.label].runs_s))]
-                _run_jobs(pool, again, programs, inputs, settings, caches, rerun)
-        except KeyboardInterrupt:
-            board.interrupted = True
-        finally:
-            shutil.rmtree(caches, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
+    try:
+        for bench_input in inputs:  # generated once, here; the workers read them
+            prepare_case(bench_input, progress)
+        for submission in submissions:
+            rows[submission.name], program = build_row(submission, settings, tmp, None, listen)  # type: ignore[arg-type]
+            if program is not None:
+                programs[submission.name] = program
+        board.rows = list(rows.values())
+        with ProcessPoolExecutor(len(devices), mp_context=context, initializer=_start_worker,
+                                 initargs=(queue,)) as pool:
+            _run_jobs(pool, [(n, i) for i in range(len(inputs)) for n in programs], programs, inputs, settings,
+                      caches, finished)
+            top = top_rows(rank(board), settings.rerun_top)
+            for row in top:
+                row.reruns = RERUN_RUNS
+            again = [(row.name, i) for i, b in enumerate(inputs) for row in top  # case by case, as before
+                     if row.entries.get(b.label) and row.entries[b.label].passed
+                     for _ in range(RERUN_RUNS - len(row.entries[b.label].runs_s))]
+            _run_jobs(pool, again, programs, inputs, settings, caches, rerun)
+    except KeyboardInterrupt:
+        board.interrupted = True
+    finally:
+        remove_tree(caches)
+        remove_tree(tmp)
     board.rows = list(rows.values())
     return rank(board)

@@ -27,8 +27,11 @@ from attnbench.judge.course_judge import (
     prepare_case,
     timeout_for,
 )
-from attnbench.judge.sandbox import Confinement, Sandbox, SandboxSettings
-from attnbench.judge.submissions import Submission, build
+from attnbench.judge.outcome import JUDGE_ERROR
+from attnbench.judge.sandbox import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
+from attnbench.judge.staging import remove_tree
+from attnbench.judge.submissions import Built, Submission, build
+from attnbench.printable import printable
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
@@ -76,23 +79,39 @@ def cuda_caches() -> Path:
 
 def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda_cache: Path | None = None) -> CaseEntry:
     """One run of a submission's program on one case, in a sandbox of its own (a fresh copy of the
-    program and of the input; nothing of another submission is there but, given, its own JIT cache)."""
+    program and of the input; nothing of another submission is there but, given, its own JIT cache).
+    Whatever goes wrong on the judge's side is this entry's JUDGE ERROR, never the class's end."""
     limit = settings.limits.limit_for(case.label)
-    sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache)
     try:
-        judged = judge_case(Program(program), case, limit, timeout_for(limit, settings.timeout_s), sandbox)
-    finally:
-        sandbox.close()
+        sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache)
+        try:
+            judged = judge_case(Program(program), case, limit, timeout_for(limit, settings.timeout_s), sandbox)
+        finally:
+            sandbox.close()
+    except SandboxUnavailable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one case's failure is its row's, never the class's
+        return CaseEntry(JUDGE_ERROR, failure_text(exc))
     runs = [judged.wall_s] if judged.passed and judged.wall_s is not None else []
     return CaseEntry(judged.verdict, "" if judged.passed else judged.message, runs)
+
+
+def failure_text(exc: BaseException) -> str:
+    """One printable line for an error the judge met on a submission's behalf."""
+    return printable(f"the judge could not finish this: {type(exc).__name__}: {exc}")[:300]
 
 
 def build_row(submission: Submission, settings: ClassSettings, build_root: Path, device: str,
               listener: ClassListener) -> tuple[SubmissionRow, Path | None]:
     """Build one submission (in the sandbox) under build_root: its row, not judged yet, and its program."""
-    built = build(submission, build_root, settings.build_timeout_s, settings.sandbox)
+    try:
+        built = build(submission, build_root, settings.build_timeout_s, settings.sandbox)
+    except SandboxUnavailable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one submission's failure is its row's, never the class's
+        built = Built(submission, None, failure_text(exc))
     listener(submission.name, "build", "built" if built.ok else "build failed")
-    return SubmissionRow(submission.name, str(submission.source), built.ok, built.message,
+    return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, built.message,
                          device if built.ok else None, reruns=1), built.program
 
 
@@ -158,20 +177,20 @@ def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput],
     board = new_board(inputs, settings, metadata, confinement(settings))
     programs: dict[str, Path] = {}
     caches = cuda_caches()
-    with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
-        try:
-            cases = [prepare_case(bench_input, progress) for bench_input in inputs]
-            for submission in submissions:
-                row, program = judge_submission(submission, cases, settings, Path(tmp) / "builds", device, listen,
-                                                caches)
-                board.rows.append(row)
-                if program is not None:
-                    programs[submission.name] = program
-            rank(board)
-            for row in top_rows(board, settings.rerun_top):
-                rerun_row(row, programs[row.name], cases, settings, listen, caches)
-        except KeyboardInterrupt:
-            board.interrupted = True
-        finally:
-            shutil.rmtree(caches, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
+    try:
+        cases = [prepare_case(bench_input, progress) for bench_input in inputs]
+        for submission in submissions:
+            row, program = judge_submission(submission, cases, settings, tmp / "builds", device, listen, caches)
+            board.rows.append(row)
+            if program is not None:
+                programs[submission.name] = program
+        rank(board)
+        for row in top_rows(board, settings.rerun_top):
+            rerun_row(row, programs[row.name], cases, settings, listen, caches)
+    except KeyboardInterrupt:
+        board.interrupted = True
+    finally:
+        remove_tree(caches)
+        remove_tree(tmp)
     return rank(board)

@@ -36,6 +36,7 @@ from attnbench.cases.testcase import Shape, read_output
 from attnbench.errors import AttnbenchError
 from attnbench.judge.outcome import (  # noqa: F401 - the verdicts are part of the judge's interface
     CRASH,
+    JUDGE_ERROR,
     NAN,
     NO_OUTPUT,
     PASS,
@@ -62,7 +63,7 @@ from attnbench.results.verification import VerifyReport
 # How a verdict is saved: ok (passed), wrong (ran to the end, but the output or its time fails),
 # error (the process did not finish normally).
 _CELL_STATUS = {PASS: OK, SLOW: WRONG, WRONG_ANSWER: WRONG, NAN: WRONG, SIZE: WRONG, NO_OUTPUT: WRONG,
-                CRASH: ERROR, TIMEOUT: ERROR, RESOURCE: ERROR}
+                CRASH: ERROR, TIMEOUT: ERROR, RESOURCE: ERROR, JUDGE_ERROR: ERROR}
 
 DEFAULT_ARGS = "{in} {out}"
 TIMEOUT_FACTOR = 2.0  # with a limit: killed at twice the limit, so an overrun is measured, a hang is not waited on

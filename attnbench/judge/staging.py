@@ -21,6 +21,7 @@ import stat
 from pathlib import Path
 
 from attnbench.errors import AttnbenchError
+from attnbench.printable import printable
 
 MAX_DEPTH = 64  # deeper than any course submission; a deeper tree is refused, not copied
 MAX_ENTRIES = 20000
@@ -37,11 +38,9 @@ class StagingRefused(AttnbenchError):
     exit_code = 1
 
 
-def shown(name: str) -> str:
+def shown(name: str | bytes) -> str:
     """A name as it is printed and saved: bytes that are not UTF-8 as \\xNN, control characters escaped."""
-    raw = os.fsencode(name) if isinstance(name, str) else name
-    text = raw.decode("utf-8", "backslashreplace")
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return printable(os.fsdecode(name))
 
 
 def _copy_file(src_dir: int, name: str, dst_dir: int, info: os.stat_result, shown_path: str) -> int:

@@ -28,6 +28,7 @@ from attnbench.backends.program import ProcessLimits, ProgramError, run_process
 from attnbench.judge.sandbox import Sandbox, SandboxSettings
 from attnbench.judge.staging import StagingRefused, copy_submission, shown, take_program
 from attnbench.kernels.nvcc import first_error_lines
+from attnbench.printable import printable
 
 COURSE_EXECUTABLE = "hw4"  # the course's Makefile builds hw4 from hw4.cu
 BUILD_TIMEOUT_S = 300.0
@@ -135,6 +136,12 @@ def _entries(folder: Path) -> list[Path]:
     return [folder / name for name in names if not name.startswith(".")]
 
 
+def _distinct(found: list[Submission]) -> list[Submission]:
+    """Submissions whose names clash (bob/ and bob.c in one folder) are named by their whole file names."""
+    names = [s.name for s in found]
+    return [Submission(shown(s.source.name), s.source, s.how) if names.count(s.name) > 1 else s for s in found]
+
+
 def find_submissions(named: Sequence[str | Path]) -> list[Submission]:
     """Every submission in what was named (files, submission folders, or folders of submissions)."""
     found: list[Submission] = []
@@ -151,6 +158,7 @@ def find_submissions(named: Sequence[str | Path]) -> list[Submission]:
             entry_how = _entry_how(entry)
             if entry_how is not None:
                 found.append(Submission(_name(entry), entry.absolute(), entry_how))
+    found = _distinct(found)
     names = [s.name for s in found]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate is not None:
@@ -243,7 +251,7 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         return Built(submission, None, f"the build ran past {timeout_s:g} s and was stopped")
     if outcome.returncode != 0:
         return Built(submission, None, f"the build failed (exit {outcome.returncode}): "
-                                       f"{first_error_lines(outcome.stderr_tail, ERROR_LINES)}")
+                                       f"{printable(first_error_lines(outcome.stderr_tail, ERROR_LINES))}")
     if made is None:
         return Built(submission, None, f"the build made no {COURSE_EXECUTABLE} (nor one other executable)")
     return Built(submission, program, f"{submission.describe()} in {outcome.wall_s:.1f} s")

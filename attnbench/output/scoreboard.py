@@ -8,14 +8,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attnbench.printable import printable
 from attnbench.output.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
 
 @dataclass(frozen=True)
 class ScoreCell:
+    """One cell's text (control characters escaped: names and notes are the submissions' words) and tone."""
+
     text: str
     tone: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", printable(self.text))
 
 
 def _rank(row: SubmissionRow) -> str:
@@ -59,6 +65,7 @@ def scoreboard_lines(board: Scoreboard) -> list[str]:
     """The lines printed and saved under the table: the rule, mixed GPUs, an interruption."""
     lines = [f"ranks: {board.settings.get('ranking', '')}", f"reruns: {board.settings.get('reruns', '')}",
              f"limits: {board.settings.get('time_limits', '')}"]
+    lines = [printable(line) for line in lines]
     kinds = board.gpu_kinds
     if len(kinds) > 1:
         lines.append(f"these rows ran on {len(kinds)} kinds of GPU ({', '.join(kinds)}): each kind is ranked "

@@ -114,3 +114,64 @@ def test_a_borrowed_program_is_refused(tmp_path):
     assert rows["zed"].passed == 1 and rows["alice"].passed == 1
     for name in ("borrow", "borrow_abs"):
         assert not rows[name].built and "hw4: a symbolic link" in rows[name].build_message
+
+
+ESC_NAME = "evil\x1b[2J\x1b]0;owned\x07"
+FAKE_ROW = r"\033[2K\r\033[32m    1  mallory  PASS  0.001 s\033[0m"
+
+
+def _strangers(folder: Path) -> None:
+    """Submissions whose names and words are built to break the judge's folders and the terminal."""
+    _honest(folder)
+    (folder / ESC_NAME).mkdir()
+    shutil.copy(EXAMPLE, folder / ESC_NAME / "attention.c")
+    (folder / ESC_NAME / "Makefile").write_text("hw4: attention.c\n\tcc -O2 -o hw4 attention.c -lm\n")
+    (folder / ("long" * 62)).mkdir()  # 248 characters: with the judge's own prefixes, past NAME_MAX
+    (folder / ("long" * 62) / "hw4.c").write_text(TINY_MAIN)
+    (folder / ("long" * 62) / "Makefile").write_text("hw4: hw4.c\n\tcc -o hw4 hw4.c\n")
+    bad_name = os.fsdecode(b"caf\xe9\xff")  # not UTF-8
+    (folder / bad_name).mkdir()
+    (folder / bad_name / "Makefile").write_text("hw4:\n\tprintf 'int main(void){return 0;}' > x.c && cc -o hw4 x.c\n")
+    deep = folder / "deep"
+    deep.mkdir()
+    (deep / "Makefile").write_text("hw4:\n\tcc -o hw4 -x c /dev/null\n")
+    below = os.open(deep, os.O_RDONLY)
+    for _ in range(3000):  # deeper than a path may be long: made by descriptors
+        os.mkdir("d", dir_fd=below)
+        inner = os.open("d", os.O_RDONLY, dir_fd=below)
+        os.close(below)
+        below = inner
+    os.close(below)
+    (folder / "builderr").mkdir()  # a build whose error draws a fake PASS row
+    (folder / "builderr" / "Makefile").write_text(f"hw4:\n\t@printf 'x.c:1: error: {FAKE_ROW}\\n' >&2; exit 1\n")
+    (folder / "stderr.c").write_text('#include <stdio.h>\nint main(void) { fprintf(stderr, "'
+                                     + FAKE_ROW + '\\n"); return 1; }\n')
+
+
+def test_strange_names_deep_trees_and_escape_sequences_never_stop_the_class(tmp_path, request):
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+    from attnbench.results.scoreboard import load_scoreboard
+
+    from attnbench.judge.staging import remove_tree
+
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    request.addfinalizer(lambda: remove_tree(submissions / "deep"))  # pytest's own cleanup recurses
+    _strangers(submissions)
+    out = tmp_path / "results"
+    result = CliRunner().invoke(main, ["judge", str(submissions), "--cases", CASE, "--time-limits", "none",
+                                       "--rerun-top", "0", "--results-dir", str(out)])
+    assert result.exit_code == 0, result.output
+    shown = result.output
+    assert "\x1b" not in shown and "\x07" not in shown and "\r" not in shown
+    saved = sorted(out.glob("*.json"))
+    assert len(saved) == 1 and not any("\x1b" in p.read_text() for p in out.iterdir())
+    rows = _rows(load_scoreboard(saved[0]))
+    escaped = rows[r"evil\x1b[2J\x1b]0;owned\x07"]  # the honest program under a name full of escapes
+    assert rows["alice"].passed == escaped.passed == 1 and {rows["alice"].rank, escaped.rank} <= {1, 2}
+    assert rows["long" * 62].built and rows[r"caf\xe9\xff"].built
+    assert "nested deeper than 64" in rows["deep"].build_message
+    assert r"\x1b[2K" in rows["builderr"].build_message
+    assert all(r"\x1b[32m" in e.message for e in rows["stderr"].entries.values())

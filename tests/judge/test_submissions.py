@@ -38,8 +38,11 @@ def test_two_submissions_of_one_name_and_nothing_found_are_refused(tmp_path):
     (tmp_path / "a" / "x.c").write_text("")
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "x.c").write_text("")
-    with pytest.raises(ProgramError, match="named 'x'"):
+    with pytest.raises(ProgramError, match="named 'x.c'"):
         find_submissions([tmp_path / "a", tmp_path / "b"])
+    (tmp_path / "a" / "x").mkdir()  # x/ and x.c in one folder of submissions: named by their file names
+    (tmp_path / "a" / "x" / "hw4.cu").write_text("")
+    assert sorted(s.name for s in find_submissions([tmp_path / "a"])) == ["x", "x.c"]
     (tmp_path / "nothing.txt").write_text("")
     with pytest.raises(ProgramError, match="not a submission"):
         find_submissions([tmp_path / "a" / "x.c", tmp_path / "nothing.txt"])

@@ -8,6 +8,7 @@ import io
 from pathlib import Path
 
 from attnbench.output.export.exporter import Exporter, save_formats
+from attnbench.output.markdown import md_escape
 from attnbench.output.markdown import render as render_markdown
 from attnbench.output.scoreboard import scoreboard_lines, scoreboard_model, scoreboard_rows
 from attnbench.output.table_model import BAD, DIM, GOOD
@@ -24,6 +25,21 @@ class ScoreboardJson(Exporter[Scoreboard]):
         return saved.to_json()
 
 
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def as_text(cell: str) -> str:
+    """A CSV cell a spreadsheet reads as text, never as a formula: one that begins with = + - @ (or a tab
+    or CR) gets a leading apostrophe, as OWASP advises; a lone "-" (no value) and plain numbers stay."""
+    if cell.startswith(_FORMULA_STARTS) and cell != "-":
+        try:
+            float(cell)
+            return cell
+        except ValueError:
+            return "'" + cell
+    return cell
+
+
 class ScoreboardCsv(Exporter[Scoreboard]):
     """The table's rows as text, one line each."""
 
@@ -34,7 +50,7 @@ class ScoreboardCsv(Exporter[Scoreboard]):
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(header)
-        writer.writerows([[cell.text for cell in row] for row in rows])
+        writer.writerows([[as_text(cell.text) for cell in row] for row in rows])
         return buffer.getvalue()
 
 
@@ -45,7 +61,7 @@ class ScoreboardMarkdown(Exporter[Scoreboard]):
 
     def render(self, saved: Scoreboard) -> str:
         lines = ["# Scoreboard", "", render_markdown(scoreboard_model(saved)), ""]
-        lines += [f"- {line}" for line in scoreboard_lines(saved)]
+        lines += [f"- {md_escape(line)}" for line in scoreboard_lines(saved)]
         return "\n".join(lines) + "\n"
 
 

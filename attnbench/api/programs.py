@@ -13,6 +13,7 @@ from attnbench.judge import course_judge as judging
 from attnbench.judge import class_slurm
 from attnbench.judge.class_pool import class_devices, judge_class_spread
 from attnbench.judge.classroom import ClassListener, ClassSettings, RERUN_TOP
+from attnbench.judge.classroom import confinement as class_confinement
 from attnbench.judge.classroom import judge_class as run_class
 from attnbench.judge.course_judge import JudgedCase
 from attnbench.judge.staging import remove_tree
@@ -21,7 +22,7 @@ from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
 from attnbench.backends.program import ProgramError
 from attnbench.errors import AttnbenchError, UsageError
 from attnbench.judge.sandbox import MODES as SANDBOX_MODES
-from attnbench.judge.sandbox import Confinement, SandboxSettings
+from attnbench.judge.sandbox import Confinement, SandboxSettings, SandboxUnavailable
 from attnbench.api.notices import Notice, quiet
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.locations import data_dir
@@ -84,7 +85,7 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     if not inputs:
         raise UsageError(f"--cases {selector!r} names no case")
     settings = ClassSettings(judging.load_time_limits(time_limits), timeout, build_timeout, rerun_top,
-                             sandbox or SandboxSettings())
+                             class_sandbox(sandbox or SandboxSettings()))
     metadata = collect(None, False, command)
     if executor == "slurm":
         options = slurm or SlurmOptions()
@@ -117,6 +118,21 @@ def built_source(source: str, sandbox: SandboxSettings):
         yield made.program
     finally:
         remove_tree(folder)
+
+
+def class_sandbox(settings: SandboxSettings) -> SandboxSettings:
+    """A class runs strangers' code: it is judged in the sandbox, or without one only when `--sandbox none`
+    says so outright (`auto` does not fall back for a class). SandboxUnavailable says why in one line."""
+    if settings.mode == "none":
+        return settings
+    required = replace(settings, mode="required")
+    try:
+        class_confinement(ClassSettings(judging.load_time_limits("none"), sandbox=required))
+    except SandboxUnavailable as exc:
+        raise SandboxUnavailable(f"a class runs strangers' code, so it is judged in the sandbox only, and none can "
+                                 f"be made here ({str(exc).split(': ', 1)[-1]}); --sandbox none judges it without "
+                                 "one, on the host") from None
+    return required
 
 
 def resume_class(folder: str | Path, listener: ClassListener | None = None) -> Scoreboard:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from attnbench.backends.reaper import Leftover, become_subreaper, descendants, processes_of, sweep
+from attnbench.backends.reaper import Leftover, become_subreaper, descendants, kill_user, processes_of, sweep
 from attnbench.cases.testcase import Testcase, read_output, write_testcase
 from attnbench.errors import AttnbenchError, TestcaseError
 from attnbench.printable import printable
@@ -123,11 +123,12 @@ def _limiter(limits: ProcessLimits, uid: int) -> Callable[[], None]:
 
 
 def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: ProcessLimits | None = None,
-                user: int | None = None, env: dict[str, str] | None = None, logs: Path | None = None
-                ) -> ProcessOutcome:
+                user: int | None = None, env: dict[str, str] | None = None, logs: Path | None = None,
+                sole_user: bool = False) -> ProcessOutcome:
     """Run argv in its own process group (as uid `user` if given, under `limits`); wall-clock it from launch
     to exit; kill the group at the timeout; then kill every descendant left and report any still alive.
-    Its stdout and stderr go to files in `logs` (default: cwd).
+    Its stdout and stderr go to files in `logs` (default: cwd). With `sole_user` (uid `user` belongs to this
+    run alone), every process of that uid is killed too, whatever tree it is in.
 
     An orphan carries no trace of who started it, so the sweep kills every descendant of this process that
     appeared while argv ran: run one program at a time per process (concurrent cases belong in separate
@@ -156,6 +157,8 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
         except BaseException:  # Ctrl-C: take the program's whole group down with us
             _kill_group(process)
             sweep(spared)
+            if sole_user and user is not None:
+                kill_user(user)
             raise
     # A program that exits while children it started keep running: those are not its output.
     try:
@@ -163,6 +166,8 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
     except (ProcessLookupError, PermissionError):
         pass
     left = sweep(spared)
+    if sole_user and user is not None:
+        left = [*left, *(p for p in kill_user(user) if p.pid not in {q.pid for q in left})]
     return ProcessOutcome(returncode, wall, timed_out, _tail(stderr_path), tuple(left))
 
 

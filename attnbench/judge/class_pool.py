@@ -30,8 +30,10 @@ from attnbench.judge.classroom import (
     add_run,
     build_row,
     confinement,
+    cache_of,
     cuda_caches,
     failure_text,
+    warm_up_entry,
     gpu_name,
     judge_entry,
     new_board,
@@ -94,8 +96,8 @@ Job = tuple[str, int]  # (submission, index of the input)
 
 def _run_jobs(pool: ProcessPoolExecutor, jobs: list[Job], programs: dict[str, Path], inputs: Sequence[BenchInput],
               settings: ClassSettings, caches: Path, on_done) -> None:
-    pending: dict[Future, Job] = {pool.submit(_job, programs[name], inputs[i], settings, caches / name): (name, i)
-                                  for name, i in jobs}
+    pending: dict[Future, Job] = {pool.submit(_job, programs[name], inputs[i], settings, cache_of(caches, name)):
+                                  (name, i) for name, i in jobs}
     while pending:
         done, _ = wait(pending, return_when=FIRST_COMPLETED)
         for future in done:
@@ -149,6 +151,8 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
             rows[submission.name], program = build_row(submission, settings, tmp, None, listen)  # type: ignore[arg-type]
             if program is not None:
                 programs[submission.name] = program
+                if inputs:  # here, before the spread: its JIT cache is sealed before any judged run
+                    warm_up_entry(program, prepare_case(inputs[0]), settings, cache_of(caches, submission.name))
         board.rows = list(rows.values())
         with ProcessPoolExecutor(len(devices), mp_context=context, initializer=_start_worker,
                                  initargs=(queue,)) as pool:

@@ -10,7 +10,9 @@ Ctrl-C keeps what was judged: the scoreboard says it was interrupted.
 
 from __future__ import annotations
 
+import hmac
 import os
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -26,6 +28,7 @@ from attnbench.judge.course_judge import (
     judge_case,
     prepare_case,
     timeout_for,
+    warm_up,
 )
 from attnbench.judge.outcome import JUDGE_ERROR
 from attnbench.judge.sandbox import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
@@ -71,10 +74,36 @@ def gpu_name(index: int | None = None) -> str:
 
 def cuda_caches() -> Path:
     """A folder for the class's CUDA JIT caches, one per submission (see Sandbox.cuda_cache): the programs'
-    user may pass through it, not list it. The caller removes it."""
+    user may pass through it, not list it, and each cache's name is keyed by a secret only the judge reads
+    (`cache_of`), so no program finds another's. The caller removes it."""
     root = Path(tempfile.mkdtemp(prefix="attnbench-cuda-caches-"))
     os.chmod(root, 0o711)
+    salt = os.open(root / ".key", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(salt, secrets.token_bytes(32))
+    os.close(salt)
     return root
+
+
+def cache_of(caches: Path, name: str) -> Path:
+    """The submission's own JIT cache folder in `caches` (made by its warm-up run)."""
+    key = (caches / ".key").read_bytes()
+    return caches / hmac.new(key, os.fsencode(name), "sha256").hexdigest()[:32]
+
+
+def warm_up_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda_cache: Path) -> None:
+    """The submission's warm-up run (course_judge.warm_up): untimed, unjudged, the only run whose CUDA
+    cache is writable; never the class's end."""
+    limit = settings.limits.limit_for(case.label)
+    try:
+        sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache, cache_writable=True)
+        try:
+            warm_up(Program(program), case.shape, sandbox, timeout_for(limit, settings.timeout_s))
+        finally:
+            sandbox.close()
+    except SandboxUnavailable:
+        raise
+    except Exception:  # noqa: BLE001 - a warm-up that fails leaves the cache empty: the judged runs still run
+        pass
 
 
 def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda_cache: Path | None = None) -> CaseEntry:
@@ -121,8 +150,11 @@ def judge_submission(submission: Submission, cases: list[PreparedCase], settings
     row, program = build_row(submission, settings, build_root, device, listener)
     if program is None:
         return row, None
+    cache = cache_of(caches, submission.name) if caches else None
+    if cache is not None and cases:
+        warm_up_entry(program, cases[0], settings, cache)
     for case in cases:
-        row.entries[case.label] = entry = judge_entry(program, case, settings, caches and caches / submission.name)
+        row.entries[case.label] = entry = judge_entry(program, case, settings, cache)
         listener(submission.name, case.label, entry.verdict)
     return row, program
 
@@ -142,7 +174,7 @@ def rerun_row(row: SubmissionRow, program: Path, cases: list[PreparedCase], sett
     for case in cases:
         entry = row.entries.get(case.label)
         while entry is not None and entry.passed and len(entry.runs_s) < RERUN_RUNS:
-            again = judge_entry(program, case, settings, caches and caches / row.name)
+            again = judge_entry(program, case, settings, cache_of(caches, row.name) if caches else None)
             if not add_run(row, case.label, again):
                 listener(row.name, case.label, f"rerun {again.verdict}")
                 break

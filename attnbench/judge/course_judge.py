@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 import shlex
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -31,8 +33,17 @@ from attnbench.backends.program import (
 )
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases import suite
-from attnbench.cases.inputs import BenchInput, CaseInfo, FileInput, ProgressFactory, SuiteInput, inputs_for, no_progress
-from attnbench.cases.testcase import Shape, read_output
+from attnbench.cases.inputs import (
+    BenchInput,
+    CaseInfo,
+    FileInput,
+    ProgressFactory,
+    SuiteInput,
+    inputs_for,
+    no_progress,
+    seeded_testcase,
+)
+from attnbench.cases.testcase import Shape, read_output, write_testcase
 from attnbench.errors import AttnbenchError
 from attnbench.judge.outcome import (  # noqa: F401 - the verdicts are part of the judge's interface
     CRASH,
@@ -47,7 +58,8 @@ from attnbench.judge.outcome import (  # noqa: F401 - the verdicts are part of t
     WRONG_ANSWER,
     judge_outcome,
 )
-from attnbench.judge.sandbox import CasePaths, Confinement, Sandbox, SandboxSettings
+from attnbench.judge.sandbox import CasePaths, Confinement, Sandbox, SandboxSettings, seal_cache
+from attnbench.judge.staging import remove_tree
 from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's interface
     COURSE_LIMITS_DEVICE,
     COURSE_LIMITS_TEXT,
@@ -200,7 +212,8 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
     limits = sandbox.settings.limits_for(case.shape.output_bytes, timeout_s)
     try:
         outcome = run_process(program.command(sandbox, paths), paths.folder, timeout_s, limits=limits,
-                              user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs)
+                              user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs,
+                              sole_user=sandbox.sole_user)
         judged = JudgedCase(case.label, case.shape, PASS, "", outcome.wall_s, limit_s, timeout_s,
                             returncode=outcome.returncode)
         judged.verdict, judged.message, judged.check = judge_outcome(
@@ -214,6 +227,32 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
         judged.message = (f"correct, but {outcome.wall_s:.2f} s is over the {limit_s:g} s limit by "
                           f"{outcome.wall_s - limit_s:.2f} s")
     return judged
+
+
+def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) -> None:
+    """One run on a throwaway input of this shape (fresh random values, never judged), neither timed nor
+    judged: it fills CUDA's JIT cache (the sandbox opened with `cache_writable`), which every judged run
+    then reads only. Whatever it does or fails to do is no verdict; a program that cannot start says so
+    in its first judged case."""
+    folder = Path(tempfile.mkdtemp(prefix="attnbench-warmup-"))
+    try:
+        throwaway = folder / "warmup.in"
+        write_testcase(throwaway, seeded_testcase(shape, secrets.randbits(128)))
+        paths = sandbox.prepare("warmup", throwaway)
+        try:
+            run_process(program.command(sandbox, paths), paths.folder, timeout_s,
+                        limits=sandbox.settings.limits_for(shape.output_bytes, timeout_s), user=sandbox.user,
+                        sole_user=sandbox.sole_user,
+                        env=sandbox.case_env(paths), logs=paths.logs)
+        except ProgramError:
+            pass
+        finally:
+            sandbox.finish(paths)
+    finally:
+        remove_tree(folder)
+    if sandbox.cuda_cache is not None:
+        seal_cache(sandbox.cuda_cache)
+    sandbox.cache_writable = False
 
 
 def timeout_for(limit_s: float | None, timeout_s: float | None) -> float:
@@ -261,11 +300,15 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
     """Judge every case in order, each in its own sandboxed case folder; `opened` hears how cases are
     confined before the first runs. Ctrl-C stops after killing the running program, keeping what was judged."""
     settings = settings or SandboxSettings()
-    sandbox = Sandbox.open(program.path, settings, bool(program.launcher))  # SandboxUnavailable: exit 3
+    # SandboxUnavailable: exit 3
+    sandbox = Sandbox.open(program.path, settings, bool(program.launcher), cache_writable=True)
     judgement = Judgement(program, limits, sandbox.confinement, settings)
     if opened is not None:
         opened(sandbox.confinement)
     try:
+        if inputs:
+            limit = limits.limit_for(inputs[0].label)
+            warm_up(program, inputs[0].shape, sandbox, timeout_for(limit, timeout_s))
         for index, bench_input in enumerate(inputs):
             case = prepare_case(bench_input, progress)
             judgement.cases.append(case)

@@ -8,11 +8,16 @@ With bubblewrap (`bwrap`, found through $ATTNBENCH_BWRAP or PATH) each case runs
 - network: a fresh namespace with no interface up, so even 127.0.0.1 is unreachable;
 - PIDs: its own namespace, so the end of the program (or of bwrap, killed at the timeout) ends every
   process in it, whatever they did (setsid, a double fork, a daemon);
-- users: run as nobody (65534) when the judge is root, since RLIMIT_NPROC does not bind root.
+- users: run as nobody (65534) when the judge is root, since RLIMIT_NPROC does not bind root;
+- a read-only `/` and `/dev`, a 64 MiB `/dev/shm` and a 256 MiB `/tmp`, made fresh for each run.
 
-Where bwrap is missing or cannot make namespaces (`--sandbox auto`, one warning; `required` refuses),
-the fallback still copies the input into a fresh case folder outside the suite's, runs as nobody
-when the judge is root, and kills every descendant (attnbench.backends.reaper).
+Where bwrap is missing or cannot make namespaces (`--sandbox auto` for one program, one warning;
+`required` refuses; a class needs `--sandbox none` said outright), the fallback still copies the input
+into a fresh case folder outside the suite's, and kills every descendant (attnbench.backends.reaper).
+As root it runs each run as a uid of its own, drawn from a range no user has (OWN_UIDS), kills every
+process of that uid after the run and removes what the uid left in the machine's shared temporary
+folders. A bwrap that is there and permitted but fails on this run's mounts is an error, never a
+quiet fallback.
 
 The API is for anything that runs untrusted code per case (one program's cases, a class's builds):
 `Sandbox.open` once (with the program, or None to run commands such as `make` only), then `prepare` a
@@ -25,23 +30,30 @@ from __future__ import annotations
 import glob
 import math
 import os
+import secrets
 import shutil
 import stat
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
 from attnbench.backends.program import ProcessLimits
+from attnbench.backends.reaper import kill_user, processes_of_user
 from attnbench.errors import AttnbenchError
 from attnbench.judge.staging import remove_tree
 
 MODES = ("auto", "required", "none")
 BWRAP_ENV = "ATTNBENCH_BWRAP"
 NOBODY = 65534
+# The fallback's own uids, one per run: far above any user's or container's range (useradd stops at 60000,
+# systemd's dynamic users at 65519, subordinate ranges rarely pass 10^8), below 2^31 for tools that sign it.
+OWN_UIDS = range(2_100_000_000, 2_140_000_000)
+SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm")
 INSIDE_CASE, INSIDE_PROGRAM, INSIDE_CACHE = "/judge/case", "/judge/program", "/judge/cuda-cache"
 TMP_BYTES = 256 << 20  # the private /tmp lives in memory; nvcc's JIT cache fits
+SHM_BYTES = 64 << 20  # /dev/shm, the only writable place in the read-only /dev
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",
         "localtime")
@@ -89,6 +101,7 @@ class Confinement:
     kind: str  # "bwrap" or "fallback"
     tool: str | None = None
     user: int | None = None  # the uid programs run as, when it is not the judge's own
+    own_uids: bool = False  # the fallback as root: each run gets a uid of its own (OWN_UIDS)
     reason: str | None = None  # why there is no sandbox; with bwrap, why it runs programs as root
 
     @property
@@ -103,7 +116,8 @@ class Confinement:
                 "a copy of its input, and every process it starts is killed")
 
     def to_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "tool": self.tool, "user": self.user, "reason": self.reason}
+        return {"kind": self.kind, "tool": self.tool, "user": self.user, "reason": self.reason,
+                "own_uids": f"{OWN_UIDS.start}-{OWN_UIDS.stop - 1}" if self.own_uids else None}
 
 
 @dataclass(frozen=True)
@@ -146,11 +160,31 @@ def _gpu_binds() -> list[str]:
     return [w for pattern in _GPU_NODES for node in sorted(glob.glob(pattern)) for w in ("--dev-bind", node, node)]
 
 
+def _trusted_folder(entry: str) -> bool:
+    """An LD_LIBRARY_PATH entry worth binding: absolute, an existing folder, and neither it nor a folder
+    above it writable by everybody (a relative entry names the judge's working folder, which may be a
+    submission's; a world-writable one may hold anybody's libraries)."""
+    if not entry.startswith("/") or not os.path.isdir(entry):
+        return False
+    path = Path(os.path.realpath(entry))
+    for folder in (path, *path.parents):
+        try:
+            info = os.stat(folder)
+        except OSError:
+            return False
+        if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
+            return False
+        if folder == path and info.st_mode & stat.S_IWOTH:
+            return False
+    return True
+
+
 def _library_folders(extra: Sequence[Path]) -> list[Path]:
-    """Folders bound read-only besides the system's: --sandbox-bind's and LD_LIBRARY_PATH's that exist."""
+    """Folders bound read-only besides the system's: --sandbox-bind's, and LD_LIBRARY_PATH's that are
+    absolute, exist and are not writable by everybody (the others are never bound)."""
     folders = [Path(p) for p in extra]
     for entry in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
-        if entry and os.path.isdir(entry) and not entry.startswith("/usr/"):
+        if entry and _trusted_folder(entry) and not entry.startswith("/usr/"):
             folders.append(Path(entry))
     return folders
 
@@ -174,17 +208,20 @@ class Sandbox:
     program: Path | None  # the program's copy on the host (None: commands only, e.g. a build)
     launched: bool = False  # a launcher (srun) runs the command: keep its environment, bwrap cleans it
     settings: SandboxSettings = field(default_factory=SandboxSettings)
-    # CUDA's JIT cache (CUDA_CACHE_PATH), kept across the cases of one program: without it a program built
-    # as PTX only (nvcc without -arch) compiles its kernels again in every case (about 2 s a case for the
-    # course's hw4 on an H200, against 0.3 s with the cache), which times the driver, not the program.
+    # CUDA's JIT cache (CUDA_CACHE_PATH): without it a program built as PTX only (nvcc without -arch)
+    # compiles its kernels again in every case (about 2 s a case for the course's hw4 on an H200, against
+    # 0.3 s with the cache), which times the driver, not the program. It is written by one warm-up run that
+    # is neither timed nor judged (`cache_writable`), then sealed (`seal_cache`) and bound read-only into
+    # every judged run, so nothing a run writes reaches another run.
     cuda_cache: Path | None = None
+    cache_writable: bool = False
 
     @classmethod
     def open(cls, program: Path | None, settings: SandboxSettings, launched: bool = False,
-             cuda_cache: Path | None = None) -> "Sandbox":
+             cuda_cache: Path | None = None, cache_writable: bool = False) -> "Sandbox":
         """Copy the program (if any) into a fresh root folder and find out which confinement works here.
-        `cuda_cache`: a folder (in a folder the program's user may pass through) to share CUDA's JIT cache
-        with other sandboxes of the same program; by default one in this root."""
+        `cuda_cache`: a folder (in a folder the program's user may pass through) holding CUDA's JIT cache
+        of this program, read-only unless `cache_writable` (the warm-up run); by default an empty one."""
         root = Path(tempfile.mkdtemp(prefix="attnbench-judge-"))
         try:
             os.chmod(root, 0o711)  # nobody may pass through to its case folder, not list the others
@@ -194,7 +231,8 @@ class Sandbox:
                 copy = root / "program" / program.name
                 shutil.copyfile(program, copy)
                 os.chmod(copy, 0o555)
-            sandbox = cls(Confinement("fallback"), root, copy, launched, settings, cuda_cache or root / "cuda-cache")
+            sandbox = cls(Confinement("fallback"), root, copy, launched, settings, cuda_cache or root / "cuda-cache",
+                          cache_writable)
             sandbox.confinement = sandbox._choose()
             sandbox._make_cache()
         except BaseException:
@@ -208,17 +246,21 @@ class Sandbox:
 
     def _make_cache(self) -> None:
         assert self.cuda_cache is not None
-        self.cuda_cache.mkdir(mode=0o700, exist_ok=True)
-        if self.user is not None:
+        if not self.cuda_cache.exists():
+            self.cuda_cache.mkdir(mode=0o755)
+        if self.cache_writable and self.user is not None:
             os.chown(self.cuda_cache, self.user, self.user)
+        elif not self.cache_writable:
+            seal_cache(self.cuda_cache)
 
     def _cache_path(self) -> str:
         return INSIDE_CACHE if self.confinement.sandboxed else str(self.cuda_cache)
 
     def _choose(self) -> Confinement:
         user = NOBODY if os.geteuid() == 0 and not self.launched else None
+        own = os.geteuid() == 0 and not self.launched
         if self.settings.mode == "none":
-            return Confinement("fallback", user=user, reason="--sandbox none")
+            return Confinement("fallback", user=draw_uid() if own else None, reason="--sandbox none", own_uids=own)
         tool, why = find_bwrap()
         if tool is not None:
             users = [user, None] if user is not None else [None]
@@ -228,11 +270,26 @@ class Sandbox:
                     note = None if candidate == user else (
                         f"the sandbox cannot run as nobody ({why}): programs run in it as root, where "
                         "--max-processes does not bind")
-                    return Confinement("bwrap", tool, candidate, note)
+                    return Confinement("bwrap", tool, candidate, reason=note)
                 why = failed
+            if not self._probe_bare(tool):
+                raise SandboxUnavailable(f"bwrap works here but not with this run's mounts ({why}): fix the "
+                                         "cause (a --sandbox-bind or LD_LIBRARY_PATH folder, say) rather than "
+                                         "judge without the sandbox")
         if self.settings.mode == "required":
             raise SandboxUnavailable(f"--sandbox required: no sandbox can be made here: {why}")
-        return Confinement("fallback", user=user, reason=why)
+        return Confinement("fallback", user=draw_uid() if own else None, reason=why, own_uids=own)
+
+    def _probe_bare(self, tool: str) -> str:
+        """'' when bwrap can make its namespaces at all here (no mounts of this run's); else its last words.
+        Only this failure ("not installed / not permitted") may fall back."""
+        try:
+            done = subprocess.run([tool, "--unshare-all", "--dev-bind", "/", "/", "--", "/bin/sh", "-c", "exit 0"],
+                                  stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+            words = done.stderr.decode(errors="replace").strip().splitlines()
+            return "" if done.returncode == 0 else f"bwrap failed: {words[-1] if words else done.returncode}"
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"bwrap cannot run: {exc}"
 
     def _probe(self, tool: str, user: int | None) -> str:
         """'' when bwrap runs a trivial program with this run's mounts as `user`; else its last words."""
@@ -252,6 +309,10 @@ class Sandbox:
     def prepare(self, label: str, input_path: Path | None, files: Path | None = None) -> CasePaths:
         """A fresh case folder holding a copy of the input (not a link: the suite's file stays intact), and
         a copy of the folder `files` if given (a submission to build, say)."""
+        if self.confinement.own_uids:  # a uid of its own for every run
+            self.confinement = replace(self.confinement, user=draw_uid())
+            if self.cache_writable and self.cuda_cache is not None and self.user is not None:
+                os.chown(self.cuda_cache, self.user, self.user)
         folder = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.root))
         logs = Path(tempfile.mkdtemp(prefix=f"{label}-logs-", dir=self.root))
         if files is not None:
@@ -280,20 +341,23 @@ class Sandbox:
         assert self.confinement.tool is not None
         args = [self.confinement.tool, "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
                 "--die-with-parent", "--new-session", *_system_binds(), "--ro-bind", "/sys", "/sys",
-                "--proc", "/proc", "--dev", "/dev", *_gpu_binds(), "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+                "--proc", "/proc", "--dev", "/dev", *_gpu_binds(), "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+                "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
         for folder in _library_folders(self.settings.binds):
             args += ["--ro-bind", str(folder), str(folder)]
         if self.program is not None:
             args += ["--ro-bind", str(self.program.parent), INSIDE_PROGRAM]
         args += ["--bind", str(case.folder), INSIDE_CASE, "--chdir", INSIDE_CASE]
         if self.cuda_cache is not None and self.cuda_cache.is_dir():
-            args += ["--bind", str(self.cuda_cache), INSIDE_CACHE, "--setenv", "CUDA_CACHE_PATH", INSIDE_CACHE]
+            bind = "--bind" if self.cache_writable else "--ro-bind"
+            args += [bind, str(self.cuda_cache), INSIDE_CACHE, "--setenv", "CUDA_CACHE_PATH", INSIDE_CACHE]
         if self.launched:  # the job step's environment (CUDA_VISIBLE_DEVICES, say), less the judge's own
             args += [w for name in os.environ if name.startswith("ATTNBENCH") for w in ("--unsetenv", name)]
             args += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
         else:
             env = program_env("/tmp", INSIDE_CACHE if self.cuda_cache is not None else None)
             args += ["--clearenv"] + [w for k, v in env.items() for w in ("--setenv", k, v)]
+        args += ["--remount-ro", "/dev", "--remount-ro", "/"]  # last: the mounts above made their mount points
         return [*args, "--", *argv]
 
     def launcher_env(self) -> dict[str, str] | None:
@@ -310,14 +374,80 @@ class Sandbox:
             return self.launcher_env()
         return program_env(str(case.folder), self._cache_path())
 
+    @property
+    def sole_user(self) -> bool:
+        """Whether the uid programs run as is this run's alone (kill every process of it afterwards)."""
+        return self.confinement.own_uids
+
     def finish(self, case: CasePaths) -> None:
-        """Remove the case's folder and its logs (read what you need first)."""
+        """Remove the case's folder and its logs (read what you need first); in the fallback as root, also
+        every process of the run's uid and what it left in the machine's shared temporary folders."""
+        if self.confinement.own_uids and self.user is not None:
+            kill_user(self.user)
+            remove_files_of(self.user, SHARED_TEMP)
         for path in (case.folder, case.logs):
             _remove(path)
 
     def close(self) -> None:
         """Remove the root folder with everything left in it."""
         _remove(self.root)
+
+
+def draw_uid() -> int:
+    """A uid from OWN_UIDS that no account names and no process has: one run's own."""
+    import pwd
+
+    while True:
+        uid = OWN_UIDS.start + secrets.randbelow(len(OWN_UIDS))
+        try:
+            pwd.getpwuid(uid)
+            continue
+        except KeyError:
+            pass
+        if not processes_of_user(uid):
+            return uid
+
+
+def remove_files_of(uid: int, folders: Sequence[str]) -> None:
+    """Remove every entry directly in these folders that uid owns (with all under it)."""
+    for folder in folders:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            path = Path(folder) / name
+            try:
+                if os.lstat(path).st_uid == uid:
+                    remove_tree(path)
+            except OSError:
+                pass
+
+
+def seal_cache(folder: Path) -> None:
+    """Make a JIT cache read-only to every program: owned by the judge, no write bit for anyone else, no
+    link or special file kept (the warm-up run wrote it)."""
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        try:
+            info = os.lstat(current)
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode) or not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+            remove_tree(current)
+            continue
+        try:
+            if os.geteuid() == 0:
+                os.chown(current, 0, 0, follow_symlinks=False)
+            os.chmod(current, 0o755 if stat.S_ISDIR(info.st_mode) else 0o644)
+        except OSError:
+            remove_tree(current)
+            continue
+        if stat.S_ISDIR(info.st_mode) and len(current.relative_to(folder).parts) < 16:
+            stack.extend(current / name for name in os.listdir(current))
+        elif stat.S_ISDIR(info.st_mode):
+            remove_tree(current)
 
 
 def _remove(path: Path) -> None:

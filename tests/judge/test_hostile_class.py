@@ -175,3 +175,43 @@ def test_strange_names_deep_trees_and_escape_sequences_never_stop_the_class(tmp_
     assert "nested deeper than 64" in rows["deep"].build_message
     assert r"\x1b[2K" in rows["builderr"].build_message
     assert all(r"\x1b[32m" in e.message for e in rows["stderr"].entries.values())
+
+
+ADVERSARIAL = Path(__file__).resolve().parents[1] / "adversarial" / "programs"
+SANDBOX_MODES = ["required", "none"]
+
+
+def _sandboxed() -> bool:
+    from attnbench.judge.classroom import ClassSettings, confinement
+    from attnbench.judge.course_judge import load_time_limits
+    from attnbench.judge.sandbox import SandboxSettings
+
+    try:
+        return confinement(ClassSettings(load_time_limits("none"), sandbox=SandboxSettings("required"))).sandboxed
+    except Exception:  # noqa: BLE001 - no sandbox here
+        return False
+
+
+@pytest.mark.parametrize("mode", SANDBOX_MODES)
+def test_a_replayed_rerun_buys_no_rank(tmp_path, mode):
+    from attnbench.judge.sandbox import SandboxSettings
+    from tests.judge.classes import wrapping
+
+    if mode == "required" and not _sandboxed():
+        pytest.skip("no bubblewrap sandbox here")
+    if mode == "none" and os.geteuid() != 0:
+        pytest.skip("the fallback keeps runs apart only as root (a uid of their own)")
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    _honest(submissions)
+    replayer = wrapping((ADVERSARIAL / "cache_replayer.h").read_text(),
+                        "if (argc > 2 && replay(argv[1], argv[2])) return 0; usleep(500000);"
+                        "{ int rc = attention_main(argc, argv); if (argc > 2) replay_store(argv[1], argv[2]); "
+                        "return rc; }")
+    (submissions / "replayer.c").write_text(replayer)
+    board = api_programs.judge_class([submissions], CASE, time_limits="none", rerun_top=3,
+                                     sandbox=SandboxSettings(mode))
+    rows = _rows(board)
+    assert rows["replayer"].passed == 1 and rows["replayer"].entries[CASE].runs_s
+    assert min(rows["replayer"].entries[CASE].runs_s) > 0.45, rows["replayer"].entries[CASE].runs_s  # no hit
+    assert rows["alice"].rank == 1 and not rows["alice"].tied and rows["replayer"].rank == 2

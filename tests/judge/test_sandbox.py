@@ -50,7 +50,13 @@ def test_without_bwrap_auto_falls_back_and_required_refuses(program, no_bwrap):
     try:
         assert not sandbox.confinement.sandboxed
         assert "no sandbox ($ATTNBENCH_BWRAP=" in sandbox.confinement.warning()
-        assert sandbox.user == (65534 if os.geteuid() == 0 else None)
+        if os.geteuid() == 0:  # each run a uid of its own, drawn again for every case folder
+            first = sandbox.user
+            assert first in sandboxing.OWN_UIDS and sandbox.sole_user
+            sandbox.finish(sandbox.prepare("c", None))
+            assert sandbox.user in sandboxing.OWN_UIDS and sandbox.user != first
+        else:
+            assert sandbox.user is None
     finally:
         sandbox.close()
     assert not sandbox.root.exists()
@@ -192,18 +198,20 @@ def test_the_course_cuda_program_passes_in_the_sandbox(gpu, tmp_path):
 
 @pytest.mark.parametrize("mode", [pytest.param("required", marks=pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")),
                                   "none"])
-def test_cudas_jit_cache_is_kept_across_the_sandboxes_of_one_program(tmp_path, mode):
-    """A program built as PTX would compile its kernels in every case without it (2 s a case on an H200)."""
-    from attnbench.judge.classroom import cuda_caches
+def test_cudas_jit_cache_is_written_by_the_warm_up_only_and_read_by_every_judged_run(tmp_path, mode):
+    """A program built as PTX would compile its kernels in every case without it (2 s a case on an H200);
+    a writable cache shared by the judged runs would let one run replay another's output."""
+    from attnbench.judge.classroom import cache_of, cuda_caches
 
     caches = cuda_caches()
     seen = []
     try:
-        for _ in range(2):
-            sandbox = Sandbox.open(None, SandboxSettings(mode), cuda_cache=caches / "one")
+        for writable in (True, False, False):
+            sandbox = Sandbox.open(None, SandboxSettings(mode), cuda_cache=cache_of(caches, "one"),
+                                   cache_writable=writable)
             try:
                 case = sandbox.prepare("c", None)
-                script = 'ls "$CUDA_CACHE_PATH"; touch "$CUDA_CACHE_PATH/kernel.bin"'
+                script = 'ls "$CUDA_CACHE_PATH"; (touch "$CUDA_CACHE_PATH/run-$$.bin" 2>/dev/null && echo wrote) || true'
                 outcome = run_process(sandbox.command(["/bin/sh", "-c", script], case), case.folder, 30,
                                       user=sandbox.user, env=sandbox.case_env(case), logs=case.logs)
                 assert outcome.returncode == 0, outcome.stderr_tail
@@ -211,7 +219,10 @@ def test_cudas_jit_cache_is_kept_across_the_sandboxes_of_one_program(tmp_path, m
                 sandbox.finish(case)
             finally:
                 sandbox.close()
-        assert seen == [[], ["kernel.bin"]]  # the second sandbox finds what the first left
+        assert seen[0] == ["wrote"]  # the warm-up fills it
+        if mode == "required" or os.geteuid() == 0:  # the fallback without root runs as the cache's owner
+            assert len(seen[1]) == 1 and seen[1] == seen[2] and seen[1][0].startswith("run-")  # read, not written
         assert os.stat(caches).st_mode & 0o777 == 0o711
+        assert cache_of(caches, "one") != cache_of(caches, "two") and len(cache_of(caches, "one").name) == 32
     finally:
         shutil.rmtree(caches, ignore_errors=True)

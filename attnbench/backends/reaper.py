@@ -18,6 +18,7 @@ from pathlib import Path
 
 _PR_SET_CHILD_SUBREAPER = 36
 _SWEEP_S = 3.0  # how long the sweep keeps killing before it reports what is left
+_KILL_PASSES = 64
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,9 @@ def processes_of_user(uid: int) -> list[int]:
 def kill_user(uid: int, timeout_s: float = _SWEEP_S) -> list[Leftover]:
     """Kill every process of uid, whatever tree it is in (a uid of one run's own: the judge's fallback as
     root), and report any still alive after timeout_s. A child that becomes uid calls kill(-1, SIGKILL) until
-    it fails with ESRCH: the kernel then found no process of uid to signal but itself, so a fork storm that
-    outran one pass is caught by the next. A /proc scan for uid checks the result."""
+    it fails with ESRCH (the kernel found no process of uid to signal but itself) or _KILL_PASSES times, so
+    a fork storm that outran one pass is caught by the next; a /proc scan for uid then decides, and the
+    whole is repeated until the scan finds none."""
     deadline = time.monotonic() + timeout_s
     while True:
         pid = os.fork()
@@ -150,7 +152,7 @@ def kill_user(uid: int, timeout_s: float = _SWEEP_S) -> list[Leftover]:
                 os.setgroups([])
                 os.setgid(uid)
                 os.setuid(uid)
-                for _ in range(10000):
+                for _ in range(_KILL_PASSES):  # some kernels answer 0 even when none was found: the scan decides
                     try:
                         os.kill(-1, signal.SIGKILL)
                     except ProcessLookupError:

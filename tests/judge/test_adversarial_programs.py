@@ -216,3 +216,26 @@ def test_what_a_program_writes_is_judged_as_it_was_when_it_ended(build, mode, tr
     judgement = _judge(build(trick), mode)
     assert _verdicts(judgement) == [verdict, verdict]
     assert all(words in j.message for j in judgement.judged), judgement.judged[0].message
+
+
+@pytest.mark.skipif(not SANDBOXED, reason="no bwrap sandbox here")
+def test_the_sandbox_root_and_dev_are_read_only_and_its_memory_folders_capped(build):
+    judgement = _judge(build("tmpfs_filler", FILL_MB="96"), "required", cases="odd_17x48")
+    judged = judgement.judged[0]
+    filled = dict(pair.split("=") for pair in re.search(r"filled (.*)", judged.message)[1].split())
+    assert filled["root"] == "0" and filled["dev"] == "0", judged.message
+    assert int(filled["shm"]) <= 64 and int(filled["tmp"]) == 96, judged.message
+
+
+@pytest.mark.skipif(not ROOT, reason="a uid of each run's own needs root")
+def test_a_setsid_fork_storm_in_the_fallback_leaves_nothing_and_harms_no_other_run(build, tmp_path):
+    from tests.judge.classes import EXAMPLE
+
+    storm = build("setsid_storm", STORM="48")
+    honest = tmp_path / "honest"
+    subprocess.run([shutil.which("cc") or "gcc", "-O2", "-o", str(honest), str(EXAMPLE), "-lm"], check=True)
+    board = api_programs.judge_class([str(storm), str(honest)], "odd_17x48", time_limits="none", rerun_top=0,
+                                     sandbox=SandboxSettings("none", processes=200))
+    rows = {row.name: row for row in board.rows}
+    assert rows["honest"].passed == 1 and rows["honest"].rank == 1
+    assert not _alive(storm.name)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from attnbench.api import programs as api_programs
-from tests.judge.classes import EXAMPLE, can_build
+from tests.judge.classes import CLASS_MODE, EXAMPLE, can_build, class_sandbox
 
 CASE = "odd_17x48"
 TINY_MAIN = "int main(void) { return 0; }\n"
@@ -84,7 +84,8 @@ def test_links_of_every_kind_are_refused_and_the_host_is_untouched(tmp_path):
     (submissions / "elsewhere").symlink_to(host, target_is_directory=True)
     (submissions / "file_link.c").symlink_to(secret)
 
-    board = api_programs.judge_class([submissions], CASE, time_limits="none", rerun_top=0)
+    board = api_programs.judge_class([submissions], CASE, time_limits="none", rerun_top=0,
+                                     sandbox=class_sandbox())
     rows = _rows(board)
     assert rows["alice"].rank == 1 and rows["alice"].passed == 1
     for name, words in [("link_root", "hw4: a symbolic link"), ("dangling", "hw4: a symbolic link"),
@@ -109,7 +110,8 @@ def test_a_borrowed_program_is_refused(tmp_path):
     (submissions / "borrow" / "hw4").symlink_to("../zed/hw4")
     (submissions / "borrow_abs").mkdir()
     (submissions / "borrow_abs" / "hw4").symlink_to(submissions / "zed" / "hw4")
-    board = api_programs.judge_class([submissions], CASE, time_limits="none", rerun_top=0)
+    board = api_programs.judge_class([submissions], CASE, time_limits="none", rerun_top=0,
+                                     sandbox=class_sandbox())
     rows = _rows(board)
     assert rows["zed"].passed == 1 and rows["alice"].passed == 1
     for name in ("borrow", "borrow_abs"):
@@ -162,7 +164,7 @@ def test_strange_names_deep_trees_and_escape_sequences_never_stop_the_class(tmp_
     _strangers(submissions)
     out = tmp_path / "results"
     result = CliRunner().invoke(main, ["judge", str(submissions), "--cases", CASE, "--time-limits", "none",
-                                       "--rerun-top", "0", "--results-dir", str(out)])
+                                       "--rerun-top", "0", "--sandbox", CLASS_MODE, "--results-dir", str(out)])
     assert result.exit_code == 0, result.output
     shown = result.output
     assert "\x1b" not in shown and "\x07" not in shown and "\r" not in shown

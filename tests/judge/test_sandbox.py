@@ -226,3 +226,42 @@ def test_cudas_jit_cache_is_written_by_the_warm_up_only_and_read_by_every_judged
         assert cache_of(caches, "one") != cache_of(caches, "two") and len(cache_of(caches, "one").name) == 32
     finally:
         shutil.rmtree(caches, ignore_errors=True)
+
+
+def test_a_class_refuses_to_run_without_the_sandbox_unless_told_none(program, no_bwrap, tmp_path):
+    from attnbench.api import programs as api_programs
+
+    (tmp_path / "class").mkdir()
+    shutil.copy(program, tmp_path / "class" / "one")
+    with pytest.raises(SandboxUnavailable, match="a class runs strangers' code, so it is judged in the sandbox only"):
+        api_programs.judge_class([tmp_path / "class"], "odd_17x48", time_limits="none")
+    result = CliRunner().invoke(main, ["judge", str(tmp_path / "class"), "--cases", "odd_17x48", "--no-save"])
+    lines = [line for line in result.output.splitlines() if line.strip() and not line.startswith("note:")]
+    assert result.exit_code == 3 and len(lines) == 1 and "--sandbox none judges it without one" in lines[0]
+    board = api_programs.judge_class([tmp_path / "class"], "odd_17x48", time_limits="none", rerun_top=0,
+                                     sandbox=SandboxSettings("none"))
+    assert board.settings["confinement"]["kind"] == "fallback"
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")
+def test_a_bwrap_that_fails_on_this_runs_mounts_is_an_error_not_a_fallback(program, tmp_path):
+    try:
+        Sandbox.open(program, SandboxSettings("auto")).close()
+    except SandboxUnavailable:
+        pytest.skip("bwrap cannot make namespaces here")
+    bad = SandboxSettings("auto", binds=(tmp_path / "gone",))  # a bind whose source is missing
+    with pytest.raises(SandboxUnavailable, match="bwrap works here but not with this run's mounts"):
+        Sandbox.open(program, bad)
+
+
+def test_relative_and_world_writable_library_folders_are_never_bound(tmp_path, monkeypatch):
+    open_folder = tmp_path / "anybody"
+    open_folder.mkdir()
+    open_folder.chmod(0o777)
+    kept = tmp_path / "libs"
+    kept.mkdir()
+    kept.chmod(0o755)
+    tmp_path.chmod(0o755)
+    monkeypatch.setenv("LD_LIBRARY_PATH", f".:lib:{open_folder}:{kept}:")
+    monkeypatch.chdir(tmp_path)
+    assert sandboxing._library_folders(()) == [kept]

@@ -66,6 +66,8 @@ def rank(board: Scoreboard) -> Scoreboard:
 def top_rows(board: Scoreboard, count: int) -> list[SubmissionRow]:
     """The rows worth rerunning: the first `count` ranked rows of each GPU kind, and any row tied with them."""
     chosen: list[SubmissionRow] = []
+    if count <= 0:  # --rerun-top 0: no row is rerun
+        return chosen
     for gpu in board.gpu_kinds:
         group = [r for r in board.rows if r.gpu == gpu and r.rank is not None]
         if not group:

@@ -16,6 +16,8 @@ from attnbench.judge.classroom import ClassListener, ClassSettings, RERUN_TOP
 from attnbench.judge.classroom import confinement as class_confinement
 from attnbench.judge.classroom import judge_class as run_class
 from attnbench.judge.course_judge import JudgedCase
+from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
+from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.staging import remove_tree
 from attnbench.judge.submissions import build, find_submissions
 from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
@@ -41,11 +43,14 @@ Finished = Callable[[int, int, JudgedCase], None]
 def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str | None = None, time_limits: str = "course",
           args: str = judging.DEFAULT_ARGS, timeout: float | None = None, progress: ProgressFactory = no_progress,
           finished: Finished | None = None, command: str | None = None, sandbox: SandboxSettings | None = None,
-          opened: Callable[[Confinement], None] | None = None) -> tuple[judging.Judgement, ResultSet]:
+          opened: Callable[[Confinement], None] | None = None,
+          fresh_inputs: bool = False) -> tuple[judging.Judgement, ResultSet]:
     """Run PROGRAM IN OUT on each case in its own case folder and sandbox (see attnbench.judge.sandbox),
     time the whole process, check the output by the course's rule; returns the judgement and its result
     set (kind "judge"). `opened` hears how cases are confined (bwrap, or the fallback and why) first.
-    A `.cu` or `.c` file is one program too: built first, in the sandbox (a failed build: BuildFailed)."""
+    A `.cu` or `.c` file is one program too: built first, in the sandbox (a failed build: BuildFailed).
+    `fresh_inputs`: judge on inputs drawn anew from secret seeds (attnbench.judge.fresh_inputs), not the
+    suite's; the seeds are saved in the result's settings."""
     limits = judging.load_time_limits(time_limits)
     inputs = judging.cases_for(cases)
     if not inputs:
@@ -53,11 +58,17 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
     if is_source(program):
         with built_source(program, sandbox or SandboxSettings()) as path:
             return judge(str(path), cases, launcher=launcher, time_limits=time_limits, args=args, timeout=timeout,
-                         progress=progress, finished=finished, command=command, sandbox=sandbox, opened=opened)
+                         progress=progress, finished=finished, command=command, sandbox=sandbox, opened=opened,
+                         fresh_inputs=fresh_inputs)
     prog = judging.make_program(program, launcher, args)
+    if fresh_inputs:
+        inputs = draw(inputs)
     judgement = judging.run_judge(prog, inputs, limits, timeout, progress, finished or (lambda *a: None),
                                   sandbox, opened)
-    return judgement, judging.judge_results(judgement, collect(None, False, command))
+    result = judging.judge_results(judgement, collect(None, False, command))
+    result.settings["inputs"] = FRESH_RULE if fresh_inputs else "the suite's inputs (public seeds)"
+    result.settings["seeds"] = seeds_of(inputs)
+    return judgement, result
 
 
 def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = "course", *,
@@ -65,13 +76,16 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
                 rerun_top: int = RERUN_TOP, gpus: str | None = None, executor: str = "local",
                 slurm: SlurmOptions | None = None, sandbox: SandboxSettings | None = None,
                 results_dir: str | Path = "results", progress: ProgressFactory = no_progress,
-                listener: ClassListener | None = None, command: str | None = None) -> Scoreboard:
+                listener: ClassListener | None = None, command: str | None = None,
+                fresh_inputs: bool = True) -> Scoreboard:
     """Build and judge every submission (folders, .cu or .c files, executables, or folders of them) on the
     same cases, rank them (passed cases first, then total time; ties within noise), rerun the top ones
     and rank again; returns the scoreboard, which the command line renders and saves. With
     `gpus` ("all" or "0,1"), the cases run on one worker process per GPU; with `executor="slurm"`, each
     submission is a Slurm job (then each rerun), in the jobs folder of `slurm` (default
-    results_dir/slurm/<date>_<time>). Every build and every case runs in the judge's sandbox (`sandbox`)."""
+    results_dir/slurm/<date>_<time>). Every build and every case runs in the judge's sandbox (`sandbox`;
+    a class needs one unless its mode is "none"). `fresh_inputs` (the default): every case and every rerun
+    on inputs drawn anew from secret seeds, saved with the scoreboard; False: the suite's inputs."""
     if executor not in ("local", "slurm"):
         raise UsageError(f"--executor {executor}: local or slurm")
     if gpus is not None and executor == "slurm":
@@ -85,7 +99,7 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     if not inputs:
         raise UsageError(f"--cases {selector!r} names no case")
     settings = ClassSettings(judging.load_time_limits(time_limits), timeout, build_timeout, rerun_top,
-                             class_sandbox(sandbox or SandboxSettings()))
+                             class_sandbox(sandbox or SandboxSettings()), fresh_inputs)
     metadata = collect(None, False, command)
     if executor == "slurm":
         options = slurm or SlurmOptions()
@@ -177,6 +191,7 @@ class JudgeOptions:
     resume: str | None = None  # a class's Slurm jobs folder
     results_dir: str | Path = "results"
     command: str | None = None
+    fresh_inputs: bool | None = None  # None: fresh for a class, the suite's for one program
 
     def __post_init__(self) -> None:
         if not self.programs and not self.resume:
@@ -207,7 +222,8 @@ def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progr
     _say_pending(options.cases, notice)
     return judge(options.programs[0], options.cases, launcher=options.launcher, time_limits=options.time_limits,
                  args=options.args, timeout=options.timeout, progress=progress, finished=finished,
-                 command=options.command, sandbox=options.sandbox, opened=opened)
+                 command=options.command, sandbox=options.sandbox, opened=opened,
+                 fresh_inputs=bool(options.fresh_inputs))
 
 
 def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_progress,
@@ -221,7 +237,7 @@ def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_p
                        build_timeout=options.build_timeout, rerun_top=options.rerun_top, gpus=options.gpus,
                        executor=options.executor, slurm=options.slurm, sandbox=options.sandbox,
                        results_dir=options.results_dir, progress=progress, listener=listener,
-                       command=options.command)
+                       command=options.command, fresh_inputs=options.fresh_inputs is not False)
 
 
 def new_kernel(name: str, folder: str | Path = ".") -> StarterFiles:

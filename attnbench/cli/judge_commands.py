@@ -42,6 +42,10 @@ from attnbench.output.terminal import console, err_console, print_table, progres
               help="CPU seconds per process (RLIMIT_CPU) [default: 4x the case's timeout, at least 10 s].")
 @click.option("--sandbox-bind", "binds", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="A folder the program may read (a CUDA toolkit outside /usr, say); repeatable.")
+@click.option("--fresh-inputs/--suite-inputs", "fresh_inputs", default=None,
+              help="Judge on inputs drawn anew (each case in its shape and distribution, from a secret seed saved "
+                   "with the results), or on the suite's public ones [default: fresh for a class, the suite's "
+                   "for one program].")
 @click.option("--rerun-top", type=click.IntRange(min=0), default=3, show_default=True,
               help="A class: rerun this many top submissions (median of 3 runs per case) before ranks are final.")
 @click.option("--gpus", default=None, help="A class: spread the cases over this host's GPUs (all, or 0,1).")
@@ -64,7 +68,7 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
           timeout: float | None, sandbox_mode: str, max_processes: int, memory_mb: int | None, cpu_s: float | None,
           binds: tuple[str, ...], rerun_top: int, gpus: str | None, build_timeout: float, executor: str, partition: str | None,
           gres: str | None, time_min: int, resume_folder: str | None, with_html: bool, results_dir: str,
-          name: str | None, no_save: bool) -> None:
+          name: str | None, no_save: bool, fresh_inputs: bool | None) -> None:
     """Judge whole programs as the course does: run PROGRAM IN OUT per case, time it, check it.
 
     One executable is judged case by case. Several, or a folder of submissions (each a folder with a
@@ -104,7 +108,7 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
         programs=programs, cases=case_selector, launcher=launcher, time_limits=limits_spec, args=args_template,
         timeout=timeout, sandbox=sandbox, rerun_top=rerun_top, gpus=gpus, build_timeout=build_timeout,
         executor=executor, slurm=api_programs.SlurmOptions(partition, gres, time_min), resume=resume_folder,
-        results_dir=results_dir, command=command_line())
+        results_dir=results_dir, command=command_line(), fresh_inputs=fresh_inputs)
     if options.judges_a_class:
         _judge_class(options, with_html, name, no_save)
     else:

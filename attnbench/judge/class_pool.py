@@ -33,12 +33,14 @@ from attnbench.judge.classroom import (
     cache_of,
     cuda_caches,
     failure_text,
+    record_seeds,
     warm_up_entry,
     gpu_name,
     judge_entry,
     new_board,
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
+from attnbench.judge.fresh_inputs import release
 from attnbench.judge.outcome import JUDGE_ERROR
 from attnbench.judge.sandbox import SandboxUnavailable
 from attnbench.judge.staging import remove_tree
@@ -81,8 +83,11 @@ def _start_worker(devices: "multiprocessing.Queue[Device]") -> None:
 def _case(bench_input: BenchInput) -> PreparedCase:
     """The case, loaded once per worker while the jobs stay on it (they come case by case)."""
     cached = _worker.get("case")
-    if not isinstance(cached, PreparedCase) or cached.label != bench_input.label:
+    if not isinstance(cached, PreparedCase) or _worker.get("input") != bench_input:
+        if isinstance(cached, PreparedCase):
+            release(cached.input_path)
         cached = _worker["case"] = prepare_case(bench_input)
+        _worker["input"] = bench_input
     return cached
 
 
@@ -96,6 +101,7 @@ Job = tuple[str, int]  # (submission, index of the input)
 
 def _run_jobs(pool: ProcessPoolExecutor, jobs: list[Job], programs: dict[str, Path], inputs: Sequence[BenchInput],
               settings: ClassSettings, caches: Path, on_done) -> None:
+    """Run (submission, input index) jobs on the workers; `on_done` hears each entry as it comes back."""
     pending: dict[Future, Job] = {pool.submit(_job, programs[name], inputs[i], settings, cache_of(caches, name)):
                                   (name, i) for name, i in jobs}
     while pending:
@@ -145,26 +151,32 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
     caches = cuda_caches()
     tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
     try:
-        for bench_input in inputs:  # generated once, here; the workers read them
-            prepare_case(bench_input, progress)
+        first = settings.first_inputs(inputs)
+        record_seeds(board, "first", first)
+        for bench_input in inputs:  # suite files generated once, here; the workers read them (or draw fresh ones)
+            if not settings.fresh_inputs:
+                prepare_case(bench_input, progress)
         for submission in submissions:
             rows[submission.name], program = build_row(submission, settings, tmp, None, listen)  # type: ignore[arg-type]
             if program is not None:
                 programs[submission.name] = program
                 if inputs:  # here, before the spread: its JIT cache is sealed before any judged run
-                    warm_up_entry(program, prepare_case(inputs[0]), settings, cache_of(caches, submission.name))
+                    warm_up_entry(program, inputs[0].shape, inputs[0].label, settings,
+                                  cache_of(caches, submission.name))
         board.rows = list(rows.values())
         with ProcessPoolExecutor(len(devices), mp_context=context, initializer=_start_worker,
                                  initargs=(queue,)) as pool:
-            _run_jobs(pool, [(n, i) for i in range(len(inputs)) for n in programs], programs, inputs, settings,
+            _run_jobs(pool, [(n, i) for i in range(len(first)) for n in programs], programs, first, settings,
                       caches, finished)
             top = top_rows(rank(board), settings.rerun_top)
             for row in top:
                 row.reruns = RERUN_RUNS
-            again = [(row.name, i) for i, b in enumerate(inputs) for row in top  # case by case, as before
-                     if row.entries.get(b.label) and row.entries[b.label].passed
-                     for _ in range(RERUN_RUNS - len(row.entries[b.label].runs_s))]
-            _run_jobs(pool, again, programs, inputs, settings, caches, rerun)
+            for number, round_inputs in enumerate(settings.rerun_rounds(inputs) if top else [], start=2):
+                record_seeds(board, f"rerun {number}", round_inputs)
+                again = [(row.name, i) for i, b in enumerate(round_inputs) for row in top  # case by case
+                         if row.entries.get(b.label) and row.entries[b.label].passed
+                         and len(row.entries[b.label].runs_s) < number]
+                _run_jobs(pool, again, programs, round_inputs, settings, caches, rerun)
     except KeyboardInterrupt:
         board.interrupted = True
     finally:

@@ -30,12 +30,15 @@ from attnbench.judge.course_judge import (
     timeout_for,
     warm_up,
 )
+from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
+from attnbench.judge.fresh_inputs import draw, release, seeds_of
 from attnbench.judge.outcome import JUDGE_ERROR
 from attnbench.judge.sandbox import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
 from attnbench.judge.staging import remove_tree
 from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
+from attnbench.cases.testcase import Shape
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
 RERUN_TOP = 3  # how many submissions of each GPU kind are rerun before ranks are final
@@ -51,6 +54,15 @@ class ClassSettings:
     build_timeout_s: float = 300.0
     rerun_top: int = RERUN_TOP
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    fresh_inputs: bool = True  # every case and every rerun on inputs drawn anew (attnbench.judge.fresh_inputs)
+
+    def first_inputs(self, inputs: Sequence[BenchInput]) -> list[BenchInput]:
+        """The inputs of every submission's first run: fresh ones, or the suite's."""
+        return draw(inputs) if self.fresh_inputs else list(inputs)
+
+    def rerun_rounds(self, inputs: Sequence[BenchInput]) -> list[list[BenchInput]]:
+        """The inputs of each rerun round (RERUN_RUNS - 1 of them): drawn anew for each, or the suite's."""
+        return [self.first_inputs(inputs) for _ in range(RERUN_RUNS - 1)]
 
 
 ClassListener = Callable[[str, str, str], None]  # (submission, case or "build", what happened)
@@ -90,14 +102,14 @@ def cache_of(caches: Path, name: str) -> Path:
     return caches / hmac.new(key, os.fsencode(name), "sha256").hexdigest()[:32]
 
 
-def warm_up_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda_cache: Path) -> None:
-    """The submission's warm-up run (course_judge.warm_up): untimed, unjudged, the only run whose CUDA
-    cache is writable; never the class's end."""
-    limit = settings.limits.limit_for(case.label)
+def warm_up_entry(program: Path, shape: Shape, label: str, settings: ClassSettings, cuda_cache: Path) -> None:
+    """The submission's warm-up run (course_judge.warm_up) on a throwaway input of this shape: untimed,
+    unjudged, the only run whose CUDA cache is writable; never the class's end."""
+    limit = settings.limits.limit_for(label)
     try:
         sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache, cache_writable=True)
         try:
-            warm_up(Program(program), case.shape, sandbox, timeout_for(limit, settings.timeout_s))
+            warm_up(Program(program), shape, sandbox, timeout_for(limit, settings.timeout_s))
         finally:
             sandbox.close()
     except SandboxUnavailable:
@@ -152,7 +164,7 @@ def judge_submission(submission: Submission, cases: list[PreparedCase], settings
         return row, None
     cache = cache_of(caches, submission.name) if caches else None
     if cache is not None and cases:
-        warm_up_entry(program, cases[0], settings, cache)
+        warm_up_entry(program, cases[0].shape, cases[0].label, settings, cache)
     for case in cases:
         row.entries[case.label] = entry = judge_entry(program, case, settings, cache)
         listener(submission.name, case.label, entry.verdict)
@@ -168,17 +180,27 @@ def add_run(row: SubmissionRow, label: str, again: CaseEntry) -> bool:
     return True
 
 
-def rerun_row(row: SubmissionRow, program: Path, cases: list[PreparedCase], settings: ClassSettings,
-              listener: ClassListener, caches: Path | None = None) -> None:
-    """Run each passed case until it has RERUN_RUNS runs; a run that fails makes the case fail."""
-    for case in cases:
-        entry = row.entries.get(case.label)
-        while entry is not None and entry.passed and len(entry.runs_s) < RERUN_RUNS:
-            again = judge_entry(program, case, settings, cache_of(caches, row.name) if caches else None)
-            if not add_run(row, case.label, again):
-                listener(row.name, case.label, f"rerun {again.verdict}")
-                break
-    row.reruns = RERUN_RUNS
+def rerun_rows(rows: Sequence[SubmissionRow], programs: dict[str, Path], rounds: list[list[BenchInput]],
+               settings: ClassSettings, listener: ClassListener, caches: Path | None = None) -> None:
+    """Round by round (each on its own inputs: fresh ones are drawn anew for each), run every passed case
+    of every row once more; a run that fails makes the case fail. Each case ends with RERUN_RUNS runs."""
+    for number, round_inputs in enumerate(rounds, start=2):
+        for bench_input in round_inputs:
+            wanted = [r for r in rows if r.entries.get(bench_input.label) and r.entries[bench_input.label].passed
+                      and len(r.entries[bench_input.label].runs_s) < number]
+            if not wanted:
+                continue
+            case = prepare_case(bench_input)
+            try:
+                for row in wanted:
+                    again = judge_entry(programs[row.name], case, settings,
+                                        cache_of(caches, row.name) if caches else None)
+                    if not add_run(row, case.label, again):
+                        listener(row.name, case.label, f"rerun {again.verdict}")
+            finally:
+                release(case.input_path)
+    for row in rows:
+        row.reruns = RERUN_RUNS
 
 
 def confinement(settings: ClassSettings) -> Confinement:
@@ -195,9 +217,19 @@ def new_board(inputs: Sequence[BenchInput], settings: ClassSettings, metadata: d
     """An empty scoreboard for these cases, its rule and settings recorded (and how programs were confined)."""
     return Scoreboard([b.label for b in inputs], [], dict(metadata or {}),
                       {"ranking": RANKING_RULE, "time_limits": settings.limits.describe(),
-                       "reruns": f"the top {settings.rerun_top} of each GPU kind: median of {RERUN_RUNS} runs",
+                       "reruns": f"the top {settings.rerun_top} of each GPU kind: median of {RERUN_RUNS} runs"
+                       if settings.rerun_top else "none (--rerun-top 0): one run per case",
+                       "inputs": FRESH_RULE if settings.fresh_inputs else "the suite's inputs (public seeds)",
+                       "seeds": {},
                        "confinement": confined.to_dict() if confined else None,
                        "confinement_warning": confined.warning() if confined else None})
+
+
+def record_seeds(board: Scoreboard, run: str, inputs: Sequence[BenchInput]) -> None:
+    """Save the seeds of a run's fresh inputs with the scoreboard ("first", "rerun 2", ...)."""
+    seeds = seeds_of(inputs)
+    if seeds:
+        board.settings.setdefault("seeds", {})[run] = seeds
 
 
 def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
@@ -211,15 +243,22 @@ def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput],
     caches = cuda_caches()
     tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
     try:
-        cases = [prepare_case(bench_input, progress) for bench_input in inputs]
+        first = settings.first_inputs(inputs)
+        record_seeds(board, "first", first)
+        cases = [prepare_case(bench_input, progress) for bench_input in first]
         for submission in submissions:
             row, program = judge_submission(submission, cases, settings, tmp / "builds", device, listen, caches)
             board.rows.append(row)
             if program is not None:
                 programs[submission.name] = program
+        for case in cases:
+            release(case.input_path)
         rank(board)
-        for row in top_rows(board, settings.rerun_top):
-            rerun_row(row, programs[row.name], cases, settings, listen, caches)
+        top = top_rows(board, settings.rerun_top)
+        rounds = settings.rerun_rounds(inputs) if top else []
+        for number, round_inputs in enumerate(rounds, start=2):
+            record_seeds(board, f"rerun {number}", round_inputs)
+        rerun_rows(top, programs, rounds, settings, listen, caches)
     except KeyboardInterrupt:
         board.interrupted = True
     finally:

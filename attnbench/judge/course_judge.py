@@ -58,6 +58,7 @@ from attnbench.judge.outcome import (  # noqa: F401 - the verdicts are part of t
     WRONG_ANSWER,
     judge_outcome,
 )
+from attnbench.judge.fresh_inputs import FreshInput
 from attnbench.judge.sandbox import CasePaths, Confinement, Sandbox, SandboxSettings, seal_cache
 from attnbench.judge.staging import remove_tree
 from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's interface
@@ -117,6 +118,11 @@ def prepare_case(bench_input: BenchInput, progress: ProgressFactory = no_progres
             reference = bench_input.reference(bench_input.load(progress), progress)
         info = CaseInfo(case.name, case.shape, case.input_sha256, "suite", case.provenance, case.note)
         return PreparedCase(case.name, case.shape, suite.input_path(case), reference, info)
+    if isinstance(bench_input, FreshInput):
+        testcase = bench_input.load(progress)
+        reference = bench_input.reference(testcase, progress)
+        return PreparedCase(bench_input.label, testcase.shape, bench_input.write(testcase), reference,
+                            bench_input.info(testcase))
     if isinstance(bench_input, FileInput):
         testcase = bench_input.load(progress)
         reference = bench_input.reference(testcase, progress)

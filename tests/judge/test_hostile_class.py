@@ -217,3 +217,34 @@ def test_a_replayed_rerun_buys_no_rank(tmp_path, mode):
     assert rows["replayer"].passed == 1 and rows["replayer"].entries[CASE].runs_s
     assert min(rows["replayer"].entries[CASE].runs_s) > 0.45, rows["replayer"].entries[CASE].runs_s  # no hit
     assert rows["alice"].rank == 1 and not rows["alice"].tied and rows["replayer"].rank == 2
+
+
+def _precomputed(folder: Path) -> None:
+    """A submission that carries the suite's answer for CASE (its table made now, from the suite's seed)."""
+    from attnbench.judge import course_judge as judging
+
+    reference = judging.prepare_case(judging.cases_for(CASE)[0]).reference.astype("<f4").ravel()
+    folder.mkdir()
+    shutil.copy(ADVERSARIAL / "precomputed.c", folder / "precomputed.c")
+    (folder / "table.h").write_text(f"#define ANSWER_FLOATS {reference.size}\nstatic const float ANSWER[] = {{"
+                                    + ",".join(f"{float(x)!r}f" for x in reference) + "};\n")
+    (folder / "Makefile").write_text("hw4: precomputed.c table.h\n\tcc -O2 -o hw4 precomputed.c\n")
+
+
+@pytest.mark.parametrize("fresh", [True, False])
+def test_precomputed_answers_fail_on_fresh_inputs(tmp_path, fresh):
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    _honest(submissions)
+    _precomputed(submissions / "answers")
+    board = api_programs.judge_class([submissions], CASE, time_limits="none", rerun_top=1,
+                                     sandbox=class_sandbox(), fresh_inputs=fresh)
+    rows = _rows(board)
+    if not fresh:  # on the suite's public inputs the trick works: that is why fresh inputs are the default
+        assert rows["answers"].passed == 1
+        return
+    assert rows["answers"].entries[CASE].verdict == "WRONG" and rows["answers"].rank is None
+    assert rows["alice"].rank == 1 and rows["alice"].reruns == 3
+    seeds = board.settings["seeds"]
+    assert set(seeds) == {"first", "rerun 2", "rerun 3"} and len({s[CASE] for s in seeds.values()}) == 3
+    assert all(s[CASE].startswith("0x") and len(s[CASE]) == 34 for s in seeds.values())

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections import Counter
 import shutil
 import subprocess
 import tempfile
@@ -52,6 +53,13 @@ from attnbench.spread.workers import CPU_WORKERS_ENV
 STAND_IN = "cpu worker (standing in for a GPU)"
 
 
+def _affinity() -> set[int]:
+    try:
+        return os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        return set(range(os.cpu_count() or 1))
+
+
 def class_devices(spec: str) -> list[Device]:
     """The devices `--gpus all|0,1,...` names: the host's GPUs (nvidia-smi counts them; no pycuda is
     needed to judge programs), or cpu workers standing in for them."""
@@ -67,12 +75,33 @@ def class_devices(spec: str) -> list[Device]:
     return [Device(i) for i in parse_device_list(spec, count)]
 
 
+def core_plan(workers: int, available: Sequence[int]) -> tuple[list[int], list[list[int]]]:
+    """CPU cores for the parent (builds, input draws, checks) and for each worker, disjoint where there are
+    enough: the parent keeps a share like a worker's, the workers split the rest evenly. With fewer cores
+    than workers + 1, workers share cores round-robin (and the parent keeps the first)."""
+    cores = sorted(available)
+    if len(cores) < workers + 1:
+        return cores[:1], [[cores[i % len(cores)]] for i in range(workers)]
+    share = len(cores) // (workers + 1)
+    parent, rest = cores[:share], cores[share:]
+    per = len(rest) // workers
+    return parent, [rest[i * per:(i + 1) * per] if i < workers - 1 else rest[i * per:] for i in range(workers)]
+
+
+def _pin(cores: Sequence[int]) -> None:
+    try:
+        os.sched_setaffinity(0, set(cores))
+    except (AttributeError, OSError):  # no affinity here (not Linux), or cores the cgroup forbids: unpinned
+        pass
+
+
 # -- in a worker ------------------------------------------------------------------------------------
 _worker: dict[str, object] = {}
 
 
-def _start_worker(devices: "multiprocessing.Queue[Device]") -> None:
-    device = devices.get()
+def _start_worker(devices: "multiprocessing.Queue[tuple[Device, list[int]]]") -> None:
+    device, cores = devices.get()
+    _pin(cores)  # a timed run shares no core with another worker's run, nor with the parent's builds
     name = STAND_IN
     if not device.stand_in:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(device.index)
@@ -117,11 +146,16 @@ def _run_jobs(pool: ProcessPoolExecutor, jobs: list[Job], programs: dict[str, Pa
             on_done(name, inputs[i].label, entry, device)
 
 
-def _device_of(row: SubmissionRow, device: str) -> None:
-    if row.gpu is None:
-        row.gpu = device
-    elif device not in row.gpu.split(" + "):
-        row.gpu = f"{row.gpu} + {device}"  # said on the row: its cases ran on different kinds
+def _device_of(row: SubmissionRow) -> None:
+    """The row's GPU kind: the one that ran most of its cases (first seen among equals); where they ran
+    on several, its note says which and how many."""
+    counts = Counter(e.device for e in row.entries.values() if e.device)
+    if not counts:
+        return
+    row.gpu = counts.most_common(1)[0][0]
+    row.gpu_note = "" if len(counts) == 1 else (
+        "cases ran on " + ", ".join(f"{kind} ({n})" for kind, n in counts.most_common())
+        + f": ranked with {row.gpu}, the kind that ran most")
 
 
 def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
@@ -136,8 +170,9 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
     programs: dict[str, Path] = {}
 
     def finished(name: str, label: str, entry: CaseEntry, device: str) -> None:
+        entry.device = device
         rows[name].entries[label] = entry
-        _device_of(rows[name], device)
+        _device_of(rows[name])
         listen(name, label, entry.verdict)
 
     def rerun(name: str, label: str, entry: CaseEntry, device: str) -> None:
@@ -146,8 +181,13 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
 
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    for device in devices:
-        queue.put(device)
+    original = _affinity()
+    parent_cores, worker_cores = core_plan(len(devices), sorted(original))
+    board.settings["cpu_cores"] = {"parent (builds, inputs, checks)": parent_cores,
+                                   **{d.label: c for d, c in zip(devices, worker_cores)}}
+    for device, cores in zip(devices, worker_cores):
+        queue.put((device, cores))
+    _pin(parent_cores)
     caches = cuda_caches()
     tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
     try:
@@ -180,6 +220,7 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
     except KeyboardInterrupt:
         board.interrupted = True
     finally:
+        _pin(sorted(original))
         remove_tree(caches)
         remove_tree(tmp)
     board.rows = list(rows.values())

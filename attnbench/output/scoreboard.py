@@ -44,6 +44,8 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
     rows = []
     for row in board.rows:
         note = row.build_message if not row.built else (f"median of {row.reruns} runs" if row.reruns > 1 else "")
+        if row.built and row.gpu_note:
+            note = f"{note}; {row.gpu_note}" if note else row.gpu_note
         rows.append([ScoreCell(_rank(row)), ScoreCell(row.name),
                      ScoreCell(f"{row.passed}/{len(board.cases)}", GOOD if row.passed == len(board.cases) else ""),
                      ScoreCell(f"{row.total_s:.3f} s" if row.passed else "-"),

@@ -124,3 +124,14 @@ def test_the_command_line_judges_a_class_prints_and_saves_its_scoreboard(classro
     assert saved == [".csv", ".html", ".json", ".md"]
     refused = runner.invoke(main, ["judge", str(classroom), "--launcher", "env", "--cases", CASES])
     assert refused.exit_code == 2 and "--launcher and --args are for one program" in refused.output
+
+
+def test_workers_get_cpu_cores_of_their_own_and_the_parent_keeps_a_share():
+    from attnbench.judge.class_pool import core_plan
+
+    parent, workers = core_plan(2, range(16))
+    assert parent == [0, 1, 2, 3, 4] and workers == [[5, 6, 7, 8, 9], [10, 11, 12, 13, 14, 15]]
+    every = parent + [c for w in workers for c in w]
+    assert sorted(every) == list(range(16)) and len(set(every)) == 16  # disjoint, none lost
+    assert core_plan(8, range(128))[1][0] == list(range(14, 28))
+    assert core_plan(2, [0, 1]) == ([0], [[0], [1]])  # too few: shared, said by the saved plan

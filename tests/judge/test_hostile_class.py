@@ -248,3 +248,37 @@ def test_precomputed_answers_fail_on_fresh_inputs(tmp_path, fresh):
     seeds = board.settings["seeds"]
     assert set(seeds) == {"first", "rerun 2", "rerun 3"} and len({s[CASE] for s in seeds.values()}) == 3
     assert all(s[CASE].startswith("0x") and len(s[CASE]) == 34 for s in seeds.values())
+
+
+def test_a_slower_row_that_idles_on_some_runs_buys_no_tie(tmp_path):
+    from tests.judge.classes import wrapping
+
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    _honest(submissions)
+    # 0.1 s slower on every run, and 0.4 s more on about half of them: a wide spread of its own
+    idle = ("unsigned char coin = 0; FILE *r = fopen(\"/dev/urandom\", \"rb\"); if (r) { fread(&coin, 1, 1, r); "
+            "fclose(r); } usleep(100000 + (coin & 1) * 400000);")
+    (submissions / "idler.c").write_text(wrapping("#include <stdio.h>", idle))
+    board = api_programs.judge_class([submissions], CASE, time_limits="none", rerun_top=2, sandbox=class_sandbox())
+    rows = _rows(board)
+    assert rows["idler"].reruns == 3 and len(rows["idler"].entries[CASE].runs_s) == 3
+    assert rows["alice"].rank == 1 and not rows["alice"].tied and rows["idler"].rank == 2
+
+
+def test_a_row_spread_over_gpu_kinds_is_ranked_with_the_kind_that_ran_most():
+    from attnbench.judge.class_pool import _device_of
+    from attnbench.output.scoreboard import scoreboard_rows
+    from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+    from attnbench.analysis.ranking import rank
+
+    mixed = SubmissionRow("mixed", "m", True, entries={
+        "t01": CaseEntry("PASS", runs_s=[1.0], device="H100"), "t02": CaseEntry("PASS", runs_s=[1.0], device="H200"),
+        "t03": CaseEntry("PASS", runs_s=[1.0], device="H100")}, reruns=1)
+    other = SubmissionRow("other", "o", True, gpu="H100", entries={
+        t: CaseEntry("PASS", runs_s=[0.5], device="H100") for t in ("t01", "t02", "t03")}, reruns=1)
+    _device_of(mixed)
+    assert mixed.gpu == "H100" and "H100 (2), H200 (1): ranked with H100" in mixed.gpu_note
+    board = rank(Scoreboard(["t01", "t02", "t03"], [mixed, other]))
+    assert [(r.name, r.rank) for r in board.rows] == [("other", 1), ("mixed", 2)]  # one group, not two
+    assert "ranked with H100" in scoreboard_rows(board)[1][1][-1].text

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
+from attnbench.analysis.class_history import HistoryRow, history, load_boards
 from attnbench.judge import course_judge as judging
 from attnbench.judge import class_slurm
 from attnbench.judge.class_pool import class_devices, judge_class_spread
@@ -147,6 +148,12 @@ def class_sandbox(settings: SandboxSettings) -> SandboxSettings:
                                  f"be made here ({str(exc).split(': ', 1)[-1]}); --sandbox none judges it without "
                                  "one, on the host") from None
     return required
+
+
+def class_history(folder: str | Path, cases: list[str] | None = None) -> list[HistoryRow]:
+    """Every scoreboard saved in a results folder, per submission its best and latest run (of the runs on
+    `cases`, by default the latest run's)."""
+    return history(load_boards(folder), cases)
 
 
 def resume_class(folder: str | Path, listener: ClassListener | None = None) -> Scoreboard:

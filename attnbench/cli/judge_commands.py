@@ -11,7 +11,7 @@ from attnbench.api import programs as api_programs
 from attnbench.cli.options import command_line, notice
 from attnbench.output.save import save
 from attnbench.output.export.scoreboard_export import save_scoreboard
-from attnbench.output.scoreboard import class_stem, scoreboard_lines, scoreboard_model
+from attnbench.output.scoreboard import class_stem, history_model, scoreboard_lines, scoreboard_model
 from attnbench.output.result_tables import format_s, scoreboard_table
 from attnbench.printable import printable
 from attnbench.output.terminal import console, err_console, print_table, progress_bar
@@ -59,6 +59,9 @@ from attnbench.output.terminal import console, err_console, print_table, progres
               help="Each Slurm job's limit in minutes.")
 @click.option("--resume", "resume_folder", default=None, type=click.Path(exists=True, file_okay=False),
               help="A class: finish a Slurm run from its jobs folder (results/slurm/<date>_<time>).")
+@click.option("--history", "history_folder", default=None, type=click.Path(file_okay=False),
+              help="Show a class's history instead of judging: every scoreboard saved in this results folder, per "
+                   "submission its best and latest run.")
 @click.option("--html", "with_html", is_flag=True, help="A class: save a one-file HTML page of the scoreboard too.")
 @click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False),
               help="Folder for the saved JSON, CSV and Markdown.")
@@ -68,7 +71,7 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
           timeout: float | None, sandbox_mode: str, max_processes: int, memory_mb: int | None, cpu_s: float | None,
           binds: tuple[str, ...], rerun_top: int, gpus: str | None, build_timeout: float, executor: str, partition: str | None,
           gres: str | None, time_min: int, resume_folder: str | None, with_html: bool, results_dir: str,
-          name: str | None, no_save: bool, fresh_inputs: bool | None) -> None:
+          name: str | None, no_save: bool, fresh_inputs: bool | None, history_folder: str | None) -> None:
     """Judge whole programs as the course does: run PROGRAM IN OUT per case, time it, check it.
 
     One executable is judged case by case. Several, or a folder of submissions (each a folder with a
@@ -103,6 +106,9 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
       attnbench judge submissions/ --cases t01-t10 --gpus all
       attnbench judge submissions/ --cases t01-t10 --executor slurm --partition nvidia --gres gpu:1
     """
+    if history_folder is not None:
+        _show_history(history_folder)
+        return
     sandbox = api_programs.SandboxSettings(sandbox_mode, max_processes, memory_mb, cpu_s, tuple(Path(b) for b in binds))
     options = api_programs.JudgeOptions(
         programs=programs, cases=case_selector, launcher=launcher, time_limits=limits_spec, args=args_template,
@@ -113,6 +119,14 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
         _judge_class(options, with_html, name, no_save)
     else:
         _judge_program(options, name, no_save)
+
+
+def _show_history(folder: str) -> None:
+    past = api_programs.class_history(folder)
+    if not past:
+        console.print(f"{folder}: no saved scoreboard", highlight=False, markup=False)
+        return
+    print_table(history_model(past, f"history of {len(past)} submissions in {folder}"))
 
 
 def _say_finished(index: int, total: int, judged: api_programs.JudgedCase) -> None:

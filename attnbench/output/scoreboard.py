@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attnbench.analysis.class_history import HistoryRow, RunOf
 from attnbench.printable import printable
 from attnbench.output.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
@@ -82,3 +83,24 @@ def class_stem(board: Scoreboard, selector: str) -> str:
     date = str(board.metadata.get("date") or "")[:10] or "undated"
     what = selector if "," not in selector and "/" not in selector else f"{board.cases[0]}-{board.cases[-1]}"
     return f"{date}_class_{what}"
+
+
+def _run_text(run: RunOf) -> str:
+    rank = "-" if run.rank is None else f"{run.rank}=" if run.tied else str(run.rank)
+    total = f"{run.total_s:.3f} s" if run.passed else "-"
+    return f"{run.passed}/{run.cases} {total} (rank {rank}, {run.date or 'undated'})"
+
+
+def history_rows(rows: list[HistoryRow]) -> tuple[list[str], list[list[ScoreCell]]]:
+    """A class's history (analysis.class_history) as the rows every rendering shares."""
+    header = ["submission", "runs", "best", "latest"]
+    return header, [[ScoreCell(h.name), ScoreCell(str(h.runs)), ScoreCell(_run_text(h.best), GOOD),
+                     ScoreCell(_run_text(h.latest))] for h in rows]
+
+
+def history_model(rows: list[HistoryRow], title: str = "history") -> TableModel:
+    header, cells = history_rows(rows)
+    model = TableModel(title, [Column(name, right=i == 1) for i, name in enumerate(header)])
+    for row in cells:
+        model.add_row(*[Text(cell.text, cell.tone) for cell in row])
+    return model

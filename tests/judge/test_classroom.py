@@ -135,3 +135,26 @@ def test_workers_get_cpu_cores_of_their_own_and_the_parent_keeps_a_share():
     assert sorted(every) == list(range(16)) and len(set(every)) == 16  # disjoint, none lost
     assert core_plan(8, range(128))[1][0] == list(range(14, 28))
     assert core_plan(2, [0, 1]) == ([0], [[0], [1]])  # too few: shared, said by the saved plan
+
+
+def test_each_run_adds_to_the_class_history_which_shows_best_and_latest(classroom, tmp_path):
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+
+    runner = CliRunner()
+    args = ["judge", str(classroom / "alice"), str(classroom / "bob.c"), str(classroom / "dave.c"), "--cases",
+            "odd_17x48", "--time-limits", "none", "--rerun-top", "0", "--sandbox", CLASS_MODE,
+            "--results-dir", str(tmp_path)]
+    for _ in range(2):
+        assert runner.invoke(main, args).exit_code == 0
+    assert runner.invoke(main, [*args, "--html"]).exit_code == 0
+    assert len(list(tmp_path.glob("*.json"))) == 3  # each run added, none replaced
+    past = {h.name: h for h in api_programs.class_history(tmp_path)}
+    assert past["alice"].runs == past["bob"].runs == past["dave"].runs == 3
+    assert past["alice"].best.passed == 1 and past["alice"].best.total_s <= past["alice"].latest.total_s
+    assert past["dave"].best.passed == 0
+    shown = runner.invoke(main, ["judge", "--history", str(tmp_path)])
+    assert shown.exit_code == 0 and "history of 3 submissions" in shown.output and "alice" in shown.output
+    page = next(tmp_path.glob("*.html")).read_text()
+    assert "History: best and latest" in page and page.count("<tr>") == 4 + 4  # the board, then the history

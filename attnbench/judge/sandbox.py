@@ -298,7 +298,7 @@ class Sandbox:
         ids = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
         try:
             done = subprocess.run(self.command(["/bin/sh", "-c", "exit 0"], probe), stdin=subprocess.DEVNULL,
-                                  capture_output=True, timeout=30, env=self.launcher_env(), **ids)
+                                  capture_output=True, timeout=30, env=self.launcher_env(), cwd=probe.folder, **ids)
             words = done.stderr.decode(errors="replace").strip().splitlines()
             return "" if done.returncode == 0 else f"bwrap failed: {words[-1] if words else done.returncode}"
         except (OSError, subprocess.SubprocessError) as exc:
@@ -346,11 +346,12 @@ class Sandbox:
         for folder in _library_folders(self.settings.binds):
             args += ["--ro-bind", str(folder), str(folder)]
         if self.program is not None:
-            args += ["--ro-bind", str(self.program.parent), INSIDE_PROGRAM]
-        args += ["--bind", str(case.folder), INSIDE_CASE, "--chdir", INSIDE_CASE]
+            args += ["--ro-bind", self._source(self.program.parent, case), INSIDE_PROGRAM]
+        args += ["--bind", self._source(case.folder, case), INSIDE_CASE, "--chdir", INSIDE_CASE]
         if self.cuda_cache is not None and self.cuda_cache.is_dir():
             bind = "--bind" if self.cache_writable else "--ro-bind"
-            args += [bind, str(self.cuda_cache), INSIDE_CACHE, "--setenv", "CUDA_CACHE_PATH", INSIDE_CACHE]
+            args += [bind, self._source(self.cuda_cache, case), INSIDE_CACHE, "--setenv", "CUDA_CACHE_PATH",
+                     INSIDE_CACHE]
         if self.launched:  # the job step's environment (CUDA_VISIBLE_DEVICES, say), less the judge's own
             args += [w for name in os.environ if name.startswith("ATTNBENCH") for w in ("--unsetenv", name)]
             args += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
@@ -359,6 +360,12 @@ class Sandbox:
             args += ["--clearenv"] + [w for k, v in env.items() for w in ("--setenv", k, v)]
         args += ["--remount-ro", "/dev", "--remount-ro", "/"]  # last: the mounts above made their mount points
         return [*args, "--", *argv]
+
+    def _source(self, host: Path, case: CasePaths) -> str:
+        """A bind's source as bwrap's command line names it: relative to the case folder (bwrap runs there),
+        since the program can read that command line (/proc/1/cmdline is bwrap's) and the judge's own
+        folders are none of its business; absolute under a launcher, which may start elsewhere."""
+        return str(host) if self.launched else os.path.relpath(host, case.folder)
 
     def launcher_env(self) -> dict[str, str] | None:
         """The environment of the command itself: a launcher's own (bwrap cleans it inside); else the few

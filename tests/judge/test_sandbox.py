@@ -111,7 +111,8 @@ def test_the_sandbox_command_mounts_the_case_and_program_only(program, tmp_path,
         case = sandbox.prepare("t01", None)
         words = sandbox.command([sandbox.program_path(), case.input_arg, case.output_arg], case)
         assert words[0] == sandbox.confinement.tool and "--unshare-all" in words and "--clearenv" in words
-        assert words[words.index("--bind") + 1:words.index("--bind") + 3] == [str(case.folder), "/judge/case"]
+        assert words[words.index("--bind") + 1:words.index("--bind") + 3] == [".", "/judge/case"]  # run in it
+        assert str(sandbox.root) not in " ".join(words)  # bwrap's command line (/proc/1/cmdline) names no judge folder
         assert words[-3:] == ["/judge/program/prog", "/judge/case/t01.in", "/judge/case/t01.out"]
         assert str(private_data_dir) not in " ".join(words) and str(Path.home()) not in words
         assert ["--ro-bind", str(tmp_path), str(tmp_path)] == words[words.index(str(tmp_path)) - 1:][:3]
@@ -265,3 +266,18 @@ def test_relative_and_world_writable_library_folders_are_never_bound(tmp_path, m
     monkeypatch.setenv("LD_LIBRARY_PATH", f".:lib:{open_folder}:{kept}:")
     monkeypatch.chdir(tmp_path)
     assert sandboxing._library_folders(()) == [kept]
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap here")
+def test_the_programs_pid_1_shows_none_of_the_judges_folders(tmp_path):
+    sandbox = Sandbox.open(None, SandboxSettings("required"))
+    try:
+        case = sandbox.prepare("c", None)
+        outcome = run_process(sandbox.command(["/bin/sh", "-c", "tr '\\0' ' ' < /proc/1/cmdline"], case), case.folder,
+                              30, user=sandbox.user, env=sandbox.case_env(case), logs=case.logs)
+        shown = (case.logs / ".judge_stdout").read_text()
+        assert outcome.returncode == 0 and "bwrap" in shown and "/judge/case" in shown
+        assert str(sandbox.root) not in shown and "attnbench-judge" not in shown
+        sandbox.finish(case)
+    finally:
+        sandbox.close()

@@ -137,7 +137,9 @@ def _say_finished(index: int, total: int, judged: api_programs.JudgedCase) -> No
 def _say_confinement(confinement: api_programs.Confinement) -> None:
     line = confinement.warning()
     if line:
-        err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
+        err_console.print(printable(f"warning: {line}"), highlight=False, markup=False, soft_wrap=True)
+    for note in confinement.limit_notes:
+        err_console.print(printable(f"limit not applied: {note}"), highlight=False, markup=False, soft_wrap=True)
 
 
 def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save: bool) -> None:

@@ -215,15 +215,19 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
         finally:
             own.close()
     paths = sandbox.prepare(case.label, case.input_path)
-    limits = sandbox.settings.limits_for(case.shape.output_bytes, timeout_s)
+    limits = sandbox.limits_for(case.shape.output_bytes, timeout_s)
     try:
         outcome = run_process(program.command(sandbox, paths), paths.folder, timeout_s, limits=limits,
                               user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs,
-                              sole_user=sandbox.sole_user)
+                              sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths))
         judged = JudgedCase(case.label, case.shape, PASS, "", outcome.wall_s, limit_s, timeout_s,
                             returncode=outcome.returncode)
         judged.verdict, judged.message, judged.check = judge_outcome(
             outcome, paths.output, case.shape, case.reference, limits, sandbox.confinement.sandboxed, timeout_s)
+        if judged.verdict != PASS and sandbox.out_of_memory(paths):
+            judged.verdict, judged.check = RESOURCE, None
+            judged.message = (f"used more than the {sandbox.settings.memory_mb} MiB memory limit (its cgroup's): "
+                              "killed")
     finally:
         sandbox.finish(paths)
     if judged.verdict == TIMEOUT:
@@ -247,8 +251,8 @@ def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) 
         paths = sandbox.prepare("warmup", throwaway)
         try:
             run_process(program.command(sandbox, paths), paths.folder, timeout_s,
-                        limits=sandbox.settings.limits_for(shape.output_bytes, timeout_s), user=sandbox.user,
-                        sole_user=sandbox.sole_user,
+                        limits=sandbox.limits_for(shape.output_bytes, timeout_s), user=sandbox.user,
+                        sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths),
                         env=sandbox.case_env(paths), logs=paths.logs)
         except ProgramError:
             pass

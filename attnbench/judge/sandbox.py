@@ -42,6 +42,7 @@ from typing import Sequence
 from attnbench.backends.program import ProcessLimits
 from attnbench.backends.reaper import kill_user, processes_of_user
 from attnbench.errors import AttnbenchError
+from attnbench.judge import cgroups
 from attnbench.judge.staging import remove_tree
 
 MODES = ("auto", "required", "none")
@@ -102,6 +103,7 @@ class Confinement:
     tool: str | None = None
     user: int | None = None  # the uid programs run as, when it is not the judge's own
     own_uids: bool = False  # the fallback as root: each run gets a uid of its own (OWN_UIDS)
+    limit_notes: tuple[str, ...] = ()  # each limit that does not hold as asked here (Sandbox.limit_notes)
     reason: str | None = None  # why there is no sandbox; with bwrap, why it runs programs as root
 
     @property
@@ -117,7 +119,8 @@ class Confinement:
 
     def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "tool": self.tool, "user": self.user, "reason": self.reason,
-                "own_uids": f"{OWN_UIDS.start}-{OWN_UIDS.stop - 1}" if self.own_uids else None}
+                "own_uids": f"{OWN_UIDS.start}-{OWN_UIDS.stop - 1}" if self.own_uids else None,
+                "limits_not_applied": list(self.limit_notes)}
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,7 @@ class CasePaths:
     logs: Path  # stdout and stderr, outside the folder the program can touch
     input_arg: str
     output_arg: str
+    cgroup: Path | None = None  # the run's own cgroup (memory.max, pids.max), where one could be made
 
 
 def find_bwrap() -> tuple[str | None, str]:
@@ -215,6 +219,8 @@ class Sandbox:
     # every judged run, so nothing a run writes reaches another run.
     cuda_cache: Path | None = None
     cache_writable: bool = False
+    groups: cgroups.RunGroups | None = None  # with --memory-limit as root: a cgroup per run
+    groups_reason: str = ""  # why there is none
 
     @classmethod
     def open(cls, program: Path | None, settings: SandboxSettings, launched: bool = False,
@@ -235,6 +241,9 @@ class Sandbox:
                           cache_writable)
             sandbox.confinement = sandbox._choose()
             sandbox._make_cache()
+            if settings.memory_mb is not None and not launched:
+                sandbox.groups, sandbox.groups_reason = cgroups.RunGroups.make()
+            sandbox.confinement = replace(sandbox.confinement, limit_notes=tuple(sandbox.limit_notes()))
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
@@ -326,7 +335,42 @@ class Sandbox:
                 os.chown(path, self.user, self.user, follow_symlinks=False)
         output = folder / f"{label}.out"
         inside = INSIDE_CASE if self.confinement.sandboxed else str(folder)
-        return CasePaths(folder, copy, output, logs, f"{inside}/{copy.name}", f"{inside}/{output.name}")
+        group = None
+        if self.groups is not None:
+            memory = self.settings.memory_mb << 20 if self.settings.memory_mb else None
+            group = self.groups.run_group(memory, self.settings.processes)
+        return CasePaths(folder, copy, output, logs, f"{inside}/{copy.name}", f"{inside}/{output.name}", group)
+
+    def limits_for(self, output_bytes: int, timeout_s: float) -> ProcessLimits:
+        """The case's limits; memory is the cgroup's (real use), not RLIMIT_AS, where a cgroup was made."""
+        limits = self.settings.limits_for(output_bytes, timeout_s)
+        return replace(limits, memory_bytes=None) if self.groups is not None else limits
+
+    @staticmethod
+    def before_exec(case: CasePaths):  # noqa: ANN205 - a function for run_process, or None
+        """What the run's child does first, as root: join the run's cgroup."""
+        group = case.cgroup
+        return None if group is None else (lambda: cgroups.join(group))
+
+    def out_of_memory(self, case: CasePaths) -> bool:
+        """Whether the run's cgroup killed a process for its memory limit."""
+        return case.cgroup is not None and cgroups.out_of_memory(case.cgroup)
+
+    def limit_notes(self) -> list[str]:
+        """Each limit that does not hold as asked here, one line each (said once, saved with the results)."""
+        notes = []
+        if self.settings.memory_mb is None:
+            notes.append("memory: not limited (no --memory-limit)")
+        elif self.groups is None:
+            notes.append(f"memory: no cgroup ({self.groups_reason}): --memory-limit is RLIMIT_AS, address space "
+                         "per process, which CUDA reserves far beyond its use")
+        if os.geteuid() == 0 and self.user is None and not self.launched:
+            notes.append("processes: programs run as root, where RLIMIT_NPROC does not bind")
+        elif os.geteuid() != 0 and not self.confinement.sandboxed:
+            notes.append("processes: RLIMIT_NPROC counts every process of your user, not only the program's")
+        notes.append("disk: each file is capped (RLIMIT_FSIZE) and the in-memory /tmp and /dev/shm are capped, "
+                     "but not the total a run writes in its case folder")
+        return notes
 
     def program_path(self) -> str:
         """The program as the command names it."""
@@ -389,6 +433,8 @@ class Sandbox:
     def finish(self, case: CasePaths) -> None:
         """Remove the case's folder and its logs (read what you need first); in the fallback as root, also
         every process of the run's uid and what it left in the machine's shared temporary folders."""
+        if case.cgroup is not None:
+            cgroups.end(case.cgroup)
         if self.confinement.own_uids and self.user is not None:
             kill_user(self.user)
             remove_files_of(self.user, SHARED_TEMP)
@@ -396,8 +442,10 @@ class Sandbox:
             _remove(path)
 
     def close(self) -> None:
-        """Remove the root folder with everything left in it."""
+        """Remove the root folder with everything left in it, and the judge's cgroup."""
         _remove(self.root)
+        if self.groups is not None:
+            self.groups.close()
 
 
 def draw_uid() -> int:

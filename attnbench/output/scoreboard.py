@@ -68,6 +68,8 @@ def scoreboard_lines(board: Scoreboard) -> list[str]:
     """The lines printed and saved under the table: the rule, mixed GPUs, an interruption."""
     lines = [f"ranks: {board.settings.get('ranking', '')}", f"reruns: {board.settings.get('reruns', '')}",
              f"limits: {board.settings.get('time_limits', '')}"]
+    confined = board.settings.get("confinement") or {}
+    lines += [f"limit not applied: {note}" for note in confined.get("limits_not_applied", [])]
     lines = [printable(line) for line in lines]
     kinds = board.gpu_kinds
     if len(kinds) > 1:

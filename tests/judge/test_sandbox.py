@@ -281,3 +281,20 @@ def test_the_programs_pid_1_shows_none_of_the_judges_folders(tmp_path):
         sandbox.finish(case)
     finally:
         sandbox.close()
+
+
+def test_each_limit_that_does_not_hold_is_said_once_and_saved(program, tmp_path):
+    from attnbench.judge import cgroups
+
+    result = CliRunner().invoke(main, ["judge", str(program), "--cases", "odd_17x48", "--memory-limit", "4096",
+                                       "--results-dir", tmp_path / "res"])
+    said = [line for line in result.output.splitlines() if line.startswith("limit not applied:")]
+    groups, why = cgroups.RunGroups.make()
+    if groups is not None:  # a cgroup v2 with memory here: --memory-limit holds as memory.max
+        groups.close()
+        assert not any(line.startswith("limit not applied: memory") for line in said)
+    else:
+        assert f"limit not applied: memory: no cgroup ({why}): --memory-limit is RLIMIT_AS" in said[0]
+    assert sum("disk:" in line for line in said) == 1  # once, not once per case
+    saved = json.loads(next((tmp_path / "res").glob("*.json")).read_text())
+    assert saved["settings"]["sandbox"]["limits_not_applied"] == [line.split(": ", 1)[1] for line in said]

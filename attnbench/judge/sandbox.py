@@ -43,7 +43,7 @@ from attnbench.backends.program import ProcessLimits
 from attnbench.backends.reaper import kill_user, processes_of_user
 from attnbench.errors import AttnbenchError
 from attnbench.judge import cgroups
-from attnbench.judge.staging import remove_tree
+from attnbench.judge.staging import StagingRefused, copy_submission, remove_tree
 
 MODES = ("auto", "required", "none")
 BWRAP_ENV = "ATTNBENCH_BWRAP"
@@ -134,6 +134,7 @@ class CasePaths:
     input_arg: str
     output_arg: str
     cgroup: Path | None = None  # the run's own cgroup (memory.max, pids.max), where one could be made
+    cache: Path | None = None  # the run's own copy of the sealed CUDA cache, removed with the run
 
 
 def find_bwrap() -> tuple[str | None, str]:
@@ -215,8 +216,9 @@ class Sandbox:
     # CUDA's JIT cache (CUDA_CACHE_PATH): without it a program built as PTX only (nvcc without -arch)
     # compiles its kernels again in every case (about 2 s a case for the course's hw4 on an H200, against
     # 0.3 s with the cache), which times the driver, not the program. It is written by one warm-up run that
-    # is neither timed nor judged (`cache_writable`), then sealed (`seal_cache`) and bound read-only into
-    # every judged run, so nothing a run writes reaches another run.
+    # is neither timed nor judged (`cache_writable`), then sealed (`seal_cache`: the judge's, no write bit);
+    # each judged run gets a copy of its own (CUDA may insist on writing to its cache), removed with the
+    # run, so nothing a run writes reaches another run.
     cuda_cache: Path | None = None
     cache_writable: bool = False
     groups: cgroups.RunGroups | None = None  # with --memory-limit as root: a cgroup per run
@@ -227,7 +229,8 @@ class Sandbox:
              cuda_cache: Path | None = None, cache_writable: bool = False) -> "Sandbox":
         """Copy the program (if any) into a fresh root folder and find out which confinement works here.
         `cuda_cache`: a folder (in a folder the program's user may pass through) holding CUDA's JIT cache
-        of this program, read-only unless `cache_writable` (the warm-up run); by default an empty one."""
+        of this program, sealed and copied into each run unless `cache_writable` (the warm-up run, which
+        writes it); by default an empty one."""
         root = Path(tempfile.mkdtemp(prefix="attnbench-judge-"))
         try:
             os.chmod(root, 0o711)  # nobody may pass through to its case folder, not list the others
@@ -335,11 +338,30 @@ class Sandbox:
                 os.chown(path, self.user, self.user, follow_symlinks=False)
         output = folder / f"{label}.out"
         inside = INSIDE_CASE if self.confinement.sandboxed else str(folder)
+        cache = self._cache_copy(label)
         group = None
         if self.groups is not None:
             memory = self.settings.memory_mb << 20 if self.settings.memory_mb else None
             group = self.groups.run_group(memory, self.settings.processes)
-        return CasePaths(folder, copy, output, logs, f"{inside}/{copy.name}", f"{inside}/{output.name}", group)
+        return CasePaths(folder, copy, output, logs, f"{inside}/{copy.name}", f"{inside}/{output.name}", group,
+                         cache)
+
+    def _cache_copy(self, label: str) -> Path | None:
+        """A judged run's own copy of the sealed cache (CUDA may want to write to its cache; what it writes
+        goes nowhere): None during the warm-up, which writes the cache itself."""
+        if self.cuda_cache is None or self.cache_writable or not self.cuda_cache.is_dir():
+            return None
+        copy = Path(tempfile.mkdtemp(prefix=f"{label}-cache-", dir=self.root))
+        os.rmdir(copy)
+        try:
+            copy_submission(self.cuda_cache, copy)
+        except (OSError, StagingRefused):
+            remove_tree(copy)
+            copy.mkdir(mode=0o755)  # an empty cache rather than none: the program still runs
+        if self.user is not None:
+            for path in (copy, *copy.rglob("*")):
+                os.chown(path, self.user, self.user, follow_symlinks=False)
+        return copy
 
     def limits_for(self, output_bytes: int, timeout_s: float) -> ProcessLimits:
         """The case's limits; memory is the cgroup's (real use), not RLIMIT_AS, where a cgroup was made."""
@@ -392,10 +414,9 @@ class Sandbox:
         if self.program is not None:
             args += ["--ro-bind", self._source(self.program.parent, case), INSIDE_PROGRAM]
         args += ["--bind", self._source(case.folder, case), INSIDE_CASE, "--chdir", INSIDE_CASE]
-        if self.cuda_cache is not None and self.cuda_cache.is_dir():
-            bind = "--bind" if self.cache_writable else "--ro-bind"
-            args += [bind, self._source(self.cuda_cache, case), INSIDE_CACHE, "--setenv", "CUDA_CACHE_PATH",
-                     INSIDE_CACHE]
+        cache = case.cache or (self.cuda_cache if self.cache_writable else None)
+        if cache is not None and cache.is_dir():
+            args += ["--bind", self._source(cache, case), INSIDE_CACHE, "--setenv", "CUDA_CACHE_PATH", INSIDE_CACHE]
         if self.launched:  # the job step's environment (CUDA_VISIBLE_DEVICES, say), less the judge's own
             args += [w for name in os.environ if name.startswith("ATTNBENCH") for w in ("--unsetenv", name)]
             args += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
@@ -423,7 +444,7 @@ class Sandbox:
         """The environment a case's command starts with (the fallback's HOME is its case folder)."""
         if self.launched or self.confinement.sandboxed:
             return self.launcher_env()
-        return program_env(str(case.folder), self._cache_path())
+        return program_env(str(case.folder), str(case.cache or self.cuda_cache))
 
     @property
     def sole_user(self) -> bool:
@@ -435,6 +456,8 @@ class Sandbox:
         every process of the run's uid and what it left in the machine's shared temporary folders."""
         if case.cgroup is not None:
             cgroups.end(case.cgroup)
+        if case.cache is not None:
+            _remove(case.cache)
         if self.confinement.own_uids and self.user is not None:
             kill_user(self.user)
             remove_files_of(self.user, SHARED_TEMP)
@@ -489,7 +512,8 @@ def seal_cache(folder: Path) -> None:
             info = os.lstat(current)
         except OSError:
             continue
-        if stat.S_ISLNK(info.st_mode) or not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+        if stat.S_ISLNK(info.st_mode) or not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)) or (
+                stat.S_ISREG(info.st_mode) and info.st_nlink > 1):
             remove_tree(current)
             continue
         try:

@@ -241,9 +241,9 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
 
 def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) -> None:
     """One run on a throwaway input of this shape (fresh random values, never judged), neither timed nor
-    judged: it fills CUDA's JIT cache (the sandbox opened with `cache_writable`), which every judged run
-    then gets a copy of (sealed, see Sandbox.cuda_cache). Whatever it does or fails to do is no verdict; a program that cannot start says so
-    in its first judged case."""
+    judged: it fills CUDA's JIT cache (the sandbox opened with `cache_writable`), which is then sealed and
+    copied into every judged run (Sandbox.cuda_cache). Whatever it does or fails to do is no verdict; a
+    program that cannot start says so in its first judged case."""
     folder = Path(tempfile.mkdtemp(prefix="attnbench-warmup-"))
     try:
         throwaway = folder / "warmup.in"

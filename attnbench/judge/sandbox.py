@@ -27,12 +27,9 @@ case folder (with an input copy, or a submission's files to build), `command` fo
 
 from __future__ import annotations
 
-import glob
 import math
 import os
-import secrets
 import shutil
-import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass, field, replace
@@ -40,25 +37,20 @@ from pathlib import Path
 from typing import Sequence
 
 from attnbench.backends.program import ProcessLimits
-from attnbench.backends.reaper import kill_user, processes_of_user
+from attnbench.backends.reaper import kill_user
 from attnbench.errors import AttnbenchError
 from attnbench.judge import cgroups
+from attnbench.judge.bwrap_args import BWRAP_ENV  # noqa: F401 - the variable is part of the sandbox's interface
+from attnbench.judge.bwrap_args import bwrap_starts, find_bwrap, gpu_binds, library_folders, system_binds
+from attnbench.judge.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, remove_files_of
+from attnbench.judge.jit_cache import seal_cache
 from attnbench.judge.staging import StagingRefused, copy_submission, remove_tree
 
 MODES = ("auto", "required", "none")
-BWRAP_ENV = "ATTNBENCH_BWRAP"
 NOBODY = 65534
-# The fallback's own uids, one per run: far above any user's or container's range (useradd stops at 60000,
-# systemd's dynamic users at 65519, subordinate ranges rarely pass 10^8), below 2^31 for tools that sign it.
-OWN_UIDS = range(2_100_000_000, 2_140_000_000)
-SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm")
 INSIDE_CASE, INSIDE_PROGRAM, INSIDE_CACHE = "/judge/case", "/judge/program", "/judge/cuda-cache"
 TMP_BYTES = 256 << 20  # the private /tmp lives in memory; nvcc's JIT cache fits
 SHM_BYTES = 64 << 20  # /dev/shm, the only writable place in the read-only /dev
-_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",
-        "localtime")
-_GPU_NODES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri")
 _PASSED_ENV = ("LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES",
                "NVIDIA_DRIVER_CAPABILITIES", "LD_LIBRARY_PATH", "OMP_NUM_THREADS")
 _PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -135,63 +127,6 @@ class CasePaths:
     output_arg: str
     cgroup: Path | None = None  # the run's own cgroup (memory.max, pids.max), where one could be made
     cache: Path | None = None  # the run's own copy of the sealed CUDA cache, removed with the run
-
-
-def find_bwrap() -> tuple[str | None, str]:
-    """bwrap's path ($ATTNBENCH_BWRAP, else PATH), or None and why not."""
-    chosen = os.environ.get(BWRAP_ENV)
-    if chosen:
-        if not os.access(chosen, os.X_OK):
-            return None, f"${BWRAP_ENV}={chosen} is not an executable file"
-        return chosen, ""
-    found = shutil.which("bwrap")
-    return (found, "") if found else (None, "bwrap is not installed (Debian: apt-get install bubblewrap)")
-
-
-def _system_binds() -> list[str]:
-    args: list[str] = []
-    for folder in _SYSTEM:
-        if os.path.islink(folder):
-            args += ["--symlink", os.readlink(folder), folder]
-        elif os.path.isdir(folder):
-            args += ["--ro-bind", folder, folder]
-    for name in _ETC:
-        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    return args
-
-
-def _gpu_binds() -> list[str]:
-    """The GPU's device nodes, bound into the sandbox's fresh /dev."""
-    return [w for pattern in _GPU_NODES for node in sorted(glob.glob(pattern)) for w in ("--dev-bind", node, node)]
-
-
-def _trusted_folder(entry: str) -> bool:
-    """An LD_LIBRARY_PATH entry worth binding: absolute, an existing folder, and neither it nor a folder
-    above it writable by everybody (a relative entry names the judge's working folder, which may be a
-    submission's; a world-writable one may hold anybody's libraries)."""
-    if not entry.startswith("/") or not os.path.isdir(entry):
-        return False
-    path = Path(os.path.realpath(entry))
-    for folder in (path, *path.parents):
-        try:
-            info = os.stat(folder)
-        except OSError:
-            return False
-        if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
-            return False
-        if folder == path and info.st_mode & stat.S_IWOTH:
-            return False
-    return True
-
-
-def _library_folders(extra: Sequence[Path]) -> list[Path]:
-    """Folders bound read-only besides the system's: --sandbox-bind's, and LD_LIBRARY_PATH's that are
-    absolute, exist and are not writable by everybody (the others are never bound)."""
-    folders = [Path(p) for p in extra]
-    for entry in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
-        if entry and _trusted_folder(entry) and not entry.startswith("/usr/"):
-            folders.append(Path(entry))
-    return folders
 
 
 def program_env(home: str, cuda_cache: str | None = None) -> dict[str, str]:
@@ -284,24 +219,13 @@ class Sandbox:
                         "--max-processes does not bind")
                     return Confinement("bwrap", tool, candidate, reason=note)
                 why = failed
-            if not self._probe_bare(tool):
+            if not bwrap_starts(tool):
                 raise SandboxUnavailable(f"bwrap works here but not with this run's mounts ({why}): fix the "
                                          "cause (a --sandbox-bind or LD_LIBRARY_PATH folder, say) rather than "
                                          "judge without the sandbox")
         if self.settings.mode == "required":
             raise SandboxUnavailable(f"--sandbox required: no sandbox can be made here: {why}")
         return Confinement("fallback", user=draw_uid() if own else None, reason=why, own_uids=own)
-
-    def _probe_bare(self, tool: str) -> str:
-        """'' when bwrap can make its namespaces at all here (no mounts of this run's); else its last words.
-        Only this failure ("not installed / not permitted") may fall back."""
-        try:
-            done = subprocess.run([tool, "--unshare-all", "--dev-bind", "/", "/", "--", "/bin/sh", "-c", "exit 0"],
-                                  stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
-            words = done.stderr.decode(errors="replace").strip().splitlines()
-            return "" if done.returncode == 0 else f"bwrap failed: {words[-1] if words else done.returncode}"
-        except (OSError, subprocess.SubprocessError) as exc:
-            return f"bwrap cannot run: {exc}"
 
     def _probe(self, tool: str, user: int | None) -> str:
         """'' when bwrap runs a trivial program with this run's mounts as `user`; else its last words."""
@@ -406,10 +330,10 @@ class Sandbox:
             return list(argv)
         assert self.confinement.tool is not None
         args = [self.confinement.tool, "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
-                "--die-with-parent", "--new-session", *_system_binds(), "--ro-bind", "/sys", "/sys",
-                "--proc", "/proc", "--dev", "/dev", *_gpu_binds(), "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+                "--die-with-parent", "--new-session", *system_binds(), "--ro-bind", "/sys", "/sys",
+                "--proc", "/proc", "--dev", "/dev", *gpu_binds(), "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
                 "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
-        for folder in _library_folders(self.settings.binds):
+        for folder in library_folders(self.settings.binds):
             args += ["--ro-bind", str(folder), str(folder)]
         if self.program is not None:
             args += ["--ro-bind", self._source(self.program.parent, case), INSIDE_PROGRAM]
@@ -469,64 +393,6 @@ class Sandbox:
         _remove(self.root)
         if self.groups is not None:
             self.groups.close()
-
-
-def draw_uid() -> int:
-    """A uid from OWN_UIDS that no account names and no process has: one run's own."""
-    import pwd
-
-    while True:
-        uid = OWN_UIDS.start + secrets.randbelow(len(OWN_UIDS))
-        try:
-            pwd.getpwuid(uid)
-            continue
-        except KeyError:
-            pass
-        if not processes_of_user(uid):
-            return uid
-
-
-def remove_files_of(uid: int, folders: Sequence[str]) -> None:
-    """Remove every entry directly in these folders that uid owns (with all under it)."""
-    for folder in folders:
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        for name in names:
-            path = Path(folder) / name
-            try:
-                if os.lstat(path).st_uid == uid:
-                    remove_tree(path)
-            except OSError:
-                pass
-
-
-def seal_cache(folder: Path) -> None:
-    """Make a JIT cache read-only to every program: owned by the judge, no write bit for anyone else, no
-    link or special file kept (the warm-up run wrote it)."""
-    stack = [folder]
-    while stack:
-        current = stack.pop()
-        try:
-            info = os.lstat(current)
-        except OSError:
-            continue
-        if stat.S_ISLNK(info.st_mode) or not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)) or (
-                stat.S_ISREG(info.st_mode) and info.st_nlink > 1):
-            remove_tree(current)
-            continue
-        try:
-            if os.geteuid() == 0:
-                os.chown(current, 0, 0, follow_symlinks=False)
-            os.chmod(current, 0o755 if stat.S_ISDIR(info.st_mode) else 0o644)
-        except OSError:
-            remove_tree(current)
-            continue
-        if stat.S_ISDIR(info.st_mode) and len(current.relative_to(folder).parts) < 16:
-            stack.extend(current / name for name in os.listdir(current))
-        elif stat.S_ISDIR(info.st_mode):
-            remove_tree(current)
 
 
 def _remove(path: Path) -> None:

@@ -256,7 +256,7 @@ def test_a_bwrap_that_fails_on_this_runs_mounts_is_an_error_not_a_fallback(progr
         Sandbox.open(program, bad)
 
 
-def test_relative_and_world_writable_library_folders_are_never_bound(tmp_path, monkeypatch):
+def test_relative_and_world_writablelibrary_folders_are_never_bound(tmp_path, monkeypatch):
     open_folder = tmp_path / "anybody"
     open_folder.mkdir()
     open_folder.chmod(0o777)
@@ -266,7 +266,7 @@ def test_relative_and_world_writable_library_folders_are_never_bound(tmp_path, m
     tmp_path.chmod(0o755)
     monkeypatch.setenv("LD_LIBRARY_PATH", f".:lib:{open_folder}:{kept}:")
     monkeypatch.chdir(tmp_path)
-    assert sandboxing._library_folders(()) == [kept]
+    assert sandboxing.library_folders(()) == [kept]
 
 
 @pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap here")

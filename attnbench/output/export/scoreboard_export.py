@@ -8,6 +8,7 @@ import io
 from pathlib import Path
 
 from attnbench.analysis.class_history import HistoryRow, history, load_boards
+from attnbench.output.export.csv_export import as_text
 from attnbench.output.export.exporter import Exporter, save_formats
 from attnbench.output.markdown import md_escape
 from attnbench.output.markdown import render as render_markdown
@@ -24,21 +25,6 @@ class ScoreboardJson(Exporter[Scoreboard]):
 
     def render(self, saved: Scoreboard) -> str:
         return saved.to_json()
-
-
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def as_text(cell: str) -> str:
-    """A CSV cell a spreadsheet reads as text, never as a formula: one that begins with = + - @ (or a tab
-    or CR) gets a leading apostrophe, as OWASP advises; a lone "-" (no value) and plain numbers stay."""
-    if cell.startswith(_FORMULA_STARTS) and cell != "-":
-        try:
-            float(cell)
-            return cell
-        except ValueError:
-            return "'" + cell
-    return cell
 
 
 class ScoreboardCsv(Exporter[Scoreboard]):

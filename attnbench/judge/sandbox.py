@@ -8,7 +8,8 @@ With bubblewrap (`bwrap`, found through $ATTNBENCH_BWRAP or PATH) each case runs
 - network: a fresh namespace with no interface up, so even 127.0.0.1 is unreachable;
 - PIDs: its own namespace, so the end of the program (or of bwrap, killed at the timeout) ends every
   process in it, whatever they did (setsid, a double fork, a daemon);
-- users: run as nobody (65534) when the judge is root, since RLIMIT_NPROC does not bind root;
+- users: when the judge is root, each run as a uid of its own (fallback_users.OWN_UIDS; nobody where bwrap
+  cannot), since RLIMIT_NPROC does not bind root and counts every process of a shared uid;
 - a read-only `/` and `/dev`, a 64 MiB `/dev/shm` and a 256 MiB `/tmp`, made fresh for each run.
 
 Where bwrap is missing or cannot make namespaces (`--sandbox auto` for one program, one warning;
@@ -204,20 +205,21 @@ class Sandbox:
         return INSIDE_CACHE if self.confinement.sandboxed else str(self.cuda_cache)
 
     def _choose(self) -> Confinement:
-        user = NOBODY if os.geteuid() == 0 and not self.launched else None
         own = os.geteuid() == 0 and not self.launched
         if self.settings.mode == "none":
             return Confinement("fallback", user=draw_uid() if own else None, reason="--sandbox none", own_uids=own)
         tool, why = find_bwrap()
         if tool is not None:
-            users = [user, None] if user is not None else [None]
-            for candidate in users:  # as nobody first: RLIMIT_NPROC does not bind root
+            # As root: a uid of each run's own first (RLIMIT_NPROC then counts this run's processes only, and
+            # no run can signal another's), else nobody; root last, where RLIMIT_NPROC does not bind.
+            for candidate in [draw_uid(), NOBODY, None] if own else [None]:
                 failed = self._probe(tool, candidate)
                 if not failed:
-                    note = None if candidate == user else (
+                    note = None if candidate is not None or not own else (
                         f"the sandbox cannot run as nobody ({why}): programs run in it as root, where "
                         "--max-processes does not bind")
-                    return Confinement("bwrap", tool, candidate, reason=note)
+                    return Confinement("bwrap", tool, candidate, reason=note,
+                                       own_uids=candidate is not None and candidate != NOBODY)
                 why = failed
             if not bwrap_starts(tool):
                 raise SandboxUnavailable(f"bwrap works here but not with this run's mounts ({why}): fix the "

@@ -34,9 +34,9 @@ from attnbench.results.resultset import ResultSet
 from attnbench.results.scoreboard import Scoreboard
 from attnbench.spread.slurm import SlurmOptions, default_folder
 
-__all__ = ["SANDBOX_MODES", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings", "SlurmOptions",
-           "is_class", "judge", "judge_class", "judge_program", "judge_submissions", "judge_writes", "new_kernel",
-           "resume_class"]
+__all__ = ["SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
+           "SlurmOptions", "class_history", "is_class", "is_source", "judge", "judge_class", "judge_program",
+           "judge_submissions", "judge_writes", "new_kernel", "resume_class"]
 
 Finished = Callable[[int, int, JudgedCase], None]
 

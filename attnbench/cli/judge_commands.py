@@ -74,12 +74,14 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
           name: str | None, no_save: bool, fresh_inputs: bool | None, history_folder: str | None) -> None:
     """Judge whole programs as the course does: run PROGRAM IN OUT per case, time it, check it.
 
-    One executable is judged case by case. Several, or a folder of submissions (each a folder with a
-    Makefile, hw4.cu or hw4, or a .cu or .c file, or an executable), are a class: each is built in the
-    sandbox (a failed build is one row), judged on the same cases, and ranked on a scoreboard (passed
-    cases first, then the total time of the passed cases; totals within the noise tie; the top
-    --rerun-top are rerun, median of 3, before ranks are final; GPU kinds are ranked apart). The
-    scoreboard is saved as JSON, CSV and Markdown (--html adds a one-file page).
+    One executable (or one .cu or .c file, built first) is judged case by case. Several, or a folder of
+    submissions (each a folder with a Makefile, hw4.cu or hw4, or a .cu or .c file, or an executable),
+    are a class: each is built in the sandbox (a failed build, or a submission holding a link, is one
+    row), judged on the same fresh inputs (drawn from secret seeds, saved with the scoreboard), and ranked
+    on a scoreboard (passed cases first, then the total time of the passed cases; totals within 2% tie;
+    the top --rerun-top are rerun on fresh inputs again, median of 3, before ranks are final; GPU kinds
+    are ranked apart). The scoreboard is saved as JSON, CSV and Markdown (--html adds a one-file page
+    with the class's history; --history DIR shows it).
 
     Each case runs in a fresh case folder holding its own copy of the input, inside a bubblewrap
     sandbox (no suite folder, no other case, no network, its own PID namespace; the GPU's device
@@ -89,9 +91,10 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
     clock from launch to exit (the whole process, not a kernel). The output must be within 5e-3 of
     the float64 reference in every element. A crash, a hang (killed at --timeout), a resource limit
     hit, no output file (or one that is a link), a wrong size, NaN, or a time over the limit: each
-    gets its own row. Without bubblewrap (or user namespaces) one warning line says so, and each case
-    still gets its own input copy, the limits, and the kill of every process it started. The course's limits belong to
-    a GTX 1080; on another machine read them as a guide.
+    gets its own row. Without bubblewrap (or user namespaces) one program is still judged, with one
+    warning line, its own input copy, the limits, and the kill of every process it started; a class is
+    not, unless --sandbox none says so. The course's limits belong to a GTX 1080; on another machine
+    read them as a guide.
 
     Exit status: 0 when every case passed (a class: once the scoreboard is made, whatever its verdicts),
     1 when any failed, 2 for a bad program or option,

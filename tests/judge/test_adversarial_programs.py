@@ -239,3 +239,15 @@ def test_a_setsid_fork_storm_in_the_fallback_leaves_nothing_and_harms_no_other_r
     rows = {row.name: row for row in board.rows}
     assert rows["honest"].passed == 1 and rows["honest"].rank == 1
     assert not _alive(storm.name)
+
+
+@pytest.mark.skipif(not SANDBOXED, reason="no bwrap sandbox here")
+def test_ld_library_path_dot_does_not_knock_the_judge_out_of_its_sandbox(build, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # "." is the judge's working folder: the submission's, say
+    monkeypatch.setenv("LD_LIBRARY_PATH", ".:lib")
+    settings = SandboxSettings("auto")
+    judgement, _ = api_programs.judge(str(build("steal_reference")), "odd_17x48", time_limits="none", timeout=10.0,
+                                      sandbox=settings)
+    assert judgement.confinement.sandboxed
+    assert [j.verdict for j in judgement.judged] == [judging.CRASH]
+    assert "found no reference" in judgement.judged[0].message

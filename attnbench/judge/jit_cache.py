@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from attnbench.judge.staging import remove_tree
+from attnbench.judge.staging import StagingRefused, copy_submission, remove_tree
 
 
 def seal_cache(folder: Path) -> None:
@@ -42,3 +42,18 @@ def seal_cache(folder: Path) -> None:
             remove_tree(current)
 
 
+
+
+def cache_copy(sealed: Path, folder: Path, user: int | None) -> Path:
+    """A judged run's own copy of the sealed cache in the new empty folder (CUDA may want to write to its
+    cache; what it writes goes nowhere), owned by the run's user; an empty cache where it cannot be copied."""
+    os.rmdir(folder)
+    try:
+        copy_submission(sealed, folder)
+    except (OSError, StagingRefused):
+        remove_tree(folder)
+        folder.mkdir(mode=0o755)  # an empty cache rather than none: the program still runs
+    if user is not None:
+        for path in (folder, *folder.rglob("*")):
+            os.chown(path, user, user, follow_symlinks=False)
+    return folder

@@ -44,8 +44,8 @@ from attnbench.judge import cgroups
 from attnbench.judge.bwrap_args import BWRAP_ENV  # noqa: F401 - the variable is part of the sandbox's interface
 from attnbench.judge.bwrap_args import bwrap_starts, find_bwrap, gpu_binds, library_folders, system_binds
 from attnbench.judge.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, remove_files_of
-from attnbench.judge.jit_cache import seal_cache
-from attnbench.judge.staging import StagingRefused, copy_submission, remove_tree
+from attnbench.judge.jit_cache import cache_copy, seal_cache
+from attnbench.judge.staging import remove_tree
 
 MODES = ("auto", "required", "none")
 NOBODY = 65534
@@ -273,21 +273,10 @@ class Sandbox:
                          cache)
 
     def _cache_copy(self, label: str) -> Path | None:
-        """A judged run's own copy of the sealed cache (CUDA may want to write to its cache; what it writes
-        goes nowhere): None during the warm-up, which writes the cache itself."""
+        """A judged run's own copy of the sealed cache; None during the warm-up, which writes the cache."""
         if self.cuda_cache is None or self.cache_writable or not self.cuda_cache.is_dir():
             return None
-        copy = Path(tempfile.mkdtemp(prefix=f"{label}-cache-", dir=self.root))
-        os.rmdir(copy)
-        try:
-            copy_submission(self.cuda_cache, copy)
-        except (OSError, StagingRefused):
-            remove_tree(copy)
-            copy.mkdir(mode=0o755)  # an empty cache rather than none: the program still runs
-        if self.user is not None:
-            for path in (copy, *copy.rglob("*")):
-                os.chown(path, self.user, self.user, follow_symlinks=False)
-        return copy
+        return cache_copy(self.cuda_cache, Path(tempfile.mkdtemp(prefix=f"{label}-cache-", dir=self.root)), self.user)
 
     def limits_for(self, output_bytes: int, timeout_s: float) -> ProcessLimits:
         """The case's limits; memory is the cgroup's (real use), not RLIMIT_AS, where a cgroup was made."""

@@ -40,7 +40,7 @@ from typing import Sequence
 from attnbench.backends.program import ProcessLimits
 from attnbench.backends.reaper import kill_user
 from attnbench.errors import AttnbenchError
-from attnbench.judge import cgroups
+from attnbench.judge import case_disk, cgroups
 from attnbench.judge.bwrap_args import BWRAP_ENV  # noqa: F401 - the variable is part of the sandbox's interface
 from attnbench.judge.bwrap_args import bwrap_starts, find_bwrap, gpu_binds, library_folders, system_binds
 from attnbench.judge.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, remove_files_of
@@ -128,6 +128,7 @@ class CasePaths:
     output_arg: str
     cgroup: Path | None = None  # the run's own cgroup (memory.max, pids.max), where one could be made
     cache: Path | None = None  # the run's own copy of the sealed CUDA cache, removed with the run
+    capped: bool = False  # the folder is a size-capped tmpfs of its own (attnbench.judge.case_disk)
 
 
 def program_env(home: str, cuda_cache: str | None = None) -> dict[str, str]:
@@ -159,6 +160,7 @@ class Sandbox:
     cache_writable: bool = False
     groups: cgroups.RunGroups | None = None  # with --memory-limit as root: a cgroup per run
     groups_reason: str = ""  # why there is none
+    disk_capped: bool = False  # each case folder a size-capped tmpfs (case_disk), as root
 
     @classmethod
     def open(cls, program: Path | None, settings: SandboxSettings, launched: bool = False,
@@ -178,6 +180,7 @@ class Sandbox:
                 os.chmod(copy, 0o555)
             sandbox = cls(Confinement("fallback"), root, copy, launched, settings, cuda_cache or root / "cuda-cache",
                           cache_writable)
+            sandbox.disk_capped = case_disk.can_cap() and not launched
             sandbox.confinement = sandbox._choose()
             sandbox._make_cache()
             if settings.memory_mb is not None and not launched:
@@ -253,6 +256,8 @@ class Sandbox:
                 os.chown(self.cuda_cache, self.user, self.user)
         folder = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.root))
         logs = Path(tempfile.mkdtemp(prefix=f"{label}-logs-", dir=self.root))
+        size = case_disk.case_bytes(input_path, files is not None, self.settings.FILE_FACTOR, self.settings.FILE_FLOOR)
+        capped = self.disk_capped and case_disk.cap(folder, size)
         if files is not None:
             shutil.copytree(files, folder, symlinks=True, dirs_exist_ok=True)
         copy = folder / f"{label}.in"
@@ -270,7 +275,7 @@ class Sandbox:
             memory = self.settings.memory_mb << 20 if self.settings.memory_mb else None
             group = self.groups.run_group(memory, self.settings.processes)
         return CasePaths(folder, copy, output, logs, f"{inside}/{copy.name}", f"{inside}/{output.name}", group,
-                         cache)
+                         cache, capped)
 
     def _cache_copy(self, label: str) -> Path | None:
         """A judged run's own copy of the sealed cache; None during the warm-up, which writes the cache."""
@@ -305,8 +310,9 @@ class Sandbox:
             notes.append("processes: programs run as root, where RLIMIT_NPROC does not bind")
         elif os.geteuid() != 0 and not self.confinement.sandboxed:
             notes.append("processes: RLIMIT_NPROC counts every process of your user, not only the program's")
-        notes.append("disk: each file is capped (RLIMIT_FSIZE) and the in-memory /tmp and /dev/shm are capped, "
-                     "but not the total a run writes in its case folder")
+        if not self.disk_capped:
+            notes.append("disk: each file is capped (RLIMIT_FSIZE) and the in-memory /tmp and /dev/shm are "
+                         "capped, but not the total a run writes in its case folder (that needs root)")
         return notes
 
     def program_path(self) -> str:
@@ -373,6 +379,8 @@ class Sandbox:
             cgroups.end(case.cgroup)
         if case.cache is not None:
             _remove(case.cache)
+        if case.capped:
+            case_disk.uncap(case.folder)
         if self.confinement.own_uids and self.user is not None:
             kill_user(self.user)
             remove_files_of(self.user, SHARED_TEMP)
@@ -380,7 +388,8 @@ class Sandbox:
             _remove(path)
 
     def close(self) -> None:
-        """Remove the root folder with everything left in it, and the judge's cgroup."""
+        """Remove the root folder with everything left in it (unfinished case folders unmounted), the cgroup."""
+        case_disk.uncap_all_below(self.root)
         _remove(self.root)
         if self.groups is not None:
             self.groups.close()

@@ -225,6 +225,15 @@ def test_the_sandbox_root_and_dev_are_read_only_and_its_memory_folders_capped(bu
     filled = dict(pair.split("=") for pair in re.search(r"filled (.*)", judged.message)[1].split())
     assert filled["root"] == "0" and filled["dev"] == "0", judged.message
     assert int(filled["shm"]) <= 64 and int(filled["tmp"]) == 96, judged.message
+    if ROOT:  # the case folder is a tmpfs capped at input + 4x output (at least 1 MiB) + 16 MiB
+        assert int(filled["case"]) <= 18, judged.message
+
+
+@pytest.mark.skipif(not ROOT, reason="the case folder's cap needs root")
+def test_many_small_files_in_the_fallback_are_capped_by_the_case_folders_size(build):
+    judgement = _judge(build("tmpfs_filler", FILL_MB="40"), "none", cases="odd_17x48")
+    filled = dict(pair.split("=") for pair in re.search(r"filled (.*)", judgement.judged[0].message)[1].split())
+    assert int(filled["case"]) <= 18, judgement.judged[0].message
 
 
 @pytest.mark.skipif(not ROOT, reason="a uid of each run's own needs root")

@@ -296,6 +296,6 @@ def test_each_limit_that_does_not_hold_is_said_once_and_saved(program, tmp_path)
         assert not any(line.startswith("limit not applied: memory") for line in said)
     else:
         assert f"limit not applied: memory: no cgroup ({why}): --memory-limit is RLIMIT_AS" in said[0]
-    assert sum("disk:" in line for line in said) == 1  # once, not once per case
+    assert sum("disk:" in line for line in said) == (0 if os.geteuid() == 0 else 1)  # once, not once per case
     saved = json.loads(next((tmp_path / "res").glob("*.json")).read_text())
     assert saved["settings"]["sandbox"]["limits_not_applied"] == [line.split(": ", 1)[1] for line in said]

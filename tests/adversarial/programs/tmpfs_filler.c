@@ -1,5 +1,5 @@
 /* Trick: fill the host's memory through the sandbox's in-memory folders: write up to FILL_MB (default 96)
- * MiB into /, /dev, /dev/shm and /tmp, in files of 512 KiB (under any per-file limit), and say on stderr
+ * MiB into /, /dev, /dev/shm, /tmp and its case folder, in files of 512 KiB (under any per-file limit), and say on stderr
  * how many MiB each took, then exit 1. A judge whose / and /dev are writable, unlimited tmpfs lets a run
  * take the host's memory. */
 #include <stdio.h>
@@ -31,7 +31,7 @@ static int fill(const char *folder) {
 }
 
 int main(void) {
-    int root = fill(""), dev = fill("/dev"), shm = fill("/dev/shm"), tmp = fill("/tmp");
-    fprintf(stderr, "filled root=%d dev=%d shm=%d tmp=%d\n", root, dev, shm, tmp);
+    int root = fill(""), dev = fill("/dev"), shm = fill("/dev/shm"), tmp = fill("/tmp"), here = fill(".");
+    fprintf(stderr, "filled root=%d dev=%d shm=%d tmp=%d case=%d\n", root, dev, shm, tmp, here);
     return 1;
 }

@@ -4,11 +4,14 @@ Without a sandbox, programs that all ran as one user (nobody) could signal, read
 fork storm's survivor killed the next submission's program, and files in /tmp outlived the run. So as
 root every run gets a fresh uid (`draw_uid`), every process of it is killed afterwards
 (attnbench.backends.reaper.kill_user) and its entries in the machine's shared temporary folders are
-removed (`remove_files_of`).
+removed (`remove_files_of`). Before it drops root, the run's first process also leaves the host's network
+and System V IPC for fresh, empty namespaces of its own (`leave_network_and_ipc`): no interface is up, so
+even 127.0.0.1 is unreachable, and no shared memory segment or semaphore outlives it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pwd
 import secrets
@@ -53,3 +56,13 @@ def remove_files_of(uid: int, folders: Sequence[str]) -> None:
                 pass
 
 
+
+
+_CLONE_NEWNET, _CLONE_NEWIPC = 0x40000000, 0x08000000
+
+
+def leave_network_and_ipc() -> None:
+    """unshare(2) the network and System V IPC namespaces (as root, in the child before exec); written with
+    ctypes since Python's os.unshare arrived in 3.12. Where the kernel refuses, the run keeps the host's."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.unshare(_CLONE_NEWNET | _CLONE_NEWIPC)

@@ -43,7 +43,7 @@ from attnbench.errors import AttnbenchError
 from attnbench.judge import case_disk, cgroups
 from attnbench.judge.bwrap_args import BWRAP_ENV  # noqa: F401 - the variable is part of the sandbox's interface
 from attnbench.judge.bwrap_args import bwrap_starts, find_bwrap, gpu_binds, library_folders, system_binds
-from attnbench.judge.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, remove_files_of
+from attnbench.judge.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
 from attnbench.judge.jit_cache import cache_copy, seal_cache
 from attnbench.judge.staging import remove_tree
 
@@ -213,8 +213,7 @@ class Sandbox:
             return Confinement("fallback", user=draw_uid() if own else None, reason="--sandbox none", own_uids=own)
         tool, why = find_bwrap()
         if tool is not None:
-            # As root: a uid of each run's own first (RLIMIT_NPROC then counts this run's processes only, and
-            # no run can signal another's), else nobody; root last, where RLIMIT_NPROC does not bind.
+            # As root: a uid of each run's own first (RLIMIT_NPROC counts its processes only), nobody, root last
             for candidate in [draw_uid(), NOBODY, None] if own else [None]:
                 failed = self._probe(tool, candidate)
                 if not failed:
@@ -288,11 +287,12 @@ class Sandbox:
         limits = self.settings.limits_for(output_bytes, timeout_s)
         return replace(limits, memory_bytes=None) if self.groups is not None else limits
 
-    @staticmethod
-    def before_exec(case: CasePaths):  # noqa: ANN205 - a function for run_process, or None
-        """What the run's child does first, as root: join the run's cgroup."""
-        group = case.cgroup
-        return None if group is None else (lambda: cgroups.join(group))
+    def before_exec(self, case: CasePaths):  # noqa: ANN205 - a function for run_process, or None
+        """The run's child's first steps, as root: join its cgroup; in the fallback, leave host network and IPC."""
+        group, isolate = case.cgroup, self.confinement.own_uids and not self.confinement.sandboxed
+        if group is None and not isolate:
+            return None
+        return lambda: (group is not None and cgroups.join(group), isolate and leave_network_and_ipc())
 
     def out_of_memory(self, case: CasePaths) -> bool:
         """Whether the run's cgroup killed a process for its memory limit."""

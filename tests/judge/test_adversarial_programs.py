@@ -190,10 +190,14 @@ def loopback_server():
     server.close()
 
 
-@pytest.mark.skipif(not SANDBOXED, reason="no bwrap sandbox here (the fallback does not cut the network)")
-def test_a_program_cannot_reach_the_network(build, loopback_server):
+NETWORK_MODES = [pytest.param("required", marks=pytest.mark.skipif(not SANDBOXED, reason="no bwrap sandbox here")),
+                 pytest.param("none", marks=pytest.mark.skipif(not ROOT, reason="the fallback cuts it as root only"))]
+
+
+@pytest.mark.parametrize("mode", NETWORK_MODES)
+def test_a_program_cannot_reach_the_network(build, loopback_server, mode):
     port, accepted = loopback_server
-    judgement = _judge(build("network_call", PORT=str(port)), "required", cases="odd_17x48")
+    judgement = _judge(build("network_call", PORT=str(port)), mode, cases="odd_17x48")
     judged = judgement.judged[0]
     assert judged.verdict == judging.CRASH and "no network: connect" in judged.message, judged.message
     assert accepted == []

@@ -11,9 +11,11 @@ can take.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from attnbench.cases.testcase import read_shape
@@ -25,9 +27,23 @@ PLAIN_BYTES = 64 << 20  # a folder with neither an input nor files (a probe)
 INODES = 10000
 
 
+@functools.lru_cache(maxsize=1)
 def can_cap() -> bool:
-    """Whether the judge may mount a tmpfs on its case folders (root, with mount on PATH)."""
-    return os.geteuid() == 0 and shutil.which("mount") is not None and shutil.which("umount") is not None
+    """Whether the judge can mount a tmpfs on its case folders: root, mount on PATH, and a trial mount that
+    works (a container may forbid it); tried once per process."""
+    if os.geteuid() != 0 or shutil.which("mount") is None or shutil.which("umount") is None:
+        return False
+    trial = Path(tempfile.mkdtemp(prefix="attnbench-mount-trial-"))
+    try:
+        if not cap(trial, 1 << 20):
+            return False
+        uncap(trial)
+        return True
+    finally:
+        try:
+            trial.rmdir()
+        except OSError:
+            pass
 
 
 def case_bytes(input_path: Path | None, building: bool, file_factor: int, file_floor: int) -> int:

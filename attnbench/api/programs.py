@@ -3,24 +3,31 @@ kernel with its launch facts. The command line renders what these return."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
-
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
+from attnbench.analysis.class_history import HistoryRow, history, load_boards
 from attnbench.judge import course_judge as judging
 from attnbench.judge import class_slurm
 from attnbench.judge.class_pool import class_devices, judge_class_spread
 from attnbench.judge.classroom import ClassListener, ClassSettings, RERUN_TOP
+from attnbench.judge.classroom import confinement as class_confinement
 from attnbench.judge.classroom import judge_class as run_class
 from attnbench.judge.course_judge import JudgedCase
-from attnbench.judge.submissions import find_submissions
+from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
+from attnbench.judge.fresh_inputs import draw, seeds_of
+from attnbench.judge.staging import remove_tree
+from attnbench.judge.submissions import build, find_submissions
 from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
-from attnbench.errors import UsageError
+from attnbench.backends.program import ProgramError
+from attnbench.errors import AttnbenchError, UsageError
 from attnbench.judge.sandbox import MODES as SANDBOX_MODES
-from attnbench.judge.sandbox import Confinement, SandboxSettings
+from attnbench.judge.sandbox import Confinement, SandboxSettings, SandboxUnavailable
 from attnbench.api.notices import Notice, quiet
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.kernels.user import find_launch_facts
@@ -30,9 +37,9 @@ from attnbench.results.resultset import ResultSet
 from attnbench.results.scoreboard import Scoreboard
 from attnbench.spread.slurm import SlurmOptions, default_folder
 
-__all__ = ["SANDBOX_MODES", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings", "SlurmOptions",
-           "is_class", "judge", "judge_class", "judge_program", "judge_submissions", "judge_writes", "new_kernel",
-           "resume_class"]
+__all__ = ["SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
+           "SlurmOptions", "class_history", "is_class", "is_source", "judge", "judge_class", "judge_program",
+           "judge_submissions", "judge_writes", "new_kernel", "resume_class"]
 
 Finished = Callable[[int, int, JudgedCase], None]
 
@@ -40,18 +47,32 @@ Finished = Callable[[int, int, JudgedCase], None]
 def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str | None = None, time_limits: str = "course",
           args: str = judging.DEFAULT_ARGS, timeout: float | None = None, progress: ProgressFactory = no_progress,
           finished: Finished | None = None, command: str | None = None, sandbox: SandboxSettings | None = None,
-          opened: Callable[[Confinement], None] | None = None) -> tuple[judging.Judgement, ResultSet]:
+          opened: Callable[[Confinement], None] | None = None,
+          fresh_inputs: bool = False) -> tuple[judging.Judgement, ResultSet]:
     """Run PROGRAM IN OUT on each case in its own case folder and sandbox (see attnbench.judge.sandbox),
     time the whole process, check the output by the course's rule; returns the judgement and its result
-    set (kind "judge"). `opened` hears how cases are confined (bwrap, or the fallback and why) first."""
-    prog = judging.make_program(program, launcher, args)
+    set (kind "judge"). `opened` hears how cases are confined (bwrap, or the fallback and why) first.
+    A `.cu` or `.c` file is one program too: built first, in the sandbox (a failed build: BuildFailed).
+    `fresh_inputs`: judge on inputs drawn anew from secret seeds (attnbench.judge.fresh_inputs), not the
+    suite's; the seeds are saved in the result's settings."""
     limits = judging.load_time_limits(time_limits)
     inputs = judging.cases_for(cases)
     if not inputs:
         raise UsageError(f"--cases {cases if isinstance(cases, str) else ','.join(cases)!r} names no case")
+    if is_source(program):
+        with built_source(program, sandbox or SandboxSettings()) as path:
+            return judge(str(path), cases, launcher=launcher, time_limits=time_limits, args=args, timeout=timeout,
+                         progress=progress, finished=finished, command=command, sandbox=sandbox, opened=opened,
+                         fresh_inputs=fresh_inputs)
+    prog = judging.make_program(program, launcher, args)
+    if fresh_inputs:
+        inputs = draw(inputs)
     judgement = judging.run_judge(prog, inputs, limits, timeout, progress, finished or (lambda *a: None),
                                   sandbox, opened)
-    return judgement, judging.judge_results(judgement, collect(None, False, command))
+    result = judging.judge_results(judgement, collect(None, False, command))
+    result.settings["inputs"] = FRESH_RULE if fresh_inputs else "the suite's inputs (public seeds)"
+    result.settings["seeds"] = seeds_of(inputs)
+    return judgement, result
 
 
 def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = "course", *,
@@ -59,13 +80,16 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
                 rerun_top: int = RERUN_TOP, gpus: str | None = None, executor: str = "local",
                 slurm: SlurmOptions | None = None, sandbox: SandboxSettings | None = None,
                 results_dir: str | Path = "results", progress: ProgressFactory = no_progress,
-                listener: ClassListener | None = None, command: str | None = None) -> Scoreboard:
+                listener: ClassListener | None = None, command: str | None = None,
+                fresh_inputs: bool = True) -> Scoreboard:
     """Build and judge every submission (folders, .cu or .c files, executables, or folders of them) on the
     same cases, rank them (passed cases first, then total time; ties within noise), rerun the top ones
     and rank again; returns the scoreboard, which the command line renders and saves. With
     `gpus` ("all" or "0,1"), the cases run on one worker process per GPU; with `executor="slurm"`, each
     submission is a Slurm job (then each rerun), in the jobs folder of `slurm` (default
-    results_dir/slurm/<date>_<time>). Every build and every case runs in the judge's sandbox (`sandbox`)."""
+    results_dir/slurm/<date>_<time>). Every build and every case runs in the judge's sandbox (`sandbox`;
+    a class needs one unless its mode is "none"). `fresh_inputs` (the default): every case and every rerun
+    on inputs drawn anew from secret seeds, saved with the scoreboard; False: the suite's inputs."""
     if executor not in ("local", "slurm"):
         raise UsageError(f"--executor {executor}: local or slurm")
     if gpus is not None and executor == "slurm":
@@ -79,7 +103,7 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     if not inputs:
         raise UsageError(f"--cases {selector!r} names no case")
     settings = ClassSettings(judging.load_time_limits(time_limits), timeout, build_timeout, rerun_top,
-                             sandbox or SandboxSettings())
+                             class_sandbox(sandbox or SandboxSettings()), fresh_inputs)
     metadata = collect(None, False, command)
     if executor == "slurm":
         options = slurm or SlurmOptions()
@@ -92,16 +116,63 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     return run_class(found, inputs, settings, progress, listener, metadata)
 
 
+class BuildFailed(AttnbenchError):
+    """The one program given as a source file did not build: its row, as a class would show it."""
+
+    exit_code = 1
+
+
+@contextlib.contextmanager
+def built_source(source: str, sandbox: SandboxSettings):
+    """A .cu or .c file built in the sandbox, as a class's submission is; the program's path while it lasts."""
+    if not Path(source).is_file():
+        raise ProgramError(f"{source}: no such file")
+    folder = Path(tempfile.mkdtemp(prefix="attnbench-source-"))
+    try:
+        (submission,) = find_submissions([source])
+        made = build(submission, folder, settings=sandbox)
+        if made.program is None:
+            raise BuildFailed(f"{source}: {made.message}")
+        yield made.program
+    finally:
+        remove_tree(folder)
+
+
+def class_sandbox(settings: SandboxSettings) -> SandboxSettings:
+    """A class runs strangers' code: it is judged in the sandbox, or without one only when `--sandbox none`
+    says so outright (`auto` does not fall back for a class). SandboxUnavailable says why in one line."""
+    if settings.mode == "none":
+        return settings
+    required = replace(settings, mode="required")
+    try:
+        class_confinement(ClassSettings(judging.load_time_limits("none"), sandbox=required))
+    except SandboxUnavailable as exc:
+        raise SandboxUnavailable(f"a class runs strangers' code, so it is judged in the sandbox only, and none can "
+                                 f"be made here ({str(exc).split(': ', 1)[-1]}); --sandbox none judges it without "
+                                 "one, on the host") from None
+    return required
+
+
+def class_history(folder: str | Path, cases: list[str] | None = None) -> list[HistoryRow]:
+    """Every scoreboard saved in a results folder, per submission its best and latest run (of the runs on
+    `cases`, by default the latest run's)."""
+    return history(load_boards(folder), cases)
+
+
 def resume_class(folder: str | Path, listener: ClassListener | None = None) -> Scoreboard:
     """Finish a class judged over Slurm from its jobs folder: what came back is kept, the rest resubmitted."""
     return class_slurm.resume_class(folder, listener)
 
 
 def is_class(program: str) -> bool:
-    """Whether one argument of `judge` names a class (a folder, or a .cu or .c file to build) rather than one
-    executable to judge case by case."""
-    path = Path(program)
-    return path.is_dir() or path.suffix in (".cu", ".c")
+    """Whether one argument of `judge` names a class (a folder of submissions, or one submission folder)
+    rather than one program (an executable, or a .cu or .c file built first) to judge case by case."""
+    return Path(program).is_dir()
+
+
+def is_source(program: str) -> bool:
+    """A .cu or .c file: one program, built before it is judged."""
+    return Path(program).suffix in (".cu", ".c")
 
 
 def judge_writes(cases: str | Sequence[str] = "course") -> int:
@@ -130,6 +201,7 @@ class JudgeOptions:
     resume: str | None = None  # a class's Slurm jobs folder
     results_dir: str | Path = "results"
     command: str | None = None
+    fresh_inputs: bool | None = None  # None: fresh for a class, the suite's for one program
 
     def __post_init__(self) -> None:
         if not self.programs and not self.resume:
@@ -160,7 +232,8 @@ def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progr
     _say_pending(options.cases, notice)
     return judge(options.programs[0], options.cases, launcher=options.launcher, time_limits=options.time_limits,
                  args=options.args, timeout=options.timeout, progress=progress, finished=finished,
-                 command=options.command, sandbox=options.sandbox, opened=opened)
+                 command=options.command, sandbox=options.sandbox, opened=opened,
+                 fresh_inputs=bool(options.fresh_inputs))
 
 
 def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_progress,
@@ -174,7 +247,7 @@ def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_p
                        build_timeout=options.build_timeout, rerun_top=options.rerun_top, gpus=options.gpus,
                        executor=options.executor, slurm=options.slurm, sandbox=options.sandbox,
                        results_dir=options.results_dir, progress=progress, listener=listener,
-                       command=options.command)
+                       command=options.command, fresh_inputs=options.fresh_inputs is not False)
 
 
 def new_kernel(name: str, folder: str | Path = ".") -> StarterFiles:

@@ -26,9 +26,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from attnbench.backends.reaper import Leftover, become_subreaper, descendants, processes_of, sweep
+from attnbench.backends.reaper import Leftover, become_subreaper, descendants, kill_user, processes_of, sweep
 from attnbench.cases.testcase import Testcase, read_output, write_testcase
 from attnbench.errors import AttnbenchError, TestcaseError
+from attnbench.printable import printable
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ERROR, OK, WRONG, Cell
 from attnbench.results.run_warnings import RunWarning, WarningKind
@@ -105,8 +106,10 @@ def _kill_group(process: subprocess.Popen) -> None:
     process.wait()
 
 
-def _limiter(limits: ProcessLimits, uid: int) -> Callable[[], None]:
-    """The function the child runs before exec: set each limit, soft and hard alike."""
+def _limiter(limits: ProcessLimits, uid: int, first: Callable[[], None] | None = None,
+             drop_to: int | None = None) -> Callable[[], None]:
+    """The function the child runs before exec: `first` (as the judge's user: joining a cgroup, say), then
+    each limit, soft and hard alike, then (given `drop_to`) the switch to that uid and group."""
     settings = [(resource.RLIMIT_FSIZE, limits.file_bytes), (resource.RLIMIT_AS, limits.memory_bytes),
                 (resource.RLIMIT_CPU, limits.cpu_s)]
     if limits.processes is not None:
@@ -115,18 +118,26 @@ def _limiter(limits: ProcessLimits, uid: int) -> Callable[[], None]:
     chosen = [(which, value) for which, value in settings if value is not None]
 
     def set_limits() -> None:
+        if first is not None:
+            first()
         for which, value in chosen:
             resource.setrlimit(which, (value, value))
+        if drop_to is not None:
+            os.setgroups([])
+            os.setgid(drop_to)
+            os.setuid(drop_to)
 
     return set_limits
 
 
 def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: ProcessLimits | None = None,
-                user: int | None = None, env: dict[str, str] | None = None, logs: Path | None = None
-                ) -> ProcessOutcome:
+                user: int | None = None, env: dict[str, str] | None = None, logs: Path | None = None,
+                sole_user: bool = False, before_exec: Callable[[], None] | None = None) -> ProcessOutcome:
     """Run argv in its own process group (as uid `user` if given, under `limits`); wall-clock it from launch
     to exit; kill the group at the timeout; then kill every descendant left and report any still alive.
-    Its stdout and stderr go to files in `logs` (default: cwd).
+    Its stdout and stderr go to files in `logs` (default: cwd). With `sole_user` (uid `user` belongs to this
+    run alone), every process of that uid is killed too, whatever tree it is in. `before_exec` runs in the
+    child as the judge's user, before the limits and the switch to `user` (to join a cgroup).
 
     An orphan carries no trace of who started it, so the sweep kills every descendant of this process that
     appeared while argv ran: run one program at a time per process (concurrent cases belong in separate
@@ -135,8 +146,11 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
     stdout_path, stderr_path = logs / ".judge_stdout", logs / ".judge_stderr"
     become_subreaper()
     spared = set(descendants(os.getpid()))
-    ids = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
-    preexec = _limiter(limits, os.getuid() if user is None else user) if limits is not None else None
+    ids = {"user": user, "group": user, "extra_groups": []} if user is not None and before_exec is None else {}
+    preexec = None
+    if limits is not None or before_exec is not None:
+        preexec = _limiter(limits or ProcessLimits(), os.getuid() if user is None else user, before_exec,
+                           user if before_exec is not None else None)
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         start = time.perf_counter()
         try:
@@ -155,6 +169,8 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
         except BaseException:  # Ctrl-C: take the program's whole group down with us
             _kill_group(process)
             sweep(spared)
+            if sole_user and user is not None:
+                kill_user(user)
             raise
     # A program that exits while children it started keep running: those are not its output.
     try:
@@ -162,6 +178,8 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
     except (ProcessLookupError, PermissionError):
         pass
     left = sweep(spared)
+    if sole_user and user is not None:
+        left = [*left, *(p for p in kill_user(user) if p.pid not in {q.pid for q in left})]
     return ProcessOutcome(returncode, wall, timed_out, _tail(stderr_path), tuple(left))
 
 
@@ -177,8 +195,10 @@ def exit_text(returncode: int) -> str:
 
 
 def last_line(text: str) -> str:
+    """The last line the program wrote that is not blank, cut to 200 characters, its control characters
+    escaped (a program's words never reach a terminal raw)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:200] if lines else ""
+    return printable(lines[-1][:200]) if lines else ""
 
 
 # -- a program beside kernels in a compare -------------------------------------------------------------

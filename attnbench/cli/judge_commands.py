@@ -11,8 +11,9 @@ from attnbench.api import programs as api_programs
 from attnbench.cli.options import command_line, notice
 from attnbench.output.save import save
 from attnbench.output.export.scoreboard_export import save_scoreboard
-from attnbench.output.scoreboard import class_stem, scoreboard_lines, scoreboard_model
+from attnbench.output.scoreboard import class_stem, history_model, scoreboard_lines, scoreboard_model
 from attnbench.output.result_tables import format_s, scoreboard_table
+from attnbench.printable import printable
 from attnbench.output.terminal import console, err_console, print_table, progress_bar
 
 
@@ -41,6 +42,10 @@ from attnbench.output.terminal import console, err_console, print_table, progres
               help="CPU seconds per process (RLIMIT_CPU) [default: 4x the case's timeout, at least 10 s].")
 @click.option("--sandbox-bind", "binds", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="A folder the program may read (a CUDA toolkit outside /usr, say); repeatable.")
+@click.option("--fresh-inputs/--suite-inputs", "fresh_inputs", default=None,
+              help="Judge on inputs drawn anew (each case in its shape and distribution, from a secret seed saved "
+                   "with the results), or on the suite's public ones [default: fresh for a class, the suite's "
+                   "for one program].")
 @click.option("--rerun-top", type=click.IntRange(min=0), default=3, show_default=True,
               help="A class: rerun this many top submissions (median of 3 runs per case) before ranks are final.")
 @click.option("--gpus", default=None, help="A class: spread the cases over this host's GPUs (all, or 0,1).")
@@ -54,6 +59,9 @@ from attnbench.output.terminal import console, err_console, print_table, progres
               help="Each Slurm job's limit in minutes.")
 @click.option("--resume", "resume_folder", default=None, type=click.Path(exists=True, file_okay=False),
               help="A class: finish a Slurm run from its jobs folder (results/slurm/<date>_<time>).")
+@click.option("--history", "history_folder", default=None, type=click.Path(file_okay=False),
+              help="Show a class's history instead of judging: every scoreboard saved in this results folder, per "
+                   "submission its best and latest run.")
 @click.option("--html", "with_html", is_flag=True, help="A class: save a one-file HTML page of the scoreboard too.")
 @click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False),
               help="Folder for the saved JSON, CSV and Markdown.")
@@ -63,15 +71,17 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
           timeout: float | None, sandbox_mode: str, max_processes: int, memory_mb: int | None, cpu_s: float | None,
           binds: tuple[str, ...], rerun_top: int, gpus: str | None, build_timeout: float, executor: str, partition: str | None,
           gres: str | None, time_min: int, resume_folder: str | None, with_html: bool, results_dir: str,
-          name: str | None, no_save: bool) -> None:
+          name: str | None, no_save: bool, fresh_inputs: bool | None, history_folder: str | None) -> None:
     """Judge whole programs as the course does: run PROGRAM IN OUT per case, time it, check it.
 
-    One executable is judged case by case. Several, or a folder of submissions (each a folder with a
-    Makefile, hw4.cu or hw4, or a .cu or .c file, or an executable), are a class: each is built in the
-    sandbox (a failed build is one row), judged on the same cases, and ranked on a scoreboard (passed
-    cases first, then the total time of the passed cases; totals within the noise tie; the top
-    --rerun-top are rerun, median of 3, before ranks are final; GPU kinds are ranked apart). The
-    scoreboard is saved as JSON, CSV and Markdown (--html adds a one-file page).
+    One executable (or one .cu or .c file, built first) is judged case by case. Several, or a folder of
+    submissions (each a folder with a Makefile, hw4.cu or hw4, or a .cu or .c file, or an executable),
+    are a class: each is built in the sandbox (a failed build, or a submission holding a link, is one
+    row), judged on the same fresh inputs (drawn from secret seeds, saved with the scoreboard), and ranked
+    on a scoreboard (passed cases first, then the total time of the passed cases; totals within 2% tie;
+    the top --rerun-top are rerun on fresh inputs again, median of 3, before ranks are final; GPU kinds
+    are ranked apart). The scoreboard is saved as JSON, CSV and Markdown (--html adds a one-file page
+    with the class's history; --history DIR shows it).
 
     Each case runs in a fresh case folder holding its own copy of the input, inside a bubblewrap
     sandbox (no suite folder, no other case, no network, its own PID namespace; the GPU's device
@@ -81,9 +91,10 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
     clock from launch to exit (the whole process, not a kernel). The output must be within 5e-3 of
     the float64 reference in every element. A crash, a hang (killed at --timeout), a resource limit
     hit, no output file (or one that is a link), a wrong size, NaN, or a time over the limit: each
-    gets its own row. Without bubblewrap (or user namespaces) one warning line says so, and each case
-    still gets its own input copy, the limits, and the kill of every process it started. The course's limits belong to
-    a GTX 1080; on another machine read them as a guide.
+    gets its own row. Without bubblewrap (or user namespaces) one program is still judged, with one
+    warning line, its own input copy, the limits, and the kill of every process it started; a class is
+    not, unless --sandbox none says so. The course's limits belong to a GTX 1080; on another machine
+    read them as a guide.
 
     Exit status: 0 when every case passed (a class: once the scoreboard is made, whatever its verdicts),
     1 when any failed, 2 for a bad program or option,
@@ -98,16 +109,27 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
       attnbench judge submissions/ --cases t01-t10 --gpus all
       attnbench judge submissions/ --cases t01-t10 --executor slurm --partition nvidia --gres gpu:1
     """
+    if history_folder is not None:
+        _show_history(history_folder)
+        return
     sandbox = api_programs.SandboxSettings(sandbox_mode, max_processes, memory_mb, cpu_s, tuple(Path(b) for b in binds))
     options = api_programs.JudgeOptions(
         programs=programs, cases=case_selector, launcher=launcher, time_limits=limits_spec, args=args_template,
         timeout=timeout, sandbox=sandbox, rerun_top=rerun_top, gpus=gpus, build_timeout=build_timeout,
         executor=executor, slurm=api_programs.SlurmOptions(partition, gres, time_min), resume=resume_folder,
-        results_dir=results_dir, command=command_line())
+        results_dir=results_dir, command=command_line(), fresh_inputs=fresh_inputs)
     if options.judges_a_class:
         _judge_class(options, with_html, name, no_save)
     else:
         _judge_program(options, name, no_save)
+
+
+def _show_history(folder: str) -> None:
+    past = api_programs.class_history(folder)
+    if not past:
+        console.print(f"{folder}: no saved scoreboard", highlight=False, markup=False)
+        return
+    print_table(history_model(past, f"history of {len(past)} submissions in {folder}"))
 
 
 def _say_finished(index: int, total: int, judged: api_programs.JudgedCase) -> None:
@@ -118,7 +140,9 @@ def _say_finished(index: int, total: int, judged: api_programs.JudgedCase) -> No
 def _say_confinement(confinement: api_programs.Confinement) -> None:
     line = confinement.warning()
     if line:
-        err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
+        err_console.print(printable(f"warning: {line}"), highlight=False, markup=False, soft_wrap=True)
+    for note in confinement.limit_notes:
+        err_console.print(printable(f"limit not applied: {note}"), highlight=False, markup=False, soft_wrap=True)
 
 
 def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save: bool) -> None:
@@ -141,7 +165,7 @@ def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save
 
 
 def _say_class_event(submission: str, what: str, happened: str) -> None:
-    err_console.print(f"{submission} {what}: {happened}", highlight=False, markup=False, soft_wrap=True)
+    err_console.print(printable(f"{submission} {what}: {happened}"), highlight=False, markup=False, soft_wrap=True)
 
 
 def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str | None, no_save: bool) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections import Counter
 import shutil
 import subprocess
 import tempfile
@@ -30,18 +31,33 @@ from attnbench.judge.classroom import (
     add_run,
     build_row,
     confinement,
+    cache_of,
     cuda_caches,
+    failure_text,
+    record_seeds,
+    warm_up_entry,
     gpu_name,
     judge_entry,
     new_board,
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
+from attnbench.judge.fresh_inputs import release
+from attnbench.judge.outcome import JUDGE_ERROR
+from attnbench.judge.sandbox import SandboxUnavailable
+from attnbench.judge.staging import remove_tree
 from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.spread.cellgroups import Device, parse_device_list
 from attnbench.spread.workers import CPU_WORKERS_ENV
 
 STAND_IN = "cpu worker (standing in for a GPU)"
+
+
+def _affinity() -> set[int]:
+    try:
+        return os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        return set(range(os.cpu_count() or 1))
 
 
 def class_devices(spec: str) -> list[Device]:
@@ -59,12 +75,33 @@ def class_devices(spec: str) -> list[Device]:
     return [Device(i) for i in parse_device_list(spec, count)]
 
 
+def core_plan(workers: int, available: Sequence[int]) -> tuple[list[int], list[list[int]]]:
+    """CPU cores for the parent (builds, input draws, checks) and for each worker, disjoint where there are
+    enough: the parent keeps a share like a worker's, the workers split the rest evenly. With fewer cores
+    than workers + 1, workers share cores round-robin (and the parent keeps the first)."""
+    cores = sorted(available)
+    if len(cores) < workers + 1:
+        return cores[:1], [[cores[i % len(cores)]] for i in range(workers)]
+    share = len(cores) // (workers + 1)
+    parent, rest = cores[:share], cores[share:]
+    per = len(rest) // workers
+    return parent, [rest[i * per:(i + 1) * per] if i < workers - 1 else rest[i * per:] for i in range(workers)]
+
+
+def _pin(cores: Sequence[int]) -> None:
+    try:
+        os.sched_setaffinity(0, set(cores))
+    except (AttributeError, OSError):  # no affinity here (not Linux), or cores the cgroup forbids: unpinned
+        pass
+
+
 # -- in a worker ------------------------------------------------------------------------------------
 _worker: dict[str, object] = {}
 
 
-def _start_worker(devices: "multiprocessing.Queue[Device]") -> None:
-    device = devices.get()
+def _start_worker(devices: "multiprocessing.Queue[tuple[Device, list[int]]]") -> None:
+    device, cores = devices.get()
+    _pin(cores)  # a timed run shares no core with another worker's run, nor with the parent's builds
     name = STAND_IN
     if not device.stand_in:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(device.index)
@@ -75,8 +112,11 @@ def _start_worker(devices: "multiprocessing.Queue[Device]") -> None:
 def _case(bench_input: BenchInput) -> PreparedCase:
     """The case, loaded once per worker while the jobs stay on it (they come case by case)."""
     cached = _worker.get("case")
-    if not isinstance(cached, PreparedCase) or cached.label != bench_input.label:
+    if not isinstance(cached, PreparedCase) or _worker.get("input") != bench_input:
+        if isinstance(cached, PreparedCase):
+            release(cached.input_path)
         cached = _worker["case"] = prepare_case(bench_input)
+        _worker["input"] = bench_input
     return cached
 
 
@@ -90,21 +130,32 @@ Job = tuple[str, int]  # (submission, index of the input)
 
 def _run_jobs(pool: ProcessPoolExecutor, jobs: list[Job], programs: dict[str, Path], inputs: Sequence[BenchInput],
               settings: ClassSettings, caches: Path, on_done) -> None:
-    pending: dict[Future, Job] = {pool.submit(_job, programs[name], inputs[i], settings, caches / name): (name, i)
-                                  for name, i in jobs}
+    """Run (submission, input index) jobs on the workers; `on_done` hears each entry as it comes back."""
+    pending: dict[Future, Job] = {pool.submit(_job, programs[name], inputs[i], settings, cache_of(caches, name)):
+                                  (name, i) for name, i in jobs}
     while pending:
         done, _ = wait(pending, return_when=FIRST_COMPLETED)
         for future in done:
             name, i = pending.pop(future)
-            entry, device = future.result()
+            try:
+                entry, device = future.result()
+            except SandboxUnavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a worker that died on one case: that entry's error
+                entry, device = CaseEntry(JUDGE_ERROR, failure_text(exc)), STAND_IN
             on_done(name, inputs[i].label, entry, device)
 
 
-def _device_of(row: SubmissionRow, device: str) -> None:
-    if row.gpu is None:
-        row.gpu = device
-    elif device not in row.gpu.split(" + "):
-        row.gpu = f"{row.gpu} + {device}"  # said on the row: its cases ran on different kinds
+def _device_of(row: SubmissionRow) -> None:
+    """The row's GPU kind: the one that ran most of its cases (first seen among equals); where they ran
+    on several, its note says which and how many."""
+    counts = Counter(e.device for e in row.entries.values() if e.device)
+    if not counts:
+        return
+    row.gpu = counts.most_common(1)[0][0]
+    row.gpu_note = "" if len(counts) == 1 else (
+        "cases ran on " + ", ".join(f"{kind} ({n})" for kind, n in counts.most_common())
+        + f": ranked with {row.gpu}, the kind that ran most")
 
 
 def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
@@ -119,8 +170,9 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
     programs: dict[str, Path] = {}
 
     def finished(name: str, label: str, entry: CaseEntry, device: str) -> None:
+        entry.device = device
         rows[name].entries[label] = entry
-        _device_of(rows[name], device)
+        _device_of(rows[name])
         listen(name, label, entry.verdict)
 
     def rerun(name: str, label: str, entry: CaseEntry, device: str) -> None:
@@ -129,32 +181,47 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
 
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    for device in devices:
-        queue.put(device)
+    original = _affinity()
+    parent_cores, worker_cores = core_plan(len(devices), sorted(original))
+    board.settings["cpu_cores"] = {"parent (builds, inputs, checks)": parent_cores,
+                                   **{d.label: c for d, c in zip(devices, worker_cores)}}
+    for device, cores in zip(devices, worker_cores):
+        queue.put((device, cores))
+    _pin(parent_cores)
     caches = cuda_caches()
-    with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
-        try:
-            for bench_input in inputs:  # generated once, here; the workers read them
+    tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
+    try:
+        first = settings.first_inputs(inputs)
+        record_seeds(board, "first", first)
+        for bench_input in inputs:  # suite files generated once, here; the workers read them (or draw fresh ones)
+            if not settings.fresh_inputs:
                 prepare_case(bench_input, progress)
-            for submission in submissions:
-                rows[submission.name], program = build_row(submission, settings, Path(tmp), None, listen)  # type: ignore[arg-type]
-                if program is not None:
-                    programs[submission.name] = program
-            board.rows = list(rows.values())
-            with ProcessPoolExecutor(len(devices), mp_context=context, initializer=_start_worker,
-                                     initargs=(queue,)) as pool:
-                _run_jobs(pool, [(n, i) for i in range(len(inputs)) for n in programs], programs, inputs, settings,
-                          caches, finished)
-                top = top_rows(rank(board), settings.rerun_top)
-                for row in top:
-                    row.reruns = RERUN_RUNS
-                again = [(row.name, i) for i, b in enumerate(inputs) for row in top  # case by case, as before
+        for submission in submissions:
+            rows[submission.name], program = build_row(submission, settings, tmp, None, listen)  # type: ignore[arg-type]
+            if program is not None:
+                programs[submission.name] = program
+                if inputs:  # here, before the spread: its JIT cache is sealed before any judged run
+                    warm_up_entry(program, inputs[0].shape, inputs[0].label, settings,
+                                  cache_of(caches, submission.name))
+        board.rows = list(rows.values())
+        with ProcessPoolExecutor(len(devices), mp_context=context, initializer=_start_worker,
+                                 initargs=(queue,)) as pool:
+            _run_jobs(pool, [(n, i) for i in range(len(first)) for n in programs], programs, first, settings,
+                      caches, finished)
+            top = top_rows(rank(board), settings.rerun_top)
+            for row in top:
+                row.reruns = RERUN_RUNS
+            for number, round_inputs in enumerate(settings.rerun_rounds(inputs) if top else [], start=2):
+                record_seeds(board, f"rerun {number}", round_inputs)
+                again = [(row.name, i) for i, b in enumerate(round_inputs) for row in top  # case by case
                          if row.entries.get(b.label) and row.entries[b.label].passed
-                         for _ in range(RERUN_RUNS - len(row.entries[b.label].runs_s))]
-                _run_jobs(pool, again, programs, inputs, settings, caches, rerun)
-        except KeyboardInterrupt:
-            board.interrupted = True
-        finally:
-            shutil.rmtree(caches, ignore_errors=True)
+                         and len(row.entries[b.label].runs_s) < number]
+                _run_jobs(pool, again, programs, round_inputs, settings, caches, rerun)
+    except KeyboardInterrupt:
+        board.interrupted = True
+    finally:
+        _pin(sorted(original))
+        remove_tree(caches)
+        remove_tree(tmp)
     board.rows = list(rows.values())
     return rank(board)

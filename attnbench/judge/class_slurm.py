@@ -29,7 +29,8 @@ from attnbench.judge.classroom import (
     gpu_name,
     judge_submission,
     new_board,
-    rerun_row,
+    record_seeds,
+    rerun_rows,
 )
 from attnbench.judge.course_judge import prepare_case
 from attnbench.judge.sandbox import Confinement
@@ -92,12 +93,11 @@ def submission_job(submission: Submission, inputs: list[BenchInput], settings: C
 def rerun_job(submission: Submission, inputs: list[BenchInput], settings: ClassSettings,
               row: SubmissionRow) -> dict[str, Any]:
     """A rerun job: build the submission again and run its passed cases until each has three runs."""
-    cases = [prepare_case(bench_input) for bench_input in inputs]
     with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
         again, program = build_row(submission, settings, Path(tmp), gpu_name(), lambda *a: None)
         if program is None:
             return {"error": f"the rerun's build failed: {again.build_message}"}
-        rerun_row(row, program, cases, settings, lambda *a: None)
+        rerun_rows([row], {row.name: program}, settings.rerun_rounds(inputs), settings, lambda *a: None)
     return {"row": row, "host": socket.gethostname()}
 
 
@@ -166,6 +166,7 @@ def execute_class(run: ClassRun, listener: ClassListener | None = None) -> Score
     except KeyboardInterrupt:
         interrupted = True
     board = new_board(run.inputs, run.settings, run.metadata, run.confined)
+    record_seeds(board, "first", run.inputs)  # the reruns' are drawn on the nodes and not saved
     board.rows = [run.rows[s.name] for s in run.submissions if s.name in run.rows]
     board.settings["slurm_jobs_folder"] = str(run.folder)
     board.interrupted = interrupted
@@ -176,7 +177,8 @@ def judge_class_slurm(submissions: list[Submission], inputs: list[BenchInput], s
                       options: SlurmOptions, listener: ClassListener | None = None,
                       metadata: dict | None = None) -> Scoreboard:
     """A class over Slurm: a new run in options.folder."""
-    return execute_class(ClassRun(list(submissions), list(inputs), settings, options, dict(metadata or {})), listener)
+    first = settings.first_inputs(inputs)  # drawn here, so every job judges the same fresh inputs
+    return execute_class(ClassRun(list(submissions), first, settings, options, dict(metadata or {})), listener)
 
 
 def resume_class(folder: str | Path, listener: ClassListener | None = None) -> Scoreboard:

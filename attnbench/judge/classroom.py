@@ -10,7 +10,9 @@ Ctrl-C keeps what was judged: the scoreboard says it was interrupted.
 
 from __future__ import annotations
 
+import hmac
 import os
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -26,10 +28,17 @@ from attnbench.judge.course_judge import (
     judge_case,
     prepare_case,
     timeout_for,
+    warm_up,
 )
-from attnbench.judge.sandbox import Confinement, Sandbox, SandboxSettings
-from attnbench.judge.submissions import Submission, build
+from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
+from attnbench.judge.fresh_inputs import draw, release, seeds_of
+from attnbench.judge.outcome import JUDGE_ERROR
+from attnbench.judge.sandbox import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
+from attnbench.judge.staging import remove_tree
+from attnbench.judge.submissions import Built, Submission, build
+from attnbench.printable import printable
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
+from attnbench.cases.testcase import Shape
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
 RERUN_TOP = 3  # how many submissions of each GPU kind are rerun before ranks are final
@@ -45,6 +54,15 @@ class ClassSettings:
     build_timeout_s: float = 300.0
     rerun_top: int = RERUN_TOP
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    fresh_inputs: bool = True  # every case and every rerun on inputs drawn anew (attnbench.judge.fresh_inputs)
+
+    def first_inputs(self, inputs: Sequence[BenchInput]) -> list[BenchInput]:
+        """The inputs of every submission's first run: fresh ones, or the suite's."""
+        return draw(inputs) if self.fresh_inputs else list(inputs)
+
+    def rerun_rounds(self, inputs: Sequence[BenchInput]) -> list[list[BenchInput]]:
+        """The inputs of each rerun round (RERUN_RUNS - 1 of them): drawn anew for each, or the suite's."""
+        return [self.first_inputs(inputs) for _ in range(RERUN_RUNS - 1)]
 
 
 ClassListener = Callable[[str, str, str], None]  # (submission, case or "build", what happened)
@@ -68,31 +86,73 @@ def gpu_name(index: int | None = None) -> str:
 
 def cuda_caches() -> Path:
     """A folder for the class's CUDA JIT caches, one per submission (see Sandbox.cuda_cache): the programs'
-    user may pass through it, not list it. The caller removes it."""
+    user may pass through it, not list it, and each cache's name is keyed by a secret only the judge reads
+    (`cache_of`), so no program finds another's. The caller removes it."""
     root = Path(tempfile.mkdtemp(prefix="attnbench-cuda-caches-"))
     os.chmod(root, 0o711)
+    salt = os.open(root / ".key", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(salt, secrets.token_bytes(32))
+    os.close(salt)
     return root
+
+
+def cache_of(caches: Path, name: str) -> Path:
+    """The submission's own JIT cache folder in `caches` (made by its warm-up run)."""
+    key = (caches / ".key").read_bytes()
+    return caches / hmac.new(key, os.fsencode(name), "sha256").hexdigest()[:32]
+
+
+def warm_up_entry(program: Path, shape: Shape, label: str, settings: ClassSettings, cuda_cache: Path) -> None:
+    """The submission's warm-up run (course_judge.warm_up) on a throwaway input of this shape: untimed,
+    unjudged, the only run whose CUDA cache is writable; never the class's end."""
+    limit = settings.limits.limit_for(label)
+    try:
+        sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache, cache_writable=True)
+        try:
+            warm_up(Program(program), shape, sandbox, timeout_for(limit, settings.timeout_s))
+        finally:
+            sandbox.close()
+    except SandboxUnavailable:
+        raise
+    except Exception:  # noqa: BLE001 - a warm-up that fails leaves the cache empty: the judged runs still run
+        pass
 
 
 def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda_cache: Path | None = None) -> CaseEntry:
     """One run of a submission's program on one case, in a sandbox of its own (a fresh copy of the
-    program and of the input; nothing of another submission is there but, given, its own JIT cache)."""
+    program and of the input; nothing of another submission is there but, given, its own JIT cache).
+    Whatever goes wrong on the judge's side is this entry's JUDGE ERROR, never the class's end."""
     limit = settings.limits.limit_for(case.label)
-    sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache)
     try:
-        judged = judge_case(Program(program), case, limit, timeout_for(limit, settings.timeout_s), sandbox)
-    finally:
-        sandbox.close()
+        sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache)
+        try:
+            judged = judge_case(Program(program), case, limit, timeout_for(limit, settings.timeout_s), sandbox)
+        finally:
+            sandbox.close()
+    except SandboxUnavailable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one case's failure is its row's, never the class's
+        return CaseEntry(JUDGE_ERROR, failure_text(exc))
     runs = [judged.wall_s] if judged.passed and judged.wall_s is not None else []
     return CaseEntry(judged.verdict, "" if judged.passed else judged.message, runs)
+
+
+def failure_text(exc: BaseException) -> str:
+    """One printable line for an error the judge met on a submission's behalf."""
+    return printable(f"the judge could not finish this: {type(exc).__name__}: {exc}")[:300]
 
 
 def build_row(submission: Submission, settings: ClassSettings, build_root: Path, device: str,
               listener: ClassListener) -> tuple[SubmissionRow, Path | None]:
     """Build one submission (in the sandbox) under build_root: its row, not judged yet, and its program."""
-    built = build(submission, build_root, settings.build_timeout_s, settings.sandbox)
+    try:
+        built = build(submission, build_root, settings.build_timeout_s, settings.sandbox)
+    except SandboxUnavailable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one submission's failure is its row's, never the class's
+        built = Built(submission, None, failure_text(exc))
     listener(submission.name, "build", "built" if built.ok else "build failed")
-    return SubmissionRow(submission.name, str(submission.source), built.ok, built.message,
+    return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, built.message,
                          device if built.ok else None, reruns=1), built.program
 
 
@@ -102,8 +162,11 @@ def judge_submission(submission: Submission, cases: list[PreparedCase], settings
     row, program = build_row(submission, settings, build_root, device, listener)
     if program is None:
         return row, None
+    cache = cache_of(caches, submission.name) if caches else None
+    if cache is not None and cases:
+        warm_up_entry(program, cases[0].shape, cases[0].label, settings, cache)
     for case in cases:
-        row.entries[case.label] = entry = judge_entry(program, case, settings, caches and caches / submission.name)
+        row.entries[case.label] = entry = judge_entry(program, case, settings, cache)
         listener(submission.name, case.label, entry.verdict)
     return row, program
 
@@ -117,17 +180,27 @@ def add_run(row: SubmissionRow, label: str, again: CaseEntry) -> bool:
     return True
 
 
-def rerun_row(row: SubmissionRow, program: Path, cases: list[PreparedCase], settings: ClassSettings,
-              listener: ClassListener, caches: Path | None = None) -> None:
-    """Run each passed case until it has RERUN_RUNS runs; a run that fails makes the case fail."""
-    for case in cases:
-        entry = row.entries.get(case.label)
-        while entry is not None and entry.passed and len(entry.runs_s) < RERUN_RUNS:
-            again = judge_entry(program, case, settings, caches and caches / row.name)
-            if not add_run(row, case.label, again):
-                listener(row.name, case.label, f"rerun {again.verdict}")
-                break
-    row.reruns = RERUN_RUNS
+def rerun_rows(rows: Sequence[SubmissionRow], programs: dict[str, Path], rounds: list[list[BenchInput]],
+               settings: ClassSettings, listener: ClassListener, caches: Path | None = None) -> None:
+    """Round by round (each on its own inputs: fresh ones are drawn anew for each), run every passed case
+    of every row once more; a run that fails makes the case fail. Each case ends with RERUN_RUNS runs."""
+    for number, round_inputs in enumerate(rounds, start=2):
+        for bench_input in round_inputs:
+            wanted = [r for r in rows if r.entries.get(bench_input.label) and r.entries[bench_input.label].passed
+                      and len(r.entries[bench_input.label].runs_s) < number]
+            if not wanted:
+                continue
+            case = prepare_case(bench_input)
+            try:
+                for row in wanted:
+                    again = judge_entry(programs[row.name], case, settings,
+                                        cache_of(caches, row.name) if caches else None)
+                    if not add_run(row, case.label, again):
+                        listener(row.name, case.label, f"rerun {again.verdict}")
+            finally:
+                release(case.input_path)
+    for row in rows:
+        row.reruns = RERUN_RUNS
 
 
 def confinement(settings: ClassSettings) -> Confinement:
@@ -144,9 +217,19 @@ def new_board(inputs: Sequence[BenchInput], settings: ClassSettings, metadata: d
     """An empty scoreboard for these cases, its rule and settings recorded (and how programs were confined)."""
     return Scoreboard([b.label for b in inputs], [], dict(metadata or {}),
                       {"ranking": RANKING_RULE, "time_limits": settings.limits.describe(),
-                       "reruns": f"the top {settings.rerun_top} of each GPU kind: median of {RERUN_RUNS} runs",
+                       "reruns": f"the top {settings.rerun_top} of each GPU kind: median of {RERUN_RUNS} runs"
+                       if settings.rerun_top else "none (--rerun-top 0): one run per case",
+                       "inputs": FRESH_RULE if settings.fresh_inputs else "the suite's inputs (public seeds)",
+                       "seeds": {},
                        "confinement": confined.to_dict() if confined else None,
                        "confinement_warning": confined.warning() if confined else None})
+
+
+def record_seeds(board: Scoreboard, run: str, inputs: Sequence[BenchInput]) -> None:
+    """Save the seeds of a run's fresh inputs with the scoreboard ("first", "rerun 2", ...)."""
+    seeds = seeds_of(inputs)
+    if seeds:
+        board.settings.setdefault("seeds", {})[run] = seeds
 
 
 def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
@@ -158,20 +241,27 @@ def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput],
     board = new_board(inputs, settings, metadata, confinement(settings))
     programs: dict[str, Path] = {}
     caches = cuda_caches()
-    with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
-        try:
-            cases = [prepare_case(bench_input, progress) for bench_input in inputs]
-            for submission in submissions:
-                row, program = judge_submission(submission, cases, settings, Path(tmp) / "builds", device, listen,
-                                                caches)
-                board.rows.append(row)
-                if program is not None:
-                    programs[submission.name] = program
-            rank(board)
-            for row in top_rows(board, settings.rerun_top):
-                rerun_row(row, programs[row.name], cases, settings, listen, caches)
-        except KeyboardInterrupt:
-            board.interrupted = True
-        finally:
-            shutil.rmtree(caches, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
+    try:
+        first = settings.first_inputs(inputs)
+        record_seeds(board, "first", first)
+        cases = [prepare_case(bench_input, progress) for bench_input in first]
+        for submission in submissions:
+            row, program = judge_submission(submission, cases, settings, tmp / "builds", device, listen, caches)
+            board.rows.append(row)
+            if program is not None:
+                programs[submission.name] = program
+        for case in cases:
+            release(case.input_path)
+        rank(board)
+        top = top_rows(board, settings.rerun_top)
+        rounds = settings.rerun_rounds(inputs) if top else []
+        for number, round_inputs in enumerate(rounds, start=2):
+            record_seeds(board, f"rerun {number}", round_inputs)
+        rerun_rows(top, programs, rounds, settings, listen, caches)
+    except KeyboardInterrupt:
+        board.interrupted = True
+    finally:
+        remove_tree(caches)
+        remove_tree(tmp)
     return rank(board)

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 import shlex
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -31,11 +33,21 @@ from attnbench.backends.program import (
 )
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases import suite
-from attnbench.cases.inputs import BenchInput, CaseInfo, FileInput, ProgressFactory, SuiteInput, inputs_for, no_progress
-from attnbench.cases.testcase import Shape, read_output
+from attnbench.cases.inputs import (
+    BenchInput,
+    CaseInfo,
+    FileInput,
+    ProgressFactory,
+    SuiteInput,
+    inputs_for,
+    no_progress,
+    seeded_testcase,
+)
+from attnbench.cases.testcase import Shape, read_output, write_testcase
 from attnbench.errors import AttnbenchError
 from attnbench.judge.outcome import (  # noqa: F401 - the verdicts are part of the judge's interface
     CRASH,
+    JUDGE_ERROR,
     NAN,
     NO_OUTPUT,
     PASS,
@@ -46,7 +58,9 @@ from attnbench.judge.outcome import (  # noqa: F401 - the verdicts are part of t
     WRONG_ANSWER,
     judge_outcome,
 )
-from attnbench.judge.sandbox import CasePaths, Confinement, Sandbox, SandboxSettings
+from attnbench.judge.fresh_inputs import FreshInput
+from attnbench.judge.sandbox import CasePaths, Confinement, Sandbox, SandboxSettings, seal_cache
+from attnbench.judge.staging import remove_tree
 from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's interface
     COURSE_LIMITS_DEVICE,
     COURSE_LIMITS_TEXT,
@@ -62,7 +76,7 @@ from attnbench.results.verification import VerifyReport
 # How a verdict is saved: ok (passed), wrong (ran to the end, but the output or its time fails),
 # error (the process did not finish normally).
 _CELL_STATUS = {PASS: OK, SLOW: WRONG, WRONG_ANSWER: WRONG, NAN: WRONG, SIZE: WRONG, NO_OUTPUT: WRONG,
-                CRASH: ERROR, TIMEOUT: ERROR, RESOURCE: ERROR}
+                CRASH: ERROR, TIMEOUT: ERROR, RESOURCE: ERROR, JUDGE_ERROR: ERROR}
 
 DEFAULT_ARGS = "{in} {out}"
 TIMEOUT_FACTOR = 2.0  # with a limit: killed at twice the limit, so an overrun is measured, a hang is not waited on
@@ -105,6 +119,11 @@ def prepare_case(bench_input: BenchInput, progress: ProgressFactory = no_progres
             reference = bench_input.reference(bench_input.load(progress), progress)
         info = CaseInfo(case.name, case.shape, case.input_sha256, "suite", case.provenance, case.note)
         return PreparedCase(case.name, case.shape, suite.input_path(case), reference, info)
+    if isinstance(bench_input, FreshInput):
+        testcase = bench_input.load(progress)
+        reference = bench_input.reference(testcase, progress)
+        return PreparedCase(bench_input.label, testcase.shape, bench_input.write(testcase), reference,
+                            bench_input.info(testcase))
     if isinstance(bench_input, FileInput):
         testcase = bench_input.load(progress)
         reference = bench_input.reference(testcase, progress)
@@ -197,14 +216,19 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
         finally:
             own.close()
     paths = sandbox.prepare(case.label, case.input_path)
-    limits = sandbox.settings.limits_for(case.shape.output_bytes, timeout_s)
+    limits = sandbox.limits_for(case.shape.output_bytes, timeout_s)
     try:
         outcome = run_process(program.command(sandbox, paths), paths.folder, timeout_s, limits=limits,
-                              user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs)
+                              user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs,
+                              sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths))
         judged = JudgedCase(case.label, case.shape, PASS, "", outcome.wall_s, limit_s, timeout_s,
                             returncode=outcome.returncode)
         judged.verdict, judged.message, judged.check = judge_outcome(
             outcome, paths.output, case.shape, case.reference, limits, sandbox.confinement.sandboxed, timeout_s)
+        if judged.verdict != PASS and sandbox.out_of_memory(paths):
+            judged.verdict, judged.check = RESOURCE, None
+            judged.message = (f"used more than the {sandbox.settings.memory_mb} MiB memory limit (its cgroup's): "
+                              "killed")
     finally:
         sandbox.finish(paths)
     if judged.verdict == TIMEOUT:
@@ -214,6 +238,32 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
         judged.message = (f"correct, but {outcome.wall_s:.2f} s is over the {limit_s:g} s limit by "
                           f"{outcome.wall_s - limit_s:.2f} s")
     return judged
+
+
+def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) -> None:
+    """One run on a throwaway input of this shape (fresh random values, never judged), neither timed nor
+    judged: it fills CUDA's JIT cache (the sandbox opened with `cache_writable`), which is then sealed and
+    copied into every judged run (Sandbox.cuda_cache). Whatever it does or fails to do is no verdict; a
+    program that cannot start says so in its first judged case."""
+    folder = Path(tempfile.mkdtemp(prefix="attnbench-warmup-"))
+    try:
+        throwaway = folder / "warmup.in"
+        write_testcase(throwaway, seeded_testcase(shape, secrets.randbits(128)))
+        paths = sandbox.prepare("warmup", throwaway)
+        try:
+            run_process(program.command(sandbox, paths), paths.folder, timeout_s,
+                        limits=sandbox.limits_for(shape.output_bytes, timeout_s), user=sandbox.user,
+                        sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths),
+                        env=sandbox.case_env(paths), logs=paths.logs)
+        except ProgramError:
+            pass
+        finally:
+            sandbox.finish(paths)
+    finally:
+        remove_tree(folder)
+    if sandbox.cuda_cache is not None:
+        seal_cache(sandbox.cuda_cache)
+    sandbox.cache_writable = False
 
 
 def timeout_for(limit_s: float | None, timeout_s: float | None) -> float:
@@ -261,11 +311,15 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
     """Judge every case in order, each in its own sandboxed case folder; `opened` hears how cases are
     confined before the first runs. Ctrl-C stops after killing the running program, keeping what was judged."""
     settings = settings or SandboxSettings()
-    sandbox = Sandbox.open(program.path, settings, bool(program.launcher))  # SandboxUnavailable: exit 3
+    # SandboxUnavailable: exit 3
+    sandbox = Sandbox.open(program.path, settings, bool(program.launcher), cache_writable=True)
     judgement = Judgement(program, limits, sandbox.confinement, settings)
     if opened is not None:
         opened(sandbox.confinement)
     try:
+        if inputs:
+            limit = limits.limit_for(inputs[0].label)
+            warm_up(program, inputs[0].shape, sandbox, timeout_for(limit, timeout_s))
         for index, bench_input in enumerate(inputs):
             case = prepare_case(bench_input, progress)
             judgement.cases.append(case)

@@ -23,6 +23,9 @@ from attnbench.results.verification import VerifyReport
 # Verdicts, in the order the checks run: the first that applies is the case's verdict.
 TIMEOUT, RESOURCE, CRASH, NO_OUTPUT, SIZE, NAN, WRONG_ANSWER, SLOW, PASS = (
     "TIMEOUT", "RESOURCE LIMIT", "CRASH", "NO OUTPUT", "WRONG SIZE", "NaN", "WRONG", "OVER LIMIT", "PASS")
+# Not the program's doing: the judge itself failed on this case (a folder it could not make or remove, say);
+# a class keeps going, and the row says what went wrong.
+JUDGE_ERROR = "JUDGE ERROR"
 
 Verdict = tuple[str, str, "VerifyReport | None"]
 
@@ -79,7 +82,11 @@ def check_output(output: Path, shape: Shape, reference: np.ndarray) -> Verdict:
     if info.st_size != shape.output_bytes:
         return SIZE, (f"the output is {info.st_size} bytes; {shape} needs 4*B*N*d = {shape.output_bytes} "
                       "(B*N*d float32, no header)"), None
-    report = compare_outputs(read_output(output, shape), reference, COURSE_ATOL)
+    try:
+        values = read_output(output, shape)
+    except OSError as exc:
+        return NO_OUTPUT, f"the output cannot be read ({exc.strerror}): not judged", None
+    report = compare_outputs(values, reference, COURSE_ATOL)
     if report.nan_count or report.inf_count:
         first = f"; first at {report.first_failures[0]}" if report.first_failures else ""
         return NAN, f"{report.nan_count} NaN and {report.inf_count} Inf in the output{first}", report

@@ -8,11 +8,17 @@ With bubblewrap (`bwrap`, found through $ATTNBENCH_BWRAP or PATH) each case runs
 - network: a fresh namespace with no interface up, so even 127.0.0.1 is unreachable;
 - PIDs: its own namespace, so the end of the program (or of bwrap, killed at the timeout) ends every
   process in it, whatever they did (setsid, a double fork, a daemon);
-- users: run as nobody (65534) when the judge is root, since RLIMIT_NPROC does not bind root.
+- users: when the judge is root, each run as a uid of its own (fallback_users.OWN_UIDS; nobody where bwrap
+  cannot), since RLIMIT_NPROC does not bind root and counts every process of a shared uid;
+- a read-only `/` and `/dev`, a 64 MiB `/dev/shm` and a 256 MiB `/tmp`, made fresh for each run.
 
-Where bwrap is missing or cannot make namespaces (`--sandbox auto`, one warning; `required` refuses),
-the fallback still copies the input into a fresh case folder outside the suite's, runs as nobody
-when the judge is root, and kills every descendant (attnbench.backends.reaper).
+Where bwrap is missing or cannot make namespaces (`--sandbox auto` for one program, one warning;
+`required` refuses; a class needs `--sandbox none` said outright), the fallback still copies the input
+into a fresh case folder outside the suite's, and kills every descendant (attnbench.backends.reaper).
+As root it runs each run as a uid of its own, drawn from a range no user has (OWN_UIDS), kills every
+process of that uid after the run and removes what the uid left in the machine's shared temporary
+folders. A bwrap that is there and permitted but fails on this run's mounts is an error, never a
+quiet fallback.
 
 The API is for anything that runs untrusted code per case (one program's cases, a class's builds):
 `Sandbox.open` once (with the program, or None to run commands such as `make` only), then `prepare` a
@@ -22,29 +28,30 @@ case folder (with an input copy, or a submission's files to build), `command` fo
 
 from __future__ import annotations
 
-import glob
 import math
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
 from attnbench.backends.program import ProcessLimits
+from attnbench.backends.reaper import kill_user
 from attnbench.errors import AttnbenchError
+from attnbench.judge import case_disk, cgroups
+from attnbench.judge.bwrap_args import BWRAP_ENV  # noqa: F401 - the variable is part of the sandbox's interface
+from attnbench.judge.bwrap_args import bwrap_starts, find_bwrap, gpu_binds, library_folders, system_binds
+from attnbench.judge.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
+from attnbench.judge.jit_cache import cache_copy, seal_cache
+from attnbench.judge.staging import remove_tree
 
 MODES = ("auto", "required", "none")
-BWRAP_ENV = "ATTNBENCH_BWRAP"
 NOBODY = 65534
 INSIDE_CASE, INSIDE_PROGRAM, INSIDE_CACHE = "/judge/case", "/judge/program", "/judge/cuda-cache"
 TMP_BYTES = 256 << 20  # the private /tmp lives in memory; nvcc's JIT cache fits
-_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",
-        "localtime")
-_GPU_NODES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri")
+SHM_BYTES = 64 << 20  # /dev/shm, the only writable place in the read-only /dev
 _PASSED_ENV = ("LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES",
                "NVIDIA_DRIVER_CAPABILITIES", "LD_LIBRARY_PATH", "OMP_NUM_THREADS")
 _PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -88,6 +95,8 @@ class Confinement:
     kind: str  # "bwrap" or "fallback"
     tool: str | None = None
     user: int | None = None  # the uid programs run as, when it is not the judge's own
+    own_uids: bool = False  # the fallback as root: each run gets a uid of its own (OWN_UIDS)
+    limit_notes: tuple[str, ...] = ()  # each limit that does not hold as asked here (Sandbox.limit_notes)
     reason: str | None = None  # why there is no sandbox; with bwrap, why it runs programs as root
 
     @property
@@ -102,7 +111,9 @@ class Confinement:
                 "a copy of its input, and every process it starts is killed")
 
     def to_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "tool": self.tool, "user": self.user, "reason": self.reason}
+        return {"kind": self.kind, "tool": self.tool, "user": self.user, "reason": self.reason,
+                "own_uids": f"{OWN_UIDS.start}-{OWN_UIDS.stop - 1}" if self.own_uids else None,
+                "limits_not_applied": list(self.limit_notes)}
 
 
 @dataclass(frozen=True)
@@ -115,43 +126,9 @@ class CasePaths:
     logs: Path  # stdout and stderr, outside the folder the program can touch
     input_arg: str
     output_arg: str
-
-
-def find_bwrap() -> tuple[str | None, str]:
-    """bwrap's path ($ATTNBENCH_BWRAP, else PATH), or None and why not."""
-    chosen = os.environ.get(BWRAP_ENV)
-    if chosen:
-        if not os.access(chosen, os.X_OK):
-            return None, f"${BWRAP_ENV}={chosen} is not an executable file"
-        return chosen, ""
-    found = shutil.which("bwrap")
-    return (found, "") if found else (None, "bwrap is not installed (Debian: apt-get install bubblewrap)")
-
-
-def _system_binds() -> list[str]:
-    args: list[str] = []
-    for folder in _SYSTEM:
-        if os.path.islink(folder):
-            args += ["--symlink", os.readlink(folder), folder]
-        elif os.path.isdir(folder):
-            args += ["--ro-bind", folder, folder]
-    for name in _ETC:
-        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    return args
-
-
-def _gpu_binds() -> list[str]:
-    """The GPU's device nodes, bound into the sandbox's fresh /dev."""
-    return [w for pattern in _GPU_NODES for node in sorted(glob.glob(pattern)) for w in ("--dev-bind", node, node)]
-
-
-def _library_folders(extra: Sequence[Path]) -> list[Path]:
-    """Folders bound read-only besides the system's: --sandbox-bind's and LD_LIBRARY_PATH's that exist."""
-    folders = [Path(p) for p in extra]
-    for entry in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
-        if entry and os.path.isdir(entry) and not entry.startswith("/usr/"):
-            folders.append(Path(entry))
-    return folders
+    cgroup: Path | None = None  # the run's own cgroup (memory.max, pids.max), where one could be made
+    cache: Path | None = None  # the run's own copy of the sealed CUDA cache, removed with the run
+    capped: bool = False  # the folder is a size-capped tmpfs of its own (attnbench.judge.case_disk)
 
 
 def program_env(home: str, cuda_cache: str | None = None) -> dict[str, str]:
@@ -173,17 +150,25 @@ class Sandbox:
     program: Path | None  # the program's copy on the host (None: commands only, e.g. a build)
     launched: bool = False  # a launcher (srun) runs the command: keep its environment, bwrap cleans it
     settings: SandboxSettings = field(default_factory=SandboxSettings)
-    # CUDA's JIT cache (CUDA_CACHE_PATH), kept across the cases of one program: without it a program built
-    # as PTX only (nvcc without -arch) compiles its kernels again in every case (about 2 s a case for the
-    # course's hw4 on an H200, against 0.3 s with the cache), which times the driver, not the program.
+    # CUDA's JIT cache (CUDA_CACHE_PATH): without it a program built as PTX only (nvcc without -arch)
+    # compiles its kernels again in every case (about 2 s a case for the course's hw4 on an H200, against
+    # 0.3 s with the cache), which times the driver, not the program. It is written by one warm-up run that
+    # is neither timed nor judged (`cache_writable`), then sealed (`seal_cache`: the judge's, no write bit);
+    # each judged run gets a copy of its own (CUDA may insist on writing to its cache), removed with the
+    # run, so nothing a run writes reaches another run.
     cuda_cache: Path | None = None
+    cache_writable: bool = False
+    groups: cgroups.RunGroups | None = None  # with --memory-limit as root: a cgroup per run
+    groups_reason: str = ""  # why there is none
+    disk_capped: bool = False  # each case folder a size-capped tmpfs (case_disk), as root
 
     @classmethod
     def open(cls, program: Path | None, settings: SandboxSettings, launched: bool = False,
-             cuda_cache: Path | None = None) -> "Sandbox":
+             cuda_cache: Path | None = None, cache_writable: bool = False) -> "Sandbox":
         """Copy the program (if any) into a fresh root folder and find out which confinement works here.
-        `cuda_cache`: a folder (in a folder the program's user may pass through) to share CUDA's JIT cache
-        with other sandboxes of the same program; by default one in this root."""
+        `cuda_cache`: a folder (in a folder the program's user may pass through) holding CUDA's JIT cache
+        of this program, sealed and copied into each run unless `cache_writable` (the warm-up run, which
+        writes it); by default an empty one."""
         root = Path(tempfile.mkdtemp(prefix="attnbench-judge-"))
         try:
             os.chmod(root, 0o711)  # nobody may pass through to its case folder, not list the others
@@ -193,9 +178,14 @@ class Sandbox:
                 copy = root / "program" / program.name
                 shutil.copyfile(program, copy)
                 os.chmod(copy, 0o555)
-            sandbox = cls(Confinement("fallback"), root, copy, launched, settings, cuda_cache or root / "cuda-cache")
+            sandbox = cls(Confinement("fallback"), root, copy, launched, settings, cuda_cache or root / "cuda-cache",
+                          cache_writable)
+            sandbox.disk_capped = case_disk.can_cap() and not launched
             sandbox.confinement = sandbox._choose()
             sandbox._make_cache()
+            if settings.memory_mb is not None and not launched:
+                sandbox.groups, sandbox.groups_reason = cgroups.RunGroups.make()
+            sandbox.confinement = replace(sandbox.confinement, limit_notes=tuple(sandbox.limit_notes()))
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
@@ -207,31 +197,39 @@ class Sandbox:
 
     def _make_cache(self) -> None:
         assert self.cuda_cache is not None
-        self.cuda_cache.mkdir(mode=0o700, exist_ok=True)
-        if self.user is not None:
+        if not self.cuda_cache.exists():
+            self.cuda_cache.mkdir(mode=0o755)
+        if self.cache_writable and self.user is not None:
             os.chown(self.cuda_cache, self.user, self.user)
+        elif not self.cache_writable:
+            seal_cache(self.cuda_cache)
 
     def _cache_path(self) -> str:
         return INSIDE_CACHE if self.confinement.sandboxed else str(self.cuda_cache)
 
     def _choose(self) -> Confinement:
-        user = NOBODY if os.geteuid() == 0 and not self.launched else None
+        own = os.geteuid() == 0 and not self.launched
         if self.settings.mode == "none":
-            return Confinement("fallback", user=user, reason="--sandbox none")
+            return Confinement("fallback", user=draw_uid() if own else None, reason="--sandbox none", own_uids=own)
         tool, why = find_bwrap()
         if tool is not None:
-            users = [user, None] if user is not None else [None]
-            for candidate in users:  # as nobody first: RLIMIT_NPROC does not bind root
+            # As root: a uid of each run's own first (RLIMIT_NPROC counts its processes only), nobody, root last
+            for candidate in [draw_uid(), NOBODY, None] if own else [None]:
                 failed = self._probe(tool, candidate)
                 if not failed:
-                    note = None if candidate == user else (
+                    note = None if candidate is not None or not own else (
                         f"the sandbox cannot run as nobody ({why}): programs run in it as root, where "
                         "--max-processes does not bind")
-                    return Confinement("bwrap", tool, candidate, note)
+                    return Confinement("bwrap", tool, candidate, reason=note,
+                                       own_uids=candidate is not None and candidate != NOBODY)
                 why = failed
+            if not bwrap_starts(tool):
+                raise SandboxUnavailable(f"bwrap works here but not with this run's mounts ({why}): fix the "
+                                         "cause (a --sandbox-bind or LD_LIBRARY_PATH folder, say) rather than "
+                                         "judge without the sandbox")
         if self.settings.mode == "required":
             raise SandboxUnavailable(f"--sandbox required: no sandbox can be made here: {why}")
-        return Confinement("fallback", user=user, reason=why)
+        return Confinement("fallback", user=draw_uid() if own else None, reason=why, own_uids=own)
 
     def _probe(self, tool: str, user: int | None) -> str:
         """'' when bwrap runs a trivial program with this run's mounts as `user`; else its last words."""
@@ -240,7 +238,7 @@ class Sandbox:
         ids = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
         try:
             done = subprocess.run(self.command(["/bin/sh", "-c", "exit 0"], probe), stdin=subprocess.DEVNULL,
-                                  capture_output=True, timeout=30, env=self.launcher_env(), **ids)
+                                  capture_output=True, timeout=30, env=self.launcher_env(), cwd=probe.folder, **ids)
             words = done.stderr.decode(errors="replace").strip().splitlines()
             return "" if done.returncode == 0 else f"bwrap failed: {words[-1] if words else done.returncode}"
         except (OSError, subprocess.SubprocessError) as exc:
@@ -251,8 +249,14 @@ class Sandbox:
     def prepare(self, label: str, input_path: Path | None, files: Path | None = None) -> CasePaths:
         """A fresh case folder holding a copy of the input (not a link: the suite's file stays intact), and
         a copy of the folder `files` if given (a submission to build, say)."""
+        if self.confinement.own_uids:  # a uid of its own for every run
+            self.confinement = replace(self.confinement, user=draw_uid())
+            if self.cache_writable and self.cuda_cache is not None and self.user is not None:
+                os.chown(self.cuda_cache, self.user, self.user)
         folder = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.root))
         logs = Path(tempfile.mkdtemp(prefix=f"{label}-logs-", dir=self.root))
+        size = case_disk.case_bytes(input_path, files is not None, self.settings.FILE_FACTOR, self.settings.FILE_FLOOR)
+        capped = self.disk_capped and case_disk.cap(folder, size)
         if files is not None:
             shutil.copytree(files, folder, symlinks=True, dirs_exist_ok=True)
         copy = folder / f"{label}.in"
@@ -264,7 +268,52 @@ class Sandbox:
                 os.chown(path, self.user, self.user, follow_symlinks=False)
         output = folder / f"{label}.out"
         inside = INSIDE_CASE if self.confinement.sandboxed else str(folder)
-        return CasePaths(folder, copy, output, logs, f"{inside}/{copy.name}", f"{inside}/{output.name}")
+        cache = self._cache_copy(label)
+        group = None
+        if self.groups is not None:
+            memory = self.settings.memory_mb << 20 if self.settings.memory_mb else None
+            group = self.groups.run_group(memory, self.settings.processes)
+        return CasePaths(folder, copy, output, logs, f"{inside}/{copy.name}", f"{inside}/{output.name}", group,
+                         cache, capped)
+
+    def _cache_copy(self, label: str) -> Path | None:
+        """A judged run's own copy of the sealed cache; None during the warm-up, which writes the cache."""
+        if self.cuda_cache is None or self.cache_writable or not self.cuda_cache.is_dir():
+            return None
+        return cache_copy(self.cuda_cache, Path(tempfile.mkdtemp(prefix=f"{label}-cache-", dir=self.root)), self.user)
+
+    def limits_for(self, output_bytes: int, timeout_s: float) -> ProcessLimits:
+        """The case's limits; memory is the cgroup's (real use), not RLIMIT_AS, where a cgroup was made."""
+        limits = self.settings.limits_for(output_bytes, timeout_s)
+        return replace(limits, memory_bytes=None) if self.groups is not None else limits
+
+    def before_exec(self, case: CasePaths):  # noqa: ANN205 - a function for run_process, or None
+        """The run's child's first steps, as root: join its cgroup; in the fallback, leave host network and IPC."""
+        group, isolate = case.cgroup, self.confinement.own_uids and not self.confinement.sandboxed
+        if group is None and not isolate:
+            return None
+        return lambda: (group is not None and cgroups.join(group), isolate and leave_network_and_ipc())
+
+    def out_of_memory(self, case: CasePaths) -> bool:
+        """Whether the run's cgroup killed a process for its memory limit."""
+        return case.cgroup is not None and cgroups.out_of_memory(case.cgroup)
+
+    def limit_notes(self) -> list[str]:
+        """Each limit that does not hold as asked here, one line each (said once, saved with the results)."""
+        notes = []
+        if self.settings.memory_mb is None:
+            notes.append("memory: not limited (no --memory-limit)")
+        elif self.groups is None:
+            notes.append(f"memory: no cgroup ({self.groups_reason}): --memory-limit is RLIMIT_AS, address space "
+                         "per process, which CUDA reserves far beyond its use")
+        if os.geteuid() == 0 and self.user is None and not self.launched:
+            notes.append("processes: programs run as root, where RLIMIT_NPROC does not bind")
+        elif os.geteuid() != 0 and not self.confinement.sandboxed:
+            notes.append("processes: RLIMIT_NPROC counts every process of your user, not only the program's")
+        if not self.disk_capped:
+            notes.append("disk: each file is capped (RLIMIT_FSIZE) and the in-memory /tmp and /dev/shm are "
+                         "capped, but not the total a run writes in its case folder (that needs root)")
+        return notes
 
     def program_path(self) -> str:
         """The program as the command names it."""
@@ -278,22 +327,31 @@ class Sandbox:
             return list(argv)
         assert self.confinement.tool is not None
         args = [self.confinement.tool, "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
-                "--die-with-parent", "--new-session", *_system_binds(), "--ro-bind", "/sys", "/sys",
-                "--proc", "/proc", "--dev", "/dev", *_gpu_binds(), "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
-        for folder in _library_folders(self.settings.binds):
+                "--die-with-parent", "--new-session", *system_binds(), "--ro-bind", "/sys", "/sys",
+                "--proc", "/proc", "--dev", "/dev", *gpu_binds(), "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+                "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+        for folder in library_folders(self.settings.binds):
             args += ["--ro-bind", str(folder), str(folder)]
         if self.program is not None:
-            args += ["--ro-bind", str(self.program.parent), INSIDE_PROGRAM]
-        args += ["--bind", str(case.folder), INSIDE_CASE, "--chdir", INSIDE_CASE]
-        if self.cuda_cache is not None and self.cuda_cache.is_dir():
-            args += ["--bind", str(self.cuda_cache), INSIDE_CACHE, "--setenv", "CUDA_CACHE_PATH", INSIDE_CACHE]
+            args += ["--ro-bind", self._source(self.program.parent, case), INSIDE_PROGRAM]
+        args += ["--bind", self._source(case.folder, case), INSIDE_CASE, "--chdir", INSIDE_CASE]
+        cache = case.cache or (self.cuda_cache if self.cache_writable else None)
+        if cache is not None and cache.is_dir():
+            args += ["--bind", self._source(cache, case), INSIDE_CACHE, "--setenv", "CUDA_CACHE_PATH", INSIDE_CACHE]
         if self.launched:  # the job step's environment (CUDA_VISIBLE_DEVICES, say), less the judge's own
             args += [w for name in os.environ if name.startswith("ATTNBENCH") for w in ("--unsetenv", name)]
             args += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
         else:
             env = program_env("/tmp", INSIDE_CACHE if self.cuda_cache is not None else None)
             args += ["--clearenv"] + [w for k, v in env.items() for w in ("--setenv", k, v)]
+        args += ["--remount-ro", "/dev", "--remount-ro", "/"]  # last: the mounts above made their mount points
         return [*args, "--", *argv]
+
+    def _source(self, host: Path, case: CasePaths) -> str:
+        """A bind's source as bwrap's command line names it: relative to the case folder (bwrap runs there),
+        since the program can read that command line (/proc/1/cmdline is bwrap's) and the judge's own
+        folders are none of its business; absolute under a launcher, which may start elsewhere."""
+        return str(host) if self.launched else os.path.relpath(host, case.folder)
 
     def launcher_env(self) -> dict[str, str] | None:
         """The environment of the command itself: a launcher's own (bwrap cleans it inside); else the few
@@ -307,25 +365,36 @@ class Sandbox:
         """The environment a case's command starts with (the fallback's HOME is its case folder)."""
         if self.launched or self.confinement.sandboxed:
             return self.launcher_env()
-        return program_env(str(case.folder), self._cache_path())
+        return program_env(str(case.folder), str(case.cache or self.cuda_cache))
+
+    @property
+    def sole_user(self) -> bool:
+        """Whether the uid programs run as is this run's alone (kill every process of it afterwards)."""
+        return self.confinement.own_uids
 
     def finish(self, case: CasePaths) -> None:
-        """Remove the case's folder and its logs (read what you need first)."""
+        """Remove the case's folder and its logs (read what you need first); in the fallback as root, also
+        every process of the run's uid and what it left in the machine's shared temporary folders."""
+        if case.cgroup is not None:
+            cgroups.end(case.cgroup)
+        if case.cache is not None:
+            _remove(case.cache)
+        if case.capped:
+            case_disk.uncap(case.folder)
+        if self.confinement.own_uids and self.user is not None:
+            kill_user(self.user)
+            remove_files_of(self.user, SHARED_TEMP)
         for path in (case.folder, case.logs):
             _remove(path)
 
     def close(self) -> None:
-        """Remove the root folder with everything left in it."""
+        """Remove the root folder with everything left in it (unfinished case folders unmounted), the cgroup."""
+        case_disk.uncap_all_below(self.root)
         _remove(self.root)
+        if self.groups is not None:
+            self.groups.close()
 
 
 def _remove(path: Path) -> None:
-    """rmtree that also clears folders a program made unwritable (it ran as another user, or chmod'ed)."""
-    def unlock(func, target, _exc) -> None:  # noqa: ANN001 - shutil's onerror signature
-        try:
-            os.chmod(os.path.dirname(target), stat.S_IRWXU)
-            func(target)
-        except OSError:
-            pass
-
-    shutil.rmtree(path, onerror=unlock)
+    """Remove a folder a program wrote in, at any depth, clearing folders it made unwritable."""
+    remove_tree(path)

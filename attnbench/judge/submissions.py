@@ -5,23 +5,30 @@ A submission is one of:
   executable;
 - a `.cu` file (built with nvcc) or a `.c` file (built with cc);
 - an executable file.
-A folder that is none of these is a folder OF submissions: each entry in it is one. Builds run in a
-copy of the submission, in the judge's sandbox (`attnbench.judge.sandbox`: the build sees its own files
+A folder that is none of these is a folder OF submissions: each entry in it is one. A submission is
+data, never a path (attnbench.judge.staging): an entry that is a symbolic link, or holds one, is a row
+refused with the reason, and so is a hard link to a file outside it. Builds run in a copy of the
+submission, in the judge's sandbox (`attnbench.judge.sandbox`: the build sees its own files
 and the system's, not the other submissions or the suite), under a time limit and resource limits; a
 failed build is one line with the compiler's first error lines, and never stops the others.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from attnbench.backends.program import ProcessLimits, ProgramError, run_process
 from attnbench.judge.sandbox import Sandbox, SandboxSettings
+from attnbench.judge.staging import StagingRefused, copy_submission, shown, take_program
 from attnbench.kernels.nvcc import first_error_lines
+from attnbench.printable import printable
 
 COURSE_EXECUTABLE = "hw4"  # the course's Makefile builds hw4 from hw4.cu
 BUILD_TIMEOUT_S = 300.0
@@ -33,13 +40,20 @@ BUILD_FILE_BYTES = 1 << 30  # object files and a fat binary: far above a program
 class Submission:
     """One submission as found: its name, where it came from, and how it is built."""
 
-    name: str
-    source: Path
-    how: str  # "make", "nvcc", "cc" or "ready" (an executable already)
+    name: str  # as printed and saved: bytes that are not UTF-8 and control characters escaped
+    source: Path  # as found, never resolved through a link
+    how: str  # "make", "nvcc", "cc", "ready" (an executable already) or "link" (refused: a symbolic link)
 
     def describe(self) -> str:
         return {"make": "built with make", "nvcc": "built with nvcc", "cc": "built with cc",
-                "ready": "an executable"}[self.how]
+                "ready": "an executable", "link": "a symbolic link"}[self.how]
+
+    @property
+    def slug(self) -> str:
+        """A short name for the judge's own folders: safe characters of the name, and a hash of it."""
+        raw = os.fsencode(self.source.name)
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", raw.decode("ascii", "replace"))[:32].lstrip(".") or "submission"
+        return f"{safe}-{hashlib.sha256(raw).hexdigest()[:8]}"
 
 
 @dataclass(frozen=True)
@@ -55,22 +69,46 @@ class Built:
         return self.program is not None
 
 
+def _plain_file(path: Path) -> bool:
+    """A regular file by lstat (a link to one is not)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _executable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
+    return _plain_file(path) and os.access(path, os.X_OK)
+
+
+def _is_link(path: Path) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _how_folder(folder: Path) -> str | None:
     """How a folder builds, if it is a submission itself."""
-    if (folder / "Makefile").is_file() or (folder / "makefile").is_file():
+    if any(_is_link(folder / n) or _plain_file(folder / n) for n in ("Makefile", "makefile")):
         return "make"
-    if (folder / f"{COURSE_EXECUTABLE}.cu").is_file():
+    if _is_link(folder / f"{COURSE_EXECUTABLE}.cu") or _plain_file(folder / f"{COURSE_EXECUTABLE}.cu"):
         return "nvcc"
-    if _executable(folder / COURSE_EXECUTABLE):
-        return "ready"
+    if _is_link(folder / COURSE_EXECUTABLE) or _executable(folder / COURSE_EXECUTABLE):
+        return "ready"  # a link is refused when it is staged, with the reason on its row
     return None
 
 
 def _how_file(path: Path) -> str | None:
+    if _is_link(path):
+        return "link"
     if path.suffix == ".cu":
         return "nvcc"
     if path.suffix == ".c":
@@ -79,7 +117,29 @@ def _how_file(path: Path) -> str | None:
 
 
 def _name(path: Path) -> str:
-    return path.name if path.is_dir() else path.stem if path.suffix in (".cu", ".c") else path.name
+    plain = path.name if _is_folder(path) else path.stem if path.suffix in (".cu", ".c") else path.name
+    return shown(plain)
+
+
+def _entry_how(entry: Path) -> str | None:
+    """How an entry of a folder of submissions is judged; a symbolic link is a row refused (never followed)."""
+    if _is_link(entry):
+        return "link"
+    return _how_folder(entry) if _is_folder(entry) else _how_file(entry)
+
+
+def _entries(folder: Path) -> list[Path]:
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as exc:
+        raise ProgramError(f"{folder}: cannot be read ({exc.strerror})") from None
+    return [folder / name for name in names if not name.startswith(".")]
+
+
+def _distinct(found: list[Submission]) -> list[Submission]:
+    """Submissions whose names clash (bob/ and bob.c in one folder) are named by their whole file names."""
+    names = [s.name for s in found]
+    return [Submission(shown(s.source.name), s.source, s.how) if names.count(s.name) > 1 else s for s in found]
 
 
 def find_submissions(named: Sequence[str | Path]) -> list[Submission]:
@@ -90,14 +150,15 @@ def find_submissions(named: Sequence[str | Path]) -> list[Submission]:
             raise ProgramError(f"{item}: no such file or folder")
         how = _how_folder(item) if item.is_dir() else _how_file(item)
         if how is not None:
-            found.append(Submission(_name(item), item.resolve(), how))
+            found.append(Submission(_name(item), item.absolute(), how))
             continue
         if not item.is_dir():
             raise ProgramError(f"{item}: not a submission (an executable, a .cu or .c file, or a folder)")
-        for entry in sorted(p for p in item.iterdir() if not p.name.startswith(".")):
-            entry_how = _how_folder(entry) if entry.is_dir() else _how_file(entry)
+        for entry in _entries(item):
+            entry_how = _entry_how(entry)
             if entry_how is not None:
-                found.append(Submission(_name(entry), entry.resolve(), entry_how))
+                found.append(Submission(_name(entry), entry.absolute(), entry_how))
+    found = _distinct(found)
     names = [s.name for s in found]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate is not None:
@@ -117,7 +178,7 @@ def _command(submission: Submission, tool: str) -> list[str]:
     """The build, as it runs in the case folder (inside the sandbox, or in the fallback's folder)."""
     if submission.how == "make":
         return [tool]
-    source = f"{COURSE_EXECUTABLE}.cu" if submission.source.is_dir() else submission.source.name
+    source = f"{COURSE_EXECUTABLE}.cu" if _is_folder(submission.source) else submission.source.name
     if submission.how == "nvcc":
         return [tool, "-O3", "-o", COURSE_EXECUTABLE, source]
     return [tool, "-O2", "-o", COURSE_EXECUTABLE, source, "-lm"]
@@ -130,47 +191,60 @@ def _build_path() -> str:
 
 
 def _program_after_build(folder: Path, before: set[str]) -> Path | None:
-    """The course's hw4 if the build made it, else the one new executable it made."""
-    if _executable(folder / COURSE_EXECUTABLE):
+    """The course's hw4 if the build made it (or a link or other thing named so: refused when taken),
+    else the one new executable it made."""
+    if _is_link(folder / COURSE_EXECUTABLE) or os.path.lexists(folder / COURSE_EXECUTABLE):
         return folder / COURSE_EXECUTABLE
     made = [p for p in folder.iterdir() if p.name not in before and _executable(p)]
     return made[0] if len(made) == 1 else None
 
 
 def _staged(submission: Submission, build_root: Path) -> Path:
-    """A copy of the submission's files in build_root/NAME (the submission itself is never touched)."""
-    folder = build_root / submission.name
-    if submission.source.is_dir():
-        shutil.copytree(submission.source, folder, symlinks=True)
-    else:
-        folder.mkdir(parents=True)
-        shutil.copy2(submission.source, folder / submission.source.name)
+    """A copy of the submission's files in build_root/SLUG/files, following nothing (StagingRefused)."""
+    (build_root / submission.slug).mkdir(parents=True, mode=0o755)
+    folder = build_root / submission.slug / "files"
+    copy_submission(submission.source, folder)
     return folder
 
 
 def build(submission: Submission, build_root: Path, timeout_s: float = BUILD_TIMEOUT_S,
           settings: SandboxSettings | None = None) -> Built:
-    """Build the submission in the sandbox; its program lands in build_root/NAME. Never raises for a bad
-    submission (SandboxUnavailable, for --sandbox required, does)."""
+    """Build the submission in the sandbox; its program is copied into a fresh file the judge makes,
+    build_root/SLUG/program/hw4. Never raises for a bad submission (SandboxUnavailable, for --sandbox
+    required, does): a link, a refused file, a failed build or an error on the way is its row's message."""
+    try:
+        return _build(submission, build_root, timeout_s, settings)
+    except StagingRefused as exc:
+        return Built(submission, None, f"refused: {exc}")
+    except OSError as exc:
+        return Built(submission, None, f"could not be staged or built: {shown(exc.strerror or str(exc))}")
+
+
+def _build(submission: Submission, build_root: Path, timeout_s: float, settings: SandboxSettings | None) -> Built:
+    if submission.how == "link":
+        raise StagingRefused(f"{submission.name}: a symbolic link: a submission is judged from its own files only")
     folder = _staged(submission, build_root)
+    program_folder = build_root / submission.slug / "program"
     if submission.how == "ready":
-        program = folder / (COURSE_EXECUTABLE if submission.source.is_dir() else submission.source.name)
-        return Built(submission, program, "an executable, not built")
+        made = folder / (COURSE_EXECUTABLE if _is_folder(submission.source) else submission.source.name)
+        if not _executable(made):
+            raise StagingRefused(f"{COURSE_EXECUTABLE} is not an executable plain file")
+        return Built(submission, take_program(made, program_folder, COURSE_EXECUTABLE), "an executable, not built")
     tool = _tool(submission.how)
     if tool is None:
         return Built(submission, None, f"{submission.how} is not on this machine's PATH, so it could not be built")
     settings = settings or SandboxSettings()
     sandbox = Sandbox.open(None, settings)
     try:
-        paths = sandbox.prepare(submission.name, None, files=folder)
+        paths = sandbox.prepare(submission.slug, None, files=folder)
         before = {p.name for p in paths.folder.iterdir()}
         inside = ["/usr/bin/env", f"PATH={_build_path()}", *_command(submission, tool)]
         limits = ProcessLimits(BUILD_FILE_BYTES, settings.processes, None, int(4 * timeout_s))
         outcome = run_process(sandbox.command(inside, paths), paths.folder, timeout_s, limits=limits,
-                              user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs)
+                              user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs,
+                              sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths))
         made = _program_after_build(paths.folder, before) if outcome.returncode == 0 else None
-        if made is not None:
-            shutil.copy2(made, folder / COURSE_EXECUTABLE)
+        program = take_program(made, program_folder, COURSE_EXECUTABLE) if made is not None else None
         sandbox.finish(paths)
     finally:
         sandbox.close()
@@ -178,8 +252,8 @@ def build(submission: Submission, build_root: Path, timeout_s: float = BUILD_TIM
         return Built(submission, None, f"the build ran past {timeout_s:g} s and was stopped")
     if outcome.returncode != 0:
         return Built(submission, None, f"the build failed (exit {outcome.returncode}): "
-                                       f"{first_error_lines(outcome.stderr_tail, ERROR_LINES)}")
+                                       f"{printable(first_error_lines(outcome.stderr_tail, ERROR_LINES))}")
     if made is None:
         return Built(submission, None, f"the build made no {COURSE_EXECUTABLE} (nor one other executable)")
-    return Built(submission, folder / COURSE_EXECUTABLE, f"{submission.describe()} in {outcome.wall_s:.1f} s")
+    return Built(submission, program, f"{submission.describe()} in {outcome.wall_s:.1f} s")
 

@@ -10,11 +10,18 @@ from attnbench.analysis.view import MatrixView
 from attnbench.output.clock_note import clock_note
 from attnbench.output.table_model import TableModel
 from attnbench.output.result_tables import against_table, grouped_notes, ladder_table, matrix_tables, scoreboard_table
+from attnbench.printable import printable
 from attnbench.results.resultset import ResultSet
 
 
+_MARKDOWN_ESCAPES = str.maketrans({"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "`": "\\`",
+                                   "<": "&lt;", ">": "&gt;", "&": "&amp;", "\n": " "})
+
+
 def md_escape(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Text for a Markdown table cell: no HTML, no link or image syntax, no code span, no cell break, and
+    no control character (a cell may hold a submission's name or its compiler's words)."""
+    return printable(str(text).translate(_MARKDOWN_ESCAPES))
 
 
 def render(model: TableModel, level: int | None = None) -> str:

@@ -8,14 +8,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attnbench.analysis.class_history import HistoryRow, RunOf
+from attnbench.printable import printable
 from attnbench.output.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
 
 @dataclass(frozen=True)
 class ScoreCell:
+    """One cell's text (control characters escaped: names and notes are the submissions' words) and tone."""
+
     text: str
     tone: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", printable(self.text))
 
 
 def _rank(row: SubmissionRow) -> str:
@@ -38,6 +45,8 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
     rows = []
     for row in board.rows:
         note = row.build_message if not row.built else (f"median of {row.reruns} runs" if row.reruns > 1 else "")
+        if row.built and row.gpu_note:
+            note = f"{note}; {row.gpu_note}" if note else row.gpu_note
         rows.append([ScoreCell(_rank(row)), ScoreCell(row.name),
                      ScoreCell(f"{row.passed}/{len(board.cases)}", GOOD if row.passed == len(board.cases) else ""),
                      ScoreCell(f"{row.total_s:.3f} s" if row.passed else "-"),
@@ -59,6 +68,9 @@ def scoreboard_lines(board: Scoreboard) -> list[str]:
     """The lines printed and saved under the table: the rule, mixed GPUs, an interruption."""
     lines = [f"ranks: {board.settings.get('ranking', '')}", f"reruns: {board.settings.get('reruns', '')}",
              f"limits: {board.settings.get('time_limits', '')}"]
+    confined = board.settings.get("confinement") or {}
+    lines += [f"limit not applied: {note}" for note in confined.get("limits_not_applied", [])]
+    lines = [printable(line) for line in lines]
     kinds = board.gpu_kinds
     if len(kinds) > 1:
         lines.append(f"these rows ran on {len(kinds)} kinds of GPU ({', '.join(kinds)}): each kind is ranked "
@@ -73,3 +85,24 @@ def class_stem(board: Scoreboard, selector: str) -> str:
     date = str(board.metadata.get("date") or "")[:10] or "undated"
     what = selector if "," not in selector and "/" not in selector else f"{board.cases[0]}-{board.cases[-1]}"
     return f"{date}_class_{what}"
+
+
+def _run_text(run: RunOf) -> str:
+    rank = "-" if run.rank is None else f"{run.rank}=" if run.tied else str(run.rank)
+    total = f"{run.total_s:.3f} s" if run.passed else "-"
+    return f"{run.passed}/{run.cases} {total} (rank {rank}, {run.date or 'undated'})"
+
+
+def history_rows(rows: list[HistoryRow]) -> tuple[list[str], list[list[ScoreCell]]]:
+    """A class's history (analysis.class_history) as the rows every rendering shares."""
+    header = ["submission", "runs", "best", "latest"]
+    return header, [[ScoreCell(h.name), ScoreCell(str(h.runs)), ScoreCell(_run_text(h.best), GOOD),
+                     ScoreCell(_run_text(h.latest))] for h in rows]
+
+
+def history_model(rows: list[HistoryRow], title: str = "history") -> TableModel:
+    header, cells = history_rows(rows)
+    model = TableModel(title, [Column(name, right=i == 1) for i, name in enumerate(header)])
+    for row in cells:
+        model.add_row(*[Text(cell.text, cell.tone) for cell in row])
+    return model

@@ -28,6 +28,7 @@ class CaseEntry:
     verdict: str
     message: str = ""
     runs_s: list[float] = field(default_factory=list)  # the first run, then any reruns (passed runs only)
+    device: str | None = None  # the GPU kind that ran its first run, where a class spread over several
 
     @property
     def passed(self) -> bool:
@@ -52,6 +53,7 @@ class SubmissionRow:
     rank: int | None = None
     tied: bool = False  # shares its rank with another row (times within the noise)
     reruns: int = 0  # how many times each case was run in all (1, or 3 for the top rows)
+    gpu_note: str = ""  # where its cases ran on several GPU kinds: which, and that `gpu` (the most) ranks it
 
     @property
     def passed(self) -> int:
@@ -92,11 +94,11 @@ class Scoreboard:
             raise ResultsError(f"not a scoreboard of version {SCOREBOARD_VERSION}")
         rows = []
         for raw in data["rows"]:
-            entries = {case: CaseEntry(e["verdict"], e.get("message", ""), list(e.get("runs_s", [])))
+            entries = {case: CaseEntry(e["verdict"], e.get("message", ""), list(e.get("runs_s", [])), e.get("device"))
                        for case, e in raw["entries"].items()}
             rows.append(SubmissionRow(raw["name"], raw["source"], raw["built"], raw.get("build_message", ""),
                                       raw.get("gpu"), entries, raw.get("rank"), raw.get("tied", False),
-                                      raw.get("reruns", 0)))
+                                      raw.get("reruns", 0), raw.get("gpu_note", "")))
         return cls(list(data["cases"]), rows, dict(data.get("metadata", {})), dict(data.get("settings", {})),
                    bool(data.get("interrupted", False)))
 

@@ -25,11 +25,21 @@ def test_totals_within_the_noise_tie_and_the_next_rank_skips():
     assert ranks(board) == [("a", 1, True), ("b", 1, True), ("d", 3, False), ("c", 4, False)]
 
 
-def test_a_wide_rerun_spread_widens_the_tie():
-    noisy = row("noisy", [1.0])
-    noisy.entries["t00"].runs_s = [0.8, 1.0, 1.3]  # median 1.0, spread 0.5
-    board = rank(Scoreboard([], [noisy, row("steady", [1.4])]))
-    assert ranks(board) == [("noisy", 1, True), ("steady", 1, True)]
+def test_no_spread_widens_the_tie_so_a_noisy_slower_row_buys_nothing():
+    honest = row("honest", [1.0])
+    honest.entries["t00"].runs_s = [1.0, 1.0, 1.01]
+    idler = row("idler", [1.74])  # 74% slower, and it idles on its third run to look noisy
+    idler.entries["t00"].runs_s = [1.74, 1.74, 9.0]
+    noisy_fast = row("noisy_fast", [0.5])
+    noisy_fast.entries["t00"].runs_s = [0.3, 0.5, 1.2]
+    board = rank(Scoreboard([], [idler, honest, noisy_fast]))
+    assert ranks(board) == [("noisy_fast", 1, False), ("honest", 2, False), ("idler", 3, False)]
+    assert "fixed 2%" in board.settings["ranking"]
+
+
+def test_rerun_top_zero_reruns_nothing():
+    board = rank(Scoreboard([], [row("a", [1.0]), row("b", [2.0])]))
+    assert top_rows(board, 0) == [] and [r.name for r in top_rows(board, 1)] == ["a"]
 
 
 def test_unbuilt_and_all_failing_rows_are_unranked_and_last():

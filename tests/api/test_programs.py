@@ -20,8 +20,9 @@ def test_judge_options_refuse_what_does_not_fit_together(tmp_path):
     with pytest.raises(UsageError, match="judge needs a PROGRAM"):
         programs.JudgeOptions()
     (tmp_path / "a.cu").write_text("")
+    assert not programs.JudgeOptions(programs=(str(tmp_path / "a.cu"),)).judges_a_class  # one program's source
     with pytest.raises(UsageError, match="--launcher and --args are for one program"):
-        programs.JudgeOptions(programs=(str(tmp_path / "a.cu"),), launcher="srun")
+        programs.JudgeOptions(programs=(str(tmp_path / "a.cu"), str(tmp_path / "a.cu")), launcher="srun")
     assert programs.JudgeOptions(programs=(str(tmp_path),)).judges_a_class  # a folder of submissions
     assert programs.JudgeOptions(resume=str(tmp_path)).judges_a_class
     assert not programs.JudgeOptions(programs=("./hw4",), launcher="srun").judges_a_class

@@ -20,6 +20,27 @@ def wrapping(body_before_main: str, before_call: str = "") -> str:
             f"int main(int argc, char **argv) {{ {before_call} return attention_main(argc, argv); }}\n")
 
 
+def _class_mode() -> str:
+    """required where a bubblewrap sandbox can be made here, else none (a class refuses auto's fallback)."""
+    from attnbench.judge.sandbox import Sandbox, SandboxSettings, SandboxUnavailable
+
+    try:
+        Sandbox.open(None, SandboxSettings("required")).close()
+        return "required"
+    except SandboxUnavailable:
+        return "none"
+
+
+CLASS_MODE = _class_mode()
+
+
+def class_sandbox():
+    """The sandbox settings the class tests judge with (see _class_mode)."""
+    from attnbench.judge.sandbox import SandboxSettings
+
+    return SandboxSettings(CLASS_MODE)
+
+
 def can_build() -> bool:
     return shutil.which("cc") is not None and shutil.which("make") is not None
 

@@ -190,10 +190,14 @@ def loopback_server():
     server.close()
 
 
-@pytest.mark.skipif(not SANDBOXED, reason="no bwrap sandbox here (the fallback does not cut the network)")
-def test_a_program_cannot_reach_the_network(build, loopback_server):
+NETWORK_MODES = [pytest.param("required", marks=pytest.mark.skipif(not SANDBOXED, reason="no bwrap sandbox here")),
+                 pytest.param("none", marks=pytest.mark.skipif(not ROOT, reason="the fallback cuts it as root only"))]
+
+
+@pytest.mark.parametrize("mode", NETWORK_MODES)
+def test_a_program_cannot_reach_the_network(build, loopback_server, mode):
     port, accepted = loopback_server
-    judgement = _judge(build("network_call", PORT=str(port)), "required", cases="odd_17x48")
+    judgement = _judge(build("network_call", PORT=str(port)), mode, cases="odd_17x48")
     judged = judgement.judged[0]
     assert judged.verdict == judging.CRASH and "no network: connect" in judged.message, judged.message
     assert accepted == []
@@ -216,3 +220,47 @@ def test_what_a_program_writes_is_judged_as_it_was_when_it_ended(build, mode, tr
     judgement = _judge(build(trick), mode)
     assert _verdicts(judgement) == [verdict, verdict]
     assert all(words in j.message for j in judgement.judged), judgement.judged[0].message
+
+
+@pytest.mark.skipif(not SANDBOXED, reason="no bwrap sandbox here")
+def test_the_sandbox_root_and_dev_are_read_only_and_its_memory_folders_capped(build):
+    judgement = _judge(build("tmpfs_filler", FILL_MB="96"), "required", cases="odd_17x48")
+    judged = judgement.judged[0]
+    filled = dict(pair.split("=") for pair in re.search(r"filled (.*)", judged.message)[1].split())
+    assert filled["root"] == "0" and filled["dev"] == "0", judged.message
+    assert int(filled["shm"]) <= 64 and int(filled["tmp"]) == 96, judged.message
+    if ROOT:  # the case folder is a tmpfs capped at input + 4x output (at least 1 MiB) + 16 MiB
+        assert int(filled["case"]) <= 18, judged.message
+
+
+@pytest.mark.skipif(not ROOT, reason="the case folder's cap needs root")
+def test_many_small_files_in_the_fallback_are_capped_by_the_case_folders_size(build):
+    judgement = _judge(build("tmpfs_filler", FILL_MB="40"), "none", cases="odd_17x48")
+    filled = dict(pair.split("=") for pair in re.search(r"filled (.*)", judgement.judged[0].message)[1].split())
+    assert int(filled["case"]) <= 18, judgement.judged[0].message
+
+
+@pytest.mark.skipif(not ROOT, reason="a uid of each run's own needs root")
+def test_a_setsid_fork_storm_in_the_fallback_leaves_nothing_and_harms_no_other_run(build, tmp_path):
+    from tests.judge.classes import EXAMPLE
+
+    storm = build("setsid_storm", STORM="48")
+    honest = tmp_path / "honest"
+    subprocess.run([shutil.which("cc") or "gcc", "-O2", "-o", str(honest), str(EXAMPLE), "-lm"], check=True)
+    board = api_programs.judge_class([str(storm), str(honest)], "odd_17x48", time_limits="none", rerun_top=0,
+                                     sandbox=SandboxSettings("none", processes=200))
+    rows = {row.name: row for row in board.rows}
+    assert rows["honest"].passed == 1 and rows["honest"].rank == 1
+    assert not _alive(storm.name)
+
+
+@pytest.mark.skipif(not SANDBOXED, reason="no bwrap sandbox here")
+def test_ld_library_path_dot_does_not_knock_the_judge_out_of_its_sandbox(build, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # "." is the judge's working folder: the submission's, say
+    monkeypatch.setenv("LD_LIBRARY_PATH", ".:lib")
+    settings = SandboxSettings("auto")
+    judgement, _ = api_programs.judge(str(build("steal_reference")), "odd_17x48", time_limits="none", timeout=10.0,
+                                      sandbox=settings)
+    assert judgement.confinement.sandboxed
+    assert [j.verdict for j in judgement.judged] == [judging.CRASH]
+    assert "found no reference" in judgement.judged[0].message

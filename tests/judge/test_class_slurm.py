@@ -8,7 +8,7 @@ import pytest
 from attnbench.api import programs as api_programs
 from attnbench.judge import class_slurm
 from attnbench.spread.slurm import SlurmOptions
-from tests.judge.classes import CASES, ORDER, RANKS, can_build, make_class, verdicts
+from tests.judge.classes import CASES, ORDER, RANKS, can_build, class_sandbox, make_class, verdicts
 from tests.spread.test_slurm import cluster  # noqa: F401 (the fixture: a Slurm that answers, or a skip)
 
 
@@ -21,10 +21,10 @@ def classroom(tmp_path_factory):
 
 @pytest.mark.slurm
 def test_a_class_through_slurm_gets_the_same_verdicts_and_order(cluster, classroom, tmp_path):  # noqa: F811
-    local = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1)
+    local = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, sandbox=class_sandbox())
     options = SlurmOptions(folder=tmp_path / "jobs", poll_s=0.5, time_min=5)
     events = []
-    remote = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, executor="slurm",
+    remote = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, executor="slurm", sandbox=class_sandbox(),
                                       slurm=options, listener=lambda *e: events.append(e))
     assert [r.name for r in remote.rows] == ORDER and {r.name: r.rank for r in remote.rows} == RANKS
     assert verdicts(remote) == verdicts(local)
@@ -38,7 +38,7 @@ def test_a_class_through_slurm_gets_the_same_verdicts_and_order(cluster, classro
 def test_resume_resubmits_what_was_lost(cluster, classroom, tmp_path):  # noqa: F811
     options = SlurmOptions(folder=tmp_path / "jobs", poll_s=0.5, time_min=5)
     first = api_programs.judge_class([classroom / "alice", classroom / "carol.c"], CASES, time_limits="none",
-                                     rerun_top=0, executor="slurm", slurm=options)
+                                     rerun_top=0, executor="slurm", slurm=options, sandbox=class_sandbox())
     run = class_slurm.load_class_run(tmp_path / "jobs")
     lost = class_slurm.result_file(run.folder, run.first_ids["carol"])
     lost.unlink()

@@ -10,7 +10,7 @@ import pytest
 
 from attnbench.api import programs as api_programs
 from attnbench.judge.course_judge import CRASH, WRONG_ANSWER
-from tests.judge.classes import CASES, ORDER, RANKS, can_build, make_class
+from tests.judge.classes import CASES, CLASS_MODE, ORDER, RANKS, can_build, class_sandbox, make_class
 
 
 
@@ -23,7 +23,7 @@ def classroom(tmp_path_factory) -> Path:
 
 def test_a_class_is_built_judged_ranked_and_the_top_rerun(classroom):
     events = []
-    board = api_programs.judge_class([classroom], CASES, time_limits="none",
+    board = api_programs.judge_class([classroom], CASES, time_limits="none", sandbox=class_sandbox(),
                                      listener=lambda *event: events.append(event))
     assert [row.name for row in board.rows] == ORDER
     assert {row.name: row.rank for row in board.rows} == RANKS
@@ -47,7 +47,7 @@ def test_the_scoreboard_saves_as_strict_json(classroom, tmp_path):
     from attnbench.results.scoreboard import load_scoreboard
 
     board = api_programs.judge_class([classroom / "alice", classroom / "dave.c"], ["odd_17x48"],
-                                     time_limits="none", rerun_top=0)
+                                     time_limits="none", rerun_top=0, sandbox=class_sandbox())
     paths = save_scoreboard(board, tmp_path, "class", with_html=True)
     assert [p.suffix for p in paths] == [".json", ".csv", ".md", ".html"]
 
@@ -74,8 +74,10 @@ def test_one_worker_or_two_give_the_same_verdicts(classroom, monkeypatch):
     from tests.judge.classes import verdicts
 
     monkeypatch.setenv("ATTNBENCH_CPU_WORKERS", "2")
-    one = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, gpus="0")
-    two = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, gpus="all")
+    one = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, gpus="0",
+                                    sandbox=class_sandbox())
+    two = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, gpus="all",
+                                    sandbox=class_sandbox())
     assert verdicts(one) == verdicts(two) and [r.name for r in two.rows] == ORDER
     assert {r.name: r.rank for r in two.rows} == RANKS
     assert one.settings["workers"] == ["cpu worker 0"] and two.settings["workers"] == ["cpu worker 0", "cpu worker 1"]
@@ -101,7 +103,7 @@ def test_a_submission_cannot_run_another_submissions_program(tmp_path):
     (alice / "Makefile").write_text("hw4: attention.c\n\tcc -O2 -o hw4 attention.c -lm\n")
     sh.copy(tmp_path / "alice" / "attention.c", tmp_path / "ready.c")
     (tmp_path / "frank.c").write_text(thief(tmp_path))
-    board = api_programs.judge_class([tmp_path], CASES, time_limits="none", rerun_top=0)
+    board = api_programs.judge_class([tmp_path], CASES, time_limits="none", rerun_top=0, sandbox=class_sandbox())
     rows = {r.name: r for r in board.rows}
     assert rows["alice"].passed == 2 and rows["ready"].passed == 2
     assert rows["frank"].passed == 0 and {e.verdict for e in rows["frank"].entries.values()} == {CRASH}
@@ -115,10 +117,44 @@ def test_the_command_line_judges_a_class_prints_and_saves_its_scoreboard(classro
 
     runner = CliRunner()
     result = runner.invoke(main, ["judge", str(classroom), "--cases", CASES, "--time-limits", "none",
-                                  "--rerun-top", "1", "--results-dir", str(tmp_path), "--html"])
+                                  "--rerun-top", "1", "--sandbox", CLASS_MODE, "--results-dir", str(tmp_path), "--html"])
     assert result.exit_code == 0, result.output
     assert "scoreboard: 5 submissions, 2 cases" in result.output and "ranks: ranked within each GPU kind" in result.output
     saved = sorted(p.suffix for p in tmp_path.iterdir())
     assert saved == [".csv", ".html", ".json", ".md"]
     refused = runner.invoke(main, ["judge", str(classroom), "--launcher", "env", "--cases", CASES])
     assert refused.exit_code == 2 and "--launcher and --args are for one program" in refused.output
+
+
+def test_workers_get_cpu_cores_of_their_own_and_the_parent_keeps_a_share():
+    from attnbench.judge.class_pool import core_plan
+
+    parent, workers = core_plan(2, range(16))
+    assert parent == [0, 1, 2, 3, 4] and workers == [[5, 6, 7, 8, 9], [10, 11, 12, 13, 14, 15]]
+    every = parent + [c for w in workers for c in w]
+    assert sorted(every) == list(range(16)) and len(set(every)) == 16  # disjoint, none lost
+    assert core_plan(8, range(128))[1][0] == list(range(14, 28))
+    assert core_plan(2, [0, 1]) == ([0], [[0], [1]])  # too few: shared, said by the saved plan
+
+
+def test_each_run_adds_to_the_class_history_which_shows_best_and_latest(classroom, tmp_path):
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+
+    runner = CliRunner()
+    args = ["judge", str(classroom / "alice"), str(classroom / "bob.c"), str(classroom / "dave.c"), "--cases",
+            "odd_17x48", "--time-limits", "none", "--rerun-top", "0", "--sandbox", CLASS_MODE,
+            "--results-dir", str(tmp_path)]
+    for _ in range(2):
+        assert runner.invoke(main, args).exit_code == 0
+    assert runner.invoke(main, [*args, "--html"]).exit_code == 0
+    assert len(list(tmp_path.glob("*.json"))) == 3  # each run added, none replaced
+    past = {h.name: h for h in api_programs.class_history(tmp_path)}
+    assert past["alice"].runs == past["bob"].runs == past["dave"].runs == 3
+    assert past["alice"].best.passed == 1 and past["alice"].best.total_s <= past["alice"].latest.total_s
+    assert past["dave"].best.passed == 0
+    shown = runner.invoke(main, ["judge", "--history", str(tmp_path)])
+    assert shown.exit_code == 0 and "history of 3 submissions" in shown.output and "alice" in shown.output
+    page = next(tmp_path.glob("*.html")).read_text()
+    assert "History: best and latest" in page and page.count("<tr>") == 4 + 4  # the board, then the history

@@ -288,3 +288,30 @@ def test_compare_puts_a_program_beside_variants_with_process_time_only(cli, prog
 def test_compare_refuses_a_missing_program_in_one_line(tmp_path):
     result = CliRunner().invoke(main, ["compare", "--variants", f"exe:{tmp_path}/nothing,cpu", "--cases", "odd_17x48"])
     assert result.exit_code == 2 and "nothing: no such program" in " ".join(result.output.split())
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_one_source_file_is_one_program_built_then_judged(cli, tmp_path):
+    (tmp_path / "crash.c").write_text('#include <stdio.h>\nint main(void) { fprintf(stderr, "boom\\033[31m\\n"); '
+                                      "return 3; }\n")
+    (tmp_path / "broken.c").write_text("int main(void) { return 0 }\n")
+    crashed = cli("judge", str(tmp_path / "crash.c"), "--cases", "odd_17x48", "--no-save")
+    assert crashed.exit_code == 1 and "scoreboard" not in crashed.output, crashed.output
+    assert "CRASH" in crashed.output and "exited with status 3" in crashed.output and "\x1b" not in crashed.output
+    broken = cli("judge", str(tmp_path / "broken.c"), "--cases", "odd_17x48", "--no-save")
+    assert broken.exit_code == 1 and "broken.c: the build failed" in broken.output
+
+
+def test_an_output_the_judge_cannot_read_is_that_cases_verdict(tmp_path, monkeypatch):
+    from attnbench.judge import outcome
+
+    shape = judging.prepare_case(judging.cases_for("odd_17x48")[0]).shape
+    out = tmp_path / "t.out"
+    out.write_bytes(b"\0" * shape.output_bytes)
+
+    def unreadable(*_args):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(outcome, "read_output", unreadable)  # as a mode-000 OUT is to a judge that is not root
+    verdict, message, _ = outcome.check_output(out, shape, None)
+    assert verdict == judging.NO_OUTPUT and "cannot be read (Permission denied)" in message

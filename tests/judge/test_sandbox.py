@@ -50,7 +50,13 @@ def test_without_bwrap_auto_falls_back_and_required_refuses(program, no_bwrap):
     try:
         assert not sandbox.confinement.sandboxed
         assert "no sandbox ($ATTNBENCH_BWRAP=" in sandbox.confinement.warning()
-        assert sandbox.user == (65534 if os.geteuid() == 0 else None)
+        if os.geteuid() == 0:  # each run a uid of its own, drawn again for every case folder
+            first = sandbox.user
+            assert first in sandboxing.OWN_UIDS and sandbox.sole_user
+            sandbox.finish(sandbox.prepare("c", None))
+            assert sandbox.user in sandboxing.OWN_UIDS and sandbox.user != first
+        else:
+            assert sandbox.user is None
     finally:
         sandbox.close()
     assert not sandbox.root.exists()
@@ -105,7 +111,8 @@ def test_the_sandbox_command_mounts_the_case_and_program_only(program, tmp_path,
         case = sandbox.prepare("t01", None)
         words = sandbox.command([sandbox.program_path(), case.input_arg, case.output_arg], case)
         assert words[0] == sandbox.confinement.tool and "--unshare-all" in words and "--clearenv" in words
-        assert words[words.index("--bind") + 1:words.index("--bind") + 3] == [str(case.folder), "/judge/case"]
+        assert words[words.index("--bind") + 1:words.index("--bind") + 3] == [".", "/judge/case"]  # run in it
+        assert str(sandbox.root) not in " ".join(words)  # bwrap's command line (/proc/1/cmdline) names no judge folder
         assert words[-3:] == ["/judge/program/prog", "/judge/case/t01.in", "/judge/case/t01.out"]
         assert str(private_data_dir) not in " ".join(words) and str(Path.home()) not in words
         assert ["--ro-bind", str(tmp_path), str(tmp_path)] == words[words.index(str(tmp_path)) - 1:][:3]
@@ -192,18 +199,20 @@ def test_the_course_cuda_program_passes_in_the_sandbox(gpu, tmp_path):
 
 @pytest.mark.parametrize("mode", [pytest.param("required", marks=pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")),
                                   "none"])
-def test_cudas_jit_cache_is_kept_across_the_sandboxes_of_one_program(tmp_path, mode):
-    """A program built as PTX would compile its kernels in every case without it (2 s a case on an H200)."""
-    from attnbench.judge.classroom import cuda_caches
+def test_cudas_jit_cache_is_written_by_the_warm_up_only_and_read_by_every_judged_run(tmp_path, mode):
+    """A program built as PTX would compile its kernels in every case without it (2 s a case on an H200);
+    a writable cache shared by the judged runs would let one run replay another's output."""
+    from attnbench.judge.classroom import cache_of, cuda_caches
 
     caches = cuda_caches()
     seen = []
     try:
-        for _ in range(2):
-            sandbox = Sandbox.open(None, SandboxSettings(mode), cuda_cache=caches / "one")
+        for writable in (True, False, False):
+            sandbox = Sandbox.open(None, SandboxSettings(mode), cuda_cache=cache_of(caches, "one"),
+                                   cache_writable=writable)
             try:
                 case = sandbox.prepare("c", None)
-                script = 'ls "$CUDA_CACHE_PATH"; touch "$CUDA_CACHE_PATH/kernel.bin"'
+                script = 'ls "$CUDA_CACHE_PATH"; (touch "$CUDA_CACHE_PATH/run-$$.bin" 2>/dev/null && echo wrote) || true'
                 outcome = run_process(sandbox.command(["/bin/sh", "-c", script], case), case.folder, 30,
                                       user=sandbox.user, env=sandbox.case_env(case), logs=case.logs)
                 assert outcome.returncode == 0, outcome.stderr_tail
@@ -211,7 +220,82 @@ def test_cudas_jit_cache_is_kept_across_the_sandboxes_of_one_program(tmp_path, m
                 sandbox.finish(case)
             finally:
                 sandbox.close()
-        assert seen == [[], ["kernel.bin"]]  # the second sandbox finds what the first left
+        assert seen[0] == ["wrote"]  # the warm-up fills it
+        # each judged run finds what the warm-up wrote, and writes only into a copy of its own
+        assert seen[1][0].startswith("run-") and seen[1][-1] == "wrote" and seen[2] == seen[1]
+        assert len(list(cache_of(caches, "one").iterdir())) == 1
         assert os.stat(caches).st_mode & 0o777 == 0o711
+        assert cache_of(caches, "one") != cache_of(caches, "two") and len(cache_of(caches, "one").name) == 32
     finally:
         shutil.rmtree(caches, ignore_errors=True)
+
+
+def test_a_class_refuses_to_run_without_the_sandbox_unless_told_none(program, no_bwrap, tmp_path):
+    from attnbench.api import programs as api_programs
+
+    (tmp_path / "class").mkdir()
+    shutil.copy(program, tmp_path / "class" / "one")
+    with pytest.raises(SandboxUnavailable, match="a class runs strangers' code, so it is judged in the sandbox only"):
+        api_programs.judge_class([tmp_path / "class"], "odd_17x48", time_limits="none")
+    result = CliRunner().invoke(main, ["judge", str(tmp_path / "class"), "--cases", "odd_17x48", "--no-save"])
+    lines = [line for line in result.output.splitlines() if line.strip() and not line.startswith("note:")]
+    assert result.exit_code == 3 and len(lines) == 1 and "--sandbox none judges it without one" in lines[0]
+    board = api_programs.judge_class([tmp_path / "class"], "odd_17x48", time_limits="none", rerun_top=0,
+                                     sandbox=SandboxSettings("none"))
+    assert board.settings["confinement"]["kind"] == "fallback"
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")
+def test_a_bwrap_that_fails_on_this_runs_mounts_is_an_error_not_a_fallback(program, tmp_path):
+    try:
+        Sandbox.open(program, SandboxSettings("auto")).close()
+    except SandboxUnavailable:
+        pytest.skip("bwrap cannot make namespaces here")
+    bad = SandboxSettings("auto", binds=(tmp_path / "gone",))  # a bind whose source is missing
+    with pytest.raises(SandboxUnavailable, match="bwrap works here but not with this run's mounts"):
+        Sandbox.open(program, bad)
+
+
+def test_relative_and_world_writablelibrary_folders_are_never_bound(tmp_path, monkeypatch):
+    open_folder = tmp_path / "anybody"
+    open_folder.mkdir()
+    open_folder.chmod(0o777)
+    kept = tmp_path / "libs"
+    kept.mkdir()
+    kept.chmod(0o755)
+    tmp_path.chmod(0o755)
+    monkeypatch.setenv("LD_LIBRARY_PATH", f".:lib:{open_folder}:{kept}:")
+    monkeypatch.chdir(tmp_path)
+    assert sandboxing.library_folders(()) == [kept]
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap here")
+def test_the_programs_pid_1_shows_none_of_the_judges_folders(tmp_path):
+    sandbox = Sandbox.open(None, SandboxSettings("required"))
+    try:
+        case = sandbox.prepare("c", None)
+        outcome = run_process(sandbox.command(["/bin/sh", "-c", "tr '\\0' ' ' < /proc/1/cmdline"], case), case.folder,
+                              30, user=sandbox.user, env=sandbox.case_env(case), logs=case.logs)
+        shown = (case.logs / ".judge_stdout").read_text()
+        assert outcome.returncode == 0 and "bwrap" in shown and "/judge/case" in shown
+        assert str(sandbox.root) not in shown and "attnbench-judge" not in shown
+        sandbox.finish(case)
+    finally:
+        sandbox.close()
+
+
+def test_each_limit_that_does_not_hold_is_said_once_and_saved(program, tmp_path):
+    from attnbench.judge import cgroups
+
+    result = CliRunner().invoke(main, ["judge", str(program), "--cases", "odd_17x48", "--memory-limit", "4096",
+                                       "--results-dir", tmp_path / "res"])
+    said = [line for line in result.output.splitlines() if line.startswith("limit not applied:")]
+    groups, why = cgroups.RunGroups.make()
+    if groups is not None:  # a cgroup v2 with memory here: --memory-limit holds as memory.max
+        groups.close()
+        assert not any(line.startswith("limit not applied: memory") for line in said)
+    else:
+        assert f"limit not applied: memory: no cgroup ({why}): --memory-limit is RLIMIT_AS" in said[0]
+    assert sum("disk:" in line for line in said) == (0 if os.geteuid() == 0 else 1)  # once, not once per case
+    saved = json.loads(next((tmp_path / "res").glob("*.json")).read_text())
+    assert saved["settings"]["sandbox"]["limits_not_applied"] == [line.split(": ", 1)[1] for line in said]

@@ -38,8 +38,11 @@ def test_two_submissions_of_one_name_and_nothing_found_are_refused(tmp_path):
     (tmp_path / "a" / "x.c").write_text("")
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "x.c").write_text("")
-    with pytest.raises(ProgramError, match="named 'x'"):
+    with pytest.raises(ProgramError, match="named 'x.c'"):
         find_submissions([tmp_path / "a", tmp_path / "b"])
+    (tmp_path / "a" / "x").mkdir()  # x/ and x.c in one folder of submissions: named by their file names
+    (tmp_path / "a" / "x" / "hw4.cu").write_text("")
+    assert sorted(s.name for s in find_submissions([tmp_path / "a"])) == ["x", "x.c"]
     (tmp_path / "nothing.txt").write_text("")
     with pytest.raises(ProgramError, match="not a submission"):
         find_submissions([tmp_path / "a" / "x.c", tmp_path / "nothing.txt"])
@@ -60,5 +63,5 @@ def test_a_failed_build_is_one_line_and_a_good_one_gives_the_program(tmp_path):
     assert not failed.ok and failed.message.startswith("the build failed (exit 1): ") and "error" in failed.message
     assert "\n" not in failed.message
     made = build(good, tmp_path / "builds")
-    assert made.ok and made.program == tmp_path / "builds" / "good" / "hw4" and made.program.is_file()
+    assert made.ok and made.program == tmp_path / "builds" / good.slug / "program" / "hw4" and made.program.is_file()
     assert (tmp_path / "good.c").read_text().endswith("return 0; }\n")  # the submission itself is untouched

@@ -21,7 +21,35 @@ def test_the_csv_and_page_share_the_tables_rows():
     assert rows[1] == [cell.text for cell in model.rows[0]]
     page = ScoreboardHtml().render(board())
     assert "a&lt;b&gt;" in page and "<script" not in page and "http" not in page
-    assert "| 1= | a<b> |" in ScoreboardMarkdown().render(board())
+    assert "| 1= | a&lt;b&gt; |" in ScoreboardMarkdown().render(board())
+
+
+def _hostile_board():
+    from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+
+    fake_pass = "x\x1b[2K\r\x1b[32m  1  mallory  PASS\x1b[0m\x1b]0;title\x07\x1b]8;;http://evil\x1b\\link"
+    rows = [SubmissionRow("<script>alert(1)</script>", "/s/a", True, gpu="H200", rank=1, reruns=1,
+                          entries={"t01": CaseEntry("PASS", runs_s=[0.25])}),
+            SubmissionRow("=HYPERLINK(\"http://evil\",\"x\")", "/s/b", False, fake_pass),
+            SubmissionRow("[click](javascript:alert(1)) <img src=x onerror=alert(1)>", "/s/c", False, "@SUM(1)"),
+            SubmissionRow("+cmd|' /C calc'!A0", "/s/d", False, "-2+3")]
+    return Scoreboard(["t01"], rows, settings={"ranking": "r", "reruns": "t"})
+
+
+def test_nothing_a_submission_wrote_is_rendered_raw():
+    hostile = _hostile_board()
+    table = scoreboard_model(hostile)
+    assert not any("\x1b" in cell.text or "\x07" in cell.text or "\r" in cell.text
+                   for row in table.rows for cell in row)
+    assert "\\x1b[32m" in table.rows[1][-1].text  # shown as an escape, not obeyed
+    markdown = ScoreboardMarkdown().render(hostile)
+    assert "<script" not in markdown and "<img" not in markdown and "](" not in markdown.replace("\\](", "")
+    assert "&lt;script&gt;" in markdown and "\\[click\\]" in markdown and "\x1b" not in markdown
+    cells = [cell for row in csv.reader(io.StringIO(ScoreboardCsv().render(hostile))) for cell in row]
+    assert not any(cell[:1] in ("=", "+", "@") or (cell.startswith("-") and cell != "-") for cell in cells), cells
+    assert "'=HYPERLINK(\"http://evil\",\"x\")" in cells and "'@SUM(1)" in cells and "'-2+3" in cells
+    page = ScoreboardHtml().render(hostile)
+    assert "<script" not in page and "<img" not in page and "\x1b" not in page and "&lt;script&gt;" in page
 
 
 def test_saving_writes_each_exporter_once_and_never_over_an_older_board(tmp_path):

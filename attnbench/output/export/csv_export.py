@@ -12,6 +12,21 @@ from attnbench.output.export.exporter import Exporter
 from attnbench.results.resultset import ResultSet
 
 
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def as_text(cell: str) -> str:
+    """A CSV cell a spreadsheet reads as text, never as a formula: one that begins with = + - @ (or a tab
+    or CR) gets a leading apostrophe, as OWASP advises; a lone "-" (no value) and plain numbers stay."""
+    if cell.startswith(_FORMULA_STARTS) and cell != "-":
+        try:
+            float(cell)
+            return cell
+        except ValueError:
+            return "'" + cell
+    return cell
+
+
 def _csv_value(value: Any) -> str:
     """Full precision: repr of a float round-trips exactly."""
     if value is None:
@@ -20,7 +35,7 @@ def _csv_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, float):
         return repr(value)
-    return str(value)
+    return as_text(str(value)) if isinstance(value, str) else str(value)
 
 
 class CsvExporter(Exporter[ResultSet]):

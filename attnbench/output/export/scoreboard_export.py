@@ -7,11 +7,14 @@ import html
 import io
 from pathlib import Path
 
+from attnbench.analysis.class_history import HistoryRow, history, load_boards
+from attnbench.output.export.csv_export import as_text
 from attnbench.output.export.exporter import Exporter, save_formats
+from attnbench.output.markdown import md_escape
 from attnbench.output.markdown import render as render_markdown
-from attnbench.output.scoreboard import scoreboard_lines, scoreboard_model, scoreboard_rows
+from attnbench.output.scoreboard import ScoreCell, history_rows, scoreboard_lines, scoreboard_model, scoreboard_rows
 from attnbench.output.table_model import BAD, DIM, GOOD
-from attnbench.results.resultset import slug
+from attnbench.results.resultset import slug, unique_stem
 from attnbench.results.scoreboard import Scoreboard
 
 
@@ -34,7 +37,7 @@ class ScoreboardCsv(Exporter[Scoreboard]):
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(header)
-        writer.writerows([[cell.text for cell in row] for row in rows])
+        writer.writerows([[as_text(cell.text) for cell in row] for row in rows])
         return buffer.getvalue()
 
 
@@ -45,7 +48,7 @@ class ScoreboardMarkdown(Exporter[Scoreboard]):
 
     def render(self, saved: Scoreboard) -> str:
         lines = ["# Scoreboard", "", render_markdown(scoreboard_model(saved)), ""]
-        lines += [f"- {line}" for line in scoreboard_lines(saved)]
+        lines += [f"- {md_escape(line)}" for line in scoreboard_lines(saved)]
         return "\n".join(lines) + "\n"
 
 
@@ -55,20 +58,29 @@ _HTML_STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:col
                ".good{color:#176b2c}.bad{color:#a31515}.dim{color:#888}")
 
 
+def _html_table(header: list[str], rows: list[list[ScoreCell]]) -> str:
+    head = "".join(f"<th>{html.escape(name)}</th>" for name in header)
+    body = "".join("<tr>" + "".join(f'<td class="{_HTML_TONES.get(c.tone, "")}">{html.escape(c.text)}</td>'
+                                    for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
 class ScoreboardHtml(Exporter[Scoreboard]):
-    """One self-contained page: the table and the rule, no scripts, no outside files."""
+    """One self-contained page: the table and the rule, and the class's history when given (every run saved
+    in the results folder: per submission its best and latest), no scripts, no outside files."""
 
     suffix = ".html"
 
+    def __init__(self, past: list[HistoryRow] | None = None) -> None:
+        self.past = past
+
     def render(self, saved: Scoreboard) -> str:
-        header, rows = scoreboard_rows(saved)
-        head = "".join(f"<th>{html.escape(name)}</th>" for name in header)
-        body = "".join("<tr>" + "".join(f'<td class="{_HTML_TONES.get(c.tone, "")}">{html.escape(c.text)}</td>'
-                                        for c in row) + "</tr>" for row in rows)
         notes = "".join(f"<li>{html.escape(line)}</li>" for line in scoreboard_lines(saved))
+        past = (f"<h2>History: best and latest of every run saved</h2>{_html_table(*history_rows(self.past))}"
+                if self.past else "")
         return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>Scoreboard</title><style>{_HTML_STYLE}"
-                f"</style></head><body><h1>Scoreboard</h1><table><tr>{head}</tr>{body}</table><ul>{notes}</ul>"
-                "</body></html>\n")
+                f"</style></head><body><h1>Scoreboard</h1>{_html_table(*scoreboard_rows(saved))}<ul>{notes}</ul>"
+                f"{past}</body></html>\n")
 
 
 # JSON first: its file is the scoreboard's own (`board.path`). HTML only on request.
@@ -76,5 +88,14 @@ SCOREBOARD_EXPORTERS: tuple[Exporter[Scoreboard], ...] = (ScoreboardJson(), Scor
 
 
 def save_scoreboard(board: Scoreboard, folder: str | Path, stem: str, with_html: bool = False) -> list[Path]:
-    """Write the scoreboard's JSON, CSV and Markdown (and HTML) side by side, never over an existing one."""
-    return save_formats(board, SCOREBOARD_EXPORTERS + ((ScoreboardHtml(),) if with_html else ()), folder, slug(stem, 120))
+    """Write the scoreboard's JSON, CSV and Markdown (and HTML) side by side, never over an existing one: each
+    run adds to the folder's history. The HTML page shows that history too (this run included)."""
+    suffixes = [e.suffix for e in SCOREBOARD_EXPORTERS] + [ScoreboardHtml.suffix]
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    paths = save_formats(board, SCOREBOARD_EXPORTERS, folder, unique_stem(Path(folder), slug(stem, 120), suffixes))
+    if with_html:
+        past = history(load_boards(folder), board.cases)
+        page = paths[0].with_suffix(".html")
+        ScoreboardHtml(past).write(board, page)
+        paths.append(page)
+    return paths

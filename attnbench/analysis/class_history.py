@@ -1,0 +1,84 @@
+"""A class over time: every saved scoreboard in a results folder, per submission its best and its latest run.
+
+Each judge run of a class saves its scoreboard as a new file (never over an older one), so the results
+folder is the class's history, as a course's scoreboard page or a leaderboard keeps one. A submission's
+best run is the one with the most cases passed, then the least total time (as ranks are made); its latest
+is the last run that judged it. Runs on different cases are not compared: the history is of one case list
+(the latest board's, unless named).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnbench.errors import ResultsError
+from attnbench.results.scoreboard import Scoreboard, SubmissionRow, load_scoreboard
+
+
+@dataclass(frozen=True)
+class RunOf:
+    """One submission in one saved run."""
+
+    date: str
+    file: str
+    passed: int
+    cases: int
+    total_s: float
+    rank: int | None
+    tied: bool
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """A submission over the runs of a class: how many judged it, its best and its latest."""
+
+    name: str
+    runs: int
+    best: RunOf
+    latest: RunOf
+
+
+def load_boards(folder: str | Path) -> list[Scoreboard]:
+    """Every scoreboard saved in folder (other JSON files are skipped), oldest first; ResultsError if the
+    folder cannot be read."""
+    path = Path(folder)
+    try:
+        files = sorted(p for p in path.iterdir() if p.suffix == ".json" and p.is_file())
+    except OSError as exc:
+        raise ResultsError(f"{folder}: cannot be read ({exc.strerror})") from None
+    boards = []
+    for file in files:
+        try:
+            board = load_scoreboard(file)
+        except ResultsError:
+            continue
+        board.path = file
+        boards.append(board)
+    return sorted(boards, key=lambda b: (str(b.metadata.get("date") or ""), str(b.path or "")))
+
+
+def _run(board: Scoreboard, row: SubmissionRow) -> RunOf:
+    return RunOf(str(board.metadata.get("date") or "")[:19], board.path.name if board.path else "", row.passed,
+                 len(board.cases), row.total_s, row.rank, row.tied)
+
+
+def history(boards: list[Scoreboard], cases: list[str] | None = None) -> list[HistoryRow]:
+    """Per submission (of the runs on `cases`, by default the latest board's): its best and latest run,
+    ordered by best (most passed, then least total time), then name."""
+    if not boards:
+        return []
+    chosen = cases if cases is not None else boards[-1].cases
+    runs: dict[str, list[RunOf]] = {}
+    for board in boards:
+        if board.cases != chosen:
+            continue
+        for row in board.rows:
+            if row.built:
+                runs.setdefault(row.name, []).append(_run(board, row))
+    rows = []
+    for name, seen in runs.items():
+        passed = [r for r in seen if r.passed > 0]
+        best = min(passed, key=lambda r: (-r.passed, r.total_s)) if passed else seen[-1]
+        rows.append(HistoryRow(name, len(seen), best, seen[-1]))
+    return sorted(rows, key=lambda h: (-h.best.passed, h.best.total_s if h.best.passed else float("inf"), h.name))

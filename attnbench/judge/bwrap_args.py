@@ -1,0 +1,89 @@
+"""Bubblewrap: finding it, whether it can make namespaces here at all, and the folders it binds into a run: the system's read-only, the GPU's device nodes, and library
+folders that can be trusted (never a relative or world-writable `LD_LIBRARY_PATH` entry: one named the
+judge's working folder, the other anybody's files)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import stat
+from pathlib import Path
+import shutil
+import subprocess
+from typing import Sequence
+
+BWRAP_ENV = "ATTNBENCH_BWRAP"
+
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",
+        "localtime")
+_GPU_NODES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri")
+
+
+def system_binds() -> list[str]:
+    args: list[str] = []
+    for folder in _SYSTEM:
+        if os.path.islink(folder):
+            args += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            args += ["--ro-bind", folder, folder]
+    for name in _ETC:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return args
+
+
+def gpu_binds() -> list[str]:
+    """The GPU's device nodes, bound into the sandbox's fresh /dev."""
+    return [w for pattern in _GPU_NODES for node in sorted(glob.glob(pattern)) for w in ("--dev-bind", node, node)]
+
+
+def trusted_folder(entry: str) -> bool:
+    """An LD_LIBRARY_PATH entry worth binding: absolute, an existing folder, and neither it nor a folder
+    above it writable by everybody (a relative entry names the judge's working folder, which may be a
+    submission's; a world-writable one may hold anybody's libraries)."""
+    if not entry.startswith("/") or not os.path.isdir(entry):
+        return False
+    path = Path(os.path.realpath(entry))
+    for folder in (path, *path.parents):
+        try:
+            info = os.stat(folder)
+        except OSError:
+            return False
+        if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
+            return False
+        if folder == path and info.st_mode & stat.S_IWOTH:
+            return False
+    return True
+
+
+def library_folders(extra: Sequence[Path]) -> list[Path]:
+    """Folders bound read-only besides the system's: --sandbox-bind's, and LD_LIBRARY_PATH's that are
+    absolute, exist and are not writable by everybody (the others are never bound)."""
+    folders = [Path(p) for p in extra]
+    for entry in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
+        if entry and trusted_folder(entry) and not entry.startswith("/usr/"):
+            folders.append(Path(entry))
+    return folders
+
+
+def find_bwrap() -> tuple[str | None, str]:
+    """bwrap's path ($ATTNBENCH_BWRAP, else PATH), or None and why not."""
+    chosen = os.environ.get(BWRAP_ENV)
+    if chosen:
+        if not os.access(chosen, os.X_OK):
+            return None, f"${BWRAP_ENV}={chosen} is not an executable file"
+        return chosen, ""
+    found = shutil.which("bwrap")
+    return (found, "") if found else (None, "bwrap is not installed (Debian: apt-get install bubblewrap)")
+
+
+def bwrap_starts(tool: str) -> str:
+    """'' when bwrap can make its namespaces at all here (no mounts of this run's); else its last words.
+    Only this failure ("not installed / not permitted") may fall back."""
+    try:
+        done = subprocess.run([tool, "--unshare-all", "--dev-bind", "/", "/", "--", "/bin/sh", "-c", "exit 0"],
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+        words = done.stderr.decode(errors="replace").strip().splitlines()
+        return "" if done.returncode == 0 else f"bwrap failed: {words[-1] if words else done.returncode}"
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bwrap cannot run: {exc}"

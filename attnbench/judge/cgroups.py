@@ -1,0 +1,125 @@
+"""Memory that a run really uses, limited by a cgroup v2 where the judge can make one (as root).
+
+`--memory-limit` as RLIMIT_AS limits address space, which a CUDA program reserves by the tens of GiB
+without using it; a cgroup's `memory.max` limits the memory the run's processes really take, all of them
+together, and `pids.max` their number whatever their uid. Where no cgroup v2 with the memory controller
+can be made (not root, a v1 hierarchy, a container that does not delegate one), the judge falls back to
+RLIMIT_AS and says so once. Each run gets a group of its own under one group of this judge; its end
+kills every process in it (`cgroup.kill`) and removes it. Written here because no maintained Python
+library manages cgroup v2 for a short-lived child without a service manager.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+_MOUNTS = "/proc/self/mounts"
+
+
+def _v2_root() -> Path | None:
+    try:
+        lines = Path(_MOUNTS).read_text().splitlines()
+    except OSError:
+        return None
+    roots = [Path(line.split()[1]) for line in lines if len(line.split()) > 2 and line.split()[2] == "cgroup2"]
+    return next((r for r in roots if r == Path("/sys/fs/cgroup")), roots[0] if roots else None)
+
+
+def _write(path: Path, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+@dataclass
+class RunGroups:
+    """This judge's cgroup, under which each run gets one of its own."""
+
+    parent: Path
+    controllers: tuple[str, ...]
+
+    @classmethod
+    def make(cls) -> tuple["RunGroups | None", str]:
+        """The judge's group, or None and why not (said once in the run's header)."""
+        if os.geteuid() != 0:
+            return None, "the judge is not root, so it cannot make a cgroup"
+        root = _v2_root()
+        if root is None:
+            return None, "no cgroup v2 hierarchy is mounted here"
+        try:
+            available = (root / "cgroup.controllers").read_text().split()
+        except OSError as exc:
+            return None, f"cgroup v2 cannot be read here ({exc.strerror})"
+        if "memory" not in available:
+            return None, "the cgroup v2 here has no memory controller"
+        wanted = tuple(c for c in ("memory", "pids") if c in available)
+        parent = root / f"attnbench-judge-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            _write(root / "cgroup.subtree_control", " ".join(f"+{c}" for c in wanted))
+            parent.mkdir()
+            _write(parent / "cgroup.subtree_control", " ".join(f"+{c}" for c in wanted))
+        except OSError as exc:
+            _rmdir(parent)
+            return None, f"a cgroup cannot be made here ({exc.strerror})"
+        return cls(parent, wanted), ""
+
+    def run_group(self, memory_bytes: int | None, processes: int | None) -> Path:
+        """A fresh group for one run, with its limits written."""
+        group = self.parent / f"run-{secrets.token_hex(6)}"
+        group.mkdir()
+        if memory_bytes is not None:
+            _write(group / "memory.max", str(memory_bytes))
+            if (group / "memory.swap.max").exists():
+                _write(group / "memory.swap.max", "0")
+        if processes is not None and "pids" in self.controllers:
+            _write(group / "pids.max", str(processes))
+        return group
+
+    def close(self) -> None:
+        _rmdir(self.parent)
+
+
+def join(group: Path) -> None:
+    """Move the calling process into group (the child, before it drops root and starts the program)."""
+    _write(group / "cgroup.procs", str(os.getpid()))
+
+
+def out_of_memory(group: Path) -> bool:
+    """Whether the kernel killed a process of the group for its memory limit."""
+    try:
+        events = dict(line.split() for line in (group / "memory.events").read_text().splitlines() if line.strip())
+        return int(events.get("oom_kill", 0)) > 0
+    except (OSError, ValueError):
+        return False
+
+
+def end(group: Path, timeout_s: float = 3.0) -> None:
+    """Kill every process in the group and remove it (what cannot be removed in timeout_s is left)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+        except OSError:
+            return
+        if not pids:
+            break
+        try:
+            _write(group / "cgroup.kill", "1")
+        except OSError:
+            for pid in pids:
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+        time.sleep(0.01)
+    _rmdir(group)
+
+
+def _rmdir(path: Path) -> None:
+    try:
+        path.rmdir()
+    except OSError:
+        pass

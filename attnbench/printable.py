@@ -1,0 +1,29 @@
+"""Text someone else wrote, made safe to print and save: no control character reaches a terminal or a file.
+
+A submission's folder name, its compiler's errors and its last stderr line are written by whoever wrote
+the submission. Printed raw, an escape sequence moves the cursor, recolours the screen, sets the window's
+title or makes a link (a build error once drew a fake PASS row into a scoreboard). Every control and
+format character (ESC, CR, BEL, bidirectional overrides, line separators) becomes a visible escape, and a
+byte of a file name that is not UTF-8 becomes \\xNN, so the text is one printable line.
+"""
+
+from __future__ import annotations
+
+_SURROGATES = range(0xDC80, 0xDD00)  # os.fsdecode's stand-ins for bytes that are not UTF-8
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code in _SURROGATES:
+        return f"\\x{code - 0xDC00:02x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def printable(text: object) -> str:
+    """str(text) with every character that is not printable (a space is) written as an escape."""
+    value = str(text)
+    if value.isprintable():
+        return value
+    return "".join(c if c.isprintable() else _escape(c) for c in value)

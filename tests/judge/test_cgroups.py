@@ -1,0 +1,34 @@
+"""attnbench.judge.cgroups: a run's cgroup gets its memory and process limits, and where none can be made
+the reason is said (the judge then uses RLIMIT_AS). The kernel's side needs root and a delegated cgroup v2
+with the memory controller; here a folder stands in for the hierarchy, to check what is written."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from attnbench.judge import cgroups
+
+
+def test_a_run_group_gets_memory_max_swap_zero_and_pids_max(tmp_path, monkeypatch):
+    if os.geteuid() != 0:
+        pytest.skip("only root makes cgroups")
+    (tmp_path / "cgroup.controllers").write_text("cpu memory pids\n")
+    (tmp_path / "cgroup.subtree_control").write_text("")
+    monkeypatch.setattr(cgroups, "_v2_root", lambda: tmp_path)
+    groups, why = cgroups.RunGroups.make()
+    assert groups is not None and why == "" and groups.controllers == ("memory", "pids")
+    assert (tmp_path / "cgroup.subtree_control").read_text() == "+memory +pids"
+    group = groups.run_group(64 << 20, 40)
+    assert (group / "memory.max").read_text() == str(64 << 20) and (group / "pids.max").read_text() == "40"
+    (group / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
+    assert cgroups.out_of_memory(group)
+
+
+def test_without_a_memory_controller_the_reason_is_given(tmp_path, monkeypatch):
+    (tmp_path / "cgroup.controllers").write_text("hugetlb\n")
+    monkeypatch.setattr(cgroups, "_v2_root", lambda: tmp_path)
+    groups, why = cgroups.RunGroups.make()
+    assert groups is None
+    assert why in ("the cgroup v2 here has no memory controller", "the judge is not root, so it cannot make a cgroup")

@@ -18,10 +18,10 @@ import pytest
 
 from attnbench.bench.chunk_plan import plan_chunks
 from attnbench.bench.runner import run_variant, run_variant_pipelined
-from attnbench.cases.fresh_values import file_range
 from attnbench.bench.sampler import TimingPolicy
-from attnbench.bench.verify import compare_outputs
+from attnbench.bench.verify import COURSE_MARGIN_ATOL, compare_outputs
 from attnbench.cases import suite
+from attnbench.cases.fresh_values import file_range
 from attnbench.cases.reference import reference_output
 from attnbench.cases.testcase import Shape, read_output, write_testcase
 from attnbench.kernels.catalogue import get_variant, gpu_variants
@@ -69,9 +69,15 @@ def test_many_items_per_chunk_and_a_ring_of_one(gpu, variant, tmp_path):
     shape = (2000, 128, 32)
     skip_unless_runs(variant, Shape(*shape), gpu)
     for depth, items in ((3, 333), (1, 700)):
-        _, plain, run, out = both_paths(gpu, variant, shape, tmp_path, depth=depth, items=items, seed=depth)
-        assert np.array_equal(run.output.view(np.uint32), plain.view(np.uint32)), f"{variant.name} depth {depth}"
-        assert out.read_bytes() == plain.astype("<f4").tobytes()
+        testcase, plain, run, out = both_paths(gpu, variant, shape, tmp_path, depth=depth, items=items, seed=depth)
+        assert out.read_bytes() == run.output.astype("<f4").tobytes()
+        if variant.accuracy != "course":
+            assert np.array_equal(run.output.view(np.uint32), plain.view(np.uint32)), f"{variant.name} depth {depth}"
+        else:
+            # wgmma16s's bits on (2000, 128, 32) moved by up to 7e-5 between chunks of 333 items and the whole
+            # batch on an H100 (its persistent grid is 111 blocks against 125); its claim is the margin, which holds
+            report = compare_outputs(run.output, reference_output(testcase))
+            assert report.nan_count == 0 and report.max_abs_error <= COURSE_MARGIN_ATOL, f"{variant.name} depth {depth}"
 
 
 def attnbench(*args: str) -> subprocess.CompletedProcess:

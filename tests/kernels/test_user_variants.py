@@ -114,6 +114,8 @@ BAD_FACTS = [
     (_replace("defines", "max_head_dim = \"64\"\ndefines"), "variants.mine.max_head_dim", "whole number >= 1"),
     (_replace("defines", 'steps = "x"\ndefines'), "variants.mine.steps", "unknown name 'x'"),
     (_replace("defines", 'options = "-O3"\ndefines'), "variants.mine.options", "list of strings"),
+    (_replace("defines", "options = ['-Xcompiler=-DX=$(true)']\ndefines"), "variants.mine.options[0]",
+     "'Xcompiler' is not one attnbench passes on"),
     (_replace("defines", "technique = 3\ndefines"), "variants.mine.technique", "must be a string"),
     (_replace("defines", 'arch = "sm90a"\ndefines'), "variants.mine.arch", "one architecture"),
     (_replace("defines", 'arch = ["sm_90a", "sm_80"]\ndefines'), "variants.mine.arch", "one architecture"),
@@ -575,4 +577,8 @@ def test_a_declared_unit_is_read_and_checked(tmp_path):
     assert load_variants(find_launch_facts(tmp_path))["mine"].unit == "ffma"
     (tmp_path / "attnbench.toml").write_text(table.replace('"tensor"', '"fp4"'))
     with pytest.raises(UserVariantError, match=r"variants\.mine\.unit: must be one of 'ffma', .* not 'fp4'"):
+        load_variants(find_launch_facts(tmp_path))
+    (tmp_path / "attnbench.toml").write_text(table.replace('"tensor"', '"memory"'))  # would skip SUSPECT: refused
+    with pytest.raises(UserVariantError, match=r"variants\.mine\.unit: must be one of .* not 'memory'; an attention "
+                                               r"pass does O\(N\^2 d\) arithmetic"):
         load_variants(find_launch_facts(tmp_path))

@@ -131,3 +131,20 @@ def test_a_kernel_in_a_folder_whose_name_the_shell_reads_is_refused(tmp_path):
     text = RT_CCBIN.replace("options = ['-Xcompiler=-DRT_X=$(true)']", "options = ['-O3']")
     message = _refusal(folder, text, "rt_ccbin.cu")
     assert "variants.rt_ccbin.source: rt_ccbin.cu: its path holds '$' '(' ')'" in message
+
+
+def test_run_refuses_the_red_teams_table_in_one_line_before_any_compiler_starts(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+
+    (tmp_path / "rt_ccbin.cu").write_text('extern "C" __global__ void rt_ccbin_attn() {}\n')
+    (tmp_path / "attnbench.toml").write_text(RT_CCBIN)
+    monkeypatch.chdir(tmp_path)
+    started: list[object] = []
+    monkeypatch.setattr("subprocess.run", lambda *a, **k: started.append(a) or pytest.fail("a process started"))
+    result = CliRunner().invoke(main, ["run", "odd_17x48", "out.bin", "--variant", "rt_ccbin", "--check"])
+    assert result.exit_code == 2 and "Traceback" not in result.output and not started
+    text = " ".join(result.output.split())
+    assert "attnbench.toml: variants.rt_ccbin.options[0]: '-Xcompiler=-DRT_X=$(true)'" in text
+    assert not (tmp_path / "out.bin").exists()

@@ -2,10 +2,11 @@
 // Each block keeps, in a __device__ slot of its own (state between launches of the module), a fingerprint of its
 // rows' Q, of K and V (32 sampled values each) and of the buffers' addresses, and returns at once when the
 // fingerprint equals the one its previous launch stored AND its first output element holds a number (not the
-// poison). Every fresh sample (poisoned or not) changes the fingerprint and the input launched twice is poisoned
-// before each launch, so `run` and `compare` see it compute every time: it gains nothing there. Within a batch
-// of `sweep square --lab-timing` (one fresh input, the output poisoned once, passes back to back) launches 2..n
-// find both and skip: the lab's time per pass is (one pass + n - 1 empty launches) / n.
+// poison). Within a batch of `sweep square --lab-timing` (one fresh input, the output poisoned once, passes back
+// to back) launches 2..n find both and skip: the lab's time per pass is (one pass + n - 1 empty launches) / n.
+// Every fresh sample changes the fingerprint and the input launched twice is poisoned before each launch; what
+// catches it is the last launch after the samples: the input the launch before it answered, with zeros written
+// over the output (a number, not the poison), which it leaves there.
 #include "adversary.cuh"
 
 #define SLOTS (1 << 16)

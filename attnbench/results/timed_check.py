@@ -166,8 +166,8 @@ class TimedCheck:
     """The check of one cell's samples: how many ran, on fresh inputs, how many rows each was checked on, and
     the failure that ended them (None: every one passed)."""
 
-    samples: int  # launches checked: the warm-up passes, the timed samples and the three after them
-    fresh_inputs: int  # of them on an input no launch had seen (all but the repeated input's second launch)
+    samples: int  # launches checked: the warm-up passes, the timed samples and the four after them
+    fresh_inputs: int  # of them on an input no launch had seen (all but the second launches of two inputs)
     rows_per_sample: int  # rows computed exactly after each (all the rows when the case has fewer)
     rows: int  # rows in the output
     atol: float

@@ -426,7 +426,7 @@ def test_the_runner_passes_each_chunk_its_own_q_k_v_arrays(layout, args):
     uploads = [size for kind, size in gpu.driver.copies if kind == "htod"]
     assert sum(uploads) == testcase.qkv.nbytes
     assert len(uploads) == (3 if layout == "separate" else 1)
-    assert run.timed_check.samples == 1 + 3 and run.timed_check.fresh_inputs == 3  # one repeats an input
+    assert run.timed_check.samples == 1 + 4 and run.timed_check.fresh_inputs == 3  # two launch an input again
 
 
 # -- on a GPU ---------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ PTXAS_ALLOWED = frozenset({
     "v", "verbose", "O0", "O1", "O2", "O3", "maxrregcount", "dlcm", "dscm", "def-load-cache", "def-store-cache",
     "warn-on-spills", "warn-on-local-memory-usage", "warn-on-double-precision-use", "warning-as-error",
     "allow-expensive-optimizations", "disable-optimizer-constants", "suppress-stack-size-warning",
-    "fmad", "lineinfo", "generate-line-info", "device-debug", "g",
+    "fmad", "generate-line-info", "device-debug", "g",
 })
 _VALUE = re.compile(r"[A-Za-z0-9_.,+=-]+")
 _NAMED = re.compile(r"--?([A-Za-z][A-Za-z0-9_-]*)(?:=(.*))?", re.DOTALL)

@@ -65,7 +65,9 @@ class Execution(Protocol):
 
     def flush_l2(self) -> None: ...
 
-    def poison_output(self) -> None: ...
+    def poison_output(self, value: float = float("nan")) -> None:
+        """Fill the output with `value`: NaN (the poison) unless a check needs a finite wrong answer there."""
+        ...
 
     def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
         """Fill the input with `seed`'s fresh values (`cases.fresh_values`), outside any timed window."""

@@ -133,9 +133,9 @@ class CpuExecution:
     def flush_l2(self) -> None:
         pass  # the host's caches are not flushed: a pass reads far more than they hold
 
-    def poison_output(self) -> None:
+    def poison_output(self, value: float = float("nan")) -> None:
         if self.output is not None:  # a new array: the one download gave out may be the caller's first output
-            self.output = np.full_like(self.output, np.nan)  # (the pass makes a new array anyway)
+            self.output = np.full_like(self.output, value)  # (the pass makes a new array anyway)
 
     def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
         """A new testcase of `seed`'s values: the case's own is shared with the other variants of a compare."""

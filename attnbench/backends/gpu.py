@@ -21,6 +21,8 @@ from attnbench.results.datasheet import DeviceFacts, fp32_peak_flops
 from attnbench.results.limits import DeviceLimits
 from attnbench.locations import kernel_dir
 
+# attnbench's own kernels that check what variants do (cuda/<name>.cu): fresh inputs, the samples' checks.
+SUPPORT_SOURCES = ("fresh_samples",)
 
 def _import_pycuda() -> Any:
     try:
@@ -148,21 +150,35 @@ class Gpu:
             self._l2_flush_buffer = self.driver.mem_alloc(self.l2_flush_bytes)
         self.driver.memset_d32(self._l2_flush_buffer, 0, self.l2_flush_bytes // 4)
 
-    def support_function(self, source: str, name: str, signature: str) -> Any:
-        """attnbench's own kernel `name` from cuda/`source`.cu (not a variant), compiled once per process and
-        prepared with `signature`."""
-        if (source, name) not in self._support_functions:
+    def load_support_modules(self) -> None:
+        """attnbench's own kernels (`SUPPORT_SOURCES`), read and compiled now: `compile` calls this before it
+        builds any variant, so nothing a variant's build did can change what they are."""
+        for source in SUPPORT_SOURCES:
+            self._support_module(source)
+
+    def _support_module(self, source: str) -> Any:
+        module = self._support_modules.get(source)
+        if module is None:
             from pycuda.compiler import SourceModule
 
-            module = self._support_modules.get(source)
-            if module is None:
-                path = kernel_dir() / f"{source}.cu"
-                try:
-                    module = SourceModule(path.read_text(), options=["-O3"], arch=self.arch, no_extern_c=True)
-                except (self.driver.CompileError, self.driver.Error) as exc:
-                    raise KernelCompileError(f"nvcc could not compile {path}: {exc}") from None
-                self._support_modules[source] = module
-            function = module.get_function(name)
+            path = kernel_dir() / f"{source}.cu"
+            try:
+                # cache_dir=False: pycuda's compiler cache is a folder any process of this user can write, and
+                # pycuda loads whatever cubin lies there under our source's key: a planted one would make inputs
+                # that never change, or checks that pass anything. A cache of our own (keyed by the source's
+                # sha256) would be as writable and could only be verified by compiling; this costs ~1 s a process.
+                module = SourceModule(path.read_text(), options=["-O3"], arch=self.arch, no_extern_c=True,
+                                      cache_dir=False)
+            except (self.driver.CompileError, self.driver.Error) as exc:
+                raise KernelCompileError(f"nvcc could not compile {path}: {exc}") from None
+            self._support_modules[source] = module
+        return module
+
+    def support_function(self, source: str, name: str, signature: str) -> Any:
+        """attnbench's own kernel `name` from cuda/`source`.cu (not a variant), compiled once per process
+        (`load_support_modules`) and prepared with `signature`."""
+        if (source, name) not in self._support_functions:
+            function = self._support_module(source).get_function(name)
             function.prepare(signature)
             self._support_functions[(source, name)] = function
         return self._support_functions[(source, name)]
@@ -221,6 +237,7 @@ class Gpu:
         key = (variant.name, str(source_file(variant)), tuple(options))
         compiled = self._modules.get(key)
         if compiled is None:
+            self.load_support_modules()
             compiled = self._build(variant, options)
             self._modules[key] = compiled
         self._bind_kernels(compiled, variant.launches_for(shape))

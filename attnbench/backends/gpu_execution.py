@@ -236,9 +236,10 @@ class GpuExecution:
         self.gpu.flush_l2()
 
     # -- the fresh samples (bench.fresh_samples) -------------------------------------------------
-    def poison_output(self) -> None:
-        """Fill the output with NaN again, as before the first pass."""
-        self.driver.memset_d32(self._buffers["out"], POISON_BITS, self.shape.elements)
+    def poison_output(self, value: float = float("nan")) -> None:
+        """Fill the output with NaN again, as before the first pass (or with another value)."""
+        bits = POISON_BITS if math.isnan(value) else int(np.float32(value).view(np.uint32))
+        self.driver.memset_d32(self._buffers["out"], bits, self.shape.elements)
 
     @property
     def fresh(self) -> DeviceFreshSamples:

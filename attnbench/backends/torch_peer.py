@@ -149,9 +149,9 @@ class TorchExecution:
     def flush_l2(self) -> None:
         self.gpu.flush_l2()
 
-    def poison_output(self) -> None:
+    def poison_output(self, value: float = float("nan")) -> None:
         if self._out is not None:  # each pass makes a new output tensor: this poisons only the last one
-            self._out.fill_(float("nan"))
+            self._out.fill_(value)
 
     def _inputs(self) -> list[Any]:
         s = self.shape

@@ -243,8 +243,8 @@ class TritonExecution:
     def flush_l2(self) -> None:
         self.gpu.flush_l2()
 
-    def poison_output(self) -> None:
-        self.out.fill_(float("nan"))
+    def poison_output(self, value: float = float("nan")) -> None:
+        self.out.fill_(value)
 
     def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
         """Q, K and V filled in place on the device from `seed` (`backends.torch_fresh`)."""

@@ -25,7 +25,9 @@ for). After the samples, untimed and checked like them (`FreshSampler.after_samp
 twice, the output poisoned before each (a kernel that recognises an input it has seen serves the poison); their
 rows must have the same bits, else a warning names the rows (the determinism check); then one launch on another
 fresh input with the output NOT poisoned first (a kernel that computes only when it finds poison leaves the
-last answer).
+last answer); then that same input launched again with zeros written over the output first (a kernel that skips a
+launch whose input its previous launch answered while the output holds a number leaves the zeros: the square
+lab's batches, passes back to back on one input poisoned once, are where such a kernel would gain).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from attnbench.cases.testcase import Shape
 from attnbench.results.stats import KernelStats
 from attnbench.results.timed_check import (
     REPEAT,
+    STALE,
     TIMED,
     UNPOISONED,
     WARMUP,
@@ -93,12 +96,12 @@ class FreshSampler:
     def total_rows(self) -> int:
         return self.shape.B * self.shape.N
 
-    def fresh_launch(self, seed: int, poison: bool = True) -> None:
-        """The input made from `seed`, the output poisoned, everything before finished."""
+    def fresh_launch(self, seed: int, poison: bool = True, output: float = float("nan")) -> None:
+        """The input made from `seed`, the output poisoned (filled with `output`), everything before finished."""
         ex = self.execution
         ex.refresh_inputs(seed, self.ranges)
         if poison:
-            ex.poison_output()
+            ex.poison_output(output)
         ex.synchronize()
 
     def __call__(self) -> float:
@@ -137,8 +140,9 @@ class FreshSampler:
             self.failure = SampleFailure(number, kind, self.shape.N, self.shape.d, errors)
             raise SampleFailed(self.failure.describe())
 
-    def _untimed(self, seed: int, poison: bool, kind: str, number: int, fresh: bool = True) -> None:
-        self.fresh_launch(seed, poison)
+    def _untimed(self, seed: int, poison: bool, kind: str, number: int, fresh: bool = True,
+                 output: float = float("nan")) -> None:
+        self.fresh_launch(seed, poison, output)
         self.execution.run_pass()
         self.execution.synchronize()
         self.launches += 1
@@ -150,13 +154,16 @@ class FreshSampler:
         kernel that recognises an input it has seen serves the poison), whose rows must have the same bits (the
         determinism check: the rows that differ are returned); then one launch on another fresh input WITHOUT
         poisoning the output, checked (a kernel that computes only when it finds its output poisoned leaves the
-        last answer, which is not this input's)."""
+        last answer, which is not this input's); then that input again with zeros over the output (a kernel that
+        skips an input its previous launch answered while the output holds a number leaves the zeros)."""
         seed = draw_seed(self.entropy)
         digests = []
         for number in (1, 2):
             self._untimed(seed, True, REPEAT, number, fresh=number == 1)
             digests.append(self.execution.output_digest())
-        self._untimed(draw_seed(self.entropy), False, UNPOISONED, 1)
+        last = draw_seed(self.entropy)
+        self._untimed(last, False, UNPOISONED, 1)
+        self._untimed(last, True, STALE, 1, fresh=False, output=0.0)
         differ = np.flatnonzero(digests[0] != digests[1])
         if not differ.size:
             return None

@@ -10,11 +10,14 @@ host's copy of that function (the cpu variant's inputs, and the tests of the dev
 The range of each tensor is the case's: the smallest and largest finite value of that tensor in the case's own
 input (the suite's cases are uniform in [-3, 3); a user's file keeps its own per-tensor range). It is taken from
 the input on the host before any kernel ran, never from device buffers a kernel under test could have written
-(a kernel that shrank its input's range to near zero could then answer every fresh sample with zeros).
+(a kernel that shrank its input's range to near zero could then answer every fresh sample with zeros). A range
+that cannot give varied values (one value, past float32's resolution, too narrow for the check's tolerance, or so
+wide that float32 attention overflows) is made one that does (`varied_bounds`).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -73,13 +76,9 @@ class InputRange:
     nonfinite: tuple[int, int, int] = (0, 0, 0)
 
     def bounds(self, tensor: int) -> tuple[float, float]:
-        """(low, span) of the fresh values of `tensor`: its range, or [low - 1, low + 1) where the range is one
-        value (a constant tensor would make every sample's input the same)."""
-        low = np.float32(self.low[tensor])
-        span = np.float32(self.high[tensor]) - low
-        if not (np.isfinite(span) and span > 0):
-            return float(low) - 1.0, 2.0
-        return float(low), float(span)
+        """(low, span) of the fresh values of `tensor`, in float64: its range, made one whose values vary
+        (`varied_bounds`)."""
+        return varied_bounds(self.low[tensor], self.high[tensor])
 
     def require_finite(self, label: str) -> None:
         """An input holding NaN or Inf is the input's fault, not the variant's: one sentence, exit 2."""
@@ -110,6 +109,29 @@ class InputRange:
         lows = [low if np.isfinite(low) else 0.0 for low in lows]
         highs = [high if np.isfinite(high) else 0.0 for high in highs]
         return cls(tuple(lows), tuple(highs), tuple(bad))  # type: ignore[arg-type]
+
+
+# The largest magnitude of a fresh value: d * FRESH_LIMIT^2 (a score) and N * FRESH_LIMIT (a sum of V's rows) stay
+# far below float32's 3.4e38 for any d and N below 2^40, so an honest float32 pass on a fresh input is finite.
+FRESH_LIMIT = 2.0**40
+# The least half-width of a fresh range: 1 (the suite's ranges are 3), or 1/64 of its middle's magnitude (2^17
+# float32 steps). A narrower range gives inputs whose answer a kernel can guess within the check's tolerance
+# (V within 5e-3 of one value, or Q or K so small that every weight is the same), or, past float32's
+# resolution, one constant tensor.
+LEAST_HALF_WIDTH = 1.0
+LEAST_RELATIVE_HALF_WIDTH = 2.0**-6
+
+
+def varied_bounds(low: float, high: float) -> tuple[float, float]:
+    """(low, span) of fresh values made from a tensor's range [low, high], in float64 (float32's high - low can
+    overflow): clamped to +-FRESH_LIMIT (an infinite bound too), then widened about its middle to at least the
+    least half-width. A NaN bound is taken as 0 (an input holding NaN is refused before: `require_finite`)."""
+    low, high = (0.0 if math.isnan(x) else min(max(float(x), -FRESH_LIMIT), FRESH_LIMIT) for x in (low, high))
+    low, high = min(low, high), max(low, high)
+    middle, half = (low + high) / 2, (high - low) / 2
+    half = max(half, LEAST_HALF_WIDTH, abs(middle) * LEAST_RELATIVE_HALF_WIDTH)
+    low, high = max(middle - half, -FRESH_LIMIT), min(middle + half, FRESH_LIMIT)
+    return low, high - low
 
 
 RANGE_GROUP = 1 << 24  # floats of one tensor looked at at once when taking a range

@@ -39,8 +39,9 @@ def measure(gpu: GpuDevice) -> CeilingSet:
     try:
         # sm_90a (Hopper's arch-specific features) for wgmma; every other kernel runs the same there
         arch = "sm_90a" if gpu.compute_capability == (9, 0) else gpu.arch
+        # cache_dir=False: the peaks a speed is held to must not come from a cubin planted in pycuda's cache
         module = SourceModule((kernel_dir() / "ceilings.cu").read_text(), options=["-O3", "-std=c++17"],
-                              arch=arch, no_extern_c=True)
+                              arch=arch, no_extern_c=True, cache_dir=False)
     except driver.CompileError as exc:
         raise KernelCompileError(f"nvcc could not compile cuda/ceilings.cu: {exc}") from None
     threads, blocks = 1024, gpu.sm_count * 2 * 8  # 2 blocks of 32 warps per SM, 8 waves

@@ -12,10 +12,10 @@ one used. Each variant is one table under `variants`:
     seq_len_multiple = 128          # refuse N that is not a multiple of 128 (a kernel without masks)
     defines = { HEAD_DIM = "d" }    # -DHEAD_DIM=<d> when compiling, from the whole testcase's shape
     steps = "1"                     # host-loop passes over the launches (the int argument `step`)
-    options = ["--use_fast_math"]   # extra nvcc options
+    options = ["--use_fast_math"]   # extra nvcc options, from an allow-list (kernels.nvcc_options)
     arch = "sm_90a"                 # build for this architecture only, and run only on its GPUs (Hopper's wgmma)
     unit = "ffma"                   # what it runs on: its peak is the one a speed above makes the cell SUSPECT
-                                    # ("ffma" default, "tf32x3", "wgmma3x", "tensor", "memory")
+                                    # ("ffma" default, "tf32x3", "wgmma3x", "tensor", ...; a compute unit)
     workspaces = { row_max = "4 * B * N" }   # bytes per chunk of B batch items
 
     [[variants.mine.kernels]]       # one table per kernel, in launch order
@@ -47,6 +47,7 @@ from attnbench.cases.testcase import Shape
 from attnbench.errors import AttnbenchError
 from attnbench.kernels.builtin_variants import REGISTRY
 from attnbench.kernels.expressions import Expression, ExpressionError, parse_expression
+from attnbench.kernels.nvcc_options import option_problem, path_problem
 from attnbench.kernels.variant import SCALAR_ARGS, Constraints, Flavour, Launch, Unit, Variant
 
 if sys.version_info >= (3, 11):
@@ -64,6 +65,11 @@ _KERNEL_KEYS = {"name", "grid", "block", "smem", "args"}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _VARIANT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 _ARCH = re.compile(r"sm_[1-9][0-9]a?")
+# A user variant declares a compute unit only. An attention pass does O(N^2 d) arithmetic on O(N d) data, so no
+# author's kernel is memory-bound, and "memory" would exempt its speed from SUSPECT (a bandwidth is no FLOP peak).
+USER_UNITS = tuple(unit for unit in get_args(Unit) if unit != "memory")
+_MEMORY_UNIT = ("; an attention pass does O(N^2 d) arithmetic on O(N d) data, so declare the compute unit it "
+                "runs on, whose peak its speed is held to")
 
 
 class UserVariantError(AttnbenchError):
@@ -179,6 +185,15 @@ class _Reader:
             raise self.fail(f".{key}", f"must be a list of strings, not {value!r}")
         return value
 
+    def nvcc_options(self, table: dict) -> tuple[str, ...]:
+        """`options`, each one on the allow-list (`kernels.nvcc_options`): nvcc hands some values to /bin/sh."""
+        options = self.strings(table, "options")
+        for i, option in enumerate(options):
+            problem = option_problem(option)
+            if problem is not None:
+                raise self.fail(f".options[{i}]", problem)
+        return tuple(options)
+
     def text(self, table: dict, key: str, default: str) -> str:
         value = table.get(key, default)
         if not isinstance(value, str):
@@ -199,6 +214,9 @@ def _source(reader: _Reader, table: dict) -> Path:
     path = (reader.facts.path.parent / source).resolve()
     if not path.is_file():
         raise reader.fail(".source", f"{source}: no such file (paths are relative to {reader.facts.path.name})")
+    problem = path_problem(str(path))
+    if problem is not None:  # its folder reaches nvcc as -I, the path a #line directive
+        raise reader.fail(".source", f"{source}: {problem}")
     return path
 
 
@@ -279,7 +297,7 @@ def _flavours(reader: _Reader, table: dict) -> dict[str, Flavour]:
         flavours[name] = Flavour(
             description=sub.text(entry, "description", f"flavour {name}"),
             defines=defines,
-            options=tuple(sub.strings(entry, "options")),
+            options=sub.nvcc_options(entry),
             seq_len_multiple=sub.whole(entry, "seq_len_multiple") or 1,
         )
     return flavours
@@ -311,8 +329,9 @@ def read_variant(facts: LaunchFacts, name: str) -> Variant:
     if arch is not None and not (isinstance(arch, str) and _ARCH.fullmatch(arch)):
         raise reader.fail(".arch", f'must name one architecture, such as "sm_90a" or "sm_80", not {arch!r}')
     unit = table.get("unit", "ffma")
-    if unit not in get_args(Unit):
-        raise reader.fail(".unit", f"must be one of {', '.join(repr(u) for u in get_args(Unit))}, not {unit!r}")
+    if unit not in USER_UNITS:
+        raise reader.fail(".unit", f"must be one of {', '.join(repr(u) for u in USER_UNITS)}, not {unit!r}"
+                          + (_MEMORY_UNIT if unit == "memory" else ""))
     return Variant(
         name=name,
         report=f"user ({facts.path.name})",
@@ -322,7 +341,7 @@ def read_variant(facts: LaunchFacts, name: str) -> Variant:
         constraints=_constraints(reader, table),
         defines=lambda s: {key: value(s) for key, value in defines.items()},
         workspace=workspaces,
-        options=tuple(reader.strings(table, "options")),
+        options=reader.nvcc_options(table),
         steps=steps,
         layout=layout,
         flavours=_flavours(reader, table),

@@ -48,7 +48,9 @@ SCHEMA = "attnbench-results"
 #     after each ("rows_per_sample"), the largest error seen, the failure (which launch, which rows, the worst
 #     element), the wall-clock and determinism warnings; kernel statistics carry "fresh_inputs" (equal to
 #     "count"). Status suspect (a median above the peak of the variant's declared unit); a measurement carries
-#     its "unit" and "suspect". Older files load: their verified passes' record keeps only its verdict.
+#     its "unit" and "suspect". Older files load: their verified passes' record keeps only its verdict. Later in
+#     version 5, a fourth launch after the samples and its failure kind "stale" (a reader without it names it
+#     "launch N"); no field changed.
 SCHEMA_VERSION = 5
 
 # Cell statuses: ok (checked, then timed), wrong (failed its check: no speed), refused (the variant

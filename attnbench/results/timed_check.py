@@ -69,11 +69,13 @@ class SampleErrors:
 
 
 # Which launch a failure came from: a warm-up pass, a timed sample, one of the two launches of one fresh input
-# (the determinism check), or the launch on a fresh input whose output was not poisoned first.
-WARMUP, TIMED, REPEAT, UNPOISONED = "warmup", "timed", "repeat", "unpoisoned"
+# (the determinism check), the launch on a fresh input whose output was not poisoned first, or that input launched
+# again with zeros in the output (a finite wrong answer where the last launch left the right one).
+WARMUP, TIMED, REPEAT, UNPOISONED, STALE = "warmup", "timed", "repeat", "unpoisoned", "stale"
 _LAUNCH_WORDS = {WARMUP: "warm-up pass {n} (on a fresh input)", TIMED: "timed sample {n} (on a fresh input)",
                  REPEAT: "launch {n} of one fresh input launched twice (the output poisoned before each)",
-                 UNPOISONED: "the launch on a fresh input with the output not poisoned first"}
+                 UNPOISONED: "the launch on a fresh input with the output not poisoned first",
+                 STALE: "the last input launched again with zeros written over its output first"}
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ class SampleFailure:
     """The first launch whose output failed its check (the cell stops there)."""
 
     sample: int  # 1-based within its kind
-    kind: str  # WARMUP, TIMED, REPEAT or UNPOISONED
+    kind: str  # WARMUP, TIMED, REPEAT, UNPOISONED or STALE
     N: int
     d: int
     errors: SampleErrors
@@ -164,8 +166,8 @@ class TimedCheck:
     """The check of one cell's samples: how many ran, on fresh inputs, how many rows each was checked on, and
     the failure that ended them (None: every one passed)."""
 
-    samples: int  # launches checked: the warm-up passes, the timed samples and the three after them
-    fresh_inputs: int  # of them on an input no launch had seen (all but the repeated input's second launch)
+    samples: int  # launches checked: the warm-up passes, the timed samples and the four after them
+    fresh_inputs: int  # of them on an input no launch had seen (all but the second launches of two inputs)
     rows_per_sample: int  # rows computed exactly after each (all the rows when the case has fewer)
     rows: int  # rows in the output
     atol: float

@@ -21,14 +21,17 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).resolve().parent / "kernels"
 CASE = "t08"
 # Each trick, and the launch it is caught on: the warm-up passes (checked like the samples), one fresh input
-# launched twice (a kernel that recognises an input serves the poison), or the launch not poisoned first.
+# launched twice (a kernel that recognises an input serves the poison), the launch not poisoned first, or that
+# input launched again over zeros (a kernel that skips an input it has just answered leaves them).
 CAUGHT_ON = {"lazy": "warmup", "halflazy": "warmup", "onein3": "warmup", "fpptr": "warmup", "sly": "unpoisoned",
-             "cached": "repeat", "kwatch": "repeat", "fpvalues": "repeat", "fphash": "repeat"}
+             "cached": "repeat", "kwatch": "repeat", "fpvalues": "repeat", "fphash": "repeat", "kstate": "warmup",
+             "labmemo": "stale"}
 TRICKS = list(CAUGHT_ON)
 # The pipelined first pass is several launches (one a chunk): onein3 skips the second, so the check of the first
 # pass already catches it there; its warm-up passes are caught as well.
 CHUNKS_CATCH = {"onein3"}
 NO_GAIN = ["transform"]  # right on every input: it must keep PASS and be no faster than the control
+LAB_SIZE = "64"
 
 
 def attnbench(*args: str) -> subprocess.CompletedProcess:
@@ -58,7 +61,7 @@ def test_run_check_calls_every_trick_wrong(gpu, trick, pipeline, tmp_path):
     timed = data["timed_check"]
     assert timed["passed"] is False and data["tflops"] is None and data["peak_fraction"] is None
     assert timed["failure"]["kind"] == CAUGHT_ON[trick], timed["failure"]
-    assert timed["fresh_inputs"] >= timed["samples"] - 1 and data["kernel"]["fresh_inputs"] == data["kernel"]["count"]
+    assert timed["fresh_inputs"] >= timed["samples"] - 2 and data["kernel"]["fresh_inputs"] == data["kernel"]["count"]
     assert "a launch did not compute the answer" in result.stderr
     table = attnbench("run", CASE, str(out), "--variant", trick, "--check", *extra)
     assert table.returncode == 1 and "TFLOP/s" not in table.stdout and "WRONG" in table.stdout, table.stdout
@@ -85,3 +88,14 @@ def test_compare_calls_every_trick_wrong_and_keeps_the_control(gpu, tmp_path):
         cell = cells[name]
         assert cell["status"] == "ok" and cell["timed_check"]["passed"] is True, cell
         assert cell["measurement"]["kernel"]["median_ms"] >= 0.8 * honest, (cell["measurement"]["kernel"], honest)
+
+
+@pytest.mark.gpu
+def test_the_lab_timer_passes_the_control_and_calls_labmemo_wrong(gpu):
+    """labmemo skips a launch whose input its previous launch answered while the output holds a number: what the
+    square lab's batches (passes back to back on one input, poisoned once) give it. The launch after the samples
+    on that input again, zeros over the output, catches it in the lab's sweep as everywhere."""
+    control = attnbench("sweep", "square", "--variants", "honest", "--sizes", LAB_SIZE, "--lab-timing", "--no-save")
+    assert control.returncode == 0 and "WRONG" not in control.stdout, control.stdout + control.stderr
+    result = attnbench("sweep", "square", "--variants", "labmemo", "--sizes", LAB_SIZE, "--lab-timing", "--no-save")
+    assert result.returncode == 1 and "WRONG" in result.stdout, result.stdout + result.stderr

@@ -66,3 +66,40 @@ def test_the_devices_facts_are_data():
     gpu = bare_gpu()
     assert gpu.device_facts() == DeviceFacts("NVIDIA H200", (9, 0), 132, 1_980_000, 60 * 2**20, 3_201_000, 6144)
     assert gpu.fp32_peak_flops == pytest.approx(2 * 128 * 132 * 1.98e9)
+
+
+def test_our_support_kernels_are_compiled_past_pycudas_cache_before_any_variant(monkeypatch):
+    """pycuda's compiler cache is a folder any process of the user can write: a cubin planted there under the key
+    of cuda/fresh_samples.cu would be loaded as ours. So ours are built with the cache off (cache_dir=False), and
+    read and built before the first variant is, so nothing a variant's build does can change them."""
+    built: list[tuple[str, dict]] = []
+
+    class FakeModule:
+        def __init__(self, source: str, **options: object) -> None:
+            built.append((source, options))
+
+        def get_function(self, name: str) -> types.SimpleNamespace:
+            return types.SimpleNamespace(prepare=lambda signature: None)
+
+    compiler = types.ModuleType("pycuda.compiler")
+    compiler.SourceModule = FakeModule
+    monkeypatch.setitem(sys.modules, "pycuda", types.ModuleType("pycuda"))
+    monkeypatch.setitem(sys.modules, "pycuda.compiler", compiler)
+    gpu = bare_gpu()
+    gpu.driver = types.SimpleNamespace(CompileError=RuntimeError, Error=RuntimeError)
+    gpu._modules, gpu._support_modules, gpu._support_functions = {}, {}, {}
+    order: list[str] = []
+    monkeypatch.setattr(Gpu, "_build", lambda self, variant, options: order.append("variant") or object())
+    monkeypatch.setattr(Gpu, "_bind_kernels", lambda self, compiled, launches: None)
+    real_load = Gpu.load_support_modules
+    monkeypatch.setattr(Gpu, "load_support_modules", lambda self: order.append("support") or real_load(self))
+
+    from attnbench.cases.testcase import Shape
+    from attnbench.kernels.catalogue import get_variant
+
+    gpu.compile(get_variant("naive"), Shape(1, 64, 32))
+    assert order == ["support", "variant"]
+    assert [options["cache_dir"] for _, options in built] == [False]
+    assert "fill_fresh" in built[0][0]
+    gpu.support_function("fresh_samples", "fill_fresh", "PqiqQff")
+    assert len(built) == 1  # once a process

@@ -82,8 +82,9 @@ def test_the_fresh_samples_keep_every_builtin_passing(gpu, variant, rng):
         assert run.measurement is not None, f"{where}: {run.timed_check.describe() if run.timed_check else run.check}"
         timed = run.measurement.timed_check
         assert timed.passed and timed.clock_warning is None, f"{where}: {timed.describe()} {timed.clock_warning}"
-        # 2 warm-up passes, 10 samples, then one input launched twice and one launch not poisoned first
-        assert timed.samples == 15 and timed.fresh_inputs == 14 and run.measurement.kernel.fresh_inputs == 10
+        # 2 warm-up passes, 10 samples, then one input launched twice, one launch not poisoned first and that input
+        # again over zeros
+        assert timed.samples == 16 and timed.fresh_inputs == 14 and run.measurement.kernel.fresh_inputs == 10
         assert timed.differing is None, f"{where}: {timed.differing}"
         bound = COURSE_MARGIN_ATOL if variant.accuracy == "course" else 1e-4
         assert timed.max_abs_error < bound, f"{where}: {timed.max_abs_error}"

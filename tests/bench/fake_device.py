@@ -98,9 +98,9 @@ class HonestHostExecution:
     def flush_l2(self) -> None:
         pass
 
-    def poison_output(self) -> None:
+    def poison_output(self, value: float = float("nan")) -> None:
         if self.output is not None:
-            self.output = np.full_like(self.output, np.nan)
+            self.output = np.full_like(self.output, value)
 
     def refresh_inputs(self, seed: int, ranges: InputRange) -> None:
         B, N, d = self.testcase.shape.B, self.testcase.shape.N, self.testcase.shape.d

@@ -57,6 +57,17 @@ class Memo(Honest):
         super().run_pass()
 
 
+class LabMemo(Honest):
+    """Skips when its input is the one its previous launch answered and the output holds no NaN (the red team's
+    rt_labmemo: the square lab's batches, passes back to back on one input poisoned once, let it skip)."""
+
+    def run_pass(self) -> None:
+        if self.seen and self.seen[-1] == self.testcase.qkv.tobytes() and not np.isnan(self.output).any():
+            self.seen.append(self.seen[-1])
+            return
+        super().run_pass()
+
+
 class Corrupts(Honest):
     """Right everywhere but on 1% of the rows (fixed ones), where it writes zeros."""
 
@@ -83,16 +94,17 @@ def test_an_honest_execution_passes_every_launch_each_on_a_fresh_input(rng):
     execution = Honest(tc)
     stats, check = sample_fresh(execution, tc.shape, SUITE_RANGE, POLICY, TOLERANCE, device_clock=False)
     assert check.passed and check.failure is None and check.differing is None
-    assert stats.count == stats.fresh_inputs == 5 and check.samples == 2 + 5 + 3 and check.fresh_inputs == 9
+    assert stats.count == stats.fresh_inputs == 5 and check.samples == 2 + 5 + 4 and check.fresh_inputs == 9
     assert check.rows_per_sample == check.rows == 32 and check.max_abs_error < 1e-5
     inputs = execution.seen
-    assert len(inputs) == 10 and len(set(inputs)) == 9  # the repeat is the only input seen twice
+    assert len(inputs) == 11 and len(set(inputs)) == 9  # the repeat and the last input are the ones seen twice
     assert all(np.abs(np.frombuffer(x, np.float32)).max() <= 3.0 for x in inputs)
 
 
 # Lazy's first launch here is warm-up 1 (no first pass before it), so warm-up 2 catches it
 @pytest.mark.parametrize("kind, caught_on, number", [(Lazy, "warmup", 2), (Sly, "unpoisoned", 1),
-                                                     (Memo, "repeat", 2), (Corrupts, "warmup", 1)])
+                                                     (Memo, "repeat", 2), (Corrupts, "warmup", 1),
+                                                     (LabMemo, "stale", 1)])
 def test_each_trick_is_caught_on_its_launch(kind, caught_on, number, rng):
     tc = random_testcase(3, 40, 8, rng)
     stats, check = sample(kind, tc)

@@ -72,8 +72,8 @@ class FakeExecution:
             self.out = reference_kernel(self._device_qkv())
         return self.out.copy()
 
-    def poison_output(self) -> None:
-        self.out = np.full((self.shape.B, self.shape.N, self.shape.d), np.nan, dtype=np.float32)
+    def poison_output(self, value: float = float("nan")) -> None:
+        self.out = np.full((self.shape.B, self.shape.N, self.shape.d), value, dtype=np.float32)
 
     def refresh_inputs(self, seed, ranges) -> None:
         s = self.shape
@@ -130,9 +130,10 @@ def test_api_run_streams_the_case_through_the_pipeline(fake_gpu, tmp_path):
     m = api.run(case.name, "naive", out, check=True, timing=api.TimingOptions(reps=3, warmup=0))
     assert m.clock is not None and m.clock.chunks >= 2
     assert m.verification is not None and m.verification.passed
-    assert m.kernel.count == 3 and FakeExecution.instances[-1].passes == 3 + 3 and FakeExecution.instances[-1].freed
-    assert m.kernel.fresh_inputs == 3  # and, after them, one input launched twice and one launch not poisoned first
-    assert m.timed_check is not None and m.timed_check.passed and m.timed_check.samples == 3 + 3
+    assert m.kernel.count == 3 and FakeExecution.instances[-1].passes == 3 + 4 and FakeExecution.instances[-1].freed
+    assert m.kernel.fresh_inputs == 3  # and after them: one input launched twice, one launch not poisoned first and
+    # that input again over zeros
+    assert m.timed_check is not None and m.timed_check.passed and m.timed_check.samples == 3 + 4
     assert m.total_s == m.clock.wall_s and m.input_s == m.clock.read_s and m.output_s == m.clock.write_s
     expected = read_output(suite.reference_path(case), case.shape)
     assert np.array_equal(read_output(out, case.shape), expected)

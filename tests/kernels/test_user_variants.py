@@ -114,6 +114,8 @@ BAD_FACTS = [
     (_replace("defines", "max_head_dim = \"64\"\ndefines"), "variants.mine.max_head_dim", "whole number >= 1"),
     (_replace("defines", 'steps = "x"\ndefines'), "variants.mine.steps", "unknown name 'x'"),
     (_replace("defines", 'options = "-O3"\ndefines'), "variants.mine.options", "list of strings"),
+    (_replace("defines", "options = ['-Xcompiler=-DX=$(true)']\ndefines"), "variants.mine.options[0]",
+     "'Xcompiler' is not one attnbench passes on"),
     (_replace("defines", "technique = 3\ndefines"), "variants.mine.technique", "must be a string"),
     (_replace("defines", 'arch = "sm90a"\ndefines'), "variants.mine.arch", "one architecture"),
     (_replace("defines", 'arch = ["sm_90a", "sm_80"]\ndefines'), "variants.mine.arch", "one architecture"),
@@ -424,7 +426,7 @@ def test_the_runner_passes_each_chunk_its_own_q_k_v_arrays(layout, args):
     uploads = [size for kind, size in gpu.driver.copies if kind == "htod"]
     assert sum(uploads) == testcase.qkv.nbytes
     assert len(uploads) == (3 if layout == "separate" else 1)
-    assert run.timed_check.samples == 1 + 3 and run.timed_check.fresh_inputs == 3  # one repeats an input
+    assert run.timed_check.samples == 1 + 4 and run.timed_check.fresh_inputs == 3  # two launch an input again
 
 
 # -- on a GPU ---------------------------------------------------------------------------------------------
@@ -575,4 +577,8 @@ def test_a_declared_unit_is_read_and_checked(tmp_path):
     assert load_variants(find_launch_facts(tmp_path))["mine"].unit == "ffma"
     (tmp_path / "attnbench.toml").write_text(table.replace('"tensor"', '"fp4"'))
     with pytest.raises(UserVariantError, match=r"variants\.mine\.unit: must be one of 'ffma', .* not 'fp4'"):
+        load_variants(find_launch_facts(tmp_path))
+    (tmp_path / "attnbench.toml").write_text(table.replace('"tensor"', '"memory"'))  # would skip SUSPECT: refused
+    with pytest.raises(UserVariantError, match=r"variants\.mine\.unit: must be one of .* not 'memory'; an attention "
+                                               r"pass does O\(N\^2 d\) arithmetic"):
         load_variants(find_launch_facts(tmp_path))

@@ -127,17 +127,13 @@ def default_variant(shape: Shape, gpu_usable: bool, compute_capability: tuple[in
     accuracy "course" the course-accuracy variants come first where they lead, then the float32 ones."""
     if accuracy not in ACCURACIES:
         raise UsageError(f"no accuracy {accuracy!r}; one of {', '.join(ACCURACIES)}")
+    orders = [(FASTEST_FIRST, DEFAULT_ONLY_WHERE)] if gpu_usable else []
     if gpu_usable and accuracy == "course":
-        for name in COURSE_FASTEST_FIRST:
+        orders.insert(0, (COURSE_FASTEST_FIRST, COURSE_DEFAULT_ONLY_WHERE))
+    for names, only_where in orders:
+        for name in names:
             variant = REGISTRY.get(name)
-            if variant is None or not COURSE_DEFAULT_ONLY_WHERE.get(name, lambda _: True)(shape):
-                continue
-            if variant.refusal(shape) is None and variant.runs_on(compute_capability):
-                return variant
-    if gpu_usable:
-        for name in FASTEST_FIRST:
-            variant = REGISTRY.get(name)
-            if variant is None or not DEFAULT_ONLY_WHERE.get(name, lambda _: True)(shape):
+            if variant is None or not only_where.get(name, lambda _: True)(shape):
                 continue
             if variant.refusal(shape) is None and variant.runs_on(compute_capability):
                 return variant

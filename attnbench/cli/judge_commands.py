@@ -9,6 +9,7 @@ import click
 
 from attnbench.api import programs as api_programs
 from attnbench.cli.options import command_line, notice
+from attnbench.output.matrix_run import result_json
 from attnbench.output.save import save
 from attnbench.output.export.scoreboard_export import save_scoreboard
 from attnbench.output.scoreboard import class_stem, history_model, scoreboard_lines, scoreboard_model
@@ -67,11 +68,15 @@ from attnbench.output.terminal import console, err_console, print_table, progres
               help="Folder for the saved JSON, CSV and Markdown.")
 @click.option("--name", default=None, help="File stem for the saved results [default: date_judge_cpu_cases].")
 @click.option("--no-save", is_flag=True, help="Do not save the results.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the results as JSON on standard output (the records of the saved JSON file); the tables "
+                   "and notes go to standard error.")
 def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, limits_spec: str, args_template: str,
           timeout: float | None, sandbox_mode: str, max_processes: int, memory_mb: int | None, cpu_s: float | None,
           binds: tuple[str, ...], rerun_top: int, gpus: str | None, build_timeout: float, executor: str, partition: str | None,
           gres: str | None, time_min: int, resume_folder: str | None, with_html: bool, results_dir: str,
-          name: str | None, no_save: bool, fresh_inputs: bool | None, history_folder: str | None) -> None:
+          name: str | None, no_save: bool, fresh_inputs: bool | None, history_folder: str | None,
+          as_json: bool) -> None:
     """Judge whole programs as the course does: run PROGRAM IN OUT per case, time it, check it.
 
     One executable (or one .cu or .c file, built first) is judged case by case. Several, or a folder of
@@ -119,9 +124,9 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
         executor=executor, slurm=api_programs.SlurmOptions(partition, gres, time_min), resume=resume_folder,
         results_dir=results_dir, command=command_line(), fresh_inputs=fresh_inputs)
     if options.judges_a_class:
-        _judge_class(options, with_html, name, no_save)
+        _judge_class(options, with_html, name, no_save, as_json)
     else:
-        _judge_program(options, name, no_save)
+        _judge_program(options, name, no_save, as_json)
 
 
 def _show_history(folder: str) -> None:
@@ -145,20 +150,24 @@ def _say_confinement(confinement: api_programs.Confinement) -> None:
         err_console.print(printable(f"limit not applied: {note}"), highlight=False, markup=False, soft_wrap=True)
 
 
-def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save: bool) -> None:
-    """One program, case by case: print its table and summary, save it, exit with its status."""
+def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save: bool, as_json: bool) -> None:
+    """One program, case by case: print its table and summary, save it, exit with its status. With `as_json`
+    standard output carries only the results' JSON."""
     judgement, result = api_programs.judge_program(options, progress=progress_bar, finished=_say_finished,
                                                    opened=_say_confinement, notice=notice)
     prog = judgement.program
     where = f" via {' '.join(prog.launcher)}" if prog.launcher else ""
-    print_table(scoreboard_table(result, f"judge {prog.label}{where}"))
-    console.print(f"times: {result.policy['timing']}; limits: {result.settings['time_limits']}", highlight=False,
-                  soft_wrap=True)
-    console.print(judgement.summary(), highlight=False)
+    out = err_console if as_json else console
+    print_table(scoreboard_table(result, f"judge {prog.label}{where}"), err=as_json)
+    out.print(f"times: {result.policy['timing']}; limits: {result.settings['time_limits']}", highlight=False,
+              soft_wrap=True)
+    out.print(judgement.summary(), highlight=False)
     if not no_save and judgement.judged:
         selector = options.cases if "," not in options.cases else None
         for path in save(result, options.results_dir, name, selector):
-            console.print(f"saved {path}", highlight=False, soft_wrap=True)
+            out.print(f"saved {path}", highlight=False, soft_wrap=True)
+    if as_json:
+        click.echo(result_json(result))
     if judgement.interrupted:
         notice("interrupted; the running program was killed")
     sys.exit(judgement.exit_status)
@@ -168,19 +177,25 @@ def _say_class_event(submission: str, what: str, happened: str) -> None:
     err_console.print(printable(f"{submission} {what}: {happened}"), highlight=False, markup=False, soft_wrap=True)
 
 
-def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str | None, no_save: bool) -> None:
-    """A class: build, judge, rank, rerun the top; print the scoreboard and save it."""
+def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str | None, no_save: bool,
+                 as_json: bool) -> None:
+    """A class: build, judge, rank, rerun the top; print the scoreboard and save it. With `as_json` standard
+    output carries only the scoreboard's JSON."""
     board = api_programs.judge_submissions(options, progress=progress_bar, listener=_say_class_event, notice=notice)
+    out = err_console if as_json else console
     if board.settings.get("confinement_warning"):
         err_console.print(f"warning: {board.settings['confinement_warning']}", highlight=False, markup=False,
                           soft_wrap=True)
-    print_table(scoreboard_model(board, f"scoreboard: {len(board.rows)} submissions, {len(board.cases)} cases"))
+    print_table(scoreboard_model(board, f"scoreboard: {len(board.rows)} submissions, {len(board.cases)} cases"),
+                err=as_json)
     for line in scoreboard_lines(board):
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
     if not no_save and board.rows:
         stem = name or class_stem(board, options.cases)
         for path in save_scoreboard(board, options.results_dir, stem, with_html):
-            console.print(f"saved {path}", highlight=False, soft_wrap=True)
+            out.print(f"saved {path}", highlight=False, soft_wrap=True)
+    if as_json:
+        click.echo(board.to_json())
     if board.interrupted:
         notice("interrupted; what was judged is saved")
         sys.exit(130)

@@ -109,9 +109,11 @@ def render(model: TableModel, wide: bool = True) -> Table:
 WIDE_FROM_COLUMNS = 120  # narrower terminals leave out the columns a table marks as wide
 
 
-def print_table(model: TableModel, wide: bool | None = None) -> None:
-    """Print a table; its wide columns only where the terminal is wide enough, unless `wide` says."""
-    console.print(render(model, console.width >= WIDE_FROM_COLUMNS if wide is None else wide))
+def print_table(model: TableModel, wide: bool | None = None, err: bool = False) -> None:
+    """Print a table; its wide columns only where the terminal is wide enough, unless `wide` says. With `err`
+    on standard error (a command whose standard output carries JSON)."""
+    where = err_console if err else console
+    where.print(render(model, where.width >= WIDE_FROM_COLUMNS if wide is None else wide))
 
 
 def print_line(text: str, err: bool = False) -> None:

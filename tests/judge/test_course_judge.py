@@ -315,3 +315,26 @@ def test_an_output_the_judge_cannot_read_is_that_cases_verdict(tmp_path, monkeyp
     monkeypatch.setattr(outcome, "read_output", unreadable)  # as a mode-000 OUT is to a judge that is not root
     verdict, message, _ = outcome.check_output(out, shape, None)
     assert verdict == judging.NO_OUTPUT and "cannot be read (Permission denied)" in message
+
+
+def test_judge_json_prints_the_saved_files_records_and_nothing_else(programs, tmp_path):
+    one = CliRunner().invoke(main, ["judge", str(programs["right"]), "--cases", "odd_17x48", "--time-limits", "none",
+                                    "--results-dir", str(tmp_path / "one"), "--name", "r", "--json"])
+    assert one.exit_code == 0, one.output
+    assert json.loads(one.stdout) == json.loads((tmp_path / "one" / "r.json").read_text())
+    assert "1 of 1 cases passed" in one.stderr and "saved" in one.stderr
+
+
+def test_a_class_judged_with_json_prints_its_scoreboard_records(tmp_path):
+    from tests.judge.classes import CLASS_MODE, EXAMPLE, can_build
+
+    if not can_build():
+        pytest.skip("needs cc and make")
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "ann.c").write_text(EXAMPLE.read_text())
+    board = CliRunner().invoke(main, ["judge", str(tmp_path / "class"), "--cases", "odd_17x48", "--rerun-top", "0",
+                                      "--time-limits", "none", "--sandbox", CLASS_MODE, "--results-dir",
+                                      str(tmp_path / "res"), "--name", "c", "--json"])
+    assert board.exit_code == 0, board.output
+    assert json.loads(board.stdout) == json.loads((tmp_path / "res" / "c.json").read_text())
+    assert "scoreboard" in board.stderr

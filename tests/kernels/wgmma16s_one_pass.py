@@ -1,7 +1,7 @@
 """One wgmma16s pass on a seeded random input, checked against float64 with the margin its accuracy claims
 (every element within half the course tolerance), for compute-sanitizer's racecheck and synccheck:
 
-    python3 tools/wgmma16s_one_pass.py B,N,d[,PARTS[,BLOCKS]]
+    python3 tests/kernels/wgmma16s_one_pass.py B,N,d[,PARTS[,BLOCKS]]
 
 PARTS forces the key split's count (grid z), BLOCKS the persistent grid's block count (each block then runs
 many units through its rings). Exit 0 when right, 1 when wrong.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def one_pass(B: int, N: int, d: int, parts: int = 0, blocks: int = 0) -> bool:

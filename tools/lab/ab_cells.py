@@ -1,6 +1,6 @@
-"""Per-cell speeds of two trees from tools/cost_ab.sh's compare logs, as a Markdown table on stdout.
+"""Per-cell speeds of two trees from tools/lab/cost_ab.sh's compare logs, as a Markdown table on stdout.
 
-Usage: python tools/ab_cells.py NEW.log OLD.log [OLD2.log]. A cell's change is its new median against the
+Usage: python tools/lab/ab_cells.py NEW.log OLD.log [OLD2.log]. A cell's change is its new median against the
 mean of the old runs' medians; it is flagged when beyond its band: the larger of the two old runs'
 disagreement, twice the largest reported noise, and 2%.
 """

@@ -1,4 +1,4 @@
-"""tools/trace_phases.py: each phase of a run timed in the parent and in the workers it spawns."""
+"""tools/lab/trace_phases.py: each phase of a run timed in the parent and in the workers it spawns."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 LINE = re.compile(r"T +[\d.]+ pid (\d+) (\S+) .*wall=([\d.]+) cpu=([\d.]+)$")
 
 
 def test_the_workers_phases_are_traced_and_the_run_is_unchanged(tmp_path):
     env = {**os.environ, "ATTNBENCH_CPU_WORKERS": "2", "ATTNBENCH_DATA": str(tmp_path / "data")}
     env.pop("TRACE_T0", None)
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "trace_phases.py"), "compare", "-v", "cpu", "-c",
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "lab" / "trace_phases.py"), "compare", "-v", "cpu", "-c",
                            "odd_17x48,odd_100x32", "--gpus", "all", "--no-save"],
                           capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr

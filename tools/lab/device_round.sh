@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device call's worth of checks, packed into one archive (the device returns only a few files).
-# Usage: bash tools/device_round.sh OUTDIR STEP...   steps: explain, user, against, pipeline, gputests
+# Usage: bash tools/lab/device_round.sh OUTDIR STEP...   steps: explain, user, against, pipeline, gputests
 set -uo pipefail
-out=${1:?usage: tools/device_round.sh OUTDIR STEP...}; shift
+out=${1:?usage: tools/lab/device_round.sh OUTDIR STEP...}; shift
 mkdir -p "$out"
 for step in "$@"; do
   case $step in

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the checkout's attnbench, when not installed
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))  # the checkout's attnbench, when not installed
 
 T0 = float(os.environ.setdefault("TRACE_T0", repr(time.time())))
 PID = os.getpid()

@@ -1,9 +1,9 @@
 """wgmma3x with its key split forced to each count, on suite cases: time, accuracy and the count the host
 picks (`_wgmma3x_splits`), to hold that choice to measurements.
 
-    python3 tools/key_split_sweep.py OUTDIR t05 t06 t07 t08 t09 t10 20x2048x64 [--splits 1,2,3,4]
-    python3 tools/key_split_sweep.py --summary OUTDIR/key_split_sweep.json
-    python3 tools/key_split_sweep.py --one-pass B,N,d,PARTS[,BLOCKS]    (for compute-sanitizer: exit 1 if wrong)
+    python3 tools/lab/key_split_sweep.py OUTDIR t05 t06 t07 t08 t09 t10 20x2048x64 [--splits 1,2,3,4]
+    python3 tools/lab/key_split_sweep.py --summary OUTDIR/key_split_sweep.json
+    python3 tools/lab/key_split_sweep.py --one-pass B,N,d,PARTS[,BLOCKS]    (for compute-sanitizer: exit 1 if wrong)
 
 Needs a Hopper GPU and the suite's cases generated (`attnbench gen t05-t10`); a case written BxNxd is
 made in memory from the suite generator's values (seed 0), so any shape can be swept. Each (case, count) is run
@@ -21,7 +21,7 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from attnbench import strict_json  # noqa: E402
 
@@ -92,7 +92,7 @@ def measure(cases: list[str], counts: list[int]) -> tuple[list[dict], dict]:
                 print(f"{case} {count} parts: {rows[-1]['median_ms']} ms, relL2 {report.rel_l2_error:.2e}", flush=True)
     finally:
         wgmma3x._wgmma3x_splits = chooser
-    return rows, collect(gpu, command="tools/key_split_sweep.py " + " ".join(sys.argv[1:]))
+    return rows, collect(gpu, command="tools/lab/key_split_sweep.py " + " ".join(sys.argv[1:]))
 
 
 def one_pass(B: int, N: int, d: int, parts: int, blocks: int = 0) -> bool:
@@ -143,7 +143,7 @@ def main() -> int:
     if args.summary is None:
         gpu = (metadata.get("gpu") or {}).get("name", "unknown GPU")
         head = [f"# wgmma3x's key split, forced to each count ({gpu}, {metadata['date']})", "",
-                "From `key_split_sweep.json`, made by `tools/key_split_sweep.py`. Medians of the runner's samples "
+                "From `key_split_sweep.json`, made by `tools/lab/key_split_sweep.py`. Medians of the runner's samples "
                 "(L2 flushed); each run's first pass checked against float64.", ""]
         (args.outdir / "key_split_sweep.md").write_text("\n".join(head + lines) + "\n")
     print("\n".join(lines))

@@ -1,7 +1,7 @@
 """A/B of one built-in variant: this tree's build against an older revision's, in one process on one GPU.
 
     git archive REV attnbench cuda | tar -x -C OLDTREE
-    python3 tools/kernel_ab.py OLDTREE OUTDIR --variant wgmma3x --shapes 500x2048x64,10x2048x64 [--rounds 2]
+    python3 tools/lab/kernel_ab.py OLDTREE OUTDIR --variant wgmma3x --shapes 500x2048x64,10x2048x64 [--rounds 2]
         [--extra NAME=FILE ...]
 
 The older revision's host module of the variant (OLDTREE/attnbench/kernels/<module>.py, found by the
@@ -29,14 +29,14 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from attnbench import strict_json  # noqa: E402
 from attnbench.cases.testcase import Shape, Testcase  # noqa: E402
 from attnbench.errors import AttnbenchError  # noqa: E402
 from attnbench.kernels.variant import Variant  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def old_variant(old_tree: Path, name: str) -> Variant:

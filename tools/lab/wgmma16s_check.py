@@ -16,7 +16,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 ACC_SHAPES = [(3, 1, 32), (2, 17, 64), (3, 100, 128), (2, 1000, 128), (5, 100, 32), (3, 1000, 64), (2, 33, 64),
               (64, 128, 32), (16, 256, 64), (2, 2048, 32), (1, 4096, 64), (3, 1536, 64), (300, 256, 64), (10, 2048, 64),

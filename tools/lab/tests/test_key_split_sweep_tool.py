@@ -1,4 +1,4 @@
-"""tools/key_split_sweep.py's summary: the fastest count per case and the host pick's loss against it."""
+"""tools/lab/key_split_sweep.py's summary: the fastest count per case and the host pick's loss against it."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def summarise(tmp_path: Path, rows: list[dict]) -> subprocess.CompletedProcess:
     saved = tmp_path / "key_split_sweep.json"
     saved.write_text(json.dumps({"metadata": {}, "rows": rows}))
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "key_split_sweep.py"), "--summary", str(saved)],
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "lab" / "key_split_sweep.py"), "--summary", str(saved)],
                           capture_output=True, text=True, cwd=ROOT)
 
 
@@ -42,6 +42,6 @@ def test_a_wrong_or_unmeasured_run_exits_1(tmp_path):
 
 def test_without_a_gpu_a_one_pass_says_so_in_one_line_and_exits_3():
     """CUDA_VISIBLE_DEVICES is emptied, so this holds on a machine with a GPU too."""
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "key_split_sweep.py"), "--one-pass", "1,64,64,2"],
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "lab" / "key_split_sweep.py"), "--one-pass", "1,64,64,2"],
                           capture_output=True, text=True, cwd=ROOT, env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""})
     assert done.returncode == 3 and len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -1,7 +1,7 @@
 """Where the course clock's stalls come from: back-to-back runs of one case under conditions that each
 remove one suspect, with every stage's busy time beside the wall.
 
-    python3 tools/pipeline_stalls.py OUTDIR [--case t22] [--variant wgmma3x] [--runs 10]
+    python3 tools/lab/pipeline_stalls.py OUTDIR [--case t22] [--variant wgmma3x] [--runs 10]
 
 Conditions, each `--runs` back-to-back `attnbench run CASE OUT --json` (the pipelined path):
   replace   the same OUT every run (the default use: the new file is renamed over the last one)

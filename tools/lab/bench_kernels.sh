@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # On a GPU machine: the fast kernels side by side with PyTorch SDPA float32 (saved as a compare), the
 # same compare repeated against itself (the SAME rate of identical code), and the square sweep's noise.
-# Usage: bash tools/bench_kernels.sh OUTDIR   (about 6 minutes on an H200)
+# Usage: bash tools/lab/bench_kernels.sh OUTDIR   (about 6 minutes on an H200)
 set -uo pipefail
-out=${1:?usage: tools/bench_kernels.sh OUTDIR}
+out=${1:?usage: tools/lab/bench_kernels.sh OUTDIR}
 mkdir -p "$out/results" "$out/logs"
 date=$(date -u +%F)
 gpu=$(python3 -c "import pycuda.autoprimaryctx, pycuda.driver as d; print(d.Context.get_device().name().split()[-1].lower())")

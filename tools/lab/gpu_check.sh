@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU half of the checks, in one go, for a machine with a CUDA GPU and pycuda installed:
 # the gpu-marked tests, then the core demonstration runs. Logs go to $OUT (default ./gpu-check).
-# Usage: OUT=folder bash tools/gpu_check.sh [extra pytest args]
+# Usage: OUT=folder bash tools/lab/gpu_check.sh [extra pytest args]
 set -uo pipefail
 out="${OUT:-gpu-check}"
 mkdir -p "$out"

@@ -1,4 +1,4 @@
-"""tools/kernel_ab.py: the older tree's build keeps its own host facts and kernel file; shapes, extra builds and
+"""tools/lab/kernel_ab.py: the older tree's build keeps its own host facts and kernel file; shapes, extra builds and
 the table; one line and exit 3 without a GPU."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 
 from attnbench.cases.testcase import Shape
 
-ROOT = Path(__file__).resolve().parent.parent
-TOOL = ROOT / "tools" / "kernel_ab.py"
+ROOT = Path(__file__).resolve().parents[3]
+TOOL = ROOT / "tools" / "lab" / "kernel_ab.py"
 
 
 def load_tool():

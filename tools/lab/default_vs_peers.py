@@ -1,6 +1,6 @@
 """The default variant against the peers, from a saved compare that holds the default's candidates.
 
-    python3 tools/default_vs_peers.py RESULTS.json [--peers torch,triton] [--capability 9.0] > OUT.md
+    python3 tools/lab/default_vs_peers.py RESULTS.json [--peers torch,triton] [--capability 9.0] > OUT.md
 
 For each case: which built-in `attnbench run` picks by default on a GPU of that compute capability
 (kernels.catalogue.default_variant), its median, its speedup over each peer, and whether it is the
@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from attnbench.analysis.verdict import geometric_mean  # noqa: E402
 from attnbench.api import load_results  # noqa: E402

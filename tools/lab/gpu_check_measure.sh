@@ -2,7 +2,7 @@
 # GPU acceptance checks of the measurement layer (compare, --against, sweep square, report).
 #
 # Usage, from the project root, on a machine with a GPU, pycuda and (for the peer) PyTorch:
-#   bash tools/gpu_check_measure.sh STAGE [OUTDIR]
+#   bash tools/lab/gpu_check_measure.sh STAGE [OUTDIR]
 # STAGE:
 #   pair    compare >= 5 variants + torch over t10,t11,t22,t29,t30 (saved), repeat it with --against
 #           (expect SAME on >= 90% of cells, exit 0), then a deliberately slowed variant --against the
@@ -16,7 +16,7 @@
 set -uo pipefail
 export COLUMNS="${COLUMNS:-200}"  # wide tables in the logs
 
-stage="${1:?usage: bash tools/gpu_check_measure.sh pair|ladder|sweep|report [OUTDIR]}"
+stage="${1:?usage: bash tools/lab/gpu_check_measure.sh pair|ladder|sweep|report [OUTDIR]}"
 out="${2:-build/gpu-check}"
 results="${RESULTS:-results/gpu-check}"  # where the saved runs go (and are read by report)
 cases="t10,t11,t22,t29,t30"

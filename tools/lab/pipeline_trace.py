@@ -1,6 +1,6 @@
 """Where a pipelined run's wall time goes: one `attnbench run CASE OUT` in this process, every stage timestamped.
 
-    python3 tools/pipeline_trace.py CASE OUT [--variant NAME] [--reps N]   (prints one JSON line)
+    python3 tools/lab/pipeline_trace.py CASE OUT [--variant NAME] [--reps N]   (prints one JSON line)
 
 It wraps the pipeline's stages (the ring's setup, each chunk's read, queueing of its copy and kernels, the
 main thread's waits for a free input buffer or a finished copy back, the writer's writes) and the output
@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 EVENTS: list[list] = []
 T0 = [0.0]

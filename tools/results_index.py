@@ -6,7 +6,7 @@
 GPU, date, commit and command come from each run's JSON (a compare's or sweep's `metadata`, a ceilings
 file's own fields); what each run shows, and the facts of a note that has no JSON, come from
 docs/results/about.toml. A file in docs/results that no run claims, or a run whose files are missing, is
-an error: the index cannot drift from the folder (tests/test_results_index.py runs --check).
+an error: the index cannot drift from the folder (tests/test_results_index_tool.py runs --check).
 """
 
 from __future__ import annotations

@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import json
 import sys
-import tomllib
 from pathlib import Path
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the backport attnbench depends on there
+    import tomli as tomllib
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's attnbench, when not installed
-from attnbench.files import atomic_write  # noqa: E402
+from attnbench.files import atomic_write
 
 FOLDER = Path(__file__).resolve().parents[1] / "docs" / "results"
 INDEX = "README.md"

@@ -9,16 +9,16 @@
 #           saved run (expect SLOWER and a non-zero exit)
 #   ladder  compare report 004's ladder (kernels .. qreg) + torch over the same cases, for the ladder view
 #   sweep   sweep square over all 102 sizes with one any-d variant (must finish within 10 minutes)
-#   report  attnbench report over every results/gpu-check/*.json, with plots
+#   report  attnbench report over every attnbench-results/gpu-check/*.json, with plots
 # OUTDIR (default build/gpu-check) receives logs/, results/ (copies) and the report with its plots.
-# Results are saved under results/gpu-check/ in the tree; copy OUTDIR/results/* back there between
+# Results are saved under attnbench-results/gpu-check/ in the tree; copy OUTDIR/results/* back there between
 # stages run on fresh machines, so that `report` sees all of them.
 set -uo pipefail
 export COLUMNS="${COLUMNS:-200}"  # wide tables in the logs
 
 stage="${1:?usage: bash tools/lab/gpu_check_measure.sh pair|ladder|sweep|report [OUTDIR]}"
 out="${2:-build/gpu-check}"
-results="${RESULTS:-results/gpu-check}"  # where the saved runs go (and are read by report)
+results="${RESULTS:-attnbench-results/gpu-check}"  # where the saved runs go (and are read by report)
 cases="t10,t11,t22,t29,t30"
 mkdir -p "$out/logs" "$out/results" "$results"
 log="$out/logs/$stage.log"

@@ -59,6 +59,11 @@ def check_output_path(path: str | os.PathLike, inputs: Iterable[str | os.PathLik
         raise OutputError(f"{given}: permission denied")
 
 
+# Where compare, sweep, judge, profile and ceilings save runs unless told otherwise: a folder of the
+# working directory that a checkout of this project ignores, so a user's runs never land in tracked files.
+DEFAULT_RESULTS_DIR = "attnbench-results"
+
+
 def check_results_folder(path: str | os.PathLike) -> None:
     """Refuse, before any work, a folder results cannot be saved in: a file of that name, no permission to
     write there, or a missing folder whose nearest existing parent cannot take it. Errors name `path`."""

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# On a host with several GPUs: the same compare on one GPU and with --gpus all, each timed whole and
-# phase by phase (tools/trace_phases.py), after the inputs are generated and the kernels compiled once.
+# On a host with several GPUs: the same compare on one GPU and with --gpus all, each timed whole, after
+# the inputs are generated and the kernels compiled once. TRACE=1 also times each phase in the parent and
+# the workers, into OUTDIR/*.stderr.log (tools/lab/trace_phases.py, an investigation's tool: it wraps
+# private functions).
 # Usage: bash tools/spread_bench.sh OUTDIR [CASES]   (about 4 minutes on two H200s with t10-t30)
 set -uo pipefail
 out=${1:?usage: tools/spread_bench.sh OUTDIR [CASES]}
@@ -22,7 +24,8 @@ done
 for where in one_gpu all_gpus; do
   extra=(); [ $where = all_gpus ] && extra=(--gpus all)
   start=$(date +%s.%N)
-  python3 "$here/trace_phases.py" compare -v $variants -c "$cases" --timeout 3 --results-dir "$out" \
-    --name "${name}_$where" "${extra[@]}" > "$out/${name}_$where.log" 2> "$out/${name}_$where.phases.log"
+  runner=(attnbench); [ "${TRACE:-0}" = 1 ] && runner=(python3 "$here/lab/trace_phases.py")
+  "${runner[@]}" compare -v $variants -c "$cases" --timeout 3 --results-dir "$out" \
+    --name "${name}_$where" "${extra[@]}" > "$out/${name}_$where.log" 2> "$out/${name}_$where.stderr.log"
   echo "$where: exit $?, $(python3 -c "import time; print(round(time.time() - $start, 1))") s" | tee -a "$out/${name}_times.log"
 done

@@ -157,7 +157,7 @@ def load_results(path: str | Path) -> ResultSet:
 
 
 def results_for_report(paths: Sequence[str | Path], notice: Notice = quiet) -> list[ResultSet]:
-    """The saved runs a report is made of. Among several files (`results/*.json`), one that is not a
+    """The saved runs a report is made of. Among several files (`attnbench-results/*.json`), one that is not a
     results file at all (a ceilings cache, a profile) is left out with a note; a results file that is
     damaged, or a single file given alone, is refused."""
     loaded = []

@@ -4,7 +4,7 @@ judged against the saved one. The command line states its options as `CompareOpt
 `plan_compare` and renders the `CompareOutcome` its plan returns.
 
     from attnbench.api.matrix import CompareOptions, plan_compare
-    outcome = plan_compare(CompareOptions(against="results/2026-11-21_h200_compare_t10-t30.json")).run()
+    outcome = plan_compare(CompareOptions(against="docs/results/2026-11-26_h100_final_default_peers_t01-t30.json")).run()
     print(outcome.report.summary(), outcome.exit_status)
 """
 

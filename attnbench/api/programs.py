@@ -26,6 +26,7 @@ from attnbench.judge.submissions import build, find_submissions
 from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
 from attnbench.backends.program import ProgramError
 from attnbench.errors import AttnbenchError, UsageError
+from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.judge.sandbox import MODES as SANDBOX_MODES
 from attnbench.judge.sandbox import Confinement, SandboxSettings, SandboxUnavailable
 from attnbench.api.notices import Notice, quiet
@@ -79,7 +80,7 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
                 time_limits: str = "course", timeout: float | None = None, build_timeout: float = 300.0,
                 rerun_top: int = RERUN_TOP, gpus: str | None = None, executor: str = "local",
                 slurm: SlurmOptions | None = None, sandbox: SandboxSettings | None = None,
-                results_dir: str | Path = "results", progress: ProgressFactory = no_progress,
+                results_dir: str | Path = DEFAULT_RESULTS_DIR, progress: ProgressFactory = no_progress,
                 listener: ClassListener | None = None, command: str | None = None,
                 fresh_inputs: bool = True) -> Scoreboard:
     """Build and judge every submission (folders, .cu or .c files, executables, or folders of them) on the
@@ -199,7 +200,7 @@ class JudgeOptions:
     executor: str = "local"
     slurm: SlurmOptions = SlurmOptions()
     resume: str | None = None  # a class's Slurm jobs folder
-    results_dir: str | Path = "results"
+    results_dir: str | Path = DEFAULT_RESULTS_DIR
     command: str | None = None
     fresh_inputs: bool | None = None  # None: fresh for a class, the suite's for one program
 

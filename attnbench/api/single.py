@@ -5,7 +5,7 @@
     print(m.kernel.median, m.tflops, m.verification.passed)
     rs = attnbench.compare(["cpu"], ["odd_17x48", "odd_100x32"])
     report = attnbench.verify("t02.out", "t02")
-    saved = attnbench.load_results("results/2026-11-21_h200_compare_t10-t30.json")
+    saved = attnbench.load_results("docs/results/2026-11-26_h100_final_default_peers_t01-t30.json")
 
 Every function raises `attnbench.errors.AttnbenchError` subclasses for expected failures (their
 `exit_code` is what the command line exits with). The command line only parses options, calls these

@@ -3,7 +3,7 @@
 
     import attnbench
     rs = attnbench.compare("ladder", "course", gpus="all")
-    rs = attnbench.resume("results/slurm/2026-11-22_0730_compare")
+    rs = attnbench.resume("attnbench-results/slurm/2026-11-22_0730_compare")
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import click
 
 from attnbench.api import programs as api_programs
 from attnbench.cli.options import command_line, notice
+from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.output.matrix_run import result_json
 from attnbench.output.save import save
 from attnbench.output.export.scoreboard_export import save_scoreboard
@@ -59,12 +60,12 @@ from attnbench.output.terminal import console, err_console, print_table, progres
 @click.option("--time", "time_min", type=click.IntRange(min=1), default=30, show_default=True,
               help="Each Slurm job's limit in minutes.")
 @click.option("--resume", "resume_folder", default=None, type=click.Path(exists=True, file_okay=False),
-              help="A class: finish a Slurm run from its jobs folder (results/slurm/<date>_<time>).")
+              help="A class: finish a Slurm run from its jobs folder (attnbench-results/slurm/<date>_<time>).")
 @click.option("--history", "history_folder", default=None, type=click.Path(file_okay=False),
               help="Show a class's history instead of judging: every scoreboard saved in this results folder, per "
                    "submission its best and latest run.")
 @click.option("--html", "with_html", is_flag=True, help="A class: save a one-file HTML page of the scoreboard too.")
-@click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False),
+@click.option("--results-dir", default=DEFAULT_RESULTS_DIR, show_default=True, type=click.Path(file_okay=False),
               help="Folder for the saved JSON, CSV and Markdown.")
 @click.option("--name", default=None, help="File stem for the saved results [default: date_judge_cpu_cases].")
 @click.option("--no-save", is_flag=True, help="Do not save the results.")

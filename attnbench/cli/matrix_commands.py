@@ -9,7 +9,7 @@ from typing import Callable, TypeVar
 import click
 
 from attnbench import api
-from attnbench.files import check_results_folder
+from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
 from attnbench.cli.options import (
     command_line,
     complete_cases,
@@ -39,7 +39,7 @@ from attnbench.output.terminal import MatrixProgress, console, print_line, print
 Outcome = TypeVar("Outcome")
 
 save_options = [
-    click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False),
+    click.option("--results-dir", default=DEFAULT_RESULTS_DIR, show_default=True, type=click.Path(file_okay=False),
                  help="Folder for the saved JSON, CSV and Markdown."),
     click.option("--name", default=None, help="File stem for the saved results [default: date_kind_gpu_inputs]."),
     click.option("--no-save", is_flag=True, help="Do not save the results."),
@@ -152,7 +152,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
     Examples:
       attnbench compare --variants naive,splitq,bankfree,torch --cases t10,t11,t22,t29,t30
       attnbench compare --variants ladder --cases known --baseline kernels --ladder --plot
-      attnbench compare --against results/2026-11-21_h200_compare_t10-t30.json --fail-slower 5%
+      attnbench compare --against docs/results/2026-11-26_h100_final_default_peers_t01-t30.json --fail-slower 5%
       attnbench compare -v ladder -c course --gpus all
       attnbench compare -v ladder -c course --executor slurm --partition nvidia --gres gpu:1
     """
@@ -264,8 +264,8 @@ def report(results: tuple[str, ...], output: str | None, ladder: bool | None, no
 
     \b
     Examples:
-      attnbench report results/2026-11-21_h200_compare_t10-t30.json
-      attnbench report results/*.json -o results/report.md --ladder
+      attnbench report docs/results/2026-11-26_h100_final_default_peers_t01-t30.json
+      attnbench report attnbench-results/*.json -o attnbench-results/report.md --ladder
     """
     from attnbench.output.report import write_report
 

@@ -39,7 +39,7 @@ class GpuModel:
         return self.max_threads_per_sm // 32
 
 
-# One representative model per architecture, as the course and results/ used them.
+# One representative model per architecture, as the course and the measurements used them.
 GPU_MODELS: dict[str, GpuModel] = {
     "sm_61": GpuModel("GeForce GTX 1080", "sm_61", 20, 2048, 32, 65536, 255, 96 * 1024, 48 * 1024, 0, smem_unit=256),
     "sm_80": GpuModel("A100", "sm_80", 108, 2048, 32, 65536, 255, 164 * 1024, 163 * 1024, 1024),

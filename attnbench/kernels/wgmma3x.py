@@ -46,14 +46,14 @@ def _wgmma3x_short(s: Shape) -> bool:
 
 
 # The streaming path (wgmma3x_stream: its producer warpgroup splits raw K/V tiles, no pre-pass) up to this
-# N for each head dimension; the pre-pass and wgmma3x_fwd beyond. Measured on the H200
-# (results/2026-11-25_h200_stream_ab.md): up to N = 256 streaming is 1-43% faster than the pre-pass (t12
+# N for each head dimension; the pre-pass and wgmma3x_fwd beyond. Measured on an H200 on 2026-11-25 (an
+# A/B of the two paths over the course cases): up to N = 256 streaming is 1-43% faster than the pre-pass (t12
 # 43%, t02 30%, t14 24%): the pre-pass's launch and its extra pass over K and V cost more than the products
 # there; from N = 1024 on 16-71% slower (one staging tile each for K and V: the producer waits on each
-# copy). At N = 512, after the producer's split got cheaper (split_raw_rows_k/vt), on the H100
-# (results/2026-11-26_h100_prepass_overlap.md): d = 32 streams 7.4% faster at (80, 512, 32) and 2.2% at
+# copy). At N = 512, after the producer's split got cheaper (split_raw_rows_k/vt), on an H100 on
+# 2026-11-26: d = 32 streams 7.4% faster at (80, 512, 32) and 2.2% at
 # t15; d = 64 is 1.0% slower at t06 and 1.7% faster at t16, so it stays at 256. At d = 128, with two consumer
-# warpgroups whose S reads Q big from registers, on the H100 (results/2026-11-26_h100_d128_stream_reach.json):
+# warpgroups whose S reads Q big from registers, on an H100 on 2026-11-26:
 # streaming is 20% faster at (16, 512, 128), 15% at (2, 600, 128), 11% at (3, 1000, 128), 3% at (16, 1024, 128);
 # 11% slower at (100, 2048, 128) and 10-18% at N = 4096 and 8192.
 _STREAM_MAX_N = {32: 512, 64: 256, 128: 1024}
@@ -112,16 +112,16 @@ def _wgmma3x_row_tiles(s: Shape) -> int:
 # 132; a 114-SM H100 PCIe gets the same split, still correct, only less even). The cost model: a pass
 # takes rounds x (K/V tiles a round + the fixed cost of a round in tiles). A split pass runs one block per
 # (unit, part), and each pays a block's set-up, Q's load and split, the ring's fill, the record and the
-# combine: 5 tiles, fitted to the split sweep on the H200 (results/2026-11-25_h200_key_split_sweep.md; every
+# combine: 5 tiles, fitted to the split sweep on an H200 on 2026-11-25 (every
 # cost from 4 to 8 agreed, 5 splits t10 in 3). An unsplit pass runs persistent blocks whose ring runs on from
 # unit to unit: the block's set-up (the 3 tiles left of 5) once, then 2 tiles a unit for Q's load and split and
-# its rows' write. From the sweeps on persistent blocks (results/2026-11-26_h100_key_split_sweep.md): over 27
+# its rows' write. From the sweeps on persistent blocks (an H100, 2026-11-26): over 27
 # cases this picks the fastest count, or on t08 one within 0.3% of it (the first model lost 3.4-7.9% on 7 of
 # them by splitting in 2, t09 among them); 0.5 to 2 tiles a unit do as well, 2.5 and up split t09 again.
 _HOPPER_SMS = 132
 _SPLIT_BLOCK_COST_TILES = 5.0
 _PERSISTENT_UNIT_COST_TILES = 2.0
-_MAX_KEY_SPLITS = 4  # 6 and 8 parts were 19-23% slower than 4 on t10 (results/2026-11-25_h200_key_split_ab.md)
+_MAX_KEY_SPLITS = 4  # 6 and 8 parts were 19-23% slower than 4 on t10 (an H200, 2026-11-25)
 # A pass of more than four waves is not split: its last wave is a small share of it. The cap also bounds
 # the split workspace of the smaller launches a pass may be cut into (see _wgmma3x_split_records).
 _MAX_SPLIT_BLOCKS = 4 * _HOPPER_SMS

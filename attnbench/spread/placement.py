@@ -18,6 +18,7 @@ from attnbench.spread.slurm import SlurmOptions, SlurmRun, default_folder, execu
 from attnbench.spread.workers import DevicePool, DeviceSummary, MatrixInterrupted, devices_for
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.errors import UsageError
+from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import Cell, ResultSet
 
@@ -31,7 +32,7 @@ class Placement:
     gpus: str | None = None  # all, or 0,1,...: one worker per GPU of this host
     executor: str = "local"
     slurm: SlurmOptions = field(default_factory=SlurmOptions)
-    results_dir: str = "results"  # the Slurm jobs folder goes under it unless slurm.folder is given
+    results_dir: str = DEFAULT_RESULTS_DIR  # the Slurm jobs folder goes under it unless slurm.folder is given
 
     @property
     def spread(self) -> bool:

@@ -59,7 +59,7 @@ class SlurmOptions:
     gres: str | None = None  # e.g. gpu:1
     time_min: int = 30  # each job's time limit
     array_parallelism: int = 16
-    folder: Path | None = None  # the jobs folder [default: results/slurm/<date>_<time>]
+    folder: Path | None = None  # the jobs folder [default: attnbench-results/slurm/<date>_<time>]
     job_seconds: float = 60.0  # the size jobs are packed to, by the FLOPs estimate
     poll_s: float = 2.0
     lost_after_s: float = 30.0  # a job out of squeue this long without its result is lost

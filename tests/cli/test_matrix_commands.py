@@ -121,7 +121,7 @@ def test_every_saved_run_a_help_text_names_exists():
     root = Path(attnbench.__file__).resolve().parents[1]
     texts = [command.help or "" for command in main.commands.values()]
     texts += [path.read_text() for path in (root / "attnbench").rglob("*.py")]
-    named = {m for text in texts for m in re.findall(r"results/20\d\d-[\w.-]+\.json", text)}
+    named = {m for text in texts for m in re.findall(r"docs/results/20\d\d-[\w.-]+\.json", text)}
     assert named and all((root / name).is_file() for name in named), sorted(n for n in named if not (root / n).is_file())
 
 
@@ -141,3 +141,24 @@ def test_a_report_into_a_folder_it_cannot_write_names_the_report_not_a_plot(cli,
     result = cli("report", str(tmp_path / "a.json"), "-o", str(tmp_path / "afile" / "r.md"))
     assert result.exit_code == 2 and "ceilings.png" not in result.output
     assert str(tmp_path / "afile" / "r.md") in " ".join(result.output.split())
+
+
+def test_runs_are_saved_by_default_in_a_folder_a_checkout_ignores():
+    """compare, sweep, judge and profile save into ./attnbench-results/ unless told otherwise; the project's
+    .gitignore lists it, so a user's runs never land in tracked files."""
+    from pathlib import Path
+
+    import attnbench
+    from attnbench.cli import main
+
+    defaults = {name: next(p.default for p in main.commands[name].params if p.name == "results_dir")
+                for name in ("compare", "sweep", "judge", "profile")}
+    assert set(defaults.values()) == {"attnbench-results"}, defaults
+    ignored = (Path(attnbench.__file__).resolve().parents[1] / ".gitignore").read_text().splitlines()
+    assert "attnbench-results/" in ignored
+
+
+def test_a_compare_without_a_results_dir_saves_under_attnbench_results(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli("compare", "-v", "cpu", "-c", "odd_17x1", "--reps", "1", "--name", "a").exit_code == 0
+    assert (tmp_path / "attnbench-results" / "a.json").is_file() and not (tmp_path / "results").exists()

@@ -154,7 +154,7 @@ def test_wgmma16s_has_no_shared_memory_hazards(gpu, tool, name):
     b, n, d, parts, blocks = RUNS[name]
     skip_unless_runs(WGMMA16S, Shape(b, n, d), gpu)
     result = subprocess.run(
-        [sanitizer, "--tool", tool, "--error-exitcode", "9", sys.executable, "tools/wgmma16s_one_pass.py",
+        [sanitizer, "--tool", tool, "--error-exitcode", "9", sys.executable, "tests/kernels/wgmma16s_one_pass.py",
          f"{b},{n},{d},{parts},{blocks}"],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     summary = [line for line in result.stdout.splitlines() if "SUMMARY" in line]

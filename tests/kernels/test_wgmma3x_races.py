@@ -43,7 +43,7 @@ def test_wgmma3x_has_no_shared_memory_hazards(gpu, tool, name):
     b, n, d, parts, blocks = RUNS[name]
     skip_unless_runs(get_variant("wgmma3x"), Shape(b, n, d), gpu)
     result = subprocess.run(
-        [sanitizer, "--tool", tool, "--error-exitcode", "9", sys.executable, "tools/key_split_sweep.py", "--one-pass",
+        [sanitizer, "--tool", tool, "--error-exitcode", "9", sys.executable, "tools/lab/key_split_sweep.py", "--one-pass",
          f"{b},{n},{d},{parts},{blocks}"],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     summary = [line for line in result.stdout.splitlines() if "SUMMARY" in line]

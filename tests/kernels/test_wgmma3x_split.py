@@ -20,7 +20,7 @@ def fwd(shape: Shape):
     return next(launch for launch in WGMMA3X.launches_for(shape) if launch.kernel in ("wgmma3x_fwd", "wgmma3x_stream"))
 
 
-# Split fastest on persistent blocks (results/2026-11-26_h100_key_split_sweep.md): t10 in 3 parts, (6, 4096, 64)
+# Split fastest on persistent blocks (tools/lab/key_split_sweep.py on an H100, 2026-11-26): t10 in 3 parts, (6, 4096, 64)
 # and (24, 1024, 128) in 2, (5, 4096, 32) in 4.
 @pytest.mark.parametrize("shape", [Shape(10, 2048, 64), Shape(6, 4096, 64), Shape(24, 1024, 128),
                                    Shape(5, 4096, 32), Shape(1, 4096, 128)], ids=str)

@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 from attnbench.analysis.class_history import HistoryRow, history, load_boards
 from attnbench.judge import course_judge as judging
 from attnbench.judge import class_slurm
+from attnbench.judge import oom_priority
 from attnbench.judge.class_pool import class_devices, judge_class_spread
 from attnbench.judge.classroom import ClassListener, ClassSettings, RERUN_TOP
 from attnbench.judge.classroom import confinement as class_confinement
@@ -105,6 +106,13 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     settings = ClassSettings(judging.load_time_limits(time_limits), timeout, build_timeout, rerun_top,
                              class_sandbox(sandbox or SandboxSettings()), fresh_inputs)
     metadata = collect(None, False, command)
+    with oom_priority.judge_last():  # a program that exhausts memory is killed, not the judge
+        return _judge_found(found, inputs, settings, executor, slurm, results_dir, gpus, progress, listener,
+                            metadata)
+
+
+def _judge_found(found, inputs, settings, executor, slurm, results_dir, gpus, progress, listener,  # noqa: ANN001
+                 metadata) -> Scoreboard:  # noqa: ANN001
     if executor == "slurm":
         options = slurm or SlurmOptions()
         if options.folder is None:

@@ -220,7 +220,8 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
     try:
         outcome = run_process(program.command(sandbox, paths), paths.folder, timeout_s, limits=limits,
                               user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs,
-                              sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths))
+                              sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths),
+                              after_limits=sandbox.after_limits())
         judged = JudgedCase(case.label, case.shape, PASS, "", outcome.wall_s, limit_s, timeout_s,
                             returncode=outcome.returncode)
         judged.verdict, judged.message, judged.check = judge_outcome(
@@ -254,6 +255,7 @@ def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) 
             run_process(program.command(sandbox, paths), paths.folder, timeout_s,
                         limits=sandbox.limits_for(shape.output_bytes, timeout_s), user=sandbox.user,
                         sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths),
+                        after_limits=sandbox.after_limits(),
                         env=sandbox.case_env(paths), logs=paths.logs)
         except ProgramError:
             pass

@@ -40,7 +40,7 @@ from typing import Sequence
 from attnbench.backends.program import ProcessLimits
 from attnbench.backends.reaper import kill_user
 from attnbench.errors import AttnbenchError
-from attnbench.judge import case_disk, cgroups
+from attnbench.judge import case_disk, cgroups, oom_priority, syscall_filter
 from attnbench.judge.bwrap_args import BWRAP_ENV  # noqa: F401 - the variable is part of the sandbox's interface
 from attnbench.judge.bwrap_args import bwrap_starts, find_bwrap, gpu_binds, library_folders, system_binds
 from attnbench.judge.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
@@ -287,12 +287,18 @@ class Sandbox:
         limits = self.settings.limits_for(output_bytes, timeout_s)
         return replace(limits, memory_bytes=None) if self.groups is not None else limits
 
-    def before_exec(self, case: CasePaths):  # noqa: ANN205 - a function for run_process, or None
-        """The run's child's first steps, as root: join its cgroup; in the fallback, leave host network and IPC."""
+    def before_exec(self, case: CasePaths):  # noqa: ANN205 - a function for run_process
+        """The run's child's first steps, as the judge's user: the OOM killer's first choice; join its cgroup;
+        in the fallback as root, leave host network and IPC."""
         group, isolate = case.cgroup, self.confinement.own_uids and not self.confinement.sandboxed
-        if group is None and not isolate:
-            return None
-        return lambda: (group is not None and cgroups.join(group), isolate and leave_network_and_ipc())
+        return lambda: (oom_priority.make_this_process_first(), group is not None and cgroups.join(group),
+                        isolate and leave_network_and_ipc())
+
+    @staticmethod
+    def after_limits():  # noqa: ANN205 - a function for run_process, or None
+        """The run's child's last step before exec, after limits and uid: a new empty session keyring and
+        the system-call filter (attnbench.judge.syscall_filter); None where this machine has no filter."""
+        return syscall_filter.install_in_this_process if syscall_filter.supported() else None
 
     def out_of_memory(self, case: CasePaths) -> bool:
         """Whether the run's cgroup killed a process for its memory limit."""
@@ -310,6 +316,9 @@ class Sandbox:
             notes.append("processes: programs run as root, where RLIMIT_NPROC does not bind")
         elif os.geteuid() != 0 and not self.confinement.sandboxed:
             notes.append("processes: RLIMIT_NPROC counts every process of your user, not only the program's")
+        if not syscall_filter.supported():
+            notes.append("system calls: no filter on this machine's architecture: keyrings, io_uring and CPU "
+                         "affinity are open to programs")
         if not self.disk_capped:
             notes.append("disk: each file is capped (RLIMIT_FSIZE) and the in-memory /tmp and /dev/shm are "
                          "capped, but not the total a run writes in its case folder (that needs root)")

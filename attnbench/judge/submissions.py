@@ -242,7 +242,8 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         limits = ProcessLimits(BUILD_FILE_BYTES, settings.processes, None, int(4 * timeout_s))
         outcome = run_process(sandbox.command(inside, paths), paths.folder, timeout_s, limits=limits,
                               user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs,
-                              sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths))
+                              sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths),
+                              after_limits=sandbox.after_limits())
         made = _program_after_build(paths.folder, before) if outcome.returncode == 0 else None
         program = take_program(made, program_folder, COURSE_EXECUTABLE) if made is not None else None
         sandbox.finish(paths)

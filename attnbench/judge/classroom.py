@@ -152,7 +152,8 @@ def build_row(submission: Submission, settings: ClassSettings, build_root: Path,
     except Exception as exc:  # noqa: BLE001 - one submission's failure is its row's, never the class's
         built = Built(submission, None, failure_text(exc))
     listener(submission.name, "build", "built" if built.ok else "build failed")
-    return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, built.message,
+    message = "; ".join(part for part in (submission.note, built.message) if part)
+    return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, message,
                          device if built.ok else None, reruns=1), built.program
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from attnbench.analysis.ranking import RANKING_RULE, rank, top_rows
+from attnbench.analysis.ranking import RANKING_RULE, RERUN_MARGIN, rank, top_rows
 from attnbench.judge.course_judge import (
     PreparedCase,
     Program,
@@ -218,7 +218,8 @@ def new_board(inputs: Sequence[BenchInput], settings: ClassSettings, metadata: d
     """An empty scoreboard for these cases, its rule and settings recorded (and how programs were confined)."""
     return Scoreboard([b.label for b in inputs], [], dict(metadata or {}),
                       {"ranking": RANKING_RULE, "time_limits": settings.limits.describe(),
-                       "reruns": f"the top {settings.rerun_top} of each GPU kind: median of {RERUN_RUNS} runs"
+                       "reruns": f"the top {settings.rerun_top} of each GPU kind, and any row within "
+                       f"{RERUN_MARGIN:.0%} of the {settings.rerun_top}th's total: median of {RERUN_RUNS} runs"
                        if settings.rerun_top else "none (--rerun-top 0): one run per case",
                        "inputs": FRESH_RULE if settings.fresh_inputs else "the suite's inputs (public seeds)",
                        "seeds": {},

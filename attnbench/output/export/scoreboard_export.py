@@ -10,7 +10,7 @@ from pathlib import Path
 from attnbench.analysis.class_history import HistoryRow, history, load_boards
 from attnbench.output.export.csv_export import as_text
 from attnbench.output.export.exporter import Exporter, save_formats
-from attnbench.output.markdown import md_escape
+from attnbench.output.markdown import md_strangers
 from attnbench.output.markdown import render as render_markdown
 from attnbench.output.scoreboard import ScoreCell, history_rows, scoreboard_lines, scoreboard_model, scoreboard_rows
 from attnbench.output.table_model import BAD, DIM, GOOD
@@ -47,8 +47,8 @@ class ScoreboardMarkdown(Exporter[Scoreboard]):
     suffix = ".md"
 
     def render(self, saved: Scoreboard) -> str:
-        lines = ["# Scoreboard", "", render_markdown(scoreboard_model(saved)), ""]
-        lines += [f"- {md_escape(line)}" for line in scoreboard_lines(saved)]
+        lines = ["# Scoreboard", "", render_markdown(scoreboard_model(saved), escape=md_strangers), ""]
+        lines += [f"- {md_strangers(line)}" for line in scoreboard_lines(saved)]
         return "\n".join(lines) + "\n"
 
 

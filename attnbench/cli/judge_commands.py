@@ -10,7 +10,7 @@ import click
 from attnbench.api import programs as api_programs
 from attnbench.cli.options import command_line, notice
 from attnbench.output.save import save
-from attnbench.output.export.scoreboard_export import save_scoreboard
+from attnbench.output.export.scoreboard_export import RowByRow
 from attnbench.output.scoreboard import class_stem, history_model, scoreboard_lines, scoreboard_model
 from attnbench.output.result_tables import format_s, scoreboard_table
 from attnbench.printable import printable
@@ -170,16 +170,17 @@ def _say_class_event(submission: str, what: str, happened: str) -> None:
 
 def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str | None, no_save: bool) -> None:
     """A class: build, judge, rank, rerun the top; print the scoreboard and save it."""
-    board = api_programs.judge_submissions(options, progress=progress_bar, listener=_say_class_event, notice=notice)
+    saver = RowByRow(options.results_dir, lambda board: name or class_stem(board, options.cases), with_html)
+    board = api_programs.judge_submissions(options, progress=progress_bar, listener=_say_class_event, notice=notice,
+                                           checkpoint=None if no_save or options.resume else saver)
     if board.settings.get("confinement_warning"):
         err_console.print(f"warning: {board.settings['confinement_warning']}", highlight=False, markup=False,
                           soft_wrap=True)
     print_table(scoreboard_model(board, f"scoreboard: {len(board.rows)} submissions, {len(board.cases)} cases"))
     for line in scoreboard_lines(board):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
-    if not no_save and board.rows:
-        stem = name or class_stem(board, options.cases)
-        for path in save_scoreboard(board, options.results_dir, stem, with_html):
+    if not no_save and (board.rows or saver.paths):
+        for path in saver.finish(board):
             console.print(f"saved {path}", highlight=False, soft_wrap=True)
     if board.interrupted:
         notice("interrupted; what was judged is saved")

@@ -27,6 +27,7 @@ from attnbench.errors import GpuUnavailable
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     ClassListener,
+    Checkpoint,
     ClassSettings,
     add_run,
     build_row,
@@ -160,9 +161,11 @@ def _device_of(row: SubmissionRow) -> None:
 
 def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
                        devices: list[Device], progress: ProgressFactory = no_progress,
-                       listener: ClassListener | None = None, metadata: dict | None = None) -> Scoreboard:
+                       listener: ClassListener | None = None, metadata: dict | None = None,
+                       checkpoint: Checkpoint | None = None) -> Scoreboard:
     """Build every submission here, then judge every case of every one on the devices' workers; rank,
-    rerun the top rows there too, rank again. Ctrl-C keeps what was judged."""
+    rerun the top rows there too, rank again. Ctrl-C keeps what was judged. `checkpoint` gets the board
+    after the builds and after each case judged (to save it as it grows)."""
     listen = listener or (lambda *a: None)
     board = new_board(inputs, settings, metadata, confinement(settings))
     board.settings["workers"] = [d.label for d in devices]
@@ -174,6 +177,8 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
         rows[name].entries[label] = entry
         _device_of(rows[name])
         listen(name, label, entry.verdict)
+        if checkpoint is not None:
+            checkpoint(board)
 
     def rerun(name: str, label: str, entry: CaseEntry, device: str) -> None:
         if label in rows[name].entries and rows[name].entries[label].passed and not add_run(rows[name], label, entry):
@@ -204,6 +209,8 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
                     warm_up_entry(program, inputs[0].shape, inputs[0].label, settings,
                                   cache_of(caches, submission.name))
         board.rows = list(rows.values())
+        if checkpoint is not None:
+            checkpoint(board)
         with ProcessPoolExecutor(len(devices), mp_context=context, initializer=_start_worker,
                                  initargs=(queue,)) as pool:
             _run_jobs(pool, [(n, i) for i in range(len(first)) for n in programs], programs, first, settings,

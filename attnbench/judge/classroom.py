@@ -66,6 +66,7 @@ class ClassSettings:
 
 
 ClassListener = Callable[[str, str, str], None]  # (submission, case or "build", what happened)
+Checkpoint = Callable[[Scoreboard], None]  # the board as it grows, to be saved
 
 
 def gpu_name(index: int | None = None) -> str:
@@ -236,14 +237,16 @@ def record_seeds(board: Scoreboard, run: str, inputs: Sequence[BenchInput]) -> N
 
 def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
                 progress: ProgressFactory = no_progress, listener: ClassListener | None = None,
-                metadata: dict | None = None) -> Scoreboard:
-    """Build and judge every submission on every input, rank them, rerun the top ones, rank again."""
+                metadata: dict | None = None, checkpoint: Checkpoint | None = None) -> Scoreboard:
+    """Build and judge every submission on every input, rank them, rerun the top ones, rank again;
+    `checkpoint` gets the board after each row (to save it as it grows)."""
     listen = listener or (lambda *a: None)
     device = gpu_name()
     board = new_board(inputs, settings, metadata, confinement(settings))
     programs: dict[str, Path] = {}
     caches = cuda_caches()
     tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
+    cases: list[PreparedCase] = []
     try:
         first = settings.first_inputs(inputs)
         record_seeds(board, "first", first)
@@ -251,10 +254,10 @@ def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput],
         for submission in submissions:
             row, program = judge_submission(submission, cases, settings, tmp / "builds", device, listen, caches)
             board.rows.append(row)
+            if checkpoint is not None:
+                checkpoint(board)
             if program is not None:
                 programs[submission.name] = program
-        for case in cases:
-            release(case.input_path)
         rank(board)
         top = top_rows(board, settings.rerun_top)
         rounds = settings.rerun_rounds(inputs) if top else []
@@ -264,6 +267,8 @@ def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput],
     except KeyboardInterrupt:
         board.interrupted = True
     finally:
+        for case in cases:  # fresh inputs are secrets: never left behind, whatever happened
+            release(case.input_path)
         remove_tree(caches)
         remove_tree(tmp)
     return rank(board)

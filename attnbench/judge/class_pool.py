@@ -40,6 +40,7 @@ from attnbench.judge.classroom import (
     gpu_name,
     judge_entry,
     new_board,
+    pinning,
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
@@ -169,6 +170,7 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
     listen = listener or (lambda *a: None)
     board = new_board(inputs, settings, metadata, confinement(settings))
     board.settings["workers"] = [d.label for d in devices]
+    board.settings["cpu_pinning"] = pinning(settings)
     rows: dict[str, SubmissionRow] = {}
     programs: dict[str, Path] = {}
 

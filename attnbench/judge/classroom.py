@@ -214,6 +214,15 @@ def confinement(settings: ClassSettings) -> Confinement:
         sandbox.close()
 
 
+def pinning(settings: ClassSettings) -> str:
+    """How runs on a worker are kept on its cores here (Sandbox.pinning)."""
+    sandbox = Sandbox.open(None, settings.sandbox)
+    try:
+        return sandbox.pinning()
+    finally:
+        sandbox.close()
+
+
 def new_board(inputs: Sequence[BenchInput], settings: ClassSettings, metadata: dict | None,
               confined: Confinement | None = None) -> Scoreboard:
     """An empty scoreboard for these cases, its rule and settings recorded (and how programs were confined)."""

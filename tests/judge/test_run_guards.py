@@ -54,8 +54,6 @@ def test_no_run_sees_changes_or_leaves_a_key(tmp_path, mode):
     (submissions / "thief.c").write_text(wrapping(THIEF.read_text(), "if (keyring_trick()) return 3;"))
     # the build tries too: make runs the trick before it compiles
     (submissions / "builder").mkdir()
-    (submissions / "builder" / "trick.c").write_text(
-        wrapping(THIEF.read_text(), "if (keyring_trick()) return 3;").replace("int main", "int unused_main"))
     (submissions / "builder" / "probe.c").write_text(THIEF.read_text() + "int main(void) { return keyring_trick(); }\n")
     (submissions / "builder" / "attention.c").write_text(EXAMPLE.read_text())
     (submissions / "builder" / "Makefile").write_text(
@@ -100,3 +98,30 @@ def _bare_sandbox():
     class Bare:
         confinement = Confinement("fallback")
     return Bare()
+
+
+@pytest.mark.skipif(not can_build(), reason="needs cc and make")
+def test_a_fork_storm_beside_a_run_cannot_stop_its_threads_nor_a_run_leave_its_cores(tmp_path, monkeypatch):
+    from attnbench.api import programs
+
+    programs_dir = ROOT / "tests" / "adversarial" / "programs"
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    (submissions / "aaa_hog.c").write_text(wrapping((programs_dir / "nproc_hog.c").read_text(), "hog_processes();"))
+    (submissions / "threads.c").write_text(wrapping((programs_dir / "threads_needed.c").read_text(),
+                                                    "if (start_threads()) return 1;"))
+    (submissions / "widener.c").write_text(
+        "#define _GNU_SOURCE\n" + wrapping((programs_dir / "affinity_widener.c").read_text().replace("#define _GNU_SOURCE\n", ""),
+                                           "if (widen_affinity()) return 5;"))
+    monkeypatch.setenv("ATTNBENCH_CPU_WORKERS", "2")  # two workers: the two programs run side by side
+    from attnbench.judge.sandbox import SandboxSettings
+
+    board = programs.judge_class([submissions / "aaa_hog.c", submissions / "threads.c", submissions / "widener.c"],
+                                 CASE, time_limits="none",
+                                 rerun_top=2, gpus="all", sandbox=SandboxSettings(CLASS_MODE, processes=64))
+    rows = {r.name: r for r in board.rows}
+    assert rows["threads"].entries[CASE].verdict == "PASS", rows["threads"].entries[CASE].message
+    assert len(rows["threads"].entries[CASE].runs_s) == 3  # its reruns too, each beside the hog's
+    if syscall_filter.supported():  # no run leaves its worker's cores
+        assert rows["widener"].entries[CASE].verdict == "PASS", rows["widener"].entries[CASE].message
+        assert "filter" in board.settings["cpu_pinning"]

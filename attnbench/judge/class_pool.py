@@ -29,6 +29,7 @@ from attnbench.judge.classroom import (
     ClassListener,
     Checkpoint,
     ClassSettings,
+    add_note,
     add_run,
     build_row,
     confinement,
@@ -208,8 +209,8 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
             if program is not None:
                 programs[submission.name] = program
                 if inputs:  # here, before the spread: its JIT cache is sealed before any judged run
-                    warm_up_entry(program, inputs[0].shape, inputs[0].label, settings,
-                                  cache_of(caches, submission.name))
+                    add_note(rows[submission.name], warm_up_entry(program, inputs[0].shape, inputs[0].label,
+                                                                  settings, cache_of(caches, submission.name)))
         board.rows = list(rows.values())
         if checkpoint is not None:
             checkpoint(board)

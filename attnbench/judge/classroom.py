@@ -103,20 +103,27 @@ def cache_of(caches: Path, name: str) -> Path:
     return caches / hmac.new(key, os.fsencode(name), "sha256").hexdigest()[:32]
 
 
-def warm_up_entry(program: Path, shape: Shape, label: str, settings: ClassSettings, cuda_cache: Path) -> None:
+def warm_up_entry(program: Path, shape: Shape, label: str, settings: ClassSettings, cuda_cache: Path) -> str:
     """The submission's warm-up run (course_judge.warm_up) on a throwaway input of this shape: untimed,
-    unjudged, the only run whose CUDA cache is writable; never the class's end."""
+    unjudged, the only run whose CUDA cache is writable; never the class's end. Returns a note for its row
+    ('' unless its cache was dropped)."""
     limit = settings.limits.limit_for(label)
     try:
         sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache, cache_writable=True)
         try:
-            warm_up(Program(program), shape, sandbox, timeout_for(limit, settings.timeout_s))
+            return warm_up(Program(program), shape, sandbox, timeout_for(limit, settings.timeout_s))
         finally:
             sandbox.close()
     except SandboxUnavailable:
         raise
     except Exception:  # noqa: BLE001 - a warm-up that fails leaves the cache empty: the judged runs still run
-        pass
+        return ""
+
+
+def add_note(row: SubmissionRow, note: str) -> None:
+    """A note the judge adds to a row (after the build's own)."""
+    if note:
+        row.build_message = "; ".join(part for part in (row.build_message, note) if part)
 
 
 def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda_cache: Path | None = None) -> CaseEntry:
@@ -166,7 +173,7 @@ def judge_submission(submission: Submission, cases: list[PreparedCase], settings
         return row, None
     cache = cache_of(caches, submission.name) if caches else None
     if cache is not None and cases:
-        warm_up_entry(program, cases[0].shape, cases[0].label, settings, cache)
+        add_note(row, warm_up_entry(program, cases[0].shape, cases[0].label, settings, cache))
     for case in cases:
         row.entries[case.label] = entry = judge_entry(program, case, settings, cache)
         listener(submission.name, case.label, entry.verdict)

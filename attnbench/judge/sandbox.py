@@ -210,7 +210,7 @@ class Sandbox:
         if self.cache_writable and self.user is not None:
             os.chown(self.cuda_cache, self.user, self.user)
         elif not self.cache_writable:
-            seal_cache(self.cuda_cache)
+            seal_cache(self.cuda_cache, first=False)  # sealed after the warm-up; runs' copies may link to it
 
     def _cache_path(self) -> str:
         return INSIDE_CACHE if self.confinement.sandboxed else str(self.cuda_cache)

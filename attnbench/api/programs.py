@@ -107,9 +107,13 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     settings = ClassSettings(judging.load_time_limits(time_limits), timeout, build_timeout, rerun_top,
                              class_sandbox(sandbox or SandboxSettings()), fresh_inputs)
     metadata = collect(None, False, command)
-    with oom_priority.judge_last():  # a program that exhausts memory is killed, not the judge
-        return _judge_found(found, inputs, settings, executor, slurm, results_dir, gpus, progress, listener,
-                            metadata, checkpoint)
+    with oom_priority.judge_last() as lowered:  # a program that exhausts memory is killed, not the judge
+        board = _judge_found(found, inputs, settings, executor, slurm, results_dir, gpus, progress, listener,
+                             metadata, checkpoint)
+    board.settings["oom_killer"] = (
+        f"programs {oom_priority.PROGRAM_ADJ}, the judge {lowered}" if lowered is not None else
+        f"programs {oom_priority.PROGRAM_ADJ}; the judge's own could not be lowered (it needs root)")
+    return board
 
 
 def _judge_found(found, inputs, settings, executor, slurm, results_dir, gpus, progress, listener,  # noqa: ANN001

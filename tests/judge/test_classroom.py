@@ -181,3 +181,4 @@ def test_the_scoreboard_is_saved_after_each_row_so_a_killed_judge_leaves_the_row
     assert paths == saver.paths and shown == sorted(paths)  # one set of files, rewritten
     final = load_scoreboard(paths[0])
     assert not final.interrupted and final.rows[0].rank == 1
+    assert final.settings["oom_killer"].startswith("programs 1000")

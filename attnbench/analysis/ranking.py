@@ -8,7 +8,9 @@ The rule, stated once (and saved with every scoreboard):
    course ranks, unless the slower total is within `TIE_WITHIN` of the faster: then they share a rank
    (competition ranking: 1, 2, 2, 4). The band is fixed: a band that grew with a row's spread let a
    slower row buy a tie by being noisy on purpose (idling on one rerun), and rows judged side by side
-   spread further still; the course's TAs settle what a 2% band leaves tied.
+   spread further still; the course's TAs settle what a 2% band leaves tied. The band is measured from
+   the FASTEST row of the tie, never from the row just above: rows 1.9% apart would otherwise chain a
+   row 6% slower into the first rank.
 4. A submission that did not build, or passed nothing, is unranked.
 """
 
@@ -19,7 +21,8 @@ from attnbench.results.scoreboard import Scoreboard, SubmissionRow
 TIE_WITHIN = 0.02  # one wall-clock run of a whole program varies by a percent or two on a quiet machine
 RANKING_RULE = ("ranked within each GPU kind (a row by the kind that ran most of its cases): more cases passed "
                 "first, then less total time of the cases passed; totals within a fixed "
-                f"{TIE_WITHIN:.0%} of the faster one tie (no row's noise widens it)")
+                f"{TIE_WITHIN:.0%} of the fastest of the tie tie (no row's noise widens it, rows never chain)")
+RERUN_MARGIN = 0.25  # a first round's single run can be this much slower than the row's median
 
 
 def _tied(faster: SubmissionRow, slower: SubmissionRow) -> bool:
@@ -44,17 +47,16 @@ def rank(board: Scoreboard) -> Scoreboard:
     groups.append([row for row in board.rows if row.gpu not in kinds])  # never judged: unranked, last
     ordered: list[SubmissionRow] = []
     for group in map(order, groups):
-        previous: SubmissionRow | None = None
+        leader: SubmissionRow | None = None  # the fastest row of the current rank
         for position, row in enumerate(group, start=1):
             row.tied = False
             if not (row.built and row.passed > 0):
                 row.rank = None
                 continue
-            if previous is not None and previous.rank is not None and _tied(previous, row):
-                row.rank, row.tied, previous.tied = previous.rank, True, True
+            if leader is not None and leader.rank is not None and _tied(leader, row):
+                row.rank, row.tied, leader.tied = leader.rank, True, True
             else:
-                row.rank = position
-            previous = row
+                row.rank, leader = position, row
         ordered.extend(group)
     board.rows = ordered
     board.settings["ranking"] = RANKING_RULE
@@ -62,7 +64,9 @@ def rank(board: Scoreboard) -> Scoreboard:
 
 
 def top_rows(board: Scoreboard, count: int) -> list[SubmissionRow]:
-    """The rows worth rerunning: the first `count` ranked rows of each GPU kind, and any row tied with them."""
+    """The rows worth rerunning: the first `count` ranked rows of each GPU kind, any row tied with them, and
+    any row that passed as many cases as the count-th within RERUN_MARGIN of its total (one noisy first run
+    must not keep an honest row out of the reruns, and so out of the top)."""
     chosen: list[SubmissionRow] = []
     if count <= 0:  # --rerun-top 0: no row is rerun
         return chosen
@@ -70,6 +74,7 @@ def top_rows(board: Scoreboard, count: int) -> list[SubmissionRow]:
         group = [r for r in board.rows if r.gpu == gpu and r.rank is not None]
         if not group:
             continue
-        cutoff = group[min(count, len(group)) - 1].rank
-        chosen.extend(r for r in group if r.rank is not None and cutoff is not None and r.rank <= cutoff)
+        last = group[min(count, len(group)) - 1]
+        chosen.extend(r for r in group if r.rank is not None and last.rank is not None and (
+            r.rank <= last.rank or (r.passed == last.passed and r.total_s <= (1 + RERUN_MARGIN) * last.total_s)))
     return chosen

@@ -14,8 +14,9 @@ from typing import Callable, Sequence
 from attnbench.analysis.class_history import HistoryRow, history, load_boards
 from attnbench.judge import course_judge as judging
 from attnbench.judge import class_slurm
+from attnbench.judge import oom_priority
 from attnbench.judge.class_pool import class_devices, judge_class_spread
-from attnbench.judge.classroom import ClassListener, ClassSettings, RERUN_TOP
+from attnbench.judge.classroom import Checkpoint, ClassListener, ClassSettings, RERUN_TOP
 from attnbench.judge.classroom import confinement as class_confinement
 from attnbench.judge.classroom import judge_class as run_class
 from attnbench.judge.course_judge import JudgedCase
@@ -82,7 +83,7 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
                 slurm: SlurmOptions | None = None, sandbox: SandboxSettings | None = None,
                 results_dir: str | Path = DEFAULT_RESULTS_DIR, progress: ProgressFactory = no_progress,
                 listener: ClassListener | None = None, command: str | None = None,
-                fresh_inputs: bool = True) -> Scoreboard:
+                fresh_inputs: bool = True, checkpoint: Checkpoint | None = None) -> Scoreboard:
     """Build and judge every submission (folders, .cu or .c files, executables, or folders of them) on the
     same cases, rank them (passed cases first, then total time; ties within noise), rerun the top ones
     and rank again; returns the scoreboard, which the command line renders and saves. With
@@ -90,7 +91,8 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     submission is a Slurm job (then each rerun), in the jobs folder of `slurm` (default
     results_dir/slurm/<date>_<time>). Every build and every case runs in the judge's sandbox (`sandbox`;
     a class needs one unless its mode is "none"). `fresh_inputs` (the default): every case and every rerun
-    on inputs drawn anew from secret seeds, saved with the scoreboard; False: the suite's inputs."""
+    on inputs drawn anew from secret seeds, saved with the scoreboard; False: the suite's inputs.
+    `checkpoint` gets the board as it grows (after each row here, each case with `gpus`), to save it."""
     if executor not in ("local", "slurm"):
         raise UsageError(f"--executor {executor}: local or slurm")
     if gpus is not None and executor == "slurm":
@@ -106,6 +108,17 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     settings = ClassSettings(judging.load_time_limits(time_limits), timeout, build_timeout, rerun_top,
                              class_sandbox(sandbox or SandboxSettings()), fresh_inputs)
     metadata = collect(None, False, command)
+    with oom_priority.judge_last() as lowered:  # a program that exhausts memory is killed, not the judge
+        board = _judge_found(found, inputs, settings, executor, slurm, results_dir, gpus, progress, listener,
+                             metadata, checkpoint)
+    board.settings["oom_killer"] = (
+        f"programs {oom_priority.PROGRAM_ADJ}, the judge {lowered}" if lowered is not None else
+        f"programs {oom_priority.PROGRAM_ADJ}; the judge's own could not be lowered (it needs root)")
+    return board
+
+
+def _judge_found(found, inputs, settings, executor, slurm, results_dir, gpus, progress, listener,  # noqa: ANN001
+                 metadata, checkpoint) -> Scoreboard:  # noqa: ANN001
     if executor == "slurm":
         options = slurm or SlurmOptions()
         if options.folder is None:
@@ -113,8 +126,8 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
         return class_slurm.judge_class_slurm(found, inputs, settings, options, listener, metadata)
     if gpus is not None:
         devices = class_devices(gpus)
-        return judge_class_spread(found, inputs, settings, devices, progress, listener, metadata)
-    return run_class(found, inputs, settings, progress, listener, metadata)
+        return judge_class_spread(found, inputs, settings, devices, progress, listener, metadata, checkpoint)
+    return run_class(found, inputs, settings, progress, listener, metadata, checkpoint)
 
 
 class BuildFailed(AttnbenchError):
@@ -238,7 +251,8 @@ def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progr
 
 
 def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_progress,
-                      listener: ClassListener | None = None, notice: Notice = quiet) -> Scoreboard:
+                      listener: ClassListener | None = None, notice: Notice = quiet,
+                      checkpoint: Checkpoint | None = None) -> Scoreboard:
     """The class `options` names judged (see `judge_class`), after a note of what its cases will write; or,
     with `resume`, its Slurm run finished."""
     if options.resume:
@@ -248,7 +262,8 @@ def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_p
                        build_timeout=options.build_timeout, rerun_top=options.rerun_top, gpus=options.gpus,
                        executor=options.executor, slurm=options.slurm, sandbox=options.sandbox,
                        results_dir=options.results_dir, progress=progress, listener=listener,
-                       command=options.command, fresh_inputs=options.fresh_inputs is not False)
+                       command=options.command, fresh_inputs=options.fresh_inputs is not False,
+                       checkpoint=checkpoint)
 
 
 def new_kernel(name: str, folder: str | Path = ".") -> StarterFiles:

@@ -107,9 +107,10 @@ def _kill_group(process: subprocess.Popen) -> None:
 
 
 def _limiter(limits: ProcessLimits, uid: int, first: Callable[[], None] | None = None,
-             drop_to: int | None = None) -> Callable[[], None]:
+             drop_to: int | None = None, last: Callable[[], None] | None = None) -> Callable[[], None]:
     """The function the child runs before exec: `first` (as the judge's user: joining a cgroup, say), then
-    each limit, soft and hard alike, then (given `drop_to`) the switch to that uid and group."""
+    each limit, soft and hard alike, then (given `drop_to`) the switch to that uid and group, then `last`
+    (a system-call filter, which must come after every call it might refuse)."""
     settings = [(resource.RLIMIT_FSIZE, limits.file_bytes), (resource.RLIMIT_AS, limits.memory_bytes),
                 (resource.RLIMIT_CPU, limits.cpu_s)]
     if limits.processes is not None:
@@ -126,18 +127,22 @@ def _limiter(limits: ProcessLimits, uid: int, first: Callable[[], None] | None =
             os.setgroups([])
             os.setgid(drop_to)
             os.setuid(drop_to)
+        if last is not None:
+            last()
 
     return set_limits
 
 
 def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: ProcessLimits | None = None,
                 user: int | None = None, env: dict[str, str] | None = None, logs: Path | None = None,
-                sole_user: bool = False, before_exec: Callable[[], None] | None = None) -> ProcessOutcome:
+                sole_user: bool = False, before_exec: Callable[[], None] | None = None,
+                after_limits: Callable[[], None] | None = None) -> ProcessOutcome:
     """Run argv in its own process group (as uid `user` if given, under `limits`); wall-clock it from launch
     to exit; kill the group at the timeout; then kill every descendant left and report any still alive.
     Its stdout and stderr go to files in `logs` (default: cwd). With `sole_user` (uid `user` belongs to this
     run alone), every process of that uid is killed too, whatever tree it is in. `before_exec` runs in the
-    child as the judge's user, before the limits and the switch to `user` (to join a cgroup).
+    child as the judge's user, before the limits and the switch to `user` (to join a cgroup); `after_limits`
+    runs last, as `user`, just before exec (the judge's system-call filter).
 
     An orphan carries no trace of who started it, so the sweep kills every descendant of this process that
     appeared while argv ran: run one program at a time per process (concurrent cases belong in separate
@@ -146,11 +151,12 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
     stdout_path, stderr_path = logs / ".judge_stdout", logs / ".judge_stderr"
     become_subreaper()
     spared = set(descendants(os.getpid()))
-    ids = {"user": user, "group": user, "extra_groups": []} if user is not None and before_exec is None else {}
+    own_steps = before_exec is not None or after_limits is not None  # then the uid switch is ours, in order
+    ids = {"user": user, "group": user, "extra_groups": []} if user is not None and not own_steps else {}
     preexec = None
-    if limits is not None or before_exec is not None:
+    if limits is not None or own_steps:
         preexec = _limiter(limits or ProcessLimits(), os.getuid() if user is None else user, before_exec,
-                           user if before_exec is not None else None)
+                           user if own_steps else None, after_limits)
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         start = time.perf_counter()
         try:

@@ -12,7 +12,7 @@ from attnbench.cli.options import command_line, notice
 from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.output.matrix_run import result_json
 from attnbench.output.save import save
-from attnbench.output.export.scoreboard_export import save_scoreboard
+from attnbench.output.export.scoreboard_export import RowByRow
 from attnbench.output.scoreboard import class_stem, history_model, scoreboard_lines, scoreboard_model
 from attnbench.output.result_tables import format_s, scoreboard_table
 from attnbench.printable import printable
@@ -180,9 +180,11 @@ def _say_class_event(submission: str, what: str, happened: str) -> None:
 
 def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str | None, no_save: bool,
                  as_json: bool) -> None:
-    """A class: build, judge, rank, rerun the top; print the scoreboard and save it. With `as_json` standard
-    output carries only the scoreboard's JSON."""
-    board = api_programs.judge_submissions(options, progress=progress_bar, listener=_say_class_event, notice=notice)
+    """A class: build, judge, rank, rerun the top; print the scoreboard and save it (row by row as it is judged).
+    With `as_json` standard output carries only the scoreboard's JSON."""
+    saver = RowByRow(options.results_dir, lambda board: name or class_stem(board, options.cases), with_html)
+    board = api_programs.judge_submissions(options, progress=progress_bar, listener=_say_class_event, notice=notice,
+                                           checkpoint=None if no_save or options.resume else saver)
     out = err_console if as_json else console
     if board.settings.get("confinement_warning"):
         err_console.print(f"warning: {board.settings['confinement_warning']}", highlight=False, markup=False,
@@ -191,9 +193,8 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
                 err=as_json)
     for line in scoreboard_lines(board):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
-    if not no_save and board.rows:
-        stem = name or class_stem(board, options.cases)
-        for path in save_scoreboard(board, options.results_dir, stem, with_html):
+    if not no_save and (board.rows or saver.paths):
+        for path in saver.finish(board):
             out.print(f"saved {path}", highlight=False, soft_wrap=True)
     if as_json:
         click.echo(board.to_json())

@@ -16,6 +16,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 _MOUNTS = "/proc/self/mounts"
 
@@ -53,9 +54,9 @@ class RunGroups:
             available = (root / "cgroup.controllers").read_text().split()
         except OSError as exc:
             return None, f"cgroup v2 cannot be read here ({exc.strerror})"
-        if "memory" not in available:
-            return None, "the cgroup v2 here has no memory controller"
-        wanted = tuple(c for c in ("memory", "pids") if c in available)
+        wanted = tuple(c for c in ("memory", "pids", "cpuset") if c in available)
+        if not wanted:
+            return None, "the cgroup v2 here has no memory, pids or cpuset controller"
         parent = root / f"attnbench-judge-{os.getpid()}-{secrets.token_hex(4)}"
         try:
             _write(root / "cgroup.subtree_control", " ".join(f"+{c}" for c in wanted))
@@ -66,11 +67,14 @@ class RunGroups:
             return None, f"a cgroup cannot be made here ({exc.strerror})"
         return cls(parent, wanted), ""
 
-    def run_group(self, memory_bytes: int | None, processes: int | None) -> Path:
-        """A fresh group for one run, with its limits written."""
+    def run_group(self, memory_bytes: int | None, processes: int | None, cpus: Sequence[int] = ()) -> Path:
+        """A fresh group for one run, with its limits written: memory, processes (whatever their uid), and
+        the CPU cores it may run on (a cpuset the program cannot widen, unlike its affinity)."""
         group = self.parent / f"run-{secrets.token_hex(6)}"
         group.mkdir()
-        if memory_bytes is not None:
+        if cpus and "cpuset" in self.controllers:
+            _write(group / "cpuset.cpus", ",".join(map(str, sorted(cpus))))
+        if memory_bytes is not None and "memory" in self.controllers:
             _write(group / "memory.max", str(memory_bytes))
             if (group / "memory.swap.max").exists():
                 _write(group / "memory.swap.max", "0")

@@ -27,7 +27,9 @@ from attnbench.errors import GpuUnavailable
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     ClassListener,
+    Checkpoint,
     ClassSettings,
+    add_note,
     add_run,
     build_row,
     confinement,
@@ -39,6 +41,7 @@ from attnbench.judge.classroom import (
     gpu_name,
     judge_entry,
     new_board,
+    pinning,
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
@@ -160,12 +163,15 @@ def _device_of(row: SubmissionRow) -> None:
 
 def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
                        devices: list[Device], progress: ProgressFactory = no_progress,
-                       listener: ClassListener | None = None, metadata: dict | None = None) -> Scoreboard:
+                       listener: ClassListener | None = None, metadata: dict | None = None,
+                       checkpoint: Checkpoint | None = None) -> Scoreboard:
     """Build every submission here, then judge every case of every one on the devices' workers; rank,
-    rerun the top rows there too, rank again. Ctrl-C keeps what was judged."""
+    rerun the top rows there too, rank again. Ctrl-C keeps what was judged. `checkpoint` gets the board
+    after the builds and after each case judged (to save it as it grows)."""
     listen = listener or (lambda *a: None)
     board = new_board(inputs, settings, metadata, confinement(settings))
     board.settings["workers"] = [d.label for d in devices]
+    board.settings["cpu_pinning"] = pinning(settings)
     rows: dict[str, SubmissionRow] = {}
     programs: dict[str, Path] = {}
 
@@ -174,6 +180,8 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
         rows[name].entries[label] = entry
         _device_of(rows[name])
         listen(name, label, entry.verdict)
+        if checkpoint is not None:
+            checkpoint(board)
 
     def rerun(name: str, label: str, entry: CaseEntry, device: str) -> None:
         if label in rows[name].entries and rows[name].entries[label].passed and not add_run(rows[name], label, entry):
@@ -201,9 +209,11 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
             if program is not None:
                 programs[submission.name] = program
                 if inputs:  # here, before the spread: its JIT cache is sealed before any judged run
-                    warm_up_entry(program, inputs[0].shape, inputs[0].label, settings,
-                                  cache_of(caches, submission.name))
+                    add_note(rows[submission.name], warm_up_entry(program, inputs[0].shape, inputs[0].label,
+                                                                  settings, cache_of(caches, submission.name)))
         board.rows = list(rows.values())
+        if checkpoint is not None:
+            checkpoint(board)
         with ProcessPoolExecutor(len(devices), mp_context=context, initializer=_start_worker,
                                  initargs=(queue,)) as pool:
             _run_jobs(pool, [(n, i) for i in range(len(first)) for n in programs], programs, first, settings,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from attnbench.analysis.ranking import RANKING_RULE, rank, top_rows
+from attnbench.analysis.ranking import RANKING_RULE, RERUN_MARGIN, rank, top_rows
 from attnbench.judge.course_judge import (
     PreparedCase,
     Program,
@@ -66,6 +66,7 @@ class ClassSettings:
 
 
 ClassListener = Callable[[str, str, str], None]  # (submission, case or "build", what happened)
+Checkpoint = Callable[[Scoreboard], None]  # the board as it grows, to be saved
 
 
 def gpu_name(index: int | None = None) -> str:
@@ -102,20 +103,27 @@ def cache_of(caches: Path, name: str) -> Path:
     return caches / hmac.new(key, os.fsencode(name), "sha256").hexdigest()[:32]
 
 
-def warm_up_entry(program: Path, shape: Shape, label: str, settings: ClassSettings, cuda_cache: Path) -> None:
+def warm_up_entry(program: Path, shape: Shape, label: str, settings: ClassSettings, cuda_cache: Path) -> str:
     """The submission's warm-up run (course_judge.warm_up) on a throwaway input of this shape: untimed,
-    unjudged, the only run whose CUDA cache is writable; never the class's end."""
+    unjudged, the only run whose CUDA cache is writable; never the class's end. Returns a note for its row
+    ('' unless its cache was dropped)."""
     limit = settings.limits.limit_for(label)
     try:
         sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache, cache_writable=True)
         try:
-            warm_up(Program(program), shape, sandbox, timeout_for(limit, settings.timeout_s))
+            return warm_up(Program(program), shape, sandbox, timeout_for(limit, settings.timeout_s))
         finally:
             sandbox.close()
     except SandboxUnavailable:
         raise
     except Exception:  # noqa: BLE001 - a warm-up that fails leaves the cache empty: the judged runs still run
-        pass
+        return ""
+
+
+def add_note(row: SubmissionRow, note: str) -> None:
+    """A note the judge adds to a row (after the build's own)."""
+    if note:
+        row.build_message = "; ".join(part for part in (row.build_message, note) if part)
 
 
 def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda_cache: Path | None = None) -> CaseEntry:
@@ -152,7 +160,8 @@ def build_row(submission: Submission, settings: ClassSettings, build_root: Path,
     except Exception as exc:  # noqa: BLE001 - one submission's failure is its row's, never the class's
         built = Built(submission, None, failure_text(exc))
     listener(submission.name, "build", "built" if built.ok else "build failed")
-    return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, built.message,
+    message = "; ".join(part for part in (submission.note, built.message) if part)
+    return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, message,
                          device if built.ok else None, reruns=1), built.program
 
 
@@ -164,7 +173,7 @@ def judge_submission(submission: Submission, cases: list[PreparedCase], settings
         return row, None
     cache = cache_of(caches, submission.name) if caches else None
     if cache is not None and cases:
-        warm_up_entry(program, cases[0].shape, cases[0].label, settings, cache)
+        add_note(row, warm_up_entry(program, cases[0].shape, cases[0].label, settings, cache))
     for case in cases:
         row.entries[case.label] = entry = judge_entry(program, case, settings, cache)
         listener(submission.name, case.label, entry.verdict)
@@ -212,12 +221,22 @@ def confinement(settings: ClassSettings) -> Confinement:
         sandbox.close()
 
 
+def pinning(settings: ClassSettings) -> str:
+    """How runs on a worker are kept on its cores here (Sandbox.pinning)."""
+    sandbox = Sandbox.open(None, settings.sandbox)
+    try:
+        return sandbox.pinning()
+    finally:
+        sandbox.close()
+
+
 def new_board(inputs: Sequence[BenchInput], settings: ClassSettings, metadata: dict | None,
               confined: Confinement | None = None) -> Scoreboard:
     """An empty scoreboard for these cases, its rule and settings recorded (and how programs were confined)."""
     return Scoreboard([b.label for b in inputs], [], dict(metadata or {}),
                       {"ranking": RANKING_RULE, "time_limits": settings.limits.describe(),
-                       "reruns": f"the top {settings.rerun_top} of each GPU kind: median of {RERUN_RUNS} runs"
+                       "reruns": f"the top {settings.rerun_top} of each GPU kind, and any row within "
+                       f"{RERUN_MARGIN:.0%} of the {settings.rerun_top}th's total: median of {RERUN_RUNS} runs"
                        if settings.rerun_top else "none (--rerun-top 0): one run per case",
                        "inputs": FRESH_RULE if settings.fresh_inputs else "the suite's inputs (public seeds)",
                        "seeds": {},
@@ -234,14 +253,16 @@ def record_seeds(board: Scoreboard, run: str, inputs: Sequence[BenchInput]) -> N
 
 def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
                 progress: ProgressFactory = no_progress, listener: ClassListener | None = None,
-                metadata: dict | None = None) -> Scoreboard:
-    """Build and judge every submission on every input, rank them, rerun the top ones, rank again."""
+                metadata: dict | None = None, checkpoint: Checkpoint | None = None) -> Scoreboard:
+    """Build and judge every submission on every input, rank them, rerun the top ones, rank again;
+    `checkpoint` gets the board after each row (to save it as it grows)."""
     listen = listener or (lambda *a: None)
     device = gpu_name()
     board = new_board(inputs, settings, metadata, confinement(settings))
     programs: dict[str, Path] = {}
     caches = cuda_caches()
     tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
+    cases: list[PreparedCase] = []
     try:
         first = settings.first_inputs(inputs)
         record_seeds(board, "first", first)
@@ -249,10 +270,10 @@ def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput],
         for submission in submissions:
             row, program = judge_submission(submission, cases, settings, tmp / "builds", device, listen, caches)
             board.rows.append(row)
+            if checkpoint is not None:
+                checkpoint(board)
             if program is not None:
                 programs[submission.name] = program
-        for case in cases:
-            release(case.input_path)
         rank(board)
         top = top_rows(board, settings.rerun_top)
         rounds = settings.rerun_rounds(inputs) if top else []
@@ -262,6 +283,8 @@ def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput],
     except KeyboardInterrupt:
         board.interrupted = True
     finally:
+        for case in cases:  # fresh inputs are secrets: never left behind, whatever happened
+            release(case.input_path)
         remove_tree(caches)
         remove_tree(tmp)
     return rank(board)

@@ -220,7 +220,8 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
     try:
         outcome = run_process(program.command(sandbox, paths), paths.folder, timeout_s, limits=limits,
                               user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs,
-                              sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths))
+                              sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths),
+                              after_limits=sandbox.after_limits())
         judged = JudgedCase(case.label, case.shape, PASS, "", outcome.wall_s, limit_s, timeout_s,
                             returncode=outcome.returncode)
         judged.verdict, judged.message, judged.check = judge_outcome(
@@ -240,11 +241,12 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
     return judged
 
 
-def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) -> None:
+def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) -> str:
     """One run on a throwaway input of this shape (fresh random values, never judged), neither timed nor
     judged: it fills CUDA's JIT cache (the sandbox opened with `cache_writable`), which is then sealed and
     copied into every judged run (Sandbox.cuda_cache). Whatever it does or fails to do is no verdict; a
-    program that cannot start says so in its first judged case."""
+    program that cannot start says so in its first judged case. Returns why its cache was dropped (too big:
+    jit_cache.seal_cache), or ''."""
     folder = Path(tempfile.mkdtemp(prefix="attnbench-warmup-"))
     try:
         throwaway = folder / "warmup.in"
@@ -254,6 +256,7 @@ def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) 
             run_process(program.command(sandbox, paths), paths.folder, timeout_s,
                         limits=sandbox.limits_for(shape.output_bytes, timeout_s), user=sandbox.user,
                         sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths),
+                        after_limits=sandbox.after_limits(),
                         env=sandbox.case_env(paths), logs=paths.logs)
         except ProgramError:
             pass
@@ -262,7 +265,8 @@ def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) 
     finally:
         remove_tree(folder)
     if sandbox.cuda_cache is not None:
-        seal_cache(sandbox.cuda_cache)
+        return seal_cache(sandbox.cuda_cache)
+    return ""
     sandbox.cache_writable = False
 
 

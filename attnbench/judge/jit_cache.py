@@ -4,20 +4,35 @@ A program built as PTX compiles its kernels at its first launch; CUDA keeps the 
 (CUDA_CACHE_PATH). One warm-up run, neither timed nor judged, is the only run that writes a submission's
 cache; `seal_cache` then makes it the judge's (no write bit for anyone, no link, no special file, no hard
 link), and each judged run gets a copy of its own (attnbench.judge.sandbox), thrown away after it.
+
+The warm-up is untimed, so a program could fill its cache there (18 x 20 MB once made every judged run
+copy 360 MB, untimed too): a sealed cache over CACHE_BYTES or CACHE_ENTRIES is dropped whole (its row
+says so) and the judged runs get an empty cache. A run's copy hard-links the sealed entries larger than
+LINK_FROM (CUDA writes an entry once, under a new name) when the run is another user than the cache's
+owner, so it can read them but never write them; small files (CUDA's index, which it rewrites) are copied.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
 from attnbench.judge.staging import StagingRefused, copy_submission, remove_tree
 
 
-def seal_cache(folder: Path) -> None:
+CACHE_BYTES = 256 << 20  # hw4's kernels take a few hundred KiB; a real program's cache stays far below
+CACHE_ENTRIES = 2000
+LINK_FROM = 64 << 10
+
+
+def seal_cache(folder: Path, first: bool = True) -> str:
     """Make a JIT cache read-only to every program: owned by the judge, no write bit for anyone else, no
-    link or special file kept (the warm-up run wrote it)."""
+    link or special file kept (the warm-up run wrote it). `first`: the seal right after the warm-up (later
+    seals leave alone the hard links that runs' copies make). Over CACHE_BYTES or CACHE_ENTRIES the cache
+    is emptied: returns why ('' when it was kept)."""
+    total, entries = 0, 0
     stack = [folder]
     while stack:
         current = stack.pop()
@@ -26,7 +41,7 @@ def seal_cache(folder: Path) -> None:
         except OSError:
             continue
         if stat.S_ISLNK(info.st_mode) or not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)) or (
-                stat.S_ISREG(info.st_mode) and info.st_nlink > 1):
+                first and stat.S_ISREG(info.st_mode) and info.st_nlink > 1):
             remove_tree(current)
             continue
         try:
@@ -40,20 +55,59 @@ def seal_cache(folder: Path) -> None:
             stack.extend(current / name for name in os.listdir(current))
         elif stat.S_ISDIR(info.st_mode):
             remove_tree(current)
+        entries += 1
+        total += info.st_size if stat.S_ISREG(info.st_mode) else 0
+    if total <= CACHE_BYTES and entries <= CACHE_ENTRIES + 1:  # the folder itself is one
+        return ""
+    for name in os.listdir(folder):
+        remove_tree(folder / name)
+    return (f"its CUDA cache after the warm-up ({total / 2**20:.0f} MiB in {entries - 1} entries) was over "
+            f"{CACHE_BYTES >> 20} MiB or {CACHE_ENTRIES} entries: dropped, its runs started with an empty one")
 
 
 
 
 def cache_copy(sealed: Path, folder: Path, user: int | None) -> Path:
     """A judged run's own copy of the sealed cache in the new empty folder (CUDA may want to write to its
-    cache; what it writes goes nowhere), owned by the run's user; an empty cache where it cannot be copied."""
+    cache; what it writes goes nowhere), owned by the run's user; an empty cache where it cannot be copied.
+    For a run of another user than the sealed files' owner, large entries are hard links (read-only to it,
+    never chowned); everything else is a copy of its own."""
     os.rmdir(folder)
     try:
-        copy_submission(sealed, folder)
+        owner = os.lstat(sealed).st_uid
+        linkable = user is not None and user != owner
+        copy_submission(sealed, folder) if not linkable else _link_or_copy(sealed, folder)
     except (OSError, StagingRefused):
         remove_tree(folder)
         folder.mkdir(mode=0o755)  # an empty cache rather than none: the program still runs
+        linkable = False
     if user is not None:
         for path in (folder, *folder.rglob("*")):
-            os.chown(path, user, user, follow_symlinks=False)
+            info = os.lstat(path)
+            if not (stat.S_ISREG(info.st_mode) and info.st_nlink > 1):  # a link's inode is the sealed file's
+                os.chown(path, user, user, follow_symlinks=False)
     return folder
+
+
+def _link_or_copy(sealed: Path, folder: Path) -> None:
+    """The sealed tree (checked by seal_cache: folders and plain files only, 16 deep at most) into the new
+    folder: entries over LINK_FROM hard-linked, the rest copied; a link that fails (another file system)
+    is a copy."""
+    stack = [(sealed, folder)]
+    while stack:
+        source, target = stack.pop()
+        os.mkdir(target, 0o755)
+        for name in os.listdir(source):
+            here, there = source / name, target / name
+            info = os.lstat(here)
+            if stat.S_ISDIR(info.st_mode):
+                stack.append((here, there))
+            elif stat.S_ISREG(info.st_mode):
+                if info.st_size > LINK_FROM:
+                    try:
+                        os.link(here, there, follow_symlinks=False)
+                        continue
+                    except OSError:
+                        pass
+                shutil.copyfile(here, there, follow_symlinks=False)
+                os.chmod(there, 0o644)

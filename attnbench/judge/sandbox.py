@@ -40,7 +40,7 @@ from typing import Sequence
 from attnbench.backends.program import ProcessLimits
 from attnbench.backends.reaper import kill_user
 from attnbench.errors import AttnbenchError
-from attnbench.judge import case_disk, cgroups
+from attnbench.judge import case_disk, cgroups, oom_priority, syscall_filter
 from attnbench.judge.bwrap_args import BWRAP_ENV  # noqa: F401 - the variable is part of the sandbox's interface
 from attnbench.judge.bwrap_args import bwrap_starts, find_bwrap, gpu_binds, library_folders, system_binds
 from attnbench.judge.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
@@ -131,6 +131,14 @@ class CasePaths:
     capped: bool = False  # the folder is a size-capped tmpfs of its own (attnbench.judge.case_disk)
 
 
+def _cores() -> set[int]:
+    """The cores this process (a worker, pinned) may run on: its runs' cpuset."""
+    try:
+        return os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        return set()
+
+
 def program_env(home: str, cuda_cache: str | None = None) -> dict[str, str]:
     """The few variables a program gets: PATH, HOME and TMPDIR (its own folder), locale and GPU choice,
     and where CUDA keeps its JIT cache."""
@@ -183,7 +191,7 @@ class Sandbox:
             sandbox.disk_capped = case_disk.can_cap() and not launched
             sandbox.confinement = sandbox._choose()
             sandbox._make_cache()
-            if settings.memory_mb is not None and not launched:
+            if not launched:  # memory, processes and cores of each run, where a cgroup v2 can be made
                 sandbox.groups, sandbox.groups_reason = cgroups.RunGroups.make()
             sandbox.confinement = replace(sandbox.confinement, limit_notes=tuple(sandbox.limit_notes()))
         except BaseException:
@@ -202,7 +210,7 @@ class Sandbox:
         if self.cache_writable and self.user is not None:
             os.chown(self.cuda_cache, self.user, self.user)
         elif not self.cache_writable:
-            seal_cache(self.cuda_cache)
+            seal_cache(self.cuda_cache, first=False)  # sealed after the warm-up; runs' copies may link to it
 
     def _cache_path(self) -> str:
         return INSIDE_CACHE if self.confinement.sandboxed else str(self.cuda_cache)
@@ -272,7 +280,7 @@ class Sandbox:
         group = None
         if self.groups is not None:
             memory = self.settings.memory_mb << 20 if self.settings.memory_mb else None
-            group = self.groups.run_group(memory, self.settings.processes)
+            group = self.groups.run_group(memory, self.settings.processes, sorted(_cores()))
         return CasePaths(folder, copy, output, logs, f"{inside}/{copy.name}", f"{inside}/{output.name}", group,
                          cache, capped)
 
@@ -285,14 +293,30 @@ class Sandbox:
     def limits_for(self, output_bytes: int, timeout_s: float) -> ProcessLimits:
         """The case's limits; memory is the cgroup's (real use), not RLIMIT_AS, where a cgroup was made."""
         limits = self.settings.limits_for(output_bytes, timeout_s)
-        return replace(limits, memory_bytes=None) if self.groups is not None else limits
+        return replace(limits, memory_bytes=None) if self.memory_by_cgroup else limits
 
-    def before_exec(self, case: CasePaths):  # noqa: ANN205 - a function for run_process, or None
-        """The run's child's first steps, as root: join its cgroup; in the fallback, leave host network and IPC."""
+    @property
+    def memory_by_cgroup(self) -> bool:
+        return self.groups is not None and "memory" in self.groups.controllers
+
+    def pinning(self) -> str:
+        """How a run is kept on its worker's cores (said in the run's header)."""
+        held = "a cpuset of its own (cgroup v2), which it cannot widen" if (
+            self.groups is not None and "cpuset" in self.groups.controllers) else "CPU affinity only (no cgroup v2 cpuset here)"
+        return held + ("; sched_setaffinity is refused by the system-call filter" if syscall_filter.supported() else "")
+
+    def before_exec(self, case: CasePaths):  # noqa: ANN205 - a function for run_process
+        """The run's child's first steps, as the judge's user: the OOM killer's first choice; join its cgroup;
+        in the fallback as root, leave host network and IPC."""
         group, isolate = case.cgroup, self.confinement.own_uids and not self.confinement.sandboxed
-        if group is None and not isolate:
-            return None
-        return lambda: (group is not None and cgroups.join(group), isolate and leave_network_and_ipc())
+        return lambda: (oom_priority.make_this_process_first(), group is not None and cgroups.join(group),
+                        isolate and leave_network_and_ipc())
+
+    @staticmethod
+    def after_limits():  # noqa: ANN205 - a function for run_process, or None
+        """The run's child's last step before exec, after limits and uid: a new empty session keyring and
+        the system-call filter (attnbench.judge.syscall_filter); None where this machine has no filter."""
+        return syscall_filter.install_in_this_process if syscall_filter.supported() else None
 
     def out_of_memory(self, case: CasePaths) -> bool:
         """Whether the run's cgroup killed a process for its memory limit."""
@@ -303,13 +327,19 @@ class Sandbox:
         notes = []
         if self.settings.memory_mb is None:
             notes.append("memory: not limited (no --memory-limit)")
-        elif self.groups is None:
-            notes.append(f"memory: no cgroup ({self.groups_reason}): --memory-limit is RLIMIT_AS, address space "
-                         "per process, which CUDA reserves far beyond its use")
+        elif not self.memory_by_cgroup:
+            notes.append(f"memory: no cgroup ({self.groups_reason or 'no memory controller'}): --memory-limit is "
+                         "RLIMIT_AS, address space per process, which CUDA reserves far beyond its use")
+        if self.user == NOBODY and not (self.groups is not None and "pids" in self.groups.controllers):
+            notes.append("processes: every run is nobody and no pids cgroup could be made: runs side by side share "
+                         "one RLIMIT_NPROC count")
         if os.geteuid() == 0 and self.user is None and not self.launched:
             notes.append("processes: programs run as root, where RLIMIT_NPROC does not bind")
         elif os.geteuid() != 0 and not self.confinement.sandboxed:
             notes.append("processes: RLIMIT_NPROC counts every process of your user, not only the program's")
+        if not syscall_filter.supported():
+            notes.append("system calls: no filter on this machine's architecture: keyrings, io_uring and CPU "
+                         "affinity are open to programs")
         if not self.disk_capped:
             notes.append("disk: each file is capped (RLIMIT_FSIZE) and the in-memory /tmp and /dev/shm are "
                          "capped, but not the total a run writes in its case folder (that needs root)")

@@ -20,7 +20,7 @@ import os
 import re
 import shutil
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -43,6 +43,7 @@ class Submission:
     name: str  # as printed and saved: bytes that are not UTF-8 and control characters escaped
     source: Path  # as found, never resolved through a link
     how: str  # "make", "nvcc", "cc", "ready" (an executable already) or "link" (refused: a symbolic link)
+    note: str = ""  # why its name is not the plain one (it clashed with another's)
 
     def describe(self) -> str:
         return {"make": "built with make", "nvcc": "built with nvcc", "cc": "built with cc",
@@ -53,7 +54,7 @@ class Submission:
         """A short name for the judge's own folders: safe characters of the name, and a hash of it."""
         raw = os.fsencode(self.source.name)
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", raw.decode("ascii", "replace"))[:32].lstrip(".") or "submission"
-        return f"{safe}-{hashlib.sha256(raw).hexdigest()[:8]}"
+        return f"{safe}-{hashlib.sha256(raw + b'/' + self.name.encode()).hexdigest()[:8]}"
 
 
 @dataclass(frozen=True)
@@ -137,9 +138,28 @@ def _entries(folder: Path) -> list[Path]:
 
 
 def _distinct(found: list[Submission]) -> list[Submission]:
-    """Submissions whose names clash (bob/ and bob.c in one folder) are named by their whole file names."""
-    names = [s.name for s in found]
-    return [Submission(shown(s.source.name), s.source, s.how) if names.count(s.name) > 1 else s for s in found]
+    """Every submission under a name of its own, decided by the names alone (never the class's end): one
+    whose plain name clashes (bob/ and bob.c) is named by its whole file name; one that still clashes
+    (jam.c/ beside jam.c, or two names printed alike, zed\x01 and zed\\x01) gets a short hash of the raw
+    bytes of its path; each renamed row says why."""
+    def clashing(named: list[Submission]) -> set[str]:
+        names = [s.name for s in named]
+        return {n for n in names if names.count(n) > 1}
+
+    clash = clashing(found)
+    found = [replace(s, name=shown(s.source.name), note=f"named by its whole file name: another submission is "
+                     f"also {s.name!r}") if s.name in clash else s for s in found]
+    clash = clashing(found)
+    found = [replace(s, name=f"{s.name}~{hashlib.sha256(os.fsencode(s.source)).hexdigest()[:6]}",
+                     note=f"named with a hash of its path: another submission is also {s.name!r}")
+             if s.name in clash else s for s in found]
+    seen: dict[str, int] = {}
+    numbered = []
+    for s in found:  # the very same path named twice: numbered in the order given
+        seen[s.name] = seen.get(s.name, 0) + 1
+        numbered.append(s if seen[s.name] == 1 else replace(s, name=f"{s.name}~{seen[s.name]}",
+                                                            note=f"named twice: this is its run number {seen[s.name]}"))
+    return numbered
 
 
 def find_submissions(named: Sequence[str | Path]) -> list[Submission]:
@@ -159,10 +179,6 @@ def find_submissions(named: Sequence[str | Path]) -> list[Submission]:
             if entry_how is not None:
                 found.append(Submission(_name(entry), entry.absolute(), entry_how))
     found = _distinct(found)
-    names = [s.name for s in found]
-    duplicate = next((n for n in names if names.count(n) > 1), None)
-    if duplicate is not None:
-        raise ProgramError(f"two submissions are named {duplicate!r}: give them distinct names")
     if not found:
         raise ProgramError(f"{', '.join(map(str, named))}: no submission found (an executable, a .cu or .c file, "
                            "or a folder with a Makefile, hw4.cu or hw4)")
@@ -242,7 +258,8 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         limits = ProcessLimits(BUILD_FILE_BYTES, settings.processes, None, int(4 * timeout_s))
         outcome = run_process(sandbox.command(inside, paths), paths.folder, timeout_s, limits=limits,
                               user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs,
-                              sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths))
+                              sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths),
+                              after_limits=sandbox.after_limits())
         made = _program_after_build(paths.folder, before) if outcome.returncode == 0 else None
         program = take_program(made, program_folder, COURSE_EXECUTABLE) if made is not None else None
         sandbox.finish(paths)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import statistics
+from typing import Callable
 
 from attnbench.analysis.ladder import has_ladder, ladder_steps, load_claims
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
@@ -16,19 +18,30 @@ from attnbench.results.resultset import ResultSet
 
 _MARKDOWN_ESCAPES = str.maketrans({"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "`": "\\`",
                                    "<": "&lt;", ">": "&gt;", "&": "&amp;", "\n": " "})
+_STRANGERS_ESCAPES = str.maketrans({"*": "\\*", "_": "\\_", "~": "\\~", "#": "\\#", "(": "\\(", ")": "\\)",
+                                    "!": "\\!", ":": "\\:", "@": "\\@"})
+_WWW = re.compile(r"(www)\.", re.IGNORECASE)
 
 
 def md_escape(text: str) -> str:
     """Text for a Markdown table cell: no HTML, no link or image syntax, no code span, no cell break, and
-    no control character (a cell may hold a submission's name or its compiler's words)."""
+    no control character (a cell may hold a user's file name)."""
     return printable(str(text).translate(_MARKDOWN_ESCAPES))
 
 
-def render(model: TableModel, level: int | None = None) -> str:
-    """A Markdown table; with `level`, the title as a heading of that level above it."""
+def md_strangers(text: str) -> str:
+    """Text strangers wrote (a class's names, build errors), for Markdown: md_escape's, and no emphasis,
+    strike or heading either; ':' is escaped so no `https://` autolinks and no `:trophy:` becomes an
+    emoji, '@' so no address links, and the dot after `www` so GitHub's autolinks find no `www.`."""
+    return _WWW.sub(r"\1\\.", md_escape(text).translate(_STRANGERS_ESCAPES))
+
+
+def render(model: TableModel, level: int | None = None, escape: Callable[[str], str] = md_escape) -> str:
+    """A Markdown table; with `level`, the title as a heading of that level above it. `escape` makes each
+    cell's text safe (md_strangers for what strangers wrote)."""
     lines = ["| " + " | ".join(md_escape(c.name) for c in model.columns) + " |"]
     lines.append("|" + "|".join(" ---: " if c.right else " --- " for c in model.columns) + "|")
-    lines += ["| " + " | ".join(md_escape(cell.text) for cell in row) + " |" for row in model.rows]
+    lines += ["| " + " | ".join(escape(cell.text) for cell in row) + " |" for row in model.rows]
     table = "\n".join(lines)
     return f"{'#' * level} {model.title}\n\n{table}" if level else table
 

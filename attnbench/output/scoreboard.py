@@ -70,6 +70,8 @@ def scoreboard_lines(board: Scoreboard) -> list[str]:
              f"limits: {board.settings.get('time_limits', '')}"]
     confined = board.settings.get("confinement") or {}
     lines += [f"limit not applied: {note}" for note in confined.get("limits_not_applied", [])]
+    if board.settings.get("cpu_pinning"):
+        lines.append(f"each worker's runs are kept on its cores by {board.settings['cpu_pinning']}")
     lines = [printable(line) for line in lines]
     kinds = board.gpu_kinds
     if len(kinds) > 1:

@@ -36,8 +36,8 @@ class _Console(Console):
             raise SystemExit(0) from None
 
 
-console = _Console()
-err_console = _Console(stderr=True)
+console = _Console(emoji=False)  # ":trophy:" in a submission's name stays text, never a picture
+err_console = _Console(stderr=True, emoji=False)
 
 
 _TONES = {GOOD: "green", BAD: "red", DIM: "dim"}

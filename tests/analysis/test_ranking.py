@@ -53,3 +53,17 @@ def test_gpu_kinds_are_ranked_apart_and_top_rows_come_from_each():
     assert ranks(board) == [("z", 1, False), ("x", 2, False), ("y", 1, False), ("w", 2, False)]
     assert [r.name for r in top_rows(board, 1)] == ["z", "y"]
     assert "GPU kind" in board.settings["ranking"]
+
+
+def test_a_tie_is_measured_from_its_fastest_row_so_rows_just_apart_cannot_chain():
+    # the attack: colluding rows 1.9% apart, each within the band of the row above, pull a row 5.7% slower
+    board = rank(Scoreboard([], [row("honest", [10.00]), row("sybil1", [10.19]), row("sybil2", [10.38]),
+                                 row("cheat", [10.57])]))
+    assert ranks(board) == [("honest", 1, True), ("sybil1", 1, True), ("sybil2", 3, True), ("cheat", 3, True)]
+    assert "fastest of the tie" in board.settings["ranking"]
+
+
+def test_a_row_slowed_by_one_noisy_first_run_is_still_rerun():
+    rows = [row("a", [10.0]), row("b", [10.5]), row("c", [11.0]), row("honest_noisy", [12.5]), row("slow", [20.0])]
+    chosen = {r.name for r in top_rows(rank(Scoreboard([], rows)), 3)}
+    assert chosen == {"a", "b", "c", "honest_noisy"}  # within 25% of the third's total: rerun too

@@ -26,9 +26,19 @@ def test_a_run_group_gets_memory_max_swap_zero_and_pids_max(tmp_path, monkeypatc
     assert cgroups.out_of_memory(group)
 
 
-def test_without_a_memory_controller_the_reason_is_given(tmp_path, monkeypatch):
+def test_without_a_memory_pids_or_cpuset_controller_the_reason_is_given(tmp_path, monkeypatch):
     (tmp_path / "cgroup.controllers").write_text("hugetlb\n")
     monkeypatch.setattr(cgroups, "_v2_root", lambda: tmp_path)
     groups, why = cgroups.RunGroups.make()
     assert groups is None
-    assert why in ("the cgroup v2 here has no memory controller", "the judge is not root, so it cannot make a cgroup")
+    assert why in ("the cgroup v2 here has no memory, pids or cpuset controller",
+                   "the judge is not root, so it cannot make a cgroup")
+
+
+def test_a_run_group_gets_its_processes_and_cores_without_a_memory_controller(tmp_path):
+    parent = tmp_path / "judge"
+    parent.mkdir()
+    groups = cgroups.RunGroups(parent, ("pids", "cpuset"))
+    run = groups.run_group(None, 64, [2, 3])
+    assert (run / "pids.max").read_text() == "64" and (run / "cpuset.cpus").read_text() == "2,3"
+    assert not (run / "memory.max").exists()

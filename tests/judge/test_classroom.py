@@ -120,7 +120,8 @@ def test_the_command_line_judges_a_class_prints_and_saves_its_scoreboard(classro
                                   "--rerun-top", "1", "--sandbox", CLASS_MODE, "--results-dir", str(tmp_path), "--html"])
     assert result.exit_code == 0, result.output
     assert "scoreboard: 5 submissions, 2 cases" in result.output and "ranks: ranked within each GPU kind" in result.output
-    saved = sorted(p.suffix for p in tmp_path.iterdir())
+    # saved row by row, then whole: a file the atomic writer replaced is unlinked by a thread joined at exit
+    saved = sorted(p.suffix for p in tmp_path.iterdir() if not p.name.startswith("."))
     assert saved == [".csv", ".html", ".json", ".md"]
     refused = runner.invoke(main, ["judge", str(classroom), "--launcher", "env", "--cases", CASES])
     assert refused.exit_code == 2 and "--launcher and --args are for one program" in refused.output
@@ -158,3 +159,26 @@ def test_each_run_adds_to_the_class_history_which_shows_best_and_latest(classroo
     assert shown.exit_code == 0 and "history of 3 submissions" in shown.output and "alice" in shown.output
     page = next(tmp_path.glob("*.html")).read_text()
     assert "History: best and latest" in page and page.count("<tr>") == 4 + 4  # the board, then the history
+
+
+def test_the_scoreboard_is_saved_after_each_row_so_a_killed_judge_leaves_the_rows_done(classroom, tmp_path):
+    from attnbench.output.export.scoreboard_export import RowByRow
+    from attnbench.results.scoreboard import load_scoreboard
+
+    saver = RowByRow(tmp_path, lambda board: "class")
+    seen = []
+
+    def checkpoint(board):
+        saver(board)
+        saved = load_scoreboard(saver.paths[0])  # what a judge killed right now would leave
+        seen.append(([r.name for r in saved.rows], saved.interrupted))
+
+    board = api_programs.judge_class([classroom / "alice", classroom / "dave.c"], ["odd_17x48"],
+                                     time_limits="none", rerun_top=0, sandbox=class_sandbox(), checkpoint=checkpoint)
+    assert seen == [(["alice"], True), (["alice", "dave"], True)]
+    paths = saver.finish(board)
+    shown = sorted(p for p in tmp_path.iterdir() if not p.name.startswith("."))  # a replaced file is unlinked later
+    assert paths == saver.paths and shown == sorted(paths)  # one set of files, rewritten
+    final = load_scoreboard(paths[0])
+    assert not final.interrupted and final.rows[0].rank == 1
+    assert final.settings["oom_killer"].startswith("programs 1000")

@@ -1,5 +1,6 @@
 """attnbench.judge.submissions: what counts as a submission, and builds that fail in one line."""
 
+import os
 import shutil
 import stat
 
@@ -33,19 +34,41 @@ def test_folders_files_and_folders_of_them(tmp_path):
     assert [s.name for s in find_submissions([tmp_path / "course", tmp_path / "one.c"])] == ["course", "one"]
 
 
-def test_two_submissions_of_one_name_and_nothing_found_are_refused(tmp_path):
+def test_clashing_names_never_stop_the_class_and_each_row_says_why(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "x.c").write_text("")
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "x.c").write_text("")
-    with pytest.raises(ProgramError, match="named 'x.c'"):
-        find_submissions([tmp_path / "a", tmp_path / "b"])
+    two = find_submissions([tmp_path / "a", tmp_path / "b"])  # a/x.c and b/x.c: a hash of each path
+    assert len({s.name for s in two}) == 2 and all(s.name.startswith("x.c~") and "hash" in s.note for s in two)
+    assert [s.name for s in two] == [s.name for s in find_submissions([tmp_path / "a", tmp_path / "b"])]
     (tmp_path / "a" / "x").mkdir()  # x/ and x.c in one folder of submissions: named by their file names
     (tmp_path / "a" / "x" / "hw4.cu").write_text("")
     assert sorted(s.name for s in find_submissions([tmp_path / "a"])) == ["x", "x.c"]
     (tmp_path / "nothing.txt").write_text("")
     with pytest.raises(ProgramError, match="not a submission"):
         find_submissions([tmp_path / "a" / "x.c", tmp_path / "nothing.txt"])
+
+
+def test_a_whole_name_that_clashes_again_and_names_printed_alike_get_distinct_names(tmp_path):
+    jam = tmp_path / "jam"
+    jam.mkdir()
+    (jam / "jam").mkdir()  # jam/, jam.c and jam.c.c: the whole names of the first two clash with the third
+    (jam / "jam" / "hw4.cu").write_text("")
+    (jam / "jam.c").write_text("")
+    (jam / "jam.c.c").write_text("")
+    found = find_submissions([jam])
+    names = [s.name for s in found]
+    assert len(set(names)) == 3 and "jam" in names and any("hash" in s.note for s in found)
+    zed = tmp_path / "zed"
+    zed.mkdir()
+    for raw in (b"zed\x01", b"zed\\x01"):  # a control byte, and the text printable() writes for it
+        (zed / os.fsdecode(raw)).mkdir()
+        (zed / os.fsdecode(raw) / "hw4.cu").write_text("")
+    found = find_submissions([zed])
+    assert len({s.name for s in found}) == 2 and all(s.note for s in found)
+    assert all(s.name.isprintable() for s in found)
+    assert len({s.slug for s in find_submissions([jam, jam])}) == 6  # the very same folder twice: numbered
 
 
 def test_first_errors_keeps_the_error_lines():

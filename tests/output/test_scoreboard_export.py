@@ -58,3 +58,41 @@ def test_saving_writes_each_exporter_once_and_never_over_an_older_board(tmp_path
     second = save_scoreboard(board(), tmp_path, "class", with_html=True)
     assert not set(first) & set(second) and second[-1].suffix == ".html"
     assert [r.name for r in load_scoreboard(second[0]).rows] == ["a<b>", "b", "c"]
+
+
+EVIL_ERROR = ("error: see https://grades.evil.example/login?next=staff :white_check_mark: **PASS 10/10 rank 1** "
+              "~~build failed~~ _x_ # head <b>")
+
+
+def _evil_board():
+    from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+
+    trophy = SubmissionRow(":trophy: **rank 1**", "/s/t", True, gpu="H200", entries={"t01": CaseEntry("PASS", runs_s=[1.0])})
+    www = SubmissionRow("www.attnbench-grades.example", "/s/w", False, EVIL_ERROR)
+    return Scoreboard(["t01"], [trophy, www], settings={"ranking": "the rule", "reruns": "top 3"})
+
+
+def test_the_markdown_renders_no_link_emphasis_strike_or_emoji_a_submission_wrote():
+    from markdown_it import MarkdownIt
+
+    from attnbench.output.export.scoreboard_export import ScoreboardMarkdown
+
+    text = ScoreboardMarkdown().render(_evil_board())
+    parser = MarkdownIt("gfm-like", {"linkify": False}).enable("strikethrough")
+    kinds = {t.type for token in parser.parse(text) for t in [token, *(token.children or [])]}
+    assert not kinds & {"link_open", "strong_open", "em_open", "s_open", "html_inline", "html_block"}, kinds
+    assert not any(h.type == "heading_open" for h in parser.parse(text)[1:])  # only the page's own heading
+    # what GitHub would also turn into links or emoji: a scheme's colon, www., a :shortcode:
+    assert "https://" not in text and "www." not in text and ":trophy:" not in text and ":white_check_mark:" not in text
+    rendered = parser.render(text)
+    assert "trophy" in rendered and "grades.evil.example" in rendered  # still there, as text
+
+
+def test_the_terminal_prints_no_emoji_for_a_name():
+    from attnbench.output.scoreboard import scoreboard_model
+    from attnbench.output.terminal import console, print_table
+
+    with console.capture() as captured:
+        print_table(scoreboard_model(_evil_board()))
+    out = captured.get()
+    assert "\N{TROPHY}" not in out and "\N{WHITE HEAVY CHECK MARK}" not in out and ":trophy:" in out

@@ -6,11 +6,12 @@ import csv
 import html
 import io
 from pathlib import Path
+from typing import Callable
 
 from attnbench.analysis.class_history import HistoryRow, history, load_boards
 from attnbench.output.export.csv_export import as_text
 from attnbench.output.export.exporter import Exporter, save_formats
-from attnbench.output.markdown import md_escape
+from attnbench.output.markdown import md_strangers
 from attnbench.output.markdown import render as render_markdown
 from attnbench.output.scoreboard import ScoreCell, history_rows, scoreboard_lines, scoreboard_model, scoreboard_rows
 from attnbench.output.table_model import BAD, DIM, GOOD
@@ -47,8 +48,8 @@ class ScoreboardMarkdown(Exporter[Scoreboard]):
     suffix = ".md"
 
     def render(self, saved: Scoreboard) -> str:
-        lines = ["# Scoreboard", "", render_markdown(scoreboard_model(saved)), ""]
-        lines += [f"- {md_escape(line)}" for line in scoreboard_lines(saved)]
+        lines = ["# Scoreboard", "", render_markdown(scoreboard_model(saved), escape=md_strangers), ""]
+        lines += [f"- {md_strangers(line)}" for line in scoreboard_lines(saved)]
         return "\n".join(lines) + "\n"
 
 
@@ -99,3 +100,39 @@ def save_scoreboard(board: Scoreboard, folder: str | Path, stem: str, with_html:
         ScoreboardHtml(past).write(board, page)
         paths.append(page)
     return paths
+
+
+class RowByRow:
+    """A class's scoreboard saved while it is judged: after each row (or case) as `interrupted`, so a judge
+    killed anyway (the OOM killer, a reboot) leaves the rows done so far; then whole, over the same files,
+    when it finishes. Call it with the board as it grows; `finish` saves the end."""
+
+    def __init__(self, folder: str | Path, stem: Callable[[Scoreboard], str], with_html: bool = False) -> None:
+        self.folder, self.stem, self.with_html = folder, stem, with_html
+        self.paths: list[Path] = []
+
+    def __call__(self, board: Scoreboard) -> None:
+        was = board.interrupted
+        board.interrupted = True  # until the judge finishes, the file says it did not
+        try:
+            self._save(board, with_html=False)
+        finally:
+            board.interrupted = was
+
+    def finish(self, board: Scoreboard) -> list[Path]:
+        """Save the finished board (over this run's own files); the paths, the HTML page last if asked."""
+        return self._save(board, self.with_html)
+
+    def _save(self, board: Scoreboard, with_html: bool) -> list[Path]:
+        if not self.paths:
+            self.paths = save_scoreboard(board, self.folder, self.stem(board), False)
+        else:
+            board.path = self.paths[0]
+            for exporter, path in zip(SCOREBOARD_EXPORTERS, self.paths):
+                exporter.write(board, path)
+        if not with_html:
+            return list(self.paths)
+        past = history(load_boards(self.folder), board.cases)
+        page = self.paths[0].with_suffix(".html")
+        ScoreboardHtml(past).write(board, page)
+        return [*self.paths, page]

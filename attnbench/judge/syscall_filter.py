@@ -1,0 +1,111 @@
+"""The system calls a judged program (and its build) may not make: those that carry state from one run to
+the next or reach past the run's own processes.
+
+Each run is a fresh box of files, but a few kernel objects outlive any box: keys in the kernel's keyrings
+(a session keyring is inherited through fork, exec and bwrap alike, so every run could read, change and
+leave keys for the next), io_uring instances, and CPU affinity (a program that widens its own affinity
+leaves the cores its worker was pinned to and runs on a neighbour's). ioi/isolate blocks the same family.
+A classic BPF program, installed with no-new-privileges just before exec, answers each of these calls with
+EPERM; a call made through another ABI (x32, or i386 on x86-64) is refused whole, so it cannot go around
+the numbers. Before the filter, the process also joins a new, empty session keyring, so nothing the
+judge's own session holds is even visible in /proc/keys.
+
+Written by hand because libseccomp's Python binding is not on PyPI; the program is eight instructions
+and a list of numbers, tested by running a small program under it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import struct
+
+# struct seccomp_data: int nr at offset 0, __u32 arch at offset 4.
+_NR_OFFSET, _ARCH_OFFSET = 0, 4
+_LD_W_ABS = 0x20
+_JEQ_K = 0x15
+_JGE_K = 0x35
+_RET_K = 0x06
+_RET_ALLOW = 0x7FFF0000
+_RET_EPERM = 0x00050000 | errno.EPERM
+_X32_BIT = 0x40000000
+
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+
+# Per architecture: the audit arch, keyctl's number, and the numbers refused.
+_ARCHES = {
+    "x86_64": (0xC000003E, 250, {
+        "add_key": 248, "request_key": 249, "keyctl": 250, "sched_setaffinity": 203,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+    }),
+    "aarch64": (0xC00000B7, 219, {
+        "add_key": 217, "request_key": 218, "keyctl": 219, "sched_setaffinity": 122,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+    }),
+}
+
+REFUSED_CALLS = tuple(sorted(_ARCHES["x86_64"][2]))
+
+
+def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
+    return struct.pack("=HBBI", code, jt, jf, k)
+
+
+def filter_program(machine: str | None = None) -> bytes:
+    """The BPF program (struct sock_filter[]) for this machine's architecture; raises KeyError for one it
+    does not know."""
+    arch, _, refused = _ARCHES[machine or platform.machine()]
+    numbers = sorted(refused.values())
+    program = [
+        _insn(_LD_W_ABS, 0, 0, _ARCH_OFFSET),
+        _insn(_JEQ_K, 1, 0, arch),           # this ABI: go on
+        _insn(_RET_K, 0, 0, _RET_EPERM),     # any other ABI: refused whole
+        _insn(_LD_W_ABS, 0, 0, _NR_OFFSET),
+        _insn(_JGE_K, 0, 1, _X32_BIT),       # x32 numbers alias the 64-bit ones
+        _insn(_RET_K, 0, 0, _RET_EPERM),
+    ]
+    for i, number in enumerate(numbers):
+        to_refuse = len(numbers) - i  # past the remaining checks and the ALLOW
+        program.append(_insn(_JEQ_K, to_refuse, 0, number))
+    program.append(_insn(_RET_K, 0, 0, _RET_ALLOW))
+    program.append(_insn(_RET_K, 0, 0, _RET_EPERM))
+    return b"".join(program)
+
+
+def supported() -> bool:
+    """Whether this architecture has a filter (Linux on x86-64 or aarch64)."""
+    return platform.system() == "Linux" and platform.machine() in _ARCHES
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def install_in_this_process() -> None:
+    """Join a new empty session keyring, then install the filter with no-new-privileges. Called in the
+    child between fork and exec (it allocates nothing Python keeps); raises OSError when the kernel
+    refuses, so the run fails rather than going on unfiltered."""
+    libc = _libc()
+    libc.syscall.restype = ctypes.c_long
+    # A fresh anonymous session keyring: the judge's own keys are no longer possessed.
+    if libc.syscall(ctypes.c_long(_ARCHES[platform.machine()][1]),
+                    ctypes.c_long(_KEYCTL_JOIN_SESSION_KEYRING), ctypes.c_void_p(None)) < 0:
+        code = ctypes.get_errno()
+        if code not in (errno.ENOSYS, errno.EPERM):  # kernels without keys have nothing to leak
+            raise OSError(code, "could not join a new session keyring")
+    program = filter_program()
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "could not set no-new-privileges")
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "could not install the system-call filter")

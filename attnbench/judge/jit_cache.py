@@ -25,6 +25,9 @@ from attnbench.judge.staging import StagingRefused, copy_submission, remove_tree
 CACHE_BYTES = 256 << 20  # hw4's kernels take a few hundred KiB; a real program's cache stays far below
 CACHE_ENTRIES = 2000
 LINK_FROM = 64 << 10
+# What each run copies (the entries up to LINK_FROM): 1,990 files of 64 KiB once made every judged run copy
+# 124 MiB, untimed, under both caps above; an index and a few small kernels take far less.
+COPIED_BYTES = 8 << 20
 
 
 def seal_cache(folder: Path, first: bool = True) -> str:
@@ -32,7 +35,7 @@ def seal_cache(folder: Path, first: bool = True) -> str:
     link or special file kept (the warm-up run wrote it). `first`: the seal right after the warm-up (later
     seals leave alone the hard links that runs' copies make). Over CACHE_BYTES or CACHE_ENTRIES the cache
     is emptied: returns why ('' when it was kept)."""
-    total, entries = 0, 0
+    total, entries, copied = 0, 0, 0
     stack = [folder]
     while stack:
         current = stack.pop()
@@ -57,12 +60,15 @@ def seal_cache(folder: Path, first: bool = True) -> str:
             remove_tree(current)
         entries += 1
         total += info.st_size if stat.S_ISREG(info.st_mode) else 0
-    if total <= CACHE_BYTES and entries <= CACHE_ENTRIES + 1:  # the folder itself is one
+        copied += info.st_size if stat.S_ISREG(info.st_mode) and info.st_size <= LINK_FROM else 0
+    if total <= CACHE_BYTES and entries <= CACHE_ENTRIES + 1 and copied <= COPIED_BYTES:  # the folder is one entry
         return ""
     for name in os.listdir(folder):
         remove_tree(folder / name)
-    return (f"its CUDA cache after the warm-up ({total / 2**20:.0f} MiB in {entries - 1} entries) was over "
-            f"{CACHE_BYTES >> 20} MiB or {CACHE_ENTRIES} entries: dropped, its runs started with an empty one")
+    return (f"its CUDA cache after the warm-up ({total / 2**20:.0f} MiB in {entries - 1} entries, "
+            f"{copied / 2**20:.0f} MiB of them small files each run would copy) was over {CACHE_BYTES >> 20} MiB, "
+            f"{CACHE_ENTRIES} entries or {COPIED_BYTES >> 20} MiB of small files: dropped, its runs started with "
+            "an empty one")
 
 
 

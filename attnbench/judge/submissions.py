@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import stat
+import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
@@ -143,8 +144,9 @@ def _distinct(found: list[Submission]) -> list[Submission]:
     (jam.c/ beside jam.c, or two names printed alike, zed\x01 and zed\\x01) gets a short hash of the raw
     bytes of its path; each renamed row says why."""
     def clashing(named: list[Submission]) -> set[str]:
-        names = [s.name for s in named]
-        return {n for n in names if names.count(n) > 1}
+        # names that read alike clash too: café in NFC and in NFD, or Zed beside zed
+        looks = [unicodedata.normalize("NFKC", s.name).casefold() for s in named]
+        return {s.name for s, look in zip(named, looks) if looks.count(look) > 1}
 
     clash = clashing(found)
     found = [replace(s, name=shown(s.source.name), note=f"named by its whole file name: another submission is "

@@ -35,6 +35,18 @@ def test_a_cache_over_its_bytes_or_entries_is_dropped_with_a_reason(tmp_path, mo
     assert "entries" in jit_cache.seal_cache(many) and not list(many.iterdir())
 
 
+def test_a_cache_of_many_small_entries_under_both_caps_is_dropped_too(tmp_path, monkeypatch):
+    # The red team's second bomb: entries of exactly LINK_FROM bytes are copied into every run, so a cache
+    # under the byte and entry caps still made each judged run copy 124 MiB untimed.
+    monkeypatch.setattr(jit_cache, "LINK_FROM", 1000)
+    monkeypatch.setattr(jit_cache, "COPIED_BYTES", 2500)
+    linked = _cache(tmp_path / "linked", [5000, 5000, 5000])  # large entries are linked, not copied
+    assert jit_cache.seal_cache(linked) == ""
+    small = _cache(tmp_path / "small", [1000, 1000, 1000])
+    why = jit_cache.seal_cache(small)
+    assert "small files" in why and not list(small.iterdir())
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="a run of another user needs root")
 def test_a_runs_copy_links_large_entries_it_cannot_write_and_copies_the_rest(tmp_path):
     sealed = _cache(tmp_path / "sealed", [jit_cache.LINK_FROM + 1, 100])

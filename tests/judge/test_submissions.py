@@ -71,6 +71,20 @@ def test_a_whole_name_that_clashes_again_and_names_printed_alike_get_distinct_na
     assert len({s.slug for s in find_submissions([jam, jam])}) == 6  # the very same folder twice: numbered
 
 
+def test_names_that_read_alike_are_told_apart(tmp_path):
+    import unicodedata
+
+    alike = tmp_path / "alike"
+    alike.mkdir()
+    for name in (unicodedata.normalize("NFC", "café"), unicodedata.normalize("NFD", "café"), "Zed", "zed"):
+        (alike / name).mkdir()
+        (alike / name / "hw4.cu").write_text("")
+    found = find_submissions([alike])
+    shown = [unicodedata.normalize("NFKC", s.name).casefold() for s in found]
+    assert len(set(shown)) == 4, [s.name for s in found]  # no two rows read the same
+    assert all(s.note for s in found)
+
+
 def test_first_errors_keeps_the_error_lines():
     text = "in file a.c:\na.c:1:22: error: expected ';'\nnote: here\na.c:2:1: error: bad\nmake: *** [hw4] Error 1\n"
     assert first_errors(text, 2) == "a.c:1:22: error: expected ';' | a.c:2:1: error: bad"

@@ -280,7 +280,11 @@ class Sandbox:
         group = None
         if self.groups is not None:
             memory = self.settings.memory_mb << 20 if self.settings.memory_mb else None
-            group = self.groups.run_group(memory, self.settings.processes, sorted(_cores()))
+            try:
+                group = self.groups.run_group(memory, self.settings.processes, sorted(_cores()))
+            except OSError as exc:  # the judge's group was made, a run's was not: no groups from here on
+                self.groups.close()
+                self.groups, self.groups_reason = None, f"a run's cgroup could not be made ({exc.strerror})"
         return CasePaths(folder, copy, output, logs, f"{inside}/{copy.name}", f"{inside}/{output.name}", group,
                          cache, capped)
 

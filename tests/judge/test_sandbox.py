@@ -299,3 +299,25 @@ def test_each_limit_that_does_not_hold_is_said_once_and_saved(program, tmp_path)
     assert sum("disk:" in line for line in said) == (0 if os.geteuid() == 0 else 1)  # once, not once per case
     saved = json.loads(next((tmp_path / "res").glob("*.json")).read_text())
     assert saved["settings"]["sandbox"]["limits_not_applied"] == [line.split(": ", 1)[1] for line in said]
+
+
+def test_a_run_whose_cgroup_cannot_be_made_is_judged_without_groups_and_says_why(program, tmp_path):
+    class Refusing:
+        controllers = ("memory", "pids")
+        closed = False
+
+        def run_group(self, *args):
+            raise OSError(28, "No space left on device")
+
+        def close(self):
+            Refusing.closed = True
+
+    sandbox = Sandbox.open(program, SandboxSettings("none"))
+    try:
+        sandbox.groups = Refusing()
+        case = sandbox.prepare("t01", None)
+        assert case.cgroup is None and sandbox.groups is None and Refusing.closed
+        assert "a run's cgroup could not be made (No space left on device)" == sandbox.groups_reason
+        sandbox.finish(case)
+    finally:
+        sandbox.close()

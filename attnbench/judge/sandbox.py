@@ -342,8 +342,8 @@ class Sandbox:
         elif os.geteuid() != 0 and not self.confinement.sandboxed:
             notes.append("processes: RLIMIT_NPROC counts every process of your user, not only the program's")
         if not syscall_filter.supported():
-            notes.append("system calls: no filter on this machine's architecture: keyrings, io_uring and CPU "
-                         "affinity are open to programs")
+            notes.append("system calls: no filter here (another architecture, or a kernel without seccomp): "
+                         "keyrings, io_uring and CPU affinity are open to programs")
         if not self.disk_capped:
             notes.append("disk: each file is capped (RLIMIT_FSIZE) and the in-memory /tmp and /dev/shm are "
                          "capped, but not the total a run writes in its case folder (that needs root)")

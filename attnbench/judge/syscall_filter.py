@@ -21,6 +21,7 @@ import errno
 import os
 import platform
 import struct
+import subprocess
 
 # struct seccomp_data: int nr at offset 0, __u32 arch at offset 4.
 _NR_OFFSET, _ARCH_OFFSET = 0, 4
@@ -78,8 +79,23 @@ def filter_program(machine: str | None = None) -> bytes:
 
 
 def supported() -> bool:
-    """Whether this architecture has a filter (Linux on x86-64 or aarch64)."""
-    return platform.system() == "Linux" and platform.machine() in _ARCHES
+    """Whether the filter can be installed here: Linux on x86-64 or aarch64, and a kernel that takes it
+    (tried once per process on a child that runs `true`, so a kernel without seccomp judges on, and says so,
+    rather than failing every run)."""
+    global _TAKEN
+    if not (platform.system() == "Linux" and platform.machine() in _ARCHES):
+        return False
+    if _TAKEN is None:
+        try:
+            _TAKEN = subprocess.run(["true"], preexec_fn=install_in_this_process, timeout=30,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            _TAKEN = False
+    return _TAKEN
+
+
+_TAKEN: bool | None = None
 
 
 class _SockFprog(ctypes.Structure):

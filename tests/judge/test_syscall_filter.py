@@ -96,3 +96,13 @@ def test_the_program_jumps_to_the_refusal_from_every_check() -> None:
     for at, raw in enumerate(instructions[6:-2], start=6):
         code, jt, jf, _ = struct.unpack("=HBBI", raw)
         assert code == 0x15 and jf == 0 and at + 1 + jt == last
+
+
+def test_a_kernel_that_refuses_the_filter_is_said_once_not_a_failure_of_every_run(monkeypatch):
+    monkeypatch.setattr(syscall_filter, "_TAKEN", None)
+
+    def refused() -> None:
+        raise OSError(22, "could not install the system-call filter")
+
+    monkeypatch.setattr(syscall_filter, "install_in_this_process", refused)
+    assert syscall_filter.supported() is False

@@ -47,10 +47,11 @@ def test_the_reference_runs_stay_few():
     assert len(files) <= 30 and all(p.is_file() for p in files), sorted(p.name for p in files)
 
 
-def test_every_results_link_in_the_readme_names_a_kept_file():
+def test_every_results_link_in_the_readme_and_its_guides_names_a_kept_file():
     import re
 
-    readme = (ROOT / "README.md").read_text()
+    guides = sorted((ROOT / "docs").glob("*.md"))
+    readme = "\n".join(path.read_text() for path in [ROOT / "README.md", *guides])
     named = set(re.findall(r"docs/results/([\w.-]+\.(?:md|json|log))", readme))
     assert named and all((FOLDER / name).is_file() for name in named), sorted(n for n in named if not (FOLDER / n).is_file())
     assert not re.search(r"(?<![\w/-])results/20\d\d", readme), "a link to the removed results/ folder"

@@ -105,12 +105,6 @@ def timed_passes(execution: Timeable, passes: int = 1, flush_l2: bool = False) -
     return execution.clock.stop()
 
 
-def sample_execution(execution: Timeable, policy: TimingPolicy, first_samples: list[float] | None = None,
-                     on_sample: Callable[[float], None] | None = None) -> KernelStats:
-    """Warm-up and samples of one pass each, by the policy (its L2 flush included)."""
-    return measure(lambda: timed_passes(execution, 1, policy.flush_l2), policy, first_samples, on_sample=on_sample)
-
-
 class SmClockRecorder:
     """Reads the GPU's SM clock (NVML) after each sample; gives up, leaving the clock unknown, at the first
     read NVML cannot answer (no pynvml, no libnvidia-ml, a device it does not manage)."""

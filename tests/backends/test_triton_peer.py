@@ -333,7 +333,7 @@ EXECUTION_ON_THE_HOST = textwrap.dedent("""
     from attnbench.backends import triton_peer
     from attnbench.backends.base import HostClock
     from attnbench.backends.registry import make_execution
-    from attnbench.bench.sampler import TimingPolicy, sample_execution
+    from attnbench.bench.sampler import TimingPolicy, measure, timed_passes
     from attnbench.bench.verify import compare_outputs
     from attnbench.cases.reference import reference_output
     from attnbench.cases.testcase import Testcase
@@ -369,7 +369,8 @@ EXECUTION_ON_THE_HOST = textwrap.dedent("""
         poisoned = int(np.isnan(execution.download()).sum())
         execution.run_pass()
         report = compare_outputs(execution.download(), reference_output(tc))
-        stats = sample_execution(execution, TimingPolicy(warmup=0, reps=2))
+        policy = TimingPolicy(warmup=0, reps=2)
+        stats = measure(lambda: timed_passes(execution, 1, policy.flush_l2), policy)
         results.append({"tuned": execution.choice.tuned, "config": execution.config.label, "poisoned": poisoned,
                         "elements": B * N * d, "passed": report.passed, "max_abs": report.max_abs_error,
                         "compile_s": execution.compile_s, "samples": stats.count, "flushes": HostGpu.flushes,

@@ -234,18 +234,6 @@ def test_timed_passes_flushes_before_the_clock_and_times_every_pass():
     assert execution.events == ["flush", "start", "pass", "pass", "pass", "stop"]
 
 
-def test_sample_execution_times_one_pass_per_sample_with_the_policy_flush():
-    from attnbench.bench.sampler import sample_execution
-
-    execution = FakeExecution()
-    stats = sample_execution(execution, TimingPolicy(warmup=1, reps=3, flush_l2=True), first_samples=[9.0])
-    assert stats.samples_ms == [9.0, 1.5, 1.5]  # the first sample counts; warm-up is not kept
-    assert execution.events == ["flush", "start", "pass", "stop"] * 3
-    execution.events.clear()
-    assert sample_execution(execution, TimingPolicy(warmup=0, reps=2, flush_l2=False)).samples_ms == [1.5, 1.5]
-    assert execution.events == ["start", "pass", "stop"] * 2
-
-
 def test_on_sample_sees_each_sample_but_not_the_warm_up():
     seen = []
     values = iter([9.0, 9.0, 1.0, 2.0, 3.0])

@@ -264,10 +264,11 @@ def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) 
             sandbox.finish(paths)
     finally:
         remove_tree(folder)
+    # From here on every run gets a copy of the sealed cache (Sandbox.cuda_cache), never the cache itself.
+    sandbox.cache_writable = False
     if sandbox.cuda_cache is not None:
         return seal_cache(sandbox.cuda_cache)
     return ""
-    sandbox.cache_writable = False
 
 
 def timeout_for(limit_s: float | None, timeout_s: float | None) -> float:

@@ -338,3 +338,24 @@ def test_a_class_judged_with_json_prints_its_scoreboard_records(tmp_path):
     assert board.exit_code == 0, board.output
     assert json.loads(board.stdout) == json.loads((tmp_path / "res" / "c.json").read_text())
     assert "scoreboard" in board.stderr
+
+
+def test_after_the_warm_up_every_judged_run_gets_its_own_copy_of_the_sealed_cache(programs, monkeypatch):
+    """The one-program judge once left the cache writable after the warm-up: its judged runs then wrote into
+    one shared cache (a replay channel), or, as another uid, found it sealed and compiled PTX every case."""
+    from attnbench.judge.sandbox import SandboxSettings
+
+    seen = []
+    judge_case = judging.judge_case
+
+    def spy(program, case, limit, timeout_s, sandbox):
+        paths = sandbox.prepare("spy", None)
+        seen.append((sandbox.cache_writable, paths.cache))
+        sandbox.finish(paths)
+        return judge_case(program, case, limit, timeout_s, sandbox)
+
+    monkeypatch.setattr(judging, "judge_case", spy)
+    judgement = judging.run_judge(judging.make_program(str(programs["right"])), judging.cases_for(SMALL),
+                                  judging.load_time_limits("none"), 30.0, settings=SandboxSettings("none"))
+    assert judgement.passed == 2 and len(seen) == 2
+    assert all(not writable and cache is not None for writable, cache in seen)

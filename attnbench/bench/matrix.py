@@ -17,7 +17,8 @@ import numpy as np
 from attnbench.backends.device import GpuDevice
 from attnbench.results.ceilings import cached_for
 from attnbench.backends.program import program_cell
-from attnbench.bench.runner import Timer, run_variant
+from attnbench.bench.first_pass import WholeInput
+from attnbench.bench.runner import Timer, run_cell
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases.fresh_values import InputRange
@@ -171,7 +172,7 @@ def run_input(variants: list[Variant], loaded: LoadedInput, gpu: GpuDevice | Non
 def _cell_or_failure(variant: Variant, loaded: LoadedInput, gpu: GpuDevice | None, settings: MatrixSettings,
                      failures_as_cells: bool) -> Cell:
     try:
-        return run_cell(variant, loaded.label, loaded.testcase, loaded.reference, gpu, settings, loaded.ranges)
+        return measure_cell(variant, loaded.label, loaded.testcase, loaded.reference, gpu, settings, loaded.ranges)
     except Exception as exc:
         if not failures_as_cells:
             raise
@@ -236,18 +237,19 @@ def run_matrix(
     return infos, cells
 
 
-def run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: GpuDevice | None,
-              settings: MatrixSettings, ranges: InputRange | None = None) -> Cell:
-    """One cell: the variant checked against the reference, then timed (a whole program: its process time)."""
+def measure_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: GpuDevice | None,
+                 settings: MatrixSettings, ranges: InputRange | None = None) -> Cell:
+    """One cell of the matrix: the variant through the cell engine (`run_cell`), gated by its check against the
+    reference, and given its status (a whole program: its process time and its output's check)."""
     if variant.kind.whole_program:  # a whole program: process time and its output's check, no kernel time
         return program_cell(variant, label, testcase, reference, settings.check, failure_summary)
     extra: dict[str, Any] = {}
     try:
         if variant.kind.compiled:  # inside the try: a user's bad formula is this cell's ERROR
             extra["defines"] = variant.defines(testcase.shape)
-        run = run_variant(variant, testcase, label, gpu, settings.policy(variant),
-                          lambda output: settings.check(output, reference), gate=True, keep_output=False,
-                          timer=settings.timer, tolerance=settings.tolerance, ranges=ranges)
+        run = run_cell(variant, WholeInput(testcase, label, ranges), gpu, settings.policy(variant),
+                       lambda output: settings.check(output, reference), gate=True, keep_output=False,
+                       timer=settings.timer, tolerance=settings.tolerance)
     except InputNotFinite:
         raise  # the input's fault, not this variant's: the run stops with it (exit 2)
     except AttnbenchError as exc:

@@ -35,7 +35,8 @@ from attnbench.results.verification import VerifyReport
 
 class MatrixInterrupted(AttnbenchError):
     """Ctrl-C during a matrix, here or spread out: `cases` and `cells` hold what was measured; `partial`,
-    the result set of those cells, is given by the API (`with_partial`) for the command line to save."""
+    the result set of those cells marked interrupted, is given by the API (`with_partial`) for the command line
+    to save."""
 
     exit_code = 130
 
@@ -46,7 +47,9 @@ class MatrixInterrupted(AttnbenchError):
         self.partial = partial
 
     def with_partial(self, partial: ResultSet) -> MatrixInterrupted:
-        """The same interruption, carrying the result set of what was measured."""
+        """The same interruption, carrying the result set of what was measured, marked interrupted (its saved
+        files say so)."""
+        partial.settings["interrupted"] = True
         return MatrixInterrupted(str(self), self.cases, self.cells, self.devices, partial)
 
 

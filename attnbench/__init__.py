@@ -3,7 +3,7 @@
 The public Python API (see `attnbench.api`), imported on first use so that `import attnbench` stays light:
 
     import attnbench
-    m = attnbench.run("t02", variant="cpu", check=True)
+    m = attnbench.run("t02", variant="cpu", check=True).measurement
 """
 
 from __future__ import annotations

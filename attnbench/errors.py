@@ -1,10 +1,13 @@
 """Error types that the CLI turns into one clear sentence and an exit code.
 
 The exit code comes from the kind of failure, one base class each: bad usage or input (2) and what
-the environment lacks (3). A verification failure (1) is a result, not an exception.
+the environment lacks (3). A verification failure (1) is a result, not an exception. `classify` is the one place that turns an
+exception into a command's exit code and its one line.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 
 class AttnbenchError(Exception):
@@ -100,3 +103,31 @@ class VariantUnsupported(EnvironmentProblem):
 
 class PlotsUnavailable(EnvironmentProblem):
     """matplotlib (the `plot` extra) is not installed."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """How a command ends on an expected failure: its exit code and one line (`error`: said as an error)."""
+
+    exit_code: int
+    line: str
+    error: bool = True
+
+
+INTERRUPTED = Failure(130, "interrupted; no partial output was left behind", error=False)
+
+
+def classify(exc: BaseException) -> Failure | None:
+    """The exit code and the one line of an expected failure, for every command: attnbench's own errors (their
+    class says the code), Ctrl-C (130), a file the system refused (2, named), a CUDA driver error that escaped
+    the backends' wrapping (3). None for anything else: a bug, whose traceback must show."""
+    if isinstance(exc, AttnbenchError):
+        return Failure(exc.exit_code, str(exc))
+    if isinstance(exc, KeyboardInterrupt):
+        return INTERRUPTED
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        return Failure(2, where + str(exc.strerror or exc))
+    if type(exc).__module__.startswith("pycuda"):
+        return Failure(3, f"CUDA: {exc}")
+    return None

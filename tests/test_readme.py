@@ -33,6 +33,6 @@ def test_the_first_real_output_has_the_rows_run_prints_now(tmp_path):
     lines = block[block.index("cpu on t02"):].splitlines()[2:]  # after the title and the header
     shown = [line.strip() for line in lines if line.startswith(" ")]
     measurement = attnbench.run("t02", "cpu", str(tmp_path / "t02.out"), check=True,
-                                timing=attnbench.TimingOptions(reps=6))
+                                timing=attnbench.TimingOptions(reps=6)).measurement
     names = [row[0].text for row in measurement_table(measurement).rows]
     assert len(shown) == len(names) and all(line.startswith(name) for line, name in zip(shown, names)), (shown, names)

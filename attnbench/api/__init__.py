@@ -11,6 +11,7 @@ from attnbench.api.files import against_saved, generate, load_results, results_f
 from attnbench.api.matrix import CompareOptions, CompareOutcome, ComparePlan, exit_status, parse_percent, plan_compare
 from attnbench.api.single import (
     SWEEP_AXES,
+    RunOutcome,
     TimingOptions,
     case_names,
     check_same_gpu,
@@ -31,7 +32,7 @@ from attnbench.bench.verify import COURSE_ATOL
 from attnbench.results.resultset import ResultSet
 
 __all__ = [
-    "COURSE_ATOL", "SWEEP_AXES", "CompareOptions", "CompareOutcome", "ComparePlan", "MatrixInterrupted", "ResultSet",
+    "COURSE_ATOL", "SWEEP_AXES", "CompareOptions", "CompareOutcome", "ComparePlan", "MatrixInterrupted", "ResultSet", "RunOutcome",
     "TimingOptions", "against_saved", "case_names", "check_same_gpu", "check_same_inputs", "common_selection", "compare",
     "course_check", "exit_status", "expected_inputs", "generate", "load_results", "results_for_report", "open_gpu", "open_gpu_for",
     "parse_percent", "plan_compare", "resume", "run", "slurm_options", "suite_cases", "sweep", "variant_names", "verify",

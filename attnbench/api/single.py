@@ -1,8 +1,9 @@
 """The public Python API: what the command line does, for notebooks and scripts.
 
     import attnbench
-    m = attnbench.run("t02", variant="cpu", out="t02.out", check=True)
-    print(m.kernel.median, m.tflops, m.verification.passed)
+    outcome = attnbench.run("t02", variant="cpu", out="t02.out", check=True)
+    m = outcome.measurement
+    print(m.kernel.median, m.tflops, m.verification.passed, outcome.exit_status)
     rs = attnbench.compare(["cpu"], ["odd_17x48", "odd_100x32"])
     report = attnbench.verify("t02.out", "t02")
     saved = attnbench.load_results("docs/results/2026-11-26_h100_final_default_peers_t01-t30.json")
@@ -21,6 +22,7 @@ from typing import Any, Callable, Sequence
 
 from attnbench.api.notices import Notice, quiet
 from attnbench.analysis.against import check_same_gpu, check_same_inputs, common_selection, expected_inputs
+from attnbench.analysis.run_verdict import RunOutcome
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.spread import SlurmOptions, placement, resume, spread_matrix
 from attnbench.backends.cpu import passes_reported
@@ -48,7 +50,6 @@ from attnbench.errors import UsageError
 from attnbench.files import check_output_path
 from attnbench.kernels.catalogue import baseline_name, default_variant, get_variant, variants_for
 from attnbench.kernels.variant import Variant
-from attnbench.results.measurement import Measurement
 from attnbench.results.resultset import ResultSet
 
 CPU_SAMPLING_BUDGET_S = 2.0  # the cpu variant's sampling budget unless --timeout says: several passes, not minutes
@@ -171,10 +172,12 @@ def run(
     progress: ProgressFactory = no_progress,
     notice: Notice = quiet,
     accuracy: str | None = None,
-) -> Measurement:
+) -> RunOutcome:
     """Run one variant on a case (a suite name or a course input file): write `out` if given, time it,
     and with `check` verify it against the float64 reference. A one-cell compare. Without a variant, the
     default at `accuracy` ("float32"; "course": the course rule with margin, see `default_variant`).
+    The outcome holds the measurement, its problems (one line each) and the exit status the command line
+    exits with.
 
     With `pipeline` (the default), a GPU variant's first pass streams the file through a ring of pinned
     buffers to the device and the output back to `out`, overlapping them with the kernels; the
@@ -190,8 +193,9 @@ def run(
     chosen = choose_variant(variant, bench_input.shape, notice, accuracy)
     gpu = open_gpu_for([chosen], device)
     with passes_reported(progress, bench_input.label):  # a long cpu pass shows its progress and expected time
-        return run_case(chosen, bench_input, gpu, timing.policy_for(chosen), out, check, (atol, rtol), pipeline,
-                        progress, notice)
+        measurement = run_case(chosen, bench_input, gpu, timing.policy_for(chosen), out, check, (atol, rtol),
+                               pipeline, progress, notice)
+    return RunOutcome.of(measurement, out)
 
 
 def compare(
@@ -303,6 +307,6 @@ def sweep(
 
 
 __all__ = [
-    "SlurmOptions", "TimingOptions", "case_names", "check_same_gpu", "check_same_inputs", "choose_variant", "common_selection",
+    "RunOutcome", "SlurmOptions", "TimingOptions", "case_names", "check_same_gpu", "check_same_inputs", "choose_variant", "common_selection",
     "compare", "expected_inputs", "open_gpu", "open_gpu_for", "resume", "run", "sweep", "variant_names",
 ]

@@ -21,13 +21,14 @@ is over samples that each passed. No time rule is needed: nothing a kernel saw b
 
 The host's wall clock also times the first `WALL_CHECKED` timed samples (the context synchronised before and
 after): when each exceeds 1.25 x its event time + 2 ms, the cell gets a warning (work the events did not wait
-for). After the samples, untimed and checked like them (`FreshSampler.after_samples`): one fresh input launched
-twice, the output poisoned before each (a kernel that recognises an input it has seen serves the poison); their
-rows must have the same bits, else a warning names the rows (the determinism check); then one launch on another
-fresh input with the output NOT poisoned first (a kernel that computes only when it finds poison leaves the
-last answer); then that same input launched again with zeros written over the output first (a kernel that skips a
-launch whose input its previous launch answered while the output holds a number leaves the zeros: the square
-lab's batches, passes back to back on one input poisoned once, are where such a kernel would gain).
+for). After the samples, untimed and checked like them, the pass checks (`bench.pass_checks`, one class each,
+applied by `FreshSampler.after_samples`): one fresh input launched twice, the output poisoned before each (a
+kernel that recognises an input it has seen serves the poison); their rows must have the same bits, else a warning
+names the rows (the determinism check); then one launch on another fresh input with the output NOT poisoned first
+(a kernel that computes only when it finds poison leaves the last answer); then that same input launched again
+with zeros written over the output first (a kernel that skips a launch whose input its previous launch answered
+while the output holds a number leaves the zeros: the square lab's batches, passes back to back on one input
+poisoned once, are where such a kernel would gain).
 """
 
 from __future__ import annotations
@@ -39,27 +40,17 @@ from typing import Callable
 import numpy as np
 
 from attnbench.backends.base import Execution
+from attnbench.bench.pass_checks import AFTER_SAMPLES, PassCheck
 from attnbench.bench.sampler import TimingPolicy, measure, timed_passes
 from attnbench.cases.fresh_values import InputRange, draw_seed
 from attnbench.cases.testcase import Shape
 from attnbench.results.stats import KernelStats
-from attnbench.results.timed_check import (
-    REPEAT,
-    STALE,
-    TIMED,
-    UNPOISONED,
-    WARMUP,
-    ClockDisagreement,
-    DifferingRows,
-    SampleFailure,
-    TimedCheck,
-)
+from attnbench.results.timed_check import TIMED, WARMUP, ClockDisagreement, DifferingRows, SampleFailure, TimedCheck
 
 ROWS_PER_SAMPLE = 1375  # ceil(ln(1e-6) / ln(0.99)): 1% of rows wrong is caught by one sample, p >= 1 - 1e-6
 WALL_CHECKED = 3
 WALL_FACTOR = 1.25
 WALL_SLACK_MS = 2.0
-NAMED_ROWS = 8
 
 
 def draw_rows(total: int, entropy: Callable[[int], bytes] = os.urandom) -> np.ndarray:
@@ -91,6 +82,7 @@ class FreshSampler:
         self.max_abs_error = 0.0
         self.failure: SampleFailure | None = None
         self.walls: list[tuple[float, float]] = []  # (event ms, wall ms) of the first timed samples
+        self.last_seed: int | None = None  # the input of the last launch
 
     @property
     def total_rows(self) -> int:
@@ -99,6 +91,7 @@ class FreshSampler:
     def fresh_launch(self, seed: int, poison: bool = True, output: float = float("nan")) -> None:
         """The input made from `seed`, the output poisoned (filled with `output`), everything before finished."""
         ex = self.execution
+        self.last_seed = seed
         ex.refresh_inputs(seed, self.ranges)
         if poison:
             ex.poison_output(output)
@@ -140,8 +133,9 @@ class FreshSampler:
             self.failure = SampleFailure(number, kind, self.shape.N, self.shape.d, errors)
             raise SampleFailed(self.failure.describe())
 
-    def _untimed(self, seed: int, poison: bool, kind: str, number: int, fresh: bool = True,
-                 output: float = float("nan")) -> None:
+    def untimed(self, seed: int, poison: bool, kind: str, number: int, fresh: bool = True,
+                output: float = float("nan")) -> None:
+        """One launch outside the timed samples (a pass check's), on `seed`'s input, checked like a sample."""
         self.fresh_launch(seed, poison, output)
         self.execution.run_pass()
         self.execution.synchronize()
@@ -149,25 +143,11 @@ class FreshSampler:
         self.fresh += fresh
         self._check(seed, kind, number)
 
-    def after_samples(self) -> DifferingRows | None:
-        """Untimed, after the samples: one fresh input launched twice, each output poisoned first and checked (a
-        kernel that recognises an input it has seen serves the poison), whose rows must have the same bits (the
-        determinism check: the rows that differ are returned); then one launch on another fresh input WITHOUT
-        poisoning the output, checked (a kernel that computes only when it finds its output poisoned leaves the
-        last answer, which is not this input's); then that input again with zeros over the output (a kernel that
-        skips an input its previous launch answered while the output holds a number leaves the zeros)."""
-        seed = draw_seed(self.entropy)
-        digests = []
-        for number in (1, 2):
-            self._untimed(seed, True, REPEAT, number, fresh=number == 1)
-            digests.append(self.execution.output_digest())
-        last = draw_seed(self.entropy)
-        self._untimed(last, False, UNPOISONED, 1)
-        self._untimed(last, True, STALE, 1, fresh=False, output=0.0)
-        differ = np.flatnonzero(digests[0] != digests[1])
-        if not differ.size:
-            return None
-        return DifferingRows([int(r) for r in differ[:NAMED_ROWS]], int(differ.size), self.shape.N)
+    def after_samples(self, checks: tuple[PassCheck, ...] = AFTER_SAMPLES) -> DifferingRows | None:
+        """Untimed, after the samples: the pass checks (`bench.pass_checks`) in their order, each launch checked; the
+        first finding that warns (the determinism check's rows that differ), if any."""
+        findings = [check.apply(self) for check in checks]
+        return next((finding for finding in findings if finding is not None), None)
 
     def clock_disagreement(self) -> ClockDisagreement | None:
         """A warning when the wall clock exceeded the events beyond noise on every sample cross-checked."""

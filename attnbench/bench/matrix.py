@@ -17,7 +17,8 @@ import numpy as np
 from attnbench.backends.device import GpuDevice
 from attnbench.results.ceilings import cached_for
 from attnbench.backends.program import program_cell
-from attnbench.bench.runner import Timer, run_variant
+from attnbench.bench.first_pass import WholeInput
+from attnbench.bench.runner import Timer, run_cell
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases.fresh_values import InputRange
@@ -34,7 +35,8 @@ from attnbench.results.verification import VerifyReport
 
 class MatrixInterrupted(AttnbenchError):
     """Ctrl-C during a matrix, here or spread out: `cases` and `cells` hold what was measured; `partial`,
-    the result set of those cells, is given by the API (`with_partial`) for the command line to save."""
+    the result set of those cells marked interrupted, is given by the API (`with_partial`) for the command line
+    to save."""
 
     exit_code = 130
 
@@ -45,7 +47,9 @@ class MatrixInterrupted(AttnbenchError):
         self.partial = partial
 
     def with_partial(self, partial: ResultSet) -> MatrixInterrupted:
-        """The same interruption, carrying the result set of what was measured."""
+        """The same interruption, carrying the result set of what was measured, marked interrupted (its saved
+        files say so)."""
+        partial.settings["interrupted"] = True
         return MatrixInterrupted(str(self), self.cases, self.cells, self.devices, partial)
 
 
@@ -171,7 +175,7 @@ def run_input(variants: list[Variant], loaded: LoadedInput, gpu: GpuDevice | Non
 def _cell_or_failure(variant: Variant, loaded: LoadedInput, gpu: GpuDevice | None, settings: MatrixSettings,
                      failures_as_cells: bool) -> Cell:
     try:
-        return run_cell(variant, loaded.label, loaded.testcase, loaded.reference, gpu, settings, loaded.ranges)
+        return measure_cell(variant, loaded.label, loaded.testcase, loaded.reference, gpu, settings, loaded.ranges)
     except Exception as exc:
         if not failures_as_cells:
             raise
@@ -236,18 +240,19 @@ def run_matrix(
     return infos, cells
 
 
-def run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: GpuDevice | None,
-              settings: MatrixSettings, ranges: InputRange | None = None) -> Cell:
-    """One cell: the variant checked against the reference, then timed (a whole program: its process time)."""
+def measure_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: GpuDevice | None,
+                 settings: MatrixSettings, ranges: InputRange | None = None) -> Cell:
+    """One cell of the matrix: the variant through the cell engine (`run_cell`), gated by its check against the
+    reference, and given its status (a whole program: its process time and its output's check)."""
     if variant.kind.whole_program:  # a whole program: process time and its output's check, no kernel time
         return program_cell(variant, label, testcase, reference, settings.check, failure_summary)
     extra: dict[str, Any] = {}
     try:
         if variant.kind.compiled:  # inside the try: a user's bad formula is this cell's ERROR
             extra["defines"] = variant.defines(testcase.shape)
-        run = run_variant(variant, testcase, label, gpu, settings.policy(variant),
-                          lambda output: settings.check(output, reference), gate=True, keep_output=False,
-                          timer=settings.timer, tolerance=settings.tolerance, ranges=ranges)
+        run = run_cell(variant, WholeInput(testcase, label, ranges), gpu, settings.policy(variant),
+                       lambda output: settings.check(output, reference), gate=True, keep_output=False,
+                       timer=settings.timer, tolerance=settings.tolerance)
     except InputNotFinite:
         raise  # the input's fault, not this variant's: the run stops with it (exit 2)
     except AttnbenchError as exc:

@@ -15,7 +15,7 @@ import threading
 import click
 from rich.markup import escape
 
-from attnbench.errors import AttnbenchError
+from attnbench.errors import classify
 from attnbench.output.terminal import err_console, printable
 from attnbench.version import __version__
 
@@ -78,8 +78,8 @@ def _flush_stdout() -> None:
 
 
 class AttnbenchGroup(click.Group):
-    """Turns expected failures into one sentence and an exit code, never a traceback; usage errors into
-    one line and a pointer to --help, instead of click's usage block."""
+    """Turns expected failures into one sentence and an exit code (`errors.classify`), never a traceback;
+    usage errors into one line and a pointer to --help, instead of click's usage block."""
 
     def main(self, *args, **kwargs):  # type: ignore[no-untyped-def, override]
         _text_streams_never_fail()
@@ -106,21 +106,15 @@ class AttnbenchGroup(click.Group):
         except BrokenPipeError:
             _reader_left()
             ctx.exit(0)
-        except AttnbenchError as exc:
-            _error(str(exc))
-            ctx.exit(exc.exit_code)
-        except OSError as exc:
-            where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-            _error(where + str(exc.strerror or exc))
-            ctx.exit(2)
-        except KeyboardInterrupt:
-            err_console.print("interrupted; no partial output was left behind")
-            ctx.exit(130)
-        except Exception as exc:
-            if type(exc).__module__.startswith("pycuda"):
-                _error(f"CUDA: {exc}")
-                ctx.exit(3)
-            raise
+        except (Exception, KeyboardInterrupt) as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+            if failure.error:
+                _error(failure.line)
+            else:
+                err_console.print(failure.line)
+            ctx.exit(failure.exit_code)
 
 
 @click.group(cls=AttnbenchGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)

@@ -60,7 +60,6 @@ def _run_saving_partial(title: str, call: Callable[[MatrixProgress], Outcome], r
     except api.MatrixInterrupted as exc:
         partial = exc.partial
         if partial is not None and not no_save and partial.cells:
-            partial.settings["interrupted"] = True
             save_run(partial, results_dir, name, selector, False)
         raise
 

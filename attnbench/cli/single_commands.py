@@ -90,10 +90,10 @@ def run(case: str, out: str, variant_name: str | None, accuracy: str | None, dev
       attnbench run t22 out.bin --variant tf32x3 --no-pipeline
       attnbench run t22 out.bin --accuracy course --check
     """
-    measurement = api.run(case, variant_name, out, check=check, atol=atol, rtol=rtol, timing=timing_from(timing),
-                          device=device, pipeline=not no_pipeline, progress=progress_bar, notice=notice,
-                          accuracy=accuracy)
-    verification = measurement.verification
+    outcome = api.run(case, variant_name, out, check=check, atol=atol, rtol=rtol, timing=timing_from(timing),
+                      device=device, pipeline=not no_pipeline, progress=progress_bar, notice=notice,
+                      accuracy=accuracy)
+    measurement, verification = outcome.measurement, outcome.measurement.verification
     if as_json:
         click.echo(strict_json.dumps(measurement.to_dict()))
     else:
@@ -101,20 +101,9 @@ def run(case: str, out: str, variant_name: str | None, accuracy: str | None, dev
         print_warnings([warning.sentence() for warning in measurement.all_warnings()])
         if verification is not None and not verification.passed:
             print_table(run_tables.verify_table(verification, f"check of {out}"))
-    if measurement.nonfinite and verification is None:
-        error_line(f"{measurement.nonfinite} of {measurement.shape.elements} elements of {out} are NaN or Inf: "
-                   "the output is wrong (run with --check for the worst elements)")
-    impossible = measurement.impossible_reason()
-    if impossible is not None:
-        error_line(f"IMPOSSIBLE: {measurement.variant} on {measurement.case}: {impossible}")
-    suspect = measurement.suspect_reason()
-    if suspect is not None:  # its speed is printed above, and doubted: exit 1
-        error_line(f"SUSPECT: {measurement.variant} on {measurement.case}: {suspect}")
-    if measurement.timed_check is not None and not measurement.timed_check.passed:  # no speed: exit 1
-        error_line(measurement.timed_check.describe())
-    if (measurement.nonfinite or (verification is not None and not verification.passed) or not measurement.has_speed
-            or suspect is not None):
-        sys.exit(1)
+    for problem in outcome.problems:
+        error_line(problem)
+    sys.exit(outcome.exit_status)
 
 
 @click.command()

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from attnbench.api import TimingOptions
+from attnbench.bench.first_pass import WholeInput
 from attnbench.bench.matrix import MatrixSettings, run_matrix
-from attnbench.bench.runner import run_variant
+from attnbench.bench.runner import run_cell
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.cases.inputs import SyntheticInput
 from attnbench.cases.testcase import Shape
@@ -69,7 +70,7 @@ def timed_regions(log: list[str]) -> list[list[str]]:
 def test_each_timed_sample_follows_exactly_one_flush_or_none(flush):
     gpu = RecordingGpu(FakeDriver())
     testcase = random_testcase(2, 9, 4, np.random.default_rng(3))
-    run = run_variant(VARIANT, testcase, "rand", gpu, TimingPolicy(warmup=2, reps=5, flush_l2=flush))
+    run = run_cell(VARIANT, WholeInput(testcase, "rand"), gpu, TimingPolicy(warmup=2, reps=5, flush_l2=flush))
     regions = timed_regions(gpu.log)
     assert len(regions) >= 5 + 2  # the warm-up passes are timed too
     assert run.measurement.kernel.count == 5

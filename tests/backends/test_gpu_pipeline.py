@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from attnbench.bench.chunk_plan import plan_chunks
-from attnbench.bench.runner import run_variant, run_variant_pipelined
+from attnbench.bench.first_pass import StreamedFile, WholeInput
+from attnbench.bench.runner import run_cell
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import COURSE_MARGIN_ATOL, compare_outputs
 from attnbench.cases import suite
@@ -37,13 +38,13 @@ def both_paths(gpu, variant, shape, tmp_path, depth=3, items=None, seed=0):
     testcase = random_testcase(*shape, np.random.default_rng(seed))
     path = tmp_path / "case.in"
     write_testcase(path, testcase)
-    plain = run_variant(variant, testcase, "random", gpu, ONE_PASS).output
+    plain = run_cell(variant, WholeInput(testcase, "random"), gpu, ONE_PASS).output
     plan = plan_chunks(Shape(*shape), keep_output=True, target_chunk_bytes=1, depth=depth)
     if items is not None:
         plan = type(plan)(plan.shape, items, min(depth, -(-shape[0] // items)), True)
     assert plan.refusal is None and len(plan.chunks) >= 2
     out = tmp_path / "out.bin"
-    run = run_variant_pipelined(variant, path, plan, "random", gpu, ONE_PASS, out, file_range(path, Shape(*shape)))
+    run = run_cell(variant, StreamedFile(path, plan, "random", file_range(path, Shape(*shape)), out), gpu, ONE_PASS)
     return testcase, plain, run, out
 
 
@@ -122,9 +123,9 @@ def test_the_default_plan_runs_a_course_like_case(gpu, tmp_path):
     write_testcase(path, testcase)
     plan = plan_chunks(shape, keep_output=True)
     assert plan.refusal is None and len(plan.chunks) >= 8
-    run = run_variant_pipelined(variant, path, plan, "random", gpu, ONE_PASS, tmp_path / "out.bin",
-                                file_range(path, plan.shape))
-    plain = run_variant(variant, testcase, "random", gpu, ONE_PASS).output
+    run = run_cell(variant, StreamedFile(path, plan, "random", file_range(path, plan.shape), tmp_path / "out.bin"),
+                   gpu, ONE_PASS)
+    plain = run_cell(variant, WholeInput(testcase, "random"), gpu, ONE_PASS).output
     assert np.array_equal(run.output.view(np.uint32), plain.view(np.uint32))
 
 
@@ -142,7 +143,7 @@ def test_wgmma3x_chunks_that_split_their_keys_where_the_batch_does_not(gpu, tmp_
     testcase = random_testcase(shape.B, shape.N, shape.d, np.random.default_rng(11))
     path = tmp_path / "case.in"
     write_testcase(path, testcase)
-    run = run_variant_pipelined(variant, path, plan, "random", gpu, ONE_PASS, tmp_path / "out.bin",
-                                file_range(path, plan.shape))
+    run = run_cell(variant, StreamedFile(path, plan, "random", file_range(path, plan.shape), tmp_path / "out.bin"),
+                   gpu, ONE_PASS)
     report = compare_outputs(run.output, reference_output(testcase))
     assert report.passed and report.rel_l2_error < 1e-5

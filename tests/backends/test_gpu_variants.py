@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnbench.bench.runner import run_variant
+from attnbench.bench.first_pass import WholeInput
+from attnbench.bench.runner import run_cell
 from attnbench.bench.squarelab import lab_check
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import COURSE_MARGIN_ATOL, compare_outputs
@@ -45,7 +46,7 @@ REPORT004 = Path(__file__).resolve().parents[2] / "tools" / "report004"
 
 def check_variant(gpu, variant, B, N, d, rng):
     tc = random_testcase(B, N, d, rng)
-    run = run_variant(variant, tc, "random", gpu, ONE_PASS)
+    run = run_cell(variant, WholeInput(tc, "random"), gpu, ONE_PASS)
     output, measurement = run.output, run.measurement
     report = compare_outputs(output, reference_output(tc))
     where = f"{variant.name} on B={B} N={N} d={d}"
@@ -76,7 +77,7 @@ def test_the_fresh_samples_keep_every_builtin_passing(gpu, variant, rng):
         if variant.refusal(Shape(*shape)) is not None or not variant.runs_on(gpu.compute_capability):
             continue
         tc = random_testcase(*shape, rng)
-        run = run_variant(variant, tc, "random", gpu, SAMPLED, lambda out: compare_outputs(out, reference_output(tc)),
+        run = run_cell(variant, WholeInput(tc, "random"), gpu, SAMPLED, lambda out: compare_outputs(out, reference_output(tc)),
                           gate=True)
         where = f"{variant.name} on {shape}"
         assert run.measurement is not None, f"{where}: {run.timed_check.describe() if run.timed_check else run.check}"
@@ -136,7 +137,7 @@ def test_safe_softmax_on_large_scores(gpu, variant, kind, shape, rng):
     """Q*30, zero Q, V*1000: each within the course rule scaled to V's range (tests/large_scores.py)."""
     skip_unless_runs(variant, Shape(*shape), gpu)
     tc = large_score_testcase(kind, *shape, rng)
-    output = run_variant(variant, tc, kind, gpu, ONE_PASS).output
+    output = run_cell(variant, WholeInput(tc, kind), gpu, ONE_PASS).output
     _, problems = check_large_scores(kind, tc, output, variant.accuracy)
     assert not problems, f"{variant.name} on {kind} B={shape[0]} N={shape[1]} d={shape[2]}: " + "; ".join(problems)
 
@@ -150,7 +151,7 @@ def test_singlehead_overflows_on_large_scores_and_verify_catches_it(gpu, shape, 
     variant = get_variant("singlehead")
     for kind in LARGE_SCORE_KINDS:
         tc = large_score_testcase(kind, *shape, rng)
-        output = run_variant(variant, tc, kind, gpu, ONE_PASS).output
+        output = run_cell(variant, WholeInput(tc, kind), gpu, ONE_PASS).output
         report, problems = check_large_scores(kind, tc, output)
         if kind == "q30":
             assert max_scaled_score(tc) > 2 * FLOAT32_EXP_LIMIT
@@ -176,7 +177,7 @@ def test_gemmtc_meets_the_square_labs_rule(gpu, n, rng):
     variant = get_variant("gemmtc")
     skip_unless_runs(variant, Shape(1, n, n), gpu)
     tc = random_testcase(1, n, n, rng)
-    output = run_variant(variant, tc, f"sq{n}", gpu, ONE_PASS).output
+    output = run_cell(variant, WholeInput(tc, f"sq{n}"), gpu, ONE_PASS).output
     check = lab_check(output, reference_output(tc))
     assert check.passed, f"gemmtc on n={n}: {check.describe()}"
     assert check.rel_l2_error <= 1e-5, f"gemmtc on n={n}: relL2 {check.rel_l2_error:.3g}"
@@ -212,7 +213,7 @@ def test_wgmma3x_short_path_on_large_scores(gpu, kind, shape, rng):
     variant = get_variant("wgmma3x")
     skip_unless_runs(variant, Shape(*shape), gpu)
     tc = large_score_testcase(kind, *shape, rng)
-    output = run_variant(variant, tc, kind, gpu, ONE_PASS).output
+    output = run_cell(variant, WholeInput(tc, kind), gpu, ONE_PASS).output
     _, problems = check_large_scores(kind, tc, output)
     assert not problems, f"wgmma3x on {kind} B={shape[0]} N={shape[1]} d={shape[2]}: " + "; ".join(problems)
 
@@ -244,7 +245,7 @@ def check_wgmma3x_large_scores(gpu, kind, shape, rng, how):
     variant = get_variant("wgmma3x")
     skip_unless_runs(variant, Shape(*shape), gpu)
     tc = large_score_testcase(kind, *shape, rng)
-    output = run_variant(variant, tc, kind, gpu, ONE_PASS).output
+    output = run_cell(variant, WholeInput(tc, kind), gpu, ONE_PASS).output
     _, problems = check_large_scores(kind, tc, output)
     assert not problems, f"wgmma3x {how} on {kind} {shape}: " + "; ".join(problems)
 
@@ -335,7 +336,7 @@ def test_each_samples_rows_are_checked_at_head_dims_in_the_thousands(gpu, host_r
     variant = get_variant("gemmtc")
     skip_unless_runs(variant, Shape(2, 130, 4099), gpu)
     tc = random_testcase(2, 130, 4099, rng)
-    run = run_variant(variant, tc, "random", gpu, TimingPolicy(warmup=1, reps=3, flush_l2=False))
+    run = run_cell(variant, WholeInput(tc, "random"), gpu, TimingPolicy(warmup=1, reps=3, flush_l2=False))
     assert run.measurement is not None, run.timed_check.describe()
     timed = run.measurement.timed_check
     assert timed.passed and timed.rows_per_sample == 130 * 2, timed.describe()

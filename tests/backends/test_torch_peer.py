@@ -34,7 +34,8 @@ def test_the_peer_is_a_torch_backend_variant():
 @pytest.mark.gpu
 def test_sdpa_on_the_same_context_matches_float64(gpu, rng):
     pytest.importorskip("torch")
-    from attnbench.bench.runner import run_variant
+    from attnbench.bench.first_pass import WholeInput
+    from attnbench.bench.runner import run_cell
     from attnbench.bench.sampler import TimingPolicy
     from attnbench.bench.verify import compare_outputs
     from attnbench.cases.reference import reference_output
@@ -42,7 +43,7 @@ def test_sdpa_on_the_same_context_matches_float64(gpu, rng):
 
     tc = random_testcase(3, 200, 64, rng)
     ref = reference_output(tc)
-    run = run_variant(get_variant("torch"), tc, "rand", gpu, TimingPolicy(warmup=1, reps=5),
+    run = run_cell(get_variant("torch"), WholeInput(tc, "rand"), gpu, TimingPolicy(warmup=1, reps=5),
                       lambda out: compare_outputs(out, ref), gate=True)
     assert run.check.passed and run.check.rel_l2_error < 1e-5
     assert run.measurement is not None and run.measurement.kernel.count == 5 and run.measurement.kernel.median > 0

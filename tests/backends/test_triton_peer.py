@@ -457,13 +457,14 @@ def test_every_tile_config_that_builds_matches_float64(gpu, shape, precision, rn
 @pytest.mark.parametrize("name", ["triton", "triton:ieee"])
 def test_the_float32_flavours_match_float64(gpu, name, shape, rng):
     _gpu_torch(gpu)
-    from attnbench.bench.runner import run_variant
+    from attnbench.bench.first_pass import WholeInput
+    from attnbench.bench.runner import run_cell
     from attnbench.bench.verify import compare_outputs
     from attnbench.cases.reference import reference_output
     from tests.conftest import random_testcase
 
     tc = random_testcase(*shape, rng)
-    run = run_variant(get_variant(name), tc, "random", gpu, ONE_PASS)
+    run = run_cell(get_variant(name), WholeInput(tc, "random"), gpu, ONE_PASS)
     report = compare_outputs(run.output, reference_output(tc))
     assert report.nan_count == 0 and report.passed, (name, shape, report.failing, report.worst)
     assert report.rel_l2_error <= 1e-5, (name, shape, report.rel_l2_error)
@@ -475,11 +476,12 @@ def test_the_float32_flavours_match_float64(gpu, name, shape, rng):
 @pytest.mark.parametrize("name", ["triton", "triton:ieee"])
 def test_the_float32_flavours_keep_a_safe_softmax_on_large_scores(gpu, name, kind, rng):
     _gpu_torch(gpu)
-    from attnbench.bench.runner import run_variant
+    from attnbench.bench.first_pass import WholeInput
+    from attnbench.bench.runner import run_cell
     from tests.large_scores import check_large_scores, large_score_testcase
 
     tc = large_score_testcase(kind, 2, 256, 64, rng)
-    _, problems = check_large_scores(kind, tc, run_variant(get_variant(name), tc, kind, gpu, ONE_PASS).output)
+    _, problems = check_large_scores(kind, tc, run_cell(get_variant(name), WholeInput(tc, kind), gpu, ONE_PASS).output)
     assert not problems, f"{name} on {kind}: " + "; ".join(problems)
 
 
@@ -526,7 +528,8 @@ def test_the_bf16_flavours_run_where_triton_offers_them(gpu, name, rng):
     (no claim to hold it to: the course rule decides in a compare); where not, one sentence says so."""
     _gpu_torch(gpu)
     from attnbench.backends.triton_peer import offered_precisions, precision_of
-    from attnbench.bench.runner import run_variant
+    from attnbench.bench.first_pass import WholeInput
+    from attnbench.bench.runner import run_cell
     from attnbench.bench.verify import compare_outputs
     from attnbench.cases.reference import reference_output
     from tests.conftest import random_testcase
@@ -536,9 +539,9 @@ def test_the_bf16_flavours_run_where_triton_offers_them(gpu, name, rng):
     offered = offered_precisions()
     if offered is not None and precision_of(variant) not in offered:
         with pytest.raises(PeerUnavailable, match=r"^triton:bf16x\d needs tl.dot's input_precision"):
-            run_variant(variant, tc, "random", gpu, ONE_PASS)
+            run_cell(variant, WholeInput(tc, "random"), gpu, ONE_PASS)
         return
-    report = compare_outputs(run_variant(variant, tc, "random", gpu, ONE_PASS).output, reference_output(tc))
+    report = compare_outputs(run_cell(variant, WholeInput(tc, "random"), gpu, ONE_PASS).output, reference_output(tc))
     assert report.nan_count == 0 and report.max_abs_error < 5e-2, (name, report.max_abs_error)
 
 

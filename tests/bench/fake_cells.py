@@ -1,4 +1,4 @@
-"""Cells without kernels: `run_cell` replaced by outcomes named per variant, a GPU whose context a failed
+"""Cells without kernels: `measure_cell` replaced by outcomes named per variant, a GPU whose context a failed
 kernel does (or does not) lose, and an input that cannot be loaded."""
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ def fake_cells(monkeypatch: pytest.MonkeyPatch, outcomes: dict[str, str | Except
     the list returned names the variants run, in order."""
     ran: list[str] = []
 
-    def run_cell(variant, label, testcase, reference, gpu, settings, ranges=None) -> Cell:
+    def measure_cell(variant, label, testcase, reference, gpu, settings, ranges=None) -> Cell:
         ran.append(variant.name)
         outcome = outcomes.get(variant.name, OK)
         if isinstance(outcome, Exception):
             raise outcome
         return Cell(variant.name, label, outcome, "" if outcome == OK else f"{variant.name} failed")
 
-    monkeypatch.setattr(matrix, "run_cell", run_cell)
+    monkeypatch.setattr(matrix, "measure_cell", measure_cell)
     return ran
 
 

@@ -354,3 +354,12 @@ def test_an_interruption_carries_the_partial_result_set_it_is_given():
     carried = interrupted.with_partial(partial)
     assert carried.partial is partial and str(carried) == "interrupted" and carried.exit_code == 130
     assert (carried.cases, carried.cells, carried.devices) == (partial.cases, partial.cells, "summary")
+
+
+def test_the_partial_result_set_of_an_interruption_is_marked_interrupted():
+    from attnbench.bench.matrix import MatrixInterrupted
+
+    partial = result_set({"naive": {"t10": 1.0}}, {"t10": COURSE_SHAPES["t10"]})
+    assert "interrupted" not in partial.settings
+    MatrixInterrupted("interrupted", partial.cases, partial.cells).with_partial(partial)
+    assert partial.settings["interrupted"] is True

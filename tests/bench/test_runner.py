@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from attnbench.bench.runner import run_case, run_variant
+from attnbench.bench.first_pass import WholeInput
+from attnbench.bench.runner import run_case, run_cell
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import compare_outputs
 from attnbench.cases.inputs import SyntheticInput
@@ -15,7 +16,7 @@ from tests.conftest import random_testcase
 
 def test_cpu_execution_gives_a_measurement(rng):
     tc = random_testcase(2, 40, 8, rng)
-    run = run_variant(get_variant("cpu"), tc, "rand", None, TimingPolicy(warmup=0, reps=3, flush_l2=False))
+    run = run_cell(get_variant("cpu"), WholeInput(tc, "rand"), None, TimingPolicy(warmup=0, reps=3, flush_l2=False))
     output, m = run.output, run.measurement
     assert compare_outputs(output, reference_output(tc)).passed
     assert m.kernel.count == 3 and m.compute_s > 0 and m.tflops > 0
@@ -49,7 +50,7 @@ def test_unwritten_elements_show_as_nan(gpu, tmp_path, rng):
     variant = Variant(name="half", report="test", technique="test", source_path=tmp_path / "half.cu", launches=(
         Launch("half_writer", grid=lambda s: (1, s.B, 1), block=lambda s: (128, 1, 1), args=("qkv", "out", "N", "d")),))
     tc = random_testcase(3, 10, 4, rng)
-    output = run_variant(variant, tc, "rand", gpu, TimingPolicy(warmup=0, reps=1, flush_l2=False)).output
+    output = run_cell(variant, WholeInput(tc, "rand"), gpu, TimingPolicy(warmup=0, reps=1, flush_l2=False)).output
     assert np.isnan(output.reshape(3, -1)[:, 20:]).all()
     assert (output.reshape(3, -1)[:, :20] == 0).all()
 
@@ -61,14 +62,14 @@ def test_out_of_memory_is_refused_before_allocating(gpu, rng):
                      workspace={"scores": f32_bytes(lambda s: s.B * s.N * s.N * 1000)})
     tc = random_testcase(1, 8192, 1, rng)
     with pytest.raises(DeviceMemoryError, match=r"needs .* GiB of device memory .* GiB free"):
-        run_variant(greedy, tc, "rand", gpu, TimingPolicy(warmup=0, reps=1))
+        run_cell(greedy, WholeInput(tc, "rand"), gpu, TimingPolicy(warmup=0, reps=1))
 
 
 def test_an_input_holding_nan_is_blamed_on_the_input_not_the_variant(rng):
     tc = random_testcase(3, 16, 8, rng)
     tc.qkv[1, 1, 5, 2] = np.nan  # one K element of item 1: every row of item 1 would turn NaN
     with pytest.raises(TestcaseError, match=r"^mine.in: the input holds NaN or Inf values \(1 in K\)") as caught:
-        run_variant(get_variant("cpu"), tc, "mine.in", None, TimingPolicy(warmup=0, reps=1, flush_l2=False),
+        run_cell(get_variant("cpu"), WholeInput(tc, "mine.in"), None, TimingPolicy(warmup=0, reps=1, flush_l2=False),
                     check=lambda output: None, gate=True)
     assert caught.value.exit_code == 2
 
@@ -88,7 +89,7 @@ def test_an_impossibly_fast_median_is_refused_with_both_numbers(fake_device, rng
     from tests.bench.fake_device import FakeH200
 
     fake_device(1e-6)
-    run = run_variant(get_variant("naive"), random_testcase(4, 64, 16, rng), "rand", FakeH200(),
+    run = run_cell(get_variant("naive"), WholeInput(random_testcase(4, 64, 16, rng), "rand"), FakeH200(),
                       TimingPolicy(warmup=0, reps=5))
     m = run.measurement
     assert m.impossible and m.floor is not None and m.floor.device == "NVIDIA H200" and not m.floor.hot
@@ -103,14 +104,14 @@ def test_an_honest_time_keeps_its_speed_and_the_share_of_its_units_datasheet_pea
     from tests.bench.fake_device import FakeH200
 
     fake_device(1.0)
-    m = run_variant(get_variant("naive"), random_testcase(2, 64, 16, rng), "rand", FakeH200(),
+    m = run_cell(get_variant("naive"), WholeInput(random_testcase(2, 64, 16, rng), "rand"), FakeH200(),
                     TimingPolicy(warmup=0, reps=3, flush_l2=False)).measurement
     assert not m.impossible and m.floor is not None and m.floor.hot
     assert m.ceiling["measured"] is False and m.ceiling["name"] == "FP32 FFMA peak" and 0 < m.peak_fraction < 1
 
 
 def test_the_cpu_variant_is_held_to_the_hosts_floor(rng):
-    m = run_variant(get_variant("cpu"), random_testcase(1, 16, 4, rng), "rand", None,
+    m = run_cell(get_variant("cpu"), WholeInput(random_testcase(1, 16, 4, rng), "rand"), None,
                     TimingPolicy(warmup=0, reps=2, flush_l2=False)).measurement
     assert m.floor is not None and m.floor.device == "the host" and not m.impossible
 
@@ -120,7 +121,7 @@ def test_the_sm_clock_is_kept_with_each_sample_and_a_steady_cap_warns_of_nothing
 
     fake_device(2.0)
     gpu = FakeH200(clocks=[1980.0, 1755.0, 1755.0, 1755.0, 1755.0, 1755.0, 1755.0], reasons=("software power cap",))
-    m = run_variant(get_variant("naive"), random_testcase(2, 32, 8, rng), "rand", gpu,
+    m = run_cell(get_variant("naive"), WholeInput(random_testcase(2, 32, 8, rng), "rand"), gpu,
                     TimingPolicy(warmup=2, reps=7)).measurement
     assert m.kernel.clocks_mhz == [1980.0] + [1755.0] * 6  # read after each sample, not after the warm-up
     assert m.kernel.clock is not None and m.kernel.clock.text() == "1755 MHz (1755-1980)"
@@ -133,7 +134,7 @@ def test_a_clock_that_moved_the_median_is_a_warning_with_its_remedy(fake_device,
 
     fake_device([1.0] * 6 + [1.3] * 6)
     gpu = FakeH200(clocks=[1980.0] * 6 + [1500.0] * 6)
-    m = run_variant(get_variant("naive"), random_testcase(2, 32, 8, rng), "rand", gpu,
+    m = run_cell(get_variant("naive"), WholeInput(random_testcase(2, 32, 8, rng), "rand"), gpu,
                     TimingPolicy(warmup=0, reps=12)).measurement
     shift = m.kernel.clock_warning
     assert shift is not None and (shift.low_mhz, shift.high_mhz) == (1500.0, 1980.0)
@@ -145,7 +146,7 @@ def test_without_nvml_the_clock_is_unknown_and_nothing_fails(fake_device, rng):
     from tests.bench.fake_device import FakeH200
 
     fake_device(1.0)
-    m = run_variant(get_variant("naive"), random_testcase(2, 32, 8, rng), "rand", FakeH200(clocks=None),
+    m = run_cell(get_variant("naive"), WholeInput(random_testcase(2, 32, 8, rng), "rand"), FakeH200(clocks=None),
                     TimingPolicy(warmup=0, reps=3)).measurement
     assert m.kernel.clocks_mhz is None and m.kernel.clock is None and m.to_dict()["kernel"]["sm_clock"] is None
 
@@ -169,7 +170,7 @@ def test_a_kernel_that_shrinks_its_input_in_the_first_pass_still_gets_fresh_valu
 
     monkeypatch.setattr(gpu_execution, "GpuExecution", Shrinker)
     tc = random_testcase(2, 40, 8, rng)
-    run = run_variant(get_variant("naive"), tc, "rand", FakeH200(), TimingPolicy(warmup=0, reps=3),
+    run = run_cell(get_variant("naive"), WholeInput(tc, "rand"), FakeH200(), TimingPolicy(warmup=0, reps=3),
                       check=lambda out: compare_outputs(out, reference_output(tc)), gate=True)
     assert run.check.passed and run.measurement is None  # the first pass was right; the first sample is not
     failure = run.timed_check.failure

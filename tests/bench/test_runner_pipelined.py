@@ -127,7 +127,7 @@ def fake_gpu(monkeypatch):
 def test_api_run_streams_the_case_through_the_pipeline(fake_gpu, tmp_path):
     case = suite.get_case("odd_100x32")
     out = tmp_path / "out.bin"
-    m = api.run(case.name, "naive", out, check=True, timing=api.TimingOptions(reps=3, warmup=0))
+    m = api.run(case.name, "naive", out, check=True, timing=api.TimingOptions(reps=3, warmup=0)).measurement
     assert m.clock is not None and m.clock.chunks >= 2
     assert m.verification is not None and m.verification.passed
     assert m.kernel.count == 3 and FakeExecution.instances[-1].passes == 3 + 4 and FakeExecution.instances[-1].freed
@@ -143,10 +143,10 @@ def test_api_run_streams_the_case_through_the_pipeline(fake_gpu, tmp_path):
 def test_no_pipeline_gives_the_same_file_without_a_clock(fake_gpu, tmp_path):
     piped, plain = tmp_path / "piped.bin", tmp_path / "plain.bin"
     api.run("odd_100x32", "naive", piped, timing=api.TimingOptions(reps=2))
-    m = api.run("odd_100x32", "naive", plain, pipeline=False, check=True, timing=api.TimingOptions(reps=2))
+    m = api.run("odd_100x32", "naive", plain, pipeline=False, check=True, timing=api.TimingOptions(reps=2)).measurement
     assert m.clock is None and m.verification.passed and m.input_s is not None and m.output_s is not None
     assert plain.read_bytes() == piped.read_bytes()
-    cpu = api.run("odd_100x32", "cpu", tmp_path / "cpu.bin")  # the cpu variant has no pipeline
+    cpu = api.run("odd_100x32", "cpu", tmp_path / "cpu.bin").measurement  # the cpu variant has no pipeline
     assert cpu.clock is None
 
 
@@ -179,7 +179,7 @@ def test_a_refused_plan_says_why_and_runs_unpipelined(fake_gpu, tmp_path):
     case = suite.get_case("odd_100x32")
     fake_gpu.setattr(runner, "plan_for_input", lambda *a, **k: plan_chunks(case.shape, True, host_bound=0.01))
     m = api.run(case.name, "naive", tmp_path / "o.bin", check=True, notice=notes.append,
-                timing=api.TimingOptions(reps=1))
+                timing=api.TimingOptions(reps=1)).measurement
     assert any("over the 0.01x bound; running the unpipelined path" in n for n in notes), notes
     assert m.clock is None and m.verification.passed
 
@@ -253,5 +253,5 @@ def test_compare_calls_a_lazy_kernel_wrong_and_exits_1(monkeypatch, tmp_path):
 
 
 def test_a_pipelined_run_into_dev_null_is_timed_and_checked(fake_gpu):
-    m = api.run("odd_100x32", "naive", "/dev/null", timing=api.TimingOptions(reps=2))
+    m = api.run("odd_100x32", "naive", "/dev/null", timing=api.TimingOptions(reps=2)).measurement
     assert m.clock is not None and m.timed_check.passed

@@ -75,7 +75,7 @@ def test_every_command_fails_in_one_line_naming_what_was_given(places, args, cod
     def no_measurement(*a, **k):
         raise AssertionError("a cell was measured before the bad path was refused")
 
-    monkeypatch.setattr(matrix, "run_cell", no_measurement)
+    monkeypatch.setattr(matrix, "measure_cell", no_measurement)
     saved = places / "saved.json"
     if "{saved}" in args:
         saved.write_text(json.dumps({"schema": "attnbench-results", "schema_version": 1, "kind": "compare",
@@ -98,7 +98,7 @@ def test_every_command_fails_in_one_line_naming_what_was_given(places, args, cod
 def test_a_read_only_results_folder_is_refused_before_the_first_measurement(tmp_path, monkeypatch):
     from attnbench.bench import matrix
 
-    monkeypatch.setattr(matrix, "run_cell", lambda *a, **k: pytest.fail("measured before the refusal"))
+    monkeypatch.setattr(matrix, "measure_cell", lambda *a, **k: pytest.fail("measured before the refusal"))
     folder = tmp_path / "ro"
     folder.mkdir(mode=0o500)
     line = _one_line_failure(_invoke(["compare", "-v", "cpu", "-c", "odd_17x1", "--results-dir", str(folder)]), {2})
@@ -125,7 +125,7 @@ def test_a_folder_without_write_permission_is_refused_before_any_work(tmp_path, 
     saved = tmp_path / "saved.json"
     assert _invoke(["compare", "-v", "cpu", "-c", "odd_17x1", "--reps", "1", "--results-dir", str(tmp_path),
                     "--name", "saved"]).exit_code == 0
-    monkeypatch.setattr(matrix, "run_cell", lambda *a, **k: pytest.fail("measured before the refusal"))
+    monkeypatch.setattr(matrix, "measure_cell", lambda *a, **k: pytest.fail("measured before the refusal"))
     real_access = os.access
     monkeypatch.setattr(os, "access", lambda path, mode, **kw: False if Path(path) == folder and mode & os.W_OK
                         else real_access(path, mode, **kw))

@@ -7,15 +7,15 @@ def test_a_local_compare_interrupted_saves_what_was_measured_and_exits_130(cli, 
     from attnbench.bench import matrix
     from attnbench.results.resultset import load
 
-    real_run_cell, calls = matrix.run_cell, []
+    real_measure_cell, calls = matrix.measure_cell, []
 
     def interrupted_on_the_second(*args, **kwargs):
         calls.append(args[1])
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real_run_cell(*args, **kwargs)
+        return real_measure_cell(*args, **kwargs)
 
-    monkeypatch.setattr(matrix, "run_cell", interrupted_on_the_second)
+    monkeypatch.setattr(matrix, "measure_cell", interrupted_on_the_second)
     result = cli("compare", "--variants", "cpu", "--cases", "odd_17x48,odd_100x32", "--reps", "3",
                  "--results-dir", str(tmp_path), "--name", "cut")
     assert result.exit_code == 130, result.output
@@ -65,7 +65,7 @@ def test_an_against_run_with_no_cell_in_common_is_refused_before_measuring(cli, 
 
     assert cli("compare", "-v", "cpu", "-c", "odd_17x48", "--reps", "1", "--results-dir", str(tmp_path),
                "--name", "a").exit_code == 0
-    monkeypatch.setattr(matrix, "run_cell", lambda *a, **k: (_ for _ in ()).throw(AssertionError("measured")))
+    monkeypatch.setattr(matrix, "measure_cell", lambda *a, **k: (_ for _ in ()).throw(AssertionError("measured")))
     result = cli("compare", "-v", "cpu", "-c", "odd_17x1", "--against", str(tmp_path / "a.json"), "--no-save")
     assert result.exit_code == 2 and "no cell in common" in result.output, result.output
     assert str(tmp_path / "a.json") in " ".join(result.output.split())

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from attnbench.bench.runner import run_variant
+from attnbench.bench.first_pass import WholeInput
+from attnbench.bench.runner import run_cell
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import compare_outputs
 from attnbench.cases.reference import reference_output
@@ -418,7 +419,7 @@ def test_the_runner_passes_each_chunk_its_own_q_k_v_arrays(layout, args):
                                        block=lambda s: (64, 1, 1), args=args),))
     testcase = random_testcase(5, 70, 8, np.random.default_rng(1))
     gpu = FakeGpu(layout)
-    run = run_variant(variant, testcase, "rand", gpu, TimingPolicy(warmup=0, reps=1, flush_l2=False))
+    run = run_cell(variant, WholeInput(testcase, "rand"), gpu, TimingPolicy(warmup=0, reps=1, flush_l2=False))
     output = run.output
     assert compare_outputs(output, reference_output(testcase), atol=1e-5).passed
     assert run.timed_check.passed, run.timed_check.describe()  # the chunks' pointers, on fresh inputs

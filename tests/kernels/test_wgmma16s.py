@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from attnbench.bench.runner import run_variant
+from attnbench.bench.first_pass import WholeInput
+from attnbench.bench.runner import run_cell
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import COURSE_MARGIN_ATOL, compare_outputs
 from attnbench.cases.reference import reference_output
@@ -86,7 +87,7 @@ def test_the_shared_memory_matches_the_kernels_layout():
 def check_margin(gpu, shape, rng, how=""):
     skip_unless_runs(WGMMA16S, Shape(*shape), gpu)
     tc = random_testcase(*shape, rng)
-    output = run_variant(WGMMA16S, tc, "random", gpu, ONE_PASS).output
+    output = run_cell(WGMMA16S, WholeInput(tc, "random"), gpu, ONE_PASS).output
     report = compare_outputs(output, reference_output(tc), atol=COURSE_MARGIN_ATOL)
     where = f"wgmma16s{how} on {shape}"
     assert report.nan_count == 0, f"{where}: {report.nan_count} elements unwritten or NaN"
@@ -112,7 +113,7 @@ def test_wgmma16s_keeps_its_margin_on_large_scores(gpu, kind, shape, rng):
     """Q*30 (scores in the hundreds), zero Q, V*1000: within half the course rule scaled to V's range."""
     skip_unless_runs(WGMMA16S, Shape(*shape), gpu)
     tc = large_score_testcase(kind, *shape, rng)
-    output = run_variant(WGMMA16S, tc, kind, gpu, ONE_PASS).output
+    output = run_cell(WGMMA16S, WholeInput(tc, kind), gpu, ONE_PASS).output
     _, problems = check_large_scores(kind, tc, output, WGMMA16S.accuracy)
     assert not problems, f"wgmma16s on {kind} {shape}: " + "; ".join(problems)
 

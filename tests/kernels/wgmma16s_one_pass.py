@@ -19,7 +19,8 @@ def one_pass(B: int, N: int, d: int, parts: int = 0, blocks: int = 0) -> bool:
     import numpy as np
 
     from attnbench.backends.gpu import Gpu
-    from attnbench.bench.runner import run_variant
+    from attnbench.bench.first_pass import WholeInput
+    from attnbench.bench.runner import run_cell
     from attnbench.bench.sampler import TimingPolicy
     from attnbench.bench.verify import COURSE_MARGIN_ATOL, compare_outputs
     from attnbench.cases.reference import reference_output
@@ -32,7 +33,7 @@ def one_pass(B: int, N: int, d: int, parts: int = 0, blocks: int = 0) -> bool:
     if blocks:
         wgmma16s._blocks = lambda shape, sms=132: min(blocks, shape.B * wgmma16s._row_tiles(shape))
     testcase = Testcase(np.random.default_rng(5).uniform(-3.0, 3.0, (B, 3, N, d)).astype(np.float32))
-    run = run_variant(get_variant("wgmma16s"), testcase, "random", Gpu(0), TimingPolicy(warmup=0, reps=1, flush_l2=False))
+    run = run_cell(get_variant("wgmma16s"), WholeInput(testcase, "random"), Gpu(0), TimingPolicy(warmup=0, reps=1, flush_l2=False))
     report = compare_outputs(run.output, reference_output(testcase), atol=COURSE_MARGIN_ATOL)
     print(f"B={B} N={N} d={d} parts={parts or 'host'} blocks={blocks or 'host'}: max error {report.max_abs_error:.2e}, "
           f"{'passed' if report.passed else 'FAILED'}, {report.nan_count} NaN")

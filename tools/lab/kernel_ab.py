@@ -63,11 +63,12 @@ def parse_shape(text: str) -> Shape:
 
 
 def run_once(variant: Variant, testcase: Testcase, reference: np.ndarray, gpu, policy) -> dict:
-    from attnbench.bench.runner import run_variant
+    from attnbench.bench.first_pass import WholeInput
+    from attnbench.bench.runner import run_cell
     from attnbench.bench.verify import compare_outputs
 
     try:
-        run = run_variant(variant, testcase, "random", gpu, policy, lambda out: compare_outputs(out, reference), gate=True)
+        run = run_cell(variant, WholeInput(testcase, "random"), gpu, policy, lambda out: compare_outputs(out, reference), gate=True)
     except AttnbenchError as exc:  # a build that fails to compile or faults: recorded, and the run stops
         return {"passed": False, "rel_l2": float("nan"), "max_abs_error": float("nan"), "median_ms": None,
                 "noise": None, "timed_check": None, "error": str(exc)}

@@ -55,7 +55,8 @@ def summary(rows: list[dict]) -> tuple[list[str], bool]:
 
 def measure(cases: list[str], counts: list[int]) -> tuple[list[dict], dict]:
     from attnbench.backends.gpu import Gpu
-    from attnbench.bench.runner import run_variant
+    from attnbench.bench.first_pass import WholeInput
+    from attnbench.bench.runner import run_cell
     from attnbench.bench.sampler import TimingPolicy
     from attnbench.bench.verify import compare_outputs
     from attnbench.cases.inputs import seeded_testcase
@@ -82,7 +83,7 @@ def measure(cases: list[str], counts: list[int]) -> tuple[list[dict], dict]:
             picked = chooser(testcase.shape)
             for count in counts:
                 wgmma3x._wgmma3x_splits = lambda shape, count=count: count  # the grid's z, read at launch
-                run = run_variant(variant, testcase, case, gpu, TimingPolicy(),
+                run = run_cell(variant, WholeInput(testcase, case), gpu, TimingPolicy(),
                                   lambda out: compare_outputs(out, reference), gate=True)
                 report = compare_outputs(run.output, reference)
                 rows.append({"case": case, "shape": f"{testcase.shape.B}, {testcase.shape.N}, {testcase.shape.d}",
@@ -102,7 +103,8 @@ def one_pass(B: int, N: int, d: int, parts: int, blocks: int = 0) -> bool:
     import numpy as np
 
     from attnbench.backends.gpu import Gpu
-    from attnbench.bench.runner import run_variant
+    from attnbench.bench.first_pass import WholeInput
+    from attnbench.bench.runner import run_cell
     from attnbench.bench.sampler import TimingPolicy
     from attnbench.bench.verify import compare_outputs
     from attnbench.cases.reference import reference_output
@@ -114,7 +116,7 @@ def one_pass(B: int, N: int, d: int, parts: int, blocks: int = 0) -> bool:
     if blocks:
         wgmma3x._wgmma3x_blocks = lambda shape, sms=132: min(blocks, wgmma3x._wgmma3x_units(shape))
     testcase = Testcase(np.random.default_rng(5).standard_normal((B, 3, N, d)).astype(np.float32))
-    run = run_variant(get_variant("wgmma3x"), testcase, "random", Gpu(0), TimingPolicy(warmup=0, reps=1, flush_l2=False))
+    run = run_cell(get_variant("wgmma3x"), WholeInput(testcase, "random"), Gpu(0), TimingPolicy(warmup=0, reps=1, flush_l2=False))
     report = compare_outputs(run.output, reference_output(testcase))
     print(f"B={B} N={N} d={d} in {parts} parts{f' on {blocks} blocks' if blocks else ''}: relL2 {report.rel_l2_error:.2e}, "
           f"{'passed' if report.passed else 'FAILED'}, {report.nan_count} NaN")

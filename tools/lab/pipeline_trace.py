@@ -138,7 +138,7 @@ def main() -> int:
 
     before = meminfo()
     started = time.perf_counter()
-    m = attnbench.run(args.case, args.variant, args.out, timing=TimingOptions(reps=args.reps))
+    m = attnbench.run(args.case, args.variant, args.out, timing=TimingOptions(reps=args.reps)).measurement
     after = meminfo()
     clock = m.clock.to_dict() if m.clock is not None else None
     end = clock["wall_s"] if clock else 0.0

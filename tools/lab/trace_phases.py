@@ -58,7 +58,7 @@ from attnbench.backends import torch_peer  # noqa: E402
 timed(torch_peer, "import_torch")
 timed(gpumod.Gpu, "__init__")
 timed(cellgroups, "run_case_group", lambda plan, bi, *a, **k: bi.label)
-timed(matrix, "run_cell", lambda v, label, *a, **k: f"{v.name} {label}")
+timed(matrix, "measure_cell", lambda v, label, *a, **k: f"{v.name} {label}")
 timed(matrix, "assemble")
 from attnbench.bench import check_rule  # noqa: E402
 _course_check = check_rule.course_check

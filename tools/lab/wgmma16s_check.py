@@ -33,7 +33,8 @@ def main() -> int:
     import numpy as np
 
     from attnbench.backends.gpu import Gpu
-    from attnbench.bench.runner import run_variant
+    from attnbench.bench.first_pass import WholeInput
+    from attnbench.bench.runner import run_cell
     from attnbench.bench.sampler import TimingPolicy
     from attnbench.bench.verify import COURSE_MARGIN_ATOL, compare_outputs
     from attnbench.cases.reference import reference_output
@@ -58,7 +59,7 @@ def main() -> int:
         right = True
         for shape in ACC_SHAPES:
             tc = testcase(*shape)
-            report = compare_outputs(run_variant(variant, tc, "random", gpu, one).output, reference_output(tc))
+            report = compare_outputs(run_cell(variant, WholeInput(tc, "random"), gpu, one).output, reference_output(tc))
             ok = report.max_abs_error <= COURSE_MARGIN_ATOL and report.nan_count == 0
             right &= ok
             print(f"{shape}: max {report.max_abs_error:.3e} relL2 {report.rel_l2_error:.3e} NaN {report.nan_count} "
@@ -66,7 +67,7 @@ def main() -> int:
         for kind in ("q30", "zero_q", "v1000"):
             for shape in LARGE_SCORE_SHAPES:
                 tc = large_score_testcase(kind, *shape, rng)
-                report, problems = check_large_scores(kind, tc, run_variant(variant, tc, kind, gpu, one).output,
+                report, problems = check_large_scores(kind, tc, run_cell(variant, WholeInput(tc, kind), gpu, one).output,
                                                       variant.accuracy)
                 right &= not problems
                 scale = float(np.abs(tc.v).max()) / 3
@@ -83,7 +84,7 @@ def main() -> int:
         tc = testcase(*shape)
         B, N, d = shape
         for label, v in (("wgmma3x", get_variant("wgmma3x")), ("wgmma16s", variant), ("wgmma16s Q in smem", q_in_smem)):
-            ms = run_variant(v, tc, "random", gpu, timed).measurement.kernel.median
+            ms = run_cell(v, WholeInput(tc, "random"), gpu, timed).measurement.kernel.median
             print(f"{label} {shape}: {ms:.4f} ms {4 * B * N * N * d / ms / 1e9:.1f} TFLOP/s", flush=True)
     return 0
 

@@ -38,7 +38,7 @@ from attnbench.cases.inputs import BenchInput, names_a_file
 from attnbench.errors import UsageError
 
 SUITE_WORDS = frozenset(suite.SUITE) | frozenset(suite.GROUPS) | {"all", "known"}
-from attnbench.results.resultset import ResultSet
+from attnbench.results.resultset import ResultKind, ResultSet
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class CompareOutcome:
     @property
     def is_sweep(self) -> bool:
         """A resumed Slurm sweep: rendered and saved as a sweep, with no ladder and no saved run."""
-        return self.result.kind == "sweep"
+        return self.result.kind is ResultKind.SWEEP
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class ComparePlan:
                              atol=o.atol, rtol=o.rtol, same_within=o.same_within, listener=listener,
                              command=o.command, before_run=self._refuse_incomparable, gpus=o.gpus,
                              executor=o.executor, slurm=o.slurm, notice=notice)
-        if result.kind == "sweep":
+        if result.kind is ResultKind.SWEEP:
             return CompareOutcome(result, result.settings.get("sweep"), exit_status=exit_status(result))
         ladder = ladder_steps(result, o.same_within) if o.ladder else {}
         report = None

@@ -49,7 +49,7 @@ from attnbench.files import check_output_path
 from attnbench.kernels.catalogue import baseline_name, default_variant, get_variant, variants_for
 from attnbench.kernels.variant import Variant
 from attnbench.results.measurement import Measurement
-from attnbench.results.resultset import ResultSet
+from attnbench.results.resultset import ResultKind, ResultSet
 
 CPU_SAMPLING_BUDGET_S = 2.0  # the cpu variant's sampling budget unless --timeout says: several passes, not minutes
 GPU_SAMPLING_BUDGET_S = 10.0
@@ -225,14 +225,14 @@ def compare(
     where = placement(gpus, executor, slurm)
     check_rule = CourseRule(atol, rtol)
     if where.spread:
-        return spread_matrix("compare", chosen, inputs, timing.policy_for, check_rule, where, record,
+        return spread_matrix(ResultKind.COMPARE, chosen, inputs, timing.policy_for, check_rule, where, record,
                              listener, notice, before_run)
     gpu = open_gpu_for(chosen, device)
     if before_run is not None:
         before_run(gpu, inputs)
     settings = MatrixSettings(policy=timing.policy_for, check=check_rule.check(), tolerance=check_rule.tolerance)
     return _matrix(chosen, inputs, gpu, settings, listener, lambda infos, cells: assemble(
-        "compare", chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"], command))
+        ResultKind.COMPARE, chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"], command))
 
 
 def _matrix(chosen: list[Variant], inputs: list[BenchInput], gpu: GpuDevice, settings: MatrixSettings,
@@ -287,7 +287,7 @@ def sweep(
     where = placement(gpus, executor, slurm)
     check_rule: CheckRule = LabRule() if axis == "square" else CourseRule()
     if where.spread:
-        return spread_matrix("sweep", chosen, inputs, timing.policy_for, check_rule, where, {
+        return spread_matrix(ResultKind.SWEEP, chosen, inputs, timing.policy_for, check_rule, where, {
             "policy": timing.record(), "baseline": baseline, "command": command, "settings": settings_record},
             listener, notice, lab_timing=lab_timing)
     gpu = open_gpu_for(chosen, device)
@@ -297,7 +297,7 @@ def sweep(
 
     def finish(infos: list, cells: list) -> ResultSet:
         settings_record["elapsed_s"] = time.perf_counter() - start
-        return assemble("sweep", chosen, infos, cells, gpu, timing.record(), baseline, settings_record, command)
+        return assemble(ResultKind.SWEEP, chosen, infos, cells, gpu, timing.record(), baseline, settings_record, command)
 
     return _matrix(chosen, inputs, gpu, settings, listener, finish)
 

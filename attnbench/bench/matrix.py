@@ -28,7 +28,7 @@ from attnbench.kernels.nvcc import variant_info
 from attnbench.kernels.variant import Variant
 from attnbench.results.metadata import collect
 from attnbench.results.refusal import Refusal
-from attnbench.results.resultset import ERROR, IMPOSSIBLE, OK, SUSPECT, WRONG, Cell, ResultSet
+from attnbench.results.resultset import ERROR, IMPOSSIBLE, OK, SUSPECT, WRONG, Cell, ResultKind, ResultSet
 from attnbench.results.verification import VerifyReport
 
 
@@ -280,7 +280,7 @@ def _cached_ceilings(gpu: GpuDevice | None) -> dict[str, Any] | None:
 
 
 def assemble(
-    kind: str,
+    kind: ResultKind,
     variants: list[Variant],
     cases: list[CaseInfo],
     cells: list[Cell],

@@ -69,7 +69,7 @@ from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's in
     load_time_limits,
 )
 from attnbench.results.measurement import Measurement
-from attnbench.results.resultset import ERROR, OK, WRONG, Cell, ResultSet, VariantInfo
+from attnbench.results.resultset import ERROR, OK, WRONG, Cell, ResultKind, ResultSet, VariantInfo
 from attnbench.results.stats import KernelStats
 from attnbench.results.verification import VerifyReport
 
@@ -371,7 +371,7 @@ def judge_results(judgement: Judgement, metadata: dict[str, Any]) -> ResultSet:
     info = VariantInfo(program.label, "program", "a whole program run as " + " ".join(
         [program.label, *program.args]), "program", str(program.path), program.sha256())
     return ResultSet(
-        kind="judge",
+        kind=ResultKind.JUDGE,
         metadata=metadata,
         policy={"timing": PROCESS_TIME_NOTE, "timeout_s": "--timeout, else twice the limit, else "
                 f"{NO_LIMIT_TIMEOUT_S:g} s"},

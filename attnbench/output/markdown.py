@@ -13,7 +13,7 @@ from attnbench.output.clock_note import clock_note
 from attnbench.output.table_model import TableModel
 from attnbench.output.result_tables import against_table, grouped_notes, ladder_table, matrix_tables, scoreboard_table
 from attnbench.printable import printable
-from attnbench.results.resultset import ResultSet
+from attnbench.results.resultset import ResultKind, ResultSet
 
 
 _MARKDOWN_ESCAPES = str.maketrans({"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "`": "\\`",
@@ -79,7 +79,7 @@ def environment_lines(result: ResultSet) -> list[str]:
     commit_text = f"{commit[:12]}{' (with uncommitted changes)' if git.get('dirty') else ''}" if commit else "unknown"
     lines.append(f"- attnbench {meta.get('attnbench_version')}, commit {commit_text}, {meta.get('date')}")
     policy = result.policy
-    if result.kind == "judge":
+    if result.kind is ResultKind.JUDGE:
         lines.append(f"- timing: {policy.get('timing')}; {result.settings.get('time_limits')}")
     elif policy and not gpu:
         lines.append(f"- timing: {policy.get('host_variants') or 'host wall time per pass'}")
@@ -192,7 +192,7 @@ def result_section(result: ResultSet, heading: str, same_within: float, level: i
     lab = lab_section(result)
     if lab:
         parts.append(lab)
-    if result.kind == "judge":  # whole programs: a scoreboard of process times, no kernel tables
+    if result.kind is ResultKind.JUDGE:  # whole programs: a scoreboard of process times, no kernel tables
         parts.append(judge_section(result, level))
         return parts
     parts.append(matrix_sections(result, same_within, level))

@@ -17,7 +17,7 @@ from attnbench.analysis.view import MatrixView
 from attnbench.locations import package_file
 from attnbench.output.figures import plots_available, pyplot  # noqa: F401  (report and tests reach them here)
 from attnbench.output.precision_ladder import error_vs_speed, has_precision_ladder
-from attnbench.results.resultset import ResultSet
+from attnbench.results.resultset import ResultKind, ResultSet
 
 CEILINGS_FILE = package_file("ceilings.json")
 
@@ -155,7 +155,7 @@ def ceilings_chart(result: ResultSet, path: Path) -> Path:
 def plots_for(result: ResultSet, folder: Path, stem: str) -> list[Path]:
     """Every plot that fits a result set, written as stem_<plot>.png in `folder`."""
     written = []
-    if result.kind == "sweep":
+    if result.kind is ResultKind.SWEEP:
         written.append(throughput_vs_size(result, folder / f"{stem}_throughput.png"))
     if any(c.ok for c in result.cells):
         written.append(ceilings_chart(result, folder / f"{stem}_ceilings.png"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -59,6 +60,14 @@ SCHEMA_VERSION = 5
 OK, WRONG, REFUSED, ERROR, IMPOSSIBLE, SUSPECT = "ok", "wrong", "refused", "error", "impossible", "suspect"
 STATUSES = (OK, WRONG, REFUSED, ERROR, IMPOSSIBLE, SUSPECT)
 FAILED = (WRONG, ERROR, IMPOSSIBLE, SUSPECT)  # the statuses that make a run exit 1
+
+
+class ResultKind(StrEnum):
+    """What a result set is the run of; saved as its value ("kind": "compare")."""
+
+    COMPARE = "compare"  # variants x cases
+    SWEEP = "sweep"  # variants x a synthetic axis of shapes
+    JUDGE = "judge"  # a whole program on the course's cases: process times, no kernel times
 
 
 @dataclass(frozen=True)
@@ -139,7 +148,7 @@ class Cell:
 class ResultSet:
     """A saved compare or sweep."""
 
-    kind: str  # compare or sweep
+    kind: ResultKind
     metadata: dict[str, Any]
     policy: dict[str, Any]
     variants: list[VariantInfo]
@@ -148,6 +157,9 @@ class ResultSet:
     baseline: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)  # atol, rtol, same_within, sweep axis, ...
     path: Path | None = None  # where it was saved or loaded from
+
+    def __post_init__(self) -> None:
+        self.kind = ResultKind(self.kind)  # a plain "compare" names the kind too; anything else is refused
 
     @property
     def name(self) -> str:
@@ -187,7 +199,7 @@ class ResultSet:
     @classmethod
     def from_dict(cls, data: dict) -> "ResultSet":
         result = cls(
-            kind=data["kind"],
+            kind=ResultKind(data["kind"]),
             metadata=data.get("metadata") or {},
             policy=data.get("policy") or {},
             variants=[VariantInfo.from_dict(v) for v in data["variants"]],
@@ -196,7 +208,7 @@ class ResultSet:
             baseline=data.get("baseline"),
             settings=data.get("settings") or {},
         )
-        if result.kind != "judge":  # a judge's cells have process times only
+        if result.kind is not ResultKind.JUDGE:  # a judge's cells have process times only
             for cell in result.cells:  # every reader of a compare's ok cell reads its kernel times
                 if cell.status == OK and cell.measurement is None and "process_s" not in cell.extra:
                     raise ValueError(f"the cell ({cell.variant}, {cell.case}) is ok but has no measurement")

@@ -1,0 +1,26 @@
+"""Each fact of the package is defined once, as data; these tests hold that no second copy comes back."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "attnbench"
+
+
+def sources_matching(pattern: str, allowed: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """The package's modules (but `allowed`) with lines matching `pattern`."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = str(path.relative_to(ROOT))
+        if name in allowed:
+            continue
+        lines = [line.strip() for line in path.read_text().splitlines() if re.search(pattern, line)]
+        if lines:
+            found[name] = lines
+    return found
+
+
+def test_result_kinds_are_compared_as_the_enum_never_as_strings():
+    assert not sources_matching(r"""kind\s*[!=]=\s*["'](compare|sweep|judge)["']|kind=["'](compare|sweep|judge)["']""")

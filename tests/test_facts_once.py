@@ -24,3 +24,8 @@ def sources_matching(pattern: str, allowed: tuple[str, ...] = ()) -> dict[str, l
 
 def test_result_kinds_are_compared_as_the_enum_never_as_strings():
     assert not sources_matching(r"""kind\s*[!=]=\s*["'](compare|sweep|judge)["']|kind=["'](compare|sweep|judge)["']""")
+
+
+def test_the_check_rule_sentence_is_written_only_by_check_rule_describe():
+    assert not sources_matching(r"per element, float64 reference|n\^2 FLT_EPSILON \(the lab",
+                                allowed=("attnbench/bench/check_rule.py",))

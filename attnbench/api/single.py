@@ -219,11 +219,11 @@ def compare(
     names = [v.name for v in chosen]
     timed = [v.name for v in chosen if not v.kind.whole_program]  # a program has no kernel time to compare
     baseline = baseline_name(baseline, chosen)
-    rule = f"|out - ref| <= {atol:g}" + (f" + {rtol:g}*|ref|" if rtol else "") + " per element, float64 reference"
-    record = {"policy": timing.record(), "baseline": baseline or (timed or names)[0], "command": command,
-              "settings": {"atol": atol, "rtol": rtol, "same_within": same_within, "check_rule": rule}}
-    where = placement(gpus, executor, slurm)
     check_rule = CourseRule(atol, rtol)
+    record = {"policy": timing.record(), "baseline": baseline or (timed or names)[0], "command": command,
+              "settings": {"atol": atol, "rtol": rtol, "same_within": same_within,
+                           "check_rule": check_rule.describe()}}
+    where = placement(gpus, executor, slurm)
     if where.spread:
         return spread_matrix(ResultKind.COMPARE, chosen, inputs, timing.policy_for, check_rule, where, record,
                              listener, notice, before_run)
@@ -281,11 +281,10 @@ def sweep(
             inputs = shape_inputs(axis, parse_values(values or default), batch, seq_len, head_dim)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    rule = ("sum |Y - Y_ref| <= 100 n^2 FLT_EPSILON (the lab's rule), float64 reference" if axis == "square"
-            else f"|out - ref| <= {COURSE_ATOL:g} per element, float64 reference")
-    settings_record = {"sweep": axis, "lab_timing": lab_timing, "same_within": same_within, "check_rule": rule}
-    where = placement(gpus, executor, slurm)
     check_rule: CheckRule = LabRule() if axis == "square" else CourseRule()
+    settings_record = {"sweep": axis, "lab_timing": lab_timing, "same_within": same_within,
+                       "check_rule": check_rule.describe()}
+    where = placement(gpus, executor, slurm)
     if where.spread:
         return spread_matrix(ResultKind.SWEEP, chosen, inputs, timing.policy_for, check_rule, where, {
             "policy": timing.record(), "baseline": baseline, "command": command, "settings": settings_record},

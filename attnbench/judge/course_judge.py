@@ -31,7 +31,7 @@ from attnbench.backends.program import (
     check_program,
     run_process,
 )
-from attnbench.bench.verify import COURSE_ATOL
+from attnbench.bench.check_rule import CourseRule
 from attnbench.cases import suite
 from attnbench.cases.inputs import (
     BenchInput,
@@ -379,7 +379,7 @@ def judge_results(judgement: Judgement, metadata: dict[str, Any]) -> ResultSet:
         cases=[case.info for case in judgement.cases],
         cells=[_cell(program, judged, device) for judged in judgement.judged],
         baseline=None,
-        settings={"check_rule": f"|out - ref| <= {COURSE_ATOL:g} per element, float64 reference",
+        settings={"check_rule": CourseRule().describe(),
                   "time_limits": judgement.limits.describe(), "launcher": list(program.launcher),
                   "args": list(program.args), "passed": judgement.passed,
                   "sandbox": judgement.confinement.to_dict() if judgement.confinement else None,

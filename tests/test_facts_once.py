@@ -29,3 +29,8 @@ def test_result_kinds_are_compared_as_the_enum_never_as_strings():
 def test_the_check_rule_sentence_is_written_only_by_check_rule_describe():
     assert not sources_matching(r"per element, float64 reference|n\^2 FLT_EPSILON \(the lab",
                                 allowed=("attnbench/bench/check_rule.py",))
+
+
+def test_the_course_time_limits_are_read_only_from_the_suite_manifest():
+    # as string literals or as code (comments may give the example)
+    assert not sources_matching(r"[\"'](2/6/10|t01-t10 2 s|GTX 1080[\"'])|<= 10 else|<= 20 else")

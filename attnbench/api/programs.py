@@ -24,6 +24,7 @@ from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.staging import remove_tree
 from attnbench.judge.submissions import build, find_submissions
+from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
 from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
 from attnbench.backends.program import ProgramError
 from attnbench.errors import AttnbenchError, UsageError
@@ -39,7 +40,7 @@ from attnbench.results.resultset import ResultSet
 from attnbench.results.scoreboard import Scoreboard
 from attnbench.spread.slurm import SlurmOptions, default_folder
 
-__all__ = ["SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
+__all__ = ["COURSE_LIMITS_BRIEF", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
            "SlurmOptions", "class_history", "is_class", "is_source", "judge", "judge_class", "judge_program",
            "judge_submissions", "judge_writes", "new_kernel", "resume_class"]
 

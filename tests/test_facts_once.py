@@ -34,3 +34,12 @@ def test_the_check_rule_sentence_is_written_only_by_check_rule_describe():
 def test_the_course_time_limits_are_read_only_from_the_suite_manifest():
     # as string literals or as code (comments may give the example)
     assert not sources_matching(r"[\"'](2/6/10|t01-t10 2 s|GTX 1080[\"'])|<= 10 else|<= 20 else")
+
+
+def test_shapes_typed_by_a_person_are_read_only_by_shape_parse():
+    # a B,N,d or BxNxd split by hand, in the package or in the tools
+    hand_made = r"int\(\w+\) for \w+ in [\w.]*(lower\(\))?\.?split\([\"'][x,][\"']\)\)\s*$|split\([\"']x[\"']\)"
+    assert not sources_matching(hand_made)
+    tools = {str(p.relative_to(ROOT)) for p in (ROOT / "tools").rglob("*.py")
+             if re.search(r"split\([\"']x[\"']\)", p.read_text())}
+    assert not tools

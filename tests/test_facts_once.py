@@ -43,3 +43,8 @@ def test_shapes_typed_by_a_person_are_read_only_by_shape_parse():
     tools = {str(p.relative_to(ROOT)) for p in (ROOT / "tools").rglob("*.py")
              if re.search(r"split\([\"']x[\"']\)", p.read_text())}
     assert not tools
+
+
+def test_the_sweep_axes_are_listed_only_in_cases_sweeps():
+    assert not sources_matching(r"[\"']head-dim[\"']|[\"']128\.\.32768[\"']|[\"']seq[\"']",
+                                allowed=("attnbench/cases/sweeps.py",))

@@ -42,7 +42,7 @@ from attnbench.cases.inputs import (
     shadowed_by_suite,
 )
 from attnbench.cases.suite import refuse_suite_file
-from attnbench.cases.sweeps import parse_sizes, parse_values, shape_inputs, square_inputs
+from attnbench.cases.sweeps import parse_sizes, parse_values, shape_inputs, square_inputs, sweep_axis
 from attnbench.cases.testcase import Shape
 from attnbench.errors import UsageError
 from attnbench.files import check_output_path
@@ -247,9 +247,6 @@ def _matrix(chosen: list[Variant], inputs: list[BenchInput], gpu: GpuDevice, set
     return finish(infos, cells)
 
 
-SWEEP_AXES = {"square": "square", "n": "N", "seq": "N", "d": "d", "head-dim": "d"}
-
-
 def sweep(
     what: str,
     variants: str | Sequence[str],
@@ -270,15 +267,18 @@ def sweep(
 ) -> ResultSet:
     """The square-attention lab's sizes (`square`), or a sweep of N or d of the (B, N, d) workload;
     `gpus` and `executor` spread it as for `compare`."""
-    axis = SWEEP_AXES.get(what.lower(), what)
+    try:
+        swept = sweep_axis(what)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    axis = swept.name
     chosen = variants_for(variants if isinstance(variants, str) else ",".join(variants))
     baseline = baseline_name(baseline, chosen)
     try:
-        if axis == "square":
+        if swept.default_values is None:
             inputs = square_inputs(parse_sizes(sizes))
         else:
-            default = "128..32768" if axis == "N" else "16,32,48,64,80,96,128"
-            inputs = shape_inputs(axis, parse_values(values or default), batch, seq_len, head_dim)
+            inputs = shape_inputs(axis, parse_values(values or swept.default_values), batch, seq_len, head_dim)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     check_rule: CheckRule = LabRule() if axis == "square" else CourseRule()

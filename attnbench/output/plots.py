@@ -14,6 +14,7 @@ from pathlib import Path
 
 from attnbench.analysis.ladder import LadderStep, has_ladder, ladder_steps, load_claims
 from attnbench.analysis.view import MatrixView
+from attnbench.cases.sweeps import sweep_axis as sweep_axis_named
 from attnbench.locations import package_file
 from attnbench.output.figures import plots_available, pyplot  # noqa: F401  (report and tests reach them here)
 from attnbench.output.precision_ladder import error_vs_speed, has_precision_ladder
@@ -24,8 +25,10 @@ CEILINGS_FILE = package_file("ceilings.json")
 
 def sweep_axis(result: ResultSet) -> str:
     """Which size a sweep varies: 'n' (square), 'N' or 'd'."""
-    kind = result.settings.get("sweep")
-    return {"square": "n", "N": "N", "d": "d"}.get(kind, "N")
+    try:
+        return sweep_axis_named(str(result.settings.get("sweep"))).plot_label
+    except ValueError:  # not a sweep's settings: its sizes are read as N
+        return "N"
 
 
 def throughput_vs_size(result: ResultSet, path: Path) -> Path:

@@ -48,3 +48,11 @@ def test_shapes_typed_by_a_person_are_read_only_by_shape_parse():
 def test_the_sweep_axes_are_listed_only_in_cases_sweeps():
     assert not sources_matching(r"[\"']head-dim[\"']|[\"']128\.\.32768[\"']|[\"']seq[\"']",
                                 allowed=("attnbench/cases/sweeps.py",))
+
+
+def test_the_compute_units_facts_are_read_from_their_table():
+    # a unit's name compared, or its facts keyed by it, outside the table (and the Triton peer's own precisions)
+    unit_names = r"(ffma|tf32x3|wgmma3x|wgmma16s|tensor|memory|fp16|bf16|bf16x3|bf16x6)"
+    assert not sources_matching(rf"unit (==|!=|in) \(?[\"']{unit_names}[\"']|[\"']{unit_names}[\"']: \(", allowed=(
+        "attnbench/results/compute_units.py", "attnbench/backends/triton_peer.py"))
+    assert not sources_matching(r"UNIT_CEILINGS|UNIT_ARITHMETIC|UNIT_MIN_CAPABILITY")

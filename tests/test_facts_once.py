@@ -56,3 +56,4 @@ def test_the_compute_units_facts_are_read_from_their_table():
     assert not sources_matching(rf"unit (==|!=|in) \(?[\"']{unit_names}[\"']|[\"']{unit_names}[\"']: \(", allowed=(
         "attnbench/results/compute_units.py", "attnbench/backends/triton_peer.py"))
     assert not sources_matching(r"UNIT_CEILINGS|UNIT_ARITHMETIC|UNIT_MIN_CAPABILITY")
+    assert not (PACKAGE / "ceilings.json").exists()  # the ceilings chart draws the same roofs as the roofline

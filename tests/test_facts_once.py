@@ -57,3 +57,9 @@ def test_the_compute_units_facts_are_read_from_their_table():
         "attnbench/results/compute_units.py", "attnbench/backends/triton_peer.py"))
     assert not sources_matching(r"UNIT_CEILINGS|UNIT_ARITHMETIC|UNIT_MIN_CAPABILITY")
     assert not (PACKAGE / "ceilings.json").exists()  # the ceilings chart draws the same roofs as the roofline
+
+
+def test_the_default_variant_rules_are_records_only():
+    assert not sources_matching(r"FASTEST_FIRST|DEFAULT_ONLY_WHERE")
+    assert not sources_matching(r"docs/results/20", allowed=(
+        "attnbench/api/single.py", "attnbench/api/matrix.py", "attnbench/cli/matrix_commands.py"))  # examples

@@ -111,13 +111,13 @@ class ComparePlan:
                              command=o.command, before_run=self._refuse_incomparable, gpus=o.gpus,
                              executor=o.executor, slurm=o.slurm, notice=notice)
         if result.kind is ResultKind.SWEEP:
-            return CompareOutcome(result, result.settings.get("sweep"), exit_status=exit_status(result))
+            return CompareOutcome(result, result.settings.sweep, exit_status=exit_status(result))
         ladder = ladder_steps(result, o.same_within) if o.ladder else {}
         report = None
         if self.saved is not None:  # the result carries its verdicts and what they were against, saved with it
             report = against_saved(result, self.saved, o.same_within, o.fail_slower, o.allow_other_gpu,
                                    o.allow_other_inputs)
-            result.settings["against"] = report.to_dict(str(self.saved.path) if self.saved.path else None)
+            result.settings.against = report.to_dict(str(self.saved.path) if self.saved.path else None)
         return CompareOutcome(result, self.save_selector, report, ladder, exit_status(result, report))
 
     def _refuse_incomparable(self, gpu: Any, inputs: list[BenchInput]) -> None:

@@ -73,8 +73,8 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
     judgement = judging.run_judge(prog, inputs, limits, timeout, progress, finished or (lambda *a: None),
                                   sandbox, opened)
     result = judging.judge_results(judgement, collect(None, False, command))
-    result.settings["inputs"] = FRESH_RULE if fresh_inputs else "the suite's inputs (public seeds)"
-    result.settings["seeds"] = seeds_of(inputs)
+    result.settings.inputs = FRESH_RULE if fresh_inputs else "the suite's inputs (public seeds)"
+    result.settings.seeds = seeds_of(inputs)
     return judgement, result
 
 

@@ -50,6 +50,7 @@ from attnbench.kernels.catalogue import baseline_name, default_variant, get_vari
 from attnbench.kernels.variant import Variant
 from attnbench.results.measurement import Measurement
 from attnbench.results.resultset import ResultKind, ResultSet
+from attnbench.results.run_settings import RunSettings
 
 CPU_SAMPLING_BUDGET_S = 2.0  # the cpu variant's sampling budget unless --timeout says: several passes, not minutes
 GPU_SAMPLING_BUDGET_S = 10.0
@@ -221,8 +222,7 @@ def compare(
     baseline = baseline_name(baseline, chosen)
     check_rule = CourseRule(atol, rtol)
     record = {"policy": timing.record(), "baseline": baseline or (timed or names)[0], "command": command,
-              "settings": {"atol": atol, "rtol": rtol, "same_within": same_within,
-                           "check_rule": check_rule.describe()}}
+              "settings": RunSettings(check_rule.describe(), atol, rtol, same_within).to_dict()}
     where = placement(gpus, executor, slurm)
     if where.spread:
         return spread_matrix(ResultKind.COMPARE, chosen, inputs, timing.policy_for, check_rule, where, record,
@@ -282,12 +282,11 @@ def sweep(
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     check_rule: CheckRule = LabRule() if axis == "square" else CourseRule()
-    settings_record = {"sweep": axis, "lab_timing": lab_timing, "same_within": same_within,
-                       "check_rule": check_rule.describe()}
+    settings_record = RunSettings(check_rule.describe(), same_within=same_within, sweep=axis, lab_timing=lab_timing)
     where = placement(gpus, executor, slurm)
     if where.spread:
         return spread_matrix(ResultKind.SWEEP, chosen, inputs, timing.policy_for, check_rule, where, {
-            "policy": timing.record(), "baseline": baseline, "command": command, "settings": settings_record},
+            "policy": timing.record(), "baseline": baseline, "command": command, "settings": settings_record.to_dict()},
             listener, notice, lab_timing=lab_timing)
     gpu = open_gpu_for(chosen, device)
     settings = MatrixSettings(policy=timing.policy_for, check=check_rule.check(), tolerance=check_rule.tolerance,
@@ -295,7 +294,7 @@ def sweep(
     start = time.perf_counter()
 
     def finish(infos: list, cells: list) -> ResultSet:
-        settings_record["elapsed_s"] = time.perf_counter() - start
+        settings_record.elapsed_s = time.perf_counter() - start
         return assemble(ResultKind.SWEEP, chosen, infos, cells, gpu, timing.record(), baseline, settings_record, command)
 
     return _matrix(chosen, inputs, gpu, settings, listener, finish)

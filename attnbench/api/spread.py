@@ -47,7 +47,7 @@ def spread_matrix(kind: ResultKind, chosen: list[Variant], inputs: list[BenchInp
     start = time.perf_counter()
     result = run_spread(kind, chosen, inputs, plan, where, record, listener, notice, before_run)
     if kind is ResultKind.SWEEP:
-        result.settings["elapsed_s"] = time.perf_counter() - start
+        result.settings.elapsed_s = time.perf_counter() - start
     return result
 
 

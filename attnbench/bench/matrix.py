@@ -29,6 +29,7 @@ from attnbench.kernels.variant import Variant
 from attnbench.results.metadata import collect
 from attnbench.results.refusal import Refusal
 from attnbench.results.resultset import ERROR, IMPOSSIBLE, OK, SUSPECT, WRONG, Cell, ResultKind, ResultSet
+from attnbench.results.run_settings import RunSettings
 from attnbench.results.verification import VerifyReport
 
 
@@ -287,7 +288,7 @@ def assemble(
     gpu: GpuDevice | None,
     policy: dict[str, Any],
     baseline: str | None = None,
-    settings: dict[str, Any] | None = None,
+    settings: RunSettings | dict[str, Any] | None = None,
     command: str | None = None,
     torch_versions: dict[str, Any] | None = None,
 ) -> ResultSet:
@@ -303,5 +304,5 @@ def assemble(
         cases=cases,
         cells=cells,
         baseline=baseline,
-        settings=dict(settings or {}),
+        settings=RunSettings.of(settings),
     )

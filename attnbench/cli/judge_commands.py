@@ -160,7 +160,7 @@ def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save
     where = f" via {' '.join(prog.launcher)}" if prog.launcher else ""
     out = err_console if as_json else console
     print_table(scoreboard_table(result, f"judge {prog.label}{where}"), err=as_json)
-    out.print(f"times: {result.policy['timing']}; limits: {result.settings['time_limits']}", highlight=False,
+    out.print(f"times: {result.policy['timing']}; limits: {result.settings.time_limits}", highlight=False,
               soft_wrap=True)
     out.print(judgement.summary(), highlight=False)
     if not no_save and judgement.judged:

@@ -60,7 +60,7 @@ def _run_saving_partial(title: str, call: Callable[[MatrixProgress], Outcome], r
     except api.MatrixInterrupted as exc:
         partial = exc.partial
         if partial is not None and not no_save and partial.cells:
-            partial.settings["interrupted"] = True
+            partial.settings.interrupted = True
             save_run(partial, results_dir, name, selector, False)
         raise
 
@@ -81,7 +81,7 @@ def _render_compare(outcome: api.CompareOutcome, same_within: float, results_dir
             print_exit_status(outcome.exit_status, result, outcome.report)
         sys.exit(outcome.exit_status)
     if outcome.is_sweep:  # a resumed sweep
-        title = f"sweep over {result.settings.get('sweep')} on {device_words(result)}"
+        title = f"sweep over {result.settings.sweep} on {device_words(result)}"
     else:
         title = f"compare on {device_words(result)}, speedups over {result.baseline}"
     print_matrix(result, result.baseline, same_within, title)
@@ -239,7 +239,7 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
                 click.echo(line)
     print_matrix(result, baseline, same_within, f"sweep over {axis} on {device_words(result)}")
     print_problems(result)
-    elapsed = result.settings.get("elapsed_s", 0.0)
+    elapsed = result.settings.elapsed_s or 0.0
     console.print(f"sweep of {len(result.case_labels)} input(s) x {len(result.variant_names)} variant(s) took "
                   f"{elapsed:.1f} s", highlight=False)
     if not no_save:

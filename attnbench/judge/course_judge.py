@@ -70,6 +70,7 @@ from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's in
 )
 from attnbench.results.measurement import Measurement
 from attnbench.results.resultset import ERROR, OK, WRONG, Cell, ResultKind, ResultSet, VariantInfo
+from attnbench.results.run_settings import RunSettings
 from attnbench.results.stats import KernelStats
 from attnbench.results.verification import VerifyReport
 
@@ -379,10 +380,10 @@ def judge_results(judgement: Judgement, metadata: dict[str, Any]) -> ResultSet:
         cases=[case.info for case in judgement.cases],
         cells=[_cell(program, judged, device) for judged in judgement.judged],
         baseline=None,
-        settings={"check_rule": CourseRule().describe(),
-                  "time_limits": judgement.limits.describe(), "launcher": list(program.launcher),
-                  "args": list(program.args), "passed": judgement.passed,
-                  "sandbox": judgement.confinement.to_dict() if judgement.confinement else None,
-                  "sandbox_limits": _limits_text(judgement.sandbox_settings), "judged": len(judgement.judged),
-                  "interrupted": judgement.interrupted},
+        settings=RunSettings(
+            check_rule=CourseRule().describe(), time_limits=judgement.limits.describe(),
+            launcher=list(program.launcher), args=list(program.args), passed=judgement.passed,
+            sandbox=judgement.confinement.to_dict() if judgement.confinement else None,
+            sandbox_limits=_limits_text(judgement.sandbox_settings), judged=len(judgement.judged),
+            interrupted=judgement.interrupted),
     )

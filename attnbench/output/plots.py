@@ -23,7 +23,7 @@ from attnbench.results.resultset import ResultKind, ResultSet
 def sweep_axis(result: ResultSet) -> str:
     """Which size a sweep varies: 'n' (square), 'N' or 'd'."""
     try:
-        return sweep_axis_named(str(result.settings.get("sweep"))).plot_label
+        return sweep_axis_named(str(result.settings.sweep)).plot_label
     except ValueError:  # not a sweep's settings: its sizes are read as N
         return "N"
 

@@ -238,7 +238,7 @@ def test_an_interrupt_keeps_what_was_judged(programs):
     assert judgement.interrupted and judgement.exit_status == 130
     assert len(judgement.judged) == 1 and judgement.judged[0].passed
     saved = judging.judge_results(judgement, {})
-    assert saved.settings["interrupted"] and len(saved.cells) == 1 and len(saved.cases) == 1
+    assert saved.settings.interrupted and len(saved.cells) == 1 and len(saved.cases) == 1
 
 
 def test_a_user_input_file_is_judged_against_a_fresh_reference(cli, programs, tmp_path):

@@ -10,7 +10,6 @@ from __future__ import annotations
 from attnbench.api.files import against_saved, generate, load_results, results_for_report, suite_cases, verify
 from attnbench.api.matrix import CompareOptions, CompareOutcome, ComparePlan, exit_status, parse_percent, plan_compare
 from attnbench.api.single import (
-    SWEEP_AXES,
     RunOutcome,
     TimingOptions,
     case_names,
@@ -29,11 +28,12 @@ from attnbench.api.single import (
 from attnbench.api.spread import slurm_options
 from attnbench.bench.matrix import MatrixInterrupted, course_check
 from attnbench.bench.verify import COURSE_ATOL
+from attnbench.cases.sweeps import SWEEP_AXES, SWEEP_AXIS_WORDS, sweep_axis
 from attnbench.results.resultset import ResultSet
 
 __all__ = [
-    "COURSE_ATOL", "SWEEP_AXES", "CompareOptions", "CompareOutcome", "ComparePlan", "MatrixInterrupted", "ResultSet", "RunOutcome",
+    "COURSE_ATOL", "SWEEP_AXES", "SWEEP_AXIS_WORDS", "CompareOptions", "CompareOutcome", "ComparePlan", "MatrixInterrupted", "ResultSet", "RunOutcome",
     "TimingOptions", "against_saved", "case_names", "check_same_gpu", "check_same_inputs", "common_selection", "compare",
     "course_check", "exit_status", "expected_inputs", "generate", "load_results", "results_for_report", "open_gpu", "open_gpu_for",
-    "parse_percent", "plan_compare", "resume", "run", "slurm_options", "suite_cases", "sweep", "variant_names", "verify",
+    "parse_percent", "plan_compare", "resume", "run", "slurm_options", "suite_cases", "sweep", "sweep_axis", "variant_names", "verify",
 ]

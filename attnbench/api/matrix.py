@@ -38,7 +38,7 @@ from attnbench.cases.inputs import BenchInput, names_a_file
 from attnbench.errors import UsageError
 
 SUITE_WORDS = frozenset(suite.SUITE) | frozenset(suite.GROUPS) | {"all", "known"}
-from attnbench.results.resultset import ResultSet
+from attnbench.results.resultset import ResultKind, ResultSet
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class CompareOutcome:
     @property
     def is_sweep(self) -> bool:
         """A resumed Slurm sweep: rendered and saved as a sweep, with no ladder and no saved run."""
-        return self.result.kind == "sweep"
+        return self.result.kind is ResultKind.SWEEP
 
 
 @dataclass(frozen=True)
@@ -110,14 +110,14 @@ class ComparePlan:
                              atol=o.atol, rtol=o.rtol, same_within=o.same_within, listener=listener,
                              command=o.command, before_run=self._refuse_incomparable, gpus=o.gpus,
                              executor=o.executor, slurm=o.slurm, notice=notice)
-        if result.kind == "sweep":
-            return CompareOutcome(result, result.settings.get("sweep"), exit_status=exit_status(result))
+        if result.kind is ResultKind.SWEEP:
+            return CompareOutcome(result, result.settings.sweep, exit_status=exit_status(result))
         ladder = ladder_steps(result, o.same_within) if o.ladder else {}
         report = None
         if self.saved is not None:  # the result carries its verdicts and what they were against, saved with it
             report = against_saved(result, self.saved, o.same_within, o.fail_slower, o.allow_other_gpu,
                                    o.allow_other_inputs)
-            result.settings["against"] = report.to_dict(str(self.saved.path) if self.saved.path else None)
+            result.settings.against = report.to_dict(str(self.saved.path) if self.saved.path else None)
         return CompareOutcome(result, self.save_selector, report, ladder, exit_status(result, report))
 
     def _refuse_incomparable(self, gpu: Any, inputs: list[BenchInput]) -> None:

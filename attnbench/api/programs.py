@@ -24,6 +24,7 @@ from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.staging import remove_tree
 from attnbench.judge.submissions import build, find_submissions
+from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
 from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
 from attnbench.backends.program import ProgramError
 from attnbench.errors import AttnbenchError, UsageError
@@ -39,7 +40,7 @@ from attnbench.results.resultset import ResultSet
 from attnbench.results.scoreboard import Scoreboard
 from attnbench.spread.slurm import SlurmOptions, default_folder
 
-__all__ = ["SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
+__all__ = ["COURSE_LIMITS_BRIEF", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
            "SlurmOptions", "class_history", "is_class", "is_source", "judge", "judge_class", "judge_program",
            "judge_submissions", "judge_writes", "new_kernel", "resume_class"]
 
@@ -72,8 +73,8 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
     judgement = judging.run_judge(prog, inputs, limits, timeout, progress, finished or (lambda *a: None),
                                   sandbox, opened)
     result = judging.judge_results(judgement, collect(None, False, command))
-    result.settings["inputs"] = FRESH_RULE if fresh_inputs else "the suite's inputs (public seeds)"
-    result.settings["seeds"] = seeds_of(inputs)
+    result.settings.inputs = FRESH_RULE if fresh_inputs else "the suite's inputs (public seeds)"
+    result.settings.seeds = seeds_of(inputs)
     return judgement, result
 
 

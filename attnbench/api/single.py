@@ -44,13 +44,14 @@ from attnbench.cases.inputs import (
     shadowed_by_suite,
 )
 from attnbench.cases.suite import refuse_suite_file
-from attnbench.cases.sweeps import parse_sizes, parse_values, shape_inputs, square_inputs
+from attnbench.cases.sweeps import parse_sizes, parse_values, shape_inputs, square_inputs, sweep_axis
 from attnbench.cases.testcase import Shape
 from attnbench.errors import UsageError
 from attnbench.files import check_output_path
 from attnbench.kernels.catalogue import baseline_name, default_variant, get_variant, variants_for
 from attnbench.kernels.variant import Variant
-from attnbench.results.resultset import ResultSet
+from attnbench.results.resultset import ResultKind, ResultSet
+from attnbench.results.run_settings import RunSettings
 
 CPU_SAMPLING_BUDGET_S = 2.0  # the cpu variant's sampling budget unless --timeout says: several passes, not minutes
 GPU_SAMPLING_BUDGET_S = 10.0
@@ -223,20 +224,19 @@ def compare(
     names = [v.name for v in chosen]
     timed = [v.name for v in chosen if not v.kind.whole_program]  # a program has no kernel time to compare
     baseline = baseline_name(baseline, chosen)
-    rule = f"|out - ref| <= {atol:g}" + (f" + {rtol:g}*|ref|" if rtol else "") + " per element, float64 reference"
-    record = {"policy": timing.record(), "baseline": baseline or (timed or names)[0], "command": command,
-              "settings": {"atol": atol, "rtol": rtol, "same_within": same_within, "check_rule": rule}}
-    where = placement(gpus, executor, slurm)
     check_rule = CourseRule(atol, rtol)
+    record = {"policy": timing.record(), "baseline": baseline or (timed or names)[0], "command": command,
+              "settings": RunSettings(check_rule.describe(), atol, rtol, same_within).to_dict()}
+    where = placement(gpus, executor, slurm)
     if where.spread:
-        return spread_matrix("compare", chosen, inputs, timing.policy_for, check_rule, where, record,
+        return spread_matrix(ResultKind.COMPARE, chosen, inputs, timing.policy_for, check_rule, where, record,
                              listener, notice, before_run)
     gpu = open_gpu_for(chosen, device)
     if before_run is not None:
         before_run(gpu, inputs)
     settings = MatrixSettings(policy=timing.policy_for, check=check_rule.check(), tolerance=check_rule.tolerance)
     return _matrix(chosen, inputs, gpu, settings, listener, lambda infos, cells: assemble(
-        "compare", chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"], command))
+        ResultKind.COMPARE, chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"], command))
 
 
 def _matrix(chosen: list[Variant], inputs: list[BenchInput], gpu: GpuDevice, settings: MatrixSettings,
@@ -249,9 +249,6 @@ def _matrix(chosen: list[Variant], inputs: list[BenchInput], gpu: GpuDevice, set
     except MatrixInterrupted as exc:
         raise exc.with_partial(finish(exc.cases, exc.cells)) from None
     return finish(infos, cells)
-
-
-SWEEP_AXES = {"square": "square", "n": "N", "seq": "N", "d": "d", "head-dim": "d"}
 
 
 def sweep(
@@ -274,25 +271,26 @@ def sweep(
 ) -> ResultSet:
     """The square-attention lab's sizes (`square`), or a sweep of N or d of the (B, N, d) workload;
     `gpus` and `executor` spread it as for `compare`."""
-    axis = SWEEP_AXES.get(what.lower(), what)
+    try:
+        swept = sweep_axis(what)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    axis = swept.name
     chosen = variants_for(variants if isinstance(variants, str) else ",".join(variants))
     baseline = baseline_name(baseline, chosen)
     try:
-        if axis == "square":
+        if swept.default_values is None:
             inputs = square_inputs(parse_sizes(sizes))
         else:
-            default = "128..32768" if axis == "N" else "16,32,48,64,80,96,128"
-            inputs = shape_inputs(axis, parse_values(values or default), batch, seq_len, head_dim)
+            inputs = shape_inputs(axis, parse_values(values or swept.default_values), batch, seq_len, head_dim)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    rule = ("sum |Y - Y_ref| <= 100 n^2 FLT_EPSILON (the lab's rule), float64 reference" if axis == "square"
-            else f"|out - ref| <= {COURSE_ATOL:g} per element, float64 reference")
-    settings_record = {"sweep": axis, "lab_timing": lab_timing, "same_within": same_within, "check_rule": rule}
-    where = placement(gpus, executor, slurm)
     check_rule: CheckRule = LabRule() if axis == "square" else CourseRule()
+    settings_record = RunSettings(check_rule.describe(), same_within=same_within, sweep=axis, lab_timing=lab_timing)
+    where = placement(gpus, executor, slurm)
     if where.spread:
-        return spread_matrix("sweep", chosen, inputs, timing.policy_for, check_rule, where, {
-            "policy": timing.record(), "baseline": baseline, "command": command, "settings": settings_record},
+        return spread_matrix(ResultKind.SWEEP, chosen, inputs, timing.policy_for, check_rule, where, {
+            "policy": timing.record(), "baseline": baseline, "command": command, "settings": settings_record.to_dict()},
             listener, notice, lab_timing=lab_timing)
     gpu = open_gpu_for(chosen, device)
     settings = MatrixSettings(policy=timing.policy_for, check=check_rule.check(), tolerance=check_rule.tolerance,
@@ -300,8 +298,8 @@ def sweep(
     start = time.perf_counter()
 
     def finish(infos: list, cells: list) -> ResultSet:
-        settings_record["elapsed_s"] = time.perf_counter() - start
-        return assemble("sweep", chosen, infos, cells, gpu, timing.record(), baseline, settings_record, command)
+        settings_record.elapsed_s = time.perf_counter() - start
+        return assemble(ResultKind.SWEEP, chosen, infos, cells, gpu, timing.record(), baseline, settings_record, command)
 
     return _matrix(chosen, inputs, gpu, settings, listener, finish)
 

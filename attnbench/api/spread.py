@@ -21,7 +21,7 @@ from attnbench.spread.slurm import SlurmOptions, default_folder
 from attnbench.spread.placement import Placement, run_spread
 from attnbench.cases.inputs import BenchInput
 from attnbench.kernels.variant import Variant
-from attnbench.results.resultset import ResultSet
+from attnbench.results.resultset import ResultKind, ResultSet
 
 
 
@@ -37,7 +37,7 @@ def placement(gpus: str | None, executor: str, slurm: SlurmOptions | None) -> Pl
     return Placement(gpus, executor, slurm or SlurmOptions())
 
 
-def spread_matrix(kind: str, chosen: list[Variant], inputs: list[BenchInput], policy: Callable[[Variant], TimingPolicy],
+def spread_matrix(kind: ResultKind, chosen: list[Variant], inputs: list[BenchInput], policy: Callable[[Variant], TimingPolicy],
                   rule: CheckRule, where: Placement, record: dict[str, Any], listener: MatrixListener | None,
                   notice: Notice = quiet, before_run: Callable[[Any, list[BenchInput]], None] | None = None,
                   lab_timing: bool = False) -> ResultSet:
@@ -46,8 +46,8 @@ def spread_matrix(kind: str, chosen: list[Variant], inputs: list[BenchInput], po
     plan = CellPlan.of(chosen, policy, rule, lab_timing)
     start = time.perf_counter()
     result = run_spread(kind, chosen, inputs, plan, where, record, listener, notice, before_run)
-    if kind == "sweep":
-        result.settings["elapsed_s"] = time.perf_counter() - start
+    if kind is ResultKind.SWEEP:
+        result.settings.elapsed_s = time.perf_counter() - start
     return result
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from attnbench.bench.matrix import Check, course_check
-from attnbench.bench.squarelab import lab_check
+from attnbench.bench.squarelab import LAB_TOLERANCE_FACTOR, lab_check
 from attnbench.bench.verify import COURSE_ATOL
 
 
@@ -26,6 +26,11 @@ class CourseRule:
         """(atol, rtol) of every timed sample's check: the check's own."""
         return (self.atol, self.rtol)
 
+    def describe(self) -> str:
+        """The rule in one line, as results save it: |out - ref| <= 0.005 per element, float64 reference."""
+        relative = f" + {self.rtol:g}*|ref|" if self.rtol else ""
+        return f"|out - ref| <= {self.atol:g}{relative} per element, float64 reference"
+
 
 @dataclass(frozen=True)
 class LabRule:
@@ -38,6 +43,10 @@ class LabRule:
     @property
     def tolerance(self) -> tuple[float, float]:
         return (COURSE_ATOL, 0.0)
+
+    def describe(self) -> str:
+        """The rule in one line, as results save it."""
+        return f"sum |Y - Y_ref| <= {LAB_TOLERANCE_FACTOR} n^2 FLT_EPSILON (the lab's rule), float64 reference"
 
 
 CheckRule = Union[CourseRule, LabRule]

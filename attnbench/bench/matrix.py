@@ -29,7 +29,8 @@ from attnbench.kernels.nvcc import variant_info
 from attnbench.kernels.variant import Variant
 from attnbench.results.metadata import collect
 from attnbench.results.refusal import Refusal
-from attnbench.results.resultset import ERROR, IMPOSSIBLE, OK, SUSPECT, WRONG, Cell, ResultSet
+from attnbench.results.resultset import ERROR, IMPOSSIBLE, OK, SUSPECT, WRONG, Cell, ResultKind, ResultSet
+from attnbench.results.run_settings import RunSettings
 from attnbench.results.verification import VerifyReport
 
 
@@ -49,7 +50,7 @@ class MatrixInterrupted(AttnbenchError):
     def with_partial(self, partial: ResultSet) -> MatrixInterrupted:
         """The same interruption, carrying the result set of what was measured, marked interrupted (its saved
         files say so)."""
-        partial.settings["interrupted"] = True
+        partial.settings.interrupted = True
         return MatrixInterrupted(str(self), self.cases, self.cells, self.devices, partial)
 
 
@@ -285,14 +286,14 @@ def _cached_ceilings(gpu: GpuDevice | None) -> dict[str, Any] | None:
 
 
 def assemble(
-    kind: str,
+    kind: ResultKind,
     variants: list[Variant],
     cases: list[CaseInfo],
     cells: list[Cell],
     gpu: GpuDevice | None,
     policy: dict[str, Any],
     baseline: str | None = None,
-    settings: dict[str, Any] | None = None,
+    settings: RunSettings | dict[str, Any] | None = None,
     command: str | None = None,
     torch_versions: dict[str, Any] | None = None,
 ) -> ResultSet:
@@ -308,5 +309,5 @@ def assemble(
         cases=cases,
         cells=cells,
         baseline=baseline,
-        settings=dict(settings or {}),
+        settings=RunSettings.of(settings),
     )

@@ -9,6 +9,10 @@ is made where the reference is computed, not shipped in suite.json: a float64 re
 may differ in its last bit between BLAS builds, and the large cases take hours to compute. A reference
 whose bytes no longer match its record is refused before any check, so a changed file can never pass
 a wrong kernel.
+
+Each course case (t01-t30) also records the seconds its whole program is allowed (`time_limit_s`), and the
+manifest names the GPU those limits were set for (`time_limits_set_for`): the judge reads them from here.
+Manifest history: 1, the cases; 2, the course's time limits (read as absent from a version 1 manifest).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ class SuiteCase:
     provenance: str  # known, partly known, filled, workload, test
     note: str
     input_sha256: str | None
+    time_limit_s: float | None = None  # the course's limit for its whole program (t01-t30), on a GTX 1080
 
     @property
     def known(self) -> bool:
@@ -104,8 +109,12 @@ def refuse_suite_file(given: str | os.PathLike, what: str = "the output") -> Non
                           "a suite input or reference (give another path)")
 
 
-def _load_suite() -> dict[str, SuiteCase]:
-    raw = json.loads(locations.suite_manifest().read_text())
+def _read_manifest() -> dict:
+    return json.loads(locations.suite_manifest().read_text())
+
+
+def _load_suite(raw: dict | None = None) -> dict[str, SuiteCase]:
+    raw = raw if raw is not None else _read_manifest()
     cases = {}
     for c in raw["cases"]:
         cases[c["name"]] = SuiteCase(
@@ -116,11 +125,14 @@ def _load_suite() -> dict[str, SuiteCase]:
             provenance=c["provenance"],
             note=c.get("note", ""),
             input_sha256=c.get("input_sha256"),
+            time_limit_s=float(c["time_limit_s"]) if "time_limit_s" in c else None,
         )
     return cases
 
 
-SUITE: dict[str, SuiteCase] = _load_suite()
+_MANIFEST = _read_manifest()
+SUITE: dict[str, SuiteCase] = _load_suite(_MANIFEST)
+TIME_LIMITS_SET_FOR: str = _MANIFEST.get("time_limits_set_for", "")  # the GPU the course's limits belong to
 GROUPS = ("course", "known", "square", "largehead", "singlehead", "odd")
 
 

@@ -7,6 +7,7 @@ stored after the first run; other sizes are seeded synthetic inputs.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 from attnbench.cases import suite
 from attnbench.cases.inputs import BenchInput, SuiteInput, SyntheticInput
@@ -18,6 +19,32 @@ SQUARE_SIZES: tuple[int, ...] = tuple(n for c in range(64, 2049, 64) for n in (c
 )
 # Sweeps over N or d keep B*N*d near this (16 Mi elements per tensor, 192 MiB of input) unless --batch.
 SWEEP_ELEMENTS = 1 << 24
+
+
+@dataclass(frozen=True)
+class SweepAxis:
+    """One size a sweep can vary: the command's words for it, the name results save, the plots' label."""
+
+    name: str  # as saved in a sweep's settings ("sweep": "N") and named on the command line
+    aliases: tuple[str, ...]  # other words the command line takes for it (any case)
+    plot_label: str  # the size the plots put on their x axis
+    default_values: str | None  # --values when not given (None: the square lab's sizes, chosen by --sizes)
+
+
+SWEEP_AXES: tuple[SweepAxis, ...] = (
+    SweepAxis("square", (), "n", None),
+    SweepAxis("N", ("n", "seq"), "N", "128..32768"),
+    SweepAxis("d", ("head-dim",), "d", "16,32,48,64,80,96,128"),
+)
+SWEEP_AXIS_WORDS: tuple[str, ...] = tuple(word for axis in SWEEP_AXES for word in (axis.name, *axis.aliases))
+
+
+def sweep_axis(word: str) -> SweepAxis:
+    """The axis a word names (its name or an alias, in any case); a ValueError naming the words otherwise."""
+    for axis in SWEEP_AXES:
+        if word.lower() in (axis.name.lower(), *axis.aliases):
+            return axis
+    raise ValueError(f"{word!r} is not a sweep axis: {', '.join(SWEEP_AXIS_WORDS)}")
 
 
 # -- inputs -------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ Input, little-endian: int32 B, int32 N, int32 d, then for each batch item Q_i, K
 from __future__ import annotations
 
 import os
+import re
 import threading
 import struct
 from dataclasses import dataclass
@@ -54,6 +55,18 @@ class Shape:
 
     def __str__(self) -> str:
         return f"B={self.B}, N={self.N}, d={self.d}"
+
+    @classmethod
+    def parse(cls, text: str) -> Shape:
+        """The one reader of a shape typed by a person: `B,N,d` or `BxNxd` (4,32768,32 or 4x32768x32),
+        each at least 1; a ValueError in one sentence otherwise."""
+        parts = re.split(r"\s*[,xX]\s*", text.strip())
+        if len(parts) != 3 or not all(part.isdigit() for part in parts):
+            raise ValueError(f"{text!r} is not B,N,d or BxNxd (three whole numbers)")
+        shape = cls(*(int(part) for part in parts))
+        if min(shape.B, shape.N, shape.d) < 1:
+            raise ValueError(f"{text!r}: B, N and d must be at least 1")
+        return shape
 
 
 @dataclass

@@ -26,7 +26,7 @@ from attnbench.output.terminal import console, err_console, print_table, progres
 @click.option("--launcher", default=None,
               help='Words put before the program, e.g. "srun -p nvidia -N1 -n1 --gres=gpu:1".')
 @click.option("--time-limits", "limits_spec", default="course", show_default=True,
-              help="course (2/6/10 s, set for a GTX 1080), none, or a TOML file of `case = seconds` lines.")
+              help=f"course ({api_programs.COURSE_LIMITS_BRIEF}), none, or a TOML file of `case = seconds` lines.")
 @click.option("--args", "args_template", default="{in} {out}", show_default=True,
               help="How the program takes its files; {in} and {out} are replaced by their paths.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -160,7 +160,7 @@ def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save
     where = f" via {' '.join(prog.launcher)}" if prog.launcher else ""
     out = err_console if as_json else console
     print_table(scoreboard_table(result, f"judge {prog.label}{where}"), err=as_json)
-    out.print(f"times: {result.policy['timing']}; limits: {result.settings['time_limits']}", highlight=False,
+    out.print(f"times: {result.policy['timing']}; limits: {result.settings.time_limits}", highlight=False,
               soft_wrap=True)
     out.print(judgement.summary(), highlight=False)
     if not no_save and judgement.judged:

@@ -80,7 +80,7 @@ def _render_compare(outcome: api.CompareOutcome, same_within: float, results_dir
             print_exit_status(outcome.exit_status, result, outcome.report)
         sys.exit(outcome.exit_status)
     if outcome.is_sweep:  # a resumed sweep
-        title = f"sweep over {result.settings.get('sweep')} on {device_words(result)}"
+        title = f"sweep over {result.settings.sweep} on {device_words(result)}"
     else:
         title = f"compare on {device_words(result)}, speedups over {result.baseline}"
     print_matrix(result, result.baseline, same_within, title)
@@ -174,7 +174,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
 
 
 @click.command()
-@click.argument("what", type=click.Choice(["square", "N", "n", "seq", "d", "head-dim"]))
+@click.argument("what", type=click.Choice(api.SWEEP_AXIS_WORDS))
 @click.option("--variants", "-v", "variant_selector", required=True, shell_complete=complete_variants,
               help="Comma list of variants (and `torch`), as for compare.")
 @click.option("--sizes", default="all", show_default=True,
@@ -182,7 +182,8 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
 @click.option("--lab-timing", is_flag=True,
               help="square: time by the lab's rule (double the passes until one batch takes 0.1 s) instead of ours.")
 @click.option("--values", default=None,
-              help="N or d sweeps: a comma list, or a..b for powers of two [N: 128..32768; d: 16,32,48,64,80,96,128].")
+              help="N or d sweeps: a comma list, or a..b for powers of two ["
+                   + "; ".join(f"{a.name}: {a.default_values}" for a in api.SWEEP_AXES if a.default_values) + "].")
 @click.option("--batch", "-B", type=click.IntRange(1), default=None,
               help="N or d sweeps: batch size [default: B*N*d near 16 Mi elements].")
 @click.option("--seq-len", "-N", type=click.IntRange(1), default=2048, show_default=True, help="d sweeps: N.")
@@ -211,7 +212,7 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
       attnbench sweep d --variants naive,torch --values 16,32,64,128 --seq-len 1024
       attnbench sweep square --variants gemm --gpus all
     """
-    axis = api.SWEEP_AXES.get(what.lower(), what)
+    axis = api.sweep_axis(what).name
     placement = placement_from(timing, results_dir)
     if not no_save:
         check_results_folder(results_dir)  # before the first measurement, not after it
@@ -237,7 +238,7 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
                 click.echo(line)
     print_matrix(result, baseline, same_within, f"sweep over {axis} on {device_words(result)}")
     print_problems(result)
-    elapsed = result.settings.get("elapsed_s", 0.0)
+    elapsed = result.settings.elapsed_s or 0.0
     console.print(f"sweep of {len(result.case_labels)} input(s) x {len(result.variant_names)} variant(s) took "
                   f"{elapsed:.1f} s", highlight=False)
     if not no_save:

@@ -67,7 +67,7 @@ def profile(case: str, variant_names: tuple[str, ...], raw_metrics: str | None, 
 @click.option("--variant", "-v", "variant_name", required=True, help="Variant name (see `attnbench list`).",
               shell_complete=complete_variants)
 @once("--case", "-c", help="Suite case or input file whose shape to use [default: t29].", shell_complete=complete_cases)
-@click.option("--shape", "shape_text", default=None, help="B,N,d instead of a case, e.g. 4,32768,32.")
+@click.option("--shape", "shape_text", default=None, help="B,N,d or BxNxd instead of a case, e.g. 4,32768,32.")
 @click.option("--arch", default="sm_90", show_default=True,
               help="Compile for and model this GPU: sm_61, sm_80, sm_86, sm_89 or sm_90.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -88,12 +88,9 @@ def info(variant_name: str, case: str | None, shape_text: str | None, arch: str,
     shape = None
     if shape_text:
         try:
-            B, N, d = (int(x) for x in shape_text.split(","))
-        except ValueError:
-            raise click.BadParameter(f"{shape_text!r} is not B,N,d (three integers)", param_hint="--shape") from None
-        if min(B, N, d) < 1:
-            raise click.BadParameter("B, N and d must be at least 1", param_hint="--shape")
-        shape = api_explain.Shape(B, N, d)
+            shape = api_explain.Shape.parse(shape_text)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--shape") from None
     report = api_explain.info(variant_name, case, shape, arch, progress=progress_bar)
     if as_json:
         click.echo(strict_json.dumps(report.to_dict()))

@@ -31,7 +31,7 @@ from attnbench.backends.program import (
     check_program,
     run_process,
 )
-from attnbench.bench.verify import COURSE_ATOL
+from attnbench.bench.check_rule import CourseRule
 from attnbench.cases import suite
 from attnbench.cases.inputs import (
     BenchInput,
@@ -69,7 +69,8 @@ from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's in
     load_time_limits,
 )
 from attnbench.results.measurement import Measurement
-from attnbench.results.resultset import ERROR, OK, WRONG, Cell, ResultSet, VariantInfo
+from attnbench.results.resultset import ERROR, OK, WRONG, Cell, ResultKind, ResultSet, VariantInfo
+from attnbench.results.run_settings import RunSettings
 from attnbench.results.stats import KernelStats
 from attnbench.results.verification import VerifyReport
 
@@ -372,7 +373,7 @@ def judge_results(judgement: Judgement, metadata: dict[str, Any]) -> ResultSet:
     info = VariantInfo(program.label, "program", "a whole program run as " + " ".join(
         [program.label, *program.args]), "program", str(program.path), program.sha256())
     return ResultSet(
-        kind="judge",
+        kind=ResultKind.JUDGE,
         metadata=metadata,
         policy={"timing": PROCESS_TIME_NOTE, "timeout_s": "--timeout, else twice the limit, else "
                 f"{NO_LIMIT_TIMEOUT_S:g} s"},
@@ -380,10 +381,10 @@ def judge_results(judgement: Judgement, metadata: dict[str, Any]) -> ResultSet:
         cases=[case.info for case in judgement.cases],
         cells=[_cell(program, judged, device) for judged in judgement.judged],
         baseline=None,
-        settings={"check_rule": f"|out - ref| <= {COURSE_ATOL:g} per element, float64 reference",
-                  "time_limits": judgement.limits.describe(), "launcher": list(program.launcher),
-                  "args": list(program.args), "passed": judgement.passed,
-                  "sandbox": judgement.confinement.to_dict() if judgement.confinement else None,
-                  "sandbox_limits": _limits_text(judgement.sandbox_settings), "judged": len(judgement.judged),
-                  "interrupted": judgement.interrupted},
+        settings=RunSettings(
+            check_rule=CourseRule().describe(), time_limits=judgement.limits.describe(),
+            launcher=list(program.launcher), args=list(program.args), passed=judgement.passed,
+            sandbox=judgement.confinement.to_dict() if judgement.confinement else None,
+            sandbox_limits=_limits_text(judgement.sandbox_settings), judged=len(judgement.judged),
+            interrupted=judgement.interrupted),
     )

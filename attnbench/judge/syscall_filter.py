@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import os
 import platform
 import struct
 import subprocess

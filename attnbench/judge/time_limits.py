@@ -1,24 +1,36 @@
-"""Seconds allowed per case: the course's (set for a GTX 1080), none, or a user's TOML file."""
+"""Seconds allowed per case: the course's (suite.json records them, set for a GTX 1080), none, or a user's
+TOML file."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 
 from attnbench.backends.program import ProgramError
-
-COURSE_LIMITS_DEVICE = "GTX 1080"
-COURSE_LIMITS_TEXT = "t01-t10 2 s, t11-t20 6 s, t21-t30 10 s"
+from attnbench.cases.suite import SUITE, TIME_LIMITS_SET_FOR
 
 
 def course_limit(label: str) -> float | None:
-    """The course's whole-program limit for t01..t30 (seconds, on a GTX 1080), None for other cases."""
-    match = re.fullmatch(r"t(\d\d)", label)
-    if not match or not 1 <= int(match[1]) <= 30:
-        return None
-    number = int(match[1])
-    return 2.0 if number <= 10 else 6.0 if number <= 20 else 10.0
+    """The course's whole-program limit for a suite case (seconds, as suite.json records it), None for
+    cases without one."""
+    case = SUITE.get(label)
+    return case.time_limit_s if case is not None else None
+
+
+def _course_limits_text() -> str:
+    """The limits as runs of cases: t01-t10 2 s, t11-t20 6 s, t21-t30 10 s."""
+    limited = [(name, case.time_limit_s) for name, case in SUITE.items() if case.time_limit_s is not None]
+    runs = [[name for name, _ in run] for _, run in groupby(limited, key=lambda item: item[1])]
+    spans = [names[0] if len(names) == 1 else f"{names[0]}-{names[-1]}" for names in runs]
+    return ", ".join(f"{span} {course_limit(names[0]):g} s" for span, names in zip(spans, runs))
+
+
+COURSE_LIMITS_DEVICE = TIME_LIMITS_SET_FOR
+COURSE_LIMITS_TEXT = _course_limits_text()
+COURSE_LIMITS_BRIEF = "/".join(
+    f"{seconds:g}" for seconds in dict.fromkeys(c.time_limit_s for c in SUITE.values() if c.time_limit_s)
+) + f" s, set for a {COURSE_LIMITS_DEVICE}"  # 2/6/10 s, set for a GTX 1080
 
 
 @dataclass(frozen=True)

@@ -41,14 +41,15 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, get_args
+from typing import Any, Callable
 
 from attnbench.cases.testcase import Shape
 from attnbench.errors import AttnbenchError
 from attnbench.kernels.builtin_variants import REGISTRY
 from attnbench.kernels.expressions import Expression, ExpressionError, parse_expression
 from attnbench.kernels.nvcc_options import option_problem, path_problem
-from attnbench.kernels.variant import SCALAR_ARGS, Constraints, Flavour, Launch, Unit, Variant
+from attnbench.kernels.variant import SCALAR_ARGS, Constraints, Flavour, Launch, Variant
+from attnbench.results.compute_units import COMPUTE_UNITS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -67,7 +68,7 @@ _VARIANT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 _ARCH = re.compile(r"sm_[1-9][0-9]a?")
 # A user variant declares a compute unit only. An attention pass does O(N^2 d) arithmetic on O(N d) data, so no
 # author's kernel is memory-bound, and "memory" would exempt its speed from SUSPECT (a bandwidth is no FLOP peak).
-USER_UNITS = tuple(unit for unit in get_args(Unit) if unit != "memory")
+USER_UNITS = tuple(name for name, unit in COMPUTE_UNITS.items() if not unit.moves_bytes)
 _MEMORY_UNIT = ("; an attention pass does O(N^2 d) arithmetic on O(N d) data, so declare the compute unit it "
                 "runs on, whose peak its speed is held to")
 
@@ -331,7 +332,7 @@ def read_variant(facts: LaunchFacts, name: str) -> Variant:
     unit = table.get("unit", "ffma")
     if unit not in USER_UNITS:
         raise reader.fail(".unit", f"must be one of {', '.join(repr(u) for u in USER_UNITS)}, not {unit!r}"
-                          + (_MEMORY_UNIT if unit == "memory" else ""))
+                          + (_MEMORY_UNIT if isinstance(unit, str) and unit in COMPUTE_UNITS else ""))
     return Variant(
         name=name,
         report=f"user ({facts.path.name})",

@@ -31,35 +31,14 @@ from typing import Callable, Literal, Mapping, Sequence
 from attnbench.cases.testcase import Shape
 from attnbench.errors import ShapeNotSupported, UnknownName
 from attnbench.kernels.backend_kinds import BACKEND_KINDS, BackendKind
+from attnbench.results.compute_units import COMPUTE_UNITS, ComputeUnit
 from attnbench.results.refusal import Refusal, RefusalKind
 
 Dims = tuple[int, int, int]
-# What a variant runs on, so a measured ceiling applies (`attnbench ceilings`): FP32 FFMA, tensor cores in
-# TF32 (1x) or 3xTF32 (a third of the TF32 rate), Hopper wgmma in split FP16 (four FP16 products per two
-# useful ones: half the FP16 rate, the TF32 rate), or memory-bound (DRAM bandwidth); the half-precision peers
-# on FP16 or BF16 tensor cores (twice the TF32 rate), one product each or BF16 splits of float32 (Triton's
-# bf16x3: three BF16 products, bf16x6: six).
-Unit = Literal["ffma", "tf32x3", "wgmma3x", "wgmma16s", "tensor", "memory", "fp16", "bf16", "bf16x3", "bf16x6"]
-# The arithmetic of a variant's products (Q K^T and P V) by its unit, as `attnbench list` shows it and saved
-# results record it: how much precision each product keeps, which decides the error against float64.
-UNIT_ARITHMETIC: dict[str, str] = {
-    "ffma": "FP32 FFMA",
-    "tf32x3": "3xTF32",  # big*big + big*small + small*big, FP32 sums
-    "wgmma3x": "3xTF32 (wgmma)",
-    "wgmma16s": "split FP16 + FP16",  # Q K^T as hi*hi + hi*lo + lo*hi in FP16, P V one FP16 product; FP32 sums
-    "tensor": "TF32",  # one product, a 10-bit mantissa
-    "memory": "FP32",
-    "fp16": "FP16",  # inputs rounded to float16 (11-bit significand), FP32 sums
-    "bf16": "BF16",  # inputs rounded to bfloat16 (8-bit significand), FP32 sums
-    "bf16x3": "3xBF16",  # each operand as hi + lo in BF16, hi*hi + hi*lo + lo*hi
-    "bf16x6": "6xBF16",  # each operand in three BF16 parts, the six largest products
-}
+# What a variant runs on: a name of attnbench.results.compute_units.COMPUTE_UNITS (FP32 FFMA, tensor cores in
+# TF32 or 3xTF32, Hopper wgmma, memory-bound, the half-precision peers), where its facts are.
+Unit = str
 SCALAR_ARGS = ("B", "N", "d", "scale", "scale_log2", "step")
-# The oldest GPU a unit's instructions exist on: TF32 mma.sync came with Ampere (sm_80), wgmma with
-# Hopper (sm_90). FFMA and memory-bound kernels build for any GPU, the course's GTX 1080 (sm_61) too.
-# BF16 tensor cores came with Ampere too.
-UNIT_MIN_CAPABILITY: dict[str, tuple[int, int]] = {"tf32x3": (8, 0), "wgmma3x": (9, 0), "wgmma16s": (9, 0),
-                                                    "bf16": (8, 0), "bf16x3": (8, 0), "bf16x6": (8, 0)}
 # What a variant claims of its accuracy (checked by the GPU tests): "float32" (relL2 <= 1e-5 and the course
 # rule), "course" (the course rule with a margin of half its tolerance), "unsafe" (no max subtraction: may
 # overflow), "none" (no claim: a peer in half precision, shown for what precision buys; every cell is still
@@ -200,7 +179,7 @@ class Variant:
     @property
     def arithmetic(self) -> str:
         """The arithmetic of its products: FP32 FFMA, 3xTF32, split FP16 + FP16, TF32, ..."""
-        return self.arithmetic_note or UNIT_ARITHMETIC[self.unit]
+        return self.arithmetic_note or self.compute_unit.arithmetic
 
     def flavoured(self, flavour: str) -> Variant:
         """This variant built as `flavour`: named `name:flavour` (so results record it so), with the
@@ -223,6 +202,11 @@ class Variant:
         )
 
     @property
+    def compute_unit(self) -> ComputeUnit:
+        """The facts of the unit it runs on (its arithmetic, the oldest GPU with it, its ceiling)."""
+        return COMPUTE_UNITS[self.unit]
+
+    @property
     def kind(self) -> BackendKind:
         """The facts of this variant's backend (what it needs, how it is timed, whether it is compiled)."""
         return BACKEND_KINDS[self.backend]
@@ -239,7 +223,7 @@ class Variant:
         if self.arch is not None:
             if compute_capability != capability_of(self.arch):
                 return Refusal(self.name, RefusalKind.ARCH, self.arch, here)
-        oldest = UNIT_MIN_CAPABILITY.get(self.unit)
+        oldest = self.compute_unit.min_capability
         if oldest is not None and compute_capability < oldest:
             return Refusal(self.name, RefusalKind.UNIT_CAPABILITY, "sm_{}{}".format(*oldest), here, self.unit)
         if self.min_capability is not None and compute_capability < self.min_capability:

@@ -13,7 +13,7 @@ from attnbench.output.clock_note import clock_note
 from attnbench.output.table_model import TableModel
 from attnbench.output.result_tables import against_table, grouped_notes, ladder_table, matrix_tables, scoreboard_table
 from attnbench.printable import printable
-from attnbench.results.resultset import ResultSet
+from attnbench.results.resultset import ResultKind, ResultSet
 
 
 _MARKDOWN_ESCAPES = str.maketrans({"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "`": "\\`",
@@ -79,8 +79,8 @@ def environment_lines(result: ResultSet) -> list[str]:
     commit_text = f"{commit[:12]}{' (with uncommitted changes)' if git.get('dirty') else ''}" if commit else "unknown"
     lines.append(f"- attnbench {meta.get('attnbench_version')}, commit {commit_text}, {meta.get('date')}")
     policy = result.policy
-    if result.kind == "judge":
-        lines.append(f"- timing: {policy.get('timing')}; {result.settings.get('time_limits')}")
+    if result.kind is ResultKind.JUDGE:
+        lines.append(f"- timing: {policy.get('timing')}; {result.settings.time_limits}")
     elif policy and not gpu:
         lines.append(f"- timing: {policy.get('host_variants') or 'host wall time per pass'}")
     elif policy:
@@ -91,7 +91,7 @@ def environment_lines(result: ResultSet) -> list[str]:
                         f"and {policy.get('min_time_s')} s, at most {policy.get('timeout_s')} s)")
         flush = "L2 flushed before each sample" if policy.get("flush_l2") else "L2 not flushed (--hot)"
         lines.append(f"- timing: kernel time from CUDA events, {policy.get('warmup')} warm-up passes, {sampling}, {flush}")
-    if result.settings.get("lab_timing"):
+    if result.settings.lab_timing:
         lines.append("- timing: the square-attention lab's rule (double the passes until one batch takes 0.1 s)")
     if meta.get("command"):
         lines.append(f"- command: `{meta['command']}`")
@@ -147,7 +147,7 @@ def lab_report_lines(result: ResultSet, variant: str) -> list[str]:
 
 def lab_section(result: ResultSet) -> str:
     """The square-attention lab's report lines per variant, for square sweeps."""
-    if result.settings.get("sweep") != "square":
+    if result.settings.sweep != "square":
         return ""
     blocks = []
     for variant in result.variant_names:
@@ -185,14 +185,14 @@ def ladder_section(results: list[ResultSet], same_within: float, level: int = 2)
 def result_section(result: ResultSet, heading: str, same_within: float, level: int) -> list[str]:
     """One result's heading, environment, square-lab lines and tables, as Markdown parts."""
     parts = [f"{'#' * (level - 1)} {heading}{result.kind.capitalize()}: {result.name}", "\n".join(environment_lines(result))]
-    if result.settings.get("interrupted"):
+    if result.settings.interrupted:
         measured = len(result.cells)
         parts.append(f"**Interrupted** (Ctrl-C): only the {measured} cell(s) measured before it are here; "
                      "the cells after it were not run.")
     lab = lab_section(result)
     if lab:
         parts.append(lab)
-    if result.kind == "judge":  # whole programs: a scoreboard of process times, no kernel tables
+    if result.kind is ResultKind.JUDGE:  # whole programs: a scoreboard of process times, no kernel tables
         parts.append(judge_section(result, level))
         return parts
     parts.append(matrix_sections(result, same_within, level))
@@ -210,7 +210,7 @@ def markdown_document(result: ResultSet, same_within: float = DEFAULT_SAME_WITHI
     parts = result_section(result, "", same_within, level=2)
     if has_ladder(result):
         parts.append(ladder_section([result], same_within, level=2)[0])
-    against = result.settings.get("against")
+    against = result.settings.against
     if against:  # the verdicts against the saved run this one was measured against
         where = f" (`{against['saved_path']}`)" if against.get("saved_path") else ""
         parts.append(f"## Against {md_escape(against['saved'])}{where}\n\n{md_escape(against['summary'])}\n\n"

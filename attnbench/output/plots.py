@@ -8,24 +8,24 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from attnbench.analysis.ladder import LadderStep, has_ladder, ladder_steps, load_claims
 from attnbench.analysis.view import MatrixView
-from attnbench.locations import package_file
+from attnbench.cases.sweeps import sweep_axis as sweep_axis_named
 from attnbench.output.figures import plots_available, pyplot  # noqa: F401  (report and tests reach them here)
 from attnbench.output.precision_ladder import error_vs_speed, has_precision_ladder
-from attnbench.results.resultset import ResultSet
-
-CEILINGS_FILE = package_file("ceilings.json")
+from attnbench.output.roofline import roofs
+from attnbench.results.resultset import ResultKind, ResultSet
 
 
 def sweep_axis(result: ResultSet) -> str:
     """Which size a sweep varies: 'n' (square), 'N' or 'd'."""
-    kind = result.settings.get("sweep")
-    return {"square": "n", "N": "N", "d": "d"}.get(kind, "N")
+    try:
+        return sweep_axis_named(str(result.settings.sweep)).plot_label
+    except ValueError:  # not a sweep's settings: its sizes are read as N
+        return "N"
 
 
 def throughput_vs_size(result: ResultSet, path: Path) -> Path:
@@ -101,17 +101,9 @@ def ladder_bars(steps_by_case: dict[str, list[LadderStep]], path: Path, gpu: str
 
 
 def device_ceilings(result: ResultSet) -> list[tuple[str, float]]:
-    """The measured ceilings of the result's GPU (when known), and its FP32 peak from its clocks."""
-    gpu = result.metadata.get("gpu") or {}
-    found: list[tuple[str, float]] = []
-    name = gpu.get("name") or ""
-    data = json.loads(CEILINGS_FILE.read_text())
-    for key, ceilings in data["devices"].items():
-        if key.lower() in name.lower():
-            found += [(c["name"], float(c["tflops"])) for c in ceilings]
-    if gpu.get("fp32_peak_tflops"):
-        found.append(("FP32 peak from the clocks", float(gpu["fp32_peak_tflops"])))
-    return found
+    """The ceilings of the result's GPU, each named with its value, in TFLOP/s: the roofline's roofs (its
+    measured ceilings per compute unit, else its datasheet peaks, else its FP32 peak from the clocks)."""
+    return [(roof.label, roof.tflops) for roof in roofs(result)]
 
 
 def ceilings_chart(result: ResultSet, path: Path) -> Path:
@@ -132,7 +124,7 @@ def ceilings_chart(result: ResultSet, path: Path) -> Path:
     ceilings = device_ceilings(result)
     for label, tflops in ceilings:
         ax.axvline(tflops, linestyle="--", linewidth=1, color="gray")
-        ax.text(tflops, 0.99, f" {label}: {tflops:g} ", transform=ax.get_xaxis_transform(), rotation=90,
+        ax.text(tflops, 0.99, f" {label} ", transform=ax.get_xaxis_transform(), rotation=90,
                 ha="right", va="top", fontsize=7, color="dimgray")
     low = min([*geo, *best]) / 2
     high = max([*best, *(t for _, t in ceilings)]) * 1.5
@@ -155,7 +147,7 @@ def ceilings_chart(result: ResultSet, path: Path) -> Path:
 def plots_for(result: ResultSet, folder: Path, stem: str) -> list[Path]:
     """Every plot that fits a result set, written as stem_<plot>.png in `folder`."""
     written = []
-    if result.kind == "sweep":
+    if result.kind is ResultKind.SWEEP:
         written.append(throughput_vs_size(result, folder / f"{stem}_throughput.png"))
     if any(c.ok for c in result.cells):
         written.append(ceilings_chart(result, folder / f"{stem}_ceilings.png"))

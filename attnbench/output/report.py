@@ -21,7 +21,7 @@ from attnbench.output import plots as plotting
 from attnbench.output.markdown import ladder_section, result_section
 from attnbench.output.precision_ladder import error_vs_speed, has_precision_ladder
 from attnbench.output.roofline import roofline_plot
-from attnbench.results.resultset import ResultSet
+from attnbench.results.resultset import ResultKind, ResultSet
 
 
 @dataclass
@@ -63,10 +63,10 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
     ]
     for index, result in enumerate(results, 1):
         section = result_section(result, f"{index}. ", same_within, level=3)
-        if can_plot and result.kind != "judge":  # a judge has process times only: no plots
+        if can_plot and result.kind is not ResultKind.JUDGE:  # a judge has process times only: no plots
             stem = f"{out.stem}_{index}"
             images = []
-            if result.kind == "sweep":
+            if result.kind is ResultKind.SWEEP:
                 images.append(("Throughput against size", plotting.throughput_vs_size(result, folder / f"{stem}_throughput.png")))
             if any(c.ok for c in result.cells):
                 images.append(("Against the ceilings", plotting.ceilings_chart(result, folder / f"{stem}_ceilings.png")))

@@ -233,7 +233,7 @@ def check_text(cell: Cell | None) -> Text:
 
 
 def correctness_table(result: ResultSet) -> TableModel:
-    rule = result.settings.get("check_rule", "")
+    rule = result.settings.check_rule or ""
     title = (f"Correctness (the first pass, checked before timing{': ' + rule if rule else ''}; then every launch "
              "on a fresh input, its rows checked exactly)")
     cases, variants = result.case_labels, result.variant_names

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnbench.results.ceilings import UNIT_CEILINGS, CeilingSet, minimal_bytes, newest_for_name
+from attnbench.results.ceilings import CeilingSet, minimal_bytes, newest_for_name
+from attnbench.results.compute_units import COMPUTE_UNITS
 from attnbench.results.datasheet import DeviceFacts, dram_bandwidth, unit_peak
 from attnbench.results.resultset import ResultSet
 
@@ -59,12 +60,10 @@ def datasheet_roofs(facts: DeviceFacts) -> list[Roof]:
     """The datasheet's peak of each unit the variants run on, with the datasheet's DRAM bandwidth."""
     bandwidth = dram_bandwidth(facts)
     gbs = bandwidth / 1e9 if bandwidth else None
-    out = []
-    for unit in ("ffma", "tf32x3", "tensor"):
-        peak = unit_peak(unit, facts)
-        if peak is not None:
-            out.append(Roof(f"{peak[0]}: {peak[1] / 1e12:.0f} TFLOP/s (datasheet)", peak[1] / 1e12, gbs, False))
-    return out
+    peaks = (unit_peak(name, facts) for name, unit in COMPUTE_UNITS.items() if unit.roof)
+    named = dict(peak for peak in peaks if peak is not None)  # 3xTF32's peak is one, on mma.sync or wgmma
+    return [Roof(f"{name}: {value / 1e12:.0f} TFLOP/s (datasheet)", value / 1e12, gbs, False)
+            for name, value in named.items()]
 
 
 def roofs(result: ResultSet) -> list[Roof]:
@@ -80,11 +79,11 @@ def roofs(result: ResultSet) -> list[Roof]:
     dram = found.get("dram_copy")
     bandwidth = dram.value if dram else None
     out = []
-    for unit in ("ffma", "tf32x3", "wgmma3x", "tensor"):  # the units the variants run on, and TF32 itself
-        key, divisor, name = UNIT_CEILINGS[unit]
-        ceiling = found.get(key)
+    for unit in (unit for unit in COMPUTE_UNITS.values() if unit.roof):
+        ceiling = found.get(unit.ceiling_key)
         if ceiling is not None and ceiling.value > 0:
-            out.append(Roof(f"{name}: {ceiling.value / divisor:.0f} TFLOP/s", ceiling.value / divisor, bandwidth, True))
+            value = unit.share_of(ceiling.value)
+            out.append(Roof(f"{unit.ceiling_label}: {value:.0f} TFLOP/s", value, bandwidth, True))
     wgmma = found.get("tf32_wgmma")  # Hopper's faster tensor path, 1x
     if wgmma is not None and wgmma.value > 0:
         out.append(Roof(f"TF32 wgmma: {wgmma.value:.0f} TFLOP/s", wgmma.value, bandwidth, True))

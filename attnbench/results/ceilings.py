@@ -17,30 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from attnbench import strict_json
+from attnbench.results.compute_units import COMPUTE_UNITS
 from attnbench.results.datasheet import DeviceFacts, unit_peak
 from attnbench.results.described_device import DescribedDevice
 
 CACHE_ENV = "ATTNBENCH_CACHE"
 CACHE_VERSION = 1  # 1: first format (gpu, driver, ceilings as key/label/value/unit)
-
-# What each declared unit of a variant is measured against (a key of Ceiling) and how: the FLOP rate
-# of the ceiling divided by the factor (3xTF32 does three TF32 products per useful one).
-UNIT_CEILINGS: dict[str, tuple[str, float, str]] = {
-    "ffma": ("ffma", 1.0, "FP32 FFMA"),
-    "tensor": ("tf32_mma", 1.0, "TF32 mma.sync"),
-    "tf32x3": ("tf32_mma", 3.0, "TF32 mma.sync / 3 (3xTF32)"),
-    "wgmma3x": ("tf32_wgmma", 3.0, "TF32 wgmma / 3 (3xTF32)"),
-    # four FP16 products per two useful ones at twice the TF32 rate: the TF32 wgmma rate itself
-    "wgmma16s": ("tf32_wgmma", 1.0, "FP16 wgmma / 2 (split FP16 Q K^T + FP16 P V)"),
-    # the half-precision peers: FP16 and BF16 run at twice the TF32 rate; wgmma's, the higher of the two
-    # instructions, so that no peer's backend (mma.sync or wgmma) is held under a ceiling it can pass
-    "fp16": ("tf32_wgmma", 0.5, "FP16 wgmma (twice TF32)"),
-    "bf16": ("tf32_wgmma", 0.5, "BF16 wgmma (twice TF32)"),
-    "bf16x3": ("tf32_wgmma", 1.5, "BF16 wgmma / 3 (3xBF16)"),
-    "bf16x6": ("tf32_wgmma", 3.0, "BF16 wgmma / 6 (6xBF16)"),
-    "memory": ("dram_copy", 1.0, "DRAM copy bandwidth"),
-}
-
 
 @dataclass(frozen=True)
 class Ceiling:
@@ -201,17 +183,17 @@ def minimal_bytes(B: int, N: int, d: int) -> int:
 def applied_ceiling(unit: str, flops: float, seconds: float, shape: tuple[int, int, int],
                     ceilings: CeilingSet | None) -> AppliedCeiling | None:
     """The fraction of the measured ceiling for `unit` reached by `flops` in `seconds`; None when not cached."""
-    if ceilings is None or unit not in UNIT_CEILINGS or seconds <= 0:
+    compute_unit = COMPUTE_UNITS.get(unit)
+    if ceilings is None or compute_unit is None or seconds <= 0:
         return None
-    key, divisor, name = UNIT_CEILINGS[unit]
-    ceiling = ceilings.get(key)
+    ceiling = ceilings.get(compute_unit.ceiling_key)
     if ceiling is None or ceiling.value <= 0:
         return None
-    if unit == "memory":
-        rate, value = minimal_bytes(*shape) / seconds, ceiling.value * 1e9
+    if compute_unit.moves_bytes:
+        rate, value = minimal_bytes(*shape) / seconds, compute_unit.share_of(ceiling.value * 1e9)
     else:
-        rate, value = flops / seconds, ceiling.value * 1e12 / divisor
-    return AppliedCeiling(name, value, rate / value, True)
+        rate, value = flops / seconds, compute_unit.share_of(ceiling.value * 1e12)
+    return AppliedCeiling(compute_unit.ceiling_label, value, rate / value, True)
 
 
 def datasheet_ceiling(unit: str, flops: float, seconds: float, shape: tuple[int, int, int],
@@ -221,5 +203,5 @@ def datasheet_ceiling(unit: str, flops: float, seconds: float, shape: tuple[int,
     if peak is None or seconds <= 0:
         return None
     name, value = peak
-    rate = minimal_bytes(*shape) / seconds if unit == "memory" else flops / seconds
+    rate = minimal_bytes(*shape) / seconds if COMPUTE_UNITS[unit].moves_bytes else flops / seconds
     return AppliedCeiling(name, value, rate / value, False)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from attnbench.results.compute_units import COMPUTE_UNITS
+
 # FP32 lanes per SM by compute capability (2 FLOPs per lane per clock); 128 elsewhere.
 FP32_LANES = {(6, 0): 64, (7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64}
 
@@ -92,27 +94,12 @@ def dram_bandwidth(facts: DeviceFacts) -> float | None:
     return 2.0 * facts.memory_clock_khz * 1e3 * facts.memory_bus_bits / 8
 
 
-# The datasheet peak of each unit a variant declares (attnbench.kernels.variant.Variant.unit): its name
-# and its FLOP rate (bytes per second for "memory"); 3xTF32 does three TF32 products per useful one.
 def unit_peak(unit: str, facts: DeviceFacts) -> tuple[str, float] | None:
-    """The datasheet peak that applies to a unit, named; None when the datasheet has no figure for it."""
-    if unit == "ffma":
-        return "FP32 FFMA peak", fp32_peak_flops(facts)
-    if unit == "memory":
-        bandwidth = dram_bandwidth(facts)
-        return ("DRAM bandwidth", bandwidth) if bandwidth else None
-    tf32 = tf32_peak_flops(facts)
-    if tf32 is None:
+    """The datasheet peak that applies to a unit (`COMPUTE_UNITS`), named: its FLOP rate (bytes per second
+    for a memory-bound unit); None when the datasheet has no figure for it."""
+    compute_unit = COMPUTE_UNITS.get(unit)
+    if compute_unit is None:
         return None
-    if unit == "tensor":
-        return "TF32 tensor-core peak", tf32
-    if unit in ("tf32x3", "wgmma3x"):
-        return "TF32 tensor-core peak / 3 (3xTF32)", tf32 / 3
-    if unit == "wgmma16s":  # FP16 at twice the TF32 rate, four FP16 products per two useful ones
-        return "FP16 tensor-core peak / 2 (split FP16)", tf32
-    half = {"fp16": ("FP16 tensor-core peak", 1), "bf16": ("BF16 tensor-core peak", 1),  # twice the TF32 rate
-            "bf16x3": ("BF16 tensor-core peak / 3 (3xBF16)", 3), "bf16x6": ("BF16 tensor-core peak / 6 (6xBF16)", 6)}
-    if unit in half:
-        name, products = half[unit]
-        return name, 2 * tf32 / products
-    return None
+    source = {"fp32": fp32_peak_flops, "tf32": tf32_peak_flops, "dram": dram_bandwidth}[compute_unit.peak_source]
+    peak = source(facts)
+    return (compute_unit.peak_label, compute_unit.share_of(peak)) if peak else None

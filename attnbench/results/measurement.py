@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from attnbench.cases.testcase import Shape
+from attnbench.results.compute_units import COMPUTE_UNITS
 from attnbench.results.course_clock import CourseClock
 from attnbench.results.floor import PhysicalFloor
 from attnbench.results.run_warnings import RunWarning
@@ -55,7 +56,8 @@ class Measurement:
     def suspect(self) -> bool:
         """A speed above the peak of the variant's own unit: the unit it declared is wrong, or the timing is.
         A memory-bound unit is left to the physical floor (its share is of DRAM, which an L2 can beat)."""
-        return (not self.impossible and self.has_speed and bool(self.ceiling) and self.unit != "memory"
+        moves_bytes = self.unit in COMPUTE_UNITS and COMPUTE_UNITS[self.unit].moves_bytes
+        return (not self.impossible and self.has_speed and bool(self.ceiling) and not moves_bytes
                 and float(self.ceiling["fraction"]) > 1.0)
 
     def suspect_reason(self) -> str | None:

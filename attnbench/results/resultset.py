@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -21,6 +22,7 @@ from attnbench.errors import NotResultsFile, ResultsError
 from attnbench.results.measurement import Measurement
 from attnbench.results.metadata import gpu_short_name
 from attnbench.results.refusal import Refusal
+from attnbench.results.run_settings import RunSettings
 from attnbench.results.stats import KernelStats
 
 SCHEMA = "attnbench-results"
@@ -50,7 +52,8 @@ SCHEMA = "attnbench-results"
 #     "count"). Status suspect (a median above the peak of the variant's declared unit); a measurement carries
 #     its "unit" and "suspect". Older files load: their verified passes' record keeps only its verdict. Later in
 #     version 5, a fourth launch after the samples and its failure kind "stale" (a reader without it names it
-#     "launch N"); no field changed.
+#     "launch N"); no field changed. Later still, "settings" is read into a record
+#     (attnbench.results.run_settings.RunSettings) that writes the same keys: no field changed.
 SCHEMA_VERSION = 5
 
 # Cell statuses: ok (checked, then timed), wrong (failed its check: no speed), refused (the variant
@@ -59,6 +62,14 @@ SCHEMA_VERSION = 5
 OK, WRONG, REFUSED, ERROR, IMPOSSIBLE, SUSPECT = "ok", "wrong", "refused", "error", "impossible", "suspect"
 STATUSES = (OK, WRONG, REFUSED, ERROR, IMPOSSIBLE, SUSPECT)
 FAILED = (WRONG, ERROR, IMPOSSIBLE, SUSPECT)  # the statuses that make a run exit 1
+
+
+class ResultKind(StrEnum):
+    """What a result set is the run of; saved as its value ("kind": "compare")."""
+
+    COMPARE = "compare"  # variants x cases
+    SWEEP = "sweep"  # variants x a synthetic axis of shapes
+    JUDGE = "judge"  # a whole program on the course's cases: process times, no kernel times
 
 
 @dataclass(frozen=True)
@@ -139,15 +150,19 @@ class Cell:
 class ResultSet:
     """A saved compare or sweep."""
 
-    kind: str  # compare or sweep
+    kind: ResultKind
     metadata: dict[str, Any]
     policy: dict[str, Any]
     variants: list[VariantInfo]
     cases: list[CaseInfo]
     cells: list[Cell]
     baseline: str | None = None
-    settings: dict[str, Any] = field(default_factory=dict)  # atol, rtol, same_within, sweep axis, ...
+    settings: RunSettings = field(default_factory=RunSettings)  # the check, same_within, the sweep's axis, ...
     path: Path | None = None  # where it was saved or loaded from
+
+    def __post_init__(self) -> None:
+        self.kind = ResultKind(self.kind)  # a plain "compare" names the kind too; anything else is refused
+        self.settings = RunSettings.of(self.settings)  # a settings dict (a run's record) becomes the record
 
     @property
     def name(self) -> str:
@@ -177,7 +192,7 @@ class ResultSet:
             "kind": self.kind,
             "metadata": self.metadata,
             "policy": self.policy,
-            "settings": self.settings,
+            "settings": self.settings.to_dict(),
             "baseline": self.baseline,
             "variants": [v.to_dict() for v in self.variants],
             "cases": [c.to_dict() for c in self.cases],
@@ -187,16 +202,16 @@ class ResultSet:
     @classmethod
     def from_dict(cls, data: dict) -> "ResultSet":
         result = cls(
-            kind=data["kind"],
+            kind=ResultKind(data["kind"]),
             metadata=data.get("metadata") or {},
             policy=data.get("policy") or {},
             variants=[VariantInfo.from_dict(v) for v in data["variants"]],
             cases=[CaseInfo.from_dict(c) for c in data["cases"]],
             cells=[Cell.from_dict(c) for c in data["cells"]],
             baseline=data.get("baseline"),
-            settings=data.get("settings") or {},
+            settings=RunSettings.from_dict(data.get("settings") or {}),
         )
-        if result.kind != "judge":  # a judge's cells have process times only
+        if result.kind is not ResultKind.JUDGE:  # a judge's cells have process times only
             for cell in result.cells:  # every reader of a compare's ok cell reads its kernel times
                 if cell.status == OK and cell.measurement is None and "process_s" not in cell.extra:
                     raise ValueError(f"the cell ({cell.variant}, {cell.case}) is ok but has no measurement")

@@ -39,7 +39,7 @@ def test_the_outcome_carries_the_verdicts_against_the_saved_run_and_the_exit_sta
     outcome = plan_compare(CompareOptions(against=str(saved_run), timing=QUICK, same_within=10.0)).run()
     assert not outcome.is_sweep and outcome.ladder == {}
     assert outcome.report is not None and outcome.report.regressions == 0 and outcome.exit_status == 0
-    assert outcome.result.settings["against"]["saved_path"] == str(saved_run)
+    assert outcome.result.settings.against["saved_path"] == str(saved_run)
 
 
 def test_the_ladder_is_there_only_when_asked_for(monkeypatch):

@@ -30,3 +30,9 @@ def test_a_cell_plan_pickles_with_its_rule_and_makes_the_settings_from_it():
     assert plan.rule == LabRule() and plan.settings().check is lab_check
     course = CellPlan(("cpu",), {"cpu": TimingPolicy()}, CourseRule(0.001, 0.0)).settings()
     assert course.tolerance == (0.001, 0.0) and course.timer is None
+
+
+def test_each_rule_describes_itself_in_the_sentence_results_save():
+    assert CourseRule().describe() == "|out - ref| <= 0.005 per element, float64 reference"
+    assert CourseRule(0.01, 0.1).describe() == "|out - ref| <= 0.01 + 0.1*|ref| per element, float64 reference"
+    assert LabRule().describe() == "sum |Y - Y_ref| <= 100 n^2 FLT_EPSILON (the lab's rule), float64 reference"

@@ -360,6 +360,6 @@ def test_the_partial_result_set_of_an_interruption_is_marked_interrupted():
     from attnbench.bench.matrix import MatrixInterrupted
 
     partial = result_set({"naive": {"t10": 1.0}}, {"t10": COURSE_SHAPES["t10"]})
-    assert "interrupted" not in partial.settings
+    assert not partial.settings.interrupted
     MatrixInterrupted("interrupted", partial.cases, partial.cells).with_partial(partial)
-    assert partial.settings["interrupted"] is True
+    assert partial.settings.interrupted is True

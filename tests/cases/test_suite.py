@@ -168,6 +168,14 @@ def test_the_suite_file_is_read_field_by_field():
         assert (case.name, case.shape, case.seed) == (c["name"], Shape(c["B"], c["N"], c["d"]), c["seed"])
         assert (case.group, case.provenance, case.note, case.input_sha256) == (
             c["group"], c["provenance"], c.get("note", ""), c.get("input_sha256"))
+        assert case.time_limit_s == c.get("time_limit_s")
+
+
+def test_the_course_cases_carry_their_time_limits_and_no_other_case_has_one():
+    limited = {name for name, case in suite.SUITE.items() if case.time_limit_s is not None}
+    assert limited == {f"t{i:02d}" for i in range(1, 31)}
+    assert [suite.SUITE[n].time_limit_s for n in ("t01", "t10", "t11", "t20", "t21", "t30")] == [2, 2, 6, 6, 10, 10]
+    assert suite.TIME_LIMITS_SET_FOR == "GTX 1080"
 
 
 def test_a_case_without_a_note_gets_an_empty_one(monkeypatch, tmp_path):

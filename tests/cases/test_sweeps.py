@@ -127,3 +127,24 @@ def test_synthetic_inputs_match_the_suite_generator():
     in_memory = seeded_testcase(case.shape, case.seed)
     assert np.array_equal(in_memory.qkv, read_testcase(path).qkv)
     assert sha256_of_testcase(in_memory) == case.input_sha256
+
+
+@pytest.mark.parametrize("word, name", [("square", "square"), ("N", "N"), ("n", "N"), ("seq", "N"), ("SEQ", "N"),
+                                        ("d", "d"), ("head-dim", "d")])
+def test_every_word_for_a_sweep_axis_names_one_axis(word, name):
+    assert sweep.sweep_axis(word).name == name
+
+
+def test_the_command_line_takes_every_name_and_alias_of_the_axes():
+    assert sweep.SWEEP_AXIS_WORDS == ("square", "N", "n", "seq", "d", "head-dim")
+
+
+def test_an_unknown_sweep_axis_is_refused_naming_the_words():
+    with pytest.raises(ValueError, match="square, N, n, seq, d, head-dim"):
+        sweep.sweep_axis("B")
+
+
+def test_each_axis_over_the_workload_has_default_values_that_parse():
+    assert [a.name for a in sweep.SWEEP_AXES if a.default_values is None] == ["square"]
+    assert sweep.parse_values(sweep.sweep_axis("N").default_values)[-1] == 32768
+    assert sweep.parse_values(sweep.sweep_axis("d").default_values) == [16, 32, 48, 64, 80, 96, 128]

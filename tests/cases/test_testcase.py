@@ -317,3 +317,16 @@ def test_an_output_file_cut_short_after_it_was_opened_names_the_file_and_the_byt
         np.testing.assert_array_equal(f.chunk(0, 8), np.zeros(8, np.float32))
         with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'o.bin'}: file ended after 40 bytes while reading$"):
             f.chunk(8, 16)  # from byte 32: two floats, then the end of the file
+
+
+@pytest.mark.parametrize("text", ["4,32768,32", "4x32768x32", "4X32768X32", " 4, 32768 ,32 "])
+def test_a_shape_is_read_as_b_n_d_or_bxnxd(text):
+    assert Shape.parse(text) == Shape(4, 32768, 32)
+
+
+@pytest.mark.parametrize("text, words", [("1,2", "is not B,N,d or BxNxd"), ("1x2x3x4", "is not B,N,d"),
+                                         ("1,-2,3", "is not B,N,d"), ("a,b,c", "is not B,N,d"),
+                                         ("1,0,3", "must be at least 1")])
+def test_a_shape_that_is_not_one_is_refused_in_a_sentence(text, words):
+    with pytest.raises(ValueError, match=words):
+        Shape.parse(text)

@@ -22,7 +22,7 @@ def test_a_local_compare_interrupted_saves_what_was_measured_and_exits_130(cli, 
     assert "**Interrupted** (Ctrl-C)" in (tmp_path / "cut.md").read_text()  # its Markdown says so too
     saved = load(tmp_path / "cut.json")
     assert [(c.case, c.status) for c in saved.cells] == [("odd_17x48", "ok")]
-    assert [c.label for c in saved.cases] == ["odd_17x48"] and saved.settings["interrupted"] is True
+    assert [c.label for c in saved.cases] == ["odd_17x48"] and saved.settings.interrupted is True
 
 
 def test_a_compare_against_a_saved_run_saves_its_verdicts_and_names_that_run(cli, tmp_path):

@@ -6,6 +6,7 @@ import shutil
 import stat
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -211,6 +212,17 @@ def test_the_judge_takes_case_lists_as_every_command_does():
 def test_course_limits_belong_to_t01_to_t30():
     assert [judging.course_limit(n) for n in ("t01", "t10", "t11", "t20", "t21", "t30")] == [2, 2, 6, 6, 10, 10]
     assert judging.course_limit("t31") is None and judging.course_limit("odd_17x48") is None
+
+
+def test_the_course_limits_sentence_is_made_from_the_suites_limits(monkeypatch):
+    from attnbench.judge import time_limits
+
+    assert time_limits.COURSE_LIMITS_TEXT == "t01-t10 2 s, t11-t20 6 s, t21-t30 10 s"
+    assert time_limits.COURSE_LIMITS_BRIEF == "2/6/10 s, set for a GTX 1080"
+    changed = {**time_limits.SUITE, "t05": replace(time_limits.SUITE["t05"], time_limit_s=3.0)}
+    monkeypatch.setattr(time_limits, "SUITE", changed)
+    assert time_limits.course_limit("t05") == 3.0
+    assert time_limits._course_limits_text() == "t01-t04 2 s, t05 3 s, t06-t10 2 s, t11-t20 6 s, t21-t30 10 s"
     assert "GTX 1080" in judging.load_time_limits("course").describe()
     assert judging.load_time_limits("none").limit_for("t01") is None
 
@@ -226,7 +238,7 @@ def test_an_interrupt_keeps_what_was_judged(programs):
     assert judgement.interrupted and judgement.exit_status == 130
     assert len(judgement.judged) == 1 and judgement.judged[0].passed
     saved = judging.judge_results(judgement, {})
-    assert saved.settings["interrupted"] and len(saved.cells) == 1 and len(saved.cases) == 1
+    assert saved.settings.interrupted and len(saved.cells) == 1 and len(saved.cases) == 1
 
 
 def test_a_user_input_file_is_judged_against_a_fresh_reference(cli, programs, tmp_path):

@@ -44,6 +44,6 @@ def test_one_program_keeps_the_suites_inputs_unless_asked(tmp_path):
     subprocess.run(["cc", "-O2", "-o", str(exe), str(EXAMPLE), "-lm"], check=True)
     _, suite_run = api_programs.judge(str(exe), "odd_17x48", time_limits="none")
     _, fresh_run = api_programs.judge(str(exe), "odd_17x48", time_limits="none", fresh_inputs=True)
-    assert suite_run.settings["seeds"] == {} and suite_run.cases[0].origin == "suite"
-    assert list(fresh_run.settings["seeds"]) == ["odd_17x48"] and fresh_run.cases[0].origin == "fresh"
+    assert suite_run.settings.seeds == {} and suite_run.cases[0].origin == "suite"
+    assert list(fresh_run.settings.seeds) == ["odd_17x48"] and fresh_run.cases[0].origin == "fresh"
     assert [c.status for c in fresh_run.cells] == ["ok"]

@@ -166,11 +166,12 @@ def test_every_variant_and_flavour_names_the_arithmetic_of_its_products():
     """`attnbench list` shows it and saved results record it (VariantInfo.arithmetic)."""
     from attnbench.kernels.catalogue import all_variants, with_flavours
     from attnbench.kernels.nvcc import variant_info
-    from attnbench.kernels.variant import UNIT_ARITHMETIC
+    from attnbench.results.compute_units import COMPUTE_UNITS
     from attnbench.results.resultset import VariantInfo
 
+    arithmetics = {unit.arithmetic for unit in COMPUTE_UNITS.values()}
     for variant in with_flavours(all_variants()):
-        assert variant.arithmetic and (variant.arithmetic in UNIT_ARITHMETIC.values() or variant.name == "cpu")
+        assert variant.arithmetic and (variant.arithmetic in arithmetics or variant.name == "cpu")
     expected = {"cpu": "FP32 (numpy)", "bankfree": "FP32 FFMA", "tf32x3": "3xTF32", "wgmma3x": "3xTF32 (wgmma)",
                 "wgmma16s": "split FP16 + FP16", "triton:ieee": "FP32 FFMA", "triton:tf32": "TF32",
                 "torch:fp16": "FP16", "torch:bf16": "BF16", "triton:bf16x3": "3xBF16", "triton:bf16x6": "6xBF16"}
@@ -203,24 +204,6 @@ def test_the_course_accuracy_default_off_hopper_and_without_a_gpu():
     assert default_variant(shape, gpu_usable=False, accuracy="course").name == "cpu"
     with pytest.raises(UsageError):
         default_variant(shape, gpu_usable=True, compute_capability=(9, 0), accuracy="fast")
-
-
-def test_every_unit_names_its_arithmetic_ceiling_and_datasheet_peak():
-    """A unit without its arithmetic, its measured ceiling or its datasheet peak would leave a variant of it
-    without the precision fact or without a share of any peak."""
-    from typing import get_args
-
-    from attnbench.kernels.variant import UNIT_ARITHMETIC, Unit
-    from attnbench.results.ceilings import UNIT_CEILINGS
-    from attnbench.results.datasheet import DeviceFacts, unit_peak
-
-    h100 = DeviceFacts("NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000, 50 << 20, 2_619_000, 5120)
-    for unit in get_args(Unit):
-        assert unit in UNIT_ARITHMETIC and unit in UNIT_CEILINGS, unit
-        assert unit_peak(unit, h100) is not None, unit
-    tf32 = unit_peak("tensor", h100)[1]
-    assert unit_peak("fp16", h100)[1] == unit_peak("bf16", h100)[1] == 2 * tf32  # half precision: twice TF32
-    assert unit_peak("bf16x3", h100)[1] == 2 * tf32 / 3 and unit_peak("bf16x6", h100)[1] == unit_peak("tf32x3", h100)[1]
 
 
 def test_the_half_precision_peers_claim_no_accuracy_and_their_float32_peers_keep_theirs():

@@ -6,7 +6,7 @@ from attnbench.output import plots
 from attnbench.output.report import write_report
 from attnbench.output.save import save
 from attnbench.results import resultset as results
-from tests.synthetic import COURSE_SHAPES, result_set
+from tests.synthetic import COURSE_SHAPES, H200, result_set
 
 pytest.importorskip("matplotlib", reason="matplotlib (the plot extra) is not installed")
 
@@ -33,10 +33,16 @@ def test_ladder_and_ceilings_through_the_report(tmp_path):
     assert "![Against the ceilings](report_1_ceilings.png)" in text and "report_ladder_1.png" in text
 
 
-def test_ceilings_known_for_the_h200():
-    r = result_set({"a": {"t10": 1.0}}, {"t10": COURSE_SHAPES["t10"]})
+def test_the_ceilings_chart_draws_the_roofline_roofs_of_the_gpu(monkeypatch):
+    from attnbench.output import roofline
+
+    monkeypatch.setattr(roofline, "newest_for_name", lambda name: None)  # nothing cached on this machine
+    r = result_set({"a": {"t10": 1.0}}, {"t10": COURSE_SHAPES["t10"]})  # its GPU without the datasheet's facts
+    assert plots.device_ceilings(r) == [("FP32 peak from the clocks (datasheet; run `attnbench ceilings`)", 66.9)]
+    r = result_set({"a": {"t10": 1.0}}, {"t10": COURSE_SHAPES["t10"]}, gpu={**H200, "memory_bus_bits": 6144})
+    assert plots.device_ceilings(r) == [(roof.label, roof.tflops) for roof in roofline.roofs(r)]
     names = [name for name, _ in plots.device_ceilings(r)]
-    assert "FP32 FFMA (register chains)" in names and "FP32 peak from the clocks" in names
+    assert names[0].startswith("FP32 FFMA peak") and any("3xTF32" in name for name in names)
 
 
 def test_each_plot_is_written_and_listed_once(tmp_path):

@@ -120,3 +120,16 @@ def test_default_names():
     assert results.default_name(r, "course") == "2026-11-21_compare_h200_course"
     r.metadata["gpu"] = None
     assert results.default_name(r, "a b/c") == "2026-11-21_compare_cpu_t10-t29"
+
+
+def test_result_kind_is_the_enum_and_saved_as_its_word():
+    r = results.ResultSet("sweep", {}, {}, [], [], [])
+    assert r.kind is results.ResultKind.SWEEP
+    assert json.loads(results.dumps(r))["kind"] == "sweep"
+    assert results.loads(results.dumps(r)).kind is results.ResultKind.SWEEP
+
+
+def test_an_unknown_result_kind_is_a_malformed_file():
+    text = results.dumps(results.ResultSet("compare", {}, {}, [], [], [])).replace('"compare"', '"bench"')
+    with pytest.raises(ResultsError, match="malformed"):
+        results.loads(text)

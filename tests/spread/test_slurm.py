@@ -101,7 +101,7 @@ def test_compare_through_slurm_equals_a_local_run(cluster, tmp_path):
     assert result.exit_code == 0, result.output
     saved = load(next(tmp_path.glob("*_compare_*.json")))
     assert essentials(saved) == essentials(local)
-    assert saved.settings["executor"] == "slurm"
+    assert saved.settings.executor == "slurm"
     folder = next((tmp_path / "slurm").iterdir())
     assert len(list(folder.glob("*_result.pkl"))) == 3  # three jobs, one array, logs in the jobs folder
     assert len({p.name.split("_")[0] for p in folder.glob("*_result.pkl")}) == 1

@@ -38,7 +38,7 @@ def test_two_workers_give_the_cells_and_checks_of_one_process(two_cpu_workers):
     assert all(c.ok for c in spread.cells)
     assert {c.extra["gpu"]["index"] for c in spread.cells} <= {0, 1}
     assert all(c.extra["gpu"]["name"].startswith("cpu worker") for c in spread.cells)
-    assert spread.settings["executor"] == "local: cpu worker 0, cpu worker 1"
+    assert spread.settings.executor == "local: cpu worker 0, cpu worker 1"
     assert "gpu" not in single.cells[0].extra
 
 
@@ -128,7 +128,7 @@ def test_a_sweep_spread_over_workers_matches_one_process(two_cpu_workers):
     single = api.sweep("N", "cpu", values="64,128,256", batch=2, head_dim=32)
     spread = api.sweep("N", "cpu", values="64,128,256", batch=2, head_dim=32, gpus="all")
     assert essentials(spread) == essentials(single)
-    assert spread.settings["sweep"] == "N" and spread.settings["elapsed_s"] > 0
+    assert spread.settings.sweep == "N" and spread.settings.elapsed_s > 0
 
 
 def test_a_cell_plan_carries_an_exe_program_by_its_path(tmp_path):

@@ -56,10 +56,9 @@ def old_variant(old_tree: Path, name: str) -> Variant:
 
 def parse_shape(text: str) -> Shape:
     try:
-        b, n, d = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise SystemExit(f"kernel_ab: {text!r} is not a shape BxNxd") from None
-    return Shape(b, n, d)
+        return Shape.parse(text)
+    except ValueError as exc:
+        raise SystemExit(f"kernel_ab: {exc}") from None
 
 
 def run_once(variant: Variant, testcase: Testcase, reference: np.ndarray, gpu, policy) -> dict:

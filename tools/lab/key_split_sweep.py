@@ -69,7 +69,7 @@ def measure(cases: list[str], counts: list[int]) -> tuple[list[dict], dict]:
 
     def load(case: str):
         if re.fullmatch(r"\d+x\d+x\d+", case):
-            return seeded_testcase(Shape(*(int(v) for v in case.split("x"))), 0)
+            return seeded_testcase(Shape.parse(case), 0)
         return read_testcase(input_path(get_case(case)))
 
     gpu = Gpu(0)

@@ -45,7 +45,7 @@ class CellRow:
 def cell_rows(result: ResultSet, same_within: float) -> Iterator[CellRow]:
     """One row per cell, in the result's order."""
     view = MatrixView(result, same_within=same_within)
-    against = result.settings.get("against") or {}
+    against = result.settings.against or {}
     verdicts = {(c["variant"], c["case"]): {**c, "saved": against["saved"]} for c in against.get("cells", [])}
     for cell in result.cells:
         yield CellRow(result, cell, result.case(cell.case), view.baseline,

@@ -17,5 +17,6 @@ class MarkdownExporter(Exporter[ResultSet]):
     suffix = ".md"
 
     def render(self, result: ResultSet) -> str:
-        page = markdown_document(result, result.settings.get("same_within", DEFAULT_SAME_WITHIN))
+        same_within = result.settings.same_within
+        page = markdown_document(result, DEFAULT_SAME_WITHIN if same_within is None else same_within)
         return f"{page}\n{render_markdown(csv_legend(), level=2)}\n"

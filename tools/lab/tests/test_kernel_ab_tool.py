@@ -57,7 +57,7 @@ def test_a_tree_without_the_variant_is_one_line(tmp_path):
 def test_shapes_parse_and_a_bad_one_is_refused():
     tool = load_tool()
     assert tool.parse_shape("500x2048x64") == Shape(500, 2048, 64)
-    with pytest.raises(SystemExit, match="'500x2048' is not a shape BxNxd"):
+    with pytest.raises(SystemExit, match="'500x2048' is not B,N,d or BxNxd"):
         tool.parse_shape("500x2048")
 
 

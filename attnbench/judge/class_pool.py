@@ -4,7 +4,7 @@ The submissions are built first, one after another, each in its sandbox. Then ev
 runs on whichever worker is free, case by case (all submissions' runs of one case before the next, so
 a worker loads each case's reference once), in a sandbox of its own with CUDA_VISIBLE_DEVICES naming
 its GPU. Workers are processes, not threads, because the judge kills every process that appears while
-a program runs (attnbench.backends.program): two programs in one process would kill each other's.
+a program runs (attnbench.sandbox.process): two programs in one process would kill each other's.
 A case's verdict does not depend on which worker ran it: the same program, input, sandbox and check.
 Without GPUs, ATTNBENCH_CPU_WORKERS=N stands N cpu workers in for them (the tests use it).
 """
@@ -46,8 +46,8 @@ from attnbench.judge.classroom import (
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
 from attnbench.judge.outcome import JUDGE_ERROR
-from attnbench.judge.sandbox import SandboxUnavailable
-from attnbench.judge.staging import remove_tree
+from attnbench.sandbox.room import SandboxUnavailable
+from attnbench.sandbox.staging import remove_tree
 from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.spread.cellgroups import Device, parse_device_list

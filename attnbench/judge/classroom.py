@@ -33,8 +33,8 @@ from attnbench.judge.course_judge import (
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, release, seeds_of
 from attnbench.judge.outcome import JUDGE_ERROR
-from attnbench.judge.sandbox import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
-from attnbench.judge.staging import remove_tree
+from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
+from attnbench.sandbox.staging import remove_tree
 from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress

@@ -2,7 +2,7 @@
 
 A program is a black box, as the course's judge sees it: it gets its own copy of the case's input
 and the name of the output file to write, in a fresh case folder. It runs in a sandbox where one can
-be made (attnbench.judge.sandbox: no suite folder, no other case, no network, its own PID namespace)
+be made (attnbench.sandbox.room: no suite folder, no other case, no network, its own PID namespace)
 under resource limits, and every process it started is killed when it ends or its time is up. It is
 timed by the wall clock from launch to exit. Its output is checked against the suite's float64
 reference by the course's rule (every element within 5e-3). Each case ends in exactly one verdict,
@@ -23,14 +23,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from attnbench.backends.program import (
-    NO_LIMIT_TIMEOUT_S,
-    PROCESS_TIME_NOTE,
-    PROCESS_TIME_WARNING,
-    ProgramError,
-    check_program,
-    run_process,
-)
+from attnbench.backends.program import NO_LIMIT_TIMEOUT_S, PROCESS_TIME_NOTE, PROCESS_TIME_WARNING
+from attnbench.sandbox.process import ProgramError, check_program, run_process
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases import suite
 from attnbench.cases.inputs import (
@@ -59,8 +53,8 @@ from attnbench.judge.outcome import (  # noqa: F401 - the verdicts are part of t
     judge_outcome,
 )
 from attnbench.judge.fresh_inputs import FreshInput
-from attnbench.judge.sandbox import CasePaths, Confinement, Sandbox, SandboxSettings, seal_cache
-from attnbench.judge.staging import remove_tree
+from attnbench.sandbox.room import CasePaths, Confinement, Sandbox, SandboxSettings, seal_cache
+from attnbench.sandbox.staging import remove_tree
 from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's interface
     COURSE_LIMITS_DEVICE,
     COURSE_LIMITS_TEXT,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnbench.backends.program import ProcessLimits, ProcessOutcome, exit_text, last_line
+from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, exit_text, last_line
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases.testcase import Shape, read_output
 from attnbench.results.verification import VerifyReport

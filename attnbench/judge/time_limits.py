@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attnbench.backends.program import ProgramError
+from attnbench.sandbox.process import ProgramError
 
 COURSE_LIMITS_DEVICE = "GTX 1080"
 COURSE_LIMITS_TEXT = "t01-t10 2 s, t11-t20 6 s, t21-t30 10 s"

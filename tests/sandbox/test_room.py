@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from attnbench.backends.program import run_process
+from attnbench.sandbox.process import run_process
 from attnbench.cli import main
 from attnbench.judge import course_judge as judging
-from attnbench.judge import sandbox as sandboxing
-from attnbench.judge.sandbox import Sandbox, SandboxSettings, SandboxUnavailable
+from attnbench.sandbox import room as sandboxing
+from attnbench.sandbox.room import Sandbox, SandboxSettings, SandboxUnavailable
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 HAS_BWRAP = sandboxing.find_bwrap()[0] is not None
@@ -285,7 +285,7 @@ def test_the_programs_pid_1_shows_none_of_the_judges_folders(tmp_path):
 
 
 def test_each_limit_that_does_not_hold_is_said_once_and_saved(program, tmp_path):
-    from attnbench.judge import cgroups
+    from attnbench.sandbox import cgroups
 
     result = CliRunner().invoke(main, ["judge", str(program), "--cases", "odd_17x48", "--memory-limit", "4096",
                                        "--results-dir", tmp_path / "res"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from attnbench.backends.program import ProcessLimits, ProgramError, run_process
+from attnbench.sandbox.process import ProcessLimits, ProgramError, run_process
 
 
 def _python(code: str) -> list[str]:

@@ -24,7 +24,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from attnbench.backends.program import NO_LIMIT_TIMEOUT_S, PROCESS_TIME_NOTE, PROCESS_TIME_WARNING
-from attnbench.sandbox.process import ProgramError, check_program, run_process
+from attnbench.sandbox import ProgramSpec, run_program
+from attnbench.sandbox.process import ProgramError, check_program
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases import suite
 from attnbench.cases.inputs import (
@@ -53,7 +54,7 @@ from attnbench.judge.outcome import (  # noqa: F401 - the verdicts are part of t
     judge_outcome,
 )
 from attnbench.judge.fresh_inputs import FreshInput
-from attnbench.sandbox.room import CasePaths, Confinement, Sandbox, SandboxSettings, seal_cache
+from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, seal_cache
 from attnbench.sandbox.staging import remove_tree
 from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's interface
     COURSE_LIMITS_DEVICE,
@@ -139,14 +140,9 @@ class Program:
     def label(self) -> str:
         return self.path.name
 
-    def argv(self, program: str, input_arg: str, output_arg: str) -> list[str]:
-        """The program (as the sandbox names it) and its arguments, without the launcher."""
-        return [program, *(a.replace("{in}", input_arg).replace("{out}", output_arg) for a in self.args)]
-
-    def command(self, sandbox: Sandbox, case: CasePaths) -> list[str]:
-        """The whole command: the launcher wraps the sandbox, which wraps the program."""
-        inner = self.argv(sandbox.program_path(), case.input_arg, case.output_arg)
-        return [*self.launcher, *sandbox.command(inner, case)]
+    def spec(self, label: str, input_path: Path, shape: Shape, timeout_s: float) -> ProgramSpec:
+        """One run of it on a case, as the room takes it (the launcher wraps the room, which wraps the program)."""
+        return ProgramSpec(label, input_path, shape, timeout_s, self.args, self.launcher)
 
     def sha256(self) -> str | None:
         try:
@@ -209,23 +205,12 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
             return judge_case(program, case, limit_s, timeout_s, own)
         finally:
             own.close()
-    paths = sandbox.prepare(case.label, case.input_path)
-    limits = sandbox.limits_for(case.shape.output_bytes, timeout_s)
-    try:
-        outcome = run_process(program.command(sandbox, paths), paths.folder, timeout_s, limits=limits,
-                              user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs,
-                              sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths),
-                              after_limits=sandbox.after_limits())
-        judged = JudgedCase(case.label, case.shape, PASS, "", outcome.wall_s, limit_s, timeout_s,
-                            returncode=outcome.returncode)
-        judged.verdict, judged.message, judged.check = judge_outcome(
-            outcome, paths.output, case.shape, case.reference, limits, sandbox.confinement.sandboxed, timeout_s)
-        if judged.verdict != PASS and sandbox.out_of_memory(paths):
-            judged.verdict, judged.check = RESOURCE, None
-            judged.message = (f"used more than the {sandbox.settings.memory_mb} MiB memory limit (its cgroup's): "
-                              "killed")
-    finally:
-        sandbox.finish(paths)
+    outcome = run_program(sandbox, program.spec(case.label, case.input_path, case.shape, timeout_s))
+    judged = JudgedCase(case.label, case.shape, PASS, "", outcome.wall_s, limit_s, timeout_s,
+                        returncode=outcome.returncode)
+    judged.verdict, judged.message, judged.check = judge_outcome(outcome, case.reference)
+    if judged.verdict != PASS and outcome.out_of_memory:
+        judged.verdict, judged.message, judged.check = RESOURCE, outcome.out_of_memory, None
     if judged.verdict == TIMEOUT:
         judged.wall_s = None
     if judged.passed and limit_s is not None and outcome.wall_s > limit_s:
@@ -245,17 +230,10 @@ def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) 
     try:
         throwaway = folder / "warmup.in"
         write_testcase(throwaway, seeded_testcase(shape, secrets.randbits(128)))
-        paths = sandbox.prepare("warmup", throwaway)
         try:
-            run_process(program.command(sandbox, paths), paths.folder, timeout_s,
-                        limits=sandbox.limits_for(shape.output_bytes, timeout_s), user=sandbox.user,
-                        sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths),
-                        after_limits=sandbox.after_limits(),
-                        env=sandbox.case_env(paths), logs=paths.logs)
+            run_program(sandbox, program.spec("warmup", throwaway, shape, timeout_s))
         except ProgramError:
             pass
-        finally:
-            sandbox.finish(paths)
     finally:
         remove_tree(folder)
     if sandbox.cuda_cache is not None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from attnbench.sandbox.process import ProcessLimits, ProgramError, run_process
+from attnbench.sandbox.process import ProcessLimits, ProgramError
 from attnbench.sandbox.room import Sandbox, SandboxSettings
 from attnbench.sandbox.staging import StagingRefused, copy_submission, shown, take_program
 from attnbench.kernels.nvcc import first_error_lines
@@ -258,10 +258,7 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         before = {p.name for p in paths.folder.iterdir()}
         inside = ["/usr/bin/env", f"PATH={_build_path()}", *_command(submission, tool)]
         limits = ProcessLimits(BUILD_FILE_BYTES, settings.processes, None, int(4 * timeout_s))
-        outcome = run_process(sandbox.command(inside, paths), paths.folder, timeout_s, limits=limits,
-                              user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs,
-                              sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths),
-                              after_limits=sandbox.after_limits())
+        outcome = sandbox.run(inside, paths, timeout_s, limits)
         made = _program_after_build(paths.folder, before) if outcome.returncode == 0 else None
         program = take_program(made, program_folder, COURSE_EXECUTABLE) if made is not None else None
         sandbox.finish(paths)

@@ -22,8 +22,9 @@ quiet fallback.
 
 The API is for anything that runs untrusted code per case (one program's cases, a class's builds):
 `Sandbox.open` once (with the program, or None to run commands such as `make` only), then `prepare` a
-case folder (with an input copy, or a submission's files to build), `command` for its argv (run it with
-`attnbench.sandbox.process.run_process`, its `limits_for`, `user` and `case_env`), `finish` it; `close`.
+case folder (with an input copy, or a submission's files to build), `run` a command in it (under
+`limits_for` the case, or a build's own limits), `finish` it; `close`. A program's judged run is all of
+these at once: `attnbench.sandbox.run_program`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
-from attnbench.sandbox.process import ProcessLimits
+from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, run_process
 from attnbench.sandbox.reaper import kill_user
 from attnbench.errors import AttnbenchError
 from attnbench.sandbox import case_disk, cgroups, oom_priority, syscall_filter
@@ -321,6 +322,18 @@ class Sandbox:
         """The run's child's last step before exec, after limits and uid: a new empty session keyring and
         the system-call filter (attnbench.sandbox.syscall_filter); None where this machine has no filter."""
         return syscall_filter.install_in_this_process if syscall_filter.supported() else None
+
+    def run(self, argv: Sequence[str], case: CasePaths, timeout_s: float, limits: ProcessLimits,
+            launcher: Sequence[str] = ()) -> ProcessOutcome:
+        """argv (as the program sees paths) run in this room's case: wrapped in the sandbox (and the launcher
+        around it), as the run's user, under `limits`, with its first and last steps before exec."""
+        return run_process(self.wrapped(argv, case, launcher), case.folder, timeout_s, limits=limits,
+                           user=self.user, env=self.case_env(case), logs=case.logs, sole_user=self.sole_user,
+                           before_exec=self.before_exec(case), after_limits=self.after_limits())
+
+    def wrapped(self, argv: Sequence[str], case: CasePaths, launcher: Sequence[str] = ()) -> list[str]:
+        """The whole command: the launcher (srun, say) wraps the sandbox, which wraps argv."""
+        return [*launcher, *self.command(argv, case)]
 
     def out_of_memory(self, case: CasePaths) -> bool:
         """Whether the run's cgroup killed a process for its memory limit."""

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from attnbench.cases.testcase import Shape
 from attnbench.sandbox.process import run_process
 from attnbench.cli import main
 from attnbench.judge import course_judge as judging
@@ -126,7 +127,9 @@ def test_the_launcher_wraps_the_sandbox_which_wraps_the_program(program, tmp_pat
     sandbox = Sandbox.open(judged_program.path, SandboxSettings("required"), launched=True)
     try:
         case = sandbox.prepare("t01", None)
-        words = judged_program.command(sandbox, case)
+        spec = judged_program.spec("t01", tmp_path / "t01.in", Shape(1, 17, 48), 10.0)
+        words = sandbox.wrapped(spec.argv(sandbox.program_path(), case.input_arg, case.output_arg), case,
+                                spec.launcher)
         assert words[:3] == ["env", "FOO=1", sandbox.confinement.tool]
         assert words[-3:] == ["/judge/program/prog", "/judge/case/t01.in", "/judge/case/t01.out"]
         assert "--clearenv" not in words and sandbox.user is None  # the job step keeps its environment

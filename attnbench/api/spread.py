@@ -40,10 +40,10 @@ def placement(gpus: str | None, executor: str, slurm: SlurmOptions | None) -> Pl
 def spread_matrix(kind: str, chosen: list[Variant], inputs: list[BenchInput], policy: Callable[[Variant], TimingPolicy],
                   rule: CheckRule, where: Placement, record: dict[str, Any], listener: MatrixListener | None,
                   notice: Notice = quiet, before_run: Callable[[Any, list[BenchInput]], None] | None = None,
-                  lab_timing: bool = False) -> ResultSet:
+                  lab_timing: bool = False, program_sandbox: str = "auto") -> ResultSet:
     """A compare or sweep spread over worker processes or Slurm jobs, each cell checked by `rule`; the
     same ResultSet a one-process run makes, each cell recording its GPU."""
-    plan = CellPlan.of(chosen, policy, rule, lab_timing)
+    plan = CellPlan.of(chosen, policy, rule, lab_timing, program_sandbox)
     start = time.perf_counter()
     result = run_spread(kind, chosen, inputs, plan, where, record, listener, notice, before_run)
     if kind == "sweep":

@@ -1,6 +1,6 @@
 """A whole program among a compare's variants (`--variants exe:./hw4,tf32x3`): a black box with process
 time only, so its cells carry that time and the check of its output, but no kernel time, no TFLOP/s and
-no speedups. The judge runs programs the same way (attnbench.sandbox.process).
+no speedups. It runs in the judge's room (attnbench.sandbox.run_program), under the same --sandbox modes.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from attnbench.cases.testcase import Testcase, read_output, write_testcase
-from attnbench.errors import TestcaseError
+from attnbench.cases.testcase import Testcase, write_testcase
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ERROR, OK, WRONG, Cell
 from attnbench.results.run_warnings import RunWarning, WarningKind
-from attnbench.sandbox.process import check_program, exit_text, last_line, run_process
+from attnbench.sandbox import ProgramSpec, Sandbox, SandboxSettings, run_alone
+from attnbench.sandbox.outcome import SIZE
+from attnbench.sandbox.process import check_program
 
 EXE_PREFIX = "exe:"
 NO_LIMIT_TIMEOUT_S = 300.0  # a program without a limit is still killed after this
@@ -49,35 +50,40 @@ def _input_file(testcase: Testcase, folder: Path, label: str) -> Path:
     return path
 
 
+def program_confinement(variants: list[Variant], mode: str) -> str | None:
+    """Find out once, before any cell, how `exe:` programs will be confined under --sandbox `mode`: the one
+    line to say when they run without a sandbox (or in one as root), or None. SandboxUnavailable (exit 3)
+    when `mode` is "required" and no sandbox can be made here."""
+    programs = [v for v in variants if v.kind.whole_program]
+    if not programs:
+        return None
+    assert programs[0].source is not None
+    room = Sandbox.open(Path(programs[0].source), SandboxSettings(mode))
+    room.close()
+    return room.confinement.warning()
+
+
+# The room's endings as a compare's cell statuses: a file of the wrong size is a wrong answer, the rest errors.
+_ENDING_STATUS = {SIZE: WRONG}
+
+
 def program_cell(variant: Variant, label: str, testcase: Testcase, reference: np.ndarray,
                  check: Callable[[np.ndarray, np.ndarray], Any], summarize: Callable[[Any], str],
-                 timeout_s: float = NO_LIMIT_TIMEOUT_S) -> Cell:
-    """Run the program once on the case, in a fresh folder with its own copy of the input, check its
-    output: ok, wrong or error, with its process time. Every process it started is killed when it ends;
-    it runs without the judge's sandbox (compare is for one's own programs: judge untrusted ones)."""
+                 timeout_s: float = NO_LIMIT_TIMEOUT_S, sandbox_mode: str = "auto") -> Cell:
+    """Run the program once on the case in a room of its own (attnbench.sandbox: the judge's sandbox under
+    --sandbox `sandbox_mode`, its own copy of the input, the judge's limits), check its output: ok, wrong or
+    error, with its process time. Every process it started is killed when it ends."""
     assert variant.source is not None
     with tempfile.TemporaryDirectory(prefix=f"attnbench-program-{label}-") as tmp:
-        folder = Path(tmp)
-        input_path, output_path = _input_file(testcase, folder, label), folder / f"{label}.out"
-        outcome = run_process([variant.source, str(input_path), str(output_path)], folder, timeout_s)
-        extra: dict[str, Any] = {"process_s": None if outcome.timed_out else outcome.wall_s,
-                                 "timing": PROCESS_TIME_NOTE}
-        if outcome.timed_out:
-            return Cell(variant.name, label, ERROR, f"still running after {timeout_s:g} s: killed", extra=extra)
-        assert outcome.returncode is not None
-        if outcome.returncode != 0:
-            last = last_line(outcome.stderr_tail)
-            message = exit_text(outcome.returncode) + (f"; its last words: {last}" if last else "")
-            return Cell(variant.name, label, ERROR, message, extra=extra)
-        if not output_path.exists():
-            return Cell(variant.name, label, ERROR, "the program exited normally but wrote no output file", extra=extra)
-        try:
-            output = read_output(output_path, testcase.shape)
-        except TestcaseError:
-            size = output_path.stat().st_size
-            return Cell(variant.name, label, WRONG, f"the output is {size} bytes; {testcase.shape} needs "
-                        f"{testcase.shape.output_bytes}", extra=extra)
-    result = check(output, reference)
+        spec = ProgramSpec(label, _input_file(testcase, Path(tmp), label), testcase.shape, timeout_s)
+        outcome, confinement = run_alone(Path(variant.source), spec, SandboxSettings(sandbox_mode))
+    extra: dict[str, Any] = {"process_s": None if outcome.process.timed_out else outcome.wall_s,
+                             "timing": PROCESS_TIME_NOTE, "sandbox": confinement.kind}
+    if outcome.ending is not None:
+        status = _ENDING_STATUS.get(outcome.ending, ERROR)
+        return Cell(variant.name, label, status, outcome.message + outcome.survivors, extra=extra)
+    assert outcome.output is not None
+    result = check(outcome.output, reference)
     checked = result.to_dict() if hasattr(result, "to_dict") else None
     if not result.passed:
         return Cell(variant.name, label, WRONG, summarize(result), None, checked, extra)

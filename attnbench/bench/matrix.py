@@ -104,6 +104,7 @@ class MatrixSettings:
     check: Check = field(default_factory=course_check)
     timer: Timer | None = None
     tolerance: tuple[float, float] = (COURSE_ATOL, 0.0)  # (atol, rtol) of every sample's check: the check's own
+    program_sandbox: str = "auto"  # --sandbox for `exe:` programs: auto, required or none (attnbench.sandbox)
 
 
 def cell_work(variant: Variant, bench_input: BenchInput) -> float:
@@ -240,7 +241,8 @@ def run_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray,
               settings: MatrixSettings, ranges: InputRange | None = None) -> Cell:
     """One cell: the variant checked against the reference, then timed (a whole program: its process time)."""
     if variant.kind.whole_program:  # a whole program: process time and its output's check, no kernel time
-        return program_cell(variant, label, testcase, reference, settings.check, failure_summary)
+        return program_cell(variant, label, testcase, reference, settings.check, failure_summary,
+                            sandbox_mode=settings.program_sandbox)
     extra: dict[str, Any] = {}
     try:
         if variant.kind.compiled:  # inside the try: a user's bad formula is this cell's ERROR

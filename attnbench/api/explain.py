@@ -9,15 +9,14 @@ from typing import Any, Sequence
 
 from attnbench.api.notices import Notice
 from attnbench.backends import gpu as gpu_backend
-from attnbench.explain.ceilings import get_or_measure
-from attnbench.results.ceilings import CeilingSet, cached_for
-from attnbench.explain.profile import VariantProfile, profile_variant, require_ncu
 from attnbench.cases.inputs import ProgressFactory, no_progress, resolve
 from attnbench.cases.testcase import Shape
 from attnbench.errors import CompileCheckFailed, GpuUnavailable, ProfilerUnavailable, UsageError
-from attnbench.kernels.catalogue import all_variants, get_variant, with_flavours
+from attnbench.explain.ceilings import get_or_measure
 from attnbench.explain.geometry import GpuModel, KernelReport, gpu_model, kernel_reports, launch_geometry
 from attnbench.explain.metrics import PROFILABLE_FROM, Metric, metric_table, raw_metric
+from attnbench.explain.profile import VariantProfile, profile_variant, require_ncu
+from attnbench.kernels.catalogue import all_variants, get_variant, with_flavours
 from attnbench.kernels.nvcc import (
     KernelResources,
     compile_report,
@@ -27,8 +26,8 @@ from attnbench.kernels.nvcc import (
     source_label,
 )
 from attnbench.kernels.variant import Variant, capability_of, launch_beyond_limits
+from attnbench.results.ceilings import CeilingSet, cached_for
 from attnbench.results.metadata import collect
-
 
 
 def _shape_of(case: str) -> tuple[str, Shape]:

@@ -7,19 +7,17 @@ import shutil
 from pathlib import Path
 from typing import Sequence
 
-from attnbench.api.notices import Notice, quiet
 from attnbench.analysis.against import AgainstReport, against, check_comparable
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
+from attnbench.api.notices import Notice, quiet
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases import suite
-from attnbench.locations import DATA_ENV
 from attnbench.cases.inputs import ProgressFactory, SuiteInput, no_progress, resolve
 from attnbench.cases.testcase import OutputFile, Shape, read_shape
 from attnbench.errors import NotResultsFile, OutputError, ResultsError, TestcaseError
+from attnbench.locations import DATA_ENV
 from attnbench.results.resultset import ResultSet, load
 from attnbench.results.verification import VerifyReport
-
-
 
 
 def _suite_reference(name: str, progress: ProgressFactory, notice: Notice) -> tuple[Path, Shape]:

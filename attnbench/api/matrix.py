@@ -63,6 +63,7 @@ class CompareOptions:
     executor: str = "local"
     slurm: SlurmOptions | None = None
     command: str | None = None
+    sandbox: str = "auto"  # how `exe:` programs are confined, as the judge's --sandbox
 
 
 @dataclass
@@ -109,7 +110,7 @@ class ComparePlan:
             result = compare(self.variants, self.cases, baseline=self.baseline, timing=o.timing, device=o.device,
                              atol=o.atol, rtol=o.rtol, same_within=o.same_within, listener=listener,
                              command=o.command, before_run=self._refuse_incomparable, gpus=o.gpus,
-                             executor=o.executor, slurm=o.slurm, notice=notice)
+                             executor=o.executor, slurm=o.slurm, notice=notice, sandbox=o.sandbox)
         if result.kind is ResultKind.SWEEP:
             return CompareOutcome(result, result.settings.sweep, exit_status=exit_status(result))
         ladder = ladder_steps(result, o.same_within) if o.ladder else {}

@@ -12,32 +12,32 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from attnbench.analysis.class_history import HistoryRow, history, load_boards
-from attnbench.judge import course_judge as judging
+from attnbench.api.notices import Notice, quiet
+from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
+from attnbench.errors import AttnbenchError, UsageError
+from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.judge import class_slurm
-from attnbench.judge import oom_priority
+from attnbench.judge import course_judge as judging
 from attnbench.judge.class_pool import class_devices, judge_class_spread
-from attnbench.judge.classroom import Checkpoint, ClassListener, ClassSettings, RERUN_TOP
+from attnbench.judge.classroom import RERUN_TOP, Checkpoint, ClassListener, ClassSettings
 from attnbench.judge.classroom import confinement as class_confinement
 from attnbench.judge.classroom import judge_class as run_class
 from attnbench.judge.course_judge import JudgedCase
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
-from attnbench.judge.staging import remove_tree
 from attnbench.judge.submissions import build, find_submissions
 from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
-from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
-from attnbench.backends.program import ProgramError
-from attnbench.errors import AttnbenchError, UsageError
-from attnbench.files import DEFAULT_RESULTS_DIR
-from attnbench.judge.sandbox import MODES as SANDBOX_MODES
-from attnbench.judge.sandbox import Confinement, SandboxSettings, SandboxUnavailable
-from attnbench.api.notices import Notice, quiet
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.kernels.user import find_launch_facts
 from attnbench.locations import data_dir
 from attnbench.results.metadata import collect
 from attnbench.results.resultset import ResultSet
 from attnbench.results.scoreboard import Scoreboard
+from attnbench.sandbox import oom_priority
+from attnbench.sandbox.process import ProgramError
+from attnbench.sandbox.room import MODES as SANDBOX_MODES
+from attnbench.sandbox.room import Confinement, SandboxSettings, SandboxUnavailable
+from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.slurm import SlurmOptions, default_folder
 
 __all__ = ["COURSE_LIMITS_BRIEF", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
@@ -52,7 +52,7 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
           finished: Finished | None = None, command: str | None = None, sandbox: SandboxSettings | None = None,
           opened: Callable[[Confinement], None] | None = None,
           fresh_inputs: bool = False) -> tuple[judging.Judgement, ResultSet]:
-    """Run PROGRAM IN OUT on each case in its own case folder and sandbox (see attnbench.judge.sandbox),
+    """Run PROGRAM IN OUT on each case in its own case folder and sandbox (see attnbench.sandbox.room),
     time the whole process, check the output by the course's rule; returns the judgement and its result
     set (kind "judge"). `opened` hears how cases are confined (bwrap, or the fallback and why) first.
     A `.cu` or `.c` file is one program too: built first, in the sandbox (a failed build: BuildFailed).

@@ -20,10 +20,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from attnbench.api.notices import Notice, quiet
 from attnbench.analysis.against import check_same_gpu, check_same_inputs, common_selection, expected_inputs
 from attnbench.analysis.run_verdict import RunOutcome
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
+from attnbench.api.notices import Notice, quiet
 from attnbench.api.spread import SlurmOptions, placement, resume, spread_matrix
 from attnbench.backends.cpu import passes_reported
 from attnbench.backends.device import GpuDevice
@@ -52,6 +52,7 @@ from attnbench.kernels.catalogue import baseline_name, default_variant, get_vari
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ResultKind, ResultSet
 from attnbench.results.run_settings import RunSettings
+from attnbench.sandbox import MODES as SANDBOX_MODES
 
 CPU_SAMPLING_BUDGET_S = 2.0  # the cpu variant's sampling budget unless --timeout says: several passes, not minutes
 GPU_SAMPLING_BUDGET_S = 10.0
@@ -213,13 +214,23 @@ def compare(
     command: str | None = None,
     before_run: Callable[[Any, list[BenchInput]], None] | None = None,
     gpus: str | None = None, executor: str = "local", slurm: SlurmOptions | None = None, notice: Notice = quiet,
+    sandbox: str = "auto",
 ) -> ResultSet:
     """A checked, timed matrix of variants x cases (comma lists or sequences of names, groups, files).
 
     `before_run(gpu, inputs)` runs after the GPU opens and before any cell (for refusing an
     incomparable saved run early). `gpus` (`all` or `0,1`) spreads the cases over this host's GPUs,
-    one worker process each; `executor="slurm"` over Slurm jobs (see `SlurmOptions`)."""
+    one worker process each; `executor="slurm"` over Slurm jobs (see `SlurmOptions`). `sandbox` confines
+    `exe:` programs as the judge does: "auto" (the sandbox where bwrap works, else one notice that they run
+    without it), "required" (SandboxUnavailable, exit 3, when none can be made) or "none"."""
+    from attnbench.backends.program import program_confinement
+
+    if sandbox not in SANDBOX_MODES:
+        raise UsageError(f"--sandbox {sandbox}: one of {', '.join(SANDBOX_MODES)}")
     chosen = variants_from(variants)
+    unconfined = program_confinement(chosen, sandbox)
+    if unconfined is not None:
+        notice(f"exe: programs: {unconfined}")
     inputs = inputs_for(cases)
     names = [v.name for v in chosen]
     timed = [v.name for v in chosen if not v.kind.whole_program]  # a program has no kernel time to compare
@@ -230,11 +241,12 @@ def compare(
     where = placement(gpus, executor, slurm)
     if where.spread:
         return spread_matrix(ResultKind.COMPARE, chosen, inputs, timing.policy_for, check_rule, where, record,
-                             listener, notice, before_run)
+                             listener, notice, before_run, program_sandbox=sandbox)
     gpu = open_gpu_for(chosen, device)
     if before_run is not None:
         before_run(gpu, inputs)
-    settings = MatrixSettings(policy=timing.policy_for, check=check_rule.check(), tolerance=check_rule.tolerance)
+    settings = MatrixSettings(policy=timing.policy_for, check=check_rule.check(), tolerance=check_rule.tolerance,
+                              program_sandbox=sandbox)
     return _matrix(chosen, inputs, gpu, settings, listener, lambda infos, cells: assemble(
         ResultKind.COMPARE, chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"], command))
 

@@ -13,17 +13,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from attnbench.api.notices import Notice, quiet
-from attnbench.spread.cellgroups import CellPlan
 from attnbench.bench.check_rule import CheckRule
 from attnbench.bench.matrix import MatrixListener
 from attnbench.bench.sampler import TimingPolicy
-from attnbench.spread.slurm import SlurmOptions, default_folder
-from attnbench.spread.placement import Placement, run_spread
 from attnbench.cases.inputs import BenchInput
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ResultKind, ResultSet
-
-
+from attnbench.spread.cellgroups import CellPlan
+from attnbench.spread.placement import Placement, run_spread
+from attnbench.spread.slurm import SlurmOptions, default_folder
 
 
 def slurm_options(executor: str, results_dir: str | Path, **fields: Any) -> SlurmOptions:
@@ -40,10 +38,10 @@ def placement(gpus: str | None, executor: str, slurm: SlurmOptions | None) -> Pl
 def spread_matrix(kind: ResultKind, chosen: list[Variant], inputs: list[BenchInput], policy: Callable[[Variant], TimingPolicy],
                   rule: CheckRule, where: Placement, record: dict[str, Any], listener: MatrixListener | None,
                   notice: Notice = quiet, before_run: Callable[[Any, list[BenchInput]], None] | None = None,
-                  lab_timing: bool = False) -> ResultSet:
+                  lab_timing: bool = False, program_sandbox: str = "auto") -> ResultSet:
     """A compare or sweep spread over worker processes or Slurm jobs, each cell checked by `rule`; the
     same ResultSet a one-process run makes, each cell recording its GPU."""
-    plan = CellPlan.of(chosen, policy, rule, lab_timing)
+    plan = CellPlan.of(chosen, policy, rule, lab_timing, program_sandbox)
     start = time.perf_counter()
     result = run_spread(kind, chosen, inputs, plan, where, record, listener, notice, before_run)
     if kind is ResultKind.SWEEP:

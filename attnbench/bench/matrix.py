@@ -109,6 +109,7 @@ class MatrixSettings:
     check: Check = field(default_factory=course_check)
     timer: Timer | None = None
     tolerance: tuple[float, float] = (COURSE_ATOL, 0.0)  # (atol, rtol) of every sample's check: the check's own
+    program_sandbox: str = "auto"  # --sandbox for `exe:` programs: auto, required or none (attnbench.sandbox)
 
 
 def cell_work(variant: Variant, bench_input: BenchInput) -> float:
@@ -246,7 +247,8 @@ def measure_cell(variant: Variant, label: str, testcase: Any, reference: np.ndar
     """One cell of the matrix: the variant through the cell engine (`run_cell`), gated by its check against the
     reference, and given its status (a whole program: its process time and its output's check)."""
     if variant.kind.whole_program:  # a whole program: process time and its output's check, no kernel time
-        return program_cell(variant, label, testcase, reference, settings.check, failure_summary)
+        return program_cell(variant, label, testcase, reference, settings.check, failure_summary,
+                            sandbox_mode=settings.program_sandbox)
     extra: dict[str, Any] = {}
     try:
         if variant.kind.compiled:  # inside the try: a user's bad formula is this cell's ERROR

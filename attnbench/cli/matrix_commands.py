@@ -9,6 +9,7 @@ from typing import Callable, TypeVar
 import click
 
 from attnbench import api
+from attnbench.api import programs as api_programs
 from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
 from attnbench.cli.options import (
     command_line,
@@ -119,12 +120,16 @@ def _render_compare(outcome: api.CompareOutcome, same_within: float, results_dir
 @click.option("--ladder", "show_ladder", is_flag=True,
               help="Also print the ladder view: each step against the one before, beside report 004's claims.")
 @with_options(placement_options)
+@click.option("--sandbox", "sandbox_mode", type=click.Choice(api_programs.SANDBOX_MODES), default="auto",
+              show_default=True,
+              help="How exe: programs are confined, as judge's --sandbox: auto (bubblewrap where it works, else said "
+                   "once), required (exit 3 when none can be made) or none.")
 @click.option("--resume", "resume_folder", default=None, type=click.Path(file_okay=False, exists=True),
               help="Finish a Slurm run (compare or sweep) from its jobs folder: collect, resubmit lost jobs, save.")
 @with_options(save_options)
 def compare(variant_selector: str | None, case_selector: str | None, baseline: str | None, device: int,
             atol: float, rtol: float, against_path: str | None, fail_slower: float | None, allow_other_gpu: bool,
-            allow_other_inputs: bool, show_ladder: bool, resume_folder: str | None, results_dir: str,
+            allow_other_inputs: bool, show_ladder: bool, sandbox_mode: str, resume_folder: str | None, results_dir: str,
             name: str | None, no_save: bool, plot: bool, same_within: float, as_json: bool, **timing: object) -> None:
     """Compare variants (and the torch peer) over testcases: a checked, timed matrix with speedups.
 
@@ -145,7 +150,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
 
     Exit status: 0 when every cell is correct and none regressed; 1 when any cell is wrong, impossible, suspect or
     failed or any regressed (the counts are printed and saved); 2 for unusable options or results files;
-    3 no GPU or no Slurm; 130 interrupted.
+    3 no GPU or no Slurm, or --sandbox required for an exe: program and no sandbox here; 130 interrupted.
 
     \b
     Examples:
@@ -167,7 +172,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
         variants=variant_selector, cases=case_selector, baseline=baseline, timing=timing_from(timing), device=device,
         atol=atol, rtol=rtol, same_within=same_within, against=against_path, fail_slower=fail_slower,
         allow_other_gpu=allow_other_gpu, allow_other_inputs=allow_other_inputs, ladder=show_ladder,
-        resume=resume_folder, command=command_line(), **placement))
+        resume=resume_folder, command=command_line(), sandbox=sandbox_mode, **placement))
     outcome = _run_saving_partial("compare", lambda listener: plan.run(listener, notice), results_dir, name, no_save,
                                   plan.save_selector)
     _render_compare(outcome, same_within, results_dir, name, no_save, plot, as_json)

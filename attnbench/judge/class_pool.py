@@ -4,7 +4,7 @@ The submissions are built first, one after another, each in its sandbox. Then ev
 runs on whichever worker is free, case by case (all submissions' runs of one case before the next, so
 a worker loads each case's reference once), in a sandbox of its own with CUDA_VISIBLE_DEVICES naming
 its GPU. Workers are processes, not threads, because the judge kills every process that appears while
-a program runs (attnbench.backends.program): two programs in one process would kill each other's.
+a program runs (attnbench.sandbox.process): two programs in one process would kill each other's.
 A case's verdict does not depend on which worker ran it: the same program, input, sandbox and check.
 Without GPUs, ATTNBENCH_CPU_WORKERS=N stands N cpu workers in for them (the tests use it).
 """
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections import Counter
 import shutil
 import subprocess
 import tempfile
+from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Sequence
@@ -26,30 +26,30 @@ from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
 from attnbench.errors import GpuUnavailable
 from attnbench.judge.classroom import (
     RERUN_RUNS,
-    ClassListener,
     Checkpoint,
+    ClassListener,
     ClassSettings,
     add_note,
     add_run,
     build_row,
-    confinement,
     cache_of,
+    confinement,
     cuda_caches,
     failure_text,
-    record_seeds,
-    warm_up_entry,
     gpu_name,
     judge_entry,
     new_board,
     pinning,
+    record_seeds,
+    warm_up_entry,
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
 from attnbench.judge.outcome import JUDGE_ERROR
-from attnbench.judge.sandbox import SandboxUnavailable
-from attnbench.judge.staging import remove_tree
 from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+from attnbench.sandbox.room import SandboxUnavailable
+from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.cellgroups import Device, parse_device_list
 from attnbench.spread.workers import CPU_WORKERS_ENV
 

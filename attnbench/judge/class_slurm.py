@@ -33,9 +33,9 @@ from attnbench.judge.classroom import (
     rerun_rows,
 )
 from attnbench.judge.course_judge import prepare_case
-from attnbench.judge.sandbox import Confinement
 from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import Scoreboard, SubmissionRow
+from attnbench.sandbox.room import Confinement
 from attnbench.spread.slurm import (
     ACTIVE,
     SlurmOptions,

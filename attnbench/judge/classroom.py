@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from attnbench.analysis.ranking import RANKING_RULE, RERUN_MARGIN, rank, top_rows
+from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
+from attnbench.cases.testcase import Shape
 from attnbench.judge.course_judge import (
     PreparedCase,
     Program,
@@ -33,13 +35,11 @@ from attnbench.judge.course_judge import (
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, release, seeds_of
 from attnbench.judge.outcome import JUDGE_ERROR
-from attnbench.judge.sandbox import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
-from attnbench.judge.staging import remove_tree
 from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
-from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
-from attnbench.cases.testcase import Shape
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
+from attnbench.sandbox.staging import remove_tree
 
 RERUN_TOP = 3  # how many submissions of each GPU kind are rerun before ranks are final
 RERUN_RUNS = 3  # each of their passed cases runs this many times in all; the median counts

@@ -2,7 +2,7 @@
 
 A program is a black box, as the course's judge sees it: it gets its own copy of the case's input
 and the name of the output file to write, in a fresh case folder. It runs in a sandbox where one can
-be made (attnbench.judge.sandbox: no suite folder, no other case, no network, its own PID namespace)
+be made (attnbench.sandbox.room: no suite folder, no other case, no network, its own PID namespace)
 under resource limits, and every process it started is killed when it ends or its time is up. It is
 timed by the wall clock from launch to exit. Its output is checked against the suite's float64
 reference by the course's rule (every element within 5e-3). Each case ends in exactly one verdict,
@@ -23,14 +23,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from attnbench.backends.program import (
-    NO_LIMIT_TIMEOUT_S,
-    PROCESS_TIME_NOTE,
-    PROCESS_TIME_WARNING,
-    ProgramError,
-    check_program,
-    run_process,
-)
+from attnbench.backends.program import NO_LIMIT_TIMEOUT_S, PROCESS_TIME_NOTE, PROCESS_TIME_WARNING
 from attnbench.bench.check_rule import CourseRule
 from attnbench.cases import suite
 from attnbench.cases.inputs import (
@@ -45,6 +38,7 @@ from attnbench.cases.inputs import (
 )
 from attnbench.cases.testcase import Shape, read_output, write_testcase
 from attnbench.errors import AttnbenchError
+from attnbench.judge.fresh_inputs import FreshInput
 from attnbench.judge.outcome import (  # noqa: F401 - the verdicts are part of the judge's interface
     CRASH,
     JUDGE_ERROR,
@@ -58,9 +52,6 @@ from attnbench.judge.outcome import (  # noqa: F401 - the verdicts are part of t
     WRONG_ANSWER,
     judge_outcome,
 )
-from attnbench.judge.fresh_inputs import FreshInput
-from attnbench.judge.sandbox import CasePaths, Confinement, Sandbox, SandboxSettings, seal_cache
-from attnbench.judge.staging import remove_tree
 from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's interface
     COURSE_LIMITS_DEVICE,
     COURSE_LIMITS_TEXT,
@@ -73,6 +64,10 @@ from attnbench.results.resultset import ERROR, OK, WRONG, Cell, ResultKind, Resu
 from attnbench.results.run_settings import RunSettings
 from attnbench.results.stats import KernelStats
 from attnbench.results.verification import VerifyReport
+from attnbench.sandbox import ProgramSpec, run_program
+from attnbench.sandbox.process import ProgramError, check_program
+from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, seal_cache
+from attnbench.sandbox.staging import remove_tree
 
 # How a verdict is saved: ok (passed), wrong (ran to the end, but the output or its time fails),
 # error (the process did not finish normally).
@@ -146,14 +141,9 @@ class Program:
     def label(self) -> str:
         return self.path.name
 
-    def argv(self, program: str, input_arg: str, output_arg: str) -> list[str]:
-        """The program (as the sandbox names it) and its arguments, without the launcher."""
-        return [program, *(a.replace("{in}", input_arg).replace("{out}", output_arg) for a in self.args)]
-
-    def command(self, sandbox: Sandbox, case: CasePaths) -> list[str]:
-        """The whole command: the launcher wraps the sandbox, which wraps the program."""
-        inner = self.argv(sandbox.program_path(), case.input_arg, case.output_arg)
-        return [*self.launcher, *sandbox.command(inner, case)]
+    def spec(self, label: str, input_path: Path, shape: Shape, timeout_s: float) -> ProgramSpec:
+        """One run of it on a case, as the room takes it (the launcher wraps the room, which wraps the program)."""
+        return ProgramSpec(label, input_path, shape, timeout_s, self.args, self.launcher)
 
     def sha256(self) -> str | None:
         try:
@@ -216,23 +206,12 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
             return judge_case(program, case, limit_s, timeout_s, own)
         finally:
             own.close()
-    paths = sandbox.prepare(case.label, case.input_path)
-    limits = sandbox.limits_for(case.shape.output_bytes, timeout_s)
-    try:
-        outcome = run_process(program.command(sandbox, paths), paths.folder, timeout_s, limits=limits,
-                              user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs,
-                              sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths),
-                              after_limits=sandbox.after_limits())
-        judged = JudgedCase(case.label, case.shape, PASS, "", outcome.wall_s, limit_s, timeout_s,
-                            returncode=outcome.returncode)
-        judged.verdict, judged.message, judged.check = judge_outcome(
-            outcome, paths.output, case.shape, case.reference, limits, sandbox.confinement.sandboxed, timeout_s)
-        if judged.verdict != PASS and sandbox.out_of_memory(paths):
-            judged.verdict, judged.check = RESOURCE, None
-            judged.message = (f"used more than the {sandbox.settings.memory_mb} MiB memory limit (its cgroup's): "
-                              "killed")
-    finally:
-        sandbox.finish(paths)
+    outcome = run_program(sandbox, program.spec(case.label, case.input_path, case.shape, timeout_s))
+    judged = JudgedCase(case.label, case.shape, PASS, "", outcome.wall_s, limit_s, timeout_s,
+                        returncode=outcome.returncode)
+    judged.verdict, judged.message, judged.check = judge_outcome(outcome, case.reference)
+    if judged.verdict != PASS and outcome.out_of_memory:
+        judged.verdict, judged.message, judged.check = RESOURCE, outcome.out_of_memory, None
     if judged.verdict == TIMEOUT:
         judged.wall_s = None
     if judged.passed and limit_s is not None and outcome.wall_s > limit_s:
@@ -252,17 +231,10 @@ def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) 
     try:
         throwaway = folder / "warmup.in"
         write_testcase(throwaway, seeded_testcase(shape, secrets.randbits(128)))
-        paths = sandbox.prepare("warmup", throwaway)
         try:
-            run_process(program.command(sandbox, paths), paths.folder, timeout_s,
-                        limits=sandbox.limits_for(shape.output_bytes, timeout_s), user=sandbox.user,
-                        sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths),
-                        after_limits=sandbox.after_limits(),
-                        env=sandbox.case_env(paths), logs=paths.logs)
+            run_program(sandbox, program.spec("warmup", throwaway, shape, timeout_s))
         except ProgramError:
             pass
-        finally:
-            sandbox.finish(paths)
     finally:
         remove_tree(folder)
     # From here on every run gets a copy of the sealed cache (Sandbox.cuda_cache), never the cache itself.

@@ -35,7 +35,7 @@ from attnbench.cases.inputs import (
     sha256_of_testcase,
 )
 from attnbench.cases.testcase import Shape, Testcase, write_testcase
-from attnbench.judge.staging import remove_tree
+from attnbench.sandbox.staging import remove_tree
 
 SEED_BITS = 128
 RULE = ("fresh inputs: each case (and each rerun) drawn anew in the suite case's shape and distribution "

@@ -6,9 +6,9 @@ A submission is one of:
 - a `.cu` file (built with nvcc) or a `.c` file (built with cc);
 - an executable file.
 A folder that is none of these is a folder OF submissions: each entry in it is one. A submission is
-data, never a path (attnbench.judge.staging): an entry that is a symbolic link, or holds one, is a row
+data, never a path (attnbench.sandbox.staging): an entry that is a symbolic link, or holds one, is a row
 refused with the reason, and so is a hard link to a file outside it. Builds run in a copy of the
-submission, in the judge's sandbox (`attnbench.judge.sandbox`: the build sees its own files
+submission, in the judge's sandbox (`attnbench.sandbox.room`: the build sees its own files
 and the system's, not the other submissions or the suite), under a time limit and resource limits; a
 failed build is one line with the compiler's first error lines, and never stops the others.
 """
@@ -25,11 +25,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from attnbench.backends.program import ProcessLimits, ProgramError, run_process
-from attnbench.judge.sandbox import Sandbox, SandboxSettings
-from attnbench.judge.staging import StagingRefused, copy_submission, shown, take_program
 from attnbench.kernels.nvcc import first_error_lines
 from attnbench.printable import printable
+from attnbench.sandbox.process import ProcessLimits, ProgramError
+from attnbench.sandbox.room import Sandbox, SandboxSettings
+from attnbench.sandbox.staging import StagingRefused, copy_submission, shown, take_program
 
 COURSE_EXECUTABLE = "hw4"  # the course's Makefile builds hw4 from hw4.cu
 BUILD_TIMEOUT_S = 300.0
@@ -258,10 +258,7 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         before = {p.name for p in paths.folder.iterdir()}
         inside = ["/usr/bin/env", f"PATH={_build_path()}", *_command(submission, tool)]
         limits = ProcessLimits(BUILD_FILE_BYTES, settings.processes, None, int(4 * timeout_s))
-        outcome = run_process(sandbox.command(inside, paths), paths.folder, timeout_s, limits=limits,
-                              user=sandbox.user, env=sandbox.case_env(paths), logs=paths.logs,
-                              sole_user=sandbox.sole_user, before_exec=sandbox.before_exec(paths),
-                              after_limits=sandbox.after_limits())
+        outcome = sandbox.run(inside, paths, timeout_s, limits)
         made = _program_after_build(paths.folder, before) if outcome.returncode == 0 else None
         program = take_program(made, program_folder, COURSE_EXECUTABLE) if made is not None else None
         sandbox.finish(paths)

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
 
-from attnbench.backends.program import ProgramError
 from attnbench.cases.suite import SUITE, TIME_LIMITS_SET_FOR
+from attnbench.sandbox.process import ProgramError
 
 
 def course_limit(label: str) -> float | None:

@@ -42,13 +42,14 @@ class CellPlan:
     rule: CheckRule = CourseRule()
     lab_timing: bool = False
     programs: dict[str, str] = field(default_factory=dict)  # an `exe:` program's name -> its path
+    program_sandbox: str = "auto"  # --sandbox for those programs
 
     @classmethod
     def of(cls, variants: list[Variant], policy: Callable[[Variant], TimingPolicy], rule: CheckRule,
-           lab_timing: bool = False) -> "CellPlan":
+           lab_timing: bool = False, program_sandbox: str = "auto") -> "CellPlan":
         programs = {v.name: str(v.source) for v in variants if v.kind.whole_program}
         return cls(tuple(v.name for v in variants), {v.name: policy(v) for v in variants}, rule, lab_timing,
-                   programs)
+                   programs, program_sandbox)
 
     def variant(self, name: str) -> Variant:
         """A variant by name: the catalogue's or the user's, or an `exe:` program from its path."""
@@ -61,7 +62,8 @@ class CellPlan:
 
     def settings(self) -> MatrixSettings:
         return MatrixSettings(policy=lambda v: self.policies[v.name], check=self.rule.check(),
-                              timer=LabTimer() if self.lab_timing else None, tolerance=self.rule.tolerance)
+                              timer=LabTimer() if self.lab_timing else None, tolerance=self.rule.tolerance,
+                              program_sandbox=self.program_sandbox)
 
 
 @dataclass(frozen=True)

@@ -1,72 +1,78 @@
-"""Running one program process: limits set before it starts, every descendant killed after it ends."""
+"""An `exe:` variant's cell runs in the judge's room (attnbench.sandbox), under the --sandbox modes."""
+
+from __future__ import annotations
 
 import os
-import resource
-import sys
-from pathlib import Path
+import shutil
+import tempfile
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
-from attnbench.backends.program import ProcessLimits, ProgramError, run_process
+from attnbench.backends.program import program_cell, program_confinement, program_variant
+from attnbench.cases.testcase import Shape, Testcase
+from attnbench.results.resultset import ERROR, OK, WRONG
+from attnbench.sandbox import SandboxUnavailable
+from attnbench.sandbox.bwrap_args import BWRAP_ENV, bwrap_starts
+
+SHAPE = Shape(1, 4, 8)
+HAS_BWRAP = shutil.which("bwrap") is not None and not bwrap_starts(shutil.which("bwrap") or "")
 
 
-def _python(code: str) -> list[str]:
-    return [sys.executable, "-c", code]
+def _passed(output, reference):
+    return SimpleNamespace(passed=bool(np.array_equal(output, reference)))
 
 
-def test_limits_are_set_in_the_child_before_it_starts(tmp_path):
-    limits = ProcessLimits(file_bytes=1 << 20, processes=100, memory_bytes=8 << 30, cpu_s=7)
-    code = ("import resource as r, sys\n"
-            "for name in ('RLIMIT_FSIZE', 'RLIMIT_AS', 'RLIMIT_CPU', 'RLIMIT_NPROC'):\n"
-            "    print(name, r.getrlimit(getattr(r, name))[0], file=sys.stderr)\n")
-    outcome = run_process(_python(code), tmp_path, 30, limits=limits)
-    assert outcome.returncode == 0, outcome.stderr_tail
-    seen = dict(line.split() for line in outcome.stderr_tail.splitlines())
-    assert seen["RLIMIT_FSIZE"] == str(1 << 20) and seen["RLIMIT_AS"] == str(8 << 30) and seen["RLIMIT_CPU"] == "7"
-    assert 100 <= int(seen["RLIMIT_NPROC"]) <= 100 + 10_000  # the allowance on top of what the user has
-    assert resource.getrlimit(resource.RLIMIT_CPU)[0] != 7  # the judge's own limits are untouched
+def _program(folder, body):
+    path = folder / "prog"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return program_variant(f"exe:{path}")
 
 
-def test_a_write_past_the_size_limit_is_stopped_by_sigxfsz(tmp_path):
-    # not Python: it ignores SIGXFSZ and sees EFBIG instead
-    command = ["/bin/sh", "-c", "exec head -c 4194304 /dev/zero > big"]
-    outcome = run_process(command, tmp_path, 30, limits=ProcessLimits(file_bytes=1 << 20))
-    assert outcome.returncode == -25  # SIGXFSZ
-    assert (tmp_path / "big").stat().st_size <= 1 << 20
+def _cell(variant, mode="auto", timeout_s=30.0):
+    testcase = Testcase(np.random.default_rng(0).standard_normal((1, 3, 4, 8)).astype(np.float32))
+    return program_cell(variant, "t", testcase, np.zeros((1, 4, 8)), _passed, lambda r: "differs", timeout_s, mode)
 
 
-def test_an_orphan_left_running_is_killed_and_the_outcome_says_all_ended(tmp_path):
-    code = ("import os, time\n"
-            "if os.fork() == 0:\n"
-            "    os.setsid()\n"
-            "    if os.fork() == 0:\n"
-            "        time.sleep(60)\n"
-            "    os._exit(0)\n")
-    outcome = run_process(_python(code), tmp_path, 30)
-    assert outcome.returncode == 0 and outcome.all_ended and outcome.left_running == ()
+def test_a_program_writing_the_right_output_is_ok_and_says_how_it_was_confined(tmp_path):
+    cell = _cell(_program(tmp_path, f'head -c {SHAPE.output_bytes} /dev/zero > "$2"\n'))
+    assert cell.status == OK, cell.message
+    assert cell.extra["sandbox"] == ("bwrap" if HAS_BWRAP else "fallback") and cell.extra["process_s"] > 0
 
 
-def test_the_timeout_kills_and_is_reported(tmp_path):
-    outcome = run_process(_python("import time; time.sleep(60)"), tmp_path, 0.5)
-    assert outcome.timed_out and outcome.returncode is None and outcome.all_ended
+def test_the_rooms_endings_are_a_compares_statuses(tmp_path):
+    assert _cell(_program(tmp_path, 'echo "oh no" >&2; exit 3\n')).message == (
+        "exited with status 3; its last words: oh no")
+    assert _cell(_program(tmp_path, 'printf abc > "$2"\n')).status == WRONG
+    wrote_none = _cell(_program(tmp_path, "exit 0\n"))
+    assert wrote_none.status == ERROR and "wrote no output file" in wrote_none.message
+    linked = _cell(_program(tmp_path, 'ln -s "$1" "$2"\n'))
+    assert linked.status == ERROR and "symbolic link" in linked.message
+    slow = _cell(_program(tmp_path, "sleep 30\n"), timeout_s=0.5)
+    assert slow.status == ERROR and slow.message.startswith("still running after 0.5 s: killed")
 
 
-def test_output_logs_go_where_asked(tmp_path):
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    outcome = run_process(_python("import sys; print('hello', file=sys.stderr)"), tmp_path, 30, logs=logs,
-                          env={"PATH": os.environ.get("PATH", "")})
-    assert "hello" in outcome.stderr_tail and (logs / ".judge_stderr").exists()
-    assert not (tmp_path / ".judge_stderr").exists()
+@pytest.mark.skipif(not HAS_BWRAP, reason="bwrap cannot make namespaces here")
+def test_in_the_sandbox_the_program_sees_none_of_the_hosts_files_and_without_it_does(tmp_path):
+    handle, name = tempfile.mkstemp(dir="/var/tmp", prefix="attnbench-test-")  # readable by any user, not bound
+    os.close(handle)
+    os.chmod(name, 0o644)
+    try:
+        body = f'test -e {name} && exit 7\nhead -c {SHAPE.output_bytes} /dev/zero > "$2"\n'
+        assert _cell(_program(tmp_path, body), "required").status == OK
+        unconfined = _cell(_program(tmp_path, body), "none")
+        assert unconfined.status == ERROR and unconfined.extra["sandbox"] == "fallback"
+    finally:
+        os.remove(name)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root can run a program as another user")
-def test_as_root_a_program_can_run_as_nobody(tmp_path):
-    os.chmod(tmp_path, 0o777)
-    outcome = run_process(["/bin/sh", "-c", "id -u >&2; id -G >&2"], tmp_path, 30, user=65534)
-    assert outcome.stderr_tail.split() == ["65534", "65534"]
-
-
-def test_a_program_that_cannot_start_is_one_line(tmp_path):
-    with pytest.raises(ProgramError, match="cannot be started"):
-        run_process([str(Path(tmp_path) / "missing")], tmp_path, 5)
+def test_without_bwrap_auto_says_once_and_required_refuses(tmp_path, monkeypatch):
+    variant = _program(tmp_path, "exit 0\n")
+    monkeypatch.setenv(BWRAP_ENV, str(tmp_path / "no-bwrap"))
+    assert "no sandbox" in (program_confinement([variant], "auto") or "")
+    assert program_confinement([variant], "none") is not None  # --sandbox none is said too
+    with pytest.raises(SandboxUnavailable):
+        program_confinement([variant], "required")
+    assert _cell(variant).extra["sandbox"] == "fallback"

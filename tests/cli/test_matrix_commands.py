@@ -162,3 +162,14 @@ def test_a_compare_without_a_results_dir_saves_under_attnbench_results(cli, tmp_
     monkeypatch.chdir(tmp_path)
     assert cli("compare", "-v", "cpu", "-c", "odd_17x1", "--reps", "1", "--name", "a").exit_code == 0
     assert (tmp_path / "attnbench-results" / "a.json").is_file() and not (tmp_path / "results").exists()
+
+
+def test_compare_runs_exe_programs_in_the_sandbox_and_says_once_when_it_cannot(cli, tmp_path, monkeypatch):
+    program = tmp_path / "prog"
+    program.write_text("#!/bin/sh\nexit 3\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("ATTNBENCH_BWRAP", str(tmp_path / "no-bwrap"))
+    ran = cli("compare", "-v", f"exe:{program}", "-c", "odd_17x48,odd_17x1", "--no-save")
+    assert ran.exit_code == 1 and ran.output.count("no sandbox ($ATTNBENCH_BWRAP=") == 1, ran.output
+    refused = cli("compare", "-v", f"exe:{program}", "-c", "odd_17x48", "--no-save", "--sandbox", "required")
+    assert refused.exit_code == 3 and "--sandbox required: no sandbox can be made here" in refused.output

@@ -22,7 +22,7 @@ def wrapping(body_before_main: str, before_call: str = "") -> str:
 
 def _class_mode() -> str:
     """required where a bubblewrap sandbox can be made here, else none (a class refuses auto's fallback)."""
-    from attnbench.judge.sandbox import Sandbox, SandboxSettings, SandboxUnavailable
+    from attnbench.sandbox.room import Sandbox, SandboxSettings, SandboxUnavailable
 
     try:
         Sandbox.open(None, SandboxSettings("required")).close()
@@ -36,7 +36,7 @@ CLASS_MODE = _class_mode()
 
 def class_sandbox():
     """The sandbox settings the class tests judge with (see _class_mode)."""
-    from attnbench.judge.sandbox import SandboxSettings
+    from attnbench.sandbox.room import SandboxSettings
 
     return SandboxSettings(CLASS_MODE)
 

@@ -18,7 +18,7 @@ import pytest
 
 from attnbench.api import programs as api_programs
 from attnbench.judge import course_judge as judging
-from attnbench.judge.sandbox import Sandbox, SandboxSettings
+from attnbench.sandbox.room import Sandbox, SandboxSettings
 
 SOURCES = Path(__file__).resolve().parents[1] / "adversarial" / "programs"
 CASES = "odd_17x48,odd_100x32"

@@ -314,21 +314,6 @@ def test_one_source_file_is_one_program_built_then_judged(cli, tmp_path):
     assert broken.exit_code == 1 and "broken.c: the build failed" in broken.output
 
 
-def test_an_output_the_judge_cannot_read_is_that_cases_verdict(tmp_path, monkeypatch):
-    from attnbench.judge import outcome
-
-    shape = judging.prepare_case(judging.cases_for("odd_17x48")[0]).shape
-    out = tmp_path / "t.out"
-    out.write_bytes(b"\0" * shape.output_bytes)
-
-    def unreadable(*_args):
-        raise PermissionError(13, "Permission denied")
-
-    monkeypatch.setattr(outcome, "read_output", unreadable)  # as a mode-000 OUT is to a judge that is not root
-    verdict, message, _ = outcome.check_output(out, shape, None)
-    assert verdict == judging.NO_OUTPUT and "cannot be read (Permission denied)" in message
-
-
 def test_judge_json_prints_the_saved_files_records_and_nothing_else(programs, tmp_path):
     one = CliRunner().invoke(main, ["judge", str(programs["right"]), "--cases", "odd_17x48", "--time-limits", "none",
                                     "--results-dir", str(tmp_path / "one"), "--name", "r", "--json"])
@@ -355,7 +340,7 @@ def test_a_class_judged_with_json_prints_its_scoreboard_records(tmp_path):
 def test_after_the_warm_up_every_judged_run_gets_its_own_copy_of_the_sealed_cache(programs, monkeypatch):
     """The one-program judge once left the cache writable after the warm-up: its judged runs then wrote into
     one shared cache (a replay channel), or, as another uid, found it sealed and compiled PTX every case."""
-    from attnbench.judge.sandbox import SandboxSettings
+    from attnbench.sandbox.room import SandboxSettings
 
     seen = []
     judge_case = judging.judge_case

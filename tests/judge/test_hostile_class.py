@@ -1,4 +1,4 @@
-"""A class of hostile submissions against the class judge (attnbench.judge.staging, .submissions,
+"""A class of hostile submissions against the class judge (attnbench.sandbox.staging, .submissions,
 .classroom): links of every kind, names that break folders and terminals, a tree too deep. Each gets the
 verdict it should, the honest submission ranks first, nothing on the host changes (checksums and modes
 of planted targets), and the scoreboard is made and saved."""
@@ -156,7 +156,7 @@ def test_strange_names_deep_trees_and_escape_sequences_never_stop_the_class(tmp_
     from attnbench.cli import main
     from attnbench.results.scoreboard import load_scoreboard
 
-    from attnbench.judge.staging import remove_tree
+    from attnbench.sandbox.staging import remove_tree
 
     submissions = tmp_path / "class"
     submissions.mkdir()
@@ -186,7 +186,7 @@ SANDBOX_MODES = ["required", "none"]
 def _sandboxed() -> bool:
     from attnbench.judge.classroom import ClassSettings, confinement
     from attnbench.judge.course_judge import load_time_limits
-    from attnbench.judge.sandbox import SandboxSettings
+    from attnbench.sandbox.room import SandboxSettings
 
     try:
         return confinement(ClassSettings(load_time_limits("none"), sandbox=SandboxSettings("required"))).sandboxed
@@ -196,7 +196,7 @@ def _sandboxed() -> bool:
 
 @pytest.mark.parametrize("mode", SANDBOX_MODES)
 def test_a_replayed_rerun_buys_no_rank(tmp_path, mode):
-    from attnbench.judge.sandbox import SandboxSettings
+    from attnbench.sandbox.room import SandboxSettings
     from tests.judge.classes import wrapping
 
     if mode == "required" and not _sandboxed():

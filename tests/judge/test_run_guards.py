@@ -1,5 +1,5 @@
-"""What every judged run and build gets in its child before exec (attnbench.judge.syscall_filter,
-attnbench.judge.oom_priority): no keyring of the judge's, no system calls that carry state, the OOM
+"""What every judged run and build gets in its child before exec (attnbench.sandbox.syscall_filter,
+attnbench.sandbox.oom_priority): no keyring of the judge's, no system calls that carry state, the OOM
 killer's first choice; and the judge itself nearly its last."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from attnbench.judge import oom_priority, syscall_filter
-from attnbench.judge.sandbox import Sandbox
+from attnbench.sandbox import oom_priority, syscall_filter
+from attnbench.sandbox.room import Sandbox
 from tests.judge.classes import CLASS_MODE, EXAMPLE, can_build, wrapping
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ CASE = "odd_17x48"
 JUDGE_IN_A_KEYRING = textwrap.dedent(r"""
     import ctypes, json, sys
     from attnbench.api import programs
-    from attnbench.judge.sandbox import SandboxSettings
+    from attnbench.sandbox.room import SandboxSettings
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     KEYCTL, ADD_KEY = {"x86_64": (250, 248), "aarch64": (219, 217)}[__import__("platform").machine()]
@@ -76,8 +76,8 @@ def test_the_last_step_is_the_filter_where_this_machine_has_one():
 
 @pytest.mark.skipif(not Path("/proc/self/oom_score_adj").exists(), reason="no oom_score_adj here")
 def test_a_judged_process_is_the_oom_killers_first_choice_and_the_judge_its_last(tmp_path):
-    from attnbench.backends.program import ProcessLimits, run_process
-    from attnbench.judge.sandbox import CasePaths
+    from attnbench.sandbox.process import ProcessLimits, run_process
+    from attnbench.sandbox.room import CasePaths
 
     paths = CasePaths(tmp_path, tmp_path / "in", tmp_path / "out", tmp_path, "in", "out")
     before = oom_priority.current()
@@ -93,7 +93,7 @@ def test_a_judged_process_is_the_oom_killers_first_choice_and_the_judge_its_last
 
 
 def _bare_sandbox():
-    from attnbench.judge.sandbox import Confinement
+    from attnbench.sandbox.room import Confinement
 
     class Bare:
         confinement = Confinement("fallback")
@@ -114,7 +114,7 @@ def test_a_fork_storm_beside_a_run_cannot_stop_its_threads_nor_a_run_leave_its_c
         "#define _GNU_SOURCE\n" + wrapping((programs_dir / "affinity_widener.c").read_text().replace("#define _GNU_SOURCE\n", ""),
                                            "if (widen_affinity()) return 5;"))
     monkeypatch.setenv("ATTNBENCH_CPU_WORKERS", "2")  # two workers: the two programs run side by side
-    from attnbench.judge.sandbox import SandboxSettings
+    from attnbench.sandbox.room import SandboxSettings
 
     board = programs.judge_class([submissions / "aaa_hog.c", submissions / "threads.c", submissions / "widener.c"],
                                  CASE, time_limits="none",

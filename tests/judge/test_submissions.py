@@ -8,7 +8,7 @@ import pytest
 
 from attnbench.judge.submissions import build, find_submissions
 from attnbench.kernels.nvcc import first_error_lines as first_errors
-from attnbench.backends.program import ProgramError
+from attnbench.sandbox.process import ProgramError
 
 
 def _exe(path):

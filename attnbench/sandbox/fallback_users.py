@@ -3,7 +3,7 @@
 Without a sandbox, programs that all ran as one user (nobody) could signal, read and replay each other: a
 fork storm's survivor killed the next submission's program, and files in /tmp outlived the run. So as
 root every run gets a fresh uid (`draw_uid`), every process of it is killed afterwards
-(attnbench.backends.reaper.kill_user) and its entries in the machine's shared temporary folders are
+(attnbench.sandbox.reaper.kill_user) and its entries in the machine's shared temporary folders are
 removed (`remove_files_of`). Before it drops root, the run's first process also leaves the host's network
 and System V IPC for fresh, empty namespaces of its own (`leave_network_and_ipc`): no interface is up, so
 even 127.0.0.1 is unreachable, and no shared memory segment or semaphore outlives it.
@@ -18,8 +18,8 @@ import secrets
 from pathlib import Path
 from typing import Sequence
 
-from attnbench.backends.reaper import processes_of_user
-from attnbench.judge.staging import remove_tree
+from attnbench.sandbox.reaper import processes_of_user
+from attnbench.sandbox.staging import remove_tree
 
 # The fallback's own uids, one per run: far above any user's or container's range (useradd stops at 60000,
 # systemd's dynamic users at 65519, subordinate ranges rarely pass 10^8), below 2^31 for tools that sign it.

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from attnbench.backends.program import run_process
+from attnbench.cases.testcase import Shape
+from attnbench.sandbox.process import run_process
 from attnbench.cli import main
 from attnbench.judge import course_judge as judging
-from attnbench.judge import sandbox as sandboxing
-from attnbench.judge.sandbox import Sandbox, SandboxSettings, SandboxUnavailable
+from attnbench.sandbox import room as sandboxing
+from attnbench.sandbox.room import Sandbox, SandboxSettings, SandboxUnavailable
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 HAS_BWRAP = sandboxing.find_bwrap()[0] is not None
@@ -126,7 +127,9 @@ def test_the_launcher_wraps_the_sandbox_which_wraps_the_program(program, tmp_pat
     sandbox = Sandbox.open(judged_program.path, SandboxSettings("required"), launched=True)
     try:
         case = sandbox.prepare("t01", None)
-        words = judged_program.command(sandbox, case)
+        spec = judged_program.spec("t01", tmp_path / "t01.in", Shape(1, 17, 48), 10.0)
+        words = sandbox.wrapped(spec.argv(sandbox.program_path(), case.input_arg, case.output_arg), case,
+                                spec.launcher)
         assert words[:3] == ["env", "FOO=1", sandbox.confinement.tool]
         assert words[-3:] == ["/judge/program/prog", "/judge/case/t01.in", "/judge/case/t01.out"]
         assert "--clearenv" not in words and sandbox.user is None  # the job step keeps its environment
@@ -285,7 +288,7 @@ def test_the_programs_pid_1_shows_none_of_the_judges_folders(tmp_path):
 
 
 def test_each_limit_that_does_not_hold_is_said_once_and_saved(program, tmp_path):
-    from attnbench.judge import cgroups
+    from attnbench.sandbox import cgroups
 
     result = CliRunner().invoke(main, ["judge", str(program), "--cases", "odd_17x48", "--memory-limit", "4096",
                                        "--results-dir", tmp_path / "res"])

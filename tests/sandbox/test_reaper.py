@@ -5,7 +5,7 @@ import subprocess
 import sys
 import time
 
-from attnbench.backends import reaper
+from attnbench.sandbox import reaper
 
 # A child that leaves its session and forks again, then exits: the grandchild is an orphan.
 ESCAPE = ("import os, time\n"

@@ -14,7 +14,7 @@ With bubblewrap (`bwrap`, found through $ATTNBENCH_BWRAP or PATH) each case runs
 
 Where bwrap is missing or cannot make namespaces (`--sandbox auto` for one program, one warning;
 `required` refuses; a class needs `--sandbox none` said outright), the fallback still copies the input
-into a fresh case folder outside the suite's, and kills every descendant (attnbench.backends.reaper).
+into a fresh case folder outside the suite's, and kills every descendant (attnbench.sandbox.reaper).
 As root it runs each run as a uid of its own, drawn from a range no user has (OWN_UIDS), kills every
 process of that uid after the run and removes what the uid left in the machine's shared temporary
 folders. A bwrap that is there and permitted but fails on this run's mounts is an error, never a
@@ -22,8 +22,9 @@ quiet fallback.
 
 The API is for anything that runs untrusted code per case (one program's cases, a class's builds):
 `Sandbox.open` once (with the program, or None to run commands such as `make` only), then `prepare` a
-case folder (with an input copy, or a submission's files to build), `command` for its argv (run it with
-`attnbench.backends.program.run_process`, its `limits_for`, `user` and `case_env`), `finish` it; `close`.
+case folder (with an input copy, or a submission's files to build), `run` a command in it (under
+`limits_for` the case, or a build's own limits), `finish` it; `close`. A program's judged run is all of
+these at once: `attnbench.sandbox.run_program`.
 """
 
 from __future__ import annotations
@@ -37,15 +38,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
-from attnbench.backends.program import ProcessLimits
-from attnbench.backends.reaper import kill_user
 from attnbench.errors import AttnbenchError
-from attnbench.judge import case_disk, cgroups, oom_priority, syscall_filter
-from attnbench.judge.bwrap_args import BWRAP_ENV  # noqa: F401 - the variable is part of the sandbox's interface
-from attnbench.judge.bwrap_args import bwrap_starts, find_bwrap, gpu_binds, library_folders, system_binds
-from attnbench.judge.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
-from attnbench.judge.jit_cache import cache_copy, seal_cache
-from attnbench.judge.staging import remove_tree
+from attnbench.sandbox import case_disk, cgroups, oom_priority, syscall_filter
+from attnbench.sandbox.bwrap_args import (
+    BWRAP_ENV,  # noqa: F401 - the variable is part of the sandbox's interface
+    bwrap_starts,
+    find_bwrap,
+    gpu_binds,
+    library_folders,
+    system_binds,
+)
+from attnbench.sandbox.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
+from attnbench.sandbox.jit_cache import cache_copy, seal_cache
+from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, run_process
+from attnbench.sandbox.reaper import kill_user
+from attnbench.sandbox.staging import remove_tree
 
 MODES = ("auto", "required", "none")
 NOBODY = 65534
@@ -128,7 +135,7 @@ class CasePaths:
     output_arg: str
     cgroup: Path | None = None  # the run's own cgroup (memory.max, pids.max), where one could be made
     cache: Path | None = None  # the run's own copy of the sealed CUDA cache, removed with the run
-    capped: bool = False  # the folder is a size-capped tmpfs of its own (attnbench.judge.case_disk)
+    capped: bool = False  # the folder is a size-capped tmpfs of its own (attnbench.sandbox.case_disk)
 
 
 def _cores() -> set[int]:
@@ -319,8 +326,20 @@ class Sandbox:
     @staticmethod
     def after_limits():  # noqa: ANN205 - a function for run_process, or None
         """The run's child's last step before exec, after limits and uid: a new empty session keyring and
-        the system-call filter (attnbench.judge.syscall_filter); None where this machine has no filter."""
+        the system-call filter (attnbench.sandbox.syscall_filter); None where this machine has no filter."""
         return syscall_filter.install_in_this_process if syscall_filter.supported() else None
+
+    def run(self, argv: Sequence[str], case: CasePaths, timeout_s: float, limits: ProcessLimits,
+            launcher: Sequence[str] = ()) -> ProcessOutcome:
+        """argv (as the program sees paths) run in this room's case: wrapped in the sandbox (and the launcher
+        around it), as the run's user, under `limits`, with its first and last steps before exec."""
+        return run_process(self.wrapped(argv, case, launcher), case.folder, timeout_s, limits=limits,
+                           user=self.user, env=self.case_env(case), logs=case.logs, sole_user=self.sole_user,
+                           before_exec=self.before_exec(case), after_limits=self.after_limits())
+
+    def wrapped(self, argv: Sequence[str], case: CasePaths, launcher: Sequence[str] = ()) -> list[str]:
+        """The whole command: the launcher (srun, say) wraps the sandbox, which wraps argv."""
+        return [*launcher, *self.command(argv, case)]
 
     def out_of_memory(self, case: CasePaths) -> bool:
         """Whether the run's cgroup killed a process for its memory limit."""

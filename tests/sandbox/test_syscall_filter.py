@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from attnbench.judge import syscall_filter
+from attnbench.sandbox import syscall_filter
 
 pytestmark = pytest.mark.skipif(not syscall_filter.supported() or shutil.which("cc") is None,
                                 reason="the filter is for Linux on x86-64 or aarch64, and the probe needs cc")

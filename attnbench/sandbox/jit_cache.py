@@ -3,7 +3,7 @@
 A program built as PTX compiles its kernels at its first launch; CUDA keeps the result in its cache
 (CUDA_CACHE_PATH). One warm-up run, neither timed nor judged, is the only run that writes a submission's
 cache; `seal_cache` then makes it the judge's (no write bit for anyone, no link, no special file, no hard
-link), and each judged run gets a copy of its own (attnbench.judge.sandbox), thrown away after it.
+link), and each judged run gets a copy of its own (attnbench.sandbox.room), thrown away after it.
 
 The warm-up is untimed, so a program could fill its cache there (18 x 20 MB once made every judged run
 copy 360 MB, untimed too): a sealed cache over CACHE_BYTES or CACHE_ENTRIES is dropped whole (its row
@@ -19,8 +19,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from attnbench.judge.staging import StagingRefused, copy_submission, remove_tree
-
+from attnbench.sandbox.staging import StagingRefused, copy_submission, remove_tree
 
 CACHE_BYTES = 256 << 20  # hw4's kernels take a few hundred KiB; a real program's cache stays far below
 CACHE_ENTRIES = 2000

@@ -1,4 +1,4 @@
-"""attnbench.judge.jit_cache: a sealed cache is capped, and a run's copy links what it may only read."""
+"""attnbench.sandbox.jit_cache: a sealed cache is capped, and a run's copy links what it may only read."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from attnbench.judge import jit_cache
+from attnbench.sandbox import jit_cache
 from tests.judge.classes import CLASS_MODE, can_build, wrapping
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +68,7 @@ def test_a_runs_copy_links_large_entries_it_cannot_write_and_copies_the_rest(tmp
 @pytest.mark.skipif(not can_build(), reason="needs cc and make")
 def test_a_warm_up_that_fills_the_cache_has_it_dropped_and_its_runs_start_empty(tmp_path, monkeypatch):
     from attnbench.api import programs
-    from attnbench.judge.sandbox import SandboxSettings
+    from attnbench.sandbox.room import SandboxSettings
 
     monkeypatch.setattr(jit_cache, "CACHE_BYTES", 1 << 20)
     filler = (ROOT / "tests" / "adversarial" / "programs" / "cache_filler.c").read_text()

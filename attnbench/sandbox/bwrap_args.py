@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import glob
 import os
-import stat
-from pathlib import Path
 import shutil
+import stat
 import subprocess
+from pathlib import Path
 from typing import Sequence
 
 BWRAP_ENV = "ATTNBENCH_BWRAP"

@@ -1,4 +1,4 @@
-"""attnbench.judge.cgroups: a run's cgroup gets its memory and process limits, and where none can be made
+"""attnbench.sandbox.cgroups: a run's cgroup gets its memory and process limits, and where none can be made
 the reason is said (the judge then uses RLIMIT_AS). The kernel's side needs root and a delegated cgroup v2
 with the memory controller; here a folder stands in for the hierarchy, to check what is written."""
 
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from attnbench.judge import cgroups
+from attnbench.sandbox import cgroups
 
 
 def test_a_run_group_gets_memory_max_swap_zero_and_pids_max(tmp_path, monkeypatch):

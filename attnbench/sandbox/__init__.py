@@ -1,0 +1,14 @@
+"""The room an untrusted program runs in, a concern of its own that the judge and `exe:` variants call
+(as judges call ioi/isolate): `run_program(room, spec) -> ProgramOutcome`.
+
+Behind it: bubblewrap's namespaces or the fallback's own users (room, bwrap_args, fallback_users), resource
+limits and cgroups (process, cgroups), the system-call filter, the OOM killer's order, the capped case
+disk, CUDA's sealed JIT cache, the reaper of every process a program started, the checks of the output
+file it leaves (outcome), and the safe handling of a submission's files (staging)."""
+
+from attnbench.sandbox.outcome import ProgramOutcome
+from attnbench.sandbox.program_run import ProgramSpec, run_alone, run_program
+from attnbench.sandbox.room import MODES, Confinement, Sandbox, SandboxSettings, SandboxUnavailable
+
+__all__ = ["MODES", "Confinement", "ProgramOutcome", "ProgramSpec", "Sandbox", "SandboxSettings",
+           "SandboxUnavailable", "run_alone", "run_program"]

@@ -1,0 +1,193 @@
+"""One run of a whole program as `PROGRAM IN OUT`: in its own process group, under resource limits,
+wall-clocked from launch to exit.
+
+When it ends (or its time is up) every process it started is killed: its group first, then every
+descendant a sweep of /proc still finds (this process is their subreaper, so a setsid() and a double
+fork stay below it: attnbench.sandbox.reaper). Limits on file size, processes, memory and CPU time are
+set in the child before it starts; the room adds its namespaces around the command
+(attnbench.sandbox.room).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shlex
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from attnbench.errors import AttnbenchError
+from attnbench.printable import printable
+from attnbench.sandbox.reaper import Leftover, become_subreaper, descendants, kill_user, processes_of, sweep
+
+_TAIL_BYTES = 2000
+
+
+class ProgramError(AttnbenchError):
+    """The program, its argument template or the time-limits file cannot be used."""
+
+    exit_code = 2
+
+
+def check_program(program: str) -> Path:
+    """The program's absolute path, after checking it exists and may be run; one line naming it if not."""
+    path = Path(program)
+    if not path.exists():
+        raise ProgramError(f"{program}: no such program")
+    if path.is_dir():
+        raise ProgramError(f"{program}: is a folder, not a program")
+    if not os.access(path, os.X_OK):
+        raise ProgramError(f"{program}: is not executable (chmod +x {shlex.quote(program)}, or build it first)")
+    return path.resolve()
+
+
+@dataclass(frozen=True)
+class ProcessLimits:
+    """Resource limits set in the program's process before it starts (None: not limited)."""
+
+    file_bytes: int | None = None  # RLIMIT_FSIZE: the largest file it may write (stdout and stderr too)
+    processes: int | None = None  # RLIMIT_NPROC: processes and threads beyond those its user already has
+    memory_bytes: int | None = None  # RLIMIT_AS: address space; CUDA reserves far more than it uses
+    cpu_s: int | None = None  # RLIMIT_CPU: CPU seconds of each process
+
+    def to_dict(self) -> dict[str, int | None]:
+        return {"file_bytes": self.file_bytes, "processes": self.processes, "memory_bytes": self.memory_bytes,
+                "cpu_s": self.cpu_s}
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    """How one run of the program ended."""
+
+    returncode: int | None  # None when it was killed at the timeout
+    wall_s: float
+    timed_out: bool
+    stderr_tail: str
+    left_running: tuple[Leftover, ...] = ()  # processes the sweep could not kill (none, normally)
+
+    @property
+    def all_ended(self) -> bool:
+        """True when no process the program started was alive after the sweep."""
+        return not self.left_running
+
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, path.stat().st_size - _TAIL_BYTES))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+
+
+def _limiter(limits: ProcessLimits, uid: int, first: Callable[[], None] | None = None,
+             drop_to: int | None = None, last: Callable[[], None] | None = None) -> Callable[[], None]:
+    """The function the child runs before exec: `first` (as the judge's user: joining a cgroup, say), then
+    each limit, soft and hard alike, then (given `drop_to`) the switch to that uid and group, then `last`
+    (a system-call filter, which must come after every call it might refuse)."""
+    settings = [(resource.RLIMIT_FSIZE, limits.file_bytes), (resource.RLIMIT_AS, limits.memory_bytes),
+                (resource.RLIMIT_CPU, limits.cpu_s)]
+    if limits.processes is not None:
+        # RLIMIT_NPROC counts every process of the user, so the bound is what it has now plus the allowance
+        settings.append((resource.RLIMIT_NPROC, processes_of(uid) + limits.processes))
+    chosen = [(which, value) for which, value in settings if value is not None]
+
+    def set_limits() -> None:
+        if first is not None:
+            first()
+        for which, value in chosen:
+            resource.setrlimit(which, (value, value))
+        if drop_to is not None:
+            os.setgroups([])
+            os.setgid(drop_to)
+            os.setuid(drop_to)
+        if last is not None:
+            last()
+
+    return set_limits
+
+
+def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: ProcessLimits | None = None,
+                user: int | None = None, env: dict[str, str] | None = None, logs: Path | None = None,
+                sole_user: bool = False, before_exec: Callable[[], None] | None = None,
+                after_limits: Callable[[], None] | None = None) -> ProcessOutcome:
+    """Run argv in its own process group (as uid `user` if given, under `limits`); wall-clock it from launch
+    to exit; kill the group at the timeout; then kill every descendant left and report any still alive.
+    Its stdout and stderr go to files in `logs` (default: cwd). With `sole_user` (uid `user` belongs to this
+    run alone), every process of that uid is killed too, whatever tree it is in. `before_exec` runs in the
+    child as the judge's user, before the limits and the switch to `user` (to join a cgroup); `after_limits`
+    runs last, as `user`, just before exec (the judge's system-call filter).
+
+    An orphan carries no trace of who started it, so the sweep kills every descendant of this process that
+    appeared while argv ran: run one program at a time per process (concurrent cases belong in separate
+    worker processes)."""
+    logs = logs or cwd
+    stdout_path, stderr_path = logs / ".judge_stdout", logs / ".judge_stderr"
+    become_subreaper()
+    spared = set(descendants(os.getpid()))
+    own_steps = before_exec is not None or after_limits is not None  # then the uid switch is ours, in order
+    ids = {"user": user, "group": user, "extra_groups": []} if user is not None and not own_steps else {}
+    preexec = None
+    if limits is not None or own_steps:
+        preexec = _limiter(limits or ProcessLimits(), os.getuid() if user is None else user, before_exec,
+                           user if own_steps else None, after_limits)
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        start = time.perf_counter()
+        try:
+            process = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                       start_new_session=True, env=env, preexec_fn=preexec, **ids)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise ProgramError(f"{argv[0]}: cannot be started ({getattr(exc, 'strerror', None) or exc})") from None
+        try:
+            returncode: int | None = process.wait(timeout=timeout_s)
+            wall = time.perf_counter() - start
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            wall = time.perf_counter() - start
+            returncode, timed_out = None, True
+        except BaseException:  # Ctrl-C: take the program's whole group down with us
+            _kill_group(process)
+            sweep(spared)
+            if sole_user and user is not None:
+                kill_user(user)
+            raise
+    # A program that exits while children it started keep running: those are not its output.
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    left = sweep(spared)
+    if sole_user and user is not None:
+        left = [*left, *(p for p in kill_user(user) if p.pid not in {q.pid for q in left})]
+    return ProcessOutcome(returncode, wall, timed_out, _tail(stderr_path), tuple(left))
+
+
+def exit_text(returncode: int) -> str:
+    """'killed by signal SIGSEGV' or 'exited with status 3'."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exited with status {returncode}"
+
+
+def last_line(text: str) -> str:
+    """The last line the program wrote that is not blank, cut to 200 characters, its control characters
+    escaped (a program's words never reach a terminal raw)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return printable(lines[-1][:200]) if lines else ""

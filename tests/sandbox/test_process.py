@@ -1,0 +1,72 @@
+"""Running one program process: limits set before it starts, every descendant killed after it ends."""
+
+import os
+import resource
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnbench.sandbox.process import ProcessLimits, ProgramError, run_process
+
+
+def _python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def test_limits_are_set_in_the_child_before_it_starts(tmp_path):
+    limits = ProcessLimits(file_bytes=1 << 20, processes=100, memory_bytes=8 << 30, cpu_s=7)
+    code = ("import resource as r, sys\n"
+            "for name in ('RLIMIT_FSIZE', 'RLIMIT_AS', 'RLIMIT_CPU', 'RLIMIT_NPROC'):\n"
+            "    print(name, r.getrlimit(getattr(r, name))[0], file=sys.stderr)\n")
+    outcome = run_process(_python(code), tmp_path, 30, limits=limits)
+    assert outcome.returncode == 0, outcome.stderr_tail
+    seen = dict(line.split() for line in outcome.stderr_tail.splitlines())
+    assert seen["RLIMIT_FSIZE"] == str(1 << 20) and seen["RLIMIT_AS"] == str(8 << 30) and seen["RLIMIT_CPU"] == "7"
+    assert 100 <= int(seen["RLIMIT_NPROC"]) <= 100 + 10_000  # the allowance on top of what the user has
+    assert resource.getrlimit(resource.RLIMIT_CPU)[0] != 7  # the judge's own limits are untouched
+
+
+def test_a_write_past_the_size_limit_is_stopped_by_sigxfsz(tmp_path):
+    # not Python: it ignores SIGXFSZ and sees EFBIG instead
+    command = ["/bin/sh", "-c", "exec head -c 4194304 /dev/zero > big"]
+    outcome = run_process(command, tmp_path, 30, limits=ProcessLimits(file_bytes=1 << 20))
+    assert outcome.returncode == -25  # SIGXFSZ
+    assert (tmp_path / "big").stat().st_size <= 1 << 20
+
+
+def test_an_orphan_left_running_is_killed_and_the_outcome_says_all_ended(tmp_path):
+    code = ("import os, time\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    if os.fork() == 0:\n"
+            "        time.sleep(60)\n"
+            "    os._exit(0)\n")
+    outcome = run_process(_python(code), tmp_path, 30)
+    assert outcome.returncode == 0 and outcome.all_ended and outcome.left_running == ()
+
+
+def test_the_timeout_kills_and_is_reported(tmp_path):
+    outcome = run_process(_python("import time; time.sleep(60)"), tmp_path, 0.5)
+    assert outcome.timed_out and outcome.returncode is None and outcome.all_ended
+
+
+def test_output_logs_go_where_asked(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    outcome = run_process(_python("import sys; print('hello', file=sys.stderr)"), tmp_path, 30, logs=logs,
+                          env={"PATH": os.environ.get("PATH", "")})
+    assert "hello" in outcome.stderr_tail and (logs / ".judge_stderr").exists()
+    assert not (tmp_path / ".judge_stderr").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can run a program as another user")
+def test_as_root_a_program_can_run_as_nobody(tmp_path):
+    os.chmod(tmp_path, 0o777)
+    outcome = run_process(["/bin/sh", "-c", "id -u >&2; id -G >&2"], tmp_path, 30, user=65534)
+    assert outcome.stderr_tail.split() == ["65534", "65534"]
+
+
+def test_a_program_that_cannot_start_is_one_line(tmp_path):
+    with pytest.raises(ProgramError, match="cannot be started"):
+        run_process([str(Path(tmp_path) / "missing")], tmp_path, 5)

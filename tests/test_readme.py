@@ -4,9 +4,9 @@ sm_61 compiler in its own extra), and a first "real output" that is what `attnbe
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -27,7 +27,7 @@ def test_the_test_extra_leaves_the_sm61_compiler_to_its_own_extra():
 
 def test_the_first_real_output_has_the_rows_run_prints_now(tmp_path):
     import attnbench
-    from attnbench.output.run_tables import measurement_table
+    from attnbench.output.tables.run_tables import measurement_table
 
     block = README.split("(real output", 1)[1].split("```\n", 2)[1]
     lines = block[block.index("cpu on t02"):].splitlines()[2:]  # after the title and the header

@@ -64,7 +64,7 @@ fi
 if want tests; then
   cp "$out"/tests-data/ncu_*.csv tests/data/ 2>/dev/null  # so the real-capture parsing test runs here too
   python3 -m pytest -q -p no:cacheprovider -rfs tests/bench/test_profile.py tests/bench/test_ceilings.py tests/kernels/test_info.py \
-    tests/output/test_roofline.py 2>&1 | tee "$out/logs/pytest-issue10.log"
+    tests/output/plots/test_roofline.py 2>&1 | tee "$out/logs/pytest-issue10.log"
 fi
 mkdir -p "$out/cache" && cp -r "$ATTNBENCH_CACHE"/. "$out/cache/" 2>/dev/null
 ls -la "$out"/*

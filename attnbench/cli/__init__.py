@@ -16,7 +16,7 @@ import click
 from rich.markup import escape
 
 from attnbench.errors import classify
-from attnbench.output.terminal import err_console, printable
+from attnbench.output.render.terminal import err_console, printable
 from attnbench.version import __version__
 
 EXIT_CODES_HELP = ("Exit codes: 0 success; 1 a verification failure, a wrong, impossible or suspect cell or a "

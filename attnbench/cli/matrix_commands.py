@@ -10,13 +10,12 @@ import click
 
 from attnbench import api
 from attnbench.api import programs as api_programs
-from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
 from attnbench.cli.options import (
     command_line,
     complete_cases,
     complete_variants,
-    once,
     notice,
+    once,
     percent,
     placement_from,
     placement_options,
@@ -25,9 +24,9 @@ from attnbench.cli.options import (
     tolerance,
     with_options,
 )
-from attnbench.output import result_tables
-from attnbench.output.markdown import lab_report_lines
-from attnbench.output.matrix_run import (
+from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
+from attnbench.output.render.markdown import lab_report_lines
+from attnbench.output.render.matrix_run import (
     device_words,
     print_exit_status,
     print_matrix,
@@ -35,7 +34,8 @@ from attnbench.output.matrix_run import (
     result_json,
     save_run,
 )
-from attnbench.output.terminal import MatrixProgress, console, print_line, print_table
+from attnbench.output.render.terminal import MatrixProgress, console, print_line, print_table
+from attnbench.output.tables import result_tables
 
 Outcome = TypeVar("Outcome")
 
@@ -272,7 +272,7 @@ def report(results: tuple[str, ...], output: str | None, ladder: bool | None, no
       attnbench report docs/results/2026-11-26_h100_final_default_peers_t01-t30.json
       attnbench report attnbench-results/*.json -o attnbench-results/report.md --ladder
     """
-    from attnbench.output.report import write_report
+    from attnbench.output.render.report import write_report
 
     loaded = api.results_for_report(results, notice)
     first = Path(results[0])

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import click
 
 from attnbench.api import TimingOptions, case_names, parse_percent, slurm_options, variant_names
-from attnbench.output.terminal import err_console, printable
+from attnbench.output.render.terminal import err_console, printable
 
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:

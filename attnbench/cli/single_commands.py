@@ -6,8 +6,7 @@ import sys
 
 import click
 
-from attnbench import strict_json
-from attnbench import api
+from attnbench import api, strict_json
 from attnbench.api import explain as api_explain
 from attnbench.cli.options import (
     complete_cases,
@@ -20,8 +19,8 @@ from attnbench.cli.options import (
     tolerance,
     with_options,
 )
-from attnbench.output import listing_tables, run_tables
-from attnbench.output.terminal import print_line, print_table, print_warnings, progress_bar
+from attnbench.output.render.terminal import print_line, print_table, print_warnings, progress_bar
+from attnbench.output.tables import listing_tables, run_tables
 
 
 @click.command()

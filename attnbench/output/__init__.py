@@ -1,2 +1,2 @@
-"""Output: every table built once (result_tables.py) and drawn by thin renderers (terminal, Markdown, CSV,
-JSON), plots, reports, and saving result files."""
+"""Output, by job: `tables/` builds every table once as a TableModel, `render/` draws them (terminal, Markdown),
+`export/` saves a result in each format (JSON, CSV, Markdown), `plots/` draws PNG plots."""

@@ -1,7 +1,7 @@
 """A class's scoreboard: one row per submission, one entry per case, ranks, and its saved form.
 
 The model is data only: ranking is `attnbench.analysis.ranking`, judging is `attnbench.judge.classroom`,
-drawing is `attnbench.output.scoreboard`. Its JSON is strict (no NaN or Infinity: times that do not
+drawing is `attnbench.output.tables.scoreboard_table`. Its JSON is strict (no NaN or Infinity: times that do not
 exist are null).
 """
 

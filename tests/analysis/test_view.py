@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from attnbench.analysis.view import MatrixView, gpu_model
-from attnbench.output.result_tables import speedup_text
+from attnbench.output.tables.result_tables import speedup_text
 from tests.synthetic import COURSE_SHAPES, result_set
 
 TWO = {k: COURSE_SHAPES[k] for k in ("t10", "t29")}

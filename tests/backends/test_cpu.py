@@ -86,7 +86,7 @@ def test_a_compare_shows_its_long_cpu_passes_through_its_progress(monkeypatch):
 
     import attnbench
     from attnbench.backends import cpu
-    from attnbench.output.terminal import MatrixProgress
+    from attnbench.output.render.terminal import MatrixProgress
 
     shown = []
 

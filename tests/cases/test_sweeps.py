@@ -10,7 +10,7 @@ from attnbench.cases import sweeps as sweep
 from attnbench.cases.inputs import SuiteInput, SyntheticInput, seeded_testcase
 from attnbench.cases.testcase import Shape
 from attnbench.cli import main
-from attnbench.output import markdown
+from attnbench.output.render import markdown
 
 
 @pytest.fixture

@@ -89,7 +89,7 @@ def test_every_command_fails_in_one_line_naming_what_was_given(places, args, cod
 
     line = _one_line_failure(_invoke([filled(a) for a in args]), codes)
     if named is not None:
-        from attnbench.output.terminal import printable
+        from attnbench.output.render.terminal import printable
 
         assert printable(filled(named)) in line, line
 

@@ -44,8 +44,8 @@ def test_a_compare_against_a_saved_run_saves_its_verdicts_and_names_that_run(cli
 
 def test_compare_prints_failed_cells_then_each_warning_once_with_its_cells():
     from attnbench.bench.sampler import NOISE_WARNING
-    from attnbench.output.matrix_run import print_problems
-    from attnbench.output.terminal import err_console
+    from attnbench.output.render.matrix_run import print_problems
+    from attnbench.output.render.terminal import err_console
     from tests.synthetic import COURSE_SHAPES, result_set
 
     result = result_set({"a": {"t10": 1.0, "t11": None}, "b": {"t10": 2.0, "t11": 3.0}},

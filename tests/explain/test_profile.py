@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from attnbench.explain import profile as prof
 from attnbench.errors import AttnbenchError, ProfilerUnavailable
+from attnbench.explain import profile as prof
 from attnbench.explain.metrics import Metric, evaluate, metric_table, ncu_metric_names, raw_metric
-from attnbench.output.markdown import render as markdown
-from attnbench.output.profiles import format_value, profile_tables
+from attnbench.output.render.markdown import render as markdown
+from attnbench.output.tables.explain_tables import format_value, profile_tables
 from tests.fakes import FakeDriverVersion
 
 DATA = Path(__file__).parent.parent / "data"

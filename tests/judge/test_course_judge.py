@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from attnbench.judge import course_judge as judging
 from attnbench.cases import suite
 from attnbench.cli import main
+from attnbench.judge import course_judge as judging
 from attnbench.results import resultset as results
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -84,7 +84,7 @@ def test_the_c_example_passes_small_course_cases_and_saves_a_judge_result(cli, p
     assert t01.extra["limit_s"] == 60.0 and t01.measurement.kernel.count == 1
     assert t01.measurement.compute_s == pytest.approx(t01.extra["wall_s"])
     assert (tmp_path / "res").joinpath(saved.path.stem + ".md").read_text().count("PASS") == 3
-    from attnbench.output.report import write_report
+    from attnbench.output.render.report import write_report
 
     report = write_report([saved], tmp_path / "report.md", None, False, 0.02).path.read_text()
     assert "## 1. Judge" in report and "3 of 3 cases passed" in report and "### Kernel time" not in report

@@ -155,7 +155,6 @@ def test_strange_names_deep_trees_and_escape_sequences_never_stop_the_class(tmp_
 
     from attnbench.cli import main
     from attnbench.results.scoreboard import load_scoreboard
-
     from attnbench.sandbox.staging import remove_tree
 
     submissions = tmp_path / "class"
@@ -267,10 +266,10 @@ def test_a_slower_row_that_idles_on_some_runs_buys_no_tie(tmp_path):
 
 
 def test_a_row_spread_over_gpu_kinds_is_ranked_with_the_kind_that_ran_most():
-    from attnbench.judge.class_pool import _device_of
-    from attnbench.output.scoreboard import scoreboard_rows
-    from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
     from attnbench.analysis.ranking import rank
+    from attnbench.judge.class_pool import _device_of
+    from attnbench.output.tables.scoreboard_table import scoreboard_rows
+    from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
     mixed = SubmissionRow("mixed", "m", True, entries={
         "t01": CaseEntry("PASS", runs_s=[1.0], device="H100"), "t02": CaseEntry("PASS", runs_s=[1.0], device="H200"),

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
+from attnbench.cases.testcase import Shape
+from attnbench.kernels.catalogue import REGISTRY
+from attnbench.output.render.markdown import render
+from attnbench.output.tables.run_tables import measurement_table
 from attnbench.results import ceilings as cl
 from attnbench.results.compute_units import COMPUTE_UNITS
 from attnbench.results.datasheet import DeviceFacts
-from attnbench.cases.testcase import Shape
-from attnbench.kernels.catalogue import REGISTRY
-from attnbench.output.markdown import render
-from attnbench.output.run_tables import measurement_table
 from attnbench.results.measurement import Measurement
 from attnbench.results.stats import KernelStats
 from tests.fakes import FakeDriverVersion

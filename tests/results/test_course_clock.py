@@ -7,7 +7,7 @@ import json
 import pytest
 
 from attnbench.cases.testcase import Shape
-from attnbench.output.run_tables import measurement_table
+from attnbench.output.tables.run_tables import measurement_table
 from attnbench.results.course_clock import CourseClock, union_seconds
 from attnbench.results.measurement import Measurement
 from attnbench.results.stats import KernelStats

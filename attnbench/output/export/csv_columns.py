@@ -16,7 +16,7 @@ from attnbench.analysis.verdict import TimeComparison
 from attnbench.analysis.view import MatrixView
 from attnbench.cases.inputs import CaseInfo
 from attnbench.cases.testcase import Shape
-from attnbench.output.table_model import TableModel, columns
+from attnbench.output.tables.table_model import TableModel, columns
 from attnbench.results.clocks import ClockSummary
 from attnbench.results.measurement import Measurement
 from attnbench.results.metadata import gpu_label

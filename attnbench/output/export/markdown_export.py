@@ -5,8 +5,8 @@ from __future__ import annotations
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.output.export.csv_columns import csv_legend
 from attnbench.output.export.exporter import Exporter
-from attnbench.output.markdown import markdown_document
-from attnbench.output.markdown import render as render_markdown
+from attnbench.output.render.markdown import markdown_document
+from attnbench.output.render.markdown import render as render_markdown
 from attnbench.results.resultset import ResultSet
 
 

@@ -11,10 +11,16 @@ from typing import Callable
 from attnbench.analysis.class_history import HistoryRow, history, load_boards
 from attnbench.output.export.csv_export import as_text
 from attnbench.output.export.exporter import Exporter, save_formats
-from attnbench.output.markdown import md_strangers
-from attnbench.output.markdown import render as render_markdown
-from attnbench.output.scoreboard import ScoreCell, history_rows, scoreboard_lines, scoreboard_model, scoreboard_rows
-from attnbench.output.table_model import BAD, DIM, GOOD
+from attnbench.output.render.markdown import md_strangers
+from attnbench.output.render.markdown import render as render_markdown
+from attnbench.output.tables.scoreboard_table import (
+    ScoreCell,
+    history_rows,
+    scoreboard_lines,
+    scoreboard_model,
+    scoreboard_rows,
+)
+from attnbench.output.tables.table_model import BAD, DIM, GOOD
 from attnbench.results.resultset import slug, unique_stem
 from attnbench.results.scoreboard import Scoreboard
 

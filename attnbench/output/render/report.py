@@ -17,10 +17,10 @@ from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.cases.suite import refuse_suite_file
 from attnbench.errors import OutputError, PlotsUnavailable
 from attnbench.files import check_output_path, write_text
-from attnbench.output import plots as plotting
-from attnbench.output.markdown import ladder_section, result_section
-from attnbench.output.precision_ladder import error_vs_speed, has_precision_ladder
-from attnbench.output.roofline import roofline_plot
+from attnbench.output.plots import result_plots as plotting
+from attnbench.output.plots.precision_ladder import error_vs_speed, has_precision_ladder
+from attnbench.output.plots.roofline import roofline_plot
+from attnbench.output.render.markdown import ladder_section, result_section
 from attnbench.results.resultset import ResultKind, ResultSet
 
 

@@ -1,7 +1,7 @@
 """The listing tables and lines of `attnbench cases` and `attnbench gen`."""
 
 from attnbench.cases import suite
-from attnbench.output.listing_tables import cases_table, generated_line, on_disk
+from attnbench.output.tables.listing_tables import cases_table, generated_line, on_disk
 
 
 def test_a_case_shows_what_of_it_is_on_disk():

@@ -2,8 +2,8 @@ import pytest
 
 from attnbench.cases.sweeps import SQUARE_SIZES
 from attnbench.cases.testcase import Shape
-from attnbench.output import plots
-from attnbench.output.report import write_report
+from attnbench.output.plots import result_plots as plots
+from attnbench.output.render.report import write_report
 from attnbench.output.save import save
 from attnbench.results import resultset as results
 from tests.synthetic import COURSE_SHAPES, H200, result_set
@@ -34,7 +34,7 @@ def test_ladder_and_ceilings_through_the_report(tmp_path):
 
 
 def test_the_ceilings_chart_draws_the_roofline_roofs_of_the_gpu(monkeypatch):
-    from attnbench.output import roofline
+    from attnbench.output.plots import roofline
 
     monkeypatch.setattr(roofline, "newest_for_name", lambda name: None)  # nothing cached on this machine
     r = result_set({"a": {"t10": 1.0}}, {"t10": COURSE_SHAPES["t10"]})  # its GPU without the datasheet's facts
@@ -70,7 +70,7 @@ def _precision_ladder(all_wrong: bool = True):
 
 @pytest.mark.parametrize("all_wrong", [True, False], ids=["with a no-speed strip", "every variant timed somewhere"])
 def test_the_precision_ladder_plot(tmp_path, all_wrong):
-    from attnbench.output.precision_ladder import error_vs_speed, has_precision_ladder
+    from attnbench.output.plots.precision_ladder import error_vs_speed, has_precision_ladder
 
     r = _precision_ladder(all_wrong)
     assert has_precision_ladder(r)
@@ -89,7 +89,7 @@ def test_the_report_draws_the_precision_ladder_and_tables_it(tmp_path):
 
 
 def test_no_precision_ladder_where_one_arithmetic_ran(tmp_path):
-    from attnbench.output.precision_ladder import has_precision_ladder
+    from attnbench.output.plots.precision_ladder import has_precision_ladder
 
     r = result_set({"a": {"t10": 1.0}, "b": {"t10": 2.0}}, {"t10": COURSE_SHAPES["t10"]})
     assert not has_precision_ladder(r)

@@ -103,7 +103,7 @@ def points(results: list[ResultSet]) -> list[tuple[str, str, float, float]]:
 
 def roofline_plot(results: list[ResultSet], path: Path) -> Path:
     """Write the roofline of the results (all from one GPU: the first result's ceilings are drawn)."""
-    from attnbench.output.figures import pyplot
+    from attnbench.output.plots.figures import pyplot
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, 6.5))

@@ -6,10 +6,9 @@
 
 from __future__ import annotations
 
-from attnbench.output.table_model import TableModel
-from attnbench.output.result_tables import format_s
+from attnbench.output.tables.result_tables import format_s
+from attnbench.output.tables.table_model import TableModel
 from attnbench.results.course_clock import STAGE_NAMES, CourseClock
-
 
 
 def _rate(value: float | None) -> str:

@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnbench.output.column_widths import fit_widths, longest_line, longest_word
+from attnbench.output.render.column_widths import fit_widths, longest_line, longest_word
 
 
 def test_words_and_lines_are_measured_in_terminal_cells():

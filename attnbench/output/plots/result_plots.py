@@ -14,9 +14,9 @@ from pathlib import Path
 from attnbench.analysis.ladder import LadderStep, has_ladder, ladder_steps, load_claims
 from attnbench.analysis.view import MatrixView
 from attnbench.cases.sweeps import sweep_axis as sweep_axis_named
-from attnbench.output.figures import plots_available, pyplot  # noqa: F401  (report and tests reach them here)
-from attnbench.output.precision_ladder import error_vs_speed, has_precision_ladder
-from attnbench.output.roofline import roofs
+from attnbench.output.plots.figures import plots_available, pyplot  # noqa: F401  (report and tests reach them here)
+from attnbench.output.plots.precision_ladder import error_vs_speed, has_precision_ladder
+from attnbench.output.plots.roofline import roofs
 from attnbench.results.resultset import ResultKind, ResultSet
 
 
@@ -151,7 +151,7 @@ def plots_for(result: ResultSet, folder: Path, stem: str) -> list[Path]:
         written.append(throughput_vs_size(result, folder / f"{stem}_throughput.png"))
     if any(c.ok for c in result.cells):
         written.append(ceilings_chart(result, folder / f"{stem}_ceilings.png"))
-        from attnbench.output.roofline import roofline_plot
+        from attnbench.output.plots.roofline import roofline_plot
 
         written.append(roofline_plot([result], folder / f"{stem}_roofline.png"))
     if has_ladder(result):

@@ -1,6 +1,6 @@
 """One table, many renderers: the plain model every table is built as, once.
 
-Row builders (`attnbench.output.result_tables`) fill a `TableModel`; the terminal renders it with rich,
+Row builders (`attnbench.output.tables.result_tables`) fill a `TableModel`; the terminal renders it with rich,
 saved results and reports render it as Markdown, and piped output renders it as plain text. A cell
 may carry a tone ("good", "bad", "dim") that a renderer may show as a colour and may ignore.
 """

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attnbench.analysis.class_history import HistoryRow, RunOf
+from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.printable import printable
-from attnbench.output.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
 

@@ -1,6 +1,6 @@
-"""attnbench.output.scoreboard: one set of rows drawn as a table (the saved formats: test_scoreboard_export.py)."""
+"""attnbench.output.tables.scoreboard_table: one set of rows drawn as a table (the saved formats: test_scoreboard_export.py)."""
 
-from attnbench.output.scoreboard import scoreboard_lines, scoreboard_model
+from attnbench.output.tables.scoreboard_table import scoreboard_lines, scoreboard_model
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
 
@@ -27,7 +27,7 @@ def test_mixed_gpu_kinds_are_said():
 
 
 def test_a_class_is_saved_under_its_date_and_cases():
-    from attnbench.output.scoreboard import class_stem
+    from attnbench.output.tables.scoreboard_table import class_stem
 
     board = Scoreboard(["t01", "t02", "t03"], [], metadata={"date": "2026-11-22T10:00:00"})
     assert class_stem(board, "course") == "2026-11-22_class_course"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnbench.analysis.precision import PrecisionPoint, pareto_front, precision_points, spans_precisions
-from attnbench.output.figures import pyplot
+from attnbench.output.plots.figures import pyplot
 from attnbench.results.resultset import ResultSet
 
 # Shares below this are drawn at it: a log axis has no zero, and an error of a few 1e-9 against 5e-3

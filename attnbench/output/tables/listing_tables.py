@@ -9,7 +9,7 @@ from attnbench.cases import suite
 from attnbench.cases.suite import SuiteCase
 from attnbench.kernels.nvcc import KernelResources
 from attnbench.kernels.variant import Variant
-from attnbench.output.table_model import Column, TableModel, Text
+from attnbench.output.tables.table_model import Column, TableModel, Text
 
 
 def generated_line(case: SuiteCase, with_reference: bool) -> str:

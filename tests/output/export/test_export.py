@@ -3,8 +3,7 @@
 from pathlib import Path
 
 from attnbench.output import save as saving
-from attnbench.output.export import EXPORTERS, Exporter
-from attnbench.output.export import csv_export
+from attnbench.output.export import EXPORTERS, Exporter, csv_export
 from attnbench.output.export.csv_columns import CSV_COLUMNS, CsvColumn
 from attnbench.output.export.csv_export import CsvExporter
 from attnbench.output.export.markdown_export import MarkdownExporter
@@ -12,7 +11,7 @@ from attnbench.results.floor import PhysicalFloor
 from attnbench.results.resultset import IMPOSSIBLE, Cell, ResultSet, load
 from tests.synthetic import COURSE_SHAPES, measurement, result_set
 
-PINNED_CSV = Path(__file__).resolve().parent.parent / "data" / "export_pinned.csv"
+PINNED_CSV = Path(__file__).resolve().parents[2] / "data" / "export_pinned.csv"
 
 
 def _floor(seconds: float) -> PhysicalFloor:

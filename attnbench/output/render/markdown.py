@@ -10,11 +10,16 @@ from attnbench.analysis.ladder import has_ladder, ladder_steps, load_claims
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.analysis.view import MatrixView
 from attnbench.output.clock_note import clock_note
-from attnbench.output.table_model import TableModel
-from attnbench.output.result_tables import against_table, grouped_notes, ladder_table, matrix_tables, scoreboard_table
+from attnbench.output.tables.result_tables import (
+    against_table,
+    grouped_notes,
+    ladder_table,
+    matrix_tables,
+    scoreboard_table,
+)
+from attnbench.output.tables.table_model import TableModel
 from attnbench.printable import printable
 from attnbench.results.resultset import ResultKind, ResultSet
-
 
 _MARKDOWN_ESCAPES = str.maketrans({"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "`": "\\`",
                                    "<": "&lt;", ">": "&gt;", "&": "&amp;", "\n": " "})

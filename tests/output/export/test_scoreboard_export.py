@@ -10,9 +10,9 @@ from attnbench.output.export.scoreboard_export import (
     ScoreboardMarkdown,
     save_scoreboard,
 )
-from attnbench.output.scoreboard import scoreboard_model
+from attnbench.output.tables.scoreboard_table import scoreboard_model
 from attnbench.results.scoreboard import load_scoreboard
-from tests.output.test_scoreboard import board
+from tests.output.tables.test_scoreboard_table import board
 
 
 def test_the_csv_and_page_share_the_tables_rows():
@@ -89,8 +89,8 @@ def test_the_markdown_renders_no_link_emphasis_strike_or_emoji_a_submission_wrot
 
 
 def test_the_terminal_prints_no_emoji_for_a_name():
-    from attnbench.output.scoreboard import scoreboard_model
-    from attnbench.output.terminal import console, print_table
+    from attnbench.output.render.terminal import console, print_table
+    from attnbench.output.tables.scoreboard_table import scoreboard_model
 
     with console.capture() as captured:
         print_table(scoreboard_model(_evil_board()))

@@ -20,9 +20,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from attnbench.output.column_widths import fit_widths, longest_line, longest_word
-from attnbench.output.table_model import BAD, DIM, GOOD, Column, TableModel
-from attnbench.output.result_tables import format_ms
+from attnbench.output.render.column_widths import fit_widths, longest_line, longest_word
+from attnbench.output.tables.result_tables import format_ms
+from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableModel
 
 if TYPE_CHECKING:
     from attnbench.results.resultset import Cell

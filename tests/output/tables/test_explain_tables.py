@@ -2,7 +2,7 @@
 
 import datetime as dt
 
-from attnbench.output.profiles import cache_line, profile_stem
+from attnbench.output.tables.explain_tables import cache_line, profile_stem
 from attnbench.results.ceilings import CeilingSet, cache_path
 
 

@@ -1,13 +1,13 @@
 """The tables of one run and of one check: the measurement (times, course clock, TFLOP/s, the verified
-passes) and a verify report, each built once as a TableModel (`attnbench.output.result_tables` has the rest)."""
+passes) and a verify report, each built once as a TableModel (`attnbench.output.tables.result_tables` has the rest)."""
 
 from __future__ import annotations
 
 import math
 
-from attnbench.output.course_clock_rows import course_clock_rows
-from attnbench.output.table_model import BAD, GOOD, TableModel, Text, columns
-from attnbench.output.result_tables import format_ms, format_s, noise_text
+from attnbench.output.tables.course_clock_rows import course_clock_rows
+from attnbench.output.tables.result_tables import format_ms, format_s, noise_text
+from attnbench.output.tables.table_model import BAD, GOOD, TableModel, Text, columns
 from attnbench.results.ceilings import share_text
 from attnbench.results.measurement import Measurement
 from attnbench.results.verification import VerifyReport

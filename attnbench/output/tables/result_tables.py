@@ -12,7 +12,7 @@ from attnbench.analysis.against import AgainstReport
 from attnbench.analysis.ladder import LadderStep
 from attnbench.analysis.precision import error_share, precision_points, spans_precisions
 from attnbench.analysis.view import MatrixView
-from attnbench.output.table_model import BAD, DIM, GOOD, Column, TableModel, Text
+from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.results.measurement import Measurement
 from attnbench.results.refusal import Refusal
 from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, SUSPECT, WRONG, Cell, ResultSet

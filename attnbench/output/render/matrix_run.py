@@ -10,11 +10,11 @@ from rich.markup import escape
 from attnbench.analysis.against import AgainstReport
 from attnbench.analysis.view import MatrixView, failures
 from attnbench.errors import PlotsUnavailable
-from attnbench.output import result_tables
 from attnbench.output.clock_note import clock_note
-from attnbench.output.terminal import console, err_console, print_line, print_table, print_warnings, printable
-from attnbench.results.resultset import ResultSet
+from attnbench.output.render.terminal import console, err_console, print_line, print_table, print_warnings, printable
+from attnbench.output.tables import result_tables
 from attnbench.results.metadata import gpu_label
+from attnbench.results.resultset import ResultSet
 
 
 def device_words(result: ResultSet) -> str:
@@ -57,7 +57,7 @@ def save_run(result: ResultSet, results_dir: str | Path, name: str | None, selec
     for path in paths:
         print_line(f"saved {path}", err=json_on_stdout)
     if plot:
-        from attnbench.output.plots import plots_for
+        from attnbench.output.plots.result_plots import plots_for
 
         try:
             written = plots_for(result, paths[0].parent, paths[0].stem)

@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from attnbench import strict_json
-from attnbench.results.ceilings import CeilingSet, cache_path
-from attnbench.results.metadata import gpu_short_name
-from attnbench.explain.profile import VariantProfile
-from attnbench.files import write_text
 from attnbench.explain.geometry import GpuModel, KernelReport
 from attnbench.explain.metrics import Metric
-from attnbench.output.markdown import render
-from attnbench.output.table_model import Column, TableModel
+from attnbench.explain.profile import VariantProfile
+from attnbench.files import write_text
+from attnbench.output.render.markdown import render
+from attnbench.output.tables.table_model import Column, TableModel
+from attnbench.results.ceilings import CeilingSet, cache_path
+from attnbench.results.metadata import gpu_short_name
 
 
 def format_value(value: float | None, unit: str) -> str:

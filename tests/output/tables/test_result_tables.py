@@ -1,9 +1,9 @@
-"""attnbench.output.result_tables: the fraction-of-ceiling table of a compare or sweep."""
+"""attnbench.output.tables.result_tables: the fraction-of-ceiling table of a compare or sweep."""
 
 from __future__ import annotations
 
 from attnbench.analysis.view import MatrixView
-from attnbench.output.result_tables import ceiling_table, matrix_tables
+from attnbench.output.tables.result_tables import ceiling_table, matrix_tables
 from tests.synthetic import COURSE_SHAPES, result_set
 
 WGMMA_CEILING = {"name": "TF32 wgmma / 3 (3xTF32)", "value": 156.6e12, "measured": True}
@@ -47,7 +47,7 @@ def test_one_sample_shows_no_stddev_and_a_relative_error_only_where_the_rule_use
 
     from attnbench.bench.verify import compare_outputs
     from attnbench.cases.testcase import Shape
-    from attnbench.output.run_tables import measurement_table, verify_table
+    from attnbench.output.tables.run_tables import measurement_table, verify_table
     from attnbench.results.measurement import Measurement
     from attnbench.results.stats import KernelStats
 
@@ -64,7 +64,7 @@ def test_one_sample_shows_no_stddev_and_a_relative_error_only_where_the_rule_use
 
 
 def test_refused_cells_group_by_their_refusals_fields_not_their_words():
-    from attnbench.output.result_tables import grouped_notes
+    from attnbench.output.tables.result_tables import grouped_notes
     from attnbench.results.refusal import Refusal, RefusalKind
     from attnbench.results.resultset import REFUSED, Cell
 
@@ -85,7 +85,7 @@ def test_refused_cells_group_by_their_refusals_fields_not_their_words():
 
 def test_warnings_group_by_their_fields_with_the_cells_that_got_them():
     from attnbench.bench.sampler import NOISE_WARNING
-    from attnbench.output.result_tables import grouped_notes, grouped_warnings
+    from attnbench.output.tables.result_tables import grouped_notes, grouped_warnings
 
     times = {v: {c: 1.0 for c in ("t10", "t11", "t22")} for v in ("a", "b", "c")}
     result = result_set(times, {c: COURSE_SHAPES[c] for c in ("t10", "t11", "t22")})
@@ -98,7 +98,7 @@ def test_warnings_group_by_their_fields_with_the_cells_that_got_them():
 
 def test_each_speed_shows_its_worst_error_as_a_share_of_the_tolerance():
     """Speed bought with precision shows beside the speed: split FP16 at 0.2 of the tolerance, 3xTF32 near 0."""
-    from attnbench.output.result_tables import check_text, error_share, tflops_table
+    from attnbench.output.tables.result_tables import check_text, error_share, tflops_table
 
     result = result_set({"wgmma3x": {"t10": 0.2}, "wgmma16s": {"t10": 0.1}}, COURSE_SHAPES)
     for cell in result.cells:
@@ -117,7 +117,7 @@ def test_each_speed_shows_its_worst_error_as_a_share_of_the_tolerance():
 
 
 def test_the_precision_ladder_table_most_accurate_first_with_wrong_variants_kept():
-    from attnbench.output.result_tables import matrix_tables, precision_table
+    from attnbench.output.tables.result_tables import matrix_tables, precision_table
     from attnbench.results.resultset import VariantInfo
 
     result = result_set({"wgmma3x": {"t10": 0.2}, "wgmma16s": {"t10": 0.1}, "torch:fp16": {"t10": None}}, COURSE_SHAPES)

@@ -1,11 +1,11 @@
-"""attnbench.output.roofline: intensity, the roofs from saved or cached ceilings, and the plot file."""
+"""attnbench.output.plots.roofline: intensity, the roofs from saved or cached ceilings, and the plot file."""
 
 from __future__ import annotations
 
 import pytest
 
+from attnbench.output.plots import roofline
 from attnbench.results import ceilings as cl
-from attnbench.output import roofline
 from tests.results.test_ceilings import sample
 from tests.synthetic import COURSE_SHAPES, result_set
 
@@ -55,7 +55,7 @@ def test_plot_has_a_point_per_variant_and_case(tmp_path, monkeypatch):
 
 
 def test_saved_ceilings_are_listed_in_the_report_environment():
-    from attnbench.output.markdown import environment_lines
+    from attnbench.output.render.markdown import environment_lines
 
     r = result_set({"qreg": {"t10": 2.0}}, {"t10": COURSE_SHAPES["t10"]})
     assert not any("measured ceilings" in line for line in environment_lines(r))

@@ -1,7 +1,7 @@
 """The terminal renderer's progress lines: the noise written as the tables write it."""
 
 from attnbench.cases.testcase import Shape
-from attnbench.output.terminal import cell_line
+from attnbench.output.render.terminal import cell_line
 from attnbench.results.measurement import Measurement
 from attnbench.results.resultset import OK, Cell
 from attnbench.results.stats import KernelStats
@@ -24,7 +24,7 @@ def _printed(monkeypatch, model, width: int, wide: bool | None = None) -> str:
 
     from rich.console import Console
 
-    from attnbench.output import terminal
+    from attnbench.output.render import terminal
 
     capture = Console(file=io.StringIO(), width=width)
     monkeypatch.setattr(terminal, "console", capture)
@@ -36,7 +36,7 @@ CASES = ["odd_1000x128", "odd_1000x64", "odd_100x32", "odd_100x80", "odd_17x48",
 
 
 def test_no_name_is_cut_at_80_columns_side_by_side_or_vertical(monkeypatch):
-    from attnbench.output.table_model import Column, TableModel
+    from attnbench.output.tables.table_model import Column, TableModel
 
     matrix = TableModel("kernel time", [Column("variant")] + [Column(c, right=True) for c in CASES])
     matrix.add_row("cpu", *["51.317 ms ±?"] * len(CASES))

@@ -10,10 +10,10 @@ import click
 from attnbench.api import programs as api_programs
 from attnbench.cli.options import command_line, notice
 from attnbench.files import DEFAULT_RESULTS_DIR
+from attnbench.output.export import save
 from attnbench.output.export.scoreboard_export import RowByRow
 from attnbench.output.render.matrix_run import result_json
 from attnbench.output.render.terminal import console, err_console, print_table, progress_bar
-from attnbench.output.save import save
 from attnbench.output.tables.result_tables import format_s, scoreboard_table
 from attnbench.output.tables.scoreboard_table import class_stem, history_model, scoreboard_lines, scoreboard_model
 from attnbench.printable import printable

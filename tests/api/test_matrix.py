@@ -6,7 +6,7 @@ import pytest
 from attnbench import api
 from attnbench.api.matrix import CompareOptions, plan_compare
 from attnbench.errors import UsageError
-from attnbench.output.save import save
+from attnbench.output.export import save
 
 QUICK = api.TimingOptions(reps=3)
 

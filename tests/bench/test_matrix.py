@@ -15,7 +15,7 @@ from attnbench.errors import ResultsError, UnknownName
 from attnbench.kernels import catalogue
 from attnbench.kernels.catalogue import LADDER_VARIANTS, REGISTRY, variants_for
 from attnbench.kernels.variant import Constraints, Variant
-from attnbench.output.save import save
+from attnbench.output.export import save
 from tests.synthetic import COURSE_SHAPES, result_set
 
 TWO = {k: COURSE_SHAPES[k] for k in ("t10", "t29")}

@@ -6,7 +6,7 @@ import pytest
 
 from attnbench.cases.inputs import CaseInfo
 from attnbench.errors import ResultsError
-from attnbench.output.save import save
+from attnbench.output.export import save
 from attnbench.results import resultset as results
 from attnbench.results.measurement import Measurement
 from attnbench.results.resultset import Cell, ResultSet

@@ -9,9 +9,9 @@ from typing import Callable
 from attnbench.analysis.ladder import has_ladder, ladder_steps, load_claims
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.analysis.view import MatrixView
-from attnbench.output.clock_note import clock_note
 from attnbench.output.tables.result_tables import (
     against_table,
+    clock_note,
     grouped_notes,
     ladder_table,
     matrix_tables,

@@ -10,7 +10,6 @@ from rich.markup import escape
 from attnbench.analysis.against import AgainstReport
 from attnbench.analysis.view import MatrixView, failures
 from attnbench.errors import PlotsUnavailable
-from attnbench.output.clock_note import clock_note
 from attnbench.output.render.terminal import console, err_console, print_line, print_table, print_warnings, printable
 from attnbench.output.tables import result_tables
 from attnbench.results.metadata import gpu_label
@@ -33,7 +32,7 @@ def print_matrix(result: ResultSet, baseline: str | None, same_within: float, ti
     bad = failures(result)
     for table in result_tables.matrix_tables(view, with_correctness=bad > 0):
         print_table(table)
-    clock = clock_note(result)
+    clock = result_tables.clock_note(result)
     if clock is not None:
         console.print(clock, highlight=False, soft_wrap=True, style="dim")
 
@@ -51,7 +50,7 @@ def save_run(result: ResultSet, results_dir: str | Path, name: str | None, selec
              plot: bool, json_on_stdout: bool = False) -> None:
     """Save the run's JSON, CSV and Markdown (and its plots, when asked) and say where (on stderr when
     stdout carries the JSON)."""
-    from attnbench.output.save import save
+    from attnbench.output.export import save
 
     paths = save(result, results_dir, name, selector)
     for path in paths:

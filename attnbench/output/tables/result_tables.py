@@ -332,6 +332,20 @@ def grouped_notes(result: ResultSet) -> list[str]:
     return lines
 
 
+def clock_note(result: ResultSet) -> str | None:
+    """One line under a compare's tables: the SM clock the timed cells ran at; None when unknown."""
+    clocks = [c.measurement.kernel.clock for c in result.cells if c.ok and c.measurement is not None]
+    known = [c for c in clocks if c is not None]
+    if not known:
+        return None
+    low, high = min(c.low for c in known), max(c.high for c in known)
+    medians = sorted(c.median for c in known)
+    middle = medians[len(medians) // 2]
+    spread = f", {low:.0f}-{high:.0f} MHz over all samples" if high - low > 0 else ""
+    return (f"SM clock (NVML, after each sample): {middle:.0f} MHz, the median of {len(known)} cells' medians{spread}; "
+            "each cell's clocks are in the saved files")
+
+
 # -- the judge ---------------------------------------------------------------------------------------------
 def scoreboard_table(result: ResultSet, title: str) -> TableModel:
     """The judge's scoreboard: one row per case with its verdict, process time, limit and slack."""

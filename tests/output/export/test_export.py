@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from attnbench.output import save as saving
+from attnbench.output import export as saving
 from attnbench.output.export import EXPORTERS, Exporter, csv_export
 from attnbench.output.export.csv_columns import CSV_COLUMNS, CsvColumn
 from attnbench.output.export.csv_export import CsvExporter

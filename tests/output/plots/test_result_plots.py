@@ -2,9 +2,9 @@ import pytest
 
 from attnbench.cases.sweeps import SQUARE_SIZES
 from attnbench.cases.testcase import Shape
+from attnbench.output.export import save
 from attnbench.output.plots import result_plots as plots
 from attnbench.output.render.report import write_report
-from attnbench.output.save import save
 from attnbench.results import resultset as results
 from tests.synthetic import COURSE_SHAPES, H200, result_set
 

@@ -3,9 +3,9 @@ from click.testing import CliRunner
 
 from attnbench.cli import main
 from attnbench.errors import PlotsUnavailable
+from attnbench.output.export import save
 from attnbench.output.plots import result_plots as plots
 from attnbench.output.render.report import write_report
-from attnbench.output.save import save
 from attnbench.results import resultset as results
 from tests.synthetic import COURSE_SHAPES, result_set
 

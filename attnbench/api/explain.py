@@ -12,7 +12,7 @@ from attnbench.backends import gpu as gpu_backend
 from attnbench.cases.inputs import ProgressFactory, no_progress, resolve
 from attnbench.cases.testcase import Shape
 from attnbench.errors import CompileCheckFailed, GpuUnavailable, ProfilerUnavailable, UsageError
-from attnbench.explain.ceilings import get_or_measure
+from attnbench.explain.ceiling_benchmarks import get_or_measure
 from attnbench.explain.geometry import GpuModel, KernelReport, gpu_model, kernel_reports, launch_geometry
 from attnbench.explain.metrics import PROFILABLE_FROM, Metric, metric_table, raw_metric
 from attnbench.explain.profile import VariantProfile, profile_variant, require_ncu

@@ -1,7 +1,7 @@
 """This GPU's measured ceilings (FFMA, TF32 mma.sync and on Hopper wgmma, MUFU ex2, DRAM copy), cached
 per GPU and driver: the model, its cache, and the share of a ceiling a run reached.
 
-`attnbench.explain.ceilings` measures them (the micro-benchmarks of `cuda/ceilings.cu`). Results are
+`attnbench.explain.ceiling_benchmarks` measures them (the micro-benchmarks of `cuda/ceilings.cu`). Results are
 cached as JSON in a per-user cache folder (platformdirs' user cache dir, or ~/.cache/attnbench; the
 ATTNBENCH_CACHE variable overrides it), one file per GPU name and driver version, so `run`, `compare` and `report` can say which fraction of
 the ceiling that applies to a variant it reached.

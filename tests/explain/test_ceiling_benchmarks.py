@@ -1,4 +1,4 @@
-"""attnbench.explain.ceilings: measured once then read from the cache, the `ceilings` command, and
+"""attnbench.explain.ceiling_benchmarks: measured once then read from the cache, the `ceilings` command, and
 cuda/ceilings.cu compiles without spills (no GPU needed) and measures on a GPU."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from attnbench.explain import ceilings as measuring
+from attnbench.explain import ceiling_benchmarks as measuring
 from attnbench.kernels.nvcc import BASE_NVCC_OPTIONS
 from attnbench.locations import kernel_dir
 from attnbench.results import ceilings as cl

@@ -18,7 +18,7 @@ from attnbench.analysis.against import AgainstReport
 from attnbench.analysis.ladder import LadderStep, ladder_steps
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN, parse_percent
 from attnbench.analysis.view import exit_status
-from attnbench.api.files import against_saved, load_results
+from attnbench.api.file_commands import against_saved, load_results
 from attnbench.api.notices import Notice, quiet
 from attnbench.api.single import (
     TimingOptions,

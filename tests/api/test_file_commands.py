@@ -15,7 +15,7 @@ def test_a_large_gen_says_how_much_it_writes_and_refuses_what_the_disk_cannot_ho
     import pytest
 
     from attnbench import api
-    from attnbench.api import files
+    from attnbench.api import file_commands as files
     from attnbench.errors import OutputError
 
     said = []

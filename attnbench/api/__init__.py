@@ -1,4 +1,4 @@
-"""The public Python API, one module per group of commands: `single` (run, compare, sweep), `matrix`
+"""The public Python API, one module per group of commands: `single` (run, compare, sweep), `compare_plan`
 (the compare command's selection, run and verdicts), `file_commands` (verify, generate, saved results),
 `explain` (info, profile, ceilings), `programs` (judge, new) and `spread` (over GPUs and Slurm).
 
@@ -8,7 +8,7 @@ This module only hands the public names on.
 from __future__ import annotations
 
 from attnbench.api.file_commands import against_saved, generate, load_results, results_for_report, suite_cases, verify
-from attnbench.api.matrix import CompareOptions, CompareOutcome, ComparePlan, exit_status, parse_percent, plan_compare
+from attnbench.api.compare_plan import CompareOptions, CompareOutcome, ComparePlan, exit_status, parse_percent, plan_compare
 from attnbench.api.single import (
     RunOutcome,
     TimingOptions,

@@ -4,7 +4,7 @@ what it leaves for the renderers."""
 import pytest
 
 from attnbench import api
-from attnbench.api.matrix import CompareOptions, plan_compare
+from attnbench.api.compare_plan import CompareOptions, plan_compare
 from attnbench.errors import UsageError
 from attnbench.output.export import save
 
@@ -43,7 +43,7 @@ def test_the_outcome_carries_the_verdicts_against_the_saved_run_and_the_exit_sta
 
 
 def test_the_ladder_is_there_only_when_asked_for(monkeypatch):
-    from attnbench.api import matrix
+    from attnbench.api import compare_plan as matrix
 
     monkeypatch.setattr(matrix, "ladder_steps", lambda result, same_within: {"odd_17x48": [same_within]})
     asked = CompareOptions(variants="cpu", cases="odd_17x48", timing=QUICK, ladder=True, same_within=0.03)

@@ -3,7 +3,7 @@ when it repeats one), the matrix run here, spread out or resumed from a Slurm jo
 judged against the saved one. The command line states its options as `CompareOptions`, calls
 `plan_compare` and renders the `CompareOutcome` its plan returns.
 
-    from attnbench.api.matrix import CompareOptions, plan_compare
+    from attnbench.api.compare_plan import CompareOptions, plan_compare
     outcome = plan_compare(CompareOptions(against="docs/results/2026-11-26_h100_final_default_peers_t01-t30.json")).run()
     print(outcome.report.summary(), outcome.exit_status)
 """

@@ -45,7 +45,7 @@ from attnbench.judge.classroom import (
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
-from attnbench.judge.outcome import JUDGE_ERROR
+from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.room import SandboxUnavailable

@@ -34,7 +34,7 @@ from attnbench.judge.course_judge import (
 )
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, release, seeds_of
-from attnbench.judge.outcome import JUDGE_ERROR
+from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow

@@ -6,7 +6,7 @@ be made (attnbench.sandbox.room: no suite folder, no other case, no network, its
 under resource limits, and every process it started is killed when it ends or its time is up. It is
 timed by the wall clock from launch to exit. Its output is checked against the suite's float64
 reference by the course's rule (every element within 5e-3). Each case ends in exactly one verdict,
-with one line that says why (attnbench.judge.outcome).
+with one line that says why (attnbench.judge.case_verdict).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from attnbench.cases.inputs import (
 from attnbench.cases.testcase import Shape, read_output, write_testcase
 from attnbench.errors import AttnbenchError
 from attnbench.judge.fresh_inputs import FreshInput
-from attnbench.judge.outcome import (  # noqa: F401 - the verdicts are part of the judge's interface
+from attnbench.judge.case_verdict import (  # noqa: F401 - the verdicts are part of the judge's interface
     CRASH,
     JUDGE_ERROR,
     NAN,

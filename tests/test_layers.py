@@ -1,10 +1,11 @@
-"""The package's shape: layers held by import-linter, click only in the command line, small modules."""
+"""The package's shape: layers held by import-linter, click only in the command line, small modules, one name each."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import warnings
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,23 @@ def test_no_module_holds_two_jobs_by_its_length():
         warnings.warn(f"modules over {HINT_MODULE_LINES} lines (two jobs?): {hinted}", stacklevel=1)
     too_long = {name: n for name, n in lengths.items() if n > MAX_MODULE_LINES}
     assert not too_long, f"modules over {MAX_MODULE_LINES} lines: cut them by concept: {too_long}"
+
+
+def modules_sharing_a_basename(package: Path) -> dict[str, list[str]]:
+    """Basenames that more than one module of the package carries (package __init__ files aside)."""
+    modules = [p for p in package.rglob("*.py") if p.name != "__init__.py"]
+    counts = Counter(p.name for p in modules)
+    return {name: sorted(str(p.relative_to(package.parent)) for p in modules if p.name == name)
+            for name, n in counts.items() if n > 1}
+
+
+def test_no_two_modules_share_a_basename():
+    # a name says a module's role: two `ceilings.py` make a reader open both to learn which is which
+    assert modules_sharing_a_basename(ROOT / "attnbench") == {}, "rename one of each pair by its role"
+
+
+def test_twin_basenames_are_found(tmp_path):
+    for module in ("pkg/a/ceilings.py", "pkg/b/ceilings.py", "pkg/a/__init__.py", "pkg/b/__init__.py", "pkg/c.py"):
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text("")
+    assert modules_sharing_a_basename(tmp_path / "pkg") == {"ceilings.py": ["pkg/a/ceilings.py", "pkg/b/ceilings.py"]}

@@ -10,15 +10,9 @@ from attnbench import strict_json
 from attnbench.api import explain as api_explain
 from attnbench.cli.options import command_line, complete_cases, complete_variants, notice, once
 from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
+from attnbench.output.export.profile_export import profile_stem, save_profile
 from attnbench.output.render.terminal import console, print_table, progress_bar
-from attnbench.output.tables.explain_tables import (
-    cache_line,
-    ceilings_table,
-    info_table,
-    profile_stem,
-    profile_tables,
-    save_profile,
-)
+from attnbench.output.tables.explain_tables import cache_line, ceilings_table, info_table, profile_tables
 
 
 # -- profile -----------------------------------------------------------------------------------------

@@ -6,11 +6,19 @@ filled), and a compare for an `exe:` variant's cell (`run_alone`: a room of its 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import atexit
+import os
+import secrets
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from attnbench.cases.testcase import Shape
+from attnbench.cases.inputs import seeded_testcase
+from attnbench.cases.testcase import Shape, write_testcase
+from attnbench.sandbox.jit_cache import seal_cache
 from attnbench.sandbox.outcome import ProgramOutcome, ended
+from attnbench.sandbox.process import ProgramError
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings
 
 DEFAULT_ARGS = ("{in}", "{out}")
@@ -49,10 +57,55 @@ def run_program(room: Sandbox, spec: ProgramSpec) -> ProgramOutcome:
         room.finish(case)
 
 
+class WarmCaches:
+    """The CUDA JIT caches of a process's `exe:` programs, one per program and sandbox mode, for the life of
+    the process. Each is written by one untimed warm-up run on a throwaway input of the cell's shape (fresh
+    random values: no case's answer can be kept in it), then sealed, and every timed run gets a copy of its own,
+    as in the judge: without it a program built as PTX would compile its kernels in every cell (about 2 s on a
+    Hopper GPU), and its process time would be the driver's."""
+
+    def __init__(self) -> None:
+        self.root: Path | None = None
+        self.caches: dict[tuple[str, str], Path] = {}
+
+    def _folder(self) -> Path:
+        if self.root is None:
+            # the programs' users may pass through, not list: each cache's name is a secret
+            self.root = Path(tempfile.mkdtemp(prefix="attnbench-exe-caches-"))
+            os.chmod(self.root, 0o711)
+            atexit.register(shutil.rmtree, self.root, True)
+        return self.root / secrets.token_hex(16)
+
+    def cache_for(self, program: Path, spec: ProgramSpec, settings: SandboxSettings) -> Path:
+        """The program's sealed cache, warmed up first if this is its first run."""
+        key = (os.path.realpath(program), settings.mode)
+        if key not in self.caches:
+            cache = self._folder()
+            room = Sandbox.open(program, settings, bool(spec.launcher), cuda_cache=cache, cache_writable=True)
+            try:
+                with tempfile.TemporaryDirectory(prefix="attnbench-exe-warmup-") as tmp:
+                    throwaway = Path(tmp) / "warmup.in"
+                    write_testcase(throwaway, seeded_testcase(spec.shape, secrets.randbits(128)))
+                    try:
+                        run_program(room, replace(spec, label="warmup", input_path=throwaway))
+                    except ProgramError:
+                        pass  # whatever the warm-up does is no verdict; the timed run says what went wrong
+            finally:
+                room.close()
+            seal_cache(cache)
+            self.caches[key] = cache
+        return self.caches[key]
+
+
+WARM_CACHES = WarmCaches()
+
+
 def run_alone(program: Path, spec: ProgramSpec, settings: SandboxSettings) -> tuple[ProgramOutcome, Confinement]:
-    """One run in a room of its own (a compare's `exe:` cell), and how it was confined.
-    SandboxUnavailable when `settings.mode` is "required" and no sandbox can be made here."""
-    room = Sandbox.open(program, settings, bool(spec.launcher), cache_writable=True)
+    """One run in a room of its own (a compare's `exe:` cell) with a copy of the program's sealed JIT cache
+    (`WarmCaches`), and how it was confined. SandboxUnavailable when `settings.mode` is "required" and no
+    sandbox can be made here."""
+    cache = WARM_CACHES.cache_for(program, spec, settings)
+    room = Sandbox.open(program, settings, bool(spec.launcher), cuda_cache=cache)
     try:
         return run_program(room, spec), room.confinement
     finally:

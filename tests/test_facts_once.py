@@ -62,7 +62,7 @@ def test_the_compute_units_facts_are_read_from_their_table():
 def test_the_default_variant_rules_are_records_only():
     assert not sources_matching(r"FASTEST_FIRST|DEFAULT_ONLY_WHERE")
     assert not sources_matching(r"docs/results/20", allowed=(
-        "attnbench/api/single.py", "attnbench/api/compare_plan.py", "attnbench/cli/matrix_commands.py"))  # examples
+        "attnbench/api/__init__.py", "attnbench/api/compare_plan.py", "attnbench/cli/matrix_commands.py"))  # examples
 
 
 def test_a_result_sets_settings_are_read_as_the_records_fields():

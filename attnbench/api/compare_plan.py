@@ -14,23 +14,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attnbench.analysis.against import AgainstReport
-from attnbench.analysis.ladder import LadderStep, ladder_steps
-from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN, parse_percent
-from attnbench.analysis.view import exit_status
-from attnbench.api.file_commands import against_saved, load_results
-from attnbench.api.notices import Notice, quiet
-from attnbench.api.single import (
-    TimingOptions,
+from attnbench.analysis.against import (
+    AgainstReport,
     check_same_gpu,
     check_same_inputs,
     common_selection,
-    compare,
     expected_inputs,
-    resume,
-    variants_from,
 )
-from attnbench.api.spread import SlurmOptions
+from attnbench.analysis.ladder import LadderStep, ladder_steps
+from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN, parse_percent
+from attnbench.analysis.view import exit_status
+from attnbench.api.compare_command import compare, variants_from
+from attnbench.api.file_commands import against_saved, load_results
+from attnbench.api.notices import Notice, quiet
+from attnbench.api.spread import SlurmOptions, resume
+from attnbench.api.timing_options import TimingOptions
 from attnbench.bench.matrix import MatrixListener
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases import suite

@@ -164,7 +164,7 @@ def test_the_cpu_variants_sampling_budget_is_what_timeout_says(cli, tmp_path):
     from attnbench.kernels.catalogue import get_variant
 
     cpu = get_variant("cpu")
-    assert api.TimingOptions().policy_for(cpu).timeout_s == api.single.CPU_SAMPLING_BUDGET_S
+    assert api.TimingOptions().policy_for(cpu).timeout_s == api.timing_options.CPU_SAMPLING_BUDGET_S
     assert api.TimingOptions(timeout=30.0).policy_for(cpu).timeout_s == 30.0  # "use a longer --timeout" is true
     assert api.TimingOptions().policy_for(get_variant("naive")).timeout_s == 10.0
     result = cli("run", "odd_17x48", str(tmp_path / "o.bin"), "--variant", "cpu", "--timeout", "0.001", "--noise", "0.001")

@@ -1,0 +1,134 @@
+"""`attnbench compare`'s run: a checked, timed matrix of variants x cases, here or spread over GPUs or Slurm; the
+names its variants and cases are selected by, and the GPU the variants need (`run` and `sweep` open it alike).
+The options, the plan and the verdicts against a saved run are `attnbench.api.compare_plan`."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
+from attnbench.api.notices import Notice, quiet
+from attnbench.api.spread import SlurmOptions, placement, spread_matrix
+from attnbench.api.timing_options import TimingOptions
+from attnbench.backends.cpu import passes_reported
+from attnbench.backends.device import GpuDevice
+from attnbench.bench.check_rule import CourseRule
+from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, MatrixSettings, assemble, run_matrix
+from attnbench.bench.verify import COURSE_ATOL
+from attnbench.cases.inputs import BenchInput, inputs_for, no_progress
+from attnbench.errors import UsageError
+from attnbench.kernels.catalogue import baseline_name, variants_for
+from attnbench.kernels.variant import Variant
+from attnbench.results.resultset import ResultKind, ResultSet
+from attnbench.results.run_settings import RunSettings
+from attnbench.sandbox import MODES as SANDBOX_MODES
+
+
+def variants_from(selector: str | Sequence[str]) -> list[Variant]:
+    """Variants by name, group (`all`, `ladder`), the torch peer, or a whole program as `exe:PATH`."""
+    from attnbench.backends.program import EXE_PREFIX, program_variant
+
+    parts = [p.strip() for p in (selector.split(",") if isinstance(selector, str) else selector) if p.strip()]
+    chosen: list[Variant] = []
+    for part in parts:
+        found = [program_variant(part)] if part.startswith(EXE_PREFIX) else variants_for(part)
+        chosen.extend(v for v in found if v not in chosen)
+    if not chosen:
+        variants_for("")  # the one-line refusal of an empty selection
+    return chosen
+
+
+def variant_names() -> list[str]:
+    """Every name --variant and --variants take: the variants with their flavours (yours from
+    attnbench.toml too), the groups and the torch peer, for shell completion."""
+    from attnbench.kernels.catalogue import all_variants, with_flavours
+
+    return [*(v.name for v in with_flavours(all_variants())), "all", "ladder"]
+
+
+def case_names() -> list[str]:
+    """Every suite case and group a case list takes, for shell completion."""
+    from attnbench.cases import suite
+
+    return [*suite.SUITE, *suite.GROUPS, "all", "known"]
+
+
+def open_gpu(device: int = 0) -> Any:
+    """The CUDA device `device` with its primary context current (GpuUnavailable in one sentence)."""
+    from attnbench.backends.gpu import Gpu
+
+    return Gpu(device)
+
+
+def open_gpu_for(variants: Sequence[Variant], device: int = 0) -> Any | None:
+    """Check the torch peer first (one sentence if missing), then open the GPU if any variant needs it."""
+    if any(v.kind.needs_torch for v in variants):
+        from attnbench.backends.torch_peer import import_torch
+
+        import_torch()
+    if any(v.kind.needs_gpu for v in variants):
+        return open_gpu(device)
+    return None
+
+
+def compare(
+    variants: str | Sequence[str],
+    cases: str | Sequence[str],
+    *,
+    baseline: str | None = None,
+    timing: TimingOptions = TimingOptions(),
+    device: int = 0,
+    atol: float = COURSE_ATOL,
+    rtol: float = 0.0,
+    same_within: float = DEFAULT_SAME_WITHIN,
+    listener: MatrixListener | None = None,
+    command: str | None = None,
+    before_run: Callable[[Any, list[BenchInput]], None] | None = None,
+    gpus: str | None = None, executor: str = "local", slurm: SlurmOptions | None = None, notice: Notice = quiet,
+    sandbox: str = "auto",
+) -> ResultSet:
+    """A checked, timed matrix of variants x cases (comma lists or sequences of names, groups, files).
+
+    `before_run(gpu, inputs)` runs after the GPU opens and before any cell (for refusing an
+    incomparable saved run early). `gpus` (`all` or `0,1`) spreads the cases over this host's GPUs,
+    one worker process each; `executor="slurm"` over Slurm jobs (see `SlurmOptions`). `sandbox` confines
+    `exe:` programs as the judge does: "auto" (the sandbox where bwrap works, else one notice that they run
+    without it), "required" (SandboxUnavailable, exit 3, when none can be made) or "none"."""
+    from attnbench.backends.program import program_confinement
+
+    if sandbox not in SANDBOX_MODES:
+        raise UsageError(f"--sandbox {sandbox}: one of {', '.join(SANDBOX_MODES)}")
+    chosen = variants_from(variants)
+    unconfined = program_confinement(chosen, sandbox)
+    if unconfined is not None:
+        notice(f"exe: programs: {unconfined}")
+    inputs = inputs_for(cases)
+    names = [v.name for v in chosen]
+    timed = [v.name for v in chosen if not v.kind.whole_program]  # a program has no kernel time to compare
+    baseline = baseline_name(baseline, chosen)
+    check_rule = CourseRule(atol, rtol)
+    record = {"policy": timing.record(), "baseline": baseline or (timed or names)[0], "command": command,
+              "settings": RunSettings(check_rule.describe(), atol, rtol, same_within).to_dict()}
+    where = placement(gpus, executor, slurm)
+    if where.spread:
+        return spread_matrix(ResultKind.COMPARE, chosen, inputs, timing.policy_for, check_rule, where, record,
+                             listener, notice, before_run, program_sandbox=sandbox)
+    gpu = open_gpu_for(chosen, device)
+    if before_run is not None:
+        before_run(gpu, inputs)
+    settings = MatrixSettings(policy=timing.policy_for, check=check_rule.check(), tolerance=check_rule.tolerance,
+                              program_sandbox=sandbox)
+    return matrix_here(chosen, inputs, gpu, settings, listener, lambda infos, cells: assemble(
+        ResultKind.COMPARE, chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"], command))
+
+
+def matrix_here(chosen: list[Variant], inputs: list[BenchInput], gpu: GpuDevice, settings: MatrixSettings,
+            listener: MatrixListener | None, finish: Callable[[list, list], ResultSet]) -> ResultSet:
+    """The cells run here, then `finish` makes their result set; on Ctrl-C the result set of what was
+    measured goes with the interruption (as `partial`) for the caller to save."""
+    try:
+        with passes_reported(listener.progress if listener is not None else no_progress):  # long cpu passes shown
+            infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
+    except MatrixInterrupted as exc:
+        raise exc.with_partial(finish(exc.cases, exc.cells)) from None
+    return finish(infos, cells)

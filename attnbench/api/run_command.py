@@ -1,0 +1,83 @@
+"""`attnbench run`: one variant on one case, written, timed and checked: a one-cell compare (the same case
+resolution, reference, engine and check), with the variant chosen for the shape when none is named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attnbench.analysis.run_verdict import RunOutcome
+from attnbench.api.compare_command import open_gpu_for
+from attnbench.api.notices import Notice, quiet
+from attnbench.api.timing_options import TimingOptions
+from attnbench.backends.cpu import passes_reported
+from attnbench.bench.runner import run_case
+from attnbench.bench.verify import COURSE_ATOL
+from attnbench.cases.inputs import FileInput, ProgressFactory, SuiteInput, no_progress, resolve, shadowed_by_suite
+from attnbench.cases.suite import refuse_suite_file
+from attnbench.cases.testcase import Shape
+from attnbench.errors import UsageError
+from attnbench.files import check_output_path
+from attnbench.kernels.catalogue import default_variant, get_variant
+from attnbench.kernels.variant import Variant
+
+
+def choose_variant(name: str | Variant | None, shape: Shape, notice: Notice = quiet, accuracy: str | None = None) -> Variant:
+    """The named variant, or the fastest built-in that takes the shape on this machine at `accuracy`
+    ("float32" unless "course" is asked for); refuses shapes the variant cannot take."""
+    if name is not None and accuracy is not None:
+        raise UsageError("give a variant or an accuracy for the default, not both")
+    if isinstance(name, Variant):
+        variant = name
+    elif name:
+        variant = get_variant(name)
+    else:
+        from attnbench.backends.gpu import device_capability, gpu_probe
+
+        reason = gpu_probe()
+        variant = default_variant(shape, gpu_usable=reason is None,
+                                  compute_capability=device_capability() if reason is None else None,
+                                  accuracy=accuracy or "float32")
+        if reason is not None:
+            notice(f"{reason}; running the cpu variant")
+    variant.require(shape)
+    return variant
+
+
+def run(
+    case: str,
+    variant: str | Variant | None = None,
+    out: str | Path | None = None,
+    *,
+    check: bool = False,
+    atol: float = COURSE_ATOL,
+    rtol: float = 0.0,
+    timing: TimingOptions = TimingOptions(),
+    device: int = 0,
+    pipeline: bool = True,
+    progress: ProgressFactory = no_progress,
+    notice: Notice = quiet,
+    accuracy: str | None = None,
+) -> RunOutcome:
+    """Run one variant on a case (a suite name or a course input file): write `out` if given, time it,
+    and with `check` verify it against the float64 reference. A one-cell compare. Without a variant, the
+    default at `accuracy` ("float32"; "course": the course rule with margin, see `default_variant`).
+    The outcome holds the measurement, its problems (one line each) and the exit status the command line
+    exits with.
+
+    With `pipeline` (the default), a GPU variant's first pass streams the file through a ring of pinned
+    buffers to the device and the output back to `out`, overlapping them with the kernels; the
+    measurement's `clock` has each stage's busy time and the wall time. Without it, the input is read
+    whole, then copied, computed, copied back and written, one after another."""
+    bench_input = resolve(case)
+    if shadowed_by_suite(case):
+        notice(f"{case} is a suite case, used as such; write ./{case} to use the local file of that name")
+    if out is not None:
+        check_output_path(out, [bench_input.path] if isinstance(bench_input, (FileInput, SuiteInput)) else [])
+        refuse_suite_file(out)
+    # The environment first (a suite case's shape is in the manifest): no GPU means no input written.
+    chosen = choose_variant(variant, bench_input.shape, notice, accuracy)
+    gpu = open_gpu_for([chosen], device)
+    with passes_reported(progress, bench_input.label):  # a long cpu pass shows its progress and expected time
+        measurement = run_case(chosen, bench_input, gpu, timing.policy_for(chosen), out, check, (atol, rtol),
+                               pipeline, progress, notice)
+    return RunOutcome.of(measurement, out)

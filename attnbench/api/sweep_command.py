@@ -1,0 +1,74 @@
+"""`attnbench sweep`: the square-attention lab's sizes, or a sweep of N or d of the (B, N, d) workload; a compare
+over generated inputs (the same matrix, here or spread)."""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
+from attnbench.api.compare_command import matrix_here, open_gpu_for
+from attnbench.api.notices import Notice, quiet
+from attnbench.api.spread import SlurmOptions, placement, spread_matrix
+from attnbench.api.timing_options import TimingOptions
+from attnbench.bench.check_rule import CheckRule, CourseRule, LabRule
+from attnbench.bench.matrix import MatrixListener, MatrixSettings, assemble
+from attnbench.bench.squarelab import LabTimer
+from attnbench.cases.sweeps import parse_sizes, parse_values, shape_inputs, square_inputs, sweep_axis
+from attnbench.errors import UsageError
+from attnbench.kernels.catalogue import baseline_name, variants_for
+from attnbench.results.resultset import ResultKind, ResultSet
+from attnbench.results.run_settings import RunSettings
+
+
+def sweep(
+    what: str,
+    variants: str | Sequence[str],
+    *,
+    sizes: str = "all",
+    values: str | None = None,
+    batch: int | None = None,
+    seq_len: int = 2048,
+    head_dim: int = 64,
+    baseline: str | None = None,
+    lab_timing: bool = False,
+    timing: TimingOptions = TimingOptions(),
+    device: int = 0,
+    same_within: float = DEFAULT_SAME_WITHIN,
+    listener: MatrixListener | None = None,
+    command: str | None = None,
+    gpus: str | None = None, executor: str = "local", slurm: SlurmOptions | None = None, notice: Notice = quiet,
+) -> ResultSet:
+    """The square-attention lab's sizes (`square`), or a sweep of N or d of the (B, N, d) workload;
+    `gpus` and `executor` spread it as for `compare`."""
+    try:
+        swept = sweep_axis(what)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    axis = swept.name
+    chosen = variants_for(variants if isinstance(variants, str) else ",".join(variants))
+    baseline = baseline_name(baseline, chosen)
+    try:
+        if swept.default_values is None:
+            inputs = square_inputs(parse_sizes(sizes))
+        else:
+            inputs = shape_inputs(axis, parse_values(values or swept.default_values), batch, seq_len, head_dim)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    check_rule: CheckRule = LabRule() if axis == "square" else CourseRule()
+    settings_record = RunSettings(check_rule.describe(), same_within=same_within, sweep=axis, lab_timing=lab_timing)
+    where = placement(gpus, executor, slurm)
+    if where.spread:
+        return spread_matrix(ResultKind.SWEEP, chosen, inputs, timing.policy_for, check_rule, where, {
+            "policy": timing.record(), "baseline": baseline, "command": command, "settings": settings_record.to_dict()},
+            listener, notice, lab_timing=lab_timing)
+    gpu = open_gpu_for(chosen, device)
+    settings = MatrixSettings(policy=timing.policy_for, check=check_rule.check(), tolerance=check_rule.tolerance,
+                              timer=LabTimer() if lab_timing else None)
+    start = time.perf_counter()
+
+    def finish(infos: list, cells: list) -> ResultSet:
+        settings_record.elapsed_s = time.perf_counter() - start
+        return assemble(ResultKind.SWEEP, chosen, infos, cells, gpu, timing.record(), baseline, settings_record, command)
+
+    return matrix_here(chosen, inputs, gpu, settings, listener, finish)

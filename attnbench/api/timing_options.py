@@ -1,0 +1,45 @@
+"""How passes are timed, as the user states it (`--warmup`, `--reps`, `--hot`, `--timeout`, `--noise`), and the
+policy each variant gets from it: run, compare and sweep take the same options."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from attnbench.bench.sampler import TimingPolicy
+from attnbench.kernels.variant import Variant
+
+CPU_SAMPLING_BUDGET_S = 2.0  # the cpu variant's sampling budget unless --timeout says: several passes, not minutes
+GPU_SAMPLING_BUDGET_S = 10.0
+CPU_TARGET_NOISE = 0.05  # host passes jitter more than kernels; within the budget, 5% is what they can promise
+
+
+@dataclass(frozen=True)
+class TimingOptions:
+    """How passes are timed, as the user states it; `policy_for` turns it into a variant's policy."""
+
+    warmup: int | None = None  # untimed passes first [GPU: 2, cpu: 0]
+    reps: int | None = None  # a fixed sample count; None: sample until the noise is low
+    hot: bool = False  # do not flush the L2 cache before each sample
+    timeout: float | None = None  # seconds at most for adaptive sampling (None: 10 on a GPU, 2 for the cpu variant)
+    noise: float = 1.0  # target relative noise, percent
+
+    def policy_for(self, variant: Variant) -> TimingPolicy:
+        if variant.kind.runs_on_host:  # host passes are slow: no warm-up, a short budget (the first pass counts)
+            return TimingPolicy(warmup=self.warmup or 0, reps=self.reps, flush_l2=False, min_samples=6,
+                                min_time_s=0.0, timeout_s=self.timeout or CPU_SAMPLING_BUDGET_S,
+                                target_noise=max(self.noise / 100, CPU_TARGET_NOISE))
+        return TimingPolicy(warmup=2 if self.warmup is None else self.warmup, reps=self.reps, flush_l2=not self.hot,
+                            timeout_s=self.timeout or GPU_SAMPLING_BUDGET_S, target_noise=self.noise / 100)
+
+    def record(self) -> dict[str, Any]:
+        """The GPU policy as saved results record it."""
+        policy = asdict(TimingPolicy(warmup=2 if self.warmup is None else self.warmup, reps=self.reps,
+                                     flush_l2=not self.hot, timeout_s=self.timeout or GPU_SAMPLING_BUDGET_S,
+                                     target_noise=self.noise / 100))
+        policy["host_variants"] = (f"host wall time per pass, no warm-up, every pass on a fresh input and checked; "
+                                   f"until the noise is under {100 * max(self.noise / 100, CPU_TARGET_NOISE):g}% "
+                                   f"(at least 6 passes) or for at most {self.timeout or CPU_SAMPLING_BUDGET_S:g} s "
+                                   "(--timeout), or --reps passes")
+        policy["noise"] = "half-width of the median's 95% confidence interval, relative to the median"
+        return policy

@@ -1,0 +1,25 @@
+"""`TimingOptions`: what the user says about timing, turned into each variant's policy and the saved record."""
+
+from __future__ import annotations
+
+from attnbench.api.timing_options import CPU_SAMPLING_BUDGET_S, CPU_TARGET_NOISE, TimingOptions
+from attnbench.kernels.catalogue import get_variant
+
+
+def test_a_host_variant_gets_no_warmup_no_flush_and_a_noise_it_can_promise():
+    policy = TimingOptions(noise=1.0).policy_for(get_variant("cpu"))
+    assert policy.warmup == 0 and policy.flush_l2 is False and policy.min_samples == 6
+    assert policy.timeout_s == CPU_SAMPLING_BUDGET_S and policy.target_noise == CPU_TARGET_NOISE
+
+
+def test_a_gpu_variant_warms_up_twice_and_flushes_the_l2_unless_hot():
+    naive = get_variant("naive")
+    assert TimingOptions().policy_for(naive).warmup == 2 and TimingOptions().policy_for(naive).flush_l2 is True
+    assert TimingOptions(hot=True, warmup=0).policy_for(naive).flush_l2 is False
+    assert TimingOptions(noise=0.5).policy_for(naive).target_noise == 0.005
+
+
+def test_the_saved_record_is_the_gpu_policy_with_the_host_rule_in_words():
+    record = TimingOptions(reps=7).record()
+    assert record["reps"] == 7 and record["warmup"] == 2 and record["flush_l2"] is True
+    assert "no warm-up" in record["host_variants"] and "--reps" in record["host_variants"]

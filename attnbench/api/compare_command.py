@@ -4,7 +4,8 @@ The options, the plan and the verdicts against a saved run are `attnbench.api.co
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.notices import Notice, quiet

@@ -4,7 +4,7 @@ over generated inputs (the same matrix, here or spread)."""
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.compare_command import matrix_here, open_gpu_for

@@ -25,13 +25,13 @@ from attnbench.api.single import (
     sweep,
     variant_names,
 )
-from attnbench.api.spread import slurm_options
+from attnbench.api.spread import EXECUTOR_OPTIONS, slurm_options
 from attnbench.bench.matrix import MatrixInterrupted, course_check
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.results.resultset import ResultSet
 
 __all__ = [
-    "COURSE_ATOL", "SWEEP_AXES", "CompareOptions", "CompareOutcome", "ComparePlan", "MatrixInterrupted", "ResultSet",
+    "COURSE_ATOL", "EXECUTOR_OPTIONS", "SWEEP_AXES", "CompareOptions", "CompareOutcome", "ComparePlan", "MatrixInterrupted", "ResultSet",
     "TimingOptions", "against_saved", "case_names", "check_same_gpu", "check_same_inputs", "common_selection", "compare",
     "course_check", "exit_status", "expected_inputs", "generate", "load_results", "results_for_report", "open_gpu", "open_gpu_for",
     "parse_percent", "plan_compare", "resume", "run", "slurm_options", "suite_cases", "sweep", "variant_names", "verify",

@@ -17,13 +17,14 @@ from attnbench.spread.cellgroups import CellPlan
 from attnbench.bench.check_rule import CheckRule
 from attnbench.bench.matrix import MatrixListener
 from attnbench.bench.sampler import TimingPolicy
+from attnbench.spread.executor import EXECUTOR_OPTIONS
 from attnbench.spread.slurm import SlurmOptions, default_folder
 from attnbench.spread.placement import Placement, run_spread
 from attnbench.cases.inputs import BenchInput
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ResultSet
 
-
+__all__ = ["EXECUTOR_OPTIONS", "placement", "resume", "slurm_options", "spread_matrix"]
 
 
 def slurm_options(executor: str, results_dir: str | Path, **fields: Any) -> SlurmOptions:

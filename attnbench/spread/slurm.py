@@ -23,22 +23,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from attnbench.spread.cellgroups import (
-    CellPlan,
-    Device,
-    GroupReport,
-    node_input,
-    open_device,
-    report_not_run,
-    run_case_group,
-)
-from attnbench.spread.cellgroups import group_seconds as cells_seconds
 from attnbench.bench.matrix import MatrixListener, QuietListener, cell_work
-from attnbench.spread.workers import DeviceSummary, MatrixInterrupted
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.errors import AttnbenchError, ResultsError
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ERROR, Cell
+from attnbench.spread.cellgroups import CellPlan, GroupReport, node_input, open_device, report_not_run, run_case_group
+from attnbench.spread.cellgroups import group_seconds as cells_seconds
+from attnbench.spread.devices import Device
+from attnbench.spread.workers import DeviceSummary, MatrixInterrupted
 
 RUN_FILE = "attnbench-run.pkl"
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "SIGNALING",

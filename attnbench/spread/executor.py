@@ -2,8 +2,9 @@
 
 A job is a compare's or a sweep's case group, or a class's (submission, case). What a job does is
 a `Work` (picklable: it travels to worker processes); how jobs are spread is an executor: here in
-this process (`InProcess`), over this host's GPUs (`pool.GpuPool`), or over Slurm jobs (`slurm`).
-Whatever runs them, what the caller hears is one stream of `Progress` events, so one listener
+this process (`InProcess`, as a Slurm node runs its share), over this host's GPUs (`pool.GpuPool`),
+or over Slurm jobs (`slurm.SlurmExecutor`, whose jobs are keyed calls, so a resume finds them).
+Whatever runs them, what the caller hears is one stream of `Progress` events, so one listener shape
 serves every executor. Which executor a run gets is data (`EXECUTORS`), checked in one place
 (`choose_executor`).
 """
@@ -78,7 +79,7 @@ class InProcess:
         lost: str | None = None
         for i, job in enumerate(jobs):
             if lost is not None:
-                listener(Progress("not_run", i, self.device, f"not run: {self.device.label}: {lost}"))
+                listener(Progress("not_run", i, self.device, f"not run: {lost}"))
                 continue
             lost = self.work.run(job, state, lambda what, payload, i=i: listener(Progress(what, i, self.device, payload)))
             listener(Progress("done", i, self.device, lost))

@@ -1,8 +1,9 @@
-"""A matrix spread over a Slurm cluster through submitit: case groups packed into jobs of about a
-minute, submitted as one array, followed through squeue, merged into one run.
+"""Slurm through submitit: `SlurmExecutor` submits keyed jobs as one array, follows them through
+squeue and tells each result as it comes back; a matrix and a class both spread through it.
 
-Each job gets a list of case groups (`cellgroups`): the inputs' recipes (suite cases are generated
-on the node from their seeds, never copied) and the plan; it sends back only plain results. The
+A matrix packs its case groups (`cellgroups`) into jobs of about a minute; each job gets the inputs'
+recipes (suite cases are generated on the node from their seeds, never copied) and the plan, runs
+them in process on the node's device, and sends back only plain results, merged into one run. The
 jobs folder holds the run's record (`attnbench-run.pkl`), submitit's pickles and Slurm's logs, so
 `resume(folder)` can finish a run whose jobs were lost or whose waiting was interrupted.
 
@@ -21,17 +22,18 @@ import subprocess
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 from attnbench.bench.matrix import MatrixListener, QuietListener, cell_work
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.errors import AttnbenchError, ResultsError
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ERROR, Cell
-from attnbench.spread.cellgroups import CellPlan, GroupReport, node_input, open_device, report_not_run, run_case_group
+from attnbench.spread.cellgroups import CellPlan, GroupReport, node_input, report_not_run
 from attnbench.spread.cellgroups import group_seconds as cells_seconds
 from attnbench.spread.devices import Device
-from attnbench.spread.workers import DeviceSummary, MatrixInterrupted
+from attnbench.spread.executor import InProcess, Listener, Progress
+from attnbench.spread.workers import CaseGroupWork, DeviceSummary, MatrixInterrupted
 
 RUN_FILE = "attnbench-run.pkl"
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "SIGNALING",
@@ -139,26 +141,32 @@ def pack_jobs(variants: list[Variant], inputs: list[BenchInput], job_seconds: fl
 
 # -- on the node -----------------------------------------------------------------------------------
 def run_job(plan: CellPlan, inputs: list[BenchInput]) -> dict[str, Any]:
-    """One Slurm job: its case groups on the job's device (Slurm makes the job's GPU device 0)."""
+    """One Slurm job: its case groups, in this process (`InProcess`), on the job's device (Slurm makes the
+    job's GPU device 0); a group after a lost CUDA context is not run, its input not loaded."""
     variants = plan.variants()
-    try:
-        opened = open_device(Device(0), variants)
-    except AttnbenchError as exc:
-        return {"error": f"{socket.gethostname()}: {exc}"}
-    groups = []
-    lost: str | None = None  # why the device's CUDA context is gone: the job measures no more
-    for bench_input in inputs:
-        names = [v.name for v in variants if v.refusal(bench_input.shape) is None]
-        found: dict[str, Any] = {}
-        report = GroupReport(info=found.update)
-        report.finished = report.cells.append
-        if lost is None:
-            lost = run_case_group(plan, node_input(bench_input), names, opened, report)
-        else:
-            report_not_run(bench_input, names, f"not run: {lost}", report)
-        groups.append({"label": bench_input.label, "info": found, "cells": report.cells})
-    return {"facts": opened.facts, "arch": opened.arch, "torch_versions": opened.torch_versions,
-            "host": socket.gethostname(), "groups": groups}
+    jobs = [(node_input(b), [v.name for v in variants if v.refusal(b.shape) is None]) for b in inputs]
+    groups: list[dict[str, Any]] = [{"label": b.label, "info": {}, "cells": []} for b in inputs]
+    found: dict[str, Any] = {}
+
+    def hear(event: Progress) -> None:
+        if event.what == "ready":
+            found["facts"], found["arch"], found["torch_versions"] = event.payload
+        elif event.what == "unusable":
+            found["error"] = f"{socket.gethostname()}: {event.payload}"
+        elif event.what in ("info", "cell", "not_run"):
+            group = groups[event.job]
+            report = GroupReport(info=group["info"].update, finished=group["cells"].append)
+            if event.what == "info":
+                report.info(event.payload)
+            elif event.what == "cell":
+                report.finished(event.payload)
+            else:
+                report_not_run(inputs[event.job], jobs[event.job][1], event.payload, report)
+
+    InProcess(CaseGroupWork(plan), Device(0)).run(jobs, hear)
+    if "error" in found:
+        return {"error": found["error"]}
+    return {**found, "host": socket.gethostname(), "groups": groups}
 
 
 # -- submitting and following ----------------------------------------------------------------------
@@ -192,17 +200,6 @@ def submit_array(folder: Path, options: SlurmOptions, job_name: str,
         detail = getattr(exc, "stderr", None) or getattr(exc, "output", None) or exc
         raise SlurmUnavailable(f"sbatch refused the jobs: {str(detail).strip()}") from None
     return [job.job_id for job in jobs]
-
-
-def submit(run: SlurmRun, which: list[int]) -> None:
-    """Submit the jobs `which` as one array; their ids are saved in the run's record."""
-    ids = submit_array(run.folder, run.options, f"attnbench-{run.kind}",
-                       [(run_job, (run.plan, [run.inputs[i] for i in run.groups[j]])) for j in which])
-    while len(run.job_ids) < len(run.groups):
-        run.job_ids.append(None)
-    for j, job_id in zip(which, ids):
-        run.job_ids[j] = job_id
-    run.save()
 
 
 def squeue_states() -> dict[str, str] | None:
@@ -287,10 +284,90 @@ def wait_for_jobs(folder: Path, job_ids: dict[Key, str | None], options: SlurmOp
     return results
 
 
+class SlurmExecutor:
+    """An executor: each job a call (function, arguments) run as one Slurm job of an array, followed
+    through squeue; each result is told as a "result" event as it comes back.
+
+    Its jobs are keyed (a compare's by number, a class's by submission): `ids` maps each key to its Slurm
+    job id, None before it is submitted, and is the run's record of them, kept by `save` as soon as it
+    changes, so that a later run of the same jobs (a resume) submits again only those with no result
+    that Slurm no longer runs."""
+
+    def __init__(self, folder: Path, options: SlurmOptions, job_name: str, ids: dict[Any, str | None],
+                 save: Callable[[], None] = lambda: None, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.folder, self.options, self.job_name, self.ids = Path(folder), options, job_name, ids
+        self.save, self.sleep = save, sleep
+
+    def outstanding(self, keys: Iterable[Any]) -> list[Any]:
+        """The jobs to submit (again): never submitted, or with no result and no longer in the queue."""
+        keys = list(keys)
+        if all(self.ids.get(key) is None for key in keys):
+            return keys
+        states = squeue_states() or {}
+        return [key for key in keys if self.ids.get(key) is None or (
+            not result_file(self.folder, self.ids[key]).exists() and states.get(str(self.ids[key])) not in ACTIVE)]
+
+    def submit(self, jobs: dict[Any, tuple[Callable[..., Any], tuple]], which: list[Any]) -> None:
+        """Submit the jobs `which` as one array; their ids are saved at once."""
+        ids = submit_array(self.folder, self.options, self.job_name, [jobs[key] for key in which])
+        self.ids.update(zip(which, ids))
+        self.save()
+
+    def wait(self, keys: Iterable[Any], listener: Listener) -> dict[Any, dict]:
+        """Every job's result, each told as it comes back; a job that leaves the queue without one is lost."""
+        return wait_for_jobs(self.folder, {key: self.ids[key] for key in keys}, self.options,
+                             lambda key, result: listener(Progress("result", key, None, result)), self.sleep)
+
+    def run(self, jobs: dict[Any, tuple[Callable[..., Any], tuple]], listener: Listener) -> dict[Any, dict]:
+        """Submit what has no result yet ("submitted" says which, and whether they go out again), then wait."""
+        fresh = all(self.ids.get(key) is None for key in jobs)
+        again = self.outstanding(jobs)
+        if again:
+            self.submit(jobs, again)
+            listener(Progress("submitted", None, None, {"keys": again, "of": len(jobs), "again": not fresh,
+                                                        "array": str(self.ids[again[0]]).split("_")[0]}))
+        return self.wait(jobs, listener)
+
+
+def _calls(run: SlurmRun) -> dict[int, tuple[Callable[..., Any], tuple]]:
+    return {j: (run_job, (run.plan, [run.inputs[i] for i in group])) for j, group in enumerate(run.groups)}
+
+
+def _executor(run: SlurmRun, sleep: Callable[[float], None] = time.sleep) -> SlurmExecutor:
+    while len(run.job_ids) < len(run.groups):
+        run.job_ids.append(None)
+    ids = dict(enumerate(run.job_ids))
+
+    def save() -> None:
+        run.job_ids = [ids[j] for j in range(len(run.groups))]
+        run.save()
+
+    return SlurmExecutor(run.folder, run.options, f"attnbench-{run.kind}", ids, save, sleep)
+
+
+def submit(run: SlurmRun, which: list[int]) -> None:
+    """Submit the jobs `which` of a matrix's run as one array; their ids are saved in the run's record."""
+    _executor(run).submit(_calls(run), which)
+
+
 def collect(run: SlurmRun, listener: MatrixListener, sleep: Callable[[float], None] = time.sleep) -> dict[int, dict]:
     """Wait for every job's result; a job that leaves the queue without one is reported lost."""
-    return wait_for_jobs(run.folder, {j: run.job_ids[j] for j in range(len(run.groups))}, run.options,
-                         lambda j, result: _report(run, j, result, listener), sleep)
+    return _executor(run, sleep).wait(range(len(run.groups)), _hearing(run, listener, lambda note: None))
+
+
+def _hearing(run: SlurmRun, listener: MatrixListener, notice: Callable[[str], None]) -> Listener:
+    """The matrix's listener, hearing the Slurm executor's events."""
+
+    def hear(event: Progress) -> None:
+        if event.what == "result":
+            _report(run, event.job, event.payload, listener)
+        elif event.what == "submitted" and event.payload["again"]:
+            notice(f"resubmitted {len(event.payload['keys'])} of {event.payload['of']} job(s) that had no result")
+        elif event.what == "submitted":
+            notice(f"{event.payload['of']} Slurm job(s) submitted as array {event.payload['array']}; "
+                   f"jobs folder {run.folder} (finish an interrupted run with --resume {run.folder})")
+
+    return hear
 
 
 def _job_cells(run: SlurmRun, j: int, result: dict) -> list[Cell]:
@@ -353,18 +430,9 @@ def execute(run: SlurmRun, listener: MatrixListener | None = None,
                    sum(cell_work(v, i) for i in run.inputs for v in variants if v.refusal(i.shape) is None))
     if not run.job_ids:
         run.save()
-        submit(run, list(range(len(run.groups))))
-        notice(f"{len(run.groups)} Slurm job(s) submitted as array {str(run.job_ids[0]).split('_')[0]}; "
-               f"jobs folder {run.folder} (finish an interrupted run with --resume {run.folder})")
-    else:
-        states = squeue_states() or {}
-        again = [j for j in range(len(run.groups))
-                 if not result_file(run.folder, run.job_ids[j]).exists() and states.get(str(run.job_ids[j])) not in ACTIVE]
-        if again:
-            submit(run, again)
-            notice(f"resubmitted {len(again)} of {len(run.groups)} job(s) that had no result")
+    executor = _executor(run)
     try:
-        results = collect(run, listener)
+        results = executor.run(_calls(run), _hearing(run, listener, notice))
     except KeyboardInterrupt:
         done = {j: read_outcome(run.folder, run.job_ids[j]) for j in range(len(run.groups))
                 if result_file(run.folder, run.job_ids[j]).exists()}

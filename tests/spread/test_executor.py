@@ -34,7 +34,7 @@ def test_in_process_runs_the_jobs_here_and_tells_the_same_events():
     events: list[Progress] = []
     InProcess(ToyWork(), Device(0, True)).run([("n", 2), ("lose",), ("n", 3)], events.append)
     assert [e.what for e in events] == ["ready", "square", "done", "done", "device_lost", "not_run"]
-    assert squares(events) == {0: 4} and events[-1].payload == "not run: cpu worker 0: the device fell off the bus"
+    assert squares(events) == {0: 4} and events[-1].payload == "not run: the device fell off the bus"
     events.clear()
     InProcess(ToyWork(unusable=(0,)), Device(0, True)).run([("n", 2)], events.append)
     assert [e.what for e in events] == ["unusable", "not_run"]

@@ -144,12 +144,13 @@ def test_resume_takes_its_selection_from_the_folder(tmp_path):
 def test_a_job_whose_context_is_lost_measures_no_more(monkeypatch):
     from attnbench.cases.inputs import SyntheticInput
     from attnbench.cases.testcase import Shape
+    from attnbench.spread import workers
     from attnbench.spread.cellgroups import OpenDevice
     from tests.bench.fake_cells import LosingGpu, UnreadableInput, fake_cells
 
     fault = "an illegal memory access was encountered"
     ran = fake_cells(monkeypatch, {"naive": "error"})
-    monkeypatch.setattr(slurm, "open_device", lambda device, variants: OpenDevice(LosingGpu(fault), None, {}))
+    monkeypatch.setattr(workers, "open_device", lambda device, variants: OpenDevice(LosingGpu(fault), None, {}))
     plan = CellPlan.of(variants_for("naive,cpu"), lambda v: TimingPolicy(warmup=0, reps=1), CourseRule())
     first = SyntheticInput(Shape(1, 9, 8), 1)
     job = slurm.run_job(plan, [first, UnreadableInput(Shape(1, 9, 8), 2, "never_read")])  # loading it would raise
@@ -161,3 +162,37 @@ def test_a_job_whose_context_is_lost_measures_no_more(monkeypatch):
     assert later["info"]["origin"] == "not loaded" and later["info"]["note"] == why
     assert [(c["variant"], c["status"], c["message"]) for c in later["cells"]] == [
         ("naive", "error", why), ("cpu", "error", why)]
+
+
+def test_the_slurm_executor_submits_again_only_what_has_no_result_and_tells_each_result(tmp_path, monkeypatch):
+    import pickle
+
+    from attnbench.spread.executor import Progress
+
+    def finished(job_id: str, value: dict) -> None:
+        slurm.result_file(tmp_path, job_id).write_bytes(pickle.dumps(("success", value)))
+
+    sent: list[list[tuple]] = []
+
+    def submit_array(folder, options, job_name, calls):
+        sent.append([arguments for _, arguments in calls])
+        ids = [f"9_{i}" for i in range(len(calls))]
+        for job_id, (_, arguments) in zip(ids, calls):
+            finished(job_id, {"square": arguments[0] ** 2})
+        return ids
+
+    monkeypatch.setattr(slurm, "submit_array", submit_array)
+    monkeypatch.setattr(slurm, "squeue_states", lambda: {"8_2": "RUNNING"})
+    finished("8_0", {"square": 4})
+    ids = {"a": "8_0", "b": "8_1", "c": "8_2", "d": None}
+    saved = []
+    executor = slurm.SlurmExecutor(tmp_path, slurm.SlurmOptions(poll_s=0), "test", ids, lambda: saved.append(dict(ids)))
+    assert executor.outstanding(["a", "b", "c", "d"]) == ["b", "d"]  # c is still queued
+    monkeypatch.setattr(slurm, "squeue_states", lambda: {})
+    finished("8_2", {"square": 16})
+    events: list[Progress] = []
+    results = executor.run({key: (pow, (n, 2)) for key, n in zip("abcd", (2, 3, 4, 5))}, events.append)
+    assert sent == [[(3, 2), (5, 2)]] and saved == [{"a": "8_0", "b": "9_0", "c": "8_2", "d": "9_1"}]
+    assert events[0] == Progress("submitted", None, None, {"keys": ["b", "d"], "of": 4, "again": True, "array": "9"})
+    assert {e.job: e.payload["square"] for e in events if e.what == "result"} == {"a": 4, "b": 9, "c": 16, "d": 25}
+    assert results == {key: {"square": n * n} for key, n in zip("abcd", (2, 3, 4, 5))}

@@ -103,6 +103,7 @@ class ClassCaseWork:
 
     def run(self, job: Job, state: dict[str, object], emit: Emit) -> None:
         name, program, bench_input, cache = job
+        emit("started", None)  # so that a worker that dies is known to have died on this case
         try:
             entry = judge_entry(program, _case(state, bench_input), self.settings, cache)
         except SandboxUnavailable as exc:

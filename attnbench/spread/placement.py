@@ -20,7 +20,7 @@ from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import Cell, ResultSet
 from attnbench.spread.cellgroups import CellPlan
 from attnbench.spread.devices import Device, devices_for
-from attnbench.spread.executor import SLURM, choose_executor
+from attnbench.spread.executor import IN_PROCESS, SLURM, ExecutorKind, choose_executor
 from attnbench.spread.slurm import SlurmOptions, SlurmRun, default_folder, execute, load_run, pack_jobs
 from attnbench.spread.workers import DeviceSummary, MatrixInterrupted, run_on_devices
 
@@ -35,12 +35,14 @@ class Placement:
     results_dir: str = DEFAULT_RESULTS_DIR  # the Slurm jobs folder goes under it unless slurm.folder is given
 
     @property
+    def kind(self) -> ExecutorKind:
+        """The executor these options choose (bad usage where they do not fit)."""
+        return choose_executor(self.gpus, self.executor)
+
+    @property
     def spread(self) -> bool:
         """Whether the cells leave this process."""
-        return self.gpus is not None or self.executor == "slurm"
-
-    def check(self) -> None:
-        choose_executor(self.gpus, self.executor)
+        return self.kind != IN_PROCESS
 
 
 def first_device_facts(devices: list[Device]) -> Any | None:
@@ -81,7 +83,7 @@ def run_spread(kind: str, variants: list[Variant], inputs: list[BenchInput], pla
     """Run the matrix on the host's GPUs or on Slurm; `record` holds the policy, baseline, settings and
     command the result set carries. Ctrl-C raises MatrixInterrupted with `partial`, the assembled
     result of what was measured."""
-    if choose_executor(placement.gpus, placement.executor) == SLURM:
+    if placement.kind == SLURM:
         options = placement.slurm
         if options.folder is None:
             options = replace(options, folder=default_folder(placement.results_dir))

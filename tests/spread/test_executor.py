@@ -38,3 +38,20 @@ def test_in_process_runs_the_jobs_here_and_tells_the_same_events():
     events.clear()
     InProcess(ToyWork(unusable=(0,)), Device(0, True)).run([("n", 2)], events.append)
     assert [e.what for e in events] == ["unusable", "not_run"]
+
+
+@pytest.mark.parametrize(("gpus", "executor", "words"), [
+    (None, "cloud", "--executor cloud: choose local or slurm"),
+    ("0", "slurm", "--gpus spreads over this host's GPUs; with --executor slurm each job gets its GPU"),
+])
+def test_compare_sweep_and_judge_refuse_a_placement_in_the_same_words(tmp_path, gpus, executor, words):
+    from attnbench import api
+    from attnbench.api import programs as api_programs
+
+    (tmp_path / "alice.c").write_text("int main(void) { return 0; }\n")
+    calls = [lambda: api.compare("cpu", "odd_17x48", gpus=gpus, executor=executor),
+             lambda: api.sweep("N", "cpu", values="64", batch=1, head_dim=32, gpus=gpus, executor=executor),
+             lambda: api_programs.judge_class([tmp_path], "odd_17x48", gpus=gpus, executor=executor)]
+    for call in calls:
+        with pytest.raises(UsageError, match=words.replace("?", "[?]")):
+            call()

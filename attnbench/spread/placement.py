@@ -21,7 +21,8 @@ from attnbench.results.resultset import Cell, ResultSet
 from attnbench.spread.cellgroups import CellPlan
 from attnbench.spread.devices import Device, devices_for
 from attnbench.spread.executor import IN_PROCESS, SLURM, ExecutorKind, choose_executor
-from attnbench.spread.slurm import SlurmOptions, SlurmRun, default_folder, execute, load_run, pack_jobs
+from attnbench.spread.matrix_slurm import SlurmRun, execute, load_run, pack_jobs
+from attnbench.spread.slurm import SlurmOptions, default_folder
 from attnbench.spread.workers import DeviceSummary, MatrixInterrupted, run_on_devices
 
 

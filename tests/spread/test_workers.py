@@ -273,3 +273,24 @@ def test_the_pool_gives_up_a_device_whose_context_is_lost():
     pool._loop()  # no device is left for the pending group
     cell = spread.cells[("cpu", "t02")]
     assert cell.status == "error" and cell.message == f"not run: no device is left (GPU 0: {lost})"
+
+
+def test_the_case_groups_give_the_same_cells_through_any_executor(two_cpu_workers):
+    """The seam: the same work and the same listener, in this process or on the pool."""
+    from attnbench.bench.sampler import TimingPolicy
+    from attnbench.cases.inputs import inputs_for
+    from attnbench.kernels.catalogue import variants_for
+    from attnbench.spread.cellgroups import CellPlan
+    from attnbench.spread.executor import InProcess
+
+    variants, inputs = variants_for("cpu"), inputs_for(CASES)
+    plan = CellPlan.of(variants, lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False), CourseRule())
+    here = SpreadMatrix(variants, inputs)
+    cases_here, cells_here = here.run(InProcess(CaseGroupWork(plan), Device(0, True)))
+    spread = SpreadMatrix(variants, inputs)
+    with GpuPool(devices_for("all"), CaseGroupWork(plan), spread.rest_of) as pool:
+        cases_spread, cells_spread = spread.run(pool)
+    assert [c.to_dict() for c in cases_here] == [c.to_dict() for c in cases_spread]
+    assert [(c.variant, c.case, c.status, c.check) for c in cells_here] == [
+        (c.variant, c.case, c.status, c.check) for c in cells_spread]
+    assert all(c.ok for c in cells_here) and here.summary.used is False

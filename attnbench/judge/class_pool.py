@@ -143,12 +143,12 @@ def _run_jobs(pool: Executor, jobs: list[Job], on_done: OnEntry) -> None:
             on_done(name, bench_input.label, event.payload)
         elif event.what == "unjudgeable":
             raise SandboxUnavailable(event.payload)
-        elif event.what == "died":
+        elif event.what == "died":  # no device finished it, so none is named (the row's GPU kind ignores it)
+            where = event.device.label if event.device else "its device"
             on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, failure_text(
-                RuntimeError(f"the worker on {event.device.label if event.device else '?'} died ({event.payload})")),
-                device=STAND_IN_NAME))
+                RuntimeError(f"the worker on {where} died ({event.payload})"))))
         elif event.what == "not_run":
-            on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, str(event.payload), device=STAND_IN_NAME))
+            on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, str(event.payload)))
 
     pool.run(jobs, hear)
 

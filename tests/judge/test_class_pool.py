@@ -50,6 +50,7 @@ def test_a_worker_killed_on_a_case_costs_that_entry_only(classroom, two_cpu_work
     carol = next(r for r in board.rows if r.name == "carol")
     lost = [label for label, e in carol.entries.items() if e.verdict == JUDGE_ERROR]
     assert len(lost) == 1 and "died (signal 9)" in carol.entries[lost[0]].message
+    assert carol.entries[lost[0]].device is None  # no device finished it
     expected = verdicts(whole)
     expected["carol"][lost[0]] = JUDGE_ERROR
     assert verdicts(board) == expected  # every other entry judged as before

@@ -25,14 +25,14 @@ from attnbench.api.single import (
     sweep,
     variant_names,
 )
-from attnbench.api.spread import slurm_options
+from attnbench.api.spread import EXECUTOR_OPTIONS, slurm_options
 from attnbench.bench.matrix import MatrixInterrupted, course_check
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases.sweeps import SWEEP_AXES, SWEEP_AXIS_WORDS, sweep_axis
 from attnbench.results.resultset import ResultSet
 
 __all__ = [
-    "COURSE_ATOL", "SWEEP_AXES", "SWEEP_AXIS_WORDS", "CompareOptions", "CompareOutcome", "ComparePlan", "MatrixInterrupted", "ResultSet", "RunOutcome",
+    "COURSE_ATOL", "EXECUTOR_OPTIONS", "SWEEP_AXES", "SWEEP_AXIS_WORDS", "CompareOptions", "CompareOutcome", "ComparePlan", "MatrixInterrupted", "ResultSet", "RunOutcome",
     "TimingOptions", "against_saved", "case_names", "check_same_gpu", "check_same_inputs", "common_selection", "compare",
     "course_check", "exit_status", "expected_inputs", "generate", "load_results", "results_for_report", "open_gpu", "open_gpu_for",
     "parse_percent", "plan_compare", "resume", "run", "slurm_options", "suite_cases", "sweep", "sweep_axis", "variant_names", "verify",

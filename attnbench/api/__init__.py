@@ -34,7 +34,7 @@ from attnbench.api.compare_plan import (
 )
 from attnbench.api.file_commands import against_saved, generate, load_results, results_for_report, suite_cases, verify
 from attnbench.api.run_command import run
-from attnbench.api.spread import resume, slurm_options
+from attnbench.api.spread import EXECUTOR_OPTIONS, resume, slurm_options
 from attnbench.api.sweep_command import sweep
 from attnbench.api.timing_options import TimingOptions
 from attnbench.bench.matrix import MatrixInterrupted, course_check
@@ -43,7 +43,7 @@ from attnbench.cases.sweeps import SWEEP_AXES, SWEEP_AXIS_WORDS, sweep_axis
 from attnbench.results.resultset import ResultSet
 
 __all__ = [
-    "COURSE_ATOL", "SWEEP_AXES", "SWEEP_AXIS_WORDS", "CompareOptions", "CompareOutcome", "ComparePlan", "MatrixInterrupted", "ResultSet", "RunOutcome",
+    "COURSE_ATOL", "EXECUTOR_OPTIONS", "SWEEP_AXES", "SWEEP_AXIS_WORDS", "CompareOptions", "CompareOutcome", "ComparePlan", "MatrixInterrupted", "ResultSet", "RunOutcome",
     "TimingOptions", "against_saved", "case_names", "check_same_gpu", "check_same_inputs", "common_selection", "compare",
     "course_check", "exit_status", "expected_inputs", "generate", "load_results", "results_for_report", "open_gpu", "open_gpu_for",
     "parse_percent", "plan_compare", "resume", "run", "slurm_options", "suite_cases", "sweep", "sweep_axis", "variant_names", "verify",

@@ -18,7 +18,7 @@ from attnbench.errors import AttnbenchError, UsageError
 from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.judge import class_slurm
 from attnbench.judge import course_judge as judging
-from attnbench.judge.class_pool import class_devices, judge_class_spread
+from attnbench.judge.class_pool import judge_class_spread
 from attnbench.judge.classroom import RERUN_TOP, Checkpoint, ClassListener, ClassSettings
 from attnbench.judge.classroom import confinement as class_confinement
 from attnbench.judge.classroom import judge_class as run_class
@@ -39,6 +39,8 @@ from attnbench.sandbox.room import MODES as SANDBOX_MODES
 from attnbench.sandbox.room import Confinement, SandboxSettings, SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.slurm import SlurmOptions, default_folder
+from attnbench.spread.devices import devices_for
+from attnbench.spread.executor import GPU_POOL, SLURM, choose_executor
 
 __all__ = ["COURSE_LIMITS_BRIEF", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
            "SlurmOptions", "class_history", "is_class", "is_source", "judge", "judge_class", "judge_program",
@@ -94,11 +96,8 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     a class needs one unless its mode is "none"). `fresh_inputs` (the default): every case and every rerun
     on inputs drawn anew from secret seeds, saved with the scoreboard; False: the suite's inputs.
     `checkpoint` gets the board as it grows (after each row here, each case with `gpus`), to save it."""
-    if executor not in ("local", "slurm"):
-        raise UsageError(f"--executor {executor}: local or slurm")
-    if gpus is not None and executor == "slurm":
-        raise UsageError("--gpus spreads over this host's GPUs; with --executor slurm each job takes the GPU Slurm "
-                         "gives it: drop --gpus")
+    chosen = choose_executor(gpus, executor)
+    devices = devices_for(gpus) if gpus is not None else []  # bad usage, or no GPU, before any work
     if rerun_top < 0:
         raise UsageError(f"--rerun-top {rerun_top}: give 0 or more")
     found = find_submissions(list(submissions))
@@ -110,7 +109,7 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
                              class_sandbox(sandbox or SandboxSettings()), fresh_inputs)
     metadata = collect(None, False, command)
     with oom_priority.judge_last() as lowered:  # a program that exhausts memory is killed, not the judge
-        board = _judge_found(found, inputs, settings, executor, slurm, results_dir, gpus, progress, listener,
+        board = _judge_found(found, inputs, settings, chosen, slurm, results_dir, devices, progress, listener,
                              metadata, checkpoint)
     board.settings["oom_killer"] = (
         f"programs {oom_priority.PROGRAM_ADJ}, the judge {lowered}" if lowered is not None else
@@ -118,15 +117,14 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     return board
 
 
-def _judge_found(found, inputs, settings, executor, slurm, results_dir, gpus, progress, listener,  # noqa: ANN001
+def _judge_found(found, inputs, settings, executor, slurm, results_dir, devices, progress, listener,  # noqa: ANN001
                  metadata, checkpoint) -> Scoreboard:  # noqa: ANN001
-    if executor == "slurm":
+    if executor == SLURM:
         options = slurm or SlurmOptions()
         if options.folder is None:
             options = replace(options, folder=default_folder(results_dir))
         return class_slurm.judge_class_slurm(found, inputs, settings, options, listener, metadata)
-    if gpus is not None:
-        devices = class_devices(gpus)
+    if executor == GPU_POOL:
         return judge_class_spread(found, inputs, settings, devices, progress, listener, metadata, checkpoint)
     return run_class(found, inputs, settings, progress, listener, metadata, checkpoint)
 

@@ -16,18 +16,21 @@ from attnbench.api.notices import Notice, quiet
 from attnbench.bench.check_rule import CheckRule
 from attnbench.bench.matrix import MatrixListener
 from attnbench.bench.sampler import TimingPolicy
+from attnbench.spread.executor import EXECUTOR_OPTIONS, SLURM
+from attnbench.spread.slurm import SlurmOptions, default_folder
+from attnbench.spread.cellgroups import CellPlan
+from attnbench.spread.placement import Placement, run_spread
 from attnbench.cases.inputs import BenchInput
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ResultKind, ResultSet
-from attnbench.spread.cellgroups import CellPlan
-from attnbench.spread.placement import Placement, run_spread
-from attnbench.spread.slurm import SlurmOptions, default_folder
+
+__all__ = ["EXECUTOR_OPTIONS", "placement", "resume", "slurm_options", "spread_matrix"]
 
 
 def slurm_options(executor: str, results_dir: str | Path, **fields: Any) -> SlurmOptions:
     """Slurm's options (`fields`, as SlurmOptions names them) for a compare or sweep; a Slurm run's jobs
     folder is a new one under `results_dir`."""
-    return SlurmOptions(**fields, folder=default_folder(results_dir) if executor == "slurm" else None)
+    return SlurmOptions(**fields, folder=default_folder(results_dir) if executor == SLURM.option else None)
 
 
 def placement(gpus: str | None, executor: str, slurm: SlurmOptions | None) -> Placement:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from attnbench.api import EXECUTOR_OPTIONS
 from attnbench.api import programs as api_programs
 from attnbench.cli.options import command_line, notice
 from attnbench.files import DEFAULT_RESULTS_DIR
@@ -53,7 +54,7 @@ from attnbench.printable import printable
 @click.option("--gpus", default=None, help="A class: spread the cases over this host's GPUs (all, or 0,1).")
 @click.option("--build-timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
               help="A class: seconds a submission's build may take.")
-@click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True,
+@click.option("--executor", type=click.Choice(EXECUTOR_OPTIONS), default="local", show_default=True,
               help="A class: slurm runs each submission as a Slurm job (needs submitit).")
 @click.option("--partition", default=None, help="Slurm partition, e.g. nvidia.")
 @click.option("--gres", default=None, help="Slurm generic resources per job, e.g. gpu:1.")

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import click
 
-from attnbench.api import TimingOptions, case_names, parse_percent, slurm_options, variant_names
+from attnbench.api import EXECUTOR_OPTIONS, TimingOptions, case_names, parse_percent, slurm_options, variant_names
 from attnbench.output.render.terminal import err_console, printable
 
 
@@ -35,7 +35,7 @@ timing_options = [
 placement_options = [
     click.option("--gpus", default=None, metavar="all|0,1,...",
                  help="Spread the cases over this host's GPUs, one worker process each (a case's variants share one GPU)."),
-    click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True,
+    click.option("--executor", type=click.Choice(EXECUTOR_OPTIONS), default="local", show_default=True,
                  help="slurm: run the cells as Slurm jobs of about a minute each, through submitit (the slurm extra)."),
     click.option("--partition", default=None, help="Slurm partition (e.g. nvidia)."),
     click.option("--gres", default=None, help="Slurm generic resources per job (e.g. gpu:1)."),

@@ -6,24 +6,22 @@ a worker loads each case's reference once), in a sandbox of its own with CUDA_VI
 its GPU. Workers are processes, not threads, because the judge kills every process that appears while
 a program runs (attnbench.sandbox.process): two programs in one process would kill each other's.
 A case's verdict does not depend on which worker ran it: the same program, input, sandbox and check.
-Without GPUs, ATTNBENCH_CPU_WORKERS=N stands N cpu workers in for them (the tests use it).
+The workers are a `GpuPool` (spread.pool), the one pool a compare's case groups run on too; each keeps
+to CPU cores of its own. Without GPUs, ATTNBENCH_CPU_WORKERS=N stands N cpu workers in for them (the
+tests use it).
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import shutil
-import subprocess
 import tempfile
 from collections import Counter
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
-from attnbench.errors import GpuUnavailable
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,
@@ -50,10 +48,9 @@ from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.room import SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
-from attnbench.spread.cellgroups import Device, parse_device_list
-from attnbench.spread.workers import CPU_WORKERS_ENV
-
-STAND_IN = "cpu worker (standing in for a GPU)"
+from attnbench.spread.devices import STAND_IN_NAME, Device, cuda_visible
+from attnbench.spread.executor import Emit, Executor, Progress
+from attnbench.spread.pool import GpuPool
 
 
 def _affinity() -> set[int]:
@@ -61,21 +58,6 @@ def _affinity() -> set[int]:
         return os.sched_getaffinity(0)
     except (AttributeError, OSError):
         return set(range(os.cpu_count() or 1))
-
-
-def class_devices(spec: str) -> list[Device]:
-    """The devices `--gpus all|0,1,...` names: the host's GPUs (nvidia-smi counts them; no pycuda is
-    needed to judge programs), or cpu workers standing in for them."""
-    parse_device_list(spec, None)  # the syntax first: bad usage before a missing GPU
-    stand_ins = os.environ.get(CPU_WORKERS_ENV, "").strip()
-    if stand_ins.isdigit() and int(stand_ins) > 0:
-        return [Device(i, stand_in=True) for i in parse_device_list(spec, int(stand_ins))]
-    smi = shutil.which("nvidia-smi")
-    listed = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=60).stdout if smi else ""
-    count = sum(line.startswith("GPU ") for line in listed.splitlines())
-    if count == 0:
-        raise GpuUnavailable("--gpus needs NVIDIA GPUs, and nvidia-smi lists none here")
-    return [Device(i) for i in parse_device_list(spec, count)]
 
 
 def core_plan(workers: int, available: Sequence[int]) -> tuple[list[int], list[list[int]]]:
@@ -99,54 +81,76 @@ def _pin(cores: Sequence[int]) -> None:
 
 
 # -- in a worker ------------------------------------------------------------------------------------
-_worker: dict[str, object] = {}
+Job = tuple[str, Path, BenchInput, Path]  # (submission, its program, the input, its JIT cache)
 
 
-def _start_worker(devices: "multiprocessing.Queue[tuple[Device, list[int]]]") -> None:
-    device, cores = devices.get()
-    _pin(cores)  # a timed run shares no core with another worker's run, nor with the parent's builds
-    name = STAND_IN
-    if not device.stand_in:
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(device.index)
-        name = gpu_name(device.index)
-    _worker["device"] = name
+@dataclass(frozen=True)
+class ClassCaseWork:
+    """A class's work on a device: one (submission, case) per job, on the worker's own cores, each case
+    loaded once while the jobs stay on it (they come case by case)."""
+
+    settings: ClassSettings
+    cores: dict[int, list[int]]  # device index -> the cores its worker keeps to
+
+    def open(self, device: Device, workers: int) -> tuple[dict[str, object], None]:
+        _pin(self.cores[device.index])  # a timed run shares no core with another worker's, nor the parent's builds
+        name = STAND_IN_NAME
+        if not device.stand_in:
+            visible = cuda_visible(device)
+            os.environ["CUDA_VISIBLE_DEVICES"] = visible
+            name = gpu_name(visible)
+        return {"device": name}, None
+
+    def run(self, job: Job, state: dict[str, object], emit: Emit) -> None:
+        name, program, bench_input, cache = job
+        emit("started", None)  # so that a worker that dies is known to have died on this case
+        try:
+            entry = judge_entry(program, _case(state, bench_input), self.settings, cache)
+        except SandboxUnavailable as exc:
+            emit("unjudgeable", str(exc))
+            return None
+        except Exception as exc:  # noqa: BLE001 - one bad case is that entry's error, never the class's end
+            entry = CaseEntry(JUDGE_ERROR, failure_text(exc))
+        entry.device = str(state["device"])
+        emit("entry", entry)
+        return None
 
 
-def _case(bench_input: BenchInput) -> PreparedCase:
-    """The case, loaded once per worker while the jobs stay on it (they come case by case)."""
-    cached = _worker.get("case")
-    if not isinstance(cached, PreparedCase) or _worker.get("input") != bench_input:
+def _case(state: dict[str, object], bench_input: BenchInput) -> PreparedCase:
+    """The case, loaded once per worker while the jobs stay on it."""
+    cached = state.get("case")
+    if not isinstance(cached, PreparedCase) or state.get("input") != bench_input:
         if isinstance(cached, PreparedCase):
             release(cached.input_path)
-        cached = _worker["case"] = prepare_case(bench_input)
-        _worker["input"] = bench_input
+        cached = state["case"] = prepare_case(bench_input)
+        state["input"] = bench_input
     return cached
 
 
-def _job(program: Path, bench_input: BenchInput, settings: ClassSettings, cache: Path) -> tuple[CaseEntry, str]:
-    return judge_entry(program, _case(bench_input), settings, cache), str(_worker["device"])
-
-
 # -- in the parent ----------------------------------------------------------------------------------
-Job = tuple[str, int]  # (submission, index of the input)
+OnEntry = Callable[[str, str, CaseEntry], None]
 
 
-def _run_jobs(pool: ProcessPoolExecutor, jobs: list[Job], programs: dict[str, Path], inputs: Sequence[BenchInput],
-              settings: ClassSettings, caches: Path, on_done) -> None:
-    """Run (submission, input index) jobs on the workers; `on_done` hears each entry as it comes back."""
-    pending: dict[Future, Job] = {pool.submit(_job, programs[name], inputs[i], settings, cache_of(caches, name)):
-                                  (name, i) for name, i in jobs}
-    while pending:
-        done, _ = wait(pending, return_when=FIRST_COMPLETED)
-        for future in done:
-            name, i = pending.pop(future)
-            try:
-                entry, device = future.result()
-            except SandboxUnavailable:
-                raise
-            except Exception as exc:  # noqa: BLE001 - a worker that died on one case: that entry's error
-                entry, device = CaseEntry(JUDGE_ERROR, failure_text(exc)), STAND_IN
-            on_done(name, inputs[i].label, entry, device)
+def _run_jobs(pool: Executor, jobs: list[Job], on_done: OnEntry) -> None:
+    """Run (submission, case) jobs; `on_done` hears each entry as it comes back. A job whose worker died
+    or found no device is that entry's JUDGE ERROR."""
+
+    def hear(event: Progress) -> None:
+        if event.job is None:
+            return
+        name, _, bench_input, _ = jobs[event.job]
+        if event.what == "entry":
+            on_done(name, bench_input.label, event.payload)
+        elif event.what == "unjudgeable":
+            raise SandboxUnavailable(event.payload)
+        elif event.what == "died":  # no device finished it, so none is named (the row's GPU kind ignores it)
+            where = event.device.label if event.device else "its device"
+            on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, failure_text(
+                RuntimeError(f"the worker on {where} died ({event.payload})"))))
+        elif event.what == "not_run":
+            on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, str(event.payload)))
+
+    pool.run(jobs, hear)
 
 
 def _device_of(row: SubmissionRow) -> None:
@@ -175,26 +179,22 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
     rows: dict[str, SubmissionRow] = {}
     programs: dict[str, Path] = {}
 
-    def finished(name: str, label: str, entry: CaseEntry, device: str) -> None:
-        entry.device = device
+    def finished(name: str, label: str, entry: CaseEntry) -> None:
         rows[name].entries[label] = entry
         _device_of(rows[name])
         listen(name, label, entry.verdict)
         if checkpoint is not None:
             checkpoint(board)
 
-    def rerun(name: str, label: str, entry: CaseEntry, device: str) -> None:
+    def rerun(name: str, label: str, entry: CaseEntry) -> None:
         if label in rows[name].entries and rows[name].entries[label].passed and not add_run(rows[name], label, entry):
             listen(name, label, f"rerun {entry.verdict}")
 
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
     original = _affinity()
     parent_cores, worker_cores = core_plan(len(devices), sorted(original))
     board.settings["cpu_cores"] = {"parent (builds, inputs, checks)": parent_cores,
                                    **{d.label: c for d, c in zip(devices, worker_cores)}}
-    for device, cores in zip(devices, worker_cores):
-        queue.put((device, cores))
+    work = ClassCaseWork(settings, {d.index: c for d, c in zip(devices, worker_cores)})
     _pin(parent_cores)
     caches = cuda_caches()
     tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
@@ -214,19 +214,18 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
         board.rows = list(rows.values())
         if checkpoint is not None:
             checkpoint(board)
-        with ProcessPoolExecutor(len(devices), mp_context=context, initializer=_start_worker,
-                                 initargs=(queue,)) as pool:
-            _run_jobs(pool, [(n, i) for i in range(len(first)) for n in programs], programs, first, settings,
-                      caches, finished)
+        with GpuPool(devices, work) as pool:
+            _run_jobs(pool, [(n, programs[n], b, cache_of(caches, n)) for b in first for n in programs], finished)
             top = top_rows(rank(board), settings.rerun_top)
             for row in top:
                 row.reruns = RERUN_RUNS
             for number, round_inputs in enumerate(settings.rerun_rounds(inputs) if top else [], start=2):
                 record_seeds(board, f"rerun {number}", round_inputs)
-                again = [(row.name, i) for i, b in enumerate(round_inputs) for row in top  # case by case
+                again = [(row.name, programs[row.name], b, cache_of(caches, row.name))
+                         for b in round_inputs for row in top  # case by case
                          if row.entries.get(b.label) and row.entries[b.label].passed
                          and len(row.entries[b.label].runs_s) < number]
-                _run_jobs(pool, again, programs, round_inputs, settings, caches, rerun)
+                _run_jobs(pool, again, rerun)
     except KeyboardInterrupt:
         board.interrupted = True
     finally:

@@ -36,16 +36,8 @@ from attnbench.judge.course_judge import prepare_case
 from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import Scoreboard, SubmissionRow
 from attnbench.sandbox.room import Confinement
-from attnbench.spread.slurm import (
-    ACTIVE,
-    SlurmOptions,
-    load_record,
-    result_file,
-    save_record,
-    squeue_states,
-    submit_array,
-    wait_for_jobs,
-)
+from attnbench.spread.executor import Progress
+from attnbench.spread.slurm import SlurmExecutor, SlurmOptions, load_record, save_record
 
 CLASS_RUN_FILE = "attnbench-class.pkl"
 
@@ -106,27 +98,19 @@ def _lost_row(submission: Submission, error: str) -> SubmissionRow:
     return SubmissionRow(submission.name, str(submission.source), False, f"not judged: {error}")
 
 
-def _outstanding(folder: Path, ids: dict[str, str | None]) -> list[str]:
-    """Jobs with no result that Slurm no longer runs: to submit (again)."""
-    states = squeue_states() or {}
-    return [name for name, job_id in ids.items()
-            if job_id is None or (not result_file(folder, job_id).exists() and states.get(str(job_id)) not in ACTIVE)]
-
-
 def _first_pass(run: ClassRun, listener: ClassListener) -> None:
     by_name = {s.name: s for s in run.submissions}
-    again = _outstanding(run.folder, run.first_ids) if run.first_ids else list(by_name)
-    if again:
-        ids = submit_array(run.folder, run.options, "attnbench-class",
-                           [(submission_job, (by_name[name], run.inputs, run.settings)) for name in again])
-        run.first_ids.update(zip(again, ids))
-        run.save()
+    for name in by_name:
+        run.first_ids.setdefault(name, None)
 
-    def finished(name: str, result: dict) -> None:
-        row = result["row"] if "row" in result else _lost_row(by_name[name], result["error"])
-        listener(name, "judged", f"{row.passed} of {len(run.inputs)} passed" if row.built else row.build_message)
+    def hear(event: Progress) -> None:
+        if event.what == "result":
+            row = event.payload["row"] if "row" in event.payload else _lost_row(by_name[event.job], event.payload["error"])
+            listener(event.job, "judged",
+                     f"{row.passed} of {len(run.inputs)} passed" if row.built else row.build_message)
 
-    results = wait_for_jobs(run.folder, run.first_ids, run.options, finished)
+    jobs = {name: (submission_job, (by_name[name], run.inputs, run.settings)) for name in by_name}
+    results = SlurmExecutor(run.folder, run.options, "attnbench-class", run.first_ids, run.save).run(jobs, hear)
     run.confined = next((r["confinement"] for r in results.values() if "confinement" in r), None)
     run.rows = {name: result["row"] if "row" in result else _lost_row(by_name[name], result["error"])
                 for name, result in results.items()}
@@ -137,14 +121,13 @@ def _reruns(run: ClassRun, board: Scoreboard, listener: ClassListener) -> None:
     by_name = {s.name: s for s in run.submissions}
     if not run.rerun_ids:
         run.rerun_ids = {row.name: None for row in top_rows(board, run.settings.rerun_top)}
-    again = _outstanding(run.folder, run.rerun_ids)
-    if again:
-        ids = submit_array(run.folder, run.options, "attnbench-class-rerun",
-                           [(rerun_job, (by_name[name], run.inputs, run.settings, run.rows[name])) for name in again])
-        run.rerun_ids.update(zip(again, ids))
-        run.save()
-    results = wait_for_jobs(run.folder, run.rerun_ids, run.options,
-                            lambda name, result: listener(name, "rerun", result.get("error", "done")))
+
+    def hear(event: Progress) -> None:
+        if event.what == "result":
+            listener(event.job, "rerun", event.payload.get("error", "done"))
+
+    jobs = {name: (rerun_job, (by_name[name], run.inputs, run.settings, run.rows[name])) for name in run.rerun_ids}
+    results = SlurmExecutor(run.folder, run.options, "attnbench-class-rerun", run.rerun_ids, run.save).run(jobs, hear)
     for name, result in results.items():
         if "row" in result:
             run.rows[name] = result["row"]

@@ -69,7 +69,7 @@ ClassListener = Callable[[str, str, str], None]  # (submission, case or "build",
 Checkpoint = Callable[[Scoreboard], None]  # the board as it grows, to be saved
 
 
-def gpu_name(index: int | None = None) -> str:
+def gpu_name(index: int | str | None = None) -> str:
     """The name of the GPU the programs run on (nvidia-smi's first, or device `index`), or the host's CPU
     without one."""
     smi = shutil.which("nvidia-smi")

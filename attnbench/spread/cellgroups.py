@@ -10,7 +10,6 @@ comes back is plain data: the input's CaseInfo and its cells as dictionaries.
 
 from __future__ import annotations
 
-import re
 import shutil
 import socket
 import subprocess
@@ -28,9 +27,7 @@ from attnbench.errors import AttnbenchError, UsageError
 from attnbench.kernels.catalogue import get_variant
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ERROR, REFUSED, Cell
-
-# A cpu worker that stands in for a GPU has this name in its cells' extra["gpu"].
-STAND_IN_NAME = "cpu worker (standing in for a GPU)"
+from attnbench.spread.devices import STAND_IN_NAME, Device
 
 
 @dataclass(frozen=True)
@@ -64,18 +61,6 @@ class CellPlan:
         return MatrixSettings(policy=lambda v: self.policies[v.name], check=self.rule.check(),
                               timer=LabTimer() if self.lab_timing else None, tolerance=self.rule.tolerance,
                               program_sandbox=self.program_sandbox)
-
-
-@dataclass(frozen=True)
-class Device:
-    """Where a worker runs: a CUDA device index, or a cpu worker standing in for one (tests)."""
-
-    index: int
-    stand_in: bool = False
-
-    @property
-    def label(self) -> str:
-        return f"cpu worker {self.index}" if self.stand_in else f"GPU {self.index}"
 
 
 @dataclass
@@ -225,21 +210,3 @@ def node_input(bench_input: BenchInput) -> BenchInput:
     if isinstance(bench_input, SuiteInput):
         return SuiteInput(bench_input.case, in_memory=True)
     return bench_input
-
-
-def parse_device_list(text: str, count: int | None) -> list[int]:
-    """`all` or a comma list of indices (`0,1`), checked against the `count` devices present (with
-    None, only the syntax is checked)."""
-    text = text.strip().lower()
-    if text != "all" and not re.fullmatch(r"\d+(\s*,\s*\d+)*", text):
-        raise UsageError(f"--gpus {text!r}: write all, or a comma list of device indices such as 0,1")
-    if count is None:
-        return []
-    if text == "all":
-        return list(range(count))
-    indices = list(dict.fromkeys(int(part) for part in text.split(",")))
-    missing = [i for i in indices if i >= count]
-    if missing:
-        raise UsageError(f"--gpus {text}: device {missing[0]} does not exist; this machine has {count}, "
-                         f"0..{count - 1}")
-    return indices

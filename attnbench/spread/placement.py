@@ -12,17 +12,18 @@ from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any, Callable
 
-from attnbench.spread.cellgroups import CellPlan, Device
 from attnbench.bench.matrix import MatrixListener, assemble
-from attnbench.spread.slurm import SlurmOptions, SlurmRun, default_folder, execute, load_run, pack_jobs
-from attnbench.spread.workers import DevicePool, DeviceSummary, MatrixInterrupted, devices_for
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.errors import UsageError
 from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import Cell, ResultSet
-
-EXECUTORS = ("local", "slurm")
+from attnbench.spread.cellgroups import CellPlan
+from attnbench.spread.devices import Device, devices_for
+from attnbench.spread.executor import IN_PROCESS, SLURM, ExecutorKind, choose_executor
+from attnbench.spread.matrix_slurm import SlurmRun, execute, load_run, pack_jobs
+from attnbench.spread.slurm import SlurmOptions, default_folder
+from attnbench.spread.workers import DeviceSummary, MatrixInterrupted, run_on_devices
 
 
 @dataclass(frozen=True)
@@ -35,16 +36,14 @@ class Placement:
     results_dir: str = DEFAULT_RESULTS_DIR  # the Slurm jobs folder goes under it unless slurm.folder is given
 
     @property
+    def kind(self) -> ExecutorKind:
+        """The executor these options choose (bad usage where they do not fit)."""
+        return choose_executor(self.gpus, self.executor)
+
+    @property
     def spread(self) -> bool:
         """Whether the cells leave this process."""
-        return self.gpus is not None or self.executor == "slurm"
-
-    def check(self) -> None:
-        if self.executor not in EXECUTORS:
-            raise UsageError(f"--executor {self.executor}: choose local or slurm")
-        if self.executor == "slurm" and self.gpus is not None:
-            raise UsageError("--gpus spreads over this host's GPUs; with --executor slurm each job gets its GPU "
-                             "from --gres (e.g. --gres gpu:1)")
+        return self.kind != IN_PROCESS
 
 
 def first_device_facts(devices: list[Device]) -> Any | None:
@@ -85,8 +84,7 @@ def run_spread(kind: str, variants: list[Variant], inputs: list[BenchInput], pla
     """Run the matrix on the host's GPUs or on Slurm; `record` holds the policy, baseline, settings and
     command the result set carries. Ctrl-C raises MatrixInterrupted with `partial`, the assembled
     result of what was measured."""
-    placement.check()
-    if placement.executor == "slurm":
+    if placement.kind == SLURM:
         options = placement.slurm
         if options.folder is None:
             options = replace(options, folder=default_folder(placement.results_dir))
@@ -98,10 +96,8 @@ def run_spread(kind: str, variants: list[Variant], inputs: list[BenchInput], pla
         raise UsageError("cpu workers standing in for GPUs run only the cpu variant")
     if before_run is not None:
         before_run(first_device_facts(devices), inputs)
-    pool = DevicePool(devices, variants, plan, listener, notice)
-
     def on_devices() -> tuple[list[CaseInfo], list[Cell], DeviceSummary]:
-        return (*pool.run(inputs), pool.summary)
+        return run_on_devices(devices, variants, plan, inputs, listener, notice)
 
     where = "local: " + ", ".join(d.label for d in devices)
     return _finish(on_devices, kind, variants, record, where)

@@ -1,14 +1,12 @@
-"""A matrix spread over a Slurm cluster through submitit: case groups packed into jobs of about a
-minute, submitted as one array, followed through squeue, merged into one run.
-
-Each job gets a list of case groups (`cellgroups`): the inputs' recipes (suite cases are generated
-on the node from their seeds, never copied) and the plan; it sends back only plain results. The
-jobs folder holds the run's record (`attnbench-run.pkl`), submitit's pickles and Slurm's logs, so
-`resume(folder)` can finish a run whose jobs were lost or whose waiting was interrupted.
+"""Slurm through submitit: `SlurmExecutor` submits keyed jobs as one array, follows them through
+squeue and tells each result as it comes back. A compare or a sweep (`matrix_slurm`) and a class
+(`judge.class_slurm`) both spread through it; each keeps its run's record in its jobs folder
+(`save_record`), beside submitit's pickles and Slurm's logs, so that a resume finds its jobs.
 
 Without Slurm accounting `sacct` answers nothing and submitit cannot tell a job that died from one
 still pending; here a job counts as lost once squeue no longer shows it as active and its result
-has not appeared within a grace period, and its cells become ERROR cells (resume runs them again).
+has not appeared within a grace period (a compare's cells then become ERROR cells; resume runs
+them again).
 """
 
 from __future__ import annotations
@@ -16,31 +14,15 @@ from __future__ import annotations
 import datetime as _dt
 import pickle
 import shutil
-import socket
 import subprocess
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
-from attnbench.spread.cellgroups import (
-    CellPlan,
-    Device,
-    GroupReport,
-    node_input,
-    open_device,
-    report_not_run,
-    run_case_group,
-)
-from attnbench.spread.cellgroups import group_seconds as cells_seconds
-from attnbench.bench.matrix import MatrixListener, QuietListener, cell_work
-from attnbench.spread.workers import DeviceSummary, MatrixInterrupted
-from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.errors import AttnbenchError, ResultsError
-from attnbench.kernels.variant import Variant
-from attnbench.results.resultset import ERROR, Cell
+from attnbench.spread.executor import Listener, Progress
 
-RUN_FILE = "attnbench-run.pkl"
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "SIGNALING",
           "STAGE_OUT", "REQUEUE_HOLD", "REQUEUE_FED"}
 
@@ -66,27 +48,6 @@ class SlurmOptions:
     squeue_timeout_s: float = 300.0  # squeue failing this long ends the wait (resume later)
 
 
-@dataclass
-class SlurmRun:
-    """What the jobs folder records of a run: enough to collect or resume it."""
-
-    kind: str
-    plan: CellPlan
-    inputs: list[BenchInput]
-    groups: list[list[int]]  # per job: the indices of its inputs
-    options: SlurmOptions
-    assemble: dict[str, Any]  # baseline, policy record, settings, command: what the result set needs
-    job_ids: list[str | None] = field(default_factory=list)
-
-    @property
-    def folder(self) -> Path:
-        assert self.options.folder is not None
-        return Path(self.options.folder)
-
-    def save(self) -> None:
-        save_record(self.folder, RUN_FILE, self)
-
-
 def save_record(folder: Path, name: str, record: Any) -> None:
     """A run's record (pickled) in its jobs folder, replaced whole or not at all."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -109,63 +70,6 @@ def load_record(folder: str | Path, name: str, kind: type, what: str) -> Any:
         raise ResultsError(f"{path}: not an attnbench {what} run")
     record.options = replace(record.options, folder=Path(folder))  # the folder may have moved
     return record
-
-
-def load_run(folder: str | Path) -> SlurmRun:
-    return load_record(folder, RUN_FILE, SlurmRun, "Slurm")
-
-
-# -- packing cells into jobs -----------------------------------------------------------------------
-COLD_COMPILE_S = 3.0  # a node's first build of a kernel, with no compile cache yet
-
-
-def group_seconds(variants: list[Variant], bench_input: BenchInput) -> float:
-    """An input's cells, plus generating it and its float64 reference on the node, and compiling."""
-    cells = cells_seconds(variants, bench_input)
-    if not cells:
-        return 0.0
-    builds = sum(1 for v in variants if v.refusal(bench_input.shape) is None and v.kind.compiled)
-    return 1.0 + bench_input.shape.flops / 2e10 + COLD_COMPILE_S * builds + cells
-
-
-def pack_jobs(variants: list[Variant], inputs: list[BenchInput], job_seconds: float) -> list[list[int]]:
-    """Inputs (each with all its variants) packed into jobs of about `job_seconds`, largest first."""
-    costs = {i: group_seconds(variants, bench_input) for i, bench_input in enumerate(inputs)}
-    jobs: list[list[int]] = []
-    loads: list[float] = []
-    for i in sorted((i for i in costs if costs[i] > 0), key=lambda i: -costs[i]):
-        fits = next((j for j, load in enumerate(loads) if load + costs[i] <= job_seconds), None)
-        if fits is None:
-            jobs.append([i])
-            loads.append(costs[i])
-        else:
-            jobs[fits].append(i)
-            loads[fits] += costs[i]
-    return [sorted(job) for job in jobs]
-
-
-# -- on the node -----------------------------------------------------------------------------------
-def run_job(plan: CellPlan, inputs: list[BenchInput]) -> dict[str, Any]:
-    """One Slurm job: its case groups on the job's device (Slurm makes the job's GPU device 0)."""
-    variants = plan.variants()
-    try:
-        opened = open_device(Device(0), variants)
-    except AttnbenchError as exc:
-        return {"error": f"{socket.gethostname()}: {exc}"}
-    groups = []
-    lost: str | None = None  # why the device's CUDA context is gone: the job measures no more
-    for bench_input in inputs:
-        names = [v.name for v in variants if v.refusal(bench_input.shape) is None]
-        found: dict[str, Any] = {}
-        report = GroupReport(info=found.update)
-        report.finished = report.cells.append
-        if lost is None:
-            lost = run_case_group(plan, node_input(bench_input), names, opened, report)
-        else:
-            report_not_run(bench_input, names, f"not run: {lost}", report)
-        groups.append({"label": bench_input.label, "info": found, "cells": report.cells})
-    return {"facts": opened.facts, "arch": opened.arch, "torch_versions": opened.torch_versions,
-            "host": socket.gethostname(), "groups": groups}
 
 
 # -- submitting and following ----------------------------------------------------------------------
@@ -199,17 +103,6 @@ def submit_array(folder: Path, options: SlurmOptions, job_name: str,
         detail = getattr(exc, "stderr", None) or getattr(exc, "output", None) or exc
         raise SlurmUnavailable(f"sbatch refused the jobs: {str(detail).strip()}") from None
     return [job.job_id for job in jobs]
-
-
-def submit(run: SlurmRun, which: list[int]) -> None:
-    """Submit the jobs `which` as one array; their ids are saved in the run's record."""
-    ids = submit_array(run.folder, run.options, f"attnbench-{run.kind}",
-                       [(run_job, (run.plan, [run.inputs[i] for i in run.groups[j]])) for j in which])
-    while len(run.job_ids) < len(run.groups):
-        run.job_ids.append(None)
-    for j, job_id in zip(which, ids):
-        run.job_ids[j] = job_id
-    run.save()
 
 
 def squeue_states() -> dict[str, str] | None:
@@ -294,87 +187,51 @@ def wait_for_jobs(folder: Path, job_ids: dict[Key, str | None], options: SlurmOp
     return results
 
 
-def collect(run: SlurmRun, listener: MatrixListener, sleep: Callable[[float], None] = time.sleep) -> dict[int, dict]:
-    """Wait for every job's result; a job that leaves the queue without one is reported lost."""
-    return wait_for_jobs(run.folder, {j: run.job_ids[j] for j in range(len(run.groups))}, run.options,
-                         lambda j, result: _report(run, j, result, listener), sleep)
+class SlurmExecutor:
+    """An executor: each job a call (function, arguments) run as one Slurm job of an array, followed
+    through squeue; each result is told as a "result" event as it comes back.
 
+    Its jobs are keyed (a compare's by number, a class's by submission): `ids` maps each key to its Slurm
+    job id, None before it is submitted, and is the run's record of them, kept by `save` as soon as it
+    changes, so that a later run of the same jobs (a resume) submits again only those with no result
+    that Slurm no longer runs."""
 
-def _job_cells(run: SlurmRun, j: int, result: dict) -> list[Cell]:
-    if "error" in result:
-        variants = run.plan.variants()
-        return [Cell(v.name, run.inputs[i].label, ERROR, result["error"]) for i in run.groups[j] for v in variants
-                if v.refusal(run.inputs[i].shape) is None]
-    return [Cell.from_dict(c) for group in result["groups"] for c in group["cells"]]
+    def __init__(self, folder: Path, options: SlurmOptions, job_name: str, ids: dict[Any, str | None],
+                 save: Callable[[], None] = lambda: None, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.folder, self.options, self.job_name, self.ids = Path(folder), options, job_name, ids
+        self.save, self.sleep = save, sleep
 
+    def outstanding(self, keys: Iterable[Any]) -> list[Any]:
+        """The jobs to submit (again): never submitted, or with no result and no longer in the queue."""
+        keys = list(keys)
+        if all(self.ids.get(key) is None for key in keys):
+            return keys
+        states = squeue_states() or {}
+        return [key for key in keys if self.ids.get(key) is None or (
+            not result_file(self.folder, self.ids[key]).exists() and states.get(str(self.ids[key])) not in ACTIVE)]
 
-def _report(run: SlurmRun, j: int, result: dict, listener: MatrixListener) -> None:
-    by_label = {b.label: b for b in run.inputs}
-    variants = {v.name: v for v in run.plan.variants()}
-    for cell in _job_cells(run, j, result):
-        listener.cell_finished(cell, cell_work(variants[cell.variant], by_label[cell.case]))
+    def submit(self, jobs: dict[Any, tuple[Callable[..., Any], tuple]], which: list[Any]) -> None:
+        """Submit the jobs `which` as one array; their ids are saved at once."""
+        ids = submit_array(self.folder, self.options, self.job_name, [jobs[key] for key in which])
+        self.ids.update(zip(which, ids))
+        self.save()
 
+    def wait(self, keys: Iterable[Any], listener: Listener) -> dict[Any, dict]:
+        """Every job's result, each told as it comes back; a job that leaves the queue without one is lost."""
+        return wait_for_jobs(self.folder, {key: self.ids[key] for key in keys}, self.options,
+                             lambda key, result: listener(Progress("result", key, None, result)), self.sleep)
 
-def merged(run: SlurmRun, results: dict[int, dict]) -> tuple[list[CaseInfo], list[Cell], DeviceSummary]:
-    """The jobs' results as one run's cases and cells, in one-process order."""
-    variants = run.plan.variants()
-    infos: dict[str, CaseInfo] = {}
-    cells: dict[tuple[str, str], Cell] = {}
-    summary = DeviceSummary()
-    for j, result in sorted(results.items()):
-        for cell in _job_cells(run, j, result):
-            cells[(cell.variant, cell.case)] = cell
-        if "error" in result:
-            continue
-        for group in result["groups"]:
-            if group["info"]:
-                infos[group["label"]] = CaseInfo.from_dict(group["info"])
-        if result.get("facts") is not None:
-            summary.facts_by_index[j], summary.archs[j] = result["facts"], result["arch"]
-        summary.torch_versions = summary.torch_versions or result.get("torch_versions")
-    ordered_infos, ordered_cells = [], []
-    for bench_input in run.inputs:
-        refusals = [v.refusal(bench_input.shape) for v in variants]
-        note = "every variant refused it" if all(r is not None for r in refusals) else "not run"
-        ordered_infos.append(infos.get(bench_input.label)
-                             or CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "", note))
-        for variant, refusal in zip(variants, refusals):
-            if refusal is not None:
-                ordered_cells.append(Cell.refused(bench_input.label, refusal))
-            elif (variant.name, bench_input.label) in cells:
-                ordered_cells.append(cells[(variant.name, bench_input.label)])
-    return ordered_infos, ordered_cells, summary
+    def run(self, jobs: dict[Any, tuple[Callable[..., Any], tuple]], listener: Listener) -> dict[Any, dict]:
+        """Submit what has no result yet ("submitted" says which, and whether they go out again), then wait."""
+        fresh = all(self.ids.get(key) is None for key in jobs)
+        again = self.outstanding(jobs)
+        if again:
+            self.submit(jobs, again)
+            listener(Progress("submitted", None, None, {"keys": again, "of": len(jobs), "again": not fresh,
+                                                        "array": str(self.ids[again[0]]).split("_")[0]}))
+        return self.wait(jobs, listener)
 
 
 def default_folder(results_dir: str | Path) -> Path:
     stamp = _dt.datetime.now().strftime("%Y-%m-%d_%H%M%S")
     return Path(results_dir) / "slurm" / stamp
-
-
-def execute(run: SlurmRun, listener: MatrixListener | None = None,
-            notice: Callable[[str], None] = lambda note: None) -> tuple[list[CaseInfo], list[Cell], DeviceSummary]:
-    """Submit a new run's jobs (or, resuming, those without a result and not queued), wait, merge."""
-    listener = listener or QuietListener()
-    variants = run.plan.variants()
-    listener.start(len(variants) * len(run.inputs),
-                   sum(cell_work(v, i) for i in run.inputs for v in variants if v.refusal(i.shape) is None))
-    if not run.job_ids:
-        run.save()
-        submit(run, list(range(len(run.groups))))
-        notice(f"{len(run.groups)} Slurm job(s) submitted as array {str(run.job_ids[0]).split('_')[0]}; "
-               f"jobs folder {run.folder} (finish an interrupted run with --resume {run.folder})")
-    else:
-        states = squeue_states() or {}
-        again = [j for j in range(len(run.groups))
-                 if not result_file(run.folder, run.job_ids[j]).exists() and states.get(str(run.job_ids[j])) not in ACTIVE]
-        if again:
-            submit(run, again)
-            notice(f"resubmitted {len(again)} of {len(run.groups)} job(s) that had no result")
-    try:
-        results = collect(run, listener)
-    except KeyboardInterrupt:
-        done = {j: read_outcome(run.folder, run.job_ids[j]) for j in range(len(run.groups))
-                if result_file(run.folder, run.job_ids[j]).exists()}
-        raise MatrixInterrupted(f"interrupted; the Slurm jobs keep running: finish the run with --resume {run.folder}",
-                                *merged(run, done)) from None
-    return merged(run, results)

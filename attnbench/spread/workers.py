@@ -1,10 +1,9 @@
-"""Several GPUs of one host: one worker process per device, case groups dealt out longest-first.
+"""Several GPUs of one host for a compare or a sweep: its case groups as the jobs of a `GpuPool`.
 
-Each worker is a `spawn`ed process that opens its own CUDA context (pycuda contexts do not share
-well across threads or forks) and runs whole case groups (`cellgroups`), so a case's baseline and
-its variants share one device. The parent deals the groups in order of expected cost, largest
-first, to whichever worker is free, and merges what comes back into the cells a one-process run
-would have made, in the same order.
+A job is one case group (`cellgroups`): an input with every variant that takes it, so a case's
+baseline and its variants share one device. The groups are dealt in order of expected cost,
+largest first, and what comes back is merged into the cells a one-process run would have made, in
+the same order.
 
 A worker that dies loses the cell it was running (an ERROR cell saying so); a new worker takes its
 place on the same device and finishes the rest of that case. A worker whose CUDA context a kernel
@@ -15,54 +14,18 @@ one-process run stops measuring. Ctrl-C stops every worker and raises
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import signal
-import time
-from collections import deque
 from dataclasses import dataclass, field
-from multiprocessing import connection
 from typing import Any, Callable
 
-from attnbench.spread.cellgroups import (
-    CellPlan,
-    Device,
-    GroupReport,
-    group_seconds,
-    group_work,
-    open_device,
-    parse_device_list,
-    run_case_group,
-)
 from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, QuietListener, cell_work
 from attnbench.cases.inputs import BenchInput, CaseInfo
-from attnbench.errors import AttnbenchError, GpuUnavailable
 from attnbench.host_threads import claim_share
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ERROR, REFUSED, Cell
-
-# N cpu workers stand in for GPUs (tests and CI without GPUs): `--gpus all` then means N workers.
-CPU_WORKERS_ENV = "ATTNBENCH_CPU_WORKERS"
-MAX_RESTARTS = 3  # a device whose worker dies more often than this is given up
-POLL_S = 0.2
-
-
-def devices_for(spec: str) -> list[Device]:
-    """The devices `--gpus all|0,1,...` names: CUDA devices, or cpu workers standing in for them."""
-    parse_device_list(spec, None)  # the syntax first: bad usage before a missing GPU
-    stand_ins = os.environ.get(CPU_WORKERS_ENV, "").strip()
-    if stand_ins:
-        if not stand_ins.isdigit() or int(stand_ins) < 1:
-            raise AttnbenchError(f"{CPU_WORKERS_ENV}={stand_ins!r}: give a number of cpu workers, 1 or more")
-        return [Device(i, stand_in=True) for i in parse_device_list(spec, int(stand_ins))]
-    from attnbench.backends.gpu import gpu_probe
-
-    reason = gpu_probe()
-    if reason is not None:
-        raise GpuUnavailable(f"--gpus needs CUDA GPUs: {reason}")
-    import pycuda.driver as driver
-
-    return [Device(i) for i in parse_device_list(spec, driver.Device.count())]
+from attnbench.spread.cellgroups import CellPlan, GroupReport, group_seconds, group_work, open_device, run_case_group
+from attnbench.spread.devices import Device
+from attnbench.spread.executor import Emit, Executor, Progress
+from attnbench.spread.pool import GpuPool
 
 
 @dataclass
@@ -93,145 +56,104 @@ class DeviceSummary:
         return [self.facts_by_index[i] for i in sorted(self.facts_by_index)]
 
 
-def _worker_main(device: Device, plan: CellPlan, inbox: Any, outbox: Any, workers: int) -> None:
-    """A worker: open the device, then run the case groups it is sent until it is sent None (or until a
-    cell loses the device's CUDA context: the parent then gives the device up).
+@dataclass(frozen=True)
+class CaseGroupWork:
+    """A matrix's work on a device: open it (a GPU only when some variant needs one), then run case groups.
 
-    `outbox` is this worker's own pipe to the parent: a worker killed in the middle of a message
-    can spoil only its own pipe, never hold a lock the other workers need. The host's cores are
-    shared out between the `workers`, so their references and checks do not fight over them."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
-    claim_share(workers)
-    try:
-        opened = open_device(device, plan.variants())
-    except AttnbenchError as exc:
-        outbox.send(("unusable", device.index, str(exc)))
-        return
-    outbox.send(("ready", device.index, opened.facts, opened.arch, opened.torch_versions))
-    while True:
-        task = inbox.get()
-        if task is None:
-            return
-        group, bench_input, names = task
-        report = GroupReport(
-            info=lambda info: outbox.send(("info", device.index, group, info)),
-            started=lambda name: outbox.send(("started", device.index, group, name)),
-            finished=lambda cell: outbox.send(("cell", device.index, group, cell)),
-        )
-        lost = run_case_group(plan, bench_input, names, opened, report)
-        if lost is not None:  # its cells are all reported; a lost context must not measure again
-            outbox.send(("lost", device.index, group, lost))
-            return
-        outbox.send(("done", device.index, group, None))
+    The host's cores are shared out between the `workers`, so their references and checks do not fight
+    over them."""
+
+    plan: CellPlan
+
+    def open(self, device: Device, workers: int) -> tuple[Any, Any]:
+        claim_share(workers)
+        opened = open_device(device, self.plan.variants())
+        return opened, (opened.facts, opened.arch, opened.torch_versions)
+
+    def run(self, job: tuple[BenchInput, list[str]], state: Any, emit: Emit) -> str | None:
+        bench_input, names = job
+        report = GroupReport(info=lambda info: emit("info", info), started=lambda name: emit("started", name),
+                             finished=lambda cell: emit("cell", cell))
+        return run_case_group(self.plan, bench_input, names, state, report)
 
 
-@dataclass
-class _Slot:
-    """The parent's view of one device's worker."""
+class SpreadMatrix:
+    """A matrix's case groups on an executor: hears its events and merges the cells they bring."""
 
-    device: Device
-    process: Any = None
-    inbox: Any = None
-    outbox: Any = None  # the reading end of the worker's pipe; None once it is closed
-    ready: bool = False
-    task: tuple[int, list[str]] | None = None  # (group, names still to run)
-    current: str | None = None  # the variant running now
-    restarts: int = 0
-    retired: bool = False
-
-
-class DevicePool:
-    """Runs a matrix's case groups on worker processes, one per device."""
-
-    def __init__(self, devices: list[Device], variants: list[Variant], plan: CellPlan,
-                 listener: MatrixListener | None = None, warn: Callable[[str], None] = lambda note: None) -> None:
-        self.devices, self.variants, self.plan = devices, variants, plan
+    def __init__(self, variants: list[Variant], inputs: list[BenchInput], listener: MatrixListener | None = None,
+                 warn: Callable[[str], None] = lambda note: None) -> None:
+        self.variants, self.inputs = variants, inputs
         self.listener = listener or QuietListener()
         self.warn = warn
-        self.context = multiprocessing.get_context("spawn")
         self.summary = DeviceSummary()
-        self.slots = {d.index: _Slot(d) for d in devices}
         self.cells: dict[tuple[str, str], Cell] = {}
         self.infos: dict[int, CaseInfo] = {}
-        self.unusable: list[str] = []
+        self.jobs: list[tuple[int, list[str]]] = []  # (group, the names it still has to run)
+        self.current: dict[int, str] = {}  # job -> the variant running now
 
-    # -- the run -----------------------------------------------------------------------------------
-    def run(self, inputs: list[BenchInput]) -> tuple[list[CaseInfo], list[Cell]]:
+    def run(self, executor: Executor) -> tuple[list[CaseInfo], list[Cell]]:
         """Every cell of variants x inputs; refused cells are recorded here and never sent out."""
-        self.inputs = inputs
         takers: dict[int, list[str]] = {}
-        for g, bench_input in enumerate(inputs):
+        for g, bench_input in enumerate(self.inputs):
             names = [v.name for v in self.variants if v.refusal(bench_input.shape) is None]
             if names:
                 takers[g] = names
-        work = sum(group_work(self.variants, i) for i in inputs)
-        self.listener.start(len(self.variants) * len(inputs), work)
-        for bench_input in inputs:
+        work = sum(group_work(self.variants, i) for i in self.inputs)
+        self.listener.start(len(self.variants) * len(self.inputs), work)
+        for bench_input in self.inputs:
             for variant in self.variants:
                 refusal = variant.refusal(bench_input.shape)
                 if refusal is not None:
                     self._finish(Cell.refused(bench_input.label, refusal))
-        order = sorted(takers, key=lambda g: -group_seconds(self.variants, inputs[g]))
-        self.pending: deque[tuple[int, list[str]]] = deque((g, takers[g]) for g in order)
-        self._checked = time.monotonic()
+        order = sorted(takers, key=lambda g: -group_seconds(self.variants, self.inputs[g]))
+        self.jobs = [(g, list(takers[g])) for g in order]
         try:
-            for slot in self.slots.values():
-                self._spawn(slot)
-            self._loop()
+            executor.run([(self.inputs[g], list(names)) for g, names in self.jobs], self.hear)
         except KeyboardInterrupt:
-            self._stop(at_once=True)
-            raise MatrixInterrupted("interrupted; the workers were stopped", *self._merged(), self.summary) from None
-        finally:
-            self._stop(at_once=False)
-        if not self.summary.used and all(s.retired for s in self.slots.values()) and self.unusable:
-            raise GpuUnavailable("no worker could open its device: " + "; ".join(self.unusable))
-        return self._merged()
+            raise MatrixInterrupted("interrupted; the workers were stopped", *self.merged(), self.summary) from None
+        return self.merged()
 
-    def _loop(self) -> None:
-        while self.pending or any(s.task is not None for s in self.slots.values()):
-            if all(s.retired for s in self.slots.values()):
-                for group, names in list(self.pending):
-                    self._lose(group, names, "not run: no device is left (" + "; ".join(self.unusable) + ")")
-                self.pending.clear()
-                return
-            self._receive(POLL_S)
-            if time.monotonic() - self._checked > POLL_S:  # also while messages keep coming
-                self._checked = time.monotonic()
-                self._check_deaths()
-
-    def _handle(self, message: tuple) -> None:
-        kind, index, *rest = message
-        slot = self.slots[index]
-        if kind == "ready":
-            facts, arch, torch_versions = rest
+    def hear(self, event: Progress) -> None:
+        """One event of the executor's."""
+        label = event.device.label if event.device is not None else ""
+        if event.what == "ready":
+            facts, arch, torch_versions = event.payload
             if facts is not None:
-                self.summary.facts_by_index[index], self.summary.archs[index] = facts, arch
+                assert event.device is not None
+                self.summary.facts_by_index[event.device.index], self.summary.archs[event.device.index] = facts, arch
             self.summary.torch_versions = self.summary.torch_versions or torch_versions
-            slot.ready = True
-            self._dispatch(slot)
-        elif kind == "unusable":
-            self.unusable.append(f"{slot.device.label}: {rest[0]}")
-            self.warn(f"{slot.device.label} cannot run: {rest[0]}")
-            self._retire(slot, f"not run: {slot.device.label} could not start ({rest[0]})")
-        elif kind == "lost":
-            reason = f"{slot.device.label}: {rest[1]}"
-            self.unusable.append(reason)
-            self.warn(f"{slot.device.label} runs no more cells: {rest[1]}")
-            self._retire(slot, f"not run: {reason}")
-        elif kind == "info":
-            self.infos[rest[0]] = CaseInfo.from_dict(rest[1])
-        elif kind == "started":
-            slot.current = rest[1]
-            self.listener.cell_started(rest[1], self.inputs[rest[0]].label)
-        elif kind == "cell":
-            cell = Cell.from_dict(rest[1])
-            slot.current = None
-            if slot.task is not None and cell.variant in slot.task[1]:
-                slot.task[1].remove(cell.variant)
+        elif event.what == "unusable":
+            self.warn(f"{label} cannot run: {event.payload}")
+        elif event.what == "device_lost":
+            self.warn(f"{label} runs no more cells: {event.payload}")
+        elif event.what == "note":
+            self.warn(event.payload)
+        elif event.what == "info":
+            self.infos[self.jobs[event.job][0]] = CaseInfo.from_dict(event.payload)
+        elif event.what == "started":
+            self.current[event.job] = event.payload
+            self.listener.cell_started(event.payload, self.inputs[self.jobs[event.job][0]].label)
+        elif event.what == "cell":
+            cell = Cell.from_dict(event.payload)
+            self.current.pop(event.job, None)
+            names = self.jobs[event.job][1]
+            if cell.variant in names:
+                names.remove(cell.variant)
             self._finish(cell)
-        elif kind == "done":
-            slot.task = None
-            self._dispatch(slot)
+        elif event.what == "died":
+            names = self.jobs[event.job][1]
+            lost = self.current.pop(event.job, None)
+            lost = lost if lost in names else names[0]
+            names.remove(lost)
+            self._lose(event.job, [lost], f"the worker on {label} died ({event.payload}) while running this cell")
+        elif event.what == "not_run":
+            self._lose(event.job, list(self.jobs[event.job][1]), event.payload)
+            self.jobs[event.job][1].clear()
+
+    def rest_of(self, job: int, sent: tuple[BenchInput, list[str]]) -> tuple[BenchInput, list[str]] | None:
+        """What a job whose worker died still has to run: sent again to the device's new worker."""
+        names = self.jobs[job][1]
+        return (sent[0], list(names)) if names else None
 
     def _finish(self, cell: Cell) -> None:
         self.cells[(cell.variant, cell.case)] = cell
@@ -242,107 +164,11 @@ class DevicePool:
             work = cell_work(variant, bench_input)
         self.listener.cell_finished(cell, work)
 
-    def _lose(self, group: int, names: list[str], message: str) -> None:
+    def _lose(self, job: int, names: list[str], message: str) -> None:
         for name in names:
-            self._finish(Cell(name, self.inputs[group].label, ERROR, message))
+            self._finish(Cell(name, self.inputs[self.jobs[job][0]].label, ERROR, message))
 
-    # -- workers -----------------------------------------------------------------------------------
-    def _spawn(self, slot: _Slot) -> None:
-        slot.inbox = self.context.Queue()
-        slot.ready = False
-        if slot.outbox is not None:
-            slot.outbox.close()
-        reader, writer = self.context.Pipe(duplex=False)
-        slot.process = self.context.Process(target=_worker_main,
-                                            args=(slot.device, self.plan, slot.inbox, writer, len(self.slots)),
-                                            name=f"attnbench-{slot.device.label.replace(' ', '')}", daemon=True)
-        slot.process.start()
-        writer.close()  # the worker holds the only writing end: its death ends the pipe
-        slot.outbox = reader
-
-    def _dispatch(self, slot: _Slot) -> None:
-        if slot.retired or not slot.ready:
-            return
-        if slot.task is None and self.pending:
-            slot.task = self.pending.popleft()
-        if slot.task is not None:
-            group, names = slot.task
-            slot.inbox.put((group, self.inputs[group], list(names)))
-        else:
-            slot.inbox.put(None)
-
-    def _check_deaths(self) -> None:
-        for slot in self.slots.values():
-            if slot.retired or slot.process is None or slot.process.is_alive():
-                continue
-            if slot.task is None and slot.ready:
-                continue  # finished and was told to stop
-            self._drain()  # what it sent before it died still counts
-            if slot.task is None and slot.ready:
-                continue
-            code = slot.process.exitcode
-            how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-            if slot.task is not None:
-                group, names = slot.task
-                lost = slot.current if slot.current in names else names[0]
-                names.remove(lost)
-                self._lose(group, [lost], f"the worker on {slot.device.label} died ({how}) while running this cell")
-                if not names:
-                    slot.task = None
-            slot.current = None
-            slot.restarts += 1
-            if slot.restarts > MAX_RESTARTS:
-                self.unusable.append(f"{slot.device.label}: its worker died {slot.restarts} times")
-                self._retire(slot, f"not run: the worker on {slot.device.label} died {slot.restarts} times")
-            else:
-                self.warn(f"the worker on {slot.device.label} died ({how}); starting another")
-                self._spawn(slot)
-
-    def _receive(self, timeout: float) -> bool:
-        """Handle the messages the workers have sent within `timeout` seconds; whether there were any."""
-        readers = {slot.outbox: slot for slot in self.slots.values() if slot.outbox is not None}
-        if not readers:
-            time.sleep(timeout)
-            return False
-        got = False
-        for reader in connection.wait(list(readers), timeout):
-            slot = readers[reader]  # type: ignore[index]
-            try:
-                message = reader.recv()  # type: ignore[union-attr]
-            except (EOFError, OSError):  # the worker is gone (perhaps mid-message): _check_deaths says why
-                reader.close()  # type: ignore[union-attr]
-                if slot.outbox is reader:
-                    slot.outbox = None
-                continue
-            got = True
-            self._handle(message)
-        return got
-
-    def _drain(self) -> None:
-        while self._receive(0.05):
-            pass
-
-    def _retire(self, slot: _Slot, message: str) -> None:
-        slot.retired = True
-        if slot.task is not None:
-            self._lose(slot.task[0], slot.task[1], message)
-            slot.task = None
-
-    def _stop(self, at_once: bool) -> None:
-        for slot in self.slots.values():
-            process = slot.process
-            if process is None:
-                continue
-            if at_once and process.is_alive():
-                process.terminate()
-            elif process.is_alive():
-                slot.inbox.put(None)  # a worker started late, or restarted, still waits for work
-            process.join(timeout=2 if at_once else 10)
-            if process.is_alive():
-                process.kill()
-                process.join(timeout=2)
-
-    def _merged(self) -> tuple[list[CaseInfo], list[Cell]]:
+    def merged(self) -> tuple[list[CaseInfo], list[Cell]]:
         """Infos and cells in one-process order: input by input, variant by variant."""
         infos, cells = [], []
         for g, bench_input in enumerate(self.inputs):
@@ -358,3 +184,13 @@ class DevicePool:
                 if cell is not None:
                     cells.append(cell)
         return infos, cells
+
+
+def run_on_devices(devices: list[Device], variants: list[Variant], plan: CellPlan, inputs: list[BenchInput],
+                   listener: MatrixListener | None = None, warn: Callable[[str], None] = lambda note: None,
+                   ) -> tuple[list[CaseInfo], list[Cell], DeviceSummary]:
+    """The matrix on a GpuPool of `devices`: its cases, its cells in one-process order, the devices used."""
+    spread = SpreadMatrix(variants, inputs, listener, warn)
+    with GpuPool(devices, CaseGroupWork(plan), spread.rest_of) as pool:
+        infos, cells = spread.run(pool)
+    return infos, cells, spread.summary

@@ -7,7 +7,7 @@ import pytest
 
 from attnbench.api import programs as api_programs
 from attnbench.judge import class_slurm
-from attnbench.spread.slurm import SlurmOptions
+from attnbench.spread.slurm import SlurmOptions, result_file
 from tests.judge.classes import CASES, ORDER, RANKS, can_build, class_sandbox, make_class, verdicts
 from tests.spread.test_slurm import cluster  # noqa: F401 (the fixture: a Slurm that answers, or a skip)
 
@@ -40,13 +40,13 @@ def test_resume_resubmits_what_was_lost(cluster, classroom, tmp_path):  # noqa: 
     first = api_programs.judge_class([classroom / "alice", classroom / "carol.c"], CASES, time_limits="none",
                                      rerun_top=0, executor="slurm", slurm=options, sandbox=class_sandbox())
     run = class_slurm.load_class_run(tmp_path / "jobs")
-    lost = class_slurm.result_file(run.folder, run.first_ids["carol"])
+    lost = result_file(run.folder, run.first_ids["carol"])
     lost.unlink()
     run.rows = {}  # as if the wait had been interrupted before every row was back
     run.save()
     again = api_programs.resume_class(tmp_path / "jobs")
-    assert verdicts(again) == verdicts(first)
+    assert verdicts(again) == verdicts(first), {r.name: r.build_message for r in again.rows}  # why a row is empty
     resumed = class_slurm.load_class_run(tmp_path / "jobs")
     assert resumed.first_ids["alice"] == run.first_ids["alice"]  # kept: its result was there
     assert resumed.first_ids["carol"] != run.first_ids["carol"]  # submitted again
-    assert class_slurm.result_file(resumed.folder, resumed.first_ids["carol"]).exists() and not lost.exists()
+    assert result_file(resumed.folder, resumed.first_ids["carol"]).exists() and not lost.exists()

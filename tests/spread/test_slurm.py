@@ -1,81 +1,15 @@
-"""Slurm: packing cells into jobs, following jobs without sacct, and (marker `slurm`) a real one-node
-cluster started by tools/slurm_local.sh (CI exports its SLURM_CONF)."""
+"""attnbench.spread.slurm: the Slurm executor (submitting again only what has no result), and the fixture
+for the tests (marker `slurm`) that need a real one-node cluster started by tools/slurm_local.sh (CI
+exports its SLURM_CONF)."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from attnbench import api
 from attnbench.spread import slurm
-from attnbench.spread.cellgroups import CellPlan
-from attnbench.bench.check_rule import CourseRule
-from attnbench.bench.matrix import QuietListener
-from attnbench.bench.sampler import TimingPolicy
-from attnbench.cases.inputs import inputs_for
-from attnbench.cli import main
-from attnbench.kernels.catalogue import variants_for
-from attnbench.results.resultset import load
-
-CASES = "odd_17x48,odd_100x32,odd_1000x64"
-
-
-def essentials(result):
-    cells = [(c.variant, c.case, c.status, c.check) for c in result.cells]
-    return cells, [c.to_dict() for c in result.cases], result.baseline
-
-
-def test_cells_are_packed_into_jobs_of_about_the_target_length():
-    variants = variants_for("cpu,naive")
-    inputs = inputs_for("odd,t02,t29")
-    jobs = slurm.pack_jobs(variants, inputs, 60.0)
-    placed = sorted(i for job in jobs for i in job)
-    assert placed == list(range(len(inputs)))  # every input once, with all its variants
-    seconds = [sum(slurm.group_seconds(variants, inputs[i]) for i in job) for job in jobs]
-    assert all(s <= 60.0 or len(job) == 1 for s, job in zip(seconds, jobs))
-    assert len(slurm.pack_jobs(variants, inputs, 1e9)) == 1
-    assert len(slurm.pack_jobs(variants, inputs, 1e-3)) == len(inputs)
-
-
-def test_a_job_that_leaves_the_queue_without_a_result_is_lost_not_waited_for(tmp_path, monkeypatch):
-    variants = variants_for("cpu")
-    inputs = inputs_for(CASES)
-    plan = CellPlan.of(variants, lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False), CourseRule(0.005, 0.0))
-    options = slurm.SlurmOptions(folder=tmp_path, poll_s=0.01, lost_after_s=0.05)
-    run = slurm.SlurmRun("compare", plan, inputs, [[0, 1], [2]], options, {}, job_ids=["7_0", "7_1"])
-    (tmp_path / "7_1_0_log.err").write_text("slurmstepd: error: *** JOB 7 CANCELLED ***\n")
-    monkeypatch.setattr(slurm, "squeue_states", lambda: {"7_0": "RUNNING"})
-    with pytest.raises(AssertionError):  # job 7_0 is still running: the wait goes on (stopped here)
-        slurm.collect(run, QuietListener(), sleep=lambda s: (_ for _ in ()).throw(AssertionError))
-    monkeypatch.setattr(slurm, "squeue_states", lambda: {"7_0": "FAILED"})
-    results = slurm.collect(run, QuietListener(), sleep=lambda s: None)
-    infos, cells, _ = slurm.merged(run, results)
-    assert [(c.case, c.status) for c in cells] == [(i.label, "error") for i in inputs]
-    assert cells[0].message == "Slurm job 7_0 ended (FAILED) without a result"
-    assert cells[2].message == ("Slurm job 7_1 ended (gone from the queue) without a result; "
-                                "log 7_1_0_log.err: slurmstepd: error: *** JOB 7 CANCELLED ***")
-    assert [i.note for i in infos] == ["not run"] * 3
-
-
-def test_a_jobs_pytorch_versions_reach_the_merged_run():
-    variants = variants_for("cpu")
-    inputs = inputs_for(CASES)
-    plan = CellPlan.of(variants, lambda v: TimingPolicy(), CourseRule(0.005, 0.0))
-    run = slurm.SlurmRun("compare", plan, inputs, [[0, 1, 2]], slurm.SlurmOptions(), {}, job_ids=["7_0"])
-    versions = {"torch_version": "2.11.0", "torch_cuda_version": "13.0"}
-    result = {"facts": {"name": "NVIDIA H200"}, "arch": "sm_90", "torch_versions": versions, "host": "node1",
-              "groups": []}
-    _, _, summary = slurm.merged(run, {0: result})
-    assert summary.torch_versions == versions and summary.facts() == {"name": "NVIDIA H200"}
-
-
-def test_resume_refuses_a_folder_that_is_not_a_jobs_folder(tmp_path):
-    result = CliRunner().invoke(main, ["compare", "--resume", str(tmp_path)])
-    assert result.exit_code == 2 and "not an attnbench Slurm jobs folder" in result.output
 
 
 # -- a real one-node cluster ------------------------------------------------------------------------
@@ -93,71 +27,35 @@ def cluster():
         pytest.skip("Slurm does not answer with a usable node (start one with tools/slurm_local.sh)")
 
 
-@pytest.mark.slurm
-def test_compare_through_slurm_equals_a_local_run(cluster, tmp_path):
-    local = api.compare("cpu", CASES)
-    result = CliRunner().invoke(main, ["compare", "-v", "cpu", "-c", CASES, "--executor", "slurm", "--time", "5",
-                                       "--results-dir", str(tmp_path), "--job-seconds", "0.5"])
-    assert result.exit_code == 0, result.output
-    saved = load(next(tmp_path.glob("*_compare_*.json")))
-    assert essentials(saved) == essentials(local)
-    assert saved.settings.executor == "slurm"
-    folder = next((tmp_path / "slurm").iterdir())
-    assert len(list(folder.glob("*_result.pkl"))) == 3  # three jobs, one array, logs in the jobs folder
-    assert len({p.name.split("_")[0] for p in folder.glob("*_result.pkl")}) == 1
+def test_the_slurm_executor_submits_again_only_what_has_no_result_and_tells_each_result(tmp_path, monkeypatch):
+    import pickle
 
+    from attnbench.spread.executor import Progress
 
-@pytest.mark.slurm
-def test_resume_resubmits_a_lost_job_and_finishes_the_run(cluster, tmp_path):
-    local = api.compare("cpu", CASES)
-    options = slurm.SlurmOptions(folder=tmp_path / "jobs", job_seconds=0.5, poll_s=0.5, time_min=5)
-    first = api.compare("cpu", CASES, executor="slurm", slurm=options)
-    assert essentials(first) == essentials(local)
-    lost = sorted((tmp_path / "jobs").glob("*_result.pkl"))[1]
-    lost.unlink()
-    notes = []
-    again = api.resume(tmp_path / "jobs", notice=notes.append)
-    assert notes == ["resubmitted 1 of 3 job(s) that had no result"]
-    assert essentials(again) == essentials(local)
+    def finished(job_id: str, value: dict) -> None:
+        slurm.result_file(tmp_path, job_id).write_bytes(pickle.dumps(("success", value)))
 
+    sent: list[list[tuple]] = []
 
-@pytest.mark.slurm
-def test_a_cancelled_job_becomes_error_cells_and_the_rest_come_back(cluster, tmp_path):
-    variants = variants_for("cpu")
-    inputs = inputs_for(CASES)
-    plan = CellPlan.of(variants, lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False), CourseRule(0.005, 0.0))
-    options = slurm.SlurmOptions(folder=tmp_path, poll_s=0.5, lost_after_s=5, array_parallelism=1, time_min=5)
-    run = slurm.SlurmRun("compare", plan, inputs, [[0], [1], [2]], options, {})
-    slurm.submit(run, [0, 1, 2])
-    subprocess.run(["scancel", str(run.job_ids[2])], check=True, timeout=30)
-    infos, cells, _ = slurm.merged(run, slurm.collect(run, QuietListener()))
-    assert [c.status for c in cells] == ["ok", "ok", "error"]
-    assert f"Slurm job {run.job_ids[2]} ended" in cells[2].message
-    assert Path(run.folder, slurm.RUN_FILE).exists()
+    def submit_array(folder, options, job_name, calls):
+        sent.append([arguments for _, arguments in calls])
+        ids = [f"9_{i}" for i in range(len(calls))]
+        for job_id, (_, arguments) in zip(ids, calls):
+            finished(job_id, {"square": arguments[0] ** 2})
+        return ids
 
-
-def test_resume_takes_its_selection_from_the_folder(tmp_path):
-    result = CliRunner().invoke(main, ["compare", "--resume", str(tmp_path), "-v", "cpu"])
-    assert result.exit_code == 2 and "drop --variants, --cases and --against" in result.output
-
-
-def test_a_job_whose_context_is_lost_measures_no_more(monkeypatch):
-    from attnbench.cases.inputs import SyntheticInput
-    from attnbench.cases.testcase import Shape
-    from attnbench.spread.cellgroups import OpenDevice
-    from tests.bench.fake_cells import LosingGpu, UnreadableInput, fake_cells
-
-    fault = "an illegal memory access was encountered"
-    ran = fake_cells(monkeypatch, {"naive": "error"})
-    monkeypatch.setattr(slurm, "open_device", lambda device, variants: OpenDevice(LosingGpu(fault), None, {}))
-    plan = CellPlan.of(variants_for("naive,cpu"), lambda v: TimingPolicy(warmup=0, reps=1), CourseRule())
-    first = SyntheticInput(Shape(1, 9, 8), 1)
-    job = slurm.run_job(plan, [first, UnreadableInput(Shape(1, 9, 8), 2, "never_read")])  # loading it would raise
-    why = f"not run: the CUDA context was lost after naive failed on {first.label} ({fault})"
-    assert ran == ["naive"]
-    assert [(c["variant"], c["status"], c["message"]) for c in job["groups"][0]["cells"]] == [
-        ("naive", "error", "naive failed"), ("cpu", "error", why)]
-    later = job["groups"][1]
-    assert later["info"]["origin"] == "not loaded" and later["info"]["note"] == why
-    assert [(c["variant"], c["status"], c["message"]) for c in later["cells"]] == [
-        ("naive", "error", why), ("cpu", "error", why)]
+    monkeypatch.setattr(slurm, "submit_array", submit_array)
+    monkeypatch.setattr(slurm, "squeue_states", lambda: {"8_2": "RUNNING"})
+    finished("8_0", {"square": 4})
+    ids = {"a": "8_0", "b": "8_1", "c": "8_2", "d": None}
+    saved = []
+    executor = slurm.SlurmExecutor(tmp_path, slurm.SlurmOptions(poll_s=0), "test", ids, lambda: saved.append(dict(ids)))
+    assert executor.outstanding(["a", "b", "c", "d"]) == ["b", "d"]  # c is still queued
+    monkeypatch.setattr(slurm, "squeue_states", lambda: {})
+    finished("8_2", {"square": 16})
+    events: list[Progress] = []
+    results = executor.run({key: (pow, (n, 2)) for key, n in zip("abcd", (2, 3, 4, 5))}, events.append)
+    assert sent == [[(3, 2), (5, 2)]] and saved == [{"a": "8_0", "b": "9_0", "c": "8_2", "d": "9_1"}]
+    assert events[0] == Progress("submitted", None, None, {"keys": ["b", "d"], "of": 4, "again": True, "array": "9"})
+    assert {e.job: e.payload["square"] for e in events if e.what == "result"} == {"a": 4, "b": 9, "c": 16, "d": 25}
+    assert results == {key: {"square": n * n} for key, n in zip("abcd", (2, 3, 4, 5))}

@@ -10,12 +10,15 @@ import pytest
 from click.testing import CliRunner
 
 from attnbench import api
-from attnbench.spread.cellgroups import Device, parse_device_list
 from attnbench.bench.check_rule import CourseRule
 from attnbench.bench.matrix import QuietListener
-from attnbench.spread.workers import CPU_WORKERS_ENV, DevicePool, MatrixInterrupted, devices_for
 from attnbench.cli import main
 from attnbench.errors import UsageError
+from attnbench.spread import pool as gpu_pool
+from attnbench.spread.devices import CPU_WORKERS_ENV, Device, devices_for
+from attnbench.spread.executor import Progress
+from attnbench.spread.pool import GpuPool
+from attnbench.spread.workers import CaseGroupWork, MatrixInterrupted, SpreadMatrix
 
 CASES = "odd_17x48,odd_100x32,t02,odd_1000x64,odd_33x64"
 
@@ -45,17 +48,16 @@ def test_two_workers_give_the_cells_and_checks_of_one_process(two_cpu_workers):
 def kill_at(monkeypatch, case: str) -> list[tuple[int, int]]:
     """Kill the worker that starts the first cell on `case`, as the pool hears of it; the list says whom."""
     killed: list[tuple[int, int]] = []
-    handle = DevicePool._handle
+    handle = GpuPool._handle
 
-    def handle_then_kill(pool: DevicePool, message: tuple) -> None:
-        handle(pool, message)
-        kind, index, *rest = message
-        if kind == "started" and pool.inputs[rest[0]].label == case and not killed:
-            slot = pool.slots[index]
+    def handle_then_kill(pool: GpuPool, event: Progress) -> None:
+        handle(pool, event)
+        if event.what == "started" and pool.jobs[event.job][0].label == case and not killed:
+            slot = pool.slots[event.device.index]
             os.kill(slot.process.pid, signal.SIGKILL)
             killed.append((slot.process.pid, slot.device.index))
 
-    monkeypatch.setattr(DevicePool, "_handle", handle_then_kill)
+    monkeypatch.setattr(GpuPool, "_handle", handle_then_kill)
     return killed
 
 
@@ -87,15 +89,6 @@ def test_ctrl_c_stops_the_workers_and_keeps_what_was_measured(two_cpu_workers):
     assert 1 <= len(partial.cells) < 5 and all(c.ok for c in partial.cells)
     assert [c.label for c in partial.cases] == CASES.split(",")
     assert not [p for p in multiprocessing.active_children() if p.name.startswith("attnbench-")]
-
-
-def test_device_lists():
-    assert parse_device_list("all", 3) == [0, 1, 2]
-    assert parse_device_list("1, 0,1", 2) == [1, 0]
-    with pytest.raises(UsageError, match="device 2 does not exist; this machine has 2"):
-        parse_device_list("0,2", 2)
-    with pytest.raises(UsageError, match="write all, or a comma list"):
-        parse_device_list("gpu0", 2)
 
 
 def test_stand_ins_run_only_the_cpu_variant(two_cpu_workers):
@@ -155,45 +148,35 @@ def test_a_worker_keeps_to_its_share_of_the_host(monkeypatch):
 
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from attnbench.spread import workers
     from attnbench.spread.cellgroups import CellPlan
     from attnbench.bench.sampler import TimingPolicy
     from attnbench.host_threads import HOST_THREADS_ENV, share_of
 
     monkeypatch.setenv(HOST_THREADS_ENV, "")  # whatever the worker claims is undone after the test
-    monkeypatch.setattr(workers.signal, "signal", lambda *args: None)  # this process keeps its Ctrl-C
+    monkeypatch.setattr(gpu_pool.signal, "signal", lambda *args: None)  # this process keeps its Ctrl-C
     monkeypatch.setattr("attnbench.host_threads.host_cores", lambda: 12)
     plan = CellPlan(("cpu",), {"cpu": TimingPolicy()})
     inbox, sent = queue.Queue(), []
     inbox.put(None)
     with threadpool_limits(limits=None, user_api="blas"):  # puts back the BLAS limits it found
-        workers._worker_main(Device(0, stand_in=True), plan, inbox, type("Pipe", (), {"send": sent.append})(), 3)
+        gpu_pool.worker_main(CaseGroupWork(plan), Device(0, stand_in=True), inbox,
+                             type("Pipe", (), {"send": sent.append})(), 3)
         blas = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
     assert os.environ[HOST_THREADS_ENV] == str(share_of(3)) == "4"
     assert blas <= {4}
-    assert sent[0][0] == "ready"
+    assert sent[0].what == "ready"
 
 
 def test_the_workers_pytorch_versions_reach_the_run_without_the_parent_importing_it():
-    import queue
-    from collections import deque
-
-    from attnbench.spread.cellgroups import CellPlan
-    from attnbench.bench.sampler import TimingPolicy
-    from attnbench.spread.workers import DevicePool
     from attnbench.kernels.catalogue import variants_for
 
-    variants = variants_for("cpu")
-    pool = DevicePool([Device(0), Device(1)], variants, CellPlan.of(variants, lambda v: TimingPolicy(), CourseRule()))
-    pool.pending = deque()
-    for slot in pool.slots.values():
-        slot.inbox = queue.Queue()
+    spread = SpreadMatrix(variants_for("cpu"), [])
     versions = {"torch_version": "2.11.0", "torch_cuda_version": "13.0"}
-    pool._handle(("ready", 0, {"name": "GPU A"}, "sm_90", None))
-    assert pool.summary.torch_versions is None
-    pool._handle(("ready", 1, {"name": "GPU B"}, "sm_90", versions))
-    assert pool.summary.torch_versions == versions
-    assert pool.summary.all_facts() == [{"name": "GPU A"}, {"name": "GPU B"}]
+    spread.hear(Progress("ready", None, Device(0), ({"name": "GPU A"}, "sm_90", None)))
+    assert spread.summary.torch_versions is None
+    spread.hear(Progress("ready", None, Device(1), ({"name": "GPU B"}, "sm_90", versions)))
+    assert spread.summary.torch_versions == versions
+    assert spread.summary.all_facts() == [{"name": "GPU A"}, {"name": "GPU B"}]
 
 
 def test_groups_are_dealt_by_their_expected_seconds_host_work_included():
@@ -247,20 +230,20 @@ def test_a_worker_whose_context_is_lost_says_so_and_stops(monkeypatch):
     import queue
 
     from attnbench.bench.sampler import TimingPolicy
-    from attnbench.spread import workers
     from attnbench.spread.cellgroups import CellPlan, OpenDevice
+    from attnbench.spread import workers
 
     lost = "the CUDA context was lost after naive failed on t02 (an illegal memory access was encountered)"
-    monkeypatch.setattr(workers.signal, "signal", lambda *args: None)  # this process keeps its Ctrl-C
+    monkeypatch.setattr(gpu_pool.signal, "signal", lambda *args: None)  # this process keeps its Ctrl-C
     monkeypatch.setattr(workers, "claim_share", lambda count: None)
     monkeypatch.setattr(workers, "open_device", lambda device, variants: OpenDevice(None, None))
     monkeypatch.setattr(workers, "run_case_group", lambda plan, bench_input, names, device, report: lost)
     inbox, sent = queue.Queue(), []
     for group in (0, 1):
-        inbox.put((group, None, ["naive"]))
-    workers._worker_main(Device(0), CellPlan(("naive",), {"naive": TimingPolicy()}), inbox,
+        inbox.put((group, (None, ["naive"])))
+    gpu_pool.worker_main(CaseGroupWork(CellPlan(("naive",), {"naive": TimingPolicy()})), Device(0), inbox,
                          type("Pipe", (), {"send": sent.append})(), 1)
-    assert [m[0] for m in sent] == ["ready", "lost"] and sent[1] == ("lost", 0, 0, lost)
+    assert [e.what for e in sent] == ["ready", "done"] and sent[1] == Progress("done", 0, Device(0), lost)
     assert inbox.get_nowait()[0] == 1  # the next group was never taken
 
 
@@ -275,18 +258,39 @@ def test_the_pool_gives_up_a_device_whose_context_is_lost():
 
     variants = variants_for("cpu")
     notes = []
-    pool = DevicePool([Device(0), Device(1)], variants, CellPlan.of(variants, lambda v: TimingPolicy(), CourseRule()),
-                      warn=notes.append)
-    pool.inputs = inputs_for("t01,t02")
-    pool.pending = deque([(1, ["cpu"])])
+    spread = SpreadMatrix(variants, inputs_for("t01,t02"), warn=notes.append)
+    spread.jobs = [(0, []), (1, ["cpu"])]  # the first group's cells have all come back
+    pool = GpuPool([Device(0), Device(1)], CaseGroupWork(CellPlan.of(variants, lambda v: TimingPolicy(), CourseRule())))
+    pool.jobs, pool.pending, pool.listener = [None, None], deque([1]), spread.hear
     for slot in pool.slots.values():
         slot.inbox = queue.Queue()
-    pool.slots[0].task = (0, [])  # its group's cells have all come back
+    pool.slots[0].job = 0
     pool.slots[1].retired = True
     lost = "the CUDA context was lost after cpu failed on t01 (an illegal memory access was encountered)"
-    pool._handle(("lost", 0, 0, lost))
-    assert pool.slots[0].retired and pool.slots[0].task is None
+    pool._handle(Progress("done", 0, Device(0), lost))
+    assert pool.slots[0].retired and pool.slots[0].job is None
     assert notes == [f"GPU 0 runs no more cells: {lost}"]
     pool._loop()  # no device is left for the pending group
-    cell = pool.cells[("cpu", "t02")]
+    cell = spread.cells[("cpu", "t02")]
     assert cell.status == "error" and cell.message == f"not run: no device is left (GPU 0: {lost})"
+
+
+def test_the_case_groups_give_the_same_cells_through_any_executor(two_cpu_workers):
+    """The seam: the same work and the same listener, in this process or on the pool."""
+    from attnbench.bench.sampler import TimingPolicy
+    from attnbench.cases.inputs import inputs_for
+    from attnbench.kernels.catalogue import variants_for
+    from attnbench.spread.cellgroups import CellPlan
+    from attnbench.spread.executor import InProcess
+
+    variants, inputs = variants_for("cpu"), inputs_for(CASES)
+    plan = CellPlan.of(variants, lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False), CourseRule())
+    here = SpreadMatrix(variants, inputs)
+    cases_here, cells_here = here.run(InProcess(CaseGroupWork(plan), Device(0, True)))
+    spread = SpreadMatrix(variants, inputs)
+    with GpuPool(devices_for("all"), CaseGroupWork(plan), spread.rest_of) as pool:
+        cases_spread, cells_spread = spread.run(pool)
+    assert [c.to_dict() for c in cases_here] == [c.to_dict() for c in cases_spread]
+    assert [(c.variant, c.case, c.status, c.check) for c in cells_here] == [
+        (c.variant, c.case, c.status, c.check) for c in cells_spread]
+    assert all(c.ok for c in cells_here) and here.summary.used is False

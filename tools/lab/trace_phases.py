@@ -37,7 +37,7 @@ def timed(owner, name, what=lambda *a, **k: ""):
 
 line("import-start")
 from attnbench.bench import runner, matrix  # noqa: E402
-from attnbench.spread import cellgroups, workers  # noqa: E402
+from attnbench.spread import cellgroups, pool, workers  # noqa: E402
 from attnbench.cases import inputs  # noqa: E402
 from attnbench.backends import gpu as gpumod  # noqa: E402
 
@@ -77,8 +77,8 @@ def traced_course_check(*a, **k):
 
 
 check_rule.course_check = traced_course_check  # CourseRule.check(), in workers and in this process
-timed(workers.DevicePool, "_spawn", lambda self, slot: slot.device.label)
-timed(workers.DevicePool, "_stop")
+timed(pool.GpuPool, "_spawn", lambda self, slot: slot.device.label)
+timed(pool.GpuPool, "close")
 
 if __name__ == "__main__":
     from attnbench.cli import main as cli

@@ -1,0 +1,238 @@
+"""Several GPUs of one host: one worker process per device, the jobs dealt in order to whichever is free.
+
+Each worker is a `spawn`ed process (pycuda contexts do not share well across threads or forks, and
+the judge kills every process that appears while a program runs: two programs in one process would
+kill each other's) that opens its device once (`Work.open`) and runs the jobs it is sent. Each
+worker sends its events down a pipe of its own: a worker killed in the middle of a message can spoil
+only its own pipe, never hold a lock the other workers need.
+
+A worker that dies loses the job it was running (a "died" event; `retry` may give back the rest of
+it, which goes out again first); a new worker takes its place on the same device, up to
+MAX_RESTARTS. A worker whose device is lost (a kernel fault that ends its CUDA context) stops, and
+the device is given up. Jobs no device is left for are "not_run". Ctrl-C, or any exception the
+listener raises, stops every worker at once and is raised. Workers stay up between runs until the
+pool is closed, so a class's reruns find their cases loaded.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import time
+from collections import deque
+from dataclasses import dataclass
+from multiprocessing import connection
+from typing import Any, Callable, Sequence
+
+from attnbench.errors import AttnbenchError, GpuUnavailable
+from attnbench.spread.devices import Device
+from attnbench.spread.executor import Listener, Progress, Work
+
+MAX_RESTARTS = 3  # a device whose worker dies more often than this is given up
+POLL_S = 0.2
+
+
+def worker_main(work: Work, device: Device, inbox: Any, outbox: Any, workers: int) -> None:
+    """A worker: open the device, then run the jobs it is sent until it is sent None (or until a job
+    loses the device)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
+    try:
+        state, about = work.open(device, workers)
+    except AttnbenchError as exc:
+        outbox.send(Progress("unusable", None, device, str(exc)))
+        return
+    outbox.send(Progress("ready", None, device, about))
+    while True:
+        task = inbox.get()
+        if task is None:
+            return
+        i, job = task
+        lost = work.run(job, state, lambda what, payload: outbox.send(Progress(what, i, device, payload)))
+        outbox.send(Progress("done", i, device, lost))
+        if lost is not None:  # its results are all sent; a lost device must not run again
+            return
+
+
+@dataclass
+class _Slot:
+    """The parent's view of one device's worker."""
+
+    device: Device
+    process: Any = None
+    inbox: Any = None
+    outbox: Any = None  # the reading end of the worker's pipe; None once it is closed
+    ready: bool = False
+    job: int | None = None  # the job it runs now
+    restarts: int = 0
+    retired: bool = False
+
+
+class GpuPool:
+    """An executor: the jobs of one `Work` on worker processes, one per device. Use it in a `with`."""
+
+    def __init__(self, devices: list[Device], work: Work,
+                 retry: Callable[[int, Any], Any | None] = lambda i, job: None) -> None:
+        self.devices, self.work, self.retry = devices, work, retry
+        self.context = multiprocessing.get_context("spawn")
+        self.slots = {d.index: _Slot(d) for d in devices}
+        self.unusable: list[str] = []
+        self.opened = False  # whether any worker opened its device
+        self.jobs: list[Any] = []
+        self.pending: deque[int] = deque()
+        self.listener: Listener = lambda event: None
+
+    def __enter__(self) -> GpuPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close(at_once=exc[0] is not None)
+
+    # -- a run -------------------------------------------------------------------------------------
+    def run(self, jobs: Sequence[Any], listener: Listener) -> None:
+        """Every job, dealt in the order given; raises GpuUnavailable when no worker could open its device."""
+        self.jobs, self.listener = list(jobs), listener
+        self.pending = deque(range(len(self.jobs)))
+        self._checked = time.monotonic()
+        try:
+            for slot in self.slots.values():
+                if slot.process is None:
+                    self._spawn(slot)
+                else:
+                    self._dispatch(slot)
+            self._loop()
+        except BaseException:
+            self.close(at_once=True)
+            raise
+        if not self.opened and all(s.retired for s in self.slots.values()) and self.unusable:
+            raise GpuUnavailable("no worker could open its device: " + "; ".join(self.unusable))
+
+    def _loop(self) -> None:
+        while self.pending or any(s.job is not None for s in self.slots.values()):
+            if all(s.retired for s in self.slots.values()):
+                why = "not run: no device is left (" + "; ".join(self.unusable) + ")"
+                while self.pending:
+                    self.listener(Progress("not_run", self.pending.popleft(), None, why))
+                return
+            self._receive(POLL_S)
+            if time.monotonic() - self._checked > POLL_S:  # also while messages keep coming
+                self._checked = time.monotonic()
+                self._check_deaths()
+
+    def _handle(self, event: Progress) -> None:
+        assert event.device is not None
+        slot = self.slots[event.device.index]
+        if event.what == "ready":
+            slot.ready = self.opened = True
+            self.listener(event)
+            self._dispatch(slot)
+        elif event.what == "unusable":
+            self.unusable.append(f"{slot.device.label}: {event.payload}")
+            self.listener(event)
+            self._retire(slot, f"not run: {slot.device.label} could not start ({event.payload})")
+        elif event.what == "done":
+            slot.job = None
+            self.listener(event)
+            if event.payload is not None:
+                self.unusable.append(f"{slot.device.label}: {event.payload}")
+                self.listener(Progress("device_lost", None, slot.device, event.payload))
+                self._retire(slot, f"not run: {slot.device.label}: {event.payload}")
+            else:
+                self._dispatch(slot)
+        else:
+            self.listener(event)
+
+    # -- workers -----------------------------------------------------------------------------------
+    def _spawn(self, slot: _Slot) -> None:
+        slot.inbox = self.context.Queue()
+        slot.ready = False
+        if slot.outbox is not None:
+            slot.outbox.close()
+        reader, writer = self.context.Pipe(duplex=False)
+        slot.process = self.context.Process(target=worker_main,
+                                            args=(self.work, slot.device, slot.inbox, writer, len(self.slots)),
+                                            name=f"attnbench-{slot.device.label.replace(' ', '')}", daemon=True)
+        slot.process.start()
+        writer.close()  # the worker holds the only writing end: its death ends the pipe
+        slot.outbox = reader
+
+    def _dispatch(self, slot: _Slot) -> None:
+        if slot.retired or not slot.ready:
+            return
+        if slot.job is None and self.pending:
+            slot.job = self.pending.popleft()
+        if slot.job is not None:
+            slot.inbox.put((slot.job, self.jobs[slot.job]))
+
+    def _check_deaths(self) -> None:
+        for slot in self.slots.values():
+            if slot.retired or slot.process is None or slot.process.is_alive():
+                continue
+            self._drain()  # what it sent before it died still counts
+            if slot.retired:
+                continue
+            code = slot.process.exitcode
+            how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+            if slot.job is not None:
+                self.listener(Progress("died", slot.job, slot.device, how))
+                rest = self.retry(slot.job, self.jobs[slot.job])
+                if rest is None:
+                    slot.job = None
+                else:
+                    self.jobs[slot.job] = rest
+            slot.restarts += 1
+            if slot.restarts > MAX_RESTARTS:
+                self.unusable.append(f"{slot.device.label}: its worker died {slot.restarts} times")
+                self._retire(slot, f"not run: the worker on {slot.device.label} died {slot.restarts} times")
+            else:
+                self.listener(Progress("note", None, slot.device,
+                                       f"the worker on {slot.device.label} died ({how}); starting another"))
+                self._spawn(slot)
+
+    def _receive(self, timeout: float) -> bool:
+        """Handle the events the workers have sent within `timeout` seconds; whether there were any."""
+        readers = {slot.outbox: slot for slot in self.slots.values() if slot.outbox is not None}
+        if not readers:
+            time.sleep(timeout)
+            return False
+        got = False
+        for reader in connection.wait(list(readers), timeout):
+            slot = readers[reader]  # type: ignore[index]
+            try:
+                event = reader.recv()  # type: ignore[union-attr]
+            except (EOFError, OSError):  # the worker is gone (perhaps mid-message): _check_deaths says why
+                reader.close()  # type: ignore[union-attr]
+                if slot.outbox is reader:
+                    slot.outbox = None
+                continue
+            got = True
+            self._handle(event)
+        return got
+
+    def _drain(self) -> None:
+        while self._receive(0.05):
+            pass
+
+    def _retire(self, slot: _Slot, message: str) -> None:
+        slot.retired = True
+        if slot.job is not None:
+            self.listener(Progress("not_run", slot.job, slot.device, message))
+            slot.job = None
+
+    def close(self, at_once: bool = False) -> None:
+        """Stop every worker: at once (Ctrl-C, an error), or by telling it there is no more work."""
+        for slot in self.slots.values():
+            process = slot.process
+            if process is None:
+                continue
+            if at_once and process.is_alive():
+                process.terminate()
+            elif process.is_alive():
+                slot.inbox.put(None)
+            process.join(timeout=2 if at_once else 10)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=2)
+            slot.process = None
+            if slot.outbox is not None:
+                slot.outbox.close()
+                slot.outbox = None

@@ -1,0 +1,82 @@
+"""attnbench.judge.class_pool: a class on the GPU pool (cpu workers standing in for GPUs) keeps what the
+judge guarantees: a worker that dies costs one entry, Ctrl-C keeps what was judged, marked interrupted."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from attnbench.api import programs as api_programs
+from attnbench.judge.case_verdict import JUDGE_ERROR
+from attnbench.spread.devices import CPU_WORKERS_ENV
+from attnbench.spread.executor import Progress
+from attnbench.spread.pool import GpuPool
+from tests.judge.classes import CASES, ORDER, can_build, class_sandbox, make_class, verdicts
+
+
+@pytest.fixture(scope="module")
+def classroom(tmp_path_factory) -> Path:
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    return make_class(tmp_path_factory.mktemp("class"))
+
+
+@pytest.fixture
+def two_cpu_workers(monkeypatch):
+    monkeypatch.setenv(CPU_WORKERS_ENV, "2")
+
+
+def test_a_worker_killed_on_a_case_costs_that_entry_only(classroom, two_cpu_workers, monkeypatch):
+    whole = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=0, gpus="all",
+                                     sandbox=class_sandbox())
+    killed: list[int] = []
+    handle = GpuPool._handle
+
+    def handle_then_kill(pool: GpuPool, event: Progress) -> None:
+        handle(pool, event)
+        if event.what == "started" and pool.jobs[event.job][0] == "carol" and not killed:
+            process = pool.slots[event.device.index].process
+            os.kill(process.pid, signal.SIGKILL)
+            killed.append(process.pid)
+
+    monkeypatch.setattr(GpuPool, "_handle", handle_then_kill)
+    board = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=0, gpus="all",
+                                     sandbox=class_sandbox())
+    assert killed and [r.name for r in board.rows] == ORDER
+    carol = next(r for r in board.rows if r.name == "carol")
+    lost = [label for label, e in carol.entries.items() if e.verdict == JUDGE_ERROR]
+    assert len(lost) == 1 and "died (signal 9)" in carol.entries[lost[0]].message
+    assert carol.entries[lost[0]].device is None  # no device finished it
+    expected = verdicts(whole)
+    expected["carol"][lost[0]] = JUDGE_ERROR
+    assert verdicts(board) == expected  # every other entry judged as before
+
+
+def test_ctrl_c_saves_what_was_judged_marked_interrupted_and_exits_130(classroom, two_cpu_workers, monkeypatch,
+                                                                        tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+
+    handle = GpuPool._handle
+
+    def handle_then_stop(pool: GpuPool, event: Progress) -> None:
+        handle(pool, event)
+        if event.what == "entry":
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(GpuPool, "_handle", handle_then_stop)
+    result = CliRunner().invoke(main, ["judge", str(classroom), "--cases", CASES, "--time-limits", "none",
+                                       "--gpus", "all", "--sandbox", class_sandbox().mode,
+                                       "--results-dir", str(tmp_path)])
+    assert result.exit_code == 130, result.output
+    saved = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert saved["interrupted"] is True
+    assert sum(len(row["entries"]) for row in saved["rows"]) == 1  # the one entry judged before Ctrl-C
+    assert not [p for p in multiprocessing.active_children() if p.name.startswith("attnbench-")]

@@ -1,0 +1,57 @@
+"""attnbench.spread.executor: the one list of executors, the one placement check, the in-process executor."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnbench.errors import UsageError
+from attnbench.spread.devices import Device
+from attnbench.spread.executor import (
+    EXECUTOR_OPTIONS,
+    EXECUTORS,
+    GPU_POOL,
+    IN_PROCESS,
+    SLURM,
+    InProcess,
+    Progress,
+    choose_executor,
+)
+from tests.spread.test_pool import ToyWork, squares
+
+
+def test_each_executor_is_chosen_one_way():
+    assert EXECUTOR_OPTIONS == ("local", "slurm") and [k.name for k in EXECUTORS] == ["in-process", "gpu-pool", "slurm"]
+    assert choose_executor(None, "local") == IN_PROCESS
+    assert choose_executor("all", "local") == GPU_POOL
+    assert choose_executor(None, "slurm") == SLURM
+    with pytest.raises(UsageError, match="--executor cloud: choose local or slurm"):
+        choose_executor(None, "cloud")
+    with pytest.raises(UsageError, match="with --executor slurm each job gets its GPU from --gres"):
+        choose_executor("0", "slurm")
+
+
+def test_in_process_runs_the_jobs_here_and_tells_the_same_events():
+    events: list[Progress] = []
+    InProcess(ToyWork(), Device(0, True)).run([("n", 2), ("lose",), ("n", 3)], events.append)
+    assert [e.what for e in events] == ["ready", "square", "done", "done", "device_lost", "not_run"]
+    assert squares(events) == {0: 4} and events[-1].payload == "not run: the device fell off the bus"
+    events.clear()
+    InProcess(ToyWork(unusable=(0,)), Device(0, True)).run([("n", 2)], events.append)
+    assert [e.what for e in events] == ["unusable", "not_run"]
+
+
+@pytest.mark.parametrize(("gpus", "executor", "words"), [
+    (None, "cloud", "--executor cloud: choose local or slurm"),
+    ("0", "slurm", "--gpus spreads over this host's GPUs; with --executor slurm each job gets its GPU"),
+])
+def test_compare_sweep_and_judge_refuse_a_placement_in_the_same_words(tmp_path, gpus, executor, words):
+    from attnbench import api
+    from attnbench.api import programs as api_programs
+
+    (tmp_path / "alice.c").write_text("int main(void) { return 0; }\n")
+    calls = [lambda: api.compare("cpu", "odd_17x48", gpus=gpus, executor=executor),
+             lambda: api.sweep("N", "cpu", values="64", batch=1, head_dim=32, gpus=gpus, executor=executor),
+             lambda: api_programs.judge_class([tmp_path], "odd_17x48", gpus=gpus, executor=executor)]
+    for call in calls:
+        with pytest.raises(UsageError, match=words.replace("?", "[?]")):
+            call()

@@ -1,0 +1,96 @@
+"""attnbench.spread.pool: the one GPU pool, with cpu workers standing in for GPUs and a toy work."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from attnbench.errors import AttnbenchError, GpuUnavailable
+from attnbench.spread.devices import Device
+from attnbench.spread.executor import Progress
+from attnbench.spread.pool import GpuPool
+
+
+class ToyWork:
+    """Squares numbers; ("die", path) kills its worker the first time, ("lose",) loses the device."""
+
+    def __init__(self, unusable: tuple[int, ...] = ()) -> None:
+        self.unusable = unusable
+
+    def open(self, device: Device, workers: int) -> tuple[int, str]:
+        if device.index in self.unusable:
+            raise AttnbenchError("no such device")
+        return device.index, f"{device.label} of {workers}"
+
+    def run(self, job, state, emit) -> str | None:
+        if job[0] == "die" and not Path(job[1]).exists():
+            Path(job[1]).write_text("died once")
+            os.kill(os.getpid(), signal.SIGKILL)
+        if job[0] == "lose":
+            return "the device fell off the bus"
+        emit("square", (job[-1] ** 2, state))
+        return None
+
+
+def squares(events: list[Progress]) -> dict[int, int]:
+    return {e.job: e.payload[0] for e in events if e.what == "square"}
+
+
+def test_every_job_runs_once_on_some_worker_and_workers_stay_up_between_runs():
+    devices = [Device(0, True), Device(1, True)]
+    first: list[Progress] = []
+    second: list[Progress] = []
+    with GpuPool(devices, ToyWork()) as pool:
+        pool.run([("n", n) for n in range(8)], first.append)
+        pids = [slot.process.pid for slot in pool.slots.values()]
+        pool.run([("n", 10)], second.append)
+        assert [slot.process.pid for slot in pool.slots.values()] == pids
+    assert squares(first) == {n: n * n for n in range(8)}
+    assert sorted(e.job for e in first if e.what == "done") == list(range(8))
+    assert {e.payload for e in first if e.what == "ready"} <= {"cpu worker 0 of 2", "cpu worker 1 of 2"}
+    assert squares(second) == {0: 100}
+
+
+def test_a_dead_worker_is_replaced_and_retry_sends_its_job_again(tmp_path):
+    events: list[Progress] = []
+    retried = []
+
+    def retry(i, job):
+        retried.append(i)
+        return ("n", 7)
+
+    with GpuPool([Device(0, True)], ToyWork(), retry) as pool:
+        pool.run([("n", 2), ("die", str(tmp_path / "died"), 3), ("n", 4)], events.append)
+    assert [e.payload for e in events if e.what == "died"] == ["signal 9"] and retried == [1]
+    assert any(e.what == "note" and "died (signal 9); starting another" in e.payload for e in events)
+    assert squares(events) == {0: 4, 1: 49, 2: 16}
+
+
+def test_a_lost_device_is_given_up_and_its_jobs_go_elsewhere_or_not_at_all():
+    events: list[Progress] = []
+    with GpuPool([Device(0, True)], ToyWork()) as pool:
+        pool.run([("lose",), ("n", 3)], events.append)
+    assert [(e.what, e.payload) for e in events if e.what in ("device_lost", "not_run")] == [
+        ("device_lost", "the device fell off the bus"),
+        ("not_run", "not run: no device is left (cpu worker 0: the device fell off the bus)")]
+    events.clear()
+    with GpuPool([Device(0, True), Device(1, True)], ToyWork(unusable=(0,))) as pool:
+        pool.run([("n", 2), ("n", 3)], events.append)
+    assert squares(events) == {0: 4, 1: 9} and {e.payload[1] for e in events if e.what == "square"} == {1}
+    with GpuPool([Device(0, True)], ToyWork(unusable=(0,))) as pool, \
+            pytest.raises(GpuUnavailable, match="no worker could open its device: cpu worker 0: no such device"):
+        pool.run([("n", 2)], events.append)
+
+
+def test_an_exception_from_the_listener_stops_every_worker():
+    def stop(event: Progress) -> None:
+        if event.what == "square":
+            raise KeyboardInterrupt
+
+    pool = GpuPool([Device(0, True), Device(1, True)], ToyWork())
+    with pytest.raises(KeyboardInterrupt):
+        pool.run([("n", n) for n in range(6)], stop)
+    assert all(slot.process is None for slot in pool.slots.values())

@@ -52,6 +52,7 @@ def first_device_facts(devices: list[Device]) -> Any | None:
         return None
     import pycuda.driver as driver
 
+    driver.init()  # this process has not started CUDA: its workers count and open the devices
     device = driver.Device(devices[0].index)
     return SimpleNamespace(name=device.name(),
                            sm_count=device.get_attribute(driver.device_attribute.MULTIPROCESSOR_COUNT))

@@ -21,7 +21,7 @@ from attnbench.results.scoreboard import Scoreboard, SubmissionRow
 TIE_WITHIN = 0.02  # one wall-clock run of a whole program varies by a percent or two on a quiet machine
 RANKING_RULE = ("ranked within each GPU kind (a row by the kind that ran most of its cases): more cases passed "
                 "first, then less total time of the cases passed; totals within a fixed "
-                f"{TIE_WITHIN:.0%} of the fastest of the tie tie (no row's noise widens it, rows never chain)")
+                f"{TIE_WITHIN:.0%} of the fastest of the tie (no row's noise widens it, rows never chain)")
 RERUN_MARGIN = 0.25  # a first round's single run can be this much slower than the row's median
 
 

@@ -236,7 +236,7 @@ def new_board(inputs: Sequence[BenchInput], settings: ClassSettings, metadata: d
     return Scoreboard([b.label for b in inputs], [], dict(metadata or {}),
                       {"ranking": RANKING_RULE, "time_limits": settings.limits.describe(),
                        "reruns": f"the top {settings.rerun_top} of each GPU kind, and any row within "
-                       f"{RERUN_MARGIN:.0%} of the {settings.rerun_top}th's total: median of {RERUN_RUNS} runs"
+                       f"{RERUN_MARGIN:.0%} of the total of row {settings.rerun_top}: median of {RERUN_RUNS} runs"
                        if settings.rerun_top else "none (--rerun-top 0): one run per case",
                        "inputs": FRESH_RULE if settings.fresh_inputs else "the suite's inputs (public seeds)",
                        "seeds": {},

@@ -1,17 +1,20 @@
 """A whole program among a compare's variants (`--variants exe:./hw4,tf32x3`): a black box with process
 time only, so its cells carry that time and the check of its output, but no kernel time, no TFLOP/s and
-no speedups. It runs in the judge's room (attnbench.sandbox.run_program), under the same --sandbox modes.
+no speedups. It runs in the judge's room (attnbench.sandbox.run_program), under the same --sandbox modes,
+on a fresh input of the case's shape and range (never the case's own bytes, whose answer `attnbench gen`
+rebuilds from public seeds), checked against that input's own float64 reference.
 """
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from attnbench.cases.fresh_values import InputRange, draw_seed, fresh_testcase
+from attnbench.cases.inputs import computed_reference, no_progress
 from attnbench.cases.testcase import Testcase, write_testcase
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ERROR, OK, WRONG, Cell
@@ -39,17 +42,6 @@ def program_variant(spec: str) -> Variant:
     )
 
 
-def _input_file(testcase: Testcase, folder: Path, label: str) -> Path:
-    """The case's input, copied into the program's own folder (never the suite's path: its float64
-    reference lies next to it), or written now for a case made in memory."""
-    path = folder / f"{label}.in"
-    if testcase.path is not None and Path(testcase.path).is_file():
-        shutil.copyfile(testcase.path, path)
-    else:
-        write_testcase(path, testcase)
-    return path
-
-
 def program_confinement(variants: list[Variant], mode: str) -> str | None:
     """Find out once, before any cell, how `exe:` programs will be confined under --sandbox `mode`: the one
     line to say when they run without a sandbox (or in one as root), or None. SandboxUnavailable (exit 3)
@@ -67,18 +59,30 @@ def program_confinement(variants: list[Variant], mode: str) -> str | None:
 _ENDING_STATUS = {SIZE: WRONG}
 
 
-def program_cell(variant: Variant, label: str, testcase: Testcase, reference: np.ndarray,
+def program_cell(variant: Variant, label: str, testcase: Testcase,
                  check: Callable[[np.ndarray, np.ndarray], Any], summarize: Callable[[Any], str],
-                 timeout_s: float = NO_LIMIT_TIMEOUT_S, sandbox_mode: str = "auto") -> Cell:
-    """Run the program once on the case in a room of its own (attnbench.sandbox: the judge's sandbox under
-    --sandbox `sandbox_mode`, its own copy of the input, the judge's limits), check its output: ok, wrong or
-    error, with its process time. Every process it started is killed when it ends."""
+                 ranges: InputRange | None = None, timeout_s: float = NO_LIMIT_TIMEOUT_S,
+                 sandbox_mode: str = "auto") -> Cell:
+    """Run the program once in a room of its own (attnbench.sandbox: the judge's sandbox under --sandbox
+    `sandbox_mode`, the judge's limits) on a fresh input of the case's shape, its values drawn from a seed of the
+    OS's entropy in the case's range (`ranges`, else the testcase's own), and check its output against that
+    input's float64 reference: ok, wrong or error, with its process time. A program that carries the suite's
+    answers, or keeps one cell's answer for the next, has nothing to match. Every process it started is killed
+    when it ends."""
     assert variant.source is not None
+    ranges = ranges or InputRange.of(testcase.q, testcase.k, testcase.v)
+    ranges.require_finite(label)
+    seed = draw_seed()
+    fresh = fresh_testcase(testcase.shape, ranges, seed)
+    reference = computed_reference(fresh, label, no_progress)
     with tempfile.TemporaryDirectory(prefix=f"attnbench-program-{label}-") as tmp:
-        spec = ProgramSpec(label, _input_file(testcase, Path(tmp), label), testcase.shape, timeout_s)
+        path = Path(tmp) / f"{label}.in"
+        write_testcase(path, fresh)
+        spec = ProgramSpec(label, path, testcase.shape, timeout_s)
         outcome, confinement = run_alone(Path(variant.source), spec, SandboxSettings(sandbox_mode))
     extra: dict[str, Any] = {"process_s": None if outcome.process.timed_out else outcome.wall_s,
-                             "timing": PROCESS_TIME_NOTE, "sandbox": confinement.kind}
+                             "timing": PROCESS_TIME_NOTE, "sandbox": confinement.kind,
+                             "input": f"fresh, seed 0x{seed:016x}"}
     if outcome.ending is not None:
         status = _ENDING_STATUS.get(outcome.ending, ERROR)
         return Cell(variant.name, label, status, outcome.message + outcome.survivors, extra=extra)

@@ -247,7 +247,7 @@ def measure_cell(variant: Variant, label: str, testcase: Any, reference: np.ndar
     """One cell of the matrix: the variant through the cell engine (`run_cell`), gated by its check against the
     reference, and given its status (a whole program: its process time and its output's check)."""
     if variant.kind.whole_program:  # a whole program: process time and its output's check, no kernel time
-        return program_cell(variant, label, testcase, reference, settings.check, failure_summary,
+        return program_cell(variant, label, testcase, settings.check, failure_summary, ranges,
                             sandbox_mode=settings.program_sandbox)
     extra: dict[str, Any] = {}
     try:

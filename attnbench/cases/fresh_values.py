@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnbench.cases.testcase import HEADER
+from attnbench.cases.testcase import HEADER, Shape, Testcase
 from attnbench.errors import InputNotFinite
 
 MASK64 = (1 << 64) - 1
@@ -143,3 +143,16 @@ def file_range(path, shape) -> InputRange:
     qkv = np.memmap(path, dtype="<f4", mode="r", offset=HEADER.size, shape=(shape.B, 3, shape.N, shape.d))
     return InputRange.of_qkv(lambda b0, b1: (qkv[b0:b1, 0], qkv[b0:b1, 1], qkv[b0:b1, 2]), shape.B,
                              shape.N * shape.d)
+
+
+def fresh_testcase(shape: Shape, ranges: InputRange, seed: int) -> Testcase:
+    """A whole input of `shape` with fresh values in each tensor's range (`InputRange.bounds`), drawn on the host
+    from the same streams as the device's fill: for a whole program, which reads its input from a file."""
+    B, N, d = shape.B, shape.N, shape.d
+    qkv = np.empty((B, 3, N, d), dtype=np.float32)
+    per_item = N * d
+    for tensor in range(3):
+        low, span = ranges.bounds(tensor)
+        for item in range(B):  # an item at a time: the generator's temporaries stay small
+            qkv[item, tensor] = fresh_values(seed, tensor, item * per_item, per_item, low, span).reshape(N, d)
+    return Testcase(qkv)

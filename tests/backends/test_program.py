@@ -2,26 +2,36 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
+import subprocess
 import tempfile
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from attnbench.backends.program import program_cell, program_confinement, program_variant
+from attnbench.cases.fresh_values import InputRange, fresh_testcase
+from attnbench.cases.inputs import computed_reference, no_progress
 from attnbench.cases.testcase import Shape, Testcase
 from attnbench.results.resultset import ERROR, OK, WRONG
 from attnbench.sandbox import SandboxUnavailable
 from attnbench.sandbox.bwrap_args import BWRAP_ENV, bwrap_starts
 
 SHAPE = Shape(1, 4, 8)
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cpu_program" / "attention.c"
 HAS_BWRAP = shutil.which("bwrap") is not None and not bwrap_starts(shutil.which("bwrap") or "")
 
 
-def _passed(output, reference):
-    return SimpleNamespace(passed=bool(np.array_equal(output, reference)))
+def _any_output(output, reference):  # these tests are about how a run ends, not about its values
+    return SimpleNamespace(passed=True)
+
+
+def _course_rule(output, reference):
+    return SimpleNamespace(passed=bool(np.all(np.abs(output - reference) <= 5e-3)))
 
 
 def _program(folder, body):
@@ -31,9 +41,12 @@ def _program(folder, body):
     return program_variant(f"exe:{path}")
 
 
-def _cell(variant, mode="auto", timeout_s=30.0):
-    testcase = Testcase(np.random.default_rng(0).standard_normal((1, 3, 4, 8)).astype(np.float32))
-    return program_cell(variant, "t", testcase, np.zeros((1, 4, 8)), _passed, lambda r: "differs", timeout_s, mode)
+def _testcase():
+    return Testcase(np.random.default_rng(0).standard_normal((1, 3, 4, 8)).astype(np.float32))
+
+
+def _cell(variant, mode="auto", timeout_s=30.0, check=_any_output, testcase=None):
+    return program_cell(variant, "t", testcase or _testcase(), check, lambda r: "differs", None, timeout_s, mode)
 
 
 def test_a_program_writing_the_right_output_is_ok_and_says_how_it_was_confined(tmp_path):
@@ -76,3 +89,34 @@ def test_without_bwrap_auto_says_once_and_required_refuses(tmp_path, monkeypatch
     with pytest.raises(SandboxUnavailable):
         program_confinement([variant], "required")
     assert _cell(variant).extra["sandbox"] == "fallback"
+
+
+def test_a_program_runs_on_a_fresh_input_so_the_cases_own_answer_is_wrong(tmp_path):
+    """Replaying the answer of the case's own input (public seeds: `attnbench gen` rebuilds it) gains nothing:
+    the program is given fresh values of the case's shape and range, checked against their own reference."""
+    testcase = _testcase()
+    answer = computed_reference(testcase, "t", no_progress).astype(np.float32)
+    replay = _program(tmp_path, "base64 -d > \"$2\" <<'EOF'\n" + base64.b64encode(answer.tobytes()).decode() + "\nEOF\n")
+    cell = _cell(replay, "none", check=_course_rule, testcase=testcase)
+    assert cell.status == WRONG and cell.extra["input"].startswith("fresh, seed 0x")
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler")
+    honest = tmp_path / "attention"
+    subprocess.run([compiler, "-O2", "-o", str(honest), str(EXAMPLE), "-lm"], check=True)
+    seeds = set()
+    for _ in range(2):
+        cell = _cell(program_variant(f"exe:{honest}"), "none", check=_course_rule, testcase=testcase)
+        assert cell.status == OK, cell.message
+        seeds.add(cell.extra["input"])
+    assert len(seeds) == 2  # each cell draws anew
+
+
+def test_fresh_inputs_keep_the_shape_and_each_tensors_range():
+    ranges = InputRange((-3.0, 0.0, 10.0), (3.0, 1.0, 12.0))
+    fresh = fresh_testcase(Shape(3, 5, 16), ranges, 12345)
+    assert fresh.shape == Shape(3, 5, 16)
+    for tensor, (low, high) in enumerate([(-3.0, 3.0), (-0.5, 1.5), (10.0, 12.0)]):  # [0, 1] widened to 1 each side of 0.5
+        values = fresh.qkv[:, tensor]
+        assert low <= values.min() and values.max() <= high and values.std() > 0.1
+    assert not np.array_equal(fresh.qkv, fresh_testcase(Shape(3, 5, 16), ranges, 12346).qkv)

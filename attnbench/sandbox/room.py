@@ -136,6 +136,9 @@ class CasePaths:
     cgroup: Path | None = None  # the run's own cgroup (memory.max, pids.max), where one could be made
     cache: Path | None = None  # the run's own copy of the sealed CUDA cache, removed with the run
     capped: bool = False  # the folder is a size-capped tmpfs of its own (attnbench.sandbox.case_disk)
+    # As root in bwrap, the run's /tmp and /dev/shm: tmpfs mounts of their own, capped in bytes AND in files
+    # (bwrap's --tmpfs caps bytes only: 470,000 empty files once took 465 MB of kernel memory)
+    scratch: tuple[Path, Path] | None = None
 
 
 def _cores() -> set[int]:
@@ -293,7 +296,25 @@ class Sandbox:
                 self.groups.close()
                 self.groups, self.groups_reason = None, f"a run's cgroup could not be made ({exc.strerror})"
         return CasePaths(folder, copy, output, logs, f"{inside}/{copy.name}", f"{inside}/{output.name}", group,
-                         cache, capped)
+                         cache, capped, self._scratch(label) if capped and self.confinement.sandboxed else None)
+
+    def _scratch(self, label: str) -> tuple[Path, Path] | None:
+        """The run's /tmp and /dev/shm as capped tmpfs mounts of their own (case_disk.cap: bytes and files),
+        owned by the run's user; None (bwrap's own, capped in bytes only) where one cannot be mounted."""
+        made: list[Path] = []
+        for name, size in (("tmp", TMP_BYTES), ("shm", SHM_BYTES)):
+            folder = Path(tempfile.mkdtemp(prefix=f"{label}-{name}-", dir=self.root))
+            if not case_disk.cap(folder, size):
+                for done in made:
+                    case_disk.uncap(done)
+                for path in (*made, folder):
+                    _remove(path)
+                return None
+            made.append(folder)
+            os.chmod(folder, 0o1777 if self.user is None else 0o700)
+            if self.user is not None:
+                os.chown(folder, self.user, self.user)
+        return made[0], made[1]
 
     def _cache_copy(self, label: str) -> Path | None:
         """A judged run's own copy of the sealed cache; None during the warm-up, which writes the cache."""
@@ -381,8 +402,12 @@ class Sandbox:
         assert self.confinement.tool is not None
         args = [self.confinement.tool, "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
                 "--die-with-parent", "--new-session", *system_binds(), "--ro-bind", "/sys", "/sys",
-                "--proc", "/proc", "--dev", "/dev", *gpu_binds(), "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
-                "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+                "--proc", "/proc", "--dev", "/dev", *gpu_binds()]
+        if case.scratch is not None:
+            args += ["--bind", self._source(case.scratch[1], case), "/dev/shm",
+                     "--bind", self._source(case.scratch[0], case), "/tmp"]
+        else:
+            args += ["--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
         for folder in library_folders(self.settings.binds):
             args += ["--ro-bind", str(folder), str(folder)]
         if self.program is not None:
@@ -434,6 +459,9 @@ class Sandbox:
             _remove(case.cache)
         if case.capped:
             case_disk.uncap(case.folder)
+        for scratch in case.scratch or ():
+            case_disk.uncap(scratch)
+            _remove(scratch)
         if self.confinement.own_uids and self.user is not None:
             kill_user(self.user)
             remove_files_of(self.user, SHARED_TEMP)

@@ -9,17 +9,28 @@ its check; every backend is held to those by the tests. A new defence is one cla
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from attnbench.cases.fresh_values import draw_seed
+from attnbench.cases.testcase import Shape
 from attnbench.results.timed_check import REPEAT, STALE, UNPOISONED, DifferingRows
 
-if TYPE_CHECKING:
-    from attnbench.bench.fresh_samples import FreshSampler
-
 NAMED_ROWS = 8
+
+
+class Launcher(Protocol):
+    """What a pass check asks of the sampler that applies it (`bench.fresh_samples.FreshSampler` is one): an
+    untimed, checked launch, the execution, the case's shape, its entropy and the last launch's seed."""
+
+    execution: Any
+    shape: Shape
+    entropy: Callable[[int], bytes]
+    last_seed: int | None
+
+    def untimed(self, seed: int, poison: bool, kind: str, number: int, fresh: bool = True,
+                output: float = float("nan")) -> None: ...
 
 
 class PassCheck(Protocol):
@@ -29,7 +40,7 @@ class PassCheck(Protocol):
     kind: str  # its launches' kind, as a failure names them (results.timed_check)
     needs: tuple[str, ...]  # the Execution methods it calls besides run_pass, check_sample and synchronize
 
-    def apply(self, sampler: FreshSampler) -> DifferingRows | None: ...
+    def apply(self, sampler: Launcher) -> DifferingRows | None: ...
 
 
 class RepeatedInput:
@@ -40,7 +51,7 @@ class RepeatedInput:
     kind = REPEAT
     needs = ("refresh_inputs", "poison_output", "output_digest")
 
-    def apply(self, sampler: FreshSampler) -> DifferingRows | None:
+    def apply(self, sampler: Launcher) -> DifferingRows | None:
         seed = draw_seed(sampler.entropy)
         digests = []
         for number in (1, 2):
@@ -59,7 +70,7 @@ class UnpoisonedOutput:
     kind = UNPOISONED
     needs = ("refresh_inputs",)
 
-    def apply(self, sampler: FreshSampler) -> None:
+    def apply(self, sampler: Launcher) -> None:
         sampler.untimed(draw_seed(sampler.entropy), False, UNPOISONED, 1)
 
 
@@ -71,7 +82,7 @@ class StaleOutput:
     kind = STALE
     needs = ("refresh_inputs", "poison_output")
 
-    def apply(self, sampler: FreshSampler) -> None:
+    def apply(self, sampler: Launcher) -> None:
         assert sampler.last_seed is not None, "a stale launch repeats the launch before it"
         sampler.untimed(sampler.last_seed, True, STALE, 1, fresh=False, output=0.0)
 

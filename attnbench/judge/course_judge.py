@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-import secrets
 import shlex
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -34,9 +32,8 @@ from attnbench.cases.inputs import (
     SuiteInput,
     inputs_for,
     no_progress,
-    seeded_testcase,
 )
-from attnbench.cases.testcase import Shape, read_output, write_testcase
+from attnbench.cases.testcase import Shape, read_output
 from attnbench.errors import AttnbenchError
 from attnbench.judge.fresh_inputs import FreshInput
 from attnbench.judge.case_verdict import (  # noqa: F401 - the verdicts are part of the judge's interface
@@ -65,9 +62,9 @@ from attnbench.results.run_settings import RunSettings
 from attnbench.results.stats import KernelStats
 from attnbench.results.verification import VerifyReport
 from attnbench.sandbox import ProgramSpec, run_program
+from attnbench.sandbox.program_run import warm_up as warm_up_room
 from attnbench.sandbox.process import ProgramError, check_program
-from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, seal_cache
-from attnbench.sandbox.staging import remove_tree
+from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings
 
 # How a verdict is saved: ok (passed), wrong (ran to the end, but the output or its time fails),
 # error (the process did not finish normally).
@@ -222,26 +219,9 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
 
 
 def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) -> str:
-    """One run on a throwaway input of this shape (fresh random values, never judged), neither timed nor
-    judged: it fills CUDA's JIT cache (the sandbox opened with `cache_writable`), which is then sealed and
-    copied into every judged run (Sandbox.cuda_cache). Whatever it does or fails to do is no verdict; a
-    program that cannot start says so in its first judged case. Returns why its cache was dropped (too big:
-    jit_cache.seal_cache), or ''."""
-    folder = Path(tempfile.mkdtemp(prefix="attnbench-warmup-"))
-    try:
-        throwaway = folder / "warmup.in"
-        write_testcase(throwaway, seeded_testcase(shape, secrets.randbits(128)))
-        try:
-            run_program(sandbox, program.spec("warmup", throwaway, shape, timeout_s))
-        except ProgramError:
-            pass
-    finally:
-        remove_tree(folder)
-    # From here on every run gets a copy of the sealed cache (Sandbox.cuda_cache), never the cache itself.
-    sandbox.cache_writable = False
-    if sandbox.cuda_cache is not None:
-        return seal_cache(sandbox.cuda_cache)
-    return ""
+    """The program's untimed, unjudged warm-up run in its sandbox (attnbench.sandbox.warm_up): it fills CUDA's
+    JIT cache, which is then sealed and copied into every judged run. Returns why its cache was dropped, or ''."""
+    return warm_up_room(sandbox, program.spec("warmup", Path("warmup.in"), shape, timeout_s))
 
 
 def timeout_for(limit_s: float | None, timeout_s: float | None) -> float:

@@ -57,12 +57,27 @@ def run_program(room: Sandbox, spec: ProgramSpec) -> ProgramOutcome:
         room.finish(case)
 
 
+def warm_up(room: Sandbox, spec: ProgramSpec) -> str:
+    """One run of the room's program on a throwaway input of `spec`'s shape (fresh random values, so no case's
+    answer can be kept), neither timed nor judged: it fills CUDA's JIT cache (a room opened with
+    `cache_writable`), which is then sealed; from then on each run of the room gets a copy of its own. Whatever
+    the run does or fails to do is no verdict. Returns why the cache was dropped (jit_cache.seal_cache), or ''."""
+    with tempfile.TemporaryDirectory(prefix="attnbench-warmup-") as folder:
+        throwaway = Path(folder) / "warmup.in"
+        write_testcase(throwaway, seeded_testcase(spec.shape, secrets.randbits(128)))
+        try:
+            run_program(room, replace(spec, label="warmup", input_path=throwaway))
+        except ProgramError:
+            pass  # a program that cannot start says so in its first real run
+    room.cache_writable = False
+    return seal_cache(room.cuda_cache) if room.cuda_cache is not None else ""
+
+
 class WarmCaches:
     """The CUDA JIT caches of a process's `exe:` programs, one per program and sandbox mode, for the life of
-    the process. Each is written by one untimed warm-up run on a throwaway input of the cell's shape (fresh
-    random values: no case's answer can be kept in it), then sealed, and every timed run gets a copy of its own,
-    as in the judge: without it a program built as PTX would compile its kernels in every cell (about 2 s on a
-    Hopper GPU), and its process time would be the driver's."""
+    the process, each filled by one `warm_up`, as a judged submission's is: without it a program built as PTX
+    would compile its kernels in every cell (about 2 s on a Hopper GPU), and its process time would be the
+    driver's."""
 
     def __init__(self) -> None:
         self.root: Path | None = None
@@ -83,16 +98,9 @@ class WarmCaches:
             cache = self._folder()
             room = Sandbox.open(program, settings, bool(spec.launcher), cuda_cache=cache, cache_writable=True)
             try:
-                with tempfile.TemporaryDirectory(prefix="attnbench-exe-warmup-") as tmp:
-                    throwaway = Path(tmp) / "warmup.in"
-                    write_testcase(throwaway, seeded_testcase(spec.shape, secrets.randbits(128)))
-                    try:
-                        run_program(room, replace(spec, label="warmup", input_path=throwaway))
-                    except ProgramError:
-                        pass  # whatever the warm-up does is no verdict; the timed run says what went wrong
+                warm_up(room, spec)
             finally:
                 room.close()
-            seal_cache(cache)
             self.caches[key] = cache
         return self.caches[key]
 

@@ -50,7 +50,8 @@ def printable(text: str) -> str:
 
 
 def _cell(cell) -> str:
-    text = escape(printable(cell.text))
+    # A cell's lines are the table model's own (a variant's kernels, one a line); within a line, nothing raw.
+    text = "\n".join(escape(printable(line)) for line in cell.text.split("\n"))
     style = _TONES.get(cell.tone)
     return f"[{style}]{text}[/{style}]" if style else text
 

@@ -51,3 +51,14 @@ def test_no_name_is_cut_at_80_columns_side_by_side_or_vertical(monkeypatch):
             words = text.split()
             assert all(name in words for name in names), f"{model.title} at {width}:\n{text}"
             assert max(len(line.rstrip()) for line in text.splitlines()) <= width
+
+
+def test_a_cells_own_lines_print_as_lines_and_a_control_character_within_one_is_escaped(monkeypatch):
+    from attnbench.output.tables.table_model import Column, TableModel
+
+    model = TableModel("variants", [Column("variant"), Column("kernel")])
+    model.add_row("kernels", "QKDotAndScalar\nRowMax\x1b[2J")
+    text = _printed(monkeypatch, model, 120)
+    assert "\\n" not in text and "\x1b[2J" not in text
+    assert "RowMax\\x1b[2J" in text.split()
+    assert sum("QKDotAndScalar" in line for line in text.splitlines()) == 1

@@ -15,6 +15,10 @@
 // - a producer lane (setmaxnreg gives its warpgroup's registers to the consumers) streams each unit's
 //   tiles with cp.async.bulk into K and V shared-memory rings (full/empty mbarriers, K released as soon
 //   as S is done with it);
+// - short sequences (N <= 512, d <= 64; WGMMA16S_STREAM): no pre-pass; the producer warpgroup bulk-copies
+//   each raw K and V tile two tiles ahead into one of two staging buffers and its 128 threads convert it
+//   into the ring in the pre-pass's layout (each tile serves one or two row blocks there: the pre-pass's
+//   launch and extra pass over K and V cost more than converting in every block);
 // - two consumer warpgroups of 64 query rows: Q hi and Q lo split once per unit into wgmma A fragments in
 //   registers (WGMMA16S_QREG; 0: [Q hi | Q lo] in shared memory); S = Q K^T by wgmma m64n64k16; online
 //   softmax in FP32 registers (one MUFU.EX2 a weight; keys past N masked to -inf after the product);
@@ -50,6 +54,12 @@
 // tensor cores' FP16 rate is all of shared memory's 128 bytes a clock
 #define WGMMA16S_QREG 1
 #endif
+#ifndef WGMMA16S_STREAM
+// 1: no pre-pass; the producer warpgroup bulk-copies raw K and V tiles into two staging buffers and converts
+// them into the ring itself (short sequences, where each tile serves one or two row blocks: the pre-pass's
+// extra launch and pass over K and V cost more than converting again). d <= 64 only (shared memory).
+#define WGMMA16S_STREAM 0
+#endif
 #ifndef WGMMA16S_PINGPONG
 #define WGMMA16S_PINGPONG 1  // FA3 ping-pong of the two consumer warpgroups (named barriers); 0: free-running
 #endif
@@ -71,19 +81,24 @@ constexpr int kK2Bytes = kTileKeys * 2 * kHeadDim * 2;  // [K hi | K lo], FP16
 constexpr int kVtBytes = kHeadDim * kTileKeys * 2;      // V^T, FP16
 constexpr int kTileBytes = kK2Bytes + kVtBytes;          // one tile of the workspace
 constexpr int kQ2Bytes = 64 * 2 * kHeadDim * 2;          // one warpgroup's [Q hi | Q lo]
-// setmaxnreg: the producer lane only issues copies, in 24 registers; the consumers keep 240. The consumers'
-// increase is served from what the producers give back of the launch's 168 a thread (__launch_bounds__(384,
-// 1)): an increase beyond it waits for ever.
-constexpr int kProducerRegs = 24;
-constexpr int kConsumerRegs = 240;
+constexpr bool kStream = WGMMA16S_STREAM;
+static_assert(!kStream || kHeadDim <= 64, "the streaming path is built for d <= 64");
+// setmaxnreg: a producer lane that only issues copies runs in 24 registers; a warpgroup that converts tiles
+// in 56 (the consumers keep 224: 112 live at d = 64 for O, Q's fragments, S and P). The consumers' increase
+// is served from what the producers give back of the launch's 168 a thread (__launch_bounds__(384, 1)): an
+// increase beyond it waits for ever.
+constexpr int kProducerRegs = kStream ? 56 : 24;
+constexpr int kConsumerRegs = kStream ? 224 : 240;
 constexpr int kLaunchRegs = 168;
 static_assert(128 * (kLaunchRegs - kProducerRegs) >= kConsumerThreads * (kConsumerRegs - kLaunchRegs),
               "setmaxnreg: the producers must give back what the consumers take");
-// dynamic shared memory: K ring, V ring, Q2 per warpgroup (not with Q in registers), 4 mbarriers per stage,
-// 1024 alignment slack
+constexpr int kRawBytes = 2 * kTileKeys * kHeadDim * 4;  // one raw K and V tile, FP32 (streaming path)
+// dynamic shared memory: K ring, V ring, Q2 per warpgroup (not with Q in registers), two raw staging tiles
+// (streaming path), 4 mbarriers per stage + 2, 1024 alignment slack
 constexpr int kQSmemBytes = WGMMA16S_QREG ? 0 : kWarpgroups * kQ2Bytes;
-constexpr int kBarrierOffset = kStages * kTileBytes + kQSmemBytes;
-constexpr int kSmemBytes = kBarrierOffset + kStages * 32 + 1024;
+constexpr int kRawOffset = kStages * kTileBytes + kQSmemBytes;
+constexpr int kBarrierOffset = kRawOffset + (kStream ? 2 * kRawBytes : 0);
+constexpr int kSmemBytes = kBarrierOffset + kStages * 32 + 16 + 1024;
 static_assert(kSmemBytes <= 227 * 1024, "shared memory");
 static_assert(kTileBytes % 1024 == 0 && kK2Bytes % 1024 == 0 && kQ2Bytes % 1024 == 0, "swizzle atoms stay aligned");
 
@@ -277,6 +292,11 @@ __device__ __forceinline__ void sched_release(int wg, bool last) {
 }
 
 #include "wgmma_split.cuh"  // the key split, as wgmma3x: records of O, m, l and their combination
+constexpr int kProducerBarrier = 6;  // named barrier of the producer warpgroup (streaming path)
+
+__device__ __forceinline__ void sts128(uint32_t addr, uint4 v) {
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
 
 }  // namespace
 
@@ -346,6 +366,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     uint64_t* const full_v = full_k + kStages;
     uint64_t* const empty_k = full_v + kStages;
     uint64_t* const empty_v = empty_k + kStages;
+    uint64_t* const raw_full = empty_v + kStages;  // [2]: staging tile loaded (streaming path)
 
     const int row_tiles = (N + kBlockRows - 1) / kBlockRows;
     const int units = B * row_tiles;
@@ -364,6 +385,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
             mbar_init(empty_k + s, kConsumerThreads / 32);
             mbar_init(empty_v + s, kConsumerThreads / 32);
         }
+        mbar_init(raw_full, 1);
+        mbar_init(raw_full + 1, 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
@@ -371,6 +394,73 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     if (warp >= kConsumerThreads / 32) {
         // Producer warpgroup: one lane streams the converted tiles of each unit's item through the rings.
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
+        if constexpr (kStream) {
+            // The block's tiles in order, g = 0, 1, ...: unit blockIdx.x + (g / n_tiles) X, its tile g % n_tiles.
+            // Thread 0 bulk-copies tile g's raw K and V rows into staging buffer g & 1 two tiles ahead; all
+            // 128 threads convert it into ring stage g % kStages (keys past N as zeros), then hand the stage
+            // to the consumers and the staging buffer back to the copy (a named barrier of the 128).
+            const int ptid = threadIdx.x - kConsumerThreads;
+            const int per_block = (units - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) / static_cast<int>(gridDim.x);
+            const int total = per_block * n_tiles;
+            uint8_t* const raw = smem + kRawOffset;
+            auto copy_raw = [&](int gt) {
+                const int u = static_cast<int>(blockIdx.x) + (gt / n_tiles) * static_cast<int>(gridDim.x);
+                const int key0 = (tile_begin + gt % n_tiles) * kTileKeys;
+                const uint32_t bytes = static_cast<uint32_t>(min(kTileKeys, N - key0)) * kHeadDim * 4;  // multiple of 16
+                const float* const K = qkv + qkv_item_offset(u / row_tiles, N, kHeadDim) + static_cast<size_t>(N + key0) * kHeadDim;
+                uint8_t* const dst = raw + (gt & 1) * kRawBytes;
+                mbar_arrive_expect_tx(raw_full + (gt & 1), 2 * bytes);
+                bulk_copy(dst, K, bytes, raw_full + (gt & 1));
+                bulk_copy(dst + kRawBytes / 2, K + static_cast<size_t>(N) * kHeadDim, bytes, raw_full + (gt & 1));
+            };
+            if (ptid == 0) {
+                copy_raw(0);
+                if (total > 1) copy_raw(1);
+            }
+            constexpr int kRowChunks = kHeadDim / 8;
+            for (int gt = 0; gt < total; ++gt) {
+                const int s = gt % kStages;
+                const uint32_t parity = ((gt / kStages) - 1) & 1;
+                const int rows = min(kTileKeys, N - (tile_begin + gt % n_tiles) * kTileKeys);
+                const uint32_t rk = smem_u32(raw + (gt & 1) * kRawBytes), rv = rk + kRawBytes / 2;
+                const uint32_t dk = smem_u32(ring_k + s * kK2Bytes), dv = smem_u32(ring_v + s * kVtBytes);
+                mbar_wait(raw_full + (gt & 1), (gt >> 1) & 1);
+                if (gt >= kStages) mbar_wait(empty_k + s, parity);
+#pragma unroll 1
+                for (int i = ptid; i < kTileKeys * kRowChunks; i += 128) {
+                    const int r = i / kRowChunks, c = i % kRowChunks;
+                    float4 a = lds128(rk + (r * kHeadDim + 8 * c) * 4), b = lds128(rk + (r * kHeadDim + 8 * c + 4) * 4);
+                    if (r >= rows) a = b = make_float4(0.f, 0.f, 0.f, 0.f);
+                    const float x[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+                    uint4 hi, lo;
+                    split8(x, hi, lo);
+                    sts128(dk + swz16(r, c, kTileKeys), hi);
+                    sts128(dk + swz16(r, kRowChunks + c, kTileKeys), lo);
+                }
+                if (gt >= kStages) mbar_wait(empty_v + s, parity);
+#pragma unroll 1
+                for (int i = ptid; i < kHeadDim * (kTileKeys / 8); i += 128) {
+                    const int n = i % kHeadDim, c = i / kHeadDim;  // consecutive threads, consecutive columns of V
+                    uint32_t h[4];
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int key = 8 * c + 2 * e;
+                        const float v0 = key < rows ? lds32(rv + (key * kHeadDim + n) * 4) : 0.0f;
+                        const float v1 = key + 1 < rows ? lds32(rv + ((key + 1) * kHeadDim + n) * 4) : 0.0f;
+                        h[e] = pack_half2(v0, v1);
+                    }
+                    sts128(dv + swz16(n, c, kHeadDim), make_uint4(h[0], h[1], h[2], h[3]));
+                }
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma, bulk copy
+                asm volatile("bar.sync %0, 128;\n" ::"n"(kProducerBarrier) : "memory");
+                if (ptid == 0) {
+                    mbar_arrive(full_k + s);
+                    mbar_arrive(full_v + s);
+                    if (gt + 2 < total) copy_raw(gt + 2);
+                }
+            }
+            return;
+        }
         if (warp != kConsumerThreads / 32 || lane != 0) return;
         int g = 0;  // tiles of the block's earlier units
         for (int u = blockIdx.x; u < units; u += gridDim.x, g += n_tiles) {

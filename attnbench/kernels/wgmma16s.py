@@ -1,6 +1,6 @@
 """wgmma16s's host-side facts: Hopper wgmma at the course's accuracy, Q K^T in split FP16 (3 products) and
 P V in one FP16 product (cuda/wgmma16s.cu): a pre-pass that converts K and V once per pass, then the main
-kernel. Its grid follows wgmma3x's model (persistent blocks, the key split where the last wave is poor).
+kernel; up to N = 512 at d <= 64, the main kernel alone, converting K and V in shared memory. Its grid follows wgmma3x's model (persistent blocks, the key split where the last wave is poor).
 Registered in ladder order by `flash_route`, right after wgmma3x."""
 
 from __future__ import annotations
@@ -18,16 +18,31 @@ def _stages(s: Shape) -> int:
     return 3 if s.d == 128 else 4
 
 
+# The streaming path (no pre-pass: the producer warpgroup converts raw K/V tiles in shared memory) up to this
+# N, for d <= 64: there each tile serves one to four row blocks, and the pre-pass's launch and its extra pass
+# over K and V cost more than converting again. On an H100 on 2026-11-27 (kernel time, 15 samples, L2
+# flushed, against the pre-pass on the same inputs): 1.7x faster on t11 (13600, 128, 32) and t12, 1.45-1.5x
+# on t13 and t14 (N = 256), 1.04-1.14x at N = 512 (t15, t16, (80, 512, 32), (40, 512, 64)); at N = 1024
+# 1-16% slower (t17, t18, (40, 1024, 32)): one staging tile each for K and V, the producer waits on each copy.
+_STREAM_MAX_N = 512
+
+
+def _streamed(s: Shape) -> bool:
+    return s.d <= 64 and s.N <= _STREAM_MAX_N
+
+
 def _tile_bytes(s: Shape) -> int:
     """One converted K/V tile: [K hi | K lo] (64 x 2d FP16) and V^T (d x 64 FP16)."""
     return _TILE_KEYS * 2 * s.d * 2 + s.d * _TILE_KEYS * 2
 
 
 def _smem(s: Shape) -> int:
-    """Bytes of dynamic shared memory of wgmma16s_fwd: the K/V rings (Q is in registers), 4 mbarriers a
-    stage, 1024 B of slack for the swizzle atoms' alignment: 50,304 B at d = 32, 99,456 B at d = 64,
-    148,576 B at d = 128."""
-    return _stages(s) * _tile_bytes(s) + _stages(s) * 32 + 1024
+    """Bytes of dynamic shared memory of wgmma16s_fwd: the K/V rings (Q is in registers), on the streaming
+    path two raw FP32 staging tiles of K and V, 4 mbarriers a stage and 2 more, 1024 B of slack for the
+    swizzle atoms' alignment: 50,320 B at d = 32 and 99,472 B at d = 64 (83,088 and 165,008 B streaming),
+    148,592 B at d = 128."""
+    raw = 2 * 2 * _TILE_KEYS * s.d * 4 if _streamed(s) else 0
+    return _stages(s) * _tile_bytes(s) + raw + _stages(s) * 32 + 16 + 1024
 
 
 def _row_tiles(s: Shape) -> int:
@@ -72,7 +87,9 @@ WGMMA16S = Variant(
     report="beyond wgmma3x (split FP16 on Hopper wgmma, the course's accuracy)",
     technique="Hopper wgmma at the course's accuracy: Q K^T in split FP16 (Q and K as hi + lo, hi*hi + hi*lo + "
     "lo*hi, FP32 accumulation; Q's fragments in registers), P V in one FP16 product, softmax in FP32; K and V "
-    "converted once per pass by a pre-pass into the swizzled operand layout, cp.async.bulk + mbarrier ring, "
+    "converted once per pass by a pre-pass into the swizzled operand layout (N > 512 or d = 128; shorter: "
+    "converted in shared memory by the producer warpgroup from raw bulk-copied tiles), "
+    "cp.async.bulk + mbarrier ring, "
     "2 consumer warpgroups ping-pong with the softmax overlapped with P V, persistent blocks, the key "
     "range split where the last wave is poor",
     source="wgmma16s.cu",
@@ -82,6 +99,7 @@ WGMMA16S = Variant(
             grid=_prep_grid,
             block=threads(256),
             args=("qkv", "kv16", "B", "N"),
+            applies=lambda s: not _streamed(s),
         ),
         Launch(
             kernel="wgmma16s_fwd",
@@ -97,9 +115,9 @@ WGMMA16S = Variant(
         note="sm_90a only (Hopper wgmma); split FP16 for Q K^T and FP16 P V: within the course rule "
         "with margin, not float32-accurate; |V| and |Q| log2(e)/sqrt(d) and |K| up to FP16's 65504",
     ),
-    defines=lambda s: {"HEAD_DIM": s.d},
+    defines=lambda s: {"HEAD_DIM": s.d, "WGMMA16S_STREAM": int(_streamed(s))},
     workspace={
-        "kv16": lambda s: s.B * cdiv(s.N, _TILE_KEYS) * _tile_bytes(s),
+        "kv16": lambda s: 0 if _streamed(s) else s.B * cdiv(s.N, _TILE_KEYS) * _tile_bytes(s),
         "split_partials": lambda s: 4 * _split_records(s) * (s.d // 2 + 4) * _CONSUMER_THREADS,
         "split_counters": lambda s: 4 * s.B * _row_tiles(s),
     },

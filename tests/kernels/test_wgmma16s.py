@@ -1,7 +1,7 @@
 """wgmma16s (split FP16 Q K^T, FP16 P V on Hopper wgmma): its host facts without a GPU, and on a Hopper GPU
 its margin (every element within half the course tolerance, COURSE_MARGIN_ATOL) on odd and extreme shapes,
-the key split and persistent blocks forced, and compute-sanitizer's racecheck and synccheck on the paths
-whose threads hand shared memory to each other (the rings, the key split's combine)."""
+each path (pre-pass, streaming), the key split and persistent blocks forced, and compute-sanitizer's
+racecheck and synccheck on the paths whose threads hand shared memory to each other."""
 
 from __future__ import annotations
 
@@ -49,13 +49,21 @@ def test_any_sequence_length_is_taken_at_32_64_and_128(shape):
     assert WGMMA16S.refusal(shape) is None
 
 
+@pytest.mark.parametrize("shape", [Shape(160, 128, 64), Shape(13600, 128, 32), Shape(80, 256, 64), Shape(3, 1, 32),
+                                   Shape(1700, 512, 64), Shape(4, 257, 64)], ids=str)
+def test_short_sequences_stream_without_a_pre_pass_or_its_workspace(shape):
+    assert kernels(shape) == ["wgmma16s_fwd"]
+    assert WGMMA16S.workspace["kv16"](shape) == 0
+    assert WGMMA16S.defines(shape)["WGMMA16S_STREAM"] == 1
+
+
 @pytest.mark.parametrize("shape", [Shape(500, 2048, 64), Shape(2, 32768, 32), Shape(8, 4096, 128), Shape(5, 100, 128),
-                                   Shape(4, 257, 64), Shape(13600, 128, 32), Shape(3, 1, 32)], ids=str)
-def test_every_pass_converts_k_and_v_once_in_a_pre_pass(shape):
+                                   Shape(4, 513, 64), Shape(850, 1024, 64)], ids=str)
+def test_longer_sequences_and_d128_convert_k_and_v_once_in_a_pre_pass(shape):
     assert kernels(shape) == ["wgmma16s_prep", "wgmma16s_fwd"]
     # [K hi | K lo] (64 x 2d FP16) and V^T (d x 64 FP16) per 64-key tile, keys past N zero-filled
     assert WGMMA16S.workspace["kv16"](shape) == shape.B * cdiv(shape.N, 64) * 384 * shape.d
-    assert WGMMA16S.defines(shape) == {"HEAD_DIM": shape.d}
+    assert WGMMA16S.defines(shape)["WGMMA16S_STREAM"] == 0
 
 
 @pytest.mark.parametrize("shape", [Shape(b, n, d) for b in (1, 3, 10, 500) for n in (1, 65, 129, 1000, 2048, 4097)
@@ -72,16 +80,16 @@ def test_every_split_has_a_key_tile_a_record_and_a_counter(shape):
 
 
 def test_the_shared_memory_matches_the_kernels_layout():
-    """Rings of [K hi | K lo] + V^T (4 stages, 3 at d = 128), Q in registers, 4 mbarriers a stage, 1024 B of
-    alignment slack (the kernel's kSmemBytes)."""
+    """Rings of [K hi | K lo] + V^T (4 stages, 3 at d = 128), two raw FP32 staging tiles when streaming,
+    4 mbarriers a stage and 2 more, 1024 B of alignment slack (the kernel's kSmemBytes)."""
     source = (ROOT / "cuda" / "wgmma16s.cu").read_text()
-    assert "constexpr int kSmemBytes = kBarrierOffset + kStages * 32 + 1024;" in source
+    assert "constexpr int kSmemBytes = kBarrierOffset + kStages * 32 + 16 + 1024;" in source
     assert "constexpr int kStages = kHeadDim == 128 ? 3 : 4;" in source
-    assert "#define WGMMA16S_QREG 1" in source  # no Q in shared memory
-    for shape, ring in ((Shape(1, 4096, 32), 4 * 12288), (Shape(1, 4096, 64), 4 * 24576), (Shape(1, 4096, 128), 3 * 49152),
-                        (Shape(7, 100, 64), 4 * 24576)):
+    for shape, expected in ((Shape(1, 4096, 32), 4 * 12288), (Shape(1, 4096, 64), 4 * 24576),
+                            (Shape(1, 4096, 128), 3 * 49152), (Shape(1, 128, 32), 4 * 12288 + 4 * 64 * 32 * 4),
+                            (Shape(1, 128, 64), 4 * 24576 + 4 * 64 * 64 * 4)):
         stages = 3 if shape.d == 128 else 4
-        assert WGMMA16S.launches_for(shape)[-1].smem(shape) == ring + stages * 32 + 1024
+        assert WGMMA16S.launches_for(shape)[-1].smem(shape) == expected + stages * 32 + 16 + 1024
 
 
 def check_margin(gpu, shape, rng, how=""):
@@ -94,8 +102,8 @@ def check_margin(gpu, shape, rng, how=""):
     assert report.passed, f"{where}: {report.failing} beyond {COURSE_MARGIN_ATOL}, worst {report.worst}"
 
 
-# one key and one query; odd N below, across and above a 64-key tile and a 128-row block;
-# B below and above the SM count; the short course shapes
+# one key and one query; odd N below, across and above a 64-key tile, a 128-row block and the streaming path's
+# reach; B below and above the SM count; the short course shapes
 ODD_SHAPES = [(3, 1, 32), (2, 17, 64), (3, 100, 128), (2, 1000, 128), (5, 100, 32), (3, 1000, 64), (2, 33, 64),
               (9, 129, 32), (37, 255, 64), (2, 65, 128), (4, 257, 64), (2000, 127, 32), (1, 4097, 32), (160, 128, 64)]
 
@@ -136,12 +144,23 @@ def test_wgmma16s_persistent_blocks_keep_their_margin(gpu, shape, blocks, rng, m
     check_margin(gpu, shape, rng, f" on {blocks} blocks")
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("streamed", [True, False])
+@pytest.mark.parametrize("shape", [(3, 700, 64), (5, 100, 32), (2, 1000, 32)], ids=lambda s: "x".join(map(str, s)))
+def test_wgmma16s_both_paths_on_each_side_of_the_switch(gpu, shape, streamed, rng, monkeypatch):
+    monkeypatch.setattr(wgmma16s, "_streamed", lambda s: streamed)
+    assert kernels(Shape(*shape))[0] == ("wgmma16s_fwd" if streamed else "wgmma16s_prep")
+    check_margin(gpu, shape, rng, " streamed" if streamed else " after the pre-pass")
+
+
 # B, N, d, key parts (0: the host's), persistent blocks (0: the host's)
 RUNS = {
-    "key split": (3, 1000, 64, 3, 0),
-    "persistent, d = 32": (4, 1000, 32, 1, 2),
-    "key split, d = 128": (3, 300, 128, 2, 0),
-    "persistent, masked, short": (9, 100, 64, 1, 2),
+    "streaming": (5, 200, 64, 0, 2),
+    "streaming, masked, d = 32": (9, 100, 32, 0, 0),
+    "pre-pass, key split": (3, 1000, 64, 3, 0),
+    "pre-pass, persistent": (4, 1000, 32, 1, 2),
+    "d = 128, key split": (3, 300, 128, 2, 0),
+    "streaming, persistent, masked": (9, 100, 64, 1, 2),
 }
 
 

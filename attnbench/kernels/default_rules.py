@@ -62,18 +62,20 @@ def square_lab_shape(shape: Shape) -> bool:
 
 
 def wgmma16s_leads(shape: Shape) -> bool:
-    """wgmma16s leads wgmma3x from N = 2048, on an H100: 1.61x on t10, 1.51x at (20, 2048, 32), 1.91x on t22,
-    1.70x on t29, 2.18x on t30, 2.63x at (8, 4096, 128); at N = 128 it lost (t02 0.82x, t11 0.68x: its
-    pre-pass is a launch of its own). Between, unmeasured: the float32 default stays."""
-    return shape.N >= 2048
+    """wgmma16s leads wgmma3x on every course case and at (8, 4096, 128), in one compare on an H100
+    (2026-11-27): 1.12x on t11 and 1.25x on t02 (N = 128, its streaming path), 1.23-1.80x from t03 to t19,
+    1.55-2.13x from N = 2048 (t30 2.13x), 2.60x at (8, 4096, 128). At d = 128 below N = 2048 it was not
+    measured against wgmma3x: the float32 default stays there."""
+    return shape.d <= 64 or shape.N >= 2048
 
 
 # In the order they are tried. The switch points of wgmma3x and tf32x3 come from sweeps on an H200
 # (2026-11-21 to 25) and an H100 (2026-11-26); the run named is the reference that shows the result on every
 # course case.
 DEFAULT_RULES: tuple[DefaultRule, ...] = (
-    DefaultRule("wgmma16s", "2026-11-26_h100_wgmma16s_first_runs",
-                "1.6-2.6x wgmma3x from N = 2048 at the course's accuracy; slower at N = 128", wgmma16s_leads,
+    DefaultRule("wgmma16s", "2026-11-27_h100_precision_ladder_t16-t30",
+                "1.12-2.60x wgmma3x on t01-t30 and (8, 4096, 128) at the course's accuracy (the t01-t15 half in "
+                "2026-11-27_h100_precision_ladder_t01-t15_b8)", wgmma16s_leads,
                 accuracy="course"),
     DefaultRule("wgmma3x", "2026-11-26_h100_final_default_peers_t01-t30",
                 "on Hopper 1.1-1.8x tf32x3 from N = 512 for d = 32, 64 and 128, and below where enough items "

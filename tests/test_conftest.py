@@ -30,3 +30,18 @@ def test_pytest_q_prints_the_seed():
                            cwd=root, capture_output=True, text=True, timeout=300)
     assert found.returncode == 0, found.stdout
     assert "random seed: ATTNBENCH_TEST_SEED=" in found.stdout
+
+
+def test_a_test_that_needs_the_gpu_to_itself_is_skipped_among_several_xdist_workers():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    test = "tests/judge/test_course_judge.py::test_the_course_cuda_program_passes_t01_to_t10"
+    env = {**os.environ, "PYTEST_XDIST_WORKER_COUNT": "2"}
+    found = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:randomly", test],
+                           cwd=root, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert found.returncode == 0, found.stdout[-2000:]
+    assert "needs the GPU to itself" in found.stdout, found.stdout[-2000:]

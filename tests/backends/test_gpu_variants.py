@@ -67,6 +67,7 @@ SAMPLED = TimingPolicy(warmup=2, reps=10, flush_l2=True)
 
 
 @pytest.mark.gpu
+@pytest.mark.gpu_alone
 @pytest.mark.parametrize("variant", ALL_BUILDS + [get_variant("torch")], ids=lambda v: v.name)
 def test_the_fresh_samples_keep_every_builtin_passing(gpu, variant, rng):
     """Every built-in (and the torch peer) computes the answer of every fresh sample, gives the same bits for one

@@ -252,6 +252,7 @@ def test_a_user_input_file_is_judged_against_a_fresh_reference(cli, programs, tm
 
 # -- on a GPU ---------------------------------------------------------------------------------------
 @pytest.mark.gpu
+@pytest.mark.gpu_alone
 def test_the_course_cuda_program_passes_t01_to_t10(cli, gpu, tmp_path):
     nvcc = shutil.which("nvcc")
     if nvcc is None:

@@ -34,9 +34,9 @@ from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases import suite
 from attnbench.cases.inputs import BenchInput, names_a_file
 from attnbench.errors import UsageError
+from attnbench.results.resultset import ResultKind, ResultSet
 
 SUITE_WORDS = frozenset(suite.SUITE) | frozenset(suite.GROUPS) | {"all", "known"}
-from attnbench.results.resultset import ResultKind, ResultSet
 
 
 @dataclass(frozen=True)

@@ -161,7 +161,7 @@ def test_wgmma3x_pre_pass_kernel_splits_the_items_of_the_first_two_rounds(shape,
 def test_wgmma3x_path_does_not_depend_on_the_batch():
     """The runner plans every chunk of a batch with the same launches and compiles once per testcase."""
     for n in (1, 17, 128, 129, 4096):
-        paths = {tuple(l.kernel for l in WGMMA3X.launches_for(Shape(b, n, 32))) for b in (1, 7, 8, 9, 13600, 65535)}
+        paths = {tuple(launch.kernel for launch in WGMMA3X.launches_for(Shape(b, n, 32))) for b in (1, 7, 8, 9, 13600, 65535)}
         defines = {tuple(WGMMA3X.defines(Shape(b, n, 32)).items()) for b in (1, 7, 8, 9, 13600, 65535)}
         assert len(paths) == 1 and len(defines) == 1
 

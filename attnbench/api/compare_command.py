@@ -9,14 +9,12 @@ from typing import Any
 
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.notices import Notice, quiet
-from attnbench.api.spread import SlurmOptions, placement, spread_matrix
+from attnbench.api.spread import SlurmOptions, placed_matrix, placement
 from attnbench.api.timing_options import TimingOptions
-from attnbench.backends.cpu import passes_reported
-from attnbench.backends.device import GpuDevice
 from attnbench.bench.check_rule import CourseRule
-from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, MatrixSettings, assemble, run_matrix
+from attnbench.bench.matrix import MatrixListener
 from attnbench.bench.verify import COURSE_ATOL
-from attnbench.cases.inputs import BenchInput, inputs_for, no_progress
+from attnbench.cases.inputs import BenchInput, inputs_for
 from attnbench.errors import UsageError
 from attnbench.kernels.catalogue import baseline_name, variants_for
 from attnbench.kernels.variant import Variant
@@ -110,26 +108,6 @@ def compare(
     check_rule = CourseRule(atol, rtol)
     record = {"policy": timing.record(), "baseline": baseline or (timed or names)[0], "command": command,
               "settings": RunSettings(check_rule.describe(), atol, rtol, same_within).to_dict()}
-    where = placement(gpus, executor, slurm)
-    if where.spread:
-        return spread_matrix(ResultKind.COMPARE, chosen, inputs, timing.policy_for, check_rule, where, record,
-                             listener, notice, before_run, program_sandbox=sandbox)
-    gpu = open_gpu_for(chosen, device)
-    if before_run is not None:
-        before_run(gpu, inputs)
-    settings = MatrixSettings(policy=timing.policy_for, check=check_rule.check(), tolerance=check_rule.tolerance,
-                              program_sandbox=sandbox)
-    return matrix_here(chosen, inputs, gpu, settings, listener, lambda infos, cells: assemble(
-        ResultKind.COMPARE, chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"], command))
-
-
-def matrix_here(chosen: list[Variant], inputs: list[BenchInput], gpu: GpuDevice, settings: MatrixSettings,
-            listener: MatrixListener | None, finish: Callable[[list, list], ResultSet]) -> ResultSet:
-    """The cells run here, then `finish` makes their result set; on Ctrl-C the result set of what was
-    measured goes with the interruption (as `partial`) for the caller to save."""
-    try:
-        with passes_reported(listener.progress if listener is not None else no_progress):  # long cpu passes shown
-            infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
-    except MatrixInterrupted as exc:
-        raise exc.with_partial(finish(exc.cases, exc.cells)) from None
-    return finish(infos, cells)
+    return placed_matrix(ResultKind.COMPARE, chosen, inputs, timing.policy_for, check_rule,
+                         placement(gpus, executor, slurm), record, listener, notice, before_run,
+                         program_sandbox=sandbox, open_here=lambda: open_gpu_for(chosen, device), device=device)

@@ -12,15 +12,24 @@ from click.testing import CliRunner
 from attnbench import api
 from attnbench.bench.check_rule import CourseRule
 from attnbench.bench.matrix import QuietListener
+from attnbench.bench.sampler import TimingPolicy
+from attnbench.cases.inputs import SyntheticInput, no_progress
+from attnbench.cases.testcase import Shape
 from attnbench.cli import main
-from attnbench.errors import UsageError
+from attnbench.errors import TestcaseError, UsageError
+from attnbench.kernels.catalogue import REGISTRY
+from attnbench.results.resultset import ERROR
 from attnbench.spread import pool as gpu_pool
 from attnbench.spread.devices import CPU_WORKERS_ENV, Device, devices_for
 from attnbench.spread.executor import Progress
 from attnbench.spread.pool import GpuPool
 from attnbench.spread.workers import CaseGroupWork, MatrixInterrupted, SpreadMatrix
+from tests.bench.fake_cells import LosingGpu, UnreadableInput, fake_cells
+from tests.bench.test_run_input import CPU32, FAULT, variants
+from tests.spread.one_device import matrix_here
 
 CASES = "odd_17x48,odd_100x32,t02,odd_1000x64,odd_33x64"
+POLICY = lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False)
 
 
 def essentials(result):
@@ -237,7 +246,7 @@ def test_a_worker_whose_context_is_lost_says_so_and_stops(monkeypatch):
     monkeypatch.setattr(gpu_pool.signal, "signal", lambda *args: None)  # this process keeps its Ctrl-C
     monkeypatch.setattr(workers, "claim_share", lambda count: None)
     monkeypatch.setattr(workers, "open_device", lambda device, variants: OpenDevice(None, None))
-    monkeypatch.setattr(workers, "run_case_group", lambda plan, bench_input, names, device, report: lost)
+    monkeypatch.setattr(workers, "run_case_group", lambda plan, bench_input, names, device, report, **how: lost)
     inbox, sent = queue.Queue(), []
     for group in (0, 1):
         inbox.put((group, (None, ["naive"])))
@@ -294,3 +303,69 @@ def test_the_case_groups_give_the_same_cells_through_any_executor(two_cpu_worker
     assert [(c.variant, c.case, c.status, c.check) for c in cells_here] == [
         (c.variant, c.case, c.status, c.check) for c in cells_spread]
     assert all(c.ok for c in cells_here) and here.summary.used is False
+
+
+# -- run_here: the one-device matrix, its case groups through InProcess ------------------------------
+def test_a_one_process_run_stops_on_an_input_that_cannot_be_loaded(monkeypatch):
+    fake_cells(monkeypatch, {})
+    inputs = [SyntheticInput(Shape(1, 9, 8), 1), UnreadableInput(Shape(1, 9, 8), 2, "broken")]
+    with pytest.raises(TestcaseError, match="broken: the file ends"):
+        matrix_here(variants("cpu"), inputs, None, POLICY)
+
+
+def test_once_the_context_is_lost_no_later_input_is_loaded(monkeypatch):
+    fake_cells(monkeypatch, {"naive": ERROR})
+    first = SyntheticInput(Shape(1, 9, 8), 1)
+    inputs = [first, UnreadableInput(Shape(1, 9, 32), 2, "never_read")]  # loading it would raise
+    infos, cells = matrix_here(variants("naive", "cpu32"), inputs, LosingGpu(FAULT), POLICY)
+    why = f"not run: the CUDA context was lost after naive failed on {first.label} ({FAULT})"
+    assert [(c.variant, c.case, c.status) for c in cells] == [
+        ("naive", first.label, "error"), ("cpu32", first.label, "refused"),
+        ("naive", "never_read", "error"), ("cpu32", "never_read", "error")]
+    assert cells[2].message == cells[3].message == why
+    assert infos[1].origin == "not loaded" and infos[1].note == why
+
+
+def test_an_input_every_variant_refuses_is_not_loaded(monkeypatch):
+    fake_cells(monkeypatch, {})
+    infos, cells = matrix_here([CPU32], [UnreadableInput(Shape(1, 9, 8), 2, "refused")], None, POLICY)
+    assert infos[0].origin == "not loaded" and infos[0].note == "every variant refused it"
+    assert [c.status for c in cells] == ["refused"]
+
+
+def test_the_listener_hears_each_cell_with_its_work(monkeypatch):
+    fake_cells(monkeypatch, {})
+    heard: list[tuple] = []
+
+    class Listener:
+        progress = staticmethod(no_progress)
+
+        def start(self, total_cells: int, total_work: float) -> None:
+            heard.append(("start", total_cells, total_work))
+
+        def cell_started(self, variant: str, case: str) -> None:
+            heard.append(("started", variant, case))
+
+        def cell_finished(self, cell, work: float) -> None:
+            heard.append((cell.variant, cell.status, work))
+
+    bench_input = SyntheticInput(Shape(1, 9, 8), 1)
+    matrix_here(variants("cpu", "cpu32"), [bench_input], None, POLICY, listener=Listener())
+    work = float(bench_input.shape.flops) * REGISTRY["cpu"].kind.cost_weight
+    assert heard == [("start", 2, work), ("started", "cpu", bench_input.label), ("cpu", "ok", work),
+                     ("cpu32", "refused", 0.0)]
+
+
+def test_a_case_group_shows_the_bars_of_its_input_and_reference_as_events():
+    from attnbench.spread.cellgroups import CellPlan, OpenDevice
+
+    here = OpenDevice(None, None)
+    work = CaseGroupWork(CellPlan.of(variants("cpu"), POLICY, CourseRule()), here)
+    events: list[tuple] = []
+    bench_input = SyntheticInput(Shape(1, 9, 8), 1)
+    state, _ = work.open(Device(0), 1)
+    assert work.run((bench_input, ["cpu"]), state, lambda what, payload: events.append((what, payload))) is None
+    bars = [payload for what, payload in events if what == "bar"]
+    assert [d for d, _ in bars] == [f"generating {bench_input.label}", f"float64 reference of {bench_input.label}"]
+    assert [p for what, p in events if what == "bar_done"] == [d for d, _ in bars]
+    assert [what for what, _ in events][-3:] == ["info", "started", "cell"]

@@ -12,7 +12,6 @@ from attnbench.api.notices import Notice, quiet
 from attnbench.api.spread import SlurmOptions, placed_matrix, placement
 from attnbench.api.timing_options import TimingOptions
 from attnbench.bench.check_rule import CourseRule
-from attnbench.bench.matrix import MatrixListener
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases.inputs import BenchInput, inputs_for
 from attnbench.errors import UsageError
@@ -21,6 +20,7 @@ from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ResultKind, ResultSet
 from attnbench.results.run_settings import RunSettings
 from attnbench.sandbox import MODES as SANDBOX_MODES
+from attnbench.spread.executor import Listener
 
 
 def variants_from(selector: str | Sequence[str]) -> list[Variant]:
@@ -80,7 +80,7 @@ def compare(
     atol: float = COURSE_ATOL,
     rtol: float = 0.0,
     same_within: float = DEFAULT_SAME_WITHIN,
-    listener: MatrixListener | None = None,
+    listener: Listener | None = None,
     command: str | None = None,
     before_run: Callable[[Any, list[BenchInput]], None] | None = None,
     gpus: str | None = None, executor: str = "local", slurm: SlurmOptions | None = None, notice: Notice = quiet,
@@ -92,7 +92,9 @@ def compare(
     incomparable saved run early). `gpus` (`all` or `0,1`) spreads the cases over this host's GPUs,
     one worker process each; `executor="slurm"` over Slurm jobs (see `SlurmOptions`). `sandbox` confines
     `exe:` programs as the judge does: "auto" (the sandbox where bwrap works, else one notice that they run
-    without it), "required" (SandboxUnavailable, exit 3, when none can be made) or "none"."""
+    without it), "required" (SandboxUnavailable, exit 3, when none can be made) or "none". `listener` hears
+    the run's `Progress` events ("start", "started", "cell" with the cell and its work, a job's "bar"s),
+    whichever executor runs it."""
     from attnbench.backends.program import program_confinement
 
     if sandbox not in SANDBOX_MODES:

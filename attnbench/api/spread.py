@@ -15,13 +15,13 @@ from typing import Any, Callable
 
 from attnbench.api.notices import Notice, quiet
 from attnbench.bench.check_rule import CheckRule
-from attnbench.bench.matrix import MatrixInterrupted, MatrixListener
+from attnbench.bench.matrix import MatrixInterrupted
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.cases.inputs import BenchInput
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ResultKind, ResultSet
 from attnbench.spread.cellgroups import CellPlan
-from attnbench.spread.executor import EXECUTOR_OPTIONS, SLURM
+from attnbench.spread.executor import EXECUTOR_OPTIONS, SLURM, Listener
 from attnbench.spread.placement import MatrixRun, Placement, run_placed
 from attnbench.spread.slurm import SlurmOptions, default_folder
 
@@ -41,7 +41,7 @@ def placement(gpus: str | None, executor: str, slurm: SlurmOptions | None) -> Pl
 
 def placed_matrix(kind: ResultKind, chosen: list[Variant], inputs: list[BenchInput],
                   policy: Callable[[Variant], TimingPolicy], rule: CheckRule, where: Placement, record: dict[str, Any],
-                  listener: MatrixListener | None, notice: Notice = quiet,
+                  listener: Listener | None, notice: Notice = quiet,
                   before_run: Callable[[Any, list[BenchInput]], None] | None = None, lab_timing: bool = False,
                   program_sandbox: str = "auto", open_here: Callable[[], Any] = lambda: None,
                   device: int = 0) -> ResultSet:
@@ -62,7 +62,7 @@ def placed_matrix(kind: ResultKind, chosen: list[Variant], inputs: list[BenchInp
     return result
 
 
-def resume(folder: str | Path, *, listener: MatrixListener | None = None, notice: Notice = quiet) -> ResultSet:
+def resume(folder: str | Path, *, listener: Listener | None = None, notice: Notice = quiet) -> ResultSet:
     """Finish a Slurm run (compare or sweep) from its jobs folder: collect the results that came
     back, resubmit the jobs that were lost, and return the merged run."""
     from attnbench.spread.placement import resume as resume_slurm

@@ -11,12 +11,12 @@ from attnbench.api.notices import Notice, quiet
 from attnbench.api.spread import SlurmOptions, placed_matrix, placement
 from attnbench.api.timing_options import TimingOptions
 from attnbench.bench.check_rule import CheckRule, CourseRule, LabRule
-from attnbench.bench.matrix import MatrixListener
 from attnbench.cases.sweeps import parse_sizes, parse_values, shape_inputs, square_inputs, sweep_axis
 from attnbench.errors import UsageError
 from attnbench.kernels.catalogue import baseline_name, variants_for
 from attnbench.results.resultset import ResultKind, ResultSet
 from attnbench.results.run_settings import RunSettings
+from attnbench.spread.executor import Listener
 
 
 def sweep(
@@ -33,7 +33,7 @@ def sweep(
     timing: TimingOptions = TimingOptions(),
     device: int = 0,
     same_within: float = DEFAULT_SAME_WITHIN,
-    listener: MatrixListener | None = None,
+    listener: Listener | None = None,
     command: str | None = None,
     gpus: str | None = None, executor: str = "local", slurm: SlurmOptions | None = None, notice: Notice = quiet,
 ) -> ResultSet:

@@ -9,7 +9,7 @@ verdicts, regressions) is `attnbench.analysis`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from attnbench.bench.runner import Timer, run_cell
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases.fresh_values import InputRange
-from attnbench.cases.inputs import BenchInput, CaseInfo, ProgressFactory, no_progress
+from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.cases.testcase import Shape
 from attnbench.errors import AttnbenchError, InputNotFinite
 from attnbench.kernels.nvcc import variant_info
@@ -54,31 +54,6 @@ class MatrixInterrupted(AttnbenchError):
 
 
 # -- running the matrix ---------------------------------------------------------------------------
-class MatrixListener(Protocol):
-    """What the matrix tells its user while it runs."""
-
-    progress: ProgressFactory
-
-    def start(self, total_cells: int, total_work: float) -> None: ...
-
-    def cell_started(self, variant: str, case: str) -> None: ...
-
-    def cell_finished(self, cell: Cell, work: float) -> None: ...
-
-
-class QuietListener:
-    progress: ProgressFactory = staticmethod(no_progress)  # type: ignore[assignment]
-
-    def start(self, total_cells: int, total_work: float) -> None:
-        pass
-
-    def cell_started(self, variant: str, case: str) -> None:
-        pass
-
-    def cell_finished(self, cell: Cell, work: float) -> None:
-        pass
-
-
 Check = Callable[[np.ndarray, np.ndarray], Any]  # (output, reference) -> object with `passed` and `to_dict()`
 
 

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from attnbench.backends.device import GpuDevice
-from attnbench.bench.matrix import MatrixListener, assemble
+from attnbench.bench.matrix import assemble
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.errors import UsageError
 from attnbench.files import DEFAULT_RESULTS_DIR
@@ -21,7 +21,7 @@ from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import Cell, ResultSet
 from attnbench.spread.cellgroups import CellPlan
 from attnbench.spread.devices import Device, devices_for
-from attnbench.spread.executor import EXECUTORS, GPU_POOL, IN_PROCESS, SLURM, ExecutorKind, choose_executor
+from attnbench.spread.executor import EXECUTORS, GPU_POOL, IN_PROCESS, SLURM, ExecutorKind, Listener, choose_executor
 from attnbench.spread.matrix_slurm import SlurmRun, execute, load_run, pack_jobs
 from attnbench.spread.slurm import SlurmOptions, default_folder
 from attnbench.spread.workers import DeviceSummary, MatrixInterrupted, run_here, run_on_devices
@@ -83,7 +83,7 @@ class MatrixRun:
     inputs: list[BenchInput]
     plan: CellPlan
     record: dict[str, Any]  # the policy, baseline, settings and command the result set carries
-    listener: MatrixListener | None = None
+    listener: Listener | None = None
     notice: Callable[[str], None] = lambda note: None
     before_run: Callable[[Any, list[BenchInput]], None] | None = None  # (the GPU or its facts, the inputs)
     open_here: Callable[[], GpuDevice | None] = lambda: None  # this process's GPU, for a run here
@@ -154,7 +154,7 @@ def _finish(work: Callable[[], tuple[list[CaseInfo], list[Cell], DeviceSummary]]
     return _assembled(kind, variants, infos, cells, summary, record, where)
 
 
-def resume(folder: str, listener: MatrixListener | None = None,
+def resume(folder: str, listener: Listener | None = None,
            notice: Callable[[str], None] = lambda note: None) -> ResultSet:
     """Finish a Slurm run from its jobs folder: collect what finished, resubmit what was lost."""
     run = load_run(folder)

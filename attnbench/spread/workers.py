@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from attnbench.backends.cpu import passes_reported
 from attnbench.backends.device import GpuDevice
-from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, QuietListener, cell_work, cells_not_run
+from attnbench.bench.matrix import MatrixInterrupted, cell_work, cells_not_run
 from attnbench.cases.inputs import BenchInput, CaseInfo, ProgressFactory
 from attnbench.host_threads import claim_share
 from attnbench.kernels.variant import Variant
@@ -39,7 +39,7 @@ from attnbench.spread.cellgroups import (
     run_case_group,
 )
 from attnbench.spread.devices import Device
-from attnbench.spread.executor import Emit, Executor, InProcess, Progress
+from attnbench.spread.executor import Emit, Executor, InProcess, Listener, Progress, quiet_listener
 from attnbench.spread.pool import GpuPool
 
 
@@ -119,10 +119,10 @@ class SpreadMatrix:
     the cases it reached. Otherwise (a pool) the groups are dealt largest first, refused cells are recorded
     here and never sent out, and an interrupted run keeps every case."""
 
-    def __init__(self, variants: list[Variant], inputs: list[BenchInput], listener: MatrixListener | None = None,
+    def __init__(self, variants: list[Variant], inputs: list[BenchInput], listener: Listener | None = None,
                  warn: Callable[[str], None] = lambda note: None, in_order: bool = False) -> None:
         self.variants, self.inputs = variants, inputs
-        self.listener = listener or QuietListener()
+        self.listener = listener or quiet_listener
         self.warn = warn
         self.in_order = in_order
         self.summary = DeviceSummary()
@@ -131,23 +131,18 @@ class SpreadMatrix:
         self.jobs: list[tuple[int, list[str]]] = []  # (group, the names it still has to run)
         self.current: dict[int, str] = {}  # job -> the variant running now
         self.not_run: dict[int, str] = {}  # group -> why it was not run
-        self.bars: dict[tuple[int | None, str], tuple[AbstractContextManager, Callable[[int], None]]] = {}
 
     def run(self, executor: Executor, interrupted: str = "interrupted; the workers were stopped",
             ) -> tuple[list[CaseInfo], list[Cell]]:
         """Every cell of variants x inputs. Ctrl-C raises MatrixInterrupted (`interrupted` its message) with
         what was measured."""
-        self.listener.start(len(self.variants) * len(self.inputs),
-                            sum(group_work(self.variants, i) for i in self.inputs))
+        self.listener(Progress("start", None, None, (len(self.variants) * len(self.inputs),
+                                                     sum(group_work(self.variants, i) for i in self.inputs))))
         self.jobs = self._jobs()
         try:
             executor.run([(self.inputs[g], list(names)) for g, names in self.jobs], self.hear)
         except KeyboardInterrupt:
             raise MatrixInterrupted(interrupted, *self.merged(reached_only=self.in_order), self.summary) from None
-        finally:
-            for bar, _ in self.bars.values():
-                bar.__exit__(None, None, None)
-            self.bars.clear()
         return self.merged()
 
     def _jobs(self) -> list[tuple[int, list[str]]]:
@@ -182,19 +177,20 @@ class SpreadMatrix:
         elif event.what == "note":
             self.warn(event.payload)
         elif event.what in ("bar", "advance", "bar_done"):
-            self._bar(event)
+            self.listener(event)  # a job's own bar, keyed by its job
         elif event.what == "info":
             self.infos[self.jobs[event.job][0]] = CaseInfo.from_dict(event.payload)
         elif event.what == "started":
             self.current[event.job] = event.payload
-            self.listener.cell_started(event.payload, self.inputs[self.jobs[event.job][0]].label)
+            self.listener(Progress("started", event.job, event.device,
+                                   (event.payload, self.inputs[self.jobs[event.job][0]].label)))
         elif event.what == "cell":
             cell = Cell.from_dict(event.payload)
             self.current.pop(event.job, None)
             names = self.jobs[event.job][1]
             if cell.variant in names:
                 names.remove(cell.variant)
-            self._finish(cell)
+            self._finish(cell, event)
         elif event.what == "died":
             names = self.jobs[event.job][1]
             lost = self.current.pop(event.job, None)
@@ -206,32 +202,21 @@ class SpreadMatrix:
             self._lose(event.job, list(self.jobs[event.job][1]), event.payload)
             self.jobs[event.job][1].clear()
 
-    def _bar(self, event: Progress) -> None:
-        """A job's bar (generating its input, its reference), shown through the listener's progress factory."""
-        if event.what == "bar":
-            description, total = event.payload
-            bar = self.listener.progress(description, total)
-            self.bars[(event.job, description)] = (bar, bar.__enter__())
-        elif event.what == "advance":
-            description, n = event.payload
-            if (event.job, description) in self.bars:
-                self.bars[(event.job, description)][1](n)
-        elif (event.job, event.payload) in self.bars:
-            self.bars.pop((event.job, event.payload))[0].__exit__(None, None, None)
-
     def rest_of(self, job: int, sent: tuple[BenchInput, list[str]]) -> tuple[BenchInput, list[str]] | None:
         """What a job whose worker died still has to run: sent again to the device's new worker."""
         names = self.jobs[job][1]
         return (sent[0], list(names)) if names else None
 
-    def _finish(self, cell: Cell) -> None:
+    def _finish(self, cell: Cell, event: Progress | None = None) -> None:
+        """A cell is in: the listener hears it ("cell") with its share of the run's work (`event`: the one
+        that brought it)."""
         self.cells[(cell.variant, cell.case)] = cell
         work = 0.0
         if cell.status != REFUSED:
             bench_input = next(i for i in self.inputs if i.label == cell.case)
             variant = next(v for v in self.variants if v.name == cell.variant)
             work = cell_work(variant, bench_input)
-        self.listener.cell_finished(cell, work)
+        self.listener(Progress("cell", event.job if event else None, event.device if event else None, (cell, work)))
 
     def _lose(self, job: int, names: list[str], message: str) -> None:
         bench_input = self.inputs[self.jobs[job][0]]
@@ -261,7 +246,7 @@ class SpreadMatrix:
 
 
 def run_on_devices(devices: list[Device], variants: list[Variant], plan: CellPlan, inputs: list[BenchInput],
-                   listener: MatrixListener | None = None, warn: Callable[[str], None] = lambda note: None,
+                   listener: Listener | None = None, warn: Callable[[str], None] = lambda note: None,
                    ) -> tuple[list[CaseInfo], list[Cell], DeviceSummary]:
     """The matrix on a GpuPool of `devices`: its cases, its cells in one-process order, the devices used."""
     spread = SpreadMatrix(variants, inputs, listener, warn)
@@ -271,11 +256,11 @@ def run_on_devices(devices: list[Device], variants: list[Variant], plan: CellPla
 
 
 def run_here(device: Device, gpu: GpuDevice | None, variants: list[Variant], plan: CellPlan, inputs: list[BenchInput],
-             listener: MatrixListener | None = None, warn: Callable[[str], None] = lambda note: None,
+             listener: Listener | None = None, warn: Callable[[str], None] = lambda note: None,
              ) -> tuple[list[CaseInfo], list[Cell]]:
     """The matrix in this process (`InProcess`) on `gpu`, which it opened (None: host variants only), input by
     input: its cases and its cells. Long cpu passes show their bars; Ctrl-C raises MatrixInterrupted with the
     cases reached."""
     spread = SpreadMatrix(variants, inputs, listener, warn, in_order=True)
-    with passes_reported(spread.listener.progress):
+    with passes_reported(emitted_progress(lambda what, payload: spread.listener(Progress(what, None, None, payload)))):
         return spread.run(InProcess(CaseGroupWork(plan, OpenDevice(gpu, None)), device), interrupted="interrupted")

@@ -11,9 +11,8 @@ from click.testing import CliRunner
 
 from attnbench import api
 from attnbench.bench.check_rule import CourseRule
-from attnbench.bench.matrix import QuietListener
 from attnbench.bench.sampler import TimingPolicy
-from attnbench.cases.inputs import SyntheticInput, no_progress
+from attnbench.cases.inputs import SyntheticInput
 from attnbench.cases.testcase import Shape
 from attnbench.cli import main
 from attnbench.errors import TestcaseError, UsageError
@@ -85,14 +84,15 @@ def test_a_killed_worker_loses_only_its_cell(two_cpu_workers, monkeypatch):
     assert len(spread.cells) == len(single.cells)
 
 
-class StopAfterFirst(QuietListener):
-    def cell_finished(self, cell, work) -> None:
+def stop_after_first(event: Progress) -> None:
+    """A listener that presses Ctrl-C once the first cell is in."""
+    if event.what == "cell":
         raise KeyboardInterrupt
 
 
 def test_ctrl_c_stops_the_workers_and_keeps_what_was_measured(two_cpu_workers):
     with pytest.raises(MatrixInterrupted) as caught:
-        api.compare("cpu", CASES, gpus="all", listener=StopAfterFirst())
+        api.compare("cpu", CASES, gpus="all", listener=stop_after_first)
     assert caught.value.exit_code == 130
     partial = caught.value.partial
     assert 1 <= len(partial.cells) < 5 and all(c.ok for c in partial.cells)
@@ -337,20 +337,17 @@ def test_the_listener_hears_each_cell_with_its_work(monkeypatch):
     fake_cells(monkeypatch, {})
     heard: list[tuple] = []
 
-    class Listener:
-        progress = staticmethod(no_progress)
-
-        def start(self, total_cells: int, total_work: float) -> None:
-            heard.append(("start", total_cells, total_work))
-
-        def cell_started(self, variant: str, case: str) -> None:
-            heard.append(("started", variant, case))
-
-        def cell_finished(self, cell, work: float) -> None:
+    def listener(event: Progress) -> None:
+        if event.what == "start":
+            heard.append(("start", *event.payload))
+        elif event.what == "started":
+            heard.append(("started", *event.payload))
+        elif event.what == "cell":
+            cell, work = event.payload
             heard.append((cell.variant, cell.status, work))
 
     bench_input = SyntheticInput(Shape(1, 9, 8), 1)
-    matrix_here(variants("cpu", "cpu32"), [bench_input], None, POLICY, listener=Listener())
+    matrix_here(variants("cpu", "cpu32"), [bench_input], None, POLICY, listener=listener)
     work = float(bench_input.shape.flops) * REGISTRY["cpu"].kind.cost_weight
     assert heard == [("start", 2, work), ("started", "cpu", bench_input.label), ("cpu", "ok", work),
                      ("cpu32", "refused", 0.0)]

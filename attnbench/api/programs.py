@@ -18,10 +18,10 @@ from attnbench.errors import AttnbenchError, UsageError
 from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.judge import class_slurm
 from attnbench.judge import course_judge as judging
+from attnbench.judge.class_here import judge_class as run_class
 from attnbench.judge.class_pool import judge_class_spread
 from attnbench.judge.classroom import RERUN_TOP, Checkpoint, ClassListener, ClassSettings
 from attnbench.judge.classroom import confinement as class_confinement
-from attnbench.judge.classroom import judge_class as run_class
 from attnbench.judge.course_judge import JudgedCase
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of

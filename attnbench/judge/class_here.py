@@ -1,5 +1,7 @@
 """A class judged in this process, on one worker: each submission built and judged case by case, ranked,
-the top ones rerun (`attnbench.judge.classroom` has the rules every executor shares)."""
+the top ones rerun (`attnbench.judge.classroom` has the rules every executor shares). The cases run
+through the executor seam, `InProcess` with the work a GPU pool's workers do (`class_pool.ClassCaseWork`);
+a Slurm node judges its submission this way too."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Sequence
 
 from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
+from attnbench.judge.class_pool import ClassCaseWork, Job, OnEntry, judge_jobs
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,
@@ -21,7 +24,6 @@ from attnbench.judge.classroom import (
     confinement,
     cuda_caches,
     gpu_name,
-    judge_entry,
     new_board,
     record_seeds,
     warm_up_entry,
@@ -29,8 +31,15 @@ from attnbench.judge.classroom import (
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
 from attnbench.judge.submissions import Submission
-from attnbench.results.scoreboard import Scoreboard, SubmissionRow
+from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.staging import remove_tree
+from attnbench.spread.executor import InProcess
+
+
+def judge_here(settings: ClassSettings, jobs: list[Job], on_done: OnEntry) -> None:
+    """(submission, case) jobs one after another in this process, through the executor seam (`InProcess`,
+    the work a pool's workers do), each case prepared already; `on_done` hears each entry."""
+    judge_jobs(InProcess(ClassCaseWork(settings, here=True)), jobs, on_done)
 
 
 def judge_submission(submission: Submission, cases: list[PreparedCase], settings: ClassSettings, build_root: Path,
@@ -42,9 +51,12 @@ def judge_submission(submission: Submission, cases: list[PreparedCase], settings
     cache = cache_of(caches, submission.name) if caches else None
     if cache is not None and cases:
         add_note(row, warm_up_entry(program, cases[0].shape, cases[0].label, settings, cache))
-    for case in cases:
-        row.entries[case.label] = entry = judge_entry(program, case, settings, cache)
-        listener(submission.name, case.label, entry.verdict)
+
+    def judged(name: str, label: str, entry: CaseEntry) -> None:
+        row.entries[label] = entry
+        listener(name, label, entry.verdict)
+
+    judge_here(settings, [(submission.name, program, case, cache) for case in cases], judged)
     return row, program
 
 
@@ -52,6 +64,12 @@ def rerun_rows(rows: Sequence[SubmissionRow], programs: dict[str, Path], rounds:
                settings: ClassSettings, listener: ClassListener, caches: Path | None = None) -> None:
     """Round by round (each on its own inputs: fresh ones are drawn anew for each), run every passed case
     of every row once more; a run that fails makes the case fail. Each case ends with RERUN_RUNS runs."""
+    by_name = {row.name: row for row in rows}
+
+    def rerun(name: str, label: str, again: CaseEntry) -> None:
+        if not add_run(by_name[name], label, again):
+            listener(name, label, f"rerun {again.verdict}")
+
     for number, round_inputs in enumerate(rounds, start=2):
         for bench_input in round_inputs:
             wanted = [r for r in rows if r.entries.get(bench_input.label) and r.entries[bench_input.label].passed
@@ -60,11 +78,8 @@ def rerun_rows(rows: Sequence[SubmissionRow], programs: dict[str, Path], rounds:
                 continue
             case = prepare_case(bench_input)
             try:
-                for row in wanted:
-                    again = judge_entry(programs[row.name], case, settings,
-                                        cache_of(caches, row.name) if caches else None)
-                    if not add_run(row, case.label, again):
-                        listener(row.name, case.label, f"rerun {again.verdict}")
+                judge_here(settings, [(row.name, programs[row.name], case, cache_of(caches, row.name) if caches else None)
+                                      for row in wanted], rerun)
             finally:
                 release(case.input_path)
     for row in rows:

@@ -116,15 +116,17 @@ class SpreadMatrix:
 
     `in_order` (a run on one device): every input is a group, in the order given, with every variant, so that
     the cells come as a one-process loop makes them, refusals in their place, and an interrupted run keeps
-    the cases it reached. Otherwise (a pool) the groups are dealt largest first, refused cells are recorded
-    here and never sent out, and an interrupted run keeps every case."""
+    the cases it reached; `capability` is that device's, so that cells not run after a lost context are
+    still refused where the GPU refuses them. Otherwise (a pool) the groups are dealt largest first, refused
+    cells are recorded here and never sent out, and an interrupted run keeps every case."""
 
     def __init__(self, variants: list[Variant], inputs: list[BenchInput], listener: Listener | None = None,
-                 warn: Callable[[str], None] = lambda note: None, in_order: bool = False) -> None:
+                 warn: Callable[[str], None] = lambda note: None, in_order: bool = False,
+                 capability: tuple[int, int] | None = None) -> None:
         self.variants, self.inputs = variants, inputs
         self.listener = listener or quiet_listener
         self.warn = warn
-        self.in_order = in_order
+        self.in_order, self.capability = in_order, capability
         self.summary = DeviceSummary()
         self.cells: dict[tuple[str, str], Cell] = {}
         self.infos: dict[int, CaseInfo] = {}
@@ -172,7 +174,7 @@ class SpreadMatrix:
             self.summary.torch_versions = self.summary.torch_versions or torch_versions
         elif event.what == "unusable":
             self.warn(f"{label} cannot run: {event.payload}")
-        elif event.what == "device_lost":
+        elif event.what == "device_lost" and not self.in_order:  # one device: its cells not run say why
             self.warn(f"{label} runs no more cells: {event.payload}")
         elif event.what == "note":
             self.warn(event.payload)
@@ -221,7 +223,7 @@ class SpreadMatrix:
     def _lose(self, job: int, names: list[str], message: str) -> None:
         bench_input = self.inputs[self.jobs[job][0]]
         variants = [v for v in self.variants if v.name in names]
-        for cell in cells_not_run(variants, bench_input.label, bench_input.shape, None, message):
+        for cell in cells_not_run(variants, bench_input.label, bench_input.shape, self.capability, message):
             self._finish(cell)
 
     def merged(self, reached_only: bool = False) -> tuple[list[CaseInfo], list[Cell]]:
@@ -261,6 +263,7 @@ def run_here(device: Device, gpu: GpuDevice | None, variants: list[Variant], pla
     """The matrix in this process (`InProcess`) on `gpu`, which it opened (None: host variants only), input by
     input: its cases and its cells. Long cpu passes show their bars; Ctrl-C raises MatrixInterrupted with the
     cases reached."""
-    spread = SpreadMatrix(variants, inputs, listener, warn, in_order=True)
+    spread = SpreadMatrix(variants, inputs, listener, warn, in_order=True,
+                          capability=getattr(gpu, "compute_capability", None))
     with passes_reported(emitted_progress(lambda what, payload: spread.listener(Progress(what, None, None, payload)))):
         return spread.run(InProcess(CaseGroupWork(plan, OpenDevice(gpu, None)), device), interrupted="interrupted")

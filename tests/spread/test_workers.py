@@ -19,10 +19,11 @@ from attnbench.errors import TestcaseError, UsageError
 from attnbench.kernels.catalogue import REGISTRY
 from attnbench.results.resultset import ERROR
 from attnbench.spread import pool as gpu_pool
+from attnbench.spread.cellgroups import CellPlan
 from attnbench.spread.devices import CPU_WORKERS_ENV, Device, devices_for
 from attnbench.spread.executor import Progress
 from attnbench.spread.pool import GpuPool
-from attnbench.spread.workers import CaseGroupWork, MatrixInterrupted, SpreadMatrix
+from attnbench.spread.workers import CaseGroupWork, MatrixInterrupted, SpreadMatrix, run_here
 from tests.bench.fake_cells import LosingGpu, UnreadableInput, fake_cells
 from tests.bench.test_run_input import CPU32, FAULT, variants
 from tests.spread.one_device import matrix_here
@@ -324,6 +325,19 @@ def test_once_the_context_is_lost_no_later_input_is_loaded(monkeypatch):
         ("naive", "never_read", "error"), ("cpu32", "never_read", "error")]
     assert cells[2].message == cells[3].message == why
     assert infos[1].origin == "not loaded" and infos[1].note == why
+
+
+def test_after_a_lost_context_a_variant_this_gpu_refuses_is_still_refused_and_nothing_more_is_said(monkeypatch):
+    fake_cells(monkeypatch, {"naive": ERROR})
+    first, second = SyntheticInput(Shape(1, 9, 8), 1), SyntheticInput(Shape(1, 9, 32), 2)
+    notes: list[str] = []
+    _, cells = run_here(Device(0), LosingGpu(FAULT), variants("naive", "gemmwg3x"),
+                        CellPlan.of(variants("naive", "gemmwg3x"), POLICY, CourseRule()), [first, second],
+                        warn=notes.append)
+    assert [(c.variant, c.case, c.status) for c in cells] == [
+        ("naive", first.label, "error"), ("gemmwg3x", first.label, "refused"),
+        ("naive", second.label, "error"), ("gemmwg3x", second.label, "refused")]
+    assert "sm_90a" in cells[3].message and notes == []  # the cells say why; no notice as a pool gives
 
 
 def test_an_input_every_variant_refuses_is_not_loaded(monkeypatch):

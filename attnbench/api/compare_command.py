@@ -9,20 +9,18 @@ from typing import Any
 
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.notices import Notice, quiet
-from attnbench.api.spread import SlurmOptions, placement, spread_matrix
+from attnbench.api.spread import SlurmOptions, placed_matrix, placement
 from attnbench.api.timing_options import TimingOptions
-from attnbench.backends.cpu import passes_reported
-from attnbench.backends.device import GpuDevice
 from attnbench.bench.check_rule import CourseRule
-from attnbench.bench.matrix import MatrixInterrupted, MatrixListener, MatrixSettings, assemble, run_matrix
 from attnbench.bench.verify import COURSE_ATOL
-from attnbench.cases.inputs import BenchInput, inputs_for, no_progress
+from attnbench.cases.inputs import BenchInput, inputs_for
 from attnbench.errors import UsageError
 from attnbench.kernels.catalogue import baseline_name, variants_for
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ResultKind, ResultSet
 from attnbench.results.run_settings import RunSettings
 from attnbench.sandbox import MODES as SANDBOX_MODES
+from attnbench.spread.executor import Listener
 
 
 def variants_from(selector: str | Sequence[str]) -> list[Variant]:
@@ -82,7 +80,7 @@ def compare(
     atol: float = COURSE_ATOL,
     rtol: float = 0.0,
     same_within: float = DEFAULT_SAME_WITHIN,
-    listener: MatrixListener | None = None,
+    listener: Listener | None = None,
     command: str | None = None,
     before_run: Callable[[Any, list[BenchInput]], None] | None = None,
     gpus: str | None = None, executor: str = "local", slurm: SlurmOptions | None = None, notice: Notice = quiet,
@@ -94,7 +92,9 @@ def compare(
     incomparable saved run early). `gpus` (`all` or `0,1`) spreads the cases over this host's GPUs,
     one worker process each; `executor="slurm"` over Slurm jobs (see `SlurmOptions`). `sandbox` confines
     `exe:` programs as the judge does: "auto" (the sandbox where bwrap works, else one notice that they run
-    without it), "required" (SandboxUnavailable, exit 3, when none can be made) or "none"."""
+    without it), "required" (SandboxUnavailable, exit 3, when none can be made) or "none". `listener` hears
+    the run's `Progress` events ("start", "started", "cell" with the cell and its work, a job's "bar"s),
+    whichever executor runs it."""
     from attnbench.backends.program import program_confinement
 
     if sandbox not in SANDBOX_MODES:
@@ -110,26 +110,6 @@ def compare(
     check_rule = CourseRule(atol, rtol)
     record = {"policy": timing.record(), "baseline": baseline or (timed or names)[0], "command": command,
               "settings": RunSettings(check_rule.describe(), atol, rtol, same_within).to_dict()}
-    where = placement(gpus, executor, slurm)
-    if where.spread:
-        return spread_matrix(ResultKind.COMPARE, chosen, inputs, timing.policy_for, check_rule, where, record,
-                             listener, notice, before_run, program_sandbox=sandbox)
-    gpu = open_gpu_for(chosen, device)
-    if before_run is not None:
-        before_run(gpu, inputs)
-    settings = MatrixSettings(policy=timing.policy_for, check=check_rule.check(), tolerance=check_rule.tolerance,
-                              program_sandbox=sandbox)
-    return matrix_here(chosen, inputs, gpu, settings, listener, lambda infos, cells: assemble(
-        ResultKind.COMPARE, chosen, infos, cells, gpu, record["policy"], record["baseline"], record["settings"], command))
-
-
-def matrix_here(chosen: list[Variant], inputs: list[BenchInput], gpu: GpuDevice, settings: MatrixSettings,
-            listener: MatrixListener | None, finish: Callable[[list, list], ResultSet]) -> ResultSet:
-    """The cells run here, then `finish` makes their result set; on Ctrl-C the result set of what was
-    measured goes with the interruption (as `partial`) for the caller to save."""
-    try:
-        with passes_reported(listener.progress if listener is not None else no_progress):  # long cpu passes shown
-            infos, cells = run_matrix(chosen, inputs, gpu, settings, listener)
-    except MatrixInterrupted as exc:
-        raise exc.with_partial(finish(exc.cases, exc.cells)) from None
-    return finish(infos, cells)
+    return placed_matrix(ResultKind.COMPARE, chosen, inputs, timing.policy_for, check_rule,
+                         placement(gpus, executor, slurm), record, listener, notice, before_run,
+                         program_sandbox=sandbox, open_here=lambda: open_gpu_for(chosen, device), device=device)

@@ -29,12 +29,12 @@ from attnbench.api.file_commands import against_saved, load_results
 from attnbench.api.notices import Notice, quiet
 from attnbench.api.spread import SlurmOptions, resume
 from attnbench.api.timing_options import TimingOptions
-from attnbench.bench.matrix import MatrixListener
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases import suite
 from attnbench.cases.inputs import BenchInput, names_a_file
 from attnbench.errors import UsageError
 from attnbench.results.resultset import ResultKind, ResultSet
+from attnbench.spread.executor import Listener
 
 SUITE_WORDS = frozenset(suite.SUITE) | frozenset(suite.GROUPS) | {"all", "known"}
 
@@ -97,7 +97,7 @@ class ComparePlan:
         """The cases selector the saved files are named after: one name or group, never a list."""
         return self.cases if self.cases and "," not in self.cases else None
 
-    def run(self, listener: MatrixListener | None = None, notice: Notice = quiet) -> CompareOutcome:
+    def run(self, listener: Listener | None = None, notice: Notice = quiet) -> CompareOutcome:
         """Run (or resume) the matrix; a Ctrl-C raises MatrixInterrupted with what was measured."""
         o = self.options
         for note in self.notes:

@@ -18,10 +18,10 @@ from attnbench.errors import AttnbenchError, UsageError
 from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.judge import class_slurm
 from attnbench.judge import course_judge as judging
+from attnbench.judge.class_here import judge_class as run_class
 from attnbench.judge.class_pool import judge_class_spread
 from attnbench.judge.classroom import RERUN_TOP, Checkpoint, ClassListener, ClassSettings
 from attnbench.judge.classroom import confinement as class_confinement
-from attnbench.judge.classroom import judge_class as run_class
 from attnbench.judge.course_judge import JudgedCase
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
@@ -40,7 +40,7 @@ from attnbench.sandbox.room import Confinement, SandboxSettings, SandboxUnavaila
 from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.slurm import SlurmOptions, default_folder
 from attnbench.spread.devices import devices_for
-from attnbench.spread.executor import GPU_POOL, SLURM, choose_executor
+from attnbench.spread.executor import EXECUTORS, GPU_POOL, IN_PROCESS, SLURM, choose_executor
 
 __all__ = ["COURSE_LIMITS_BRIEF", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
            "SlurmOptions", "class_history", "is_class", "is_source", "judge", "judge_class", "judge_program",
@@ -119,14 +119,22 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
 
 def _judge_found(found, inputs, settings, executor, slurm, results_dir, devices, progress, listener,  # noqa: ANN001
                  metadata, checkpoint) -> Scoreboard:  # noqa: ANN001
-    if executor == SLURM:
+    """The class judged by the executor `choose_executor` chose: one runner for each of `EXECUTORS`."""
+
+    def on_slurm() -> Scoreboard:
         options = slurm or SlurmOptions()
         if options.folder is None:
             options = replace(options, folder=default_folder(results_dir))
         return class_slurm.judge_class_slurm(found, inputs, settings, options, listener, metadata)
-    if executor == GPU_POOL:
-        return judge_class_spread(found, inputs, settings, devices, progress, listener, metadata, checkpoint)
-    return run_class(found, inputs, settings, progress, listener, metadata, checkpoint)
+
+    runners = {
+        IN_PROCESS.name: lambda: run_class(found, inputs, settings, progress, listener, metadata, checkpoint),
+        GPU_POOL.name: lambda: judge_class_spread(found, inputs, settings, devices, progress, listener, metadata,
+                                                  checkpoint),
+        SLURM.name: on_slurm,
+    }
+    assert set(runners) == {kind.name for kind in EXECUTORS}, "every executor judges a class"
+    return runners[executor.name]()
 
 
 class BuildFailed(AttnbenchError):

@@ -3,22 +3,20 @@ over generated inputs (the same matrix, here or spread)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
-from attnbench.api.compare_command import matrix_here, open_gpu_for
+from attnbench.api.compare_command import open_gpu_for
 from attnbench.api.notices import Notice, quiet
-from attnbench.api.spread import SlurmOptions, placement, spread_matrix
+from attnbench.api.spread import SlurmOptions, placed_matrix, placement
 from attnbench.api.timing_options import TimingOptions
 from attnbench.bench.check_rule import CheckRule, CourseRule, LabRule
-from attnbench.bench.matrix import MatrixListener, MatrixSettings, assemble
-from attnbench.bench.squarelab import LabTimer
 from attnbench.cases.sweeps import parse_sizes, parse_values, shape_inputs, square_inputs, sweep_axis
 from attnbench.errors import UsageError
 from attnbench.kernels.catalogue import baseline_name, variants_for
 from attnbench.results.resultset import ResultKind, ResultSet
 from attnbench.results.run_settings import RunSettings
+from attnbench.spread.executor import Listener
 
 
 def sweep(
@@ -35,7 +33,7 @@ def sweep(
     timing: TimingOptions = TimingOptions(),
     device: int = 0,
     same_within: float = DEFAULT_SAME_WITHIN,
-    listener: MatrixListener | None = None,
+    listener: Listener | None = None,
     command: str | None = None,
     gpus: str | None = None, executor: str = "local", slurm: SlurmOptions | None = None, notice: Notice = quiet,
 ) -> ResultSet:
@@ -57,18 +55,8 @@ def sweep(
         raise UsageError(str(exc)) from None
     check_rule: CheckRule = LabRule() if axis == "square" else CourseRule()
     settings_record = RunSettings(check_rule.describe(), same_within=same_within, sweep=axis, lab_timing=lab_timing)
-    where = placement(gpus, executor, slurm)
-    if where.spread:
-        return spread_matrix(ResultKind.SWEEP, chosen, inputs, timing.policy_for, check_rule, where, {
-            "policy": timing.record(), "baseline": baseline, "command": command, "settings": settings_record.to_dict()},
-            listener, notice, lab_timing=lab_timing)
-    gpu = open_gpu_for(chosen, device)
-    settings = MatrixSettings(policy=timing.policy_for, check=check_rule.check(), tolerance=check_rule.tolerance,
-                              timer=LabTimer() if lab_timing else None)
-    start = time.perf_counter()
-
-    def finish(infos: list, cells: list) -> ResultSet:
-        settings_record.elapsed_s = time.perf_counter() - start
-        return assemble(ResultKind.SWEEP, chosen, infos, cells, gpu, timing.record(), baseline, settings_record, command)
-
-    return matrix_here(chosen, inputs, gpu, settings, listener, finish)
+    record = {"policy": timing.record(), "baseline": baseline, "command": command,
+              "settings": settings_record.to_dict()}
+    return placed_matrix(ResultKind.SWEEP, chosen, inputs, timing.policy_for, check_rule,
+                         placement(gpus, executor, slurm), record, listener, notice, lab_timing=lab_timing,
+                         open_here=lambda: open_gpu_for(chosen, device), device=device)

@@ -1,16 +1,15 @@
 """The compare matrix: variants x inputs, each cell checked before it is timed.
 
-`run_input` runs one loaded input's cells; `run_matrix` loops over it (input by input, so each testcase
-and reference is loaded once), as a worker's case group (`attnbench.spread.cellgroups`) wraps it, and
+`run_input` runs one loaded input's cells, as a case group (`attnbench.spread.cellgroups`) wraps it, one
+input at a time on whichever executor runs the matrix (in this process too: `spread.workers.run_here`), and
 `assemble` turns the cells into a ResultSet with the run's metadata. Reading a matrix (speedups,
 verdicts, regressions) is `attnbench.analysis`.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 import numpy as np
 
@@ -22,7 +21,7 @@ from attnbench.bench.runner import Timer, run_cell
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases.fresh_values import InputRange
-from attnbench.cases.inputs import BenchInput, CaseInfo, ProgressFactory, no_progress
+from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.cases.testcase import Shape
 from attnbench.errors import AttnbenchError, InputNotFinite
 from attnbench.kernels.nvcc import variant_info
@@ -55,31 +54,6 @@ class MatrixInterrupted(AttnbenchError):
 
 
 # -- running the matrix ---------------------------------------------------------------------------
-class MatrixListener(Protocol):
-    """What the matrix tells its user while it runs."""
-
-    progress: ProgressFactory
-
-    def start(self, total_cells: int, total_work: float) -> None: ...
-
-    def cell_started(self, variant: str, case: str) -> None: ...
-
-    def cell_finished(self, cell: Cell, work: float) -> None: ...
-
-
-class QuietListener:
-    progress: ProgressFactory = staticmethod(no_progress)  # type: ignore[assignment]
-
-    def start(self, total_cells: int, total_work: float) -> None:
-        pass
-
-    def cell_started(self, variant: str, case: str) -> None:
-        pass
-
-    def cell_finished(self, cell: Cell, work: float) -> None:
-        pass
-
-
 Check = Callable[[np.ndarray, np.ndarray], Any]  # (output, reference) -> object with `passed` and `to_dict()`
 
 
@@ -190,56 +164,6 @@ def _lost_context(cell: Cell, variant: Variant, label: str, gpu: GpuDevice | Non
         return None
     broken = gpu.context_error()
     return None if broken is None else f"the CUDA context was lost after {variant.name} failed on {label} ({broken})"
-
-
-def _started(listener: MatrixListener, case: str, variant: str) -> None:
-    listener.cell_started(variant, case)
-
-
-def run_matrix(
-    variants: list[Variant],
-    inputs: list[BenchInput],
-    gpu: GpuDevice | None,
-    settings: MatrixSettings,
-    listener: MatrixListener | None = None,
-) -> tuple[list[CaseInfo], list[Cell]]:
-    """Run every (variant, input) cell, input by input: refused shapes are recorded, wrong outputs get no speed.
-
-    An input that cannot be loaded stops the run with its error; once the CUDA context is lost, the remaining
-    inputs are not loaded and their cells are ERROR cells saying why."""
-    listener = listener or QuietListener()
-    capability = getattr(gpu, "compute_capability", None)
-    work = {(v.name, i.label): cell_work(v, i) for i in inputs for v in variants
-            if refusal_of(v, i.shape, capability) is None}
-    listener.start(len(variants) * len(inputs), sum(work.values()))
-    infos: list[CaseInfo] = []
-    cells: list[Cell] = []
-
-    def finished(cell: Cell) -> None:
-        listener.cell_finished(cell, work.get((cell.variant, cell.case), 0.0))
-        cells.append(cell)
-
-    lost: str | None = None
-    try:
-        for bench_input in inputs:
-            label, shape = bench_input.label, bench_input.shape
-            if lost is not None or not any((v.name, label) in work for v in variants):  # do not load it
-                why = f"not run: {lost}" if lost is not None else "every variant refused it"
-                infos.append(CaseInfo(label, shape, None, "not loaded", "", why))
-                for cell in cells_not_run(variants, label, shape, capability, why):
-                    finished(cell)
-                continue
-            testcase = bench_input.load(listener.progress)
-            infos.append(bench_input.info(testcase))
-            loaded = LoadedInput(label, testcase, bench_input.reference(testcase, listener.progress),
-                                 bench_input.value_range(testcase))
-            started = functools.partial(_started, listener, label)
-            lost = run_input(variants, loaded, gpu, settings, CellEvents(started, finished))
-            del testcase, loaded  # the next input's arrays need the room
-    except KeyboardInterrupt:
-        measured = {cell.case for cell in cells}  # a case whose cells never ran is left out
-        raise MatrixInterrupted("interrupted", [i for i in infos if i.label in measured], cells) from None
-    return infos, cells
 
 
 def measure_cell(variant: Variant, label: str, testcase: Any, reference: np.ndarray, gpu: GpuDevice | None,

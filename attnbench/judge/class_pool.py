@@ -7,7 +7,8 @@ its GPU. Workers are processes, not threads, because the judge kills every proce
 a program runs (attnbench.sandbox.process): two programs in one process would kill each other's.
 A case's verdict does not depend on which worker ran it: the same program, input, sandbox and check.
 The workers are a `GpuPool` (spread.pool), the one pool a compare's case groups run on too; each keeps
-to CPU cores of its own. Without GPUs, ATTNBENCH_CPU_WORKERS=N stands N cpu workers in for them (the
+to CPU cores of its own. Their work (`ClassCaseWork`) is also what a class on one worker runs in process
+(`class_here`). Without GPUs, ATTNBENCH_CPU_WORKERS=N stands N cpu workers in for them (the
 tests use it).
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -81,18 +82,26 @@ def _pin(cores: Sequence[int]) -> None:
 
 
 # -- in a worker ------------------------------------------------------------------------------------
-Job = tuple[str, Path, BenchInput, Path]  # (submission, its program, the input, its JIT cache)
+# (submission, its program, the input, its JIT cache): the input a worker prepares, or a case prepared
+# already by the process that runs the job (`here`)
+Job = tuple[str, Path, "BenchInput | PreparedCase", "Path | None"]
 
 
 @dataclass(frozen=True)
 class ClassCaseWork:
     """A class's work on a device: one (submission, case) per job, on the worker's own cores, each case
-    loaded once while the jobs stay on it (they come case by case)."""
+    loaded once while the jobs stay on it (they come case by case).
+
+    `here`: the jobs run in the process that asked (`InProcess`, one worker), on its cores and the GPUs it
+    sees, on cases it prepared; the row names its GPU, so the entries do not."""
 
     settings: ClassSettings
-    cores: dict[int, list[int]]  # device index -> the cores its worker keeps to
+    cores: dict[int, list[int]] = field(default_factory=dict)  # device index -> the cores its worker keeps to
+    here: bool = False
 
     def open(self, device: Device, workers: int) -> tuple[dict[str, object], None]:
+        if self.here:
+            return {}, None
         _pin(self.cores[device.index])  # a timed run shares no core with another worker's, nor the parent's builds
         name = STAND_IN_NAME
         if not device.stand_in:
@@ -111,13 +120,16 @@ class ClassCaseWork:
             return None
         except Exception as exc:  # noqa: BLE001 - one bad case is that entry's error, never the class's end
             entry = CaseEntry(JUDGE_ERROR, failure_text(exc))
-        entry.device = str(state["device"])
+        if not self.here:
+            entry.device = str(state["device"])
         emit("entry", entry)
         return None
 
 
-def _case(state: dict[str, object], bench_input: BenchInput) -> PreparedCase:
-    """The case, loaded once per worker while the jobs stay on it."""
+def _case(state: dict[str, object], bench_input: BenchInput | PreparedCase) -> PreparedCase:
+    """The case: as the job brought it, or loaded once per worker while the jobs stay on it."""
+    if isinstance(bench_input, PreparedCase):
+        return bench_input
     cached = state.get("case")
     if not isinstance(cached, PreparedCase) or state.get("input") != bench_input:
         if isinstance(cached, PreparedCase):
@@ -131,7 +143,7 @@ def _case(state: dict[str, object], bench_input: BenchInput) -> PreparedCase:
 OnEntry = Callable[[str, str, CaseEntry], None]
 
 
-def _run_jobs(pool: Executor, jobs: list[Job], on_done: OnEntry) -> None:
+def judge_jobs(pool: Executor, jobs: list[Job], on_done: OnEntry) -> None:
     """Run (submission, case) jobs; `on_done` hears each entry as it comes back. A job whose worker died
     or found no device is that entry's JUDGE ERROR."""
 
@@ -215,7 +227,7 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
         if checkpoint is not None:
             checkpoint(board)
         with GpuPool(devices, work) as pool:
-            _run_jobs(pool, [(n, programs[n], b, cache_of(caches, n)) for b in first for n in programs], finished)
+            judge_jobs(pool, [(n, programs[n], b, cache_of(caches, n)) for b in first for n in programs], finished)
             top = top_rows(rank(board), settings.rerun_top)
             for row in top:
                 row.reruns = RERUN_RUNS
@@ -225,7 +237,7 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
                          for b in round_inputs for row in top  # case by case
                          if row.entries.get(b.label) and row.entries[b.label].passed
                          and len(row.entries[b.label].runs_s) < number]
-                _run_jobs(pool, again, rerun)
+                judge_jobs(pool, again, rerun)
     except KeyboardInterrupt:
         board.interrupted = True
     finally:

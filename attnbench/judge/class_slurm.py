@@ -20,6 +20,7 @@ from typing import Any
 
 from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput
+from attnbench.judge.class_here import judge_submission, rerun_rows
 from attnbench.judge.classroom import (
     ClassListener,
     ClassSettings,
@@ -27,10 +28,8 @@ from attnbench.judge.classroom import (
     confinement,
     cuda_caches,
     gpu_name,
-    judge_submission,
     new_board,
     record_seeds,
-    rerun_rows,
 )
 from attnbench.judge.course_judge import prepare_case
 from attnbench.judge.submissions import Submission

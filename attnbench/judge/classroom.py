@@ -20,26 +20,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from attnbench.analysis.ranking import RANKING_RULE, RERUN_MARGIN, rank, top_rows
-from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
+from attnbench.analysis.ranking import RANKING_RULE, RERUN_MARGIN
+from attnbench.cases.inputs import BenchInput
 from attnbench.cases.testcase import Shape
 from attnbench.judge.course_judge import (
     PreparedCase,
     Program,
     TimeLimits,
     judge_case,
-    prepare_case,
     timeout_for,
     warm_up,
 )
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
-from attnbench.judge.fresh_inputs import draw, release, seeds_of
+from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
-from attnbench.sandbox.staging import remove_tree
 
 RERUN_TOP = 3  # how many submissions of each GPU kind are rerun before ranks are final
 RERUN_RUNS = 3  # each of their passed cases runs this many times in all; the median counts
@@ -165,21 +163,6 @@ def build_row(submission: Submission, settings: ClassSettings, build_root: Path,
                          device if built.ok else None, reruns=1), built.program
 
 
-def judge_submission(submission: Submission, cases: list[PreparedCase], settings: ClassSettings, build_root: Path,
-                     device: str, listener: ClassListener, caches: Path | None = None) -> tuple[SubmissionRow, Path | None]:
-    """Build one submission under build_root and judge it on every case; its row and its program."""
-    row, program = build_row(submission, settings, build_root, device, listener)
-    if program is None:
-        return row, None
-    cache = cache_of(caches, submission.name) if caches else None
-    if cache is not None and cases:
-        add_note(row, warm_up_entry(program, cases[0].shape, cases[0].label, settings, cache))
-    for case in cases:
-        row.entries[case.label] = entry = judge_entry(program, case, settings, cache)
-        listener(submission.name, case.label, entry.verdict)
-    return row, program
-
-
 def add_run(row: SubmissionRow, label: str, again: CaseEntry) -> bool:
     """Add a rerun of a passed case to the row; a failed rerun makes the case fail. True while it passes."""
     if not again.passed:
@@ -187,29 +170,6 @@ def add_run(row: SubmissionRow, label: str, again: CaseEntry) -> bool:
         return False
     row.entries[label].runs_s.extend(again.runs_s)
     return True
-
-
-def rerun_rows(rows: Sequence[SubmissionRow], programs: dict[str, Path], rounds: list[list[BenchInput]],
-               settings: ClassSettings, listener: ClassListener, caches: Path | None = None) -> None:
-    """Round by round (each on its own inputs: fresh ones are drawn anew for each), run every passed case
-    of every row once more; a run that fails makes the case fail. Each case ends with RERUN_RUNS runs."""
-    for number, round_inputs in enumerate(rounds, start=2):
-        for bench_input in round_inputs:
-            wanted = [r for r in rows if r.entries.get(bench_input.label) and r.entries[bench_input.label].passed
-                      and len(r.entries[bench_input.label].runs_s) < number]
-            if not wanted:
-                continue
-            case = prepare_case(bench_input)
-            try:
-                for row in wanted:
-                    again = judge_entry(programs[row.name], case, settings,
-                                        cache_of(caches, row.name) if caches else None)
-                    if not add_run(row, case.label, again):
-                        listener(row.name, case.label, f"rerun {again.verdict}")
-            finally:
-                release(case.input_path)
-    for row in rows:
-        row.reruns = RERUN_RUNS
 
 
 def confinement(settings: ClassSettings) -> Confinement:
@@ -249,42 +209,3 @@ def record_seeds(board: Scoreboard, run: str, inputs: Sequence[BenchInput]) -> N
     seeds = seeds_of(inputs)
     if seeds:
         board.settings.setdefault("seeds", {})[run] = seeds
-
-
-def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
-                progress: ProgressFactory = no_progress, listener: ClassListener | None = None,
-                metadata: dict | None = None, checkpoint: Checkpoint | None = None) -> Scoreboard:
-    """Build and judge every submission on every input, rank them, rerun the top ones, rank again;
-    `checkpoint` gets the board after each row (to save it as it grows)."""
-    listen = listener or (lambda *a: None)
-    device = gpu_name()
-    board = new_board(inputs, settings, metadata, confinement(settings))
-    programs: dict[str, Path] = {}
-    caches = cuda_caches()
-    tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
-    cases: list[PreparedCase] = []
-    try:
-        first = settings.first_inputs(inputs)
-        record_seeds(board, "first", first)
-        cases = [prepare_case(bench_input, progress) for bench_input in first]
-        for submission in submissions:
-            row, program = judge_submission(submission, cases, settings, tmp / "builds", device, listen, caches)
-            board.rows.append(row)
-            if checkpoint is not None:
-                checkpoint(board)
-            if program is not None:
-                programs[submission.name] = program
-        rank(board)
-        top = top_rows(board, settings.rerun_top)
-        rounds = settings.rerun_rounds(inputs) if top else []
-        for number, round_inputs in enumerate(rounds, start=2):
-            record_seeds(board, f"rerun {number}", round_inputs)
-        rerun_rows(top, programs, rounds, settings, listen, caches)
-    except KeyboardInterrupt:
-        board.interrupted = True
-    finally:
-        for case in cases:  # fresh inputs are secrets: never left behind, whatever happened
-            release(case.input_path)
-        remove_tree(caches)
-        remove_tree(tmp)
-    return rank(board)

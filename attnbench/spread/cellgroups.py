@@ -19,10 +19,10 @@ from typing import Any, Callable
 from attnbench.backends.device import GpuDevice
 from attnbench.backends.program import EXE_PREFIX, program_variant
 from attnbench.bench.check_rule import CheckRule, CourseRule
-from attnbench.bench.matrix import CellEvents, LoadedInput, MatrixSettings, cell_work, run_input
+from attnbench.bench.matrix import CellEvents, LoadedInput, MatrixSettings, cell_work, refusal_of, run_input
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.squarelab import LabTimer
-from attnbench.cases.inputs import BenchInput, CaseInfo, SuiteInput
+from attnbench.cases.inputs import BenchInput, CaseInfo, ProgressFactory, SuiteInput, no_progress
 from attnbench.errors import AttnbenchError, UsageError
 from attnbench.kernels.catalogue import get_variant
 from attnbench.kernels.variant import Variant
@@ -161,29 +161,37 @@ def open_device(device: Device, variants: list[Variant]) -> OpenDevice:
 
 @dataclass
 class GroupReport:
-    """Where a case group's events go: the input's info, a cell starting, a cell finished."""
+    """Where a case group's events go: the input's info, a cell starting, a cell finished; and the bars of
+    generating its input and reference."""
 
     info: Callable[[dict], None] = lambda info: None
     started: Callable[[str], None] = lambda variant: None
     finished: Callable[[dict], None] = lambda cell: None
     cells: list[dict] = field(default_factory=list)
+    progress: ProgressFactory = no_progress
 
 
 def run_case_group(plan: CellPlan, bench_input: BenchInput, names: list[str], device: OpenDevice,
-                   report: GroupReport) -> str | None:
+                   report: GroupReport, failures_as_cells: bool = True) -> str | None:
     """Load one input and its reference, then run the named variants on it, one cell at a time; why the
-    device's CUDA context was lost, if a cell lost it (the worker must then measure no more).
+    device's CUDA context was lost, if a cell lost it (the caller must then measure no more). An input every
+    named variant refuses is not loaded: its cells are refused.
 
     Each event is reported as it happens, so a worker that dies loses only the cell it was running.
-    An input that cannot be loaded, and any unexpected failure of a cell, is an ERROR cell with the reason:
-    a worker reports every cell it was given."""
+    An input that cannot be loaded, and any unexpected failure of a cell, is an ERROR cell with the reason
+    (a worker reports every cell it was given); unless not `failures_as_cells` (a run in the asking process),
+    where it stops the run, so that a bug surfaces."""
     try:
         variants = [plan.variant(name) for name in names]
-        testcase = bench_input.load()
-        loaded = LoadedInput(bench_input.label, testcase, bench_input.reference(testcase),
+        if _all_refused(bench_input, variants, device, report):
+            return None
+        testcase = bench_input.load(report.progress)
+        loaded = LoadedInput(bench_input.label, testcase, bench_input.reference(testcase, report.progress),
                              bench_input.value_range(testcase))
         report.info(bench_input.info(testcase).to_dict())
     except Exception as exc:  # an unreadable input or an unknown variant: every cell says why
+        if not failures_as_cells:
+            raise
         why = str(exc) if isinstance(exc, AttnbenchError) else f"{type(exc).__name__}: {exc}"
         report_not_run(bench_input, names, why, report)
         return None
@@ -194,7 +202,21 @@ def run_case_group(plan: CellPlan, bench_input: BenchInput, names: list[str], de
         report.finished(cell.to_dict())
 
     events = CellEvents(report.started, finished)
-    return run_input(variants, loaded, device.gpu, plan.settings(), events, failures_as_cells=True)
+    return run_input(variants, loaded, device.gpu, plan.settings(), events, failures_as_cells)
+
+
+def _all_refused(bench_input: BenchInput, variants: list[Variant], device: OpenDevice, report: GroupReport) -> bool:
+    """Report an input every variant refuses (on this device) as not loaded, with its refused cells; whether it was."""
+    capability = getattr(device.gpu, "compute_capability", None)
+    refusals = [refusal_of(v, bench_input.shape, capability) for v in variants]
+    if any(refused is None for refused in refusals):
+        return False
+    report.info(CaseInfo(bench_input.label, bench_input.shape, None, "not loaded", "",
+                         "every variant refused it").to_dict())
+    for refused in refusals:
+        assert refused is not None
+        report.finished(Cell.refused(bench_input.label, refused).to_dict())
+    return True
 
 
 def report_not_run(bench_input: BenchInput, names: list[str], why: str, report: GroupReport) -> None:

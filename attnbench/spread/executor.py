@@ -2,7 +2,8 @@
 
 A job is a compare's or a sweep's case group, or a class's (submission, case). What a job does is
 a `Work` (picklable: it travels to worker processes); how jobs are spread is an executor: here in
-this process (`InProcess`, as a Slurm node runs its share), over this host's GPUs (`pool.GpuPool`),
+this process (`InProcess`: a compare or sweep on one device, a class on one worker, and a Slurm node's
+share), over this host's GPUs (`pool.GpuPool`),
 or over Slurm jobs (`slurm.SlurmExecutor`, whose jobs are keyed calls, so a resume finds them).
 Whatever runs them, what the caller hears is one stream of `Progress` events, so one listener shape
 serves every executor. Which executor a run gets is data (`EXECUTORS`), checked in one place

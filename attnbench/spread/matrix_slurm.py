@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from attnbench.bench.matrix import MatrixListener, QuietListener, cell_work
+from attnbench.bench.matrix import cell_work
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ERROR, Cell
 from attnbench.spread.cellgroups import CellPlan, GroupReport, node_input, report_not_run
 from attnbench.spread.cellgroups import group_seconds as cells_seconds
 from attnbench.spread.devices import Device
-from attnbench.spread.executor import InProcess, Listener, Progress
+from attnbench.spread.executor import InProcess, Listener, Progress, quiet_listener
 from attnbench.spread.slurm import SlurmExecutor, SlurmOptions, load_record, read_outcome, result_file, save_record
 from attnbench.spread.workers import CaseGroupWork, DeviceSummary, MatrixInterrupted
 
@@ -135,12 +135,12 @@ def submit(run: SlurmRun, which: list[int]) -> None:
     _executor(run).submit(_calls(run), which)
 
 
-def collect(run: SlurmRun, listener: MatrixListener, sleep: Callable[[float], None] = time.sleep) -> dict[int, dict]:
+def collect(run: SlurmRun, listener: Listener, sleep: Callable[[float], None] = time.sleep) -> dict[int, dict]:
     """Wait for every job's result; a job that leaves the queue without one is reported lost."""
     return _executor(run, sleep).wait(range(len(run.groups)), _hearing(run, listener, lambda note: None))
 
 
-def _hearing(run: SlurmRun, listener: MatrixListener, notice: Callable[[str], None]) -> Listener:
+def _hearing(run: SlurmRun, listener: Listener, notice: Callable[[str], None]) -> Listener:
     """The matrix's listener, hearing the Slurm executor's events."""
 
     def hear(event: Progress) -> None:
@@ -163,11 +163,11 @@ def _job_cells(run: SlurmRun, j: int, result: dict) -> list[Cell]:
     return [Cell.from_dict(c) for group in result["groups"] for c in group["cells"]]
 
 
-def _report(run: SlurmRun, j: int, result: dict, listener: MatrixListener) -> None:
+def _report(run: SlurmRun, j: int, result: dict, listener: Listener) -> None:
     by_label = {b.label: b for b in run.inputs}
     variants = {v.name: v for v in run.plan.variants()}
     for cell in _job_cells(run, j, result):
-        listener.cell_finished(cell, cell_work(variants[cell.variant], by_label[cell.case]))
+        listener(Progress("cell", j, None, (cell, cell_work(variants[cell.variant], by_label[cell.case]))))
 
 
 def merged(run: SlurmRun, results: dict[int, dict]) -> tuple[list[CaseInfo], list[Cell], DeviceSummary]:
@@ -201,13 +201,14 @@ def merged(run: SlurmRun, results: dict[int, dict]) -> tuple[list[CaseInfo], lis
     return ordered_infos, ordered_cells, summary
 
 
-def execute(run: SlurmRun, listener: MatrixListener | None = None,
+def execute(run: SlurmRun, listener: Listener | None = None,
             notice: Callable[[str], None] = lambda note: None) -> tuple[list[CaseInfo], list[Cell], DeviceSummary]:
     """Submit a new run's jobs (or, resuming, those without a result and not queued), wait, merge."""
-    listener = listener or QuietListener()
+    listener = listener or quiet_listener
     variants = run.plan.variants()
-    listener.start(len(variants) * len(run.inputs),
-                   sum(cell_work(v, i) for i in run.inputs for v in variants if v.refusal(i.shape) is None))
+    listener(Progress("start", None, None, (
+        len(variants) * len(run.inputs),
+        sum(cell_work(v, i) for i in run.inputs for v in variants if v.refusal(i.shape) is None))))
     if not run.job_ids:
         run.save()
     executor = _executor(run)

@@ -1,9 +1,9 @@
-"""Where a matrix runs when it does not run in this process: the host's GPUs or a Slurm cluster.
+"""Where a matrix runs: the executor `--gpus` and `--executor` choose (`executor.choose_executor`) runs it.
 
-`run_spread` sends the cells to the devices (`workers`) or to Slurm jobs (`slurm`) and assembles
-what comes back into the same ResultSet a one-process run makes, with every device used listed in
-the metadata (`gpus`) and each cell's own device in its extra["gpu"]. `resume` finishes a Slurm run
-from its jobs folder.
+`run_placed` hands the cells to that executor's runner: in this process on the GPU it opens
+(`workers.run_here`), on the host's GPUs (`workers.run_on_devices`) or as Slurm jobs (`matrix_slurm`), and
+assembles what comes back into one ResultSet; a spread run lists every device used in the metadata
+(`gpus`) and each cell's own device in its extra["gpu"]. `resume` finishes a Slurm run from its jobs folder.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any, Callable
 
-from attnbench.bench.matrix import MatrixListener, assemble
+from attnbench.backends.device import GpuDevice
+from attnbench.bench.matrix import assemble
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.errors import UsageError
 from attnbench.files import DEFAULT_RESULTS_DIR
@@ -20,10 +21,10 @@ from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import Cell, ResultSet
 from attnbench.spread.cellgroups import CellPlan
 from attnbench.spread.devices import Device, devices_for
-from attnbench.spread.executor import IN_PROCESS, SLURM, ExecutorKind, choose_executor
+from attnbench.spread.executor import EXECUTORS, GPU_POOL, IN_PROCESS, SLURM, ExecutorKind, Listener, choose_executor
 from attnbench.spread.matrix_slurm import SlurmRun, execute, load_run, pack_jobs
 from attnbench.spread.slurm import SlurmOptions, default_folder
-from attnbench.spread.workers import DeviceSummary, MatrixInterrupted, run_on_devices
+from attnbench.spread.workers import DeviceSummary, MatrixInterrupted, run_here, run_on_devices
 
 
 @dataclass(frozen=True)
@@ -39,11 +40,6 @@ class Placement:
     def kind(self) -> ExecutorKind:
         """The executor these options choose (bad usage where they do not fit)."""
         return choose_executor(self.gpus, self.executor)
-
-    @property
-    def spread(self) -> bool:
-        """Whether the cells leave this process."""
-        return self.kind != IN_PROCESS
 
 
 def first_device_facts(devices: list[Device]) -> Any | None:
@@ -78,30 +74,75 @@ def _assembled(kind: str, variants: list[Variant], infos: list[CaseInfo], cells:
     return result
 
 
-def run_spread(kind: str, variants: list[Variant], inputs: list[BenchInput], plan: CellPlan, placement: Placement,
-               record: dict[str, Any], listener: MatrixListener | None = None,
-               notice: Callable[[str], None] = lambda note: None,
-               before_run: Callable[[Any, list[BenchInput]], None] | None = None) -> ResultSet:
-    """Run the matrix on the host's GPUs or on Slurm; `record` holds the policy, baseline, settings and
-    command the result set carries. Ctrl-C raises MatrixInterrupted with `partial`, the assembled
-    result of what was measured."""
-    if placement.kind == SLURM:
-        options = placement.slurm
-        if options.folder is None:
-            options = replace(options, folder=default_folder(placement.results_dir))
-        run = SlurmRun(kind, plan, inputs, pack_jobs(variants, inputs, options.job_seconds), options, record)
-        return _finish(lambda: execute(run, listener, notice), kind, variants, record, "slurm")
+@dataclass(frozen=True)
+class MatrixRun:
+    """What a compare or a sweep asks of wherever its cells run."""
+
+    kind: str
+    variants: list[Variant]
+    inputs: list[BenchInput]
+    plan: CellPlan
+    record: dict[str, Any]  # the policy, baseline, settings and command the result set carries
+    listener: Listener | None = None
+    notice: Callable[[str], None] = lambda note: None
+    before_run: Callable[[Any, list[BenchInput]], None] | None = None  # (the GPU or its facts, the inputs)
+    open_here: Callable[[], GpuDevice | None] = lambda: None  # this process's GPU, for a run here
+    device: int = 0  # the GPU of a run here
+
+
+def run_placed(run: MatrixRun, placement: Placement) -> ResultSet:
+    """Run the matrix where `placement` says (the executor its options choose): in this process, on the
+    host's GPUs or on Slurm. Ctrl-C raises MatrixInterrupted with `partial`, the assembled result of what was
+    measured."""
+    return _RUNNERS[placement.kind.name](run, placement)
+
+
+def _here(run: MatrixRun, placement: Placement) -> ResultSet:
+    """In this process, on the GPU it opens (the variants' one-line refusal, where it cannot), input by input."""
+    gpu = run.open_here()
+    if run.before_run is not None:
+        run.before_run(gpu, run.inputs)
+
+    def assembled(infos: list[CaseInfo], cells: list[Cell]) -> ResultSet:
+        return assemble(run.kind, run.variants, infos, cells, gpu, run.record["policy"], run.record["baseline"],
+                        run.record["settings"], run.record["command"])
+
+    try:
+        infos, cells = run_here(Device(run.device), gpu, run.variants, run.plan, run.inputs, run.listener, run.notice)
+    except MatrixInterrupted as exc:
+        raise exc.with_partial(assembled(exc.cases, exc.cells)) from None
+    return assembled(infos, cells)
+
+
+def _on_gpus(run: MatrixRun, placement: Placement) -> ResultSet:
+    """On a pool of the host's GPUs (or cpu workers standing in for them)."""
     assert placement.gpus is not None
     devices = devices_for(placement.gpus)
-    if any(d.stand_in for d in devices) and any(not v.kind.runs_on_host for v in variants):
+    if any(d.stand_in for d in devices) and any(not v.kind.runs_on_host for v in run.variants):
         raise UsageError("cpu workers standing in for GPUs run only the cpu variant")
-    if before_run is not None:
-        before_run(first_device_facts(devices), inputs)
+    if run.before_run is not None:
+        run.before_run(first_device_facts(devices), run.inputs)
+
     def on_devices() -> tuple[list[CaseInfo], list[Cell], DeviceSummary]:
-        return run_on_devices(devices, variants, plan, inputs, listener, notice)
+        return run_on_devices(devices, run.variants, run.plan, run.inputs, run.listener, run.notice)
 
     where = "local: " + ", ".join(d.label for d in devices)
-    return _finish(on_devices, kind, variants, record, where)
+    return _finish(on_devices, run.kind, run.variants, run.record, where)
+
+
+def _on_slurm(run: MatrixRun, placement: Placement) -> ResultSet:
+    """As Slurm jobs, in the jobs folder of the Slurm options (by default one under the results folder)."""
+    options = placement.slurm
+    if options.folder is None:
+        options = replace(options, folder=default_folder(placement.results_dir))
+    slurm_run = SlurmRun(run.kind, run.plan, run.inputs, pack_jobs(run.variants, run.inputs, options.job_seconds),
+                         options, run.record)
+    return _finish(lambda: execute(slurm_run, run.listener, run.notice), run.kind, run.variants, run.record, "slurm")
+
+
+_RUNNERS: dict[str, Callable[[MatrixRun, Placement], ResultSet]] = {
+    IN_PROCESS.name: _here, GPU_POOL.name: _on_gpus, SLURM.name: _on_slurm}
+assert set(_RUNNERS) == {kind.name for kind in EXECUTORS}, "every executor runs a matrix"
 
 
 def _finish(work: Callable[[], tuple[list[CaseInfo], list[Cell], DeviceSummary]], kind: str,
@@ -113,7 +154,7 @@ def _finish(work: Callable[[], tuple[list[CaseInfo], list[Cell], DeviceSummary]]
     return _assembled(kind, variants, infos, cells, summary, record, where)
 
 
-def resume(folder: str, listener: MatrixListener | None = None,
+def resume(folder: str, listener: Listener | None = None,
            notice: Callable[[str], None] = lambda note: None) -> ResultSet:
     """Finish a Slurm run from its jobs folder: collect what finished, resubmit what was lost."""
     run = load_run(folder)

@@ -8,7 +8,6 @@ import pytest
 
 from attnbench.api import TimingOptions
 from attnbench.bench.first_pass import WholeInput
-from attnbench.bench.matrix import MatrixSettings, run_matrix
 from attnbench.bench.runner import run_cell
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.cases.inputs import SyntheticInput
@@ -16,6 +15,7 @@ from attnbench.cases.testcase import Shape
 from tests.backends.test_gpu_pipeline_fake_driver import VARIANT, FakeDriver, FakeGpu
 from tests.conftest import random_testcase
 from tests.fakes import SteadyClock
+from tests.spread.one_device import matrix_here
 
 
 class LoggedClock(SteadyClock):
@@ -84,7 +84,7 @@ def test_hot_and_the_default_reach_the_gpu_and_the_saved_policy_agrees(hot, tmp_
     gpu = RecordingGpu(FakeDriver())
     options = TimingOptions(reps=3, hot=hot)
     bench_input = SyntheticInput(Shape(2, 17, 8), seed=5)  # in memory: no suite file for other tests to find
-    infos, cells = run_matrix([VARIANT], [bench_input], gpu, MatrixSettings(policy=options.policy_for))
+    infos, cells = matrix_here([VARIANT], [bench_input], gpu, options.policy_for)
     assert [c.status for c in cells] == ["ok"], cells[0].message
     flushed = "flush" in gpu.log
     assert flushed == (not hot)

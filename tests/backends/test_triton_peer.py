@@ -23,13 +23,13 @@ from click.testing import CliRunner
 
 from attnbench.backends import triton_tune as tt
 from attnbench.backends.triton_peer import import_triton, precision_of
-from attnbench.bench.matrix import MatrixSettings, run_matrix
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.cases.inputs import SyntheticInput
 from attnbench.cases.testcase import Shape
 from attnbench.cli import main
 from attnbench.errors import PeerUnavailable
 from attnbench.kernels.catalogue import get_variant, variants_for
+from tests.spread.one_device import matrix_here
 
 ROOT = Path(__file__).resolve().parents[2]
 FLAVOURS = ("triton", "triton:ieee", "triton:tf32", "triton:bf16x3", "triton:bf16x6")
@@ -78,8 +78,8 @@ def test_compare_says_per_cell_that_triton_is_missing(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     monkeypatch.setitem(sys.modules, "triton", None)
     inputs = [SyntheticInput(Shape(2, 17, 32), 1), SyntheticInput(Shape(1, 9, 8), 2)]
-    settings = MatrixSettings(policy=lambda v: TimingPolicy(warmup=0, reps=2, flush_l2=False))
-    _, cells = run_matrix([get_variant("cpu"), get_variant("triton")], inputs, _GpuWithoutTriton(), settings)
+    policy = lambda v: TimingPolicy(warmup=0, reps=2, flush_l2=False)
+    _, cells = matrix_here([get_variant("cpu"), get_variant("triton")], inputs, _GpuWithoutTriton(), policy)
     by_variant = {(c.variant, c.case): c for c in cells}
     assert all(by_variant[("cpu", i.label)].ok for i in inputs)  # the other variants still run
     for bench_input in inputs:
@@ -131,8 +131,8 @@ def test_a_precision_triton_lacks_is_a_cell_of_one_sentence_in_a_compare(monkeyp
     fake_torch = types.SimpleNamespace(__version__="2.13.0", cuda=types.SimpleNamespace(is_available=lambda: True))
     monkeypatch.setattr(triton_peer, "import_triton", lambda: (fake_torch, types.SimpleNamespace(__version__="3.1.0")))
     inputs = [SyntheticInput(Shape(2, 17, 32), 1)]
-    settings = MatrixSettings(policy=lambda v: TimingPolicy(warmup=0, reps=2, flush_l2=False))
-    _, cells = run_matrix([get_variant("cpu"), get_variant("triton:bf16x3")], inputs, _GpuWithoutTriton(), settings)
+    policy = lambda v: TimingPolicy(warmup=0, reps=2, flush_l2=False)
+    _, cells = matrix_here([get_variant("cpu"), get_variant("triton:bf16x3")], inputs, _GpuWithoutTriton(), policy)
     cpu, bf16x3 = cells
     assert cpu.ok and bf16x3.status == "error" and "\n" not in bf16x3.message
     assert bf16x3.message == ("triton:bf16x3 needs tl.dot's input_precision 'bf16x3', which the installed Triton "

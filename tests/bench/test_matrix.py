@@ -6,7 +6,7 @@ from click.testing import CliRunner
 
 from attnbench.analysis.against import against, check_comparable
 from attnbench.analysis.view import MatrixView, exit_status, failures
-from attnbench.bench.matrix import MatrixSettings, course_check, run_matrix
+from attnbench.bench.check_rule import CourseRule
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.cases.inputs import SyntheticInput
 from attnbench.cases.testcase import Shape
@@ -16,6 +16,7 @@ from attnbench.kernels import catalogue
 from attnbench.kernels.catalogue import LADDER_VARIANTS, REGISTRY, variants_for
 from attnbench.kernels.variant import Constraints, Variant
 from attnbench.output.export import save
+from tests.spread.one_device import matrix_here
 from tests.synthetic import COURSE_SHAPES, result_set
 
 TWO = {k: COURSE_SHAPES[k] for k in ("t10", "t29")}
@@ -43,10 +44,10 @@ def narrow_cpu(monkeypatch):
 
 
 # -- the matrix, with the cpu variant ------------------------------------------------------------------
-def test_run_matrix_checks_then_times_and_records_refusals(narrow_cpu):
+def test_the_matrix_checks_then_times_and_records_refusals(narrow_cpu):
     inputs = [SyntheticInput(Shape(2, 17, 32), 1), SyntheticInput(Shape(1, 9, 8), 2)]
-    settings = MatrixSettings(policy=lambda v: TimingPolicy(warmup=0, reps=2, flush_l2=False))
-    infos, cells = run_matrix([REGISTRY["cpu"], narrow_cpu], inputs, None, settings)
+    policy = lambda v: TimingPolicy(warmup=0, reps=2, flush_l2=False)
+    infos, cells = matrix_here([REGISTRY["cpu"], narrow_cpu], inputs, None, policy)
     assert [i.label for i in infos] == ["B2_N17_d32", "B1_N9_d8"]
     assert all(len(i.input_sha256) == 64 for i in infos)
     status = {(c.variant, c.case): c.status for c in cells}
@@ -60,9 +61,8 @@ def test_run_matrix_checks_then_times_and_records_refusals(narrow_cpu):
 
 def test_a_wrong_output_gets_no_time():
     inputs = [SyntheticInput(Shape(1, 9, 8), 3)]
-    settings = MatrixSettings(policy=lambda v: TimingPolicy(warmup=0, reps=5, flush_l2=False),
-                                      check=course_check(atol=0.0))
-    _, cells = run_matrix([REGISTRY["cpu"]], inputs, None, settings)
+    policy = lambda v: TimingPolicy(warmup=0, reps=5, flush_l2=False)
+    _, cells = matrix_here([REGISTRY["cpu"]], inputs, None, policy, CourseRule(atol=0.0))
     (cell,) = cells
     assert cell.status == "wrong" and cell.measurement is None
     assert "elements fail |out - ref| <= 0" in cell.message and "worst (batch" in cell.message
@@ -273,8 +273,8 @@ def test_an_impossible_median_is_its_own_status_with_no_speed_and_exit_1(fake_h2
 
     gpu = fake_h200(1e-6)
     inputs = [SyntheticInput(Shape(2, 64, 32), 1)]
-    settings = MatrixSettings(policy=lambda v: TimingPolicy(warmup=0, reps=6, flush_l2=v.backend != "cpu"))
-    infos, cells = run_matrix([REGISTRY["cpu"], REGISTRY["naive"]], inputs, gpu, settings)
+    policy = lambda v: TimingPolicy(warmup=0, reps=6, flush_l2=v.backend != "cpu")
+    infos, cells = matrix_here([REGISTRY["cpu"], REGISTRY["naive"]], inputs, gpu, policy)
     status = {c.variant: c for c in cells}
     assert status["cpu"].status == "ok"  # the host, honestly timed
     impossible = status["naive"]

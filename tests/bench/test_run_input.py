@@ -1,20 +1,19 @@
-"""run_input: the cells of one loaded input, the loop that a one-process matrix (`run_matrix`) and a
-worker's case group (`spread.cellgroups.run_case_group`) share."""
+"""run_input: the cells of one loaded input, the loop of every case group (`spread.cellgroups.run_case_group`),
+in this process or a worker's."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from attnbench.bench.matrix import CellEvents, LoadedInput, MatrixSettings, run_input, run_matrix
+from attnbench.bench.matrix import CellEvents, LoadedInput, MatrixSettings, run_input
 from attnbench.bench.sampler import TimingPolicy
-from attnbench.cases.inputs import SyntheticInput, no_progress
+from attnbench.cases.inputs import SyntheticInput
 from attnbench.cases.testcase import Shape
-from attnbench.errors import TestcaseError
 from attnbench.kernels.catalogue import REGISTRY
 from attnbench.kernels.variant import Constraints, Variant
 from attnbench.results.resultset import ERROR
-from tests.bench.fake_cells import LosingGpu, UnreadableInput, fake_cells
+from tests.bench.fake_cells import LosingGpu, fake_cells
 
 SETTINGS = MatrixSettings(policy=lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False))
 FAULT = "an illegal memory access was encountered"
@@ -92,54 +91,3 @@ def test_a_worker_makes_an_unexpected_exception_its_cells_error_and_goes_on(monk
     assert run_input(variants("cpu", "naive"), loaded(), None, SETTINGS, events, failures_as_cells=True) is None
     assert ran == ["cpu", "naive"]
     assert ("cpu", "error", "RuntimeError: a bug") in log and log[-1] == ("naive", "ok", "")
-
-
-# -- run_matrix, a loop over run_input --------------------------------------------------------------
-def test_a_one_process_run_stops_on_an_input_that_cannot_be_loaded(monkeypatch):
-    fake_cells(monkeypatch, {})
-    inputs = [SyntheticInput(Shape(1, 9, 8), 1), UnreadableInput(Shape(1, 9, 8), 2, "broken")]
-    with pytest.raises(TestcaseError, match="broken: the file ends"):
-        run_matrix(variants("cpu"), inputs, None, SETTINGS)
-
-
-def test_once_the_context_is_lost_no_later_input_is_loaded(monkeypatch):
-    fake_cells(monkeypatch, {"naive": ERROR})
-    first = SyntheticInput(Shape(1, 9, 8), 1)
-    inputs = [first, UnreadableInput(Shape(1, 9, 32), 2, "never_read")]  # loading it would raise
-    infos, cells = run_matrix(variants("naive", "cpu32"), inputs, LosingGpu(FAULT), SETTINGS)
-    why = f"not run: the CUDA context was lost after naive failed on {first.label} ({FAULT})"
-    assert [(c.variant, c.case, c.status) for c in cells] == [
-        ("naive", first.label, "error"), ("cpu32", first.label, "refused"),
-        ("naive", "never_read", "error"), ("cpu32", "never_read", "error")]
-    assert cells[2].message == cells[3].message == why
-    assert infos[1].origin == "not loaded" and infos[1].note == why
-
-
-def test_an_input_every_variant_refuses_is_not_loaded(monkeypatch):
-    fake_cells(monkeypatch, {})
-    infos, cells = run_matrix([CPU32], [UnreadableInput(Shape(1, 9, 8), 2, "refused")], None, SETTINGS)
-    assert infos[0].origin == "not loaded" and infos[0].note == "every variant refused it"
-    assert [c.status for c in cells] == ["refused"]
-
-
-def test_the_listener_hears_each_cell_with_its_work(monkeypatch):
-    fake_cells(monkeypatch, {})
-    heard: list[tuple] = []
-
-    class Listener:
-        progress = staticmethod(no_progress)
-
-        def start(self, total_cells: int, total_work: float) -> None:
-            heard.append(("start", total_cells, total_work))
-
-        def cell_started(self, variant: str, case: str) -> None:
-            heard.append(("started", variant, case))
-
-        def cell_finished(self, cell, work: float) -> None:
-            heard.append((cell.variant, cell.status, work))
-
-    bench_input = SyntheticInput(Shape(1, 9, 8), 1)
-    run_matrix(variants("cpu", "cpu32"), [bench_input], None, SETTINGS, Listener())
-    work = float(bench_input.shape.flops) * REGISTRY["cpu"].kind.cost_weight
-    assert heard == [("start", 2, work), ("started", "cpu", bench_input.label), ("cpu", "ok", work),
-                     ("cpu32", "refused", 0.0)]

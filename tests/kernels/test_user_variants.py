@@ -524,8 +524,8 @@ class FaultingKernel(FakeKernel):
 
 @pytest.mark.parametrize("context_survives", [True, False])
 def test_a_fault_is_an_error_cell_and_a_lost_context_stops_the_matrix(context_survives):
-    from attnbench.bench.matrix import MatrixSettings, run_matrix
     from attnbench.cases.inputs import SyntheticInput
+    from tests.spread.one_device import matrix_here
 
     args = ("q", "k", "v", "o", "B", "N", "d")
 
@@ -540,8 +540,8 @@ def test_a_fault_is_an_error_cell_and_a_lost_context_stops_the_matrix(context_su
         v.name: faulting if v.name == "faulty" else healthy}})()
     gpu.context_error = lambda: None if context_survives else "an illegal memory access was encountered"
     inputs = [SyntheticInput(Shape(2, 70, 8), seed=1), SyntheticInput(Shape(3, 65, 4), seed=2)]
-    settings = MatrixSettings(policy=lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False))
-    infos, cells = run_matrix([variant("faulty"), variant("good")], inputs, gpu, settings)
+    policy = lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False)
+    infos, cells = matrix_here([variant("faulty"), variant("good")], inputs, gpu, policy)
     status = {(c.variant, c.case): c for c in cells}
     first, second = inputs[0].label, inputs[1].label
     assert status[("faulty", first)].status == "error"

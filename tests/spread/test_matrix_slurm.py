@@ -11,7 +11,6 @@ from click.testing import CliRunner
 
 from attnbench import api
 from attnbench.bench.check_rule import CourseRule
-from attnbench.bench.matrix import QuietListener
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.cases.inputs import inputs_for
 from attnbench.cli import main
@@ -19,6 +18,7 @@ from attnbench.kernels.catalogue import variants_for
 from attnbench.results.resultset import load
 from attnbench.spread import matrix_slurm, slurm
 from attnbench.spread.cellgroups import CellPlan
+from attnbench.spread.executor import quiet_listener
 from tests.spread.test_slurm import cluster  # noqa: F401 (the fixture: a Slurm that answers, or a skip)
 
 CASES = "odd_17x48,odd_100x32,odd_1000x64"
@@ -50,9 +50,9 @@ def test_a_job_that_leaves_the_queue_without_a_result_is_lost_not_waited_for(tmp
     (tmp_path / "7_1_0_log.err").write_text("slurmstepd: error: *** JOB 7 CANCELLED ***\n")
     monkeypatch.setattr(slurm, "squeue_states", lambda: {"7_0": "RUNNING"})
     with pytest.raises(AssertionError):  # job 7_0 is still running: the wait goes on (stopped here)
-        matrix_slurm.collect(run, QuietListener(), sleep=lambda s: (_ for _ in ()).throw(AssertionError))
+        matrix_slurm.collect(run, quiet_listener, sleep=lambda s: (_ for _ in ()).throw(AssertionError))
     monkeypatch.setattr(slurm, "squeue_states", lambda: {"7_0": "FAILED"})
-    results = matrix_slurm.collect(run, QuietListener(), sleep=lambda s: None)
+    results = matrix_slurm.collect(run, quiet_listener, sleep=lambda s: None)
     infos, cells, _ = matrix_slurm.merged(run, results)
     assert [(c.case, c.status) for c in cells] == [(i.label, "error") for i in inputs]
     assert cells[0].message == "Slurm job 7_0 ended (FAILED) without a result"
@@ -115,7 +115,7 @@ def test_a_cancelled_job_becomes_error_cells_and_the_rest_come_back(cluster, tmp
     run = matrix_slurm.SlurmRun("compare", plan, inputs, [[0], [1], [2]], options, {})
     matrix_slurm.submit(run, [0, 1, 2])
     subprocess.run(["scancel", str(run.job_ids[2])], check=True, timeout=30)
-    infos, cells, _ = matrix_slurm.merged(run, matrix_slurm.collect(run, QuietListener()))
+    infos, cells, _ = matrix_slurm.merged(run, matrix_slurm.collect(run, quiet_listener))
     assert [c.status for c in cells] == ["ok", "ok", "error"]
     assert f"Slurm job {run.job_ids[2]} ended" in cells[2].message
     assert Path(run.folder, matrix_slurm.RUN_FILE).exists()

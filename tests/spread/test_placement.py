@@ -35,3 +35,22 @@ def test_the_first_devices_facts_start_cuda_in_this_process_first(monkeypatch):
     facts = first_device_facts([Device(1), Device(0)])
     assert (facts.name, facts.sm_count) == ("GPU 1", 132)
     assert first_device_facts([Device(0, stand_in=True)]) is None
+
+
+def test_every_executor_runs_a_matrix_and_a_compare_here_goes_through_in_process(monkeypatch):
+    """The one-device run is chosen where the others are (`choose_executor`), and runs its case groups
+    through the seam (`InProcess`), not a loop of its own."""
+    from attnbench import api
+    from attnbench.spread import executor, placement
+
+    assert set(placement._RUNNERS) == {kind.name for kind in executor.EXECUTORS}
+    ran, real = [], executor.InProcess.run
+
+    def recorded(self, jobs, listener):
+        ran.append([bench_input.label for bench_input, _ in jobs])
+        return real(self, jobs, listener)
+
+    monkeypatch.setattr(executor.InProcess, "run", recorded)
+    result = api.compare("cpu", "odd_17x48,odd_33x64", timing=api.TimingOptions(reps=1))
+    assert ran == [["odd_17x48", "odd_33x64"]] and [c.status for c in result.cells] == ["ok", "ok"]
+    assert result.settings.executor is None  # a run here records no executor, as before

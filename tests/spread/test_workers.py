@@ -11,16 +11,25 @@ from click.testing import CliRunner
 
 from attnbench import api
 from attnbench.bench.check_rule import CourseRule
-from attnbench.bench.matrix import QuietListener
+from attnbench.bench.sampler import TimingPolicy
+from attnbench.cases.inputs import SyntheticInput
+from attnbench.cases.testcase import Shape
 from attnbench.cli import main
-from attnbench.errors import UsageError
+from attnbench.errors import TestcaseError, UsageError
+from attnbench.kernels.catalogue import REGISTRY
+from attnbench.results.resultset import ERROR
 from attnbench.spread import pool as gpu_pool
+from attnbench.spread.cellgroups import CellPlan
 from attnbench.spread.devices import CPU_WORKERS_ENV, Device, devices_for
 from attnbench.spread.executor import Progress
 from attnbench.spread.pool import GpuPool
-from attnbench.spread.workers import CaseGroupWork, MatrixInterrupted, SpreadMatrix
+from attnbench.spread.workers import CaseGroupWork, MatrixInterrupted, SpreadMatrix, run_here
+from tests.bench.fake_cells import LosingGpu, UnreadableInput, fake_cells
+from tests.bench.test_run_input import CPU32, FAULT, variants
+from tests.spread.one_device import matrix_here
 
 CASES = "odd_17x48,odd_100x32,t02,odd_1000x64,odd_33x64"
+POLICY = lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False)
 
 
 def essentials(result):
@@ -76,14 +85,15 @@ def test_a_killed_worker_loses_only_its_cell(two_cpu_workers, monkeypatch):
     assert len(spread.cells) == len(single.cells)
 
 
-class StopAfterFirst(QuietListener):
-    def cell_finished(self, cell, work) -> None:
+def stop_after_first(event: Progress) -> None:
+    """A listener that presses Ctrl-C once the first cell is in."""
+    if event.what == "cell":
         raise KeyboardInterrupt
 
 
 def test_ctrl_c_stops_the_workers_and_keeps_what_was_measured(two_cpu_workers):
     with pytest.raises(MatrixInterrupted) as caught:
-        api.compare("cpu", CASES, gpus="all", listener=StopAfterFirst())
+        api.compare("cpu", CASES, gpus="all", listener=stop_after_first)
     assert caught.value.exit_code == 130
     partial = caught.value.partial
     assert 1 <= len(partial.cells) < 5 and all(c.ok for c in partial.cells)
@@ -237,7 +247,7 @@ def test_a_worker_whose_context_is_lost_says_so_and_stops(monkeypatch):
     monkeypatch.setattr(gpu_pool.signal, "signal", lambda *args: None)  # this process keeps its Ctrl-C
     monkeypatch.setattr(workers, "claim_share", lambda count: None)
     monkeypatch.setattr(workers, "open_device", lambda device, variants: OpenDevice(None, None))
-    monkeypatch.setattr(workers, "run_case_group", lambda plan, bench_input, names, device, report: lost)
+    monkeypatch.setattr(workers, "run_case_group", lambda plan, bench_input, names, device, report, **how: lost)
     inbox, sent = queue.Queue(), []
     for group in (0, 1):
         inbox.put((group, (None, ["naive"])))
@@ -294,3 +304,79 @@ def test_the_case_groups_give_the_same_cells_through_any_executor(two_cpu_worker
     assert [(c.variant, c.case, c.status, c.check) for c in cells_here] == [
         (c.variant, c.case, c.status, c.check) for c in cells_spread]
     assert all(c.ok for c in cells_here) and here.summary.used is False
+
+
+# -- run_here: the one-device matrix, its case groups through InProcess ------------------------------
+def test_a_one_process_run_stops_on_an_input_that_cannot_be_loaded(monkeypatch):
+    fake_cells(monkeypatch, {})
+    inputs = [SyntheticInput(Shape(1, 9, 8), 1), UnreadableInput(Shape(1, 9, 8), 2, "broken")]
+    with pytest.raises(TestcaseError, match="broken: the file ends"):
+        matrix_here(variants("cpu"), inputs, None, POLICY)
+
+
+def test_once_the_context_is_lost_no_later_input_is_loaded(monkeypatch):
+    fake_cells(monkeypatch, {"naive": ERROR})
+    first = SyntheticInput(Shape(1, 9, 8), 1)
+    inputs = [first, UnreadableInput(Shape(1, 9, 32), 2, "never_read")]  # loading it would raise
+    infos, cells = matrix_here(variants("naive", "cpu32"), inputs, LosingGpu(FAULT), POLICY)
+    why = f"not run: the CUDA context was lost after naive failed on {first.label} ({FAULT})"
+    assert [(c.variant, c.case, c.status) for c in cells] == [
+        ("naive", first.label, "error"), ("cpu32", first.label, "refused"),
+        ("naive", "never_read", "error"), ("cpu32", "never_read", "error")]
+    assert cells[2].message == cells[3].message == why
+    assert infos[1].origin == "not loaded" and infos[1].note == why
+
+
+def test_after_a_lost_context_a_variant_this_gpu_refuses_is_still_refused_and_nothing_more_is_said(monkeypatch):
+    fake_cells(monkeypatch, {"naive": ERROR})
+    first, second = SyntheticInput(Shape(1, 9, 8), 1), SyntheticInput(Shape(1, 9, 32), 2)
+    notes: list[str] = []
+    _, cells = run_here(Device(0), LosingGpu(FAULT), variants("naive", "gemmwg3x"),
+                        CellPlan.of(variants("naive", "gemmwg3x"), POLICY, CourseRule()), [first, second],
+                        warn=notes.append)
+    assert [(c.variant, c.case, c.status) for c in cells] == [
+        ("naive", first.label, "error"), ("gemmwg3x", first.label, "refused"),
+        ("naive", second.label, "error"), ("gemmwg3x", second.label, "refused")]
+    assert "sm_90a" in cells[3].message and notes == []  # the cells say why; no notice as a pool gives
+
+
+def test_an_input_every_variant_refuses_is_not_loaded(monkeypatch):
+    fake_cells(monkeypatch, {})
+    infos, cells = matrix_here([CPU32], [UnreadableInput(Shape(1, 9, 8), 2, "refused")], None, POLICY)
+    assert infos[0].origin == "not loaded" and infos[0].note == "every variant refused it"
+    assert [c.status for c in cells] == ["refused"]
+
+
+def test_the_listener_hears_each_cell_with_its_work(monkeypatch):
+    fake_cells(monkeypatch, {})
+    heard: list[tuple] = []
+
+    def listener(event: Progress) -> None:
+        if event.what == "start":
+            heard.append(("start", *event.payload))
+        elif event.what == "started":
+            heard.append(("started", *event.payload))
+        elif event.what == "cell":
+            cell, work = event.payload
+            heard.append((cell.variant, cell.status, work))
+
+    bench_input = SyntheticInput(Shape(1, 9, 8), 1)
+    matrix_here(variants("cpu", "cpu32"), [bench_input], None, POLICY, listener=listener)
+    work = float(bench_input.shape.flops) * REGISTRY["cpu"].kind.cost_weight
+    assert heard == [("start", 2, work), ("started", "cpu", bench_input.label), ("cpu", "ok", work),
+                     ("cpu32", "refused", 0.0)]
+
+
+def test_a_case_group_shows_the_bars_of_its_input_and_reference_as_events():
+    from attnbench.spread.cellgroups import CellPlan, OpenDevice
+
+    here = OpenDevice(None, None)
+    work = CaseGroupWork(CellPlan.of(variants("cpu"), POLICY, CourseRule()), here)
+    events: list[tuple] = []
+    bench_input = SyntheticInput(Shape(1, 9, 8), 1)
+    state, _ = work.open(Device(0), 1)
+    assert work.run((bench_input, ["cpu"]), state, lambda what, payload: events.append((what, payload))) is None
+    bars = [payload for what, payload in events if what == "bar"]
+    assert [d for d, _ in bars] == [f"generating {bench_input.label}", f"float64 reference of {bench_input.label}"]
+    assert [p for what, p in events if what == "bar_done"] == [d for d, _ in bars]
+    assert [what for what, _ in events][-3:] == ["info", "started", "cell"]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from rich import box
 from rich.console import Console
@@ -164,7 +164,10 @@ def cell_line(cell: "Cell") -> str:
 
 class MatrixProgress:
     """The compare/sweep progress: one bar over all cells weighted by their FLOPs (for the ETA),
-    transient bars for generating inputs and references, and a line per finished cell."""
+    transient bars for generating inputs and references (and long cpu passes), and a line per finished cell.
+
+    It is the run's listener: it hears the executor's `Progress` events, whatever executor ran the cells
+    ("start", "started", "cell", and each job's "bar", "advance", "bar_done")."""
 
     def __init__(self, title: str, quiet: bool = False) -> None:
         self.title = title
@@ -183,6 +186,7 @@ class MatrixProgress:
         self._task: TaskID | None = None
         self._done = 0
         self._total = 0
+        self._bars: dict[tuple[Any, str], tuple[AbstractContextManager, Callable[[int], None]]] = {}
 
     def __enter__(self) -> "MatrixProgress":
         if self._live:
@@ -190,15 +194,38 @@ class MatrixProgress:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        for bar, _ in self._bars.values():
+            bar.__exit__(None, None, None)
+        self._bars.clear()
         if self._live:
             self._progress.stop()
 
-    def start(self, total_cells: int, total_work: float) -> None:
+    def __call__(self, event: Any) -> None:
+        """One event of the run (an `attnbench.spread.executor.Progress`)."""
+        if event.what == "start":
+            self._start(*event.payload)
+        elif event.what == "started":
+            self._cell_started(*event.payload)
+        elif event.what == "cell":
+            self._cell_finished(*event.payload)
+        elif event.what == "bar":
+            description, total = event.payload
+            bar = self.progress(description, total)
+            self._bars[(event.job, description)] = (bar, bar.__enter__())
+        elif event.what == "advance":
+            description, n = event.payload
+            if (event.job, description) in self._bars:
+                self._bars[(event.job, description)][1](n)
+        elif event.what == "bar_done" and (event.job, event.payload) in self._bars:
+            self._bars.pop((event.job, event.payload))[0].__exit__(None, None, None)
+
+    def _start(self, total_cells: int, total_work: float) -> None:
         self._total = total_cells
         self._task = self._progress.add_task(self.title, total=max(total_work, 1.0), cells=f"0/{total_cells} cells")
 
     @contextmanager
     def progress(self, description: str, total: int) -> Iterator[Callable[[int], None]]:
+        """A transient bar of its own (a job's input, its reference, a long cpu pass)."""
         if not self._live:
             yield lambda n: None
             return
@@ -208,11 +235,11 @@ class MatrixProgress:
         finally:
             self._progress.remove_task(task)
 
-    def cell_started(self, variant: str, case: str) -> None:
+    def _cell_started(self, variant: str, case: str) -> None:
         if self._task is not None:
             self._progress.update(self._task, description=f"{variant} on {case}")
 
-    def cell_finished(self, cell: "Cell", work: float) -> None:
+    def _cell_finished(self, cell: "Cell", work: float) -> None:
         self._done += 1
         if self._task is not None:
             self._progress.update(self._task, advance=work, cells=f"{self._done}/{self._total} cells")

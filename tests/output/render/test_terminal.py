@@ -62,3 +62,40 @@ def test_a_cells_own_lines_print_as_lines_and_a_control_character_within_one_is_
     assert "\\n" not in text and "\x1b[2J" not in text
     assert "RowMax\\x1b[2J" in text.split()
     assert sum("QKDotAndScalar" in line for line in text.splitlines()) == 1
+
+
+def test_the_matrix_progress_hears_the_runs_events(monkeypatch):
+    """One listener shape: the executor's events (start, started, cell, a job's bars) become the bars and
+    the lines; a refused cell is counted, not printed."""
+    import io
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from attnbench.output.render import terminal
+
+    capture = Console(file=io.StringIO(), width=200)
+    monkeypatch.setattr(terminal, "err_console", capture)
+    bars: list[tuple] = []
+
+    class Recording(terminal.MatrixProgress):
+        @contextmanager
+        def progress(self, description, total):
+            bars.append(("open", description, total))
+            yield lambda n: bars.append(("advance", description, n))
+            bars.append(("close", description))
+
+    def event(what, payload, job=None):
+        return SimpleNamespace(what=what, job=job, device=None, payload=payload)
+
+    refused = Cell("cpu32", "t02", "refused", "cpu32 needs d in {32}")
+    with Recording("compare") as listener:
+        for heard in (event("start", (2, 10.0)), event("bar", ("generating t02", 3), 0),
+                      event("advance", ("generating t02", 3), 0), event("bar_done", "generating t02", 0),
+                      event("started", ("cpu", "t02"), 0), event("cell", (cell_of([1.0, 1.1, 0.9]), 10.0), 0),
+                      event("cell", (refused, 0.0), 0)):
+            listener(heard)
+    assert bars == [("open", "generating t02", 3), ("advance", "generating t02", 3), ("close", "generating t02")]
+    assert capture.file.getvalue() == cell_line(cell_of([1.0, 1.1, 0.9])) + "\n"
+    assert listener._done == 2

@@ -1,0 +1,125 @@
+"""A class judged in this process, on one worker: each submission built and judged case by case, ranked,
+the top ones rerun (`attnbench.judge.classroom` has the rules every executor shares). The cases run
+through the executor seam, `InProcess` with the work a GPU pool's workers do (`class_pool.ClassCaseWork`);
+a Slurm node judges its submission this way too."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from attnbench.analysis.ranking import rank, top_rows
+from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
+from attnbench.judge.class_pool import ClassCaseWork, Job, OnEntry, judge_jobs
+from attnbench.judge.classroom import (
+    RERUN_RUNS,
+    Checkpoint,
+    ClassListener,
+    ClassSettings,
+    add_note,
+    add_run,
+    build_row,
+    cache_of,
+    confinement,
+    cuda_caches,
+    gpu_name,
+    new_board,
+    record_seeds,
+    warm_up_entry,
+)
+from attnbench.judge.course_judge import PreparedCase, prepare_case
+from attnbench.judge.fresh_inputs import release
+from attnbench.judge.submissions import Submission
+from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+from attnbench.sandbox.staging import remove_tree
+from attnbench.spread.executor import InProcess
+
+
+def judge_here(settings: ClassSettings, jobs: list[Job], on_done: OnEntry) -> None:
+    """(submission, case) jobs one after another in this process, through the executor seam (`InProcess`,
+    the work a pool's workers do), each case prepared already; `on_done` hears each entry."""
+    judge_jobs(InProcess(ClassCaseWork(settings, here=True)), jobs, on_done)
+
+
+def judge_submission(submission: Submission, cases: list[PreparedCase], settings: ClassSettings, build_root: Path,
+                     device: str, listener: ClassListener, caches: Path | None = None) -> tuple[SubmissionRow, Path | None]:
+    """Build one submission under build_root and judge it on every case; its row and its program."""
+    row, program = build_row(submission, settings, build_root, device, listener)
+    if program is None:
+        return row, None
+    cache = cache_of(caches, submission.name) if caches else None
+    if cache is not None and cases:
+        add_note(row, warm_up_entry(program, cases[0].shape, cases[0].label, settings, cache))
+
+    def judged(name: str, label: str, entry: CaseEntry) -> None:
+        row.entries[label] = entry
+        listener(name, label, entry.verdict)
+
+    judge_here(settings, [(submission.name, program, case, cache) for case in cases], judged)
+    return row, program
+
+
+def rerun_rows(rows: Sequence[SubmissionRow], programs: dict[str, Path], rounds: list[list[BenchInput]],
+               settings: ClassSettings, listener: ClassListener, caches: Path | None = None) -> None:
+    """Round by round (each on its own inputs: fresh ones are drawn anew for each), run every passed case
+    of every row once more; a run that fails makes the case fail. Each case ends with RERUN_RUNS runs."""
+    by_name = {row.name: row for row in rows}
+
+    def rerun(name: str, label: str, again: CaseEntry) -> None:
+        if not add_run(by_name[name], label, again):
+            listener(name, label, f"rerun {again.verdict}")
+
+    for number, round_inputs in enumerate(rounds, start=2):
+        for bench_input in round_inputs:
+            wanted = [r for r in rows if r.entries.get(bench_input.label) and r.entries[bench_input.label].passed
+                      and len(r.entries[bench_input.label].runs_s) < number]
+            if not wanted:
+                continue
+            case = prepare_case(bench_input)
+            try:
+                judge_here(settings, [(row.name, programs[row.name], case, cache_of(caches, row.name) if caches else None)
+                                      for row in wanted], rerun)
+            finally:
+                release(case.input_path)
+    for row in rows:
+        row.reruns = RERUN_RUNS
+
+
+def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
+                progress: ProgressFactory = no_progress, listener: ClassListener | None = None,
+                metadata: dict | None = None, checkpoint: Checkpoint | None = None) -> Scoreboard:
+    """Build and judge every submission on every input, rank them, rerun the top ones, rank again;
+    `checkpoint` gets the board after each row (to save it as it grows)."""
+    listen = listener or (lambda *a: None)
+    device = gpu_name()
+    board = new_board(inputs, settings, metadata, confinement(settings))
+    programs: dict[str, Path] = {}
+    caches = cuda_caches()
+    tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
+    cases: list[PreparedCase] = []
+    try:
+        first = settings.first_inputs(inputs)
+        record_seeds(board, "first", first)
+        cases = [prepare_case(bench_input, progress) for bench_input in first]
+        for submission in submissions:
+            row, program = judge_submission(submission, cases, settings, tmp / "builds", device, listen, caches)
+            board.rows.append(row)
+            if checkpoint is not None:
+                checkpoint(board)
+            if program is not None:
+                programs[submission.name] = program
+        rank(board)
+        top = top_rows(board, settings.rerun_top)
+        rounds = settings.rerun_rounds(inputs) if top else []
+        for number, round_inputs in enumerate(rounds, start=2):
+            record_seeds(board, f"rerun {number}", round_inputs)
+        rerun_rows(top, programs, rounds, settings, listen, caches)
+    except KeyboardInterrupt:
+        board.interrupted = True
+    finally:
+        for case in cases:  # fresh inputs are secrets: never left behind, whatever happened
+            release(case.input_path)
+        remove_tree(caches)
+        remove_tree(tmp)
+    return rank(board)

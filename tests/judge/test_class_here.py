@@ -1,0 +1,33 @@
+"""attnbench.judge.class_here: a class on one worker judges its cases through the executor seam (`InProcess`,
+with the work a pool's workers do), and gives the verdicts a pool gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnbench.api import programs as api_programs
+from attnbench.spread import executor
+from tests.judge.classes import CASES, ORDER, RANKS, can_build, class_sandbox, make_class, verdicts
+
+
+def test_a_class_on_one_worker_runs_its_cases_in_process_through_the_seam(tmp_path, monkeypatch):
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    classroom = make_class(tmp_path)
+    ran, real = [], executor.InProcess.run
+
+    def recorded(self, jobs, listener):
+        ran.append([(name, case.label) for name, _, case, _ in jobs])
+        return real(self, jobs, listener)
+
+    monkeypatch.setattr(executor.InProcess, "run", recorded)
+    here = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, sandbox=class_sandbox())
+    labels = CASES.split(",")
+    first = [[(name, label) for label in labels] for name in ("alice", "bob", "carol", "dave")]  # erin: no build
+    assert ran[:4] == first and ran[4:] == [[("alice", label)] for label in labels * 2]  # its reruns, case by case
+    assert [r.name for r in here.rows] == ORDER and {r.name: r.rank for r in here.rows} == RANKS
+    assert all(not e.device for r in here.rows for e in r.entries.values())  # the row names its GPU
+    monkeypatch.setenv("ATTNBENCH_CPU_WORKERS", "1")
+    pooled = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, gpus="0",
+                                      sandbox=class_sandbox())
+    assert verdicts(here) == verdicts(pooled)

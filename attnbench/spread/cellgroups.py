@@ -25,6 +25,8 @@ from attnbench.bench.squarelab import LabTimer
 from attnbench.cases.inputs import BenchInput, CaseInfo, ProgressFactory, SuiteInput, no_progress
 from attnbench.errors import AttnbenchError, UsageError
 from attnbench.kernels.catalogue import get_variant
+from attnbench.kernels.nvcc import is_users, source_file
+from attnbench.kernels.user import variant_for_source
 from attnbench.kernels.variant import Variant
 from attnbench.results.resultset import ERROR, REFUSED, Cell
 from attnbench.spread.devices import STAND_IN_NAME, Device
@@ -40,18 +42,27 @@ class CellPlan:
     lab_timing: bool = False
     programs: dict[str, str] = field(default_factory=dict)  # an `exe:` program's name -> its path
     program_sandbox: str = "auto"  # --sandbox for those programs
+    # a user variant's name -> its kernel file: one given by its path (`-v kernels/lazy.cu`) is named for the
+    # file, a name no lookup from the worker's folder finds
+    kernel_files: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, variants: list[Variant], policy: Callable[[Variant], TimingPolicy], rule: CheckRule,
            lab_timing: bool = False, program_sandbox: str = "auto") -> "CellPlan":
         programs = {v.name: str(v.source) for v in variants if v.kind.whole_program}
+        kernel_files = {v.name: str(source_file(v)) for v in variants
+                        if v.kind.compiled and v.source is not None and is_users(v)}
         return cls(tuple(v.name for v in variants), {v.name: policy(v) for v in variants}, rule, lab_timing,
-                   programs, program_sandbox)
+                   programs, program_sandbox, kernel_files)
 
     def variant(self, name: str) -> Variant:
         """A variant by name: the catalogue's or the user's, or an `exe:` program from its path."""
         if name in self.programs:
             return program_variant(EXE_PREFIX + self.programs[name])
+        if name in self.kernel_files:
+            variant = variant_for_source(self.kernel_files[name])
+            flavour = name[len(variant.name) + 1:]
+            return variant.flavoured(flavour) if flavour else variant
         return get_variant(name)
 
     def variants(self) -> list[Variant]:

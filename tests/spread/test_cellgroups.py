@@ -71,3 +71,22 @@ def test_a_group_not_run_says_why_for_each_cell():
     report_not_run(SyntheticInput(Shape(1, 9, 8), 1, "t02"), ["cpu", "naive"], "not run: gone", report)
     assert log == [("info", "not loaded", "not run: gone"), ("cpu", ERROR, "not run: gone"),
                    ("naive", ERROR, "not run: gone")]
+
+
+def test_a_user_variant_given_by_its_path_is_found_again_from_any_folder(tmp_path, monkeypatch):
+    """A worker (or the one-device run) looks each variant up by name: a kernel given by its path is named for
+    its file, which no lookup from another folder finds, so the plan carries the path."""
+    from attnbench.kernels.catalogue import get_variant
+    from tests.kernels.test_user_variants import GOOD, write_facts
+
+    project = tmp_path / "project"
+    project.mkdir()
+    write_facts(project, GOOD)
+    given = get_variant(str(project / "mine.cu"))
+    plan = CellPlan.of([given], lambda v: TimingPolicy(warmup=0, reps=1, flush_l2=False), CourseRule())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    found = plan.variant(given.name)
+    assert found.name == given.name == "mine" and found.source == given.source
+    assert [v.name for v in plan.variants()] == ["mine"]

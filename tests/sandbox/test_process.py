@@ -70,3 +70,21 @@ def test_as_root_a_program_can_run_as_nobody(tmp_path):
 def test_a_program_that_cannot_start_is_one_line(tmp_path):
     with pytest.raises(ProgramError, match="cannot be started"):
         run_process([str(Path(tmp_path) / "missing")], tmp_path, 5)
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "waiting thread"])
+def test_the_wall_clock_is_read_when_the_program_exits_not_at_the_next_poll(tmp_path, monkeypatch, pidfd):
+    """Programs 30 ms apart measure 30 ms apart (Popen.wait's polling once put both on the same 50 ms step)."""
+    import shutil
+
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open")
+    sleep = shutil.which("sleep")
+    assert sleep is not None
+
+    def wall(seconds: str) -> float:
+        return min(run_process([sleep, seconds], tmp_path, 10).wall_s for _ in range(3))
+
+    short, long = wall("0.12"), wall("0.15")
+    assert 0.12 <= short < 0.145 and 0.15 <= long < 0.175, (short, long)
+    assert 0.02 < long - short < 0.04, (short, long)

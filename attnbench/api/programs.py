@@ -20,7 +20,7 @@ from attnbench.judge import class_slurm
 from attnbench.judge import course_judge as judging
 from attnbench.judge.class_here import judge_class as run_class
 from attnbench.judge.class_pool import judge_class_spread
-from attnbench.judge.classroom import RERUN_TOP, Checkpoint, ClassListener, ClassSettings
+from attnbench.judge.classroom import RERUN_TOP, Checkpoint, ClassSettings
 from attnbench.judge.classroom import confinement as class_confinement
 from attnbench.judge.course_judge import JudgedCase
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
@@ -40,23 +40,21 @@ from attnbench.sandbox.room import Confinement, SandboxSettings, SandboxUnavaila
 from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.slurm import SlurmOptions, default_folder
 from attnbench.spread.devices import devices_for
-from attnbench.spread.executor import EXECUTORS, GPU_POOL, IN_PROCESS, SLURM, choose_executor
+from attnbench.spread.executor import EXECUTORS, GPU_POOL, IN_PROCESS, SLURM, Listener, choose_executor
 
 __all__ = ["COURSE_LIMITS_BRIEF", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
            "SlurmOptions", "class_history", "is_class", "is_source", "judge", "judge_class", "judge_program",
            "judge_submissions", "judge_writes", "new_kernel", "resume_class"]
 
-Finished = Callable[[int, int, JudgedCase], None]
-
-
 def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str | None = None, time_limits: str = "course",
           args: str = judging.DEFAULT_ARGS, timeout: float | None = None, progress: ProgressFactory = no_progress,
-          finished: Finished | None = None, command: str | None = None, sandbox: SandboxSettings | None = None,
+          listener: Listener | None = None, command: str | None = None, sandbox: SandboxSettings | None = None,
           opened: Callable[[Confinement], None] | None = None,
           fresh_inputs: bool = False) -> tuple[judging.Judgement, ResultSet]:
     """Run PROGRAM IN OUT on each case in its own case folder and sandbox (see attnbench.sandbox.room),
     time the whole process, check the output by the course's rule; returns the judgement and its result
-    set (kind "judge"). `opened` hears how cases are confined (bwrap, or the fallback and why) first.
+    set (kind "judge"). `opened` hears how cases are confined (bwrap, or the fallback and why) first;
+    `listener` hears each case judged, a `Progress` event "judged" with (JudgedCase, number of cases).
     A `.cu` or `.c` file is one program too: built first, in the sandbox (a failed build: BuildFailed).
     `fresh_inputs`: judge on inputs drawn anew from secret seeds (attnbench.judge.fresh_inputs), not the
     suite's; the seeds are saved in the result's settings."""
@@ -67,12 +65,12 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
     if is_source(program):
         with built_source(program, sandbox or SandboxSettings()) as path:
             return judge(str(path), cases, launcher=launcher, time_limits=time_limits, args=args, timeout=timeout,
-                         progress=progress, finished=finished, command=command, sandbox=sandbox, opened=opened,
+                         progress=progress, listener=listener, command=command, sandbox=sandbox, opened=opened,
                          fresh_inputs=fresh_inputs)
     prog = judging.make_program(program, launcher, args)
     if fresh_inputs:
         inputs = draw(inputs)
-    judgement = judging.run_judge(prog, inputs, limits, timeout, progress, finished or (lambda *a: None),
+    judgement = judging.run_judge(prog, inputs, limits, timeout, progress, listener,
                                   sandbox, opened)
     result = judging.judge_results(judgement, collect(None, False, command))
     result.settings.inputs = FRESH_RULE if fresh_inputs else "the suite's inputs (public seeds)"
@@ -85,7 +83,7 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
                 rerun_top: int = RERUN_TOP, gpus: str | None = None, executor: str = "local",
                 slurm: SlurmOptions | None = None, sandbox: SandboxSettings | None = None,
                 results_dir: str | Path = DEFAULT_RESULTS_DIR, progress: ProgressFactory = no_progress,
-                listener: ClassListener | None = None, command: str | None = None,
+                listener: Listener | None = None, command: str | None = None,
                 fresh_inputs: bool = True, checkpoint: Checkpoint | None = None) -> Scoreboard:
     """Build and judge every submission (folders, .cu or .c files, executables, or folders of them) on the
     same cases, rank them (passed cases first, then total time; ties within noise), rerun the top ones
@@ -95,6 +93,9 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     results_dir/slurm/<date>_<time>). Every build and every case runs in the judge's sandbox (`sandbox`;
     a class needs one unless its mode is "none"). `fresh_inputs` (the default): every case and every rerun
     on inputs drawn anew from secret seeds, saved with the scoreboard; False: the suite's inputs.
+    `listener` hears the run's `Progress` events whatever the executor (as a compare's does): "built"
+    (submission, built), "case" and "rerun" (submission, case, its CaseEntry), and over Slurm "row"
+    (SubmissionRow, number of cases) and "rerun_row" (submission, why its rerun was lost or None).
     `checkpoint` gets the board as it grows (after each row here, each case with `gpus`), to save it."""
     chosen = choose_executor(gpus, executor)
     devices = devices_for(gpus) if gpus is not None else []  # bad usage, or no GPU, before any work
@@ -180,7 +181,7 @@ def class_history(folder: str | Path, cases: list[str] | None = None) -> list[Hi
     return history(load_boards(folder), cases)
 
 
-def resume_class(folder: str | Path, listener: ClassListener | None = None) -> Scoreboard:
+def resume_class(folder: str | Path, listener: Listener | None = None) -> Scoreboard:
     """Finish a class judged over Slurm from its jobs folder: what came back is kept, the rest resubmitted."""
     return class_slurm.resume_class(folder, listener)
 
@@ -246,19 +247,19 @@ def _say_pending(cases: str, notice: Notice) -> None:
                f"{data_dir()}; --cases limits them (e.g. --cases t01-t10)")
 
 
-def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progress, finished: Finished | None = None,
+def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progress, listener: Listener | None = None,
                   opened: Callable[[Confinement], None] | None = None,
                   notice: Notice = quiet) -> tuple[judging.Judgement, ResultSet]:
     """`judge` of the one program `options` names (see `judge`), after a note of what its cases will write."""
     _say_pending(options.cases, notice)
     return judge(options.programs[0], options.cases, launcher=options.launcher, time_limits=options.time_limits,
-                 args=options.args, timeout=options.timeout, progress=progress, finished=finished,
+                 args=options.args, timeout=options.timeout, progress=progress, listener=listener,
                  command=options.command, sandbox=options.sandbox, opened=opened,
                  fresh_inputs=bool(options.fresh_inputs))
 
 
 def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_progress,
-                      listener: ClassListener | None = None, notice: Notice = quiet,
+                      listener: Listener | None = None, notice: Notice = quiet,
                       checkpoint: Checkpoint | None = None) -> Scoreboard:
     """The class `options` names judged (see `judge_class`), after a note of what its cases will write; or,
     with `resume`, its Slurm run finished."""

@@ -14,8 +14,8 @@ from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.output.export import save
 from attnbench.output.export.scoreboard_export import RowByRow
 from attnbench.output.render.matrix_run import result_json
-from attnbench.output.render.terminal import console, err_console, print_table, progress_bar
-from attnbench.output.tables.result_tables import format_s, scoreboard_table
+from attnbench.output.render.terminal import console, err_console, judge_progress, print_table, progress_bar
+from attnbench.output.tables.result_tables import scoreboard_table
 from attnbench.output.tables.scoreboard_table import class_stem, history_model, scoreboard_lines, scoreboard_model
 from attnbench.printable import printable
 
@@ -139,11 +139,6 @@ def _show_history(folder: str) -> None:
     print_table(history_model(past, f"history of {len(past)} submissions in {folder}"))
 
 
-def _say_finished(index: int, total: int, judged: api_programs.JudgedCase) -> None:
-    err_console.print(f"[{index}/{total}] {judged.label}: {judged.verdict} {format_s(judged.wall_s)}",
-                      highlight=False, markup=False)
-
-
 def _say_confinement(confinement: api_programs.Confinement) -> None:
     line = confinement.warning()
     if line:
@@ -155,7 +150,7 @@ def _say_confinement(confinement: api_programs.Confinement) -> None:
 def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save: bool, as_json: bool) -> None:
     """One program, case by case: print its table and summary, save it, exit with its status. With `as_json`
     standard output carries only the results' JSON."""
-    judgement, result = api_programs.judge_program(options, progress=progress_bar, finished=_say_finished,
+    judgement, result = api_programs.judge_program(options, progress=progress_bar, listener=judge_progress,
                                                    opened=_say_confinement, notice=notice)
     prog = judgement.program
     where = f" via {' '.join(prog.launcher)}" if prog.launcher else ""
@@ -175,16 +170,12 @@ def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save
     sys.exit(judgement.exit_status)
 
 
-def _say_class_event(submission: str, what: str, happened: str) -> None:
-    err_console.print(printable(f"{submission} {what}: {happened}"), highlight=False, markup=False, soft_wrap=True)
-
-
 def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str | None, no_save: bool,
                  as_json: bool) -> None:
     """A class: build, judge, rank, rerun the top; print the scoreboard and save it (row by row as it is judged).
     With `as_json` standard output carries only the scoreboard's JSON."""
     saver = RowByRow(options.results_dir, lambda board: name or class_stem(board, options.cases), with_html)
-    board = api_programs.judge_submissions(options, progress=progress_bar, listener=_say_class_event, notice=notice,
+    board = api_programs.judge_submissions(options, progress=progress_bar, listener=judge_progress, notice=notice,
                                            checkpoint=None if no_save or options.resume else saver)
     out = err_console if as_json else console
     if board.settings.get("confinement_warning"):

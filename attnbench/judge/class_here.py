@@ -15,7 +15,6 @@ from attnbench.judge.class_pool import ClassCaseWork, Job, OnEntry, judge_jobs
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,
-    ClassListener,
     ClassSettings,
     add_note,
     add_run,
@@ -33,7 +32,7 @@ from attnbench.judge.fresh_inputs import release
 from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.staging import remove_tree
-from attnbench.spread.executor import InProcess
+from attnbench.spread.executor import InProcess, Listener, Progress, quiet_listener
 
 
 def judge_here(settings: ClassSettings, jobs: list[Job], on_done: OnEntry) -> None:
@@ -43,7 +42,7 @@ def judge_here(settings: ClassSettings, jobs: list[Job], on_done: OnEntry) -> No
 
 
 def judge_submission(submission: Submission, cases: list[PreparedCase], settings: ClassSettings, build_root: Path,
-                     device: str, listener: ClassListener, caches: Path | None = None) -> tuple[SubmissionRow, Path | None]:
+                     device: str, listener: Listener, caches: Path | None = None) -> tuple[SubmissionRow, Path | None]:
     """Build one submission under build_root and judge it on every case; its row and its program."""
     row, program = build_row(submission, settings, build_root, device, listener)
     if program is None:
@@ -54,21 +53,21 @@ def judge_submission(submission: Submission, cases: list[PreparedCase], settings
 
     def judged(name: str, label: str, entry: CaseEntry) -> None:
         row.entries[label] = entry
-        listener(name, label, entry.verdict)
+        listener(Progress("case", payload=(name, label, entry)))
 
     judge_here(settings, [(submission.name, program, case, cache) for case in cases], judged)
     return row, program
 
 
 def rerun_rows(rows: Sequence[SubmissionRow], programs: dict[str, Path], rounds: list[list[BenchInput]],
-               settings: ClassSettings, listener: ClassListener, caches: Path | None = None) -> None:
+               settings: ClassSettings, listener: Listener, caches: Path | None = None) -> None:
     """Round by round (each on its own inputs: fresh ones are drawn anew for each), run every passed case
     of every row once more; a run that fails makes the case fail. Each case ends with RERUN_RUNS runs."""
     by_name = {row.name: row for row in rows}
 
     def rerun(name: str, label: str, again: CaseEntry) -> None:
-        if not add_run(by_name[name], label, again):
-            listener(name, label, f"rerun {again.verdict}")
+        add_run(by_name[name], label, again)
+        listener(Progress("rerun", payload=(name, label, again)))
 
     for number, round_inputs in enumerate(rounds, start=2):
         for bench_input in round_inputs:
@@ -87,11 +86,12 @@ def rerun_rows(rows: Sequence[SubmissionRow], programs: dict[str, Path], rounds:
 
 
 def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
-                progress: ProgressFactory = no_progress, listener: ClassListener | None = None,
+                progress: ProgressFactory = no_progress, listener: Listener | None = None,
                 metadata: dict | None = None, checkpoint: Checkpoint | None = None) -> Scoreboard:
     """Build and judge every submission on every input, rank them, rerun the top ones, rank again;
-    `checkpoint` gets the board after each row (to save it as it grows)."""
-    listen = listener or (lambda *a: None)
+    `listener` hears the class's `Progress` events (classroom has their words); `checkpoint` gets the board
+    after each row (to save it as it grows)."""
+    listen = listener or quiet_listener
     device = gpu_name()
     board = new_board(inputs, settings, metadata, confinement(settings))
     programs: dict[str, Path] = {}

@@ -26,7 +26,6 @@ from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,
-    ClassListener,
     ClassSettings,
     add_note,
     add_run,
@@ -50,7 +49,7 @@ from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.room import SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.devices import STAND_IN_NAME, Device, cuda_visible
-from attnbench.spread.executor import Emit, Executor, Progress
+from attnbench.spread.executor import Emit, Executor, Listener, Progress, quiet_listener
 from attnbench.spread.pool import GpuPool
 
 
@@ -179,12 +178,13 @@ def _device_of(row: SubmissionRow) -> None:
 
 def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
                        devices: list[Device], progress: ProgressFactory = no_progress,
-                       listener: ClassListener | None = None, metadata: dict | None = None,
+                       listener: Listener | None = None, metadata: dict | None = None,
                        checkpoint: Checkpoint | None = None) -> Scoreboard:
     """Build every submission here, then judge every case of every one on the devices' workers; rank,
     rerun the top rows there too, rank again. Ctrl-C keeps what was judged. `checkpoint` gets the board
-    after the builds and after each case judged (to save it as it grows)."""
-    listen = listener or (lambda *a: None)
+    after the builds and after each case judged (to save it as it grows); `listener` hears the class's
+    `Progress` events (classroom has their words)."""
+    listen = listener or quiet_listener
     board = new_board(inputs, settings, metadata, confinement(settings))
     board.settings["workers"] = [d.label for d in devices]
     board.settings["cpu_pinning"] = pinning(settings)
@@ -194,13 +194,14 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
     def finished(name: str, label: str, entry: CaseEntry) -> None:
         rows[name].entries[label] = entry
         _device_of(rows[name])
-        listen(name, label, entry.verdict)
+        listen(Progress("case", payload=(name, label, entry)))
         if checkpoint is not None:
             checkpoint(board)
 
     def rerun(name: str, label: str, entry: CaseEntry) -> None:
-        if label in rows[name].entries and rows[name].entries[label].passed and not add_run(rows[name], label, entry):
-            listen(name, label, f"rerun {entry.verdict}")
+        if label in rows[name].entries and rows[name].entries[label].passed:
+            add_run(rows[name], label, entry)
+            listen(Progress("rerun", payload=(name, label, entry)))
 
     original = _affinity()
     parent_cores, worker_cores = core_plan(len(devices), sorted(original))

@@ -22,7 +22,6 @@ from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput
 from attnbench.judge.class_here import judge_submission, rerun_rows
 from attnbench.judge.classroom import (
-    ClassListener,
     ClassSettings,
     build_row,
     confinement,
@@ -35,7 +34,7 @@ from attnbench.judge.course_judge import prepare_case
 from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import Scoreboard, SubmissionRow
 from attnbench.sandbox.room import Confinement
-from attnbench.spread.executor import Progress
+from attnbench.spread.executor import Listener, Progress, quiet_listener
 from attnbench.spread.slurm import SlurmExecutor, SlurmOptions, load_record, save_record
 
 CLASS_RUN_FILE = "attnbench-class.pkl"
@@ -75,7 +74,7 @@ def submission_job(submission: Submission, inputs: list[BenchInput], settings: C
     caches = cuda_caches()
     try:
         with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
-            row, _ = judge_submission(submission, cases, settings, Path(tmp), gpu_name(), lambda *a: None, caches)
+            row, _ = judge_submission(submission, cases, settings, Path(tmp), gpu_name(), quiet_listener, caches)
     finally:
         shutil.rmtree(caches, ignore_errors=True)
     return {"row": row, "host": socket.gethostname(), "confinement": confinement(settings)}
@@ -85,10 +84,10 @@ def rerun_job(submission: Submission, inputs: list[BenchInput], settings: ClassS
               row: SubmissionRow) -> dict[str, Any]:
     """A rerun job: build the submission again and run its passed cases until each has three runs."""
     with tempfile.TemporaryDirectory(prefix="attnbench-class-") as tmp:
-        again, program = build_row(submission, settings, Path(tmp), gpu_name(), lambda *a: None)
+        again, program = build_row(submission, settings, Path(tmp), gpu_name(), quiet_listener)
         if program is None:
             return {"error": f"the rerun's build failed: {again.build_message}"}
-        rerun_rows([row], {row.name: program}, settings.rerun_rounds(inputs), settings, lambda *a: None)
+        rerun_rows([row], {row.name: program}, settings.rerun_rounds(inputs), settings, quiet_listener)
     return {"row": row, "host": socket.gethostname()}
 
 
@@ -97,7 +96,7 @@ def _lost_row(submission: Submission, error: str) -> SubmissionRow:
     return SubmissionRow(submission.name, str(submission.source), False, f"not judged: {error}")
 
 
-def _first_pass(run: ClassRun, listener: ClassListener) -> None:
+def _first_pass(run: ClassRun, listener: Listener) -> None:
     by_name = {s.name: s for s in run.submissions}
     for name in by_name:
         run.first_ids.setdefault(name, None)
@@ -105,8 +104,7 @@ def _first_pass(run: ClassRun, listener: ClassListener) -> None:
     def hear(event: Progress) -> None:
         if event.what == "result":
             row = event.payload["row"] if "row" in event.payload else _lost_row(by_name[event.job], event.payload["error"])
-            listener(event.job, "judged",
-                     f"{row.passed} of {len(run.inputs)} passed" if row.built else row.build_message)
+            listener(Progress("row", payload=(row, len(run.inputs))))
 
     jobs = {name: (submission_job, (by_name[name], run.inputs, run.settings)) for name in by_name}
     results = SlurmExecutor(run.folder, run.options, "attnbench-class", run.first_ids, run.save).run(jobs, hear)
@@ -116,14 +114,14 @@ def _first_pass(run: ClassRun, listener: ClassListener) -> None:
     run.save()
 
 
-def _reruns(run: ClassRun, board: Scoreboard, listener: ClassListener) -> None:
+def _reruns(run: ClassRun, board: Scoreboard, listener: Listener) -> None:
     by_name = {s.name: s for s in run.submissions}
     if not run.rerun_ids:
         run.rerun_ids = {row.name: None for row in top_rows(board, run.settings.rerun_top)}
 
     def hear(event: Progress) -> None:
         if event.what == "result":
-            listener(event.job, "rerun", event.payload.get("error", "done"))
+            listener(Progress("rerun_row", payload=(event.job, event.payload.get("error"))))
 
     jobs = {name: (rerun_job, (by_name[name], run.inputs, run.settings, run.rows[name])) for name in run.rerun_ids}
     results = SlurmExecutor(run.folder, run.options, "attnbench-class-rerun", run.rerun_ids, run.save).run(jobs, hear)
@@ -134,9 +132,10 @@ def _reruns(run: ClassRun, board: Scoreboard, listener: ClassListener) -> None:
             run.rows[name].build_message = f"rerun lost: {result['error']}"
 
 
-def execute_class(run: ClassRun, listener: ClassListener | None = None) -> Scoreboard:
-    """Submit (or resume) the run's jobs, wait, rank, rerun the top rows, rank again."""
-    listen = listener or (lambda *a: None)
+def execute_class(run: ClassRun, listener: Listener | None = None) -> Scoreboard:
+    """Submit (or resume) the run's jobs, wait, rank, rerun the top rows, rank again; `listener` hears the
+    class's `Progress` events (classroom has their words)."""
+    listen = listener or quiet_listener
     run.save()
     try:
         if len(run.rows) < len(run.submissions):
@@ -156,13 +155,13 @@ def execute_class(run: ClassRun, listener: ClassListener | None = None) -> Score
 
 
 def judge_class_slurm(submissions: list[Submission], inputs: list[BenchInput], settings: ClassSettings,
-                      options: SlurmOptions, listener: ClassListener | None = None,
+                      options: SlurmOptions, listener: Listener | None = None,
                       metadata: dict | None = None) -> Scoreboard:
     """A class over Slurm: a new run in options.folder."""
     first = settings.first_inputs(inputs)  # drawn here, so every job judges the same fresh inputs
     return execute_class(ClassRun(list(submissions), first, settings, options, dict(metadata or {})), listener)
 
 
-def resume_class(folder: str | Path, listener: ClassListener | None = None) -> Scoreboard:
+def resume_class(folder: str | Path, listener: Listener | None = None) -> Scoreboard:
     """Finish a class run from its jobs folder: what came back is kept, the rest is submitted again."""
     return execute_class(load_class_run(folder), listener)

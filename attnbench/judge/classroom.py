@@ -38,6 +38,7 @@ from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
+from attnbench.spread.executor import Listener, Progress
 
 RERUN_TOP = 3  # how many submissions of each GPU kind are rerun before ranks are final
 RERUN_RUNS = 3  # each of their passed cases runs this many times in all; the median counts
@@ -63,7 +64,13 @@ class ClassSettings:
         return [self.first_inputs(inputs) for _ in range(RERUN_RUNS - 1)]
 
 
-ClassListener = Callable[[str, str, str], None]  # (submission, case or "build", what happened)
+# What a class's listener hears, whatever executor judges it: `spread.executor.Progress` events (the one
+# listener protocol; job None), each word with its payload:
+#   "built"      (submission, whether it built)
+#   "case"       (submission, case, CaseEntry): a case judged
+#   "rerun"      (submission, case, CaseEntry): a rerun of a passed case, counted (a failed one fails the case)
+#   "row"        (SubmissionRow, number of cases): a Slurm job's row came back
+#   "rerun_row"  (submission, why its rerun job was lost, or None): a Slurm rerun job came back
 Checkpoint = Callable[[Scoreboard], None]  # the board as it grows, to be saved
 
 
@@ -149,7 +156,7 @@ def failure_text(exc: BaseException) -> str:
 
 
 def build_row(submission: Submission, settings: ClassSettings, build_root: Path, device: str,
-              listener: ClassListener) -> tuple[SubmissionRow, Path | None]:
+              listener: Listener) -> tuple[SubmissionRow, Path | None]:
     """Build one submission (in the sandbox) under build_root: its row, not judged yet, and its program."""
     try:
         built = build(submission, build_root, settings.build_timeout_s, settings.sandbox)
@@ -157,7 +164,7 @@ def build_row(submission: Submission, settings: ClassSettings, build_root: Path,
         raise
     except Exception as exc:  # noqa: BLE001 - one submission's failure is its row's, never the class's
         built = Built(submission, None, failure_text(exc))
-    listener(submission.name, "build", "built" if built.ok else "build failed")
+    listener(Progress("built", payload=(submission.name, built.ok)))
     message = "; ".join(part for part in (submission.note, built.message) if part)
     return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, message,
                          device if built.ok else None, reruns=1), built.program

@@ -65,6 +65,7 @@ from attnbench.sandbox import ProgramSpec, run_program
 from attnbench.sandbox.program_run import warm_up as warm_up_room
 from attnbench.sandbox.process import ProgramError, check_program
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings
+from attnbench.spread.executor import Listener, Progress
 
 # How a verdict is saved: ok (passed), wrong (ran to the end, but the output or its time fails),
 # error (the process did not finish normally).
@@ -232,9 +233,6 @@ def timeout_for(limit_s: float | None, timeout_s: float | None) -> float:
 
 
 # -- the whole judge ------------------------------------------------------------------------------------
-JudgeListener = Callable[[int, int, JudgedCase], None]
-
-
 @dataclass
 class Judgement:
     """Every case judged so far (all of them unless interrupted)."""
@@ -263,11 +261,13 @@ class Judgement:
 
 
 def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, timeout_s: float | None,
-              progress: ProgressFactory = no_progress, listener: JudgeListener | None = None,
+              progress: ProgressFactory = no_progress, listener: Listener | None = None,
               settings: SandboxSettings | None = None,
               opened: Callable[[Confinement], None] | None = None) -> Judgement:
     """Judge every case in order, each in its own sandboxed case folder; `opened` hears how cases are
-    confined before the first runs. Ctrl-C stops after killing the running program, keeping what was judged."""
+    confined before the first runs, `listener` each case judged: a `Progress` event "judged" (the one
+    listener protocol), its job the case's index in `inputs`, its payload (JudgedCase, number of cases).
+    Ctrl-C stops after killing the running program, keeping what was judged."""
     settings = settings or SandboxSettings()
     # SandboxUnavailable: exit 3
     sandbox = Sandbox.open(program.path, settings, bool(program.launcher), cache_writable=True)
@@ -285,7 +285,7 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
             judged = judge_case(program, case, limit, timeout_for(limit, timeout_s), sandbox)
             judgement.judged.append(judged)
             if listener is not None:
-                listener(index + 1, len(inputs), judged)
+                listener(Progress("judged", index, payload=(judged, len(inputs))))
     except KeyboardInterrupt:
         judgement.interrupted = True
         judgement.cases = judgement.cases[: len(judgement.judged)]

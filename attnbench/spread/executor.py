@@ -24,7 +24,8 @@ class Progress:
     """One thing that happened while jobs ran.
 
     `what` is the executor's word ("ready", "unusable", "done", "died", "not_run", "device_lost",
-    "note") or the work's own ("info", "started", "cell", "entry", ...); `job` is the job's index in
+    "note") or the work's own ("info", "started", "cell", "entry", ...), or what a run tells its caller
+    (a judge's "judged", or a class's: `attnbench.judge.classroom` lists them); `job` is the job's index in
     the list `run` was given (None for a device's or the run's own events)."""
 
     what: str

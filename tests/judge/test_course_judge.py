@@ -231,7 +231,7 @@ def test_an_interrupt_keeps_what_was_judged(programs):
     inputs = judging.cases_for(SMALL)
     program = judging.make_program(str(programs["right"]))
 
-    def stop(index, total, judged):
+    def stop(event):
         raise KeyboardInterrupt
 
     judgement = judging.run_judge(program, inputs, judging.load_time_limits("none"), 30.0, listener=stop)

@@ -21,8 +21,9 @@ from rich.progress import (
 from rich.table import Table
 
 from attnbench.output.render.column_widths import fit_widths, longest_line, longest_word
-from attnbench.output.tables.result_tables import format_ms
+from attnbench.output.tables.result_tables import format_ms, format_s
 from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableModel
+from attnbench.printable import printable as one_line
 
 if TYPE_CHECKING:
     from attnbench.results.resultset import Cell
@@ -245,3 +246,37 @@ class MatrixProgress:
             self._progress.update(self._task, advance=work, cells=f"{self._done}/{self._total} cells")
         if not self.quiet and cell.status != "refused":
             err_console.print(escape(cell_line(cell)), highlight=False, soft_wrap=True)
+
+
+# -- judge: one program or a class ------------------------------------------------------------------------
+def judge_line(event: Any) -> str | None:
+    """The line a judge's `Progress` event prints while it runs, or None for one that prints nothing (a
+    rerun that passed). One program's word is "judged" (`course_judge.run_judge`); a class's words and
+    payloads are `attnbench.judge.classroom`'s, whatever executor judges it."""
+    if event.what == "judged":
+        judged, cases = event.payload
+        return f"[{event.job + 1}/{cases}] {judged.label}: {judged.verdict} {format_s(judged.wall_s)}"
+    if event.what == "built":
+        name, ok = event.payload
+        return f"{name} build: {'built' if ok else 'build failed'}"
+    if event.what == "case":
+        name, case, entry = event.payload
+        return f"{name} {case}: {entry.verdict}"
+    if event.what == "rerun":
+        name, case, entry = event.payload
+        return None if entry.passed else f"{name} {case}: rerun {entry.verdict}"
+    if event.what == "row":
+        row, cases = event.payload
+        return f"{row.name} judged: " + (f"{row.passed} of {cases} passed" if row.built else row.build_message)
+    if event.what == "rerun_row":
+        name, lost = event.payload
+        return f"{name} rerun: {'done' if lost is None else lost}"
+    return None
+
+
+def judge_progress(event: Any) -> None:
+    """A judge's listener, for one program or a class: each event's line (`judge_line`) on standard error,
+    as one printable line."""
+    line = judge_line(event)
+    if line is not None:
+        err_console.print(one_line(line), highlight=False, markup=False, soft_wrap=True)

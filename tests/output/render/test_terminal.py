@@ -99,3 +99,33 @@ def test_the_matrix_progress_hears_the_runs_events(monkeypatch):
     assert bars == [("open", "generating t02", 3), ("advance", "generating t02", 3), ("close", "generating t02")]
     assert capture.file.getvalue() == cell_line(cell_of([1.0, 1.1, 0.9])) + "\n"
     assert listener._done == 2
+
+
+def test_the_judge_progress_prints_one_line_per_event_as_the_judge_always_has(monkeypatch):
+    """The judge's adapter: one program's case judged; a class's build, case, failed rerun (a passed one
+    prints nothing), Slurm row and rerun job; text a submission wrote is printed escaped, on one line."""
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from attnbench.output.render import terminal
+    from attnbench.results.scoreboard import CaseEntry, SubmissionRow
+
+    capture = Console(file=io.StringIO(), width=200)
+    monkeypatch.setattr(terminal, "err_console", capture)
+    passed, wrong = CaseEntry("PASS", "", [0.1]), CaseEntry("WRONG", "max error 0.2")
+    judged = SubmissionRow("bob", "bob", True, "", None, {"t01": passed, "t02": wrong})
+    broken = SubmissionRow("erin\x1b[2J", "erin", False, "the build failed (exit 2): error")
+    one = SimpleNamespace(label="t03", verdict="OVER LIMIT", wall_s=2.5)  # a JudgedCase, as far as it is printed
+    terminal.judge_progress(SimpleNamespace(what="judged", job=2, device=None, payload=(one, 10)))
+    for what, payload in (("built", ("alice", True)), ("built", ("erin", False)), ("case", ("alice", "t01", passed)),
+                          ("rerun", ("alice", "t01", passed)), ("rerun", ("alice", "t02", wrong)),
+                          ("row", (judged, 2)), ("row", (broken, 2)), ("rerun_row", ("bob", None)),
+                          ("rerun_row", ("carol", "its job was lost")), ("started", None)):
+        terminal.judge_progress(SimpleNamespace(what=what, job=None, device=None, payload=payload))
+    assert capture.file.getvalue().splitlines() == [
+        "[3/10] t03: OVER LIMIT 2.500 s", "alice build: built", "erin build: build failed", "alice t01: PASS",
+        "alice t02: rerun WRONG",
+        "bob judged: 1 of 2 passed", "erin\\x1b[2J judged: the build failed (exit 2): error", "bob rerun: done",
+        "carol rerun: its job was lost"]

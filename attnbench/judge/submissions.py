@@ -155,6 +155,12 @@ def _distinct(found: list[Submission]) -> list[Submission]:
     found = [replace(s, name=f"{s.name}~{hashlib.sha256(os.fsencode(s.source)).hexdigest()[:6]}",
                      note=f"named with a hash of its path: another submission is also {s.name!r}")
              if s.name in clash else s for s in found]
+    # A letter from another script can look like an ASCII one (Cyrillic о beside Latin o), and no
+    # normalisation maps one onto the other: a name that holds any non-ASCII character carries its hash,
+    # and its note spells those characters out, so it never reads like another row.
+    found = [replace(s, name=f"{s.name}~{hashlib.sha256(os.fsencode(s.source)).hexdigest()[:6]}",
+                     note=f"named with a hash of its path: its name holds {_non_ascii(s.name)}")
+             if not s.name.isascii() and not s.note else s for s in found]
     seen: dict[str, int] = {}
     numbered = []
     for s in found:  # the very same path named twice: numbered in the order given
@@ -162,6 +168,12 @@ def _distinct(found: list[Submission]) -> list[Submission]:
         numbered.append(s if seen[s.name] == 1 else replace(s, name=f"{s.name}~{seen[s.name]}",
                                                             note=f"named twice: this is its run number {seen[s.name]}"))
     return numbered
+
+
+def _non_ascii(name: str) -> str:
+    """The non-ASCII characters of a name, each with its code point: 'о (U+043E)'."""
+    chars = dict.fromkeys(c for c in name if not c.isascii())
+    return ", ".join(f"{c if c.isprintable() else '?'} (U+{ord(c):04X})" for c in chars)
 
 
 def find_submissions(named: Sequence[str | Path]) -> list[Submission]:

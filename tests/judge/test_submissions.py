@@ -102,3 +102,14 @@ def test_a_failed_build_is_one_line_and_a_good_one_gives_the_program(tmp_path):
     made = build(good, tmp_path / "builds")
     assert made.ok and made.program == tmp_path / "builds" / good.slug / "program" / "hw4" and made.program.is_file()
     assert (tmp_path / "good.c").read_text().endswith("return 0; }\n")  # the submission itself is untouched
+
+
+def test_a_look_alike_from_another_script_gets_a_hash_and_its_letters_spelled_out(tmp_path):
+    """Cyrillic о (U+043E) in "hоnest" survives NFKC and casefold; its row must not read as "honest"'s."""
+    for name in ("honest", "h\u043enest"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "hw4.cu").write_text("")
+    honest, look_alike = sorted(find_submissions([tmp_path]), key=lambda s: s.name.isascii(), reverse=True)
+    assert honest.name == "honest" and not honest.note
+    assert look_alike.name.startswith("h\u043enest~") and len(look_alike.name) == len("honest") + 7
+    assert "U+043E" in look_alike.note

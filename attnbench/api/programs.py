@@ -114,7 +114,7 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
                              metadata, checkpoint)
     board.settings["oom_killer"] = (
         f"programs {oom_priority.PROGRAM_ADJ}, the judge {lowered}" if lowered is not None else
-        f"programs {oom_priority.PROGRAM_ADJ}; the judge's own could not be lowered (it needs root)")
+        f"programs {oom_priority.PROGRAM_ADJ}; the judge's own could not be lowered ({oom_priority.why_not_lowered()})")
     return board
 
 

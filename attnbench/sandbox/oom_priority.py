@@ -40,6 +40,18 @@ def current() -> int | None:
         return None
 
 
+def why_not_lowered() -> str:
+    """Why judge_last could not lower this process's setting, in a few words."""
+    now = current()
+    if now is None:
+        return "this system has no such setting"
+    if os.geteuid() != 0:
+        return "it needs root"
+    if now <= JUDGE_ADJ:
+        return f"it is already {now}"
+    return "the system refused it, although the judge runs as root (no CAP_SYS_RESOURCE?)"
+
+
 @contextlib.contextmanager
 def judge_last() -> Iterator[int | None]:
     """While inside, this process (as root) is nearly the last the OOM killer takes; yields the value set

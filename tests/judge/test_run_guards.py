@@ -125,3 +125,15 @@ def test_a_fork_storm_beside_a_run_cannot_stop_its_threads_nor_a_run_leave_its_c
     if syscall_filter.supported():  # no run leaves its worker's cores
         assert rows["widener"].entries[CASE].verdict == "PASS", rows["widener"].entries[CASE].message
         assert "filter" in board.settings["cpu_pinning"]
+
+
+def test_why_the_judges_oom_setting_was_not_lowered_names_the_cause(monkeypatch):
+    monkeypatch.setattr(oom_priority, "current", lambda: None)
+    assert oom_priority.why_not_lowered() == "this system has no such setting"
+    monkeypatch.setattr(oom_priority, "current", lambda: 0)
+    monkeypatch.setattr(oom_priority.os, "geteuid", lambda: 1000)
+    assert oom_priority.why_not_lowered() == "it needs root"
+    monkeypatch.setattr(oom_priority.os, "geteuid", lambda: 0)
+    assert "refused" in oom_priority.why_not_lowered()  # root, and still above the judge's value
+    monkeypatch.setattr(oom_priority, "current", lambda: oom_priority.JUDGE_ADJ)
+    assert "already" in oom_priority.why_not_lowered()

@@ -172,6 +172,8 @@ def test_the_scoreboard_is_saved_after_each_row_so_a_killed_judge_leaves_the_row
         saver(board)
         saved = load_scoreboard(saver.paths[0])  # what a judge killed right now would leave
         seen.append(([r.name for r in saved.rows], saved.interrupted))
+        # the fresh inputs' seeds are the judge's until the class ends: a later program could read this file
+        assert isinstance(board.settings["seeds"], dict) and "0x" not in saver.paths[0].read_text()
 
     board = api_programs.judge_class([classroom / "alice", classroom / "dave.c"], ["odd_17x48"],
                                      time_limits="none", rerun_top=0, sandbox=class_sandbox(), checkpoint=checkpoint)
@@ -182,3 +184,4 @@ def test_the_scoreboard_is_saved_after_each_row_so_a_killed_judge_leaves_the_row
     final = load_scoreboard(paths[0])
     assert not final.interrupted and final.rows[0].rank == 1
     assert final.settings["oom_killer"].startswith("programs 1000")
+    assert isinstance(final.settings["seeds"], dict) and final.settings["seeds"]  # saved once it ended

@@ -120,10 +120,17 @@ class RowByRow:
     def __call__(self, board: Scoreboard) -> None:
         was = board.interrupted
         board.interrupted = True  # until the judge finishes, the file says it did not
+        # The fresh inputs' seeds stay out of the files until the class ends: a program judged later could
+        # read them there wherever the sandbox is off, and draw its own inputs from them.
+        seeds = board.settings.pop("seeds", None)
+        if seeds is not None:
+            board.settings["seeds"] = "saved when the class ends (a later program must not read them)"
         try:
             self._save(board, with_html=False)
         finally:
             board.interrupted = was
+            if seeds is not None:
+                board.settings["seeds"] = seeds
 
     def finish(self, board: Scoreboard) -> list[Path]:
         """Save the finished board (over this run's own files); the paths, the HTML page last if asked."""

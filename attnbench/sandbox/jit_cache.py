@@ -27,6 +27,19 @@ LINK_FROM = 64 << 10
 # What each run copies (the entries up to LINK_FROM): 1,990 files of 64 KiB once made every judged run copy
 # 124 MiB, untimed, under both caps above; an index and a few small kernels take far less.
 COPIED_BYTES = 8 << 20
+# What a judged run may add to its copy, where the copy is capped (as root): CUDA writes a kernel it had
+# to compile again, a few MiB at most; past this its writes fail, which CUDA takes as a cache it cannot use.
+CACHE_SLACK_BYTES = 64 << 20
+
+
+def tree_bytes(folder: Path) -> int:
+    """The bytes of the plain files under a (sealed) folder, links not followed."""
+    total = 0
+    for current, _, files in os.walk(folder):
+        for name in files:
+            info = os.lstat(os.path.join(current, name))
+            total += info.st_size if stat.S_ISREG(info.st_mode) else 0
+    return total
 
 
 def seal_cache(folder: Path, first: bool = True) -> str:

@@ -49,7 +49,7 @@ from attnbench.sandbox.bwrap_args import (
     system_binds,
 )
 from attnbench.sandbox.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
-from attnbench.sandbox.jit_cache import cache_copy, seal_cache
+from attnbench.sandbox.jit_cache import CACHE_SLACK_BYTES, cache_copy, seal_cache, tree_bytes
 from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, run_process
 from attnbench.sandbox.reaper import kill_user
 from attnbench.sandbox.staging import remove_tree
@@ -135,6 +135,7 @@ class CasePaths:
     output_arg: str
     cgroup: Path | None = None  # the run's own cgroup (memory.max, pids.max), where one could be made
     cache: Path | None = None  # the run's own copy of the sealed CUDA cache, removed with the run
+    cache_capped: bool = False  # that copy sits in a size-capped tmpfs of its own (cache.parent)
     capped: bool = False  # the folder is a size-capped tmpfs of its own (attnbench.sandbox.case_disk)
     # As root in bwrap, the run's /tmp and /dev/shm: tmpfs mounts of their own, capped in bytes AND in files
     # (bwrap's --tmpfs caps bytes only: 470,000 empty files once took 465 MB of kernel memory)
@@ -286,7 +287,7 @@ class Sandbox:
                 os.chown(path, self.user, self.user, follow_symlinks=False)
         output = folder / f"{label}.out"
         inside = INSIDE_CASE if self.confinement.sandboxed else str(folder)
-        cache = self._cache_copy(label)
+        cache, cache_capped = self._cache_copy(label)
         group = None
         if self.groups is not None:
             memory = self.settings.memory_mb << 20 if self.settings.memory_mb else None
@@ -296,7 +297,8 @@ class Sandbox:
                 self.groups.close()
                 self.groups, self.groups_reason = None, f"a run's cgroup could not be made ({exc.strerror})"
         return CasePaths(folder, copy, output, logs, f"{inside}/{copy.name}", f"{inside}/{output.name}", group,
-                         cache, capped, self._scratch(label) if capped and self.confinement.sandboxed else None)
+                         cache, cache_capped, capped,
+                         self._scratch(label) if capped and self.confinement.sandboxed else None)
 
     def _scratch(self, label: str) -> tuple[Path, Path] | None:
         """The run's /tmp and /dev/shm as capped tmpfs mounts of their own (case_disk.cap: bytes and files),
@@ -316,11 +318,21 @@ class Sandbox:
                 os.chown(folder, self.user, self.user)
         return made[0], made[1]
 
-    def _cache_copy(self, label: str) -> Path | None:
-        """A judged run's own copy of the sealed cache; None during the warm-up, which writes the cache."""
+    def _cache_copy(self, label: str) -> tuple[Path | None, bool]:
+        """A judged run's own copy of the sealed cache (None during the warm-up, which writes the cache), and
+        whether it sits in a capped tmpfs of its own. As root it does: the copy is on the host's disk
+        otherwise, and a run (or a build) once wrote 3.1 GB into it within its time limit; the cap is the
+        sealed cache's size and CACHE_SLACK_BYTES, in files too. Without root it is bounded per file and by
+        the timeout only."""
         if self.cuda_cache is None or self.cache_writable or not self.cuda_cache.is_dir():
-            return None
-        return cache_copy(self.cuda_cache, Path(tempfile.mkdtemp(prefix=f"{label}-cache-", dir=self.root)), self.user)
+            return None, False
+        holder = Path(tempfile.mkdtemp(prefix=f"{label}-cache-", dir=self.root))
+        if self.disk_capped and case_disk.cap(holder, tree_bytes(self.cuda_cache) + CACHE_SLACK_BYTES):
+            os.chmod(holder, 0o755)
+            inner = holder / "cache"
+            inner.mkdir()
+            return cache_copy(self.cuda_cache, inner, self.user), True  # another file system: copies, no links
+        return cache_copy(self.cuda_cache, holder, self.user), False
 
     def limits_for(self, output_bytes: int, timeout_s: float) -> ProcessLimits:
         """The case's limits; memory is the cgroup's (real use), not RLIMIT_AS, where a cgroup was made."""
@@ -456,7 +468,11 @@ class Sandbox:
         if case.cgroup is not None:
             cgroups.end(case.cgroup)
         if case.cache is not None:
-            _remove(case.cache)
+            if case.cache_capped:
+                case_disk.uncap(case.cache.parent)
+                _remove(case.cache.parent)
+            else:
+                _remove(case.cache)
         if case.capped:
             case_disk.uncap(case.folder)
         for scratch in case.scratch or ():

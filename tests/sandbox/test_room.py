@@ -352,3 +352,39 @@ def test_as_root_a_runs_tmp_and_shm_are_capped_in_files_too(tmp_path):
         assert not any(p.exists() for p in scratch)
     finally:
         sandbox.close()
+
+
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")),
+                                  "none"])
+def test_as_root_a_judged_runs_cache_copy_is_capped_in_total_and_unmounted_after(tmp_path, mode):
+    """A run once wrote 3.1 GB into its copy of the CUDA cache, on the host's disk, within its time limit."""
+    from attnbench.judge.classroom import cache_of, cuda_caches
+    from attnbench.sandbox import case_disk
+    from attnbench.sandbox.jit_cache import CACHE_SLACK_BYTES
+
+    if not case_disk.can_cap():
+        pytest.skip("a tmpfs cannot be mounted here (not root, or not allowed)")
+    caches = cuda_caches()
+    try:
+        warm = cache_of(caches, "one")
+        warm.mkdir()
+        (warm / "index").write_bytes(b"x" * 1000)
+        sandbox = Sandbox.open(None, SandboxSettings(mode), cuda_cache=warm)
+        try:
+            case = sandbox.prepare("c", None)
+            assert case.cache is not None and case.cache_capped
+            script = ('for i in 1 2 3 4; do head -c 31457280 /dev/zero > "$CUDA_CACHE_PATH/f$i" 2>/dev/null; done; '
+                      'cat "$CUDA_CACHE_PATH"/f* | wc -c; cat "$CUDA_CACHE_PATH/index" | wc -c')
+            outcome = run_process(sandbox.command(["/bin/sh", "-c", script], case), case.folder, 60,
+                                  user=sandbox.user, env=sandbox.case_env(case), logs=case.logs)
+            assert outcome.returncode == 0, outcome.stderr_tail
+            written, index = map(int, (case.logs / ".judge_stdout").read_text().split())
+            assert index == 1000  # the warm-up's cache is there to read
+            assert written <= CACHE_SLACK_BYTES < 4 * 31457280  # 120 MiB asked, the cap kept
+            holder = case.cache.parent
+            sandbox.finish(case)
+            assert not holder.exists() and str(holder) not in Path("/proc/self/mounts").read_text()
+        finally:
+            sandbox.close()
+    finally:
+        shutil.rmtree(caches, ignore_errors=True)

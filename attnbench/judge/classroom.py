@@ -34,6 +34,7 @@ from attnbench.judge.course_judge import (
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.case_verdict import JUDGE_ERROR
+from attnbench.judge.course_build import BuildRules
 from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
@@ -54,6 +55,7 @@ class ClassSettings:
     rerun_top: int = RERUN_TOP
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     fresh_inputs: bool = True  # every case and every rerun on inputs drawn anew (attnbench.judge.fresh_inputs)
+    build: BuildRules = field(default_factory=BuildRules)  # how submissions are built (--arch, --build-command)
 
     def first_inputs(self, inputs: Sequence[BenchInput]) -> list[BenchInput]:
         """The inputs of every submission's first run: fresh ones, or the suite's."""
@@ -159,13 +161,13 @@ def build_row(submission: Submission, settings: ClassSettings, build_root: Path,
               listener: Listener) -> tuple[SubmissionRow, Path | None]:
     """Build one submission (in the sandbox) under build_root: its row, not judged yet, and its program."""
     try:
-        built = build(submission, build_root, settings.build_timeout_s, settings.sandbox)
+        built = build(submission, build_root, settings.build_timeout_s, settings.sandbox, settings.build)
     except SandboxUnavailable:
         raise
     except Exception as exc:  # noqa: BLE001 - one submission's failure is its row's, never the class's
         built = Built(submission, None, failure_text(exc))
     listener(Progress("built", payload=(submission.name, built.ok)))
-    message = "; ".join(part for part in (submission.note, built.message) if part)
+    message = "; ".join(part for part in (submission.note, built.message, submission.unjudged) if part)
     return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, message,
                          device if built.ok else None, reruns=1), built.program
 
@@ -202,6 +204,7 @@ def new_board(inputs: Sequence[BenchInput], settings: ClassSettings, metadata: d
     """An empty scoreboard for these cases, its rule and settings recorded (and how programs were confined)."""
     return Scoreboard([b.label for b in inputs], [], dict(metadata or {}),
                       {"ranking": RANKING_RULE, "time_limits": settings.limits.describe(),
+                       "build": settings.build.describe(),
                        "reruns": f"the top {settings.rerun_top} of each GPU kind, and any row within "
                        f"{RERUN_MARGIN:.0%} of the total of row {settings.rerun_top}: median of {RERUN_RUNS} runs"
                        if settings.rerun_top else "none (--rerun-top 0): one run per case",

@@ -56,6 +56,7 @@ from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's in
     course_limit,
     load_time_limits,
 )
+from attnbench.results.course_grade import FULL_MARKS, GRADE_RULE, course_grade
 from attnbench.results.measurement import Measurement
 from attnbench.results.resultset import ERROR, OK, WRONG, Cell, ResultKind, ResultSet, VariantInfo
 from attnbench.results.run_settings import RunSettings
@@ -255,8 +256,15 @@ class Judgement:
             return 130
         return 0 if self.passed == len(self.judged) else 1
 
+    @property
+    def grade(self) -> int | None:
+        """The course's grade when every one of t01-t30 was judged (results.course_grade), else None."""
+        return None if self.interrupted else course_grade({j.label: j.verdict for j in self.judged})
+
     def summary(self) -> str:
         text = f"{self.passed} of {len(self.judged)} cases passed"
+        if self.grade is not None:
+            text += f"; the course's grade {self.grade} of {FULL_MARKS} (max(0, 60 - 3k), k cases failed)"
         return text + " (interrupted: the rest were not run)" if self.interrupted else text
 
 
@@ -338,5 +346,6 @@ def judge_results(judgement: Judgement, metadata: dict[str, Any]) -> ResultSet:
             launcher=list(program.launcher), args=list(program.args), passed=judgement.passed,
             sandbox=judgement.confinement.to_dict() if judgement.confinement else None,
             sandbox_limits=_limits_text(judgement.sandbox_settings), judged=len(judgement.judged),
-            interrupted=judgement.interrupted),
+            interrupted=judgement.interrupted, grade=judgement.grade,
+            grade_rule=GRADE_RULE if judgement.grade is not None else None),
     )

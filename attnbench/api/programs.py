@@ -248,7 +248,7 @@ class JudgeOptions:
 
 
 def _say_pending(cases: str, notice: Notice) -> None:
-    """All 30 course cases take about 12 GB: say so before writing any."""
+    """All 30 course cases take about 8.6 GB: say so before writing any."""
     pending = judge_writes(cases)
     if pending:
         size = f"{pending / 1e9:.1f} GB" if pending >= 1e9 else f"{pending / 1e6:.0f} MB"

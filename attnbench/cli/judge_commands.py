@@ -27,7 +27,8 @@ from attnbench.printable import printable
 @click.option("--launcher", default=None,
               help='Words put before the program, e.g. "srun -p nvidia -N1 -n1 --gres=gpu:1".')
 @click.option("--time-limits", "limits_spec", default="course", show_default=True,
-              help=f"course ({api_programs.COURSE_LIMITS_BRIEF}), none, or a TOML file of `case = seconds` lines.")
+              help=f"course ({api_programs.COURSE_LIMITS_BRIEF}), course-rtx3070 (the 2024 course's second machine: "
+                   "1/3/5 s), none, or a TOML file of `case = seconds` lines.")
 @click.option("--args", "args_template", default="{in} {out}", show_default=True,
               help="How the program takes its files; {in} and {out} are replaced by their paths.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,

@@ -61,6 +61,9 @@ from attnbench.printable import printable
 @click.option("--build-command", default=None, metavar="LINE",
               help="Build each submission with this shell line in its folder instead of the course's steps "
                    "(make hw4, then the example Makefile's flags), e.g. \"make hw4 NVFLAGS='-O3 -arch=sm_90'\".")
+@click.option("--diagnose", is_flag=True,
+              help="Run each failed case once more under compute-sanitizer (where installed) and add its first "
+                   "error, with the source line, to the case's message.")
 @click.option("--executor", type=click.Choice(EXECUTOR_OPTIONS), default="local", show_default=True,
               help="A class: slurm runs each submission as a Slurm job (needs submitit).")
 @click.option("--partition", default=None, help="Slurm partition, e.g. nvidia.")
@@ -83,7 +86,7 @@ from attnbench.printable import printable
 def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, limits_spec: str, args_template: str,
           timeout: float | None, sandbox_mode: str, max_processes: int, memory_mb: int | None, cpu_s: float | None,
           binds: tuple[str, ...], rerun_top: int, gpus: str | None, build_timeout: float, arch: str | None,
-          build_command: str | None, executor: str, partition: str | None,
+          build_command: str | None, diagnose: bool, executor: str, partition: str | None,
           gres: str | None, time_min: int, resume_folder: str | None, with_html: bool, results_dir: str,
           name: str | None, no_save: bool, fresh_inputs: bool | None, history_folder: str | None,
           as_json: bool) -> None:
@@ -133,7 +136,7 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
         timeout=timeout, sandbox=sandbox, rerun_top=rerun_top, gpus=gpus, build_timeout=build_timeout,
         executor=executor, slurm=api_programs.SlurmOptions(partition, gres, time_min), resume=resume_folder,
         results_dir=results_dir, command=command_line(), fresh_inputs=fresh_inputs, arch=arch,
-        build_command=build_command)
+        build_command=build_command, diagnose=diagnose)
     if options.judges_a_class:
         _judge_class(options, with_html, name, no_save, as_json)
     else:

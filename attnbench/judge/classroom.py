@@ -24,6 +24,7 @@ from attnbench.analysis.ranking import RANKING_RULE, RERUN_MARGIN
 from attnbench.cases.inputs import BenchInput
 from attnbench.cases.testcase import Shape
 from attnbench.judge.course_judge import (
+    JudgedCase,
     PreparedCase,
     Program,
     TimeLimits,
@@ -31,6 +32,7 @@ from attnbench.judge.course_judge import (
     timeout_for,
     warm_up,
 )
+from attnbench.judge.diagnose import DIAGNOSED, diagnosis
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.case_verdict import JUDGE_ERROR
@@ -56,6 +58,7 @@ class ClassSettings:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     fresh_inputs: bool = True  # every case and every rerun on inputs drawn anew (attnbench.judge.fresh_inputs)
     build: BuildRules = field(default_factory=BuildRules)  # how submissions are built (--arch, --build-command)
+    diagnose: bool = False  # a failed case runs once more under compute-sanitizer (attnbench.judge.diagnose)
 
     def first_inputs(self, inputs: Sequence[BenchInput]) -> list[BenchInput]:
         """The inputs of every submission's first run: fresh ones, or the suite's."""
@@ -149,7 +152,21 @@ def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda
     except Exception as exc:  # noqa: BLE001 - one case's failure is its row's, never the class's
         return CaseEntry(JUDGE_ERROR, failure_text(exc))
     runs = [judged.wall_s] if judged.passed and judged.wall_s is not None else []
-    return CaseEntry(judged.verdict, "" if judged.passed else judged.message, runs)
+    message = "" if judged.passed else judged.message
+    if settings.diagnose and judged.verdict in DIAGNOSED:
+        message = f"{message}; {diagnosed(program, case, judged, settings.sandbox)}"
+    return CaseEntry(judged.verdict, message, runs)
+
+
+def diagnosed(program: Path, case: PreparedCase, judged: JudgedCase, settings: SandboxSettings) -> str:
+    """compute-sanitizer's word on a failed case (attnbench.judge.diagnose); its own failure is a note."""
+    try:
+        return diagnosis(program, Program(program).spec(case.label, case.input_path, case.shape, judged.timeout_s),
+                         settings)
+    except SandboxUnavailable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a diagnosis that fails never costs the row its verdict
+        return f"--diagnose could not run: {failure_text(exc)}"
 
 
 def failure_text(exc: BaseException) -> str:

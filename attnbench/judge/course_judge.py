@@ -35,6 +35,7 @@ from attnbench.cases.inputs import (
 )
 from attnbench.cases.testcase import Shape, read_output
 from attnbench.errors import AttnbenchError
+from attnbench.judge.diagnose import DIAGNOSED, diagnosis
 from attnbench.judge.fresh_inputs import FreshInput
 from attnbench.judge.case_verdict import (  # noqa: F401 - the verdicts are part of the judge's interface
     CRASH,
@@ -271,10 +272,11 @@ class Judgement:
 def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, timeout_s: float | None,
               progress: ProgressFactory = no_progress, listener: Listener | None = None,
               settings: SandboxSettings | None = None,
-              opened: Callable[[Confinement], None] | None = None) -> Judgement:
+              opened: Callable[[Confinement], None] | None = None, diagnose: bool = False) -> Judgement:
     """Judge every case in order, each in its own sandboxed case folder; `opened` hears how cases are
     confined before the first runs, `listener` each case judged: a `Progress` event "judged" (the one
     listener protocol), its job the case's index in `inputs`, its payload (JudgedCase, number of cases).
+    With `diagnose`, a failed case runs once more under compute-sanitizer (attnbench.judge.diagnose).
     Ctrl-C stops after killing the running program, keeping what was judged."""
     settings = settings or SandboxSettings()
     # SandboxUnavailable: exit 3
@@ -291,6 +293,9 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
             judgement.cases.append(case)
             limit = limits.limit_for(case.label)
             judged = judge_case(program, case, limit, timeout_for(limit, timeout_s), sandbox)
+            if diagnose and judged.verdict in DIAGNOSED:
+                spec = program.spec(case.label, case.input_path, case.shape, judged.timeout_s)
+                judged.message = f"{judged.message}; {diagnosis(program.path, spec, settings)}"
             judgement.judged.append(judged)
             if listener is not None:
                 listener(Progress("judged", index, payload=(judged, len(inputs))))

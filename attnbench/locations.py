@@ -31,6 +31,11 @@ def suite_manifest() -> Path:
     return _packaged("_testcases", "testcases") / "suite.json"
 
 
+def shipped_limits(name: str) -> Path:
+    """A ready --time-limits file shipped beside the suite manifest (limits_rtx3070_2024.toml)."""
+    return _packaged("_testcases", "testcases") / name
+
+
 def package_file(name: str) -> Path:
     """A data file shipped beside the package's modules (report claims, datasheet ceilings)."""
     return PACKAGE_DIR / name

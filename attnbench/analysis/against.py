@@ -10,6 +10,7 @@ from attnbench.errors import ResultsError
 from attnbench.results.resultset import IMPOSSIBLE, OK, REFUSED, Cell, ResultSet
 
 NOW_WRONG, STILL_WRONG, FIXED, NEW, GONE = "NOW WRONG", "STILL WRONG", "FIXED", "NEW", "NOT RUN"
+RESHAPED = "NOT COMPARED"  # the same case name, another shape (the suite took the course's real shapes in version 3)
 TOO_FAST = "IMPOSSIBLE"  # timed below the physical floor: no speed to compare
 
 
@@ -102,6 +103,9 @@ def check_same_inputs(cases: list[CaseInfo], saved: ResultSet, allow_other_input
     notes = []
     for case in cases:
         then = saved.case(case.label)
+        if then is not None and then.shape != case.shape:
+            notes.append(reshaped(case, then, saved.name))  # its cells are not compared (`against`)
+            continue
         if then is None or not case.input_sha256 or not then.input_sha256 or case.input_sha256 == then.input_sha256:
             continue
         message = (f"input {case.label} differs from the one {saved.name} measured "
@@ -110,6 +114,15 @@ def check_same_inputs(cases: list[CaseInfo], saved: ResultSet, allow_other_input
             raise ResultsError(message + "; pass --allow-other-inputs to compare anyway")
         notes.append(message)
     return notes
+
+
+def reshaped(case: CaseInfo, then: CaseInfo, saved_name: str) -> str:
+    """Why a case's cells are not compared: its shape is not the one the saved run measured."""
+    def text(shape: object) -> str:
+        return "({B}, {N}, {d})".format(**{k: getattr(shape, k) for k in "BNd"})
+
+    return (f"{case.label} is {text(case.shape)} here and was {text(then.shape)} in {saved_name}: the suite's "
+            f"version 3 took the course's published shapes, so its cells are not compared")
 
 
 def check_comparable(current: ResultSet, saved: ResultSet, allow_other_gpu: bool = False,
@@ -139,6 +152,11 @@ def against(current: ResultSet, saved: ResultSet, same_within: float = DEFAULT_S
         then = saved.cell(cell.variant, cell.case)
         if then is None:
             rows.append(AgainstRow(cell.variant, cell.case, None, cell, None, NEW, False, "not in the saved run"))
+            continue
+        now_case, then_case = current.case(cell.case), saved.case(cell.case)
+        if now_case is not None and then_case is not None and now_case.shape != then_case.shape:
+            rows.append(AgainstRow(cell.variant, cell.case, then, cell, None, RESHAPED, False,
+                                   reshaped(now_case, then_case, saved.name)))
             continue
         if cell.status == REFUSED:
             rows.append(AgainstRow(cell.variant, cell.case, then, cell, None, REFUSED, False, cell.message))

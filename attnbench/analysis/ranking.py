@@ -4,11 +4,13 @@ The rule, stated once (and saved with every scoreboard):
 1. Rows are ranked within each GPU kind apart: times on different GPUs are not compared. A row whose cases
    ran on several kinds is ranked with the kind that ran most of them (its note says so).
 2. A row that passed more cases ranks higher.
-3. Among rows with as many cases passed, a lower total time (of the cases passed) ranks higher, as the
-   course ranks, unless the slower total is within `TIE_WITHIN` of the faster: then they share a rank
+3. Among rows with as many cases passed, a lower total time (of the cases passed) ranks higher (the
+   course's scoreboard shows Passed and Time; neither of its specs says whether Time counts failed cases
+   or how ties are settled, so both are attnbench's choices), unless the slower total is within
+   `TIE_WITHIN` of the faster: then they share a rank
    (competition ranking: 1, 2, 2, 4). The band is fixed: a band that grew with a row's spread let a
    slower row buy a tie by being noisy on purpose (idling on one rerun), and rows judged side by side
-   spread further still; the course's TAs settle what a 2% band leaves tied. The band is measured from
+   spread further still. The band is measured from
    the FASTEST row of the tie, never from the row just above: rows 1.9% apart would otherwise chain a
    row 6% slower into the first rank.
 4. A submission that did not build, or passed nothing, is unranked.

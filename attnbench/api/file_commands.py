@@ -115,7 +115,7 @@ SIZE_NOTICE_BYTES = 100 << 20  # below this, generating takes seconds and is not
 
 
 def _say_what_will_be_written(cases: list[suite.SuiteCase], reference: bool, force: bool, notice: Notice) -> None:
-    """Before a large generation (`gen all`: about 18 GB), say how much goes where; refuse one the disk
+    """Before a large generation (`gen all`: about 15 GB), say how much goes where; refuse one the disk
     cannot hold, before writing anything."""
     total = 0
     for case in cases:

@@ -25,6 +25,7 @@ from attnbench.judge.classroom import confinement as class_confinement
 from attnbench.judge.course_judge import JudgedCase
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
+from attnbench.judge.course_build import BuildRules, build_rules
 from attnbench.judge.submissions import build, find_submissions
 from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
 from attnbench.kernels.starter import StarterFiles, write_starter
@@ -50,28 +51,31 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
           args: str = judging.DEFAULT_ARGS, timeout: float | None = None, progress: ProgressFactory = no_progress,
           listener: Listener | None = None, command: str | None = None, sandbox: SandboxSettings | None = None,
           opened: Callable[[Confinement], None] | None = None,
-          fresh_inputs: bool = False) -> tuple[judging.Judgement, ResultSet]:
+          fresh_inputs: bool = False, arch: str | None = None, build_command: str | None = None,
+          diagnose: bool = False) -> tuple[judging.Judgement, ResultSet]:
     """Run PROGRAM IN OUT on each case in its own case folder and sandbox (see attnbench.sandbox.room),
     time the whole process, check the output by the course's rule; returns the judgement and its result
     set (kind "judge"). `opened` hears how cases are confined (bwrap, or the fallback and why) first;
     `listener` hears each case judged, a `Progress` event "judged" with (JudgedCase, number of cases).
-    A `.cu` or `.c` file is one program too: built first, in the sandbox (a failed build: BuildFailed).
+    A `.cu` or `.c` file is one program too: built first, in the sandbox, as a class's submission is (for
+    `arch`, or by `build_command`; a failed build: BuildFailed).
     `fresh_inputs`: judge on inputs drawn anew from secret seeds (attnbench.judge.fresh_inputs), not the
-    suite's; the seeds are saved in the result's settings."""
+    suite's; the seeds are saved in the result's settings. `diagnose`: a failed case runs once more under
+    compute-sanitizer, whose first error joins its message (attnbench.judge.diagnose)."""
     limits = judging.load_time_limits(time_limits)
     inputs = judging.cases_for(cases)
     if not inputs:
         raise UsageError(f"--cases {cases if isinstance(cases, str) else ','.join(cases)!r} names no case")
     if is_source(program):
-        with built_source(program, sandbox or SandboxSettings()) as path:
+        with built_source(program, sandbox or SandboxSettings(), build_rules(arch, build_command)) as path:
             return judge(str(path), cases, launcher=launcher, time_limits=time_limits, args=args, timeout=timeout,
                          progress=progress, listener=listener, command=command, sandbox=sandbox, opened=opened,
-                         fresh_inputs=fresh_inputs)
+                         fresh_inputs=fresh_inputs, diagnose=diagnose)
     prog = judging.make_program(program, launcher, args)
     if fresh_inputs:
         inputs = draw(inputs)
     judgement = judging.run_judge(prog, inputs, limits, timeout, progress, listener,
-                                  sandbox, opened)
+                                  sandbox, opened, diagnose)
     result = judging.judge_results(judgement, collect(None, False, command))
     result.settings.inputs = FRESH_RULE if fresh_inputs else "the suite's inputs (public seeds)"
     result.settings.seeds = seeds_of(inputs)
@@ -84,7 +88,8 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
                 slurm: SlurmOptions | None = None, sandbox: SandboxSettings | None = None,
                 results_dir: str | Path = DEFAULT_RESULTS_DIR, progress: ProgressFactory = no_progress,
                 listener: Listener | None = None, command: str | None = None,
-                fresh_inputs: bool = True, checkpoint: Checkpoint | None = None) -> Scoreboard:
+                fresh_inputs: bool = True, checkpoint: Checkpoint | None = None, arch: str | None = None,
+                build_command: str | None = None, diagnose: bool = False) -> Scoreboard:
     """Build and judge every submission (folders, .cu or .c files, executables, or folders of them) on the
     same cases, rank them (passed cases first, then total time; ties within noise), rerun the top ones
     and rank again; returns the scoreboard, which the command line renders and saves. With
@@ -96,7 +101,10 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     `listener` hears the run's `Progress` events whatever the executor (as a compare's does): "built"
     (submission, built), "case" and "rerun" (submission, case, its CaseEntry), and over Slurm "row"
     (SubmissionRow, number of cases) and "rerun_row" (submission, why its rerun was lost or None).
-    `checkpoint` gets the board as it grows (after each row here, each case with `gpus`), to save it."""
+    `checkpoint` gets the board as it grows (after each row here, each case with `gpus`), to save it.
+    Submissions are built as the course builds them (`attnbench.judge.course_build`): for `arch` (sm_90,
+    native; default the judging GPU's), or each by the shell line `build_command`. `diagnose`: each failed
+    case runs once more under compute-sanitizer, whose first error joins its message."""
     chosen = choose_executor(gpus, executor)
     devices = devices_for(gpus) if gpus is not None else []  # bad usage, or no GPU, before any work
     if rerun_top < 0:
@@ -107,7 +115,8 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     if not inputs:
         raise UsageError(f"--cases {selector!r} names no case")
     settings = ClassSettings(judging.load_time_limits(time_limits), timeout, build_timeout, rerun_top,
-                             class_sandbox(sandbox or SandboxSettings()), fresh_inputs)
+                             class_sandbox(sandbox or SandboxSettings()), fresh_inputs,
+                             build_rules(arch, build_command), diagnose)
     metadata = collect(None, False, command)
     with oom_priority.judge_last() as lowered:  # a program that exhausts memory is killed, not the judge
         board = _judge_found(found, inputs, settings, chosen, slurm, results_dir, devices, progress, listener,
@@ -145,14 +154,14 @@ class BuildFailed(AttnbenchError):
 
 
 @contextlib.contextmanager
-def built_source(source: str, sandbox: SandboxSettings):
+def built_source(source: str, sandbox: SandboxSettings, rules: BuildRules | None = None):
     """A .cu or .c file built in the sandbox, as a class's submission is; the program's path while it lasts."""
     if not Path(source).is_file():
         raise ProgramError(f"{source}: no such file")
     folder = Path(tempfile.mkdtemp(prefix="attnbench-source-"))
     try:
         (submission,) = find_submissions([source])
-        made = build(submission, folder, settings=sandbox)
+        made = build(submission, folder, settings=sandbox, rules=rules)
         if made.program is None:
             raise BuildFailed(f"{source}: {made.message}")
         yield made.program
@@ -224,6 +233,9 @@ class JudgeOptions:
     results_dir: str | Path = DEFAULT_RESULTS_DIR
     command: str | None = None
     fresh_inputs: bool | None = None  # None: fresh for a class, the suite's for one program
+    arch: str | None = None  # builds: for this architecture (default: the judging GPU's)
+    build_command: str | None = None  # builds: this shell line in each submission's folder
+    diagnose: bool = False  # a failed case runs once more under compute-sanitizer
 
     def __post_init__(self) -> None:
         if not self.programs and not self.resume:
@@ -239,7 +251,7 @@ class JudgeOptions:
 
 
 def _say_pending(cases: str, notice: Notice) -> None:
-    """All 30 course cases take about 12 GB: say so before writing any."""
+    """All 30 course cases take about 8.6 GB: say so before writing any."""
     pending = judge_writes(cases)
     if pending:
         size = f"{pending / 1e9:.1f} GB" if pending >= 1e9 else f"{pending / 1e6:.0f} MB"
@@ -255,7 +267,8 @@ def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progr
     return judge(options.programs[0], options.cases, launcher=options.launcher, time_limits=options.time_limits,
                  args=options.args, timeout=options.timeout, progress=progress, listener=listener,
                  command=options.command, sandbox=options.sandbox, opened=opened,
-                 fresh_inputs=bool(options.fresh_inputs))
+                 fresh_inputs=bool(options.fresh_inputs), arch=options.arch, build_command=options.build_command,
+                 diagnose=options.diagnose)
 
 
 def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_progress,
@@ -271,7 +284,8 @@ def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_p
                        executor=options.executor, slurm=options.slurm, sandbox=options.sandbox,
                        results_dir=options.results_dir, progress=progress, listener=listener,
                        command=options.command, fresh_inputs=options.fresh_inputs is not False,
-                       checkpoint=checkpoint)
+                       checkpoint=checkpoint, arch=options.arch, build_command=options.build_command,
+                       diagnose=options.diagnose)
 
 
 def new_kernel(name: str, folder: str | Path = ".") -> StarterFiles:

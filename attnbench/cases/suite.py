@@ -12,7 +12,10 @@ a wrong kernel.
 
 Each course case (t01-t30) also records the seconds its whole program is allowed (`time_limit_s`), and the
 manifest names the GPU those limits were set for (`time_limits_set_for`): the judge reads them from here.
-Manifest history: 1, the cases; 2, the course's time limits (read as absent from a version 1 manifest).
+Manifest history: 1, the cases; 2, the course's time limits (read as absent from a version 1 manifest); 3, the
+course's real shapes: B of t12-t21 and t23-t27 as the 2024 course published them (versions 1 and 2 had filled
+them in), so a saved result's cells of those cases are never compared with a version 3 run's (their shapes
+differ: `analysis.against`).
 """
 
 from __future__ import annotations
@@ -133,6 +136,7 @@ def _load_suite(raw: dict | None = None) -> dict[str, SuiteCase]:
 _MANIFEST = _read_manifest()
 SUITE: dict[str, SuiteCase] = _load_suite(_MANIFEST)
 TIME_LIMITS_SET_FOR: str = _MANIFEST.get("time_limits_set_for", "")  # the GPU the course's limits belong to
+SUITE_VERSION: int = int(_MANIFEST.get("version", 1))
 GROUPS = ("course", "known", "square", "largehead", "singlehead", "odd")
 
 

@@ -27,7 +27,8 @@ from attnbench.printable import printable
 @click.option("--launcher", default=None,
               help='Words put before the program, e.g. "srun -p nvidia -N1 -n1 --gres=gpu:1".')
 @click.option("--time-limits", "limits_spec", default="course", show_default=True,
-              help=f"course ({api_programs.COURSE_LIMITS_BRIEF}), none, or a TOML file of `case = seconds` lines.")
+              help=f"course ({api_programs.COURSE_LIMITS_BRIEF}), course-rtx3070 (the 2024 course's second machine: "
+                   "1/3/5 s), none, or a TOML file of `case = seconds` lines.")
 @click.option("--args", "args_template", default="{in} {out}", show_default=True,
               help="How the program takes its files; {in} and {out} are replaced by their paths.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -54,6 +55,15 @@ from attnbench.printable import printable
 @click.option("--gpus", default=None, help="A class: spread the cases over this host's GPUs (all, or 0,1).")
 @click.option("--build-timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
               help="A class: seconds a submission's build may take.")
+@click.option("--arch", default=None, metavar="ARCH",
+              help="Build every submission for this GPU architecture (sm_90, native, ...), appended to its Makefile's "
+                   "flags [default: the judging GPU's, appended only when nvcc refuses the Makefile's own].")
+@click.option("--build-command", default=None, metavar="LINE",
+              help="Build each submission with this shell line in its folder instead of the course's steps "
+                   "(make hw4, then the example Makefile's flags), e.g. \"make hw4 NVFLAGS='-O3 -arch=sm_90'\".")
+@click.option("--diagnose", is_flag=True,
+              help="Run each failed case once more under compute-sanitizer (where installed) and add its first "
+                   "error, with the source line, to the case's message.")
 @click.option("--executor", type=click.Choice(EXECUTOR_OPTIONS), default="local", show_default=True,
               help="A class: slurm runs each submission as a Slurm job (needs submitit).")
 @click.option("--partition", default=None, help="Slurm partition, e.g. nvidia.")
@@ -75,7 +85,8 @@ from attnbench.printable import printable
                    "and notes go to standard error.")
 def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, limits_spec: str, args_template: str,
           timeout: float | None, sandbox_mode: str, max_processes: int, memory_mb: int | None, cpu_s: float | None,
-          binds: tuple[str, ...], rerun_top: int, gpus: str | None, build_timeout: float, executor: str, partition: str | None,
+          binds: tuple[str, ...], rerun_top: int, gpus: str | None, build_timeout: float, arch: str | None,
+          build_command: str | None, diagnose: bool, executor: str, partition: str | None,
           gres: str | None, time_min: int, resume_folder: str | None, with_html: bool, results_dir: str,
           name: str | None, no_save: bool, fresh_inputs: bool | None, history_folder: str | None,
           as_json: bool) -> None:
@@ -124,7 +135,8 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
         programs=programs, cases=case_selector, launcher=launcher, time_limits=limits_spec, args=args_template,
         timeout=timeout, sandbox=sandbox, rerun_top=rerun_top, gpus=gpus, build_timeout=build_timeout,
         executor=executor, slurm=api_programs.SlurmOptions(partition, gres, time_min), resume=resume_folder,
-        results_dir=results_dir, command=command_line(), fresh_inputs=fresh_inputs)
+        results_dir=results_dir, command=command_line(), fresh_inputs=fresh_inputs, arch=arch,
+        build_command=build_command, diagnose=diagnose)
     if options.judges_a_class:
         _judge_class(options, with_html, name, no_save, as_json)
     else:

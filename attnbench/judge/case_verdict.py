@@ -31,9 +31,17 @@ def check_values(values: np.ndarray, reference: np.ndarray) -> Verdict:
         first = f"; first at {report.first_failures[0]}" if report.first_failures else ""
         return NAN, f"{report.nan_count} NaN and {report.inf_count} Inf in the output{first}", report
     if not report.passed:
-        return WRONG_ANSWER, (f"{report.failing} of {report.elements} elements off by more than {report.atol:g}; "
-                              f"worst {report.worst}"), report
+        return WRONG_ANSWER, (f"{_what_it_looks_like(values)}{report.failing} of {report.elements} elements off by "
+                              f"more than {report.atol:g}; worst {report.worst}"), report
     return PASS, f"max error {report.max_abs_error:.2g}", report
+
+
+def _what_it_looks_like(values: np.ndarray) -> str:
+    """What a wrong output says of the run, before the numbers: a program that checks no CUDA error and whose
+    kernel never ran leaves its output buffer as it found it, zeros in the course's programs."""
+    if values.size and not np.any(values):
+        return "every element is 0: a kernel may have failed to launch; "
+    return ""
 
 
 def judge_outcome(outcome: ProgramOutcome, reference: np.ndarray) -> Verdict:

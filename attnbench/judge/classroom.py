@@ -24,6 +24,7 @@ from attnbench.analysis.ranking import RANKING_RULE, RERUN_MARGIN
 from attnbench.cases.inputs import BenchInput
 from attnbench.cases.testcase import Shape
 from attnbench.judge.course_judge import (
+    JudgedCase,
     PreparedCase,
     Program,
     TimeLimits,
@@ -31,9 +32,11 @@ from attnbench.judge.course_judge import (
     timeout_for,
     warm_up,
 )
+from attnbench.judge.diagnose import DIAGNOSED, diagnosis
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.case_verdict import JUDGE_ERROR
+from attnbench.judge.course_build import BuildRules
 from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
@@ -54,6 +57,8 @@ class ClassSettings:
     rerun_top: int = RERUN_TOP
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     fresh_inputs: bool = True  # every case and every rerun on inputs drawn anew (attnbench.judge.fresh_inputs)
+    build: BuildRules = field(default_factory=BuildRules)  # how submissions are built (--arch, --build-command)
+    diagnose: bool = False  # a failed case runs once more under compute-sanitizer (attnbench.judge.diagnose)
 
     def first_inputs(self, inputs: Sequence[BenchInput]) -> list[BenchInput]:
         """The inputs of every submission's first run: fresh ones, or the suite's."""
@@ -147,7 +152,21 @@ def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda
     except Exception as exc:  # noqa: BLE001 - one case's failure is its row's, never the class's
         return CaseEntry(JUDGE_ERROR, failure_text(exc))
     runs = [judged.wall_s] if judged.passed and judged.wall_s is not None else []
-    return CaseEntry(judged.verdict, "" if judged.passed else judged.message, runs)
+    message = "" if judged.passed else judged.message
+    if settings.diagnose and judged.verdict in DIAGNOSED:
+        message = f"{message}; {diagnosed(program, case, judged, settings.sandbox)}"
+    return CaseEntry(judged.verdict, message, runs)
+
+
+def diagnosed(program: Path, case: PreparedCase, judged: JudgedCase, settings: SandboxSettings) -> str:
+    """compute-sanitizer's word on a failed case (attnbench.judge.diagnose); its own failure is a note."""
+    try:
+        return diagnosis(program, Program(program).spec(case.label, case.input_path, case.shape, judged.timeout_s),
+                         settings)
+    except SandboxUnavailable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a diagnosis that fails never costs the row its verdict
+        return f"--diagnose could not run: {failure_text(exc)}"
 
 
 def failure_text(exc: BaseException) -> str:
@@ -159,13 +178,13 @@ def build_row(submission: Submission, settings: ClassSettings, build_root: Path,
               listener: Listener) -> tuple[SubmissionRow, Path | None]:
     """Build one submission (in the sandbox) under build_root: its row, not judged yet, and its program."""
     try:
-        built = build(submission, build_root, settings.build_timeout_s, settings.sandbox)
+        built = build(submission, build_root, settings.build_timeout_s, settings.sandbox, settings.build)
     except SandboxUnavailable:
         raise
     except Exception as exc:  # noqa: BLE001 - one submission's failure is its row's, never the class's
         built = Built(submission, None, failure_text(exc))
     listener(Progress("built", payload=(submission.name, built.ok)))
-    message = "; ".join(part for part in (submission.note, built.message) if part)
+    message = "; ".join(part for part in (submission.note, built.message, submission.unjudged) if part)
     return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, message,
                          device if built.ok else None, reruns=1), built.program
 
@@ -202,6 +221,7 @@ def new_board(inputs: Sequence[BenchInput], settings: ClassSettings, metadata: d
     """An empty scoreboard for these cases, its rule and settings recorded (and how programs were confined)."""
     return Scoreboard([b.label for b in inputs], [], dict(metadata or {}),
                       {"ranking": RANKING_RULE, "time_limits": settings.limits.describe(),
+                       "build": settings.build.describe(),
                        "reruns": f"the top {settings.rerun_top} of each GPU kind, and any row within "
                        f"{RERUN_MARGIN:.0%} of the total of row {settings.rerun_top}: median of {RERUN_RUNS} runs"
                        if settings.rerun_top else "none (--rerun-top 0): one run per case",

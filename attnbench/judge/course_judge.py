@@ -35,6 +35,7 @@ from attnbench.cases.inputs import (
 )
 from attnbench.cases.testcase import Shape, read_output
 from attnbench.errors import AttnbenchError
+from attnbench.judge.diagnose import DIAGNOSED, diagnosis
 from attnbench.judge.fresh_inputs import FreshInput
 from attnbench.judge.case_verdict import (  # noqa: F401 - the verdicts are part of the judge's interface
     CRASH,
@@ -56,6 +57,7 @@ from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's in
     course_limit,
     load_time_limits,
 )
+from attnbench.results.course_grade import FULL_MARKS, GRADE_RULE, course_grade
 from attnbench.results.measurement import Measurement
 from attnbench.results.resultset import ERROR, OK, WRONG, Cell, ResultKind, ResultSet, VariantInfo
 from attnbench.results.run_settings import RunSettings
@@ -255,18 +257,26 @@ class Judgement:
             return 130
         return 0 if self.passed == len(self.judged) else 1
 
+    @property
+    def grade(self) -> int | None:
+        """The course's grade when every one of t01-t30 was judged (results.course_grade), else None."""
+        return None if self.interrupted else course_grade({j.label: j.verdict for j in self.judged})
+
     def summary(self) -> str:
         text = f"{self.passed} of {len(self.judged)} cases passed"
+        if self.grade is not None:
+            text += f"; the course's grade {self.grade} of {FULL_MARKS} (max(0, 60 - 3k), k cases failed)"
         return text + " (interrupted: the rest were not run)" if self.interrupted else text
 
 
 def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, timeout_s: float | None,
               progress: ProgressFactory = no_progress, listener: Listener | None = None,
               settings: SandboxSettings | None = None,
-              opened: Callable[[Confinement], None] | None = None) -> Judgement:
+              opened: Callable[[Confinement], None] | None = None, diagnose: bool = False) -> Judgement:
     """Judge every case in order, each in its own sandboxed case folder; `opened` hears how cases are
     confined before the first runs, `listener` each case judged: a `Progress` event "judged" (the one
     listener protocol), its job the case's index in `inputs`, its payload (JudgedCase, number of cases).
+    With `diagnose`, a failed case runs once more under compute-sanitizer (attnbench.judge.diagnose).
     Ctrl-C stops after killing the running program, keeping what was judged."""
     settings = settings or SandboxSettings()
     # SandboxUnavailable: exit 3
@@ -283,6 +293,9 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
             judgement.cases.append(case)
             limit = limits.limit_for(case.label)
             judged = judge_case(program, case, limit, timeout_for(limit, timeout_s), sandbox)
+            if diagnose and judged.verdict in DIAGNOSED:
+                spec = program.spec(case.label, case.input_path, case.shape, judged.timeout_s)
+                judged.message = f"{judged.message}; {diagnosis(program.path, spec, settings)}"
             judgement.judged.append(judged)
             if listener is not None:
                 listener(Progress("judged", index, payload=(judged, len(inputs))))
@@ -338,5 +351,6 @@ def judge_results(judgement: Judgement, metadata: dict[str, Any]) -> ResultSet:
             launcher=list(program.launcher), args=list(program.args), passed=judgement.passed,
             sandbox=judgement.confinement.to_dict() if judgement.confinement else None,
             sandbox_limits=_limits_text(judgement.sandbox_settings), judged=len(judgement.judged),
-            interrupted=judgement.interrupted),
+            interrupted=judgement.interrupted, grade=judgement.grade,
+            grade_rule=GRADE_RULE if judgement.grade is not None else None),
     )

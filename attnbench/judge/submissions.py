@@ -2,7 +2,8 @@
 
 A submission is one of:
 - a folder holding the course's files (a `Makefile`, or `hw4.cu`, and `modules.list` if present) or an
-  executable;
+  executable; a folder holding only `hw4.hip` (the 2025 course's AMD part) is a row that says it is not
+  judged;
 - a `.cu` file (built with nvcc) or a `.c` file (built with cc);
 - an executable file.
 A folder that is none of these is a folder OF submissions: each entry in it is one. A submission is
@@ -11,6 +12,9 @@ refused with the reason, and so is a hard link to a file outside it. Builds run 
 submission, in the judge's sandbox (`attnbench.sandbox.room`: the build sees its own files
 and the system's, not the other submissions or the suite), under a time limit and resource limits; a
 failed build is one line with the compiler's first error lines, and never stops the others.
+
+Builds follow the course's rule ("compiled by `make hw4` with the same Makefile"), in steps, each said in
+the row (`attnbench.judge.course_build` has the steps and the course's example flags).
 """
 
 from __future__ import annotations
@@ -20,18 +24,32 @@ import os
 import re
 import shutil
 import stat
+import time
 import unicodedata
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
+from attnbench.judge.course_build import (
+    BuildRules,
+    BuildStep,
+    c_program,
+    course_example,
+    make_steps,
+    no_hw4_target,
+    oldest_arch,
+    refused_architecture,
+    user_command,
+)
 from attnbench.kernels.nvcc import first_error_lines
 from attnbench.printable import printable
-from attnbench.sandbox.process import ProcessLimits, ProgramError
-from attnbench.sandbox.room import Sandbox, SandboxSettings
+from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, ProgramError
+from attnbench.sandbox.room import CasePaths, Sandbox, SandboxSettings
 from attnbench.sandbox.staging import StagingRefused, copy_submission, shown, take_program
 
 COURSE_EXECUTABLE = "hw4"  # the course's Makefile builds hw4 from hw4.cu
+HIP_SOURCE = "hw4.hip"  # the 2025 course's AMD part: judged on its own scoreboard there, never here
+HIP_NOT_JUDGED = "HIP is not judged (the course's AMD part)"
 BUILD_TIMEOUT_S = 300.0
 ERROR_LINES = 3
 BUILD_FILE_BYTES = 1 << 30  # object files and a fat binary: far above a program's own output limit
@@ -43,12 +61,10 @@ class Submission:
 
     name: str  # as printed and saved: bytes that are not UTF-8 and control characters escaped
     source: Path  # as found, never resolved through a link
-    how: str  # "make", "nvcc", "cc", "ready" (an executable already) or "link" (refused: a symbolic link)
+    how: str  # "make", "nvcc", "cc", "ready" (an executable already), "link" (refused: a symbolic link)
+    # or "hip" (only hw4.hip: not judged)
     note: str = ""  # why its name is not the plain one (it clashed with another's)
-
-    def describe(self) -> str:
-        return {"make": "built with make", "nvcc": "built with nvcc", "cc": "built with cc",
-                "ready": "an executable", "link": "a symbolic link"}[self.how]
+    unjudged: str = ""  # what it holds that is not judged (hw4.hip beside hw4.cu)
 
     @property
     def slug(self) -> str:
@@ -97,15 +113,30 @@ def _is_folder(path: Path) -> bool:
         return False
 
 
+def _there(path: Path) -> bool:
+    """A plain file, or a link (refused when it is staged, with the reason on its row)."""
+    return _is_link(path) or _plain_file(path)
+
+
 def _how_folder(folder: Path) -> str | None:
     """How a folder builds, if it is a submission itself."""
-    if any(_is_link(folder / n) or _plain_file(folder / n) for n in ("Makefile", "makefile")):
+    cuda = _there(folder / f"{COURSE_EXECUTABLE}.cu")
+    if _there(folder / HIP_SOURCE) and not cuda:
+        return "hip"  # with or without a Makefile: the NVIDIA part is what the course grades
+    if any(_there(folder / n) for n in ("Makefile", "makefile", "GNUmakefile")):
         return "make"
-    if _is_link(folder / f"{COURSE_EXECUTABLE}.cu") or _plain_file(folder / f"{COURSE_EXECUTABLE}.cu"):
+    if cuda:
         return "nvcc"
     if _is_link(folder / COURSE_EXECUTABLE) or _executable(folder / COURSE_EXECUTABLE):
         return "ready"  # a link is refused when it is staged, with the reason on its row
     return None
+
+
+def _folder_note(folder: Path, how: str | None) -> str:
+    """What a submission folder holds that is not judged: hw4.hip beside hw4.cu."""
+    if how in ("make", "nvcc", "ready") and _there(folder / HIP_SOURCE):
+        return f"its {HIP_SOURCE} is not judged (the course's AMD part)"
+    return ""
 
 
 def _how_file(path: Path) -> str | None:
@@ -184,34 +215,27 @@ def find_submissions(named: Sequence[str | Path]) -> list[Submission]:
             raise ProgramError(f"{item}: no such file or folder")
         how = _how_folder(item) if item.is_dir() else _how_file(item)
         if how is not None:
-            found.append(Submission(_name(item), item.absolute(), how))
+            found.append(Submission(_name(item), item.absolute(), how, unjudged=_folder_note(item, how)))
             continue
         if not item.is_dir():
             raise ProgramError(f"{item}: not a submission (an executable, a .cu or .c file, or a folder)")
         for entry in _entries(item):
             entry_how = _entry_how(entry)
             if entry_how is not None:
-                found.append(Submission(_name(entry), entry.absolute(), entry_how))
+                note = _folder_note(entry, entry_how) if _is_folder(entry) else ""
+                found.append(Submission(_name(entry), entry.absolute(), entry_how, unjudged=note))
     found = _distinct(found)
     if not found:
         raise ProgramError(f"{', '.join(map(str, named))}: no submission found (an executable, a .cu or .c file, "
-                           "or a folder with a Makefile, hw4.cu or hw4)")
+                           "or a folder with a Makefile, hw4.cu, hw4.hip or hw4)")
     return found
 
 
 
-def _tool(how: str) -> str | None:
-    return shutil.which({"make": "make", "nvcc": "nvcc", "cc": "cc"}[how])
-
-
-def _command(submission: Submission, tool: str) -> list[str]:
-    """The build, as it runs in the case folder (inside the sandbox, or in the fallback's folder)."""
-    if submission.how == "make":
-        return [tool]
-    source = f"{COURSE_EXECUTABLE}.cu" if _is_folder(submission.source) else submission.source.name
-    if submission.how == "nvcc":
-        return [tool, "-O3", "-o", COURSE_EXECUTABLE, source]
-    return [tool, "-O2", "-o", COURSE_EXECUTABLE, source, "-lm"]
+def build_errors(stderr: str) -> str:
+    """A failed build's first error lines, the compiler's or the shell's before make's own "***" lines."""
+    own = "\n".join(line for line in stderr.splitlines() if not line.lstrip().startswith(("make: ***", "make[")))
+    return first_error_lines(own if own.strip() else stderr, ERROR_LINES)
 
 
 def _build_path() -> str:
@@ -238,21 +262,88 @@ def _staged(submission: Submission, build_root: Path) -> Path:
 
 
 def build(submission: Submission, build_root: Path, timeout_s: float = BUILD_TIMEOUT_S,
-          settings: SandboxSettings | None = None) -> Built:
-    """Build the submission in the sandbox; its program is copied into a fresh file the judge makes,
-    build_root/SLUG/program/hw4. Never raises for a bad submission (SandboxUnavailable, for --sandbox
-    required, does): a link, a refused file, a failed build or an error on the way is its row's message."""
+          settings: SandboxSettings | None = None, rules: BuildRules | None = None) -> Built:
+    """Build the submission in the sandbox by the course's steps (`attnbench.judge.course_build`, for
+    `rules`); its program is copied into a fresh file the judge makes, build_root/SLUG/program/hw4. Never
+    raises for a bad submission (SandboxUnavailable, for --sandbox required, does): a link, a refused file,
+    a failed build or an error on the way is its row's message, which says which build ran."""
     try:
-        return _build(submission, build_root, timeout_s, settings)
+        return _build(submission, build_root, timeout_s, settings, rules or BuildRules(oldest_arch()))
     except StagingRefused as exc:
         return Built(submission, None, f"refused: {exc}")
     except OSError as exc:
         return Built(submission, None, f"could not be staged or built: {shown(exc.strerror or str(exc))}")
 
 
-def _build(submission: Submission, build_root: Path, timeout_s: float, settings: SandboxSettings | None) -> Built:
+@dataclass
+class _Attempts:
+    """The build steps run so far in one submission's folder, against one deadline."""
+
+    sandbox: Sandbox
+    paths: CasePaths
+    limits: ProcessLimits
+    deadline: float
+    said: list[str] = field(default_factory=list)  # what each failed step said, for the row
+    outcome: ProcessOutcome | None = None
+
+    def run(self, step: BuildStep) -> bool:
+        """Run one step; True when it exited 0."""
+        env = [f"{name}={value}" for name, value in sorted(step.env.items())]
+        inside = ["/usr/bin/env", f"PATH={_build_path()}", *env, *step.argv]
+        left = max(1.0, self.deadline - time.monotonic())
+        self.outcome = self.sandbox.run(inside, self.paths, left, self.limits)
+        return self.outcome.returncode == 0 and not self.outcome.timed_out
+
+    @property
+    def stderr(self) -> str:
+        return self.outcome.stderr_tail if self.outcome is not None else ""
+
+    def failed(self, step: BuildStep) -> None:
+        code = self.outcome.returncode if self.outcome is not None else "?"
+        self.said.append(f"{step.says} (exit {code}): {printable(build_errors(self.stderr))}")
+
+
+def _steps_run(attempts: _Attempts, submission: Submission, rules: BuildRules, has_cuda: bool) -> BuildStep:
+    """Run the course's steps for this submission until one builds; the last one run."""
+    if rules.command:
+        step = user_command(rules)
+        attempts.run(step)
+        return step
+    source = f"{COURSE_EXECUTABLE}.cu" if _is_folder(submission.source) else submission.source.name
+    if submission.how == "cc":
+        step = c_program(source)
+        attempts.run(step)
+        return step
+    if submission.how == "nvcc":
+        step = course_example(source, rules)
+        attempts.run(step)
+        return step
+    step, plain = make_steps(rules)
+    if attempts.run(step):
+        return step
+    if no_hw4_target(attempts.stderr):
+        step = plain
+        if attempts.run(step):
+            return step
+    refused = refused_architecture(attempts.stderr)
+    if refused and rules.arch and not rules.arch_given:
+        attempts.failed(step)
+        step = step.appending(rules.arch)
+        if attempts.run(step):
+            return replace(step, says=f"{step.says}: nvcc refused the Makefile's {refused}")
+    if has_cuda and not attempts.outcome.timed_out:  # type: ignore[union-attr]
+        attempts.failed(step)
+        step = course_example(f"{COURSE_EXECUTABLE}.cu", rules)
+        attempts.run(step)
+    return step
+
+
+def _build(submission: Submission, build_root: Path, timeout_s: float, settings: SandboxSettings | None,
+           rules: BuildRules) -> Built:
     if submission.how == "link":
         raise StagingRefused(f"{submission.name}: a symbolic link: a submission is judged from its own files only")
+    if submission.how == "hip":
+        return Built(submission, None, HIP_NOT_JUDGED)
     folder = _staged(submission, build_root)
     program_folder = build_root / submission.slug / "program"
     if submission.how == "ready":
@@ -260,28 +351,37 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         if not _executable(made):
             raise StagingRefused(f"{COURSE_EXECUTABLE} is not an executable plain file")
         return Built(submission, take_program(made, program_folder, COURSE_EXECUTABLE), "an executable, not built")
-    tool = _tool(submission.how)
-    if tool is None:
-        return Built(submission, None, f"{submission.how} is not on this machine's PATH, so it could not be built")
+    tool = {"make": "make", "nvcc": "nvcc", "cc": "cc"}[submission.how]
+    if not rules.command and shutil.which(tool) is None:
+        return Built(submission, None, f"{tool} is not on this machine's PATH, so it could not be built")
     settings = settings or SandboxSettings()
+    started = time.monotonic()
     sandbox = Sandbox.open(None, settings)
     try:
         paths = sandbox.prepare(submission.slug, None, files=folder)
         before = {p.name for p in paths.folder.iterdir()}
-        inside = ["/usr/bin/env", f"PATH={_build_path()}", *_command(submission, tool)]
         limits = ProcessLimits(BUILD_FILE_BYTES, settings.processes, None, int(4 * timeout_s))
-        outcome = sandbox.run(inside, paths, timeout_s, limits)
-        made = _program_after_build(paths.folder, before) if outcome.returncode == 0 else None
+        attempts = _Attempts(sandbox, paths, limits, started + timeout_s)
+        has_cuda = _plain_file(paths.folder / f"{COURSE_EXECUTABLE}.cu")
+        step = _steps_run(attempts, submission, rules, has_cuda)
+        outcome = attempts.outcome
+        assert outcome is not None
+        built = outcome.returncode == 0 and not outcome.timed_out
+        made = _program_after_build(paths.folder, before) if built else None
         program = take_program(made, program_folder, COURSE_EXECUTABLE) if made is not None else None
         sandbox.finish(paths)
     finally:
         sandbox.close()
+    earlier = "; ".join(attempts.said)
     if outcome.timed_out:
-        return Built(submission, None, f"the build ran past {timeout_s:g} s and was stopped")
-    if outcome.returncode != 0:
-        return Built(submission, None, f"the build failed (exit {outcome.returncode}): "
-                                       f"{printable(first_error_lines(outcome.stderr_tail, ERROR_LINES))}")
+        return Built(submission, None, f"the build ran past {timeout_s:g} s and was stopped ({step.says})")
+    if not built:
+        attempts.failed(step)
+        return Built(submission, None, "the build failed: " + "; then ".join(attempts.said))
     if made is None:
-        return Built(submission, None, f"the build made no {COURSE_EXECUTABLE} (nor one other executable)")
-    return Built(submission, program, f"{submission.describe()} in {outcome.wall_s:.1f} s")
-
+        return Built(submission, None, f"{step.says} made no {COURSE_EXECUTABLE} (nor one other executable)")
+    took = time.monotonic() - started
+    if submission.how == "make" and step.argv[0] == "nvcc":
+        return Built(submission, program, f"its Makefile failed, so built with {step.says} ({took:.1f} s); "
+                                          f"the Makefile: {earlier}")
+    return Built(submission, program, f"built with {step.says} ({took:.1f} s)")

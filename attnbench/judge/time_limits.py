@@ -1,5 +1,9 @@
-"""Seconds allowed per case: the course's (suite.json records them, set for a GTX 1080), none, or a user's
-TOML file."""
+"""Seconds allowed per case: the course's (suite.json records them, set for a GTX 1080), the 2024 course's on
+its RTX 3070 (a shipped file), none, or a user's TOML file.
+
+The 2024 course judged every program on two machines, a GTX 1080 (2 / 6 / 10 s) and an RTX 3070
+(1 / 3 / 5 s), and took the better of the two for each student; attnbench judges on one machine at a time,
+so the better-of-two is a TA's to take between two scoreboards."""
 
 from __future__ import annotations
 
@@ -7,8 +11,14 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
 
+from attnbench import locations
 from attnbench.cases.suite import SUITE, TIME_LIMITS_SET_FOR
 from attnbench.sandbox.process import ProgramError
+
+# Ready limit files shipped with the suite: the name --time-limits takes, the file, and how it is described.
+PRESETS = {"course-rtx3070": ("limits_rtx3070_2024.toml", "the 2024 course's limits on its RTX 3070 "
+                              "(t01-t10 1 s, t11-t20 3 s, t21-t30 5 s; the course took the better of it and the "
+                              "GTX 1080)")}
 
 
 def course_limit(label: str) -> float | None:
@@ -37,7 +47,7 @@ COURSE_LIMITS_BRIEF = "/".join(
 class TimeLimits:
     """Seconds allowed per case: the course's, none, or a user's file."""
 
-    source: str  # "course", "none", or the file's path
+    source: str  # "course", "none", a preset's name (PRESETS), or the file's path
     limits: dict[str, float] = field(default_factory=dict)
     default: float | None = None
 
@@ -51,16 +61,20 @@ class TimeLimits:
             return f"the course's limits ({COURSE_LIMITS_TEXT}), set for a {COURSE_LIMITS_DEVICE}, not for this machine"
         if self.source == "none":
             return "no time limits"
+        if self.source in PRESETS:
+            return f"{PRESETS[self.source][1]}, not for this machine"
         return f"limits from {self.source}"
 
 
 def load_time_limits(spec: str) -> TimeLimits:
-    """`course`, `none`, or a TOML file of `case = seconds` lines (and optionally `default = seconds`)."""
+    """`course`, `none`, a preset (`course-rtx3070`), or a TOML file of `case = seconds` lines (and
+    optionally `default = seconds`)."""
     if spec in ("course", "none"):
         return TimeLimits(spec)
     from attnbench.kernels.user import read_toml
 
-    data = read_toml(Path(spec), ProgramError)
+    path = locations.shipped_limits(PRESETS[spec][0]) if spec in PRESETS else Path(spec)
+    data = read_toml(path, ProgramError)
     limits: dict[str, float] = {}
     for key, value in data.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:

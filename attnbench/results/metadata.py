@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from typing import Any
 
+from attnbench.cases.suite import SUITE_VERSION
 from attnbench.locations import project_root_for_git
 from attnbench.results.described_device import DescribedDevice
 from attnbench.version import __version__
@@ -125,6 +126,7 @@ def collect(gpu: DescribedDevice | None = None, with_torch: bool = False, comman
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": command,
         "attnbench_version": __version__,
+        "suite_version": SUITE_VERSION,  # 3: the course's real shapes (cases.suite's history)
         "python_version": platform.python_version(),
         "numpy_version": _package_version("numpy"),
         "pycuda_version": _package_version("pycuda"),

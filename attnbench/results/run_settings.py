@@ -38,6 +38,8 @@ class RunSettings:
     sandbox_limits: dict[str, Any] | None = None  # judge: the sandbox's limits, in words
     inputs: str | None = None  # judge: the suite's inputs or fresh ones
     seeds: dict[str, Any] | None = None  # judge on fresh inputs: each case's seed
+    grade: int | None = None  # judge of all of t01-t30: the course's grade (results.course_grade)
+    grade_rule: str | None = None
     other: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept as they were
 
     @classmethod

@@ -15,8 +15,10 @@ from typing import Any
 
 from attnbench import strict_json
 from attnbench.errors import ResultsError
+from attnbench.results.course_grade import COURSE_CASES, course_grade, grades_cases
 
-# Format history: 1, the first (rows, entries with every run's time, ranks with ties, GPU groups).
+# Format history: 1, the first (rows, entries with every run's time, ranks with ties, GPU groups); each row's
+# "grade" (the course's, derived from its entries: written, never read back) was added without a new version.
 SCOREBOARD_VERSION = 1
 PASS = "PASS"
 
@@ -81,10 +83,22 @@ class Scoreboard:
         """The GPU kinds the judged rows ran on, in first-seen order (more than one: ranked apart)."""
         return list(dict.fromkeys(row.gpu for row in self.rows if row.entries and row.gpu))
 
+    @property
+    def graded(self) -> bool:
+        """Whether the rows have the course's grade: every one of t01-t30 judged, the run not interrupted."""
+        return grades_cases(self.cases) and not self.interrupted
+
+    def grade(self, row: SubmissionRow) -> int | None:
+        """The row's course grade (attnbench.results.course_grade), or None on a partial run."""
+        if not self.graded:
+            return None
+        return course_grade({case: row.entries[case].verdict if row.built and case in row.entries else "not run"
+                             for case in COURSE_CASES})
+
     def to_dict(self) -> dict[str, Any]:
         return {"version": SCOREBOARD_VERSION, "kind": "scoreboard", "cases": self.cases,
                 "metadata": self.metadata, "settings": self.settings, "interrupted": self.interrupted,
-                "rows": [{**asdict(row), "passed": row.passed, "total_s": row.total_s,
+                "rows": [{**asdict(row), "passed": row.passed, "total_s": row.total_s, "grade": self.grade(row),
                           "entries": {case: {**asdict(entry), "time_s": entry.time_s}
                                       for case, entry in row.entries.items()}} for row in self.rows]}
 

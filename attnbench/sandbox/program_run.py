@@ -35,10 +35,11 @@ class ProgramSpec:
     timeout_s: float
     args: tuple[str, ...] = DEFAULT_ARGS
     launcher: tuple[str, ...] = ()
+    tool: tuple[str, ...] = ()  # words before the program inside the room (compute-sanitizer, for a diagnosis)
 
     def argv(self, program: str, input_arg: str, output_arg: str) -> list[str]:
         """The program (as the room names it) and its arguments, without the launcher."""
-        return [program, *(a.replace("{in}", input_arg).replace("{out}", output_arg) for a in self.args)]
+        return [*self.tool, program, *(a.replace("{in}", input_arg).replace("{out}", output_arg) for a in self.args)]
 
 
 def run_program(room: Sandbox, spec: ProgramSpec) -> ProgramOutcome:

@@ -147,6 +147,23 @@ def test_other_gpu_and_other_inputs_are_refused_unless_allowed():
         against(unrelated, saved)
 
 
+def test_a_case_whose_shape_changed_is_not_compared_and_says_why():
+    from dataclasses import replace
+
+    """The suite's version 3 took the course's shapes: t12 was (6800, 128, 64) and is (9600, 128, 64)."""
+    old, new = {"t12": Shape(6800, 128, 64), "t10": TWO["t10"]}, {"t12": Shape(9600, 128, 64), "t10": TWO["t10"]}
+    saved = result_set({"a": {"t12": 1.0, "t10": 1.0}}, old, seed=1)
+    now = result_set({"a": {"t12": 3.0, "t10": 1.0}}, new, seed=2)
+    now.cases = [replace(c, input_sha256="ef" * 32) if c.label == "t12" else c for c in now.cases]
+    notes = check_comparable(now, saved)  # other bytes under another shape: not a refusal, a note
+    assert notes == ["t12 is (9600, 128, 64) here and was (6800, 128, 64) in " + saved.name +
+                     ": the suite's version 3 took the course's published shapes, so its cells are not compared"]
+    report = against(now, saved)
+    rows = {r.case: r for r in report.rows}
+    assert rows["t12"].outcome == "NOT COMPARED" and rows["t12"].comparison is None and not rows["t12"].regression
+    assert "version 3" in rows["t12"].note and rows["t10"].outcome == "SAME"
+
+
 # -- the command line -----------------------------------------------------------------------------------------
 def test_compare_saves_results_and_repeats_against_them(cli, tmp_path):
     out = tmp_path / "results"

@@ -185,3 +185,60 @@ def test_the_scoreboard_is_saved_after_each_row_so_a_killed_judge_leaves_the_row
     assert not final.interrupted and final.rows[0].rank == 1
     assert final.settings["oom_killer"].startswith("programs 1000")
     assert isinstance(final.settings["seeds"], dict) and final.settings["seeds"]  # saved once it ended
+
+
+def test_a_class_judged_on_all_of_t01_to_t30_shows_the_courses_grade_and_a_partial_one_none(tmp_path, monkeypatch):
+    """The suite's t01-t30 shrunk to small shapes (the real ones are gigabytes with hours of CPU references):
+    a right program is graded 60, one wrong wherever N = 5 loses 3 for each such case."""
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    from dataclasses import replace
+
+    from attnbench.cases import suite
+    from attnbench.cases.testcase import Shape
+    from attnbench.output.tables.scoreboard_table import scoreboard_lines, scoreboard_rows
+    from tests.judge.classes import wrapping
+
+    for i in range(1, 31):
+        name = f"t{i:02d}"
+        small = replace(suite.SUITE[name], shape=Shape(1 + i % 2, 4 + i % 3, 8), input_sha256=None)
+        monkeypatch.setitem(suite.SUITE, name, small)
+    wrong_at_5 = sum(1 for i in range(1, 31) if 4 + i % 3 == 5)
+    (tmp_path / "right.c").write_text(wrapping(""))
+    spoil = ("int B_N_d[3]; FILE *in = fopen(argv[1], \"rb\"); fread(B_N_d, 4, 3, in); fclose(in); "
+             "int code = attention_main(argc, argv); if (B_N_d[1] == 5) { FILE *out = fopen(argv[2], \"r+b\"); "
+             "float big = 1000.0f; fwrite(&big, 4, 1, out); fclose(out); } return code;")
+    (tmp_path / "n5.c").write_text(wrapping("#include <stdio.h>").replace(
+        "return attention_main(argc, argv); }", spoil + " }"))
+    board = api_programs.judge_class([tmp_path / "right.c", tmp_path / "n5.c"], "t01-t30", time_limits="none",
+                                     rerun_top=0, sandbox=class_sandbox(), fresh_inputs=False)
+    grades = {row.name: board.grade(row) for row in board.rows}
+    assert grades == {"right": 60, "n5": 60 - 3 * wrong_at_5}
+    header, rows = scoreboard_rows(board)
+    assert header[3] == "grade" and [r[3].text for r in rows] == ["60", str(60 - 3 * wrong_at_5)]
+    assert any(line.startswith("grade: the course's correctness grade") for line in scoreboard_lines(board))
+    partial = api_programs.judge_class([tmp_path / "right.c"], "t01-t29", time_limits="none", rerun_top=0,
+                                       sandbox=class_sandbox(), fresh_inputs=False)
+    assert "grade" not in scoreboard_rows(partial)[0] and partial.grade(partial.rows[0]) is None
+
+
+def test_at_80_columns_every_unranked_row_says_why_under_the_table(classroom, tmp_path, monkeypatch):
+    import io
+
+    from click.testing import CliRunner
+    from rich.console import Console
+
+    from attnbench.cli import judge_commands, main
+    from attnbench.output.render import terminal
+
+    narrow = Console(file=io.StringIO(), width=80, emoji=False)
+    monkeypatch.setattr(terminal, "console", narrow)
+    monkeypatch.setattr(judge_commands, "console", narrow)
+    result = CliRunner().invoke(main, ["judge", str(classroom), "--cases", "odd_17x48", "--time-limits", "none",
+                                       "--rerun-top", "0", "--sandbox", CLASS_MODE, "--no-save"])
+    assert result.exit_code == 0, result.output
+    printed = narrow.file.getvalue()
+    joined = " ".join(printed.split())  # the lines under the table are whole (the terminal wraps them)
+    assert "erin: not judged: the build failed: cc -O2 -o hw4 erin.c -lm (exit 1): erin.c:1:" in joined
+    assert "dave: unranked: it passed no case; first failed case odd_17x48: CRASH" in joined
+    assert "carol: unranked: it passed no case; first failed case odd_17x48: WRONG" in joined

@@ -97,7 +97,7 @@ def test_a_failed_build_is_one_line_and_a_good_one_gives_the_program(tmp_path):
     (tmp_path / "good.c").write_text("int main(void) { return 0; }\n")
     bad, good = find_submissions([tmp_path / "bad.c", tmp_path / "good.c"])
     failed = build(bad, tmp_path / "builds")
-    assert not failed.ok and failed.message.startswith("the build failed (exit 1): ") and "error" in failed.message
+    assert not failed.ok and failed.message.startswith("the build failed: cc -O2 -o hw4 bad.c -lm (exit 1): ") and "error" in failed.message
     assert "\n" not in failed.message
     made = build(good, tmp_path / "builds")
     assert made.ok and made.program == tmp_path / "builds" / good.slug / "program" / "hw4" and made.program.is_file()

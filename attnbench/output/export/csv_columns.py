@@ -141,6 +141,7 @@ CSV_COLUMNS: tuple[CsvColumn, ...] = (
     CsvColumn("against_verdict", _against("verdict"), "FASTER, SAME, SLOWER or a change of status"),
     CsvColumn("against_change", _against("change"), "fraction (+0.10: 10% slower)"),
     CsvColumn("against_regression", _against("regression"), "true/false"),
+    CsvColumn("course_grade", lambda row: row.result.settings.grade, "judge of t01-t30: the program's grade of 60"),
 )
 
 

@@ -207,7 +207,10 @@ def result_section(result: ResultSet, heading: str, same_within: float, level: i
 def judge_section(result: ResultSet, level: int = 2) -> str:
     """The judge's scoreboard and its count of passed cases."""
     passed = sum(cell.status == "ok" for cell in result.cells)
-    return f"{render(scoreboard_table(result, 'Scoreboard'), level)}\n\n{passed} of {len(result.cells)} cases passed"
+    grade = result.settings.grade
+    graded = f"; the course's grade {grade} of 60 ({result.settings.grade_rule})" if grade is not None else ""
+    return (f"{render(scoreboard_table(result, 'Scoreboard'), level)}\n\n{passed} of {len(result.cells)} cases "
+            f"passed{graded}")
 
 
 def markdown_document(result: ResultSet, same_within: float = DEFAULT_SAME_WITHIN) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from attnbench.analysis.class_history import HistoryRow, RunOf
 from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.printable import printable
+from attnbench.results.course_grade import GRADE_RULE
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
 
@@ -41,7 +42,8 @@ def _entry(entry: CaseEntry | None) -> ScoreCell:
 
 def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]]:
     """The header and the rows every rendering shares."""
-    header = ["rank", "submission", "passed", "total (passed)", *board.cases, "GPU", "note"]
+    grade = ["grade"] if board.graded else []
+    header = ["rank", "submission", "passed", *grade, "total (passed)", *board.cases, "GPU", "note"]
     rows = []
     for row in board.rows:
         note = row.build_message if not row.built else (f"median of {row.reruns} runs" if row.reruns > 1 else "")
@@ -49,6 +51,7 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
             note = f"{note}; {row.gpu_note}" if note else row.gpu_note
         rows.append([ScoreCell(_rank(row)), ScoreCell(row.name),
                      ScoreCell(f"{row.passed}/{len(board.cases)}", GOOD if row.passed == len(board.cases) else ""),
+                     *[ScoreCell(str(board.grade(row))) for _ in grade],
                      ScoreCell(f"{row.total_s:.3f} s" if row.passed else "-"),
                      *[_entry(row.entries.get(case)) if row.built else ScoreCell("-", DIM) for case in board.cases],
                      ScoreCell(row.gpu or "-"), ScoreCell(note, "" if row.built else BAD)])
@@ -57,17 +60,38 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
 
 def scoreboard_model(board: Scoreboard, title: str = "scoreboard") -> TableModel:
     header, rows = scoreboard_rows(board)
-    numeric = {0, 2, 3, *range(4, 4 + len(board.cases))}
+    numeric = {i for i, name in enumerate(header) if name not in ("submission", "GPU", "note")}
     model = TableModel(title, [Column(name, right=i in numeric, wide=name == "note") for i, name in enumerate(header)])
     for row in rows:
         model.add_row(*[Text(cell.text, cell.tone) for cell in row])
     return model
 
 
+def unranked_lines(board: Scoreboard) -> list[str]:
+    """Why each unranked row is unranked, one line each: a narrow terminal drops the table's note column,
+    and a failed build's reason must still show (at 80 columns too)."""
+    lines = []
+    for row in board.rows:
+        if row.rank is not None:
+            continue
+        if not row.built:
+            lines.append(f"{row.name}: not judged: {row.build_message or 'it did not build'}")
+            continue
+        failed = next(((case, e) for case, e in row.entries.items() if not e.passed), None)
+        first = f"; first failed case {failed[0]}: {failed[1].verdict} {failed[1].message}".rstrip() if failed else ""
+        lines.append(f"{row.name}: unranked: it passed no case{first}")
+    return [printable(line) for line in lines]
+
+
 def scoreboard_lines(board: Scoreboard) -> list[str]:
-    """The lines printed and saved under the table: the rule, mixed GPUs, an interruption."""
-    lines = [f"ranks: {board.settings.get('ranking', '')}", f"reruns: {board.settings.get('reruns', '')}",
-             f"limits: {board.settings.get('time_limits', '')}"]
+    """The lines printed and saved under the table: why rows are unranked, the rules, mixed GPUs, an
+    interruption."""
+    lines = [*unranked_lines(board), f"ranks: {board.settings.get('ranking', '')}",
+             f"reruns: {board.settings.get('reruns', '')}", f"limits: {board.settings.get('time_limits', '')}"]
+    if board.settings.get("build"):
+        lines.append(f"builds: {board.settings['build']}")
+    if board.graded:
+        lines.append(f"grade: {GRADE_RULE}")
     confined = board.settings.get("confinement") or {}
     lines += [f"limit not applied: {note}" for note in confined.get("limits_not_applied", [])]
     if board.settings.get("cpu_pinning"):

@@ -1,0 +1,142 @@
+"""How a submission is built: the course's rule, its example Makefile's flags, and old architectures.
+
+The course says "All of your code should be compiled by `make hw4` with the same Makefile" (2024 and 2025),
+and its example Makefile builds `hw4` with `nvcc -std=c++11 -O3 -Xptxas="-v" -arch=sm_61 -o hw4 hw4.cu -lm`
+(`all:` also names the course's own `seq-attention` and `seq-flashattention`, whose sources are not part
+of a submission). The steps, each said in the row:
+
+1. A folder with a Makefile: `make hw4`; plain `make` only when make says the Makefile has no `hw4` target.
+2. When nvcc refuses the architecture a build names (CUDA 13 dropped the course's sm_61), the same build
+   again with `-arch=ARCH` appended through `NVCC_APPEND_FLAGS` (nvcc takes the last `-arch`), so every
+   other flag of the student's (`-D...`, `--use_fast_math`, `-maxrregcount`) is kept.
+3. When the Makefile still fails and `hw4.cu` is there: `hw4.cu` built as the course's example Makefile
+   builds it, for ARCH.
+A folder without a Makefile (or one `.cu` file) is built with the example's flags for ARCH at once.
+
+ARCH is `--arch` when given (then appended to every Makefile build from the start), else the judging GPU's
+(`sm_XY` from nvidia-smi), else, with no GPU, the oldest architecture this nvcc builds for. `--build-command`
+replaces every step: one shell line run in each submission's folder.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+from attnbench.errors import UsageError
+from attnbench.kernels.nvcc import nvcc_architectures
+
+COURSE_NVFLAGS = ("-std=c++11", "-O3", "-Xptxas=-v")  # the example Makefile's NVFLAGS, less its -arch=sm_61
+COURSE_LDFLAGS = ("-lm",)
+APPEND_ENV = "NVCC_APPEND_FLAGS"  # nvcc reads it on every call: the flag reaches nvcc whatever the Makefile says
+
+_REFUSED = re.compile(r"Unsupported gpu architecture '([\w.]+)'|Value '([\w.]+)' is not defined for option "
+                      r"'gpu-(?:architecture|name)'")
+_ARCH = re.compile(r"(sm|compute)_\d+[af]?|native|all|all-major")  # what nvcc's -arch takes
+_NO_HW4_RULE = re.compile(r"No rule to make target ['`]hw4'\.")  # not "..., needed by 'hw4'": that is a missing file
+
+
+@dataclass(frozen=True)
+class BuildRules:
+    """How every submission of a run is built: for which architecture, or by the user's own command."""
+
+    arch: str | None = None  # sm_90, native, ...: what the builds are for
+    arch_given: bool = False  # --arch said it: appended to every Makefile build, not only on a refusal
+    command: str | None = None  # --build-command: one shell line run in each submission's folder
+
+    def describe(self) -> str:
+        """The rule saved with a scoreboard."""
+        if self.command:
+            return f"--build-command {self.command!r} in each submission's folder" + (
+                f", {APPEND_ENV}=-arch={self.arch}" if self.arch_given else "")
+        arch = f"-arch={self.arch}" if self.arch else "nvcc's default architecture"
+        makefile = (f"`make hw4` with {arch} appended" if self.arch_given else
+                    f"`make hw4` (plain `make` without a hw4 target; {arch} appended when nvcc refuses the "
+                    "Makefile's architecture)")
+        return (f"a Makefile: {makefile}, and when it fails, hw4.cu as the course's example builds it; "
+                f"no Makefile: nvcc {' '.join(COURSE_NVFLAGS)} {arch} -o hw4 hw4.cu {' '.join(COURSE_LDFLAGS)}")
+
+
+@dataclass(frozen=True)
+class BuildStep:
+    """One build command as it runs in the submission's folder, and the words its row uses for it."""
+
+    argv: tuple[str, ...]
+    says: str  # "`make hw4`", "the course's example flags (nvcc ...)": what follows "built with"
+    env: dict[str, str] = field(default_factory=dict)
+
+    def appending(self, arch: str) -> BuildStep:
+        """The same build with -arch=ARCH appended to every nvcc call it makes."""
+        return BuildStep(self.argv, f"{self.says} with -arch={arch} appended ({APPEND_ENV})",
+                         {**self.env, APPEND_ENV: f"-arch={arch}"})
+
+
+def make_steps(rules: BuildRules) -> tuple[BuildStep, BuildStep]:
+    """`make hw4`, and plain `make` for a Makefile without a hw4 target (with --arch, each appends it)."""
+    steps = (BuildStep(("make", "hw4"), "`make hw4`"),
+             BuildStep(("make",), "plain `make` (its Makefile has no hw4 target)"))
+    if rules.arch_given and rules.arch:
+        return steps[0].appending(rules.arch), steps[1].appending(rules.arch)
+    return steps
+
+
+def course_example(source: str, rules: BuildRules) -> BuildStep:
+    """`source` built as the course's example Makefile builds hw4.cu, for the judging architecture."""
+    arch = (f"-arch={rules.arch}",) if rules.arch else ()
+    argv = ("nvcc", *COURSE_NVFLAGS, *arch, "-o", "hw4", source, *COURSE_LDFLAGS)
+    return BuildStep(argv, f"the course's example flags ({' '.join(argv)})")
+
+
+def c_program(source: str) -> BuildStep:
+    return BuildStep(("cc", "-O2", "-o", "hw4", source, "-lm"), f"cc -O2 -o hw4 {source} -lm")
+
+
+def user_command(rules: BuildRules) -> BuildStep:
+    """--build-command, run by the shell in the submission's folder."""
+    assert rules.command is not None
+    step = BuildStep(("/bin/sh", "-c", rules.command), f"--build-command {shlex.quote(rules.command)}")
+    return step.appending(rules.arch) if rules.arch_given and rules.arch else step
+
+
+def refused_architecture(stderr: str) -> str | None:
+    """The architecture nvcc refused in a build's error output ('sm_61'), or None."""
+    found = _REFUSED.search(stderr)
+    return (found.group(1) or found.group(2)) if found else None
+
+
+def no_hw4_target(stderr: str) -> bool:
+    """make said the Makefile has no rule for hw4 (and none of its files is missing)."""
+    return _NO_HW4_RULE.search(stderr) is not None
+
+
+def judging_arch() -> str | None:
+    """sm_XY of the GPU the programs run on (nvidia-smi's first visible one), or None without one."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        found = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True,
+                               text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    first = found.stdout.strip().split("\n")[0].strip() if found.returncode == 0 else ""
+    match = re.fullmatch(r"(\d+)\.(\d+)", first)
+    return f"sm_{match.group(1)}{match.group(2)}" if match else None
+
+
+def oldest_arch() -> str | None:
+    """The oldest sm_XY this nvcc builds for (what it builds by default), or None without nvcc."""
+    numbered = sorted((int(a[3:]), a) for a in nvcc_architectures() if re.fullmatch(r"sm_\d+", a))
+    return numbered[0][1] if numbered else None
+
+
+def build_rules(arch: str | None = None, command: str | None = None) -> BuildRules:
+    """The rules for this machine: `arch` when given, else the judging GPU's, else nvcc's oldest."""
+    if arch is not None and _ARCH.fullmatch(arch) is None:
+        raise UsageError(f"--arch {arch!r}: give an architecture nvcc's -arch takes (sm_90, sm_90a, native, ...)")
+    if arch is not None:
+        return BuildRules(arch, True, command)
+    return BuildRules(judging_arch() or oldest_arch(), False, command)

@@ -1,0 +1,93 @@
+"""attnbench.judge.diagnose: a failed case run again under compute-sanitizer, its first error on the row."""
+
+import os
+import stat
+
+from attnbench.judge.diagnose import first_error
+
+# As compute-sanitizer 2025 prints a misaligned float4 store into a padded shared-memory row (a real
+# submission's bug), and a launch for an architecture the binary was not built for.
+MISALIGNED = """========= COMPUTE-SANITIZER
+========= Invalid __shared__ write of size 16 bytes
+=========     at flash_attention_kernel(float *, float *, float *, float *, int, int)+0x2d0 in /judge/case/hw4.cu:93
+=========     by thread (1,0,0) in block (0,0,0)
+=========     Address 0x404 is misaligned
+=========
+========= ERROR SUMMARY: 1 error (1 error not printed)
+"""
+NO_IMAGE = """========= COMPUTE-SANITIZER
+========= Program hit cudaErrorNoKernelImageForDevice (error 209) due to "no kernel image is available for execution on the device" on CUDA API call to cudaLaunchKernel.
+=========     Saved host backtrace up to driver entry point at error
+=========         Host Frame: main [0x9d5f] in hw4
+=========
+========= ERROR SUMMARY: 1 error
+"""
+
+
+def test_the_first_error_is_one_line_with_its_source_line():
+    assert first_error(MISALIGNED) == "Invalid __shared__ write of size 16 bytes at hw4.cu:93"
+    assert first_error(NO_IMAGE).startswith("Program hit cudaErrorNoKernelImageForDevice (error 209)")
+    assert first_error("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n") is None
+    assert first_error("the program's own words\n") is None
+    assert "\x1b" not in first_error("========= Invalid read \x1b[2J\n")  # a program's bytes never print raw
+
+
+def _fake_sanitizer(folder):
+    """A stand-in for compute-sanitizer: it runs the program (the words after its options), then reports the
+    misaligned store on standard error, as --log-file /dev/stderr asks."""
+    folder.mkdir()
+    tool = folder / "compute-sanitizer"
+    report = "".join(f"echo '{line}' >&2\n" for line in MISALIGNED.splitlines())
+    tool.write_text(f'#!/bin/sh\nshift 6\n"$@"\ncode=$?\n{report}exit $code\n')
+    tool.chmod(tool.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    folder.chmod(0o755)
+    return folder
+
+
+def test_diagnose_adds_the_sanitizers_first_error_to_a_failed_case(tmp_path, monkeypatch):
+    from tests.judge.test_course_judge import _cc
+
+    off = _cc(tmp_path, "attention_off", "-DOFF_BY_ONE")
+    fake = _fake_sanitizer(tmp_path / "tools")
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+
+    result = CliRunner().invoke(main, ["judge", str(off), "--cases", "odd_17x48", "--time-limits", "none",
+                                       "--diagnose", "--sandbox-bind", str(fake), "--no-save"])
+    assert result.exit_code == 1, result.output
+    joined = " ".join(result.output.split())
+    assert "compute-sanitizer: Invalid __shared__ write of size 16 bytes at hw4.cu:93" in joined
+
+
+def test_without_compute_sanitizer_diagnose_says_so_in_the_row(tmp_path, monkeypatch):
+    from attnbench.judge import diagnose
+
+    monkeypatch.setattr(diagnose, "sanitizer_path", lambda: None)
+    from attnbench.cases.testcase import Shape
+    from attnbench.sandbox.program_run import ProgramSpec
+
+    spec = ProgramSpec("t01", tmp_path / "in", Shape(1, 2, 3), 1.0)
+    assert diagnose.diagnosis(tmp_path / "prog", spec, None) == "--diagnose: compute-sanitizer is not installed here"
+
+
+def test_a_class_diagnoses_each_failed_case_and_leaves_passed_ones_alone(tmp_path, monkeypatch):
+    from attnbench.api import programs as api_programs
+    from tests.judge.classes import can_build, class_sandbox, make_class
+
+    if not can_build():
+        import pytest
+
+        pytest.skip("no C compiler or make")
+    fake = _fake_sanitizer(tmp_path / "tools")
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    from dataclasses import replace
+
+    folder = make_class(tmp_path / "class" if (tmp_path / "class").mkdir() is None else tmp_path)
+    board = api_programs.judge_class([folder / "alice", folder / "carol.c"], "odd_17x48", time_limits="none",
+                                     rerun_top=0, sandbox=replace(class_sandbox(), binds=(fake,)), diagnose=True)
+    rows = {row.name: row for row in board.rows}
+    assert rows["alice"].entries["odd_17x48"].passed and rows["alice"].entries["odd_17x48"].message == ""
+    assert rows["carol"].entries["odd_17x48"].message.endswith(
+        "; compute-sanitizer: Invalid __shared__ write of size 16 bytes at hw4.cu:93")

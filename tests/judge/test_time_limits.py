@@ -1,0 +1,25 @@
+"""attnbench.judge.time_limits: the course's limits, the 2024 course's RTX 3070 preset, none, a user's file."""
+
+import pytest
+
+from attnbench.judge.time_limits import PRESETS, load_time_limits
+from attnbench.locations import shipped_limits
+from attnbench.sandbox.process import ProgramError
+
+
+def test_the_2024_rtx3070_limits_ship_ready_for_every_course_case():
+    limits = load_time_limits("course-rtx3070")
+    assert [limits.limit_for(f"t{i:02d}") for i in (1, 10, 11, 20, 21, 30)] == [1, 1, 3, 3, 5, 5]
+    assert limits.limit_for("odd_17x48") is None  # not a course case: no limit
+    assert "RTX 3070" in limits.describe() and "better of" in limits.describe()
+    assert shipped_limits(PRESETS["course-rtx3070"][0]).is_file()
+
+
+def test_the_course_none_and_a_users_file(tmp_path):
+    assert load_time_limits("course").limit_for("t11") == 6 and load_time_limits("none").limit_for("t11") is None
+    mine = tmp_path / "limits.toml"
+    mine.write_text("t01 = 0.5\ndefault = 4\n")
+    assert load_time_limits(str(mine)).limit_for("t01") == 0.5 and load_time_limits(str(mine)).limit_for("t02") == 4
+    mine.write_text("t01 = -1\n")
+    with pytest.raises(ProgramError, match="positive number of seconds"):
+        load_time_limits(str(mine))

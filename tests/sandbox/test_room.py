@@ -94,13 +94,12 @@ def test_a_case_folder_holds_a_copy_of_the_input_and_the_program_is_a_copy(progr
         case = sandbox.prepare("t01", source)
         assert case.input.read_bytes() == source.read_bytes()
         assert os.stat(case.input).st_ino != os.stat(source).st_ino  # a copy, not a link
-        assert case.folder.parent == sandbox.root and case.logs.parent == sandbox.root
-        assert not str(case.logs).startswith(str(case.folder))  # its logs are out of its reach
+        assert case.folder.parent == sandbox.root
         assert sandbox.program.read_bytes() == program.read_bytes() and sandbox.program != program
         assert stat.S_IMODE(sandbox.program.stat().st_mode) == 0o555
         assert case.input_arg == str(case.input)  # the fallback gives host paths
         sandbox.finish(case)
-        assert not case.folder.exists() and not case.logs.exists()
+        assert not case.folder.exists()
     finally:
         sandbox.close()
 
@@ -153,8 +152,7 @@ def test_a_submission_builds_with_make_in_a_sandbox_opened_without_a_program(tmp
     try:
         case = sandbox.prepare("build", None, files=submission)
         outcome = run_process(sandbox.command(["make"], case), case.folder, 60, user=sandbox.user,
-                              limits=sandbox.settings.limits_for(16 << 20, 60), env=sandbox.case_env(case),
-                              logs=case.logs)
+                              limits=sandbox.settings.limits_for(16 << 20, 60), env=sandbox.case_env(case))
         assert outcome.returncode == 0, outcome.stderr_tail
         assert subprocess.run([case.folder / "hw"]).returncode == 7
         assert not (submission / "hw").exists()  # built in the case folder's copy
@@ -220,10 +218,12 @@ def test_cudas_jit_cache_is_written_by_the_warm_up_only_and_read_by_every_judged
                 case = sandbox.prepare("c", None)
                 script = 'ls "$CUDA_CACHE_PATH"; (touch "$CUDA_CACHE_PATH/run-$$.bin" 2>/dev/null && echo wrote) || true'
                 outcome = run_process(sandbox.command(["/bin/sh", "-c", script], case), case.folder, 30,
-                                      user=sandbox.user, env=sandbox.case_env(case), logs=case.logs)
+                                      user=sandbox.user, env=sandbox.case_env(case))
                 assert outcome.returncode == 0, outcome.stderr_tail
-                seen.append((case.logs / ".judge_stdout").read_text().split())
+                seen.append(outcome.stdout_tail.split())
                 sandbox.finish(case)
+                if writable:
+                    assert sandbox.seal_warm_cache() == ""
             finally:
                 sandbox.close()
         assert seen[0] == ["wrote"]  # the warm-up fills it
@@ -281,8 +281,8 @@ def test_the_programs_pid_1_shows_none_of_the_judges_folders(tmp_path):
     try:
         case = sandbox.prepare("c", None)
         outcome = run_process(sandbox.command(["/bin/sh", "-c", "tr '\\0' ' ' < /proc/1/cmdline"], case), case.folder,
-                              30, user=sandbox.user, env=sandbox.case_env(case), logs=case.logs)
-        shown = (case.logs / ".judge_stdout").read_text()
+                              30, user=sandbox.user, env=sandbox.case_env(case))
+        shown = outcome.stdout_tail
         assert outcome.returncode == 0 and "bwrap" in shown and "/judge/case" in shown
         assert str(sandbox.root) not in shown and "attnbench-judge" not in shown
         sandbox.finish(case)
@@ -343,9 +343,9 @@ def test_as_root_a_runs_tmp_and_shm_are_capped_in_files_too(tmp_path):
         script = ('for d in /tmp /dev/shm; do i=0; while [ $i -lt 12000 ] && true 2>/dev/null > $d/f$i; do '
                   'i=$((i+1)); done; echo $i; done')
         outcome = run_process(sandbox.command(["/bin/sh", "-c", script], case), case.folder, 120,
-                              user=sandbox.user, env=sandbox.case_env(case), logs=case.logs)
+                              user=sandbox.user, env=sandbox.case_env(case))
         assert outcome.returncode == 0, outcome.stderr_tail
-        made = [int(n) for n in (case.logs / ".judge_stdout").read_text().split()]
+        made = [int(n) for n in outcome.stdout_tail.split()]
         assert len(made) == 2 and all(5000 < n < 12000 for n in made), made
         scratch = case.scratch
         sandbox.finish(case)
@@ -376,9 +376,9 @@ def test_as_root_a_judged_runs_cache_copy_is_capped_in_total_and_unmounted_after
             script = ('for i in 1 2 3 4; do head -c 31457280 /dev/zero > "$CUDA_CACHE_PATH/f$i" 2>/dev/null; done; '
                       'cat "$CUDA_CACHE_PATH"/f* | wc -c; cat "$CUDA_CACHE_PATH/index" | wc -c')
             outcome = run_process(sandbox.command(["/bin/sh", "-c", script], case), case.folder, 60,
-                                  user=sandbox.user, env=sandbox.case_env(case), logs=case.logs)
+                                  user=sandbox.user, env=sandbox.case_env(case))
             assert outcome.returncode == 0, outcome.stderr_tail
-            written, index = map(int, (case.logs / ".judge_stdout").read_text().split())
+            written, index = map(int, outcome.stdout_tail.split())
             assert index == 1000  # the warm-up's cache is there to read
             assert written <= CACHE_SLACK_BYTES < 4 * 31457280  # 120 MiB asked, the cap kept
             holder = case.cache.parent

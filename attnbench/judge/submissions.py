@@ -255,15 +255,16 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         raise StagingRefused(f"{submission.name}: a symbolic link: a submission is judged from its own files only")
     folder = _staged(submission, build_root)
     program_folder = build_root / submission.slug / "program"
+    settings = settings or SandboxSettings()
     if submission.how == "ready":
         made = folder / (COURSE_EXECUTABLE if _is_folder(submission.source) else submission.source.name)
         if not _executable(made):
             raise StagingRefused(f"{COURSE_EXECUTABLE} is not an executable plain file")
-        return Built(submission, take_program(made, program_folder, COURSE_EXECUTABLE), "an executable, not built")
+        return Built(submission, take_program(made, program_folder, COURSE_EXECUTABLE, settings.program_bytes),
+                     "an executable, not built")
     tool = _tool(submission.how)
     if tool is None:
         return Built(submission, None, f"{submission.how} is not on this machine's PATH, so it could not be built")
-    settings = settings or SandboxSettings()
     sandbox = Sandbox.open(None, settings)
     try:
         paths = sandbox.prepare(submission.slug, None, files=folder)
@@ -272,7 +273,7 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         limits = ProcessLimits(BUILD_FILE_BYTES, settings.processes, None, int(4 * timeout_s))
         outcome = sandbox.run(inside, paths, timeout_s, limits)
         made = _program_after_build(paths.folder, before) if outcome.returncode == 0 else None
-        program = take_program(made, program_folder, COURSE_EXECUTABLE) if made is not None else None
+        program = take_program(made, program_folder, COURSE_EXECUTABLE, settings.program_bytes) if made else None
         sandbox.finish(paths)
     finally:
         sandbox.close()

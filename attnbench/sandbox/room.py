@@ -54,7 +54,7 @@ from attnbench.sandbox.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, le
 from attnbench.sandbox.jit_cache import CACHE_BYTES, CACHE_SLACK_BYTES, cache_copy, seal_cache, tree_bytes
 from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, ProgramError, run_process
 from attnbench.sandbox.reaper import descendants, kill_user, sweep
-from attnbench.sandbox.staging import remove_tree
+from attnbench.sandbox.staging import PROGRAM_BYTES, remove_tree
 
 MODES = ("auto", "required", "none")
 NOBODY = 65534
@@ -82,7 +82,7 @@ class SandboxSettings:
     memory_mb: int | None = None
     cpu_s: float | None = None  # None: CPU_FACTOR times the case's timeout
     binds: tuple[Path, ...] = ()
-    program_mb: int = 64  # the largest program judged (its one sealed copy is linked into every run)
+    program_mb: int = PROGRAM_BYTES >> 20  # the largest program judged (its sealed copy is linked into each run)
 
     CPU_FACTOR = 4.0
     FILE_FACTOR = 4  # the output-size limit: this many times the expected output, at least FILE_FLOOR
@@ -537,8 +537,7 @@ def _program_copy(program: Path, folder: Path, cap: int) -> Path:
         raise ProgramError(f"{program}: {info.st_size / 2**20:.0f} MiB, over the {cap >> 20} MiB a program may be "
                            "(--max-program-mib)")
     copy = folder / program.name
-    sealed = (stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and info.st_nlink == 1
-              and not info.st_mode & 0o7222)
+    sealed = stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o7222
     if sealed:
         try:
             os.link(program, copy)

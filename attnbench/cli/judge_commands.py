@@ -9,7 +9,7 @@ import click
 
 from attnbench.api import EXECUTOR_OPTIONS
 from attnbench.api import programs as api_programs
-from attnbench.cli.options import command_line, notice
+from attnbench.cli.options import command_line, error_line, notice
 from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.output.export import save
 from attnbench.output.export.scoreboard_export import RowByRow
@@ -193,6 +193,9 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
             out.print(f"saved {path}", highlight=False, soft_wrap=True)
     if as_json:
         click.echo(board.to_json())
+    if board.settings.get("stopped_by"):  # the judge's own failure, not a submission's
+        error_line(f"the class stopped: {board.settings['stopped_by']}; what was judged is saved")
+        sys.exit(3)
     if board.interrupted:
         notice("interrupted; what was judged is saved")
         sys.exit(130)

@@ -9,7 +9,7 @@ import click
 
 from attnbench.api import EXECUTOR_OPTIONS
 from attnbench.api import programs as api_programs
-from attnbench.cli.options import command_line, notice
+from attnbench.cli.options import command_line, error_line, notice
 from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.output.export import save
 from attnbench.output.export.scoreboard_export import RowByRow
@@ -44,6 +44,8 @@ from attnbench.printable import printable
                    "virtual memory than it uses, so give GPU programs tens of GiB].")
 @click.option("--cpu-time", "cpu_s", type=click.FloatRange(min=0, min_open=True), default=None,
               help="CPU seconds per process (RLIMIT_CPU) [default: 4x the case's timeout, at least 10 s].")
+@click.option("--max-program-mib", "program_mb", type=click.IntRange(min=1), default=64, show_default=True,
+              help="The largest program judged, in MiB (its one read-only copy is linked into every run).")
 @click.option("--sandbox-bind", "binds", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="A folder the program may read (a CUDA toolkit outside /usr, say); repeatable.")
 @click.option("--fresh-inputs/--suite-inputs", "fresh_inputs", default=None,
@@ -85,8 +87,8 @@ from attnbench.printable import printable
                    "and notes go to standard error.")
 def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, limits_spec: str, args_template: str,
           timeout: float | None, sandbox_mode: str, max_processes: int, memory_mb: int | None, cpu_s: float | None,
-          binds: tuple[str, ...], rerun_top: int, gpus: str | None, build_timeout: float, arch: str | None,
-          build_command: str | None, diagnose: bool, executor: str, partition: str | None,
+          program_mb: int, binds: tuple[str, ...], rerun_top: int, gpus: str | None, build_timeout: float,
+          arch: str | None, build_command: str | None, diagnose: bool, executor: str, partition: str | None,
           gres: str | None, time_min: int, resume_folder: str | None, with_html: bool, results_dir: str,
           name: str | None, no_save: bool, fresh_inputs: bool | None, history_folder: str | None,
           as_json: bool) -> None:
@@ -130,7 +132,8 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
     if history_folder is not None:
         _show_history(history_folder)
         return
-    sandbox = api_programs.SandboxSettings(sandbox_mode, max_processes, memory_mb, cpu_s, tuple(Path(b) for b in binds))
+    sandbox = api_programs.SandboxSettings(sandbox_mode, max_processes, memory_mb, cpu_s, tuple(Path(b) for b in binds),
+                                           program_mb)
     options = api_programs.JudgeOptions(
         programs=programs, cases=case_selector, launcher=launcher, time_limits=limits_spec, args=args_template,
         timeout=timeout, sandbox=sandbox, rerun_top=rerun_top, gpus=gpus, build_timeout=build_timeout,
@@ -202,6 +205,9 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
             out.print(f"saved {path}", highlight=False, soft_wrap=True)
     if as_json:
         click.echo(board.to_json())
+    if board.settings.get("stopped_by"):  # the judge's own failure, not a submission's
+        error_line(f"the class stopped: {board.settings['stopped_by']}; what was judged is saved")
+        sys.exit(3)
     if board.interrupted:
         notice("interrupted; what was judged is saved")
         sys.exit(130)

@@ -25,6 +25,7 @@ from attnbench.judge.classroom import (
     gpu_name,
     new_board,
     record_seeds,
+    stopped,
     warm_up_entry,
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
@@ -62,24 +63,40 @@ def judge_submission(submission: Submission, cases: list[PreparedCase], settings
 def rerun_rows(rows: Sequence[SubmissionRow], programs: dict[str, Path], rounds: list[list[BenchInput]],
                settings: ClassSettings, listener: Listener, caches: Path | None = None) -> None:
     """Round by round (each on its own inputs: fresh ones are drawn anew for each), run every passed case
-    of every row once more; a run that fails makes the case fail. Each case ends with RERUN_RUNS runs."""
+    of every row once more; a run that fails makes the case fail. Each case ends with RERUN_RUNS runs.
+
+    Row by row, as the first round ran: each row is warmed up again right before its runs of the round (a
+    fresh sealed cache), which then run back to back, so no run can tell a rerun from a first run by how
+    long ago its warm-up wrote the cache it reads (first runs came under 3 s after theirs, reruns 7-9 s)."""
     by_name = {row.name: row for row in rows}
 
     def rerun(name: str, label: str, again: CaseEntry) -> None:
         add_run(by_name[name], label, again)
         listener(Progress("rerun", payload=(name, label, again)))
 
+    def wanted(row: SubmissionRow, label: str, number: int) -> bool:
+        entry = row.entries.get(label)
+        return bool(entry and entry.passed and len(entry.runs_s) < number)
+
     for number, round_inputs in enumerate(rounds, start=2):
-        for bench_input in round_inputs:
-            wanted = [r for r in rows if r.entries.get(bench_input.label) and r.entries[bench_input.label].passed
-                      and len(r.entries[bench_input.label].runs_s) < number]
-            if not wanted:
-                continue
-            case = prepare_case(bench_input)
-            try:
-                judge_here(settings, [(row.name, programs[row.name], case, cache_of(caches, row.name) if caches else None)
-                                      for row in wanted], rerun)
-            finally:
+        needed = [b for b in round_inputs if any(wanted(row, b.label, number) for row in rows)]
+        cases: list[PreparedCase] = []
+        try:
+            for bench_input in needed:
+                cases.append(prepare_case(bench_input))
+            for row in rows:
+                mine = [case for case in cases if wanted(row, case.label, number)]
+                if not mine:
+                    continue
+                cache = cache_of(caches, row.name) if caches else None
+                if cache is not None:
+                    first = round_inputs[0]  # the warm-up's shape, as in the first round: the first case's
+                    note = warm_up_entry(programs[row.name], first.shape, first.label, settings, cache)
+                    if note and note not in row.build_message:
+                        add_note(row, note)
+                judge_here(settings, [(row.name, programs[row.name], case, cache) for case in mine], rerun)
+        finally:
+            for case in cases:
                 release(case.input_path)
     for row in rows:
         row.reruns = RERUN_RUNS
@@ -117,6 +134,8 @@ def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput],
         rerun_rows(top, programs, rounds, settings, listen, caches)
     except KeyboardInterrupt:
         board.interrupted = True
+    except Exception as exc:  # noqa: BLE001 - the judge's own failure (its disk, say): the board, seeds and all, is kept
+        stopped(board, exc)
     finally:
         for case in cases:  # fresh inputs are secrets: never left behind, whatever happened
             release(case.input_path)

@@ -39,6 +39,7 @@ from attnbench.judge.classroom import (
     new_board,
     pinning,
     record_seeds,
+    stopped,
     warm_up_entry,
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
@@ -234,6 +235,12 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
                 row.reruns = RERUN_RUNS
             for number, round_inputs in enumerate(settings.rerun_rounds(inputs) if top else [], start=2):
                 record_seeds(board, f"rerun {number}", round_inputs)
+                for row in top:  # warmed up again right before the round, as before the first (class_here.rerun_rows)
+                    if inputs:
+                        note = warm_up_entry(programs[row.name], inputs[0].shape, inputs[0].label, settings,
+                                             cache_of(caches, row.name))
+                        if note and note not in row.build_message:
+                            add_note(row, note)
                 again = [(row.name, programs[row.name], b, cache_of(caches, row.name))
                          for b in round_inputs for row in top  # case by case
                          if row.entries.get(b.label) and row.entries[b.label].passed
@@ -241,6 +248,8 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
                 judge_jobs(pool, again, rerun)
     except KeyboardInterrupt:
         board.interrupted = True
+    except Exception as exc:  # noqa: BLE001 - the judge's own failure (its disk, say): the board, seeds and all, is kept
+        stopped(board, exc)
     finally:
         _pin(sorted(original))
         remove_tree(caches)

@@ -130,6 +130,13 @@ def warm_up_entry(program: Path, shape: Shape, label: str, settings: ClassSettin
         return ""
 
 
+def stopped(board: Scoreboard, exc: BaseException) -> None:
+    """The class stopped by an error of the judge's own (not a submission's: those are their rows'): the board
+    is kept as judged so far, with every round's seeds, marked interrupted and saying why."""
+    board.interrupted = True
+    board.settings["stopped_by"] = failure_text(exc)
+
+
 def add_note(row: SubmissionRow, note: str) -> None:
     """A note the judge adds to a row (after the build's own)."""
     if note:

@@ -63,13 +63,13 @@ def diagnosis(program: Path, spec: ProgramSpec, settings: SandboxSettings) -> st
         return "--diagnose: compute-sanitizer is not installed here"
     low, high = TIMEOUT_BOUNDS_S
     timeout = min(high, max(low, SLOWDOWN * spec.timeout_s))
-    words = (tool, "--tool", "memcheck", "--print-limit", "1", "--log-file", "/dev/stderr")
+    words = (tool, "--tool", "memcheck", "--print-limit", "1")
     room = Sandbox.open(program, settings, bool(spec.launcher))
     try:
         outcome = run_program(room, replace(spec, label=f"{spec.label}-diagnose", tool=words, timeout_s=timeout))
     finally:
         room.close()
-    found = first_error(outcome.process.stderr_tail)
+    found = first_error(f"{outcome.process.stdout_tail}\n{outcome.process.stderr_tail}")  # the tool writes to stdout
     if found is not None:
         return f"compute-sanitizer: {found}"
     if outcome.process.timed_out:

@@ -346,15 +346,16 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         return Built(submission, None, HIP_NOT_JUDGED)
     folder = _staged(submission, build_root)
     program_folder = build_root / submission.slug / "program"
+    settings = settings or SandboxSettings()
     if submission.how == "ready":
         made = folder / (COURSE_EXECUTABLE if _is_folder(submission.source) else submission.source.name)
         if not _executable(made):
             raise StagingRefused(f"{COURSE_EXECUTABLE} is not an executable plain file")
-        return Built(submission, take_program(made, program_folder, COURSE_EXECUTABLE), "an executable, not built")
+        return Built(submission, take_program(made, program_folder, COURSE_EXECUTABLE, settings.program_bytes),
+                     "an executable, not built")
     tool = {"make": "make", "nvcc": "nvcc", "cc": "cc"}[submission.how]
     if not rules.command and shutil.which(tool) is None:
         return Built(submission, None, f"{tool} is not on this machine's PATH, so it could not be built")
-    settings = settings or SandboxSettings()
     started = time.monotonic()
     sandbox = Sandbox.open(None, settings)
     try:
@@ -368,7 +369,7 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         assert outcome is not None
         built = outcome.returncode == 0 and not outcome.timed_out
         made = _program_after_build(paths.folder, before) if built else None
-        program = take_program(made, program_folder, COURSE_EXECUTABLE) if made is not None else None
+        program = take_program(made, program_folder, COURSE_EXECUTABLE, settings.program_bytes) if made else None
         sandbox.finish(paths)
     finally:
         sandbox.close()

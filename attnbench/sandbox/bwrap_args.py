@@ -15,8 +15,8 @@ from typing import Sequence
 BWRAP_ENV = "ATTNBENCH_BWRAP"
 
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",
-        "localtime")
+# The host's passwd and group are not among these: they name its accounts (account_files writes the box's own)
+_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "localtime")
 _GPU_NODES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri")
 
 
@@ -30,6 +30,23 @@ def system_binds() -> list[str]:
     for name in _ETC:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     return args
+
+
+def account_files(folder: Path, uid: int) -> tuple[Path, Path]:
+    """The box's own /etc/passwd and /etc/group, written into folder: root, the run's user (uid, named
+    "runner", at home in /tmp) and nobody; nothing of the host's accounts."""
+    users = {0: "root", uid: "runner", 65534: "nobody"}
+    homes = {0: "/root", 65534: "/nonexistent"}
+    passwd = "".join(f"{name}:x:{number}:{number}:{name}:{homes.get(number, '/tmp')}:/usr/sbin/nologin\n"
+                     for number, name in users.items())
+    group = "".join(f"{name if number != 65534 else 'nogroup'}:x:{number}:\n" for number, name in users.items())
+    written = []
+    for name, text in (("passwd", passwd), ("group", group)):
+        path = folder / name
+        path.write_text(text)
+        os.chmod(path, 0o644)
+        written.append(path)
+    return written[0], written[1]
 
 
 def gpu_binds() -> list[str]:

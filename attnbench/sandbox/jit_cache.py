@@ -2,14 +2,20 @@
 
 A program built as PTX compiles its kernels at its first launch; CUDA keeps the result in its cache
 (CUDA_CACHE_PATH). One warm-up run, neither timed nor judged, is the only run that writes a submission's
-cache; `seal_cache` then makes it the judge's (no write bit for anyone, no link, no special file, no hard
-link), and each judged run gets a copy of its own (attnbench.sandbox.room), thrown away after it.
+cache, in a folder of the warm-up's own (as root a capped tmpfs: attnbench.sandbox.room). `seal_cache` then
+builds the sealed cache by construction: it walks what the warm-up wrote by folder descriptors (never a path,
+so no depth or name length stops it) and copies each plain file into a fresh file the judge creates, its mode
+0644, in folders of its own; anything it cannot inspect or will not keep (a link, a special file, a hard link,
+a folder deeper than MAX_DEPTH, an entry it cannot open) drops the whole cache, with a note. Each judged run
+gets a copy of the sealed cache of its own (attnbench.sandbox.room), thrown away after it.
 
 The warm-up is untimed, so a program could fill its cache there (18 x 20 MB once made every judged run
-copy 360 MB, untimed too): a sealed cache over CACHE_BYTES or CACHE_ENTRIES is dropped whole (its row
-says so) and the judged runs get an empty cache. A run's copy hard-links the sealed entries larger than
-LINK_FROM (CUDA writes an entry once, under a new name) when the run is another user than the cache's
-owner, so it can read them but never write them; small files (CUDA's index, which it rewrites) are copied.
+copy 360 MB, untimed too; 683 MiB in 3,202 entries once hid below folders deeper than PATH_MAX): a cache
+over CACHE_BYTES (counted in the blocks a file holds as well as its size: fallocate reserves blocks past
+the size) or CACHE_ENTRIES is dropped whole (its row says so) and the judged runs get an empty cache. A
+run's copy hard-links the sealed entries larger than LINK_FROM (CUDA writes an entry once, under a new
+name) when the run is another user than the cache's owner, so it can read them but never write them;
+small files (CUDA's index, which it rewrites) are copied.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from attnbench.sandbox.staging import StagingRefused, copy_submission, remove_tree
+from attnbench.sandbox.staging import StagingRefused, copy_submission, remove_tree, shown
 
 CACHE_BYTES = 256 << 20  # hw4's kernels take a few hundred KiB; a real program's cache stays far below
 CACHE_ENTRIES = 2000
@@ -30,10 +36,19 @@ COPIED_BYTES = 8 << 20
 # What a judged run may add to its copy, where the copy is capped (as root): CUDA writes a kernel it had
 # to compile again, a few MiB at most; past this its writes fail, which CUDA takes as a cache it cannot use.
 CACHE_SLACK_BYTES = 64 << 20
+# CUDA's cache is three folders deep; 8 names of 255 bytes stay within PATH_MAX below any judge's folder,
+# so every later walk of the sealed cache (a run's copy, its removal) may use paths.
+MAX_DEPTH = 8
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+
+
+class _Dropped(Exception):
+    """Why the warm-up's cache is not kept."""
 
 
 def tree_bytes(folder: Path) -> int:
-    """The bytes of the plain files under a (sealed) folder, links not followed."""
+    """The bytes of the plain files under a sealed folder (made by seal_cache: MAX_DEPTH deep at most)."""
     total = 0
     for current, _, files in os.walk(folder):
         for name in files:
@@ -42,47 +57,107 @@ def tree_bytes(folder: Path) -> int:
     return total
 
 
-def seal_cache(folder: Path, first: bool = True) -> str:
-    """Make a JIT cache read-only to every program: owned by the judge, no write bit for anyone else, no
-    link or special file kept (the warm-up run wrote it). `first`: the seal right after the warm-up (later
-    seals leave alone the hard links that runs' copies make). Over CACHE_BYTES or CACHE_ENTRIES the cache
-    is emptied: returns why ('' when it was kept)."""
-    total, entries, copied = 0, 0, 0
-    stack = [folder]
-    while stack:
-        current = stack.pop()
-        try:
-            info = os.lstat(current)
-        except OSError:
-            continue
-        if stat.S_ISLNK(info.st_mode) or not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)) or (
-                first and stat.S_ISREG(info.st_mode) and info.st_nlink > 1):
-            remove_tree(current)
-            continue
-        try:
-            if os.geteuid() == 0:
-                os.chown(current, 0, 0, follow_symlinks=False)
-            os.chmod(current, 0o755 if stat.S_ISDIR(info.st_mode) else 0o644)
-        except OSError:
-            remove_tree(current)
-            continue
-        if stat.S_ISDIR(info.st_mode) and len(current.relative_to(folder).parts) < 16:
-            stack.extend(current / name for name in os.listdir(current))
-        elif stat.S_ISDIR(info.st_mode):
-            remove_tree(current)
-        entries += 1
-        total += info.st_size if stat.S_ISREG(info.st_mode) else 0
-        copied += info.st_size if stat.S_ISREG(info.st_mode) and info.st_size <= LINK_FROM else 0
-    if total <= CACHE_BYTES and entries <= CACHE_ENTRIES + 1 and copied <= COPIED_BYTES:  # the folder is one entry
+def held_bytes(info: os.stat_result) -> int:
+    """What a file takes: its size, or the blocks it holds where they are more (fallocate's reservations)."""
+    return max(info.st_size, getattr(info, "st_blocks", 0) * 512)
+
+
+def seal_cache(written: Path, sealed: Path) -> str:
+    """The sealed cache in `sealed` (replaced, made anew), built from what the warm-up wrote in `written`
+    (read by descriptors, never followed or changed). Returns '' when it was kept, else why it was dropped
+    (then `sealed` is an empty folder)."""
+    remove_tree(sealed)
+    os.mkdir(sealed, 0o755)
+    try:
+        _copy_sealed(written, sealed)
         return ""
-    for name in os.listdir(folder):
-        remove_tree(folder / name)
-    return (f"its CUDA cache after the warm-up ({total / 2**20:.0f} MiB in {entries - 1} entries, "
-            f"{copied / 2**20:.0f} MiB of them small files each run would copy) was over {CACHE_BYTES >> 20} MiB, "
-            f"{CACHE_ENTRIES} entries or {COPIED_BYTES >> 20} MiB of small files: dropped, its runs started with "
-            "an empty one")
+    except _Dropped as why:
+        remove_tree(sealed)
+        os.mkdir(sealed, 0o755)
+        return f"its CUDA cache after the warm-up {why}: dropped, its runs started with an empty one"
 
 
+def _copy_sealed(written: Path, sealed: Path) -> None:
+    try:
+        top = os.open(written, _FOLDER)
+    except FileNotFoundError:
+        return  # the warm-up never ran: an empty cache
+    except OSError as exc:
+        raise _Dropped(f"could not be opened ({exc.strerror})") from None
+    counts = {"entries": 0, "bytes": 0, "copied": 0}
+    target = os.open(sealed, _FOLDER)
+    try:  # a pair of descriptors open per level walked: MAX_DEPTH pairs at most
+        _copy_level(top, target, 1, "", counts)
+    finally:
+        os.close(top)
+        os.close(target)
+
+
+def _copy_level(source: int, target: int, depth: int, where: str, counts: dict[str, int]) -> None:
+    try:
+        names = sorted(os.listdir(source))
+    except OSError as exc:
+        raise _Dropped(f"held a folder it could not list ({exc.strerror})") from None
+    for name in names:
+        path = f"{where}{name}"
+        counts["entries"] += 1
+        if counts["entries"] > CACHE_ENTRIES:
+            raise _Dropped(f"held more than {CACHE_ENTRIES} entries")
+        try:
+            info = os.lstat(name, dir_fd=source)
+        except OSError as exc:
+            raise _Dropped(f"held an entry it could not inspect ({shown(path)[:80]}: {exc.strerror})") from None
+        if stat.S_ISDIR(info.st_mode):
+            if depth >= MAX_DEPTH:
+                raise _Dropped(f"held folders nested deeper than {MAX_DEPTH}")
+            try:
+                below = os.open(name, _FOLDER, dir_fd=source)
+            except OSError as exc:
+                raise _Dropped(f"held a folder it could not open ({shown(path)[:80]}: {exc.strerror})") from None
+            try:
+                os.mkdir(name, 0o755, dir_fd=target)
+                made = os.open(name, _FOLDER, dir_fd=target)
+                try:
+                    _copy_level(below, made, depth + 1, f"{path}/", counts)
+                finally:
+                    os.close(made)
+            finally:
+                os.close(below)
+        elif stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
+            counts["bytes"] += held_bytes(info)
+            counts["copied"] += held_bytes(info) if info.st_size <= LINK_FROM else 0
+            if counts["bytes"] > CACHE_BYTES:
+                raise _Dropped(f"held more than {CACHE_BYTES >> 20} MiB")
+            if counts["copied"] > COPIED_BYTES:
+                raise _Dropped(f"held more than {COPIED_BYTES >> 20} MiB of small files each run would copy")
+            _copy_file(source, name, target, info, path)
+        else:
+            kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else (
+                "a hard link" if stat.S_ISREG(info.st_mode) else "a special file")
+            raise _Dropped(f"held {kind} ({shown(path)[:80]})")
+
+
+def _copy_file(source: int, name: str, target: int, info: os.stat_result, path: str) -> None:
+    try:
+        fd = os.open(name, _READ, dir_fd=source)
+    except OSError as exc:
+        raise _Dropped(f"held a file it could not read ({shown(path)[:80]}: {exc.strerror})") from None
+    try:
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino) or not stat.S_ISREG(now.st_mode):
+            raise _Dropped(f"changed while it was sealed ({shown(path)[:80]})")
+        out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                      dir_fd=target)
+        try:
+            left = info.st_size  # never more than lstat saw: the cap was counted on it
+            while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+                os.write(out, chunk)
+                left -= len(chunk)
+            os.fchmod(out, 0o644)
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
 
 
 def cache_copy(sealed: Path, folder: Path, user: int | None) -> Path:
@@ -108,7 +183,7 @@ def cache_copy(sealed: Path, folder: Path, user: int | None) -> Path:
 
 
 def _link_or_copy(sealed: Path, folder: Path) -> None:
-    """The sealed tree (checked by seal_cache: folders and plain files only, 16 deep at most) into the new
+    """The sealed tree (built by seal_cache: folders and plain files only, MAX_DEPTH deep at most) into the new
     folder: entries over LINK_FROM hard-linked, the rest copied; a link that fails (another file system)
     is a copy."""
     stack = [(sealed, folder)]

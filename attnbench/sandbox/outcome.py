@@ -70,8 +70,13 @@ def survivors_note(outcome: ProcessOutcome) -> str:
     return f"; {len(outcome.left_running)} of its processes were still alive after the kill: {named}"
 
 
-def _limit_ending(signum: int | None, output: Path, limits: ProcessLimits) -> tuple[str, str] | None:
-    """RESOURCE LIMIT when a limit stopped the program (by its signal, or an output at the size cap)."""
+def _limit_ending(signum: int | None, output: Path, limits: ProcessLimits,
+                  streamed_past: bool = False) -> tuple[str, str] | None:
+    """RESOURCE LIMIT when a limit stopped the program (by its signal, an output at the size cap, or stdout or
+    stderr past it)."""
+    if streamed_past:
+        return RESOURCE, (f"wrote more than the {_size(limits.file_bytes or 0)} file-size limit to its stdout or "
+                          "stderr: stopped")
     if signum == signal.SIGXFSZ or (limits.file_bytes is not None and _file_size(output) >= limits.file_bytes):
         return RESOURCE, f"wrote more than the {_size(limits.file_bytes or 0)} file-size limit: stopped"
     if signum == signal.SIGXCPU:
@@ -118,7 +123,7 @@ def ended(process: ProcessOutcome, output: Path, shape: Shape, limits: ProcessLi
             return stopped(TIMEOUT, f"still running after {timeout_s:g} s: killed")
         return stopped(TIMEOUT, f"still running after {timeout_s:g} s: killed (with every process it started)")
     signum = signal_of(process.returncode, sandboxed)
-    limit = _limit_ending(signum, output, limits)
+    limit = _limit_ending(signum, output, limits, process.stream_overflow)
     if limit is not None:
         return stopped(*limit)
     if process.returncode != 0:

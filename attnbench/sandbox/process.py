@@ -50,7 +50,7 @@ def check_program(program: str) -> Path:
 class ProcessLimits:
     """Resource limits set in the program's process before it starts (None: not limited)."""
 
-    file_bytes: int | None = None  # RLIMIT_FSIZE: the largest file it may write (stdout and stderr too)
+    file_bytes: int | None = None  # RLIMIT_FSIZE: the largest file it may write; also what stdout or stderr may carry
     processes: int | None = None  # RLIMIT_NPROC: processes and threads beyond those its user already has
     memory_bytes: int | None = None  # RLIMIT_AS: address space; CUDA reserves far more than it uses
     cpu_s: int | None = None  # RLIMIT_CPU: CPU seconds of each process
@@ -69,20 +69,13 @@ class ProcessOutcome:
     timed_out: bool
     stderr_tail: str
     left_running: tuple[Leftover, ...] = ()  # processes the sweep could not kill (none, normally)
+    stdout_tail: str = ""
+    stream_overflow: bool = False  # it wrote past its file-size limit on stdout or stderr, and was stopped
 
     @property
     def all_ended(self) -> bool:
         """True when no process the program started was alive after the sweep."""
         return not self.left_running
-
-
-def _tail(path: Path) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, path.stat().st_size - _TAIL_BYTES))
-            return f.read().decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -121,21 +114,21 @@ def _limiter(limits: ProcessLimits, uid: int, first: Callable[[], None] | None =
 
 
 def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: ProcessLimits | None = None,
-                user: int | None = None, env: dict[str, str] | None = None, logs: Path | None = None,
-                sole_user: bool = False, before_exec: Callable[[], None] | None = None,
+                user: int | None = None, env: dict[str, str] | None = None, sole_user: bool = False,
+                before_exec: Callable[[], None] | None = None,
                 after_limits: Callable[[], None] | None = None) -> ProcessOutcome:
     """Run argv in its own process group (as uid `user` if given, under `limits`); wall-clock it from launch
     to exit; kill the group at the timeout; then kill every descendant left and report any still alive.
-    Its stdout and stderr go to files in `logs` (default: cwd). With `sole_user` (uid `user` belongs to this
-    run alone), every process of that uid is killed too, whatever tree it is in. `before_exec` runs in the
-    child as the judge's user, before the limits and the switch to `user` (to join a cgroup); `after_limits`
-    runs last, as `user`, just before exec (the judge's system-call filter).
+    Its stdout and stderr are pipes this process drains, keeping the last _TAIL_BYTES of each: nothing it
+    prints lands on a disk, and past `limits.file_bytes` on either it is stopped (`stream_overflow`). With
+    `sole_user` (uid `user` belongs to this run alone), every process of that uid is killed too, whatever
+    tree it is in. `before_exec` runs in the child as the judge's user, before the limits and the switch to
+    `user` (to join a cgroup); `after_limits` runs last, as `user`, just before exec (the judge's system-call
+    filter).
 
     An orphan carries no trace of who started it, so the sweep kills every descendant of this process that
     appeared while argv ran: run one program at a time per process (concurrent cases belong in separate
     worker processes)."""
-    logs = logs or cwd
-    stdout_path, stderr_path = logs / ".judge_stdout", logs / ".judge_stderr"
     become_subreaper()
     spared = set(descendants(os.getpid()))
     own_steps = before_exec is not None or after_limits is not None  # then the uid switch is ours, in order
@@ -144,19 +137,25 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
     if limits is not None or own_steps:
         preexec = _limiter(limits or ProcessLimits(), os.getuid() if user is None else user, before_exec,
                            user if own_steps else None, after_limits)
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        start = time.perf_counter()
+    streams = _Streams((limits or ProcessLimits()).file_bytes)
+    start = time.perf_counter()
+    try:
+        process = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=streams.out_w,
+                                   stderr=streams.err_w, start_new_session=True, env=env, preexec_fn=preexec, **ids)
+    except (OSError, subprocess.SubprocessError) as exc:
+        streams.close()
+        raise ProgramError(f"{argv[0]}: cannot be started ({getattr(exc, 'strerror', None) or exc})") from None
+    streams.parent_started()
+    try:
         try:
-            process = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                       start_new_session=True, env=env, preexec_fn=preexec, **ids)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise ProgramError(f"{argv[0]}: cannot be started ({getattr(exc, 'strerror', None) or exc})") from None
-        try:
-            exited = _wait_for_exit(process, timeout_s)
+            exited = _wait_for_exit(process, timeout_s, streams)
             wall = time.perf_counter() - start
             if exited:
                 returncode: int | None = process.wait()
                 timed_out = False
+            elif streams.overflow:
+                _kill_group(process)
+                returncode, timed_out = process.returncode, False
             else:
                 _kill_group(process)
                 returncode, timed_out = None, True
@@ -166,37 +165,121 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
             if sole_user and user is not None:
                 kill_user(user)
             raise
-    # A program that exits while children it started keep running: those are not its output.
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    left = sweep(spared)
-    if sole_user and user is not None:
-        left = [*left, *(p for p in kill_user(user) if p.pid not in {q.pid for q in left})]
-    return ProcessOutcome(returncode, wall, timed_out, _tail(stderr_path), tuple(left))
+        # A program that exits while children it started keep running: those are not its output.
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        left = sweep(spared)
+        if sole_user and user is not None:
+            left = [*left, *(p for p in kill_user(user) if p.pid not in {q.pid for q in left})]
+        streams.drain_left()
+    finally:
+        streams.close()
+    return ProcessOutcome(returncode, wall, timed_out, streams.tail(streams.err_r), tuple(left),
+                          streams.tail(streams.out_r), streams.overflow)
 
 
-def _wait_for_exit(process: subprocess.Popen, timeout_s: float) -> bool:
-    """Whether the process exited within timeout_s, told the moment it exits (it is not reaped here).
+class _Streams:
+    """The program's stdout and stderr as pipes: read as they fill, the last _TAIL_BYTES of each kept, their
+    bytes counted against `cap`. Files on the judge's disk once let a program reserve that disk whole with
+    fallocate(FALLOC_FL_KEEP_SIZE), past RLIMIT_FSIZE, and showed it the judge's folders through
+    /proc/self/fd; a pipe holds 64 KiB of the judge's memory and nothing else."""
+
+    def __init__(self, cap: int | None) -> None:
+        self.cap = cap
+        self.out_r, self.out_w = os.pipe()
+        self.err_r, self.err_w = os.pipe()
+        for fd in (self.out_r, self.err_r):
+            os.set_blocking(fd, False)
+        self.kept = {self.out_r: bytearray(), self.err_r: bytearray()}
+        self.count = {self.out_r: 0, self.err_r: 0}
+        self.open = {self.out_r, self.err_r}
+        self.overflow = False
+
+    def parent_started(self) -> None:
+        """The child holds the write ends now: the parent's copies go, so the pipes end with its writers."""
+        for fd in (self.out_w, self.err_w):
+            os.close(fd)
+        self.out_w = self.err_w = -1
+
+    def read(self, fd: int) -> None:
+        """What fd holds now (not blocking); EOF closes it."""
+        while fd in self.open:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.open.discard(fd)
+                return
+            self.count[fd] += len(chunk)
+            kept = self.kept[fd]
+            kept += chunk
+            del kept[:-_TAIL_BYTES]
+            if self.cap is not None and self.count[fd] > self.cap:
+                self.overflow = True
+
+    def drain_left(self) -> None:
+        """After every writer is dead: what the pipes still hold."""
+        for fd in list(self.open):
+            self.read(fd)
+
+    def tail(self, fd: int) -> str:
+        return bytes(self.kept[fd]).decode(errors="replace")
+
+    def close(self) -> None:
+        for fd in (self.out_r, self.err_r, self.out_w, self.err_w):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+
+def _wait_for_exit(process: subprocess.Popen, timeout_s: float, streams: _Streams) -> bool:
+    """Whether the process exited within timeout_s, told the moment it exits (it is not reaped here), its
+    pipes drained meanwhile; False too when it wrote past the cap (streams.overflow).
 
     Popen.wait(timeout) polls with sleeps that grow to 50 ms, so every wall time came out in steps of up to
     50 ms: programs 10-40 ms apart tied, or one just past a step lost to one just before it. A pidfd is
-    readable when the process exits, and poll() wakes on it at once (Linux 5.3 on); where there is none, a
-    thread's blocking wait stands in."""
+    readable when the process exits, and poll() wakes on it at once (Linux 5.3 on), as on the pipes."""
+    deadline = time.monotonic() + timeout_s
     try:
         pidfd = os.pidfd_open(process.pid)
     except (AttributeError, OSError):
-        return _wait_in_thread(process, timeout_s)
+        pidfd = None
+        waiter = _exit_waiter(process)
     try:
         poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        return bool(poller.poll(max(0, int(timeout_s * 1000))))
+        if pidfd is not None:
+            poller.register(pidfd, select.POLLIN)
+        for fd in streams.open:
+            poller.register(fd, select.POLLIN)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            wait_ms = int(left * 1000) + 1 if pidfd is not None else min(int(left * 1000) + 1, 5)
+            for fd, _ in poller.poll(wait_ms):
+                if fd == pidfd:
+                    return True
+                streams.read(fd)
+                if fd not in streams.open:
+                    poller.unregister(fd)
+                if streams.overflow:
+                    return False
+            if pidfd is None and waiter.is_set():
+                return True
     finally:
-        os.close(pidfd)
+        if pidfd is not None:
+            os.close(pidfd)
 
 
-def _wait_in_thread(process: subprocess.Popen, timeout_s: float) -> bool:
+def _exit_waiter(process: subprocess.Popen):  # noqa: ANN202 - a threading.Event
+    """Where there is no pidfd: an event a thread sets when the process exits (not reaped)."""
     import threading
 
     exited = threading.Event()
@@ -206,7 +289,7 @@ def _wait_in_thread(process: subprocess.Popen, timeout_s: float) -> bool:
         exited.set()
 
     threading.Thread(target=wait, daemon=True).start()
-    return exited.wait(timeout_s)
+    return exited
 
 
 def exit_text(returncode: int) -> str:

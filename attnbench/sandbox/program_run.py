@@ -16,7 +16,6 @@ from pathlib import Path
 
 from attnbench.cases.inputs import seeded_testcase
 from attnbench.cases.testcase import Shape, write_testcase
-from attnbench.sandbox.jit_cache import seal_cache
 from attnbench.sandbox.outcome import ProgramOutcome, ended
 from attnbench.sandbox.process import ProgramError
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings
@@ -70,8 +69,7 @@ def warm_up(room: Sandbox, spec: ProgramSpec) -> str:
             run_program(room, replace(spec, label="warmup", input_path=throwaway))
         except ProgramError:
             pass  # a program that cannot start says so in its first real run
-    room.cache_writable = False
-    return seal_cache(room.cuda_cache) if room.cuda_cache is not None else ""
+    return room.seal_warm_cache()
 
 
 class WarmCaches:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass, field, replace
@@ -42,6 +43,7 @@ from attnbench.errors import AttnbenchError
 from attnbench.sandbox import case_disk, cgroups, oom_priority, syscall_filter
 from attnbench.sandbox.bwrap_args import (
     BWRAP_ENV,  # noqa: F401 - the variable is part of the sandbox's interface
+    account_files,
     bwrap_starts,
     find_bwrap,
     gpu_binds,
@@ -49,16 +51,17 @@ from attnbench.sandbox.bwrap_args import (
     system_binds,
 )
 from attnbench.sandbox.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
-from attnbench.sandbox.jit_cache import CACHE_SLACK_BYTES, cache_copy, seal_cache, tree_bytes
-from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, run_process
-from attnbench.sandbox.reaper import kill_user
-from attnbench.sandbox.staging import remove_tree
+from attnbench.sandbox.jit_cache import CACHE_BYTES, CACHE_SLACK_BYTES, cache_copy, seal_cache, tree_bytes
+from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, ProgramError, run_process
+from attnbench.sandbox.reaper import descendants, kill_user, sweep
+from attnbench.sandbox.staging import PROGRAM_BYTES, remove_tree
 
 MODES = ("auto", "required", "none")
 NOBODY = 65534
 INSIDE_CASE, INSIDE_PROGRAM, INSIDE_CACHE = "/judge/case", "/judge/program", "/judge/cuda-cache"
 TMP_BYTES = 256 << 20  # the private /tmp lives in memory; nvcc's JIT cache fits
 SHM_BYTES = 64 << 20  # /dev/shm, the only writable place in the read-only /dev
+WARM_CACHE_BYTES = CACHE_BYTES + (1 << 20)  # the warm-up's cache, as root: a sealed cache's cap and a little
 _PASSED_ENV = ("LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES",
                "NVIDIA_DRIVER_CAPABILITIES", "LD_LIBRARY_PATH", "OMP_NUM_THREADS")
 _PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -79,10 +82,15 @@ class SandboxSettings:
     memory_mb: int | None = None
     cpu_s: float | None = None  # None: CPU_FACTOR times the case's timeout
     binds: tuple[Path, ...] = ()
+    program_mb: int = PROGRAM_BYTES >> 20  # the largest program judged (its sealed copy is linked into each run)
 
     CPU_FACTOR = 4.0
     FILE_FACTOR = 4  # the output-size limit: this many times the expected output, at least FILE_FLOOR
     FILE_FLOOR = 1 << 20
+
+    @property
+    def program_bytes(self) -> int:
+        return self.program_mb << 20
 
     def limits_for(self, output_bytes: int, timeout_s: float) -> ProcessLimits:
         """The resource limits of one case."""
@@ -130,7 +138,6 @@ class CasePaths:
     folder: Path
     input: Path
     output: Path
-    logs: Path  # stdout and stderr, outside the folder the program can touch
     input_arg: str
     output_arg: str
     cgroup: Path | None = None  # the run's own cgroup (memory.max, pids.max), where one could be made
@@ -172,7 +179,8 @@ class Sandbox:
     # CUDA's JIT cache (CUDA_CACHE_PATH): without it a program built as PTX only (nvcc without -arch)
     # compiles its kernels again in every case (about 2 s a case for the course's hw4 on an H200, against
     # 0.3 s with the cache), which times the driver, not the program. It is written by one warm-up run that
-    # is neither timed nor judged (`cache_writable`), then sealed (`seal_cache`: the judge's, no write bit);
+    # is neither timed nor judged (`cache_writable`), in a folder of its own (as root a capped tmpfs), then
+    # sealed (`seal_warm_cache`: copied by the judge into `cuda_cache`, files of its own, no write bit);
     # each judged run gets a copy of its own (CUDA may insist on writing to its cache), removed with the
     # run, so nothing a run writes reaches another run.
     cuda_cache: Path | None = None
@@ -192,11 +200,7 @@ class Sandbox:
         try:
             os.chmod(root, 0o711)  # nobody may pass through to its case folder, not list the others
             (root / "program").mkdir(mode=0o755)
-            copy = None
-            if program is not None:
-                copy = root / "program" / program.name
-                shutil.copyfile(program, copy)
-                os.chmod(copy, 0o555)
+            copy = None if program is None else _program_copy(program, root / "program", settings.program_bytes)
             sandbox = cls(Confinement("fallback"), root, copy, launched, settings, cuda_cache or root / "cuda-cache",
                           cache_writable)
             sandbox.disk_capped = case_disk.can_cap() and not launched
@@ -218,13 +222,34 @@ class Sandbox:
         assert self.cuda_cache is not None
         if not self.cuda_cache.exists():
             self.cuda_cache.mkdir(mode=0o755)
-        if self.cache_writable and self.user is not None:
-            os.chown(self.cuda_cache, self.user, self.user)
-        elif not self.cache_writable:
-            seal_cache(self.cuda_cache, first=False)  # sealed after the warm-up; runs' copies may link to it
+        if self.cache_writable:
+            warm = self._warm_cache()
+            warm.mkdir(mode=0o755)
+            # as root a tmpfs of its own: the warm-up once reserved the judge's whole disk under its cache
+            if self.disk_capped and case_disk.cap(warm, WARM_CACHE_BYTES):
+                os.chmod(warm, 0o755)
+            if self.user is not None:
+                os.chown(warm, self.user, self.user)
+
+    def _warm_cache(self) -> Path:
+        """Where the warm-up run writes its cache (this room's own folder, never the sealed one)."""
+        return self.root / "warm-cache"
+
+    def seal_warm_cache(self) -> str:
+        """After the warm-up: its cache sealed into `cuda_cache` (jit_cache.seal_cache, replacing what was there),
+        the warm-up's folder removed; from then on each run gets a copy. Returns why it was dropped, or ''."""
+        assert self.cuda_cache is not None
+        why = seal_cache(self._warm_cache(), self.cuda_cache)
+        if self.disk_capped:
+            case_disk.uncap(self._warm_cache())
+        _remove(self._warm_cache())
+        self.cache_writable = False
+        return why
 
     def _cache_path(self) -> str:
-        return INSIDE_CACHE if self.confinement.sandboxed else str(self.cuda_cache)
+        if self.confinement.sandboxed:
+            return INSIDE_CACHE
+        return str(self._warm_cache() if self.cache_writable else self.cuda_cache)
 
     def _choose(self) -> Confinement:
         own = os.geteuid() == 0 and not self.launched
@@ -255,6 +280,7 @@ class Sandbox:
         self.confinement = Confinement("bwrap", tool, user)
         probe = self.prepare("probe", None)
         ids = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
+        spared = set(descendants(os.getpid()))
         try:
             done = subprocess.run(self.command(["/bin/sh", "-c", "exit 0"], probe), stdin=subprocess.DEVNULL,
                                   capture_output=True, timeout=30, env=self.launcher_env(), cwd=probe.folder, **ids)
@@ -263,6 +289,7 @@ class Sandbox:
         except (OSError, subprocess.SubprocessError) as exc:
             return f"bwrap cannot run: {exc}"
         finally:
+            sweep(spared)  # bwrap's own children, handed to this process (a subreaper) when bwrap exits: reaped
             self.finish(probe)
 
     def prepare(self, label: str, input_path: Path | None, files: Path | None = None) -> CasePaths:
@@ -270,10 +297,9 @@ class Sandbox:
         a copy of the folder `files` if given (a submission to build, say)."""
         if self.confinement.own_uids:  # a uid of its own for every run
             self.confinement = replace(self.confinement, user=draw_uid())
-            if self.cache_writable and self.cuda_cache is not None and self.user is not None:
-                os.chown(self.cuda_cache, self.user, self.user)
+            if self.cache_writable and self.user is not None:
+                os.chown(self._warm_cache(), self.user, self.user)
         folder = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.root))
-        logs = Path(tempfile.mkdtemp(prefix=f"{label}-logs-", dir=self.root))
         size = case_disk.case_bytes(input_path, files is not None, self.settings.FILE_FACTOR, self.settings.FILE_FLOOR)
         capped = self.disk_capped and case_disk.cap(folder, size)
         if files is not None:
@@ -296,9 +322,16 @@ class Sandbox:
             except OSError as exc:  # the judge's group was made, a run's was not: no groups from here on
                 self.groups.close()
                 self.groups, self.groups_reason = None, f"a run's cgroup could not be made ({exc.strerror})"
-        return CasePaths(folder, copy, output, logs, f"{inside}/{copy.name}", f"{inside}/{output.name}", group,
+        self._write_accounts()
+        return CasePaths(folder, copy, output, f"{inside}/{copy.name}", f"{inside}/{output.name}", group,
                          cache, cache_capped, capped,
                          self._scratch(label) if capped and self.confinement.sandboxed else None)
+
+    def _write_accounts(self) -> None:
+        """The box's own passwd and group for the run's user (bwrap_args.account_files), in the room's folder."""
+        folder = self.root / "accounts"
+        folder.mkdir(mode=0o755, exist_ok=True)
+        account_files(folder, os.geteuid() if self.user is None else self.user)
 
     def _scratch(self, label: str) -> tuple[Path, Path] | None:
         """The run's /tmp and /dev/shm as capped tmpfs mounts of their own (case_disk.cap: bytes and files),
@@ -367,7 +400,7 @@ class Sandbox:
         """argv (as the program sees paths) run in this room's case: wrapped in the sandbox (and the launcher
         around it), as the run's user, under `limits`, with its first and last steps before exec."""
         return run_process(self.wrapped(argv, case, launcher), case.folder, timeout_s, limits=limits,
-                           user=self.user, env=self.case_env(case), logs=case.logs, sole_user=self.sole_user,
+                           user=self.user, env=self.case_env(case), sole_user=self.sole_user,
                            before_exec=self.before_exec(case), after_limits=self.after_limits())
 
     def wrapped(self, argv: Sequence[str], case: CasePaths, launcher: Sequence[str] = ()) -> list[str]:
@@ -412,8 +445,11 @@ class Sandbox:
         if not self.confinement.sandboxed:
             return list(argv)
         assert self.confinement.tool is not None
+        accounts = self.root / "accounts"
         args = [self.confinement.tool, "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
-                "--die-with-parent", "--new-session", *system_binds(), "--ro-bind", "/sys", "/sys",
+                "--die-with-parent", "--new-session", *system_binds(),
+                "--ro-bind", self._source(accounts / "passwd", case), "/etc/passwd",
+                "--ro-bind", self._source(accounts / "group", case), "/etc/group", "--ro-bind", "/sys", "/sys",
                 "--proc", "/proc", "--dev", "/dev", *gpu_binds()]
         if case.scratch is not None:
             args += ["--bind", self._source(case.scratch[1], case), "/dev/shm",
@@ -425,7 +461,7 @@ class Sandbox:
         if self.program is not None:
             args += ["--ro-bind", self._source(self.program.parent, case), INSIDE_PROGRAM]
         args += ["--bind", self._source(case.folder, case), INSIDE_CASE, "--chdir", INSIDE_CASE]
-        cache = case.cache or (self.cuda_cache if self.cache_writable else None)
+        cache = case.cache or (self._warm_cache() if self.cache_writable else None)
         if cache is not None and cache.is_dir():
             args += ["--bind", self._source(cache, case), INSIDE_CACHE, "--setenv", "CUDA_CACHE_PATH", INSIDE_CACHE]
         if self.launched:  # the job step's environment (CUDA_VISIBLE_DEVICES, say), less the judge's own
@@ -455,7 +491,7 @@ class Sandbox:
         """The environment a case's command starts with (the fallback's HOME is its case folder)."""
         if self.launched or self.confinement.sandboxed:
             return self.launcher_env()
-        return program_env(str(case.folder), str(case.cache or self.cuda_cache))
+        return program_env(str(case.folder), str(case.cache) if case.cache else self._cache_path())
 
     @property
     def sole_user(self) -> bool:
@@ -463,7 +499,7 @@ class Sandbox:
         return self.confinement.own_uids
 
     def finish(self, case: CasePaths) -> None:
-        """Remove the case's folder and its logs (read what you need first); in the fallback as root, also
+        """Remove the case's folder (read what you need first); in the fallback as root, also
         every process of the run's uid and what it left in the machine's shared temporary folders."""
         if case.cgroup is not None:
             cgroups.end(case.cgroup)
@@ -481,8 +517,7 @@ class Sandbox:
         if self.confinement.own_uids and self.user is not None:
             kill_user(self.user)
             remove_files_of(self.user, SHARED_TEMP)
-        for path in (case.folder, case.logs):
-            _remove(path)
+        _remove(case.folder)
 
     def close(self) -> None:
         """Remove the root folder with everything left in it (unfinished case folders unmounted), the cgroup."""
@@ -490,6 +525,28 @@ class Sandbox:
         _remove(self.root)
         if self.groups is not None:
             self.groups.close()
+
+
+def _program_copy(program: Path, folder: Path, cap: int) -> Path:
+    """The program in the room's folder: the judge's sealed copy (its own read-only file, as a class's build
+    leaves it: staging.take_program) hard-linked, so a class copies each program once, not once per run;
+    any other file copied, read-only. One over `cap` bytes is refused (a 1000 MiB hw4 once cost 2 GiB of
+    the judge's disk and 14 s a class in copies)."""
+    info = os.stat(program)
+    if info.st_size > cap:
+        raise ProgramError(f"{program}: {info.st_size / 2**20:.0f} MiB, over the {cap >> 20} MiB a program may be "
+                           "(--max-program-mib)")
+    copy = folder / program.name
+    sealed = stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o7222
+    if sealed:
+        try:
+            os.link(program, copy)
+            return copy
+        except OSError:  # another file system: a copy of its own
+            pass
+    shutil.copyfile(program, copy)
+    os.chmod(copy, 0o555)
+    return copy
 
 
 def _remove(path: Path) -> None:

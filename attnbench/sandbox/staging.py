@@ -26,6 +26,7 @@ from attnbench.printable import printable
 MAX_DEPTH = 64  # deeper than any course submission; a deeper tree is refused, not copied
 MAX_ENTRIES = 20000
 MAX_BYTES = 1 << 30
+PROGRAM_BYTES = 64 << 20  # a program's largest size, unless the judge is told otherwise (SandboxSettings)
 SAFE_MODE = 0o755
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_NONBLOCK", 0)
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -175,9 +176,10 @@ def _count_inodes(source: Path) -> dict[tuple[int, int], int]:
     return counts
 
 
-def take_program(built: Path, folder: Path, name: str) -> Path:
+def take_program(built: Path, folder: Path, name: str, max_bytes: int = PROGRAM_BYTES) -> Path:
     """The built program copied into a fresh folder the judge makes (folder/name, created with O_EXCL),
-    after `lstat` finds one regular file with one link; mode & 0o755, no extended attributes."""
+    after `lstat` finds one regular file with one link, of `max_bytes` at most; mode & 0o755, no extended
+    attributes. This is the program's one sealed copy: every run links it (attnbench.sandbox.room)."""
     info = os.lstat(built)
     if stat.S_ISLNK(info.st_mode):
         raise StagingRefused(f"the built {shown(built.name)} is a symbolic link: refused")
@@ -185,6 +187,9 @@ def take_program(built: Path, folder: Path, name: str) -> Path:
         raise StagingRefused(f"the built {shown(built.name)} is not a plain file: refused")
     if info.st_nlink != 1:
         raise StagingRefused(f"the built {shown(built.name)} is a hard link: refused")
+    if info.st_size > max_bytes:  # a Makefile once padded hw4 to 1000 MiB with truncate
+        raise StagingRefused(f"the built {shown(built.name)} is {info.st_size / 2**20:.0f} MiB, over the "
+                             f"{max_bytes >> 20} MiB a program may be (--max-program-mib): refused")
     os.mkdir(folder, 0o755)
     src_dir, dst_dir = os.open(built.parent, _FOLDER), os.open(folder, _FOLDER)
     try:

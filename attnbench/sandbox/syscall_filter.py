@@ -1,5 +1,5 @@
 """The system calls a judged program (and its build) may not make: those that carry state from one run to
-the next or reach past the run's own processes.
+the next or reach past the run's own processes, and the one that takes disk no size limit sees.
 
 Each run is a fresh box of files, but a few kernel objects outlive any box: keys in the kernel's keyrings
 (a session keyring is inherited through fork, exec and bwrap alike, so every run could read, change and
@@ -7,10 +7,11 @@ leave keys for the next), io_uring instances, and CPU affinity (a program that w
 leaves the cores its worker was pinned to and runs on a neighbour's). ioi/isolate blocks the same family.
 A classic BPF program, installed with no-new-privileges just before exec, answers each of these calls with
 EPERM; a call made through another ABI (x32, or i386 on x86-64) is refused whole, so it cannot go around
-the numbers. Before the filter, the process also joins a new, empty session keyring, so nothing the
+the numbers. fallocate is allowed only in mode 0 (FALLOC_FL_KEEP_SIZE reserves blocks past a file's size,
+which RLIMIT_FSIZE and a folder's size cap never see). Before the filter, the process also joins a new, empty session keyring, so nothing the
 judge's own session holds is even visible in /proc/keys.
 
-Written by hand because libseccomp's Python binding is not on PyPI; the program is eight instructions
+Written by hand because libseccomp's Python binding is not on PyPI; the program is a dozen instructions
 and a list of numbers, tested by running a small program under it.
 """
 
@@ -22,14 +23,16 @@ import platform
 import struct
 import subprocess
 
-# struct seccomp_data: int nr at offset 0, __u32 arch at offset 4.
-_NR_OFFSET, _ARCH_OFFSET = 0, 4
+# struct seccomp_data: int nr at offset 0, __u32 arch at offset 4, __u64 args[6] from offset 16; fallocate's
+# mode (an int) is the low half of args[1] on these little-endian machines.
+_NR_OFFSET, _ARCH_OFFSET, _MODE_OFFSET = 0, 4, 24
 _LD_W_ABS = 0x20
 _JEQ_K = 0x15
 _JGE_K = 0x35
 _RET_K = 0x06
 _RET_ALLOW = 0x7FFF0000
 _RET_EPERM = 0x00050000 | errno.EPERM
+_RET_EOPNOTSUPP = 0x00050000 | errno.EOPNOTSUPP
 _X32_BIT = 0x40000000
 
 _PR_SET_NO_NEW_PRIVS = 38
@@ -37,19 +40,23 @@ _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 _KEYCTL_JOIN_SESSION_KEYRING = 1
 
-# Per architecture: the audit arch, keyctl's number, and the numbers refused.
+# Per architecture: the audit arch, keyctl's number, the numbers refused, and fallocate's number.
 _ARCHES = {
     "x86_64": (0xC000003E, 250, {
         "add_key": 248, "request_key": 249, "keyctl": 250, "sched_setaffinity": 203,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-    }),
+    }, 285),
     "aarch64": (0xC00000B7, 219, {
         "add_key": 217, "request_key": 218, "keyctl": 219, "sched_setaffinity": 122,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-    }),
+    }, 47),
 }
 
 REFUSED_CALLS = tuple(sorted(_ARCHES["x86_64"][2]))
+# fallocate with any mode but 0 (which grows the file's size, so RLIMIT_FSIZE and a capped folder see it):
+# FALLOC_FL_KEEP_SIZE reserves blocks past the size, which no size limit counts (a program once reserved
+# the judge's whole disk through its stdout); answered EOPNOTSUPP, as a file system without it would.
+ONLY_PLAIN_FALLOCATE = "fallocate"
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -59,7 +66,7 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
 def filter_program(machine: str | None = None) -> bytes:
     """The BPF program (struct sock_filter[]) for this machine's architecture; raises KeyError for one it
     does not know."""
-    arch, _, refused = _ARCHES[machine or platform.machine()]
+    arch, _, refused, fallocate = _ARCHES[machine or platform.machine()]
     numbers = sorted(refused.values())
     program = [
         _insn(_LD_W_ABS, 0, 0, _ARCH_OFFSET),
@@ -70,10 +77,15 @@ def filter_program(machine: str | None = None) -> bytes:
         _insn(_RET_K, 0, 0, _RET_EPERM),
     ]
     for i, number in enumerate(numbers):
-        to_refuse = len(numbers) - i  # past the remaining checks and the ALLOW
-        program.append(_insn(_JEQ_K, to_refuse, 0, number))
-    program.append(_insn(_RET_K, 0, 0, _RET_ALLOW))
-    program.append(_insn(_RET_K, 0, 0, _RET_EPERM))
+        program.append(_insn(_JEQ_K, len(numbers) - i + 4, 0, number))  # to the EPERM, past the five below
+    program += [
+        _insn(_JEQ_K, 0, 2, fallocate),      # not fallocate: allowed
+        _insn(_LD_W_ABS, 0, 0, _MODE_OFFSET),
+        _insn(_JEQ_K, 0, 1, 0),              # mode 0: allowed; any other: EOPNOTSUPP
+        _insn(_RET_K, 0, 0, _RET_ALLOW),
+        _insn(_RET_K, 0, 0, _RET_EOPNOTSUPP),
+        _insn(_RET_K, 0, 0, _RET_EPERM),
+    ]
     return b"".join(program)
 
 

@@ -24,7 +24,8 @@ def test_a_class_on_one_worker_runs_its_cases_in_process_through_the_seam(tmp_pa
     here = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, sandbox=class_sandbox())
     labels = CASES.split(",")
     first = [[(name, label) for label in labels] for name in ("alice", "bob", "carol", "dave")]  # erin: no build
-    assert ran[:4] == first and ran[4:] == [[("alice", label)] for label in labels * 2]  # its reruns, case by case
+    # its reruns row by row, each round's cases back to back (after a warm-up of its own), as its first runs
+    assert ran[:4] == first and ran[4:] == [[("alice", label) for label in labels]] * 2
     assert [r.name for r in here.rows] == ORDER and {r.name: r.rank for r in here.rows} == RANKS
     assert all(not e.device for r in here.rows for e in r.entries.values())  # the row names its GPU
     monkeypatch.setenv("ATTNBENCH_CPU_WORKERS", "1")

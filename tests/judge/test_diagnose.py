@@ -34,11 +34,11 @@ def test_the_first_error_is_one_line_with_its_source_line():
 
 def _fake_sanitizer(folder):
     """A stand-in for compute-sanitizer: it runs the program (the words after its options), then reports the
-    misaligned store on standard error, as --log-file /dev/stderr asks."""
+    misaligned store on standard output, as the real one does."""
     folder.mkdir()
     tool = folder / "compute-sanitizer"
-    report = "".join(f"echo '{line}' >&2\n" for line in MISALIGNED.splitlines())
-    tool.write_text(f'#!/bin/sh\nshift 6\n"$@"\ncode=$?\n{report}exit $code\n')
+    report = "".join(f"echo '{line}'\n" for line in MISALIGNED.splitlines())
+    tool.write_text(f'#!/bin/sh\nshift 4\n"$@"\ncode=$?\n{report}exit $code\n')
     tool.chmod(tool.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     folder.chmod(0o755)
     return folder

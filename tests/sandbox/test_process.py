@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from attnbench.cases.testcase import Shape
 from attnbench.sandbox.process import ProcessLimits, ProgramError, run_process
 
 
@@ -51,13 +52,27 @@ def test_the_timeout_kills_and_is_reported(tmp_path):
     assert outcome.timed_out and outcome.returncode is None and outcome.all_ended
 
 
-def test_output_logs_go_where_asked(tmp_path):
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    outcome = run_process(_python("import sys; print('hello', file=sys.stderr)"), tmp_path, 30, logs=logs,
-                          env={"PATH": os.environ.get("PATH", "")})
-    assert "hello" in outcome.stderr_tail and (logs / ".judge_stderr").exists()
-    assert not (tmp_path / ".judge_stderr").exists()
+def test_stdout_and_stderr_are_pipes_whose_tails_are_kept_and_nothing_lands_on_a_disk(tmp_path):
+    # Files on the judge's disk let a program reserve that disk whole with fallocate, and showed it the
+    # judge's folders through /proc/self/fd.
+    code = ("import os, sys; print('x' * 5000); print(os.readlink('/proc/self/fd/1'), os.readlink('/proc/self/fd/2'));"
+            "print('hello', file=sys.stderr)")
+    outcome = run_process(_python(code), tmp_path, 30, env={"PATH": os.environ.get("PATH", "")})
+    assert outcome.returncode == 0 and "hello" in outcome.stderr_tail
+    shown = outcome.stdout_tail.split()
+    assert shown[-2].startswith("pipe:") and shown[-1].startswith("pipe:") and len(outcome.stdout_tail) <= 2000
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stream_past_the_file_size_limit_stops_the_program(tmp_path):
+    from attnbench.sandbox.outcome import RESOURCE, ended
+
+    code = "import sys\nwhile True: sys.stdout.write('y' * 65536)"
+    limits = ProcessLimits(file_bytes=1 << 20)
+    outcome = run_process(_python(code), tmp_path, 30, limits=limits, env={"PATH": os.environ.get("PATH", "")})
+    assert outcome.stream_overflow and not outcome.timed_out and outcome.wall_s < 10 and outcome.all_ended
+    judged = ended(outcome, tmp_path / "out", Shape(1, 1, 1), limits, False, 30)
+    assert judged.ending == RESOURCE and "stdout or stderr" in judged.message
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root can run a program as another user")

@@ -94,13 +94,12 @@ def test_a_case_folder_holds_a_copy_of_the_input_and_the_program_is_a_copy(progr
         case = sandbox.prepare("t01", source)
         assert case.input.read_bytes() == source.read_bytes()
         assert os.stat(case.input).st_ino != os.stat(source).st_ino  # a copy, not a link
-        assert case.folder.parent == sandbox.root and case.logs.parent == sandbox.root
-        assert not str(case.logs).startswith(str(case.folder))  # its logs are out of its reach
+        assert case.folder.parent == sandbox.root
         assert sandbox.program.read_bytes() == program.read_bytes() and sandbox.program != program
         assert stat.S_IMODE(sandbox.program.stat().st_mode) == 0o555
         assert case.input_arg == str(case.input)  # the fallback gives host paths
         sandbox.finish(case)
-        assert not case.folder.exists() and not case.logs.exists()
+        assert not case.folder.exists()
     finally:
         sandbox.close()
 
@@ -153,8 +152,7 @@ def test_a_submission_builds_with_make_in_a_sandbox_opened_without_a_program(tmp
     try:
         case = sandbox.prepare("build", None, files=submission)
         outcome = run_process(sandbox.command(["make"], case), case.folder, 60, user=sandbox.user,
-                              limits=sandbox.settings.limits_for(16 << 20, 60), env=sandbox.case_env(case),
-                              logs=case.logs)
+                              limits=sandbox.settings.limits_for(16 << 20, 60), env=sandbox.case_env(case))
         assert outcome.returncode == 0, outcome.stderr_tail
         assert subprocess.run([case.folder / "hw"]).returncode == 7
         assert not (submission / "hw").exists()  # built in the case folder's copy
@@ -220,10 +218,12 @@ def test_cudas_jit_cache_is_written_by_the_warm_up_only_and_read_by_every_judged
                 case = sandbox.prepare("c", None)
                 script = 'ls "$CUDA_CACHE_PATH"; (touch "$CUDA_CACHE_PATH/run-$$.bin" 2>/dev/null && echo wrote) || true'
                 outcome = run_process(sandbox.command(["/bin/sh", "-c", script], case), case.folder, 30,
-                                      user=sandbox.user, env=sandbox.case_env(case), logs=case.logs)
+                                      user=sandbox.user, env=sandbox.case_env(case))
                 assert outcome.returncode == 0, outcome.stderr_tail
-                seen.append((case.logs / ".judge_stdout").read_text().split())
+                seen.append(outcome.stdout_tail.split())
                 sandbox.finish(case)
+                if writable:
+                    assert sandbox.seal_warm_cache() == ""
             finally:
                 sandbox.close()
         assert seen[0] == ["wrote"]  # the warm-up fills it
@@ -281,8 +281,8 @@ def test_the_programs_pid_1_shows_none_of_the_judges_folders(tmp_path):
     try:
         case = sandbox.prepare("c", None)
         outcome = run_process(sandbox.command(["/bin/sh", "-c", "tr '\\0' ' ' < /proc/1/cmdline"], case), case.folder,
-                              30, user=sandbox.user, env=sandbox.case_env(case), logs=case.logs)
-        shown = (case.logs / ".judge_stdout").read_text()
+                              30, user=sandbox.user, env=sandbox.case_env(case))
+        shown = outcome.stdout_tail
         assert outcome.returncode == 0 and "bwrap" in shown and "/judge/case" in shown
         assert str(sandbox.root) not in shown and "attnbench-judge" not in shown
         sandbox.finish(case)
@@ -343,9 +343,9 @@ def test_as_root_a_runs_tmp_and_shm_are_capped_in_files_too(tmp_path):
         script = ('for d in /tmp /dev/shm; do i=0; while [ $i -lt 12000 ] && true 2>/dev/null > $d/f$i; do '
                   'i=$((i+1)); done; echo $i; done')
         outcome = run_process(sandbox.command(["/bin/sh", "-c", script], case), case.folder, 120,
-                              user=sandbox.user, env=sandbox.case_env(case), logs=case.logs)
+                              user=sandbox.user, env=sandbox.case_env(case))
         assert outcome.returncode == 0, outcome.stderr_tail
-        made = [int(n) for n in (case.logs / ".judge_stdout").read_text().split()]
+        made = [int(n) for n in outcome.stdout_tail.split()]
         assert len(made) == 2 and all(5000 < n < 12000 for n in made), made
         scratch = case.scratch
         sandbox.finish(case)
@@ -376,9 +376,9 @@ def test_as_root_a_judged_runs_cache_copy_is_capped_in_total_and_unmounted_after
             script = ('for i in 1 2 3 4; do head -c 31457280 /dev/zero > "$CUDA_CACHE_PATH/f$i" 2>/dev/null; done; '
                       'cat "$CUDA_CACHE_PATH"/f* | wc -c; cat "$CUDA_CACHE_PATH/index" | wc -c')
             outcome = run_process(sandbox.command(["/bin/sh", "-c", script], case), case.folder, 60,
-                                  user=sandbox.user, env=sandbox.case_env(case), logs=case.logs)
+                                  user=sandbox.user, env=sandbox.case_env(case))
             assert outcome.returncode == 0, outcome.stderr_tail
-            written, index = map(int, (case.logs / ".judge_stdout").read_text().split())
+            written, index = map(int, outcome.stdout_tail.split())
             assert index == 1000  # the warm-up's cache is there to read
             assert written <= CACHE_SLACK_BYTES < 4 * 31457280  # 120 MiB asked, the cap kept
             holder = case.cache.parent
@@ -388,3 +388,92 @@ def test_as_root_a_judged_runs_cache_copy_is_capped_in_total_and_unmounted_after
             sandbox.close()
     finally:
         shutil.rmtree(caches, ignore_errors=True)
+
+
+def _in_box(sandbox: Sandbox, script: str) -> str:
+    case = sandbox.prepare("c", None)
+    try:
+        outcome = run_process(sandbox.command(["/bin/sh", "-c", script], case), case.folder, 30, user=sandbox.user,
+                              env=sandbox.case_env(case))
+        assert outcome.returncode == 0, outcome.stderr_tail
+        return outcome.stdout_tail
+    finally:
+        sandbox.finish(case)
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")
+def test_the_box_shows_its_own_accounts_and_no_log_path_of_the_judges():
+    # the host's /etc/passwd and /etc/group named its accounts; the log files' links named the judge's folders
+    host_accounts = {line.split(":")[0] for line in Path("/etc/passwd").read_text().splitlines() if line}
+    sandbox = Sandbox.open(None, SandboxSettings("required"))
+    try:
+        shown = _in_box(sandbox, "cut -d: -f1 /etc/passwd; cut -d: -f1 /etc/group; id -un; "
+                                 "readlink /proc/self/fd/1 /proc/self/fd/2")
+    finally:
+        sandbox.close()
+    words = shown.split()
+    assert set(words[:-3]) <= {"root", "runner", "nobody", "nogroup"} and words[-3] in ("runner", "root")
+    assert all(w.startswith("pipe:") for w in words[-2:]) and str(sandbox.root) not in shown
+    assert host_accounts - {"root", "nobody"}, "the host has no other account: the test cannot fail"
+
+
+def test_a_sealed_program_is_linked_into_each_room_never_copied_and_a_large_one_is_refused(tmp_path):
+    from attnbench.sandbox.process import ProgramError
+    from attnbench.sandbox.staging import take_program
+
+    built = tmp_path / "built"
+    built.write_bytes(b"\x7fELF" + b"\0" * 4096)
+    sealed = take_program(built, tmp_path / "program", "hw4")
+    rooms = [Sandbox.open(sealed, SandboxSettings("none")) for _ in range(2)]
+    try:
+        assert all(os.stat(r.program).st_ino == os.stat(sealed).st_ino for r in rooms)  # one copy on the disk
+    finally:
+        for r in rooms:
+            r.close()
+    assert sealed.exists() and os.stat(sealed).st_nlink == 1  # the rooms' links went with them
+    big = tmp_path / "big"
+    with open(big, "wb") as f:
+        f.truncate(65 << 20)  # a Makefile once padded hw4 to 1000 MiB: each run copied it
+    with pytest.raises(ProgramError, match="over the 64 MiB a program may be"):
+        Sandbox.open(big, SandboxSettings("none"))
+    assert Sandbox.open(big, SandboxSettings("none", program_mb=128)).close() is None
+    from attnbench.sandbox.staging import StagingRefused
+
+    with pytest.raises(StagingRefused, match="over the 64 MiB"):
+        take_program(big, tmp_path / "program2", "hw4")
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")
+def test_no_process_the_sandbox_starts_is_left_a_zombie():
+    # each bwrap probe once left its children to this process (a subreaper) unreaped: 16 zombies a class
+    from attnbench.sandbox.reaper import become_subreaper, descendants
+
+    become_subreaper()
+    before = {pid for pid, state in descendants(os.getpid()).items() if state == "Z"}
+    for _ in range(3):
+        sandbox = Sandbox.open(None, SandboxSettings("required"))
+        _in_box(sandbox, "true")
+        sandbox.close()
+    zombies = {pid for pid, state in descendants(os.getpid()).items() if state == "Z"} - before
+    assert not zombies
+
+
+def test_as_root_the_warm_ups_cache_is_a_capped_tmpfs_and_sealed_into_the_cache(tmp_path):
+    from attnbench.sandbox import case_disk
+
+    if not case_disk.can_cap():
+        pytest.skip("a tmpfs cannot be mounted here (not root, or not allowed)")
+    cache = tmp_path / "cache"
+    mode = "required" if HAS_BWRAP else "none"
+    sandbox = Sandbox.open(None, SandboxSettings(mode), cuda_cache=cache, cache_writable=True)
+    try:
+        shown = _in_box(sandbox, 'echo kept > "$CUDA_CACHE_PATH/entry"; '
+                                 'head -c 400000000 /dev/zero > "$CUDA_CACHE_PATH/big" 2>/dev/null; '
+                                 'wc -c < "$CUDA_CACHE_PATH/big"; stat -f -c %b "$CUDA_CACHE_PATH"')
+        written = int(shown.split()[0])
+        assert written <= sandboxing.WARM_CACHE_BYTES < 400000000  # its disk is the tmpfs, not the judge's
+        why = sandbox.seal_warm_cache()
+        assert "dropped" in why and list(cache.iterdir()) == []
+        assert not any(str(sandbox.root) in line for line in Path("/proc/self/mounts").read_text().splitlines())
+    finally:
+        sandbox.close()

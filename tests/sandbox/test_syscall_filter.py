@@ -18,6 +18,8 @@ pytestmark = pytest.mark.skipif(not syscall_filter.supported() or shutil.which("
 PROBE = textwrap.dedent(r"""
     #define _GNU_SOURCE
     #include <errno.h>
+    #include <fcntl.h>
+    #include <linux/falloc.h>
     #include <sched.h>
     #include <stdio.h>
     #include <string.h>
@@ -35,6 +37,10 @@ PROBE = textwrap.dedent(r"""
     #ifdef __x86_64__
         show("x32_getpid", syscall(0x40000000 | 39));
     #endif
+        int scratch = fileno(tmpfile());
+        show("fallocate_plain", fallocate(scratch, 0, 0, 4096));
+        show("fallocate_keep_size", fallocate(scratch, FALLOC_FL_KEEP_SIZE, 0, 1 << 20));
+        show("fallocate_punch", fallocate(scratch, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 0, 4096));
         show("getpid", syscall(SYS_getpid));
         pid_t child = fork();
         if (child == 0) _exit(7);
@@ -65,7 +71,9 @@ def _expect_refused(answers: dict[str, str]) -> None:
         assert answers[name] == "Operation not permitted", (name, answers)
     if "x32_getpid" in answers:
         assert answers["x32_getpid"] == "Operation not permitted"
-    assert answers["getpid"] == "ok" and answers["fork"] == "ok"
+    for name in ("fallocate_keep_size", "fallocate_punch"):  # space past the size no limit counts
+        assert answers[name] == "Operation not supported", (name, answers)
+    assert answers["getpid"] == "ok" and answers["fork"] == "ok" and answers["fallocate_plain"] == "ok"
 
 
 def test_the_calls_that_carry_state_between_runs_are_refused_and_the_rest_work(probe: Path) -> None:
@@ -77,7 +85,7 @@ def test_without_the_filter_the_probe_reaches_them(probe: Path) -> None:
     # so the test above can fail.
     done = subprocess.run([str(probe)], capture_output=True, text=True, timeout=60)
     answers = dict(line.split("=", 1) for line in done.stdout.splitlines())
-    assert answers["sched_setaffinity"] == "ok"
+    assert answers["sched_setaffinity"] == "ok" and answers["fallocate_keep_size"] == "ok"
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -85,17 +93,22 @@ def test_the_filter_holds_inside_bubblewrap(probe: Path) -> None:
     if subprocess.run(["bwrap", "--ro-bind", "/", "/", "true"], capture_output=True).returncode != 0:
         pytest.skip("bwrap cannot make namespaces here")
     _expect_refused(_answers(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                              "--unshare-all", "--die-with-parent", "--new-session", str(probe)]))
+                              "--tmpfs", "/tmp", "--ro-bind", str(probe), "/tmp/probe", "--unshare-all", "--die-with-parent",
+                              "--new-session", "/tmp/probe"]))
 
 
 def test_the_program_jumps_to_the_refusal_from_every_check() -> None:
     program = syscall_filter.filter_program("x86_64")
     assert len(program) % 8 == 0
     instructions = [program[i:i + 8] for i in range(0, len(program), 8)]
-    last = len(instructions) - 1
-    for at, raw in enumerate(instructions[6:-2], start=6):
+    last, refused = len(instructions) - 1, len(syscall_filter.REFUSED_CALLS)
+    for at, raw in enumerate(instructions[6:6 + refused], start=6):
         code, jt, jf, _ = struct.unpack("=HBBI", raw)
         assert code == 0x15 and jf == 0 and at + 1 + jt == last
+    # then fallocate: any other call to the ALLOW, its mode 0 to the ALLOW, any other mode to EOPNOTSUPP
+    fallocate, load, mode, allow, unsupported = (struct.unpack("=HBBI", raw) for raw in instructions[-6:-1])
+    assert fallocate == (0x15, 0, 2, 285) and load == (0x20, 0, 0, 24) and mode == (0x15, 0, 1, 0)
+    assert allow[3] == 0x7FFF0000 and unsupported[3] == 0x00050000 | 95
 
 
 def test_a_kernel_that_refuses_the_filter_is_said_once_not_a_failure_of_every_run(monkeypatch):

@@ -79,7 +79,7 @@ def test_a_judged_process_is_the_oom_killers_first_choice_and_the_judge_its_last
     from attnbench.sandbox.process import ProcessLimits, run_process
     from attnbench.sandbox.room import CasePaths
 
-    paths = CasePaths(tmp_path, tmp_path / "in", tmp_path / "out", tmp_path, "in", "out")
+    paths = CasePaths(tmp_path, tmp_path / "in", tmp_path / "out", "in", "out")
     before = oom_priority.current()
     with oom_priority.judge_last() as lowered:
         inside = oom_priority.current()

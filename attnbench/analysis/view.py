@@ -68,7 +68,7 @@ class MatrixView:
 
     def geomean_tflops(self, variant: str) -> float | None:
         values = [c.measurement.tflops for c in self.result.cells if c.variant == variant and c.ok and c.measurement]
-        values += [k["tflops"] for c in self.result.cells if c.variant == variant and c.ok
+        values += [k["tflops"] for c in self.result.cells if c.variant == variant and c.status == OK
                    for k in [c.extra.get("kernel") or {}] if k.get("tflops")]  # a program's, from its kernel time
         return geometric_mean(values)
 
@@ -78,11 +78,11 @@ class MatrixView:
         if self.baseline is None:
             return None
         base, cell = self.result.cell(self.baseline, case), self.result.cell(variant, case)
-        program = kernel_time_of(cell.extra) if cell is not None and cell.ok else None
-        if base is None or not base.ok or program is None or program.busy_s <= 0:
+        program = kernel_time_of(cell.extra) if cell is not None and cell.status == OK else None
+        if base is None or base.status != OK or program is None or program.busy_s <= 0:
             return None
-        base_s = base.measurement.kernel.median / 1e3 if base.measurement is not None and "process_s" not in base.extra \
-            else getattr(kernel_time_of(base.extra), "busy_s", None)
+        base_s = (base.measurement.kernel.median / 1e3 if base.measurement is not None
+                  else getattr(kernel_time_of(base.extra), "busy_s", None))  # a program as the baseline: its kernels
         return base_s / program.busy_s if base_s else None
 
     def counts(self, variant: str) -> dict[str, int]:

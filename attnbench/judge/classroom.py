@@ -28,6 +28,7 @@ from attnbench.judge.course_judge import (
     Program,
     TimeLimits,
     judge_case,
+    record_case_kernels,
     timeout_for,
     warm_up,
 )
@@ -36,6 +37,7 @@ from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
+from attnbench.results.kernel_time import CUPTI_SOURCE
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
 from attnbench.spread.executor import Listener, Progress
@@ -54,6 +56,12 @@ class ClassSettings:
     rerun_top: int = RERUN_TOP
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     fresh_inputs: bool = True  # every case and every rerun on inputs drawn anew (attnbench.judge.fresh_inputs)
+    kernel_time: bool = False  # each passed run's kernels recorded in a second, untimed run (--kernel-time)
+    rank_by: str = "wall"  # "kernel": ranked by those kernel times (--rank-by kernel; it records them)
+
+    @property
+    def records_kernels(self) -> bool:
+        return self.kernel_time or self.rank_by == "kernel"
 
     def first_inputs(self, inputs: Sequence[BenchInput]) -> list[BenchInput]:
         """The inputs of every submission's first run: fresh ones, or the suite's."""
@@ -140,6 +148,9 @@ def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda
         sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache)
         try:
             judged = judge_case(Program(program), case, limit, timeout_for(limit, settings.timeout_s), sandbox)
+            if judged.passed and settings.records_kernels:  # a second run, in a room of its own: never the judged one
+                judged.kernels = record_case_kernels(Program(program), case, timeout_for(limit, settings.timeout_s),
+                                                     sandbox)
         finally:
             sandbox.close()
     except SandboxUnavailable:
@@ -147,7 +158,11 @@ def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda
     except Exception as exc:  # noqa: BLE001 - one case's failure is its row's, never the class's
         return CaseEntry(JUDGE_ERROR, failure_text(exc))
     runs = [judged.wall_s] if judged.passed and judged.wall_s is not None else []
-    return CaseEntry(judged.verdict, "" if judged.passed else judged.message, runs)
+    entry = CaseEntry(judged.verdict, "" if judged.passed else judged.message, runs)
+    if judged.kernels is not None:
+        entry.kernel_note = judged.kernels.why
+        entry.kernel_runs_s = [judged.kernels.time.busy_s] if judged.kernels.time is not None else []
+    return entry
 
 
 def failure_text(exc: BaseException) -> str:
@@ -176,6 +191,7 @@ def add_run(row: SubmissionRow, label: str, again: CaseEntry) -> bool:
         row.entries[label] = again
         return False
     row.entries[label].runs_s.extend(again.runs_s)
+    row.entries[label].kernel_runs_s.extend(again.kernel_runs_s)
     return True
 
 
@@ -207,6 +223,9 @@ def new_board(inputs: Sequence[BenchInput], settings: ClassSettings, metadata: d
                        if settings.rerun_top else "none (--rerun-top 0): one run per case",
                        "inputs": FRESH_RULE if settings.fresh_inputs else "the suite's inputs (public seeds)",
                        "seeds": {},
+                       "rank_by": settings.rank_by,
+                       **({"kernel_time": f"{CUPTI_SOURCE}; ranks use it only with --rank-by kernel"}
+                          if settings.records_kernels else {}),
                        "confinement": confined.to_dict() if confined else None,
                        "confinement_warning": confined.warning() if confined else None})
 

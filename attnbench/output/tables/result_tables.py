@@ -366,9 +366,12 @@ def clock_note(result: ResultSet) -> str | None:
 
 # -- the judge ---------------------------------------------------------------------------------------------
 def scoreboard_table(result: ResultSet, title: str) -> TableModel:
-    """The judge's scoreboard: one row per case with its verdict, process time, limit and slack."""
+    """The judge's scoreboard: one row per case with its verdict, process time, limit and slack (and its kernels'
+    time, from a second run, when recorded; a last row sums the passed cases')."""
+    recorded = any("kernel" in c.extra or "kernel_note" in c.extra for c in result.cells)
     table = TableModel(title, [Column("case"), Column("B x N x d", right=True), Column("result"),
-                               Column("time", right=True), Column("limit", right=True), Column("slack", right=True)])
+                               Column("time", right=True), Column("limit", right=True), Column("slack", right=True),
+                               *([Column("kernels", right=True)] if recorded else [])])
     for cell in result.cells:
         case = result.case(cell.case)
         shape = f"{case.shape.B}x{case.shape.N}x{case.shape.d}" if case else "-"
@@ -383,8 +386,22 @@ def scoreboard_table(result: ResultSet, title: str) -> TableModel:
             detail = f"max error {cell.check['max_abs_error']:.2g}"  # how close a pass came to the rule
         table.add_row(cell.case, shape, Text(f"{verdict} {detail}".strip(), GOOD if verdict == "PASS" else BAD),
                       time, "-" if limit is None else f"{limit:g} s",
-                      Text(slack, BAD if slack.endswith("over") else ""))
+                      Text(slack, BAD if slack.endswith("over") else ""), *([_kernel_cell(cell)] if recorded else []))
+    if recorded:
+        passed = [c for c in result.cells if c.extra.get("verdict") == "PASS"]
+        kernels = [kernel_time_of(c.extra) for c in passed]
+        total = f"{1e3 * sum(k.busy_s for k in kernels if k):.3f} ms" if passed and all(kernels) else "-"
+        table.add_row("total (passed)", "", "", format_s(sum(c.extra.get("wall_s") or 0.0 for c in passed)), "", "",
+                      total)
     return table
+
+
+def _kernel_cell(cell: Cell) -> Text:
+    """A judged case's kernels: their busy time, '-' for a case not passed, or why none was recorded."""
+    kernels = kernel_time_of(cell.extra)
+    if kernels is not None:
+        return Text(f"{1e3 * kernels.busy_s:.3f} ms")
+    return Text("none" if cell.extra.get("kernel_note") else "-", DIM)
 
 
 # -- against a saved run -------------------------------------------------------------------------------------

@@ -162,3 +162,88 @@ def test_the_collector_builds_with_nvcc_and_exports_the_injection_entry(tmp_path
     if shutil.which("nm"):
         symbols = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True).stdout
         assert " T InitializeInjection" in symbols
+
+
+# -- on a GPU (the lead runs these on the device) ------------------------------------------------------------
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TWO_KERNELS = r"""
+#include <cstdio>
+__global__ void fill(float *x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = i; }
+__global__ void scale(float *x, int n, float s) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= s; }
+int main(int argc, char **argv) {
+    const int n = 1 << 22;
+    float *x;
+    cudaMalloc(&x, n * sizeof(float));
+    for (int i = 0; i < 3; ++i) fill<<<n / 256, 256>>>(x, n);
+    for (int i = 0; i < 2; ++i) scale<<<n / 128, 128>>>(x, n, 0.5f);
+    cudaDeviceSynchronize();
+    cudaFree(x);
+    FILE *out = fopen(argv[2], "wb");
+    return out ? fclose(out) : 1;
+}
+"""
+
+
+def _nvcc_build(source: Path, output: Path, gpu) -> Path:
+    if shutil.which("nvcc") is None or find_cupti() is None:
+        pytest.skip("needs nvcc and CUPTI")
+    subprocess.run(["nvcc", "-O3", f"-arch={gpu.arch}", "-o", str(output), str(source)], check=True)
+    return output
+
+
+@pytest.mark.gpu
+def test_a_program_with_two_kernels_and_several_launches_is_recorded_launch_by_launch(gpu, tmp_path):
+    source = tmp_path / "two.cu"
+    source.write_text(TWO_KERNELS)
+    program = _nvcc_build(source, tmp_path / "two", gpu)
+    recording = record_kernels(program, _spec(tmp_path), SandboxSettings("auto"))
+    assert recording.time is not None, recording.why
+    time = recording.time
+    assert time.launches == 5 and time.dropped == 0
+    by_name = {k.name: k for k in time.kernels}
+    assert {name: k.launches for name, k in by_name.items()} == {"_Z4fillPfi": 3, "_Z5scalePfif": 2}
+    assert all(k.total_s > 0 for k in time.kernels)
+    assert 0 < time.busy_s <= time.total_s + 1e-12
+
+
+@pytest.mark.gpu
+@pytest.mark.gpu_alone
+def test_the_course_examples_kernel_time_is_its_kernels_as_attnbench_times_them(gpu, tmp_path, monkeypatch):
+    """The course example's one launch on t10, recorded by the collector, within 10% of the same kernel
+    (examples/report_kernel/flash.cu: the same tiles, threads and loop) timed by attnbench with CUDA events."""
+    from attnbench.api import compare
+
+    program = _nvcc_build(EXAMPLES / "course_program" / "hw4.cu", tmp_path / "hw4", gpu)
+    monkeypatch.chdir(EXAMPLES / "report_kernel")  # where the user variant `flash` is declared
+    result = compare(f"flash,exe:{program}", "t10")
+    events_ms = result.cell("flash", "t10").measurement.kernel.median
+    program_cell = result.cell("exe:hw4", "t10")
+    assert program_cell.status == "ok", program_cell.message
+    recorded = program_cell.extra.get("kernel")
+    assert recorded is not None, program_cell.extra.get("kernel_note")
+    assert recorded["launches"] == 1
+    assert 1e3 * recorded["busy_s"] == pytest.approx(events_ms, rel=0.10)
+
+
+@pytest.mark.gpu
+@pytest.mark.gpu_alone
+def test_the_collector_is_never_in_the_judged_run(gpu, tmp_path):
+    """Judged with --kernel-time, a program that fails whenever the collector is loaded still passes (and its
+    kernels are recorded), and its judged wall time stays within the noise of a judge without it."""
+    from attnbench.api import programs as api_programs
+
+    source = tmp_path / "hw4.cu"
+    source.write_text((EXAMPLES / "course_program" / "hw4.cu").read_text().replace(
+        "int main(int argc, char** argv) {",
+        'int main(int argc, char** argv) {\n    if (getenv("CUDA_INJECTION64_PATH")) { cudaFree(0); exit(3); }', 1))
+    assert "CUDA_INJECTION64_PATH" in source.read_text(), "the course example's main() changed: update this test"
+    program = _nvcc_build(source, tmp_path / "hw4", gpu)
+    cases = "t01,t01,t01,t01,t01"
+    recorded, with_kernels = api_programs.judge(str(program), cases, time_limits="none", kernel_time=True)
+    assert recorded.passed == 5
+    assert all(j.kernels is not None and j.kernels.time is not None for j in recorded.judged), [
+        j.kernels for j in recorded.judged]
+    plain, _ = api_programs.judge(str(program), cases, time_limits="none")
+    walls_with = sorted(j.wall_s for j in recorded.judged)
+    walls_without = sorted(j.wall_s for j in plain.judged)
+    assert abs(walls_with[2] - walls_without[2]) <= max(0.10 * walls_without[2], 0.03)

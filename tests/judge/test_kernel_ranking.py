@@ -94,6 +94,8 @@ def test_rank_by_kernel_ranks_a_class_by_kernel_time_and_the_default_by_wall_tim
     assert by_kernel.settings["ranking"] == KERNEL_RANKING_RULE and "could forge" in by_kernel.settings["kernel_time"]
     model = scoreboard_model(by_kernel)
     assert "kernels (passed)" in [c.name for c in model.columns]
+    texts = [cell.text for row in model.rows for cell in row]
+    assert "0.600 ms" in texts and any(t.endswith(" s, k 0.300 ms") for t in texts)
     lines = scoreboard_lines(by_kernel)
     assert any(line.startswith("ranked by kernel time; k: kernel time, CUPTI") for line in lines)
     assert any(line.startswith("ranked by wall time") for line in scoreboard_lines(wall))

@@ -30,7 +30,7 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_the_wheel_carries_the_kernels_and_the_suite_manifest(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    kernels = {p.name for p in (ROOT / "cuda").iterdir() if p.suffix in (".cu", ".cuh")}
+    kernels = {p.name for p in (ROOT / "cuda").iterdir() if p.suffix in (".cu", ".cuh", ".cpp")}  # kernel_records.cpp: the collector
     assert {f"attnbench/_cuda/{k}" for k in kernels} <= names
     assert "attnbench/_testcases/suite.json" in names
     assert not any("/data/" in n for n in names), "generated testcases must not ship"

@@ -14,6 +14,12 @@ The rule, stated once (and saved with every scoreboard):
    the FASTEST row of the tie, never from the row just above: rows 1.9% apart would otherwise chain a
    row 6% slower into the first rank.
 4. A submission that did not build, or passed nothing, is unranked.
+
+With `--rank-by kernel` (the board's settings say `rank_by`), rule 3's total is the kernels' total GPU time of
+the cases passed, recorded in a second, untimed run of each (attnbench.results.kernel_time), with the same
+band; a row without a kernel time for every case it passed ranks after those with one, by its wall time. Those
+records are written inside each submission's own process, so a submission can forge them: the default
+ranking, the course's, never uses them.
 """
 
 from __future__ import annotations
@@ -24,44 +30,63 @@ TIE_WITHIN = 0.02  # one wall-clock run of a whole program varies by a percent o
 RANKING_RULE = ("ranked within each GPU kind (a row by the kind that ran most of its cases): more cases passed "
                 "first, then less total time of the cases passed; totals within a fixed "
                 f"{TIE_WITHIN:.0%} of the fastest of the tie (no row's noise widens it, rows never chain)")
+RANK_BY = ("wall", "kernel")
+KERNEL_RANKING_RULE = ("ranked by kernel time (--rank-by kernel), within each GPU kind: more cases passed first, "
+                       "then less total kernel GPU time of the cases passed (CUPTI records from a second, untimed run "
+                       "inside each program's own process, which it could forge; not the course's rule), totals "
+                       f"within a fixed {TIE_WITHIN:.0%} of the fastest tie; a row without kernel time for every "
+                       "case it passed ranks after those with one, by wall time")
 RERUN_MARGIN = 0.25  # a first round's single run can be this much slower than the row's median
 
 
-def _tied(faster: SubmissionRow, slower: SubmissionRow) -> bool:
+def _total(row: SubmissionRow, by: str) -> tuple[bool, float]:
+    """The total rule 3 ranks by: (no kernel time, total) for `by` "kernel", else (False, wall total)."""
+    if by == "kernel":
+        kernels = row.kernel_total_s
+        return (True, row.total_s) if kernels is None else (False, kernels)
+    return False, row.total_s
+
+
+def _tied(faster: SubmissionRow, slower: SubmissionRow, by: str = "wall") -> bool:
     if faster.passed != slower.passed:
         return False
-    return slower.total_s - faster.total_s <= TIE_WITHIN * faster.total_s
+    (fast_missing, fast), (slow_missing, slow) = _total(faster, by), _total(slower, by)
+    if fast_missing != slow_missing:
+        return False
+    return slow - fast <= TIE_WITHIN * fast
 
 
-def order(rows: list[SubmissionRow]) -> list[SubmissionRow]:
+def order(rows: list[SubmissionRow], by: str = "wall") -> list[SubmissionRow]:
     """Rows in ranking order (unranked ones last, by name)."""
     ranked = [r for r in rows if r.built and r.passed > 0]
     unranked = [r for r in rows if not (r.built and r.passed > 0)]
-    ranked.sort(key=lambda r: (-r.passed, r.total_s, r.name))
+    ranked.sort(key=lambda r: (-r.passed, *_total(r, by), r.name))
     unranked.sort(key=lambda r: (not r.built, -r.passed, r.name))
     return ranked + unranked
 
 
 def rank(board: Scoreboard) -> Scoreboard:
-    """Set every row's rank and tie flag by the rule above, per GPU kind; rows come back in ranking order."""
+    """Set every row's rank and tie flag by the rule above (by the board's `rank_by`: wall clock unless it says
+    kernel), per GPU kind; rows come back in ranking order."""
+    by = board.settings.get("rank_by", "wall")
     kinds = board.gpu_kinds
     groups = [[row for row in board.rows if row.gpu == gpu] for gpu in kinds]
     groups.append([row for row in board.rows if row.gpu not in kinds])  # never judged: unranked, last
     ordered: list[SubmissionRow] = []
-    for group in map(order, groups):
+    for group in (order(g, by) for g in groups):
         leader: SubmissionRow | None = None  # the fastest row of the current rank
         for position, row in enumerate(group, start=1):
             row.tied = False
             if not (row.built and row.passed > 0):
                 row.rank = None
                 continue
-            if leader is not None and leader.rank is not None and _tied(leader, row):
+            if leader is not None and leader.rank is not None and _tied(leader, row, by):
                 row.rank, row.tied, leader.tied = leader.rank, True, True
             else:
                 row.rank, leader = position, row
         ordered.extend(group)
     board.rows = ordered
-    board.settings["ranking"] = RANKING_RULE
+    board.settings["ranking"] = KERNEL_RANKING_RULE if by == "kernel" else RANKING_RULE
     return board
 
 
@@ -72,11 +97,13 @@ def top_rows(board: Scoreboard, count: int) -> list[SubmissionRow]:
     chosen: list[SubmissionRow] = []
     if count <= 0:  # --rerun-top 0: no row is rerun
         return chosen
+    by = board.settings.get("rank_by", "wall")
     for gpu in board.gpu_kinds:
         group = [r for r in board.rows if r.gpu == gpu and r.rank is not None]
         if not group:
             continue
         last = group[min(count, len(group)) - 1]
         chosen.extend(r for r in group if r.rank is not None and last.rank is not None and (
-            r.rank <= last.rank or (r.passed == last.passed and r.total_s <= (1 + RERUN_MARGIN) * last.total_s)))
+            r.rank <= last.rank or (r.passed == last.passed and _total(r, by) <= (
+                _total(last, by)[0], (1 + RERUN_MARGIN) * _total(last, by)[1]))))
     return chosen

@@ -14,6 +14,7 @@ from attnbench.analysis.verdict import (
     geometric_mean,
     geometric_mean_speedup,
 )
+from attnbench.results.kernel_time import kernel_time_of
 from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, SUSPECT, WRONG, Cell, ResultSet
 
 if TYPE_CHECKING:
@@ -67,7 +68,22 @@ class MatrixView:
 
     def geomean_tflops(self, variant: str) -> float | None:
         values = [c.measurement.tflops for c in self.result.cells if c.variant == variant and c.ok and c.measurement]
+        values += [k["tflops"] for c in self.result.cells if c.variant == variant and c.status == OK
+                   for k in [c.extra.get("kernel") or {}] if k.get("tflops")]  # a program's, from its kernel time
         return geometric_mean(values)
+
+    def program_speedup(self, variant: str, case: str) -> float | None:
+        """A whole program's speedup over the baseline on one input, from its kernels' busy time (one recorded
+        run, so no noise and no verdict) against the baseline's median kernel time; None without both."""
+        if self.baseline is None:
+            return None
+        base, cell = self.result.cell(self.baseline, case), self.result.cell(variant, case)
+        program = kernel_time_of(cell.extra) if cell is not None and cell.status == OK else None
+        if base is None or base.status != OK or program is None or program.busy_s <= 0:
+            return None
+        base_s = (base.measurement.kernel.median / 1e3 if base.measurement is not None
+                  else getattr(kernel_time_of(base.extra), "busy_s", None))  # a program as the baseline: its kernels
+        return base_s / program.busy_s if base_s else None
 
     def counts(self, variant: str) -> dict[str, int]:
         found = {OK: 0, WRONG: 0, REFUSED: 0, ERROR: 0, IMPOSSIBLE: 0, SUSPECT: 0}

@@ -103,6 +103,12 @@ def compare(
     unconfined = program_confinement(chosen, sandbox)
     if unconfined is not None:
         notice(f"exe: programs: {unconfined}")
+    if any(v.kind.whole_program for v in chosen):
+        from attnbench.backends.kernel_records import unavailable
+
+        no_kernels = unavailable()
+        if no_kernels is not None:  # said once here; each program cell keeps it too
+            notice(f"exe: programs: {no_kernels}; their process time and checks as before")
     inputs = inputs_for(cases)
     names = [v.name for v in chosen]
     timed = [v.name for v in chosen if not v.kind.whole_program]  # a program has no kernel time to compare

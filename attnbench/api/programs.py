@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from attnbench.analysis.class_history import HistoryRow, history, load_boards
+from attnbench.analysis.ranking import RANK_BY
 from attnbench.api.notices import Notice, quiet
+from attnbench.backends.kernel_records import unavailable as kernel_records_unavailable
 from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
 from attnbench.errors import AttnbenchError, UsageError
 from attnbench.files import DEFAULT_RESULTS_DIR
@@ -52,7 +54,7 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
           listener: Listener | None = None, command: str | None = None, sandbox: SandboxSettings | None = None,
           opened: Callable[[Confinement], None] | None = None,
           fresh_inputs: bool = False, arch: str | None = None, build_command: str | None = None,
-          diagnose: bool = False) -> tuple[judging.Judgement, ResultSet]:
+          diagnose: bool = False, kernel_time: bool = False) -> tuple[judging.Judgement, ResultSet]:
     """Run PROGRAM IN OUT on each case in its own case folder and sandbox (see attnbench.sandbox.room),
     time the whole process, check the output by the course's rule; returns the judgement and its result
     set (kind "judge"). `opened` hears how cases are confined (bwrap, or the fallback and why) first;
@@ -61,7 +63,9 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
     `arch`, or by `build_command`; a failed build: BuildFailed).
     `fresh_inputs`: judge on inputs drawn anew from secret seeds (attnbench.judge.fresh_inputs), not the
     suite's; the seeds are saved in the result's settings. `diagnose`: a failed case runs once more under
-    compute-sanitizer, whose first error joins its message (attnbench.judge.diagnose)."""
+    compute-sanitizer, whose first error joins its message (attnbench.judge.diagnose). `kernel_time`: each
+    passed case's kernels recorded in a second, untimed run (attnbench.backends.kernel_records), saved beside
+    its process time, never judged."""
     limits = judging.load_time_limits(time_limits)
     inputs = judging.cases_for(cases)
     if not inputs:
@@ -70,12 +74,12 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
         with built_source(program, sandbox or SandboxSettings(), build_rules(arch, build_command)) as path:
             return judge(str(path), cases, launcher=launcher, time_limits=time_limits, args=args, timeout=timeout,
                          progress=progress, listener=listener, command=command, sandbox=sandbox, opened=opened,
-                         fresh_inputs=fresh_inputs, diagnose=diagnose)
+                         fresh_inputs=fresh_inputs, diagnose=diagnose, kernel_time=kernel_time)
     prog = judging.make_program(program, launcher, args)
     if fresh_inputs:
         inputs = draw(inputs)
     judgement = judging.run_judge(prog, inputs, limits, timeout, progress, listener,
-                                  sandbox, opened, diagnose)
+                                  sandbox, opened, diagnose, kernel_time)
     result = judging.judge_results(judgement, collect(None, False, command))
     result.settings.inputs = FRESH_RULE if fresh_inputs else "the suite's inputs (public seeds)"
     result.settings.seeds = seeds_of(inputs)
@@ -89,7 +93,8 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
                 results_dir: str | Path = DEFAULT_RESULTS_DIR, progress: ProgressFactory = no_progress,
                 listener: Listener | None = None, command: str | None = None,
                 fresh_inputs: bool = True, checkpoint: Checkpoint | None = None, arch: str | None = None,
-                build_command: str | None = None, diagnose: bool = False) -> Scoreboard:
+                build_command: str | None = None, diagnose: bool = False, kernel_time: bool = False,
+                rank_by: str = "wall") -> Scoreboard:
     """Build and judge every submission (folders, .cu or .c files, executables, or folders of them) on the
     same cases, rank them (passed cases first, then total time; ties within noise), rerun the top ones
     and rank again; returns the scoreboard, which the command line renders and saves. With
@@ -104,7 +109,11 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     `checkpoint` gets the board as it grows (after each row here, each case with `gpus`), to save it.
     Submissions are built as the course builds them (`attnbench.judge.course_build`): for `arch` (sm_90,
     native; default the judging GPU's), or each by the shell line `build_command`. `diagnose`: each failed
-    case runs once more under compute-sanitizer, whose first error joins its message."""
+    case runs once more under compute-sanitizer, whose first error joins its message.
+    `kernel_time`: each passed run's kernels recorded in a second, untimed run, in the sandbox like every run;
+    `rank_by` "kernel" ranks by them (and records them), "wall" (the default) by the course's wall clock."""
+    if rank_by not in RANK_BY:
+        raise UsageError(f"--rank-by {rank_by}: one of {', '.join(RANK_BY)}")
     chosen = choose_executor(gpus, executor)
     devices = devices_for(gpus) if gpus is not None else []  # bad usage, or no GPU, before any work
     if rerun_top < 0:
@@ -116,7 +125,7 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
         raise UsageError(f"--cases {selector!r} names no case")
     settings = ClassSettings(judging.load_time_limits(time_limits), timeout, build_timeout, rerun_top,
                              class_sandbox(sandbox or SandboxSettings()), fresh_inputs,
-                             build_rules(arch, build_command), diagnose)
+                             build_rules(arch, build_command), diagnose, kernel_time, rank_by)
     metadata = collect(None, False, command)
     with oom_priority.judge_last() as lowered:  # a program that exhausts memory is killed, not the judge
         board = _judge_found(found, inputs, settings, chosen, slurm, results_dir, devices, progress, listener,
@@ -236,10 +245,14 @@ class JudgeOptions:
     arch: str | None = None  # builds: for this architecture (default: the judging GPU's)
     build_command: str | None = None  # builds: this shell line in each submission's folder
     diagnose: bool = False  # a failed case runs once more under compute-sanitizer
+    kernel_time: bool = False  # each passed case's kernels, from a second, untimed run
+    rank_by: str = "wall"  # a class only: "kernel" ranks by kernel time (and records it)
 
     def __post_init__(self) -> None:
         if not self.programs and not self.resume:
             raise UsageError("judge needs a PROGRAM (or several, or a folder of submissions), or --resume FOLDER")
+        if self.rank_by != "wall" and not self.judges_a_class:
+            raise UsageError("--rank-by ranks a class; for one program, --kernel-time records its kernels")
         if self.judges_a_class and (self.launcher or self.args != judging.DEFAULT_ARGS):
             raise UsageError("--launcher and --args are for one program; a class runs each submission as the "
                              "course does (PROGRAM IN OUT), and --executor slurm places it")
@@ -259,16 +272,26 @@ def _say_pending(cases: str, notice: Notice) -> None:
                f"{data_dir()}; --cases limits them (e.g. --cases t01-t10)")
 
 
+def _say_no_kernels(options: JudgeOptions, notice: Notice) -> None:
+    """When kernel times are asked for and none can be recorded here: the one line why (the rest goes on)."""
+    if options.kernel_time or options.rank_by == "kernel":
+        why = kernel_records_unavailable()
+        if why is not None:
+            ranks = "; ranks by wall time (no row has a kernel time)" if options.rank_by == "kernel" else ""
+            notice(why + ranks)
+
+
 def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progress, listener: Listener | None = None,
                   opened: Callable[[Confinement], None] | None = None,
                   notice: Notice = quiet) -> tuple[judging.Judgement, ResultSet]:
     """`judge` of the one program `options` names (see `judge`), after a note of what its cases will write."""
     _say_pending(options.cases, notice)
+    _say_no_kernels(options, notice)
     return judge(options.programs[0], options.cases, launcher=options.launcher, time_limits=options.time_limits,
                  args=options.args, timeout=options.timeout, progress=progress, listener=listener,
                  command=options.command, sandbox=options.sandbox, opened=opened,
                  fresh_inputs=bool(options.fresh_inputs), arch=options.arch, build_command=options.build_command,
-                 diagnose=options.diagnose)
+                 diagnose=options.diagnose, kernel_time=options.kernel_time)
 
 
 def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_progress,
@@ -279,13 +302,14 @@ def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_p
     if options.resume:
         return resume_class(options.resume, listener)
     _say_pending(options.cases, notice)
+    _say_no_kernels(options, notice)
     return judge_class(options.programs, options.cases, time_limits=options.time_limits, timeout=options.timeout,
                        build_timeout=options.build_timeout, rerun_top=options.rerun_top, gpus=options.gpus,
                        executor=options.executor, slurm=options.slurm, sandbox=options.sandbox,
                        results_dir=options.results_dir, progress=progress, listener=listener,
                        command=options.command, fresh_inputs=options.fresh_inputs is not False,
                        checkpoint=checkpoint, arch=options.arch, build_command=options.build_command,
-                       diagnose=options.diagnose)
+                       diagnose=options.diagnose, kernel_time=options.kernel_time, rank_by=options.rank_by)
 
 
 def new_kernel(name: str, folder: str | Path = ".") -> StarterFiles:

@@ -52,6 +52,11 @@ from attnbench.printable import printable
               help="Judge on inputs drawn anew (each case in its shape and distribution, from a secret seed saved "
                    "with the results), or on the suite's public ones [default: fresh for a class, the suite's "
                    "for one program].")
+@click.option("--kernel-time", is_flag=True,
+              help="Record each passed case's kernels (CUPTI, in a second, untimed run in the sandbox) beside its "
+                   "process time. The program could forge them; the judged run and its verdict never use them.")
+@click.option("--rank-by", type=click.Choice(["wall", "kernel"]), default="wall", show_default=True,
+              help="A class: rank by the course's wall clock, or by kernel time (records it; see --kernel-time).")
 @click.option("--rerun-top", type=click.IntRange(min=0), default=3, show_default=True,
               help="A class: rerun this many top submissions (median of 3 runs per case) before ranks are final.")
 @click.option("--gpus", default=None, help="A class: spread the cases over this host's GPUs (all, or 0,1).")
@@ -91,7 +96,7 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
           arch: str | None, build_command: str | None, diagnose: bool, executor: str, partition: str | None,
           gres: str | None, time_min: int, resume_folder: str | None, with_html: bool, results_dir: str,
           name: str | None, no_save: bool, fresh_inputs: bool | None, history_folder: str | None,
-          as_json: bool) -> None:
+          as_json: bool, kernel_time: bool, rank_by: str) -> None:
     """Judge whole programs as the course does: run PROGRAM IN OUT per case, time it, check it.
 
     One executable (or one .cu or .c file, built first) is judged case by case. Several, or a folder of
@@ -139,7 +144,7 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
         timeout=timeout, sandbox=sandbox, rerun_top=rerun_top, gpus=gpus, build_timeout=build_timeout,
         executor=executor, slurm=api_programs.SlurmOptions(partition, gres, time_min), resume=resume_folder,
         results_dir=results_dir, command=command_line(), fresh_inputs=fresh_inputs, arch=arch,
-        build_command=build_command, diagnose=diagnose)
+        build_command=build_command, diagnose=diagnose, kernel_time=kernel_time, rank_by=rank_by)
     if options.judges_a_class:
         _judge_class(options, with_html, name, no_save, as_json)
     else:

@@ -29,6 +29,7 @@ from attnbench.judge.course_judge import (
     Program,
     TimeLimits,
     judge_case,
+    record_case_kernels,
     timeout_for,
     warm_up,
 )
@@ -39,6 +40,7 @@ from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.course_build import BuildRules
 from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
+from attnbench.results.kernel_time import CUPTI_SOURCE
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
 from attnbench.spread.executor import Listener, Progress
@@ -59,6 +61,12 @@ class ClassSettings:
     fresh_inputs: bool = True  # every case and every rerun on inputs drawn anew (attnbench.judge.fresh_inputs)
     build: BuildRules = field(default_factory=BuildRules)  # how submissions are built (--arch, --build-command)
     diagnose: bool = False  # a failed case runs once more under compute-sanitizer (attnbench.judge.diagnose)
+    kernel_time: bool = False  # each passed run's kernels recorded in a second, untimed run (--kernel-time)
+    rank_by: str = "wall"  # "kernel": ranked by those kernel times (--rank-by kernel; it records them)
+
+    @property
+    def records_kernels(self) -> bool:
+        return self.kernel_time or self.rank_by == "kernel"
 
     def first_inputs(self, inputs: Sequence[BenchInput]) -> list[BenchInput]:
         """The inputs of every submission's first run: fresh ones, or the suite's."""
@@ -152,6 +160,9 @@ def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda
         sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache)
         try:
             judged = judge_case(Program(program), case, limit, timeout_for(limit, settings.timeout_s), sandbox)
+            if judged.passed and settings.records_kernels:  # a second run, in a room of its own: never the judged one
+                judged.kernels = record_case_kernels(Program(program), case, timeout_for(limit, settings.timeout_s),
+                                                     sandbox)
         finally:
             sandbox.close()
     except SandboxUnavailable:
@@ -162,7 +173,11 @@ def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda
     message = "" if judged.passed else judged.message
     if settings.diagnose and judged.verdict in DIAGNOSED:
         message = f"{message}; {diagnosed(program, case, judged, settings.sandbox)}"
-    return CaseEntry(judged.verdict, message, runs)
+    entry = CaseEntry(judged.verdict, message, runs)
+    if judged.kernels is not None:
+        entry.kernel_note = judged.kernels.why
+        entry.kernel_runs_s = [judged.kernels.time.busy_s] if judged.kernels.time is not None else []
+    return entry
 
 
 def diagnosed(program: Path, case: PreparedCase, judged: JudgedCase, settings: SandboxSettings) -> str:
@@ -202,6 +217,7 @@ def add_run(row: SubmissionRow, label: str, again: CaseEntry) -> bool:
         row.entries[label] = again
         return False
     row.entries[label].runs_s.extend(again.runs_s)
+    row.entries[label].kernel_runs_s.extend(again.kernel_runs_s)
     return True
 
 
@@ -234,6 +250,9 @@ def new_board(inputs: Sequence[BenchInput], settings: ClassSettings, metadata: d
                        if settings.rerun_top else "none (--rerun-top 0): one run per case",
                        "inputs": FRESH_RULE if settings.fresh_inputs else "the suite's inputs (public seeds)",
                        "seeds": {},
+                       "rank_by": settings.rank_by,
+                       **({"kernel_time": f"{CUPTI_SOURCE}; ranks use it only with --rank-by kernel"}
+                          if settings.records_kernels else {}),
                        "confinement": confined.to_dict() if confined else None,
                        "confinement_warning": confined.warning() if confined else None})
 

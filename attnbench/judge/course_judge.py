@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from attnbench.backends.kernel_records import record_kernels
 from attnbench.backends.program import NO_LIMIT_TIMEOUT_S, PROCESS_TIME_NOTE, PROCESS_TIME_WARNING
 from attnbench.bench.check_rule import CourseRule
 from attnbench.cases import suite
@@ -58,6 +59,7 @@ from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's in
     load_time_limits,
 )
 from attnbench.results.course_grade import FULL_MARKS, GRADE_RULE, course_grade
+from attnbench.results.kernel_time import CUPTI_SOURCE, KernelRecording
 from attnbench.results.measurement import Measurement
 from attnbench.results.resultset import ERROR, OK, WRONG, Cell, ResultKind, ResultSet, VariantInfo
 from attnbench.results.run_settings import RunSettings
@@ -190,6 +192,7 @@ class JudgedCase:
     timeout_s: float
     check: VerifyReport | None = None
     returncode: int | None = None
+    kernels: KernelRecording | None = None  # its kernels, from a second, untimed run (--kernel-time)
 
     @property
     def passed(self) -> bool:
@@ -219,6 +222,13 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
         judged.message = (f"correct, but {outcome.wall_s:.2f} s is over the {limit_s:g} s limit by "
                           f"{outcome.wall_s - limit_s:.2f} s")
     return judged
+
+
+def record_case_kernels(program: Program, case: PreparedCase, timeout_s: float, sandbox: Sandbox) -> KernelRecording:
+    """The kernels of a passed case, from a second run on the same input with the kernel-records collector, in a
+    room like the judged run's (its settings and sealed JIT cache): never the judged, timed run."""
+    spec = program.spec(case.label, case.input_path, case.shape, timeout_s)
+    return record_kernels(program.path, spec, sandbox.settings, sandbox.cuda_cache)
 
 
 def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) -> str:
@@ -272,11 +282,13 @@ class Judgement:
 def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, timeout_s: float | None,
               progress: ProgressFactory = no_progress, listener: Listener | None = None,
               settings: SandboxSettings | None = None,
-              opened: Callable[[Confinement], None] | None = None, diagnose: bool = False) -> Judgement:
+              opened: Callable[[Confinement], None] | None = None, diagnose: bool = False,
+              kernel_time: bool = False) -> Judgement:
     """Judge every case in order, each in its own sandboxed case folder; `opened` hears how cases are
     confined before the first runs, `listener` each case judged: a `Progress` event "judged" (the one
     listener protocol), its job the case's index in `inputs`, its payload (JudgedCase, number of cases).
     With `diagnose`, a failed case runs once more under compute-sanitizer (attnbench.judge.diagnose).
+    With `kernel_time`, each passed case's kernels are recorded in a second, untimed run after its judged one.
     Ctrl-C stops after killing the running program, keeping what was judged."""
     settings = settings or SandboxSettings()
     # SandboxUnavailable: exit 3
@@ -296,6 +308,8 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
             if diagnose and judged.verdict in DIAGNOSED:
                 spec = program.spec(case.label, case.input_path, case.shape, judged.timeout_s)
                 judged.message = f"{judged.message}; {diagnosis(program.path, spec, settings)}"
+            if kernel_time and judged.passed:
+                judged.kernels = record_case_kernels(program, case, timeout_for(limit, timeout_s), sandbox)
             judgement.judged.append(judged)
             if listener is not None:
                 listener(Progress("judged", index, payload=(judged, len(inputs))))
@@ -317,6 +331,8 @@ def _cell(program: Program, judged: JudgedCase, device: str) -> Cell:
             compute_s=judged.wall_s, kernel=KernelStats([judged.wall_s * 1e3]),
             verification=judged.check, warnings=[PROCESS_TIME_WARNING],
         )
+    if judged.kernels is not None:
+        extra.update(judged.kernels.to_extra(judged.shape.flops))
     check = judged.check.to_dict() if judged.check is not None else None
     message = "" if judged.passed else judged.message
     return Cell(program.label, judged.label, _CELL_STATUS[judged.verdict], message, measurement, check, extra)
@@ -341,7 +357,9 @@ def judge_results(judgement: Judgement, metadata: dict[str, Any]) -> ResultSet:
         kind=ResultKind.JUDGE,
         metadata=metadata,
         policy={"timing": PROCESS_TIME_NOTE, "timeout_s": "--timeout, else twice the limit, else "
-                f"{NO_LIMIT_TIMEOUT_S:g} s"},
+                f"{NO_LIMIT_TIMEOUT_S:g} s",
+                **({"kernel_time": f"{CUPTI_SOURCE}; the verdicts and limits use the process time only"}
+                   if any(j.kernels is not None for j in judgement.judged) else {})},
         variants=[info],
         cases=[case.info for case in judgement.cases],
         cells=[_cell(program, judged, device) for judged in judgement.judged],

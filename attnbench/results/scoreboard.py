@@ -17,8 +17,9 @@ from attnbench import strict_json
 from attnbench.errors import ResultsError
 from attnbench.results.course_grade import COURSE_CASES, course_grade, grades_cases
 
-# Format history: 1, the first (rows, entries with every run's time, ranks with ties, GPU groups); each row's
-# "grade" (the course's, derived from its entries: written, never read back) was added without a new version.
+# Format history: 1, the first (rows, entries with every run's time, ranks with ties, GPU groups); entries' kernel
+# times (kernel_runs_s, kernel_note) are optional fields of 1, absent from older boards; each row's "grade" (the
+# course's, derived from its entries: written, never read back) was added without a new version.
 SCOREBOARD_VERSION = 1
 PASS = "PASS"
 
@@ -31,10 +32,19 @@ class CaseEntry:
     message: str = ""
     runs_s: list[float] = field(default_factory=list)  # the first run, then any reruns (passed runs only)
     device: str | None = None  # the GPU kind that ran its first run, where a class spread over several
+    # Its kernels' busy time after each passed run, from a second, untimed run with the kernel-records collector
+    # (--kernel-time); the program could forge it (attnbench.results.kernel_time). Why none, when none was recorded.
+    kernel_runs_s: list[float] = field(default_factory=list)
+    kernel_note: str = ""
 
     @property
     def passed(self) -> bool:
         return self.verdict == PASS
+
+    @property
+    def kernel_s(self) -> float | None:
+        """The case's kernel time: the median of its recorded runs' busy spans."""
+        return statistics.median(self.kernel_runs_s) if self.kernel_runs_s else None
 
     @property
     def time_s(self) -> float | None:
@@ -65,6 +75,12 @@ class SubmissionRow:
     def total_s(self) -> float:
         """The total time of the cases it passed."""
         return sum(entry.time_s or 0.0 for entry in self.entries.values() if entry.passed)
+
+    @property
+    def kernel_total_s(self) -> float | None:
+        """The total kernel time of the cases it passed; None unless every one of them has one."""
+        passed = [entry.kernel_s for entry in self.entries.values() if entry.passed]
+        return sum(passed) if passed and None not in passed else None  # type: ignore[arg-type]
 
 
 @dataclass
@@ -99,7 +115,8 @@ class Scoreboard:
         return {"version": SCOREBOARD_VERSION, "kind": "scoreboard", "cases": self.cases,
                 "metadata": self.metadata, "settings": self.settings, "interrupted": self.interrupted,
                 "rows": [{**asdict(row), "passed": row.passed, "total_s": row.total_s, "grade": self.grade(row),
-                          "entries": {case: {**asdict(entry), "time_s": entry.time_s}
+                          "kernel_total_s": row.kernel_total_s,
+                          "entries": {case: {**asdict(entry), "time_s": entry.time_s, "kernel_s": entry.kernel_s}
                                       for case, entry in row.entries.items()}} for row in self.rows]}
 
     @classmethod
@@ -108,7 +125,8 @@ class Scoreboard:
             raise ResultsError(f"not a scoreboard of version {SCOREBOARD_VERSION}")
         rows = []
         for raw in data["rows"]:
-            entries = {case: CaseEntry(e["verdict"], e.get("message", ""), list(e.get("runs_s", [])), e.get("device"))
+            entries = {case: CaseEntry(e["verdict"], e.get("message", ""), list(e.get("runs_s", [])), e.get("device"),
+                                       list(e.get("kernel_runs_s", [])), e.get("kernel_note", ""))
                        for case, e in raw["entries"].items()}
             rows.append(SubmissionRow(raw["name"], raw["source"], raw["built"], raw.get("build_message", ""),
                                       raw.get("gpu"), entries, raw.get("rank"), raw.get("tied", False),

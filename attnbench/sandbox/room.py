@@ -83,6 +83,9 @@ class SandboxSettings:
     cpu_s: float | None = None  # None: CPU_FACTOR times the case's timeout
     binds: tuple[Path, ...] = ()
     program_mb: int = PROGRAM_BYTES >> 20  # the largest program judged (its sealed copy is linked into each run)
+    # Variables every run gets besides the few passed (program_env): an untimed run's kernel-records collector
+    # (attnbench.backends.kernel_records: CUDA_INJECTION64_PATH and the file it writes), nothing else
+    env: tuple[tuple[str, str], ...] = ()
 
     CPU_FACTOR = 4.0
     FILE_FACTOR = 4  # the output-size limit: this many times the expected output, at least FILE_FLOOR
@@ -470,6 +473,7 @@ class Sandbox:
         else:
             env = program_env("/tmp", INSIDE_CACHE if self.cuda_cache is not None else None)
             args += ["--clearenv"] + [w for k, v in env.items() for w in ("--setenv", k, v)]
+        args += [w for k, v in self.settings.env for w in ("--setenv", k, v)]
         args += ["--remount-ro", "/dev", "--remount-ro", "/"]  # last: the mounts above made their mount points
         return [*args, "--", *argv]
 
@@ -490,8 +494,12 @@ class Sandbox:
     def case_env(self, case: CasePaths) -> dict[str, str] | None:
         """The environment a case's command starts with (the fallback's HOME is its case folder)."""
         if self.launched or self.confinement.sandboxed:
-            return self.launcher_env()
-        return program_env(str(case.folder), str(case.cache) if case.cache else self._cache_path())
+            env = self.launcher_env()
+            if self.launched and not self.confinement.sandboxed and self.settings.env:
+                return {**os.environ, **dict(self.settings.env)}
+            return env
+        return {**program_env(str(case.folder), str(case.cache) if case.cache else self._cache_path()),
+                **dict(self.settings.env)}
 
     @property
     def sole_user(self) -> bool:

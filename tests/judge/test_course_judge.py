@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from attnbench.backends import kernel_records
 from attnbench.cases import suite
 from attnbench.cli import main
 from attnbench.judge import course_judge as judging
@@ -269,12 +270,35 @@ def test_the_course_cuda_program_passes_t01_to_t10(cli, gpu, tmp_path):
 
 
 # -- a program beside kernels in compare --------------------------------------------------------------
+def test_compare_puts_a_programs_kernel_time_tflops_and_speedup_beside_its_process_time(cli, programs, tmp_path,
+                                                                                         monkeypatch):
+    from attnbench.backends import program as program_backend
+    from attnbench.results.kernel_time import KernelRecording, KernelSummary, KernelTime
+
+    recorded = KernelTime(2e-6, 3e-6, 3, (KernelSummary("_Z4attnPf", 3, 3e-6),))
+    monkeypatch.setattr(program_backend, "record_kernels", lambda *args: KernelRecording(recorded))
+    result = cli("compare", "--variants", f"cpu,exe:{programs['right']}", "--cases", "odd_17x48",
+                 "--results-dir", tmp_path / "res")
+    assert result.exit_code == 0, result.output
+    saved = results.load(next((tmp_path / "res").glob("*.json")))
+    cell = saved.cell("exe:attention", "odd_17x48")
+    flops = saved.case("odd_17x48").shape.flops
+    assert cell.extra["kernel"]["busy_s"] == 2e-6 and cell.extra["kernel"]["tflops"] == pytest.approx(flops / 2e-6 / 1e12)
+    markdown = next((tmp_path / "res").glob("*.md")).read_text()
+    assert "kernels 0.0020 ms in 3 launches; process " in markdown
+    assert f"{flops / 2e-6 / 1e12:.3g} (kernels)" in markdown
+    base_ms = saved.cell("cpu", "odd_17x48").measurement.kernel.median
+    assert f"{base_ms / 2e-3:.2f}x (kernels, one run: no verdict)" in markdown, markdown
+
+
 def test_compare_puts_a_program_beside_variants_with_process_time_only(cli, programs, tmp_path):
     crash = script(tmp_path, "crash", "kill -SEGV $$")
     result = cli("compare", "--variants", f"exe:{programs['right']},cpu,exe:{programs['off']},exe:{crash}",
                  "--cases", SMALL, "--results-dir", tmp_path / "res")
     assert result.exit_code == 1 and "4 wrong, impossible, suspect or failed cell(s)" in result.output  # two wrong, two crashed
     assert "process" in result.output and "(a program:" in result.output  # no kernel time, no speedup
+    if not kernel_records.gpu_present():  # said once why there is none
+        assert "exe: programs: no kernel time: no NVIDIA GPU on this machine" in result.output
     saved = results.load(next((tmp_path / "res").glob("*.json")))
     assert saved.baseline == "cpu"  # a program has no kernel time to be a baseline
     program = saved.cell("exe:attention", "odd_100x32")

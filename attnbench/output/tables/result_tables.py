@@ -13,6 +13,7 @@ from attnbench.analysis.ladder import LadderStep
 from attnbench.analysis.precision import error_share, precision_points, spans_precisions
 from attnbench.analysis.view import MatrixView
 from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableModel, Text
+from attnbench.results.kernel_time import kernel_ms_text, kernel_time_of
 from attnbench.results.measurement import Measurement
 from attnbench.results.refusal import Refusal
 from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, SUSPECT, WRONG, Cell, ResultSet
@@ -59,15 +60,29 @@ def status_text(cell: Cell | None) -> Text | None:
 
 
 def is_program_cell(cell: Cell | None) -> bool:
-    """A whole program's cell in a compare (exe:PATH): a checked output and a process time, no kernel time."""
+    """A whole program's cell in a compare (exe:PATH): a checked output and a process time, and its kernels'
+    time where a recording run gave one."""
     return cell is not None and cell.status == OK and "process_s" in cell.extra
+
+
+def _program_text(cell: Cell, time_figure: bool) -> Text:
+    """A program's cell: its kernels' busy time beside its process time (or the process time alone), or its
+    kernels' TFLOP/s."""
+    kernels = kernel_time_of(cell.extra)
+    process = f"process {cell.extra['process_s']:.3f} s"
+    if not time_figure:
+        tflops = (cell.extra.get("kernel") or {}).get("tflops")
+        return Text(f"{tflops:.3g} (kernels)" if tflops else "-", "" if tflops else DIM)
+    if kernels is None:
+        return Text(process, DIM)
+    return Text(f"kernels {kernel_ms_text(kernels)}; {process}")
 
 
 def _timed_text(cell: Cell | None, text: Callable[[Measurement], str]) -> Text:
     """A timed cell's figure, or its status when it has no time."""
     if is_program_cell(cell):
         assert cell is not None
-        return Text(f"process {cell.extra['process_s']:.3f} s" if text is _time_figure else "-", DIM)
+        return _program_text(cell, text is _time_figure)
     status = status_text(cell)
     if status is not None:
         return status
@@ -100,6 +115,9 @@ def speedup_text(view: MatrixView, variant: str, case: str) -> Text:
         return Text(f"{comparison.describe_speedup()} {verdict}", {"FASTER": GOOD, "SLOWER": BAD}.get(verdict, ""))
     cell = view.result.cell(variant, case)
     if is_program_cell(cell):
+        speedup = view.program_speedup(variant, case)
+        if speedup is not None:
+            return Text(f"{speedup:.2f}x (kernels, one run: no verdict)")
         return Text("- (a program: no kernel time)", DIM)
     return status_text(cell) or Text(view.missing_reason(variant, case) or "") or Text("- (no baseline time)")
 
@@ -348,9 +366,12 @@ def clock_note(result: ResultSet) -> str | None:
 
 # -- the judge ---------------------------------------------------------------------------------------------
 def scoreboard_table(result: ResultSet, title: str) -> TableModel:
-    """The judge's scoreboard: one row per case with its verdict, process time, limit and slack."""
+    """The judge's scoreboard: one row per case with its verdict, process time, limit and slack (and its kernels'
+    time, from a second run, when recorded; a last row sums the passed cases')."""
+    recorded = any("kernel" in c.extra or "kernel_note" in c.extra for c in result.cells)
     table = TableModel(title, [Column("case"), Column("B x N x d", right=True), Column("result"),
-                               Column("time", right=True), Column("limit", right=True), Column("slack", right=True)])
+                               Column("time", right=True), Column("limit", right=True), Column("slack", right=True),
+                               *([Column("kernels", right=True)] if recorded else [])])
     for cell in result.cells:
         case = result.case(cell.case)
         shape = f"{case.shape.B}x{case.shape.N}x{case.shape.d}" if case else "-"
@@ -365,8 +386,22 @@ def scoreboard_table(result: ResultSet, title: str) -> TableModel:
             detail = f"max error {cell.check['max_abs_error']:.2g}"  # how close a pass came to the rule
         table.add_row(cell.case, shape, Text(f"{verdict} {detail}".strip(), GOOD if verdict == "PASS" else BAD),
                       time, "-" if limit is None else f"{limit:g} s",
-                      Text(slack, BAD if slack.endswith("over") else ""))
+                      Text(slack, BAD if slack.endswith("over") else ""), *([_kernel_cell(cell)] if recorded else []))
+    if recorded:
+        passed = [c for c in result.cells if c.extra.get("verdict") == "PASS"]
+        kernels = [kernel_time_of(c.extra) for c in passed]
+        total = f"{1e3 * sum(k.busy_s for k in kernels if k):.3f} ms" if passed and all(kernels) else "-"
+        table.add_row("total (passed)", "", "", format_s(sum(c.extra.get("wall_s") or 0.0 for c in passed)), "", "",
+                      total)
     return table
+
+
+def _kernel_cell(cell: Cell) -> Text:
+    """A judged case's kernels: their busy time, '-' for a case not passed, or why none was recorded."""
+    kernels = kernel_time_of(cell.extra)
+    if kernels is not None:
+        return Text(f"{1e3 * kernels.busy_s:.3f} ms")
+    return Text("none" if cell.extra.get("kernel_note") else "-", DIM)
 
 
 # -- against a saved run -------------------------------------------------------------------------------------

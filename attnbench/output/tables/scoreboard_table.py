@@ -43,7 +43,9 @@ def _entry(entry: CaseEntry | None) -> ScoreCell:
 def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]]:
     """The header and the rows every rendering shares."""
     grade = ["grade"] if board.graded else []
-    header = ["rank", "submission", "passed", *grade, "total (passed)", *board.cases, "GPU", "note"]
+    kernels = has_kernel_times(board)
+    header = ["rank", "submission", "passed", *grade, "total (passed)", *board.cases,
+              *([KERNEL_TOTAL] if kernels else []), "GPU", "note"]
     rows = []
     for row in board.rows:
         note = row.build_message if not row.built else (f"median of {row.reruns} runs" if row.reruns > 1 else "")
@@ -53,7 +55,9 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
                      ScoreCell(f"{row.passed}/{len(board.cases)}", GOOD if row.passed == len(board.cases) else ""),
                      *[ScoreCell(str(board.grade(row))) for _ in grade],
                      ScoreCell(f"{row.total_s:.3f} s" if row.passed else "-"),
-                     *[_entry(row.entries.get(case)) if row.built else ScoreCell("-", DIM) for case in board.cases],
+                     *[_with_kernels(_entry(row.entries.get(case)), row.entries.get(case), kernels) if row.built
+                       else ScoreCell("-", DIM) for case in board.cases],
+                     *([_kernel_total(row)] if kernels else []),
                      ScoreCell(row.gpu or "-"), ScoreCell(note, "" if row.built else BAD)])
     return header, rows
 
@@ -103,7 +107,7 @@ def scoreboard_lines(board: Scoreboard) -> list[str]:
                      "on its own, and times are not comparable between kinds")
     if board.interrupted:
         lines.append("interrupted: the submissions and cases after the interruption were not judged")
-    return lines
+    return lines + kernel_lines(board)
 
 
 def class_stem(board: Scoreboard, selector: str) -> str:
@@ -132,3 +136,37 @@ def history_model(rows: list[HistoryRow], title: str = "history") -> TableModel:
     for row in cells:
         model.add_row(*[Text(cell.text, cell.tone) for cell in row])
     return model
+
+
+# -- kernel time (--kernel-time, --rank-by kernel): a column, a suffix on passed cases, lines under the table ----
+KERNEL_TOTAL = "kernels (passed)"
+
+
+def has_kernel_times(board: Scoreboard) -> bool:
+    """Whether the class recorded its programs' kernels (its settings say where they came from)."""
+    return bool(board.settings.get("kernel_time"))
+
+
+def _with_kernels(cell: ScoreCell, entry: CaseEntry | None, shown: bool) -> ScoreCell:
+    """A passed case's process time, with its kernels' time after it ('0.412 s, k 1.234 ms')."""
+    if not shown or entry is None or not entry.passed or entry.time_s is None:
+        return cell
+    kernel = entry.kernel_s
+    return ScoreCell(f"{cell.text}, k {1e3 * kernel:.3f} ms" if kernel is not None else f"{cell.text}, k -", cell.tone)
+
+
+def _kernel_total(row: SubmissionRow) -> ScoreCell:
+    total = row.kernel_total_s if row.built and row.passed else None
+    return ScoreCell(f"{1e3 * total:.3f} ms" if total is not None else "-", "" if total is not None else DIM)
+
+
+def kernel_lines(board: Scoreboard) -> list[str]:
+    """Under the table: which time ranked, where the kernel times came from and what they are worth, and why
+    a case has none (each reason once)."""
+    if not has_kernel_times(board):
+        return []
+    ranked = "kernel time" if board.settings.get("rank_by") == "kernel" else "wall time (the course's rule)"
+    lines = [f"ranked by {ranked}; k: kernel time, {board.settings['kernel_time']}"]
+    notes = dict.fromkeys(e.kernel_note for r in board.rows for e in r.entries.values() if e.kernel_note)
+    lines += [f"no kernel time: {note.removeprefix('no kernel time: ')}" for note in notes]
+    return [printable(line) for line in lines]

@@ -25,6 +25,7 @@ from attnbench.judge.classroom import confinement as class_confinement
 from attnbench.judge.course_judge import JudgedCase
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
+from attnbench.judge.phases import timing
 from attnbench.judge.submissions import build, find_submissions
 from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
 from attnbench.kernels.starter import StarterFiles, write_starter
@@ -109,9 +110,11 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     settings = ClassSettings(judging.load_time_limits(time_limits), timeout, build_timeout, rerun_top,
                              class_sandbox(sandbox or SandboxSettings()), fresh_inputs)
     metadata = collect(None, False, command)
-    with oom_priority.judge_last() as lowered:  # a program that exhausts memory is killed, not the judge
+    # a program that exhausts memory is killed, not the judge; the judge's phases are timed (board.cost)
+    with oom_priority.judge_last() as lowered, timing() as clock:
         board = _judge_found(found, inputs, settings, chosen, slurm, results_dir, devices, progress, listener,
                              metadata, checkpoint)
+        board.cost = clock.cost(sum(sum(entry.runs_s) for row in board.rows for entry in row.entries.values()))
     board.settings["oom_killer"] = (
         f"programs {oom_priority.PROGRAM_ADJ}, the judge {lowered}" if lowered is not None else
         f"programs {oom_priority.PROGRAM_ADJ}; the judge's own could not be lowered ({oom_priority.why_not_lowered()})")

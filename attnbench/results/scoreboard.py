@@ -15,8 +15,10 @@ from typing import Any
 
 from attnbench import strict_json
 from attnbench.errors import ResultsError
+from attnbench.results.judge_cost import JudgeCost
 
-# Format history: 1, the first (rows, entries with every run's time, ranks with ties, GPU groups).
+# Format history: 1, the first (rows, entries with every run's time, ranks with ties, GPU groups); "phases"
+# (the judge's cost, attnbench.results.judge_cost) added later, optional: older boards read without it.
 SCOREBOARD_VERSION = 1
 PASS = "PASS"
 
@@ -75,6 +77,7 @@ class Scoreboard:
     settings: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
     path: Path | None = None
+    cost: JudgeCost | None = None  # the judge's phases and its ratio to the programs' runs, once it ends
 
     @property
     def gpu_kinds(self) -> list[str]:
@@ -84,6 +87,7 @@ class Scoreboard:
     def to_dict(self) -> dict[str, Any]:
         return {"version": SCOREBOARD_VERSION, "kind": "scoreboard", "cases": self.cases,
                 "metadata": self.metadata, "settings": self.settings, "interrupted": self.interrupted,
+                "phases": self.cost.to_dict() if self.cost is not None else None,
                 "rows": [{**asdict(row), "passed": row.passed, "total_s": row.total_s,
                           "entries": {case: {**asdict(entry), "time_s": entry.time_s}
                                       for case, entry in row.entries.items()}} for row in self.rows]}
@@ -99,8 +103,9 @@ class Scoreboard:
             rows.append(SubmissionRow(raw["name"], raw["source"], raw["built"], raw.get("build_message", ""),
                                       raw.get("gpu"), entries, raw.get("rank"), raw.get("tied", False),
                                       raw.get("reruns", 0), raw.get("gpu_note", "")))
+        cost = JudgeCost.from_dict(data["phases"]) if data.get("phases") else None
         return cls(list(data["cases"]), rows, dict(data.get("metadata", {})), dict(data.get("settings", {})),
-                   bool(data.get("interrupted", False)))
+                   bool(data.get("interrupted", False)), cost=cost)
 
     def to_json(self) -> str:
         return strict_json.dumps(self.to_dict())

@@ -108,3 +108,13 @@ def history_model(rows: list[HistoryRow], title: str = "history") -> TableModel:
     for row in cells:
         model.add_row(*[Text(cell.text, cell.tone) for cell in row])
     return model
+
+
+def cost_line(board: Scoreboard) -> str | None:
+    """The one line said after a class: the judge's wall time against its programs' runs, and its phases."""
+    cost = board.cost
+    if cost is None or cost.ratio is None:
+        return None
+    phases = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in cost.phases_s.items())
+    return (f"judging took {cost.ratio:.2f}x the programs' runs: {cost.wall_s:.1f} s for {cost.program_runs_s:.1f} s "
+            f"of runs ({phases})")

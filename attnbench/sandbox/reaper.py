@@ -3,8 +3,10 @@
 A process group is not enough: a child that calls setsid() leaves it, and a double fork leaves the
 parent's tree, since the orphan is handed to init. As a child subreaper (prctl PR_SET_CHILD_SUBREAPER)
 this process receives those orphans instead, so every process the program started stays below it in
-the process tree, where a sweep of /proc finds it. Written here because no maintained Python library
-does this without psutil's per-process overhead, and /proc's stat line is all it needs.
+the process tree, where a sweep of /proc finds it. Where a run has a uid of its own (the fallback as root),
+`kill_user` kills every process of that uid at once, whatever its tree and however fast it changes PIDs,
+and waits on pidfds until each has exited. Written here because no maintained Python library does this
+without psutil's per-process overhead, and /proc's stat and status lines are all it needs.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from attnbench.judge.course_judge import JudgedCase
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.course_build import BuildRules, build_rules
+from attnbench.judge.phases import timing
 from attnbench.judge.submissions import build, find_submissions
 from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
 from attnbench.kernels.starter import StarterFiles, write_starter
@@ -127,9 +128,11 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
                              class_sandbox(sandbox or SandboxSettings()), fresh_inputs,
                              build_rules(arch, build_command), diagnose, kernel_time, rank_by)
     metadata = collect(None, False, command)
-    with oom_priority.judge_last() as lowered:  # a program that exhausts memory is killed, not the judge
+    # a program that exhausts memory is killed, not the judge; the judge's phases are timed (board.cost)
+    with oom_priority.judge_last() as lowered, timing() as clock:
         board = _judge_found(found, inputs, settings, chosen, slurm, results_dir, devices, progress, listener,
                              metadata, checkpoint)
+        board.cost = clock.cost(sum(sum(entry.runs_s) for row in board.rows for entry in row.entries.values()))
     board.settings["oom_killer"] = (
         f"programs {oom_priority.PROGRAM_ADJ}, the judge {lowered}" if lowered is not None else
         f"programs {oom_priority.PROGRAM_ADJ}; the judge's own could not be lowered ({oom_priority.why_not_lowered()})")

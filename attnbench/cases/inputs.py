@@ -76,13 +76,15 @@ def seeded_testcase(shape: Shape, seed: int, advance: Advance | None = None) -> 
     return Testcase(flat.reshape(shape.B, 3, shape.N, shape.d))
 
 
-def computed_reference(testcase: Testcase, label: str, progress: ProgressFactory) -> np.ndarray:
-    """The float64 reference, rounded to float32 as the suite stores references."""
+def computed_reference(testcase: Testcase, label: str, progress: ProgressFactory, on_gpu: bool = False) -> np.ndarray:
+    """The float64 reference, rounded to float32 as the suite stores references; `on_gpu`: on this machine's GPU
+    where it has one (attnbench.cases.gpu_reference: for a caller that times nothing on the GPU meanwhile)."""
+    from attnbench.cases.gpu_reference import float64_reference
     from attnbench.cases.reference import reference_output
 
     shape = testcase.shape
     with progress(f"float64 reference of {label}", shape.B * shape.N) as advance:
-        return reference_output(testcase, advance, dtype=np.float32)
+        return (float64_reference if on_gpu else reference_output)(testcase, advance, dtype=np.float32)
 
 
 class BenchInput(Protocol):

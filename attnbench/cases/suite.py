@@ -307,14 +307,15 @@ def generate_input(case: SuiteCase, progress: Progress | None = None, force: boo
 
 def generate_reference(case: SuiteCase, progress: Progress | None = None, force: bool = False) -> Path:
     """Compute the float64 reference of a generated input and store it (float32) in the output format,
-    with the sha256 of its bytes beside it. A stored reference whose bytes changed is computed again."""
-    from attnbench.cases.reference import reference_output
+    with the sha256 of its bytes beside it. A stored reference whose bytes changed is computed again. On the
+    GPU where there is one (t21-t30 take minutes on a CPU)."""
+    from attnbench.cases.gpu_reference import float64_reference
 
     path = reference_path(case)
     with _case_lock(case):
         if not force and reference_state(case) == "ok":
             return path
-        _store_reference(case, reference_output(read_testcase(input_path(case)), progress, dtype=np.float32))
+        _store_reference(case, float64_reference(read_testcase(input_path(case)), progress, dtype=np.float32))
     return path
 
 

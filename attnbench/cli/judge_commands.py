@@ -16,7 +16,13 @@ from attnbench.output.export.scoreboard_export import RowByRow
 from attnbench.output.render.matrix_run import result_json
 from attnbench.output.render.terminal import console, err_console, judge_progress, print_table, progress_bar
 from attnbench.output.tables.result_tables import scoreboard_table
-from attnbench.output.tables.scoreboard_table import class_stem, history_model, scoreboard_lines, scoreboard_model
+from attnbench.output.tables.scoreboard_table import (
+    class_stem,
+    cost_line,
+    history_model,
+    scoreboard_lines,
+    scoreboard_model,
+)
 from attnbench.printable import printable
 
 
@@ -205,6 +211,8 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
                 err=as_json)
     for line in scoreboard_lines(board):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
+    if cost_line(board):
+        out.print(cost_line(board), highlight=False, markup=False, soft_wrap=True)
     if not no_save and (board.rows or saver.paths):
         for path in saver.finish(board):
             out.print(f"saved {path}", highlight=False, soft_wrap=True)

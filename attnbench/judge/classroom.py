@@ -38,6 +38,7 @@ from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.course_build import BuildRules
+from attnbench.judge.phases import phase
 from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
 from attnbench.results.kernel_time import CUPTI_SOURCE
@@ -200,7 +201,8 @@ def build_row(submission: Submission, settings: ClassSettings, build_root: Path,
               listener: Listener) -> tuple[SubmissionRow, Path | None]:
     """Build one submission (in the sandbox) under build_root: its row, not judged yet, and its program."""
     try:
-        built = build(submission, build_root, settings.build_timeout_s, settings.sandbox, settings.build)
+        with phase("builds"):
+            built = build(submission, build_root, settings.build_timeout_s, settings.sandbox, settings.build)
     except SandboxUnavailable:
         raise
     except Exception as exc:  # noqa: BLE001 - one submission's failure is its row's, never the class's

@@ -38,6 +38,7 @@ from attnbench.cases.testcase import Shape, read_output
 from attnbench.errors import AttnbenchError
 from attnbench.judge.diagnose import DIAGNOSED, diagnosis
 from attnbench.judge.fresh_inputs import FreshInput
+from attnbench.judge.phases import phase
 from attnbench.judge.case_verdict import (  # noqa: F401 - the verdicts are part of the judge's interface
     CRASH,
     JUDGE_ERROR,
@@ -105,6 +106,11 @@ class PreparedCase:
 
 def prepare_case(bench_input: BenchInput, progress: ProgressFactory = no_progress) -> PreparedCase:
     """Generate a suite input (and its float64 reference) if missing; a user's file gets a fresh reference."""
+    with phase("inputs and references"):
+        return _prepared(bench_input, progress)
+
+
+def _prepared(bench_input: BenchInput, progress: ProgressFactory) -> PreparedCase:
     if isinstance(bench_input, SuiteInput):
         case = bench_input.case
         if not suite.is_generated(case):
@@ -209,10 +215,12 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
             return judge_case(program, case, limit_s, timeout_s, own)
         finally:
             own.close()
-    outcome = run_program(sandbox, program.spec(case.label, case.input_path, case.shape, timeout_s))
+    with phase("runs"):
+        outcome = run_program(sandbox, program.spec(case.label, case.input_path, case.shape, timeout_s))
     judged = JudgedCase(case.label, case.shape, PASS, "", outcome.wall_s, limit_s, timeout_s,
                         returncode=outcome.returncode)
-    judged.verdict, judged.message, judged.check = judge_outcome(outcome, case.reference)
+    with phase("checks"):
+        judged.verdict, judged.message, judged.check = judge_outcome(outcome, case.reference)
     if judged.verdict != PASS and outcome.out_of_memory:
         judged.verdict, judged.message, judged.check = RESOURCE, outcome.out_of_memory, None
     if judged.verdict == TIMEOUT:
@@ -234,7 +242,8 @@ def record_case_kernels(program: Program, case: PreparedCase, timeout_s: float, 
 def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) -> str:
     """The program's untimed, unjudged warm-up run in its sandbox (attnbench.sandbox.warm_up): it fills CUDA's
     JIT cache, which is then sealed and copied into every judged run. Returns why its cache was dropped, or ''."""
-    return warm_up_room(sandbox, program.spec("warmup", Path("warmup.in"), shape, timeout_s))
+    with phase("runs"):
+        return warm_up_room(sandbox, program.spec("warmup", Path("warmup.in"), shape, timeout_s))
 
 
 def timeout_for(limit_s: float | None, timeout_s: float | None) -> float:

@@ -5,7 +5,8 @@ The suite's seeds are public and `attnbench gen` rebuilds every expected output,
 carry the answers of the suite's cases (a table of 2.6 MB a case passes at 24x the honest speed). A fresh
 input keeps the case's name, its shape and the suite's distribution (values uniform in [-3, 3), the
 generator the suite uses), and takes its values from `secrets.randbits(128)`; its float64 reference
-(rounded to float32, as the suite stores references) is computed by the judge. The seeds are saved with
+(rounded to float32, as the suite stores references) is computed by the judge, on the judging GPU where
+there is one (attnbench.cases.gpu_reference: t29 takes 26 s on 16 CPU cores). The seeds are saved with
 the results, so staff can rebuild any run's inputs, and no program ever sees them: a run gets a copy of
 its input, in a folder only the judge can read until it is copied. Each rerun draws again.
 
@@ -60,7 +61,8 @@ class FreshInput:
             return seeded_testcase(self.shape, self.seed, advance)
 
     def reference(self, testcase: Testcase, progress: ProgressFactory = no_progress) -> np.ndarray:
-        return computed_reference(testcase, self.label, progress)
+        """Made on the judging GPU where there is one: the judge makes it before the case's run, never during."""
+        return computed_reference(testcase, self.label, progress, on_gpu=True)
 
     def info(self, testcase: Testcase) -> CaseInfo:
         return CaseInfo(self.label, self.shape, sha256_of_testcase(testcase), "fresh", f"fresh {self.like}",

@@ -16,10 +16,12 @@ from typing import Any
 from attnbench import strict_json
 from attnbench.errors import ResultsError
 from attnbench.results.course_grade import COURSE_CASES, course_grade, grades_cases
+from attnbench.results.judge_cost import JudgeCost
 
 # Format history: 1, the first (rows, entries with every run's time, ranks with ties, GPU groups); entries' kernel
 # times (kernel_runs_s, kernel_note) are optional fields of 1, absent from older boards; each row's "grade" (the
-# course's, derived from its entries: written, never read back) was added without a new version.
+# course's, derived from its entries: written, never read back) was added without a new version; "phases" (the
+# judge's cost, attnbench.results.judge_cost) added later, optional: older boards read without it.
 SCOREBOARD_VERSION = 1
 PASS = "PASS"
 
@@ -93,6 +95,7 @@ class Scoreboard:
     settings: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
     path: Path | None = None
+    cost: JudgeCost | None = None  # the judge's phases and its ratio to the programs' runs, once it ends
 
     @property
     def gpu_kinds(self) -> list[str]:
@@ -114,6 +117,7 @@ class Scoreboard:
     def to_dict(self) -> dict[str, Any]:
         return {"version": SCOREBOARD_VERSION, "kind": "scoreboard", "cases": self.cases,
                 "metadata": self.metadata, "settings": self.settings, "interrupted": self.interrupted,
+                "phases": self.cost.to_dict() if self.cost is not None else None,
                 "rows": [{**asdict(row), "passed": row.passed, "total_s": row.total_s, "grade": self.grade(row),
                           "kernel_total_s": row.kernel_total_s,
                           "entries": {case: {**asdict(entry), "time_s": entry.time_s, "kernel_s": entry.kernel_s}
@@ -131,8 +135,9 @@ class Scoreboard:
             rows.append(SubmissionRow(raw["name"], raw["source"], raw["built"], raw.get("build_message", ""),
                                       raw.get("gpu"), entries, raw.get("rank"), raw.get("tied", False),
                                       raw.get("reruns", 0), raw.get("gpu_note", "")))
+        cost = JudgeCost.from_dict(data["phases"]) if data.get("phases") else None
         return cls(list(data["cases"]), rows, dict(data.get("metadata", {})), dict(data.get("settings", {})),
-                   bool(data.get("interrupted", False)))
+                   bool(data.get("interrupted", False)), cost=cost)
 
     def to_json(self) -> str:
         return strict_json.dumps(self.to_dict())

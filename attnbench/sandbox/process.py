@@ -159,20 +159,21 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
             else:
                 _kill_group(process)
                 returncode, timed_out = None, True
-        except BaseException:  # Ctrl-C: take the program's whole group down with us
-            _kill_group(process)
-            sweep(spared)
+        except BaseException:  # Ctrl-C: take the program's whole group down with us (its uid first)
             if sole_user and user is not None:
                 kill_user(user)
+            _kill_group(process)
+            sweep(spared)
             raise
-        # A program that exits while children it started keep running: those are not its output.
+        # A program that exits while children it started keep running: those are not its output. Its uid
+        # first, when the run has one of its own: one pass kills every process of it at once, where a sweep that
+        # lists /proc and kills what it listed can be outrun for a while by a process that keeps changing its PID.
+        left = kill_user(user) if sole_user and user is not None else []
         try:
             os.killpg(process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        left = sweep(spared)
-        if sole_user and user is not None:
-            left = [*left, *(p for p in kill_user(user) if p.pid not in {q.pid for q in left})]
+        left = [*left, *(p for p in sweep(spared) if p.pid not in {q.pid for q in left})]
         streams.drain_left()
     finally:
         streams.close()

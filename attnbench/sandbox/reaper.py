@@ -3,14 +3,17 @@
 A process group is not enough: a child that calls setsid() leaves it, and a double fork leaves the
 parent's tree, since the orphan is handed to init. As a child subreaper (prctl PR_SET_CHILD_SUBREAPER)
 this process receives those orphans instead, so every process the program started stays below it in
-the process tree, where a sweep of /proc finds it. Written here because no maintained Python library
-does this without psutil's per-process overhead, and /proc's stat line is all it needs.
+the process tree, where a sweep of /proc finds it. Where a run has a uid of its own (the fallback as root),
+`kill_user` kills every process of that uid at once, whatever its tree and however fast it changes PIDs,
+and waits on pidfds until each has exited. Written here because no maintained Python library does this
+without psutil's per-process overhead, and /proc's stat and status lines are all it needs.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import time
 from dataclasses import dataclass
@@ -18,7 +21,7 @@ from pathlib import Path
 
 _PR_SET_CHILD_SUBREAPER = 36
 _SWEEP_S = 3.0  # how long the sweep keeps killing before it reports what is left
-_KILL_PASSES = 64
+_RESCAN_S = 0.05  # the longest wait for killed processes to exit before the sweep looks again
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,9 @@ def sweep(spared: set[int], timeout_s: float = _SWEEP_S) -> list[Leftover]:
     is read entry by entry, not as one snapshot: a process listed while alive may fork, exit and be a
     zombie by the time its line is read, and its child, born after the listing, is in no line of this
     scan. It was handed to this process before the zombie's line could say Z, so the next scan finds it.
-    (Seen: a double fork's grandchild outliving the judge on a loaded 2-core machine, 1 run in 12.)"""
+    (Seen: a double fork's grandchild outliving the judge on a loaded 2-core machine, 1 run in 12.)
+    Between scans it waits for the processes it killed to exit (their orphans reach this process only
+    then), woken by their pidfds rather than by a timer."""
     me = os.getpid()
     deadline = time.monotonic() + timeout_s
     while True:
@@ -117,54 +122,131 @@ def sweep(spared: set[int], timeout_s: float = _SWEEP_S) -> list[Leftover]:
         if time.monotonic() > deadline:
             still = [pid for pid in alive if (_stat(pid) or (0, "Z"))[1] != "Z"]
             return [Leftover(pid, _command(pid)) for pid in still]
-        time.sleep(0.02)
+        wait_for_exits(alive, min(deadline, time.monotonic() + _RESCAN_S))
+
+
+def wait_for_exits(pids: list[int], deadline: float, owner: int | None = None) -> list[int]:
+    """Wait until each process in pids has exited (a zombie counts) or the monotonic clock passes deadline;
+    returns those still running then. Each is watched through a pidfd, which poll() reports the moment the
+    process exits (Linux 5.3 on); where pidfds are missing, a short sleep stands in. With `owner`, a pid whose
+    real uid is no longer owner once its pidfd is open is another process that took a freed number: skipped."""
+    watched: dict[int, int] = {}
+    try:
+        for pid in pids:
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            except (AttributeError, OSError):  # no pidfds here
+                time.sleep(max(0.0, min(0.02, deadline - time.monotonic())))
+                return [p for p in pids if _running(p)]
+            if owner is not None and _real_uid(pid) != owner:
+                os.close(fd)
+                continue
+            watched[fd] = pid
+        poller = select.poll()
+        for fd in watched:
+            poller.register(fd, select.POLLIN)
+        running = dict(watched)
+        while running:
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            if left_ms <= 0:
+                break
+            for fd, _ in poller.poll(left_ms):
+                poller.unregister(fd)
+                running.pop(fd, None)
+        return sorted(running.values())
+    finally:
+        for fd in watched:
+            os.close(fd)
+
+
+def _running(pid: int) -> bool:
+    return (_stat(pid) or (0, "Z"))[1] != "Z"
+
+
+def _status_fields(pid: int) -> tuple[int, str] | None:
+    """(real uid, state letter) from /proc/PID/status, or None if it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    uid, state = None, ""
+    for line in status.splitlines():
+        if line.startswith("State:"):
+            state = line[6:].strip()[:1]
+        elif line.startswith("Uid:"):
+            uid = int(line[4:].split()[0])
+            break  # Uid comes after State
+    return (uid, state) if uid is not None else None
+
+
+def _real_uid(pid: int) -> int | None:
+    fields = _status_fields(pid)
+    return fields[0] if fields else None
+
+
+def user_processes(uid: int) -> dict[int, str]:
+    """Every process whose real uid is uid (from /proc/PID/status): pid -> state letter (Z for a zombie)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _status_fields(int(entry))
+            if fields is not None and fields[0] == uid:
+                found[int(entry)] = fields[1]
+    return found
 
 
 def processes_of_user(uid: int) -> list[int]:
     """Every live process whose real uid is uid (from /proc/PID/status), zombies left out."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    return [pid for pid, state in user_processes(uid).items() if state != "Z"]
+
+
+def signal_all_as(uid: int) -> bool:
+    """One kill(-1, SIGKILL) pass as uid, from a child that becomes uid; whether the pass was made (False: the
+    child was killed first, by a process of uid that signalled it). OSError when the child cannot become uid.
+
+    One pass is enough: the kernel signals every process the caller may signal while holding the process
+    list's lock, which fork needs too, and a fork whose parent has a fatal signal pending fails; so every
+    process of uid that exists when the pass runs is killed and none can be born after it. (It answers 0 even
+    when it found none of uid: every process it may not signal counts as found.)"""
+    pid = os.fork()
+    if pid == 0:  # the child: only system calls, then _exit (no Python clean-up in a forked copy)
+        code = 1
         try:
-            status = Path(f"/proc/{entry}/status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        uids = fields.get("Uid", "").split()
-        if uids and int(uids[0]) == uid and not fields.get("State", "").strip().startswith("Z"):
-            found.append(int(entry))
-    return found
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0:
+        raise OSError(f"cannot signal as uid {uid}")
+    return os.WIFEXITED(status)
 
 
 def kill_user(uid: int, timeout_s: float = _SWEEP_S) -> list[Leftover]:
     """Kill every process of uid, whatever tree it is in (a uid of one run's own: the judge's fallback as
-    root), and report any still alive after timeout_s. A child that becomes uid calls kill(-1, SIGKILL) until
-    it fails with ESRCH (the kernel found no process of uid to signal but itself) or _KILL_PASSES times, so
-    a fork storm that outran one pass is caught by the next; a /proc scan for uid then decides, and the
-    whole is repeated until the scan finds none."""
+    root), wait for each to exit, collect those handed to this process, and report any still alive after
+    timeout_s (an empty list: every one is gone, its last write done).
+
+    One kill(-1) pass as uid (`signal_all_as`), then one /proc scan for uid: since no process of uid can be
+    born after the pass, the scan finds every one still exiting, and their pidfds wake this process when they
+    have. The pass is made again only when its child was killed before it (a process of uid may signal it)."""
     deadline = time.monotonic() + timeout_s
-    while True:
-        pid = os.fork()
-        if pid == 0:  # the child: only system calls, then _exit (no Python clean-up in a forked copy)
-            code = 1
-            try:
-                os.setgroups([])
-                os.setgid(uid)
-                os.setuid(uid)
-                for _ in range(_KILL_PASSES):  # some kernels answer 0 even when none was found: the scan decides
-                    try:
-                        os.kill(-1, signal.SIGKILL)
-                    except ProcessLookupError:
-                        code = 0
-                        break
-            finally:
-                os._exit(code)
-        os.waitpid(pid, 0)
-        sweep(set(descendants(os.getpid())) - set(processes_of_user(uid)), 0.0)  # collect our own zombies
-        left = processes_of_user(uid)
-        if not left:
-            return []
-        if time.monotonic() > deadline:
-            return [Leftover(p, _command(p)) for p in left]
-        time.sleep(0.02)
+    try:
+        while not signal_all_as(uid):
+            if time.monotonic() > deadline:
+                return [Leftover(p, _command(p)) for p in processes_of_user(uid)]
+    except OSError:
+        return [Leftover(p, _command(p)) for p in processes_of_user(uid)]
+    found = user_processes(uid)
+    running = wait_for_exits([pid for pid, state in found.items() if state != "Z"], deadline, owner=uid)
+    for pid in found:
+        _reap(pid)  # an orphan handed to this process (its subreaper), now a zombie
+    return [Leftover(p, _command(p)) for p in running if _running(p)]

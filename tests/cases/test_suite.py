@@ -350,3 +350,18 @@ def test_an_input_changed_in_place_is_named(private_data_dir):
     with pytest.raises(TestcaseError, match=f"{re.escape(str(path))}: its bytes are not those recorded"):
         suite.check_input_bytes(case)
     suite.generate_input(case, force=True)
+
+
+def test_gen_makes_a_reference_on_the_gpu_where_there_is_one(monkeypatch):
+    """t21-t30's references take minutes on a CPU: `attnbench gen` makes them on the GPU when it can."""
+    from attnbench.cases import gpu_reference
+    from attnbench.cases.reference import reference_output
+
+    made = []
+    monkeypatch.setattr(gpu_reference, "_availability", [""])
+    monkeypatch.setattr(gpu_reference, "gpu_reference_output",
+                        lambda testcase, progress, dtype: made.append(dtype) or reference_output(testcase, progress, dtype))
+    case = suite.get_case("odd_17x48")
+    suite.generate_input(case)
+    suite.generate_reference(case, force=True)
+    assert made == [np.float32] and suite.reference_state(case) == "ok"

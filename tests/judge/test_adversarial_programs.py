@@ -222,6 +222,19 @@ def test_what_a_program_writes_is_judged_as_it_was_when_it_ended(build, mode, tr
     assert all(words in j.message for j in judgement.judged), judgement.judged[0].message
 
 
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=pytest.mark.skipif(
+    not SANDBOXED, reason="no bwrap sandbox here")), pytest.param("none", marks=pytest.mark.skipif(
+    not ROOT, reason="without root the fallback cannot kill by uid (docs/defences.md says what holds)"))])
+def test_a_fork_storm_that_hops_pids_and_writes_the_answer_late_is_judged_wrong(build, mode):
+    """The program writes zeros and exits; a process it left keeps changing its PID (a sweep of /proc finds
+    only the dead) and writes the right answer 0.5 s later: every process of the run must be gone before
+    the output is read (found by the red team: PASS 3 times of 3 with --sandbox none as root)."""
+    hopper = build("pid_hopper")
+    judgement = _judge(hopper, mode)
+    assert _verdicts(judgement) == [judging.WRONG_ANSWER, judging.WRONG_ANSWER], judgement.judged[0].message
+    assert not _alive(hopper.name)
+
+
 @pytest.mark.skipif(not SANDBOXED, reason="no bwrap sandbox here")
 def test_the_sandbox_root_and_dev_are_read_only_and_its_memory_folders_capped(build):
     judgement = _judge(build("tmpfs_filler", FILL_MB="96"), "required", cases="odd_17x48")

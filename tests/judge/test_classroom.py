@@ -4,6 +4,7 @@ CPU: correct, slow, wrong, crashing, one that does not build, one with a Makefil
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -120,6 +121,7 @@ def test_the_command_line_judges_a_class_prints_and_saves_its_scoreboard(classro
                                   "--rerun-top", "1", "--sandbox", CLASS_MODE, "--results-dir", str(tmp_path), "--html"])
     assert result.exit_code == 0, result.output
     assert "scoreboard: 5 submissions, 2 cases" in result.output and "ranks: ranked within each GPU kind" in result.output
+    assert re.search(r"judging took \d+\.\d\dx the programs' runs: [\d.]+ s for [\d.]+ s of runs \(builds", result.output)
     # saved row by row, then whole: a file the atomic writer replaced is unlinked by a thread joined at exit
     saved = sorted(p.suffix for p in tmp_path.iterdir() if not p.name.startswith("."))
     assert saved == [".csv", ".html", ".json", ".md"]

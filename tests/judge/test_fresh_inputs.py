@@ -47,3 +47,16 @@ def test_one_program_keeps_the_suites_inputs_unless_asked(tmp_path):
     assert suite_run.settings.seeds == {} and suite_run.cases[0].origin == "suite"
     assert list(fresh_run.settings.seeds) == ["odd_17x48"] and fresh_run.cases[0].origin == "fresh"
     assert [c.status for c in fresh_run.cells] == ["ok"]
+
+
+def test_a_fresh_inputs_reference_is_made_on_the_judging_gpu_where_there_is_one(monkeypatch):
+    from attnbench.cases import gpu_reference
+
+    made = []
+    monkeypatch.setattr(gpu_reference, "_availability", [""])  # as on a machine with a GPU
+    monkeypatch.setattr(gpu_reference, "gpu_reference_output",
+                        lambda testcase, progress, dtype: made.append(testcase.shape) or reference_output(
+                            testcase, progress, dtype))
+    fresh = draw(judging.cases_for("odd_17x48"))[0]
+    case = judging.prepare_case(fresh)
+    assert made == [fresh.shape] and case.reference.dtype == np.float32

@@ -36,8 +36,9 @@ def test_every_kernel_file_is_used_by_a_variant():
     assert {p.name for p in CUDA_DIR.glob("*.cu")} == used
 
 
-# the fresh samples' generator and checks on the device (tests/backends/test_gpu_fresh.py)
-SUPPORT_KERNELS = ("fresh_samples.cu",)
+# the fresh samples' generator and checks on the device (tests/backends/test_gpu_fresh.py); the judge's float64
+# reference (tests/cases/test_gpu_reference.py)
+SUPPORT_KERNELS = ("fresh_samples.cu", "reference_float64.cu")
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")

@@ -1,11 +1,20 @@
-"""The reaper: descendants found through /proc, and a sweep that kills them (setsid and double forks too)."""
+"""The reaper: descendants found through /proc, and a sweep that kills them (setsid and double forks too);
+as root, every process of a uid killed in one pass and waited for."""
 
 import os
 import subprocess
 import sys
 import time
 
+import pytest
+
 from attnbench.sandbox import reaper
+from attnbench.sandbox.fallback_users import draw_uid
+
+ROOT = os.geteuid() == 0
+# A shell that starts itself again in the background and exits, over and over for 30 s: a new PID every
+# millisecond or so (the judge's Python may not be readable by another uid; /bin/sh is).
+HOPPER = 'if [ "$(date +%s)" -lt {end} ]; then sh -c "$0" "$0" & fi; exit 0'
 
 # A child that leaves its session and forks again, then exits: the grandchild is an orphan.
 ESCAPE = ("import os, time\n"
@@ -55,5 +64,72 @@ def test_a_zombie_seen_in_a_scan_means_another_scan(monkeypatch):
     monkeypatch.setattr(reaper, "descendants", lambda root: next(scans))
     monkeypatch.setattr(reaper, "_reap", lambda pid: True)
     monkeypatch.setattr(reaper.os, "kill", lambda pid, sig: killed.append(pid))
-    monkeypatch.setattr(reaper.time, "sleep", lambda s: None)
+    monkeypatch.setattr(reaper, "wait_for_exits", lambda pids, deadline, owner=None: [])
     assert reaper.sweep(set()) == [] and killed == [102]
+
+
+def test_waiting_for_exits_wakes_when_each_has_exited_and_reports_the_rest():
+    quick = subprocess.Popen([sys.executable, "-c", "pass"])
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        start = time.monotonic()
+        assert reaper.wait_for_exits([quick.pid], start + 20) == []
+        assert time.monotonic() - start < 10  # woken by the exit, not by the deadline
+        assert reaper.wait_for_exits([quick.pid, slow.pid], time.monotonic() + 0.2) == [slow.pid]
+    finally:
+        slow.kill()
+        slow.wait()
+        quick.wait()
+
+
+def _as_user(uid, argv):
+    return subprocess.Popen(argv, user=uid, group=uid, extra_groups=[], start_new_session=True, cwd="/")
+
+
+@pytest.mark.skipif(not ROOT, reason="becoming another uid needs root")
+def test_kill_user_kills_every_process_of_the_uid_in_one_pass_and_waits_for_them(monkeypatch):
+    uid = draw_uid()
+    [_as_user(uid, ["sleep", "30"]) for _ in range(5)]
+    passes = []
+    real_pass = reaper.signal_all_as
+    monkeypatch.setattr(reaper, "signal_all_as", lambda u: passes.append(u) or real_pass(u))
+    deadline = time.monotonic() + 10
+    while len(reaper.processes_of_user(uid)) < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert reaper.kill_user(uid) == []
+    assert passes == [uid]
+    assert reaper.user_processes(uid) == {}  # every one has exited, and was collected (they were our children)
+
+
+@pytest.mark.skipif(not ROOT, reason="becoming another uid needs root")
+def test_kill_user_leaves_nothing_of_a_process_that_keeps_changing_its_pid():
+    uid = draw_uid()
+    reaper.become_subreaper()
+    hopper = HOPPER.format(end=int(time.time()) + 30)
+    _as_user(uid, ["sh", "-c", hopper, hopper]).wait(timeout=10)  # its first process exits at once: the hops go on, handed to us
+    deadline = time.monotonic() + 10
+    while len(reaper.user_processes(uid)) < 20 and time.monotonic() < deadline:  # the hops' zombies pile up
+        time.sleep(0.01)
+    assert len(reaper.user_processes(uid)) >= 20, "the hopper should be hopping"
+    assert reaper.kill_user(uid) == []
+    assert reaper.user_processes(uid) == {}  # none alive, and its zombies handed to us collected
+    time.sleep(0.2)
+    assert reaper.processes_of_user(uid) == []
+
+
+def test_kill_user_makes_the_pass_again_when_its_child_was_killed_first(monkeypatch):
+    answers = iter([False, False, True])
+    made = []
+    monkeypatch.setattr(reaper, "signal_all_as", lambda uid: made.append(uid) or next(answers))
+    monkeypatch.setattr(reaper, "user_processes", lambda uid: {})
+    assert reaper.kill_user(1234) == [] and made == [1234] * 3
+
+
+def test_kill_user_reports_what_it_cannot_signal(monkeypatch):
+    def refused(uid):
+        raise OSError("cannot signal")
+
+    monkeypatch.setattr(reaper, "signal_all_as", refused)
+    monkeypatch.setattr(reaper, "processes_of_user", lambda uid: [os.getpid()])
+    left = reaper.kill_user(1234)
+    assert [p.pid for p in left] == [os.getpid()]

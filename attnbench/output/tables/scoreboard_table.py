@@ -170,3 +170,13 @@ def kernel_lines(board: Scoreboard) -> list[str]:
     notes = dict.fromkeys(e.kernel_note for r in board.rows for e in r.entries.values() if e.kernel_note)
     lines += [f"no kernel time: {note.removeprefix('no kernel time: ')}" for note in notes]
     return [printable(line) for line in lines]
+
+
+def cost_line(board: Scoreboard) -> str | None:
+    """The one line said after a class: the judge's wall time against its programs' runs, and its phases."""
+    cost = board.cost
+    if cost is None or cost.ratio is None:
+        return None
+    phases = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in cost.phases_s.items())
+    return (f"judging took {cost.ratio:.2f}x the programs' runs: {cost.wall_s:.1f} s for {cost.program_runs_s:.1f} s "
+            f"of runs ({phases})")

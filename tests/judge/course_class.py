@@ -49,7 +49,7 @@ hw4: hw4.cu
 """
 EXTRA_FLAGS = " --use_fast_math -maxrregcount=64 -DSTUDENT_TILE=32"
 
-# One thread per query row, a fixed tile of keys in shared memory, online softmax; no error checks.
+# One thread per query row, a fixed tile of keys, online softmax, d at most 64 (the course's); no error checks.
 HW4_CU = r"""#include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -59,28 +59,32 @@ HW4_CU = r"""#include <cmath>
 #error "STUDENT_TILE comes from the Makefile's NVFLAGS"
 #endif
 #endif
+#define BR 64
 #define BC 32
 
-__global__ void attention(const float *q, const float *k, const float *v, float *o, int n, int d) {
-    int row = blockIdx.x * blockDim.x + threadIdx.x;
+// One thread per query row of one batch item (blockIdx.y), keys in tiles of BC; Q, K, V of item b sit one
+// after another in the input (Q0 K0 V0 Q1 ...), so the whole input is copied once.
+__global__ void attention(const float *qkv, float *o, int n, int d) {
+    int b = blockIdx.y, row = blockIdx.x * BR + threadIdx.x;
     if (row >= n) return;
+    const float *q = qkv + (size_t)b * 3 * n * d, *k = q + (size_t)n * d, *v = k + (size_t)n * d;
     float scale = 1.0f / sqrtf((float)d);
     float m = -INFINITY, l = 0.0f;
-    float acc[128];
+    float acc[64];
     for (int x = 0; x < d; ++x) acc[x] = 0.0f;
     for (int j0 = 0; j0 < n; j0 += BC) {
         for (int j = j0; j < j0 + BC && j < n; ++j) {
             float s = 0.0f;
-            for (int x = 0; x < d; ++x) s += q[row * d + x] * k[j * d + x];
+            for (int x = 0; x < d; ++x) s += q[(size_t)row * d + x] * k[(size_t)j * d + x];
             s *= scale;
             float m2 = fmaxf(m, s);
             float c = expf(m - m2), p = expf(s - m2);
             l = l * c + p;
-            for (int x = 0; x < d; ++x) acc[x] = acc[x] * c + p * v[j * d + x];
+            for (int x = 0; x < d; ++x) acc[x] = acc[x] * c + p * v[(size_t)j * d + x];
             m = m2;
         }
     }
-    for (int x = 0; x < d; ++x) o[row * d + x] = acc[x] / l;
+    for (int x = 0; x < d; ++x) o[((size_t)b * n + row) * d + x] = acc[x] / l;
 }
 
 int main(int argc, char **argv) {
@@ -89,30 +93,20 @@ int main(int argc, char **argv) {
     fread(&B, sizeof(int), 1, in);
     fread(&N, sizeof(int), 1, in);
     fread(&d, sizeof(int), 1, in);
-    size_t one = (size_t)N * d;
-    float *Q = (float *)malloc(B * one * sizeof(float)), *K = (float *)malloc(B * one * sizeof(float));
-    float *V = (float *)malloc(B * one * sizeof(float)), *O = (float *)malloc(B * one * sizeof(float));
-    for (int i = 0; i < B; ++i) {
-        fread(Q + i * one, sizeof(float), one, in);
-        fread(K + i * one, sizeof(float), one, in);
-        fread(V + i * one, sizeof(float), one, in);
-    }
+    size_t all = (size_t)B * N * d;
+    float *QKV = (float *)malloc(3 * all * sizeof(float)), *O = (float *)malloc(all * sizeof(float));
+    fread(QKV, sizeof(float), 3 * all, in);
     fclose(in);
-    memset(O, 0x00, B * one * sizeof(float));
-    float *dq, *dk, *dv, *dout;
-    cudaMalloc(&dq, one * sizeof(float));
-    cudaMalloc(&dk, one * sizeof(float));
-    cudaMalloc(&dv, one * sizeof(float));
-    cudaMalloc(&dout, one * sizeof(float));
-    for (int i = 0; i < B; ++i) {
-        cudaMemcpy(dq, Q + i * one, one * sizeof(float), cudaMemcpyHostToDevice);
-        cudaMemcpy(dk, K + i * one, one * sizeof(float), cudaMemcpyHostToDevice);
-        cudaMemcpy(dv, V + i * one, one * sizeof(float), cudaMemcpyHostToDevice);
-        attention<<<(N + 127) / 128, 128>>>(dq, dk, dv, dout, N, d);
-        cudaMemcpy(O + i * one, dout, one * sizeof(float), cudaMemcpyDeviceToHost);
-    }
+    memset(O, 0x00, all * sizeof(float));
+    float *dqkv, *dout;
+    cudaMalloc(&dqkv, 3 * all * sizeof(float));
+    cudaMalloc(&dout, all * sizeof(float));
+    cudaMemcpy(dqkv, QKV, 3 * all * sizeof(float), cudaMemcpyHostToDevice);
+    dim3 grid((N + BR - 1) / BR, B);
+    attention<<<grid, BR>>>(dqkv, dout, N, d);
+    cudaMemcpy(O, dout, all * sizeof(float), cudaMemcpyDeviceToHost);
     FILE *out = fopen(argv[2], "wb");
-    fwrite(O, sizeof(float), B * one, out);
+    fwrite(O, sizeof(float), all, out);
     fclose(out);
     return 0;
 }

@@ -76,7 +76,7 @@ def unranked_lines(board: Scoreboard) -> list[str]:
     and a failed build's reason must still show (at 80 columns too)."""
     lines = []
     for row in board.rows:
-        if row.rank is not None:
+        if row.built and row.passed:  # ranked, or (interrupted, checkpointed) not ranked yet: no reason to give
             continue
         if not row.built:
             lines.append(f"{row.name}: not judged: {row.build_message or 'it did not build'}")

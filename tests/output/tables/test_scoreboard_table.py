@@ -33,3 +33,15 @@ def test_a_class_is_saved_under_its_date_and_cases():
     assert class_stem(board, "course") == "2026-11-22_class_course"
     assert class_stem(board, "t01,t02,t03") == "2026-11-22_class_t01-t03"
     assert class_stem(Scoreboard(["t01"], []), "my/case.in") == "undated_class_t01-t01"
+
+
+def test_only_rows_that_did_not_build_or_passed_nothing_get_a_reason_under_the_table():
+    from attnbench.output.tables.scoreboard_table import unranked_lines
+    from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+
+    passing = SubmissionRow("ok", "/s/ok", True, entries={"t01": CaseEntry("PASS", runs_s=[0.3])})  # rank None: a
+    wrong = SubmissionRow("bad", "/s/bad", True, entries={"t01": CaseEntry("WRONG", "every element is 0")})  # checkpoint
+    broken = SubmissionRow("c", "/s/c.c", False, "the build failed: cc (exit 1): x.c:1: error: y")
+    lines = unranked_lines(Scoreboard(["t01"], [passing, wrong, broken], interrupted=True))
+    assert lines == ["bad: unranked: it passed no case; first failed case t01: WRONG every element is 0",
+                     "c: not judged: the build failed: cc (exit 1): x.c:1: error: y"]

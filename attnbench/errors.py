@@ -101,6 +101,10 @@ class VariantUnsupported(EnvironmentProblem):
     """This GPU cannot run the variant (it is built for another architecture)."""
 
 
+class SuiteManifestDamaged(EnvironmentProblem):
+    """The suite's manifest (testcases/suite.json) is missing, unreadable or not as attnbench wrote it."""
+
+
 class PlotsUnavailable(EnvironmentProblem):
     """matplotlib (the `plot` extra) is not installed."""
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from attnbench import locations
 from attnbench.cases.testcase import HEADER, Shape, read_testcase, write_output
-from attnbench.errors import OutputError, TestcaseError, UnknownName
+from attnbench.errors import OutputError, SuiteManifestDamaged, TestcaseError, UnknownName
 from attnbench.files import atomic_write
 
 _GEN_CHUNK = 1 << 22  # values generated per step
@@ -102,19 +102,44 @@ def suite_file_at(path: str | os.PathLike) -> Path | None:
 
 
 def refuse_suite_file(given: str | os.PathLike, what: str = "the output") -> None:
-    """Refuse, before any work, to write over a suite file: they are every check's ground truth."""
+    """Refuse, before any work, to write over a suite file (they are every check's ground truth) or a file
+    attnbench ships and reads (its manifest, kernels and modules: writing there breaks every later command)."""
+    shipped = locations.shipped_file_at(given)
+    if shipped is not None:
+        raise OutputError(f"{os.fsdecode(given)}: is {shipped}, a file attnbench reads; {what} may not replace "
+                          "it (give another path)")
     suite_file = suite_file_at(given)
     if suite_file is not None:
         raise OutputError(f"{os.fsdecode(given)}: is the suite file {suite_file}; {what} may not replace "
                           "a suite input or reference (give another path)")
 
 
+def _damaged(why: str) -> SuiteManifestDamaged:
+    return SuiteManifestDamaged(f"{locations.suite_manifest()}: {why}; the suite's manifest is damaged: restore it "
+                                "(`git checkout testcases/suite.json` in a checkout, or reinstall attnbench)")
+
+
 def _read_manifest() -> dict:
-    return json.loads(locations.suite_manifest().read_text())
+    try:
+        raw = json.loads(locations.suite_manifest().read_text())
+    except OSError as exc:
+        raise _damaged(exc.strerror or str(exc)) from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _damaged(f"not JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise _damaged("not a JSON object")
+    return raw
 
 
 def _load_suite(raw: dict | None = None) -> dict[str, SuiteCase]:
     raw = raw if raw is not None else _read_manifest()
+    try:
+        return _cases_of(raw)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise _damaged(f"a case record is not as written ({type(exc).__name__}: {exc})") from None
+
+
+def _cases_of(raw: dict) -> dict[str, SuiteCase]:
     cases = {}
     for c in raw["cases"]:
         cases[c["name"]] = SuiteCase(

@@ -305,8 +305,21 @@ def check_input_bytes(case: SuiteCase) -> None:
 def input_mismatch(case: SuiteCase, found: str) -> str:
     """The sentence for a suite input whose bytes changed since generation."""
     return (f"{input_path(case)}: its bytes are not those recorded for {case.name} (sha256 {found[:16]}..., "
-            f"recorded {str(case.input_sha256)[:16]}...); it was changed after generation: "
-            f"regenerate it with `attnbench gen {case.name} --force`")
+            f"recorded {str(case.input_sha256)[:16]}...); it was changed after generation, or is another file of "
+            f"that name: {_REPLACE_ADVICE.format(name=case.name)}")
+
+
+_REPLACE_ADVICE = "move it away if it is yours, or `attnbench gen {name} --force` replaces it with the suite's"
+
+
+def refuse_foreign_input(case: SuiteCase) -> None:
+    """Refuse a file of another size at the case's input path: attnbench did not write it, and never replaces a
+    user's file unasked (one of the right size with other bytes is `check_input_bytes`'s)."""
+    path = input_path(case)
+    if path.exists() and not is_generated(case):
+        size = path.stat().st_size
+        raise TestcaseError(f"{path}: {size} bytes, not the {case.shape.input_bytes} of the suite's {case.name}: "
+                            f"attnbench did not write it; {_REPLACE_ADVICE.format(name=case.name)}")
 
 
 def generate_input(case: SuiteCase, progress: Progress | None = None, force: bool = False) -> Path:
@@ -315,6 +328,8 @@ def generate_input(case: SuiteCase, progress: Progress | None = None, force: boo
     with _case_lock(case):
         if not force and is_generated(case):  # made by another process while this one waited
             return path
+        if not force:
+            refuse_foreign_input(case)
         sha: list[str] = []
         atomic_write(path, lambda f: sha.append(write_input(case, f, progress)))
         if case.input_sha256 and sha[0] != case.input_sha256:

@@ -62,6 +62,7 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
     inputs = judging.cases_for(cases)
     if not inputs:
         raise UsageError(f"--cases {cases if isinstance(cases, str) else ','.join(cases)!r} names no case")
+    judging.refuse_nonfinite_inputs(inputs)
     if is_source(program):
         with built_source(program, sandbox or SandboxSettings()) as path:
             return judge(str(path), cases, launcher=launcher, time_limits=time_limits, args=args, timeout=timeout,
@@ -106,6 +107,7 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     inputs = judging.cases_for(selector)
     if not inputs:
         raise UsageError(f"--cases {selector!r} names no case")
+    judging.refuse_nonfinite_inputs(inputs)
     settings = ClassSettings(judging.load_time_limits(time_limits), timeout, build_timeout, rerun_top,
                              class_sandbox(sandbox or SandboxSettings()), fresh_inputs)
     metadata = collect(None, False, command)

@@ -39,10 +39,12 @@ from attnbench.printable import printable
 @click.option("--max-processes", type=click.IntRange(min=1), default=512, show_default=True,
               help="Processes and threads a program may start (RLIMIT_NPROC).")
 @click.option("--memory-limit", "memory_mb", type=click.IntRange(min=1), default=None,
-              help="Address space per process in MiB (RLIMIT_AS) [default: none; CUDA reserves far more "
-                   "virtual memory than it uses, so give GPU programs tens of GiB].")
-@click.option("--cpu-time", "cpu_s", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="CPU seconds per process (RLIMIT_CPU) [default: 4x the case's timeout, at least 10 s].")
+              help="Memory in MiB: what a run's processes use together (a cgroup's memory.max, where the judge is "
+                   "root on cgroup v2), else address space per process (RLIMIT_AS, which CUDA reserves far beyond "
+                   "its use: give GPU programs tens of GiB) [default: none].")
+@click.option("--cpu-time", "cpu_s", type=click.IntRange(min=1), default=None,
+              help="Whole CPU seconds per process (RLIMIT_CPU counts whole seconds); a program over it is a "
+                   "RESOURCE LIMIT [default: 4x the case's timeout, at least 10 s].")
 @click.option("--sandbox-bind", "binds", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="A folder the program may read (a CUDA toolkit outside /usr, say); repeatable.")
 @click.option("--fresh-inputs/--suite-inputs", "fresh_inputs", default=None,
@@ -74,7 +76,7 @@ from attnbench.printable import printable
               help="Print the results as JSON on standard output (the records of the saved JSON file); the tables "
                    "and notes go to standard error.")
 def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, limits_spec: str, args_template: str,
-          timeout: float | None, sandbox_mode: str, max_processes: int, memory_mb: int | None, cpu_s: float | None,
+          timeout: float | None, sandbox_mode: str, max_processes: int, memory_mb: int | None, cpu_s: int | None,
           binds: tuple[str, ...], rerun_top: int, gpus: str | None, build_timeout: float, executor: str, partition: str | None,
           gres: str | None, time_min: int, resume_folder: str | None, with_html: bool, results_dir: str,
           name: str | None, no_save: bool, fresh_inputs: bool | None, history_folder: str | None,

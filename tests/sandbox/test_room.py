@@ -388,3 +388,11 @@ def test_as_root_a_judged_runs_cache_copy_is_capped_in_total_and_unmounted_after
             sandbox.close()
     finally:
         shutil.rmtree(caches, ignore_errors=True)
+
+
+def test_a_limit_nobody_asked_for_is_not_said_to_be_not_applied(program):
+    sandbox = Sandbox.open(program, SandboxSettings("auto"))
+    try:
+        assert not any(note.startswith("memory") for note in sandbox.limit_notes())
+    finally:
+        sandbox.close()

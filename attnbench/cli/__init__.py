@@ -77,11 +77,24 @@ def _flush_stdout() -> None:
         _reader_left()
 
 
+def _closed_streams_go_nowhere() -> None:
+    """A command started with stdout or stderr closed (`>&-`) writes what it prints to /dev/null instead of
+    failing on it; the null device also takes the descriptor, so no file the command opens lands on it."""
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        if getattr(sys, name) is None:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            if devnull != fd:
+                os.dup2(devnull, fd)
+                os.close(devnull)
+            setattr(sys, name, open(fd, "w", closefd=False))
+
+
 class AttnbenchGroup(click.Group):
     """Turns expected failures into one sentence and an exit code (`errors.classify`), never a traceback;
     usage errors into one line and a pointer to --help, instead of click's usage block."""
 
     def main(self, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+        _closed_streams_go_nowhere()
         _text_streams_never_fail()
         return super().main(*args, **kwargs)
 

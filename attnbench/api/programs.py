@@ -233,6 +233,9 @@ class JudgeOptions:
         if self.judges_a_class and (self.launcher or self.args != judging.DEFAULT_ARGS):
             raise UsageError("--launcher and --args are for one program; a class runs each submission as the "
                              "course does (PROGRAM IN OUT), and --executor slurm places it")
+        if not self.judges_a_class and (self.gpus is not None or self.executor != "local"):
+            raise UsageError("--gpus and --executor spread a class's submissions; one program is judged here, "
+                             "case by case (--launcher places it)")
 
     @property
     def judges_a_class(self) -> bool:

@@ -10,7 +10,7 @@ import click
 from attnbench.api import EXECUTOR_OPTIONS
 from attnbench.api import programs as api_programs
 from attnbench.cli.options import command_line, notice
-from attnbench.files import DEFAULT_RESULTS_DIR
+from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
 from attnbench.output.export import save
 from attnbench.output.export.scoreboard_export import RowByRow
 from attnbench.output.render.matrix_run import result_json
@@ -119,8 +119,11 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
       attnbench judge submissions/ --cases t01-t10 --executor slurm --partition nvidia --gres gpu:1
     """
     if history_folder is not None:
+        _refuse_beside_history(click.get_current_context())
         _show_history(history_folder)
         return
+    if not no_save:
+        check_results_folder(results_dir)  # before the first case, not after the last
     sandbox = api_programs.SandboxSettings(sandbox_mode, max_processes, memory_mb, cpu_s, tuple(Path(b) for b in binds))
     options = api_programs.JudgeOptions(
         programs=programs, cases=case_selector, launcher=launcher, time_limits=limits_spec, args=args_template,
@@ -131,6 +134,17 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
         _judge_class(options, with_html, name, no_save, as_json)
     else:
         _judge_program(options, name, no_save, as_json)
+
+
+def _refuse_beside_history(ctx: click.Context) -> None:
+    """--history shows saved scoreboards and judges nothing: a program or an option given with it would be
+    ignored, so it is refused."""
+    given = [param for param in ctx.command.params if param.name != "history_folder"
+             and ctx.get_parameter_source(param.name) not in (click.core.ParameterSource.DEFAULT, None)]
+    if given:
+        words = ", ".join("PROGRAM" if not param.opts[0].startswith("-") else param.opts[0] for param in given)
+        raise click.UsageError(f"--history shows a class's saved scoreboards and judges nothing: {words} would be "
+                               "ignored; give --history FOLDER alone")
 
 
 def _show_history(folder: str) -> None:

@@ -53,7 +53,12 @@ def _visible_options(command: click.Command) -> set[str]:
 
 
 def _usage_error(exc: click.UsageError) -> None:
-    """A usage error as git writes one: the error on one line, then where the help is. Exit 2."""
+    """A usage error as git writes one: the error on one line, then where the help is. Exit 2. No command at all
+    is no error to squeeze into a line: the help is shown as --help shows it (exit 2, as git does)."""
+    no_command = getattr(click.exceptions, "NoArgsIsHelpError", ())  # click 8.2 on
+    if isinstance(exc, no_command) and exc.ctx is not None:
+        click.echo(exc.ctx.get_help(), err=True)
+        raise click.exceptions.Exit(2)
     if isinstance(exc, click.NoSuchOption) and exc.ctx is not None:  # never suggest a hidden option
         exc.possibilities = sorted(set(exc.possibilities or ()) & _visible_options(exc.ctx.command))
     where = exc.ctx.command_path if exc.ctx is not None else "attnbench"

@@ -54,7 +54,7 @@ def test_a_reader_that_stops_early_is_no_failure(args, tmp_path):
 def test_no_command_shows_the_help_as_help_not_as_one_error_line():
     result = CliRunner().invoke(main, [], prog_name="attnbench")
     assert result.exit_code in (0, 2)
-    assert "error:" not in result.output and "\nCommands:\n" in result.output or "Commands:" in result.output.splitlines()
+    assert "error:" not in result.output and "Commands:" in result.output.splitlines(), result.output
 
 
 def test_a_sample_count_that_would_run_forever_is_refused():

@@ -18,7 +18,7 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out="${1:?usage: bash tools/lab/pipeline_bench.sh OUTDIR}"
 mkdir -p "$out" && out="$(cd "$out" && pwd)"
-cd "$here/.."  # the checkout's attnbench, even where it is not installed
+cd "$here/../.."  # the checkout's attnbench, even where it is not installed
 export ATTNBENCH_DATA="${ATTNBENCH_DATA:-$out/data}"
 export COLUMNS="${COLUMNS:-200}"
 cases="${CASES:-t22,t11,t10,t29,t30}"

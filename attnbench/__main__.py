@@ -18,7 +18,13 @@ def _interrupted_while_starting(signum: int, frame: object) -> None:
 def entry() -> None:
     """The console entry point: the Ctrl-C answer first, then the (slow) imports, then the command."""
     signal.signal(signal.SIGINT, _interrupted_while_starting)
-    from attnbench.cli import main
+    from attnbench.errors import AttnbenchError
+
+    try:
+        from attnbench.cli import main
+    except AttnbenchError as exc:  # read while importing (the suite's manifest): one line, as any failure
+        os.write(2, f"error: {exc}\n".encode("utf-8", "backslashreplace"))
+        raise SystemExit(exc.exit_code) from None
 
     main(prog_name="attnbench")  # one name for completion (_ATTNBENCH_COMPLETE) and messages, however started
 

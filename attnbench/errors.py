@@ -89,6 +89,10 @@ class DeviceMemoryError(EnvironmentProblem):
     """The run needs more device memory than is free."""
 
 
+class HostMemoryError(EnvironmentProblem):
+    """The run needs more host memory than this machine has (or has free)."""
+
+
 class PeerUnavailable(EnvironmentProblem):
     """A peer implementation (PyTorch) was asked for but cannot run here."""
 
@@ -99,6 +103,10 @@ class ProfilerUnavailable(EnvironmentProblem):
 
 class VariantUnsupported(EnvironmentProblem):
     """This GPU cannot run the variant (it is built for another architecture)."""
+
+
+class SuiteManifestDamaged(EnvironmentProblem):
+    """The suite's manifest (testcases/suite.json) is missing, unreadable or not as attnbench wrote it."""
 
 
 class PlotsUnavailable(EnvironmentProblem):
@@ -119,12 +127,14 @@ INTERRUPTED = Failure(130, "interrupted; no partial output was left behind", err
 
 def classify(exc: BaseException) -> Failure | None:
     """The exit code and the one line of an expected failure, for every command: attnbench's own errors (their
-    class says the code), Ctrl-C (130), a file the system refused (2, named), a CUDA driver error that escaped
+    class says the code), Ctrl-C (130), host memory exhausted (3), a file the system refused (2, named), a CUDA driver error that escaped
     the backends' wrapping (3). None for anything else: a bug, whose traceback must show."""
     if isinstance(exc, AttnbenchError):
         return Failure(exc.exit_code, str(exc))
     if isinstance(exc, KeyboardInterrupt):
         return INTERRUPTED
+    if isinstance(exc, MemoryError):  # numpy's _ArrayMemoryError says how much it could not allocate
+        return Failure(3, f"out of host memory: {exc}" if str(exc) else "out of host memory")
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         return Failure(2, where + str(exc.strerror or exc))

@@ -36,6 +36,19 @@ def shipped_limits(name: str) -> Path:
     return _packaged("_testcases", "testcases") / name
 
 
+def shipped_file_at(path: str | os.PathLike) -> Path | None:
+    """The file attnbench ships and reads (the suite manifest, a kernel source, a module or data file of the
+    package) that writing `path` would replace, or None. Links and `..` are seen through."""
+    target = Path(os.path.realpath(path))
+    manifest = Path(os.path.realpath(suite_manifest()))
+    if target == manifest or (target.exists() and manifest.exists() and os.path.samefile(target, manifest)):
+        return manifest
+    for folder in (Path(os.path.realpath(kernel_dir())), PACKAGE_DIR):
+        if target.is_relative_to(folder) and target != folder:
+            return target
+    return None
+
+
 def package_file(name: str) -> Path:
     """A data file shipped beside the package's modules (report claims, datasheet ceilings)."""
     return PACKAGE_DIR / name

@@ -22,3 +22,13 @@ def test_ctrl_c_exits_130_without_an_error_word():
 
 def test_a_bug_is_not_classified_so_its_traceback_shows():
     assert classify(ZeroDivisionError("division by zero")) is None
+
+
+def test_host_memory_exhausted_is_the_environment_exit_3_in_one_line():
+    import numpy as np
+
+    try:
+        np.empty(1 << 58, dtype=np.float32)  # 1 EiB: more than any host has
+    except MemoryError as exc:
+        failure = classify(exc)
+    assert failure.exit_code == 3 and failure.line.startswith("out of host memory: Unable to allocate")

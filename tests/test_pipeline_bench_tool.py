@@ -1,4 +1,4 @@
-"""tools/pipeline_bench.py's summary: medians, the checks and the issue's targets, from saved run lines."""
+"""tools/lab/pipeline_bench.py's summary: medians, the checks and the issue's targets, from saved run lines."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def tool():
-    spec = importlib.util.spec_from_file_location("pipeline_bench", ROOT / "tools" / "pipeline_bench.py")
+    spec = importlib.util.spec_from_file_location("pipeline_bench", ROOT / "tools" / "lab" / "pipeline_bench.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

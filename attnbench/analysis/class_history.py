@@ -27,6 +27,7 @@ class RunOf:
     total_s: float
     rank: int | None
     tied: bool
+    built: bool = True  # False: its build failed, so it judged nothing that run
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def load_boards(folder: str | Path) -> list[Scoreboard]:
 
 def _run(board: Scoreboard, row: SubmissionRow) -> RunOf:
     return RunOf(str(board.metadata.get("date") or "")[:19], board.path.name if board.path else "", row.passed,
-                 len(board.cases), row.total_s, row.rank, row.tied)
+                 len(board.cases), row.total_s, row.rank, row.tied, row.built)
 
 
 def history(boards: list[Scoreboard], cases: list[str] | None = None) -> list[HistoryRow]:
@@ -73,9 +74,8 @@ def history(boards: list[Scoreboard], cases: list[str] | None = None) -> list[Hi
     for board in boards:
         if board.cases != chosen:
             continue
-        for row in board.rows:
-            if row.built:
-                runs.setdefault(row.name, []).append(_run(board, row))
+        for row in board.rows:  # a failed build too: it is a run of that submission, passing nothing
+            runs.setdefault(row.name, []).append(_run(board, row))
     rows = []
     for name, seen in runs.items():
         passed = [r for r in seen if r.passed > 0]

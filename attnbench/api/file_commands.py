@@ -90,16 +90,21 @@ def verify(
 
 def generate(names: Sequence[str], *, reference: bool = True, force: bool = False,
              progress: ProgressFactory = no_progress, notice: Notice = quiet) -> list[suite.SuiteCase]:
-    """Generate suite inputs (and their float64 references) from their recorded seeds. Files already
-    there are checked against their recorded sha256; a changed one is made again, and said so."""
+    """Generate suite inputs (and their float64 references) from their recorded seeds. Inputs already there are
+    checked against their recorded sha256 first: one that is not the suite's (changed, or a user's file of that
+    name) is refused before anything is written, and replaced only with `force`. A reference whose bytes changed
+    since it was computed is computed again, and said so."""
     chosen = suite.cases_in(names)
+    if not force:  # every file checked before anything is written: no case replaces a file attnbench did not write
+        for case in chosen:
+            suite.refuse_foreign_input(case)
+            suite.check_input_bytes(case)
     _say_what_will_be_written(chosen, reference, force, notice)
     for case in chosen:
-        changed = suite.is_generated(case) and not force and _input_changed(case, notice)
-        redo_input = force or changed or not suite.is_generated(case)
+        redo_input = force or not suite.is_generated(case)
         if redo_input:
             with progress(f"generating {case.name}", 3 * case.shape.elements) as advance:
-                suite.generate_input(case, advance, force=force or changed)
+                suite.generate_input(case, advance, force=force)
         if not reference:
             continue
         state = "missing" if force or redo_input else suite.reference_state(case)
@@ -134,14 +139,6 @@ def _say_what_will_be_written(cases: list[suite.SuiteCase], reference: bool, for
                           f"is free there (set {DATA_ENV} to a larger folder)")
     notice(f"writing {total / 1e9:.1f} GB ({len(cases)} case(s): inputs" + (" and float64 references" if reference
            else "") + f") to {folder}; Ctrl-C stops cleanly, and what is done is kept")
-
-
-def _input_changed(case: suite.SuiteCase, notice: Notice) -> bool:
-    """A generated input whose bytes are not those the suite records (said so: it is made again)."""
-    if case.input_sha256 and suite.sha256_file(suite.input_path(case)) != case.input_sha256:
-        notice(f"{suite.input_path(case)}: its bytes are not those recorded for {case.name}; generating it again")
-        return True
-    return False
 
 
 def suite_cases(selector: str | Sequence[str] = "all") -> list[suite.SuiteCase]:

@@ -71,6 +71,7 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
     inputs = judging.cases_for(cases)
     if not inputs:
         raise UsageError(f"--cases {cases if isinstance(cases, str) else ','.join(cases)!r} names no case")
+    judging.refuse_nonfinite_inputs(inputs)
     if is_source(program):
         with built_source(program, sandbox or SandboxSettings(), build_rules(arch, build_command)) as path:
             return judge(str(path), cases, launcher=launcher, time_limits=time_limits, args=args, timeout=timeout,
@@ -124,6 +125,7 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     inputs = judging.cases_for(selector)
     if not inputs:
         raise UsageError(f"--cases {selector!r} names no case")
+    judging.refuse_nonfinite_inputs(inputs)
     settings = ClassSettings(judging.load_time_limits(time_limits), timeout, build_timeout, rerun_top,
                              class_sandbox(sandbox or SandboxSettings()), fresh_inputs,
                              build_rules(arch, build_command), diagnose, kernel_time, rank_by)
@@ -259,6 +261,9 @@ class JudgeOptions:
         if self.judges_a_class and (self.launcher or self.args != judging.DEFAULT_ARGS):
             raise UsageError("--launcher and --args are for one program; a class runs each submission as the "
                              "course does (PROGRAM IN OUT), and --executor slurm places it")
+        if not self.judges_a_class and (self.gpus is not None or self.executor != "local"):
+            raise UsageError("--gpus and --executor spread a class's submissions; one program is judged here, "
+                             "case by case (--launcher places it)")
 
     @property
     def judges_a_class(self) -> bool:

@@ -47,7 +47,20 @@ def reference_output(testcase: Testcase, progress: Progress | None = None, dtype
     row_bytes = N * 8
     items_per_block = max(1, block_bytes // (N * row_bytes))
     rows_per_block = max(1, block_bytes // row_bytes)
-    with ThreadPoolExecutor(max_workers=threads) as pool, blas_single_threaded():
+    pool = ThreadPoolExecutor(max_workers=threads)
+    try:
+        return _blocks(pool, testcase, out, items_per_block, rows_per_block, progress)
+    finally:
+        # Ctrl-C (or any failure) drops the blocks not started: `with` waited for every queued block, and a
+        # large case's reference then ran on for hours after the Ctrl-C
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _blocks(pool: ThreadPoolExecutor, testcase: Testcase, out: np.ndarray, items_per_block: int, rows_per_block: int,
+            progress: Progress | None) -> np.ndarray:
+    """`reference_output`'s blocks, on `pool`."""
+    B, N = testcase.shape.B, testcase.shape.N
+    with blas_single_threaded():
         if items_per_block > 1:  # short sequences: whole items, a group at a time
 
             def items(b0: int) -> int:

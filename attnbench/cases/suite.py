@@ -35,7 +35,7 @@ import numpy as np
 
 from attnbench import locations
 from attnbench.cases.testcase import HEADER, Shape, read_testcase, write_output
-from attnbench.errors import OutputError, TestcaseError, UnknownName
+from attnbench.errors import OutputError, SuiteManifestDamaged, TestcaseError, UnknownName
 from attnbench.files import atomic_write
 
 _GEN_CHUNK = 1 << 22  # values generated per step
@@ -105,19 +105,44 @@ def suite_file_at(path: str | os.PathLike) -> Path | None:
 
 
 def refuse_suite_file(given: str | os.PathLike, what: str = "the output") -> None:
-    """Refuse, before any work, to write over a suite file: they are every check's ground truth."""
+    """Refuse, before any work, to write over a suite file (they are every check's ground truth) or a file
+    attnbench ships and reads (its manifest, kernels and modules: writing there breaks every later command)."""
+    shipped = locations.shipped_file_at(given)
+    if shipped is not None:
+        raise OutputError(f"{os.fsdecode(given)}: is {shipped}, a file attnbench reads; {what} may not replace "
+                          "it (give another path)")
     suite_file = suite_file_at(given)
     if suite_file is not None:
         raise OutputError(f"{os.fsdecode(given)}: is the suite file {suite_file}; {what} may not replace "
                           "a suite input or reference (give another path)")
 
 
+def _damaged(why: str) -> SuiteManifestDamaged:
+    return SuiteManifestDamaged(f"{locations.suite_manifest()}: {why}; the suite's manifest is damaged: restore it "
+                                "(`git checkout testcases/suite.json` in a checkout, or reinstall attnbench)")
+
+
 def _read_manifest() -> dict:
-    return json.loads(locations.suite_manifest().read_text())
+    try:
+        raw = json.loads(locations.suite_manifest().read_text())
+    except OSError as exc:
+        raise _damaged(exc.strerror or str(exc)) from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _damaged(f"not JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise _damaged("not a JSON object")
+    return raw
 
 
 def _load_suite(raw: dict | None = None) -> dict[str, SuiteCase]:
     raw = raw if raw is not None else _read_manifest()
+    try:
+        return _cases_of(raw)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise _damaged(f"a case record is not as written ({type(exc).__name__}: {exc})") from None
+
+
+def _cases_of(raw: dict) -> dict[str, SuiteCase]:
     cases = {}
     for c in raw["cases"]:
         cases[c["name"]] = SuiteCase(
@@ -284,8 +309,21 @@ def check_input_bytes(case: SuiteCase) -> None:
 def input_mismatch(case: SuiteCase, found: str) -> str:
     """The sentence for a suite input whose bytes changed since generation."""
     return (f"{input_path(case)}: its bytes are not those recorded for {case.name} (sha256 {found[:16]}..., "
-            f"recorded {str(case.input_sha256)[:16]}...); it was changed after generation: "
-            f"regenerate it with `attnbench gen {case.name} --force`")
+            f"recorded {str(case.input_sha256)[:16]}...); it was changed after generation, or is another file of "
+            f"that name: {_REPLACE_ADVICE.format(name=case.name)}")
+
+
+_REPLACE_ADVICE = "move it away if it is yours, or `attnbench gen {name} --force` replaces it with the suite's"
+
+
+def refuse_foreign_input(case: SuiteCase) -> None:
+    """Refuse a file of another size at the case's input path: attnbench did not write it, and never replaces a
+    user's file unasked (one of the right size with other bytes is `check_input_bytes`'s)."""
+    path = input_path(case)
+    if path.exists() and not is_generated(case):
+        size = path.stat().st_size
+        raise TestcaseError(f"{path}: {size} bytes, not the {case.shape.input_bytes} of the suite's {case.name}: "
+                            f"attnbench did not write it; {_REPLACE_ADVICE.format(name=case.name)}")
 
 
 def generate_input(case: SuiteCase, progress: Progress | None = None, force: bool = False) -> Path:
@@ -294,6 +332,8 @@ def generate_input(case: SuiteCase, progress: Progress | None = None, force: boo
     with _case_lock(case):
         if not force and is_generated(case):  # made by another process while this one waited
             return path
+        if not force:
+            refuse_foreign_input(case)
         sha: list[str] = []
         atomic_write(path, lambda f: sha.append(write_input(case, f, progress)))
         if case.input_sha256 and sha[0] != case.input_sha256:

@@ -7,11 +7,13 @@ stored after the first run; other sizes are seeded synthetic inputs.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 
 from attnbench.cases import suite
 from attnbench.cases.inputs import BenchInput, SuiteInput, SyntheticInput
 from attnbench.cases.testcase import Shape
+from attnbench.errors import HostMemoryError
 
 # The lab's sizes: c-1, c, c+1 for c = 64, 128, ..., 2048, then 4095..4097 and 8191..8193.
 SQUARE_SIZES: tuple[int, ...] = tuple(n for c in range(64, 2049, 64) for n in (c - 1, c, c + 1)) + (
@@ -19,6 +21,20 @@ SQUARE_SIZES: tuple[int, ...] = tuple(n for c in range(64, 2049, 64) for n in (c
 )
 # Sweeps over N or d keep B*N*d near this (16 Mi elements per tensor, 192 MiB of input) unless --batch.
 SWEEP_ELEMENTS = 1 << 24
+INT32_MAX = (1 << 31) - 1
+
+
+def _refuse_beyond_host_memory(shape: Shape) -> None:
+    """A sweep point whose input and output alone exceed this machine's memory is refused before any point runs
+    (numpy's allocation failed with a traceback after the points before it had run)."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return
+    needed = shape.input_bytes + shape.output_bytes
+    if needed > memory:
+        raise HostMemoryError(f"{shape}: its input and output alone take {needed / 1e9:,.1f} GB, but this machine "
+                              f"has {memory / 1e9:,.1f} GB of memory; give smaller sizes")
 
 
 @dataclass(frozen=True)
@@ -118,6 +134,10 @@ def shape_inputs(axis: str, values: list[int], batch: int | None, seq_len: int, 
         N, d = (value, head_dim) if axis == "N" else (seq_len, value)
         B = batch if batch is not None else max(1, SWEEP_ELEMENTS // (N * d))
         shape = Shape(B, N, d)
+        for name, size in (("B", B), ("N", N), ("d", d)):
+            if size > INT32_MAX:
+                raise ValueError(f"{name}={size}: the course format's int32 header holds at most {INT32_MAX}")
+        _refuse_beyond_host_memory(shape)
         found.append(SyntheticInput(shape, _seed_for(f"sweep {shape}")))
     return found
 

@@ -53,7 +53,12 @@ def _visible_options(command: click.Command) -> set[str]:
 
 
 def _usage_error(exc: click.UsageError) -> None:
-    """A usage error as git writes one: the error on one line, then where the help is. Exit 2."""
+    """A usage error as git writes one: the error on one line, then where the help is. Exit 2. No command at all
+    is no error to squeeze into a line: the help is shown as --help shows it (exit 2, as git does)."""
+    no_command = getattr(click.exceptions, "NoArgsIsHelpError", ())  # click 8.2 on
+    if isinstance(exc, no_command) and exc.ctx is not None:
+        click.echo(exc.ctx.get_help(), err=True)
+        raise click.exceptions.Exit(2)
     if isinstance(exc, click.NoSuchOption) and exc.ctx is not None:  # never suggest a hidden option
         exc.possibilities = sorted(set(exc.possibilities or ()) & _visible_options(exc.ctx.command))
     where = exc.ctx.command_path if exc.ctx is not None else "attnbench"
@@ -77,11 +82,24 @@ def _flush_stdout() -> None:
         _reader_left()
 
 
+def _closed_streams_go_nowhere() -> None:
+    """A command started with stdout or stderr closed (`>&-`) writes what it prints to /dev/null instead of
+    failing on it; the null device also takes the descriptor, so no file the command opens lands on it."""
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        if getattr(sys, name) is None:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            if devnull != fd:
+                os.dup2(devnull, fd)
+                os.close(devnull)
+            setattr(sys, name, open(fd, "w", closefd=False))
+
+
 class AttnbenchGroup(click.Group):
     """Turns expected failures into one sentence and an exit code (`errors.classify`), never a traceback;
     usage errors into one line and a pointer to --help, instead of click's usage block."""
 
     def main(self, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+        _closed_streams_go_nowhere()
         _text_streams_never_fail()
         return super().main(*args, **kwargs)
 

@@ -10,7 +10,7 @@ import click
 from attnbench.api import EXECUTOR_OPTIONS
 from attnbench.api import programs as api_programs
 from attnbench.cli.options import command_line, error_line, notice
-from attnbench.files import DEFAULT_RESULTS_DIR
+from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
 from attnbench.output.export import save
 from attnbench.output.export.scoreboard_export import RowByRow
 from attnbench.output.render.matrix_run import result_json
@@ -46,10 +46,12 @@ from attnbench.printable import printable
 @click.option("--max-processes", type=click.IntRange(min=1), default=512, show_default=True,
               help="Processes and threads a program may start (RLIMIT_NPROC).")
 @click.option("--memory-limit", "memory_mb", type=click.IntRange(min=1), default=None,
-              help="Address space per process in MiB (RLIMIT_AS) [default: none; CUDA reserves far more "
-                   "virtual memory than it uses, so give GPU programs tens of GiB].")
-@click.option("--cpu-time", "cpu_s", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="CPU seconds per process (RLIMIT_CPU) [default: 4x the case's timeout, at least 10 s].")
+              help="Memory in MiB: what a run's processes use together (a cgroup's memory.max, where the judge is "
+                   "root on cgroup v2), else address space per process (RLIMIT_AS, which CUDA reserves far beyond "
+                   "its use: give GPU programs tens of GiB) [default: none].")
+@click.option("--cpu-time", "cpu_s", type=click.IntRange(min=1), default=None,
+              help="Whole CPU seconds per process (RLIMIT_CPU counts whole seconds); a program over it is a "
+                   "RESOURCE LIMIT [default: 4x the case's timeout, at least 10 s].")
 @click.option("--max-program-mib", "program_mb", type=click.IntRange(min=1), default=64, show_default=True,
               help="The largest program judged, in MiB (its one read-only copy is linked into every run).")
 @click.option("--sandbox-bind", "binds", multiple=True, type=click.Path(exists=True, file_okay=False),
@@ -97,7 +99,7 @@ from attnbench.printable import printable
               help="Print the results as JSON on standard output (the records of the saved JSON file); the tables "
                    "and notes go to standard error.")
 def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, limits_spec: str, args_template: str,
-          timeout: float | None, sandbox_mode: str, max_processes: int, memory_mb: int | None, cpu_s: float | None,
+          timeout: float | None, sandbox_mode: str, max_processes: int, memory_mb: int | None, cpu_s: int | None,
           program_mb: int, binds: tuple[str, ...], rerun_top: int, gpus: str | None, build_timeout: float,
           arch: str | None, build_command: str | None, diagnose: bool, executor: str, partition: str | None,
           gres: str | None, time_min: int, resume_folder: str | None, with_html: bool, results_dir: str,
@@ -141,8 +143,11 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
       attnbench judge submissions/ --cases t01-t10 --executor slurm --partition nvidia --gres gpu:1
     """
     if history_folder is not None:
+        _refuse_beside_history(click.get_current_context())
         _show_history(history_folder)
         return
+    if not no_save:
+        check_results_folder(results_dir)  # before the first case, not after the last
     sandbox = api_programs.SandboxSettings(sandbox_mode, max_processes, memory_mb, cpu_s, tuple(Path(b) for b in binds),
                                            program_mb)
     options = api_programs.JudgeOptions(
@@ -155,6 +160,17 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
         _judge_class(options, with_html, name, no_save, as_json)
     else:
         _judge_program(options, name, no_save, as_json)
+
+
+def _refuse_beside_history(ctx: click.Context) -> None:
+    """--history shows saved scoreboards and judges nothing: a program or an option given with it would be
+    ignored, so it is refused."""
+    given = [param for param in ctx.command.params if param.name != "history_folder"
+             and ctx.get_parameter_source(param.name) not in (click.core.ParameterSource.DEFAULT, None)]
+    if given:
+        words = ", ".join("PROGRAM" if not param.opts[0].startswith("-") else param.opts[0] for param in given)
+        raise click.UsageError(f"--history shows a class's saved scoreboards and judges nothing: {words} would be "
+                               "ignored; give --history FOLDER alone")
 
 
 def _show_history(folder: str) -> None:

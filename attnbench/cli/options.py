@@ -12,6 +12,8 @@ import click
 from attnbench.api import EXECUTOR_OPTIONS, TimingOptions, case_names, parse_percent, slurm_options, variant_names
 from attnbench.output.render.terminal import err_console, printable
 
+MAX_REPS = 1_000_000  # far beyond any useful sample count; a larger one ran on without end
+
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
     if value is not None and (value != value or value in (float("inf"), float("-inf"))):
@@ -21,8 +23,8 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
 
 timing_options = [
     click.option("--warmup", type=click.IntRange(0), default=None, help="Untimed passes first [GPU: 2, cpu: 0]."),
-    click.option("--reps", type=click.IntRange(1), default=None,
-                 help="Fixed sample count (default: sample until the noise is low)."),
+    click.option("--reps", type=click.IntRange(1, MAX_REPS), default=None,
+                 help=f"Fixed sample count, at most {MAX_REPS:,} (default: sample until the noise is low)."),
     click.option("--hot", is_flag=True, help="Do not flush the L2 cache before each timed pass."),
     click.option("--timeout", type=click.FloatRange(0, min_open=True), default=None, callback=_finite,
                  help="Seconds at most for adaptive sampling [GPU: 10, cpu: 2]."),

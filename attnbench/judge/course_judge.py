@@ -93,6 +93,14 @@ def cases_for(selector: str | Sequence[str]) -> list[BenchInput]:
     return inputs_for(selector)
 
 
+def refuse_nonfinite_inputs(inputs: Sequence[BenchInput]) -> None:
+    """A user's input file holding NaN or Inf is the input's fault, not a program's: refused (exit 2) before any
+    program runs, as run and compare refuse it (suite inputs are finite by their seeds)."""
+    for bench_input in inputs:
+        if isinstance(bench_input, FileInput):
+            bench_input.value_range().require_finite(bench_input.label)
+
+
 @dataclass(frozen=True)
 class PreparedCase:
     """A case ready to judge: its input file on disk, its reference, and what results record about it."""

@@ -238,14 +238,17 @@ def loads(text: str, source: str = "results") -> ResultSet:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise NotResultsFile(f"{source}: not an attnbench results file (no \"schema\": \"{SCHEMA}\")")
     version = data.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ResultsError(f"{source}: results schema version {json.dumps(version)} is not a version number "
+                           f"(1 to {SCHEMA_VERSION}): the file is damaged")
+    if version > SCHEMA_VERSION:
         raise ResultsError(
             f"{source}: results schema version {version} is newer than this attnbench reads ({SCHEMA_VERSION}); "
             "upgrade attnbench"
         )
     try:
         return ResultSet.from_dict(strict_json.restore(data))
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # AttributeError: a list or text where a record is
         raise ResultsError(f"{source}: malformed results file ({type(exc).__name__}: {exc})") from None
 
 

@@ -102,7 +102,8 @@ def _limiter(limits: ProcessLimits, uid: int, first: Callable[[], None] | None =
         if first is not None:
             first()
         for which, value in chosen:
-            resource.setrlimit(which, (value, value))
+            # a hard CPU limit above the soft one: SIGXCPU (named a CPU-time limit) comes before SIGKILL
+            resource.setrlimit(which, (value, value + 1 if which == resource.RLIMIT_CPU else value))
         if drop_to is not None:
             os.setgroups([])
             os.setgid(drop_to)

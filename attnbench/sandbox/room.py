@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Sequence
 
 from attnbench.errors import AttnbenchError
-from attnbench.sandbox import case_disk, cgroups, oom_priority, syscall_filter
+from attnbench.sandbox import case_disk, cgroups, inner_limits, oom_priority, syscall_filter
 from attnbench.sandbox.bwrap_args import (
     BWRAP_ENV,  # noqa: F401 - the variable is part of the sandbox's interface
     account_files,
@@ -401,7 +401,11 @@ class Sandbox:
     def run(self, argv: Sequence[str], case: CasePaths, timeout_s: float, limits: ProcessLimits,
             launcher: Sequence[str] = ()) -> ProcessOutcome:
         """argv (as the program sees paths) run in this room's case: wrapped in the sandbox (and the launcher
-        around it), as the run's user, under `limits`, with its first and last steps before exec."""
+        around it), as the run's user, under `limits`, with its first and last steps before exec. In the box the
+        limits are set on the program, not on bwrap (attnbench.sandbox.inner_limits)."""
+        if self.confinement.sandboxed:
+            words, limits = inner_limits.split(limits, os.getuid() if self.user is None else self.user)
+            argv = inner_limits.limited(argv, words)
         return run_process(self.wrapped(argv, case, launcher), case.folder, timeout_s, limits=limits,
                            user=self.user, env=self.case_env(case), sole_user=self.sole_user,
                            before_exec=self.before_exec(case), after_limits=self.after_limits())
@@ -417,9 +421,7 @@ class Sandbox:
     def limit_notes(self) -> list[str]:
         """Each limit that does not hold as asked here, one line each (said once, saved with the results)."""
         notes = []
-        if self.settings.memory_mb is None:
-            notes.append("memory: not limited (no --memory-limit)")
-        elif not self.memory_by_cgroup:
+        if self.settings.memory_mb is not None and not self.memory_by_cgroup:  # none asked: nothing not applied
             notes.append(f"memory: no cgroup ({self.groups_reason or 'no memory controller'}): --memory-limit is "
                          "RLIMIT_AS, address space per process, which CUDA reserves far beyond its use")
         if self.user == NOBODY and not (self.groups is not None and "pids" in self.groups.controllers):

@@ -81,3 +81,31 @@ def test_the_output_is_stored_in_the_dtype_asked_for(rng):
     stored = reference.reference_output(tc, dtype=np.float32)
     assert exact.dtype == np.float64 and stored.dtype == np.float32
     np.testing.assert_array_equal(stored, exact.astype(np.float32))
+
+
+def test_ctrl_c_drops_the_blocks_not_started_rather_than_waiting_for_them(monkeypatch, rng):
+    """A long case's reference queues its blocks a row slab each (a million for N = 1048576): a Ctrl-C while they
+    were queued waited for every one queued (hours), as `with ThreadPoolExecutor` does."""
+    import os
+    import signal
+    import threading
+    import time
+
+    import pytest
+
+    N = 200_000
+    tc = random_testcase(1, N, 1, rng)
+    monkeypatch.setenv(HOST_THREADS_ENV, "2")
+    monkeypatch.setattr(reference, "SCORE_MEMORY_BYTES", 2 * N * 8)  # one row a block
+    done, real = [], reference.attention_rows_float64
+
+    def slow_rows(q, k, v):
+        time.sleep(0.002)
+        done.append(1)
+        return real(q, k, v)
+
+    monkeypatch.setattr(reference, "attention_rows_float64", slow_rows)
+    threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        reference.reference_output(tc)
+    assert len(done) < 1000, f"{len(done)} blocks were computed after the Ctrl-C"

@@ -194,3 +194,23 @@ def test_the_console_entry_point_answers_ctrl_c_before_its_imports():
 
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["attnbench"] == "attnbench.__main__:entry"
+
+
+@pytest.mark.parametrize("args, code", [
+    (["sweep", "N", "-v", "cpu", "-B", "100000000000", "--no-save"], 2),
+    (["sweep", "d", "-v", "cpu", "--values", "1000000000", "--no-save"], 3),
+    (["sweep", "N", "-v", "cpu", "--values", "2147483647", "-d", "2147483647", "--no-save"], 3),
+])
+def test_a_sweep_beyond_the_format_or_the_host_memory_is_refused_before_any_point(args, code, monkeypatch):
+    from attnbench.bench import matrix
+
+    monkeypatch.setattr(matrix, "measure_cell", lambda *a, **k: pytest.fail("measured before the refusal"))
+    _one_line_failure(_invoke(args), {code})
+
+
+@pytest.mark.parametrize("args", [["cases"], ["run", "odd_17x1", "{tmp}/o.bin", "-v", "cpu"], ["list", "--json"]])
+def test_a_command_started_with_stdout_closed_is_no_failure(args, tmp_path):
+    command = [sys.executable, "-m", "attnbench", *[a.replace("{tmp}", str(tmp_path)) for a in args]]
+    done = subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300,
+                          preexec_fn=lambda: os.close(1))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr

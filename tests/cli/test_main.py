@@ -49,3 +49,14 @@ def test_a_reader_that_stops_early_is_no_failure(args, tmp_path):
     process.stdout.close()  # as `| head -0` would
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 0, stderr.decode()
+
+
+def test_no_command_shows_the_help_as_help_not_as_one_error_line():
+    result = CliRunner().invoke(main, [], prog_name="attnbench")
+    assert result.exit_code in (0, 2)
+    assert "error:" not in result.output and "Commands:" in result.output.splitlines(), result.output
+
+
+def test_a_sample_count_that_would_run_forever_is_refused():
+    result = CliRunner().invoke(main, ["run", "t02", "o.bin", "--reps", "99999999999999999999"], prog_name="attnbench")
+    assert result.exit_code == 2 and "--reps" in result.output

@@ -263,16 +263,26 @@ def test_a_reference_changed_in_place_is_refused_before_a_check_and_remade_by_ge
     assert cli("verify", str(out), case.name).exit_code == 1  # the true reference again: the wrong output fails
 
 
-def test_gen_remakes_an_input_changed_in_place_and_says_so(cli):
-    case = suite.get_case("odd_17x1")
-    assert cli("gen", case.name).exit_code == 0
+def test_gen_never_replaces_an_input_it_did_not_write_unless_forced(cli, rng):
+    """A user's own file in the data folder (the course's t01.in copied there, of the right size or not) is refused
+    before anything is written, by gen and by a run's generation on first use; --force replaces it."""
+    case, other = suite.get_case("odd_17x1"), suite.get_case("odd_17x48")
     path = suite.input_path(case)
-    data = bytearray(path.read_bytes())
-    data[-4:] = struct.pack("<f", 2.5)
-    path.write_bytes(bytes(data))
-    result = cli("gen", case.name)
-    assert result.exit_code == 0 and "generating it again" in " ".join(result.output.split()), result.output
-    assert suite.sha256_file(path) == case.input_sha256
+    path.parent.mkdir(parents=True, exist_ok=True)
+    B, N, d = case.shape.B, case.shape.N, case.shape.d
+    for mine in (np.array([B, N, d], "<i4").tobytes() + rng.uniform(-3, 3, 3 * B * N * d).astype("<f4").tobytes(),
+                 b"my own file"):
+        suite.input_path(other).unlink(missing_ok=True)
+        path.write_bytes(mine)
+        commands = [["gen", other.name, case.name]] + ([["run", case.name, "o.bin", "-v", "cpu"]] if len(mine) < 99 else [])
+        for args in commands:
+            result = cli(*args)
+            said = " ".join(result.output.split())
+            assert result.exit_code == 2 and f"gen {case.name} --force" in said, (args, result.output)
+            assert path.read_bytes() == mine
+        assert not suite.input_path(other).exists()  # refused before anything was written
+    result = cli("gen", case.name, "--force")
+    assert result.exit_code == 0 and suite.sha256_file(path) == case.input_sha256
 
 
 @pytest.mark.parametrize("given", ["nosuch.in", "t99", "empty.in", "odd_17x1"])

@@ -244,3 +244,36 @@ def test_at_80_columns_every_unranked_row_says_why_under_the_table(classroom, tm
     assert "erin: not judged: the build failed: cc -O2 -o hw4 erin.c -lm (exit 1): erin.c:1:" in joined
     assert "dave: unranked: it passed no case; first failed case odd_17x48: CRASH" in joined
     assert "carol: unranked: it passed no case; first failed case odd_17x48: WRONG" in joined
+
+
+def test_the_history_keeps_a_failed_build_and_refuses_options_it_would_ignore(classroom, tmp_path):
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+
+    runner = CliRunner()
+    args = ["judge", str(classroom / "alice"), str(classroom / "erin.c"), "--cases", "odd_17x48", "--time-limits",
+            "none", "--rerun-top", "0", "--sandbox", CLASS_MODE, "--results-dir", str(tmp_path)]
+    assert runner.invoke(main, args).exit_code == 0
+    past = {h.name: h for h in api_programs.class_history(tmp_path)}
+    assert set(past) == {"alice", "erin"} and not past["erin"].latest.built
+    shown = runner.invoke(main, ["judge", "--history", str(tmp_path)])
+    assert shown.exit_code == 0 and "build failed" in shown.output, shown.output
+    for extra in (["--json"], [str(classroom / "alice")], ["--gpus", "all"]):
+        refused = runner.invoke(main, ["judge", "--history", str(tmp_path), *extra])
+        assert refused.exit_code == 2 and "--history" in refused.output, refused.output
+
+
+def test_one_program_refuses_gpus_and_checks_its_results_folder_before_judging(classroom, tmp_path):
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+
+    program = tmp_path / "prog"
+    program.write_text(f"#!/bin/sh\ntouch {tmp_path}/ran\n")
+    program.chmod(0o700)
+    (tmp_path / "afile").write_text("")
+    for extra in (["--gpus", "all"], ["--results-dir", str(tmp_path / "afile")]):
+        result = CliRunner().invoke(main, ["judge", str(program), "--cases", "odd_17x48", "--sandbox", "none", *extra])
+        assert result.exit_code == 2 and "error:" in result.output, result.output
+    assert not (tmp_path / "ran").exists()  # refused before the program ran

@@ -403,3 +403,36 @@ def test_one_program_judged_on_all_of_t01_to_t30_gets_the_courses_grade(cli, pro
     assert next((tmp_path / "res2").glob("*.csv")).read_text().splitlines()[1].endswith(",60")
     partial = cli("judge", programs["right"], "--cases", "t01-t29", "--time-limits", "none", "--no-save")
     assert partial.exit_code == 0 and "grade" not in partial.output
+
+
+def _nan_input(tmp_path: Path) -> Path:
+    import numpy as np
+
+    values = np.ones((3, 2, 17, 4), "<f4")  # Q, K, V of B=2, N=17, d=4
+    values[1, 0, 3, 2] = np.nan
+    path = tmp_path / "nan.in"
+    path.write_bytes(np.array([2, 17, 4], "<i4").tobytes() + values.transpose(1, 0, 2, 3).tobytes())
+    return path
+
+
+def test_an_input_holding_nan_is_refused_before_any_program_runs_as_run_refuses_it(tmp_path, monkeypatch):
+    """The input is at fault, not the program (one program was judged NaN, a whole class marked NaN)."""
+    from tests.judge.classes import CLASS_MODE, EXAMPLE, can_build
+
+    if not can_build():
+        pytest.skip("needs cc and make")
+    bad = _nan_input(tmp_path)
+    ran = tmp_path / "ran"
+    program = script(tmp_path, "prog", f'touch "{ran}"; cp "$1" "$2"')
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "ann.c").write_text(EXAMPLE.read_text())
+    (tmp_path / "class" / "bob.c").write_text(EXAMPLE.read_text())
+    for args in (["run", str(bad), str(tmp_path / "o.bin"), "-v", "cpu"],
+                 ["judge", str(program), "--cases", str(bad), "--no-save"],
+                 ["judge", str(tmp_path / "class"), "--cases", str(bad), "--sandbox", CLASS_MODE, "--results-dir",
+                  str(tmp_path / "res")]):
+        result = CliRunner().invoke(main, args)
+        said = " ".join(result.output.split())
+        assert result.exit_code == 2, (args, result.output)
+        assert "holds NaN or Inf values" in said and "fix the input" in said, result.output
+    assert not ran.exists() and not (tmp_path / "res").exists()

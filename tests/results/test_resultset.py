@@ -133,3 +133,12 @@ def test_an_unknown_result_kind_is_a_malformed_file():
     text = results.dumps(results.ResultSet("compare", {}, {}, [], [], [])).replace('"compare"', '"bench"')
     with pytest.raises(ResultsError, match="malformed"):
         results.loads(text)
+
+
+@pytest.mark.parametrize("damage", [{"cells": "oops"}, {"cells": ["oops"]}, {"variants": "x"}, {"cases": 7},
+                                    {"schema_version": "five"}, {"schema_version": 0}, {"schema_version": True}])
+def test_a_damaged_field_is_a_malformed_file_not_a_traceback(damage):
+    data = {**sample_set().to_dict(), **damage}
+    with pytest.raises(ResultsError) as refused:
+        results.loads(json.dumps(data), "x.json")
+    assert "newer than this attnbench" not in str(refused.value)

@@ -477,3 +477,11 @@ def test_as_root_the_warm_ups_cache_is_a_capped_tmpfs_and_sealed_into_the_cache(
         assert not any(str(sandbox.root) in line for line in Path("/proc/self/mounts").read_text().splitlines())
     finally:
         sandbox.close()
+
+
+def test_a_limit_nobody_asked_for_is_not_said_to_be_not_applied(program):
+    sandbox = Sandbox.open(program, SandboxSettings("auto"))
+    try:
+        assert not any(note.startswith("memory") for note in sandbox.limit_notes())
+    finally:
+        sandbox.close()

@@ -17,7 +17,7 @@ for step in "$@"; do
         --results-dir "$out/against" --name self > "$out/against.log" 2>&1
       attnbench compare --against "$out/against/self.json" --no-save >> "$out/against.log" 2>&1 ;;
     pipeline)  # issue 15: the course clock with and without the pipeline
-      REPEATS=${REPEATS:-2} timeout 380 bash tools/pipeline_bench.sh "$out/pipeline" > "$out/pipeline.log" 2>&1 ;;
+      REPEATS=${REPEATS:-2} timeout 380 bash tools/lab/pipeline_bench.sh "$out/pipeline" > "$out/pipeline.log" 2>&1 ;;
     spread)  # issue 13: one compare on one GPU, then over all the host's GPUs
       cases=t10,t11,t12,t13,t14,t15,t16,t17,t18,t19,t20,t21,t22,t23,t24,t25,t26,t27,t28,t29,t30
       variants=tf32x3,wgmma3x,fa2simt,gemm,qreg,torch

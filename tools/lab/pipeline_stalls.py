@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/pipeline_bench.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/lab/pipeline_bench.py
 from pipeline_bench import STAGES, run_once, spread  # noqa: E402
 
 from attnbench import strict_json  # noqa: E402

@@ -41,7 +41,7 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"{out}: cannot make its folder: {exc.strerror or exc}") from None
-    check_output_path(out)
+    check_output_path(out, [r.path for r in results if r.path is not None])  # never over a file it reads
     refuse_suite_file(out, "the report")
     can_plot = plots
     if plots:

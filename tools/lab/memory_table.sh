@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Peak resident memory of run, run --check, verify and gen on the course's largest inputs (t11, t22),
 # against the input file's size. CPU only (the cpu variant), so it runs anywhere; prints a Markdown table.
-# Usage: bash tools/memory_table.sh [CASES...]   (default: t11 t22; needs ~3 GB of disk and a few minutes)
+# Usage: bash tools/lab/memory_table.sh [CASES...]   (default: t11 t22; needs ~3 GB of disk and a few minutes)
 set -euo pipefail
 cases=("${@:-t11 t22}")
 [ $# -eq 0 ] && cases=(t11 t22)

@@ -4,7 +4,7 @@
 # torch peer has no pipeline; it runs unpipelined, and is left out when PyTorch cannot be imported).
 #
 # Usage, from anywhere, with attnbench installed with the gpu extra (pip install -e '.[gpu,test]'):
-#   bash tools/pipeline_bench.sh OUTDIR
+#   bash tools/lab/pipeline_bench.sh OUTDIR
 # Environment (all optional):
 #   CASES=t22,t11,t10,t29,t30  VARIANTS=tf32x3,qreg,torch  REPEATS=3 (runs per path)  REPS=5 (timed passes)
 #   REFS=0     skip the float64 references (then outputs are compared between paths, not verified)
@@ -16,9 +16,9 @@
 # About 6 minutes on an H200 host with 16 cores (a minute or two of it the float64 references).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-out="${1:?usage: bash tools/pipeline_bench.sh OUTDIR}"
+out="${1:?usage: bash tools/lab/pipeline_bench.sh OUTDIR}"
 mkdir -p "$out" && out="$(cd "$out" && pwd)"
-cd "$here/.."  # the checkout's attnbench, even where it is not installed
+cd "$here/../.."  # the checkout's attnbench, even where it is not installed
 export ATTNBENCH_DATA="${ATTNBENCH_DATA:-$out/data}"
 export COLUMNS="${COLUMNS:-200}"
 cases="${CASES:-t22,t11,t10,t29,t30}"

@@ -1,8 +1,8 @@
 """The course clock with and without the pipeline, beside the machine's copy ceilings.
 
-    python3 tools/pipeline_bench.py OUTDIR [--cases t10,t11,t22,t29,t30] [--variants tf32x3,qreg,torch]
+    python3 tools/lab/pipeline_bench.py OUTDIR [--cases t10,t11,t22,t29,t30] [--variants tf32x3,qreg,torch]
                                     [--repeats 3] [--reps 5]
-    python3 tools/pipeline_bench.py OUTDIR --summary-only
+    python3 tools/lab/pipeline_bench.py OUTDIR --summary-only
 
 Runs `attnbench run CASE OUT --variant V --json` with the pipeline and with `--no-pipeline` (the torch
 peer has no pipeline: it runs once per repeat, unpipelined), `--repeats` times each, alternating the
@@ -10,7 +10,7 @@ two paths. Each run is one line of OUTDIR/runs.jsonl, written as it ends, so a r
 leaves what it measured. After a case's runs, the pipelined and unpipelined outputs are compared byte
 for byte and the pipelined one is verified against the suite's float64 reference (when it exists),
 and the outputs are deleted. Then OUTDIR/summary.json and OUTDIR/summary.md: the medians over the
-repeats and, with OUTDIR/ceilings.json (tools/copy_ceilings.py), the ratios to the issue's targets.
+repeats and, with OUTDIR/ceilings.json (tools/lab/copy_ceilings.py), the ratios to the issue's targets.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The machine's copy ceilings beside a pipeline benchmark, as JSON on stdout.
 
-    python3 tools/copy_ceilings.py FILE... [--mib 256] [--device 0]
+    python3 tools/lab/copy_ceilings.py FILE... [--mib 256] [--device 0]
 
 For each FILE (a course input): `cat FILE > /dev/null` from the page cache (best of 3, after one warm
 read; `cat /dev/null` beside it, the cost of starting cat) and one `write` call of its output's bytes (4*B*N*d, best of 3, into a file beside it, removed

@@ -316,11 +316,33 @@ def input_mismatch(case: SuiteCase, found: str) -> str:
 _REPLACE_ADVICE = "move it away if it is yours, or `attnbench gen {name} --force` replaces it with the suite's"
 
 
+_PREFIX_VALUES = 4096  # values compared to tell the suite's own earlier file from a user's
+
+
+def _generated_for_another_shape(case: SuiteCase) -> bool:
+    """Whether the file at the case's input path is one attnbench generated for this case under another shape
+    (the suite's version 2 had other B for t12-t21 and t23-t27): its N and d are the case's, and its first
+    values are those the case's seed draws, which no user's file holds by chance."""
+    try:
+        with open(input_path(case), "rb") as f:
+            header = f.read(HEADER.size)
+            head = np.frombuffer(f.read(4 * _PREFIX_VALUES), "<f4")
+    except OSError:
+        return False
+    if len(header) != HEADER.size:
+        return False
+    B, N, d = HEADER.unpack(header)
+    if (N, d) != (case.shape.N, case.shape.d) or B <= 0 or head.size == 0:
+        return False
+    expected = next(input_values(case.seed, min(head.size, 3 * case.shape.elements)))[: head.size]
+    return head.size == expected.size and bool(np.array_equal(head, expected))
+
+
 def refuse_foreign_input(case: SuiteCase) -> None:
     """Refuse a file of another size at the case's input path: attnbench did not write it, and never replaces a
     user's file unasked (one of the right size with other bytes is `check_input_bytes`'s)."""
     path = input_path(case)
-    if path.exists() and not is_generated(case):
+    if path.exists() and not is_generated(case) and not _generated_for_another_shape(case):
         size = path.stat().st_size
         raise TestcaseError(f"{path}: {size} bytes, not the {case.shape.input_bytes} of the suite's {case.name}: "
                             f"attnbench did not write it; {_REPLACE_ADVICE.format(name=case.name)}")

@@ -365,3 +365,27 @@ def test_gen_makes_a_reference_on_the_gpu_where_there_is_one(monkeypatch):
     suite.generate_input(case)
     suite.generate_reference(case, force=True)
     assert made == [np.float32] and suite.reference_state(case) == "ok"
+
+
+def test_an_input_an_earlier_suite_generated_under_another_b_is_replaced_and_a_users_file_is_not(monkeypatch, tmp_path):
+    """Version 2 had t12 as (6800, 128, 64): its generated file must not block version 3's (9600, 128, 64)."""
+    from dataclasses import replace
+
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path))  # files of its own: it leaves a user's file behind
+
+    from attnbench.cases.testcase import Shape
+
+    now = replace(suite.get_case("odd_17x48"), input_sha256=None)
+    monkeypatch.setitem(suite.SUITE, now.name, now)
+    earlier = replace(now, shape=Shape(now.shape.B + 3, now.shape.N, now.shape.d))
+    monkeypatch.setitem(suite.SUITE, now.name, earlier)
+    suite.generate_input(earlier)
+    monkeypatch.setitem(suite.SUITE, now.name, now)
+    assert not suite.is_generated(now)
+    path = suite.generate_input(now)  # the earlier suite's own file: replaced
+    assert path.stat().st_size == now.shape.input_bytes
+    mine = bytearray(Shape(now.shape.B + 3, now.shape.N, now.shape.d).input_bytes)
+    mine[:12] = np.array([now.shape.B + 3, now.shape.N, now.shape.d], "<i4").tobytes()
+    path.write_bytes(bytes(mine))  # a user's file of the same header, other values: never replaced unasked
+    with pytest.raises(TestcaseError, match="attnbench did not write it"):
+        suite.generate_input(now)

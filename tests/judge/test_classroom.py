@@ -201,6 +201,8 @@ def test_a_class_judged_on_all_of_t01_to_t30_shows_the_courses_grade_and_a_parti
     from attnbench.output.tables.scoreboard_table import scoreboard_lines, scoreboard_rows
     from tests.judge.classes import wrapping
 
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path / "data"))  # shrunk shapes: files of their own
+
     for i in range(1, 31):
         name = f"t{i:02d}"
         small = replace(suite.SUITE[name], shape=Shape(1 + i % 2, 4 + i % 3, 8), input_sha256=None)

@@ -387,6 +387,8 @@ def test_one_program_judged_on_all_of_t01_to_t30_gets_the_courses_grade(cli, pro
     """The suite's t01-t30 shrunk to small shapes (the real ones take gigabytes and hours of CPU references)."""
     from attnbench.cases.testcase import Shape
 
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path / "data"))  # shrunk shapes: files of their own
+
     for i in range(1, 31):
         name = f"t{i:02d}"
         monkeypatch.setitem(suite.SUITE, name, replace(suite.SUITE[name], shape=Shape(1, 3 + i % 4, 8),

@@ -2,7 +2,7 @@
 # Record the kernel-records fixture on a GPU: the course example (examples/course_program/hw4.cu) run once on t01
 # with the collector (cuda/kernel_records.cpp, built by attnbench at first use) loaded through CUDA's injection, as
 # attnbench's recording run loads it, without the sandbox. The file it writes replaces the hand-made fixture of
-# tests/results/test_kernel_time.py (point FIXTURE there at the new name and drop the HANDMADE one).
+# tests/results/test_kernel_time.py (FIXTURE there names the file; an H200's was recorded on 2026-11-28).
 # Usage: bash tools/lab/record_kernel_fixture.sh [case, default t01]   (from the repository's root)
 set -euo pipefail
 case_name="${1:-t01}"

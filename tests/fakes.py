@@ -98,3 +98,19 @@ class FakeFreshKernels:
         weights = np.arange(1, 2 * int(d), 2, dtype=np.uint64)
         with np.errstate(over="ignore"):
             self._u64(digests, int(rows))[:] = (values.view(np.uint32).astype(np.uint64) * weights).sum(axis=1)
+
+
+def stand_in_collector(folder, monkeypatch):
+    """This machine as one with a GPU and the kernel-records collector built: a file in `folder` stands in for
+    the library (the programs the tests judge write the records file themselves)."""
+    from pathlib import Path
+
+    from attnbench.backends import kernel_records
+
+    library = folder / kernel_records.LIBRARY_NAME
+    library.parent.mkdir()
+    library.write_bytes(b"\x7fELF stand-in")
+    monkeypatch.setattr(kernel_records, "unavailable", lambda: None)
+    monkeypatch.setattr(kernel_records, "collector_library", lambda: library)
+    monkeypatch.setattr(kernel_records, "find_cupti", lambda: (Path("/usr/include"), Path("/usr/lib")))
+    return library

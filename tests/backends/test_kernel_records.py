@@ -28,6 +28,7 @@ from attnbench.cases.testcase import Shape, Testcase, write_testcase
 from attnbench.results.resultset import OK
 from attnbench.sandbox import ProgramSpec, SandboxSettings
 from attnbench.sandbox.bwrap_args import bwrap_starts
+from tests.fakes import stand_in_collector
 
 SHAPE = Shape(1, 4, 8)
 HAS_BWRAP = shutil.which("bwrap") is not None and not bwrap_starts(shutil.which("bwrap") or "")
@@ -58,13 +59,7 @@ def _stand_in(folder: Path) -> Path:
 @pytest.fixture
 def collector_here(tmp_path, monkeypatch):
     """This machine as one with a GPU and the collector built (a file standing in for the library)."""
-    library = tmp_path / "lib" / kernel_records.LIBRARY_NAME
-    library.parent.mkdir()
-    library.write_bytes(b"\x7fELF stand-in")
-    monkeypatch.setattr(kernel_records, "unavailable", lambda: None)
-    monkeypatch.setattr(kernel_records, "collector_library", lambda: library)
-    monkeypatch.setattr(kernel_records, "find_cupti", lambda: (Path("/usr/include"), Path("/usr/lib")))
-    return library
+    return stand_in_collector(tmp_path / "lib", monkeypatch)
 
 
 def _spec(folder: Path) -> ProgramSpec:

@@ -17,6 +17,7 @@ from attnbench.api import programs as api_programs
 from attnbench.backends import kernel_records
 from attnbench.cli import main
 from attnbench.output.tables.scoreboard_table import scoreboard_lines, scoreboard_model
+from tests.fakes import stand_in_collector
 from tests.judge.classes import CASES, can_build, class_sandbox, wrapping
 
 pytestmark = pytest.mark.skipif(not can_build(), reason="no C compiler or make")
@@ -39,12 +40,7 @@ def _records_then_wrong(kernel_ns: int) -> str:
 @pytest.fixture
 def collector_here(tmp_path, monkeypatch):
     """This machine as one with a GPU and the collector built (a file standing in for the library)."""
-    library = tmp_path / "collector" / kernel_records.LIBRARY_NAME
-    library.parent.mkdir()
-    library.write_bytes(b"\x7fELF stand-in")
-    monkeypatch.setattr(kernel_records, "unavailable", lambda: None)
-    monkeypatch.setattr(kernel_records, "collector_library", lambda: library)
-    monkeypatch.setattr(kernel_records, "find_cupti", lambda: (Path("/usr/include"), Path("/usr/lib")))
+    return stand_in_collector(tmp_path / "collector", monkeypatch)
 
 
 def _build(folder: Path, name: str, kernel_ns: int, before: str = "") -> Path:

@@ -6,8 +6,9 @@ for a group of batch items or a slab of query rows at a time, never the whole N 
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -49,15 +50,28 @@ def reference_output(testcase: Testcase, progress: Progress | None = None, dtype
     rows_per_block = max(1, block_bytes // row_bytes)
     pool = ThreadPoolExecutor(max_workers=threads)
     try:
-        return _blocks(pool, testcase, out, items_per_block, rows_per_block, progress)
+        return _blocks(pool, testcase, out, items_per_block, rows_per_block, progress, 4 * threads)
     finally:
         # Ctrl-C (or any failure) drops the blocks not started: `with` waited for every queued block, and a
         # large case's reference then ran on for hours after the Ctrl-C
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _in_order(pool: ThreadPoolExecutor, work: Callable[[int], int], starts: range, window: int) -> Iterator[int]:
+    """`pool.map(work, starts)` with only a few blocks queued at a time: `map` queues every block at once (a
+    million for N = 1048576), so a Ctrl-C landed in that queueing, where it can break the pool's own lock
+    ("release unlocked lock"), and the blocks queued ran on after it."""
+    pending: deque[Future[int]] = deque()
+    for start in starts:
+        if len(pending) >= window:
+            yield pending.popleft().result()
+        pending.append(pool.submit(work, start))
+    while pending:
+        yield pending.popleft().result()
+
+
 def _blocks(pool: ThreadPoolExecutor, testcase: Testcase, out: np.ndarray, items_per_block: int, rows_per_block: int,
-            progress: Progress | None) -> np.ndarray:
+            progress: Progress | None, window: int) -> np.ndarray:
     """`reference_output`'s blocks, on `pool`."""
     B, N = testcase.shape.B, testcase.shape.N
     with blas_single_threaded():
@@ -68,7 +82,7 @@ def _blocks(pool: ThreadPoolExecutor, testcase: Testcase, out: np.ndarray, items
                 out[b0:b1] = attention_rows_float64(testcase.q[b0:b1], testcase.k[b0:b1], testcase.v[b0:b1])
                 return (b1 - b0) * N
 
-            for rows in pool.map(items, range(0, B, items_per_block)):
+            for rows in _in_order(pool, items, range(0, B, items_per_block), window):
                 if progress:
                     progress(rows)
             return out
@@ -81,7 +95,7 @@ def _blocks(pool: ThreadPoolExecutor, testcase: Testcase, out: np.ndarray, items
                 out[b, r0:r1] = attention_rows_float64(testcase.q[b, r0:r1][None], k64, v64)[0]
                 return r1 - r0
 
-            for rows in pool.map(slab, range(0, N, rows_per_block)):
+            for rows in _in_order(pool, slab, range(0, N, rows_per_block), window):
                 if progress:
                     progress(rows)
     return out

@@ -33,7 +33,7 @@ from attnbench.judge.course_judge import (
     timeout_for,
     warm_up,
 )
-from attnbench.judge.diagnose import DIAGNOSED, diagnosis
+from attnbench.judge.diagnose import DIAGNOSED, FIRST_FAILURES, diagnosis
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.case_verdict import JUDGE_ERROR
@@ -172,7 +172,7 @@ def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda
         return CaseEntry(JUDGE_ERROR, failure_text(exc))
     runs = [judged.wall_s] if judged.passed and judged.wall_s is not None else []
     message = "" if judged.passed else judged.message
-    if settings.diagnose and judged.verdict in DIAGNOSED:
+    if settings.diagnose and judged.verdict in DIAGNOSED and FIRST_FAILURES.first(program):
         message = f"{message}; {diagnosed(program, case, judged, settings.sandbox)}"
     entry = CaseEntry(judged.verdict, message, runs)
     if judged.kernels is not None:

@@ -322,7 +322,7 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
             judgement.cases.append(case)
             limit = limits.limit_for(case.label)
             judged = judge_case(program, case, limit, timeout_for(limit, timeout_s), sandbox)
-            if diagnose and judged.verdict in DIAGNOSED:
+            if diagnose and judged.verdict in DIAGNOSED and not any(j.verdict in DIAGNOSED for j in judgement.judged):
                 spec = program.spec(case.label, case.input_path, case.shape, judged.timeout_s)
                 judged.message = f"{judged.message}; {diagnosis(program.path, spec, settings)}"
             if kernel_time and judged.passed:

@@ -3,12 +3,16 @@
 Course programs check no CUDA error, so a kernel that never ran leaves an output of zeros and nothing says
 why; compute-sanitizer's memcheck says it in one line ("Invalid __shared__ write of size 16 bytes ... at
 hw4.cu:93", with the source line when the build kept line information). The run is neither timed nor
-judged: it happens after the verdict, in a room of its own, with a timeout of its own (the tool slows a
-program many times over).
+judged: it happens after the verdict, in a room of its own, under the case's own name (a program cannot tell it
+from a judged run by its files), with a timeout of its own (the tool slows a program many times over), and
+only for a submission's first failed case (a red team's program slept in every diagnosis: hours for a class).
+The tool's report is read from the run's output, which the program writes too: the note says so, and it is
+never a verdict.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from dataclasses import replace
@@ -21,6 +25,24 @@ from attnbench.sandbox.room import Sandbox, SandboxSettings
 
 SANITIZER = "compute-sanitizer"
 DIAGNOSED = ("WRONG", "NaN", "CRASH", "NO OUTPUT", "WRONG SIZE")  # the verdicts a memory or launch error explains
+
+
+class FirstFailures:
+    """The programs diagnosed already in this process: each submission's first failed case only."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+
+    def first(self, program: Path) -> bool:
+        """True the first time a program is asked for (by its resolved path), False after."""
+        key = os.path.realpath(program)
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        return True
+
+
+FIRST_FAILURES = FirstFailures()
 SLOWDOWN = 20.0  # the run's timeout: this many times the case's, within the bounds below
 TIMEOUT_BOUNDS_S = (60.0, 600.0)
 _PREFIX = re.compile(r"^=+ ?")
@@ -66,12 +88,12 @@ def diagnosis(program: Path, spec: ProgramSpec, settings: SandboxSettings) -> st
     words = (tool, "--tool", "memcheck", "--print-limit", "1")
     room = Sandbox.open(program, settings, bool(spec.launcher))
     try:
-        outcome = run_program(room, replace(spec, label=f"{spec.label}-diagnose", tool=words, timeout_s=timeout))
+        outcome = run_program(room, replace(spec, tool=words, timeout_s=timeout))
     finally:
         room.close()
     found = first_error(f"{outcome.process.stdout_tail}\n{outcome.process.stderr_tail}")  # the tool writes to stdout
     if found is not None:
-        return f"compute-sanitizer: {found}"
+        return f"compute-sanitizer (its report, in the run's output, which the program can also write): {found}"
     if outcome.process.timed_out:
         return f"compute-sanitizer: stopped at {timeout:g} s before it reported anything"
     return "compute-sanitizer found no memory or CUDA API error"

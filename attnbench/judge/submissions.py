@@ -52,6 +52,7 @@ HIP_SOURCE = "hw4.hip"  # the 2025 course's AMD part: judged on its own scoreboa
 HIP_NOT_JUDGED = "HIP is not judged (the course's AMD part)"
 BUILD_TIMEOUT_S = 300.0
 ERROR_LINES = 3
+MIN_STEP_S = 1.0  # a build step is not started with less of the build's timeout left
 BUILD_FILE_BYTES = 1 << 30  # object files and a fat binary: far above a program's own output limit
 
 
@@ -287,12 +288,18 @@ class _Attempts:
     outcome: ProcessOutcome | None = None
 
     def run(self, step: BuildStep) -> bool:
-        """Run one step; True when it exited 0."""
+        """Run one step in the time left of the build's one timeout; True when it exited 0."""
         env = [f"{name}={value}" for name, value in sorted(step.env.items())]
         inside = ["/usr/bin/env", f"PATH={_build_path()}", *env, *step.argv]
-        left = max(1.0, self.deadline - time.monotonic())
-        self.outcome = self.sandbox.run(inside, self.paths, left, self.limits)
+        self.outcome = self.sandbox.run(inside, self.paths, self.deadline - time.monotonic(), self.limits)
         return self.outcome.returncode == 0 and not self.outcome.timed_out
+
+    @property
+    def may_go_on(self) -> bool:
+        """Whether another step may run: the last one was not stopped at the timeout, and time is left (a
+        Makefile that fails on purpose never buys more than the one --build-timeout)."""
+        timed_out = self.outcome is not None and self.outcome.timed_out
+        return not timed_out and self.deadline - time.monotonic() >= MIN_STEP_S
 
     @property
     def stderr(self) -> str:
@@ -321,17 +328,17 @@ def _steps_run(attempts: _Attempts, submission: Submission, rules: BuildRules, h
     step, plain = make_steps(rules)
     if attempts.run(step):
         return step
-    if no_hw4_target(attempts.stderr):
+    if no_hw4_target(attempts.stderr) and attempts.may_go_on:
         step = plain
         if attempts.run(step):
             return step
     refused = refused_architecture(attempts.stderr)
-    if refused and rules.arch and not rules.arch_given:
+    if refused and rules.arch and not rules.arch_given and attempts.may_go_on:
         attempts.failed(step)
         step = step.appending(rules.arch)
         if attempts.run(step):
             return replace(step, says=f"{step.says}: nvcc refused the Makefile's {refused}")
-    if has_cuda and not attempts.outcome.timed_out:  # type: ignore[union-attr]
+    if has_cuda and attempts.may_go_on:
         attempts.failed(step)
         step = course_example(f"{COURSE_EXECUTABLE}.cu", rules)
         attempts.run(step)

@@ -127,3 +127,23 @@ def test_build_command_replaces_the_steps(tmp_path):
     built = build(submission, tmp_path / "builds", settings=class_sandbox(),
                   rules=BuildRules(oldest_arch(), False, "nvcc -O2 -o hw4 hw4.cu"))
     assert built.ok and built.message.startswith("built with --build-command 'nvcc -O2 -o hw4 hw4.cu'")
+
+
+def test_a_makefile_that_fails_on_purpose_buys_no_time_past_the_build_timeout(tmp_path):
+    """Red team: `make hw4` built hw4.tmp, printed make's 'no hw4 target' and nvcc's refusal, then slept past the
+    timeout; the judge still ran plain `make` (a second past the deadline each), whose `all:` renamed hw4.tmp,
+    and the row read 'built with plain make'. A step stopped at the timeout ends the build."""
+    if shutil.which("make") is None or shutil.which("cc") is None:
+        pytest.skip("needs make and cc")
+    folder = tmp_path / "slow"
+    folder.mkdir()
+    (folder / "Makefile").write_text(
+        "all:\n\tmv hw4.tmp hw4\nhw4:\n\tprintf 'int main(void){return 0;}' > x.c && cc -o hw4.tmp x.c\n"
+        "\techo \"make: *** No rule to make target 'hw4'.  Stop.\" >&2\n"
+        "\techo \"nvcc fatal   : Unsupported gpu architecture 'sm_61'\" >&2\n\tsleep 30\n")
+    (submission,) = find_submissions([folder])
+    started = __import__("time").monotonic()
+    built = build(submission, tmp_path / "builds", timeout_s=3, settings=class_sandbox(), rules=BuildRules("sm_90"))
+    took = __import__("time").monotonic() - started
+    assert not built.ok and built.message.startswith("the build ran past 3 s and was stopped"), built.message
+    assert took < 3 + 2.5  # one timeout, not one per step

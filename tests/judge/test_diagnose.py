@@ -58,7 +58,8 @@ def test_diagnose_adds_the_sanitizers_first_error_to_a_failed_case(tmp_path, mon
                                        "--diagnose", "--sandbox-bind", str(fake), "--no-save"])
     assert result.exit_code == 1, result.output
     joined = " ".join(result.output.split())
-    assert "compute-sanitizer: Invalid __shared__ write of size 16 bytes at hw4.cu:93" in joined
+    assert ("compute-sanitizer (its report, in the run's output, which the program can also write): Invalid "
+            "__shared__ write of size 16 bytes at hw4.cu:93") in joined
 
 
 def test_without_compute_sanitizer_diagnose_says_so_in_the_row(tmp_path, monkeypatch):
@@ -90,4 +91,24 @@ def test_a_class_diagnoses_each_failed_case_and_leaves_passed_ones_alone(tmp_pat
     rows = {row.name: row for row in board.rows}
     assert rows["alice"].entries["odd_17x48"].passed and rows["alice"].entries["odd_17x48"].message == ""
     assert rows["carol"].entries["odd_17x48"].message.endswith(
-        "; compute-sanitizer: Invalid __shared__ write of size 16 bytes at hw4.cu:93")
+        "which the program can also write): Invalid __shared__ write of size 16 bytes at hw4.cu:93")
+
+
+def test_only_a_submissions_first_failed_case_is_diagnosed_under_the_cases_own_name(tmp_path, monkeypatch):
+    """Red team: a program that saw '-diagnose' in its input's name slept in every diagnosis (60-600 s a failed
+    case) and printed a forged report. One diagnosis a submission, and the same names as a judged run."""
+    from tests.judge.test_course_judge import _cc
+
+    off = _cc(tmp_path, "attention_off", "-DOFF_BY_ONE")
+    fake = _fake_sanitizer(tmp_path / "tools")
+    tool = fake / "compute-sanitizer"  # its report names the input it was given
+    tool.write_text(tool.read_text().replace("Invalid __shared__ write of size 16 bytes", "Invalid read of $2"))
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    from attnbench.api import programs as api_programs
+    from attnbench.sandbox.room import SandboxSettings
+
+    judgement, _ = api_programs.judge(str(off), "odd_17x48,odd_100x32", time_limits="none", diagnose=True,
+                                      sandbox=SandboxSettings(binds=(fake,)))
+    diagnosed = [j for j in judgement.judged if "compute-sanitizer" in j.message]
+    assert [j.verdict for j in judgement.judged] == ["WRONG", "WRONG"] and len(diagnosed) == 1
+    assert "Invalid read of" in diagnosed[0].message and "diagnose" not in diagnosed[0].message.split("Invalid")[1]

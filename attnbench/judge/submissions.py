@@ -62,8 +62,8 @@ class Submission:
 
     name: str  # as printed and saved: bytes that are not UTF-8 and control characters escaped
     source: Path  # as found, never resolved through a link
-    how: str  # "make", "nvcc", "cc", "ready" (an executable already), "link" (refused: a symbolic link)
-    # or "hip" (only hw4.hip: not judged)
+    how: str  # "make", "nvcc", "cc", "ready" (an executable already), "link" (refused: a symbolic link),
+    # "hip" (only hw4.hip: not judged) or "none" (a folder of a class that holds no submission: a row that says so)
     note: str = ""  # why its name is not the plain one (it clashed with another's)
     unjudged: str = ""  # what it holds that is not judged (hw4.hip beside hw4.cu)
 
@@ -156,10 +156,24 @@ def _name(path: Path) -> str:
 
 
 def _entry_how(entry: Path) -> str | None:
-    """How an entry of a folder of submissions is judged; a symbolic link is a row refused (never followed)."""
+    """How an entry of a folder of submissions is judged; a symbolic link is a row refused (never followed), and
+    so is a folder that holds no submission (every folder given is a row: one was dropped without a word)."""
     if _is_link(entry):
         return "link"
-    return _how_folder(entry) if _is_folder(entry) else _how_file(entry)
+    if _is_folder(entry):
+        return _how_folder(entry) or "none"
+    return _how_file(entry)
+
+
+def _not_a_submission(folder: Path) -> str:
+    """Why a folder of a class is no submission, with a few of the names it holds."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as exc:
+        return f"not a submission: it cannot be read ({exc.strerror})"
+    held = ", ".join(shown(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return (f"not a submission: no Makefile, {COURSE_EXECUTABLE}.cu, {HIP_SOURCE} or {COURSE_EXECUTABLE} in it "
+            f"(it holds {held or 'nothing'})")
 
 
 def _entries(folder: Path) -> list[Path]:
@@ -177,7 +191,8 @@ def _distinct(found: list[Submission]) -> list[Submission]:
     bytes of its path; each renamed row says why."""
     def clashing(named: list[Submission]) -> set[str]:
         # names that read alike clash too: café in NFC and in NFD, or Zed beside zed
-        looks = [unicodedata.normalize("NFKC", s.name).casefold() for s in named]
+        # and names that differ in white space only ("honest " beside "honest": two rows printed alike)
+        looks = [" ".join(unicodedata.normalize("NFKC", s.name).casefold().split()) for s in named]
         return {s.name for s, look in zip(named, looks) if looks.count(look) > 1}
 
     clash = clashing(found)
@@ -351,6 +366,8 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         raise StagingRefused(f"{submission.name}: a symbolic link: a submission is judged from its own files only")
     if submission.how == "hip":
         return Built(submission, None, HIP_NOT_JUDGED)
+    if submission.how == "none":
+        return Built(submission, None, _not_a_submission(submission.source))
     folder = _staged(submission, build_root)
     program_folder = build_root / submission.slug / "program"
     settings = settings or SandboxSettings()

@@ -44,8 +44,10 @@ def shown(name: str | bytes) -> str:
     return printable(os.fsdecode(name))
 
 
-def _copy_file(src_dir: int, name: str, dst_dir: int, info: os.stat_result, shown_path: str) -> int:
-    """Copy one regular file by descriptor into a fresh file; returns the bytes copied."""
+def _copy_file(src_dir: int, name: str, dst_dir: int, info: os.stat_result, shown_path: str,
+               limit: int = MAX_BYTES) -> int:
+    """Copy one regular file by descriptor into a fresh file, at most `limit` bytes (StagingRefused past it,
+    should it grow while copied); returns the bytes copied."""
     try:
         source = os.open(name, _READ, dir_fd=src_dir)
     except OSError as exc:
@@ -59,8 +61,10 @@ def _copy_file(src_dir: int, name: str, dst_dir: int, info: os.stat_result, show
         copied = 0
         try:
             while chunk := os.read(source, _CHUNK):
-                os.write(target, chunk)
                 copied += len(chunk)
+                if copied > limit:
+                    raise StagingRefused(f"more than {MAX_BYTES >> 20} MiB of files: refused")
+                os.write(target, chunk)
             os.fchmod(target, stat.S_IMODE(now.st_mode) & SAFE_MODE | stat.S_IRUSR)
         finally:
             os.close(target)
@@ -130,9 +134,11 @@ def _copy_tree(src_top: int, dst_top: int, inodes: dict[tuple[int, int], int]) -
                     os.mkdir(name, 0o755, dir_fd=dst_dir)
                     stack.append((*parts, name))
                 else:
-                    copied += _copy_file(src_dir, name, dst_dir, info, shown(path))
-                    if copied > MAX_BYTES:
+                    # counted before the copy, by the size a file says it has: a sparse 3 GiB file (no block on
+                    # the disk) was written out in full before the cap was checked (red team)
+                    if copied + info.st_size > MAX_BYTES:
                         raise StagingRefused(f"more than {MAX_BYTES >> 20} MiB of files: refused")
+                    copied += _copy_file(src_dir, name, dst_dir, info, shown(path), MAX_BYTES - copied)
         finally:
             os.close(src_dir)
             os.close(dst_dir)

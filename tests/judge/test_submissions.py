@@ -28,9 +28,11 @@ def test_folders_files_and_folders_of_them(tmp_path):
     (tmp_path / "two.cu").write_text("")
     _exe(tmp_path / "three")
     (tmp_path / "readme.md").write_text("")
-    (tmp_path / "junk").mkdir()  # a folder that is no submission is skipped inside a class folder
+    (tmp_path / "junk").mkdir()  # a folder that is no submission is a row that says so (it was dropped unsaid)
+    (tmp_path / "junk" / "build.sh").write_text("")
     found = {s.name: s.how for s in find_submissions([tmp_path])}
-    assert found == {"course": "make", "plain": "nvcc", "ready": "ready", "one": "cc", "two": "nvcc", "three": "ready"}
+    assert found == {"course": "make", "plain": "nvcc", "ready": "ready", "one": "cc", "two": "nvcc", "three": "ready",
+                     "junk": "none"}
     assert [s.name for s in find_submissions([tmp_path / "course", tmp_path / "one.c"])] == ["course", "one"]
 
 
@@ -113,3 +115,25 @@ def test_a_look_alike_from_another_script_gets_a_hash_and_its_letters_spelled_ou
     assert honest.name == "honest" and not honest.note
     assert look_alike.name.startswith("h\u043enest~") and len(look_alike.name) == len("honest") + 7
     assert "U+043E" in look_alike.note
+
+
+def test_a_class_folder_that_holds_no_submission_is_a_row_that_says_why(tmp_path):
+    """Red team: dropped/ (a build.sh and src/hw4.c) and sec1/ (a submission one folder deeper) got no row."""
+    (tmp_path / "dropped" / "src").mkdir(parents=True)
+    (tmp_path / "dropped" / "build.sh").write_text("cc -o hw4 src/hw4.c\n")
+    (tmp_path / "sec1" / "alice").mkdir(parents=True)
+    (tmp_path / "sec1" / "alice" / "hw4.cu").write_text("")
+    rows = {s.name: build(s, tmp_path / "builds") for s in find_submissions([tmp_path])}
+    assert set(rows) == {"dropped", "sec1"} and not any(b.ok for b in rows.values())
+    assert rows["dropped"].message == ("not a submission: no Makefile, hw4.cu, hw4.hip or hw4 in it "
+                                       "(it holds build.sh, src)")
+    assert rows["sec1"].message.endswith("(it holds alice)")
+
+
+def test_names_that_differ_in_white_space_only_never_print_alike(tmp_path):
+    """Red team: 'honest ' beside 'honest' printed as two rows named honest."""
+    for name in ("honest", "honest "):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "hw4.cu").write_text("")
+    names = [s.name for s in find_submissions([tmp_path])]
+    assert len(names) == 2 and len({n.strip() for n in names}) == 2 and all("~" in n for n in names)

@@ -239,7 +239,7 @@ def loads(text: str, source: str = "results") -> ResultSet:
         raise NotResultsFile(f"{source}: not an attnbench results file (no \"schema\": \"{SCHEMA}\")")
     version = data.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ResultsError(f"{source}: results schema version {json.dumps(version)} is not a version number "
+        raise ResultsError(f"{source}: results schema version {version!r} is not a version number "
                            f"(1 to {SCHEMA_VERSION}): the file is damaged")
     if version > SCHEMA_VERSION:
         raise ResultsError(

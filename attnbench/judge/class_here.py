@@ -1,6 +1,6 @@
-"""A class judged in this process, on one worker: each submission built and judged case by case, ranked,
-the top ones rerun (`attnbench.judge.classroom` has the rules every executor shares). The cases run
-through the executor seam, `InProcess` with the work a GPU pool's workers do (`class_pool.ClassCaseWork`);
+"""A class judged in this process, on one worker: every submission built (all at once: class_builds), then
+each judged case by case, ranked, the top ones rerun (`attnbench.judge.classroom` has the rules every executor
+shares). The cases run through the executor seam, `InProcess` with the work a GPU pool's workers do (`class_pool.ClassCaseWork`);
 a Slurm node judges its submission this way too."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from typing import Sequence
 
 from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
-from attnbench.judge.class_pool import ClassCaseWork, Job, OnEntry, judge_jobs
+from attnbench.judge.class_builds import build_all
+from attnbench.judge.class_pool import ClassCaseWork, Job, OnEntry, affinity, judge_jobs
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,
@@ -25,6 +26,7 @@ from attnbench.judge.classroom import (
     gpu_name,
     new_board,
     record_seeds,
+    row_of,
     stopped,
     warm_up_entry,
 )
@@ -46,9 +48,16 @@ def judge_submission(submission: Submission, cases: list[PreparedCase], settings
                      device: str, listener: Listener, caches: Path | None = None) -> tuple[SubmissionRow, Path | None]:
     """Build one submission under build_root and judge it on every case; its row and its program."""
     row, program = build_row(submission, settings, build_root, device, listener)
+    judge_row(row, program, cases, settings, listener, caches)
+    return row, program
+
+
+def judge_row(row: SubmissionRow, program: Path | None, cases: list[PreparedCase], settings: ClassSettings,
+              listener: Listener, caches: Path | None = None) -> None:
+    """A built submission's row judged on every case, after its warm-up (nothing, for one that did not build)."""
     if program is None:
-        return row, None
-    cache = cache_of(caches, submission.name) if caches else None
+        return
+    cache = cache_of(caches, row.name) if caches else None
     if cache is not None and cases:
         add_note(row, warm_up_entry(program, cases[0].shape, cases[0].label, settings, cache))
 
@@ -56,8 +65,7 @@ def judge_submission(submission: Submission, cases: list[PreparedCase], settings
         row.entries[label] = entry
         listener(Progress("case", payload=(name, label, entry)))
 
-    judge_here(settings, [(submission.name, program, case, cache) for case in cases], judged)
-    return row, program
+    judge_here(settings, [(row.name, program, case, cache) for case in cases], judged)
 
 
 def rerun_rows(rows: Sequence[SubmissionRow], programs: dict[str, Path], rounds: list[list[BenchInput]],
@@ -119,13 +127,16 @@ def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput],
         first = settings.first_inputs(inputs)
         record_seeds(board, "first", first)
         cases = [prepare_case(bench_input, progress) for bench_input in first]
-        for submission in submissions:
-            row, program = judge_submission(submission, cases, settings, tmp / "builds", device, listen, caches)
+        # every build first, on every core, before the first timed run (class_builds says why not beside them)
+        builds = build_all(submissions, tmp / "builds", settings, sorted(affinity()))
+        for built in builds:
+            row, program = row_of(built, device, listen), built.program
+            judge_row(row, program, cases, settings, listen, caches)
             board.rows.append(row)
             if checkpoint is not None:
                 checkpoint(board)
             if program is not None:
-                programs[submission.name] = program
+                programs[row.name] = program
         rank(board)
         top = top_rows(board, settings.rerun_top)
         rounds = settings.rerun_rounds(inputs) if top else []

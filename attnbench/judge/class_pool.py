@@ -1,6 +1,7 @@
 """A class spread over this host's GPUs: one worker process per GPU, one submission case at a time on each.
 
-The submissions are built first, one after another, each in its sandbox. Then every (submission, case)
+The submissions are built first, all at once on every core, each in its sandbox (attnbench.judge.class_builds).
+Then every (submission, case)
 runs on whichever worker is free, case by case (all submissions' runs of one case before the next, so
 a worker loads each case's reference once), in a sandbox of its own with CUDA_VISIBLE_DEVICES naming
 its GPU. Workers are processes, not threads, because the judge kills every process that appears while
@@ -23,13 +24,13 @@ from typing import Callable, Sequence
 
 from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
+from attnbench.judge.class_builds import build_all
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,
     ClassSettings,
     add_note,
     add_run,
-    build_row,
     cache_of,
     confinement,
     cuda_caches,
@@ -39,6 +40,7 @@ from attnbench.judge.classroom import (
     new_board,
     pinning,
     record_seeds,
+    row_of,
     stopped,
     warm_up_entry,
 )
@@ -54,7 +56,8 @@ from attnbench.spread.executor import Emit, Executor, Listener, Progress, quiet_
 from attnbench.spread.pool import GpuPool
 
 
-def _affinity() -> set[int]:
+def affinity() -> set[int]:
+    """The cores this process may run on."""
     try:
         return os.sched_getaffinity(0)
     except (AttributeError, OSError):
@@ -62,7 +65,7 @@ def _affinity() -> set[int]:
 
 
 def core_plan(workers: int, available: Sequence[int]) -> tuple[list[int], list[list[int]]]:
-    """CPU cores for the parent (builds, input draws, checks) and for each worker, disjoint where there are
+    """CPU cores for the parent (input draws, checks, warm-ups) and for each worker, disjoint where there are
     enough: the parent keeps a share like a worker's, the workers split the rest evenly. With fewer cores
     than workers + 1, workers share cores round-robin (and the parent keeps the first)."""
     cores = sorted(available)
@@ -204,22 +207,26 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
             add_run(rows[name], label, entry)
             listen(Progress("rerun", payload=(name, label, entry)))
 
-    original = _affinity()
+    original = affinity()
     parent_cores, worker_cores = core_plan(len(devices), sorted(original))
-    board.settings["cpu_cores"] = {"parent (builds, inputs, checks)": parent_cores,
+    board.settings["cpu_cores"] = {"builds (before any run)": sorted(original), "parent (inputs, checks)": parent_cores,
                                    **{d.label: c for d, c in zip(devices, worker_cores)}}
     work = ClassCaseWork(settings, {d.index: c for d, c in zip(devices, worker_cores)})
-    _pin(parent_cores)
     caches = cuda_caches()
     tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
     try:
         first = settings.first_inputs(inputs)
         record_seeds(board, "first", first)
+        # every build first, on every core (no timed run yet: class_builds says why not beside them); then the
+        # parent keeps to its own cores
+        builds = build_all(submissions, tmp, settings, sorted(original))
+        _pin(parent_cores)
         for bench_input in inputs:  # suite files generated once, here; the workers read them (or draw fresh ones)
             if not settings.fresh_inputs:
                 prepare_case(bench_input, progress)
-        for submission in submissions:
-            rows[submission.name], program = build_row(submission, settings, tmp, None, listen)  # type: ignore[arg-type]
+        for built in builds:
+            submission, program = built.submission, built.program
+            rows[submission.name] = row_of(built, None, listen)
             if program is not None:
                 programs[submission.name] = program
                 if inputs:  # here, before the spread: its JIT cache is sealed before any judged run

@@ -46,6 +46,7 @@ from attnbench.judge.classroom import (
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
+from attnbench.judge.phases import phase
 from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
@@ -236,7 +237,8 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
         if checkpoint is not None:
             checkpoint(board)
         with GpuPool(devices, work) as pool:
-            judge_jobs(pool, [(n, programs[n], b, cache_of(caches, n)) for b in first for n in programs], finished)
+            with phase("runs"):  # the workers' runs, with their inputs and checks: what this process waits for
+                judge_jobs(pool, [(n, programs[n], b, cache_of(caches, n)) for b in first for n in programs], finished)
             top = top_rows(rank(board), settings.rerun_top)
             for row in top:
                 row.reruns = RERUN_RUNS
@@ -252,7 +254,8 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
                          for b in round_inputs for row in top  # case by case
                          if row.entries.get(b.label) and row.entries[b.label].passed
                          and len(row.entries[b.label].runs_s) < number]
-                judge_jobs(pool, again, rerun)
+                with phase("runs"):
+                    judge_jobs(pool, again, rerun)
     except KeyboardInterrupt:
         board.interrupted = True
     except Exception as exc:  # noqa: BLE001 - the judge's own failure (its disk, say): the board, seeds and all, is kept

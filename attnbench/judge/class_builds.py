@@ -20,7 +20,7 @@ import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from attnbench.judge.classroom import ClassSettings, built_submission
 from attnbench.judge.phases import phase
@@ -68,18 +68,20 @@ class ClassBuildWork:
 
 
 def build_all(submissions: Sequence[Submission], build_root: Path, settings: ClassSettings,
-              cores: Sequence[int]) -> list[Built]:
+              cores: Sequence[int], on_built: Callable[[], None] = lambda: None) -> list[Built]:
     """Every submission built under build_root, `build_workers` at a time on `cores` (phase "builds"); their
-    builds in the submissions' order. A build whose worker died is built again here, alone."""
+    builds in the submissions' order (`on_built` hears each as it ends). A build whose worker died is built
+    again here, alone."""
     with phase("builds"):
         workers = build_workers(cores, len(submissions))
         if workers == 1:  # nothing to overlap: no worker to start
-            return [built_submission(submission, build_root, settings) for submission in submissions]
+            return [_heard(built_submission(submission, build_root, settings), on_built) for submission in submissions]
         done: dict[int, Built] = {}
 
         def hear(event: Progress) -> None:
             if event.what == "built" and event.job is not None:
                 done[event.job] = event.payload
+                on_built()
             elif event.what == "unbuildable":
                 raise SandboxUnavailable(event.payload)
 
@@ -89,5 +91,10 @@ def build_all(submissions: Sequence[Submission], build_root: Path, settings: Cla
         for i, submission in enumerate(submissions):
             if i not in done:  # its worker died (killed for memory, say): the build once more, here, afresh
                 remove_tree(build_root / submission.slug)
-                done[i] = built_submission(submission, build_root, settings)
+                done[i] = _heard(built_submission(submission, build_root, settings), on_built)
         return [done[i] for i in range(len(submissions))]
+
+
+def _heard(built: Built, on_built: Callable[[], None]) -> Built:
+    on_built()
+    return built

@@ -24,7 +24,8 @@ from typing import Callable, Sequence
 
 from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
-from attnbench.judge.class_builds import build_all
+from attnbench.judge.class_builds import build_all, build_workers
+from attnbench.judge.class_progress import ClassClock, expected_round
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,
@@ -147,15 +148,19 @@ def _case(state: dict[str, object], bench_input: BenchInput | PreparedCase) -> P
 OnEntry = Callable[[str, str, CaseEntry], None]
 
 
-def judge_jobs(pool: Executor, jobs: list[Job], on_done: OnEntry) -> None:
-    """Run (submission, case) jobs; `on_done` hears each entry as it comes back. A job whose worker died
-    or found no device is that entry's JUDGE ERROR."""
+def judge_jobs(pool: Executor, jobs: list[Job], on_done: OnEntry, clock: ClassClock | None = None) -> None:
+    """Run (submission, case) jobs; `on_done` hears each entry as it comes back (and `clock` each job's start
+    and end). A job whose worker died or found no device is that entry's JUDGE ERROR."""
+    if clock is not None:
+        clock.new_batch()
 
     def hear(event: Progress) -> None:
         if event.job is None:
             return
         name, _, bench_input, _ = jobs[event.job]
-        if event.what == "entry":
+        if event.what == "started" and clock is not None:
+            clock.job_started(event.job)
+        elif event.what == "entry":
             on_done(name, bench_input.label, event.payload)
         elif event.what == "unjudgeable":
             raise SandboxUnavailable(event.payload)
@@ -165,6 +170,10 @@ def judge_jobs(pool: Executor, jobs: list[Job], on_done: OnEntry) -> None:
                 RuntimeError(f"the worker on {where} died ({event.payload})"))))
         elif event.what == "not_run":
             on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, str(event.payload)))
+            if clock is not None:
+                clock.job_dropped(bench_input.label)
+        if event.what in ("entry", "died") and clock is not None:
+            clock.job_ended(event.job, bench_input.label)
 
     pool.run(jobs, hear)
 
@@ -215,12 +224,15 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
     work = ClassCaseWork(settings, {d.index: c for d, c in zip(devices, worker_cores)})
     caches = cuda_caches()
     tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
+    clock = ClassClock(listen)
     try:
         first = settings.first_inputs(inputs)
         record_seeds(board, "first", first)
         # every build first, on every core (no timed run yet: class_builds says why not beside them); then the
         # parent keeps to its own cores
-        builds = build_all(submissions, tmp, settings, sorted(original))
+        clock.begin("builds", len(submissions), f"{len(submissions)} submissions, "
+                    f"{build_workers(sorted(original), len(submissions))} at a time")
+        builds = build_all(submissions, tmp, settings, sorted(original), clock.step)
         _pin(parent_cores)
         for bench_input in inputs:  # suite files generated once, here; the workers read them (or draw fresh ones)
             if not settings.fresh_inputs:
@@ -236,13 +248,20 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
         board.rows = list(rows.values())
         if checkpoint is not None:
             checkpoint(board)
+        jobs = [(n, programs[n], b, cache_of(caches, n)) for b in first for n in programs]
+        expected = expected_round([b.label for b in first], len(programs), settings.rerun_top)
+        clock.expect([b.label for _, _, b, _ in jobs] + expected * (RERUN_RUNS - 1))
+        clock.begin("first runs", len(jobs), f"{len(programs)} submissions x {len(first)} cases, "
+                    f"{len(devices)} at a time")
         with GpuPool(devices, work) as pool:
             with phase("runs"):  # the workers' runs, with their inputs and checks: what this process waits for
-                judge_jobs(pool, [(n, programs[n], b, cache_of(caches, n)) for b in first for n in programs], finished)
+                judge_jobs(pool, jobs, finished, clock)
             top = top_rows(rank(board), settings.rerun_top)
             for row in top:
                 row.reruns = RERUN_RUNS
-            for number, round_inputs in enumerate(settings.rerun_rounds(inputs) if top else [], start=2):
+            rounds = settings.rerun_rounds(inputs) if top else []
+            clock.instead(expected * (RERUN_RUNS - 1 - len(rounds)), [])
+            for number, round_inputs in enumerate(rounds, start=2):
                 record_seeds(board, f"rerun {number}", round_inputs)
                 for row in top:  # warmed up again right before the round, as before the first (class_here.rerun_rows)
                     if inputs:
@@ -254,8 +273,10 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
                          for b in round_inputs for row in top  # case by case
                          if row.entries.get(b.label) and row.entries[b.label].passed
                          and len(row.entries[b.label].runs_s) < number]
+                clock.instead(expected, [b.label for _, _, b, _ in again])
+                clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again), f"the top {len(top)} submissions")
                 with phase("runs"):
-                    judge_jobs(pool, again, rerun)
+                    judge_jobs(pool, again, rerun, clock)
     except KeyboardInterrupt:
         board.interrupted = True
     except Exception as exc:  # noqa: BLE001 - the judge's own failure (its disk, say): the board, seeds and all, is kept

@@ -85,6 +85,8 @@ class ClassSettings:
 #   "rerun"      (submission, case, CaseEntry): a rerun of a passed case, counted (a failed one fails the case)
 #   "row"        (SubmissionRow, number of cases): a Slurm job's row came back
 #   "rerun_row"  (submission, why its rerun job was lost, or None): a Slurm rerun job came back
+#   "plan"       (analysis.time_left.ClassProgress): a phase begun, or a step of it done, and the time left
+#                (judge.class_progress; in process and on a pool)
 Checkpoint = Callable[[Scoreboard], None]  # the board as it grows, to be saved
 
 

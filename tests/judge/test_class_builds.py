@@ -4,6 +4,7 @@ after another."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 
@@ -86,3 +87,17 @@ def test_a_class_of_sleepy_builds_spends_about_the_longest_build_in_its_builds_p
     assert all(v == {"odd_17x48": "PASS"} for v in verdicts(board).values())
     builds = board.cost.phases_s["builds"]
     assert SLEEP_S < builds < AT_ONCE_S, board.cost.phases_s
+
+
+@pytest.mark.skipif(not can_build() or len(affinity()) < 2, reason="no C compiler or make, or one core only")
+def test_builds_at_once_leave_no_zombie_to_a_judge_that_reaps_orphans(tmp_path):
+    """The judge is a subreaper (attnbench.sandbox.reaper): what a build worker left unreaped when it ended comes
+    to it, and is collected before the class goes on."""
+    from attnbench.sandbox.reaper import become_subreaper, descendants
+
+    become_subreaper()
+    zombies_before = {pid for pid, state in descendants(os.getpid()).items() if state == "Z"}
+    (tmp_path / "class").mkdir()
+    found = find_submissions([make_class(tmp_path / "class")])
+    assert all(b.submission for b in build_all(found, tmp_path / "builds", _settings(), sorted(affinity())))
+    assert not {pid for pid, state in descendants(os.getpid()).items() if state == "Z"} - zombies_before

@@ -107,7 +107,8 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     on inputs drawn anew from secret seeds, saved with the scoreboard; False: the suite's inputs.
     `listener` hears the run's `Progress` events whatever the executor (as a compare's does): "built"
     (submission, built), "case" and "rerun" (submission, case, its CaseEntry), and over Slurm "row"
-    (SubmissionRow, number of cases) and "rerun_row" (submission, why its rerun was lost or None).
+    (SubmissionRow, number of cases) and "rerun_row" (submission, why its rerun was lost or None); here and
+    with `gpus`, "plan" (a ClassProgress: the phase, its steps done and in all, the time left estimated).
     `checkpoint` gets the board as it grows (after each row here, each case with `gpus`), to save it.
     Submissions are built as the course builds them (`attnbench.judge.course_build`): for `arch` (sm_90,
     native; default the judging GPU's), or each by the shell line `build_command`. `diagnose`: each failed

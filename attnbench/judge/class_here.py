@@ -1,6 +1,6 @@
-"""A class judged in this process, on one worker: each submission built and judged case by case, ranked,
-the top ones rerun (`attnbench.judge.classroom` has the rules every executor shares). The cases run
-through the executor seam, `InProcess` with the work a GPU pool's workers do (`class_pool.ClassCaseWork`);
+"""A class judged in this process, on one worker: every submission built (all at once: class_builds), then
+each judged case by case, ranked, the top ones rerun (`attnbench.judge.classroom` has the rules every executor
+shares). The cases run through the executor seam, `InProcess` with the work a GPU pool's workers do (`class_pool.ClassCaseWork`);
 a Slurm node judges its submission this way too."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from typing import Sequence
 
 from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
-from attnbench.judge.class_pool import ClassCaseWork, Job, OnEntry, judge_jobs
+from attnbench.judge.class_builds import build_all, build_workers
+from attnbench.judge.class_progress import ClassClock, expected_round
+from attnbench.judge.class_pool import ClassCaseWork, Job, OnEntry, affinity, judge_jobs
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,
@@ -25,6 +27,7 @@ from attnbench.judge.classroom import (
     gpu_name,
     new_board,
     record_seeds,
+    row_of,
     stopped,
     warm_up_entry,
 )
@@ -36,19 +39,26 @@ from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.executor import InProcess, Listener, Progress, quiet_listener
 
 
-def judge_here(settings: ClassSettings, jobs: list[Job], on_done: OnEntry) -> None:
+def judge_here(settings: ClassSettings, jobs: list[Job], on_done: OnEntry, clock: ClassClock | None = None) -> None:
     """(submission, case) jobs one after another in this process, through the executor seam (`InProcess`,
-    the work a pool's workers do), each case prepared already; `on_done` hears each entry."""
-    judge_jobs(InProcess(ClassCaseWork(settings, here=True)), jobs, on_done)
+    the work a pool's workers do), each case prepared already; `on_done` hears each entry, `clock` each job."""
+    judge_jobs(InProcess(ClassCaseWork(settings, here=True)), jobs, on_done, clock)
 
 
 def judge_submission(submission: Submission, cases: list[PreparedCase], settings: ClassSettings, build_root: Path,
                      device: str, listener: Listener, caches: Path | None = None) -> tuple[SubmissionRow, Path | None]:
     """Build one submission under build_root and judge it on every case; its row and its program."""
     row, program = build_row(submission, settings, build_root, device, listener)
+    judge_row(row, program, cases, settings, listener, caches)
+    return row, program
+
+
+def judge_row(row: SubmissionRow, program: Path | None, cases: list[PreparedCase], settings: ClassSettings,
+              listener: Listener, caches: Path | None = None, clock: ClassClock | None = None) -> None:
+    """A built submission's row judged on every case, after its warm-up (nothing, for one that did not build)."""
     if program is None:
-        return row, None
-    cache = cache_of(caches, submission.name) if caches else None
+        return
+    cache = cache_of(caches, row.name) if caches else None
     if cache is not None and cases:
         add_note(row, warm_up_entry(program, cases[0].shape, cases[0].label, settings, cache))
 
@@ -56,12 +66,12 @@ def judge_submission(submission: Submission, cases: list[PreparedCase], settings
         row.entries[label] = entry
         listener(Progress("case", payload=(name, label, entry)))
 
-    judge_here(settings, [(submission.name, program, case, cache) for case in cases], judged)
-    return row, program
+    judge_here(settings, [(row.name, program, case, cache) for case in cases], judged, clock)
 
 
 def rerun_rows(rows: Sequence[SubmissionRow], programs: dict[str, Path], rounds: list[list[BenchInput]],
-               settings: ClassSettings, listener: Listener, caches: Path | None = None) -> None:
+               settings: ClassSettings, listener: Listener, caches: Path | None = None,
+               clock: ClassClock | None = None, expected: Sequence[str] = ()) -> None:
     """Round by round (each on its own inputs: fresh ones are drawn anew for each), run every passed case
     of every row once more; a run that fails makes the case fail. Each case ends with RERUN_RUNS runs.
 
@@ -80,6 +90,10 @@ def rerun_rows(rows: Sequence[SubmissionRow], programs: dict[str, Path], rounds:
 
     for number, round_inputs in enumerate(rounds, start=2):
         needed = [b for b in round_inputs if any(wanted(row, b.label, number) for row in rows)]
+        if clock is not None:  # `expected`: the jobs the round was counted at before ranks said which
+            actual = [b.label for row in rows for b in round_inputs if wanted(row, b.label, number)]
+            clock.instead(expected, actual)
+            clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(actual), f"the top {len(rows)} submissions")
         cases: list[PreparedCase] = []
         try:
             for bench_input in needed:
@@ -94,7 +108,7 @@ def rerun_rows(rows: Sequence[SubmissionRow], programs: dict[str, Path], rounds:
                     note = warm_up_entry(programs[row.name], first.shape, first.label, settings, cache)
                     if note and note not in row.build_message:
                         add_note(row, note)
-                judge_here(settings, [(row.name, programs[row.name], case, cache) for case in mine], rerun)
+                judge_here(settings, [(row.name, programs[row.name], case, cache) for case in mine], rerun, clock)
         finally:
             for case in cases:
                 release(case.input_path)
@@ -115,23 +129,39 @@ def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput],
     caches = cuda_caches()
     tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
     cases: list[PreparedCase] = []
+    clock = ClassClock(listen)
     try:
         first = settings.first_inputs(inputs)
         record_seeds(board, "first", first)
-        cases = [prepare_case(bench_input, progress) for bench_input in first]
-        for submission in submissions:
-            row, program = judge_submission(submission, cases, settings, tmp / "builds", device, listen, caches)
+        clock.begin("inputs and references", len(first), f"{len(first)} cases, "
+                    + ("drawn fresh" if settings.fresh_inputs else "the suite's"))
+        for bench_input in first:
+            cases.append(prepare_case(bench_input, progress))
+            clock.step()
+        # every build first, on every core, before the first timed run (class_builds says why not beside them)
+        cores = sorted(affinity())
+        clock.begin("builds", len(submissions), f"{len(submissions)} submissions, "
+                    f"{build_workers(cores, len(submissions))} at a time")
+        builds = build_all(submissions, tmp / "builds", settings, cores, clock.step)
+        built = sum(b.ok for b in builds)
+        expected = expected_round([case.label for case in cases], built, settings.rerun_top)
+        clock.expect([case.label for case in cases] * built + expected * (RERUN_RUNS - 1))
+        clock.begin("first runs", built * len(cases), f"{built} submissions x {len(cases)} cases, one at a time")
+        for one in builds:
+            row, program = row_of(one, device, listen), one.program
+            judge_row(row, program, cases, settings, listen, caches, clock)
             board.rows.append(row)
             if checkpoint is not None:
                 checkpoint(board)
             if program is not None:
-                programs[submission.name] = program
+                programs[row.name] = program
         rank(board)
         top = top_rows(board, settings.rerun_top)
         rounds = settings.rerun_rounds(inputs) if top else []
         for number, round_inputs in enumerate(rounds, start=2):
             record_seeds(board, f"rerun {number}", round_inputs)
-        rerun_rows(top, programs, rounds, settings, listen, caches)
+        clock.instead(expected * (RERUN_RUNS - 1 - len(rounds)), [])
+        rerun_rows(top, programs, rounds, settings, listen, caches, clock, expected)
     except KeyboardInterrupt:
         board.interrupted = True
     except Exception as exc:  # noqa: BLE001 - the judge's own failure (its disk, say): the board, seeds and all, is kept

@@ -1,6 +1,7 @@
 """A class spread over this host's GPUs: one worker process per GPU, one submission case at a time on each.
 
-The submissions are built first, one after another, each in its sandbox. Then every (submission, case)
+The submissions are built first, all at once on every core, each in its sandbox (attnbench.judge.class_builds).
+Then every (submission, case)
 runs on whichever worker is free, case by case (all submissions' runs of one case before the next, so
 a worker loads each case's reference once), in a sandbox of its own with CUDA_VISIBLE_DEVICES naming
 its GPU. Workers are processes, not threads, because the judge kills every process that appears while
@@ -23,13 +24,14 @@ from typing import Callable, Sequence
 
 from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
+from attnbench.judge.class_builds import build_all, build_workers
+from attnbench.judge.class_progress import ClassClock, expected_round
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,
     ClassSettings,
     add_note,
     add_run,
-    build_row,
     cache_of,
     confinement,
     cuda_caches,
@@ -39,11 +41,13 @@ from attnbench.judge.classroom import (
     new_board,
     pinning,
     record_seeds,
+    row_of,
     stopped,
     warm_up_entry,
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
+from attnbench.judge.phases import phase
 from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
@@ -54,7 +58,8 @@ from attnbench.spread.executor import Emit, Executor, Listener, Progress, quiet_
 from attnbench.spread.pool import GpuPool
 
 
-def _affinity() -> set[int]:
+def affinity() -> set[int]:
+    """The cores this process may run on."""
     try:
         return os.sched_getaffinity(0)
     except (AttributeError, OSError):
@@ -62,7 +67,7 @@ def _affinity() -> set[int]:
 
 
 def core_plan(workers: int, available: Sequence[int]) -> tuple[list[int], list[list[int]]]:
-    """CPU cores for the parent (builds, input draws, checks) and for each worker, disjoint where there are
+    """CPU cores for the parent (input draws, checks, warm-ups) and for each worker, disjoint where there are
     enough: the parent keeps a share like a worker's, the workers split the rest evenly. With fewer cores
     than workers + 1, workers share cores round-robin (and the parent keeps the first)."""
     cores = sorted(available)
@@ -143,15 +148,19 @@ def _case(state: dict[str, object], bench_input: BenchInput | PreparedCase) -> P
 OnEntry = Callable[[str, str, CaseEntry], None]
 
 
-def judge_jobs(pool: Executor, jobs: list[Job], on_done: OnEntry) -> None:
-    """Run (submission, case) jobs; `on_done` hears each entry as it comes back. A job whose worker died
-    or found no device is that entry's JUDGE ERROR."""
+def judge_jobs(pool: Executor, jobs: list[Job], on_done: OnEntry, clock: ClassClock | None = None) -> None:
+    """Run (submission, case) jobs; `on_done` hears each entry as it comes back (and `clock` each job's start
+    and end). A job whose worker died or found no device is that entry's JUDGE ERROR."""
+    if clock is not None:
+        clock.new_batch()
 
     def hear(event: Progress) -> None:
         if event.job is None:
             return
         name, _, bench_input, _ = jobs[event.job]
-        if event.what == "entry":
+        if event.what == "started" and clock is not None:
+            clock.job_started(event.job)
+        elif event.what == "entry":
             on_done(name, bench_input.label, event.payload)
         elif event.what == "unjudgeable":
             raise SandboxUnavailable(event.payload)
@@ -161,6 +170,10 @@ def judge_jobs(pool: Executor, jobs: list[Job], on_done: OnEntry) -> None:
                 RuntimeError(f"the worker on {where} died ({event.payload})"))))
         elif event.what == "not_run":
             on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, str(event.payload)))
+            if clock is not None:
+                clock.job_dropped(bench_input.label)
+        if event.what in ("entry", "died") and clock is not None:
+            clock.job_ended(event.job, bench_input.label)
 
     pool.run(jobs, hear)
 
@@ -204,22 +217,29 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
             add_run(rows[name], label, entry)
             listen(Progress("rerun", payload=(name, label, entry)))
 
-    original = _affinity()
+    original = affinity()
     parent_cores, worker_cores = core_plan(len(devices), sorted(original))
-    board.settings["cpu_cores"] = {"parent (builds, inputs, checks)": parent_cores,
+    board.settings["cpu_cores"] = {"builds (before any run)": sorted(original), "parent (inputs, checks)": parent_cores,
                                    **{d.label: c for d, c in zip(devices, worker_cores)}}
     work = ClassCaseWork(settings, {d.index: c for d, c in zip(devices, worker_cores)})
-    _pin(parent_cores)
     caches = cuda_caches()
     tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
+    clock = ClassClock(listen)
     try:
         first = settings.first_inputs(inputs)
         record_seeds(board, "first", first)
+        # every build first, on every core (no timed run yet: class_builds says why not beside them); then the
+        # parent keeps to its own cores
+        clock.begin("builds", len(submissions), f"{len(submissions)} submissions, "
+                    f"{build_workers(sorted(original), len(submissions))} at a time")
+        builds = build_all(submissions, tmp, settings, sorted(original), clock.step)
+        _pin(parent_cores)
         for bench_input in inputs:  # suite files generated once, here; the workers read them (or draw fresh ones)
             if not settings.fresh_inputs:
                 prepare_case(bench_input, progress)
-        for submission in submissions:
-            rows[submission.name], program = build_row(submission, settings, tmp, None, listen)  # type: ignore[arg-type]
+        for built in builds:
+            submission, program = built.submission, built.program
+            rows[submission.name] = row_of(built, None, listen)
             if program is not None:
                 programs[submission.name] = program
                 if inputs:  # here, before the spread: its JIT cache is sealed before any judged run
@@ -228,12 +248,20 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
         board.rows = list(rows.values())
         if checkpoint is not None:
             checkpoint(board)
+        jobs = [(n, programs[n], b, cache_of(caches, n)) for b in first for n in programs]
+        expected = expected_round([b.label for b in first], len(programs), settings.rerun_top)
+        clock.expect([b.label for _, _, b, _ in jobs] + expected * (RERUN_RUNS - 1))
+        clock.begin("first runs", len(jobs), f"{len(programs)} submissions x {len(first)} cases, "
+                    f"{len(devices)} at a time")
         with GpuPool(devices, work) as pool:
-            judge_jobs(pool, [(n, programs[n], b, cache_of(caches, n)) for b in first for n in programs], finished)
+            with phase("runs"):  # the workers' runs, with their inputs and checks: what this process waits for
+                judge_jobs(pool, jobs, finished, clock)
             top = top_rows(rank(board), settings.rerun_top)
             for row in top:
                 row.reruns = RERUN_RUNS
-            for number, round_inputs in enumerate(settings.rerun_rounds(inputs) if top else [], start=2):
+            rounds = settings.rerun_rounds(inputs) if top else []
+            clock.instead(expected * (RERUN_RUNS - 1 - len(rounds)), [])
+            for number, round_inputs in enumerate(rounds, start=2):
                 record_seeds(board, f"rerun {number}", round_inputs)
                 for row in top:  # warmed up again right before the round, as before the first (class_here.rerun_rows)
                     if inputs:
@@ -245,7 +273,10 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
                          for b in round_inputs for row in top  # case by case
                          if row.entries.get(b.label) and row.entries[b.label].passed
                          and len(row.entries[b.label].runs_s) < number]
-                judge_jobs(pool, again, rerun)
+                clock.instead(expected, [b.label for _, _, b, _ in again])
+                clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again), f"the top {len(top)} submissions")
+                with phase("runs"):
+                    judge_jobs(pool, again, rerun, clock)
     except KeyboardInterrupt:
         board.interrupted = True
     except Exception as exc:  # noqa: BLE001 - the judge's own failure (its disk, say): the board, seeds and all, is kept

@@ -85,6 +85,8 @@ class ClassSettings:
 #   "rerun"      (submission, case, CaseEntry): a rerun of a passed case, counted (a failed one fails the case)
 #   "row"        (SubmissionRow, number of cases): a Slurm job's row came back
 #   "rerun_row"  (submission, why its rerun job was lost, or None): a Slurm rerun job came back
+#   "plan"       (analysis.time_left.ClassProgress): a phase begun, or a step of it done, and the time left
+#                (judge.class_progress; in process and on a pool)
 Checkpoint = Callable[[Scoreboard], None]  # the board as it grows, to be saved
 
 
@@ -200,17 +202,29 @@ def failure_text(exc: BaseException) -> str:
 def build_row(submission: Submission, settings: ClassSettings, build_root: Path, device: str,
               listener: Listener) -> tuple[SubmissionRow, Path | None]:
     """Build one submission (in the sandbox) under build_root: its row, not judged yet, and its program."""
+    with phase("builds"):
+        built = built_submission(submission, build_root, settings)
+    return row_of(built, device, listener), built.program
+
+
+def built_submission(submission: Submission, build_root: Path, settings: ClassSettings) -> Built:
+    """One submission built (in the sandbox) under build_root; what goes wrong on the judge's side is its row's
+    message, never the class's end (SandboxUnavailable, for --sandbox required, is raised)."""
     try:
-        with phase("builds"):
-            built = build(submission, build_root, settings.build_timeout_s, settings.sandbox, settings.build)
+        return build(submission, build_root, settings.build_timeout_s, settings.sandbox, settings.build)
     except SandboxUnavailable:
         raise
     except Exception as exc:  # noqa: BLE001 - one submission's failure is its row's, never the class's
-        built = Built(submission, None, failure_text(exc))
+        return Built(submission, None, failure_text(exc))
+
+
+def row_of(built: Built, device: str | None, listener: Listener) -> SubmissionRow:
+    """A built (or unbuilt) submission's row, not judged yet; `listener` hears that it was built."""
+    submission = built.submission
     listener(Progress("built", payload=(submission.name, built.ok)))
     message = "; ".join(part for part in (submission.note, built.message, submission.unjudged) if part)
     return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, message,
-                         device if built.ok else None, reruns=1), built.program
+                         device if built.ok else None, reruns=1)
 
 
 def add_run(row: SubmissionRow, label: str, again: CaseEntry) -> bool:

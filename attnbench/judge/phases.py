@@ -4,7 +4,8 @@ says what judging cost beside the programs' own runs (attnbench.results.judge_co
 The functions every executor's flow shares (building a row, preparing a case, judging it) say which phase they
 are in (`phase`); the class's clock (`timing`) is current in this process while the class is judged and adds
 up the time of each. Phases nest: a check inside a run counts as a check only. Work done in another process
-(a GPU pool's worker, a Slurm job) is the time this process spent waiting for it, in the phase it waited in.
+(a GPU pool's worker, a Slurm job) is the time this process spent waiting for it, in the phase it waited in:
+a pool's jobs are "runs", their workers' inputs and checks included; its builds' workers are "builds".
 """
 
 from __future__ import annotations

@@ -70,3 +70,20 @@ def test_a_class_saves_its_phases_which_add_up_to_its_wall_time_and_prints_its_r
     assert again.cost == cost and board.to_dict()["phases"]["ratio"] == cost.ratio
     line = cost_line(board)
     assert line.startswith(f"judging took {cost.ratio:.2f}x the programs' runs") and "checks" in line
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None, reason="no C compiler or make")
+def test_with_a_pool_of_workers_the_runs_they_do_are_the_runs_phase_not_the_rest(tmp_path, monkeypatch):
+    """With --gpus the parent waits while the workers run the cases: that wait is its "runs" phase (their inputs
+    and checks included), so the phases still add up to the wall time and the rest is only the rest."""
+    monkeypatch.setenv("ATTNBENCH_CPU_WORKERS", "1")
+    (tmp_path / "quick.c").write_text(wrapping(""))
+    (tmp_path / "slow.c").write_text(wrapping("", "usleep(100000);"))
+    board = api_programs.judge_class([str(tmp_path / "quick.c"), str(tmp_path / "slow.c")], "odd_17x48,odd_100x32",
+                                     time_limits="none", rerun_top=2, gpus="all", sandbox=class_sandbox())
+    cost = board.cost
+    assert cost is not None and board.settings["workers"] == ["cpu worker 0"]
+    assert sum(cost.phases_s.values()) == pytest.approx(cost.wall_s, abs=1e-9)
+    assert cost.phases_s["builds"] > 0 and cost.program_runs_s > 0
+    assert cost.phases_s["runs"] >= cost.program_runs_s  # the workers' runs, first runs and reruns, are all in it
+    assert cost.phases_s[REST] < cost.phases_s["runs"], cost.phases_s

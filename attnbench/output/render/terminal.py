@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from datetime import timedelta
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -26,6 +27,7 @@ from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableMod
 from attnbench.printable import printable as one_line
 
 if TYPE_CHECKING:
+    from attnbench.analysis.time_left import ClassProgress
     from attnbench.results.resultset import Cell
 
 class _Console(Console):
@@ -271,7 +273,24 @@ def judge_line(event: Any) -> str | None:
     if event.what == "rerun_row":
         name, lost = event.payload
         return f"{name} rerun: {'done' if lost is None else lost}"
+    if event.what == "plan":
+        return plan_line(event.payload)
     return None
+
+
+PLAN_LINES = 10  # a phase's progress is said about this many times, however many jobs it holds
+
+
+def plan_line(progress: "ClassProgress") -> str | None:
+    """A class's phase as it begins ("first runs: 8 submissions x 30 cases, one at a time"), then every tenth of
+    it and its end ("first runs 120/240, about 0:12:30 left"); None between those."""
+    left = "" if progress.left_s is None else f", about {timedelta(seconds=round(progress.left_s))} left"
+    if progress.done == 0:
+        return progress.phase + (f": {progress.note}" if progress.note else "") + left
+    step = max(1, math.ceil(progress.total / PLAN_LINES))
+    if progress.done % step and progress.done != progress.total:
+        return None
+    return f"{progress.phase} {progress.done}/{progress.total}{left}"
 
 
 def judge_progress(event: Any) -> None:

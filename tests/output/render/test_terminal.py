@@ -129,3 +129,19 @@ def test_the_judge_progress_prints_one_line_per_event_as_the_judge_always_has(mo
         "alice t02: rerun WRONG",
         "bob judged: 1 of 2 passed", "erin\\x1b[2J judged: the build failed (exit 2): error", "bob rerun: done",
         "carol rerun: its job was lost"]
+
+
+def test_a_class_phase_is_said_as_it_begins_then_every_tenth_of_it_with_the_time_left():
+    from attnbench.analysis.time_left import ClassProgress
+    from attnbench.output.render.terminal import judge_line, plan_line
+    from attnbench.spread.executor import Progress
+
+    assert plan_line(ClassProgress("builds", 0, 8, 0.5, None, "8 submissions, 8 at a time")) == \
+        "builds: 8 submissions, 8 at a time"
+    assert plan_line(ClassProgress("builds", 3, 8, 2.0)) == "builds 3/8"  # of eight, each is a tenth or more
+    said = [plan_line(ClassProgress("first runs", done, 240, 10.0, 750.4)) for done in range(241)]
+    assert said[0] == "first runs, about 0:12:30 left"
+    assert [line for line in said[1:] if line] == [f"first runs {n}/240, about 0:12:30 left" for n in range(24, 241, 24)]
+    assert plan_line(ClassProgress("reruns, round 2 of 3", 7, 7, 90.0, 0.0)) == "reruns, round 2 of 3 7/7, about 0:00:00 left"
+    assert judge_line(Progress("plan", payload=ClassProgress("first runs", 0, 2, 1.0, 3725.0, "1 submissions x 2 cases"))) \
+        == "first runs: 1 submissions x 2 cases, about 1:02:05 left"

@@ -1,0 +1,116 @@
+"""Every submission of a class built at once, so a class's builds cost about its longest build, not their sum.
+
+Each build is `submissions.build` as ever (its copy, the sandbox, its limits and its timeout); only when they
+run changes. They run in worker processes, never threads: the judge kills every process that appears under
+it while a program runs (attnbench.sandbox.process), so two builds in one process would kill each other's
+compilers. The workers are the one pool work is spread on (`spread.pool.GpuPool`, its workers standing in for
+devices, as ATTNBENCH_CPU_WORKERS's do): spawned, not forked, a worker that dies is noticed, and Ctrl-C stops
+them all at once.
+
+The class's flows build everything first, before any timed run, rather than beside the runs: a build is a
+descendant of the judge, and the sweep that ends each run here kills every descendant that appeared while the
+program ran, a build's compiler included; and a run in this process is kept on all of its cores, which a build
+beside it would share. So while builds run, no core is a timed run's, and they may use every core the judge
+has (`build_workers`). The results come back in the submissions' order, whatever order the builds end in.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from attnbench.judge.classroom import ClassSettings, built_submission
+from attnbench.judge.phases import phase
+from attnbench.judge.submissions import Built, Submission
+from attnbench.sandbox.reaper import descendants
+from attnbench.sandbox.room import SandboxUnavailable
+from attnbench.sandbox.staging import remove_tree
+from attnbench.spread.devices import Device
+from attnbench.spread.executor import Emit, Progress
+from attnbench.spread.pool import GpuPool
+
+
+def build_workers(cores: Sequence[int], builds: int) -> int:
+    """How many builds run at once: one per core the builds may use, no more than there are builds, at least 1."""
+    return max(1, min(len(cores), builds))
+
+
+def _stopped(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+@dataclass(frozen=True)
+class ClassBuildWork:
+    """A class's builds on a pool's worker: one submission per job, on the cores the builds may use."""
+
+    settings: ClassSettings
+    build_root: Path
+    cores: tuple[int, ...]
+
+    def open(self, device: Device, workers: int) -> tuple[None, None]:
+        try:  # each build's cgroup cpuset is the cores of the process that runs it
+            os.sched_setaffinity(0, set(self.cores))
+        except (AttributeError, OSError):  # no affinity here (not Linux), or cores the cgroup forbids: unpinned
+            pass
+        # the pool stops a worker at once with SIGTERM (Ctrl-C): as an exception, so the build it runs is killed
+        # whole on the way out (attnbench.sandbox.process), not left to run on
+        signal.signal(signal.SIGTERM, _stopped)
+        return None, None
+
+    def run(self, job: Submission, state: None, emit: Emit) -> None:
+        try:
+            emit("built", built_submission(job, self.build_root, self.settings))
+        except SandboxUnavailable as exc:  # --sandbox required, unmet: the class's end, raised in the parent
+            emit("unbuildable", str(exc))
+        return None
+
+
+def build_all(submissions: Sequence[Submission], build_root: Path, settings: ClassSettings,
+              cores: Sequence[int], on_built: Callable[[], None] = lambda: None) -> list[Built]:
+    """Every submission built under build_root, `build_workers` at a time on `cores` (phase "builds"); their
+    builds in the submissions' order (`on_built` hears each as it ends). A build whose worker died is built
+    again here, alone."""
+    with phase("builds"):
+        workers = build_workers(cores, len(submissions))
+        if workers == 1:  # nothing to overlap: no worker to start
+            return [_heard(built_submission(submission, build_root, settings), on_built) for submission in submissions]
+        done: dict[int, Built] = {}
+
+        def hear(event: Progress) -> None:
+            if event.what == "built" and event.job is not None:
+                done[event.job] = event.payload
+                on_built()
+            elif event.what == "unbuildable":
+                raise SandboxUnavailable(event.payload)
+
+        work = ClassBuildWork(settings, build_root, tuple(cores))
+        before = set(descendants(os.getpid()))
+        try:
+            with GpuPool([Device(i, stand_in=True) for i in range(workers)], work) as pool:
+                pool.run(list(submissions), hear)
+        finally:
+            _reap_orphans(before)
+        for i, submission in enumerate(submissions):
+            if i not in done:  # its worker died (killed for memory, say): the build once more, here, afresh
+                remove_tree(build_root / submission.slug)
+                done[i] = _heard(built_submission(submission, build_root, settings), on_built)
+        return [done[i] for i in range(len(submissions))]
+
+
+def _reap_orphans(before: set[int]) -> None:
+    """Collect the exits of what a worker left unreaped when it ended (a sandbox's bwrap): a judge that is a
+    subreaper inherits them, and no later run's sweep would (they were there before it began)."""
+    for pid, state in descendants(os.getpid()).items():
+        if state == "Z" and pid not in before:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # not this process's child: its own parent collects it
+                pass
+
+
+def _heard(built: Built, on_built: Callable[[], None]) -> Built:
+    on_built()
+    return built

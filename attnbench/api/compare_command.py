@@ -8,15 +8,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
-from attnbench.api.notices import Notice, quiet
+from attnbench.api.notices import Notice, quiet, say_suite_writes
 from attnbench.api.spread import SlurmOptions, placed_matrix, placement
 from attnbench.api.timing_options import TimingOptions
 from attnbench.bench.check_rule import CourseRule
 from attnbench.bench.verify import COURSE_ATOL
-from attnbench.cases.inputs import BenchInput, inputs_for
+from attnbench.cases.inputs import BenchInput, bytes_to_write, inputs_for
 from attnbench.errors import UsageError
 from attnbench.kernels.catalogue import baseline_name, variants_for
 from attnbench.kernels.variant import Variant
+from attnbench.locations import data_dir
 from attnbench.results.resultset import ResultKind, ResultSet
 from attnbench.results.run_settings import RunSettings
 from attnbench.sandbox import MODES as SANDBOX_MODES
@@ -110,6 +111,7 @@ def compare(
         if no_kernels is not None:  # said once here; each program cell keeps it too
             notice(f"exe: programs: {no_kernels}; their process time and checks as before")
     inputs = inputs_for(cases)
+    say_suite_writes(bytes_to_write(inputs), data_dir(), notice)  # before the first file is written
     names = [v.name for v in chosen]
     timed = [v.name for v in chosen if not v.kind.whole_program]  # a program has no kernel time to compare
     baseline = baseline_name(baseline, chosen)

@@ -67,11 +67,24 @@ def test_dash_capital_v_is_the_version():
     (["compare", "-v", "cpu", "-c", "odd_17x1", "-c", "odd_17x48", "--no-save"], "--cases given 2 times"),
     (["verify", "o.bin", "t02", "--case", "t02", "--case", "t03"], "--case given 2 times"),
     (["info", "-v", "qreg", "--case", "t02", "--shape", "1,2,3"], "--case and --shape"),
+    # every option that takes one value, not only those written with `once` (the last one counted, silently)
+    (["run", "odd_17x1", "o.bin", "--variant", "cpu", "--reps", "5", "--reps=50"], "--reps given 2 times"),
+    (["judge", "./hw4", "--cases", "t01", "-c", "t02"], "--cases given 2 times"),
+    (["judge", "./hw4", "--results-dir", "a", "--results-dir", "b"], "--results-dir given 2 times"),
+    (["compare", "-v", "cpu", "-c", "odd_17x1", "--results-dir", "a", "--results-dir", "b"], "--results-dir given 2"),
+    (["sweep", "N", "-v", "cpu", "--values", "8", "--values", "16", "--no-save"], "--values given 2 times"),
+    (["run", "odd_17x1", "o.bin", "--variant", "cpu", "--device", "0", "--device", "1"], "--device given 2 times"),
 ])
 def test_conflicting_options_are_refused_not_resolved_silently(args, said, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = _invoke(*args)
     assert result.exit_code == 2 and said in result.output, result.output
+
+
+def test_flags_and_options_of_several_values_may_repeat(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = _invoke("run", "odd_17x1", "o.bin", "--variant", "cpu", "--reps", "1", "--hot", "--hot")
+    assert result.exit_code == 0, result.output
 
 
 def _complete(words):

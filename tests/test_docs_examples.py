@@ -123,3 +123,10 @@ def test_the_api_examples_lines_that_depend_on_no_machine_are_what_it_prints(tmp
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[2:] == shown[2:], (done.stdout, shown)
+
+
+def test_no_example_leans_on_a_variable_the_readmes_install_leaves_unset():
+    """`"$ATTNBENCH_DATA/odd_17x48.ref"`, with the variable unset as after the README's install, was
+    `/odd_17x48.ref`: written as root, exit 0, where the page promised a refusal."""
+    leaning = [example.id for example in EXAMPLES if "$ATTNBENCH_DATA" in example.body or "${ATTNBENCH" in example.body]
+    assert not leaning

@@ -101,6 +101,8 @@ def compare(
     if sandbox not in SANDBOX_MODES:
         raise UsageError(f"--sandbox {sandbox}: one of {', '.join(SANDBOX_MODES)}")
     chosen = variants_from(variants)
+    if device != 0 and not any(v.kind.needs_gpu for v in chosen):  # a GPU asked for that no cell would touch
+        raise UsageError(f"--device {device}: none of {', '.join(v.name for v in chosen)} runs on a GPU; drop --device")
     unconfined = program_confinement(chosen, sandbox)
     if unconfined is not None:
         notice(f"exe: programs: {unconfined}")

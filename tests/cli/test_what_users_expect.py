@@ -81,6 +81,24 @@ def test_conflicting_options_are_refused_not_resolved_silently(args, said, tmp_p
     assert result.exit_code == 2 and said in result.output, result.output
 
 
+@pytest.mark.parametrize("args, said", [
+    (["run", "", "o.bin", "--variant", "cpu"], 'CASE is empty ("")'),  # was ".: is a directory"
+    (["judge", ""], 'PROGRAMS is empty ("")'),  # judged the current folder as a class
+    (["verify", "o.bin", ""], 'REF is empty ("")'),
+    (["compare", "-v", "cpu", "-c", "odd_17x1", "--results-dir", ""], '--results-dir is empty ("")'),
+    (["run", "odd_17x1", "o.bin", "--variant", ""], "--variant is empty"),  # ran the default instead
+    (["run", "odd_17x1", "o.bin", "--variant", "exe:./hw4"], "a whole program is run by compare"),
+    (["run", "odd_17x1", "o.bin", "--variant", "cpu", "--device", "7"], "--device 7: the cpu variant runs on the host"),
+    (["compare", "-v", "cpu", "-c", "odd_17x1", "--device", "3", "--no-save"], "--device 3: none of cpu runs on a GPU"),
+])
+def test_an_empty_word_a_program_or_a_device_where_none_applies_is_refused_not_taken(args, said, tmp_path,
+                                                                                     monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = _invoke(*args)
+    assert result.exit_code == 2 and said in " ".join(result.output.split()), result.output
+    assert not (tmp_path / "o.bin").exists()
+
+
 def test_flags_and_options_of_several_values_may_repeat(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = _invoke("run", "odd_17x1", "o.bin", "--variant", "cpu", "--reps", "1", "--hot", "--hot")

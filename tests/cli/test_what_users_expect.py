@@ -117,3 +117,14 @@ def test_the_shell_completes_variant_and_case_names():
     assert "naive,bankfree" in _complete(["attnbench", "compare", "-v", "naive,bank"])
     assert {"t21", "t22"} <= set(_complete(["attnbench", "compare", "-c", "t2"]))
     assert "t01,course" in _complete(["attnbench", "compare", "-c", "t01,cour"])
+
+
+def test_launch_facts_naming_a_built_in_are_refused_by_run_as_by_list(tmp_path, monkeypatch):
+    """A [variants.cpu] table was refused by `list` and ignored by `run`, which ran the built-in cpu."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "attnbench.toml").write_text('[variants.cpu]\nsource = "mine.cu"\n')
+    for args in (["list", "--no-resources"], ["run", "odd_17x1", "o.bin", "--variant", "cpu"],
+                 ["run", "odd_17x1", "o.bin", "--variant", "cpu", "--reps", "1"]):
+        result = _invoke(*args)
+        assert result.exit_code == 2 and "variants.cpu: cpu is a built-in variant" in result.output, (args, result.output)
+    assert not (tmp_path / "o.bin").exists()

@@ -23,7 +23,7 @@ from attnbench.output.tables.scoreboard_table import (
     scoreboard_lines,
     scoreboard_model,
 )
-from attnbench.printable import printable
+from attnbench.printable import counted, printable
 
 
 @click.command()
@@ -178,7 +178,7 @@ def _show_history(folder: str) -> None:
     if not past:
         console.print(f"{folder}: no saved scoreboard", highlight=False, markup=False)
         return
-    print_table(history_model(past, f"history of {len(past)} submissions in {folder}"))
+    print_table(history_model(past, f"history of {counted(len(past), 'submission')} in {folder}"))
 
 
 def _say_confinement(confinement: api_programs.Confinement) -> None:
@@ -223,7 +223,7 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
     if board.settings.get("confinement_warning"):
         err_console.print(f"warning: {board.settings['confinement_warning']}", highlight=False, markup=False,
                           soft_wrap=True)
-    print_table(scoreboard_model(board, f"scoreboard: {len(board.rows)} submissions, {len(board.cases)} cases"),
+    print_table(scoreboard_model(board, f"scoreboard: {counted(len(board.rows), 'submission')}, {counted(len(board.cases), 'case')}"),
                 err=as_json)
     for line in scoreboard_lines(board):
         out.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -9,7 +9,7 @@ import click
 
 from attnbench.api import EXECUTOR_OPTIONS
 from attnbench.api import programs as api_programs
-from attnbench.cli.options import command_line, error_line, notice
+from attnbench.cli.options import command_line, complete_cases, error_line, notice
 from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
 from attnbench.output.export import save
 from attnbench.output.export.scoreboard_export import RowByRow
@@ -28,7 +28,7 @@ from attnbench.printable import counted, printable
 
 @click.command()
 @click.argument("programs", nargs=-1)
-@click.option("--cases", "-c", "case_selector", default="course", show_default=True,
+@click.option("--cases", "-c", "case_selector", default="course", show_default=True, shell_complete=complete_cases,
               help="Suite names, groups, ranges (t01-t10) or input files, comma separated.")
 @click.option("--launcher", default=None,
               help='Words put before the program, e.g. "srun -p nvidia -N1 -n1 --gres=gpu:1".')

@@ -107,7 +107,7 @@ def run(case: str, out: str, variant_name: str | None, accuracy: str | None, dev
 
 @click.command()
 @click.argument("out", type=click.Path(dir_okay=False))
-@click.argument("ref")
+@click.argument("ref", shell_complete=complete_cases)
 @once("--case", help="Testcase (suite name or input file) that gives B, N, d.", shell_complete=complete_cases)
 @tolerance("--atol", api.COURSE_ATOL, "Absolute tolerance.")
 @tolerance("--rtol", 0.0, "Relative tolerance.")

@@ -117,6 +117,9 @@ def test_the_shell_completes_variant_and_case_names():
     assert "naive,bankfree" in _complete(["attnbench", "compare", "-v", "naive,bank"])
     assert {"t21", "t22"} <= set(_complete(["attnbench", "compare", "-c", "t2"]))
     assert "t01,course" in _complete(["attnbench", "compare", "-c", "t01,cour"])
+    assert {"t21", "t22"} <= set(_complete(["attnbench", "judge", "./hw4", "--cases", "t2"]))  # completed nothing
+    assert "t01,course" in _complete(["attnbench", "judge", "./hw4", "-c", "t01,cour"])
+    assert {"t21", "t22"} <= set(_complete(["attnbench", "verify", "out.bin", "t2"]))  # verify's REF: a suite case
 
 
 def test_launch_facts_naming_a_built_in_are_refused_by_run_as_by_list(tmp_path, monkeypatch):

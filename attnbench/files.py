@@ -22,7 +22,11 @@ from attnbench.errors import OutputError
 
 
 def _target(path: Path) -> Path:
-    """The file a write lands in: symlinks followed (a dangling link's target is created)."""
+    """The file a write lands in: symlinks followed (a dangling link's target is created). A special file is
+    written through the path given: /dev/stdout in a pipe links to "pipe:[N]", which no path reaches, while
+    opening the link itself reaches the pipe."""
+    if _is_special(path):
+        return path
     return Path(os.path.realpath(path))
 
 

@@ -27,3 +27,8 @@ def printable(text: object) -> str:
     if value.isprintable():
         return value
     return "".join(c if c.isprintable() else _escape(c) for c in value)
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`1 case`, `2 cases`: a count with its noun in the number it takes (`plural` where adding s is wrong)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

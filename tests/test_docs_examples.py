@@ -110,3 +110,23 @@ def test_the_example_runs(example: Example, tmp_path: Path, data: Path):
     shown = [line.strip() for line in example.body.splitlines() if SHOWN.match(line.strip())]
     missing_lines = [line for line in shown if line not in {out.strip() for out in printed.splitlines()}]
     assert not missing_lines, (example.id, missing_lines, printed[-2000:])
+
+
+def test_the_api_examples_lines_that_depend_on_no_machine_are_what_it_prints(tmp_path: Path, data: Path):
+    """docs/running.md showed "120 TFLOP/s" where its script printed 123: the lines of its output that come from
+    saved files and fixed cases (not this machine's timings) must be what the script prints."""
+    page = (ROOT / "docs" / "running.md").read_text()
+    example = next(e for e in EXAMPLES if e.page == "docs/running.md" and "load_results" in e.body)
+    shown = page.split(example.body, 1)[1].split("```\n", 3)[2].splitlines()  # the output block after it
+    env = _folder(tmp_path, data)
+    done = subprocess.run([sys.executable, "-c", example.body], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[2:] == shown[2:], (done.stdout, shown)
+
+
+def test_no_example_leans_on_a_variable_the_readmes_install_leaves_unset():
+    """`"$ATTNBENCH_DATA/odd_17x48.ref"`, with the variable unset as after the README's install, was
+    `/odd_17x48.ref`: written as root, exit 0, where the page promised a refusal."""
+    leaning = [example.id for example in EXAMPLES if "$ATTNBENCH_DATA" in example.body or "${ATTNBENCH" in example.body]
+    assert not leaning

@@ -98,3 +98,26 @@ def test_a_failed_write_keeps_the_old_file_whole(tmp_path):
 def test_an_unwritable_folder_is_one_line_naming_the_path(tmp_path):
     with pytest.raises(OutputError, match="nowhere/o.bin"):
         atomic_write(tmp_path / "nowhere" / "o.bin", lambda f: f.write(b"x"))
+
+
+def test_an_output_that_is_a_pipe_through_a_proc_link_is_written_through_it():
+    """OUT /dev/stdout in a pipe was "No such file or directory": its link names "pipe:[N]", which realpath
+    cannot follow, and the temporary file went beside that name."""
+    import os
+    import threading
+
+    from attnbench.files import atomic_write, check_output_path
+
+    read_end, write_end = os.pipe()
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(os.read(read_end, 100)))
+    reader.start()
+    try:
+        path = f"/proc/self/fd/{write_end}"  # what /dev/stdout is when stdout is a pipe
+        check_output_path(path)
+        atomic_write(path, lambda f: f.write(b"written"))
+        reader.join(timeout=10)
+    finally:
+        os.close(write_end)
+        os.close(read_end)
+    assert got == [b"written"]

@@ -36,3 +36,12 @@ def test_the_first_real_output_has_the_rows_run_prints_now(tmp_path):
                                 timing=attnbench.TimingOptions(reps=6)).measurement
     names = [row[0].text for row in measurement_table(measurement).rows]
     assert len(shown) == len(names) and all(line.startswith(name) for line, name in zip(shown, names)), (shown, names)
+
+
+def test_the_test_counts_say_which_machine_and_why_another_counts_otherwise():
+    """The README's counts came from a machine with Slurm and did not say why a newcomer's differ."""
+    before, after = README.split(" skipped, ", 1)
+    counts = before.rsplit("```", 1)[0].rstrip().rsplit("\n\n", 1)[1]
+    why = after.split("```", 1)[1].split("\n\n", 2)[1]
+    assert "the machine these counts come from" in counts
+    assert all(word in why for word in ("Slurm", "`nvcc`", "bubblewrap", "GPU", "-rs", "skipped"))

@@ -8,15 +8,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
-from attnbench.api.notices import Notice, quiet
+from attnbench.api.notices import Notice, quiet, say_suite_writes
 from attnbench.api.spread import SlurmOptions, placed_matrix, placement
 from attnbench.api.timing_options import TimingOptions
 from attnbench.bench.check_rule import CourseRule
 from attnbench.bench.verify import COURSE_ATOL
-from attnbench.cases.inputs import BenchInput, inputs_for
+from attnbench.cases.inputs import BenchInput, bytes_to_write, inputs_for
 from attnbench.errors import UsageError
 from attnbench.kernels.catalogue import baseline_name, variants_for
 from attnbench.kernels.variant import Variant
+from attnbench.locations import data_dir
 from attnbench.results.resultset import ResultKind, ResultSet
 from attnbench.results.run_settings import RunSettings
 from attnbench.sandbox import MODES as SANDBOX_MODES
@@ -100,6 +101,8 @@ def compare(
     if sandbox not in SANDBOX_MODES:
         raise UsageError(f"--sandbox {sandbox}: one of {', '.join(SANDBOX_MODES)}")
     chosen = variants_from(variants)
+    if device != 0 and not any(v.kind.needs_gpu for v in chosen):  # a GPU asked for that no cell would touch
+        raise UsageError(f"--device {device}: none of {', '.join(v.name for v in chosen)} runs on a GPU; drop --device")
     unconfined = program_confinement(chosen, sandbox)
     if unconfined is not None:
         notice(f"exe: programs: {unconfined}")
@@ -110,6 +113,7 @@ def compare(
         if no_kernels is not None:  # said once here; each program cell keeps it too
             notice(f"exe: programs: {no_kernels}; their process time and checks as before")
     inputs = inputs_for(cases)
+    say_suite_writes(bytes_to_write(inputs), data_dir(), notice)  # before the first file is written
     names = [v.name for v in chosen]
     timed = [v.name for v in chosen if not v.kind.whole_program]  # a program has no kernel time to compare
     baseline = baseline_name(baseline, chosen)

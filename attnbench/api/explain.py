@@ -123,7 +123,12 @@ class InfoReport:
                 "blocks_per_sm_by_limit": r.occupancy.by_limit,
                 "waves": r.geometry.waves(self.model, r.occupancy.blocks_per_sm)} for r in self.reports],
             "notes": self.notes,
+            "misfits": self.misfits(),
         }
+
+    def misfits(self) -> list[str]:
+        """One sentence per kernel whose block does not fit on this architecture's SM (info exits 1 on any)."""
+        return [line for r in self.reports if (line := r.misfit(self.model)) is not None]
 
 
 def info(variant_name: str, case: str | None = None, shape: Shape | None = None, arch: str = "sm_90",
@@ -142,22 +147,36 @@ def info(variant_name: str, case: str | None = None, shape: Shape | None = None,
             raise UsageError(beyond)
     resources: dict = {}
     notes: list[str] = []
+    built_for = nvcc_architectures()
     if nvcc_path() is None:
-        notes.append("nvcc is not on PATH: no ptxas figures; occupancy counts shared memory and threads only")
-    elif nvcc_architectures() and model.arch not in nvcc_architectures():
-        notes.append(f"this nvcc no longer builds for {model.arch}: no ptxas figures; occupancy counts shared "
-                     "memory and threads only")
+        notes.append("nvcc is not on PATH: no ptxas figures, so static shared memory is unknown; occupancy counts "
+                     "dynamic shared memory and threads only, an upper bound")
     else:
-        with progress(f"compiling {variant.name} for {model.arch}", 1) as advance:
-            resources = compile_report(variant, shape, model.arch)  # nvcc's error, if any, is the user's answer
+        compile_for = model.arch
+        if built_for and model.arch not in built_for:
+            # Registers are the architecture's own, but static shared memory is the source's arrays: an older
+            # architecture this nvcc still builds gives it, so occupancy never forgets 48 KB of tiles.
+            compile_for = min(built_for, key=_arch_number)
+            notes.append(f"this nvcc no longer builds for {model.arch}: no registers or spills; static shared "
+                         f"memory from its {compile_for} build (the same arrays); occupancy counts shared memory "
+                         "and threads")
+        with progress(f"compiling {variant.name} for {compile_for}", 1) as advance:
+            resources = compile_report(variant, shape, compile_for)  # nvcc's error, if any, is the user's answer
             advance(1)
         missing = sorted({launch.kernel for launch in variant.launches_for(shape)} - set(resources))
         if missing:
             raise CompileCheckFailed(f"{source_label(variant)}: no kernel named {', '.join(missing)} in it "
                                      f"(it defines {', '.join(sorted(resources)) or 'none'}); "
                                      "check the kernel names in attnbench.toml")
-    return InfoReport(variant.name, label, shape, model, kernel_reports(variant, shape, model, resources),
+    static_only = nvcc_path() is not None and bool(built_for) and model.arch not in built_for
+    return InfoReport(variant.name, label, shape, model, kernel_reports(variant, shape, model, resources, static_only),
                       variant.defines(shape), notes)
+
+
+def _arch_number(arch: str) -> int:
+    """sm_75 -> 75, for the oldest architecture an nvcc builds (sm_90a counts as 90)."""
+    digits = "".join(c for c in arch.removeprefix("sm_") if c.isdigit())
+    return int(digits) if digits else 1 << 30
 
 
 def ceilings(device: int = 0, refresh: bool = False) -> tuple[CeilingSet, bool]:

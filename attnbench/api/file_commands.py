@@ -33,12 +33,11 @@ def _suite_reference(name: str, progress: ProgressFactory, notice: Notice) -> tu
     return stored, case.shape
 
 
-def _known_shape(ref_path: Path, case: str | None, progress: ProgressFactory) -> Shape | None:
-    """B, N, d from --case, or from an input file beside the reference; None when neither says."""
+def _known_shape(ref_path: Path, case: str | None) -> Shape | None:
+    """B, N, d from --case (the suite's manifest, or a file's header: nothing is generated for it), or from an
+    input file beside the reference; None when neither says."""
     if case is not None:
-        bench_input = resolve(case)
-        bench_input.prepare(progress)
-        return bench_input.shape
+        return resolve(case).shape
     sibling = ref_path.with_suffix(".in")
     return read_shape(sibling) if sibling.is_file() and sibling != ref_path else None
 
@@ -67,17 +66,19 @@ def verify(
     ref_text = str(ref)
     ref_path = Path(ref)
     if not ref_path.exists() and ref_text in suite.SUITE:
-        ref_path, shape = _suite_reference(ref_text, progress, notice)
+        shape = suite.SUITE[ref_text].shape  # the manifest's: everything checked before any file is made
         if case is not None:  # a --case must agree with the suite case REF names, never be ignored
-            given = _known_shape(ref_path, case, progress)
+            given = _known_shape(ref_path, case)
             if given != shape:
                 raise TestcaseError(f"{case}: its shape {given} is not that of the suite case {ref_text} ({shape}); "
                                     "drop --case, or give the matching one")
+        OutputFile(out, shape).close()  # a wrong size is said before the input and its reference are made
+        ref_path, _ = _suite_reference(ref_text, progress, notice)
     elif not ref_path.exists():
         raise TestcaseError(f"{ref_text}: no such file, and no suite case of that name")
     else:
         _check_if_a_suite_reference(ref_path)
-        shape = _known_shape(ref_path, case, progress)
+        shape = _known_shape(ref_path, case)
     with OutputFile(out, shape) as got, OutputFile(ref_path, shape) as want:
         if got.size != want.size:
             raise TestcaseError(f"{out}: {got.size * 4} bytes, but the reference {ref_text} has {want.size * 4}; "

@@ -10,3 +10,14 @@ Notice = Callable[[str], None]  # receives one-line notes for the user ("running
 
 def quiet(note: str) -> None:
     """The default Notice: say nothing."""
+
+
+def say_suite_writes(pending: int, folder: object, notice: Notice) -> None:
+    """Before a command generates suite cases (the course's thirty take about 8.6 GB), say how much it will
+    write and where, and how to write less; nothing when everything is there already."""
+    if pending:
+        scale, unit = next((scale, unit) for scale, unit in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1, "bytes"))
+                           if pending >= scale)
+        size = f"{pending / scale:.1f} GB" if unit == "GB" else f"{pending / scale:.0f} {unit}"
+        notice(f"the cases not generated yet take {size} (inputs and float64 references) in "
+               f"{folder}; --cases limits them (e.g. --cases t01-t10)")

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 from attnbench.analysis.class_history import HistoryRow, history, load_boards
 from attnbench.analysis.ranking import RANK_BY
-from attnbench.api.notices import Notice, quiet
+from attnbench.api.notices import Notice, quiet, say_suite_writes
 from attnbench.backends.kernel_records import unavailable as kernel_records_unavailable
 from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
 from attnbench.errors import AttnbenchError, UsageError
@@ -274,11 +274,7 @@ class JudgeOptions:
 
 def _say_pending(cases: str, notice: Notice) -> None:
     """All 30 course cases take about 8.6 GB: say so before writing any."""
-    pending = judge_writes(cases)
-    if pending:
-        size = f"{pending / 1e9:.1f} GB" if pending >= 1e9 else f"{pending / 1e6:.0f} MB"
-        notice(f"the cases not generated yet take {size} (inputs and float64 references) in "
-               f"{data_dir()}; --cases limits them (e.g. --cases t01-t10)")
+    say_suite_writes(judge_writes(cases), data_dir(), notice)
 
 
 def _say_no_kernels(options: JudgeOptions, notice: Notice) -> None:

@@ -24,6 +24,14 @@ from attnbench.kernels.variant import Variant
 def choose_variant(name: str | Variant | None, shape: Shape, notice: Notice = quiet, accuracy: str | None = None) -> Variant:
     """The named variant, or the fastest built-in that takes the shape on this machine at `accuracy`
     ("float32" unless "course" is asked for); refuses shapes the variant cannot take."""
+    if isinstance(name, str) and not name.strip():  # an unset variable: never silently the default instead
+        raise UsageError("--variant is empty: give a variant name (see `attnbench list`), or leave --variant out "
+                         "for the default")
+    if isinstance(name, str) and name.strip().startswith("exe:"):  # a whole program: not a kernel run writes
+        program = name.strip()[len("exe:"):]
+        raise UsageError(f"--variant {name}: a whole program is run by compare (attnbench compare --variants {name} "
+                         f"--cases CASE) or judged (attnbench judge {program or 'PROGRAM'}); run runs one kernel "
+                         "variant (see `attnbench list`)")
     if name is not None and accuracy is not None:
         raise UsageError("give a variant or an accuracy for the default, not both")
     if isinstance(name, Variant):
@@ -76,6 +84,9 @@ def run(
         refuse_suite_file(out)
     # The environment first (a suite case's shape is in the manifest): no GPU means no input written.
     chosen = choose_variant(variant, bench_input.shape, notice, accuracy)
+    if device != 0 and not chosen.kind.needs_gpu:  # a GPU asked for that this run would never touch
+        raise UsageError(f"--device {device}: the {chosen.name} variant runs on the host, not on a GPU; drop --device"
+                         + (" (no GPU variant can run here)" if variant is None else ""))
     gpu = open_gpu_for([chosen], device)
     with passes_reported(progress, bench_input.label):  # a long cpu pass shows its progress and expected time
         measurement = run_case(chosen, bench_input, gpu, timing.policy_for(chosen), out, check, (atol, rtol),

@@ -39,7 +39,8 @@ class TimingOptions:
                                      target_noise=self.noise / 100))
         policy["host_variants"] = (f"host wall time per pass, no warm-up, every pass on a fresh input and checked; "
                                    f"until the noise is under {100 * max(self.noise / 100, CPU_TARGET_NOISE):g}% "
-                                   f"(at least 6 passes) or for at most {self.timeout or CPU_SAMPLING_BUDGET_S:g} s "
-                                   "(--timeout), or --reps passes")
+                                   f"after 6 passes or more, or before a pass that would not fit in "
+                                   f"{self.timeout or CPU_SAMPLING_BUDGET_S:g} s (--timeout: a pass over a sixth of it "
+                                   "gives fewer than 6, and an unknown noise), or --reps passes")
         policy["noise"] = "half-width of the median's 95% confidence interval, relative to the median"
         return policy

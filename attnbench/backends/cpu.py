@@ -69,9 +69,14 @@ def _blocked_group(testcase: Testcase, out: np.ndarray, b0: int, b1: int, block_
     """Items b0..b1 of the testcase, all their query rows at once, K/V column tile by tile."""
     N, d = testcase.shape.N, testcase.shape.d
     q, k, v = testcase.q[b0:b1], testcase.k[b0:b1], testcase.v[b0:b1]
-    row_max = np.full((b1 - b0, N, 1), -np.inf, dtype=np.float32)
-    row_sum = np.zeros((b1 - b0, N, 1), dtype=np.float32)
-    acc = np.zeros((b1 - b0, N, d), dtype=np.float32)
+    # Finite inputs near 3e38 overflow float32 (a score of inf, then inf - inf = NaN; a sum of values of inf):
+    # such a group is computed in float64 and rounded at the end. The course's inputs never come near.
+    dtype = np.float64 if _beyond_float32(q, k, v, N, d) else np.float32
+    if dtype is np.float64:
+        q, k, v, scale = q.astype(dtype), k.astype(dtype), v.astype(dtype), float(scale)
+    row_max = np.full((b1 - b0, N, 1), -np.inf, dtype=dtype)
+    row_sum = np.zeros((b1 - b0, N, 1), dtype=dtype)
+    acc = np.zeros((b1 - b0, N, d), dtype=dtype)
     for j0 in range(0, N, block_cols):
         j1 = min(N, j0 + block_cols)
         scores = np.matmul(q, np.swapaxes(k[:, j0:j1], 1, 2)) * scale
@@ -85,6 +90,16 @@ def _blocked_group(testcase: Testcase, out: np.ndarray, b0: int, b1: int, block_
         if advance is not None:
             advance(b1 - b0)
     out[b0:b1] = acc / row_sum
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _beyond_float32(q: np.ndarray, k: np.ndarray, v: np.ndarray, N: int, d: int) -> bool:
+    """Whether float32 could overflow on these values: a score is at most sqrt(d) |x|^2 (the scale is
+    1/sqrt(d)), a row's weighted sum at most N |v| (each weight at most 1). A NaN input compares False: NaN out."""
+    largest = max(float(np.abs(a).max(initial=0.0)) for a in (q, k, v))
+    return largest > min(np.sqrt(_FLOAT32_MAX / (2 * np.sqrt(d))), _FLOAT32_MAX / (2 * N))
 
 
 def row_digests(out: np.ndarray) -> np.ndarray:

@@ -121,17 +121,23 @@ def run_cell(
     ranges = _checked_range(first.value_range(), first.label)
     with first.execution(variant, gpu, policy.flush_l2) as execution:
         done = first.run(execution)
+        checked_at = time.perf_counter()
         result = check(done.output) if check is not None and done.output is not None else done.finite()
+        check_s = time.perf_counter() - checked_at
         if gate and result is not None and not result.passed:
             return VariantRun(done.output if keep_output else None, None, result)
+        sampled_at = time.perf_counter()
         stats, timed = _time(execution, variant, policy, first.shape, ranges, tolerance, timer, gpu)
+        sampling_s = time.perf_counter() - sampled_at
     output = done.output if keep_output else None
     if gate and not timed.passed:
         return VariantRun(output, None, result, timed)
     measurement = _measurement(variant, first.label, first.shape, execution, done.compute_s, stats,
                                hot=not policy.flush_l2 or timer is not None)
     _attach_timed(measurement, timed)
+    measurement.sampling_s = sampling_s
     if isinstance(result, VerifyReport):
+        measurement.check_s = check_s
         measurement.verification = result
         measurement.nonfinite = result.nan_count + result.inf_count
     elif isinstance(result, FiniteCheck):
@@ -161,29 +167,37 @@ def run_case(
     """`attnbench run`'s cell: `variant` on one case through the engine, `out` written if given, timed, and with
     `check` compared with the float64 reference within `tolerance` (atol, rtol; also every sample's check's).
     `gpu` is already open, so no input is written where no GPU can run it."""
+    started = time.perf_counter()
     bench_input.prepare(progress)
-    first, checker = _first_pass_for(variant, bench_input, out, check, tolerance, pipeline, progress, notice)
+    first, checker, reference_s = _first_pass_for(variant, bench_input, out, check, tolerance, pipeline, progress,
+                                                  notice)
     measurement = run_cell(variant, first, gpu, policy, checker, tolerance=tolerance).measurement
     assert measurement is not None  # an ungated cell is always measured
+    if measurement.check_s is not None:  # a streamed first pass has its reference made before it
+        measurement.check_s += reference_s
+    measurement.wall_s = time.perf_counter() - started
     return _input_checked(bench_input, measurement)
 
 
 def _first_pass_for(variant: Variant, bench_input: BenchInput, out: str | os.PathLike | None, check: bool,
                     tolerance: tuple[float, float], pipeline: bool, progress: ProgressFactory,
-                    notice: Callable[[str], None]) -> tuple[FirstPass, Check | None]:
+                    notice: Callable[[str], None]) -> tuple[FirstPass, Check | None, float]:
     """`run`'s first pass and its check. A GPU variant on an input on disk streams it (`StreamedFile`) unless
     `pipeline` is off or its plan is refused (the reason goes to `notice`); every other run reads the input
-    whole (`WholeInput`), then copies, computes, copies back and writes, one after another."""
+    whole (`WholeInput`), then copies, computes, copies back and writes, one after another. The float is the
+    time spent making the reference before the first pass (a streamed one's; 0 otherwise)."""
     plan = plan_for_input(bench_input, variant, keep_output=keeps_output(check, out)) if pipeline else None
     if plan is not None and plan.refusal is not None:
         notice(f"{plan.refusal}; running the unpipelined path")
     elif plan is not None:
         checker = None
+        started = time.perf_counter()
         if check:
             reference = _reference_before(bench_input, progress)
             checker = lambda output: compare_outputs(output, reference, *tolerance)  # noqa: E731
+        reference_s = time.perf_counter() - started
         streamed = StreamedFile(getattr(bench_input, "path"), plan, bench_input.label, bench_input.value_range(), out)
-        return streamed, checker
+        return streamed, checker, reference_s
     start = time.perf_counter()
     testcase = bench_input.load(progress)
     input_s = time.perf_counter() - start
@@ -192,7 +206,7 @@ def _first_pass_for(variant: Variant, bench_input: BenchInput, out: str | os.Pat
         return compare_outputs(output, bench_input.reference(testcase, progress), *tolerance)
 
     whole = WholeInput(testcase, bench_input.label, bench_input.value_range(testcase), input_s, out)
-    return whole, reference_check if check else None
+    return whole, reference_check if check else None, 0.0
 
 
 def _reference_before(bench_input: BenchInput, progress: ProgressFactory) -> Any:

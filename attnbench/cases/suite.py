@@ -165,13 +165,16 @@ SUITE_VERSION: int = int(_MANIFEST.get("version", 1))
 GROUPS = ("course", "known", "square", "largehead", "singlehead", "odd")
 
 
-def get_case(name: str) -> SuiteCase:
+def get_case(name: str, files_too: bool = True) -> SuiteCase:
+    """The suite case of that name; an unknown one is refused with the names close to it. `files_too`: the
+    command would also take a file of that name (run, compare), so the refusal says neither is there."""
     try:
         return SUITE[name]
     except KeyError:
         close = difflib.get_close_matches(name, [*SUITE, *GROUPS, "all", "known"], n=3, cutoff=0.6)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
-        raise UnknownName(f"{name!r} is neither a file nor a suite case{hint} (see `attnbench cases`)") from None
+        what = "neither a file nor a suite case" if files_too else "not a suite case"
+        raise UnknownName(f"{name!r} is {what}{hint} (see `attnbench cases`)") from None
 
 
 _RANGE = re.compile(r"([A-Za-z_]+)(\d+)-(?:([A-Za-z_]+))?(\d+)")
@@ -216,8 +219,11 @@ def cases_in(selector: str | Sequence[str]) -> list[SuiteCase]:
             group = [c for c in SUITE.values() if c.known]
         elif part in GROUPS:
             group = [c for c in SUITE.values() if c.group == part]
+        elif part not in SUITE and Path(part).exists():  # `gen good.in`: a file, where only the suite's cases go
+            raise UnknownName(f"{part}: a file, but this takes the suite's cases only (names, groups, ranges such as "
+                              "t01-t10; see `attnbench cases`); run, verify, compare and judge take an input file")
         else:
-            group = [get_case(part)]
+            group = [get_case(part, files_too=False)]
         chosen.extend(c for c in group if c not in chosen)
     return chosen
 

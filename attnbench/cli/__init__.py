@@ -94,6 +94,36 @@ def _closed_streams_go_nowhere() -> None:
             setattr(sys, name, open(fd, "w", closefd=False))
 
 
+def _empty(value: object) -> bool:
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return any(isinstance(v, str) and not v.strip() for v in values)
+
+
+def _refuse_repeated_or_empty(ctx: click.Context, name: str, command: click.Command, args: list[str]) -> None:
+    """An option that takes one value, given twice (`run --reps 5 --reps 50`, `judge --cases t01 --cases t02`), is
+    refused in one line, as `once` refuses --variant: click would keep the last silently. Flags and options that
+    take several values (`--sandbox-bind`) may repeat. An empty argument or path (`run "" o.bin`, an unset
+    variable) is refused too: as a path it is the current folder (`judge ""` judged it as a class)."""
+    probe = click.Context(command, info_name=name, parent=ctx, resilient_parsing=True)
+    try:
+        opts, _, order = command.make_parser(probe).parse_args(args=list(args))
+    except click.UsageError:
+        return  # the command's own parse says what is wrong
+    for param in command.params:
+        takes_a_path = isinstance(param, click.Argument) or isinstance(param.type, click.Path)
+        if takes_a_path and param.name in opts and _empty(opts[param.name]):
+            what = param.human_readable_name if isinstance(param, click.Argument) else max(param.opts, key=len)
+            raise click.UsageError(f'{what} is empty (""): give a name or a path', ctx=probe)
+    seen: dict[click.Option, int] = {}
+    for param in order:
+        if isinstance(param, click.Option) and not (param.multiple or param.count or param.is_flag):
+            seen[param] = seen.get(param, 0) + 1
+    for param, times in seen.items():
+        if times > 1:
+            long_name = max(param.opts, key=len)
+            raise click.UsageError(f"{long_name} given {times} times; give it once", ctx=probe)
+
+
 class AttnbenchGroup(click.Group):
     """Turns expected failures into one sentence and an exit code (`errors.classify`), never a traceback;
     usage errors into one line and a pointer to --help, instead of click's usage block."""
@@ -108,6 +138,12 @@ class AttnbenchGroup(click.Group):
             return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as exc:
             _usage_error(exc)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):  # type: ignore[no-untyped-def, override]
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None and name is not None and not ctx.resilient_parsing:
+            _refuse_repeated_or_empty(ctx, name, command, rest)
+        return name, command, rest
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         _ctrl_c_raises()

@@ -9,7 +9,7 @@ import click
 
 from attnbench.api import EXECUTOR_OPTIONS
 from attnbench.api import programs as api_programs
-from attnbench.cli.options import command_line, error_line, notice
+from attnbench.cli.options import command_line, complete_cases, error_line, notice
 from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
 from attnbench.output.export import save
 from attnbench.output.export.scoreboard_export import RowByRow
@@ -23,12 +23,12 @@ from attnbench.output.tables.scoreboard_table import (
     scoreboard_lines,
     scoreboard_model,
 )
-from attnbench.printable import printable
+from attnbench.printable import counted, printable
 
 
 @click.command()
 @click.argument("programs", nargs=-1)
-@click.option("--cases", "-c", "case_selector", default="course", show_default=True,
+@click.option("--cases", "-c", "case_selector", default="course", show_default=True, shell_complete=complete_cases,
               help="Suite names, groups, ranges (t01-t10) or input files, comma separated.")
 @click.option("--launcher", default=None,
               help='Words put before the program, e.g. "srun -p nvidia -N1 -n1 --gres=gpu:1".')
@@ -178,7 +178,7 @@ def _show_history(folder: str) -> None:
     if not past:
         console.print(f"{folder}: no saved scoreboard", highlight=False, markup=False)
         return
-    print_table(history_model(past, f"history of {len(past)} submissions in {folder}"))
+    print_table(history_model(past, f"history of {counted(len(past), 'submission')} in {folder}"))
 
 
 def _say_confinement(confinement: api_programs.Confinement) -> None:
@@ -223,7 +223,7 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
     if board.settings.get("confinement_warning"):
         err_console.print(f"warning: {board.settings['confinement_warning']}", highlight=False, markup=False,
                           soft_wrap=True)
-    print_table(scoreboard_model(board, f"scoreboard: {len(board.rows)} submissions, {len(board.cases)} cases"),
+    print_table(scoreboard_model(board, f"scoreboard: {counted(len(board.rows), 'submission')}, {counted(len(board.cases), 'case')}"),
                 err=as_json)
     for line in scoreboard_lines(board):
         out.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from attnbench import strict_json
 from attnbench.api import explain as api_explain
-from attnbench.cli.options import command_line, complete_cases, complete_variants, notice, once
+from attnbench.cli.options import command_line, complete_cases, complete_variants, error_line, notice, once
 from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
 from attnbench.output.export.profile_export import profile_stem, save_profile
 from attnbench.output.render.terminal import console, print_table, progress_bar
@@ -95,6 +96,7 @@ def info(variant_name: str, case: str | None, shape_text: str | None, arch: str,
     report = api_explain.info(variant_name, case, shape, arch, progress=progress_bar)
     if as_json:
         click.echo(strict_json.dumps(report.to_dict()))
+        _exit_if_misfit(report)
         return
     model = report.model
     print_table(info_table(f"{report.variant} on {report.case} ({report.shape}) — {model.arch}, modelled as "
@@ -103,6 +105,16 @@ def info(variant_name: str, case: str | None, shape_text: str | None, arch: str,
                   highlight=False)
     for note in report.notes:
         notice(note)
+    _exit_if_misfit(report)
+
+
+def _exit_if_misfit(report: api_explain.InfoReport) -> None:
+    """A kernel that cannot launch on the architecture asked about is a failure, said per kernel: exit 1."""
+    misfits = report.misfits()
+    for line in misfits:
+        error_line(line)
+    if misfits:
+        sys.exit(1)
 
 
 # -- ceilings ----------------------------------------------------------------------------------------

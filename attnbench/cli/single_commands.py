@@ -107,7 +107,7 @@ def run(case: str, out: str, variant_name: str | None, accuracy: str | None, dev
 
 @click.command()
 @click.argument("out", type=click.Path(dir_okay=False))
-@click.argument("ref")
+@click.argument("ref", shell_complete=complete_cases)
 @once("--case", help="Testcase (suite name or input file) that gives B, N, d.", shell_complete=complete_cases)
 @tolerance("--atol", api.COURSE_ATOL, "Absolute tolerance.")
 @tolerance("--rtol", 0.0, "Relative tolerance.")
@@ -157,7 +157,8 @@ def list_variants(resources: bool, head_dim: int, wide: bool, as_json: bool) -> 
         click.echo(strict_json.dumps({"arch": listing.arch if listing.figures else None, "variants": [
             listing_tables.variant_record(variant, listing.figures) for variant in listing.variants]}))
         return
-    print_table(listing_tables.variants_table(listing.variants, listing.figures, listing.arch), wide=wide or None)
+    print_table(listing_tables.variants_table(listing.variants, listing.figures, listing.arch, head_dim),
+                wide=wide or None)
 
 
 COMMANDS = (gen, cases, run, verify, list_variants)

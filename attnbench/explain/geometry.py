@@ -159,14 +159,34 @@ class KernelReport:
     def smem_per_block(self) -> int:
         return (self.static_smem or 0) + self.geometry.dynamic_smem
 
+    def misfit(self, model: GpuModel) -> str | None:
+        """Why not one block of this kernel fits on an SM of `model` (it cannot launch there); None when it fits."""
+        if self.occupancy.blocks_per_sm > 0:
+            return None
+        limits = self.occupancy.by_limit
+        if limits.get("shared memory") == 0:
+            static = f"static {self.static_smem:,} + " if self.static_smem else ""
+            return (f"{self.geometry.kernel}: {self.smem_per_block:,} bytes of shared memory per block ({static}dynamic "
+                    f"{self.geometry.dynamic_smem:,}), more than the {model.smem_per_block_optin:,} a block may have "
+                    f"on {model.arch}: it cannot launch there")
+        if limits.get("registers") == 0:
+            return (f"{self.geometry.kernel}: {self.registers} registers per thread, more than the "
+                    f"{model.max_registers_per_thread} of {model.arch}: it cannot launch there")
+        return (f"{self.geometry.kernel}: a block of {self.geometry.threads_per_block} threads does not fit on an SM of "
+                f"{model.arch} ({model.max_threads_per_sm} threads): it cannot launch there")
 
-def kernel_reports(variant: Variant, shape: Shape, model: GpuModel, resources: dict) -> list[KernelReport]:
-    """Geometry and theoretical occupancy per kernel; `resources` is ptxas's report (kernel -> KernelResources)."""
+
+def kernel_reports(variant: Variant, shape: Shape, model: GpuModel, resources: dict,
+                   static_only: bool = False) -> list[KernelReport]:
+    """Geometry and theoretical occupancy per kernel; `resources` is ptxas's report (kernel -> KernelResources).
+    `static_only`: the report is another architecture's, so only its static shared memory (the source's arrays)
+    holds here; its registers and spills are not this architecture's and are left unknown."""
     reports = []
     for geometry in launch_geometry(variant, shape):
         found = resources.get(geometry.kernel)
-        registers = found.registers if found else None
+        registers = found.registers if found and not static_only else None
+        spills = found.spills if found and not static_only else None
         static = found.static_smem if found else None
         occ = occupancy(model, geometry.threads_per_block, registers or 0, (static or 0) + geometry.dynamic_smem)
-        reports.append(KernelReport(geometry, registers, static, found.spills if found else None, occ))
+        reports.append(KernelReport(geometry, registers, static, spills, occ))
     return reports

@@ -59,6 +59,7 @@ from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's in
     course_limit,
     load_time_limits,
 )
+from attnbench.printable import counted
 from attnbench.results.course_grade import FULL_MARKS, GRADE_RULE, course_grade
 from attnbench.results.kernel_time import CUPTI_SOURCE, KernelRecording
 from attnbench.results.measurement import Measurement
@@ -290,7 +291,7 @@ class Judgement:
         return None if self.interrupted else course_grade({j.label: j.verdict for j in self.judged})
 
     def summary(self) -> str:
-        text = f"{self.passed} of {len(self.judged)} cases passed"
+        text = f"{self.passed} of {counted(len(self.judged), 'case')} passed"
         if self.grade is not None:
             text += f"; the course's grade {self.grade} of {FULL_MARKS} (max(0, 60 - 3k), k cases failed)"
         return text + " (interrupted: the rest were not run)" if self.interrupted else text

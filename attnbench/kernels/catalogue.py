@@ -13,7 +13,7 @@ from attnbench.cases.testcase import Shape
 from attnbench.errors import UnknownName, UsageError
 from attnbench.kernels.builtin_variants import REGISTRY
 from attnbench.kernels.default_rules import ACCURACIES, DEFAULT_RULES
-from attnbench.kernels.user import find_user_variant, user_variants
+from attnbench.kernels.user import find_launch_facts, find_user_variant, read_variant, user_variants
 from attnbench.kernels.variant import FLAVOUR_SEPARATOR, Variant
 
 
@@ -40,7 +40,7 @@ def get_variant(name: str) -> Variant:
     if separator and base and flavour:
         return get_variant(base).flavoured(flavour)
     if name in REGISTRY:
-        return REGISTRY[name]
+        return _builtin(name)
     found = find_user_variant(name)
     if found is not None:
         return found
@@ -48,6 +48,15 @@ def get_variant(name: str) -> Variant:
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
     hint = f"did you mean {' or '.join(close)}? " if close else ""
     raise UnknownName(f"no variant named {name!r}; {hint}known variants: {', '.join(known)}")
+
+
+def _builtin(name: str) -> Variant:
+    """A built-in variant, after the user's launch facts are checked not to declare one of that name: `list`
+    refuses such a file, and a run must not take the built-in while the file says otherwise."""
+    facts = find_launch_facts()
+    if facts is not None and name in facts.variants:
+        read_variant(facts, name)  # refuses it, naming the file and the table
+    return REGISTRY[name]
 
 
 def gpu_variants() -> list[Variant]:
@@ -62,15 +71,15 @@ def default_variant(shape: Shape, gpu_usable: bool, compute_capability: tuple[in
     if accuracy not in ACCURACIES:
         raise UsageError(f"no accuracy {accuracy!r}; one of {', '.join(ACCURACIES)}")
     if not gpu_usable:
-        return REGISTRY["cpu"]
+        return _builtin("cpu")
     asked = ("course", "float32") if accuracy == "course" else ("float32",)
     for rule in (rule for wanted in asked for rule in DEFAULT_RULES if rule.accuracy == wanted):
         variant = REGISTRY.get(rule.variant)
         if variant is None or not rule.applies(shape):
             continue
         if variant.refusal(shape) is None and variant.runs_on(compute_capability):
-            return variant
-    return REGISTRY["cpu"]
+            return _builtin(variant.name)
+    return _builtin("cpu")
 
 
 # The ladder of the reports, in the order the reports climb it (report 004 first, then the others);

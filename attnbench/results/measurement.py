@@ -40,6 +40,10 @@ class Measurement:
     floor: PhysicalFloor | None = None  # the least time a pass can take here; None when the device is not known
     timed_check: TimedCheck | None = None  # the check of the timed samples (fresh inputs, every output checked)
     unit: str | None = None  # what the variant runs on (ffma, tf32x3, wgmma3x, tensor, memory): its peak applies
+    sampling_s: float | None = None  # wall time of the timed passes after the first (warm-ups, samples, their checks)
+    check_s: float | None = None  # wall time of the check of the first pass: its float64 reference (made when not
+    # stored: seconds to minutes on the host) and the comparison
+    wall_s: float | None = None  # the whole cell as a command runs it: input made, compile, first pass, samples, check
 
     @property
     def impossible(self) -> bool:
@@ -130,6 +134,9 @@ class Measurement:
             "timed_check": self.timed_check.to_dict() if self.timed_check is not None else None,
             "unit": self.unit,
             "suspect": self.suspect_reason(),
+            "sampling_s": self.sampling_s,
+            "check_s": self.check_s,
+            "wall_s": self.wall_s,
         }
 
     @classmethod
@@ -156,6 +163,9 @@ class Measurement:
             floor=PhysicalFloor.from_dict(data["floor"]) if data.get("floor") else None,
             timed_check=TimedCheck.from_dict(data["timed_check"]) if data.get("timed_check") else None,
             unit=data.get("unit"),
+            sampling_s=data.get("sampling_s"),
+            check_s=data.get("check_s"),
+            wall_s=data.get("wall_s"),
         )
 
 

@@ -24,7 +24,16 @@ from attnbench.spread.cellgroups import CellPlan, GroupReport, node_input, repor
 from attnbench.spread.cellgroups import group_seconds as cells_seconds
 from attnbench.spread.devices import Device
 from attnbench.spread.executor import InProcess, Listener, Progress, quiet_listener
-from attnbench.spread.slurm import SlurmExecutor, SlurmOptions, load_record, read_outcome, result_file, save_record
+from attnbench.spread.slurm import (
+    SlurmExecutor,
+    SlurmOptions,
+    folders_to_make,
+    load_record,
+    read_outcome,
+    remove_unsubmitted,
+    result_file,
+    save_record,
+)
 from attnbench.spread.workers import CaseGroupWork, DeviceSummary, MatrixInterrupted
 
 RUN_FILE = "attnbench-run.pkl"
@@ -209,11 +218,16 @@ def execute(run: SlurmRun, listener: Listener | None = None,
     listener(Progress("start", None, None, (
         len(variants) * len(run.inputs),
         sum(cell_work(v, i) for i in run.inputs for v in variants if v.refusal(i.shape) is None))))
+    made = folders_to_make(run.folder) if not run.job_ids else []
     if not run.job_ids:
         run.save()
     executor = _executor(run)
     try:
         results = executor.run(_calls(run), _hearing(run, listener, notice))
+    except Exception:
+        if made and not any(run.job_ids):  # nothing went out: no jobs folder left to resume, no file behind
+            remove_unsubmitted(run.folder, made)
+        raise
     except KeyboardInterrupt:
         done = {j: read_outcome(run.folder, run.job_ids[j]) for j in range(len(run.groups))
                 if result_file(run.folder, run.job_ids[j]).exists()}

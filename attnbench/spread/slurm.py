@@ -56,6 +56,26 @@ def save_record(folder: Path, name: str, record: Any) -> None:
     temporary.replace(folder / name)
 
 
+def folders_to_make(folder: Path) -> list[Path]:
+    """The folders a record saved in `folder` would create (it and its missing parents), innermost first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def remove_unsubmitted(folder: Path, made: list[Path]) -> None:
+    """After a run none of whose jobs went out (sbatch refused them, no Slurm here), remove the jobs folder it
+    made and the parents made for it: nothing to resume is there, and --no-save promised no file."""
+    shutil.rmtree(folder, ignore_errors=True)
+    for parent in made[1:]:
+        try:
+            parent.rmdir()  # only while empty: anything else put there stays
+        except OSError:
+            break
+
+
 def load_record(folder: str | Path, name: str, kind: type, what: str) -> Any:
     """The record `name` of a jobs folder, of type `kind`, its folder set to where it is now; one line
     naming the folder (`what` says which kind of jobs folder) when it is not there or not one."""

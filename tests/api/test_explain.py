@@ -132,17 +132,44 @@ def test_info_refuses_a_launch_beyond_cudas_limits_in_one_sentence(tmp_path, mon
     assert len(lines) == 1 and said in lines[0], result.output
 
 
-def test_info_for_sm_61_without_an_nvcc_that_builds_it_gives_the_geometry_and_says_why_no_figures(monkeypatch):
-    monkeypatch.setattr(nvcc, "nvcc_path", lambda: "/usr/bin/nvcc")
-    nvcc.nvcc_architectures.cache_clear()
-    monkeypatch.setattr(nvcc, "nvcc_architectures", lambda: frozenset({"sm_80", "sm_90"}))
+@needs_nvcc
+def test_info_for_sm_61_without_an_nvcc_that_builds_it_counts_the_static_shared_memory_of_an_older_build(monkeypatch):
+    """`info --arch sm_61` showed 100% occupancy for bankfree, whose static shared memory alone allows 12.5%: CUDA 13
+    builds no sm_61, so its static arrays come from the oldest architecture this nvcc builds."""
     from attnbench.api import explain
 
-    monkeypatch.setattr(explain, "nvcc_architectures", lambda: frozenset({"sm_80", "sm_90"}))
-    monkeypatch.setattr(explain, "nvcc_path", lambda: "/usr/bin/nvcc")
+    monkeypatch.setattr(explain, "nvcc_architectures", lambda: frozenset({"sm_90", "sm_80"}))
+    result = CliRunner().invoke(main, ["info", "-v", "bankfree", "--arch", "sm_61", "--json"])
+    assert result.exit_code == 0, result.output
+    report = __import__("json").loads(result.stdout)
+    kernel = report["kernels"][0]
+    assert kernel["static_smem"] > 32 * 1024 and kernel["registers"] is None and kernel["spill_bytes"] is None
+    assert kernel["limiter"] == "shared memory" and kernel["occupancy"] <= 0.25
+    assert "static shared memory from its sm_80 build" in " ".join(" ".join(report["notes"]).split())
+
+
+def test_info_without_nvcc_says_static_shared_memory_is_unknown(monkeypatch):
+    from attnbench.api import explain
+
+    monkeypatch.setattr(explain, "nvcc_path", lambda: None)
     result = CliRunner().invoke(main, ["info", "-v", "qreg", "--arch", "sm_61", "--shape", "1,256,64"])
     assert result.exit_code == 0, result.output
-    assert "no longer builds for sm_61" in " ".join(result.output.split())
+    assert "static shared memory is unknown" in " ".join(result.output.split())
+
+
+def test_a_kernel_whose_shared_memory_does_not_fit_says_so_and_exits_1(monkeypatch):
+    """fa2simt asks 196 KB of shared memory per block at d = 64; a GTX 1080's block may have 48 KB: it cannot
+    launch there, which info said only as '0 (does not fit)' and exit 0."""
+    from attnbench.api import explain
+
+    monkeypatch.setattr(explain, "nvcc_path", lambda: None)
+    for extra in ([], ["--json"]):
+        result = CliRunner().invoke(main, ["info", "-v", "fa2simt", "--arch", "sm_61", "--shape", "1,4096,64", *extra])
+        assert result.exit_code == 1, result.output
+        said = " ".join(result.stderr.split())
+        assert "error: flash_fa2simt: 200,704 bytes of shared memory per block" in said
+        assert "more than the 49,152 a block may have on sm_61" in said
+    assert CliRunner().invoke(main, ["info", "-v", "fa2simt", "--arch", "sm_90", "--shape", "1,4096,64"]).exit_code == 0
 
 
 def test_info_refuses_case_and_shape_together():

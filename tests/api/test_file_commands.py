@@ -27,3 +27,25 @@ def test_a_large_gen_says_how_much_it_writes_and_refuses_what_the_disk_cannot_ho
     monkeypatch.setattr(shutil, "disk_usage", lambda path: Usage(10, 10, 1 << 40))
     api.generate(["odd_17x1"], force=True, notice=said.append)
     assert said and said[0].startswith("writing 0.0 GB (1 case(s): inputs and float64 references) to ")
+
+
+def test_verify_against_a_suite_case_checks_the_output_size_before_making_anything(tmp_path):
+    """`verify small.bin t22` wrote t22's 1 GB input and computed its reference before saying the size was wrong:
+    the manifest knows the shape, so the size is checked first and nothing is generated."""
+    import pytest
+
+    from attnbench import api
+    from attnbench.cases import suite
+    from attnbench.errors import TestcaseError
+
+    case = suite.get_case("t22")
+    for path in (suite.input_path(case), suite.reference_path(case)):
+        path.unlink(missing_ok=True)
+    small = tmp_path / "small.bin"
+    small.write_bytes(b"\0" * 16)
+    with pytest.raises(TestcaseError, match=r"small.bin: an output for .* should be"):
+        api.verify(small, "t22", progress=lambda *a: pytest.fail("nothing may be generated"))
+    assert not suite.input_path(case).exists() and not suite.reference_path(case).exists()
+    with pytest.raises(TestcaseError, match="small.bin: an output for"):  # --case gives a shape without generating
+        api.verify(small, small, case="t22")
+    assert not suite.input_path(case).exists()

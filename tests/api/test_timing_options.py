@@ -23,3 +23,20 @@ def test_the_saved_record_is_the_gpu_policy_with_the_host_rule_in_words():
     record = TimingOptions(reps=7).record()
     assert record["reps"] == 7 and record["warmup"] == 2 and record["flush_l2"] is True
     assert "no warm-up" in record["host_variants"] and "--reps" in record["host_variants"]
+
+
+def test_the_host_rule_in_words_promises_no_six_passes_the_budget_does_not_give():
+    """"at least 6 passes" of the cpu variant were 1-2 on t11: the 2 s budget stops first. The words say so, and
+    the sampler does what they say."""
+    from attnbench.bench.sampler import measure
+
+    words = TimingOptions().record()["host_variants"]
+    assert "at least 6 passes" not in words and "fewer than 6" in words
+    now = [0.0]
+
+    def slow_pass() -> float:  # a pass of 0.7 s, as t11's take on a CPU (a third of them)
+        now[0] += 0.7
+        return 700.0
+
+    stats = measure(slow_pass, TimingOptions().policy_for(get_variant("cpu")), clock=lambda: now[0])
+    assert stats.count < 6 and any("fewer than 6 samples" in w.sentence() for w in stats.warnings)

@@ -4,6 +4,7 @@ import pytest
 from attnbench.backends.cpu import flash_attention_cpu
 from attnbench.bench.verify import compare_outputs
 from attnbench.cases.reference import reference_output
+from attnbench.cases.testcase import Testcase
 from tests.conftest import random_testcase
 from tests.large_scores import (
     FLOAT32_EXP_LIMIT,
@@ -100,3 +101,27 @@ def test_a_compare_shows_its_long_cpu_passes_through_its_progress(monkeypatch):
     with Recording("compare") as listener:
         attnbench.compare("cpu", "odd_17x48", timing=attnbench.TimingOptions(reps=1), listener=listener)
     assert any(d.startswith("cpu pass 1 on ") for d in shown), shown
+
+
+@pytest.mark.parametrize("make", [
+    lambda rng: rng.uniform(-3e38, 3e38, size=(2, 3, 70, 4)),  # scores beyond float32: inf - inf was NaN
+    lambda rng: np.full((1, 3, 100, 8), 3e38),  # every weight 1: a row's sum of values beyond float32
+])
+def test_finite_inputs_near_the_float32_limit_give_the_finite_answer(make, rng):
+    from attnbench.cases.reference import reference_output
+
+    testcase = Testcase(make(rng).astype(np.float32))
+    out, want = flash_attention_cpu(testcase), reference_output(testcase)
+    assert np.isfinite(want).all() and np.isfinite(out).all()
+    assert np.allclose(out, want, rtol=1e-6, atol=0)
+
+
+def test_only_values_that_could_overflow_float32_leave_the_course_algorithms_float32(rng):
+    """The float64 fallback is for extreme inputs only: the course's range stays the float32 algorithm."""
+    from attnbench.backends import cpu
+
+    testcase = random_testcase(2, 40, 8, rng)
+    assert not cpu._beyond_float32(testcase.q, testcase.k, testcase.v, 40, 8)
+    big = np.float32(1e19)  # a score of |q| |k| sqrt(d) beyond float32's 3.4e38
+    assert cpu._beyond_float32(testcase.q * big, testcase.k * big, testcase.v, 40, 8)
+    assert cpu._beyond_float32(testcase.q, testcase.k, testcase.v * np.float32(1e37), 40, 8)  # a sum of 40 of them

@@ -175,3 +175,34 @@ def test_a_kernel_that_shrinks_its_input_in_the_first_pass_still_gets_fresh_valu
     assert run.check.passed and run.measurement is None  # the first pass was right; the first sample is not
     failure = run.timed_check.failure
     assert failure.kind == "timed" and failure.sample == 1 and failure.errors.failing_row_count > 0
+
+
+def test_a_run_says_where_its_time_went_beyond_the_first_pass(tmp_path, monkeypatch):
+    """`run t11 --variant cpu --check` took 40 s while its table said "total 2.387 s": the total is the first pass
+    only, and the samples, the reference and the whole run are timed and shown beside it."""
+    import time
+
+    from attnbench.output.tables.run_tables import measurement_table
+
+    bench_input = SyntheticInput(Shape(2, 24, 8), seed=3)
+    slow_reference = bench_input.reference
+
+    def reference(testcase, progress=None):
+        time.sleep(0.3)  # a float64 reference that takes a while, as a large case's does on the host
+        return slow_reference(testcase)
+
+    monkeypatch.setattr(bench_input, "reference", reference)
+    m = run_case(get_variant("cpu"), bench_input, None, TimingPolicy(warmup=0, reps=2, flush_l2=False),
+                 tmp_path / "out.bin", check=True)
+    assert m.check_s >= 0.3 and m.sampling_s > 0 and m.total_s < 0.3
+    assert m.wall_s >= m.total_s + m.sampling_s + m.check_s
+    rows = {row[0].text: (row[1].text, row[2].text) for row in measurement_table(m).rows}
+    assert rows["total"][1].startswith("first pass")
+    assert float(rows["reference"][0].split()[0]) >= 0.3 and float(rows["whole run"][0].split()[0]) >= 0.3
+    assert m.to_dict()["wall_s"] == m.wall_s
+
+
+def test_a_run_without_check_has_no_reference_time(tmp_path):
+    m = run_case(get_variant("cpu"), SyntheticInput(Shape(1, 8, 4), seed=1), None,
+                 TimingPolicy(warmup=0, reps=1, flush_l2=False), tmp_path / "out.bin")
+    assert m.check_s is None and m.wall_s is not None

@@ -83,6 +83,19 @@ def test_unknown_names_and_refused_shapes(cli, tmp_path):
     assert result.exit_code == 2 and "no variant named 'warp9'" in result.output
 
 
+def test_gen_and_cases_given_a_file_say_they_take_suite_cases(cli, tmp_path, monkeypatch):
+    """`gen good.in` said "'good.in' is neither a file nor a suite case", of a file that was there."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "good.in").write_bytes(b"\0" * 12)
+    for command in ("gen", "cases"):
+        result = cli(command, "good.in")
+        said = " ".join(result.output.split())
+        assert result.exit_code == 2 and "good.in: a file, but this takes the suite's cases only" in said, said
+        assert "run, verify, compare and judge take an input file" in said
+        result = cli(command, "nosuch")
+        assert result.exit_code == 2 and "is not a suite case" in result.output and "a file" not in result.output
+
+
 def test_bankfree_refuses_other_head_dims_in_one_line(cli, tmp_path):
     result = cli("run", "odd_17x48", str(tmp_path / "o"), "--variant", "bankfree")
     assert result.exit_code == 2

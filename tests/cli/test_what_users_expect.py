@@ -67,11 +67,42 @@ def test_dash_capital_v_is_the_version():
     (["compare", "-v", "cpu", "-c", "odd_17x1", "-c", "odd_17x48", "--no-save"], "--cases given 2 times"),
     (["verify", "o.bin", "t02", "--case", "t02", "--case", "t03"], "--case given 2 times"),
     (["info", "-v", "qreg", "--case", "t02", "--shape", "1,2,3"], "--case and --shape"),
+    # every option that takes one value, not only those written with `once` (the last one counted, silently)
+    (["run", "odd_17x1", "o.bin", "--variant", "cpu", "--reps", "5", "--reps=50"], "--reps given 2 times"),
+    (["judge", "./hw4", "--cases", "t01", "-c", "t02"], "--cases given 2 times"),
+    (["judge", "./hw4", "--results-dir", "a", "--results-dir", "b"], "--results-dir given 2 times"),
+    (["compare", "-v", "cpu", "-c", "odd_17x1", "--results-dir", "a", "--results-dir", "b"], "--results-dir given 2"),
+    (["sweep", "N", "-v", "cpu", "--values", "8", "--values", "16", "--no-save"], "--values given 2 times"),
+    (["run", "odd_17x1", "o.bin", "--variant", "cpu", "--device", "0", "--device", "1"], "--device given 2 times"),
 ])
 def test_conflicting_options_are_refused_not_resolved_silently(args, said, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = _invoke(*args)
     assert result.exit_code == 2 and said in result.output, result.output
+
+
+@pytest.mark.parametrize("args, said", [
+    (["run", "", "o.bin", "--variant", "cpu"], 'CASE is empty ("")'),  # was ".: is a directory"
+    (["judge", ""], 'PROGRAMS is empty ("")'),  # judged the current folder as a class
+    (["verify", "o.bin", ""], 'REF is empty ("")'),
+    (["compare", "-v", "cpu", "-c", "odd_17x1", "--results-dir", ""], '--results-dir is empty ("")'),
+    (["run", "odd_17x1", "o.bin", "--variant", ""], "--variant is empty"),  # ran the default instead
+    (["run", "odd_17x1", "o.bin", "--variant", "exe:./hw4"], "a whole program is run by compare"),
+    (["run", "odd_17x1", "o.bin", "--variant", "cpu", "--device", "7"], "--device 7: the cpu variant runs on the host"),
+    (["compare", "-v", "cpu", "-c", "odd_17x1", "--device", "3", "--no-save"], "--device 3: none of cpu runs on a GPU"),
+])
+def test_an_empty_word_a_program_or_a_device_where_none_applies_is_refused_not_taken(args, said, tmp_path,
+                                                                                     monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = _invoke(*args)
+    assert result.exit_code == 2 and said in " ".join(result.output.split()), result.output
+    assert not (tmp_path / "o.bin").exists()
+
+
+def test_flags_and_options_of_several_values_may_repeat(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = _invoke("run", "odd_17x1", "o.bin", "--variant", "cpu", "--reps", "1", "--hot", "--hot")
+    assert result.exit_code == 0, result.output
 
 
 def _complete(words):
@@ -86,3 +117,17 @@ def test_the_shell_completes_variant_and_case_names():
     assert "naive,bankfree" in _complete(["attnbench", "compare", "-v", "naive,bank"])
     assert {"t21", "t22"} <= set(_complete(["attnbench", "compare", "-c", "t2"]))
     assert "t01,course" in _complete(["attnbench", "compare", "-c", "t01,cour"])
+    assert {"t21", "t22"} <= set(_complete(["attnbench", "judge", "./hw4", "--cases", "t2"]))  # completed nothing
+    assert "t01,course" in _complete(["attnbench", "judge", "./hw4", "-c", "t01,cour"])
+    assert {"t21", "t22"} <= set(_complete(["attnbench", "verify", "out.bin", "t2"]))  # verify's REF: a suite case
+
+
+def test_launch_facts_naming_a_built_in_are_refused_by_run_as_by_list(tmp_path, monkeypatch):
+    """A [variants.cpu] table was refused by `list` and ignored by `run`, which ran the built-in cpu."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "attnbench.toml").write_text('[variants.cpu]\nsource = "mine.cu"\n')
+    for args in (["list", "--no-resources"], ["run", "odd_17x1", "o.bin", "--variant", "cpu"],
+                 ["run", "odd_17x1", "o.bin", "--variant", "cpu", "--reps", "1"]):
+        result = _invoke(*args)
+        assert result.exit_code == 2 and "variants.cpu: cpu is a built-in variant" in result.output, (args, result.output)
+    assert not (tmp_path / "o.bin").exists()

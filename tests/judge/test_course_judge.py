@@ -344,7 +344,7 @@ def test_judge_json_prints_the_saved_files_records_and_nothing_else(programs, tm
                                     "--results-dir", str(tmp_path / "one"), "--name", "r", "--json"])
     assert one.exit_code == 0, one.output
     assert json.loads(one.stdout) == json.loads((tmp_path / "one" / "r.json").read_text())
-    assert "1 of 1 cases passed" in one.stderr and "saved" in one.stderr
+    assert "1 of 1 case passed" in one.stderr and "saved" in one.stderr  # not "1 cases"
 
 
 def test_a_class_judged_with_json_prints_its_scoreboard_records(tmp_path):

@@ -73,6 +73,22 @@ def test_a_jobs_pytorch_versions_reach_the_merged_run():
     assert summary.torch_versions == versions and summary.facts() == {"name": "NVIDIA H200"}
 
 
+def test_a_compare_whose_jobs_never_went_out_leaves_no_jobs_folder(tmp_path, monkeypatch):
+    """A Slurm compare that sbatch refused left results/slurm/<stamp>/attnbench-run.pkl behind, --no-save or not:
+    nothing went out, so nothing is there to resume."""
+    def refused(*args, **kwargs):
+        raise slurm.SlurmUnavailable("sbatch refused the jobs: invalid partition specified: nosuch")
+
+    monkeypatch.setattr(slurm, "submit_array", refused)
+    (tmp_path / "mine").mkdir()  # the user's own folder: kept
+    results = tmp_path / "mine" / "results"
+    result = CliRunner().invoke(main, ["compare", "-v", "cpu", "-c", CASES, "--executor", "slurm", "--partition",
+                                       "nosuch", "--no-save", "--results-dir", str(results)])
+    assert result.exit_code == 3 and "sbatch refused the jobs" in result.output, result.output
+    assert not results.exists() and (tmp_path / "mine").is_dir()
+    assert not list(tmp_path.rglob("*.pkl"))
+
+
 def test_resume_refuses_a_folder_that_is_not_a_jobs_folder(tmp_path):
     result = CliRunner().invoke(main, ["compare", "--resume", str(tmp_path)])
     assert result.exit_code == 2 and "not an attnbench Slurm jobs folder" in result.output

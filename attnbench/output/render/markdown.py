@@ -18,7 +18,7 @@ from attnbench.output.tables.result_tables import (
     scoreboard_table,
 )
 from attnbench.output.tables.table_model import TableModel
-from attnbench.printable import printable
+from attnbench.printable import counted, printable
 from attnbench.results.resultset import ResultKind, ResultSet
 
 _MARKDOWN_ESCAPES = str.maketrans({"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "`": "\\`",
@@ -209,7 +209,7 @@ def judge_section(result: ResultSet, level: int = 2) -> str:
     passed = sum(cell.status == "ok" for cell in result.cells)
     grade = result.settings.grade
     graded = f"; the course's grade {grade} of 60 ({result.settings.grade_rule})" if grade is not None else ""
-    return (f"{render(scoreboard_table(result, 'Scoreboard'), level)}\n\n{passed} of {len(result.cells)} cases "
+    return (f"{render(scoreboard_table(result, 'Scoreboard'), level)}\n\n{passed} of {counted(len(result.cells), 'case')} "
             f"passed{graded}")
 
 

@@ -31,6 +31,21 @@ class ReportOutcome:
     notes: list[str] = field(default_factory=list)
 
 
+def _how_timed(results: list[ResultSet]) -> str:
+    """What the times are, for the runs this report holds: CUDA events only where a GPU timed kernels (a run with
+    no GPU timed host passes by the wall clock; a judge, whole programs)."""
+    kinds = []
+    if any(r.kind is not ResultKind.JUDGE and r.metadata.get("gpu") for r in results):
+        kinds.append("kernel times are medians of CUDA-event samples (the L2 cache flushed before each unless the run "
+                     "says otherwise)")
+    if any(r.kind is not ResultKind.JUDGE and not r.metadata.get("gpu") for r in results):
+        kinds.append("host variants' times (no GPU) are medians of the host's wall clock around each pass")
+    if any(r.kind is ResultKind.JUDGE for r in results):
+        kinds.append("judged programs are timed by the wall clock from launch to exit")
+    text = "; ".join(kinds) + ", each printed with its relative noise"
+    return text[0].upper() + text[1:]
+
+
 def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None, plots: bool = True,
                  same_within: float = DEFAULT_SAME_WITHIN) -> ReportOutcome:
     """Write the Markdown report to `out` and its plots beside it. The path is checked before any plot is
@@ -54,9 +69,8 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
     names = ", ".join(f"`{r.path.name if r.path else r.name}`" for r in results)
     parts = [
         "# attnbench report",
-        f"Made by `attnbench report` on {date} from {len(results)} result file(s): {names}. Kernel times are "
-        "medians of CUDA-event samples (the L2 cache flushed before each unless the run says otherwise), printed with "
-        "their relative noise; every output was checked against a float64 reference before it was timed, and a wrong "
+        f"Made by `attnbench report` on {date} from {len(results)} result file(s): {names}. {_how_timed(results)}; "
+        "every output was checked against a float64 reference before it was timed, and a wrong "
         "output has no time. Noise is the half-width of the median's 95% confidence interval; speedups carry both "
         "noises; SAME / FASTER / SLOWER are called only beyond both noises plus "
         f"{100 * same_within:g}% for run-to-run drift.",

@@ -61,19 +61,19 @@ def _cell(cell) -> str:
 
 def _narrowest(column: Column, cells: list[str]) -> int:
     """The narrowest a column may be: its longest word (header included); a right-aligned column holds
-    a number with its unit ("0.539 s"), kept whole like a name."""
+    a number with its unit ("0.539 s"), kept whole like a name, under a header kept whole ("spill B")."""
     measure = longest_line if column.right else longest_word
-    return max([longest_word(column.name)] + [measure(cell) for cell in cells])
+    return max([measure(column.name)] + [measure(cell) for cell in cells])
 
 
-def _widths(model: TableModel, framed: bool) -> list[int] | None:
-    """Widths that cut no word within the console's width; None when only a vertical layout fits."""
+def _widths(model: TableModel, framed: bool, width: int) -> list[int] | None:
+    """Widths that cut no word within `width`; None when only a vertical layout fits."""
     cells = [[row[i].text for row in model.rows] for i in range(len(model.columns))]
     words = [_narrowest(column, texts) for column, texts in zip(model.columns, cells)]
     lines = [max([longest_line(column.name)] + [longest_line(t) for t in texts])
              for column, texts in zip(model.columns, cells)]
     borders = 3 * len(words) + 1 if framed else 2 * len(words)  # padding of 1 each side, and the rules
-    return fit_widths(words, lines, console.width - borders)
+    return fit_widths(words, lines, width - borders)
 
 
 def _title(model: TableModel) -> str | None:
@@ -92,20 +92,28 @@ def _vertical(model: TableModel, framed: bool) -> Table:
     return table
 
 
-def render(model: TableModel, wide: bool = True) -> Table:
-    """A rich Table of the model; without `wide`, its wide columns are left out. Columns are never
-    narrower than their longest word; where the words do not fit side by side, the rows go vertical."""
-    if not wide:
-        model = model.without_wide()
-    # Piped output (a file, another program) gets plain columns, no box drawing.
-    framed = console.is_terminal
-    widths = _widths(model, framed)
+def render(model: TableModel, wide: bool | None = True, where: Console | None = None) -> Table:
+    """A rich Table of the model for `where` (the console). `wide` True: every column; False: without the wide
+    columns; None: the wide columns on a terminal of WIDE_FROM_COLUMNS or more, and, where the table would not
+    fit side by side, first the wide and then the optional columns left out. Columns are never narrower than
+    their longest word; where even the narrowest table does not fit, the rows go vertical."""
+    where = where or console
+    framed = where.is_terminal  # piped output (a file, another program) gets plain columns, no box drawing
+    if wide is None:
+        tries = [model] if where.width >= WIDE_FROM_COLUMNS else []
+        tries += [model.without_wide(), model.without_optional()]
+    else:
+        tries = [model if wide else model.without_wide()]
+    for chosen in tries:
+        widths = _widths(chosen, framed, where.width)
+        if widths is not None:
+            break
     if widths is None:
-        return _vertical(model, framed)
-    table = Table(title=_title(model), show_lines=model.row_lines and framed, box=box.HEAVY_HEAD if framed else None)
-    for column, width in zip(model.columns, widths):
+        return _vertical(tries[0], framed)
+    table = Table(title=_title(chosen), show_lines=chosen.row_lines and framed, box=box.HEAVY_HEAD if framed else None)
+    for column, width in zip(chosen.columns, widths):
         table.add_column(column.name, justify="right" if column.right else "left", overflow="fold", width=width)
-    for row in model.rows:
+    for row in chosen.rows:
         table.add_row(*(_cell(cell) for cell in row))
     return table
 
@@ -114,10 +122,10 @@ WIDE_FROM_COLUMNS = 120  # narrower terminals leave out the columns a table mark
 
 
 def print_table(model: TableModel, wide: bool | None = None, err: bool = False) -> None:
-    """Print a table; its wide columns only where the terminal is wide enough, unless `wide` says. With `err`
-    on standard error (a command whose standard output carries JSON)."""
+    """Print a table; its wide columns only where the terminal is wide enough and they fit, unless `wide` says
+    (see `render`). With `err` on standard error (a command whose standard output carries JSON)."""
     where = err_console if err else console
-    where.print(render(model, where.width >= WIDE_FROM_COLUMNS if wide is None else wide))
+    where.print(render(model, wide, where))
 
 
 def print_line(text: str, err: bool = False) -> None:

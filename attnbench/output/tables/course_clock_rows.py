@@ -27,7 +27,7 @@ def course_clock_rows(table: TableModel, c: CourseClock, compile_s: float) -> No
             "overlapped" if c.keep_s else "")
     table.add_row("output", format_s(c.write_s), f"writing the output file, {_rate(c.write_gbps)} (busy time){keep}")
     table.add_row("total", format_s(c.wall_s),
-                  f"wall time of the pipeline, setup {c.setup_s:.3f} s included (device buffers, pinned ring); "
+                  f"first pass: wall time of its pipeline, setup {c.setup_s:.3f} s included (device buffers, pinned ring); "
                   f"compile {compile_s:.3f} s not included")
     bound = c.busy(c.bound)
     share = f"; the wall is {c.wall_s / bound:.2f}x its busy time" if bound > 0 else ""

@@ -59,13 +59,17 @@ def variant_record(variant: Variant, figures: FiguresByVariant) -> dict:
                          "spill_bytes": k.spills} for name in launches if (k := kernels.get(name)) is not None]}
 
 
-def variants_table(variants: Iterable[Variant], figures: FiguresByVariant, arch: str) -> TableModel:
-    """`attnbench list`: the variants in ladder order, with ptxas figures where nvcc ran."""
-    title = "attnbench variants (ladder order)" + (f"; ptxas figures for {arch}" if figures else "")
-    cols = [Column("variant"), Column("arithmetic"), Column("accuracy", wide=True), Column("report", wide=True),
-            Column("technique", wide=True), Column("constraints", wide=True)]
+def variants_table(variants: Iterable[Variant], figures: FiguresByVariant, arch: str,
+                   head_dim: int | None = None) -> TableModel:
+    """`attnbench list`: the variants in ladder order, with ptxas figures where nvcc ran, compiled for `head_dim`
+    (said once in the title; a kernel compiled for another d says its own). Narrow enough for 80 columns side by
+    side: the arithmetic is the first column a narrow terminal goes without, the technique and constraints wide."""
+    figures_for = f"; ptxas figures for {arch}" + (f" at d = {head_dim}" if head_dim is not None else "")
+    title = "attnbench variants (ladder order)" + (figures_for if figures else "")
+    cols = [Column("variant"), Column("arithmetic", optional=True), Column("accuracy", wide=True),
+            Column("report", wide=True), Column("technique", wide=True), Column("constraints", wide=True)]
     if figures:
-        cols += [Column("kernel"), Column("d", right=True), Column("regs", right=True), Column("smem B", right=True),
+        cols += [Column("kernel"), Column("regs", right=True), Column("smem B", right=True),
                  Column("spill B", right=True)]
     table = TableModel(title, cols)
     for variant in variants:
@@ -77,8 +81,9 @@ def variants_table(variants: Iterable[Variant], figures: FiguresByVariant, arch:
             launches = {launch.kernel: launch for launch in (variant.launches_for(shape) if shape else variant.launches)}
             ordered = [kernels[name] for name in launches if name in kernels]
             smem = [k.static_smem + (launches[k.kernel].smem(shape) if shape else 0) for k in ordered]  # type: ignore[arg-type]
-            d = getattr(shape, "d", "")
-            row += ["\n".join(k.kernel for k in ordered) or "-", "\n".join(str(d) for _ in ordered) or "-",
+            d = getattr(shape, "d", None)
+            other_d = f" (d = {d})" if d is not None and head_dim is not None and d != head_dim else ""
+            row += ["\n".join(k.kernel + other_d for k in ordered) or "-",
                     "\n".join(str(k.registers) for k in ordered) or "-",
                     "\n".join(map(str, smem)) or "-",
                     "\n".join(str(k.spills) for k in ordered) or "-"]

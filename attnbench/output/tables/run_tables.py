@@ -21,12 +21,15 @@ def measurement_table(m: Measurement) -> TableModel:
     on_host = m.peak_flops is None
     if m.clock is not None:
         course_clock_rows(table, m.clock, m.compile_s)
+        _beyond_the_first_pass(table, m)
     else:
         table.add_row("input", format_s(m.input_s), "reading the testcase file")
         compute_note = "the host computation" if on_host else "device allocation + host-to-device + kernels + device-to-host"
         table.add_row("compute", format_s(m.compute_s), compute_note)
         table.add_row("output", format_s(m.output_s), "writing the output file")
-        table.add_row("total", format_s(m.total_s), f"compile {m.compile_s:.3f} s not included")
+        table.add_row("total", format_s(m.total_s), f"first pass: input + compute + output (compile "
+                      f"{m.compile_s:.3f} s not included)")
+    _beyond_the_first_pass(table, m)
     timed = "pass" if on_host else "kernel"
     if m.timed_check is None or m.timed_check.passed:
         table.add_row(f"{timed} median", format_ms(k.median), f"{k.count} sample{'s' if k.count != 1 else ''}")
@@ -58,6 +61,18 @@ def measurement_table(m: Measurement) -> TableModel:
         verdict = Text("PASS", GOOD) if v.passed else Text("FAIL", BAD)
         table.add_row("check", verdict, f"{v.rule()}; max abs {v.max_abs_error:.3g}, relL2 {v.rel_l2_error:.3g}")
     return table
+
+
+def _beyond_the_first_pass(table: TableModel, m: Measurement) -> None:
+    """Where the rest of a run's time went: the samples, the check (its float64 reference can take minutes on the
+    host) and the whole cell, so "total" is never read as what the command took."""
+    if m.sampling_s is not None:
+        table.add_row("samples", format_s(m.sampling_s), "warm-ups and timed passes after the first")
+    if m.check_s is not None:
+        table.add_row("reference", format_s(m.check_s), "the check: float64 reference (made unless stored), compare")
+    if m.wall_s is not None:
+        table.add_row("whole run", format_s(m.wall_s),
+                      "input made if missing, compile, first pass, samples, check")
 
 
 def verify_table(report: VerifyReport, title: str) -> TableModel:

@@ -8,6 +8,7 @@ may carry a tone ("good", "bad", "dim") that a renderer may show as a colour and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 GOOD, BAD, DIM = "good", "bad", "dim"
 
@@ -32,6 +33,7 @@ class Column:
     name: str
     right: bool = False  # numbers align right
     wide: bool = False  # dropped where the terminal is narrow and the user did not ask for --wide
+    optional: bool = False  # dropped too, after the wide ones, where the table would not fit side by side with it
 
 
 @dataclass
@@ -50,7 +52,14 @@ class TableModel:
 
     def without_wide(self) -> "TableModel":
         """The same table without its `wide` columns."""
-        keep = [i for i, c in enumerate(self.columns) if not c.wide]
+        return self._keeping(lambda column: not column.wide)
+
+    def without_optional(self) -> "TableModel":
+        """The same table without its `wide` and `optional` columns: the narrowest it can be drawn side by side."""
+        return self._keeping(lambda column: not column.wide and not column.optional)
+
+    def _keeping(self, wanted: "Callable[[Column], bool]") -> "TableModel":
+        keep = [i for i, c in enumerate(self.columns) if wanted(c)]
         return TableModel(self.title, [self.columns[i] for i in keep], [[r[i] for i in keep] for r in self.rows],
                           self.row_lines)
 

@@ -57,3 +57,14 @@ def test_report_command(tmp_path, no_matplotlib):
     assert out.exists() and "## The ladder" in out.read_text()
     result = CliRunner().invoke(main, ["report", str(tmp_path / "nothing.json")], catch_exceptions=False)
     assert result.exit_code == 2 and "no such results file" in " ".join(result.output.split())
+
+
+def test_a_cpu_only_report_speaks_of_the_host_clock_not_of_cuda_events(tmp_path, no_matplotlib):
+    """A report of runs with no GPU said its times were "medians of CUDA-event samples"."""
+    r = result_set({"cpu": {"t10": 2.0}}, {"t10": COURSE_SHAPES["t10"]})
+    r.metadata["gpu"] = None
+    path = save(r, tmp_path, "cpu_only")[0]
+    text = write_report([results.load(path)], tmp_path / "r.md").path.read_text()
+    assert "CUDA-event" not in text and "host's wall clock around each pass" in text
+    gpu_run = save(result_set({"naive": {"t10": 2.0}}, {"t10": COURSE_SHAPES["t10"]}), tmp_path, "gpu")[0]
+    assert "CUDA-event samples" in write_report([results.load(gpu_run)], tmp_path / "g.md").path.read_text()

@@ -42,9 +42,16 @@ def _text_streams_never_fail() -> None:
 
 def _ctrl_c_raises() -> None:
     """Hand Ctrl-C back to Python (`python -m attnbench` answered it with an exit while importing), so a
-    command's own handling runs: partial results saved, no half-written file left."""
+    command's own handling runs: partial results saved, no half-written file left. SIGTERM (a `timeout`, a
+    Slurm job's end, a TA's kill) is handled as Ctrl-C is: by default it ended the process at once, and a
+    class's fresh inputs (6 GB for the course) and folders stayed in the temporary folder."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _terminated)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _visible_options(command: click.Command) -> set[str]:

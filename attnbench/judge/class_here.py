@@ -34,6 +34,7 @@ from attnbench.judge.classroom import (
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
 from attnbench.judge.submissions import Submission
+from attnbench.printable import counted
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.executor import InProcess, Listener, Progress, quiet_listener
@@ -133,20 +134,21 @@ def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput],
     try:
         first = settings.first_inputs(inputs)
         record_seeds(board, "first", first)
-        clock.begin("inputs and references", len(first), f"{len(first)} cases, "
+        clock.begin("inputs and references", len(first), f"{counted(len(first), 'case')}, "
                     + ("drawn fresh" if settings.fresh_inputs else "the suite's"))
         for bench_input in first:
             cases.append(prepare_case(bench_input, progress))
             clock.step()
         # every build first, on every core, before the first timed run (class_builds says why not beside them)
         cores = sorted(affinity())
-        clock.begin("builds", len(submissions), f"{len(submissions)} submissions, "
+        clock.begin("builds", len(submissions), f"{counted(len(submissions), 'submission')}, "
                     f"{build_workers(cores, len(submissions))} at a time")
         builds = build_all(submissions, tmp / "builds", settings, cores, clock.step)
         built = sum(b.ok for b in builds)
         expected = expected_round([case.label for case in cases], built, settings.rerun_top)
         clock.expect([case.label for case in cases] * built + expected * (RERUN_RUNS - 1))
-        clock.begin("first runs", built * len(cases), f"{built} submissions x {len(cases)} cases, one at a time")
+        clock.begin("first runs", built * len(cases),
+                    f"{counted(built, 'submission')} x {counted(len(cases), 'case')}, one at a time")
         for one in builds:
             row, program = row_of(one, device, listen), one.program
             judge_row(row, program, cases, settings, listen, caches, clock)

@@ -50,6 +50,7 @@ from attnbench.judge.fresh_inputs import release
 from attnbench.judge.phases import phase
 from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.submissions import Submission
+from attnbench.printable import counted
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.room import SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
@@ -230,7 +231,7 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
         record_seeds(board, "first", first)
         # every build first, on every core (no timed run yet: class_builds says why not beside them); then the
         # parent keeps to its own cores
-        clock.begin("builds", len(submissions), f"{len(submissions)} submissions, "
+        clock.begin("builds", len(submissions), f"{counted(len(submissions), 'submission')}, "
                     f"{build_workers(sorted(original), len(submissions))} at a time")
         builds = build_all(submissions, tmp, settings, sorted(original), clock.step)
         _pin(parent_cores)
@@ -251,7 +252,7 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
         jobs = [(n, programs[n], b, cache_of(caches, n)) for b in first for n in programs]
         expected = expected_round([b.label for b in first], len(programs), settings.rerun_top)
         clock.expect([b.label for _, _, b, _ in jobs] + expected * (RERUN_RUNS - 1))
-        clock.begin("first runs", len(jobs), f"{len(programs)} submissions x {len(first)} cases, "
+        clock.begin("first runs", len(jobs), f"{counted(len(programs), 'submission')} x {counted(len(first), 'case')}, "
                     f"{len(devices)} at a time")
         with GpuPool(devices, work) as pool:
             with phase("runs"):  # the workers' runs, with their inputs and checks: what this process waits for

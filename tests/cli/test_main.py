@@ -60,3 +60,37 @@ def test_no_command_shows_the_help_as_help_not_as_one_error_line():
 def test_a_sample_count_that_would_run_forever_is_refused():
     result = CliRunner().invoke(main, ["run", "t02", "o.bin", "--reps", "99999999999999999999"], prog_name="attnbench")
     assert result.exit_code == 2 and "--reps" in result.output
+
+
+def test_a_sigterm_is_an_interruption_that_leaves_no_temporary_folder(tmp_path):
+    """A SIGTERM ended a class judge at once, leaving its fresh inputs (6 GB for the course) and folders behind."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import pytest
+
+    if shutil.which("cc") is None:
+        pytest.skip("needs cc")
+    from tests.judge.classes import CLASS_MODE, wrapping
+
+    (tmp_path / "class").mkdir()
+    for name in ("ann", "bob"):
+        (tmp_path / "class" / f"{name}.c").write_text(wrapping("", "sleep(20);"))
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    process = subprocess.Popen([sys.executable, "-m", "attnbench", "judge", str(tmp_path / "class"), "--cases",
+                                "odd_17x48", "--time-limits", "none", "--sandbox", CLASS_MODE, "--no-save"],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(p.name.startswith("attnbench-fresh-") for p in temp.iterdir()):
+        time.sleep(0.2)
+    time.sleep(1.5)  # a program is running now
+    process.send_signal(signal.SIGTERM)
+    output = process.communicate(timeout=60)[0].decode()
+    assert process.returncode == 130, output
+    assert not [p.name for p in temp.iterdir() if p.name.startswith("attnbench-")], output

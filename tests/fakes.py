@@ -114,3 +114,13 @@ def stand_in_collector(folder, monkeypatch):
     monkeypatch.setattr(kernel_records, "collector_library", lambda: library)
     monkeypatch.setattr(kernel_records, "find_cupti", lambda: (Path("/usr/include"), Path("/usr/lib")))
     return library
+
+
+class FakeClock:
+    """A monotonic clock a test moves by hand (`clock.now += 2`)."""
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

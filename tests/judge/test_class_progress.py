@@ -8,20 +8,13 @@ import pytest
 from attnbench.analysis.time_left import ClassProgress
 from attnbench.api import programs as api_programs
 from attnbench.judge.class_progress import ClassClock, expected_round
+from tests.fakes import FakeClock
 from tests.judge.classes import CASES, can_build, class_sandbox, make_class
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 50.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_a_phase_begins_then_each_job_says_the_time_left_from_the_jobs_so_far():
     heard: list = []
-    clock = FakeClock()
+    clock = FakeClock(50.0)
     progress = ClassClock(heard.append, clock)
     clock.now += 2  # two seconds of builds: no job yet, nothing to estimate from
     progress.expect(["t01", "t02"] * 2)

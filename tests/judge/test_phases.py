@@ -13,19 +13,12 @@ from attnbench.judge import phases
 from attnbench.output.tables.scoreboard_table import cost_line
 from attnbench.results.judge_cost import PHASES, REST
 from attnbench.results.scoreboard import Scoreboard
+from tests.fakes import FakeClock
 from tests.judge.classes import EXAMPLE, class_sandbox, wrapping
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_nested_phases_count_each_second_once_and_the_rest_makes_up_the_wall_time():
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     with phases.timing(clock) as timed:
         clock.now += 1  # nobody's phase: the rest
         with phases.phase("runs"):

@@ -184,6 +184,9 @@ def _entries(folder: Path) -> list[Path]:
     return [folder / name for name in names if not name.startswith(".")]
 
 
+_LOOK_ALIKE = str.maketrans({"1": "l", "i": "l", "|": "l", "0": "o"})  # after casefold: I is i
+
+
 def _distinct(found: list[Submission]) -> list[Submission]:
     """Every submission under a name of its own, decided by the names alone (never the class's end): one
     whose plain name clashes (bob/ and bob.c) is named by its whole file name; one that still clashes
@@ -192,7 +195,9 @@ def _distinct(found: list[Submission]) -> list[Submission]:
     def clashing(named: list[Submission]) -> set[str]:
         # names that read alike clash too: café in NFC and in NFD, or Zed beside zed
         # and names that differ in white space only ("honest " beside "honest": two rows printed alike)
-        looks = [" ".join(unicodedata.normalize("NFKC", s.name).casefold().split()) for s in named]
+        # and ASCII look-alikes (wiII beside will, b0b beside bob)
+        looks = [" ".join(unicodedata.normalize("NFKC", s.name).casefold().translate(_LOOK_ALIKE).split())
+                 for s in named]
         return {s.name for s, look in zip(named, looks) if looks.count(look) > 1}
 
     clash = clashing(found)
@@ -352,7 +357,8 @@ def _steps_run(attempts: _Attempts, submission: Submission, rules: BuildRules, h
         attempts.failed(step)
         step = step.appending(rules.arch)
         if attempts.run(step):
-            return replace(step, says=f"{step.says}: nvcc refused the Makefile's {refused}")
+            # the build's own output said so: a Makefile can print nvcc's words without running nvcc (red team)
+            return replace(step, says=f"{step.says}: its output said nvcc refused {refused}")
     if has_cuda and attempts.may_go_on:
         attempts.failed(step)
         step = course_example(f"{COURSE_EXECUTABLE}.cu", rules)

@@ -137,3 +137,11 @@ def test_names_that_differ_in_white_space_only_never_print_alike(tmp_path):
         (tmp_path / name / "hw4.cu").write_text("")
     names = [s.name for s in find_submissions([tmp_path])]
     assert len(names) == 2 and len({n.strip() for n in names}) == 2 and all("~" in n for n in names)
+
+
+def test_ascii_look_alike_names_never_print_alike(tmp_path):
+    """Red team: wiII.c (capital I) beside will.c got no hash: two rows that read alike in many fonts."""
+    for name in ("will.c", "wiII.c", "b0b.c", "bob.c"):
+        (tmp_path / name).write_text("")
+    names = [s.name for s in find_submissions([tmp_path])]
+    assert len(names) == 4 and all("~" in n for n in names)

@@ -65,29 +65,48 @@ def order(rows: list[SubmissionRow], by: str = "wall") -> list[SubmissionRow]:
     return ranked + unranked
 
 
+def _ranked(board: Scoreboard, by: str) -> list[tuple[SubmissionRow, int | None, bool]]:
+    """Every row in ranking order by `by`, with its rank (None: unranked) and tie flag; rows untouched."""
+    kinds = board.gpu_kinds
+    groups = [[row for row in board.rows if row.gpu == gpu] for gpu in kinds]
+    groups.append([row for row in board.rows if row.gpu not in kinds])  # never judged: unranked, last
+    ranked: list[tuple[SubmissionRow, int | None, bool]] = []
+    for group in (order(g, by) for g in groups):
+        positions: list[int | None] = []
+        leader: tuple[int, SubmissionRow] | None = None  # the fastest row of the current rank, and its rank
+        for position, row in enumerate(group, start=1):
+            if not (row.built and row.passed > 0):
+                positions.append(None)
+            elif leader is not None and _tied(leader[1], row, by):
+                positions.append(leader[0])
+            else:
+                positions.append(position)
+                leader = (position, row)
+        ranked += [(row, p, p is not None and positions.count(p) > 1) for row, p in zip(group, positions)]
+    return ranked
+
+
 def rank(board: Scoreboard) -> Scoreboard:
     """Set every row's rank and tie flag by the rule above (by the board's `rank_by`: wall clock unless it says
     kernel), per GPU kind; rows come back in ranking order."""
     by = board.settings.get("rank_by", "wall")
-    kinds = board.gpu_kinds
-    groups = [[row for row in board.rows if row.gpu == gpu] for gpu in kinds]
-    groups.append([row for row in board.rows if row.gpu not in kinds])  # never judged: unranked, last
-    ordered: list[SubmissionRow] = []
-    for group in (order(g, by) for g in groups):
-        leader: SubmissionRow | None = None  # the fastest row of the current rank
-        for position, row in enumerate(group, start=1):
-            row.tied = False
-            if not (row.built and row.passed > 0):
-                row.rank = None
-                continue
-            if leader is not None and leader.rank is not None and _tied(leader, row, by):
-                row.rank, row.tied, leader.tied = leader.rank, True, True
-            else:
-                row.rank, leader = position, row
-        ordered.extend(group)
-    board.rows = ordered
+    ranked = _ranked(board, by)
+    for row, position, tied in ranked:
+        row.rank, row.tied = position, tied
+    board.rows = [row for row, _, _ in ranked]
     board.settings["ranking"] = KERNEL_RANKING_RULE if by == "kernel" else RANKING_RULE
     return board
+
+
+def other_ranks(board: Scoreboard) -> tuple[str, dict[str, str]] | None:
+    """The ranking the board was not ranked by, shown beside it when kernel times were recorded: ("kernel",
+    {name: "2="}) for a board ranked by wall time, ("wall", ...) for one ranked by kernel time; None when the
+    board holds no kernel time."""
+    if not any(row.kernel_total_s is not None for row in board.rows):
+        return None
+    other = "wall" if board.settings.get("rank_by", "wall") == "kernel" else "kernel"
+    return other, {row.name: "-" if position is None else f"{position}=" if tied else str(position)
+                   for row, position, tied in _ranked(board, other)}
 
 
 def top_rows(board: Scoreboard, count: int) -> list[SubmissionRow]:

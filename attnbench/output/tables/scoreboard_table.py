@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attnbench.analysis.class_history import HistoryRow, RunOf
+from attnbench.analysis.ranking import other_ranks
 from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.printable import printable
 from attnbench.results.course_grade import GRADE_RULE
@@ -44,14 +45,17 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
     """The header and the rows every rendering shares."""
     grade = ["grade"] if board.graded else []
     kernels = has_kernel_times(board)
-    header = ["rank", "submission", "passed", *grade, "total (passed)", *board.cases,
+    other = other_ranks(board) if kernels else None  # both rankings side by side: the ranked one first
+    header = ["rank", *([f"{other[0]} rank"] if other else []), "submission", "passed", *grade, "total (passed)",
+              *board.cases,
               *([KERNEL_TOTAL] if kernels else []), "GPU", "note"]
     rows = []
     for row in board.rows:
         note = row.build_message if not row.built else (f"median of {row.reruns} runs" if row.reruns > 1 else "")
         if row.built and row.gpu_note:
             note = f"{note}; {row.gpu_note}" if note else row.gpu_note
-        rows.append([ScoreCell(_rank(row)), ScoreCell(row.name),
+        rows.append([ScoreCell(_rank(row)), *([ScoreCell(other[1].get(row.name, "-"))] if other else []),
+                     ScoreCell(row.name),
                      ScoreCell(f"{row.passed}/{len(board.cases)}", GOOD if row.passed == len(board.cases) else ""),
                      *[ScoreCell(str(board.grade(row))) for _ in grade],
                      ScoreCell(f"{row.total_s:.3f} s" if row.passed else "-"),
@@ -169,6 +173,9 @@ def kernel_lines(board: Scoreboard) -> list[str]:
         return []
     ranked = "kernel time" if board.settings.get("rank_by") == "kernel" else "wall time (the course's rule)"
     lines = [f"ranked by {ranked}; k: kernel time, {board.settings['kernel_time']}"]
+    other = other_ranks(board)
+    if other:
+        lines.append(f"{other[0]} rank: the rank the same rule gives by {other[0]} time instead, for comparison")
     notes = dict.fromkeys(e.kernel_note for r in board.rows for e in r.entries.values() if e.kernel_note)
     lines += [f"no kernel time: {note.removeprefix('no kernel time: ')}" for note in notes]
     return [printable(line) for line in lines]

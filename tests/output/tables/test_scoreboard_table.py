@@ -45,3 +45,29 @@ def test_only_rows_that_did_not_build_or_passed_nothing_get_a_reason_under_the_t
     lines = unranked_lines(Scoreboard(["t01"], [passing, wrong, broken], interrupted=True))
     assert lines == ["bad: unranked: it passed no case; first failed case t01: WRONG every element is 0",
                      "c: not judged: the build failed: cc (exit 1): x.c:1: error: y"]
+
+
+def test_with_kernel_times_both_rankings_show_side_by_side():
+    """Ranked by wall time, a 'kernel rank' column shows where kernel time would put each row (and the other
+    way round with --rank-by kernel); rows tied on one clock need not tie on the other."""
+    from attnbench.analysis.ranking import rank
+
+    def row(name, wall, kernel):
+        return SubmissionRow(name, f"/s/{name}", True, gpu="H200", entries={
+            "t01": CaseEntry("PASS", runs_s=[wall], kernel_runs_s=[kernel])})
+
+    rows = [row("slow_kernels", 0.400, 0.020), row("fast_kernels", 0.401, 0.001), row("mid", 0.500, 0.002)]
+    settings = {"kernel_time": "CUPTI records"}
+    by_wall = rank(Scoreboard(["t01"], rows, settings={**settings, "rank_by": "wall"}))
+    model = scoreboard_model(by_wall)
+    assert [c.name for c in model.columns][:3] == ["rank", "kernel rank", "submission"]
+    assert [[cell.text for cell in r[:3]] for r in model.rows] == [
+        ["1=", "3", "slow_kernels"], ["1=", "1", "fast_kernels"], ["3", "2", "mid"]]
+    assert any(line.startswith("kernel rank: ") for line in scoreboard_lines(by_wall))
+    by_kernel = rank(Scoreboard(["t01"], rows, settings={**settings, "rank_by": "kernel"}))
+    assert [[cell.text for cell in r[:3]] for r in scoreboard_model(by_kernel).rows] == [
+        ["1", "1=", "fast_kernels"], ["2", "3", "mid"], ["3", "1=", "slow_kernels"]]
+
+
+def test_without_kernel_times_there_is_one_ranking():
+    assert "kernel rank" not in [c.name for c in scoreboard_model(board()).columns]

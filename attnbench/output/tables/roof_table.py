@@ -3,6 +3,10 @@ resource bounds it, and the share of that roof each variant's median reached (`r
 
 from __future__ import annotations
 
+from typing import Callable, Sequence
+
+from attnbench.cases.testcase import Shape
+
 from attnbench.output.tables.result_tables import is_program_cell, status_text
 from attnbench.output.tables.table_model import DIM, Column, TableModel, Text
 from attnbench.results.resultset import Cell, ResultSet
@@ -37,21 +41,24 @@ def roof_table(result: ResultSet, card: CardPeaks | None = None) -> TableModel |
     card = card or result_card(result)
     if card is None:
         return None
-    variants = result.variant_names
+    inputs = [(c.label, c.shape) for c in (result.case(label) for label in result.case_labels) if c is not None]
+    return inputs_roof_table(card, inputs, result.variant_names, result.cell)
+
+
+def inputs_roof_table(card: CardPeaks, inputs: Sequence[tuple[str, Shape]], variants: Sequence[str] = (),
+                      cell_of: Callable[[str, str], Cell | None] = lambda variant, case: None) -> TableModel:
+    """Each input's work and roof on `card`, with one column per variant (`cell_of(variant, input)`) giving
+    the share of the roof its median reached."""
     table = TableModel(f"The roof of each cell on {card.label} ({card.peaks_text()})",
                        [Column("input"), Column("moved", right=True), Column("GFLOP", right=True),
                         Column("exponentials", right=True), Column(card.resource_label(MEMORY), right=True),
                         Column(card.resource_label(PRODUCTS), right=True), Column("exp", right=True),
                         Column("bound by"), *(Column(v, right=True) for v in variants)])
-    for label in result.case_labels:
-        case = result.case(label)
-        if case is None:
-            continue
-        B, N, d = case.shape.B, case.shape.N, case.shape.d
-        roof = roof_of(B, N, d, card)
+    for label, shape in inputs:
+        roof = roof_of(shape.B, shape.N, shape.d, card)
         times = roof.seconds_by_resource
         table.add_row(label, f"{roof.work.bytes / 1e6:,.1f} MB", f"{roof.work.flops / 1e9:,.4g}",
                       f"{roof.work.exponentials:.3g}", _us(times[MEMORY]), _us(times[PRODUCTS]),
                       _us(times[EXPONENTIALS]), card.resource_label(roof.bound),
-                      *(_reached(result.cell(v, label), roof) for v in variants))
+                      *(_reached(cell_of(v, label), roof) for v in variants))
     return table

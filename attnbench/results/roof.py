@@ -126,12 +126,16 @@ class Roof:
         """The fraction of the roof a pass of `median_s` seconds reached (1.0: at the roof)."""
         return self.seconds / median_s
 
+    def share_text(self, median_s: float) -> str:
+        """'55% (2.62 TB/s)': the share of the roof reached, and the bound resource's rate during the pass."""
+        work, unit = {MEMORY: (self.work.bytes, "TB/s"), PRODUCTS: (self.work.flops, "TFLOP/s"),
+                      EXPONENTIALS: (self.work.exponentials, "T exp/s")}[self.bound]
+        return f"{100 * self.reached(median_s):.0f}% ({work / median_s / 1e12:.3g} {unit})"
+
     def reached_text(self, median_s: float) -> str:
-        """'reached 55% of that roof (2.63 TB/s)': the bound resource's rate during the pass too."""
-        work = {MEMORY: (self.work.bytes, "TB/s"), PRODUCTS: (self.work.flops, "TFLOP/s"),
-                EXPONENTIALS: (self.work.exponentials, "T exp/s")}[self.bound]
-        return (f"reached {100 * self.reached(median_s):.0f}% of that roof "
-                f"({work[0] / median_s / 1e12:.3g} {work[1]})")
+        """'reached 55% of that roof (2.62 TB/s)'."""
+        share, rate = self.share_text(median_s).split(" ", 1)
+        return f"reached {share} of that roof {rate}"
 
 
 def roof_of(B: int, N: int, d: int, card: CardPeaks) -> Roof:

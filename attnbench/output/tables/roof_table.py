@@ -25,8 +25,7 @@ def _reached(cell: Cell | None, roof: Roof) -> Text:
     if status is not None:
         return status
     assert cell.measurement is not None
-    return Text(roof.reached_text(cell.measurement.kernel.median * 1e-3).removeprefix("reached ")
-                .replace(" of that roof", ""))
+    return Text(roof.share_text(cell.measurement.kernel.median * 1e-3))
 
 
 def result_card(result: ResultSet) -> CardPeaks | None:

@@ -47,6 +47,15 @@ class ShapeNotSupported(BadInput):
     """A variant was asked for a shape outside its constraints."""
 
 
+class OutOfPrecision(ShapeNotSupported):
+    """A variant's arithmetic cannot hold the check's tolerance on an input's value ranges: refused before any
+    launch. `refusal` is the record (`results.refusal.Refusal`) a compare's cell keeps."""
+
+    def __init__(self, refusal: object) -> None:
+        super().__init__(refusal.sentence())  # type: ignore[attr-defined]
+        self.refusal = refusal
+
+
 class UnknownName(BadInput):
     """An unknown variant, suite case or group name."""
 

@@ -1,5 +1,5 @@
 """The public API for explaining the numbers: hardware counters (profile), what a variant asks of
-the GPU without one (info), and the GPU's measured ceilings. The command line renders what these
+the GPU without one (info), the GPU's measured ceilings, and each cell's roof on a card (roofs). The command line renders what these
 return."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from attnbench.explain.ceiling_benchmarks import get_or_measure
 from attnbench.explain.geometry import GpuModel, KernelReport, gpu_model, kernel_reports, launch_geometry
 from attnbench.explain.metrics import PROFILABLE_FROM, Metric, metric_table, raw_metric
 from attnbench.explain.profile import VariantProfile, profile_variant, require_ncu
+from attnbench.printable import printable
 from attnbench.kernels.catalogue import all_variants, get_variant, with_flavours
 from attnbench.kernels.nvcc import (
     KernelResources,
@@ -28,6 +29,8 @@ from attnbench.kernels.nvcc import (
 from attnbench.kernels.variant import Variant, capability_of, launch_beyond_limits
 from attnbench.results.ceilings import CeilingSet, cached_for
 from attnbench.results.metadata import collect
+from attnbench.results.resultset import ResultSet, load
+from attnbench.results.roof import CardPeaks, card_named, cards
 
 
 def _shape_of(case: str) -> tuple[str, Shape]:
@@ -212,3 +215,40 @@ def variant_listing(head_dim: int = 64, resources: bool = True, progress: Progre
         with progress(f"ptxas figures for {arch} (compiled once, cached)", len(compiled)) as advance:
             figures = report_all(compiled, head_dim, arch, advance)
     return VariantListing(variants, figures, arch)
+
+
+@dataclass
+class RoofReport:
+    """The roof of each input on one card, and the saved run whose cells are set against it (or None)."""
+
+    card: CardPeaks
+    inputs: list[tuple[str, Shape]]
+    result: ResultSet | None = None
+
+
+def _card(name: str, where: str) -> CardPeaks:
+    card = card_named(name)
+    if card is None:
+        known = ", ".join(c.key for c in cards())
+        raise UsageError(f"{where}: no peaks for {printable(name)!r} in attnbench's card table; one of {known}")
+    return card
+
+
+def roofs(cases: Sequence[str] = (), gpu: str | None = None, saved: str | None = None) -> RoofReport:
+    """Each case's roof on the card `gpu` names (a key of `card_peaks.toml`, or a device name); with `saved`, a
+    saved compare's inputs (or those of `cases` it holds) and the share of the roof each of its cells reached,
+    on the card it was measured on unless `gpu` says another. No GPU needed."""
+    if saved is None:
+        if gpu is None or not cases:
+            raise UsageError("give the cases and --gpu (the card), or --saved RESULT.json")
+        return RoofReport(_card(gpu, "--gpu"), [_shape_of(case) for case in cases])
+    result = load(saved)
+    device = (result.metadata.get("gpu") or {}).get("name")
+    if gpu is None and not device:
+        raise UsageError(f"{saved}: it was measured on no GPU; give --gpu for the card to hold it to")
+    card = _card(gpu, "--gpu") if gpu is not None else _card(device, saved)
+    labels = list(cases) or result.case_labels
+    missing = [label for label in labels if result.case(label) is None]
+    if missing:
+        raise UsageError(f"{saved}: it holds no {', '.join(missing)}")
+    return RoofReport(card, [(label, result.case(label).shape) for label in labels], result)  # type: ignore[union-attr]

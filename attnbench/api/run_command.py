@@ -12,18 +12,21 @@ from attnbench.api.timing_options import TimingOptions
 from attnbench.backends.cpu import passes_reported
 from attnbench.bench.runner import run_case
 from attnbench.bench.verify import COURSE_ATOL
+from attnbench.cases.fresh_values import InputRange
 from attnbench.cases.inputs import FileInput, ProgressFactory, SuiteInput, no_progress, resolve, shadowed_by_suite
 from attnbench.cases.suite import refuse_suite_file
 from attnbench.cases.testcase import Shape
-from attnbench.errors import UsageError
+from attnbench.errors import OutOfPrecision, UsageError
 from attnbench.files import check_output_path
 from attnbench.kernels.catalogue import default_variant, get_variant
 from attnbench.kernels.variant import Variant
 
 
-def choose_variant(name: str | Variant | None, shape: Shape, notice: Notice = quiet, accuracy: str | None = None) -> Variant:
+def choose_variant(name: str | Variant | None, shape: Shape, notice: Notice = quiet, accuracy: str | None = None,
+                   ranges: InputRange | None = None, tolerance: tuple[float, float] = (COURSE_ATOL, 0.0)) -> Variant:
     """The named variant, or the fastest built-in that takes the shape on this machine at `accuracy`
-    ("float32" unless "course" is asked for); refuses shapes the variant cannot take."""
+    ("float32" unless "course" is asked for), passing over one whose arithmetic cannot hold `tolerance` on the
+    input's value `ranges` (when given); refuses shapes the variant cannot take."""
     if isinstance(name, str) and not name.strip():  # an unset variable: never silently the default instead
         raise UsageError("--variant is empty: give a variant name (see `attnbench list`), or leave --variant out "
                          "for the default")
@@ -44,7 +47,9 @@ def choose_variant(name: str | Variant | None, shape: Shape, notice: Notice = qu
         reason = gpu_probe()
         variant = default_variant(shape, gpu_usable=reason is None,
                                   compute_capability=device_capability() if reason is None else None,
-                                  accuracy=accuracy or "float32")
+                                  accuracy=accuracy or "float32", ranges=ranges, tolerance=tolerance,
+                                  refused=lambda refusal: notice(f"{refusal.requirement()} ({refusal.found()}): "
+                                                                 "the default passes over it"))
         if reason is not None:
             notice(f"{reason}; running the cpu variant")
     variant.require(shape)
@@ -83,7 +88,14 @@ def run(
         check_output_path(out, [bench_input.path] if isinstance(bench_input, (FileInput, SuiteInput)) else [])
         refuse_suite_file(out)
     # The environment first (a suite case's shape is in the manifest): no GPU means no input written.
-    chosen = choose_variant(variant, bench_input.shape, notice, accuracy)
+    # the course's accuracy passes over a variant whose arithmetic cannot hold the check on this input's values
+    ranges = bench_input.value_range() if variant is None and accuracy == "course" else None
+    chosen = choose_variant(variant, bench_input.shape, notice, accuracy, ranges, (atol, rtol))
+    if chosen.compute_unit.rounding is not None:  # refused before the GPU opens or a reference is made (the engine
+        # refuses it too, for every other command)
+        refused = chosen.precision_refusal(ranges or bench_input.value_range(), bench_input.shape, (atol, rtol))
+        if refused is not None:
+            raise OutOfPrecision(refused)
     if device != 0 and not chosen.kind.needs_gpu:  # a GPU asked for that this run would never touch
         raise UsageError(f"--device {device}: the {chosen.name} variant runs on the host, not on a GPU; drop --device"
                          + (" (no GPU variant can run here)" if variant is None else ""))

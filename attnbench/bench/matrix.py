@@ -23,7 +23,7 @@ from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases.fresh_values import InputRange
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.cases.testcase import Shape
-from attnbench.errors import AttnbenchError, InputNotFinite
+from attnbench.errors import AttnbenchError, InputNotFinite, OutOfPrecision
 from attnbench.kernels.nvcc import variant_info
 from attnbench.kernels.variant import Variant
 from attnbench.results.metadata import collect
@@ -182,6 +182,8 @@ def measure_cell(variant: Variant, label: str, testcase: Any, reference: np.ndar
                        timer=settings.timer, tolerance=settings.tolerance)
     except InputNotFinite:
         raise  # the input's fault, not this variant's: the run stops with it (exit 2)
+    except OutOfPrecision as exc:  # refused before any launch, as a shape it cannot take is
+        return Cell.refused(label, exc.refusal)
     except AttnbenchError as exc:
         return Cell(variant.name, label, ERROR, str(exc), extra=extra)
     except Exception as exc:  # a driver error that escaped the runner's wrapping

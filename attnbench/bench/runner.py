@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -28,9 +28,11 @@ from attnbench.cases import suite
 from attnbench.cases.fresh_values import InputRange
 from attnbench.cases.inputs import BenchInput, ProgressFactory, SuiteInput, no_progress
 from attnbench.cases.testcase import OutputFile, Shape
+from attnbench.errors import OutOfPrecision
 from attnbench.kernels.variant import Variant
 from attnbench.results.measurement import Measurement
 from attnbench.results.stats import KernelStats
+from attnbench.results.precision_envelope import error_bound
 from attnbench.results.timed_check import TimedCheck
 from attnbench.results.verification import VerifyReport
 
@@ -72,6 +74,17 @@ def _time(execution: Execution, variant: Variant, policy: TimingPolicy, shape: S
     stats, check = sample_fresh(execution, shape, ranges, policy, tolerance, device_clock=not on_host,
                                 on_sample=recorder, timer=timer)
     return (stats if timer is not None else recorder.attach(stats)), check
+
+
+def _rounding_explained(timed: TimedCheck, variant: Variant, ranges: InputRange, shape: Shape) -> TimedCheck:
+    """A failed sample whose output is finite and off by no more than its variant's roundings can do on these
+    ranges (`precision_envelope`) is a precision failure, said so, not a launch that did not compute."""
+    rounding = variant.compute_unit.rounding
+    failure = timed.failure
+    if rounding is None or failure is None or failure.errors.nonfinite or failure.errors.worst is None:
+        return timed
+    bound = error_bound(rounding, ranges, shape.N, shape.d)
+    return replace(timed, precision=bound.explanation()) if bound.explains(failure.errors.worst.error) else timed
 
 
 def _measurement(variant: Variant, case_label: str, shape: Shape, execution: Execution, compute_s: float,
@@ -116,9 +129,13 @@ def run_cell(
     `check` sees the first pass's output (without one, or where the output was streamed out and not kept, it
     is still scanned for NaN and Inf); with `gate`, a failed check ends the cell without timing, and a failed
     sample leaves it without a measurement. `tolerance` (atol, rtol) is the check's, for every sample's too.
-    The input's range (the fresh inputs' distribution) is checked on the host before any launch. A VerifyReport
+    The input's range (the fresh inputs' distribution) is checked on the host before any launch, and a variant
+    whose arithmetic cannot hold `tolerance` on it is refused there (`OutOfPrecision`). A VerifyReport
     and the TimedCheck are attached to the measurement, and the first pass adds its own times."""
     ranges = _checked_range(first.value_range(), first.label)
+    refused = variant.precision_refusal(ranges, first.shape, tolerance)
+    if refused is not None:  # before any launch: its arithmetic cannot hold the check on these values
+        raise OutOfPrecision(refused)
     with first.execution(variant, gpu, policy.flush_l2) as execution:
         done = first.run(execution)
         checked_at = time.perf_counter()
@@ -128,6 +145,7 @@ def run_cell(
             return VariantRun(done.output if keep_output else None, None, result)
         sampled_at = time.perf_counter()
         stats, timed = _time(execution, variant, policy, first.shape, ranges, tolerance, timer, gpu)
+        timed = _rounding_explained(timed, variant, ranges, first.shape)
         sampling_s = time.perf_counter() - sampled_at
     output = done.output if keep_output else None
     if gate and not timed.passed:

@@ -1,4 +1,4 @@
-"""Commands that explain the numbers: `profile` (Nsight Compute counters), `info` (no GPU), `ceilings`."""
+"""Commands that explain the numbers: `profile` (Nsight Compute counters), `info` (no GPU), `ceilings`, `roof`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
 from attnbench.output.export.profile_export import profile_stem, save_profile
 from attnbench.output.render.terminal import console, print_table, progress_bar
 from attnbench.output.tables.explain_tables import cache_line, ceilings_table, info_table, profile_tables
+from attnbench.output.tables.roof_table import inputs_roof_table
 
 
 # -- profile -----------------------------------------------------------------------------------------
@@ -141,4 +142,35 @@ def ceilings(device: int, refresh: bool, as_json: bool) -> None:
     console.print(cache_line(found), highlight=False, soft_wrap=True)
 
 
-COMMANDS = (profile, info, ceilings)
+# -- roof --------------------------------------------------------------------------------------------
+@click.command()
+@click.argument("cases", nargs=-1, shell_complete=complete_cases)
+@click.option("--gpu", "gpu", default=None,
+              help="The card: h200, h100-sxm, h100-pcie, a100, a100-40gb, rtx3070, gtx1080 (or its device name) "
+                   "[default with --saved: the card it was measured on].")
+@click.option("--saved", default=None, type=click.Path(dir_okay=False),
+              help="A saved compare (JSON): its inputs, and the share of the roof each of its cells reached.")
+def roof(cases: tuple[str, ...], gpu: str | None, saved: str | None) -> None:
+    """The roof of each case on a card, and with --saved the share of it each cell reached (no GPU needed).
+
+    A pass of (B, N, d) reads Q, K, V and writes O (16*B*N*d bytes of float32), computes 4*B*N*N*d FLOPs
+    of products and B*N*N exponentials. On a card's peaks (memory bandwidth, dense FP16 tensor products,
+    MUFU ex2: attnbench's card table, each with its datasheet) each takes a time; the largest is the
+    roof and names what bounds the case (HBM, tensor or exp). A cell reaches roof / its median.
+
+    \b
+    Examples:
+      attnbench roof t11 t29 t30 --gpu h200
+      attnbench roof --saved attnbench-results/2026-11-29_compare_h200_t10-t30.json
+    """
+    report = api_explain.roofs(cases, gpu, saved)
+    result = report.result
+    if result is None:
+        print_table(inputs_roof_table(report.card, report.inputs))
+    else:
+        print_table(inputs_roof_table(report.card, report.inputs, result.variant_names, result.cell))
+    for source in report.card.sources:
+        console.print(f"source: {source}", highlight=False, soft_wrap=True)
+
+
+COMMANDS = (profile, info, ceilings, roof)

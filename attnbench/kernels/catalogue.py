@@ -8,13 +8,16 @@ that runs them (backends, bench) is elsewhere. Their launch facts follow the ABI
 from __future__ import annotations
 
 import difflib
+from typing import Callable
 
+from attnbench.cases.fresh_values import InputRange
 from attnbench.cases.testcase import Shape
 from attnbench.errors import UnknownName, UsageError
 from attnbench.kernels.builtin_variants import REGISTRY
 from attnbench.kernels.default_rules import ACCURACIES, DEFAULT_RULES
 from attnbench.kernels.user import find_launch_facts, find_user_variant, read_variant, user_variants
 from attnbench.kernels.variant import FLAVOUR_SEPARATOR, Variant
+from attnbench.results.refusal import Refusal
 
 
 def all_variants() -> list[Variant]:
@@ -64,10 +67,13 @@ def gpu_variants() -> list[Variant]:
 
 
 def default_variant(shape: Shape, gpu_usable: bool, compute_capability: tuple[int, int] | None = None,
-                    accuracy: str = "float32") -> Variant:
+                    accuracy: str = "float32", ranges: InputRange | None = None,
+                    tolerance: tuple[float, float] | None = None,
+                    refused: Callable[[Refusal], None] = lambda refusal: None) -> Variant:
     """The fastest built-in GPU variant that takes `shape` on this GPU when one is usable, else `cpu`: the
     first of `DEFAULT_RULES` that leads on the shape and runs here. With accuracy "course" the rules of the
-    course-accuracy variants come first, then the float32 ones."""
+    course-accuracy variants come first, then the float32 ones. Given the input's value `ranges` and the check's
+    `tolerance`, a variant whose arithmetic cannot hold it there is passed over (told to `refused`)."""
     if accuracy not in ACCURACIES:
         raise UsageError(f"no accuracy {accuracy!r}; one of {', '.join(ACCURACIES)}")
     if not gpu_usable:
@@ -78,6 +84,11 @@ def default_variant(shape: Shape, gpu_usable: bool, compute_capability: tuple[in
         if variant is None or not rule.applies(shape):
             continue
         if variant.refusal(shape) is None and variant.runs_on(compute_capability):
+            out_of_reach = (variant.precision_refusal(ranges, shape, tolerance)
+                            if ranges is not None and tolerance is not None else None)
+            if out_of_reach is not None:
+                refused(out_of_reach)
+                continue
             return _builtin(variant.name)
     return _builtin("cpu")
 

@@ -4,13 +4,21 @@ and the measurement that showed it (a reference run under docs/results/).
 `attnbench.kernels.catalogue.default_variant` takes the first rule, in this order, whose variant leads on
 the shape, accepts it and runs on the GPU. A rule whose measurement is `None` is a fallback, not a speed
 claim: it only takes the shapes that every measured rule refuses. A new measurement that changes a default
-changes one record here, and names its run.
+changes one record here, and names its run; where a course-accuracy variant leads is data
+(`measured_leads.toml`), one region per measurement.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the dependency is declared for these versions
+    import tomli as tomllib
 
 from attnbench.cases.testcase import Shape
 from attnbench.kernels.variant import cdiv
@@ -18,6 +26,9 @@ from attnbench.kernels.variant import cdiv
 # The accuracies a default can be asked for: "float32" (the default: the course rule and relL2 <= 1e-5) and
 # "course" (the course rule with margin: half its tolerance), whose own rules are tried first.
 ACCURACIES = ("float32", "course")
+
+# Where the course-accuracy variants were measured to lead, each region with its run: the lead edits data only.
+MEASURED_LEADS = Path(__file__).with_name("measured_leads.toml")
 
 
 @dataclass(frozen=True)
@@ -61,12 +72,39 @@ def square_lab_shape(shape: Shape) -> bool:
     return shape.d > 128 and shape.N >= 64
 
 
-def wgmma16s_leads(shape: Shape) -> bool:
-    """wgmma16s leads wgmma3x on every course case and at (8, 4096, 128), in one compare on an H100
-    (2026-11-27): 1.12x on t11 and 1.25x on t02 (N = 128, its streaming path), 1.23-1.80x from t03 to t19,
-    1.55-2.13x from N = 2048 (t30 2.13x), 2.60x at (8, 4096, 128). At d = 128 below N = 2048 it was not
-    measured against wgmma3x: the float32 default stays there."""
-    return shape.d <= 64 or shape.N >= 2048
+@dataclass(frozen=True)
+class LeadRegion:
+    """Shapes where a variant was measured to lead (bounds inclusive, None: open), and the run that showed it."""
+
+    d_min: int | None
+    d_max: int | None
+    n_min: int | None
+    n_max: int | None
+    measured_in: str
+    finding: str
+
+    def holds(self, shape: Shape) -> bool:
+        return ((self.d_min is None or shape.d >= self.d_min) and (self.d_max is None or shape.d <= self.d_max)
+                and (self.n_min is None or shape.N >= self.n_min) and (self.n_max is None or shape.N <= self.n_max))
+
+
+def lead_regions(variant: str, path: Path = MEASURED_LEADS) -> tuple[LeadRegion, ...]:
+    """The regions `measured_leads.toml` (or `path`) gives `variant`; none when it has none."""
+    with path.open("rb") as f:
+        entries = tomllib.load(f).get(variant, [])
+    return tuple(LeadRegion(e.get("d_min"), e.get("d_max"), e.get("n_min"), e.get("n_max"), e["measured_in"],
+                            e["finding"]) for e in entries)
+
+
+@dataclass(frozen=True)
+class MeasuredLeads:
+    """A rule's `leads` read from the measurements' data: the shapes inside one of the variant's regions."""
+
+    variant: str
+    path: Path = MEASURED_LEADS
+
+    def __call__(self, shape: Shape) -> bool:
+        return any(region.holds(shape) for region in lead_regions(self.variant, self.path))
 
 
 # In the order they are tried. The switch points of wgmma3x and tf32x3 come from sweeps on an H200
@@ -75,8 +113,8 @@ def wgmma16s_leads(shape: Shape) -> bool:
 DEFAULT_RULES: tuple[DefaultRule, ...] = (
     DefaultRule("wgmma16s", "2026-11-27_h100_precision_ladder_t16-t30",
                 "1.12-2.60x wgmma3x on t01-t30 and (8, 4096, 128) at the course's accuracy (the t01-t15 half in "
-                "2026-11-27_h100_precision_ladder_t01-t15_b8)", wgmma16s_leads,
-                accuracy="course"),
+                "2026-11-27_h100_precision_ladder_t01-t15_b8); where it leads is data, each region with its run, "
+                "in measured_leads.toml", MeasuredLeads("wgmma16s"), accuracy="course"),
     DefaultRule("wgmma3x", "2026-11-26_h100_final_default_peers_t01-t30",
                 "on Hopper 1.1-1.8x tf32x3 from N = 512 for d = 32, 64 and 128, and below where enough items "
                 "fill the GPU: the fastest timed built-in on every course case", wgmma3x_leads),

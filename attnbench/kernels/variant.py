@@ -28,10 +28,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Literal, Mapping, Sequence
 
+from attnbench.cases.fresh_values import InputRange
 from attnbench.cases.testcase import Shape
 from attnbench.errors import ShapeNotSupported, UnknownName
 from attnbench.kernels.backend_kinds import BACKEND_KINDS, BackendKind
 from attnbench.results.compute_units import COMPUTE_UNITS, ComputeUnit
+from attnbench.results.precision_envelope import error_bound, largest_magnitudes
 from attnbench.results.refusal import Refusal, RefusalKind
 
 Dims = tuple[int, int, int]
@@ -233,6 +235,19 @@ class Variant:
     def refusal(self, shape: Shape) -> Refusal | None:
         """Why this variant cannot take `shape`, or None if it can."""
         return self.constraints.refusal(self.name, shape)
+
+    def precision_refusal(self, ranges: InputRange, shape: Shape, tolerance: tuple[float, float]) -> Refusal | None:
+        """Why this variant's arithmetic cannot hold the check's `tolerance` (atol, rtol) on an input of these
+        value ranges, or None: its unit's rounding of V and P (`precision_envelope`) above atol + rtol * max |V|
+        (the loosest the rule can be on any element). A unit without roundings of its own never refuses."""
+        rounding = self.compute_unit.rounding
+        if rounding is None:
+            return None
+        atol, rtol = tolerance
+        bound = error_bound(rounding, ranges, shape.N, shape.d)
+        if bound.representation <= atol + rtol * largest_magnitudes(ranges)[2]:
+            return None
+        return Refusal(self.name, RefusalKind.PRECISION, atol, bound.reason())
 
     def require(self, shape: Shape) -> None:
         refusal = self.refusal(shape)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+from attnbench.results.precision_envelope import SPLIT_FP16_WITH_FP16_PV, Rounding
+
 # The datasheet figure a unit's peak is a share of: FP32 FFMA, dense TF32 tensor cores, DRAM bandwidth.
 PeakSource = Literal["fp32", "tf32", "dram"]
 
@@ -30,6 +32,9 @@ class ComputeUnit:
     # 1/2 for FP16 (twice the TF32 rate).
     divisor: Fraction = Fraction(1)
     roof: bool = False  # the roofline draws its ceiling (the units the built-in variants run on, and TF32)
+    # What its arithmetic rounds beyond float32, where that can cost the course's tolerance on some inputs: a
+    # variant on it refuses an input whose ranges put the check out of reach (`precision_envelope`). None: none.
+    rounding: Rounding | None = None
 
     @property
     def moves_bytes(self) -> bool:
@@ -56,7 +61,8 @@ COMPUTE_UNITS: dict[str, ComputeUnit] = {
                     "tf32", "TF32 tensor-core peak / 3 (3xTF32)", Fraction(3), roof=True),
         # Q K^T as hi*hi + hi*lo + lo*hi in FP16, P V one FP16 product; FP32 sums
         ComputeUnit("wgmma16s", "split FP16 + FP16", (9, 0), "tf32_wgmma",
-                    "FP16 wgmma / 2 (split FP16 Q K^T + FP16 P V)", "tf32", "FP16 tensor-core peak / 2 (split FP16)"),
+                    "FP16 wgmma / 2 (split FP16 Q K^T + FP16 P V)", "tf32", "FP16 tensor-core peak / 2 (split FP16)",
+                    rounding=SPLIT_FP16_WITH_FP16_PV),
         ComputeUnit("tensor", "TF32", None, "tf32_mma", "TF32 mma.sync",  # one product, a 10-bit mantissa
                     "tf32", "TF32 tensor-core peak", roof=True),
         ComputeUnit("memory", "FP32", None, "dram_copy", "DRAM copy bandwidth", "dram", "DRAM bandwidth"),

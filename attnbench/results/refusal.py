@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Union
 
-Limit = Union[int, str, tuple[Union[int, None], ...]]
+Limit = Union[int, float, str, tuple[Union[int, None], ...]]
 
 
 class RefusalKind(str, Enum):
@@ -24,6 +24,9 @@ class RefusalKind(str, Enum):
     ARCH = "arch"  # built for one architecture only; limit: it ("sm_90a")
     UNIT_CAPABILITY = "unit_capability"  # its unit's instructions need a GPU this new; limit: "sm_80"
     MIN_CAPABILITY = "min_capability"  # the variant needs a GPU this new; limit: "sm_80"
+    # its arithmetic's error bound on the input's value ranges is above the check's tolerance; limit: the
+    # tolerance (atol), value: why, in words (`precision_envelope.ErrorBound.reason`)
+    PRECISION = "precision"
 
 
 DEVICE_KINDS = frozenset({RefusalKind.ARCH, RefusalKind.UNIT_CAPABILITY, RefusalKind.MIN_CAPABILITY})
@@ -62,17 +65,23 @@ class Refusal:
             return f"{self.variant} runs on {limit} only"
         if self.kind is RefusalKind.UNIT_CAPABILITY:
             return f"{self.variant} needs {limit} or newer for its {self.unit} instructions"
+        if self.kind is RefusalKind.PRECISION:
+            return f"{self.variant} cannot meet {limit:g} on this input"
         return f"{self.variant} needs {limit} or newer"
 
     def found(self) -> str:
         """What the cell has instead: 'the case has d=48', 'this GPU is sm_61'."""
         if self.about_device:
             return f"this GPU is {self.value}"
+        if self.kind is RefusalKind.PRECISION:
+            return str(self.value)
         axis = "d" if self.kind in (RefusalKind.HEAD_DIMS, RefusalKind.HEAD_DIM_RANGE) else "N"
         return f"the case has {axis}={self.value}"
 
     def sentence(self) -> str:
         """The refusal in one line: 'bankfree needs d in {32, 64}, and the case has d=48'."""
+        if self.kind is RefusalKind.PRECISION:
+            return f"{self.requirement()}: {self.found()}; use a float32 variant (the default, --accuracy float32)"
         return f"{self.requirement()}, and {self.found()}"
 
     def group(self) -> Refusal:

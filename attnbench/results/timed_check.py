@@ -178,6 +178,8 @@ class TimedCheck:
     wall_checked: int = 0  # samples cross-checked by the host's wall clock
     max_abs_error: float = 0.0  # the largest |out - exact| over every row checked
     legacy_failure: str | None = None  # a result saved before fresh samples: its verified passes' failure
+    # the failure is rounding-sized: what in the variant's arithmetic explains it (`ErrorBound.explanation`)
+    precision: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -185,6 +187,12 @@ class TimedCheck:
 
     def describe(self) -> str:
         """What was seen, in one sentence."""
+        if self.failure is not None and self.precision is not None and self.failure.errors.worst is not None:
+            errors = self.failure.errors
+            which = _LAUNCH_WORDS.get(self.failure.kind, "launch {n}").format(n=self.failure.sample)
+            return (f"off by {errors.worst.error:.3g} at its worst element ({errors.worst.text()}), which "
+                    f"{self.precision}; {errors.failing_row_count} of {errors.rows_checked} rows checked exactly were "
+                    f"outside {self.tolerance_text()} ({which})")
         if self.failure is not None:
             return f"a launch did not compute the answer: {self.failure.describe()}, outside {self.tolerance_text()}"
         if self.legacy_failure is not None:
@@ -215,4 +223,4 @@ class TimedCheck:
                    data["rtol"], SampleFailure.from_dict(failure) if failure else None,
                    ClockDisagreement.from_dict(clock) if clock else None,
                    DifferingRows.from_dict(differing) if differing else None, data.get("wall_checked", 0),
-                   data.get("max_abs_error", 0.0))
+                   data.get("max_abs_error", 0.0), precision=data.get("precision"))

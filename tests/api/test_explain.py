@@ -175,3 +175,33 @@ def test_a_kernel_whose_shared_memory_does_not_fit_says_so_and_exits_1(monkeypat
 def test_info_refuses_case_and_shape_together():
     result = CliRunner().invoke(main, ["info", "-v", "qreg", "--case", "t02", "--shape", "1,256,64"])
     assert result.exit_code == 2 and "--case and --shape" in result.output
+
+
+def test_roofs_of_cases_take_the_card_named_and_the_suites_shapes():
+    from attnbench.api.explain import roofs
+
+    report = roofs(["t11", "t29"], "h200")
+    assert report.card.label == "H200 SXM" and report.result is None
+    assert report.inputs == [("t11", Shape(13600, 128, 32)), ("t29", Shape(4, 32768, 32))]
+
+
+def test_roofs_of_a_saved_compare_hold_it_to_the_card_it_ran_on(tmp_path):
+    from attnbench.api.explain import roofs
+    from attnbench.errors import UsageError
+    from attnbench.output.export import save
+    from tests.synthetic import COURSE_SHAPES, H200, result_set
+
+    shapes = {c: COURSE_SHAPES[c] for c in ("t11", "t29")}
+    saved = save(result_set({"wgmma16s": {"t11": 0.34, "t29": 2.8}}, shapes), tmp_path, "run")[0]
+    report = roofs(saved=str(saved))
+    assert report.card.key == "h200" and [label for label, _ in report.inputs] == ["t11", "t29"]
+    assert roofs(["t29"], "a100", str(saved)).card.key == "a100"  # another card on purpose
+    with pytest.raises(UsageError, match="holds no t02"):
+        roofs(["t02"], saved=str(saved))
+    elsewhere = save(result_set({"x": {"t11": 1.0}}, COURSE_SHAPES, gpu={**H200, "name": "NVIDIA B\x1b[31m"}),
+                     tmp_path, "other")[0]
+    with pytest.raises(UsageError, match=r"no peaks for 'NVIDIA B.*one of h200") as refused:
+        roofs(saved=str(elsewhere))
+    assert "\x1b" not in str(refused.value)  # a name from a file is never printed raw
+    with pytest.raises(UsageError, match="--gpu"):
+        roofs(["t11"])

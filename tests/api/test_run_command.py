@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from attnbench import api
+from attnbench.cases.testcase import Shape
+from attnbench.kernels.catalogue import get_variant
+from tests.conftest import skip_unless_runs
 
 
 def test_run_returns_its_outcome_with_the_exit_status_the_command_exits_with(tmp_path):
@@ -10,3 +15,47 @@ def test_run_returns_its_outcome_with_the_exit_status_the_command_exits_with(tmp
     assert isinstance(outcome, api.RunOutcome)
     assert outcome.exit_status == 0 and outcome.problems == ()
     assert outcome.measurement.verification.passed and (tmp_path / "out.bin").stat().st_size > 0
+
+
+def _hidden_input(path, rng):
+    """The issue's hidden input: B 2, N 512, d 64, Q and K in [-3, 3], V up to 1000."""
+    import numpy as np
+
+    from attnbench.cases.testcase import Testcase, write_testcase
+
+    qkv = rng.uniform(-3.0, 3.0, size=(2, 3, 512, 64))
+    qkv[:, 2] *= 1000 / 3
+    qkv[1, 2, 7, 9] = 1000.0
+    write_testcase(path, Testcase(qkv.astype(np.float32)))
+    return path
+
+
+@pytest.mark.gpu
+def test_wgmma16s_refuses_v_up_to_1000_before_any_launch_and_the_course_default_takes_wgmma3x(gpu, tmp_path, rng):
+    from attnbench.errors import OutOfPrecision
+
+    skip_unless_runs(get_variant("wgmma16s"), Shape(2, 512, 64), gpu)
+    hidden = _hidden_input(tmp_path / "hidden.in", rng)
+    out = tmp_path / "out.bin"
+    with pytest.raises(OutOfPrecision, match=r"wgmma16s cannot meet 0.005 on this input: \|V\| up to 1000"):
+        api.run(str(hidden), "wgmma16s", out, check=True, timing=api.TimingOptions(reps=2))
+    assert not out.exists()  # refused before the first pass: nothing written
+    notes = []
+    outcome = api.run(str(hidden), None, out, check=True, timing=api.TimingOptions(reps=2), accuracy="course",
+                      notice=notes.append)
+    assert outcome.measurement.variant == "wgmma3x" and outcome.exit_status == 0
+    assert any("wgmma16s cannot meet 0.005" in note for note in notes)
+
+
+def test_run_refuses_an_input_out_of_its_variants_precision_before_writing_anything(tmp_path, rng):
+    from dataclasses import replace
+
+    from attnbench.errors import OutOfPrecision
+
+    rounded = replace(get_variant("cpu"), unit="wgmma16s")  # the cpu variant given split FP16's roundings
+    hidden, out = _hidden_input(tmp_path / "hidden.in", rng), tmp_path / "out.bin"
+    with pytest.raises(OutOfPrecision, match=r"^cpu cannot meet 0.005 on this input: \|V\| up to 1000 gives FP16"):
+        api.run(str(hidden), rounded, out, check=True, timing=api.TimingOptions(reps=1))
+    assert not out.exists()
+    outcome = api.run(str(hidden), rounded, out, check=True, atol=2.0, timing=api.TimingOptions(reps=1))
+    assert outcome.exit_status == 0 and out.exists()  # a tolerance its rounding can hold: it runs

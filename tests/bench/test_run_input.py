@@ -91,3 +91,27 @@ def test_a_worker_makes_an_unexpected_exception_its_cells_error_and_goes_on(monk
     assert run_input(variants("cpu", "naive"), loaded(), None, SETTINGS, events, failures_as_cells=True) is None
     assert ran == ["cpu", "naive"]
     assert ("cpu", "error", "RuntimeError: a bug") in log and log[-1] == ("naive", "ok", "")
+
+
+def test_a_variant_whose_arithmetic_cannot_hold_the_check_on_the_inputs_values_gets_a_refused_cell():
+    from dataclasses import replace
+
+    from attnbench.results.refusal import RefusalKind
+    from attnbench.cases.reference import reference_output
+    from attnbench.results.resultset import REFUSED
+
+    rounded = replace(REGISTRY["cpu"], name="cpu16", unit="wgmma16s")  # the cpu variant given split FP16's roundings
+    bench_input = SyntheticInput(Shape(1, 9, 8), 1)
+    testcase = bench_input.load()
+    testcase.qkv[:, 2] *= 1000 / 3
+    testcase.qkv[0, 2, 0, 0] = 1000.0
+    cells = []
+    run_input([rounded, REGISTRY["cpu"]], LoadedInput("v1000", testcase, reference_output(testcase)), None,
+              SETTINGS, CellEvents(lambda name: None, cells.append))
+    refused, ran = cells
+    assert refused.status == REFUSED and refused.refusal.kind is RefusalKind.PRECISION
+    assert refused.message == ("cpu16 cannot meet 0.005 on this input: |V| up to 1000 gives FP16 rounding errors up "
+                               "to 0.74 per element (V 0.25, P 0.49); use a float32 variant (the default, --accuracy "
+                               "float32)")
+    assert ran.variant == "cpu" and ran.status != REFUSED
+    assert refused.refusal.group_text() == "cpu16 cannot meet 0.005 on this input"  # how refused cells group

@@ -206,3 +206,57 @@ def test_a_run_without_check_has_no_reference_time(tmp_path):
     m = run_case(get_variant("cpu"), SyntheticInput(Shape(1, 8, 4), seed=1), None,
                  TimingPolicy(warmup=0, reps=1, flush_l2=False), tmp_path / "out.bin")
     assert m.check_s is None and m.wall_s is not None
+
+
+def test_a_variant_whose_arithmetic_cannot_hold_the_check_on_the_inputs_ranges_is_refused_before_any_launch(rng):
+    # the cpu variant given split FP16's roundings (the wgmma16s unit): V up to 1000 is out of its reach at 5e-3
+    from dataclasses import replace
+
+    from attnbench.errors import OutOfPrecision
+
+    rounded = replace(get_variant("cpu"), unit="wgmma16s")
+    tc = random_testcase(2, 16, 8, rng)
+    tc.qkv[:, 2] *= 1000 / 3
+    tc.qkv[1, 2, 3, 4] = -1000.0
+    launched = []
+    first = WholeInput(tc, "v1000")
+    first.execution = lambda *args, **kwargs: launched.append(args)  # type: ignore[method-assign]
+    with pytest.raises(OutOfPrecision) as refused:
+        run_cell(rounded, first, None, TimingPolicy(warmup=0, reps=1, flush_l2=False))
+    assert not launched
+    assert str(refused.value).startswith("cpu cannot meet 0.005 on this input: |V| up to 1000 gives FP16 rounding "
+                                         "errors up to 0.74 per element (V 0.25, P 0.49); use a float32 variant")
+    assert refused.value.exit_code == 2
+    # the same input under the course rule scaled to V's range (5e-3 * 1000 / 3 = 1.67) is within reach, and runs
+    run = run_cell(rounded, WholeInput(tc, "v1000"), None, TimingPolicy(warmup=0, reps=1, flush_l2=False),
+                   tolerance=(5e-3 * 1000 / 3, 0.0))
+    assert run.measurement is not None
+
+
+def test_a_failed_sample_off_by_a_rounding_sized_amount_says_so_and_garbage_still_does_not_compute():
+    from attnbench.bench.runner import _rounding_explained
+    from attnbench.cases.fresh_values import InputRange
+    from attnbench.results.timed_check import TIMED, SampleErrors, SampleFailure, TimedCheck, WorstElement
+
+    def failed(error: float, nonfinite: int = 0) -> TimedCheck:
+        worst = WorstElement(0, 5, 3, 1.0 + error, 1.0, error)
+        errors = SampleErrors(nonfinite, 7 if nonfinite else None, 64, [5], 1, 1, worst)
+        return TimedCheck(3, 3, 64, 64, 5e-3, 0.0, SampleFailure(2, TIMED, 16, 8, errors))
+
+    wgmma16s = get_variant("wgmma16s")
+    v6 = InputRange((-3.0, -3.0, -6.0), (3.0, 3.0, 6.0))  # within reach: V and P's rounding 4.9e-3 at most
+    shape = Shape(2, 16, 8)
+    # 0.00505 is past 5e-3 and within every rounding's worst case at d = 8: V 1.95e-3 (half FP16's spacing at 6)
+    # + P 2.93e-3 (2^-11 * 6) + the scores 2.2e-4 + the tail 3e-6 = 5.11e-3
+    rounding = _rounding_explained(failed(5.05e-3), wgmma16s, v6, shape)
+    assert rounding.describe().startswith("off by 0.00505 at its worst element (O[0, 5, 3] = 1.00505, exact 1 "
+                                          "(|error| 0.00505)), which FP16's rounding of V, P and the scores explains: "
+                                          "up to 0.0051 per element on this input (|Q|, |K|, |V| up to 3, 3, 6); "
+                                          "1 of 64 rows checked exactly were outside |out - exact| <= 0.005")
+    assert "did not compute" not in rounding.describe()
+    # far past any rounding, or NaN in the output, or a float32 variant: the launch did not compute the answer
+    for timed, variant in ((failed(5.2e-3), wgmma16s), (failed(5.05e-3, nonfinite=1), wgmma16s),
+                           (failed(5.05e-3), get_variant("wgmma3x"))):
+        explained = _rounding_explained(timed, variant, v6, shape)
+        assert explained.precision is None and explained.describe().startswith("a launch did not compute the answer")
+    assert TimedCheck.from_dict(rounding.to_dict()) == rounding

@@ -215,3 +215,29 @@ def test_the_half_precision_peers_claim_no_accuracy_and_their_float32_peers_keep
         assert get_variant(name).accuracy == "float32", name
     assert get_variant("torch:bf16").gpu_refusal((7, 5)).sentence() == "torch:bf16 needs sm_80 or newer for its bf16 instructions, and this GPU is sm_75"
     assert get_variant("torch:fp16").gpu_refusal((7, 5)) is None
+
+
+def test_the_course_accuracy_default_passes_over_wgmma16s_where_its_rounding_cannot_hold_the_check():
+    from attnbench.cases.fresh_values import SUITE_RANGE, InputRange
+
+    hidden = InputRange((-3.0, -3.0, -1000.0), (3.0, 3.0, 1000.0))  # V up to 1000 (B 2, N 512, d 64)
+    told = []
+    shape = Shape(2, 512, 64)
+    picked = default_variant(shape, gpu_usable=True, compute_capability=(9, 0), accuracy="course", ranges=hidden,
+                             tolerance=(5e-3, 0.0), refused=told.append)
+    assert picked.name == "wgmma3x"
+    assert [r.variant for r in told] == ["wgmma16s"] and "|V| up to 1000" in told[0].sentence()
+    # the course's own values, or a tolerance scaled to V's range, keep it
+    for ranges, tolerance in ((SUITE_RANGE, (5e-3, 0.0)), (hidden, (5e-3 * 1000 / 3, 0.0))):
+        assert default_variant(shape, gpu_usable=True, compute_capability=(9, 0), accuracy="course", ranges=ranges,
+                               tolerance=tolerance).name == "wgmma16s"
+
+
+def test_a_variant_without_roundings_of_its_own_never_refuses_an_inputs_values():
+    from attnbench.cases.fresh_values import InputRange
+
+    huge = InputRange((-1e30, -1e30, -1e30), (1e30, 1e30, 1e30))
+    for name in ("wgmma3x", "tf32x3", "cpu", "naive"):
+        assert get_variant(name).precision_refusal(huge, Shape(2, 512, 64), (0.0, 0.0)) is None
+    refused = get_variant("wgmma16s").precision_refusal(huge, Shape(2, 512, 64), (5e-3, 0.0))
+    assert refused is not None and "beyond FP16's largest value 65504" in refused.sentence()

@@ -38,3 +38,42 @@ def test_the_default_is_the_first_rule_that_leads_and_runs():
                  and REGISTRY[rule.variant].runs_on((8, 0)))
     assert default_variant(shape, gpu_usable=True, compute_capability=(8, 0)).name == first.variant == "gemmtc"
     assert default_variant(shape, gpu_usable=True, compute_capability=(7, 5)).name == "gemm"
+
+
+def test_every_measured_lead_region_names_a_reference_run_that_exists():
+    from attnbench.kernels.default_rules import lead_regions
+
+    regions = lead_regions("wgmma16s")
+    assert regions
+    for region in regions:
+        found = [REFERENCE_RUNS / f"{region.measured_in}{suffix}" for suffix in (".json", ".md")]
+        assert any(path.is_file() for path in found), region
+        assert region.finding
+
+
+def test_a_new_measured_region_in_the_data_alone_moves_the_course_default(tmp_path, monkeypatch):
+    # d = 128 below N = 2048 was not measured: the float32 default there, until a region with its run is added
+    from attnbench.kernels import default_rules
+
+    shape = Shape(5, 1000, 128)
+    assert default_variant(shape, gpu_usable=True, compute_capability=(9, 0), accuracy="course").name == "wgmma3x"
+    data = default_rules.MEASURED_LEADS.read_text() + (
+        '\n[[wgmma16s]]\nd_min = 65\nd_max = 128\nn_max = 2047\nmeasured_in = "a later compare"\n'
+        'finding = "faster at d = 128 below N = 2048"\n')
+    edited = tmp_path / "measured_leads.toml"
+    edited.write_text(data)
+    rules = tuple(default_rules.DefaultRule(r.variant, r.measured_in, r.finding,
+                                            default_rules.MeasuredLeads(r.variant, edited), r.accuracy)
+                  if isinstance(r.leads, default_rules.MeasuredLeads) else r for r in DEFAULT_RULES)
+    monkeypatch.setattr("attnbench.kernels.catalogue.DEFAULT_RULES", rules)
+    assert default_variant(shape, gpu_usable=True, compute_capability=(9, 0), accuracy="course").name == "wgmma16s"
+    assert default_variant(Shape(5, 1000, 96), gpu_usable=True, compute_capability=(9, 0), accuracy="course").name \
+        != "wgmma16s"  # outside every region (and a head dim it refuses)
+
+
+def test_a_region_holds_its_bounds_inclusively_and_leaves_the_missing_ones_open():
+    from attnbench.kernels.default_rules import LeadRegion
+
+    region = LeadRegion(65, 128, 2048, None, "run", "finding")
+    assert region.holds(Shape(1, 2048, 128)) and region.holds(Shape(1, 65536, 65))
+    assert not region.holds(Shape(1, 2047, 128)) and not region.holds(Shape(1, 4096, 64))

@@ -55,3 +55,15 @@ def test_a_refused_cell_saved_without_a_record_loads_with_its_message():
 
 def _one_cell_set(cell: Cell) -> results.ResultSet:
     return results.ResultSet("compare", {}, {}, [], [], [cell])
+
+
+def test_a_precision_refusal_is_one_sentence_with_its_numbers_and_survives_saving():
+    from attnbench.results.refusal import Refusal, RefusalKind
+
+    refusal = Refusal("wgmma16s", RefusalKind.PRECISION, 0.005,
+                      "|V| up to 1000 gives FP16 rounding errors up to 0.74 per element (V 0.25, P 0.49)")
+    assert refusal.sentence() == ("wgmma16s cannot meet 0.005 on this input: |V| up to 1000 gives FP16 rounding "
+                                  "errors up to 0.74 per element (V 0.25, P 0.49); use a float32 variant (the "
+                                  "default, --accuracy float32)")
+    assert not refusal.about_device and "\n" not in refusal.sentence()
+    assert Refusal.from_dict(refusal.to_dict()) == refusal

@@ -17,6 +17,7 @@ from attnbench.output.tables.result_tables import (
     matrix_tables,
     scoreboard_table,
 )
+from attnbench.output.tables.roof_table import roof_table
 from attnbench.output.tables.table_model import TableModel
 from attnbench.printable import counted, printable
 from attnbench.results.resultset import ResultKind, ResultSet
@@ -107,6 +108,9 @@ def matrix_sections(result: ResultSet, same_within: float = DEFAULT_SAME_WITHIN,
     """Kernel time, TFLOP/s, speedup and correctness tables of a result set, with its notes."""
     view = MatrixView(result, same_within=same_within)
     parts = [render(table, level) for table in matrix_tables(view)]
+    roofs = roof_table(result)
+    if roofs is not None:  # the card's peaks are data: a card not in them has no roof here
+        parts.append(render(roofs, level))
     clock = clock_note(result)
     if clock is not None:
         parts.append(clock)

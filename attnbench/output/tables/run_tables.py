@@ -49,7 +49,9 @@ def measurement_table(m: Measurement) -> TableModel:
             peak = share_text(m.ceiling) if m.ceiling else ""  # the peak of the variant's unit, measured or datasheet
             table.add_row("TFLOP/s", f"{m.tflops:.3f}", f"4*B*N*N*d / kernel median; {peak}".rstrip("; "))
     else:
-        table.add_row(timed, "-", "no time: a launch did not compute the answer (see below)")
+        rounding = m.timed_check is not None and m.timed_check.precision is not None
+        table.add_row(timed, "-", "no time: " + ("its arithmetic's rounding put an element outside the tolerance"
+                                                 if rounding else "a launch did not compute the answer") + " (see below)")
     if m.timed_check is not None:
         t = m.timed_check
         verdict = Text("PASS", GOOD) if t.passed else Text("WRONG", BAD)

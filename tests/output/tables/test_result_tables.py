@@ -135,3 +135,24 @@ def test_the_precision_ladder_table_most_accurate_first_with_wrong_variants_kept
                            "1 timed of 1", "front"]
     assert rows[2][2:] == ["1.5", "no speed", "0 timed, 1 WRONG of 1", ""]
     assert table.title in [t.title for t in matrix_tables(MatrixView(result))]
+
+
+def test_a_run_without_time_says_whether_rounding_or_a_launch_that_did_not_compute_cost_it():
+    from dataclasses import replace
+
+    from attnbench.cases.testcase import Shape
+    from attnbench.output.tables.run_tables import measurement_table
+    from attnbench.results.measurement import Measurement
+    from attnbench.results.stats import KernelStats
+    from attnbench.results.timed_check import TIMED, SampleErrors, SampleFailure, TimedCheck, WorstElement
+
+    worst = WorstElement(0, 5, 3, 1.006, 1.0, 0.006)
+    failure = SampleFailure(1, TIMED, 16, 8, SampleErrors(0, None, 16, [5], 1, 1, worst))
+    failed = TimedCheck(1, 1, 16, 16, 5e-3, 0.0, failure)
+    m = Measurement(variant="wgmma16s", case="v6", shape=Shape(1, 16, 8), device="GPU", compute_s=0.1,
+                    kernel=KernelStats([1.0]), peak_flops=1e15, timed_check=failed)
+    rows = {r[0]: r[2] for r in _rows(measurement_table(m))}
+    assert rows["kernel"] == "no time: a launch did not compute the answer (see below)"
+    m.timed_check = replace(failed, precision="FP16's rounding of V, P and the scores explains: up to 0.0061")
+    rows = {r[0]: r[2] for r in _rows(measurement_table(m))}
+    assert rows["kernel"] == "no time: its arithmetic's rounding put an element outside the tolerance (see below)"

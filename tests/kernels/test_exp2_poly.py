@@ -158,6 +158,27 @@ def test_the_clamped_tail_gives_zero_never_garbage(rng):
     assert exp2_poly_model(np.array([-np.inf, -127.0, -1000.0], dtype=F32)).tolist() == [0.0, 0.0, 0.0]
 
 
+@pytest.mark.parametrize("eighths", [2, 4, 8])
+def test_a_softmax_on_the_polynomials_weights_moves_each_output_by_at_most_the_bound_times_vs_spread(eighths, rng):
+    """The module's last claim: weights off by delta_i <= REL_ERROR_BOUND (in P V and in the sum alike) move
+    O = sum p_i v_i / sum p_i by at most REL_ERROR_BOUND (1 + 1e-4) max |v_i - O|. Rows of 2048 scores (log2
+    units, spread from 0.01 to 300) with the kernel's split: `eighths` of each 8-key group's weights by the
+    polynomial, the others (MUFU's) taken as exact here."""
+    rows, keys = 64, 2048
+    spread = np.geomspace(0.01, 300, rows)[:, None]
+    scores = (rng.standard_normal((rows, keys)) * spread).astype(F32)
+    x = (scores - scores.max(axis=1, keepdims=True)).astype(F32)
+    exact = np.exp2(x.astype(np.float64))
+    by_poly = (np.arange(keys) // 2) % 4 * 2 < eighths if eighths < 8 else np.ones(keys, bool)
+    weights = np.where(by_poly, exp2_poly_model(x).astype(np.float64), exact)
+    v = rng.uniform(-3, 3, (rows, keys, 16))
+    o_exact = np.einsum("rk,rkc->rc", exact, v) / exact.sum(axis=1)[:, None]
+    o_poly = np.einsum("rk,rkc->rc", weights, v) / weights.sum(axis=1)[:, None]
+    reach = np.abs(v - o_exact[:, None, :]).max(axis=1)
+    assert (np.abs(o_poly - o_exact) <= REL_ERROR_BOUND * (1 + 1e-4) * reach + 1e-12).all()
+    assert np.abs(o_poly - o_exact).max() > 0  # the polynomial's weights did differ
+
+
 def test_the_header_evaluates_the_models_operations_with_the_modules_coefficients():
     header = (kernel_dir() / "exp2_poly.cuh").read_text()
     body = re.sub(r"//[^\n]*", "", header[header.index("float exp2_poly(float x)"):])  # code, not its comments

@@ -66,7 +66,8 @@
 #endif
 #ifndef WGMMA16S_POLY_EIGHTHS
 // Eighths (0 .. 8) of the softmax's weights computed by exp2_poly on the FMA pipes, the rest by MUFU.EX2 (16 a
-// clock per SM): at d = 32 one exponential serves 128 products, and the exponential unit sets the pace
+// clock per SM): at d = 32 a warpgroup's 64 x 64 tile needs 256 clocks of MUFU, as long as its products take on
+// the tensor cores (2048 FP16 products a clock), so its softmax no longer hides behind the other's products
 #define WGMMA16S_POLY_EIGHTHS 0
 #endif
 #if WGMMA16S_POLY_EIGHTHS < 0 || WGMMA16S_POLY_EIGHTHS > 8

@@ -93,8 +93,9 @@ def _poly_exp2(eighths: int) -> Flavour:
                    defines={"WGMMA16S_POLY_EIGHTHS": eighths, **exp2_poly_defines()})
 
 
-# `wgmma16s:poly25` and its neighbours, so one compare measures several splits (the balance between MUFU's 16
-# exponentials a clock and the issue slots a polynomial takes is near a fifth at d = 32)
+# `wgmma16s:poly25` and its neighbours, so one compare measures several splits: by a count of instructions (not
+# measured), MUFU's 8 issue clocks a warp's exponential and the polynomial's 9 instructions balance near a fifth
+# at d = 32
 POLY_FLAVOURS = {"poly12": _poly_exp2(1), "poly25": _poly_exp2(2), "poly38": _poly_exp2(3), "poly50": _poly_exp2(4)}
 
 

@@ -21,7 +21,8 @@
 //   launch and extra pass over K and V cost more than converting in every block);
 // - two consumer warpgroups of 64 query rows: Q hi and Q lo split once per unit into wgmma A fragments in
 //   registers (WGMMA16S_QREG; 0: [Q hi | Q lo] in shared memory); S = Q K^T by wgmma m64n64k16; online
-//   softmax in FP32 registers (one MUFU.EX2 a weight; keys past N masked to -inf after the product);
+//   softmax in FP32 registers (one MUFU.EX2 a weight, or for WGMMA16S_POLY_EIGHTHS eighths of the weights
+//   exp2_poly on the FMA pipes, FlashAttention-4's relief of MUFU; keys past N masked to -inf after the product);
 //   O = alpha O, then O += P V by wgmma m64n{d}k16
 //   with P packed to FP16 in registers as the A operand (the accumulator layout of S is the A-fragment
 //   layout of P: no key permutation). S of tile i is issued with P V of tile i - 1 and the softmax runs
@@ -63,6 +64,18 @@
 #ifndef WGMMA16S_PINGPONG
 #define WGMMA16S_PINGPONG 1  // FA3 ping-pong of the two consumer warpgroups (named barriers); 0: free-running
 #endif
+#ifndef WGMMA16S_POLY_EIGHTHS
+// Eighths (0 .. 8) of the softmax's weights computed by exp2_poly on the FMA pipes, the rest by MUFU.EX2 (16 a
+// clock per SM): at d = 32 a warpgroup's 64 x 64 tile needs 256 clocks of MUFU, as long as its products take on
+// the tensor cores (2048 FP16 products a clock), so its softmax no longer hides behind the other's products
+#define WGMMA16S_POLY_EIGHTHS 0
+#endif
+#if WGMMA16S_POLY_EIGHTHS < 0 || WGMMA16S_POLY_EIGHTHS > 8
+#error "WGMMA16S_POLY_EIGHTHS is 0 .. 8"
+#endif
+#if WGMMA16S_POLY_EIGHTHS > 0
+#include "exp2_poly.cuh"  // exp2 by a polynomial on the FMA pipes; its coefficients come as -D defines
+#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #error "wgmma16s.cu needs sm_90a (wgmma): compile with arch sm_90a"
 #endif
@@ -82,6 +95,7 @@ constexpr int kVtBytes = kHeadDim * kTileKeys * 2;      // V^T, FP16
 constexpr int kTileBytes = kK2Bytes + kVtBytes;          // one tile of the workspace
 constexpr int kQ2Bytes = 64 * 2 * kHeadDim * 2;          // one warpgroup's [Q hi | Q lo]
 constexpr bool kStream = WGMMA16S_STREAM;
+constexpr int kPolyEighths = WGMMA16S_POLY_EIGHTHS;
 static_assert(!kStream || kHeadDim <= 64, "the streaming path is built for d <= 64");
 // setmaxnreg: a producer lane that only issues copies runs in 24 registers; a warpgroup that converts tiles
 // in 56 (the consumers keep 224: 112 live at d = 64 for O, Q's fragments, S and P). The consumers' increase
@@ -209,6 +223,21 @@ __device__ __forceinline__ void issue_pv(float (&o)[kHeadDim / 2], const uint32_
     for (int j = 0; j < kTileKeys / 16; ++j) mma_pv(o, p[j], desc_k(vt, kHeadDim, j));
 }
 
+#if WGMMA16S_POLY_EIGHTHS > 0
+// Whether column group j (0 .. 7: keys 8j + 2t, +1 of both rows, 4 weights a thread) takes its exponentials from
+// exp2_poly: kPolyEighths of the 8 groups, spread evenly (1: j = 0; 2: 0, 4; 3: 0, 3, 6; 4: the even ones) so
+// that the FMA-pipe work interleaves with the MUFU work in the unrolled loop.
+__host__ __device__ constexpr bool poly_group(int j) { return (j * kPolyEighths) % 8 < kPolyEighths; }
+#endif
+
+// exp2 of a weight of column group j (j a constant once the loop is unrolled: the choice costs nothing).
+__device__ __forceinline__ float weight_exp2(float x, [[maybe_unused]] int j) {
+#if WGMMA16S_POLY_EIGHTHS > 0
+    if (poly_group(j)) return exp2_poly(x);
+#endif
+    return exp2_ftz(x);
+}
+
 // Online softmax of one S tile (already in log2 units: Q was scaled), in place: on return scores holds
 // P = exp2(S - m_new) in the accumulator layout (s[4j + e]: e = 0, 1 -> row lo, keys 8j + 2t, +1; e = 2, 3
 // -> row hi); m and l are updated and alpha = exp2(m_old - m_new) is returned per row.
@@ -243,10 +272,10 @@ __device__ __forceinline__ void softmax_tile(float (&scores)[32], int key0, int 
     float sum_lo = 0.0f, sum_hi = 0.0f;
 #pragma unroll
     for (int j = 0; j < kTileKeys / 8; ++j) {
-        scores[4 * j + 0] = exp2_ftz(scores[4 * j + 0] - shift_lo);
-        scores[4 * j + 1] = exp2_ftz(scores[4 * j + 1] - shift_lo);
-        scores[4 * j + 2] = exp2_ftz(scores[4 * j + 2] - shift_hi);
-        scores[4 * j + 3] = exp2_ftz(scores[4 * j + 3] - shift_hi);
+        scores[4 * j + 0] = weight_exp2(scores[4 * j + 0] - shift_lo, j);
+        scores[4 * j + 1] = weight_exp2(scores[4 * j + 1] - shift_lo, j);
+        scores[4 * j + 2] = weight_exp2(scores[4 * j + 2] - shift_hi, j);
+        scores[4 * j + 3] = weight_exp2(scores[4 * j + 3] - shift_hi, j);
         sum_lo += scores[4 * j + 0] + scores[4 * j + 1];
         sum_hi += scores[4 * j + 2] + scores[4 * j + 3];
     }

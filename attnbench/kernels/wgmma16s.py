@@ -6,7 +6,8 @@ Registered in ladder order by `flash_route`, right after wgmma3x."""
 from __future__ import annotations
 
 from attnbench.cases.testcase import Shape
-from attnbench.kernels.variant import Constraints, Launch, Variant, cdiv, threads
+from attnbench.kernels.exp2_poly import DEGREE, REL_ERROR_BOUND, exp2_poly_defines
+from attnbench.kernels.variant import Constraints, Flavour, Launch, Variant, cdiv, threads
 from attnbench.kernels.wgmma3x import _HOPPER_SMS, _MAX_SPLIT_BLOCKS, _splits_for
 
 _TILE_KEYS = 64  # keys per K/V tile (the kernel's kTileKeys)
@@ -82,6 +83,22 @@ def _split_records(s: Shape) -> int:
     return max(records(items) for items in (*range(1, min(s.B, _MAX_SPLIT_BLOCKS // row_tiles) + 1), s.B))
 
 
+def _poly_exp2(eighths: int) -> Flavour:
+    """The build whose softmax takes `eighths` eighths of its weights from exp2_poly on the FMA pipes (the rest
+    and the rescale factors from MUFU.EX2): FlashAttention-4's relief of the exponential unit, which sets the
+    pace at d = 32. The polynomial's relative error (below REL_ERROR_BOUND, a third of rounding P to FP16)
+    keeps the variant's accuracy claim."""
+    return Flavour(f"{eighths}/8 of the softmax's exponentials by a degree-{DEGREE} polynomial on the FMA pipes "
+                   f"(relative error below {REL_ERROR_BOUND:.3g}), the rest on MUFU",
+                   defines={"WGMMA16S_POLY_EIGHTHS": eighths, **exp2_poly_defines()})
+
+
+# `wgmma16s:poly25` and its neighbours, so one compare measures several splits: by a count of instructions (not
+# measured), MUFU's 8 issue clocks a warp's exponential and the polynomial's 9 instructions balance near a fifth
+# at d = 32
+POLY_FLAVOURS = {"poly12": _poly_exp2(1), "poly25": _poly_exp2(2), "poly38": _poly_exp2(3), "poly50": _poly_exp2(4)}
+
+
 WGMMA16S = Variant(
     name="wgmma16s",
     report="beyond wgmma3x (split FP16 on Hopper wgmma, the course's accuracy)",
@@ -124,4 +141,5 @@ WGMMA16S = Variant(
     unit="wgmma16s",
     accuracy="course",
     arch="sm_90a",
+    flavours=POLY_FLAVOURS,
 )

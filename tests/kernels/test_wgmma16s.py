@@ -1,7 +1,9 @@
 """wgmma16s (split FP16 Q K^T, FP16 P V on Hopper wgmma): its host facts without a GPU, and on a Hopper GPU
 its margin (every element within half the course tolerance, COURSE_MARGIN_ATOL) on odd and extreme shapes,
 each path (pre-pass, streaming), the key split and persistent blocks forced, and compute-sanitizer's
-racecheck and synccheck on the paths whose threads hand shared memory to each other."""
+racecheck and synccheck on the paths whose threads hand shared memory to each other. Its poly builds
+(wgmma16s:poly12 .. poly50, part of the exponentials by exp2_poly): with nvcc alone, the share they move off
+MUFU and no spills; on a Hopper GPU, the same margin on odd shapes, large scores and scores in the thousands."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from attnbench.bench.first_pass import WholeInput
@@ -17,9 +20,11 @@ from attnbench.bench.runner import run_cell
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.verify import COURSE_MARGIN_ATOL, compare_outputs
 from attnbench.cases.reference import reference_output
-from attnbench.cases.testcase import Shape
+from attnbench.cases.testcase import Shape, Testcase
 from attnbench.kernels import wgmma16s
 from attnbench.kernels.catalogue import get_variant
+from attnbench.kernels.exp2_poly import exp2_poly_defines
+from attnbench.kernels.nvcc import compile_options, compile_report, include_dirs, nvcc_path, source_file
 from attnbench.kernels.variant import cdiv
 from tests.conftest import random_testcase, skip_unless_runs
 from tests.large_scores import LARGE_SCORE_KINDS, check_large_scores, large_score_testcase, large_score_tolerance
@@ -92,12 +97,55 @@ def test_the_shared_memory_matches_the_kernels_layout():
         assert WGMMA16S.launches_for(shape)[-1].smem(shape) == expected + stages * 32 + 16 + 1024
 
 
-def check_margin(gpu, shape, rng, how=""):
-    skip_unless_runs(WGMMA16S, Shape(*shape), gpu)
+# -- the polynomial exponential's builds (wgmma16s:poly25 ...): eighths of the weights by exp2_poly ---------------
+POLY = {name: get_variant(f"wgmma16s:{name}") for name in ("poly12", "poly25", "poly38", "poly50")}
+needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="no nvcc")
+
+
+def test_the_poly_builds_move_one_to_four_eighths_of_the_exponentials_with_the_modules_coefficients():
+    assert set(WGMMA16S.flavours) == set(POLY)
+    for eighths, variant in enumerate(POLY.values(), start=1):
+        defines = variant.defines(Shape(4, 32768, 32))
+        assert defines["WGMMA16S_POLY_EIGHTHS"] == eighths
+        assert {k: defines[k] for k in exp2_poly_defines()} == exp2_poly_defines()
+        assert variant.accuracy == "course" and variant.unit == "wgmma16s" and variant.arch == "sm_90a"
+        assert variant.launches == WGMMA16S.launches and f"{eighths}/8" in variant.technique
+    assert "WGMMA16S_POLY_EIGHTHS" not in WGMMA16S.defines(Shape(4, 32768, 32))  # the plain build is unchanged
+
+
+def ptx_exponentials(variant, shape) -> int:
+    """MUFU exponentials (ex2.approx) in the PTX nvcc makes of the variant for the shape."""
+    ptx = subprocess.run([nvcc_path(), *compile_options(variant, shape), "-arch=sm_90a", "-ptx",
+                          *(flag for folder in include_dirs(variant) for flag in ("-I", str(folder))),
+                          str(source_file(variant)), "-o", "-"], capture_output=True, text=True, check=True).stdout
+    return ptx.count("ex2.approx")
+
+
+@needs_nvcc
+@pytest.mark.parametrize("shape", [Shape(4, 32768, 32), Shape(160, 128, 64), Shape(8, 4096, 128)], ids=str)
+def test_each_eighth_takes_four_weights_a_thread_off_mufu_in_both_softmax_sites(shape):
+    """softmax_tile is inlined twice (the first tile, the loop); each eighth is one column group of 4 weights."""
+    plain = ptx_exponentials(WGMMA16S, shape)
+    for eighths, variant in enumerate(POLY.values(), start=1):
+        assert ptx_exponentials(variant, shape) == plain - 2 * 4 * eighths, variant.name
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", list(POLY))
+@pytest.mark.parametrize("shape", [Shape(4, 32768, 32), Shape(2, 32768, 64), Shape(8, 4096, 128), Shape(13600, 128, 32),
+                                   Shape(160, 128, 64)], ids=str)
+def test_each_poly_build_compiles_for_hopper_without_spills(name, shape):
+    figures = compile_report(POLY[name], shape, "sm_90a")
+    assert set(figures) == {"wgmma16s_prep", "wgmma16s_fwd"}
+    assert all(k.spills == 0 and k.stack_frame == 0 for k in figures.values()), figures
+
+
+def check_margin(gpu, shape, rng, how="", variant=WGMMA16S):
+    skip_unless_runs(variant, Shape(*shape), gpu)
     tc = random_testcase(*shape, rng)
-    output = run_cell(WGMMA16S, WholeInput(tc, "random"), gpu, ONE_PASS).output
+    output = run_cell(variant, WholeInput(tc, "random"), gpu, ONE_PASS).output
     report = compare_outputs(output, reference_output(tc), atol=COURSE_MARGIN_ATOL)
-    where = f"wgmma16s{how} on {shape}"
+    where = f"{variant.name}{how} on {shape}"
     assert report.nan_count == 0, f"{where}: {report.nan_count} elements unwritten or NaN"
     assert report.passed, f"{where}: {report.failing} beyond {COURSE_MARGIN_ATOL}, worst {report.worst}"
 
@@ -162,21 +210,69 @@ RUNS = {
     "d = 128, key split": (3, 300, 128, 2, 0),
     "streaming, persistent, masked": (9, 100, 64, 1, 2),
 }
+# the poly builds change registers only; one run of each path all the same (the issue asks it of every path)
+POLY_RUNS = {"poly50 streaming, masked, d = 32": (9, 100, 32, 0, 0), "poly50 pre-pass, key split": (3, 1000, 64, 3, 0),
+             "poly25 d = 128, key split": (3, 300, 128, 2, 0)}
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("tool", ["racecheck", "synccheck"])
-@pytest.mark.parametrize("name", list(RUNS))
+@pytest.mark.parametrize("name", [*RUNS, *POLY_RUNS])
 def test_wgmma16s_has_no_shared_memory_hazards(gpu, tool, name):
     sanitizer = shutil.which("compute-sanitizer")
     if sanitizer is None:
         pytest.skip("compute-sanitizer is not installed")
-    b, n, d, parts, blocks = RUNS[name]
+    b, n, d, parts, blocks = RUNS[name] if name in RUNS else POLY_RUNS[name]
+    build = f"wgmma16s:{name.split()[0]}" if name in POLY_RUNS else "wgmma16s"
     skip_unless_runs(WGMMA16S, Shape(b, n, d), gpu)
     result = subprocess.run(
         [sanitizer, "--tool", tool, "--error-exitcode", "9", sys.executable, "tests/kernels/wgmma16s_one_pass.py",
-         f"{b},{n},{d},{parts},{blocks}"],
+         f"{b},{n},{d},{parts},{blocks}", build],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     summary = [line for line in result.stdout.splitlines() if "SUMMARY" in line]
     assert result.returncode == 0, f"{tool} on {name}: exit {result.returncode}, {summary or result.stdout[-2000:]}"
     assert "passed" in result.stdout, result.stdout[-2000:]
+
+
+# N = 1, 17, 129 and 32768 at small B; d = 32, 64 and 128; each path (streaming, pre-pass), the last tile masked
+POLY_SHAPES = [(3, 1, 32), (2, 17, 64), (9, 129, 32), (2, 129, 128), (1, 32768, 32), (1, 32768, 64), (1, 4097, 128),
+               (2, 1000, 128), (2000, 127, 32), (160, 128, 64)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", POLY_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("name", list(POLY))
+def test_poly_builds_keep_the_margin_on_odd_shapes(gpu, name, shape, rng):
+    check_margin(gpu, shape, rng, variant=POLY[name])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(2, 100, 32), (3, 700, 64), (1, 1000, 128)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("kind", LARGE_SCORE_KINDS)
+@pytest.mark.parametrize("name", list(POLY))
+def test_poly_builds_keep_the_margin_on_large_scores(gpu, name, kind, shape, rng):
+    """Q*30 (scores in the hundreds: most weights deep in the polynomial's clamped tail), zero Q (every x = 0),
+    V*1000."""
+    variant = POLY[name]
+    skip_unless_runs(variant, Shape(*shape), gpu)
+    tc = large_score_testcase(kind, *shape, rng)
+    output = run_cell(variant, WholeInput(tc, kind), gpu, ONE_PASS).output
+    _, problems = check_large_scores(kind, tc, output, variant.accuracy)
+    assert not problems, f"{variant.name} on {kind} {shape}: " + "; ".join(problems)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(2, 300, 32), (1, 2048, 64), (2, 200, 128), (1, 32768, 32)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("name", list(POLY))
+def test_poly_builds_keep_the_margin_with_scores_in_the_thousands(gpu, name, shape, rng):
+    """Q*300: scores (log2 units) in the thousands, so each row's weights run from 1 through every binade of
+    exp2 into its clamped tail (x < -126.5 gives 0) within a tile; split FP16 still holds the scores to ~1e-3."""
+    variant = POLY[name]
+    skip_unless_runs(variant, Shape(*shape), gpu)
+    qkv = rng.uniform(-3.0, 3.0, size=(shape[0], 3, *shape[1:]))
+    qkv[:, 0] *= 300.0
+    tc = Testcase(qkv.astype(np.float32))
+    output = run_cell(variant, WholeInput(tc, "q300"), gpu, ONE_PASS).output
+    report = compare_outputs(output, reference_output(tc), atol=COURSE_MARGIN_ATOL)
+    assert report.nan_count == 0 and report.passed, f"{name} on {shape}: {report.failing} beyond, worst {report.worst}"

@@ -79,7 +79,7 @@ def _time(execution: Execution, variant: Variant, policy: TimingPolicy, shape: S
 def _rounding_explained(timed: TimedCheck, variant: Variant, ranges: InputRange, shape: Shape) -> TimedCheck:
     """A failed sample whose output is finite and off by no more than its variant's roundings can do on these
     ranges (`precision_envelope`) is a precision failure, said so, not a launch that did not compute."""
-    rounding = variant.compute_unit.rounding
+    rounding = variant.rounding
     failure = timed.failure
     if rounding is None or failure is None or failure.errors.nonfinite or failure.errors.worst is None:
         return timed

@@ -33,7 +33,7 @@ from attnbench.cases.testcase import Shape
 from attnbench.errors import ShapeNotSupported, UnknownName
 from attnbench.kernels.backend_kinds import BACKEND_KINDS, BackendKind
 from attnbench.results.compute_units import COMPUTE_UNITS, ComputeUnit
-from attnbench.results.precision_envelope import error_bound, largest_magnitudes
+from attnbench.results.precision_envelope import Rounding, error_bound, largest_magnitudes
 from attnbench.results.refusal import Refusal, RefusalKind
 
 Dims = tuple[int, int, int]
@@ -134,6 +134,9 @@ class Flavour:
     seq_len_multiple: int = 1
     unit: Unit | None = None  # a build that runs on another unit (a peer's precision): its ceiling follows it
     accuracy: Accuracy | None = None  # a build that claims another accuracy (a half-precision peer claims none)
+    # A build that computes the softmax's weights by an approximation of its own (a polynomial exp2): its
+    # relative error, added to its unit's rounding of P in the accuracy envelope (`precision_envelope`).
+    weights_error: float = 0.0
 
 
 FLAVOUR_SEPARATOR = ":"
@@ -177,6 +180,7 @@ class Variant:
     flavours: Mapping[str, Flavour] = field(default_factory=dict)
     # The arithmetic of its products where its unit does not say it (the cpu variant's numpy); else the unit's.
     arithmetic_note: str | None = None
+    weights_error: float = 0.0  # its flavour's approximation of the weights (Flavour.weights_error)
 
     @property
     def arithmetic(self) -> str:
@@ -201,7 +205,17 @@ class Variant:
             unit=chosen.unit or self.unit,
             accuracy=chosen.accuracy or self.accuracy,
             flavours={},
+            weights_error=self.weights_error + chosen.weights_error,
         )
+
+    @property
+    def rounding(self) -> Rounding | None:
+        """What its arithmetic rounds beyond float32: its unit's roundings, with P's widened by its own
+        approximation of the weights if it has one; None when its unit rounds nothing of its own."""
+        rounding = self.compute_unit.rounding
+        if rounding is None or not self.weights_error:
+            return rounding
+        return replace(rounding, weights_relative=rounding.weights_relative + self.weights_error)
 
     @property
     def compute_unit(self) -> ComputeUnit:
@@ -240,7 +254,7 @@ class Variant:
         """Why this variant's arithmetic cannot hold the check's `tolerance` (atol, rtol) on an input of these
         value ranges, or None: its unit's rounding of V and P (`precision_envelope`) above atol + rtol * max |V|
         (the loosest the rule can be on any element). A unit without roundings of its own never refuses."""
-        rounding = self.compute_unit.rounding
+        rounding = self.rounding
         if rounding is None:
             return None
         atol, rtol = tolerance

@@ -90,7 +90,7 @@ def _poly_exp2(eighths: int) -> Flavour:
     keeps the variant's accuracy claim."""
     return Flavour(f"{eighths}/8 of the softmax's exponentials by a degree-{DEGREE} polynomial on the FMA pipes "
                    f"(relative error below {REL_ERROR_BOUND:.3g}), the rest on MUFU",
-                   defines={"WGMMA16S_POLY_EIGHTHS": eighths, **exp2_poly_defines()})
+                   defines={"WGMMA16S_POLY_EIGHTHS": eighths, **exp2_poly_defines()}, weights_error=REL_ERROR_BOUND)
 
 
 # `wgmma16s:poly25` and its neighbours, so one compare measures several splits: by a count of instructions (not

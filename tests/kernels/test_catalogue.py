@@ -241,3 +241,28 @@ def test_a_variant_without_roundings_of_its_own_never_refuses_an_inputs_values()
         assert get_variant(name).precision_refusal(huge, Shape(2, 512, 64), (0.0, 0.0)) is None
     refused = get_variant("wgmma16s").precision_refusal(huge, Shape(2, 512, 64), (5e-3, 0.0))
     assert refused is not None and "beyond FP16's largest value 65504" in refused.sentence()
+
+
+def test_a_build_with_its_own_exponential_widens_its_units_rounding_of_the_weights():
+    """wgmma16s:poly50 takes half its weights from a polynomial exp2: its envelope adds that polynomial's
+    relative error to FP16's rounding of P, so near the edge of reach it refuses where plain wgmma16s does not."""
+    from attnbench.cases.fresh_values import InputRange
+    from attnbench.kernels.exp2_poly import REL_ERROR_BOUND
+    from attnbench.results.precision_envelope import error_bound
+
+    plain, poly = get_variant("wgmma16s"), get_variant("wgmma16s:poly50")
+    assert poly.rounding.weights_relative == plain.rounding.weights_relative + REL_ERROR_BOUND
+    shape = Shape(2, 512, 64)
+
+    def ranges(v):
+        return InputRange((-3.0, -3.0, -v), (3.0, 3.0, v))
+
+    # the V at which plain wgmma16s's representation bound reaches 5e-3, found by bisection; just below it the
+    # polynomial's extra error puts poly50 out of reach
+    low, high = 1.0, 100.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if error_bound(plain.rounding, ranges(mid), 512, 64).representation <= 5e-3 else (low, mid)
+    edge = ranges(low * 0.999)
+    assert plain.precision_refusal(edge, shape, (5e-3, 0.0)) is None
+    assert poly.precision_refusal(edge, shape, (5e-3, 0.0)) is not None

@@ -173,3 +173,19 @@ def test_compare_runs_exe_programs_in_the_sandbox_and_says_once_when_it_cannot(c
     assert ran.exit_code == 1 and ran.output.count("no sandbox ($ATTNBENCH_BWRAP=") == 1, ran.output
     refused = cli("compare", "-v", f"exe:{program}", "-c", "odd_17x48", "--no-save", "--sandbox", "required")
     assert refused.exit_code == 3 and "--sandbox required: no sandbox can be made here" in refused.output
+
+
+def test_compare_says_why_each_refused_cell_was_refused_once_per_reason():
+    """The tables say only "refused"; under them, one line per reason names the cells."""
+    from attnbench.output.render.matrix_run import print_problems
+    from attnbench.output.render.terminal import err_console
+    from attnbench.results.refusal import Refusal, RefusalKind
+    from tests.synthetic import COURSE_SHAPES, result_set
+
+    result = result_set({"a": {"t10": 1.0, "t11": 1.0}}, {c: COURSE_SHAPES[c] for c in ("t10", "t11")})
+    for cell in result.cells:
+        cell.status, cell.measurement = "refused", None
+        cell.refusal = Refusal("a", RefusalKind.PRECISION, 0.0025, f"|V| up to 3 on {cell.case}")
+    with err_console.capture() as captured:
+        print_problems(result)
+    assert captured.get().splitlines() == ["refused: a cannot meet 0.0025 on this input (t10, t11)"]

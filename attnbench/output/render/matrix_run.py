@@ -38,10 +38,14 @@ def print_matrix(result: ResultSet, baseline: str | None, same_within: float, ti
 
 
 def print_problems(result: ResultSet) -> None:
-    """Wrong and failed cells, then warnings grouped one line per kind."""
+    """Wrong and failed cells, refused ones with why (a table says only "refused"), then warnings grouped one
+    line per kind."""
     for cell in result_tables.failed_cells(result):  # a program's own words are in the text: no markup read
         err_console.print(f"[red]{cell.status.upper()}[/red] {escape(printable(result_tables.failure_text(cell)))}",
                           highlight=False, markup=True, soft_wrap=True)
+    for reason, cases in result_tables.grouped_refusals(result):
+        err_console.print(escape(printable(f"refused: {reason} ({result_tables.places_text(cases)})")),
+                          highlight=False, soft_wrap=True, style="dim")
     for warning, where in result_tables.grouped_warnings(result):
         print_warnings([f"{warning.sentence()} [{result_tables.places_text(where)}]"])
 

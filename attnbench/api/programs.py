@@ -20,8 +20,8 @@ from attnbench.errors import AttnbenchError, UsageError
 from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.judge import class_slurm
 from attnbench.judge import course_judge as judging
-from attnbench.judge.class_here import judge_class as run_class
-from attnbench.judge.class_pool import judge_class_spread
+from attnbench.judge.class_flow import judge_class as run_class
+from attnbench.judge.class_work import judge_class_spread
 from attnbench.judge.classroom import RERUN_TOP, Checkpoint, ClassSettings
 from attnbench.judge.classroom import confinement as class_confinement
 from attnbench.judge.course_judge import JudgedCase

@@ -20,7 +20,7 @@ from typing import Any
 
 from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput
-from attnbench.judge.class_here import judge_submission, rerun_rows
+from attnbench.judge.class_flow import judge_submission, rerun_rows
 from attnbench.judge.classroom import (
     ClassSettings,
     build_row,

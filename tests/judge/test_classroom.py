@@ -130,7 +130,7 @@ def test_the_command_line_judges_a_class_prints_and_saves_its_scoreboard(classro
 
 
 def test_workers_get_cpu_cores_of_their_own_and_the_parent_keeps_a_share():
-    from attnbench.judge.class_pool import core_plan
+    from attnbench.judge.class_work import core_plan
 
     parent, workers = core_plan(2, range(16))
     assert parent == [0, 1, 2, 3, 4] and workers == [[5, 6, 7, 8, 9], [10, 11, 12, 13, 14, 15]]

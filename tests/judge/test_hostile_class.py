@@ -267,7 +267,7 @@ def test_a_slower_row_that_idles_on_some_runs_buys_no_tie(tmp_path):
 
 def test_a_row_spread_over_gpu_kinds_is_ranked_with_the_kind_that_ran_most():
     from attnbench.analysis.ranking import rank
-    from attnbench.judge.class_pool import _device_of
+    from attnbench.judge.class_work import _device_of
     from attnbench.output.tables.scoreboard_table import scoreboard_rows
     from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 

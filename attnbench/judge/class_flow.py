@@ -1,6 +1,6 @@
 """A class judged in this process, on one worker: every submission built (all at once: class_builds), then
 each judged case by case, ranked, the top ones rerun (`attnbench.judge.classroom` has the rules every executor
-shares). The cases run through the executor seam, `InProcess` with the work a GPU pool's workers do (`class_pool.ClassCaseWork`);
+shares). The cases run through the executor seam, `InProcess` with the work a GPU pool's workers do (`class_work.ClassCaseWork`);
 a Slurm node judges its submission this way too."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
 from attnbench.judge.class_builds import build_all, build_workers
 from attnbench.judge.class_progress import ClassClock, expected_round
-from attnbench.judge.class_pool import ClassCaseWork, Job, OnEntry, affinity, judge_jobs
+from attnbench.judge.class_work import ClassCaseWork, Job, OnEntry, affinity, judge_jobs
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,

@@ -1,4 +1,4 @@
-"""attnbench.judge.class_here: a class on one worker judges its cases through the executor seam (`InProcess`,
+"""attnbench.judge.class_flow: a class on one worker judges its cases through the executor seam (`InProcess`,
 with the work a pool's workers do), and gives the verdicts a pool gives."""
 
 from __future__ import annotations

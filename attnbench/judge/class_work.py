@@ -9,7 +9,7 @@ a program runs (attnbench.sandbox.process): two programs in one process would ki
 A case's verdict does not depend on which worker ran it: the same program, input, sandbox and check.
 The workers are a `GpuPool` (spread.pool), the one pool a compare's case groups run on too; each keeps
 to CPU cores of its own. Their work (`ClassCaseWork`) is also what a class on one worker runs in process
-(`class_here`). Without GPUs, ATTNBENCH_CPU_WORKERS=N stands N cpu workers in for them (the
+(`class_flow`). Without GPUs, ATTNBENCH_CPU_WORKERS=N stands N cpu workers in for them (the
 tests use it).
 """
 
@@ -264,7 +264,7 @@ def judge_class_spread(submissions: Sequence[Submission], inputs: Sequence[Bench
             clock.instead(expected * (RERUN_RUNS - 1 - len(rounds)), [])
             for number, round_inputs in enumerate(rounds, start=2):
                 record_seeds(board, f"rerun {number}", round_inputs)
-                for row in top:  # warmed up again right before the round, as before the first (class_here.rerun_rows)
+                for row in top:  # warmed up again right before the round, as before the first (class_flow.rerun_rows)
                     if inputs:
                         note = warm_up_entry(programs[row.name], inputs[0].shape, inputs[0].label, settings,
                                              cache_of(caches, row.name))

@@ -1,4 +1,4 @@
-"""attnbench.judge.class_pool: a class on the GPU pool (cpu workers standing in for GPUs) keeps what the
+"""attnbench.judge.class_work: a class on the GPU pool (cpu workers standing in for GPUs) keeps what the
 judge guarantees: a worker that dies costs one entry, Ctrl-C keeps what was judged, marked interrupted."""
 
 from __future__ import annotations

@@ -1,7 +1,13 @@
-"""A class judged in this process, on one worker: every submission built (all at once: class_builds), then
-each judged case by case, ranked, the top ones rerun (`attnbench.judge.classroom` has the rules every executor
-shares). The cases run through the executor seam, `InProcess` with the work a GPU pool's workers do (`class_work.ClassCaseWork`);
-a Slurm node judges its submission this way too."""
+"""A class judged, written once whatever executor carries its jobs (`class_executors`: in this process, a GPU
+pool, Slurm): the inputs and their references, every build (all at once: class_builds), the first runs, the
+ranks, the top rows rerun round by round, the ranks again (`attnbench.judge.classroom` has the rules).
+
+Each round (the first runs, then each rerun round) goes the same way on every executor: the round's inputs are
+drawn (fresh ones anew each round) and their seeds saved on the scoreboard, each row of the round is warmed up
+(its sealed JIT cache written, before any of its judged runs), then its (submission, case) jobs go to the
+executor case by case (all submissions' runs of one case before the next, so a worker loads each case once).
+The listener hears the same typed events (`results.judge_events`, `ClassProgress`) whatever ran the jobs.
+Ctrl-C keeps what was judged: the scoreboard says it was interrupted."""
 
 from __future__ import annotations
 
@@ -12,19 +18,19 @@ from typing import Sequence
 from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
 from attnbench.judge.class_builds import build_all, build_workers
+from attnbench.judge.class_executors import Carrier, carrier_for
 from attnbench.judge.class_progress import ClassClock, expected_round
-from attnbench.judge.class_work import ClassCaseWork, Job, OnEntry, affinity, judge_jobs
+from attnbench.judge.class_work import Job, affinity, device_of, judge_jobs
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,
+    ClassRequest,
     ClassSettings,
     add_note,
     add_run,
-    build_row,
     cache_of,
     confinement,
     cuda_caches,
-    gpu_name,
     new_board,
     record_seeds,
     row_of,
@@ -33,144 +39,135 @@ from attnbench.judge.classroom import (
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
-from attnbench.judge.submissions import Submission
+from attnbench.judge.phases import phase
 from attnbench.printable import counted
+from attnbench.results.judge_events import CaseJudged, JudgeListener, RerunJudged, hears_nothing
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.staging import remove_tree
-from attnbench.spread.executor import InProcess, Listener, Progress, quiet_listener
 
 
-def judge_here(settings: ClassSettings, jobs: list[Job], on_done: OnEntry, clock: ClassClock | None = None) -> None:
-    """(submission, case) jobs one after another in this process, through the executor seam (`InProcess`,
-    the work a pool's workers do), each case prepared already; `on_done` hears each entry, `clock` each job."""
-    judge_jobs(InProcess(ClassCaseWork(settings, here=True)), jobs, on_done, clock)
+def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, checkpoint: Checkpoint | None = None,
+                progress: ProgressFactory = no_progress, carrier: Carrier | None = None) -> Scoreboard:
+    """Build and judge every submission on every input, rank them, rerun the top ones, rank again, on the
+    request's executor (or `carrier`: a resumed Slurm run's); `listener` hears the class's events, `checkpoint`
+    gets the board after the builds and after each case judged (to save it as it grows)."""
+    settings = request.settings
+    carrier = carrier or carrier_for(request)
+    board = new_board(request.inputs, settings, request.metadata, confinement(settings))
+    board.settings.update(carrier.about)
+    rows: dict[str, SubmissionRow] = {}
+    programs: dict[str, Path] = {}
+    prepared: list[PreparedCase] = []
+    tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-", dir=carrier.scratch))
+    caches = cuda_caches(carrier.scratch)
+    clock = ClassClock(listener)
 
-
-def judge_submission(submission: Submission, cases: list[PreparedCase], settings: ClassSettings, build_root: Path,
-                     device: str, listener: Listener, caches: Path | None = None) -> tuple[SubmissionRow, Path | None]:
-    """Build one submission under build_root and judge it on every case; its row and its program."""
-    row, program = build_row(submission, settings, build_root, device, listener)
-    judge_row(row, program, cases, settings, listener, caches)
-    return row, program
-
-
-def judge_row(row: SubmissionRow, program: Path | None, cases: list[PreparedCase], settings: ClassSettings,
-              listener: Listener, caches: Path | None = None, clock: ClassClock | None = None) -> None:
-    """A built submission's row judged on every case, after its warm-up (nothing, for one that did not build)."""
-    if program is None:
-        return
-    cache = cache_of(caches, row.name) if caches else None
-    if cache is not None and cases:
-        add_note(row, warm_up_entry(program, cases[0].shape, cases[0].label, settings, cache))
+    def saved() -> None:
+        board.rows = list(rows.values())
+        if checkpoint is not None:
+            checkpoint(board)
 
     def judged(name: str, label: str, entry: CaseEntry) -> None:
-        row.entries[label] = entry
-        listener(Progress("case", payload=(name, label, entry)))
+        rows[name].entries[label] = entry
+        device_of(rows[name])
+        listener(CaseJudged(name, label, entry))
+        saved()
 
-    judge_here(settings, [(row.name, program, case, cache) for case in cases], judged, clock)
+    def rerun(name: str, label: str, entry: CaseEntry) -> None:
+        if label in rows[name].entries and rows[name].entries[label].passed:
+            add_run(rows[name], label, entry)
+            listener(RerunJudged(name, label, entry))
 
+    def jobs(names: Sequence[str], cases: Sequence[BenchInput | PreparedCase], number: int) -> list[Job]:
+        return [(name, programs[name], case, cache_of(caches, name)) for case in cases for name in names
+                if _wanted(rows[name], case.label, number)]
 
-def rerun_rows(rows: Sequence[SubmissionRow], programs: dict[str, Path], rounds: list[list[BenchInput]],
-               settings: ClassSettings, listener: Listener, caches: Path | None = None,
-               clock: ClassClock | None = None, expected: Sequence[str] = ()) -> None:
-    """Round by round (each on its own inputs: fresh ones are drawn anew for each), run every passed case
-    of every row once more; a run that fails makes the case fail. Each case ends with RERUN_RUNS runs.
-
-    Row by row, as the first round ran: each row is warmed up again right before its runs of the round (a
-    fresh sealed cache), which then run back to back, so no run can tell a rerun from a first run by how
-    long ago its warm-up wrote the cache it reads (first runs came under 3 s after theirs, reruns 7-9 s)."""
-    by_name = {row.name: row for row in rows}
-
-    def rerun(name: str, label: str, again: CaseEntry) -> None:
-        add_run(by_name[name], label, again)
-        listener(Progress("rerun", payload=(name, label, again)))
-
-    def wanted(row: SubmissionRow, label: str, number: int) -> bool:
-        entry = row.entries.get(label)
-        return bool(entry and entry.passed and len(entry.runs_s) < number)
-
-    for number, round_inputs in enumerate(rounds, start=2):
-        needed = [b for b in round_inputs if any(wanted(row, b.label, number) for row in rows)]
-        if clock is not None:  # `expected`: the jobs the round was counted at before ranks said which
-            actual = [b.label for row in rows for b in round_inputs if wanted(row, b.label, number)]
-            clock.instead(expected, actual)
-            clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(actual), f"the top {len(rows)} submissions")
-        cases: list[PreparedCase] = []
-        try:
-            for bench_input in needed:
-                cases.append(prepare_case(bench_input))
-            for row in rows:
-                mine = [case for case in cases if wanted(row, case.label, number)]
-                if not mine:
-                    continue
-                cache = cache_of(caches, row.name) if caches else None
-                if cache is not None:
-                    first = round_inputs[0]  # the warm-up's shape, as in the first round: the first case's
-                    note = warm_up_entry(programs[row.name], first.shape, first.label, settings, cache)
-                    if note and note not in row.build_message:
-                        add_note(row, note)
-                judge_here(settings, [(row.name, programs[row.name], case, cache) for case in mine], rerun, clock)
-        finally:
-            for case in cases:
-                release(case.input_path)
-    for row in rows:
-        row.reruns = RERUN_RUNS
-
-
-def judge_class(submissions: Sequence[Submission], inputs: Sequence[BenchInput], settings: ClassSettings,
-                progress: ProgressFactory = no_progress, listener: Listener | None = None,
-                metadata: dict | None = None, checkpoint: Checkpoint | None = None) -> Scoreboard:
-    """Build and judge every submission on every input, rank them, rerun the top ones, rank again;
-    `listener` hears the class's `Progress` events (classroom has their words); `checkpoint` gets the board
-    after each row (to save it as it grows)."""
-    listen = listener or quiet_listener
-    device = gpu_name()
-    board = new_board(inputs, settings, metadata, confinement(settings))
-    programs: dict[str, Path] = {}
-    caches = cuda_caches()
-    tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-"))
-    cases: list[PreparedCase] = []
-    clock = ClassClock(listen)
     try:
-        first = settings.first_inputs(inputs)
+        first = carrier.drawn("first", lambda: settings.first_inputs(request.inputs))
         record_seeds(board, "first", first)
         clock.begin("inputs and references", len(first), f"{counted(len(first), 'case')}, "
                     + ("drawn fresh" if settings.fresh_inputs else "the suite's"))
-        for bench_input in first:
-            cases.append(prepare_case(bench_input, progress))
-            clock.step()
+        cases = [_ready(bench_input, carrier.here, settings, progress, prepared, clock) for bench_input in first]
         # every build first, on every core, before the first timed run (class_builds says why not beside them)
         cores = sorted(affinity())
-        clock.begin("builds", len(submissions), f"{counted(len(submissions), 'submission')}, "
-                    f"{build_workers(cores, len(submissions))} at a time")
-        builds = build_all(submissions, tmp / "builds", settings, cores, clock.step)
-        built = sum(b.ok for b in builds)
-        expected = expected_round([case.label for case in cases], built, settings.rerun_top)
-        clock.expect([case.label for case in cases] * built + expected * (RERUN_RUNS - 1))
-        clock.begin("first runs", built * len(cases),
-                    f"{counted(built, 'submission')} x {counted(len(cases), 'case')}, one at a time")
-        for one in builds:
-            row, program = row_of(one, device, listen), one.program
-            judge_row(row, program, cases, settings, listen, caches, clock)
-            board.rows.append(row)
-            if checkpoint is not None:
-                checkpoint(board)
-            if program is not None:
-                programs[row.name] = program
-        rank(board)
-        top = top_rows(board, settings.rerun_top)
-        rounds = settings.rerun_rounds(inputs) if top else []
-        for number, round_inputs in enumerate(rounds, start=2):
-            record_seeds(board, f"rerun {number}", round_inputs)
-        clock.instead(expected * (RERUN_RUNS - 1 - len(rounds)), [])
-        rerun_rows(top, programs, rounds, settings, listen, caches, clock, expected)
+        clock.begin("builds", len(request.submissions), f"{counted(len(request.submissions), 'submission')}, "
+                    f"{build_workers(cores, len(request.submissions))} at a time")
+        for built in build_all(request.submissions, tmp, settings, cores, clock.step):
+            rows[built.submission.name] = row_of(built, None, listener)
+            if built.program is not None:
+                programs[built.submission.name] = built.program
+        saved()
+        labels = [case.label for case in cases]
+        expected = expected_round(labels, len(programs), settings.rerun_top)
+        clock.expect(labels * len(programs) + expected * (RERUN_RUNS - 1))
+        with carrier.executor() as executor:
+            _warm_up([rows[name] for name in programs], programs, request.inputs, settings, caches)
+            first_jobs = jobs(list(programs), cases, 1)
+            clock.begin("first runs", len(first_jobs), f"{counted(len(programs), 'submission')} x "
+                        f"{counted(len(cases), 'case')}")
+            with phase("runs"):  # the runs, with their inputs and checks: what this process waits for
+                judge_jobs(executor, first_jobs, judged, clock)
+            top = top_rows(rank(board), settings.rerun_top)
+            rounds = carrier.drawn("reruns", lambda: settings.rerun_rounds(request.inputs)) if top else []
+            clock.instead(expected * (RERUN_RUNS - 1 - len(rounds)), [])
+            for row in top:
+                row.reruns = RERUN_RUNS
+            for number, round_inputs in enumerate(rounds, start=2):
+                record_seeds(board, f"rerun {number}", round_inputs)
+                names = [row.name for row in top]
+                needed = [b for b in round_inputs if any(_wanted(row, b.label, number) for row in top)]
+                round_cases = [_ready(b, carrier.here, settings, progress, prepared) for b in needed]
+                _warm_up(top, programs, request.inputs, settings, caches)
+                again = jobs(names, round_cases, number)
+                clock.instead(expected, [case.label for _, _, case, _ in again])
+                clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again), f"the top {len(top)} submissions")
+                with phase("runs"):
+                    judge_jobs(executor, again, rerun, clock)
     except KeyboardInterrupt:
         board.interrupted = True
     except Exception as exc:  # noqa: BLE001 - the judge's own failure (its disk, say): the board, seeds and all, is kept
         stopped(board, exc)
     finally:
-        for case in cases:  # fresh inputs are secrets: never left behind, whatever happened
+        for case in prepared:  # fresh inputs are secrets: never left behind, whatever happened
             release(case.input_path)
         remove_tree(caches)
         remove_tree(tmp)
+        board.rows = list(rows.values())
+        carrier.close(board)
     return rank(board)
+
+
+def _wanted(row: SubmissionRow, label: str, number: int) -> bool:
+    """Whether the row runs this case in run `number` (1: the first runs; then only passed cases, until each
+    has that many runs)."""
+    if number == 1:
+        return True
+    entry = row.entries.get(label)
+    return bool(entry and entry.passed and len(entry.runs_s) < number)
+
+
+def _ready(bench_input: BenchInput, here: bool, settings: ClassSettings, progress: ProgressFactory,
+           prepared: list[PreparedCase], clock: ClassClock | None = None) -> BenchInput | PreparedCase:
+    """A case as its jobs carry it: prepared here for jobs that run here; otherwise the input, which each
+    worker prepares (a suite file is generated here once, for the workers to read)."""
+    job_case: BenchInput | PreparedCase = bench_input
+    if here:
+        job_case = prepare_case(bench_input, progress)
+        prepared.append(job_case)
+    elif not settings.fresh_inputs:
+        prepare_case(bench_input, progress)
+    if clock is not None:
+        clock.step()
+    return job_case
+
+
+def _warm_up(rows: Sequence[SubmissionRow], programs: dict[str, Path], inputs: Sequence[BenchInput],
+             settings: ClassSettings, caches: Path) -> None:
+    """Each row's warm-up right before its round (a fresh sealed JIT cache: no run can tell a rerun from a
+    first run by how long ago its cache was written), on the shape of the class's first case."""
+    if not inputs:
+        return
+    for row in rows:
+        note = warm_up_entry(programs[row.name], inputs[0].shape, inputs[0].label, settings, cache_of(caches, row.name))
+        if note and note not in row.build_message:
+            add_note(row, note)

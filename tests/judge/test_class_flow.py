@@ -1,19 +1,108 @@
-"""attnbench.judge.class_flow: a class on one worker judges its cases through the executor seam (`InProcess`,
-with the work a pool's workers do), and gives the verdicts a pool gives."""
+"""attnbench.judge.class_flow: one flow judges a class whatever executor carries its jobs. The same class on the
+in-process worker, on a pool of stand-in workers and on the Slurm path without a cluster (each Slurm job's call
+made here, its result left where submitit leaves it) gives the same verdicts, the same saved seeds and the same
+events; the case jobs go through the executor seam in one order on each."""
 
 from __future__ import annotations
 
+import itertools
+import pickle
+from collections import Counter
+from dataclasses import astuple
+from pathlib import Path
+from types import SimpleNamespace
+
 import pytest
 
+from attnbench.analysis.time_left import ClassProgress
 from attnbench.api import programs as api_programs
-from attnbench.spread import executor
+from attnbench.judge import fresh_inputs
+from attnbench.results.judge_events import CaseJudged, RerunJudged, SubmissionBuilt
+from attnbench.spread import executor, slurm
+from attnbench.spread.devices import CPU_WORKERS_ENV
 from tests.judge.classes import CASES, ORDER, RANKS, can_build, class_sandbox, make_class, verdicts
 
+EXECUTORS = ("in-process", "pool", "slurm")
 
-def test_a_class_on_one_worker_runs_its_cases_in_process_through_the_seam(tmp_path, monkeypatch):
+
+@pytest.fixture(scope="module")
+def classroom(tmp_path_factory) -> Path:
     if not can_build():
         pytest.skip("no C compiler or make")
-    classroom = make_class(tmp_path)
+    return make_class(tmp_path_factory.mktemp("class"))
+
+
+@pytest.fixture
+def slurm_here(monkeypatch):
+    """Slurm without a cluster: each job's call (pickled and back, as submitit sends it) made here at
+    submission, its result left as submitit leaves it; squeue shows no job active. Returns the calls made."""
+    made: list[int] = []
+    numbers = itertools.count(100)
+
+    def submit_array(folder, options, job_name, calls):
+        ids = []
+        for call in calls:
+            function, arguments = pickle.loads(pickle.dumps(call))
+            job_id = str(next(numbers))
+            slurm.result_file(folder, job_id).write_bytes(pickle.dumps(("success", function(*arguments))))
+            made.append(len(arguments[1]))
+            ids.append(job_id)
+        return ids
+
+    monkeypatch.setattr(slurm, "submit_array", submit_array)
+    monkeypatch.setattr(slurm, "squeue_states", lambda: {})
+    return made
+
+
+def judged_on(where: str, classroom: Path, tmp_path: Path, monkeypatch) -> tuple:
+    """The class judged on one executor, each run drawing the same seeds: the board and what its listener heard."""
+    seeds = itertools.count(1)
+    monkeypatch.setattr(fresh_inputs, "secrets", SimpleNamespace(randbits=lambda bits: next(seeds)))
+    options: dict = {}
+    if where == "pool":
+        monkeypatch.setenv(CPU_WORKERS_ENV, "2")
+        options = {"gpus": "all"}
+    elif where == "slurm":
+        options = {"executor": "slurm", "slurm": slurm.SlurmOptions(folder=tmp_path / "jobs", poll_s=0.0)}
+    events: list = []
+    board = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, sandbox=class_sandbox(),
+                                     listener=events.append, **options)
+    return board, events
+
+
+def heard(events: list) -> Counter:
+    """What a listener heard, as a TA reads it: builds, verdicts and phases, whatever order workers ended in."""
+    said: Counter = Counter()
+    for event in events:
+        if isinstance(event, SubmissionBuilt):
+            said[astuple(event)] += 1
+        elif isinstance(event, (CaseJudged, RerunJudged)):
+            said[(type(event).__name__, event.submission, event.case, event.entry.verdict)] += 1
+        elif isinstance(event, ClassProgress):
+            said[(event.phase, event.done, event.total, event.note)] += 1
+        else:
+            raise AssertionError(f"an untyped event: {event!r}")
+    return said
+
+
+def test_every_executor_gives_the_same_verdicts_seeds_and_events(classroom, tmp_path, monkeypatch, slurm_here):
+    results = {where: judged_on(where, classroom, tmp_path, monkeypatch) for where in EXECUTORS}
+    here, _ = results["in-process"]
+    assert [r.name for r in here.rows] == ORDER and {r.name: r.rank for r in here.rows} == RANKS
+    assert set(here.settings["seeds"]) == {"first", "rerun 2", "rerun 3"}  # every round's, on every executor
+    for where, (board, events) in results.items():
+        assert verdicts(board) == verdicts(here), where
+        assert [r.reruns for r in board.rows] == [3, 1, 1, 1, 1], where
+        assert board.settings["seeds"] == here.settings["seeds"], where
+        assert heard(events) == heard(results["in-process"][1]), where
+        assert not board.interrupted and "stopped_by" not in board.settings, where
+    assert slurm_here == [2, 2, 2, 2, 2, 2]  # a Slurm job per built submission, then per rerun round of the top one
+    assert not (tmp_path / "jobs").exists()  # the jobs folder goes once the class is judged
+    built = sorted(e for e in heard(results["slurm"][1]) if len(e) == 2)
+    assert built == [("alice", True), ("bob", True), ("carol", True), ("dave", True), ("erin", False)]
+
+
+def test_the_cases_go_through_the_executor_seam_case_by_case_after_the_rows_warm_ups(classroom, monkeypatch):
     ran, real = [], executor.InProcess.run
 
     def recorded(self, jobs, listener):
@@ -21,43 +110,35 @@ def test_a_class_on_one_worker_runs_its_cases_in_process_through_the_seam(tmp_pa
         return real(self, jobs, listener)
 
     monkeypatch.setattr(executor.InProcess, "run", recorded)
-    here = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, sandbox=class_sandbox())
+    board = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, sandbox=class_sandbox())
     labels = CASES.split(",")
-    first = [[(name, label) for label in labels] for name in ("alice", "bob", "carol", "dave")]  # erin: no build
-    # its reruns row by row, each round's cases back to back (after a warm-up of its own), as its first runs
-    assert ran[:4] == first and ran[4:] == [[("alice", label) for label in labels]] * 2
-    assert [r.name for r in here.rows] == ORDER and {r.name: r.rank for r in here.rows} == RANKS
-    assert all(not e.device for r in here.rows for e in r.entries.values())  # the row names its GPU
-    monkeypatch.setenv("ATTNBENCH_CPU_WORKERS", "1")
-    pooled = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, gpus="0",
-                                      sandbox=class_sandbox())
-    assert verdicts(here) == verdicts(pooled)
+    first = [(name, label) for label in labels for name in ("alice", "bob", "carol", "dave")]  # erin: no build
+    assert ran == [first, [("alice", label) for label in labels], [("alice", label) for label in labels]]
+    assert {e.device for r in board.rows for e in r.entries.values()} == {board.rows[0].gpu}  # each entry names it
 
 
-def test_a_class_on_one_worker_and_on_the_pool_tells_one_listener_the_same_progress(tmp_path, monkeypatch):
-    """One listener protocol: whatever the executor, the class's caller hears `Progress` events, the same
-    builds, cases and reruns with the same verdicts."""
-    if not can_build():
-        pytest.skip("no C compiler or make")
-    classroom = make_class(tmp_path)
+def test_a_slurm_class_interrupted_keeps_its_jobs_folder_and_a_resume_judges_the_same_inputs(
+        classroom, tmp_path, monkeypatch, slurm_here):
+    """Ctrl-C while the reruns' Slurm jobs are awaited: the board says so and names the jobs folder; the resume
+    runs the flow again, finds the first jobs' results, draws nothing anew and submits only what was lost."""
+    options = slurm.SlurmOptions(folder=tmp_path / "jobs", poll_s=0.0)
+    real = slurm.SlurmWorkers.run
 
-    def heard(**where) -> tuple[list, set]:
-        events: list = []
-        api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, sandbox=class_sandbox(),
-                                 listener=events.append, **where)
-        assert events and all(isinstance(event, executor.Progress) for event in events)
-        built = [event.payload for event in events if event.what == "built"]
-        judged = {(event.what, event.payload[0], event.payload[1], event.payload[2].verdict) for event in events
-                  if event.what in ("case", "rerun")}
-        return sorted(built), judged
+    def stopped_on_the_reruns(self, jobs, listener):
+        if self.runs == 0:  # the first runs' jobs go out and come back
+            return real(self, jobs, listener)
+        raise KeyboardInterrupt
 
-    here = heard()
-    monkeypatch.setenv("ATTNBENCH_CPU_WORKERS", "2")
-    pooled = heard(gpus="all")
-    assert here == pooled
-    built, judged = here
-    assert built == [("alice", True), ("bob", True), ("carol", True), ("dave", True), ("erin", False)]
-    labels = CASES.split(",")
-    assert {(name, label) for what, name, label, _ in judged if what == "case"} == {
-        (name, label) for name in ("alice", "bob", "carol", "dave") for label in labels}
-    assert {(name, label) for what, name, label, _ in judged if what == "rerun"} == {("alice", label) for label in labels}
+    monkeypatch.setattr(slurm.SlurmWorkers, "run", stopped_on_the_reruns)
+    first = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, executor="slurm",
+                                     slurm=options, sandbox=class_sandbox())
+    assert first.interrupted and first.settings["slurm_jobs_folder"] == str(tmp_path / "jobs")
+    assert set(first.settings["seeds"]) == {"first", "rerun 2"}  # saved before the round's jobs went out
+    monkeypatch.setattr(slurm.SlurmWorkers, "run", real)
+    submitted = len(slurm_here)
+    again = api_programs.resume_class(tmp_path / "jobs")
+    assert len(slurm_here) == submitted + 2  # only the rerun rounds' jobs: the first ones had come back
+    assert verdicts(again) == verdicts(first) and not again.interrupted
+    assert {run: again.settings["seeds"][run] for run in first.settings["seeds"]} == first.settings["seeds"]
+    assert [r.reruns for r in again.rows] == [3, 1, 1, 1, 1]
+    assert not (tmp_path / "jobs").exists()

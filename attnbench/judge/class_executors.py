@@ -43,6 +43,7 @@ class Carrier(Protocol):
     here: bool  # the jobs run in this process: they carry the cases prepared here
     scratch: Path | None  # where builds and JIT caches go, a folder every worker reads (None: the temporary one)
     about: dict[str, Any]  # what the scoreboard's settings record of it
+    row_by_row: bool  # a row's jobs, given in a row, run back to back on one worker (class_flow says why it asks)
 
     def drawn(self, name: str, draw: Callable[[], T]) -> T:
         """A round's inputs (`draw()`), or those drawn for it before (a resume judges the same inputs)."""
@@ -60,7 +61,7 @@ class Carrier(Protocol):
 class HereCarrier:
     """One worker, in this process: on its cores and the GPUs it sees."""
 
-    here, scratch = True, None
+    here, scratch, row_by_row = True, None, True
 
     def __init__(self, request: ClassRequest) -> None:
         self.request = request
@@ -80,7 +81,7 @@ class PoolCarrier:
     """One worker process per device of this host, each on CPU cores of its own; this process keeps a share
     (input draws, checks, warm-ups), the builds before them use every core."""
 
-    here, scratch = False, None
+    here, scratch, row_by_row = False, None, False
 
     def __init__(self, request: ClassRequest) -> None:
         self.request = request
@@ -133,7 +134,7 @@ class SlurmCarrier:
     """Slurm jobs, one per submission's cases of a round; the jobs folder holds the builds, the JIT caches and
     the run's record."""
 
-    here = False
+    here, row_by_row = False, True
 
     def __init__(self, run: ClassRun) -> None:
         self.run = run
@@ -156,7 +157,7 @@ class SlurmCarrier:
     def executor(self) -> ContextManager[Executor]:
         work = ClassCaseWork(self.run.request.settings)
         return contextlib.nullcontext(SlurmWorkers(self.run.folder, self.run.options, "attnbench-class", work,
-                                                   operator.itemgetter(0), self.run.ids, self.run.save))
+                                                   operator.attrgetter("submission"), self.run.ids, self.run.save))
 
     def close(self, board: Scoreboard) -> None:
         if board.interrupted and any(self.run.ids.values()):  # jobs went out: a resume can finish it

@@ -4,8 +4,13 @@ ranks, the top rows rerun round by round, the ranks again (`attnbench.judge.clas
 
 Each round (the first runs, then each rerun round) goes the same way on every executor: the round's inputs are
 drawn (fresh ones anew each round) and their seeds saved on the scoreboard, each row of the round is warmed up
-(its sealed JIT cache written, before any of its judged runs), then its (submission, case) jobs go to the
-executor case by case (all submissions' runs of one case before the next, so a worker loads each case once).
+(its sealed JIT cache written, before any of its judged runs), and its (submission, case) jobs go to the
+executor as one list. Where a row's jobs run back to back on one worker (in process; over Slurm, a row's jobs
+are one Slurm job), they go row by row, the row's first job warming it up on that worker right before its runs,
+so no run can tell a rerun from a first run by how long ago its cache was written (first runs came under 3 s
+after theirs, reruns 7-9 s, when warm-ups ran apart); on a pool, whose workers take any job, every row is
+warmed up here first and the jobs go case by case (all rows' runs of one case before the next, so a worker
+loads each case once).
 The listener hears the same typed events (`results.judge_events`, `ClassProgress`) whatever ran the jobs.
 Ctrl-C keeps what was judged: the scoreboard says it was interrupted."""
 
@@ -20,7 +25,7 @@ from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
 from attnbench.judge.class_builds import build_all, build_workers
 from attnbench.judge.class_executors import Carrier, carrier_for
 from attnbench.judge.class_progress import ClassClock, expected_round
-from attnbench.judge.class_work import Job, affinity, device_of, judge_jobs
+from attnbench.judge.class_work import CaseJob, affinity, device_of, judge_jobs
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,
@@ -78,9 +83,23 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
             add_run(rows[name], label, entry)
             listener(RerunJudged(name, label, entry))
 
-    def jobs(names: Sequence[str], cases: Sequence[BenchInput | PreparedCase], number: int) -> list[Job]:
-        return [(name, programs[name], case, cache_of(caches, name)) for case in cases for name in names
-                if _wanted(rows[name], case.label, number)]
+    def noted(name: str, note: str) -> None:
+        if note not in rows[name].build_message:
+            add_note(rows[name], note)
+
+    def jobs(names: Sequence[str], cases: Sequence[BenchInput | PreparedCase], number: int) -> list[CaseJob]:
+        """The round's jobs: row by row, each row's first job warming it up, where the carrier runs a row's jobs
+        back to back; else case by case, every row warmed up here first."""
+        if not carrier.row_by_row:
+            _warm_up([rows[name] for name in names], programs, request.inputs, settings, caches)
+            return [CaseJob(name, programs[name], case, cache_of(caches, name)) for case in cases for name in names
+                    if _wanted(rows[name], case.label, number)]
+        round_jobs = []
+        for name in names:
+            mine = [case for case in cases if _wanted(rows[name], case.label, number)]
+            round_jobs += [CaseJob(name, programs[name], case, cache_of(caches, name),
+                                   request.inputs[0] if i == 0 else None) for i, case in enumerate(mine)]
+        return round_jobs
 
     try:
         first = carrier.drawn("first", lambda: settings.first_inputs(request.inputs))
@@ -101,12 +120,11 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
         expected = expected_round(labels, len(programs), settings.rerun_top)
         clock.expect(labels * len(programs) + expected * (RERUN_RUNS - 1))
         with carrier.executor() as executor:
-            _warm_up([rows[name] for name in programs], programs, request.inputs, settings, caches)
             first_jobs = jobs(list(programs), cases, 1)
             clock.begin("first runs", len(first_jobs), f"{counted(len(programs), 'submission')} x "
                         f"{counted(len(cases), 'case')}")
             with phase("runs"):  # the runs, with their inputs and checks: what this process waits for
-                judge_jobs(executor, first_jobs, judged, clock)
+                judge_jobs(executor, first_jobs, judged, noted, clock)
             top = top_rows(rank(board), settings.rerun_top)
             rounds = carrier.drawn("reruns", lambda: settings.rerun_rounds(request.inputs)) if top else []
             clock.instead(expected * (RERUN_RUNS - 1 - len(rounds)), [])
@@ -117,12 +135,11 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                 names = [row.name for row in top]
                 needed = [b for b in round_inputs if any(_wanted(row, b.label, number) for row in top)]
                 round_cases = [_ready(b, carrier.here, settings, progress, prepared) for b in needed]
-                _warm_up(top, programs, request.inputs, settings, caches)
                 again = jobs(names, round_cases, number)
-                clock.instead(expected, [case.label for _, _, case, _ in again])
+                clock.instead(expected, [job.case.label for job in again])
                 clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again), f"the top {len(top)} submissions")
                 with phase("runs"):
-                    judge_jobs(executor, again, rerun, clock)
+                    judge_jobs(executor, again, rerun, noted, clock)
     except KeyboardInterrupt:
         board.interrupted = True
     except Exception as exc:  # noqa: BLE001 - the judge's own failure (its disk, say): the board, seeds and all, is kept
@@ -163,8 +180,8 @@ def _ready(bench_input: BenchInput, here: bool, settings: ClassSettings, progres
 
 def _warm_up(rows: Sequence[SubmissionRow], programs: dict[str, Path], inputs: Sequence[BenchInput],
              settings: ClassSettings, caches: Path) -> None:
-    """Each row's warm-up right before its round (a fresh sealed JIT cache: no run can tell a rerun from a
-    first run by how long ago its cache was written), on the shape of the class's first case."""
+    """Each row's warm-up here before its round (a fresh sealed JIT cache), on the shape of the class's first
+    case."""
     if not inputs:
         return
     for row in rows:

@@ -23,6 +23,7 @@ from attnbench.judge.classroom import (
     failure_text,
     gpu_name,
     judge_entry,
+    warm_up_entry,
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
@@ -62,9 +63,18 @@ def pin(cores: Sequence[int]) -> None:
 
 
 # -- in a worker ------------------------------------------------------------------------------------
-# (submission, its program, the input, its JIT cache): the input a worker prepares, or a case prepared
-# already by the process that runs the job (an executor that runs jobs here)
-Job = tuple[str, Path, "BenchInput | PreparedCase", "Path | None"]
+@dataclass(frozen=True)
+class CaseJob:
+    """One submission's run of one case. `case`: the input, which the worker prepares, or a case prepared already
+    by the process that runs the job (an executor that runs jobs here). `warm_up`: the input whose shape the
+    submission is warmed up on right before this run (its round's first job where a row's jobs run back to back
+    on one worker), or None."""
+
+    submission: str
+    program: Path
+    case: BenchInput | PreparedCase
+    cache: Path | None
+    warm_up: BenchInput | None = None
 
 
 @dataclass(frozen=True)
@@ -93,11 +103,14 @@ class ClassCaseWork:
             name = gpu_name()
         return {"device": name}, None
 
-    def run(self, job: Job, state: dict[str, object], emit: Emit) -> None:
-        name, program, bench_input, cache = job
+    def run(self, job: CaseJob, state: dict[str, object], emit: Emit) -> None:
         emit("started", None)  # so that a worker that dies is known to have died on this case
         try:
-            entry = judge_entry(program, _case(state, bench_input), self.settings, cache)
+            if job.warm_up is not None and job.cache is not None:  # right before the row's runs, on this worker
+                note = warm_up_entry(job.program, job.warm_up.shape, job.warm_up.label, self.settings, job.cache)
+                if note:
+                    emit("warmed", note)
+            entry = judge_entry(job.program, _case(state, job.case), self.settings, job.cache)
         except SandboxUnavailable as exc:
             emit("unjudgeable", str(exc))
             return None
@@ -125,17 +138,21 @@ def _case(state: dict[str, object], bench_input: BenchInput | PreparedCase) -> P
 OnEntry = Callable[[str, str, CaseEntry], None]
 
 
-def judge_jobs(pool: Executor, jobs: list[Job], on_done: OnEntry, clock: ClassClock | None = None) -> None:
-    """Run (submission, case) jobs; `on_done` hears each entry as it comes back (and `clock` each job's start
-    and end). A job whose worker died or found no device is that entry's JUDGE ERROR."""
+def judge_jobs(pool: Executor, jobs: list[CaseJob], on_done: OnEntry, on_note: Callable[[str, str], None],
+               clock: ClassClock | None = None) -> None:
+    """Run (submission, case) jobs; `on_done` hears each entry as it comes back, `on_note` a warm-up's note for
+    its row (and `clock` each job's start and end). A job whose worker died or found no device is that entry's
+    JUDGE ERROR."""
     if clock is not None:
         clock.new_batch()
 
     def hear(event: Progress) -> None:
         if event.job is None:
             return
-        name, _, bench_input, _ = jobs[event.job]
-        if event.what == "started" and clock is not None:
+        name, bench_input = jobs[event.job].submission, jobs[event.job].case
+        if event.what == "warmed":
+            on_note(name, event.payload)
+        elif event.what == "started" and clock is not None:
             clock.job_started(event.job)
         elif event.what == "entry":
             on_done(name, bench_input.label, event.payload)

@@ -73,7 +73,7 @@ def test_resume_resubmits_what_was_lost(cluster, classroom, tmp_path, monkeypatc
     submitted: list = []
     submit = slurm.submit_array
     monkeypatch.setattr(slurm, "submit_array", lambda folder, options, name, calls: submitted.append(
-        [job[0] for _, (_, jobs) in calls for job in jobs]) or submit(folder, options, name, calls))
+        [job.submission for _, (_, jobs) in calls for job in jobs]) or submit(folder, options, name, calls))
     again = api_programs.resume_class(tmp_path / "jobs")
     assert submitted == [["carol", "carol"]]  # carol's two cases, one Slurm job; alice's result was there
     assert verdicts(again) == {"alice": {"odd_17x48": "PASS", "odd_100x32": "PASS"},

@@ -18,11 +18,11 @@ from attnbench.backends.kernel_records import unavailable as kernel_records_unav
 from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
 from attnbench.errors import AttnbenchError, UsageError
 from attnbench.files import DEFAULT_RESULTS_DIR
-from attnbench.judge import class_slurm
 from attnbench.judge import course_judge as judging
-from attnbench.judge.class_here import judge_class as run_class
-from attnbench.judge.class_pool import judge_class_spread
-from attnbench.judge.classroom import RERUN_TOP, Checkpoint, ClassSettings
+from attnbench.judge.class_executors import Carrier
+from attnbench.judge.class_executors import resumed as resumed_slurm_class
+from attnbench.judge.class_flow import judge_class as judge_class_flow
+from attnbench.judge.classroom import RERUN_TOP, Checkpoint, ClassRequest, ClassSettings
 from attnbench.judge.classroom import confinement as class_confinement
 from attnbench.judge.course_judge import JudgedCase
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
@@ -34,6 +34,7 @@ from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.kernels.user import find_launch_facts
 from attnbench.locations import data_dir
+from attnbench.results.judge_events import JudgeListener, hears_nothing
 from attnbench.results.metadata import collect
 from attnbench.results.resultset import ResultSet
 from attnbench.results.scoreboard import Scoreboard
@@ -44,7 +45,7 @@ from attnbench.sandbox.room import Confinement, SandboxSettings, SandboxUnavaila
 from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.slurm import SlurmOptions, default_folder
 from attnbench.spread.devices import devices_for
-from attnbench.spread.executor import EXECUTORS, GPU_POOL, IN_PROCESS, SLURM, Listener, choose_executor
+from attnbench.spread.executor import SLURM, choose_executor
 
 __all__ = ["COURSE_LIMITS_BRIEF", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
            "SlurmOptions", "class_history", "is_class", "is_source", "judge", "judge_class", "judge_program",
@@ -52,14 +53,14 @@ __all__ = ["COURSE_LIMITS_BRIEF", "SANDBOX_MODES", "BuildFailed", "Confinement",
 
 def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str | None = None, time_limits: str = "course",
           args: str = judging.DEFAULT_ARGS, timeout: float | None = None, progress: ProgressFactory = no_progress,
-          listener: Listener | None = None, command: str | None = None, sandbox: SandboxSettings | None = None,
+          listener: JudgeListener | None = None, command: str | None = None, sandbox: SandboxSettings | None = None,
           opened: Callable[[Confinement], None] | None = None,
           fresh_inputs: bool = False, arch: str | None = None, build_command: str | None = None,
           diagnose: bool = False, kernel_time: bool = False) -> tuple[judging.Judgement, ResultSet]:
     """Run PROGRAM IN OUT on each case in its own case folder and sandbox (see attnbench.sandbox.room),
     time the whole process, check the output by the course's rule; returns the judgement and its result
     set (kind "judge"). `opened` hears how cases are confined (bwrap, or the fallback and why) first;
-    `listener` hears each case judged, a `Progress` event "judged" with (JudgedCase, number of cases).
+    `listener` hears each case judged (a `ProgramCaseJudged` event).
     A `.cu` or `.c` file is one program too: built first, in the sandbox, as a class's submission is (for
     `arch`, or by `build_command`; a failed build: BuildFailed).
     `fresh_inputs`: judge on inputs drawn anew from secret seeds (attnbench.judge.fresh_inputs), not the
@@ -93,7 +94,7 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
                 rerun_top: int = RERUN_TOP, gpus: str | None = None, executor: str = "local",
                 slurm: SlurmOptions | None = None, sandbox: SandboxSettings | None = None,
                 results_dir: str | Path = DEFAULT_RESULTS_DIR, progress: ProgressFactory = no_progress,
-                listener: Listener | None = None, command: str | None = None,
+                listener: JudgeListener | None = None, command: str | None = None,
                 fresh_inputs: bool = True, checkpoint: Checkpoint | None = None, arch: str | None = None,
                 build_command: str | None = None, diagnose: bool = False, kernel_time: bool = False,
                 rank_by: str = "wall") -> Scoreboard:
@@ -101,65 +102,64 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     same cases, rank them (passed cases first, then total time; ties within noise), rerun the top ones
     and rank again; returns the scoreboard, which the command line renders and saves. With
     `gpus` ("all" or "0,1"), the cases run on one worker process per GPU; with `executor="slurm"`, each
-    submission is a Slurm job (then each rerun), in the jobs folder of `slurm` (default
-    results_dir/slurm/<date>_<time>). Every build and every case runs in the judge's sandbox (`sandbox`;
-    a class needs one unless its mode is "none"). `fresh_inputs` (the default): every case and every rerun
-    on inputs drawn anew from secret seeds, saved with the scoreboard; False: the suite's inputs.
-    `listener` hears the run's `Progress` events whatever the executor (as a compare's does): "built"
-    (submission, built), "case" and "rerun" (submission, case, its CaseEntry), and over Slurm "row"
-    (SubmissionRow, number of cases) and "rerun_row" (submission, why its rerun was lost or None); here and
-    with `gpus`, "plan" (a ClassProgress: the phase, its steps done and in all, the time left estimated).
-    `checkpoint` gets the board as it grows (after each row here, each case with `gpus`), to save it.
+    submission's cases of a round are a Slurm job, in the jobs folder of `slurm` (default
+    results_dir/slurm/<date>_<time>, removed once the class is judged). Every build and every case runs in the
+    judge's sandbox (`sandbox`; a class needs one unless its mode is "none"). `fresh_inputs` (the default):
+    every case and every rerun on inputs drawn anew from secret seeds, saved with the scoreboard; False: the
+    suite's inputs. `listener` hears the class's typed events (`attnbench.results.judge_events`: each
+    submission built, each case and rerun judged; and `ClassProgress`: the phase, its steps done and in all,
+    the time left estimated), the same whatever the executor.
+    `checkpoint` gets the board as it grows (after the builds and each case judged), to save it.
     Submissions are built as the course builds them (`attnbench.judge.course_build`): for `arch` (sm_90,
     native; default the judging GPU's), or each by the shell line `build_command`. `diagnose`: each failed
     case runs once more under compute-sanitizer, whose first error joins its message.
     `kernel_time`: each passed run's kernels recorded in a second, untimed run, in the sandbox like every run;
     `rank_by` "kernel" ranks by them (and records them), "wall" (the default) by the course's wall clock."""
-    if rank_by not in RANK_BY:
-        raise UsageError(f"--rank-by {rank_by}: one of {', '.join(RANK_BY)}")
-    chosen = choose_executor(gpus, executor)
-    devices = devices_for(gpus) if gpus is not None else []  # bad usage, or no GPU, before any work
-    if rerun_top < 0:
-        raise UsageError(f"--rerun-top {rerun_top}: give 0 or more")
-    found = find_submissions(list(submissions))
-    selector = cases if isinstance(cases, str) else ",".join(cases)
-    inputs = judging.cases_for(selector)
+    options = JudgeOptions(programs=tuple(os.fspath(s) for s in submissions),
+                           cases=cases if isinstance(cases, str) else ",".join(cases), time_limits=time_limits,
+                           timeout=timeout, sandbox=sandbox or SandboxSettings(), rerun_top=rerun_top, gpus=gpus,
+                           build_timeout=build_timeout, executor=executor, slurm=slurm or SlurmOptions(),
+                           results_dir=results_dir, command=command, fresh_inputs=fresh_inputs, arch=arch,
+                           build_command=build_command, diagnose=diagnose, kernel_time=kernel_time,
+                           rank_by=rank_by, a_class=True)
+    return _judged(class_request(options), listener, checkpoint, progress)
+
+
+def class_request(options: JudgeOptions) -> ClassRequest:
+    """The one request a class's options make, checked before any work: bad usage, or no GPU, raised here."""
+    if options.rank_by not in RANK_BY:
+        raise UsageError(f"--rank-by {options.rank_by}: one of {', '.join(RANK_BY)}")
+    chosen = choose_executor(options.gpus, options.executor)
+    devices = devices_for(options.gpus) if options.gpus is not None else []
+    if options.rerun_top < 0:
+        raise UsageError(f"--rerun-top {options.rerun_top}: give 0 or more")
+    found = find_submissions(list(options.programs))
+    inputs = judging.cases_for(options.cases)
     if not inputs:
-        raise UsageError(f"--cases {selector!r} names no case")
+        raise UsageError(f"--cases {options.cases!r} names no case")
     judging.refuse_nonfinite_inputs(inputs)
-    settings = ClassSettings(judging.load_time_limits(time_limits), timeout, build_timeout, rerun_top,
-                             class_sandbox(sandbox or SandboxSettings()), fresh_inputs,
-                             build_rules(arch, build_command), diagnose, kernel_time, rank_by)
-    metadata = collect(None, False, command)
-    # a program that exhausts memory is killed, not the judge; the judge's phases are timed (board.cost)
+    settings = ClassSettings(judging.load_time_limits(options.time_limits), options.timeout, options.build_timeout,
+                             options.rerun_top, class_sandbox(options.sandbox), options.fresh_inputs is not False,
+                             build_rules(options.arch, options.build_command), options.diagnose,
+                             options.kernel_time, options.rank_by)
+    slurm = options.slurm
+    if chosen is SLURM and slurm.folder is None:
+        slurm = replace(slurm, folder=default_folder(options.results_dir))
+    return ClassRequest(tuple(found), tuple(inputs), settings, chosen, tuple(devices),
+                        slurm if chosen is SLURM else None, collect(None, False, options.command))
+
+
+def _judged(request: ClassRequest, listener: JudgeListener | None, checkpoint: Checkpoint | None,
+            progress: ProgressFactory, carrier: Carrier | None = None) -> Scoreboard:
+    """The class judged by its one flow, its phases timed (board.cost) and a program that exhausts memory
+    killed, not the judge."""
     with oom_priority.judge_last() as lowered, timing() as clock:
-        board = _judge_found(found, inputs, settings, chosen, slurm, results_dir, devices, progress, listener,
-                             metadata, checkpoint)
+        board = judge_class_flow(request, listener or hears_nothing, checkpoint, progress, carrier)
         board.cost = clock.cost(sum(sum(entry.runs_s) for row in board.rows for entry in row.entries.values()))
     board.settings["oom_killer"] = (
         f"programs {oom_priority.PROGRAM_ADJ}, the judge {lowered}" if lowered is not None else
         f"programs {oom_priority.PROGRAM_ADJ}; the judge's own could not be lowered ({oom_priority.why_not_lowered()})")
     return board
-
-
-def _judge_found(found, inputs, settings, executor, slurm, results_dir, devices, progress, listener,  # noqa: ANN001
-                 metadata, checkpoint) -> Scoreboard:  # noqa: ANN001
-    """The class judged by the executor `choose_executor` chose: one runner for each of `EXECUTORS`."""
-
-    def on_slurm() -> Scoreboard:
-        options = slurm or SlurmOptions()
-        if options.folder is None:
-            options = replace(options, folder=default_folder(results_dir))
-        return class_slurm.judge_class_slurm(found, inputs, settings, options, listener, metadata)
-
-    runners = {
-        IN_PROCESS.name: lambda: run_class(found, inputs, settings, progress, listener, metadata, checkpoint),
-        GPU_POOL.name: lambda: judge_class_spread(found, inputs, settings, devices, progress, listener, metadata,
-                                                  checkpoint),
-        SLURM.name: on_slurm,
-    }
-    assert set(runners) == {kind.name for kind in EXECUTORS}, "every executor judges a class"
-    return runners[executor.name]()
 
 
 class BuildFailed(AttnbenchError):
@@ -205,9 +205,12 @@ def class_history(folder: str | Path, cases: list[str] | None = None) -> list[Hi
     return history(load_boards(folder), cases)
 
 
-def resume_class(folder: str | Path, listener: Listener | None = None) -> Scoreboard:
-    """Finish a class judged over Slurm from its jobs folder: what came back is kept, the rest resubmitted."""
-    return class_slurm.resume_class(folder, listener)
+def resume_class(folder: str | Path, listener: JudgeListener | None = None,
+                 checkpoint: Checkpoint | None = None) -> Scoreboard:
+    """Finish a class judged over Slurm from its jobs folder: its flow runs again on the inputs it drew, what
+    came back is kept, the rest resubmitted."""
+    request, carrier = resumed_slurm_class(folder)
+    return _judged(request, listener, checkpoint, no_progress, carrier)
 
 
 def is_class(program: str) -> bool:
@@ -253,6 +256,7 @@ class JudgeOptions:
     diagnose: bool = False  # a failed case runs once more under compute-sanitizer
     kernel_time: bool = False  # each passed case's kernels, from a second, untimed run
     rank_by: str = "wall"  # a class only: "kernel" ranks by kernel time (and records it)
+    a_class: bool = False  # judged as a class whatever the programs (the API's judge_class)
 
     def __post_init__(self) -> None:
         if not self.programs and not self.resume:
@@ -269,7 +273,7 @@ class JudgeOptions:
     @property
     def judges_a_class(self) -> bool:
         """Whether these programs are a class (ranked on a scoreboard) rather than one program."""
-        return bool(self.resume) or len(self.programs) > 1 or is_class(self.programs[0])
+        return self.a_class or bool(self.resume) or len(self.programs) > 1 or is_class(self.programs[0])
 
 
 def _say_pending(cases: str, notice: Notice) -> None:
@@ -286,7 +290,8 @@ def _say_no_kernels(options: JudgeOptions, notice: Notice) -> None:
             notice(why + ranks)
 
 
-def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progress, listener: Listener | None = None,
+def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progress,
+                  listener: JudgeListener | None = None,
                   opened: Callable[[Confinement], None] | None = None,
                   notice: Notice = quiet) -> tuple[judging.Judgement, ResultSet]:
     """`judge` of the one program `options` names (see `judge`), after a note of what its cases will write."""
@@ -300,21 +305,16 @@ def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progr
 
 
 def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_progress,
-                      listener: Listener | None = None, notice: Notice = quiet,
+                      listener: JudgeListener | None = None, notice: Notice = quiet,
                       checkpoint: Checkpoint | None = None) -> Scoreboard:
     """The class `options` names judged (see `judge_class`), after a note of what its cases will write; or,
     with `resume`, its Slurm run finished."""
     if options.resume:
         return resume_class(options.resume, listener)
+    request = class_request(options)
     _say_pending(options.cases, notice)
     _say_no_kernels(options, notice)
-    return judge_class(options.programs, options.cases, time_limits=options.time_limits, timeout=options.timeout,
-                       build_timeout=options.build_timeout, rerun_top=options.rerun_top, gpus=options.gpus,
-                       executor=options.executor, slurm=options.slurm, sandbox=options.sandbox,
-                       results_dir=options.results_dir, progress=progress, listener=listener,
-                       command=options.command, fresh_inputs=options.fresh_inputs is not False,
-                       checkpoint=checkpoint, arch=options.arch, build_command=options.build_command,
-                       diagnose=options.diagnose, kernel_time=options.kernel_time, rank_by=options.rank_by)
+    return _judged(request, listener, checkpoint, progress)
 
 
 def new_kernel(name: str, folder: str | Path = ".") -> StarterFiles:

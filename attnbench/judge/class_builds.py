@@ -7,7 +7,7 @@ compilers. The workers are the one pool work is spread on (`spread.pool.GpuPool`
 devices, as ATTNBENCH_CPU_WORKERS's do): spawned, not forked, a worker that dies is noticed, and Ctrl-C stops
 them all at once.
 
-The class's flows build everything first, before any timed run, rather than beside the runs: a build is a
+The class's flow builds everything first, before any timed run, rather than beside the runs: a build is a
 descendant of the judge, and the sweep that ends each run here kills every descendant that appeared while the
 program ran, a build's compiler included; and a run in this process is kept on all of its cores, which a build
 beside it would share. So while builds run, no core is a timed run's, and they may use every core the judge

@@ -1,7 +1,7 @@
 """A class's progress as a TA plans by it: each phase as it begins (builds, inputs and references, first runs,
 reruns), and after each job the jobs done and the time left, estimated from the runs so far
-(`attnbench.analysis.time_left`). The listener hears them as `Progress("plan", payload=ClassProgress)`, whatever
-executor runs the jobs (a Slurm class's rows come back whole: it says none)."""
+(`attnbench.analysis.time_left`). The listener hears each as a `ClassProgress` event, whatever executor runs
+the jobs."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import time
 from typing import Callable, Iterable
 
 from attnbench.analysis.time_left import ClassProgress, TimeLeft
-from attnbench.spread.executor import Listener, Progress
+from attnbench.results.judge_events import JudgeListener
 
 
 class ClassClock:
     """The class's phases and jobs as they go, told to `listener`."""
 
-    def __init__(self, listener: Listener, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, listener: JudgeListener, clock: Callable[[], float] = time.monotonic) -> None:
         self.listener, self.clock = listener, clock
         self.began = clock()
         self.estimate = TimeLeft()
@@ -71,8 +71,7 @@ class ClassClock:
     def _tell(self, note: str = "") -> None:
         now = self.clock()
         left = self.estimate.left_s(now - self.first_job) if self.first_job is not None else None
-        self.listener(Progress("plan", payload=ClassProgress(self.phase, self.done, self.total, now - self.began,
-                                                             left, note)))
+        self.listener(ClassProgress(self.phase, self.done, self.total, now - self.began, left, note))
 
 
 def expected_round(cases: Iterable[str], built: int, rerun_top: int) -> list[str]:

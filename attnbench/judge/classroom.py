@@ -38,13 +38,15 @@ from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.course_build import BuildRules
-from attnbench.judge.phases import phase
 from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
 from attnbench.results.kernel_time import CUPTI_SOURCE
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
-from attnbench.spread.executor import Listener, Progress
+from attnbench.results.judge_events import JudgeListener, SubmissionBuilt
+from attnbench.spread.devices import Device
+from attnbench.spread.executor import IN_PROCESS, ExecutorKind
+from attnbench.spread.slurm import SlurmOptions
 
 RERUN_TOP = 3  # how many submissions of each GPU kind are rerun before ranks are final
 RERUN_RUNS = 3  # each of their passed cases runs this many times in all; the median counts
@@ -78,16 +80,22 @@ class ClassSettings:
         return [self.first_inputs(inputs) for _ in range(RERUN_RUNS - 1)]
 
 
-# What a class's listener hears, whatever executor judges it: `spread.executor.Progress` events (the one
-# listener protocol; job None), each word with its payload:
-#   "built"      (submission, whether it built)
-#   "case"       (submission, case, CaseEntry): a case judged
-#   "rerun"      (submission, case, CaseEntry): a rerun of a passed case, counted (a failed one fails the case)
-#   "row"        (SubmissionRow, number of cases): a Slurm job's row came back
-#   "rerun_row"  (submission, why its rerun job was lost, or None): a Slurm rerun job came back
-#   "plan"       (analysis.time_left.ClassProgress): a phase begun, or a step of it done, and the time left
-#                (judge.class_progress; in process and on a pool)
-Checkpoint = Callable[[Scoreboard], None]  # the board as it grows, to be saved
+@dataclass(frozen=True)
+class ClassRequest:
+    """A class as a command asks for it, built once from its options and passed down whole: what is judged,
+    how, and on which executor (`spread.executor.EXECUTORS`: its devices for a GPU pool, its jobs for Slurm)."""
+
+    submissions: tuple[Submission, ...]
+    inputs: tuple[BenchInput, ...]
+    settings: ClassSettings
+    executor: ExecutorKind = IN_PROCESS
+    devices: tuple[Device, ...] = ()  # a GPU pool's
+    slurm: SlurmOptions | None = None  # Slurm's, its jobs folder chosen
+    metadata: dict = field(default_factory=dict)
+
+
+# the board as it grows, to be saved
+Checkpoint = Callable[[Scoreboard], None]
 
 
 def gpu_name(index: int | str | None = None) -> str:
@@ -106,11 +114,12 @@ def gpu_name(index: int | str | None = None) -> str:
     return "no GPU (the host's CPU)"
 
 
-def cuda_caches() -> Path:
-    """A folder for the class's CUDA JIT caches, one per submission (see Sandbox.cuda_cache): the programs'
-    user may pass through it, not list it, and each cache's name is keyed by a secret only the judge reads
-    (`cache_of`), so no program finds another's. The caller removes it."""
-    root = Path(tempfile.mkdtemp(prefix="attnbench-cuda-caches-"))
+def cuda_caches(within: Path | None = None) -> Path:
+    """A folder for the class's CUDA JIT caches, one per submission (see Sandbox.cuda_cache), in `within`
+    (default: the temporary folder): the programs' user may pass through it, not list it, and each cache's
+    name is keyed by a secret only the judge reads (`cache_of`), so no program finds another's. The caller
+    removes it."""
+    root = Path(tempfile.mkdtemp(prefix="attnbench-cuda-caches-", dir=within))
     os.chmod(root, 0o711)
     salt = os.open(root / ".key", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.write(salt, secrets.token_bytes(32))
@@ -199,14 +208,6 @@ def failure_text(exc: BaseException) -> str:
     return printable(f"the judge could not finish this: {type(exc).__name__}: {exc}")[:300]
 
 
-def build_row(submission: Submission, settings: ClassSettings, build_root: Path, device: str,
-              listener: Listener) -> tuple[SubmissionRow, Path | None]:
-    """Build one submission (in the sandbox) under build_root: its row, not judged yet, and its program."""
-    with phase("builds"):
-        built = built_submission(submission, build_root, settings)
-    return row_of(built, device, listener), built.program
-
-
 def built_submission(submission: Submission, build_root: Path, settings: ClassSettings) -> Built:
     """One submission built (in the sandbox) under build_root; what goes wrong on the judge's side is its row's
     message, never the class's end (SandboxUnavailable, for --sandbox required, is raised)."""
@@ -218,10 +219,10 @@ def built_submission(submission: Submission, build_root: Path, settings: ClassSe
         return Built(submission, None, failure_text(exc))
 
 
-def row_of(built: Built, device: str | None, listener: Listener) -> SubmissionRow:
+def row_of(built: Built, device: str | None, listener: JudgeListener) -> SubmissionRow:
     """A built (or unbuilt) submission's row, not judged yet; `listener` hears that it was built."""
     submission = built.submission
-    listener(Progress("built", payload=(submission.name, built.ok)))
+    listener(SubmissionBuilt(submission.name, built.ok))
     message = "; ".join(part for part in (submission.note, built.message, submission.unjudged) if part)
     return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, message,
                          device if built.ok else None, reruns=1)

@@ -71,7 +71,7 @@ from attnbench.sandbox import ProgramSpec, run_program
 from attnbench.sandbox.program_run import warm_up as warm_up_room
 from attnbench.sandbox.process import ProgramError, check_program
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings
-from attnbench.spread.executor import Listener, Progress
+from attnbench.results.judge_events import JudgeListener, ProgramCaseJudged
 
 # How a verdict is saved: ok (passed), wrong (ran to the end, but the output or its time fails),
 # error (the process did not finish normally).
@@ -298,13 +298,12 @@ class Judgement:
 
 
 def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, timeout_s: float | None,
-              progress: ProgressFactory = no_progress, listener: Listener | None = None,
+              progress: ProgressFactory = no_progress, listener: JudgeListener | None = None,
               settings: SandboxSettings | None = None,
               opened: Callable[[Confinement], None] | None = None, diagnose: bool = False,
               kernel_time: bool = False) -> Judgement:
     """Judge every case in order, each in its own sandboxed case folder; `opened` hears how cases are
-    confined before the first runs, `listener` each case judged: a `Progress` event "judged" (the one
-    listener protocol), its job the case's index in `inputs`, its payload (JudgedCase, number of cases).
+    confined before the first runs, `listener` each case judged (a `ProgramCaseJudged` event).
     With `diagnose`, a failed case runs once more under compute-sanitizer (attnbench.judge.diagnose).
     With `kernel_time`, each passed case's kernels are recorded in a second, untimed run after its judged one.
     Ctrl-C stops after killing the running program, keeping what was judged."""
@@ -330,7 +329,7 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
                 judged.kernels = record_case_kernels(program, case, timeout_for(limit, timeout_s), sandbox)
             judgement.judged.append(judged)
             if listener is not None:
-                listener(Progress("judged", index, payload=(judged, len(inputs))))
+                listener(ProgramCaseJudged(index + 1, len(inputs), judged.label, judged.verdict, judged.wall_s))
     except KeyboardInterrupt:
         judgement.interrupted = True
         judgement.cases = judgement.cases[: len(judgement.judged)]

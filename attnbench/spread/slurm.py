@@ -1,6 +1,6 @@
 """Slurm through submitit: `SlurmExecutor` submits keyed jobs as one array, follows them through
-squeue and tells each result as it comes back. A compare or a sweep (`matrix_slurm`) and a class
-(`judge.class_slurm`) both spread through it; each keeps its run's record in its jobs folder
+squeue and tells each result as it comes back. A compare or a sweep (`matrix_slurm`) spreads through it,
+and a class through `SlurmWorkers`, the executor seam (`executor.Executor`) over it; each keeps its run's record in its jobs folder
 (`save_record`), beside submitit's pickles and Slurm's logs, so that a resume finds its jobs.
 
 Without Slurm accounting `sacct` answers nothing and submitit cannot tell a job that died from one
@@ -18,10 +18,10 @@ import subprocess
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from attnbench.errors import AttnbenchError, ResultsError
-from attnbench.spread.executor import Listener, Progress
+from attnbench.spread.executor import InProcess, Listener, Progress
 
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "SIGNALING",
           "STAGE_OUT", "REQUEUE_HOLD", "REQUEUE_FED"}
@@ -255,3 +255,56 @@ class SlurmExecutor:
 def default_folder(results_dir: str | Path) -> Path:
     stamp = _dt.datetime.now().strftime("%Y-%m-%d_%H%M%S")
     return Path(results_dir) / "slurm" / stamp
+
+
+# -- the executor seam over Slurm ------------------------------------------------------------------
+def run_group(work: Any, jobs: list[Any]) -> list[tuple[str, int | None, Any]]:
+    """On the node: one Slurm job's share of a run's jobs, in process (`executor.InProcess`), each event
+    recorded as (what, the job's index in the share, payload) for the parent to tell."""
+    heard: list[tuple[str, int | None, Any]] = []
+    InProcess(work).run(jobs, lambda event: heard.append((event.what, event.job, event.payload)))
+    return heard
+
+
+class SlurmWorkers:
+    """The executor seam (`executor.Executor`) over Slurm: each `run`'s jobs grouped by `group` (a class's by
+    submission: one Slurm job builds nothing, warms nothing, it runs that submission's cases back to back),
+    each group one Slurm job of an array that runs the `Work` in process on its node; each job's events are
+    told as the parent hears them from an in-process run (the job index the run's own), once its Slurm job is
+    back. A Slurm job lost costs each of its jobs a "died" event.
+
+    Runs are numbered in the order they are asked for, so the same sequence of runs (a resume's) finds its
+    Slurm jobs again in `ids`: (run number, group) -> Slurm job id, kept by `save` as soon as it changes."""
+
+    def __init__(self, folder: Path, options: SlurmOptions, job_name: str, work: Any, group: Callable[[Any], str],
+                 ids: dict[Any, str | None], save: Callable[[], None] = lambda: None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.slurm = SlurmExecutor(folder, options, job_name, ids, save, sleep)
+        self.work, self.group = work, group
+        self.runs = 0
+
+    def run(self, jobs: Sequence[Any], listener: Listener) -> None:
+        self.runs += 1
+        shares: dict[Any, list[int]] = {}
+        for i, job in enumerate(jobs):
+            shares.setdefault((self.runs, self.group(job)), []).append(i)
+        if not shares:
+            return
+
+        def told(event: Progress) -> None:
+            if event.what != "result":
+                return
+            share = shares[event.job]
+            if "error" in event.payload:
+                for i in share:
+                    listener(Progress("died", i, None, event.payload["error"]))
+                return
+            for what, j, payload in event.payload["events"]:
+                listener(Progress(what, None if j is None else share[j], None, payload))
+
+        calls = {key: (_events_of, (self.work, [jobs[i] for i in share])) for key, share in shares.items()}
+        self.slurm.run(calls, told)
+
+
+def _events_of(work: Any, jobs: list[Any]) -> dict[str, Any]:
+    return {"events": run_group(work, jobs)}

@@ -12,7 +12,7 @@ import pytest
 
 from attnbench.api import programs as api_programs
 from attnbench.judge.class_builds import build_all, build_workers
-from attnbench.judge.class_pool import affinity
+from attnbench.judge.class_work import affinity
 from attnbench.judge.classroom import ClassSettings
 from attnbench.judge.course_build import BuildRules
 from attnbench.judge.submissions import find_submissions

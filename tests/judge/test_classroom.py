@@ -11,6 +11,7 @@ import pytest
 
 from attnbench.api import programs as api_programs
 from attnbench.judge.course_judge import CRASH, WRONG_ANSWER
+from attnbench.results.judge_events import SubmissionBuilt
 from tests.judge.classes import CASES, CLASS_MODE, ORDER, RANKS, can_build, class_sandbox, make_class
 
 
@@ -38,7 +39,7 @@ def test_a_class_is_built_judged_ranked_and_the_top_rerun(classroom):
     for name in ("alice", "bob"):
         assert rows[name].reruns == 3 and all(len(e.runs_s) == 3 for e in rows[name].entries.values())
     assert rows["carol"].reruns == 1
-    assert ("built", ("erin", False)) in [(e.what, e.payload) for e in events]
+    assert SubmissionBuilt("erin", False) in events
     assert board.cases == ["odd_17x48", "odd_100x32"] and not board.interrupted
     assert "passed first" in board.settings["ranking"]
 
@@ -130,7 +131,7 @@ def test_the_command_line_judges_a_class_prints_and_saves_its_scoreboard(classro
 
 
 def test_workers_get_cpu_cores_of_their_own_and_the_parent_keeps_a_share():
-    from attnbench.judge.class_pool import core_plan
+    from attnbench.judge.class_work import core_plan
 
     parent, workers = core_plan(2, range(16))
     assert parent == [0, 1, 2, 3, 4] and workers == [[5, 6, 7, 8, 9], [10, 11, 12, 13, 14, 15]]
@@ -163,7 +164,7 @@ def test_each_run_adds_to_the_class_history_which_shows_best_and_latest(classroo
     assert "History: best and latest" in page and page.count("<tr>") == 4 + 4  # the board, then the history
 
 
-def test_the_scoreboard_is_saved_after_each_row_so_a_killed_judge_leaves_the_rows_done(classroom, tmp_path):
+def test_the_scoreboard_is_saved_after_each_case_so_a_killed_judge_leaves_the_cases_done(classroom, tmp_path):
     from attnbench.output.export.scoreboard_export import RowByRow
     from attnbench.results.scoreboard import load_scoreboard
 
@@ -173,13 +174,14 @@ def test_the_scoreboard_is_saved_after_each_row_so_a_killed_judge_leaves_the_row
     def checkpoint(board):
         saver(board)
         saved = load_scoreboard(saver.paths[0])  # what a judge killed right now would leave
-        seen.append(([r.name for r in saved.rows], saved.interrupted))
+        seen.append(([r.name for r in saved.rows], sum(len(r.entries) for r in saved.rows), saved.interrupted))
         # the fresh inputs' seeds are the judge's until the class ends: a later program could read this file
         assert isinstance(board.settings["seeds"], dict) and "0x" not in saver.paths[0].read_text()
 
     board = api_programs.judge_class([classroom / "alice", classroom / "dave.c"], ["odd_17x48"],
                                      time_limits="none", rerun_top=0, sandbox=class_sandbox(), checkpoint=checkpoint)
-    assert seen == [(["alice"], True), (["alice", "dave"], True)]
+    # after the builds, then after each case judged, whatever the executor
+    assert seen == [(["alice", "dave"], 0, True), (["alice", "dave"], 1, True), (["alice", "dave"], 2, True)]
     paths = saver.finish(board)
     shown = sorted(p for p in tmp_path.iterdir() if not p.name.startswith("."))  # a replaced file is unlinked later
     assert paths == saver.paths and shown == sorted(paths)  # one set of files, rewritten

@@ -267,7 +267,7 @@ def test_a_slower_row_that_idles_on_some_runs_buys_no_tie(tmp_path):
 
 def test_a_row_spread_over_gpu_kinds_is_ranked_with_the_kind_that_ran_most():
     from attnbench.analysis.ranking import rank
-    from attnbench.judge.class_pool import _device_of
+    from attnbench.judge.class_work import device_of
     from attnbench.output.tables.scoreboard_table import scoreboard_rows
     from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
@@ -276,7 +276,7 @@ def test_a_row_spread_over_gpu_kinds_is_ranked_with_the_kind_that_ran_most():
         "t03": CaseEntry("PASS", runs_s=[1.0], device="H100")}, reruns=1)
     other = SubmissionRow("other", "o", True, gpu="H100", entries={
         t: CaseEntry("PASS", runs_s=[0.5], device="H100") for t in ("t01", "t02", "t03")}, reruns=1)
-    _device_of(mixed)
+    device_of(mixed)
     assert mixed.gpu == "H100" and "H100 (2), H200 (1): ranked with H100" in mixed.gpu_note
     board = rank(Scoreboard(["t01", "t02", "t03"], [mixed, other]))
     assert [(r.name, r.rank) for r in board.rows] == [("other", 1), ("mixed", 2)]  # one group, not two

@@ -59,3 +59,57 @@ def test_the_slurm_executor_submits_again_only_what_has_no_result_and_tells_each
     assert events[0] == Progress("submitted", None, None, {"keys": ["b", "d"], "of": 4, "again": True, "array": "9"})
     assert {e.job: e.payload["square"] for e in events if e.what == "result"} == {"a": 4, "b": 9, "c": 16, "d": 25}
     assert results == {key: {"square": n * n} for key, n in zip("abcd", (2, 3, 4, 5))}
+
+
+class _Squares:
+    """A picklable stand-in for a `Work`: each job a number, its square emitted."""
+
+    def open(self, device, workers):
+        return None, "ready"
+
+    def run(self, job, state, emit):
+        emit("square", job[1] ** 2)
+        return None
+
+
+def test_slurm_workers_are_the_executor_seam_one_slurm_job_per_group_and_a_lost_one_costs_each_of_its_jobs(
+        tmp_path, monkeypatch):
+    """SlurmWorkers.run(jobs, listener) as InProcess and the pool run them: each group's jobs one Slurm job,
+    run in process on the node; its events told with the run's own job indices; a Slurm job that ended
+    without a result is a "died" event for each of its jobs. Runs are numbered, so a second run's jobs are
+    new Slurm jobs."""
+    import pickle
+
+    from attnbench.spread.executor import Progress
+
+    sent: list[list] = []
+    numbers = iter(range(100))
+
+    def submit_array(folder, options, job_name, calls):
+        ids = []
+        for function, arguments in calls:
+            job_id = str(next(numbers))
+            work, jobs = arguments
+            sent.append([job for job in jobs])
+            if jobs[0][0] == "lost":
+                slurm.result_file(folder, job_id).write_bytes(pickle.dumps(("error", "Traceback\nMemoryError")))
+            else:
+                slurm.result_file(folder, job_id).write_bytes(pickle.dumps(("success", function(*arguments))))
+            ids.append(job_id)
+        return ids
+
+    monkeypatch.setattr(slurm, "submit_array", submit_array)
+    monkeypatch.setattr(slurm, "squeue_states", lambda: {})
+    ids: dict = {}
+    workers = slurm.SlurmWorkers(tmp_path, slurm.SlurmOptions(poll_s=0), "test", _Squares(), lambda job: job[0], ids)
+    events: list[Progress] = []
+    jobs = [("a", 2), ("b", 3), ("a", 4), ("lost", 5), ("b", 6)]
+    workers.run(jobs, events.append)
+    assert sent == [[("a", 2), ("a", 4)], [("b", 3), ("b", 6)], [("lost", 5)]]  # one Slurm job per group
+    assert {e.job: e.payload for e in events if e.what == "square"} == {0: 4, 1: 9, 2: 16, 4: 36}
+    assert sorted(e.job for e in events if e.what == "done") == [0, 1, 2, 4]
+    died = [e for e in events if e.what == "died"]
+    assert [e.job for e in died] == [3] and "MemoryError" in died[0].payload
+    assert set(ids) == {(1, "a"), (1, "b"), (1, "lost")}
+    workers.run([("a", 7)], events.append)
+    assert (2, "a") in ids and ids[(2, "a")] != ids[(1, "a")] and events[-1] == Progress("done", 0, None, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from datetime import timedelta
 from contextlib import AbstractContextManager, contextmanager
@@ -21,13 +22,14 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from attnbench.analysis.time_left import ClassProgress
 from attnbench.output.render.column_widths import fit_widths, longest_line, longest_word
 from attnbench.output.tables.result_tables import format_ms, format_s
 from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableModel
 from attnbench.printable import printable as one_line
+from attnbench.results.judge_events import CaseJudged, ProgramCaseJudged, RerunJudged, SubmissionBuilt
 
 if TYPE_CHECKING:
-    from attnbench.analysis.time_left import ClassProgress
     from attnbench.results.resultset import Cell
 
 class _Console(Console):
@@ -259,37 +261,42 @@ class MatrixProgress:
 
 
 # -- judge: one program or a class ------------------------------------------------------------------------
-def judge_line(event: Any) -> str | None:
-    """The line a judge's `Progress` event prints while it runs, or None for one that prints nothing (a
-    rerun that passed). One program's word is "judged" (`course_judge.run_judge`); a class's words and
-    payloads are `attnbench.judge.classroom`'s, whatever executor judges it."""
-    if event.what == "judged":
-        judged, cases = event.payload
-        return f"[{event.job + 1}/{cases}] {judged.label}: {judged.verdict} {format_s(judged.wall_s)}"
-    if event.what == "built":
-        name, ok = event.payload
-        return f"{name} build: {'built' if ok else 'build failed'}"
-    if event.what == "case":
-        name, case, entry = event.payload
-        return f"{name} {case}: {entry.verdict}"
-    if event.what == "rerun":
-        name, case, entry = event.payload
-        return None if entry.passed else f"{name} {case}: rerun {entry.verdict}"
-    if event.what == "row":
-        row, cases = event.payload
-        return f"{row.name} judged: " + (f"{row.passed} of {cases} passed" if row.built else row.build_message)
-    if event.what == "rerun_row":
-        name, lost = event.payload
-        return f"{name} rerun: {'done' if lost is None else lost}"
-    if event.what == "plan":
-        return plan_line(event.payload)
+@functools.singledispatch
+def judge_line(event: object) -> str | None:
+    """The line a judge's event (`attnbench.results.judge_events`, or a class's `ClassProgress`) prints while it
+    runs, or None for one that prints nothing (a rerun that passed); the same whatever executor judged it."""
     return None
+
+
+@judge_line.register
+def _(event: ProgramCaseJudged) -> str | None:
+    return f"[{event.number}/{event.cases}] {event.label}: {event.verdict} {format_s(event.wall_s)}"
+
+
+@judge_line.register
+def _(event: SubmissionBuilt) -> str | None:
+    return f"{event.submission} build: {'built' if event.ok else 'build failed'}"
+
+
+@judge_line.register
+def _(event: CaseJudged) -> str | None:
+    return f"{event.submission} {event.case}: {event.entry.verdict}"
+
+
+@judge_line.register
+def _(event: RerunJudged) -> str | None:
+    return None if event.entry.passed else f"{event.submission} {event.case}: rerun {event.entry.verdict}"
+
+
+@judge_line.register
+def _(event: ClassProgress) -> str | None:
+    return plan_line(event)
 
 
 PLAN_LINES = 10  # a phase's progress is said about this many times, however many jobs it holds
 
 
-def plan_line(progress: "ClassProgress") -> str | None:
+def plan_line(progress: ClassProgress) -> str | None:
     """A class's phase as it begins ("first runs: 8 submissions x 30 cases, one at a time"), then every tenth of
     it and its end ("first runs 120/240, about 0:12:30 left"); None between those."""
     left = "" if progress.left_s is None else f", about {timedelta(seconds=round(progress.left_s))} left"
@@ -301,7 +308,7 @@ def plan_line(progress: "ClassProgress") -> str | None:
     return f"{progress.phase} {progress.done}/{progress.total}{left}"
 
 
-def judge_progress(event: Any) -> None:
+def judge_progress(event: object) -> None:
     """A judge's listener, for one program or a class: each event's line (`judge_line`) on standard error,
     as one printable line."""
     line = judge_line(event)

@@ -102,39 +102,31 @@ def test_the_matrix_progress_hears_the_runs_events(monkeypatch):
 
 
 def test_the_judge_progress_prints_one_line_per_event_as_the_judge_always_has(monkeypatch):
-    """The judge's adapter: one program's case judged; a class's build, case, failed rerun (a passed one
-    prints nothing), Slurm row and rerun job; text a submission wrote is printed escaped, on one line."""
+    """The judge's adapter, by the event's type: one program's case judged; a class's build, case, failed rerun
+    (a passed one prints nothing); text a submission wrote is printed escaped, on one line."""
     import io
-    from types import SimpleNamespace
 
     from rich.console import Console
 
     from attnbench.output.render import terminal
-    from attnbench.results.scoreboard import CaseEntry, SubmissionRow
+    from attnbench.results.judge_events import CaseJudged, ProgramCaseJudged, RerunJudged, SubmissionBuilt
+    from attnbench.results.scoreboard import CaseEntry
 
     capture = Console(file=io.StringIO(), width=200)
     monkeypatch.setattr(terminal, "err_console", capture)
     passed, wrong = CaseEntry("PASS", "", [0.1]), CaseEntry("WRONG", "max error 0.2")
-    judged = SubmissionRow("bob", "bob", True, "", None, {"t01": passed, "t02": wrong})
-    broken = SubmissionRow("erin\x1b[2J", "erin", False, "the build failed (exit 2): error")
-    one = SimpleNamespace(label="t03", verdict="OVER LIMIT", wall_s=2.5)  # a JudgedCase, as far as it is printed
-    terminal.judge_progress(SimpleNamespace(what="judged", job=2, device=None, payload=(one, 10)))
-    for what, payload in (("built", ("alice", True)), ("built", ("erin", False)), ("case", ("alice", "t01", passed)),
-                          ("rerun", ("alice", "t01", passed)), ("rerun", ("alice", "t02", wrong)),
-                          ("row", (judged, 2)), ("row", (broken, 2)), ("rerun_row", ("bob", None)),
-                          ("rerun_row", ("carol", "its job was lost")), ("started", None)):
-        terminal.judge_progress(SimpleNamespace(what=what, job=None, device=None, payload=payload))
+    for event in (ProgramCaseJudged(3, 10, "t03", "OVER LIMIT", 2.5), SubmissionBuilt("alice", True),
+                  SubmissionBuilt("erin\x1b[2J", False), CaseJudged("alice", "t01", passed),
+                  RerunJudged("alice", "t01", passed), RerunJudged("alice", "t02", wrong), "an event of no type it knows"):
+        terminal.judge_progress(event)
     assert capture.file.getvalue().splitlines() == [
-        "[3/10] t03: OVER LIMIT 2.500 s", "alice build: built", "erin build: build failed", "alice t01: PASS",
-        "alice t02: rerun WRONG",
-        "bob judged: 1 of 2 passed", "erin\\x1b[2J judged: the build failed (exit 2): error", "bob rerun: done",
-        "carol rerun: its job was lost"]
+        "[3/10] t03: OVER LIMIT 2.500 s", "alice build: built", "erin\\x1b[2J build: build failed", "alice t01: PASS",
+        "alice t02: rerun WRONG"]
 
 
 def test_a_class_phase_is_said_as_it_begins_then_every_tenth_of_it_with_the_time_left():
     from attnbench.analysis.time_left import ClassProgress
     from attnbench.output.render.terminal import judge_line, plan_line
-    from attnbench.spread.executor import Progress
 
     assert plan_line(ClassProgress("builds", 0, 8, 0.5, None, "8 submissions, 8 at a time")) == \
         "builds: 8 submissions, 8 at a time"
@@ -143,5 +135,5 @@ def test_a_class_phase_is_said_as_it_begins_then_every_tenth_of_it_with_the_time
     assert said[0] == "first runs, about 0:12:30 left"
     assert [line for line in said[1:] if line] == [f"first runs {n}/240, about 0:12:30 left" for n in range(24, 241, 24)]
     assert plan_line(ClassProgress("reruns, round 2 of 3", 7, 7, 90.0, 0.0)) == "reruns, round 2 of 3 7/7, about 0:00:00 left"
-    assert judge_line(Progress("plan", payload=ClassProgress("first runs", 0, 2, 1.0, 3725.0, "1 submissions x 2 cases"))) \
+    assert judge_line(ClassProgress("first runs", 0, 2, 1.0, 3725.0, "1 submissions x 2 cases")) \
         == "first runs: 1 submissions x 2 cases, about 1:02:05 left"

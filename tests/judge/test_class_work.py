@@ -1,4 +1,4 @@
-"""attnbench.judge.class_pool: a class on the GPU pool (cpu workers standing in for GPUs) keeps what the
+"""attnbench.judge.class_work: a class on the GPU pool (cpu workers standing in for GPUs) keeps what the
 judge guarantees: a worker that dies costs one entry, Ctrl-C keeps what was judged, marked interrupted."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_a_worker_killed_on_a_case_costs_that_entry_only(classroom, two_cpu_work
 
     def handle_then_kill(pool: GpuPool, event: Progress) -> None:
         handle(pool, event)
-        if event.what == "started" and pool.jobs[event.job][0] == "carol" and not killed:
+        if event.what == "started" and pool.jobs[event.job].submission == "carol" and not killed:
             process = pool.slots[event.device.index].process
             os.kill(process.pid, signal.SIGKILL)
             killed.append(process.pid)

@@ -1,0 +1,184 @@
+"""A class's work, whatever executor carries it: one (submission, case) per job, judged in a sandbox of its
+own (`classroom.judge_entry`), its entry sent back as an event. The one class flow (`class_flow`) hands its
+jobs to an executor of the one seam (`spread.executor.Executor`, chosen in `class_executors`): in this
+process, a pool of worker processes (one per GPU, or ATTNBENCH_CPU_WORKERS=N cpu workers standing in for
+them: the tests use it) or Slurm jobs. Workers are processes, not threads, because the judge kills every
+process that appears while a program runs (attnbench.sandbox.process): two programs in one process would
+kill each other's. A case's verdict does not depend on which worker ran it: the same program, input,
+sandbox and check. A pool's workers each keep to CPU cores of their own (`core_plan`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from attnbench.cases.inputs import BenchInput
+from attnbench.judge.class_progress import ClassClock
+from attnbench.judge.classroom import (
+    ClassSettings,
+    failure_text,
+    gpu_name,
+    judge_entry,
+    warm_up_entry,
+)
+from attnbench.judge.course_judge import PreparedCase, prepare_case
+from attnbench.judge.fresh_inputs import release
+from attnbench.judge.case_verdict import JUDGE_ERROR
+from attnbench.results.scoreboard import CaseEntry, SubmissionRow
+from attnbench.sandbox.room import SandboxUnavailable
+from attnbench.spread.devices import STAND_IN_NAME, Device, cuda_visible
+from attnbench.spread.executor import Emit, Executor, Progress
+
+
+def affinity() -> set[int]:
+    """The cores this process may run on."""
+    try:
+        return os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        return set(range(os.cpu_count() or 1))
+
+
+def core_plan(workers: int, available: Sequence[int]) -> tuple[list[int], list[list[int]]]:
+    """CPU cores for the parent (input draws, checks, warm-ups) and for each worker, disjoint where there are
+    enough: the parent keeps a share like a worker's, the workers split the rest evenly. With fewer cores
+    than workers + 1, workers share cores round-robin (and the parent keeps the first)."""
+    cores = sorted(available)
+    if len(cores) < workers + 1:
+        return cores[:1], [[cores[i % len(cores)]] for i in range(workers)]
+    share = len(cores) // (workers + 1)
+    parent, rest = cores[:share], cores[share:]
+    per = len(rest) // workers
+    return parent, [rest[i * per:(i + 1) * per] if i < workers - 1 else rest[i * per:] for i in range(workers)]
+
+
+def pin(cores: Sequence[int]) -> None:
+    try:
+        os.sched_setaffinity(0, set(cores))
+    except (AttributeError, OSError):  # no affinity here (not Linux), or cores the cgroup forbids: unpinned
+        pass
+
+
+# -- in a worker ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CaseJob:
+    """One submission's run of one case. `case`: the input, which the worker prepares, or a case prepared already
+    by the process that runs the job (an executor that runs jobs here). `warm_up`: the input whose shape the
+    submission is warmed up on right before this run (its round's first job where a row's jobs run back to back
+    on one worker), or None."""
+
+    submission: str
+    program: Path
+    case: BenchInput | PreparedCase
+    cache: Path | None
+    warm_up: BenchInput | None = None
+
+
+@dataclass(frozen=True)
+class ClassCaseWork:
+    """A class's work on a device: one (submission, case) per job, each case loaded once while the jobs stay
+    on it (they come case by case); each entry names the device that ran it.
+
+    `cores`: a pool's workers keep to their own (device index -> cores); none: the cores the process has.
+    `own_gpu`: a pool's worker, which makes its device the one GPU its runs see; otherwise the runs see the
+    GPUs the process was given (this process's, or those Slurm gave a node)."""
+
+    settings: ClassSettings
+    cores: dict[int, list[int]] = field(default_factory=dict)
+    own_gpu: bool = False
+
+    def open(self, device: Device, workers: int) -> tuple[dict[str, object], None]:
+        if self.cores:
+            pin(self.cores[device.index])  # a timed run shares no core with another worker's, nor the parent's
+        if device.stand_in:
+            name = STAND_IN_NAME
+        elif self.own_gpu:
+            visible = cuda_visible(device)
+            os.environ["CUDA_VISIBLE_DEVICES"] = visible
+            name = gpu_name(visible)
+        else:
+            name = gpu_name()
+        return {"device": name}, None
+
+    def run(self, job: CaseJob, state: dict[str, object], emit: Emit) -> None:
+        emit("started", None)  # so that a worker that dies is known to have died on this case
+        try:
+            if job.warm_up is not None and job.cache is not None:  # right before the row's runs, on this worker
+                note = warm_up_entry(job.program, job.warm_up.shape, job.warm_up.label, self.settings, job.cache)
+                if note:
+                    emit("warmed", note)
+            entry = judge_entry(job.program, _case(state, job.case), self.settings, job.cache)
+        except SandboxUnavailable as exc:
+            emit("unjudgeable", str(exc))
+            return None
+        except Exception as exc:  # noqa: BLE001 - one bad case is that entry's error, never the class's end
+            entry = CaseEntry(JUDGE_ERROR, failure_text(exc))
+        entry.device = str(state["device"])
+        emit("entry", entry)
+        return None
+
+
+def _case(state: dict[str, object], bench_input: BenchInput | PreparedCase) -> PreparedCase:
+    """The case: as the job brought it, or loaded once per worker while the jobs stay on it."""
+    if isinstance(bench_input, PreparedCase):
+        return bench_input
+    cached = state.get("case")
+    if not isinstance(cached, PreparedCase) or state.get("input") != bench_input:
+        if isinstance(cached, PreparedCase):
+            release(cached.input_path)
+        cached = state["case"] = prepare_case(bench_input)
+        state["input"] = bench_input
+    return cached
+
+
+# -- in the parent ----------------------------------------------------------------------------------
+OnEntry = Callable[[str, str, CaseEntry], None]
+
+
+def judge_jobs(pool: Executor, jobs: list[CaseJob], on_done: OnEntry, on_note: Callable[[str, str], None],
+               clock: ClassClock | None = None) -> None:
+    """Run (submission, case) jobs; `on_done` hears each entry as it comes back, `on_note` a warm-up's note for
+    its row (and `clock` each job's start and end). A job whose worker died or found no device is that entry's
+    JUDGE ERROR."""
+    if clock is not None:
+        clock.new_batch()
+
+    def hear(event: Progress) -> None:
+        if event.job is None:
+            return
+        name, bench_input = jobs[event.job].submission, jobs[event.job].case
+        if event.what == "warmed":
+            on_note(name, event.payload)
+        elif event.what == "started" and clock is not None:
+            clock.job_started(event.job)
+        elif event.what == "entry":
+            on_done(name, bench_input.label, event.payload)
+        elif event.what == "unjudgeable":
+            raise SandboxUnavailable(event.payload)
+        elif event.what == "died":  # no device finished it, so none is named (the row's GPU kind ignores it)
+            where = event.device.label if event.device else "its device"
+            on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, failure_text(
+                RuntimeError(f"the worker on {where} died ({event.payload})"))))
+        elif event.what == "not_run":
+            on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, str(event.payload)))
+            if clock is not None:
+                clock.job_dropped(bench_input.label)
+        if event.what in ("entry", "died") and clock is not None:
+            clock.job_ended(event.job, bench_input.label)
+
+    pool.run(jobs, hear)
+
+
+def device_of(row: SubmissionRow) -> None:
+    """The row's GPU kind: the one that ran most of its cases (first seen among equals); where they ran
+    on several, its note says which and how many."""
+    counts = Counter(e.device for e in row.entries.values() if e.device)
+    if not counts:
+        return
+    row.gpu = counts.most_common(1)[0][0]
+    row.gpu_note = "" if len(counts) == 1 else (
+        "cases ran on " + ", ".join(f"{kind} ({n})" for kind, n in counts.most_common())
+        + f": ranked with {row.gpu}, the kind that ran most")

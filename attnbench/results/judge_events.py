@@ -1,0 +1,55 @@
+"""What a judge's listener hears: one small frozen dataclass per thing that happened, the same whatever
+executor ran the jobs (in process, a GPU pool, Slurm). A listener dispatches on the event's type; none
+unpacks a payload by position. A class's phase and the time left is `analysis.time_left.ClassProgress`,
+an event of the same kind (it sits beside the estimate that makes it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from attnbench.results.scoreboard import CaseEntry
+
+
+@dataclass(frozen=True)
+class ProgramCaseJudged:
+    """One program's case judged (`number` counts from 1, of `cases`)."""
+
+    number: int
+    cases: int
+    label: str
+    verdict: str
+    wall_s: float | None
+
+
+@dataclass(frozen=True)
+class SubmissionBuilt:
+    """A class's submission built, or not."""
+
+    submission: str
+    ok: bool
+
+
+@dataclass(frozen=True)
+class CaseJudged:
+    """A class's case judged: a submission's first run of it."""
+
+    submission: str
+    case: str
+    entry: CaseEntry
+
+
+@dataclass(frozen=True)
+class RerunJudged:
+    """A rerun of a passed case, counted (a failed one fails the case)."""
+
+    submission: str
+    case: str
+    entry: CaseEntry
+
+
+JudgeListener = Callable[[object], None]  # hears the events above and ClassProgress
+
+
+def hears_nothing(event: object) -> None:
+    """A listener that hears nothing."""

@@ -1,0 +1,179 @@
+"""attnbench.judge.class_flow: one flow judges a class whatever executor carries its jobs. The same class on the
+in-process worker, on a pool of stand-in workers and on the Slurm path without a cluster (each Slurm job's call
+made here, its result left where submitit leaves it) gives the same verdicts, the same saved seeds and the same
+events."""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+import shutil
+from collections import Counter
+from dataclasses import astuple
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from attnbench.analysis.time_left import ClassProgress
+from attnbench.api import programs as api_programs
+from attnbench.judge import fresh_inputs
+from attnbench.results.judge_events import CaseJudged, RerunJudged, SubmissionBuilt
+from attnbench.spread import executor, slurm
+from attnbench.spread.devices import CPU_WORKERS_ENV
+from tests.judge.classes import CASES, ORDER, RANKS, can_build, class_sandbox, make_class, verdicts, wrapping
+
+COURSE_PROGRAM = Path(__file__).resolve().parents[2] / "examples" / "course_program" / "hw4.cu"
+
+EXECUTORS = ("in-process", "pool", "slurm")
+
+
+@pytest.fixture(scope="module")
+def classroom(tmp_path_factory) -> Path:
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    return make_class(tmp_path_factory.mktemp("class"))
+
+
+@pytest.fixture
+def slurm_here(monkeypatch):
+    """Slurm without a cluster: each job's call (pickled and back, as submitit sends it) made here at
+    submission, its result left as submitit leaves it; squeue shows no job active. Returns the calls made."""
+    made: list[int] = []
+    numbers = itertools.count(100)
+
+    def submit_array(folder, options, job_name, calls):
+        ids = []
+        for call in calls:
+            function, arguments = pickle.loads(pickle.dumps(call))
+            job_id = str(next(numbers))
+            slurm.result_file(folder, job_id).write_bytes(pickle.dumps(("success", function(*arguments))))
+            made.append(len(arguments[1]))
+            ids.append(job_id)
+        return ids
+
+    monkeypatch.setattr(slurm, "submit_array", submit_array)
+    monkeypatch.setattr(slurm, "squeue_states", lambda: {})
+    return made
+
+
+def judged_on(where: str, classroom: Path, tmp_path: Path, monkeypatch, cases: str = CASES,
+              stand_ins: bool = True) -> tuple:
+    """The class judged on one executor, each run drawing the same seeds: the board and what its listener heard.
+    The pool's workers stand in for GPUs (two cpu workers), or are this host's GPUs."""
+    seeds = itertools.count(1)
+    monkeypatch.setattr(fresh_inputs, "secrets", SimpleNamespace(randbits=lambda bits: next(seeds)))
+    options: dict = {}
+    if where == "pool":
+        if stand_ins:
+            monkeypatch.setenv(CPU_WORKERS_ENV, "2")
+        options = {"gpus": "all"}
+    elif where == "slurm":
+        options = {"executor": "slurm", "slurm": slurm.SlurmOptions(folder=tmp_path / "jobs", poll_s=0.0)}
+    events: list = []
+    board = api_programs.judge_class([classroom], cases, time_limits="none", rerun_top=1, sandbox=class_sandbox(),
+                                     listener=events.append, **options)
+    return board, events
+
+
+def heard(events: list) -> Counter:
+    """What a listener heard, as a TA reads it: builds, verdicts and phases, whatever order workers ended in."""
+    said: Counter = Counter()
+    for event in events:
+        if isinstance(event, SubmissionBuilt):
+            said[astuple(event)] += 1
+        elif isinstance(event, (CaseJudged, RerunJudged)):
+            said[(type(event).__name__, event.submission, event.case, event.entry.verdict)] += 1
+        elif isinstance(event, ClassProgress):
+            said[(event.phase, event.done, event.total, event.note)] += 1
+        else:
+            raise AssertionError(f"an untyped event: {event!r}")
+    return said
+
+
+def test_every_executor_gives_the_same_verdicts_seeds_and_events(classroom, tmp_path, monkeypatch, slurm_here):
+    results = {where: judged_on(where, classroom, tmp_path, monkeypatch) for where in EXECUTORS}
+    here, _ = results["in-process"]
+    assert [r.name for r in here.rows] == ORDER and {r.name: r.rank for r in here.rows} == RANKS
+    assert set(here.settings["seeds"]) == {"first", "rerun 2", "rerun 3"}  # every round's, on every executor
+    for where, (board, events) in results.items():
+        assert verdicts(board) == verdicts(here), where
+        assert [r.reruns for r in board.rows] == [3, 1, 1, 1, 1], where
+        assert board.settings["seeds"] == here.settings["seeds"], where
+        assert heard(events) == heard(results["in-process"][1]), where
+        assert not board.interrupted and "stopped_by" not in board.settings, where
+    assert slurm_here == [2, 2, 2, 2, 2, 2]  # a Slurm job per built submission, then per rerun round of the top one
+    assert not (tmp_path / "jobs").exists()  # the jobs folder goes once the class is judged
+    built = sorted(e for e in heard(results["slurm"][1]) if len(e) == 2)
+    assert built == [("alice", True), ("bob", True), ("carol", True), ("dave", True), ("erin", False)]
+
+
+def test_in_process_a_rows_jobs_go_through_the_seam_back_to_back_after_its_warm_up(classroom, monkeypatch):
+    ran, real = [], executor.InProcess.run
+
+    def recorded(self, jobs, listener):
+        ran.append([(job.submission, job.case.label, job.warm_up is not None) for job in jobs])
+        return real(self, jobs, listener)
+
+    monkeypatch.setattr(executor.InProcess, "run", recorded)
+    board = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, sandbox=class_sandbox())
+    labels = CASES.split(",")
+    # row by row, each row's first job warming it up right before its runs; erin did not build
+    first = [(name, label, label == labels[0]) for name in ("alice", "bob", "carol", "dave") for label in labels]
+    rerun = [("alice", label, label == labels[0]) for label in labels]
+    assert ran == [first, rerun, rerun]
+    assert {e.device for r in board.rows for e in r.entries.values()} == {board.rows[0].gpu}  # each entry names it
+
+
+def test_a_slurm_class_interrupted_keeps_its_jobs_folder_and_a_resume_judges_the_same_inputs(
+        classroom, tmp_path, monkeypatch, slurm_here):
+    """Ctrl-C while the reruns' Slurm jobs are awaited: the board says so and names the jobs folder; the resume
+    runs the flow again, finds the first jobs' results, draws nothing anew and submits only what was lost."""
+    options = slurm.SlurmOptions(folder=tmp_path / "jobs", poll_s=0.0)
+    real = slurm.SlurmWorkers.run
+
+    def stopped_on_the_reruns(self, jobs, listener):
+        if self.runs == 0:  # the first runs' jobs go out and come back
+            return real(self, jobs, listener)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(slurm.SlurmWorkers, "run", stopped_on_the_reruns)
+    first = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, executor="slurm",
+                                     slurm=options, sandbox=class_sandbox())
+    assert first.interrupted and first.settings["slurm_jobs_folder"] == str(tmp_path / "jobs")
+    assert set(first.settings["seeds"]) == {"first", "rerun 2"}  # saved before the round's jobs went out
+    monkeypatch.setattr(slurm.SlurmWorkers, "run", real)
+    submitted = len(slurm_here)
+    again = api_programs.resume_class(tmp_path / "jobs")
+    assert len(slurm_here) == submitted + 2  # only the rerun rounds' jobs: the first ones had come back
+    assert verdicts(again) == verdicts(first) and not again.interrupted
+    assert {run: again.settings["seeds"][run] for run in first.settings["seeds"]} == first.settings["seeds"]
+    assert [r.reruns for r in again.rows] == [3, 1, 1, 1, 1]
+    assert not (tmp_path / "jobs").exists()
+
+
+@pytest.mark.gpu
+def test_a_class_of_cuda_programs_gets_the_same_verdicts_seeds_events_and_gpu_on_every_executor(
+        gpu, tmp_path, monkeypatch, slurm_here):
+    """On a GPU: the course's CUDA program beside a wrong and a crashing C program, judged in process, on the GPU
+    pool (a worker per GPU, CUDA_VISIBLE_DEVICES naming its own) and on the Slurm path without a cluster."""
+    if shutil.which("nvcc") is None or not can_build():
+        pytest.skip("no nvcc, C compiler or make")
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    shutil.copy(COURSE_PROGRAM, classroom / "ada.cu")
+    (classroom / "carol.c").write_text(wrapping("#define OFF_BY_ONE"))
+    (classroom / "dave.c").write_text("#include <stdlib.h>\nint main(void) { abort(); }\n")
+    results = {where: judged_on(where, classroom, tmp_path / where, monkeypatch, "t01,t02", stand_ins=False)
+               for where in EXECUTORS}
+    here, here_events = results["in-process"]
+    assert verdicts(here) == {"ada": {"t01": "PASS", "t02": "PASS"}, "carol": {"t01": "WRONG", "t02": "WRONG"},
+                              "dave": {"t01": "CRASH", "t02": "CRASH"}}
+    devices = {e.device for r in here.rows for e in r.entries.values()}
+    assert len(devices) == 1 and "no GPU" not in devices.pop()  # every entry names the GPU that ran it
+    for where, (board, events) in results.items():
+        assert verdicts(board) == verdicts(here), where
+        assert board.settings["seeds"] == here.settings["seeds"] and len(board.settings["seeds"]) == 3, where
+        assert heard(events) == heard(here_events), where
+        assert {e.device for r in board.rows for e in r.entries.values()} == {here.rows[0].gpu}, where
+        assert next(r for r in board.rows if r.name == "ada").reruns == 3, where

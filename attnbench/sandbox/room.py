@@ -67,6 +67,9 @@ _PASSED_ENV = ("LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDE
 _PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
+_PROBED_OK: set[tuple[object, ...]] = set()  # what Sandbox._probe found working in this process
+
+
 class SandboxUnavailable(AttnbenchError):
     """--sandbox required, and no sandbox can be made here."""
 
@@ -279,7 +282,26 @@ class Sandbox:
         return Confinement("fallback", user=draw_uid() if own else None, reason=why, own_uids=own)
 
     def _probe(self, tool: str, user: int | None) -> str:
-        """'' when bwrap runs a trivial program with this run's mounts as `user`; else its last words."""
+        """'' when bwrap runs a trivial program with this run's mounts as `user`; else its last words. Asked once
+        per process for each kind of user and set of mounts (`_probe_key`) until it works: a class opens a room for
+        every run, and the probe's box (about 60 ms a time on 2 cores) was most of what a run cost beside the
+        program. A failure is not kept (a full disk, say, may pass)."""
+        key = self._probe_key(tool, user)
+        if key in _PROBED_OK:
+            return ""
+        failed = self._probe_now(tool, user)
+        if not failed:
+            _PROBED_OK.add(key)
+        return failed
+
+    def _probe_key(self, tool: str, user: int | None) -> tuple[object, ...]:
+        """What the probe's answer depends on: bwrap, the kind of user (a run's own uid, nobody, the judge's), the
+        mounts besides the room's own folders, and where those folders are made."""
+        kind = "own" if user in OWN_UIDS else user
+        return (tool, kind, os.geteuid(), self.launched, tuple(map(_identity, library_folders(self.settings.binds))),
+                tuple(gpu_binds()), str(self.root.parent), tuple(self.settings.env))
+
+    def _probe_now(self, tool: str, user: int | None) -> str:
         self.confinement = Confinement("bwrap", tool, user)
         probe = self.prepare("probe", None)
         ids = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
@@ -557,6 +579,15 @@ def _program_copy(program: Path, folder: Path, cap: int) -> Path:
     shutil.copyfile(program, copy)
     os.chmod(copy, 0o555)
     return copy
+
+
+def _identity(folder: Path) -> tuple[str, int, int] | None:
+    """A folder as a bind sees it (a folder removed or replaced is another), None when it is not there."""
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return str(folder), info.st_dev, info.st_ino
 
 
 def _remove(path: Path) -> None:

@@ -8,6 +8,7 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -485,3 +486,33 @@ def test_a_limit_nobody_asked_for_is_not_said_to_be_not_applied(program):
         assert not any(note.startswith("memory") for note in sandbox.limit_notes())
     finally:
         sandbox.close()
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")
+def test_a_rooms_probe_runs_once_per_process_for_the_same_mounts_and_again_for_others(program, tmp_path, monkeypatch):
+    """A class opens a room for every run: the probe's own box, once a run, cost more than the rest of the run's
+    room. It is asked once for the same user kind and mounts; a bind that changes (or goes) is probed again."""
+    try:
+        Sandbox.open(program, SandboxSettings("required")).close()
+    except SandboxUnavailable:
+        pytest.skip("bwrap cannot make namespaces here")
+    monkeypatch.setattr(sandboxing, "_PROBED_OK", set())
+    probes: list[object] = []
+    real = Sandbox._probe_now
+    monkeypatch.setattr(Sandbox, "_probe_now", lambda self, tool, user: probes.append(user) or real(self, tool, user))
+    rooms = [Sandbox.open(program, SandboxSettings("required")) for _ in range(3)]
+    for room in rooms:
+        room.close()
+    assert len(probes) == 1 and len({room.confinement.kind for room in rooms}) == 1
+    if rooms[0].confinement.own_uids:  # as root: still a uid of each room's own
+        assert len({room.confinement.user for room in rooms}) == 3
+    extra = Path(tempfile.mkdtemp(prefix="attnbench-test-bind-"))  # a folder every run's user may pass through
+    try:
+        os.chmod(extra, 0o755)
+        Sandbox.open(program, SandboxSettings("required", binds=(extra,))).close()
+        assert len(probes) == 2
+    finally:
+        extra.rmdir()  # the same path gone: probed again, and the room refused as before
+    with pytest.raises(SandboxUnavailable, match="not with this run's mounts"):
+        Sandbox.open(program, SandboxSettings("auto", binds=(extra,)))
+    assert len(probes) >= 3

@@ -130,11 +130,12 @@ def warm_up_entry(program: Path, shape: Shape, label: str, settings: ClassSettin
     ('' unless its cache was dropped)."""
     limit = settings.limits.limit_for(label)
     try:
-        sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache, cache_writable=True)
-        try:
-            return warm_up(Program(program), shape, sandbox, timeout_for(limit, settings.timeout_s))
-        finally:
-            sandbox.close()
+        with phase("runs"):  # its room's opening and closing are the run's cost too, not the rest
+            sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache, cache_writable=True)
+            try:
+                return warm_up(Program(program), shape, sandbox, timeout_for(limit, settings.timeout_s))
+            finally:
+                sandbox.close()
     except SandboxUnavailable:
         raise
     except Exception:  # noqa: BLE001 - a warm-up that fails leaves the cache empty: the judged runs still run
@@ -160,14 +161,15 @@ def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda
     Whatever goes wrong on the judge's side is this entry's JUDGE ERROR, never the class's end."""
     limit = settings.limits.limit_for(case.label)
     try:
-        sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache)
-        try:
-            judged = judge_case(Program(program), case, limit, timeout_for(limit, settings.timeout_s), sandbox)
-            if judged.passed and settings.records_kernels:  # a second run, in a room of its own: never the judged one
-                judged.kernels = record_case_kernels(Program(program), case, timeout_for(limit, settings.timeout_s),
-                                                     sandbox)
-        finally:
-            sandbox.close()
+        with phase("runs"):  # its room's opening and closing are the run's cost too, not the rest
+            sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache)
+            try:
+                judged = judge_case(Program(program), case, limit, timeout_for(limit, settings.timeout_s), sandbox)
+                if judged.passed and settings.records_kernels:  # a second run in a room of its own, never the judged
+                    judged.kernels = record_case_kernels(Program(program), case,
+                                                         timeout_for(limit, settings.timeout_s), sandbox)
+            finally:
+                sandbox.close()
     except SandboxUnavailable:
         raise
     except Exception as exc:  # noqa: BLE001 - one case's failure is its row's, never the class's

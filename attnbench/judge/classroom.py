@@ -127,7 +127,14 @@ def cache_of(caches: Path, name: str) -> Path:
 def warm_up_entry(program: Path, shape: Shape, label: str, settings: ClassSettings, cuda_cache: Path) -> str:
     """The submission's warm-up run (course_judge.warm_up) on a throwaway input of this shape: untimed,
     unjudged, the only run whose CUDA cache is writable; never the class's end. Returns a note for its row
-    ('' unless its cache was dropped)."""
+    ('' unless its cache was dropped).
+
+    A submission whose earlier warm-up sealed an empty cache (nothing for CUDA to compile: a program built for
+    this GPU, a C program; or a cache dropped) is not warmed up again for a rerun round: its runs, first and
+    rerun alike, all start from the same empty cache, which tells none of them how long ago it was sealed, and
+    the warm-up cost a whole run of the program per round."""
+    if _sealed_empty(cuda_cache):
+        return ""
     limit = settings.limits.limit_for(label)
     try:
         with phase("runs"):  # its room's opening and closing are the run's cost too, not the rest
@@ -140,6 +147,15 @@ def warm_up_entry(program: Path, shape: Shape, label: str, settings: ClassSettin
         raise
     except Exception:  # noqa: BLE001 - a warm-up that fails leaves the cache empty: the judged runs still run
         return ""
+
+
+def _sealed_empty(cuda_cache: Path) -> bool:
+    """Whether an earlier warm-up left this submission's cache folder, and left it empty."""
+    try:
+        with os.scandir(cuda_cache) as entries:
+            return next(entries, None) is None
+    except OSError:  # not made yet: no warm-up ran
+        return False
 
 
 def stopped(board: Scoreboard, exc: BaseException) -> None:

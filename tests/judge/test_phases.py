@@ -123,3 +123,42 @@ def test_a_runs_room_opening_and_closing_are_its_runs_phase_not_the_rest(monkeyp
         cost = timed.cost(program_runs_s=4.0)
     assert entry.verdict == PASS and note == ""
     assert cost.phases_s["runs"] == 18.0 and cost.phases_s[REST] == 0.0 and cost.wall_s == 18.0
+
+
+def test_a_submission_whose_warm_up_sealed_an_empty_cache_is_not_warmed_up_again(monkeypatch, tmp_path):
+    """A rerun round warms each row up again so that no run can tell how long ago its cache was written; a cache
+    its warm-up left empty tells nothing, so the round's warm-up (a whole run of the program) is skipped. One
+    that holds anything is warmed up again every round."""
+    from attnbench.cases.testcase import Shape
+    from attnbench.judge import classroom
+    from attnbench.judge.time_limits import load_time_limits
+
+    warmed: list[str] = []
+
+    class Room:
+        settings = None
+
+        def __init__(self, cache):
+            self.cache = cache
+
+        @classmethod
+        def open(cls, program, settings, cuda_cache=None, cache_writable=False):
+            cuda_cache.mkdir(exist_ok=True)  # as the room makes it
+            return cls(cuda_cache)
+
+        def close(self):
+            pass
+
+    def warm(program, shape, sandbox, timeout):
+        warmed.append(sandbox.cache.name)
+        if sandbox.cache.name == "writes":
+            (sandbox.cache / "stamp").write_text("sealed")
+        return ""
+
+    monkeypatch.setattr(classroom, "Sandbox", Room)
+    monkeypatch.setattr(classroom, "warm_up", warm)
+    settings = classroom.ClassSettings(load_time_limits("none"))
+    for _ in range(3):  # the first round and two reruns
+        for name in ("empty", "writes"):
+            assert classroom.warm_up_entry(tmp_path / "hw4", Shape(1, 4, 8), "t01", settings, tmp_path / name) == ""
+    assert warmed == ["empty", "writes", "writes", "writes"]

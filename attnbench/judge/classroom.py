@@ -136,18 +136,35 @@ def cache_of(caches: Path, name: str) -> Path:
 def warm_up_entry(program: Path, shape: Shape, label: str, settings: ClassSettings, cuda_cache: Path) -> str:
     """The submission's warm-up run (course_judge.warm_up) on a throwaway input of this shape: untimed,
     unjudged, the only run whose CUDA cache is writable; never the class's end. Returns a note for its row
-    ('' unless its cache was dropped)."""
+    ('' unless its cache was dropped).
+
+    A submission whose earlier warm-up sealed an empty cache (nothing for CUDA to compile: a program built for
+    this GPU, a C program; or a cache dropped) is not warmed up again for a rerun round: its runs, first and
+    rerun alike, all start from the same empty cache, which tells none of them how long ago it was sealed, and
+    the warm-up cost a whole run of the program per round."""
+    if _sealed_empty(cuda_cache):
+        return ""
     limit = settings.limits.limit_for(label)
     try:
-        sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache, cache_writable=True)
-        try:
-            return warm_up(Program(program), shape, sandbox, timeout_for(limit, settings.timeout_s))
-        finally:
-            sandbox.close()
+        with phase("runs"):  # its room's opening and closing are the run's cost too, not the rest
+            sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache, cache_writable=True)
+            try:
+                return warm_up(Program(program), shape, sandbox, timeout_for(limit, settings.timeout_s))
+            finally:
+                sandbox.close()
     except SandboxUnavailable:
         raise
     except Exception:  # noqa: BLE001 - a warm-up that fails leaves the cache empty: the judged runs still run
         return ""
+
+
+def _sealed_empty(cuda_cache: Path) -> bool:
+    """Whether an earlier warm-up left this submission's cache folder, and left it empty."""
+    try:
+        with os.scandir(cuda_cache) as entries:
+            return next(entries, None) is None
+    except OSError:  # not made yet: no warm-up ran
+        return False
 
 
 def stopped(board: Scoreboard, exc: BaseException) -> None:
@@ -169,14 +186,15 @@ def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda
     Whatever goes wrong on the judge's side is this entry's JUDGE ERROR, never the class's end."""
     limit = settings.limits.limit_for(case.label)
     try:
-        sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache)
-        try:
-            judged = judge_case(Program(program), case, limit, timeout_for(limit, settings.timeout_s), sandbox)
-            if judged.passed and settings.records_kernels:  # a second run, in a room of its own: never the judged one
-                judged.kernels = record_case_kernels(Program(program), case, timeout_for(limit, settings.timeout_s),
-                                                     sandbox)
-        finally:
-            sandbox.close()
+        with phase("runs"):  # its room's opening and closing are the run's cost too, not the rest
+            sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache)
+            try:
+                judged = judge_case(Program(program), case, limit, timeout_for(limit, settings.timeout_s), sandbox)
+                if judged.passed and settings.records_kernels:  # a second run in a room of its own, never the judged
+                    judged.kernels = record_case_kernels(Program(program), case,
+                                                         timeout_for(limit, settings.timeout_s), sandbox)
+            finally:
+                sandbox.close()
     except SandboxUnavailable:
         raise
     except Exception as exc:  # noqa: BLE001 - one case's failure is its row's, never the class's

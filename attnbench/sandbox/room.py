@@ -67,6 +67,9 @@ _PASSED_ENV = ("LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDE
 _PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
+_PROBED_OK: set[tuple[object, ...]] = set()  # what Sandbox._probe found working in this process
+
+
 class SandboxUnavailable(AttnbenchError):
     """--sandbox required, and no sandbox can be made here."""
 
@@ -191,6 +194,10 @@ class Sandbox:
     groups: cgroups.RunGroups | None = None  # with --memory-limit as root: a cgroup per run
     groups_reason: str = ""  # why there is none
     disk_capped: bool = False  # each case folder a size-capped tmpfs (case_disk), as root
+    # With a uid of each run's own: the uids this room has run anything as (a probe, a run), never handed out
+    # again; and the one whose every process its run's end already killed (finish need not kill it twice)
+    spent_uids: set[int] = field(default_factory=set, init=False, repr=False)
+    emptied_uid: int | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def open(cls, program: Path | None, settings: SandboxSettings, launched: bool = False,
@@ -279,8 +286,29 @@ class Sandbox:
         return Confinement("fallback", user=draw_uid() if own else None, reason=why, own_uids=own)
 
     def _probe(self, tool: str, user: int | None) -> str:
-        """'' when bwrap runs a trivial program with this run's mounts as `user`; else its last words."""
+        """'' when bwrap runs a trivial program with this run's mounts as `user`; else its last words. Asked once
+        per process for each kind of user and set of mounts (`_probe_key`) until it works: a class opens a room for
+        every run, and the probe's box (about 60 ms a time on 2 cores) was most of what a run cost beside the
+        program. A failure is not kept (a full disk, say, may pass)."""
+        key = self._probe_key(tool, user)
+        if key in _PROBED_OK:
+            return ""
+        failed = self._probe_now(tool, user)
+        if not failed:
+            _PROBED_OK.add(key)
+        return failed
+
+    def _probe_key(self, tool: str, user: int | None) -> tuple[object, ...]:
+        """What the probe's answer depends on: bwrap, the kind of user (a run's own uid, nobody, the judge's), the
+        mounts besides the room's own folders, and where those folders are made."""
+        kind = "own" if user in OWN_UIDS else user
+        return (tool, kind, os.geteuid(), self.launched, tuple(map(_identity, library_folders(self.settings.binds))),
+                tuple(gpu_binds()), str(self.root.parent), tuple(self.settings.env))
+
+    def _probe_now(self, tool: str, user: int | None) -> str:
         self.confinement = Confinement("bwrap", tool, user)
+        if user is not None:
+            self.spent_uids.add(user)
         probe = self.prepare("probe", None)
         ids = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
         spared = set(descendants(os.getpid()))
@@ -298,9 +326,12 @@ class Sandbox:
     def prepare(self, label: str, input_path: Path | None, files: Path | None = None) -> CasePaths:
         """A fresh case folder holding a copy of the input (not a link: the suite's file stays intact), and
         a copy of the folder `files` if given (a submission to build, say)."""
-        if self.confinement.own_uids:  # a uid of its own for every run
-            self.confinement = replace(self.confinement, user=draw_uid())
-            if self.cache_writable and self.user is not None:
+        if self.confinement.own_uids:  # a uid of its own for every run (the one drawn at opening, if unused)
+            if self.user is None or self.user in self.spent_uids:
+                self.confinement = replace(self.confinement, user=draw_uid())
+            assert self.user is not None
+            self.spent_uids.add(self.user)
+            if self.cache_writable:
                 os.chown(self._warm_cache(), self.user, self.user)
         folder = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.root))
         size = case_disk.case_bytes(input_path, files is not None, self.settings.FILE_FACTOR, self.settings.FILE_FLOOR)
@@ -406,9 +437,12 @@ class Sandbox:
         if self.confinement.sandboxed:
             words, limits = inner_limits.split(limits, os.getuid() if self.user is None else self.user)
             argv = inner_limits.limited(argv, words)
-        return run_process(self.wrapped(argv, case, launcher), case.folder, timeout_s, limits=limits,
-                           user=self.user, env=self.case_env(case), sole_user=self.sole_user,
-                           before_exec=self.before_exec(case), after_limits=self.after_limits())
+        outcome = run_process(self.wrapped(argv, case, launcher), case.folder, timeout_s, limits=limits,
+                              user=self.user, env=self.case_env(case), sole_user=self.sole_user,
+                              before_exec=self.before_exec(case), after_limits=self.after_limits())
+        if self.sole_user and outcome.all_ended:  # run_process killed every process of the uid: none can be born
+            self.emptied_uid = self.user
+        return outcome
 
     def wrapped(self, argv: Sequence[str], case: CasePaths, launcher: Sequence[str] = ()) -> list[str]:
         """The whole command: the launcher (srun, say) wraps the sandbox, which wraps argv."""
@@ -525,8 +559,10 @@ class Sandbox:
             case_disk.uncap(scratch)
             _remove(scratch)
         if self.confinement.own_uids and self.user is not None:
-            kill_user(self.user)
-            remove_files_of(self.user, SHARED_TEMP)
+            if self.emptied_uid != self.user:
+                kill_user(self.user)
+            if not self.confinement.sandboxed:  # a box has no way to the machine's shared temporary folders
+                remove_files_of(self.user, SHARED_TEMP)
         _remove(case.folder)
 
     def close(self) -> None:
@@ -557,6 +593,15 @@ def _program_copy(program: Path, folder: Path, cap: int) -> Path:
     shutil.copyfile(program, copy)
     os.chmod(copy, 0o555)
     return copy
+
+
+def _identity(folder: Path) -> tuple[str, int, int] | None:
+    """A folder as a bind sees it (a folder removed or replaced is another), None when it is not there."""
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return str(folder), info.st_dev, info.st_ino
 
 
 def _remove(path: Path) -> None:

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 from attnbench.api import programs as api_programs
+from attnbench.cases.testcase import Shape
+from attnbench.judge import classroom as classroom_module
 from attnbench.judge.course_judge import CRASH, WRONG_ANSWER
+from attnbench.judge.time_limits import load_time_limits
 from attnbench.results.judge_events import SubmissionBuilt
 from tests.judge.classes import CASES, CLASS_MODE, ORDER, RANKS, can_build, class_sandbox, make_class
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 
@@ -281,3 +287,71 @@ def test_one_program_refuses_gpus_and_checks_its_results_folder_before_judging(c
         result = CliRunner().invoke(main, ["judge", str(program), "--cases", "odd_17x48", "--sandbox", "none", *extra])
         assert result.exit_code == 2 and "error:" in result.output, result.output
     assert not (tmp_path / "ran").exists()  # refused before the program ran
+
+
+def test_a_submission_whose_warm_up_sealed_an_empty_cache_is_not_warmed_up_again(monkeypatch, tmp_path):
+    """A rerun round warms each row up again so that no run can tell how long ago its cache was written; a cache
+    its warm-up left empty tells nothing, so the round's warm-up (a whole run of the program) is skipped. One
+    that holds anything is warmed up again every round."""
+    warmed: list[str] = []
+
+    class Room:
+        settings = None
+
+        def __init__(self, cache):
+            self.cache = cache
+
+        @classmethod
+        def open(cls, program, settings, cuda_cache=None, cache_writable=False):
+            cuda_cache.mkdir(exist_ok=True)  # as the room makes it
+            return cls(cuda_cache)
+
+        def close(self):
+            pass
+
+    def warm(program, shape, sandbox, timeout):
+        warmed.append(sandbox.cache.name)
+        if sandbox.cache.name == "writes":
+            (sandbox.cache / "stamp").write_text("sealed")
+        return ""
+
+    monkeypatch.setattr(classroom_module, "Sandbox", Room)
+    monkeypatch.setattr(classroom_module, "warm_up", warm)
+    settings = classroom_module.ClassSettings(load_time_limits("none"))
+    for _ in range(3):  # the first round and two reruns
+        for name in ("empty", "writes"):
+            assert classroom_module.warm_up_entry(tmp_path / "hw4", Shape(1, 4, 8), "t01", settings, tmp_path / name) == ""
+    assert warmed == ["empty", "writes", "writes", "writes"]
+
+
+
+@pytest.mark.gpu
+@pytest.mark.gpu_alone
+def test_a_ptx_program_is_warmed_up_every_round_and_one_built_for_this_gpu_once(gpu, tmp_path, monkeypatch):
+    """On a GPU: a program built as PTX only compiles its kernels in its warm-up, which fills its cache, so each
+    rerun round warms it up again; one built for this GPU leaves its cache empty and is warmed up once. Both pass
+    with three runs a case."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("no nvcc")
+    source = EXAMPLES / "course_program" / "hw4.cu"
+    virtual = gpu.arch.replace("sm_", "compute_")
+    for name, flags in (("ptx", f"-arch={virtual} -code={virtual}"), ("native", f"-arch={gpu.arch}")):
+        folder = tmp_path / "class" / name
+        folder.mkdir(parents=True)
+        shutil.copy(source, folder / "hw4.cu")
+        (folder / "Makefile").write_text(f"hw4: hw4.cu\n\t{nvcc} -O3 {flags} -o hw4 hw4.cu\n")
+    warmed: list[str] = []
+    real = classroom_module.warm_up
+
+    def counted(program, shape, sandbox, timeout):
+        warmed.append(program.path.parent.parent.name.rsplit("-", 1)[0])  # builds/<slug>-<hash>/program/hw4
+        return real(program, shape, sandbox, timeout)
+
+    monkeypatch.setattr(classroom_module, "warm_up", counted)
+    board = api_programs.judge_class([str(tmp_path / "class")], "t01,t02", time_limits="none", rerun_top=2,
+                                     sandbox=class_sandbox())
+    rows = {row.name: row for row in board.rows}
+    for name in ("ptx", "native"):
+        assert all(entry.passed and len(entry.runs_s) == 3 for entry in rows[name].entries.values()), rows[name]
+    assert sorted(warmed) == ["native", "ptx", "ptx", "ptx"], warmed

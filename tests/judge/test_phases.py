@@ -80,3 +80,47 @@ def test_with_a_pool_of_workers_the_runs_they_do_are_the_runs_phase_not_the_rest
     assert cost.phases_s["builds"] > 0 and cost.program_runs_s > 0
     assert cost.phases_s["runs"] >= cost.program_runs_s  # the workers' runs, first runs and reruns, are all in it
     assert cost.phases_s[REST] < cost.phases_s["runs"], cost.phases_s
+
+
+def test_a_runs_room_opening_and_closing_are_its_runs_phase_not_the_rest(monkeypatch, tmp_path):
+    """A class opens a room for every run (and every warm-up): that time is the run's cost, so "the rest" holds
+    only what no phase covers (it held every room's opening and closing: 5 s of a 52 s class)."""
+    from attnbench.cases.testcase import Shape
+    from attnbench.judge import classroom
+    from attnbench.judge.course_judge import PASS, JudgedCase, PreparedCase
+    from attnbench.judge.time_limits import load_time_limits
+
+    clock = FakeClock(0.0)
+
+    class Room:
+        settings = None
+
+        @classmethod
+        def open(cls, *args, **kwargs):
+            clock.now += 1.0
+            return cls()
+
+        def close(self):
+            clock.now += 2.0
+
+    def judged(program, case, limit, timeout, sandbox):
+        clock.now += 4.0
+        return JudgedCase(case.label, case.shape, PASS, "", 4.0, limit, timeout)
+
+    monkeypatch.setattr(classroom, "Sandbox", Room)
+    monkeypatch.setattr(classroom, "judge_case", judged)
+    def warmed(program, shape, sandbox, timeout):
+        clock.now += 8.0
+        return ""
+
+    monkeypatch.setattr(classroom, "warm_up", warmed)
+    shape = Shape(1, 4, 8)
+    case = PreparedCase("t01", shape, tmp_path / "t01.in", None, None)  # type: ignore[arg-type]
+    settings = classroom.ClassSettings(load_time_limits("none"))
+    with phases.timing(clock) as timed:
+        entry = classroom.judge_entry(tmp_path / "hw4", case, settings)
+        note = classroom.warm_up_entry(tmp_path / "hw4", shape, "t01", settings, tmp_path / "cache")
+        cost = timed.cost(program_runs_s=4.0)
+    assert entry.verdict == PASS and note == ""
+    assert cost.phases_s["runs"] == 18.0 and cost.phases_s[REST] == 0.0 and cost.wall_s == 18.0
+

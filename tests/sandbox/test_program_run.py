@@ -36,3 +36,15 @@ def test_an_exe_programs_cache_is_written_by_one_warm_up_and_copied_into_each_ru
     assert len(warmed) == 1 and warmed[0].startswith("run-")  # what the warm-up wrote
     assert seen[1] == seen[2] == warmed  # no timed run sees another timed run's writes
     assert sorted(p.name for p in Path(cache).iterdir()) == warmed
+
+
+def test_a_warm_ups_throwaway_input_is_in_the_suites_range_and_never_the_same_twice():
+    from attnbench.sandbox.program_run import throwaway_testcase
+
+    shape = Shape(3, 17, 8)
+    first, second = throwaway_testcase(shape), throwaway_testcase(shape)
+    assert first.shape == shape and first.qkv.dtype.str == "<f4"
+    for testcase in (first, second):
+        assert testcase.qkv.min() >= -3.0 and testcase.qkv.max() < 3.0
+        assert testcase.qkv.std() > 1.0  # spread over the range (uniform on [-3, 3): 1.73), not a constant
+    assert not (first.qkv == second.qkv).all()  # a secret seed each time: no answer a program could keep

@@ -8,6 +8,7 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -51,10 +52,12 @@ def test_without_bwrap_auto_falls_back_and_required_refuses(program, no_bwrap):
     try:
         assert not sandbox.confinement.sandboxed
         assert "no sandbox ($ATTNBENCH_BWRAP=" in sandbox.confinement.warning()
-        if os.geteuid() == 0:  # each run a uid of its own, drawn again for every case folder
+        if os.geteuid() == 0:  # each run a uid of its own: the one drawn at opening, then drawn again for every case
             first = sandbox.user
             assert first in sandboxing.OWN_UIDS and sandbox.sole_user
             sandbox.finish(sandbox.prepare("c", None))
+            assert sandbox.user == first
+            sandbox.finish(sandbox.prepare("d", None))
             assert sandbox.user in sandboxing.OWN_UIDS and sandbox.user != first
         else:
             assert sandbox.user is None
@@ -485,3 +488,71 @@ def test_a_limit_nobody_asked_for_is_not_said_to_be_not_applied(program):
         assert not any(note.startswith("memory") for note in sandbox.limit_notes())
     finally:
         sandbox.close()
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")
+def test_a_rooms_probe_runs_once_per_process_for_the_same_mounts_and_again_for_others(program, tmp_path, monkeypatch):
+    """A class opens a room for every run: the probe's own box, once a run, cost more than the rest of the run's
+    room. It is asked once for the same user kind and mounts; a bind that changes (or goes) is probed again."""
+    try:
+        Sandbox.open(program, SandboxSettings("required")).close()
+    except SandboxUnavailable:
+        pytest.skip("bwrap cannot make namespaces here")
+    monkeypatch.setattr(sandboxing, "_PROBED_OK", set())
+    probes: list[object] = []
+    real = Sandbox._probe_now
+    monkeypatch.setattr(Sandbox, "_probe_now", lambda self, tool, user: probes.append(user) or real(self, tool, user))
+    rooms = [Sandbox.open(program, SandboxSettings("required")) for _ in range(3)]
+    for room in rooms:
+        room.close()
+    assert len(probes) == 1 and len({room.confinement.kind for room in rooms}) == 1
+    if rooms[0].confinement.own_uids:  # as root: still a uid of each room's own
+        assert len({room.confinement.user for room in rooms}) == 3
+    extra = Path(tempfile.mkdtemp(prefix="attnbench-test-bind-"))  # a folder every run's user may pass through
+    try:
+        os.chmod(extra, 0o755)
+        Sandbox.open(program, SandboxSettings("required", binds=(extra,))).close()
+        assert len(probes) == 2
+    finally:
+        extra.rmdir()  # the same path gone: probed again, and the room refused as before
+    with pytest.raises(SandboxUnavailable, match="not with this run's mounts"):
+        Sandbox.open(program, SandboxSettings("auto", binds=(extra,)))
+    assert len(probes) >= 3
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives each run a uid of its own")
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")),
+                                  "none"])
+def test_each_run_has_a_uid_of_its_own_drawn_once_and_killed_once(program, tmp_path, monkeypatch, mode):
+    """A run's uid is drawn once (the room's first run takes the one drawn when it opened) and every process of it
+    is killed once, the moment the program exits (a second kill in finish, and a second draw, each scanned /proc:
+    ~15 ms and ~8 ms of every run); a run that never ran is still killed by finish."""
+    from attnbench.sandbox import process as processing
+
+    Sandbox.open(program, SandboxSettings(mode)).close()  # its probe asked, once for the process
+    draws, kills = [], []
+    real_draw, real_kill = sandboxing.draw_uid, sandboxing.kill_user
+    monkeypatch.setattr(sandboxing, "draw_uid", lambda: draws.append(1) or real_draw())
+    monkeypatch.setattr(sandboxing, "kill_user", lambda uid: kills.append(uid) or real_kill(uid))
+    monkeypatch.setattr(processing, "kill_user", lambda uid: kills.append(uid) or real_kill(uid))
+    source = tmp_path / "case.in"
+    source.write_bytes(b"\x00" * 12)
+    room = Sandbox.open(program, SandboxSettings(mode))
+    try:
+        if not room.confinement.own_uids:
+            pytest.skip("this machine's sandbox runs programs as nobody or root")
+        users = []
+        for label in ("a", "b"):
+            case = room.prepare(label, source)
+            users.append(room.user)
+            outcome = room.run([room.program_path()], case, 10.0, room.limits_for(12, 10.0))
+            room.finish(case)
+            assert outcome.returncode == 0 and outcome.all_ended
+        unrun = room.prepare("c", source)  # prepared, never run: finish kills its uid
+        users.append(room.user)
+        room.finish(unrun)
+    finally:
+        room.close()
+    assert len(set(users)) == 3 and all(u in sandboxing.OWN_UIDS for u in users)
+    assert kills == users  # once each
+    assert len(draws) <= 3  # the room's opening drew the first run's uid; without a probe, one draw a run

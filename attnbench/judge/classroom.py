@@ -38,6 +38,7 @@ from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.course_build import BuildRules
+from attnbench.judge.phases import phase
 from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
 from attnbench.results.kernel_time import CUPTI_SOURCE

@@ -95,6 +95,21 @@ def busy_span_ns(intervals: list[tuple[int, int]]) -> int:
     return covered
 
 
+_LARGEST = (1 << 63) - 1  # the collector writes uint64 nanoseconds and counts; CUPTI's clock fits in int64
+_LONGEST_NS = 86_400 * 10**9  # a launch, or the file's whole span, over a day is no run the judge waited for
+
+
+def _whole(word: str) -> int:
+    """A record's number: a whole number from 0 to 2^63 - 1, else ValueError (a program can write the file: a
+    4000-digit number would pass int() and overflow every sum taken in floats)."""
+    if not (0 < len(word) <= 19 and word.isascii() and word.isdigit()):
+        raise ValueError(word)
+    value = int(word)
+    if value > _LARGEST:
+        raise ValueError(word)
+    return value
+
+
 def parse_records(text: str) -> KernelTime:
     """The collector's file as a KernelTime; KernelRecordsError naming the first thing that is wrong."""
     lines = text.splitlines()
@@ -109,28 +124,34 @@ def parse_records(text: str) -> KernelTime:
         words = line.split(" ", 11)
         try:
             if words[0] == "kernel" and len(words) == 12:
-                start, end = int(words[1]), int(words[2])
-                if end < start or start < 0 or any(int(w) < 0 for w in words[3:11]):  # grid, block, device, stream
-                    raise KernelRecordsError(f"line {number}: a launch that ends before it starts, or a negative size")
+                start, end = _whole(words[1]), _whole(words[2])
+                for word in words[3:11]:  # grid, block, device, stream, ...: whole numbers
+                    _whole(word)
+                if end < start:
+                    raise KernelRecordsError(f"line {number}: a launch that ends before it starts")
+                if end - start > _LONGEST_NS:
+                    raise KernelRecordsError(f"line {number}: a launch that lasts more than a day")
                 intervals.append((start, end))
                 name = printable(words[11][:_NAME_CHARS])
                 per_name[name][0] += 1
                 per_name[name][1] += end - start
             elif words[0] == "dropped" and len(words) == 2:
-                dropped += int(words[1])
+                dropped += _whole(words[1])
             elif words[0] == "end" and len(words) == 2:
-                ended = int(words[1])
+                ended = _whole(words[1])
             else:
                 raise KernelRecordsError(f"line {number}: not a record the collector writes")
         except ValueError as exc:
             if isinstance(exc, KernelRecordsError):
                 raise
-            raise KernelRecordsError(f"line {number}: a number that is not one") from None
+            raise KernelRecordsError(f"line {number}: a number that is not a whole number from 0 to 2^63 - 1") from None
     if ended is None:
         raise KernelRecordsError("the records were cut short (no end line: the program ended without running its "
                                  "exit handlers, by _exit, a signal or its timeout)")
     if ended != len(intervals):
         raise KernelRecordsError(f"the end line counts {ended} launches, the file holds {len(intervals)}")
+    if intervals and max(e for _, e in intervals) - min(s for s, _ in intervals) > _LONGEST_NS:
+        raise KernelRecordsError("its launches span more than a day")
     kernels = sorted((KernelSummary(name, count, ns / 1e9) for name, (count, ns) in per_name.items()),
                      key=lambda k: (-k.total_s, k.name))
     return KernelTime(busy_span_ns(intervals) / 1e9, sum(e - s for s, e in intervals) / 1e9, len(intervals),

@@ -90,6 +90,16 @@ def test_records_cut_short_are_no_kernel_time(tmp_path, collector_here):
     assert recording.time is None and "cut short" in recording.why
 
 
+def test_records_a_program_forged_with_huge_numbers_are_no_kernel_time_never_an_error(tmp_path, collector_here):
+    """The program writes its own records file (it can): a 4000-digit time passes int() and overflowed the float
+    sums, ending a one-program judge in a traceback and turning a class's PASS into JUDGE ERROR."""
+    huge = "1" + "0" * 4000
+    program = _program(tmp_path, f'printf "attnbench-kernel-records 1\\nkernel 0 {huge} 1 1 1 1 1 1 0 7 k\\nend 1\\n" '
+                                 f'> "${RECORDS_ENV}"\nhead -c {SHAPE.output_bytes} /dev/zero > "$2"\n')
+    recording = record_kernels(program, _spec(tmp_path), SandboxSettings("none"))
+    assert recording.time is None and "not a whole number" in recording.why
+
+
 def test_without_a_gpu_nothing_runs_and_one_line_says_why(tmp_path, monkeypatch):
     monkeypatch.setattr(kernel_records, "gpu_present", lambda: False)
     marker = tmp_path / "ran"

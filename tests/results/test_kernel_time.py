@@ -73,7 +73,17 @@ def test_a_program_with_no_kernels_has_no_time_and_no_tflops():
     (_records("kernel 0 10 1 1 1 32 1 1 0 7 a"), "cut short"),
     (_records("kernel 0 10 1 1 1 32 1 1 0 7 a", "end 2"), "counts 2 launches, the file holds 1"),
     (_records("kernel 10 0 1 1 1 32 1 1 0 7 a", "end 1"), "line 2: a launch that ends before it starts"),
-    (_records("kernel 0 x 1 1 1 32 1 1 0 7 a", "end 1"), "line 2: a number that is not one"),
+    (_records("kernel 0 x 1 1 1 32 1 1 0 7 a", "end 1"), "line 2: a number that is not a whole number"),
+    # written by a program (it can): numbers that int() takes but sums in floats cannot
+    (_records("kernel 0 1" + "0" * 4000 + " 1 1 1 32 1 1 0 7 a", "end 1"), "line 2: a number that is not a whole"),
+    (_records("kernel 0 99999999999999999999 1 1 1 32 1 1 0 7 a", "end 1"), "line 2: a number that is not a whole"),
+    (_records("kernel 0 10 1 1 1 32 1 1 0 7 a", "dropped -99999999999999", "end 1"), "line 3: a number that is not"),
+    (_records("kernel 0 10 1 1 1 32 1 1 0 7 a", "end -1"), "line 3: a number that is not"),
+    (_records("kernel 0 10 1 1 -1 32 1 1 0 7 a", "end 1"), "line 2: a number that is not"),
+    (_records("kernel 0 90000000000000 1 1 1 32 1 1 0 7 a", "end 1"), "line 2: a launch that lasts more than a day"),
+    (_records("kernel 0 10 1 1 1 32 1 1 0 7 a", "kernel 9000000000000000 9000000000000010 1 1 1 32 1 1 0 7 a",
+              "end 2"), "span more than a day"),
+    (_records("kernel ０ 10 1 1 1 32 1 1 0 7 a", "end 1"), "line 2: a number that is not"),
     (_records("kernel 0 10 1 1", "end 1"), "line 2: not a record"),
     (_records("end 0", "kernel 0 10 1 1 1 32 1 1 0 7 a"), "line 3: records after the end line"),
 ])

@@ -485,3 +485,14 @@ def test_a_limit_nobody_asked_for_is_not_said_to_be_not_applied(program):
         assert not any(note.startswith("memory") for note in sandbox.limit_notes())
     finally:
         sandbox.close()
+
+
+def test_a_runs_pids_max_leaves_room_for_bwraps_own_two_processes(tmp_path):
+    settings = SandboxSettings(processes=1)
+    boxed = Sandbox(sandboxing.Confinement("bwrap", "bwrap"), tmp_path, None, settings=settings)
+    assert boxed._group_processes() == 1 + sandboxing.BWRAP_PROCESSES  # pids.max 1 refused bwrap its own fork
+    bare = Sandbox(sandboxing.Confinement("fallback"), tmp_path, None, settings=settings)
+    assert bare._group_processes() == 1
+    case = bare.prepare("c", None)
+    assert bare.watched_limits(case) == ()  # no group: nothing is watched
+    bare.finish(case)

@@ -82,3 +82,81 @@ def test_a_class_through_slurm_tells_its_listener_each_row_and_rerun_as_progress
     assert [judge_line(e) for e in events] == [
         "alice judged: 2 of 2 passed", "bob judged: 2 of 2 passed", "carol judged: 0 of 2 passed",
         "dave judged: 0 of 2 passed", f"erin judged: {erin.build_message}", "alice rerun: done"]
+
+
+class _JobsHere:
+    """Slurm's part played in this process: each job's call made here, its result heard as the executor hears it."""
+
+    def __init__(self, *settings):
+        pass
+
+    def run(self, jobs, listener):
+        from attnbench.spread.executor import Progress
+
+        results = {}
+        for key, (call, args) in jobs.items():
+            results[key] = call(*args)
+            listener(Progress("result", key, None, results[key]))
+        return results
+
+
+def _judge_over_slurm(classroom, tmp_path, *extra):
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+    from tests.judge.classes import CLASS_MODE
+
+    return CliRunner().invoke(main, ["judge", str(classroom / "alice"), str(classroom / "carol.c"), "--cases", CASES,
+                                     "--time-limits", "none", "--rerun-top", "1", "--executor", "slurm", "--sandbox",
+                                     CLASS_MODE, "--results-dir", str(tmp_path / "results"), *extra])
+
+
+def test_a_finished_slurm_class_removes_its_jobs_folder_after_saving_unless_kept(classroom, tmp_path, monkeypatch):
+    monkeypatch.setattr(class_slurm, "SlurmExecutor", _JobsHere)
+    result = _judge_over_slurm(classroom, tmp_path)
+    assert result.exit_code in (0, 1), result.output
+    said = " ".join(result.output.split())
+    assert "removed the Slurm jobs folder" in said and "every job answered" in said, said
+    assert list((tmp_path / "results").glob("*.json"))  # the board was saved first
+    assert not list((tmp_path / "results" / "slurm").glob("*"))  # no jobs folder left behind
+    kept = _judge_over_slurm(classroom, tmp_path / "kept", "--keep-jobs")
+    assert kept.exit_code in (0, 1) and "removed" not in kept.output, kept.output
+    assert [p.name for p in (tmp_path / "kept" / "results" / "slurm").glob("*/attnbench-class.pkl")] == [
+        "attnbench-class.pkl"]
+
+
+def test_a_jobs_folder_a_resume_or_a_lost_jobs_log_needs_is_kept(classroom, tmp_path, monkeypatch):
+    monkeypatch.setattr(class_slurm, "SlurmExecutor", _JobsHere)
+    folder = tmp_path / "jobs"
+    api_programs.judge_class([classroom / "alice"], CASES, time_limits="none", rerun_top=0, executor="slurm",
+                             sandbox=class_sandbox(), slurm=SlurmOptions(folder=folder))
+    run = class_slurm.load_class_run(folder)
+    assert run.finished and run.lost == ()
+    run.finished = False  # as an interrupted run leaves it
+    run.save()
+    assert class_slurm.release_jobs_folder(folder) == (f"the Slurm jobs folder {folder} is kept: finish the run "
+                                                       f"with --resume {folder}")
+    run.finished, run.lost = True, ("alice",)
+    run.save()
+    assert "1 job(s) came back without a result (alice)" in class_slurm.release_jobs_folder(folder)
+    assert folder.is_dir()
+    run.lost = ()
+    run.save()
+    assert class_slurm.release_jobs_folder(folder).startswith("removed") and not folder.exists()
+    assert class_slurm.release_jobs_folder(folder) == ""  # gone: nothing of ours to remove
+
+
+def test_keep_jobs_without_slurm_is_refused():
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+
+    result = CliRunner().invoke(main, ["judge", "prog", "--keep-jobs"])
+    assert result.exit_code == 2 and "--keep-jobs" in result.output
+
+
+@pytest.mark.slurm
+def test_a_class_through_a_real_slurm_leaves_no_jobs_folder_once_saved(cluster, classroom, tmp_path):  # noqa: F811
+    result = _judge_over_slurm(classroom, tmp_path)
+    assert result.exit_code in (0, 1) and "removed the Slurm jobs folder" in result.output, result.output
+    assert not list((tmp_path / "results" / "slurm").glob("*"))

@@ -13,9 +13,11 @@ from attnbench.api import EXECUTOR_OPTIONS, TimingOptions, case_names, parse_per
 from attnbench.output.render.terminal import err_console, printable
 
 MAX_REPS = 1_000_000  # far beyond any useful sample count; a larger one ran on without end
+MAX_WAIT_S = 1_000_000.0  # a program's time limit at most (11.6 days): 1e300 s overflowed the clock's conversion
 
 
-def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+def finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """A float option's callback: NaN and infinity are refused (click's FloatRange lets them through)."""
     if value is not None and (value != value or value in (float("inf"), float("-inf"))):
         raise click.BadParameter("must be a finite number")
     return value
@@ -26,10 +28,10 @@ timing_options = [
     click.option("--reps", type=click.IntRange(1, MAX_REPS), default=None,
                  help=f"Fixed sample count, at most {MAX_REPS:,} (default: sample until the noise is low)."),
     click.option("--hot", is_flag=True, help="Do not flush the L2 cache before each timed pass."),
-    click.option("--timeout", type=click.FloatRange(0, min_open=True), default=None, callback=_finite,
+    click.option("--timeout", type=click.FloatRange(0, min_open=True), default=None, callback=finite,
                  help="Seconds at most for adaptive sampling [GPU: 10, cpu: 2]."),
     click.option("--noise", "noise", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
-                 callback=_finite, help="Target relative noise, percent."),
+                 callback=finite, help="Target relative noise, percent."),
     click.option("--device", type=click.IntRange(0), default=0, show_default=True, help="CUDA device index."),
 ]
 
@@ -45,7 +47,7 @@ placement_options = [
                  help="Slurm time limit of each job, minutes."),
     click.option("--array-parallelism", type=click.IntRange(1), default=16, show_default=True,
                  help="Slurm jobs of the array running at once."),
-    click.option("--job-seconds", type=click.FloatRange(0, min_open=True), default=60.0, hidden=True,
+    click.option("--job-seconds", type=click.FloatRange(0, min_open=True), default=60.0, hidden=True, callback=finite,
                  help="Slurm: the estimated length jobs are packed to."),
 ]
 
@@ -86,7 +88,7 @@ def percent(ctx: click.Context, param: click.Parameter, value: str | None) -> fl
 def tolerance(name: str, default: float, help_text: str) -> Callable:
     """--atol / --rtol: a finite number >= 0."""
     return click.option(name, type=click.FloatRange(0), default=default, show_default=True, help=help_text,
-                        callback=_finite)
+                        callback=finite)
 
 
 def command_line() -> str | None:

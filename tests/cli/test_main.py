@@ -35,7 +35,8 @@ def test_every_commands_help_lists_the_exit_codes():
         assert result.exit_code == 0 and "130" in said and " 3 " in said, name
 
 
-@pytest.mark.parametrize("args", [["cases", "all", "--wide"], ["run", "odd_17x48", "{tmp}/o.bin", "-v", "cpu", "--json"]])
+@pytest.mark.parametrize("args", [["cases", "all", "--wide"], ["run", "odd_17x48", "{tmp}/o.bin", "-v", "cpu", "--json"],
+                                  ["--help"], ["-V"], ["run", "--help"]])
 def test_a_reader_that_stops_early_is_no_failure(args, tmp_path):
     import subprocess
     import sys

@@ -9,7 +9,7 @@ import click
 
 from attnbench.api import EXECUTOR_OPTIONS
 from attnbench.api import programs as api_programs
-from attnbench.cli.options import MAX_WAIT_S, command_line, complete_cases, error_line, finite, notice
+from attnbench.cli.options import MAX_WAIT_S, command_line, complete_cases, error_line, file_stem, finite, notice
 from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
 from attnbench.output.export import save
 from attnbench.output.export.scoreboard_export import RowByRow
@@ -99,7 +99,7 @@ from attnbench.printable import counted, printable
 @click.option("--html", "with_html", is_flag=True, help="A class: save a one-file HTML page of the scoreboard too.")
 @click.option("--results-dir", default=DEFAULT_RESULTS_DIR, show_default=True, type=click.Path(file_okay=False),
               help="Folder for the saved JSON, CSV and Markdown.")
-@click.option("--name", default=None, help="File stem for the saved results [default: date_judge_cpu_cases].")
+@click.option("--name", default=None, callback=file_stem, help="File stem for the saved results [default: date_judge_cpu_cases].")
 @click.option("--no-save", is_flag=True, help="Do not save the results.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the results as JSON on standard output (the records of the saved JSON file); the tables "

@@ -23,6 +23,13 @@ def finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
     return value
 
 
+def file_stem(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--name's callback: an empty stem (an unset variable, say) is refused, not replaced by the default silently."""
+    if value is not None and not value.strip():
+        raise click.BadParameter('is empty (""): give a file stem, or leave --name out for the default')
+    return value
+
+
 timing_options = [
     click.option("--warmup", type=click.IntRange(0), default=None, help="Untimed passes first [GPU: 2, cpu: 0]."),
     click.option("--reps", type=click.IntRange(1, MAX_REPS), default=None,

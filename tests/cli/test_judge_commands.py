@@ -16,3 +16,4 @@ def test_a_time_limit_that_is_no_number_of_seconds_is_refused_before_any_run(cli
     result = cli("judge", str(program), "--cases", "odd_17x1", option, value, "--no-save", "--time-limits", "none")
     assert result.exit_code == 2 and f"Invalid value for '{option}'" in result.output, result.output
     assert "[1/1]" not in result.output  # refused before the first case
+

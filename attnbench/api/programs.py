@@ -38,7 +38,7 @@ from attnbench.results.metadata import collect
 from attnbench.results.resultset import ResultSet
 from attnbench.results.scoreboard import Scoreboard
 from attnbench.sandbox import oom_priority
-from attnbench.sandbox.process import ProgramError
+from attnbench.sandbox.process import MAX_WAIT_S, ProgramError
 from attnbench.sandbox.room import MODES as SANDBOX_MODES
 from attnbench.sandbox.room import Confinement, SandboxSettings, SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
@@ -46,7 +46,7 @@ from attnbench.spread.slurm import SlurmOptions, default_folder
 from attnbench.spread.devices import devices_for
 from attnbench.spread.executor import EXECUTORS, GPU_POOL, IN_PROCESS, SLURM, Listener, choose_executor
 
-__all__ = ["COURSE_LIMITS_BRIEF", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
+__all__ = ["COURSE_LIMITS_BRIEF", "MAX_WAIT_S", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
            "SlurmOptions", "class_history", "is_class", "is_source", "judge", "judge_class", "judge_program",
            "judge_submissions", "judge_writes", "new_kernel", "release_jobs_folder", "resume_class"]
 

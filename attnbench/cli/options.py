@@ -13,7 +13,6 @@ from attnbench.api import EXECUTOR_OPTIONS, TimingOptions, case_names, parse_per
 from attnbench.output.render.terminal import err_console, printable
 
 MAX_REPS = 1_000_000  # far beyond any useful sample count; a larger one ran on without end
-MAX_WAIT_S = 1_000_000.0  # a program's time limit at most (11.6 days): 1e300 s overflowed the clock's conversion
 
 
 def finite(ctx: click.Context, param: click.Parameter, value: float) -> float:

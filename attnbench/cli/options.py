@@ -12,7 +12,7 @@ import click
 from attnbench.api import EXECUTOR_OPTIONS, TimingOptions, case_names, parse_percent, slurm_options, variant_names
 from attnbench.output.render.terminal import err_console, printable
 
-MAX_REPS = 1_000_000  # far beyond any useful sample count; a larger one ran on without end
+MAX_REPS = 1_000_000  # far beyond any useful sample or warm-up count; a larger one ran on without end
 
 
 def finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
@@ -30,7 +30,8 @@ def file_stem(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 timing_options = [
-    click.option("--warmup", type=click.IntRange(0), default=None, help="Untimed passes first [GPU: 2, cpu: 0]."),
+    click.option("--warmup", type=click.IntRange(0, MAX_REPS), default=None,
+                 help=f"Untimed passes first, at most {MAX_REPS:,} [GPU: 2, cpu: 0]."),
     click.option("--reps", type=click.IntRange(1, MAX_REPS), default=None,
                  help=f"Fixed sample count, at most {MAX_REPS:,} (default: sample until the noise is low)."),
     click.option("--hot", is_flag=True, help="Do not flush the L2 cache before each timed pass."),

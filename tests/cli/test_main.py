@@ -58,9 +58,10 @@ def test_no_command_shows_the_help_as_help_not_as_one_error_line():
     assert "error:" not in result.output and "Commands:" in result.output.splitlines(), result.output
 
 
-def test_a_sample_count_that_would_run_forever_is_refused():
-    result = CliRunner().invoke(main, ["run", "t02", "o.bin", "--reps", "99999999999999999999"], prog_name="attnbench")
-    assert result.exit_code == 2 and "--reps" in result.output
+@pytest.mark.parametrize("option", ["--reps", "--warmup"])  # --warmup 99999999999 ran on without end
+def test_a_sample_or_warm_up_count_that_would_run_forever_is_refused(option):
+    result = CliRunner().invoke(main, ["run", "t02", "o.bin", option, "99999999999"], prog_name="attnbench")
+    assert result.exit_code == 2 and option in result.output
 
 
 def test_a_sigterm_is_an_interruption_that_leaves_no_temporary_folder(tmp_path):

@@ -52,6 +52,7 @@ def test_run_never_writes_over_a_file_attnbench_reads(name, shipped):
     result = CliRunner().invoke(main, ["run", "odd_17x1", str(path), "-v", "cpu"], prog_name="attnbench")
     assert result.exit_code == 2, result.output
     assert "a file attnbench reads" in result.output and path.name in result.output
+    assert result.output.count(str(path)) == 1  # the path is named once, not twice ("P: is P, a file ...")
     assert _sha(path) == before
 
 

@@ -17,3 +17,10 @@ def test_a_time_limit_that_is_no_number_of_seconds_is_refused_before_any_run(cli
     assert result.exit_code == 2 and f"Invalid value for '{option}'" in result.output, result.output
     assert "[1/1]" not in result.output  # refused before the first case
 
+
+
+def test_a_missing_program_is_said_alone_before_any_note_of_what_the_cases_write(cli, tmp_path):
+    """`judge nosuch` first said "note: the cases not generated yet take 8.6 GB", then that there is no program."""
+    result = cli("judge", str(tmp_path / "nosuch"), "--no-save")
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and lines[0].endswith("nosuch: no such program"), result.output

@@ -36,7 +36,14 @@ from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import Scoreboard, SubmissionRow
 from attnbench.sandbox.room import Confinement
 from attnbench.spread.executor import Listener, Progress, quiet_listener
-from attnbench.spread.slurm import SlurmExecutor, SlurmOptions, load_record, save_record
+from attnbench.spread.slurm import (
+    SlurmExecutor,
+    SlurmOptions,
+    folders_to_make,
+    load_record,
+    remove_unsubmitted,
+    save_record,
+)
 
 CLASS_RUN_FILE = "attnbench-class.pkl"
 
@@ -143,10 +150,16 @@ def execute_class(run: ClassRun, listener: Listener | None = None) -> Scoreboard
     """Submit (or resume) the run's jobs, wait, rank, rerun the top rows, rank again; `listener` hears the
     class's `Progress` events (classroom has their words)."""
     listen = listener or quiet_listener
+    made = folders_to_make(run.folder) if not any(run.first_ids.values()) else []
     run.save()
     try:
         if len(run.rows) < len(run.submissions):
-            _first_pass(run, listen)
+            try:
+                _first_pass(run, listen)
+            except Exception:
+                if made and not any(run.first_ids.values()):  # nothing went out: nothing to resume, no folder left
+                    remove_unsubmitted(run.folder, made)
+                raise
         first = new_board(run.inputs, run.settings, run.metadata)
         first.rows = [run.rows[s.name] for s in run.submissions]
         _reruns(run, rank(first), listen)

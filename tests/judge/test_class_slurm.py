@@ -160,3 +160,24 @@ def test_a_class_through_a_real_slurm_leaves_no_jobs_folder_once_saved(cluster, 
     result = _judge_over_slurm(classroom, tmp_path)
     assert result.exit_code in (0, 1) and "removed the Slurm jobs folder" in result.output, result.output
     assert not list((tmp_path / "results" / "slurm").glob("*"))
+
+
+def test_a_class_none_of_whose_jobs_went_out_leaves_no_jobs_folder(classroom, tmp_path, monkeypatch):
+    """sbatch refused every job (no controller): the jobs folder made for the run, and the parents made for it,
+    stayed behind with the run's record, though nothing could be resumed."""
+    from attnbench.spread.slurm import SlurmUnavailable
+
+    class Refused:
+        def __init__(self, *settings):
+            pass
+
+        def run(self, jobs, listener):
+            raise SlurmUnavailable("sbatch refused the jobs: sbatch: fatal: no controller")
+
+    monkeypatch.setattr(class_slurm, "SlurmExecutor", Refused)
+    (tmp_path / "results").mkdir()
+    folder = tmp_path / "results" / "slurm" / "2026-11-29_000000"
+    with pytest.raises(SlurmUnavailable):
+        api_programs.judge_class([classroom / "alice"], CASES, time_limits="none", executor="slurm",
+                                 sandbox=class_sandbox(), slurm=SlurmOptions(folder=folder))
+    assert list((tmp_path / "results").iterdir()) == []  # the folder and the slurm/ made for it are gone

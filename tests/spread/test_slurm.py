@@ -59,3 +59,30 @@ def test_the_slurm_executor_submits_again_only_what_has_no_result_and_tells_each
     assert events[0] == Progress("submitted", None, None, {"keys": ["b", "d"], "of": 4, "again": True, "array": "9"})
     assert {e.job: e.payload["square"] for e in events if e.what == "result"} == {"a": 4, "b": 9, "c": 16, "d": 25}
     assert results == {key: {"square": n * n} for key, n in zip("abcd", (2, 3, 4, 5))}
+
+
+def test_a_refused_sbatch_is_one_line_its_last_words(tmp_path, monkeypatch):
+    """sbatch's whole stderr was joined into the error, its newlines printed as \\n."""
+    import contextlib
+    from types import SimpleNamespace
+
+    class Refusing:
+        def __init__(self, **settings):
+            pass
+
+        def update_parameters(self, **parameters):
+            pass
+
+        @contextlib.contextmanager
+        def batch(self):
+            yield
+            raise subprocess.CalledProcessError(1, "sbatch", output=b"sbatch: error: DNS SRV lookup failed\n"
+                                                                    b"sbatch: fatal: Could not establish a source\n")
+
+        def submit(self, function, *arguments):
+            return None
+
+    monkeypatch.setattr(slurm, "_submitit", lambda: SimpleNamespace(SlurmExecutor=Refusing))
+    with pytest.raises(slurm.SlurmUnavailable) as refused:
+        slurm.submit_array(tmp_path, slurm.SlurmOptions(), "job", [(print, ())])
+    assert str(refused.value) == "sbatch refused the jobs: sbatch: fatal: Could not establish a source"

@@ -48,7 +48,7 @@ from attnbench.spread.executor import EXECUTORS, GPU_POOL, IN_PROCESS, SLURM, Li
 
 __all__ = ["COURSE_LIMITS_BRIEF", "MAX_WAIT_S", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
            "SlurmOptions", "class_history", "is_class", "is_source", "judge", "judge_class", "judge_program",
-           "judge_submissions", "judge_writes", "new_kernel", "release_jobs_folder", "resume_class"]
+           "judge_submissions", "judge_writes", "new_kernel", "resume_class"]
 
 def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str | None = None, time_limits: str = "course",
           args: str = judging.DEFAULT_ARGS, timeout: float | None = None, progress: ProgressFactory = no_progress,
@@ -208,13 +208,6 @@ def class_history(folder: str | Path, cases: list[str] | None = None) -> list[Hi
 def resume_class(folder: str | Path, listener: Listener | None = None) -> Scoreboard:
     """Finish a class judged over Slurm from its jobs folder: what came back is kept, the rest resubmitted."""
     return class_slurm.resume_class(folder, listener)
-
-
-def release_jobs_folder(board: Scoreboard) -> str:
-    """After a Slurm class's board is saved: its jobs folder removed when the run finished and every job answered,
-    else kept; the line that says which (class_slurm.release_jobs_folder). '' for a class not run over Slurm."""
-    folder = board.settings.get("slurm_jobs_folder")
-    return class_slurm.release_jobs_folder(folder) if folder else ""
 
 
 def is_class(program: str) -> bool:

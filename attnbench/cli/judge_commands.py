@@ -90,10 +90,6 @@ from attnbench.printable import counted, printable
               help="Each Slurm job's limit in minutes.")
 @click.option("--resume", "resume_folder", default=None, type=click.Path(exists=True, file_okay=False),
               help="A class: finish a Slurm run from its jobs folder (attnbench-results/slurm/<date>_<time>).")
-@click.option("--keep-jobs", is_flag=True,
-              help="A Slurm class: keep its jobs folder (submitit's files, Slurm's logs) after a run whose every job "
-                   "answered [default: removed once the scoreboard is saved; kept when a resume or a lost job's log "
-                   "needs it].")
 @click.option("--history", "history_folder", default=None, type=click.Path(file_okay=False),
               help="Show a class's history instead of judging: every scoreboard saved in this results folder, per "
                    "submission its best and latest run.")
@@ -111,7 +107,7 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
           arch: str | None, build_command: str | None, diagnose: bool, executor: str, partition: str | None,
           gres: str | None, time_min: int, resume_folder: str | None, with_html: bool, results_dir: str,
           name: str | None, no_save: bool, fresh_inputs: bool | None, history_folder: str | None,
-          as_json: bool, kernel_time: bool, rank_by: str, keep_jobs: bool) -> None:
+          as_json: bool, kernel_time: bool, rank_by: str) -> None:
     """Judge whole programs as the course does: run PROGRAM IN OUT per case, time it, check it.
 
     One executable (or one .cu or .c file, built first) is judged case by case. Several, or a folder of
@@ -163,10 +159,8 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
         executor=executor, slurm=api_programs.SlurmOptions(partition, gres, time_min), resume=resume_folder,
         results_dir=results_dir, command=command_line(), fresh_inputs=fresh_inputs, arch=arch,
         build_command=build_command, diagnose=diagnose, kernel_time=kernel_time, rank_by=rank_by)
-    if keep_jobs and executor != "slurm" and not resume_folder:
-        raise click.UsageError("--keep-jobs keeps a Slurm class's jobs folder: give it with --executor slurm or --resume")
     if options.judges_a_class:
-        _judge_class(options, with_html, name, no_save, as_json, keep_jobs)
+        _judge_class(options, with_html, name, no_save, as_json)
     else:
         _judge_program(options, name, no_save, as_json)
 
@@ -222,7 +216,7 @@ def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save
 
 
 def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str | None, no_save: bool,
-                 as_json: bool, keep_jobs: bool = False) -> None:
+                 as_json: bool) -> None:
     """A class: build, judge, rank, rerun the top; print the scoreboard and save it (row by row as it is judged).
     With `as_json` standard output carries only the scoreboard's JSON."""
     saver = RowByRow(options.results_dir, lambda board: name or class_stem(board, options.cases), with_html)
@@ -241,9 +235,6 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
     if not no_save and (board.rows or saver.paths):
         for path in saver.finish(board):
             out.print(f"saved {path}", highlight=False, soft_wrap=True)
-    said = "" if keep_jobs else api_programs.release_jobs_folder(board)  # after the save: the board holds every row
-    if said:
-        out.print(said, highlight=False, markup=False, soft_wrap=True)
     if as_json:
         click.echo(board.to_json())
     if board.settings.get("stopped_by"):  # the judge's own failure, not a submission's

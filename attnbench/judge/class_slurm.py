@@ -20,7 +20,6 @@ from typing import Any
 
 from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput
-from attnbench.errors import ResultsError
 from attnbench.judge.class_here import judge_submission, rerun_rows
 from attnbench.judge.classroom import (
     ClassSettings,
@@ -36,14 +35,7 @@ from attnbench.judge.submissions import Submission
 from attnbench.results.scoreboard import Scoreboard, SubmissionRow
 from attnbench.sandbox.room import Confinement
 from attnbench.spread.executor import Listener, Progress, quiet_listener
-from attnbench.spread.slurm import (
-    SlurmExecutor,
-    SlurmOptions,
-    folders_to_make,
-    load_record,
-    remove_unsubmitted,
-    save_record,
-)
+from attnbench.spread.slurm import SlurmExecutor, SlurmOptions, load_record, save_record
 
 CLASS_RUN_FILE = "attnbench-class.pkl"
 
@@ -61,9 +53,6 @@ class ClassRun:
     rerun_ids: dict[str, str | None] = field(default_factory=dict)  # submission -> its rerun job
     rows: dict[str, SubmissionRow] = field(default_factory=dict)  # the first jobs' rows, once all are back
     confined: Confinement | None = None  # how the nodes confined the programs (the first job's word)
-    # Plain defaults (not factories): a record pickled before these fields existed still reads them
-    finished: bool = False  # every job answered or was lost, uninterrupted: a resume would submit nothing
-    lost: tuple[str, ...] = ()  # submissions whose first or rerun job came back without a result
 
     @property
     def folder(self) -> Path:
@@ -122,7 +111,6 @@ def _first_pass(run: ClassRun, listener: Listener) -> None:
     run.confined = next((r["confinement"] for r in results.values() if "confinement" in r), None)
     run.rows = {name: result["row"] if "row" in result else _lost_row(by_name[name], result["error"])
                 for name, result in results.items()}
-    run.lost = tuple(name for name, result in results.items() if "row" not in result)
     run.save()
 
 
@@ -142,30 +130,20 @@ def _reruns(run: ClassRun, board: Scoreboard, listener: Listener) -> None:
             run.rows[name] = result["row"]
         else:  # the first run's times stand; the note says the rerun was lost
             run.rows[name].build_message = f"rerun lost: {result['error']}"
-    run.lost = (*(name for name in run.lost if name not in results),
-                *(name for name, result in results.items() if "row" not in result))
 
 
 def execute_class(run: ClassRun, listener: Listener | None = None) -> Scoreboard:
     """Submit (or resume) the run's jobs, wait, rank, rerun the top rows, rank again; `listener` hears the
     class's `Progress` events (classroom has their words)."""
     listen = listener or quiet_listener
-    made = folders_to_make(run.folder) if not any(run.first_ids.values()) else []
     run.save()
     try:
         if len(run.rows) < len(run.submissions):
-            try:
-                _first_pass(run, listen)
-            except Exception:
-                if made and not any(run.first_ids.values()):  # nothing went out: nothing to resume, no folder left
-                    remove_unsubmitted(run.folder, made)
-                raise
+            _first_pass(run, listen)
         first = new_board(run.inputs, run.settings, run.metadata)
         first.rows = [run.rows[s.name] for s in run.submissions]
         _reruns(run, rank(first), listen)
         interrupted = False
-        run.finished = True
-        run.save()
     except KeyboardInterrupt:
         interrupted = True
     board = new_board(run.inputs, run.settings, run.metadata, run.confined)
@@ -187,21 +165,3 @@ def judge_class_slurm(submissions: list[Submission], inputs: list[BenchInput], s
 def resume_class(folder: str | Path, listener: Listener | None = None) -> Scoreboard:
     """Finish a class run from its jobs folder: what came back is kept, the rest is submitted again."""
     return execute_class(load_class_run(folder), listener)
-
-
-def release_jobs_folder(folder: str | Path) -> str:
-    """After the class's board is saved (or shown, with --no-save): remove its jobs folder when the run finished
-    and every job answered, since nothing is left for a resume and the board holds every row; else keep it and
-    say why (an interrupted run is finished by a resume, and a lost job's Slurm log says why it was lost). The
-    one line to show the user, naming the folder."""
-    try:
-        run = load_class_run(folder)
-    except ResultsError:
-        return ""  # not a class's jobs folder (any more): nothing of ours to remove
-    if not run.finished:
-        return f"the Slurm jobs folder {folder} is kept: finish the run with --resume {folder}"
-    if run.lost:
-        return (f"the Slurm jobs folder {folder} is kept: {len(run.lost)} job(s) came back without a result "
-                f"({', '.join(run.lost[:3])}{', ...' if len(run.lost) > 3 else ''}); their Slurm logs are there")
-    shutil.rmtree(folder, ignore_errors=True)
-    return f"removed the Slurm jobs folder {folder}: every job answered (--keep-jobs keeps it)"

@@ -14,6 +14,7 @@ import functools
 import itertools
 import os
 import stat
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
@@ -81,6 +82,13 @@ def check_results_folder(path: str | os.PathLike) -> None:
         raise OutputError(f"{given}: is not a folder{where}; give --results-dir a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputError(f"{given}: no permission to write" + ("" if existing == folder else f" in {existing}"))
+    # access() answers for the mode bits only: root passes it where the file system still refuses (/proc, a
+    # read-only mount), and a compare that ran to its end then lost its results. A folder made and removed asks
+    # the file system itself.
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".attnbench-probe-", dir=existing))
+    except OSError as exc:
+        raise OutputError(f"{given}: cannot be written ({exc.strerror}); give --results-dir a folder") from None
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> None:

@@ -121,3 +121,14 @@ def test_an_output_that_is_a_pipe_through_a_proc_link_is_written_through_it():
         os.close(write_end)
         os.close(read_end)
     assert got == [b"written"]
+
+
+def test_a_results_folder_the_file_system_refuses_is_refused_before_any_work(tmp_path):
+    """As root, access() passed /proc/x (the mode bits allow it) and a compare ran to its end before the save
+    said "No such file or directory"."""
+    from attnbench.files import check_results_folder
+
+    with pytest.raises(OutputError, match=r"^/proc/attnbench-nowhere: "):
+        check_results_folder("/proc/attnbench-nowhere")
+    check_results_folder(tmp_path / "new" / "deeper")  # a folder that can be made is fine, and not made yet
+    assert not (tmp_path / "new").exists() and list(tmp_path.iterdir()) == []

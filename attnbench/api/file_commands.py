@@ -13,7 +13,7 @@ from attnbench.api.notices import Notice, quiet
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases import suite
 from attnbench.cases.inputs import ProgressFactory, SuiteInput, no_progress, resolve
-from attnbench.cases.testcase import OutputFile, Shape, read_shape
+from attnbench.cases.testcase import OutputFile, Shape, read_checked_shape, read_shape
 from attnbench.errors import NotResultsFile, OutputError, ResultsError, TestcaseError
 from attnbench.locations import DATA_ENV
 from attnbench.results.resultset import ResultSet, load
@@ -40,6 +40,17 @@ def _known_shape(ref_path: Path, case: str | None) -> Shape | None:
         return resolve(case).shape
     sibling = ref_path.with_suffix(".in")
     return read_shape(sibling) if sibling.is_file() and sibling != ref_path else None
+
+
+def _refuse_an_input_as_reference(path: Path, given: str) -> None:
+    """A testcase input given as REF (its header and its size agree) is refused: its bytes compared as an
+    output meant nothing, and the same file as OUT and REF passed with exit 0."""
+    try:
+        shape = read_checked_shape(path)
+    except (TestcaseError, OSError):
+        return  # not an input: read as an output
+    raise TestcaseError(f"{given}: a testcase input ({shape}), not a reference output; give REF as a reference "
+                        "output or a suite case's name, and the input with --case")
 
 
 def _check_if_a_suite_reference(path: Path) -> None:
@@ -77,6 +88,7 @@ def verify(
     elif not ref_path.exists():
         raise TestcaseError(f"{ref_text}: no such file, and no suite case of that name")
     else:
+        _refuse_an_input_as_reference(ref_path, ref_text)
         _check_if_a_suite_reference(ref_path)
         shape = _known_shape(ref_path, case)
     with OutputFile(out, shape) as got, OutputFile(ref_path, shape) as want:

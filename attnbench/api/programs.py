@@ -39,7 +39,7 @@ from attnbench.results.metadata import collect
 from attnbench.results.resultset import ResultSet
 from attnbench.results.scoreboard import Scoreboard
 from attnbench.sandbox import oom_priority
-from attnbench.sandbox.process import ProgramError
+from attnbench.sandbox.process import MAX_WAIT_S, ProgramError, check_program
 from attnbench.sandbox.room import MODES as SANDBOX_MODES
 from attnbench.sandbox.room import Confinement, SandboxSettings, SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
@@ -47,7 +47,7 @@ from attnbench.spread.slurm import SlurmOptions, default_folder
 from attnbench.spread.devices import devices_for
 from attnbench.spread.executor import SLURM, choose_executor
 
-__all__ = ["COURSE_LIMITS_BRIEF", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
+__all__ = ["COURSE_LIMITS_BRIEF", "MAX_WAIT_S", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
            "SlurmOptions", "class_history", "is_class", "is_source", "judge", "judge_class", "judge_program",
            "judge_submissions", "judge_writes", "new_kernel", "resume_class"]
 
@@ -295,6 +295,8 @@ def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progr
                   opened: Callable[[Confinement], None] | None = None,
                   notice: Notice = quiet) -> tuple[judging.Judgement, ResultSet]:
     """`judge` of the one program `options` names (see `judge`), after a note of what its cases will write."""
+    if not is_source(options.programs[0]):
+        check_program(options.programs[0])  # a missing program is said alone, not after a note of gigabytes to write
     _say_pending(options.cases, notice)
     _say_no_kernels(options, notice)
     return judge(options.programs[0], options.cases, launcher=options.launcher, time_limits=options.time_limits,

@@ -50,7 +50,8 @@ def sweep(
         if swept.default_values is None:
             inputs = square_inputs(parse_sizes(sizes))
         else:
-            inputs = shape_inputs(axis, parse_values(values or swept.default_values), batch, seq_len, head_dim)
+            given = swept.default_values if values is None else values  # --values "" is refused, not the default
+            inputs = shape_inputs(axis, parse_values(given), batch, seq_len, head_dim)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     check_rule: CheckRule = LabRule() if axis == "square" else CourseRule()

@@ -24,7 +24,7 @@ from attnbench.results.run_warnings import RunWarning, WarningKind
 from attnbench.sandbox import ProgramSpec, Sandbox, SandboxSettings, run_alone
 from attnbench.sandbox.program_run import WARM_CACHES
 from attnbench.sandbox.outcome import SIZE
-from attnbench.sandbox.process import check_program
+from attnbench.sandbox.process import ProgramError, check_program
 
 EXE_PREFIX = "exe:"
 NO_LIMIT_TIMEOUT_S = 300.0  # a program without a limit is still killed after this
@@ -35,6 +35,8 @@ PROCESS_TIME_WARNING = RunWarning(WarningKind.PROCESS_TIME, PROCESS_TIME_NOTE)
 # -- a program beside kernels in a compare -------------------------------------------------------------
 def program_variant(spec: str) -> Variant:
     """`exe:PATH` as a variant of backend "program" (checked now, before anything runs)."""
+    if not spec[len(EXE_PREFIX):].strip():  # the empty path is the current folder: "is a folder" misled
+        raise ProgramError(f"{spec!r} names no program: give exe:PATH, e.g. exe:./hw4")
     path = check_program(spec[len(EXE_PREFIX):])
     return Variant(
         name=f"{EXE_PREFIX}{path.name}",

@@ -107,13 +107,16 @@ def suite_file_at(path: str | os.PathLike) -> Path | None:
 def refuse_suite_file(given: str | os.PathLike, what: str = "the output") -> None:
     """Refuse, before any work, to write over a suite file (they are every check's ground truth) or a file
     attnbench ships and reads (its manifest, kernels and modules: writing there breaks every later command)."""
+    def named(found: Path) -> str:  # the file it resolves to, when the path given does not say it already
+        return "" if os.fsdecode(given) == str(found) else f" ({found})"
+
     shipped = locations.shipped_file_at(given)
     if shipped is not None:
-        raise OutputError(f"{os.fsdecode(given)}: is {shipped}, a file attnbench reads; {what} may not replace "
+        raise OutputError(f"{os.fsdecode(given)}: a file attnbench reads{named(shipped)}; {what} may not replace "
                           "it (give another path)")
     suite_file = suite_file_at(given)
     if suite_file is not None:
-        raise OutputError(f"{os.fsdecode(given)}: is the suite file {suite_file}; {what} may not replace "
+        raise OutputError(f"{os.fsdecode(given)}: a suite file{named(suite_file)}; {what} may not replace "
                           "a suite input or reference (give another path)")
 
 

@@ -78,8 +78,10 @@ def _integer(text: str, option: str) -> int:
 def parse_sizes(text: str | None) -> list[int]:
     """Square sizes: 'all' (the lab's 102), a comma list, and 'a-b' for the lab's sizes within [a, b].
     Errors name --sizes; a selection of no size at all is one."""
-    if text is None or text.strip() in ("", "all"):
+    if text is None or text.strip() == "all":
         return list(SQUARE_SIZES)
+    if not text.strip():  # an empty option is a mistake, not a wish for all 102 sizes
+        raise ValueError(f"--sizes {text!r}: give all, a comma list or a-b")
     sizes: list[int] = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
         if "-" in part:

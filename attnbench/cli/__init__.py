@@ -145,6 +145,9 @@ class AttnbenchGroup(click.Group):
             return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as exc:
             _usage_error(exc)
+        except BrokenPipeError:  # `attnbench --help | head -0`: click's own answer was a silent exit 1
+            _reader_left()
+            raise click.exceptions.Exit(0) from None
 
     def resolve_command(self, ctx: click.Context, args: list[str]):  # type: ignore[no-untyped-def, override]
         name, command, rest = super().resolve_command(ctx, args)

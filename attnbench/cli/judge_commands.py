@@ -9,7 +9,7 @@ import click
 
 from attnbench.api import EXECUTOR_OPTIONS
 from attnbench.api import programs as api_programs
-from attnbench.cli.options import command_line, complete_cases, error_line, notice
+from attnbench.cli.options import command_line, complete_cases, error_line, file_stem, finite, notice
 from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
 from attnbench.output.export import save
 from attnbench.output.export.scoreboard_export import RowByRow
@@ -37,7 +37,8 @@ from attnbench.printable import counted, printable
                    "1/3/5 s), none, or a TOML file of `case = seconds` lines.")
 @click.option("--args", "args_template", default="{in} {out}", show_default=True,
               help="How the program takes its files; {in} and {out} are replaced by their paths.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True, max=api_programs.MAX_WAIT_S), default=None,
+              callback=finite,
               help="Kill a case after this many seconds [default: twice its limit; 300 s without one].")
 @click.option("--sandbox", "sandbox_mode", type=click.Choice(api_programs.SANDBOX_MODES), default="auto",
               show_default=True,
@@ -68,7 +69,9 @@ from attnbench.printable import counted, printable
 @click.option("--rerun-top", type=click.IntRange(min=0), default=3, show_default=True,
               help="A class: rerun this many top submissions (median of 3 runs per case) before ranks are final.")
 @click.option("--gpus", default=None, help="A class: spread the cases over this host's GPUs (all, or 0,1).")
-@click.option("--build-timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
+@click.option("--build-timeout", type=click.FloatRange(min=0, min_open=True, max=api_programs.MAX_WAIT_S), default=300.0,
+              show_default=True,
+              callback=finite,
               help="A class: seconds a submission's build may take.")
 @click.option("--arch", default=None, metavar="ARCH",
               help="Build every submission for this GPU architecture (sm_90, native, ...), appended to its Makefile's "
@@ -93,7 +96,7 @@ from attnbench.printable import counted, printable
 @click.option("--html", "with_html", is_flag=True, help="A class: save a one-file HTML page of the scoreboard too.")
 @click.option("--results-dir", default=DEFAULT_RESULTS_DIR, show_default=True, type=click.Path(file_okay=False),
               help="Folder for the saved JSON, CSV and Markdown.")
-@click.option("--name", default=None, help="File stem for the saved results [default: date_judge_cpu_cases].")
+@click.option("--name", default=None, callback=file_stem, help="File stem for the saved results [default: date_judge_cpu_cases].")
 @click.option("--no-save", is_flag=True, help="Do not save the results.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the results as JSON on standard output (the records of the saved JSON file); the tables "

@@ -14,6 +14,7 @@ from attnbench.cli.options import (
     command_line,
     complete_cases,
     complete_variants,
+    file_stem,
     notice,
     once,
     percent,
@@ -42,7 +43,7 @@ Outcome = TypeVar("Outcome")
 save_options = [
     click.option("--results-dir", default=DEFAULT_RESULTS_DIR, show_default=True, type=click.Path(file_okay=False),
                  help="Folder for the saved JSON, CSV and Markdown."),
-    click.option("--name", default=None, help="File stem for the saved results [default: date_kind_gpu_inputs]."),
+    click.option("--name", default=None, callback=file_stem, help="File stem for the saved results [default: date_kind_gpu_inputs]."),
     click.option("--no-save", is_flag=True, help="Do not save the results."),
     click.option("--plot", is_flag=True, help="Also write PNG plots next to the results (needs matplotlib)."),
     click.option("--same-within", default="2%", show_default=True, callback=percent,

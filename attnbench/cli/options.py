@@ -12,24 +12,33 @@ import click
 from attnbench.api import EXECUTOR_OPTIONS, TimingOptions, case_names, parse_percent, slurm_options, variant_names
 from attnbench.output.render.terminal import err_console, printable
 
-MAX_REPS = 1_000_000  # far beyond any useful sample count; a larger one ran on without end
+MAX_REPS = 1_000_000  # far beyond any useful sample or warm-up count; a larger one ran on without end
 
 
-def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+def finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """A float option's callback: NaN and infinity are refused (click's FloatRange lets them through)."""
     if value is not None and (value != value or value in (float("inf"), float("-inf"))):
         raise click.BadParameter("must be a finite number")
     return value
 
 
+def file_stem(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--name's callback: an empty stem (an unset variable, say) is refused, not replaced by the default silently."""
+    if value is not None and not value.strip():
+        raise click.BadParameter('is empty (""): give a file stem, or leave --name out for the default')
+    return value
+
+
 timing_options = [
-    click.option("--warmup", type=click.IntRange(0), default=None, help="Untimed passes first [GPU: 2, cpu: 0]."),
+    click.option("--warmup", type=click.IntRange(0, MAX_REPS), default=None,
+                 help=f"Untimed passes first, at most {MAX_REPS:,} [GPU: 2, cpu: 0]."),
     click.option("--reps", type=click.IntRange(1, MAX_REPS), default=None,
                  help=f"Fixed sample count, at most {MAX_REPS:,} (default: sample until the noise is low)."),
     click.option("--hot", is_flag=True, help="Do not flush the L2 cache before each timed pass."),
-    click.option("--timeout", type=click.FloatRange(0, min_open=True), default=None, callback=_finite,
+    click.option("--timeout", type=click.FloatRange(0, min_open=True), default=None, callback=finite,
                  help="Seconds at most for adaptive sampling [GPU: 10, cpu: 2]."),
     click.option("--noise", "noise", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
-                 callback=_finite, help="Target relative noise, percent."),
+                 callback=finite, help="Target relative noise, percent."),
     click.option("--device", type=click.IntRange(0), default=0, show_default=True, help="CUDA device index."),
 ]
 
@@ -45,7 +54,7 @@ placement_options = [
                  help="Slurm time limit of each job, minutes."),
     click.option("--array-parallelism", type=click.IntRange(1), default=16, show_default=True,
                  help="Slurm jobs of the array running at once."),
-    click.option("--job-seconds", type=click.FloatRange(0, min_open=True), default=60.0, hidden=True,
+    click.option("--job-seconds", type=click.FloatRange(0, min_open=True), default=60.0, hidden=True, callback=finite,
                  help="Slurm: the estimated length jobs are packed to."),
 ]
 
@@ -86,7 +95,7 @@ def percent(ctx: click.Context, param: click.Parameter, value: str | None) -> fl
 def tolerance(name: str, default: float, help_text: str) -> Callable:
     """--atol / --rtol: a finite number >= 0."""
     return click.option(name, type=click.FloatRange(0), default=default, show_default=True, help=help_text,
-                        callback=_finite)
+                        callback=finite)
 
 
 def command_line() -> str | None:

@@ -9,7 +9,7 @@ import click
 
 from attnbench import strict_json
 from attnbench.api import explain as api_explain
-from attnbench.cli.options import command_line, complete_cases, complete_variants, error_line, notice, once
+from attnbench.cli.options import command_line, complete_cases, complete_variants, error_line, file_stem, notice, once
 from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
 from attnbench.output.export.profile_export import profile_stem, save_profile
 from attnbench.output.render.terminal import console, print_table, progress_bar
@@ -30,7 +30,7 @@ from attnbench.output.tables.roof_table import inputs_roof_table
 @click.option("--json", "as_json", is_flag=True, help="Print the counters as JSON.")
 @click.option("--save", is_flag=True, help="Save JSON, Markdown and each variant's raw ncu CSV under --results-dir.")
 @click.option("--results-dir", default=DEFAULT_RESULTS_DIR, show_default=True, type=click.Path(file_okay=False))
-@click.option("--name", default=None, help="File stem for --save [default: date_profile_gpu_case].")
+@click.option("--name", default=None, callback=file_stem, help="File stem for --save [default: date_profile_gpu_case].")
 def profile(case: str, variant_names: tuple[str, ...], raw_metrics: str | None, device: int, warmup: int,
             max_launches: int, as_json: bool, save: bool, results_dir: str, name: str | None) -> None:
     """Hardware counters of one pass after warm-up, under Nsight Compute, variants side by side.

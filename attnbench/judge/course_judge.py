@@ -230,8 +230,8 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
                         returncode=outcome.returncode)
     with phase("checks"):
         judged.verdict, judged.message, judged.check = judge_outcome(outcome, case.reference)
-    if judged.verdict != PASS and outcome.out_of_memory:
-        judged.verdict, judged.message, judged.check = RESOURCE, outcome.out_of_memory, None
+    if judged.verdict not in (PASS, RESOURCE) and outcome.exceeded:
+        judged.verdict, judged.message, judged.check = RESOURCE, outcome.exceeded, None
     if judged.verdict == TIMEOUT:
         judged.wall_s = None
     if judged.passed and limit_s is not None and outcome.wall_s > limit_s:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from attnbench import locations
 from attnbench.cases.suite import SUITE, TIME_LIMITS_SET_FOR
-from attnbench.sandbox.process import ProgramError
+from attnbench.sandbox.process import MAX_WAIT_S, ProgramError
 
 # Ready limit files shipped with the suite: the name --time-limits takes, the file, and how it is described.
 PRESETS = {"course-rtx3070": ("limits_rtx3070_2024.toml", "the 2024 course's limits on its RTX 3070 "
@@ -77,8 +77,10 @@ def load_time_limits(spec: str) -> TimeLimits:
     data = read_toml(path, ProgramError)
     limits: dict[str, float] = {}
     for key, value in data.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise ProgramError(f"{spec}: {key} = {value!r}: a limit is a positive number of seconds")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_WAIT_S / 2:
+            # NaN passed `value <= 0`, and a case's timeout (twice its limit) then ended the judge in a traceback
+            raise ProgramError(f"{spec}: {key} = {value!r}: a limit is a positive number of seconds, at most "
+                               f"{MAX_WAIT_S / 2:,.0f}")
         limits[key] = float(value)
     default = limits.pop("default", None)
     return TimeLimits(spec, limits, default)

@@ -15,7 +15,7 @@ from attnbench.cases.testcase import Shape
 from attnbench.errors import UnknownName, UsageError
 from attnbench.kernels.builtin_variants import REGISTRY
 from attnbench.kernels.default_rules import ACCURACIES, DEFAULT_RULES
-from attnbench.kernels.user import find_launch_facts, find_user_variant, read_variant, user_variants
+from attnbench.kernels.user import find_launch_facts, find_user_variant, user_variants
 from attnbench.kernels.variant import FLAVOUR_SEPARATOR, Variant
 from attnbench.results.refusal import Refusal
 
@@ -54,11 +54,9 @@ def get_variant(name: str) -> Variant:
 
 
 def _builtin(name: str) -> Variant:
-    """A built-in variant, after the user's launch facts are checked not to declare one of that name: `list`
-    refuses such a file, and a run must not take the built-in while the file says otherwise."""
-    facts = find_launch_facts()
-    if facts is not None and name in facts.variants:
-        read_variant(facts, name)  # refuses it, naming the file and the table
+    """A built-in variant, after the user's launch facts are read: a file that declares a variant of a
+    built-in's name is refused (by find_launch_facts) whichever variant is asked for."""
+    find_launch_facts()
     return REGISTRY[name]
 
 
@@ -105,6 +103,7 @@ def variants_for(selector: str) -> list[Variant]:
     """Variants named by a comma list: names, `all` (every GPU variant), `ladder`, `torch` (programs, `exe:PATH`,
     are the bench layer's: see attnbench.api.variants_from)."""
     chosen: list[Variant] = []
+    find_launch_facts()  # a file that takes a built-in's name is refused, whichever group is asked for
     for part in (p.strip() for p in selector.split(",") if p.strip()):
         if part == "all":
             group = [v for v in REGISTRY.values() if v.kind.compiled]

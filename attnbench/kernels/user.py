@@ -127,6 +127,12 @@ def _facts(path: Path, table: Any, prefix: str) -> LaunchFacts:
     variants = table.get("variants", {})
     if not isinstance(variants, dict):
         raise UserVariantError(f"{path}: {prefix}: must be a table of variants, one [{prefix}.NAME] each")
+    # One rule wherever the file is read: a table taking a built-in's name is refused, whichever variant the
+    # command uses (it once refused only a run of that very name, and ran every other beside the file's claim)
+    shadowing = [name for name in variants if name in REGISTRY]
+    if shadowing:
+        name = shadowing[0]
+        raise UserVariantError(f"{path}: {prefix}.{name}: {name} is a built-in variant; choose another name")
     return LaunchFacts(path.resolve(), variants, prefix)
 
 
@@ -309,8 +315,6 @@ def read_variant(facts: LaunchFacts, name: str) -> Variant:
     reader = _Reader(facts, name)
     if not _VARIANT_NAME.fullmatch(name):
         raise UserVariantError(f"{facts.path}: {reader.key}: a variant name uses letters, digits, _ . + -")
-    if name in REGISTRY:
-        raise UserVariantError(f"{facts.path}: {reader.key}: {name} is a built-in variant; choose another name")
     table = _table(reader, facts.variants[name], "")
     unknown = set(table) - _VARIANT_KEYS
     if unknown:

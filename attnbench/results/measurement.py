@@ -144,6 +144,8 @@ class Measurement:
         """Rebuild a measurement from `to_dict` (saved results also keep each cell's check beside it)."""
         kernel = KernelStats.from_dict(data["kernel"])
         shape = data["shape"]
+        if not all(isinstance(shape[k], int) and not isinstance(shape[k], bool) and shape[k] > 0 for k in "BNd"):
+            raise ValueError(f"shape {shape}: B, N and d must be positive whole numbers")  # FLOPs, TFLOP/s from them
         return cls(
             variant=data["variant"],
             case=data["case"],

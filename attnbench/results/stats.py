@@ -119,11 +119,19 @@ class KernelStats:
 
     @classmethod
     def from_dict(cls, data: dict) -> "KernelStats":
+        samples = data["samples_ms"]
+        if not isinstance(samples, list) or not samples or not all(_positive_time(s) for s in samples):
+            # every statistic is derived from them: an empty, negative or textual sample failed later, in a traceback
+            raise ValueError("kernel.samples_ms must be a non-empty list of positive, finite times in ms")
         clocks = data.get("sm_clock_mhz")
         warnings = [RunWarning.from_saved(warning) for warning in data.get("warnings", [])]
         return cls(list(data["samples_ms"]), data.get("converged", True), warnings,
                    list(clocks) if clocks is not None else None, tuple(data.get("throttle_reasons", ())),
                    data.get("fresh_inputs", 0))
+
+
+def _positive_time(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 CONFIDENCE = 0.95

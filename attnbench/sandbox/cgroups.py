@@ -91,13 +91,28 @@ def join(group: Path) -> None:
     _write(group / "cgroup.procs", str(os.getpid()))
 
 
-def out_of_memory(group: Path) -> bool:
-    """Whether the kernel killed a process of the group for its memory limit."""
+def _events(path: Path) -> dict[str, int]:
+    """A flat-keyed events file ("oom_kill 1" a line) as counts; {} where it cannot be read."""
     try:
-        events = dict(line.split() for line in (group / "memory.events").read_text().splitlines() if line.strip())
-        return int(events.get("oom_kill", 0)) > 0
+        return {key: int(value) for key, value in
+                (line.split() for line in path.read_text().splitlines() if line.strip())}
     except (OSError, ValueError):
-        return False
+        return {}
+
+
+@dataclass(frozen=True)
+class LimitsHit:
+    """Which of a run's cgroup limits the kernel enforced: it killed a process for memory (memory.events
+    oom_kill), or refused a fork or a thread at pids.max (pids.events max)."""
+
+    memory: bool = False
+    processes: bool = False
+
+
+def limits_hit(group: Path) -> LimitsHit:
+    """What the run's group says was exceeded, read after the run and before `end` removes the group."""
+    return LimitsHit(memory=_events(group / "memory.events").get("oom_kill", 0) > 0,
+                     processes=_events(group / "pids.events").get("max", 0) > 0)
 
 
 def end(group: Path, timeout_s: float = 3.0) -> None:

@@ -10,6 +10,7 @@ are worth is the caller's to judge (the judge's rule, a compare's check).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import stat
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from attnbench.cases.testcase import Shape, read_output
+from attnbench.sandbox.cgroups import LimitsHit
 from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, exit_text, last_line
 
 # The endings the room finds, in the order its checks run; None: the program exited normally and its output
@@ -36,7 +38,7 @@ class ProgramOutcome:
     output: np.ndarray | None
     limits: ProcessLimits
     survivors: str = ""
-    out_of_memory: str = ""  # its cgroup killed a process for the memory limit: the line that says so
+    exceeded: str = ""  # its cgroup records a limit the kernel enforced on it (memory, processes): the line saying so
 
     @property
     def wall_s(self) -> float:
@@ -110,13 +112,45 @@ def read_output_file(output: Path, shape: Shape) -> tuple[str, str] | np.ndarray
         return NO_OUTPUT, f"the output cannot be read ({exc.strerror}): not judged"
 
 
+def exceeded_line(hit: LimitsHit, limits: ProcessLimits, memory_mib: int | None) -> str:
+    """The line naming what the run's cgroup says was exceeded ('' when nothing was)."""
+    said = []
+    if hit.memory:
+        said.append(f"used more than the {memory_mib} MiB memory limit (--memory-limit, its cgroup's): killed")
+    if hit.processes:
+        said.append(f"tried to run more than {limits.processes} processes and threads (--max-processes, its "
+                    "cgroup's): refused")
+    return "; ".join(said)
+
+
+# What a program prints when a fork or a thread was refused (EAGAIN's strerror, the calls' names)
+_REFUSED_PROCESS_WORDS = re.compile(r"resource temporarily unavailable|\bfork|pthread_create|\bclone|\bthread",
+                                    re.IGNORECASE)
+
+
+def maybe_exceeded(process: ProcessOutcome, limits: ProcessLimits, watched: tuple[str, ...]) -> str:
+    """For a crash under a limit no cgroup watched (RLIMIT_AS, RLIMIT_NPROC: the kernel keeps no count of
+    refusals): the limit it may have crossed, said as a possibility. An address-space limit breaks a program
+    anywhere (a NULL from malloc, CUDA's context), so it is named on every crash; the process limit where the
+    program's stderr speaks of a refused fork or thread."""
+    maybe = []
+    if limits.memory_bytes is not None and "memory" not in watched:
+        maybe.append(f"--memory-limit {limits.memory_bytes >> 20} MiB of address space")
+    if (limits.processes is not None and "processes" not in watched
+            and _REFUSED_PROCESS_WORDS.search(process.stderr_tail)):
+        maybe.append(f"--max-processes {limits.processes}")
+    return f" (it may have exceeded {' or '.join(maybe)})" if maybe else ""
+
+
 def ended(process: ProcessOutcome, output: Path, shape: Shape, limits: ProcessLimits, sandboxed: bool,
-          timeout_s: float, out_of_memory: str = "") -> ProgramOutcome:
-    """The run's outcome from its process's end and its output file; the kill's result is always said true."""
+          timeout_s: float, exceeded: str = "", watched: tuple[str, ...] = ()) -> ProgramOutcome:
+    """The run's outcome from its process's end and its output file; the kill's result is always said true.
+    `exceeded`: what the run's cgroup says was exceeded (exceeded_line); a crash with it is a RESOURCE LIMIT.
+    `watched`: the limits a cgroup watched; a crash under another may have crossed it, and says so."""
     survivors = survivors_note(process)
 
     def stopped(ending: str, message: str) -> ProgramOutcome:
-        return ProgramOutcome(process, ending, message, None, limits, survivors, out_of_memory)
+        return ProgramOutcome(process, ending, message, None, limits, survivors, exceeded)
 
     if process.timed_out:
         if survivors:
@@ -130,8 +164,11 @@ def ended(process: ProcessOutcome, output: Path, shape: Shape, limits: ProcessLi
         assert process.returncode is not None
         last = last_line(process.stderr_tail)
         ending = exit_text(-signum) if signum is not None else exit_text(process.returncode)
-        return stopped(CRASH, ending + (f"; its last words: {last}" if last else ""))
+        words = ending + (f"; its last words: {last}" if last else "")
+        if exceeded:
+            return stopped(RESOURCE, f"{exceeded}; then it {words}")
+        return stopped(CRASH, words + maybe_exceeded(process, limits, watched))
     read = read_output_file(output, shape)
     if isinstance(read, tuple):
         return stopped(*read)
-    return ProgramOutcome(process, None, "", read, limits, survivors, out_of_memory)
+    return ProgramOutcome(process, None, "", read, limits, survivors, exceeded)

@@ -26,6 +26,8 @@ from attnbench.printable import printable
 from attnbench.sandbox.reaper import Leftover, become_subreaper, descendants, kill_user, processes_of, sweep
 
 _TAIL_BYTES = 2000
+# The longest time a run or a build may be given (11.6 days): 1e300 s overflowed the conversion of the wait
+MAX_WAIT_S = 1_000_000.0
 
 
 class ProgramError(AttnbenchError):

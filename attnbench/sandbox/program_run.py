@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from attnbench.cases.testcase import Shape, Testcase, write_testcase
-from attnbench.sandbox.outcome import ProgramOutcome, ended
+from attnbench.sandbox.outcome import ProgramOutcome, ended, exceeded_line
 from attnbench.sandbox.process import ProgramError
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings
 
@@ -51,9 +51,9 @@ def run_program(room: Sandbox, spec: ProgramSpec) -> ProgramOutcome:
     try:
         argv = spec.argv(room.program_path(), case.input_arg, case.output_arg)
         process = room.run(argv, case, spec.timeout_s, limits, spec.launcher)
-        memory = (f"used more than the {room.settings.memory_mb} MiB memory limit (its cgroup's): killed"
-                  if room.out_of_memory(case) else "")
-        return ended(process, case.output, spec.shape, limits, room.confinement.sandboxed, spec.timeout_s, memory)
+        exceeded = exceeded_line(room.limits_hit(case), limits, room.settings.memory_mb)
+        return ended(process, case.output, spec.shape, limits, room.confinement.sandboxed, spec.timeout_s, exceeded,
+                     room.watched_limits(case))
     finally:
         room.finish(case)
 

@@ -61,6 +61,7 @@ NOBODY = 65534
 INSIDE_CASE, INSIDE_PROGRAM, INSIDE_CACHE = "/judge/case", "/judge/program", "/judge/cuda-cache"
 TMP_BYTES = 256 << 20  # the private /tmp lives in memory; nvcc's JIT cache fits
 SHM_BYTES = 64 << 20  # /dev/shm, the only writable place in the read-only /dev
+BWRAP_PROCESSES = 2  # bwrap's outer process, which waits, and the box's init: both in the run's cgroup
 WARM_CACHE_BYTES = CACHE_BYTES + (1 << 20)  # the warm-up's cache, as root: a sealed cache's cap and a little
 _PASSED_ENV = ("LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES",
                "NVIDIA_DRIVER_CAPABILITIES", "LD_LIBRARY_PATH", "OMP_NUM_THREADS")
@@ -352,7 +353,7 @@ class Sandbox:
         if self.groups is not None:
             memory = self.settings.memory_mb << 20 if self.settings.memory_mb else None
             try:
-                group = self.groups.run_group(memory, self.settings.processes, sorted(_cores()))
+                group = self.groups.run_group(memory, self._group_processes(), sorted(_cores()))
             except OSError as exc:  # the judge's group was made, a run's was not: no groups from here on
                 self.groups.close()
                 self.groups, self.groups_reason = None, f"a run's cgroup could not be made ({exc.strerror})"
@@ -448,9 +449,25 @@ class Sandbox:
         """The whole command: the launcher (srun, say) wraps the sandbox, which wraps argv."""
         return [*launcher, *self.command(argv, case)]
 
-    def out_of_memory(self, case: CasePaths) -> bool:
-        """Whether the run's cgroup killed a process for its memory limit."""
-        return case.cgroup is not None and cgroups.out_of_memory(case.cgroup)
+    def _group_processes(self) -> int | None:
+        """The run's pids.max: --max-processes for the program, plus bwrap's two processes (the one that waits
+        and the box's init), which join the group before the program; at exactly --max-processes, bwrap
+        itself was refused its fork and the row blamed the program."""
+        if self.settings.processes is None:
+            return None
+        return self.settings.processes + (BWRAP_PROCESSES if self.confinement.sandboxed else 0)
+
+    def limits_hit(self, case: CasePaths) -> cgroups.LimitsHit:
+        """What the run's cgroup says the kernel enforced (nothing where the run had none)."""
+        return cgroups.limits_hit(case.cgroup) if case.cgroup is not None else cgroups.LimitsHit()
+
+    def watched_limits(self, case: CasePaths) -> tuple[str, ...]:
+        """The limits whose crossing the run's cgroup records ("memory", "processes"); a crash under any
+        other limit set on it can only be said to have maybe crossed it."""
+        if case.cgroup is None or self.groups is None:
+            return ()
+        return tuple(name for name, controller in (("memory", "memory"), ("processes", "pids"))
+                     if controller in self.groups.controllers)
 
     def limit_notes(self) -> list[str]:
         """Each limit that does not hold as asked here, one line each (said once, saved with the results)."""

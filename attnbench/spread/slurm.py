@@ -121,7 +121,11 @@ def submit_array(folder: Path, options: SlurmOptions, job_name: str,
             jobs = [executor.submit(function, *arguments) for function, arguments in calls]
     except Exception as exc:  # sbatch refused: no such partition, no controller, ...
         detail = getattr(exc, "stderr", None) or getattr(exc, "output", None) or exc
-        raise SlurmUnavailable(f"sbatch refused the jobs: {str(detail).strip()}") from None
+        if isinstance(detail, bytes):
+            detail = detail.decode(errors="replace")
+        said = [line.strip() for line in str(detail).splitlines() if line.strip()]
+        # its last line says why (sbatch's "fatal: ..."): one line, not its whole stderr joined by escaped newlines
+        raise SlurmUnavailable(f"sbatch refused the jobs: {said[-1] if said else type(exc).__name__}") from None
     return [job.job_id for job in jobs]
 
 

@@ -49,3 +49,18 @@ def test_verify_against_a_suite_case_checks_the_output_size_before_making_anythi
     with pytest.raises(TestcaseError, match="small.bin: an output for"):  # --case gives a shape without generating
         api.verify(small, small, case="t22")
     assert not suite.input_path(case).exists()
+
+
+def test_a_testcase_input_given_as_verifys_reference_is_refused(tmp_path):
+    """`verify case.in case.in` compared an input's bytes with themselves and passed, exit 0."""
+    import pytest
+
+    from attnbench import api
+    from attnbench.cases.inputs import seeded_testcase
+    from attnbench.cases.testcase import Shape, write_testcase
+    from attnbench.errors import TestcaseError
+
+    given = tmp_path / "case.in"
+    write_testcase(given, seeded_testcase(Shape(1, 4, 8), 7))
+    with pytest.raises(TestcaseError, match=r"^.*case\.in: a testcase input \(B=1, N=4, d=8\), not a reference output"):
+        api.verify(given, given)

@@ -120,3 +120,13 @@ def test_fresh_inputs_keep_the_shape_and_each_tensors_range():
         values = fresh.qkv[:, tensor]
         assert low <= values.min() and values.max() <= high and values.std() > 0.1
     assert not np.array_equal(fresh.qkv, fresh_testcase(Shape(3, 5, 16), ranges, 12346).qkv)
+
+
+@pytest.mark.parametrize("spec", ["exe:", "exe: "])
+def test_an_exe_that_names_no_program_is_said_so(spec):
+    """`compare -v exe:` said ": is a folder, not a program" (the empty path is the current folder)."""
+    from attnbench.backends.program import program_variant
+    from attnbench.sandbox.process import ProgramError
+
+    with pytest.raises(ProgramError, match="names no program: give exe:PATH"):
+        program_variant(spec)

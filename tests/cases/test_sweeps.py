@@ -148,3 +148,11 @@ def test_each_axis_over_the_workload_has_default_values_that_parse():
     assert [a.name for a in sweep.SWEEP_AXES if a.default_values is None] == ["square"]
     assert sweep.parse_values(sweep.sweep_axis("N").default_values)[-1] == 32768
     assert sweep.parse_values(sweep.sweep_axis("d").default_values) == [16, 32, 48, 64, 80, 96, 128]
+
+
+@pytest.mark.parametrize("args", [["N", "--values", ""], ["d", "--values", " "], ["square", "--sizes", ""]])
+def test_an_empty_values_or_sizes_option_is_refused_not_the_whole_default_sweep(cli, args):
+    """`sweep N --values ""` ran the default sweep (minutes of CPU passes up to B512_N512) instead of refusing."""
+    result = cli("sweep", *args, "--variants", "cpu", "--no-save")
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and said.startswith(f"error: {args[1]} "), result.output

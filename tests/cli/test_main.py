@@ -35,7 +35,8 @@ def test_every_commands_help_lists_the_exit_codes():
         assert result.exit_code == 0 and "130" in said and " 3 " in said, name
 
 
-@pytest.mark.parametrize("args", [["cases", "all", "--wide"], ["run", "odd_17x48", "{tmp}/o.bin", "-v", "cpu", "--json"]])
+@pytest.mark.parametrize("args", [["cases", "all", "--wide"], ["run", "odd_17x48", "{tmp}/o.bin", "-v", "cpu", "--json"],
+                                  ["--help"], ["-V"], ["run", "--help"]])
 def test_a_reader_that_stops_early_is_no_failure(args, tmp_path):
     import subprocess
     import sys
@@ -57,9 +58,10 @@ def test_no_command_shows_the_help_as_help_not_as_one_error_line():
     assert "error:" not in result.output and "Commands:" in result.output.splitlines(), result.output
 
 
-def test_a_sample_count_that_would_run_forever_is_refused():
-    result = CliRunner().invoke(main, ["run", "t02", "o.bin", "--reps", "99999999999999999999"], prog_name="attnbench")
-    assert result.exit_code == 2 and "--reps" in result.output
+@pytest.mark.parametrize("option", ["--reps", "--warmup"])  # --warmup 99999999999 ran on without end
+def test_a_sample_or_warm_up_count_that_would_run_forever_is_refused(option):
+    result = CliRunner().invoke(main, ["run", "t02", "o.bin", option, "99999999999"], prog_name="attnbench")
+    assert result.exit_code == 2 and option in result.output
 
 
 def test_a_sigterm_is_an_interruption_that_leaves_no_temporary_folder(tmp_path):

@@ -33,6 +33,8 @@ def shipped(tmp_path, monkeypatch):
     manifest.write_bytes(locations.suite_manifest().read_bytes())
     (copies / "cuda" / "common.cuh").write_bytes((locations.kernel_dir() / "common.cuh").read_bytes())
     (copies / "package" / "report_claims.json").write_bytes(locations.package_file("report_claims.json").read_bytes())
+    limits = "limits_rtx3070_2024.toml"  # a --time-limits preset, shipped beside the manifest
+    (copies / limits).write_bytes(locations.shipped_limits(limits).read_bytes())
     monkeypatch.setattr(locations, "suite_manifest", lambda: manifest)
     monkeypatch.setattr(locations, "kernel_dir", lambda: copies / "cuda")
     monkeypatch.setattr(locations, "PACKAGE_DIR", copies / "package")
@@ -42,13 +44,15 @@ def shipped(tmp_path, monkeypatch):
     return copies
 
 
-@pytest.mark.parametrize("name", ["suite.json", "cuda/common.cuh", "package/report_claims.json"])
+@pytest.mark.parametrize("name", ["suite.json", "cuda/common.cuh", "package/report_claims.json",
+                                  "limits_rtx3070_2024.toml"])
 def test_run_never_writes_over_a_file_attnbench_reads(name, shipped):
     path = shipped / name
     before = _sha(path)
     result = CliRunner().invoke(main, ["run", "odd_17x1", str(path), "-v", "cpu"], prog_name="attnbench")
     assert result.exit_code == 2, result.output
     assert "a file attnbench reads" in result.output and path.name in result.output
+    assert result.output.count(str(path)) == 1  # the path is named once, not twice ("P: is P, a file ...")
     assert _sha(path) == before
 
 

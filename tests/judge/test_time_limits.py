@@ -23,3 +23,15 @@ def test_the_course_none_and_a_users_file(tmp_path):
     mine.write_text("t01 = -1\n")
     with pytest.raises(ProgramError, match="positive number of seconds"):
         load_time_limits(str(mine))
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e300"])
+def test_a_limits_file_with_no_number_of_seconds_is_refused_in_one_line(tmp_path, value):
+    """`t01 = nan` passed the check (NaN <= 0 is false) and the judge ended in a traceback at the first case."""
+    from attnbench.judge.time_limits import load_time_limits
+    from attnbench.sandbox.process import ProgramError
+
+    limits = tmp_path / "limits.toml"
+    limits.write_text(f"t01 = {value}\n")
+    with pytest.raises(ProgramError, match=r"limits\.toml: t01 = .*: a limit is a positive number of seconds"):
+        load_time_limits(str(limits))

@@ -583,3 +583,23 @@ def test_a_declared_unit_is_read_and_checked(tmp_path):
     with pytest.raises(UserVariantError, match=r"variants\.mine\.unit: must be one of .* not 'memory'; an attention "
                                                r"pass does O\(N\^2 d\) arithmetic"):
         load_variants(find_launch_facts(tmp_path))
+
+
+@pytest.mark.parametrize("args", [
+    ["list", "--no-resources"],
+    ["run", "odd_17x48", "o.bin", "--variant", "cpu", "--reps", "1"],
+    ["run", "odd_17x48", "o.bin", "--reps", "1"],  # the default variant
+    ["run", "odd_17x48", "o.bin", "--variant", "bankfree"],  # another built-in: once run beside the file's claim
+    ["compare", "--variants", "all", "--cases", "odd_17x48", "--no-save"],
+    ["compare", "--variants", "ladder", "--cases", "odd_17x48", "--no-save"],
+    ["sweep", "N", "--values", "64", "--variants", "cpu", "--no-save"],
+    ["info", "--variant", "bankfree"],
+])
+def test_a_table_taking_a_built_in_name_is_refused_by_every_command_that_reads_the_file(tmp_path, monkeypatch, args):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "attnbench.toml").write_text('[variants.cpu]\nsource = "mine.cu"\n')
+    result = CliRunner().invoke(main, args)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and said == (f"error: {tmp_path / 'attnbench.toml'}: variants.cpu: cpu is a built-in "
+                                              "variant; choose another name"), (args, result.output)
+    assert not (tmp_path / "o.bin").exists()

@@ -142,3 +142,16 @@ def test_a_damaged_field_is_a_malformed_file_not_a_traceback(damage):
     with pytest.raises(ResultsError) as refused:
         results.loads(json.dumps(data), "x.json")
     assert "newer than this attnbench" not in str(refused.value)
+
+
+@pytest.mark.parametrize("field, value", [("samples_ms", []), ("samples_ms", [-1.0]), ("samples_ms", [0.0]),
+                                          ("samples_ms", ["a"]), ("samples_ms", "fast"), ("shape", {"B": 0, "N": 4, "d": 8}),
+                                          ("shape", {"B": "1", "N": 4, "d": 8})])
+def test_a_damaged_measurement_is_a_malformed_file_not_a_later_traceback(field, value):
+    """These loaded, then `report` and `compare --against` ended in a traceback (math domain error, an empty
+    median) when they used them."""
+    data = sample_set().to_dict()
+    measured = next(cell["measurement"] for cell in data["cells"] if cell.get("measurement"))
+    (measured["kernel"] if field == "samples_ms" else measured)[field] = value
+    with pytest.raises(ResultsError, match="malformed"):
+        results.loads(json.dumps(data), "x.json")

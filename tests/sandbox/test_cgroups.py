@@ -23,7 +23,7 @@ def test_a_run_group_gets_memory_max_swap_zero_and_pids_max(tmp_path, monkeypatc
     group = groups.run_group(64 << 20, 40)
     assert (group / "memory.max").read_text() == str(64 << 20) and (group / "pids.max").read_text() == "40"
     (group / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
-    assert cgroups.out_of_memory(group)
+    assert cgroups.limits_hit(group) == cgroups.LimitsHit(memory=True, processes=False)
 
 
 def test_without_a_memory_pids_or_cpuset_controller_the_reason_is_given(tmp_path, monkeypatch):
@@ -42,3 +42,13 @@ def test_a_run_group_gets_its_processes_and_cores_without_a_memory_controller(tm
     run = groups.run_group(None, 64, [2, 3])
     assert (run / "pids.max").read_text() == "64" and (run / "cpuset.cpus").read_text() == "2,3"
     assert not (run / "memory.max").exists()
+
+
+def test_the_kernels_refusals_are_read_from_the_groups_events(tmp_path):
+    (tmp_path / "memory.events").write_text("low 0\nhigh 0\nmax 12\noom 0\noom_kill 0\n")
+    (tmp_path / "pids.events").write_text("max 3\n")
+    assert cgroups.limits_hit(tmp_path) == cgroups.LimitsHit(memory=False, processes=True)  # memory reclaimed, no kill
+    (tmp_path / "pids.events").write_text("max 0\n")
+    (tmp_path / "memory.events").write_text("oom_kill 2\n")
+    assert cgroups.limits_hit(tmp_path) == cgroups.LimitsHit(memory=True, processes=False)
+    assert cgroups.limits_hit(tmp_path / "gone") == cgroups.LimitsHit()

@@ -70,3 +70,42 @@ def test_a_program_stopped_by_its_cpu_time_is_a_resource_limit_named_so(tmp_path
 def test_cpu_time_is_whole_seconds_not_rounded_silently():
     result = CliRunner().invoke(main, ["judge", "prog", "--cpu-time", "0.3"])
     assert result.exit_code == 2 and "--cpu-time" in result.output
+
+
+def _judge_forking_program(tmp_path, *extra: str):
+    program = tmp_path / "forker"
+    program.write_text("#!/bin/sh\n/bin/true || exit 4\nexit 0\n")  # a fork, refused at --max-processes 1
+    program.chmod(0o700)
+    return CliRunner().invoke(main, ["judge", str(program), "--cases", "odd_17x1", "--max-processes", "1", "--timeout",
+                                     "20", "--time-limits", "none", "--no-save", *extra])
+
+
+@needs_box
+def test_a_program_refused_a_fork_without_a_cgroup_is_a_crash_that_names_the_limit(tmp_path, monkeypatch):
+    from attnbench.sandbox import cgroups
+
+    monkeypatch.setattr(cgroups.RunGroups, "make", classmethod(lambda cls: (None, "no cgroup v2 (the test's)")))
+    result = _judge_forking_program(tmp_path, "--sandbox", "required")
+    said = " ".join(result.output.split())
+    assert result.exit_code == 1 and "CRASH" in said and "(it may have exceeded --max-processes 1)" in said, said
+
+
+def _cgroup_v2_pids() -> str:
+    """Why the real cgroup test cannot run here ('' when it can)."""
+    from attnbench.sandbox import cgroups
+
+    groups, why = cgroups.RunGroups.make()
+    if groups is None:
+        return why
+    groups.close()
+    return "" if "pids" in groups.controllers else "the cgroup v2 here has no pids controller"
+
+
+@needs_box
+def test_a_program_refused_a_fork_by_its_cgroup_is_a_resource_limit_named_so(tmp_path):
+    why = _cgroup_v2_pids()
+    if why:
+        pytest.skip(f"needs root and a cgroup v2 with the pids controller: {why}")
+    result = _judge_forking_program(tmp_path, "--sandbox", "required")
+    said = " ".join(result.output.split())
+    assert result.exit_code == 1 and "RESOURCE LIMIT" in said and "--max-processes" in said, said

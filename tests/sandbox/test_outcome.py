@@ -45,3 +45,35 @@ def test_the_endings_come_in_order_and_a_sound_output_is_read(tmp_path):
     assert crashed.ending == outcome.CRASH and crashed.message == "exited with status 3; its last words: boom"
     fine = outcome.ended(ProcessOutcome(0, 1.0, False, ""), out, SHAPE, limits, False, 2.0)
     assert fine.ending is None and fine.output is not None and fine.output.shape == (1, 17, 48)
+
+
+def test_a_crash_with_a_limit_its_cgroup_enforced_is_a_resource_limit_named_by_it(tmp_path):
+    from attnbench.sandbox.cgroups import LimitsHit
+
+    limits = ProcessLimits(processes=4)
+    crash = ProcessOutcome(1, 0.1, False, "sh: 1: Cannot fork\n")
+    said = outcome.exceeded_line(LimitsHit(processes=True), limits, None)
+    assert said == "tried to run more than 4 processes and threads (--max-processes, its cgroup's): refused"
+    ran = outcome.ended(crash, tmp_path / "t.out", SHAPE, limits, True, 2.0, said, ("memory", "processes"))
+    assert ran.ending == outcome.RESOURCE and ran.message.startswith(said)
+    assert "then it exited with status 1" in ran.message
+    memory = outcome.exceeded_line(LimitsHit(memory=True), limits, 64)
+    assert memory == "used more than the 64 MiB memory limit (--memory-limit, its cgroup's): killed"
+    assert outcome.exceeded_line(LimitsHit(), limits, 64) == ""
+
+
+def test_a_crash_under_a_limit_no_cgroup_watched_says_it_may_have_crossed_it(tmp_path):
+    out = tmp_path / "t.out"
+    refused = ProcessOutcome(2, 0.1, False, "sh: 1: Cannot fork\n")
+    crashed = outcome.ended(refused, out, SHAPE, ProcessLimits(processes=1), True, 2.0)
+    assert crashed.ending == outcome.CRASH
+    assert crashed.message.endswith("(it may have exceeded --max-processes 1)"), crashed.message
+    watched = outcome.ended(refused, out, SHAPE, ProcessLimits(processes=1), True, 2.0, "", ("processes",))
+    assert "may have" not in watched.message  # its cgroup recorded no refusal: the limit was not crossed
+    segfault = outcome.ended(ProcessOutcome(-11, 0.1, False, ""), out, SHAPE, ProcessLimits(processes=512), False, 2.0)
+    assert "may have" not in segfault.message  # nothing speaks of a refused fork or thread
+    memory = ProcessLimits(processes=512, memory_bytes=100 << 20)
+    spoke = outcome.ended(ProcessOutcome(-6, 0.1, False, "terminate: std::system_error: Resource temporarily "
+                                          "unavailable\n"), out, SHAPE, memory, False, 2.0)
+    assert spoke.message.endswith("(it may have exceeded --memory-limit 100 MiB of address space or "
+                                  "--max-processes 512)"), spoke.message

@@ -556,3 +556,14 @@ def test_each_run_has_a_uid_of_its_own_drawn_once_and_killed_once(program, tmp_p
     assert len(set(users)) == 3 and all(u in sandboxing.OWN_UIDS for u in users)
     assert kills == users  # once each
     assert len(draws) <= 3  # the room's opening drew the first run's uid; without a probe, one draw a run
+
+
+def test_a_runs_pids_max_leaves_room_for_bwraps_own_two_processes(tmp_path):
+    settings = SandboxSettings(processes=1)
+    boxed = Sandbox(sandboxing.Confinement("bwrap", "bwrap"), tmp_path, None, settings=settings)
+    assert boxed._group_processes() == 1 + sandboxing.BWRAP_PROCESSES  # pids.max 1 refused bwrap its own fork
+    bare = Sandbox(sandboxing.Confinement("fallback"), tmp_path, None, settings=settings)
+    assert bare._group_processes() == 1
+    case = bare.prepare("c", None)
+    assert bare.watched_limits(case) == ()  # no group: nothing is watched
+    bare.finish(case)

@@ -113,3 +113,30 @@ def test_slurm_workers_are_the_executor_seam_one_slurm_job_per_group_and_a_lost_
     assert set(ids) == {(1, "a"), (1, "b"), (1, "lost")}
     workers.run([("a", 7)], events.append)
     assert (2, "a") in ids and ids[(2, "a")] != ids[(1, "a")] and events[-1] == Progress("done", 0, None, None)
+
+
+def test_a_refused_sbatch_is_one_line_its_last_words(tmp_path, monkeypatch):
+    """sbatch's whole stderr was joined into the error, its newlines printed as \\n."""
+    import contextlib
+    from types import SimpleNamespace
+
+    class Refusing:
+        def __init__(self, **settings):
+            pass
+
+        def update_parameters(self, **parameters):
+            pass
+
+        @contextlib.contextmanager
+        def batch(self):
+            yield
+            raise subprocess.CalledProcessError(1, "sbatch", output=b"sbatch: error: DNS SRV lookup failed\n"
+                                                                    b"sbatch: fatal: Could not establish a source\n")
+
+        def submit(self, function, *arguments):
+            return None
+
+    monkeypatch.setattr(slurm, "_submitit", lambda: SimpleNamespace(SlurmExecutor=Refusing))
+    with pytest.raises(slurm.SlurmUnavailable) as refused:
+        slurm.submit_array(tmp_path, slurm.SlurmOptions(), "job", [(print, ())])
+    assert str(refused.value) == "sbatch refused the jobs: sbatch: fatal: Could not establish a source"

@@ -1,0 +1,26 @@
+"""attnbench/cli/judge_commands.py: the judge's options are refused in one line when no run could use them."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.mark.parametrize("option, value", [("--timeout", "nan"), ("--timeout", "inf"), ("--timeout", "1e300"),
+                                           ("--build-timeout", "nan"), ("--build-timeout", "1e300")])
+def test_a_time_limit_that_is_no_number_of_seconds_is_refused_before_any_run(cli, tmp_path, option, value):
+    """--timeout nan ended in "ValueError: cannot convert float NaN to integer", inf and 1e300 in an
+    OverflowError, after the cases were prepared; --build-timeout nan was taken."""
+    program = tmp_path / "prog"
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o700)
+    result = cli("judge", str(program), "--cases", "odd_17x1", option, value, "--no-save", "--time-limits", "none")
+    assert result.exit_code == 2 and f"Invalid value for '{option}'" in result.output, result.output
+    assert "[1/1]" not in result.output  # refused before the first case
+
+
+
+def test_a_missing_program_is_said_alone_before_any_note_of_what_the_cases_write(cli, tmp_path):
+    """`judge nosuch` first said "note: the cases not generated yet take 8.6 GB", then that there is no program."""
+    result = cli("judge", str(tmp_path / "nosuch"), "--no-save")
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and lines[0].endswith("nosuch: no such program"), result.output

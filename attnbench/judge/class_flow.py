@@ -16,7 +16,6 @@ Ctrl-C keeps what was judged: the scoreboard says it was interrupted."""
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
@@ -48,7 +47,11 @@ from attnbench.judge.phases import phase
 from attnbench.printable import counted
 from attnbench.results.judge_events import CaseJudged, JudgeListener, RerunJudged, hears_nothing
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+from attnbench.sandbox.owned_folders import make_owned, remove_stale
+from attnbench.sandbox.owned_folders import release as release_folder  # its lock, once the folder is removed
 from attnbench.sandbox.staging import remove_tree
+
+BUILDS_PREFIX = "attnbench-class-"  # the class's builds, locked by its judge for their life
 
 
 def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, checkpoint: Checkpoint | None = None,
@@ -63,7 +66,8 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
     rows: dict[str, SubmissionRow] = {}
     programs: dict[str, Path] = {}
     prepared: list[PreparedCase] = []
-    tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-", dir=carrier.scratch))
+    remove_stale(BUILDS_PREFIX, carrier.scratch)  # a judge killed outright left its builds (owned_folders)
+    tmp = make_owned(BUILDS_PREFIX, carrier.scratch)
     caches = cuda_caches(carrier.scratch)
     clock = ClassClock(listener)
 
@@ -148,8 +152,9 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
     finally:
         for case in prepared:  # fresh inputs are secrets: never left behind, whatever happened
             release(case.input_path)
-        remove_tree(caches)
-        remove_tree(tmp)
+        for folder in (caches, tmp):
+            remove_tree(folder)
+            release_folder(folder)
         board.rows = list(rows.values())
         carrier.close(board)
     return rank(board)

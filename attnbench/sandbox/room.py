@@ -51,12 +51,14 @@ from attnbench.sandbox.bwrap_args import (
     system_binds,
 )
 from attnbench.sandbox.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
+from attnbench.sandbox.owned_folders import make_owned, release, remove_stale
 from attnbench.sandbox.jit_cache import CACHE_BYTES, CACHE_SLACK_BYTES, cache_copy, seal_cache, tree_bytes
 from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, ProgramError, run_process
 from attnbench.sandbox.reaper import descendants, kill_user, sweep
 from attnbench.sandbox.staging import PROGRAM_BYTES, remove_tree
 
 MODES = ("auto", "required", "none")
+ROOM_PREFIX = "attnbench-judge-"
 NOBODY = 65534
 INSIDE_CASE, INSIDE_PROGRAM, INSIDE_CACHE = "/judge/case", "/judge/program", "/judge/cuda-cache"
 TMP_BYTES = 256 << 20  # the private /tmp lives in memory; nvcc's JIT cache fits
@@ -206,7 +208,8 @@ class Sandbox:
         `cuda_cache`: a folder (in a folder the program's user may pass through) holding CUDA's JIT cache
         of this program, sealed and copied into each run unless `cache_writable` (the warm-up run, which
         writes it); by default an empty one."""
-        root = Path(tempfile.mkdtemp(prefix="attnbench-judge-"))
+        _remove_stale_rooms()
+        root = make_owned(ROOM_PREFIX)
         try:
             os.chmod(root, 0o711)  # nobody may pass through to its case folder, not list the others
             (root / "program").mkdir(mode=0o755)
@@ -220,7 +223,9 @@ class Sandbox:
                 sandbox.groups, sandbox.groups_reason = cgroups.RunGroups.make()
             sandbox.confinement = replace(sandbox.confinement, limit_notes=tuple(sandbox.limit_notes()))
         except BaseException:
+            case_disk.uncap_all_below(root)
             shutil.rmtree(root, ignore_errors=True)
+            release(root)
             raise
         return sandbox
 
@@ -569,8 +574,20 @@ class Sandbox:
         """Remove the root folder with everything left in it (unfinished case folders unmounted), the cgroup."""
         case_disk.uncap_all_below(self.root)
         _remove(self.root)
+        release(self.root)
         if self.groups is not None:
             self.groups.close()
+
+
+_swept: list[bool] = []
+
+
+def _remove_stale_rooms() -> None:
+    """Once per process: the rooms a judge (or a worker) killed outright left, with whatever is still mounted
+    in them (case tmpfs mounts hold their inputs and outputs in memory), removed (owned_folders)."""
+    if not _swept:
+        _swept.append(True)
+        remove_stale(ROOM_PREFIX, before=case_disk.unmount_all_below)
 
 
 def _program_copy(program: Path, folder: Path, cap: int) -> Path:

@@ -177,3 +177,32 @@ def test_a_class_of_cuda_programs_gets_the_same_verdicts_seeds_events_and_gpu_on
         assert heard(events) == heard(here_events), where
         assert {e.device for r in board.rows for e in r.entries.values()} == {here.rows[0].gpu}, where
         assert next(r for r in board.rows if r.name == "ada").reruns == 3, where
+
+
+def test_the_builds_a_judge_killed_outright_left_are_removed_by_the_next_class_never_an_unlocked_folder(
+        classroom, tmp_path, monkeypatch):
+    """SIGKILL runs no clean-up: a class's build folder (its programs) stays; the next class removes it, and
+    keeps a folder of the same prefix that holds no lock (attnbench did not make it so)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+
+    from attnbench.judge.class_flow import BUILDS_PREFIX
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("from attnbench.sandbox.owned_folders import make_owned; from attnbench.judge.class_flow import "
+            "BUILDS_PREFIX; folder = make_owned(BUILDS_PREFIX); (folder / 'hw4').write_text('built');"
+            "print(folder, flush=True); import os; os.kill(os.getpid(), 9)")
+    killed = subprocess.Popen([sys.executable, "-c", code], cwd=root, env={**os.environ, "TMPDIR": str(tmp_path)},
+                              stdout=subprocess.PIPE, text=True)
+    left = Path(killed.stdout.readline().strip())
+    assert killed.wait(timeout=60) == -signal.SIGKILL and (left / "hw4").is_file() and left.parent == tmp_path
+    unrelated = tmp_path / f"{BUILDS_PREFIX}someone"
+    unrelated.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    board = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=0, sandbox=class_sandbox())
+    assert [r.name for r in board.rows] == ORDER
+    assert not left.exists() and unrelated.is_dir()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(BUILDS_PREFIX)] == [unrelated.name]

@@ -556,3 +556,30 @@ def test_each_run_has_a_uid_of_its_own_drawn_once_and_killed_once(program, tmp_p
     assert len(set(users)) == 3 and all(u in sandboxing.OWN_UIDS for u in users)
     assert kills == users  # once each
     assert len(draws) <= 3  # the room's opening drew the first run's uid; without a probe, one draw a run
+def test_a_room_whose_judge_was_killed_outright_is_removed_with_its_mounts_by_the_next(tmp_path):
+    """SIGKILL runs no clean-up: the room stays, and (as root) its case tmpfs, holding the input, stays mounted.
+    The next process that opens a room removes it, never a live process's room."""
+    import signal
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    opened = ("from attnbench.sandbox.room import Sandbox, SandboxSettings; import os, sys; "
+              "room = Sandbox.open(None, SandboxSettings('none')); case = room.prepare('c', None); "
+              "print(room.root, case.capped, flush=True); ")
+    killed = subprocess.Popen([sys.executable, "-c", opened + "os.kill(os.getpid(), 9)"], cwd=root, env=env,
+                              stdout=subprocess.PIPE, text=True)
+    left, capped = killed.stdout.readline().split()
+    assert killed.wait(timeout=60) == -signal.SIGKILL and Path(left).is_dir()
+    assert (capped == "True") == any(left in line for line in Path("/proc/self/mounts").read_text().splitlines())
+    closed = "room.finish(case); room.close()"
+    live = subprocess.Popen([sys.executable, "-c", opened + "sys.stdin.read(); " + closed], cwd=root, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        kept = live.stdout.readline().split()[0]
+        subprocess.run([sys.executable, "-c", opened + closed], cwd=root, env=env, check=True, capture_output=True, timeout=60)
+        assert not Path(left).exists() and Path(kept).is_dir()
+        assert not any(left in line for line in Path("/proc/self/mounts").read_text().splitlines())
+    finally:
+        live.communicate("", timeout=60)
+    assert not any(str(tmp_path) in line for line in Path("/proc/self/mounts").read_text().splitlines())

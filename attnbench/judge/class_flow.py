@@ -35,6 +35,8 @@ from attnbench.judge.classroom import (
     cache_of,
     confinement,
     cuda_caches,
+    failure_text,
+    lose_round,
     new_board,
     record_seeds,
     row_of,
@@ -139,12 +141,21 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                 record_seeds(board, f"rerun {number}", round_inputs)
                 names = [row.name for row in top]
                 needed = [b for b in round_inputs if any(_wanted(row, b.label, number) for row in top)]
-                round_cases = [_ready(b, carrier.here, settings, progress, prepared) for b in needed]
+                try:
+                    round_cases = [_ready(b, carrier.here, settings, progress, prepared) for b in needed]
+                except Exception as exc:  # noqa: BLE001 - the judge's own failure: this round is lost, not the class
+                    lose_round(board, [row for row in top if any(_wanted(row, b.label, number) for b in needed)],
+                               number, failure_text(exc))
+                    clock.instead(expected, [])
+                    continue
                 again = jobs(names, round_cases, number)
                 clock.instead(expected, [job.case.label for job in again])
                 clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again), f"the top {len(top)} submissions")
+                not_drawn: dict[str, str] = {}  # the rows whose inputs a worker could not make, and why
                 with phase("runs"):
-                    judge_jobs(executor, again, rerun, noted, clock)
+                    judge_jobs(executor, again, rerun, noted, clock, lambda name, why: not_drawn.setdefault(name, why))
+                for name, why in not_drawn.items():  # those rows keep the runs before this round
+                    lose_round(board, [rows[name]], number, why)
     except KeyboardInterrupt:
         board.interrupted = True
     except Exception as exc:  # noqa: BLE001 - the judge's own failure (its disk, say): the board, seeds and all, is kept

@@ -110,7 +110,12 @@ class ClassCaseWork:
                 note = warm_up_entry(job.program, job.warm_up.shape, job.warm_up.label, self.settings, job.cache)
                 if note:
                     emit("warmed", note)
-            entry = judge_entry(job.program, _case(state, job.case), self.settings, job.cache)
+            try:
+                case = _case(state, job.case)
+            except Exception as exc:  # noqa: BLE001 - the judge could not make the input (its disk, say): no run's fault
+                emit("not_drawn", failure_text(exc))
+                return None
+            entry = judge_entry(job.program, case, self.settings, job.cache)
         except SandboxUnavailable as exc:
             emit("unjudgeable", str(exc))
             return None
@@ -139,10 +144,11 @@ OnEntry = Callable[[str, str, CaseEntry], None]
 
 
 def judge_jobs(pool: Executor, jobs: list[CaseJob], on_done: OnEntry, on_note: Callable[[str, str], None],
-               clock: ClassClock | None = None) -> None:
+               clock: ClassClock | None = None, on_not_drawn: Callable[[str, str], None] | None = None) -> None:
     """Run (submission, case) jobs; `on_done` hears each entry as it comes back, `on_note` a warm-up's note for
     its row (and `clock` each job's start and end). A job whose worker died or found no device is that entry's
-    JUDGE ERROR."""
+    JUDGE ERROR; so is one whose input the worker could not make, unless `on_not_drawn` (a rerun round's) hears
+    it: (submission, why)."""
     if clock is not None:
         clock.new_batch()
 
@@ -162,11 +168,16 @@ def judge_jobs(pool: Executor, jobs: list[CaseJob], on_done: OnEntry, on_note: C
             where = event.device.label if event.device else "its device"
             on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, failure_text(
                 RuntimeError(f"the worker on {where} died ({event.payload})"))))
+        elif event.what == "not_drawn":
+            if on_not_drawn is not None:
+                on_not_drawn(name, str(event.payload))
+            else:
+                on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, str(event.payload)))
         elif event.what == "not_run":
             on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, str(event.payload)))
             if clock is not None:
                 clock.job_dropped(bench_input.label)
-        if event.what in ("entry", "died") and clock is not None:
+        if event.what in ("entry", "died", "not_drawn") and clock is not None:
             clock.job_ended(event.job, bench_input.label)
 
     pool.run(jobs, hear)

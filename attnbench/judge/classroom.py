@@ -180,6 +180,17 @@ def stopped(board: Scoreboard, exc: BaseException) -> None:
     board.settings["stopped_by"] = failure_text(exc)
 
 
+def lose_round(board: Scoreboard, rows: Sequence[SubmissionRow], number: int, why: str) -> None:
+    """A rerun round whose inputs the judge could not make (its own disk full, say): no row's fault. Each row
+    it would have rerun keeps the runs it has and is ranked by them, with a note; the board says which round
+    was lost and why (the command then exits 3, as for any error of the judge's own), its seeds kept."""
+    board.settings.setdefault("lost_rounds", {})[f"rerun {number}"] = why
+    for row in rows:
+        row.reruns -= 1
+        add_note(row, f"rerun round {number} was not run (the judge could not make its inputs: {why}): "
+                      f"ranked by the runs before it")
+
+
 def add_note(row: SubmissionRow, note: str) -> None:
     """A note the judge adds to a row (after the build's own)."""
     if note:

@@ -80,3 +80,38 @@ def test_ctrl_c_saves_what_was_judged_marked_interrupted_and_exits_130(classroom
     assert saved["interrupted"] is True
     assert sum(len(row["entries"]) for row in saved["rows"]) == 1  # the one entry judged before Ctrl-C
     assert not [p for p in multiprocessing.active_children() if p.name.startswith("attnbench-")]
+
+
+def test_an_input_a_worker_cannot_make_is_a_lost_rerun_not_a_failed_case(monkeypatch):
+    """The worker's disk full while it makes a rerun's fresh input: the worker says so ("not_drawn"), and in a
+    rerun round the parent hears it apart from the entries (the row keeps its runs: classroom.lose_round);
+    in the first round it is still that entry's JUDGE ERROR."""
+    import errno
+
+    from attnbench.cases.testcase import Shape
+    from attnbench.judge import class_work
+    from attnbench.judge.classroom import ClassSettings
+    from attnbench.judge.fresh_inputs import FreshInput
+    from attnbench.judge.time_limits import TimeLimits
+
+    def disk_full(bench_input):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(class_work, "prepare_case", disk_full)
+    fresh = FreshInput("odd_17x48", Shape(1, 17, 48), 7, "odd_17x48")
+    job = class_work.CaseJob("alice", Path("/nonexistent/hw4"), fresh, None)
+    said: list[tuple[str, object]] = []
+    class_work.ClassCaseWork(ClassSettings(TimeLimits("none"))).run(job, {}, lambda what, payload: said.append((what, payload)))
+    assert [w for w, _ in said] == ["started", "not_drawn"] and "No space left on device" in str(said[1][1])
+
+    class Replay:  # an executor that replays what the worker said
+        def run(self, jobs, listener):
+            for what, payload in said:
+                listener(Progress(what, 0, None, payload))
+
+    entries, lost = [], []
+    class_work.judge_jobs(Replay(), [job], lambda *entry: entries.append(entry), lambda *note: None,
+                          on_not_drawn=lambda name, why: lost.append((name, why)))
+    assert entries == [] and lost == [("alice", said[1][1])]
+    class_work.judge_jobs(Replay(), [job], lambda *entry: entries.append(entry), lambda *note: None)
+    assert [(n, label, e.verdict) for n, label, e in entries] == [("alice", "odd_17x48", JUDGE_ERROR)]

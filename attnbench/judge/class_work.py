@@ -43,7 +43,7 @@ def affinity() -> set[int]:
 
 
 def core_plan(workers: int, available: Sequence[int]) -> tuple[list[int], list[list[int]]]:
-    """CPU cores for the parent (input draws, checks, warm-ups) and for each worker, disjoint where there are
+    """CPU cores for the parent (input draws, checks) and for each worker, disjoint where there are
     enough: the parent keeps a share like a worker's, the workers split the rest evenly. With fewer cores
     than workers + 1, workers share cores round-robin (and the parent keeps the first)."""
     cores = sorted(available)
@@ -79,8 +79,8 @@ class CaseJob:
 
 @dataclass(frozen=True)
 class ClassCaseWork:
-    """A class's work on a device: one (submission, case) per job, each case loaded once while the jobs stay
-    on it (they come case by case); each entry names the device that ran it.
+    """A class's work on a device: one (submission, case) per job, each case of a round loaded once per worker
+    (`_case`); a row's first job of a round warms it up here first; each entry names the device that ran it.
 
     `cores`: a pool's workers keep to their own (device index -> cores); none: the cores the process has.
     `own_gpu`: a pool's worker, which makes its device the one GPU its runs see; otherwise the runs see the
@@ -127,16 +127,21 @@ class ClassCaseWork:
 
 
 def _case(state: dict[str, object], bench_input: BenchInput | PreparedCase) -> PreparedCase:
-    """The case: as the job brought it, or loaded once per worker while the jobs stay on it."""
+    """The case: as the job brought it, or loaded once per worker and round. A worker runs a row's jobs of a round
+    back to back, so it meets each case of the round once per row it takes: it keeps each label's latest case
+    (one round's cases at most), releasing a label's earlier one (an earlier round's) when a new one comes."""
     if isinstance(bench_input, PreparedCase):
         return bench_input
-    cached = state.get("case")
-    if not isinstance(cached, PreparedCase) or state.get("input") != bench_input:
-        if isinstance(cached, PreparedCase):
-            release(cached.input_path)
-        cached = state["case"] = prepare_case(bench_input)
-        state["input"] = bench_input
-    return cached
+    kept = state.setdefault("cases", {})
+    assert isinstance(kept, dict)
+    held = kept.get(bench_input.label)
+    if held is not None and held[0] == bench_input:
+        return held[1]
+    if held is not None:
+        release(held[1].input_path)
+    case = prepare_case(bench_input)
+    kept[bench_input.label] = (bench_input, case)
+    return case
 
 
 # -- in the parent ----------------------------------------------------------------------------------

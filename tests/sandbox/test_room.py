@@ -527,42 +527,6 @@ def test_a_rooms_probe_runs_once_per_process_for_the_same_mounts_and_again_for_o
     assert len(probes) >= 3
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives each run a uid of its own")
-@pytest.mark.parametrize("mode", [pytest.param("required", marks=pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")),
-                                  "none"])
-def test_each_run_has_a_uid_of_its_own_drawn_once_and_killed_once(program, tmp_path, monkeypatch, mode):
-    """A run's uid is drawn once (the room's first run takes the one drawn when it opened) and every process of it
-    is killed once, the moment the program exits (a second kill in finish, and a second draw, each scanned /proc:
-    ~15 ms and ~8 ms of every run); a run that never ran is still killed by finish."""
-    from attnbench.sandbox import process as processing
-
-    Sandbox.open(program, SandboxSettings(mode)).close()  # its probe asked, once for the process
-    draws, kills = [], []
-    real_draw, real_kill = sandboxing.draw_uid, sandboxing.kill_user
-    monkeypatch.setattr(sandboxing, "draw_uid", lambda: draws.append(1) or real_draw())
-    monkeypatch.setattr(sandboxing, "kill_user", lambda uid: kills.append(uid) or real_kill(uid))
-    monkeypatch.setattr(processing, "kill_user", lambda uid: kills.append(uid) or real_kill(uid))
-    source = tmp_path / "case.in"
-    source.write_bytes(b"\x00" * 12)
-    room = Sandbox.open(program, SandboxSettings(mode))
-    try:
-        if not room.confinement.own_uids:
-            pytest.skip("this machine's sandbox runs programs as nobody or root")
-        users = []
-        for label in ("a", "b"):
-            case = room.prepare(label, source)
-            users.append(room.user)
-            outcome = room.run([room.program_path()], case, 10.0, room.limits_for(12, 10.0))
-            room.finish(case)
-            assert outcome.returncode == 0 and outcome.all_ended
-        unrun = room.prepare("c", source)  # prepared, never run: finish kills its uid
-        users.append(room.user)
-        room.finish(unrun)
-    finally:
-        room.close()
-    assert len(set(users)) == 3 and all(u in sandboxing.OWN_UIDS for u in users)
-    assert kills == users  # once each
-    assert len(draws) <= 3  # the room's opening drew the first run's uid; without a probe, one draw a run
 @pytest.mark.parametrize("mode", ["required", "none"])
 def test_without_root_the_header_says_every_write_that_is_not_capped(program, monkeypatch, mode):
     """Without a tmpfs of a run's own, the line names each place a run writes uncapped: its case folder, its
@@ -610,3 +574,41 @@ def test_a_room_whose_judge_was_killed_outright_is_removed_with_its_mounts_by_th
     finally:
         live.communicate("", timeout=60)
     assert not any(str(tmp_path) in line for line in Path("/proc/self/mounts").read_text().splitlines())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives each run a uid of its own")
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")),
+                                  "none"])
+def test_each_run_has_a_uid_of_its_own_drawn_once_and_killed_once(program, tmp_path, monkeypatch, mode):
+    """A run's uid is drawn once (the room's first run takes the one drawn when it opened) and every process of it
+    is killed once, the moment the program exits (a second kill in finish, and a second draw, each scanned /proc:
+    ~15 ms and ~8 ms of every run); a run that never ran is still killed by finish."""
+    from attnbench.sandbox import process as processing
+
+    Sandbox.open(program, SandboxSettings(mode)).close()  # its probe asked, once for the process
+    draws, kills = [], []
+    real_draw, real_kill = sandboxing.draw_uid, sandboxing.kill_user
+    monkeypatch.setattr(sandboxing, "draw_uid", lambda: draws.append(1) or real_draw())
+    monkeypatch.setattr(sandboxing, "kill_user", lambda uid: kills.append(uid) or real_kill(uid))
+    monkeypatch.setattr(processing, "kill_user", lambda uid: kills.append(uid) or real_kill(uid))
+    source = tmp_path / "case.in"
+    source.write_bytes(b"\x00" * 12)
+    room = Sandbox.open(program, SandboxSettings(mode))
+    try:
+        if not room.confinement.own_uids:
+            pytest.skip("this machine's sandbox runs programs as nobody or root")
+        users = []
+        for label in ("a", "b"):
+            case = room.prepare(label, source)
+            users.append(room.user)
+            outcome = room.run([room.program_path()], case, 10.0, room.limits_for(12, 10.0))
+            room.finish(case)
+            assert outcome.returncode == 0 and outcome.all_ended
+        unrun = room.prepare("c", source)  # prepared, never run: finish kills its uid
+        users.append(room.user)
+        room.finish(unrun)
+    finally:
+        room.close()
+    assert len(set(users)) == 3 and all(u in sandboxing.OWN_UIDS for u in users)
+    assert kills == users  # once each
+    assert len(draws) <= 3  # the room's opening drew the first run's uid; without a probe, one draw a run

@@ -134,7 +134,9 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
 
     Exit status: 0 when every case passed (a class: once the scoreboard is made, whatever its verdicts),
     1 when any failed, 2 for a bad program or option,
-    3 when the launcher is missing or --sandbox required cannot be met, 130 when interrupted (what was judged is still saved).
+    3 when the launcher is missing or --sandbox required cannot be met, or an error of the judge's own stopped a
+    class or lost one of its rerun rounds (the scoreboard is saved, seeds and all), 130 when interrupted (what
+    was judged is still saved).
 
     \b
     Examples:
@@ -237,6 +239,10 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
             out.print(f"saved {path}", highlight=False, soft_wrap=True)
     if as_json:
         click.echo(board.to_json())
+    for lost, why in board.settings.get("lost_rounds", {}).items():  # the judge's own failure: ranks stand, exit 3
+        error_line(f"{lost} was not run: {why}; its rows are ranked by the runs before it; the scoreboard is saved")
+    if board.settings.get("lost_rounds") and not board.interrupted:
+        sys.exit(3)
     if board.settings.get("stopped_by"):  # the judge's own failure, not a submission's
         error_line(f"the class stopped: {board.settings['stopped_by']}; what was judged is saved")
         sys.exit(3)

@@ -43,7 +43,6 @@ class Carrier(Protocol):
     here: bool  # the jobs run in this process: they carry the cases prepared here
     scratch: Path | None  # where builds and JIT caches go, a folder every worker reads (None: the temporary one)
     about: dict[str, Any]  # what the scoreboard's settings record of it
-    row_by_row: bool  # a row's jobs, given in a row, run back to back on one worker (class_flow says why it asks)
 
     def drawn(self, name: str, draw: Callable[[], T]) -> T:
         """A round's inputs (`draw()`), or those drawn for it before (a resume judges the same inputs)."""
@@ -61,7 +60,7 @@ class Carrier(Protocol):
 class HereCarrier:
     """One worker, in this process: on its cores and the GPUs it sees."""
 
-    here, scratch, row_by_row = True, None, True
+    here, scratch = True, None
 
     def __init__(self, request: ClassRequest) -> None:
         self.request = request
@@ -79,9 +78,9 @@ class HereCarrier:
 
 class PoolCarrier:
     """One worker process per device of this host, each on CPU cores of its own; this process keeps a share
-    (input draws, checks, warm-ups), the builds before them use every core."""
+    (input draws, checks), the builds before them use every core."""
 
-    here, scratch, row_by_row = False, None, False
+    here, scratch = False, None
 
     def __init__(self, request: ClassRequest) -> None:
         self.request = request
@@ -98,7 +97,9 @@ class PoolCarrier:
     @contextlib.contextmanager
     def executor(self) -> Iterator[Executor]:
         pin(self.parent_cores)
-        with GpuPool(list(self.request.devices), ClassCaseWork(self.request.settings, self.cores, own_gpu=True)) as pool:
+        work = ClassCaseWork(self.request.settings, self.cores, own_gpu=True)
+        # a row's jobs of a round on the worker that takes its first (its warm-up): class_flow says why
+        with GpuPool(list(self.request.devices), work, group=operator.attrgetter("submission")) as pool:
             yield pool
 
     def close(self, board: Scoreboard) -> None:
@@ -134,7 +135,7 @@ class SlurmCarrier:
     """Slurm jobs, one per submission's cases of a round; the jobs folder holds the builds, the JIT caches and
     the run's record."""
 
-    here, row_by_row = False, True
+    here = False
 
     def __init__(self, run: ClassRun) -> None:
         self.run = run

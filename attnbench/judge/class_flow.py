@@ -3,20 +3,18 @@ pool, Slurm): the inputs and their references, every build (all at once: class_b
 ranks, the top rows rerun round by round, the ranks again (`attnbench.judge.classroom` has the rules).
 
 Each round (the first runs, then each rerun round) goes the same way on every executor: the round's inputs are
-drawn (fresh ones anew each round) and their seeds saved on the scoreboard, each row of the round is warmed up
-(its sealed JIT cache written, before any of its judged runs), and its (submission, case) jobs go to the
-executor as one list. Where a row's jobs run back to back on one worker (in process; over Slurm, a row's jobs
-are one Slurm job), they go row by row, the row's first job warming it up on that worker right before its runs,
-so no run can tell a rerun from a first run by how long ago its cache was written (first runs came under 3 s
-after theirs, reruns 7-9 s, when warm-ups ran apart); on a pool, whose workers take any job, every row is
-warmed up here first and the jobs go case by case (all rows' runs of one case before the next, so a worker
-loads each case once).
+drawn (fresh ones anew each round) and their seeds saved on the scoreboard, and its (submission, case) jobs go
+to the executor as one list, row by row. Every executor runs a row's jobs of a round back to back on one worker
+(in process; on a pool, the worker that takes the row's first job; over Slurm, a row's jobs are one Slurm job),
+the row's first job warming it up there right before its runs (its sealed JIT cache written before any of its
+judged runs), so no run can tell a rerun from a first run by how long ago, or on which GPU, its cache was
+written (first runs came under 3 s after theirs, reruns 7-9 s, when warm-ups ran apart). The saved `warm_up`
+rule says so (WARM_UP_RULE).
 The listener hears the same typed events (`results.judge_events`, `ClassProgress`) whatever ran the jobs.
 Ctrl-C keeps what was judged: the scoreboard says it was interrupted."""
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
@@ -36,11 +34,12 @@ from attnbench.judge.classroom import (
     cache_of,
     confinement,
     cuda_caches,
+    failure_text,
+    lose_round,
     new_board,
     record_seeds,
     row_of,
     stopped,
-    warm_up_entry,
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
@@ -48,7 +47,14 @@ from attnbench.judge.phases import phase
 from attnbench.printable import counted
 from attnbench.results.judge_events import CaseJudged, JudgeListener, RerunJudged, hears_nothing
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+from attnbench.sandbox.owned_folders import make_owned, remove_stale
+from attnbench.sandbox.owned_folders import release as release_folder  # its lock, once the folder is removed
 from attnbench.sandbox.staging import remove_tree
+
+WARM_UP_RULE = ("row by row on every executor: each row is warmed up (untimed, unjudged, on a throwaway input of the "
+                "first case's shape, writing the CUDA cache its runs get copies of) on the worker that runs its jobs of "
+                "a round, right before them, first runs and reruns alike; they then run back to back there")
+BUILDS_PREFIX = "attnbench-class-"  # the class's builds, locked by its judge for their life
 
 
 def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, checkpoint: Checkpoint | None = None,
@@ -60,10 +66,12 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
     carrier = carrier or carrier_for(request)
     board = new_board(request.inputs, settings, request.metadata, confinement(settings))
     board.settings.update(carrier.about)
+    board.settings["warm_up"] = WARM_UP_RULE
     rows: dict[str, SubmissionRow] = {}
     programs: dict[str, Path] = {}
     prepared: list[PreparedCase] = []
-    tmp = Path(tempfile.mkdtemp(prefix="attnbench-class-", dir=carrier.scratch))
+    remove_stale(BUILDS_PREFIX, carrier.scratch)  # a judge killed outright left its builds (owned_folders)
+    tmp = make_owned(BUILDS_PREFIX, carrier.scratch)
     caches = cuda_caches(carrier.scratch)
     clock = ClassClock(listener)
 
@@ -88,12 +96,7 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
             add_note(rows[name], note)
 
     def jobs(names: Sequence[str], cases: Sequence[BenchInput | PreparedCase], number: int) -> list[CaseJob]:
-        """The round's jobs: row by row, each row's first job warming it up, where the carrier runs a row's jobs
-        back to back; else case by case, every row warmed up here first."""
-        if not carrier.row_by_row:
-            _warm_up([rows[name] for name in names], programs, request.inputs, settings, caches)
-            return [CaseJob(name, programs[name], case, cache_of(caches, name)) for case in cases for name in names
-                    if _wanted(rows[name], case.label, number)]
+        """The round's jobs, row by row, each row's first job warming it up on the worker that runs the row."""
         round_jobs = []
         for name in names:
             mine = [case for case in cases if _wanted(rows[name], case.label, number)]
@@ -135,12 +138,21 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                 record_seeds(board, f"rerun {number}", round_inputs)
                 names = [row.name for row in top]
                 needed = [b for b in round_inputs if any(_wanted(row, b.label, number) for row in top)]
-                round_cases = [_ready(b, carrier.here, settings, progress, prepared) for b in needed]
+                try:
+                    round_cases = [_ready(b, carrier.here, settings, progress, prepared) for b in needed]
+                except Exception as exc:  # noqa: BLE001 - the judge's own failure: this round is lost, not the class
+                    lose_round(board, [row for row in top if any(_wanted(row, b.label, number) for b in needed)],
+                               number, failure_text(exc))
+                    clock.instead(expected, [])
+                    continue
                 again = jobs(names, round_cases, number)
                 clock.instead(expected, [job.case.label for job in again])
                 clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again), f"the top {len(top)} submissions")
+                not_drawn: dict[str, str] = {}  # the rows whose inputs a worker could not make, and why
                 with phase("runs"):
-                    judge_jobs(executor, again, rerun, noted, clock)
+                    judge_jobs(executor, again, rerun, noted, clock, lambda name, why: not_drawn.setdefault(name, why))
+                for name, why in not_drawn.items():  # those rows keep the runs before this round
+                    lose_round(board, [rows[name]], number, why)
     except KeyboardInterrupt:
         board.interrupted = True
     except Exception as exc:  # noqa: BLE001 - the judge's own failure (its disk, say): the board, seeds and all, is kept
@@ -148,8 +160,9 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
     finally:
         for case in prepared:  # fresh inputs are secrets: never left behind, whatever happened
             release(case.input_path)
-        remove_tree(caches)
-        remove_tree(tmp)
+        for folder in (caches, tmp):
+            remove_tree(folder)
+            release_folder(folder)
         board.rows = list(rows.values())
         carrier.close(board)
     return rank(board)
@@ -178,14 +191,3 @@ def _ready(bench_input: BenchInput, here: bool, settings: ClassSettings, progres
         clock.step()
     return job_case
 
-
-def _warm_up(rows: Sequence[SubmissionRow], programs: dict[str, Path], inputs: Sequence[BenchInput],
-             settings: ClassSettings, caches: Path) -> None:
-    """Each row's warm-up here before its round (a fresh sealed JIT cache), on the shape of the class's first
-    case."""
-    if not inputs:
-        return
-    for row in rows:
-        note = warm_up_entry(programs[row.name], inputs[0].shape, inputs[0].label, settings, cache_of(caches, row.name))
-        if note and note not in row.build_message:
-            add_note(row, note)

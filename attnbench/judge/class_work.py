@@ -43,7 +43,7 @@ def affinity() -> set[int]:
 
 
 def core_plan(workers: int, available: Sequence[int]) -> tuple[list[int], list[list[int]]]:
-    """CPU cores for the parent (input draws, checks, warm-ups) and for each worker, disjoint where there are
+    """CPU cores for the parent (input draws, checks) and for each worker, disjoint where there are
     enough: the parent keeps a share like a worker's, the workers split the rest evenly. With fewer cores
     than workers + 1, workers share cores round-robin (and the parent keeps the first)."""
     cores = sorted(available)
@@ -79,8 +79,8 @@ class CaseJob:
 
 @dataclass(frozen=True)
 class ClassCaseWork:
-    """A class's work on a device: one (submission, case) per job, each case loaded once while the jobs stay
-    on it (they come case by case); each entry names the device that ran it.
+    """A class's work on a device: one (submission, case) per job, each case of a round loaded once per worker
+    (`_case`); a row's first job of a round warms it up here first; each entry names the device that ran it.
 
     `cores`: a pool's workers keep to their own (device index -> cores); none: the cores the process has.
     `own_gpu`: a pool's worker, which makes its device the one GPU its runs see; otherwise the runs see the
@@ -110,7 +110,12 @@ class ClassCaseWork:
                 note = warm_up_entry(job.program, job.warm_up.shape, job.warm_up.label, self.settings, job.cache)
                 if note:
                     emit("warmed", note)
-            entry = judge_entry(job.program, _case(state, job.case), self.settings, job.cache)
+            try:
+                case = _case(state, job.case)
+            except Exception as exc:  # noqa: BLE001 - the judge could not make the input (its disk, say): no run's fault
+                emit("not_drawn", failure_text(exc))
+                return None
+            entry = judge_entry(job.program, case, self.settings, job.cache)
         except SandboxUnavailable as exc:
             emit("unjudgeable", str(exc))
             return None
@@ -122,16 +127,21 @@ class ClassCaseWork:
 
 
 def _case(state: dict[str, object], bench_input: BenchInput | PreparedCase) -> PreparedCase:
-    """The case: as the job brought it, or loaded once per worker while the jobs stay on it."""
+    """The case: as the job brought it, or loaded once per worker and round. A worker runs a row's jobs of a round
+    back to back, so it meets each case of the round once per row it takes: it keeps each label's latest case
+    (one round's cases at most), releasing a label's earlier one (an earlier round's) when a new one comes."""
     if isinstance(bench_input, PreparedCase):
         return bench_input
-    cached = state.get("case")
-    if not isinstance(cached, PreparedCase) or state.get("input") != bench_input:
-        if isinstance(cached, PreparedCase):
-            release(cached.input_path)
-        cached = state["case"] = prepare_case(bench_input)
-        state["input"] = bench_input
-    return cached
+    kept = state.setdefault("cases", {})
+    assert isinstance(kept, dict)
+    held = kept.get(bench_input.label)
+    if held is not None and held[0] == bench_input:
+        return held[1]
+    if held is not None:
+        release(held[1].input_path)
+    case = prepare_case(bench_input)
+    kept[bench_input.label] = (bench_input, case)
+    return case
 
 
 # -- in the parent ----------------------------------------------------------------------------------
@@ -139,10 +149,11 @@ OnEntry = Callable[[str, str, CaseEntry], None]
 
 
 def judge_jobs(pool: Executor, jobs: list[CaseJob], on_done: OnEntry, on_note: Callable[[str, str], None],
-               clock: ClassClock | None = None) -> None:
+               clock: ClassClock | None = None, on_not_drawn: Callable[[str, str], None] | None = None) -> None:
     """Run (submission, case) jobs; `on_done` hears each entry as it comes back, `on_note` a warm-up's note for
     its row (and `clock` each job's start and end). A job whose worker died or found no device is that entry's
-    JUDGE ERROR."""
+    JUDGE ERROR; so is one whose input the worker could not make, unless `on_not_drawn` (a rerun round's) hears
+    it: (submission, why)."""
     if clock is not None:
         clock.new_batch()
 
@@ -162,11 +173,16 @@ def judge_jobs(pool: Executor, jobs: list[CaseJob], on_done: OnEntry, on_note: C
             where = event.device.label if event.device else "its device"
             on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, failure_text(
                 RuntimeError(f"the worker on {where} died ({event.payload})"))))
+        elif event.what == "not_drawn":
+            if on_not_drawn is not None:
+                on_not_drawn(name, str(event.payload))
+            else:
+                on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, str(event.payload)))
         elif event.what == "not_run":
             on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, str(event.payload)))
             if clock is not None:
                 clock.job_dropped(bench_input.label)
-        if event.what in ("entry", "died") and clock is not None:
+        if event.what in ("entry", "died", "not_drawn") and clock is not None:
             clock.job_ended(event.job, bench_input.label)
 
     pool.run(jobs, hear)

@@ -15,7 +15,6 @@ import os
 import secrets
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -43,6 +42,7 @@ from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
 from attnbench.results.kernel_time import CUPTI_SOURCE
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+from attnbench.sandbox.owned_folders import make_owned, remove_stale
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
 from attnbench.results.judge_events import JudgeListener, SubmissionBuilt
 from attnbench.spread.devices import Device
@@ -115,12 +115,17 @@ def gpu_name(index: int | str | None = None) -> str:
     return "no GPU (the host's CPU)"
 
 
+CACHES_PREFIX = "attnbench-cuda-caches-"
+
+
 def cuda_caches(within: Path | None = None) -> Path:
     """A folder for the class's CUDA JIT caches, one per submission (see Sandbox.cuda_cache), in `within`
     (default: the temporary folder): the programs' user may pass through it, not list it, and each cache's
     name is keyed by a secret only the judge reads (`cache_of`), so no program finds another's. The caller
-    removes it."""
-    root = Path(tempfile.mkdtemp(prefix="attnbench-cuda-caches-", dir=within))
+    removes it; the next judge does, if this one is killed outright (up to 256 MiB a submission:
+    attnbench.sandbox.owned_folders)."""
+    remove_stale(CACHES_PREFIX, within)
+    root = make_owned(CACHES_PREFIX, within)
     os.chmod(root, 0o711)
     salt = os.open(root / ".key", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.write(salt, secrets.token_bytes(32))
@@ -173,6 +178,17 @@ def stopped(board: Scoreboard, exc: BaseException) -> None:
     is kept as judged so far, with every round's seeds, marked interrupted and saying why."""
     board.interrupted = True
     board.settings["stopped_by"] = failure_text(exc)
+
+
+def lose_round(board: Scoreboard, rows: Sequence[SubmissionRow], number: int, why: str) -> None:
+    """A rerun round whose inputs the judge could not make (its own disk full, say): no row's fault. Each row
+    it would have rerun keeps the runs it has and is ranked by them, with a note; the board says which round
+    was lost and why (the command then exits 3, as for any error of the judge's own), its seeds kept."""
+    board.settings.setdefault("lost_rounds", {})[f"rerun {number}"] = why
+    for row in rows:
+        row.reruns -= 1
+        add_note(row, f"rerun round {number} was not run (the judge could not make its inputs: {why}): "
+                      f"ranked by the runs before it")
 
 
 def add_note(row: SubmissionRow, note: str) -> None:

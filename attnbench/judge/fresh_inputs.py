@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import os
 import secrets
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -36,6 +35,7 @@ from attnbench.cases.inputs import (
     sha256_of_testcase,
 )
 from attnbench.cases.testcase import Shape, Testcase, write_testcase
+from attnbench.sandbox.owned_folders import make_owned, remove_stale
 from attnbench.sandbox.staging import remove_tree
 
 SEED_BITS = 128
@@ -97,14 +97,16 @@ def seeds_of(inputs: Sequence[BenchInput]) -> dict[str, str]:
     return {i.label: seed_text(i.seed) for i in inputs if isinstance(i, FreshInput)}
 
 
+FRESH_PREFIX = "attnbench-fresh-"
 _folder: list[Path] = []
 
 
 def private_folder() -> Path:
-    """This process's folder for fresh inputs, readable by the judge only; removed when the process ends."""
+    """This process's folder for fresh inputs, readable by the judge only; removed when the process ends, or by
+    the next judge if this one is killed (attnbench.sandbox.owned_folders)."""
     if not _folder:
-        _folder.append(Path(tempfile.mkdtemp(prefix="attnbench-fresh-")))
-        os.chmod(_folder[0], 0o700)
+        remove_stale(FRESH_PREFIX)  # a judge killed outright left its inputs behind
+        _folder.append(make_owned(FRESH_PREFIX))
         atexit.register(remove_tree, _folder[0])
     return _folder[0]
 

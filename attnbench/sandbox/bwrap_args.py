@@ -10,25 +10,33 @@ import shutil
 import stat
 import subprocess
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 BWRAP_ENV = "ATTNBENCH_BWRAP"
 
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# The host's passwd and group are not among these: they name its accounts (account_files writes the box's own)
-_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "localtime")
+# The /etc entries a program's loader and libc read; the host's passwd and group are not among them: they
+# name its accounts (account_files writes the box's own)
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "localtime")
 _GPU_NODES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri")
 
 
-def system_binds() -> list[str]:
+def system_folders() -> list[Path]:
+    """The system's folders bound into the box (those that are folders here, not links)."""
+    return [Path(f) for f in _SYSTEM if os.path.isdir(f) and not os.path.islink(f)]
+
+
+def system_binds(source: Callable[[str], str] = str) -> list[str]:
+    """The system's folders and the few /etc entries read-only, each bound from source(its path) (the
+    room's view of it: box_view)."""
     args: list[str] = []
     for folder in _SYSTEM:
         if os.path.islink(folder):
             args += ["--symlink", os.readlink(folder), folder]
         elif os.path.isdir(folder):
-            args += ["--ro-bind", folder, folder]
-    for name in _ETC:
-        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+            args += ["--ro-bind", source(folder), folder]
+    for name in ETC_FILES:
+        args += ["--ro-bind-try", source(f"/etc/{name}"), f"/etc/{name}"]
     return args
 
 

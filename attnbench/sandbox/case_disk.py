@@ -87,6 +87,19 @@ def uncap(folder: Path) -> None:
         pass
 
 
+def unmount_all_below(root: Path) -> None:
+    """Unmount, deepest first and lazily, every mount below root whatever it is (a killed judge's room: its
+    case tmpfs mounts and its view's overlays). Root only; nothing to do without mounts."""
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return
+    prefix = f"{root}/"
+    points = [words[1] for words in (line.split() for line in lines) if len(words) > 1 and words[1].startswith(prefix)]
+    for point in sorted(points, key=len, reverse=True):
+        uncap(Path(point))
+
+
 def uncap_all_below(root: Path) -> None:
     """Unmount every case tmpfs under root (folders whose run was never finished)."""
     try:

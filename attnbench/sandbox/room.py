@@ -11,6 +11,8 @@ With bubblewrap (`bwrap`, found through $ATTNBENCH_BWRAP or PATH) each case runs
 - users: when the judge is root, each run as a uid of its own (fallback_users.OWN_UIDS; nobody where bwrap
   cannot), since RLIMIT_NPROC does not bind root and counts every process of a shared uid;
 - a read-only `/` and `/dev`, a 64 MiB `/dev/shm` and a 256 MiB `/tmp`, made fresh for each run.
+- as root, nothing bound from the host's disk as it is (attnbench.sandbox.box_view): its mounts name no
+  folder of the judge's and `statvfs` shows no disk of the host's.
 
 Where bwrap is missing or cannot make namespaces (`--sandbox auto` for one program, one warning;
 `required` refuses; a class needs `--sandbox none` said outright), the fallback still copies the input
@@ -40,7 +42,7 @@ from pathlib import Path
 from typing import Sequence
 
 from attnbench.errors import AttnbenchError
-from attnbench.sandbox import case_disk, cgroups, inner_limits, oom_priority, syscall_filter
+from attnbench.sandbox import box_view, case_disk, cgroups, inner_limits, oom_priority, syscall_filter
 from attnbench.sandbox.bwrap_args import (
     BWRAP_ENV,  # noqa: F401 - the variable is part of the sandbox's interface
     account_files,
@@ -49,14 +51,17 @@ from attnbench.sandbox.bwrap_args import (
     gpu_binds,
     library_folders,
     system_binds,
+    system_folders,
 )
 from attnbench.sandbox.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
+from attnbench.sandbox.owned_folders import make_owned, release, remove_stale
 from attnbench.sandbox.jit_cache import CACHE_BYTES, CACHE_SLACK_BYTES, cache_copy, seal_cache, tree_bytes
 from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, ProgramError, run_process
 from attnbench.sandbox.reaper import descendants, kill_user, sweep
 from attnbench.sandbox.staging import PROGRAM_BYTES, remove_tree
 
 MODES = ("auto", "required", "none")
+ROOM_PREFIX = "attnbench-judge-"
 NOBODY = 65534
 INSIDE_CASE, INSIDE_PROGRAM, INSIDE_CACHE = "/judge/case", "/judge/program", "/judge/cuda-cache"
 TMP_BYTES = 256 << 20  # the private /tmp lives in memory; nvcc's JIT cache fits
@@ -195,6 +200,8 @@ class Sandbox:
     groups: cgroups.RunGroups | None = None  # with --memory-limit as root: a cgroup per run
     groups_reason: str = ""  # why there is none
     disk_capped: bool = False  # each case folder a size-capped tmpfs (case_disk), as root
+    view: box_view.BoxView | None = None  # as root in bwrap: what the box binds instead of the host's disk
+    view_reason: str = ""  # why there is none
     # With a uid of each run's own: the uids this room has run anything as (a probe, a run), never handed out
     # again; and the one whose every process its run's end already killed (finish need not kill it twice)
     spent_uids: set[int] = field(default_factory=set, init=False, repr=False)
@@ -207,7 +214,9 @@ class Sandbox:
         `cuda_cache`: a folder (in a folder the program's user may pass through) holding CUDA's JIT cache
         of this program, sealed and copied into each run unless `cache_writable` (the warm-up run, which
         writes it); by default an empty one."""
-        root = Path(tempfile.mkdtemp(prefix="attnbench-judge-"))
+        _remove_stale_rooms()
+        root = make_owned(ROOM_PREFIX)
+        sandbox = None
         try:
             os.chmod(root, 0o711)  # nobody may pass through to its case folder, not list the others
             (root / "program").mkdir(mode=0o755)
@@ -215,19 +224,44 @@ class Sandbox:
             sandbox = cls(Confinement("fallback"), root, copy, launched, settings, cuda_cache or root / "cuda-cache",
                           cache_writable)
             sandbox.disk_capped = case_disk.can_cap() and not launched
-            sandbox.confinement = sandbox._choose()
+            sandbox._make_view()
+            try:
+                sandbox.confinement = sandbox._choose()
+            except SandboxUnavailable:  # bwrap refused the view's overlays: its plain binds, said in the header
+                if sandbox.view is None:
+                    raise
+                sandbox.view.close()
+                sandbox.view, sandbox.view_reason = None, "bwrap could not bind its overlays here"
+                sandbox.confinement = sandbox._choose()
+            if not sandbox.confinement.sandboxed and sandbox.view is not None:
+                sandbox.view.close()
+                sandbox.view = None
             sandbox._make_cache()
             if not launched:  # memory, processes and cores of each run, where a cgroup v2 can be made
                 sandbox.groups, sandbox.groups_reason = cgroups.RunGroups.make()
             sandbox.confinement = replace(sandbox.confinement, limit_notes=tuple(sandbox.limit_notes()))
         except BaseException:
+            if sandbox is not None and sandbox.view is not None:
+                sandbox.view.close()
+            case_disk.uncap_all_below(root)
             shutil.rmtree(root, ignore_errors=True)
+            release(root)
             raise
         return sandbox
 
     @property
     def user(self) -> int | None:
         return self.confinement.user
+
+    def _make_view(self) -> None:
+        """As root, unless launched or told no sandbox: the room's view (box_view), so the box names no folder of
+        the judge's and no disk statistics of the host's."""
+        if self.launched or self.settings.mode == "none":
+            return
+        folders = [*system_folders(), *library_folders(self.settings.binds)]
+        if self.program is not None:
+            folders.append(self.program.parent)
+        self.view, self.view_reason = box_view.make(self.root, folders)
 
     def _make_cache(self) -> None:
         assert self.cuda_cache is not None
@@ -301,10 +335,14 @@ class Sandbox:
 
     def _probe_key(self, tool: str, user: int | None) -> tuple[object, ...]:
         """What the probe's answer depends on: bwrap, the kind of user (a run's own uid, nobody, the judge's), the
-        mounts besides the room's own folders, and where those folders are made."""
+        mounts besides the room's own folders, where those folders are made, and the room's view (which host
+        folders it binds through which of its overlays: a view bwrap refused must be probed again, not taken)."""
         kind = "own" if user in OWN_UIDS else user
+        view = None if self.view is None else tuple(sorted(  # a room's own folders by their place in it
+            (os.path.relpath(host, self.root) if Path(host).is_relative_to(self.root) else host,
+             os.path.relpath(shown, self.view.root)) for host, shown in self.view.sources.items()))
         return (tool, kind, os.geteuid(), self.launched, tuple(map(_identity, library_folders(self.settings.binds))),
-                tuple(gpu_binds()), str(self.root.parent), tuple(self.settings.env))
+                tuple(gpu_binds()), str(self.root.parent), tuple(self.settings.env), view)
 
     def _probe_now(self, tool: str, user: int | None) -> str:
         self.confinement = Confinement("bwrap", tool, user)
@@ -364,7 +402,7 @@ class Sandbox:
 
     def _write_accounts(self) -> None:
         """The box's own passwd and group for the run's user (bwrap_args.account_files), in the room's folder."""
-        folder = self.root / "accounts"
+        folder = self.view.accounts if self.view is not None else self.root / "accounts"
         folder.mkdir(mode=0o755, exist_ok=True)
         account_files(folder, os.geteuid() if self.user is None else self.user)
 
@@ -485,9 +523,18 @@ class Sandbox:
         if not syscall_filter.supported():
             notes.append("system calls: no filter here (another architecture, or a kernel without seccomp): "
                          "keyrings, io_uring and CPU affinity are open to programs")
+        if self.confinement.sandboxed and self.view is None and not self.launched:
+            notes.append(f"what the box shows: no view of its own ({self.view_reason}): /proc/self/mountinfo in the box "
+                         f"names the judge's temporary folders bound in (under {tempfile.gettempdir()}), and statvfs "
+                         "on /usr, the /etc files, /judge/program and /judge/case reports this machine's disk and "
+                         "its free space")
         if not self.disk_capped:
-            notes.append("disk: each file is capped (RLIMIT_FSIZE) and the in-memory /tmp and /dev/shm are "
-                         "capped, but not the total a run writes in its case folder (that needs root)")
+            scratch = ("the in-memory /tmp and /dev/shm in bytes (not in files)" if self.confinement.sandboxed else
+                       "/tmp, /var/tmp and /dev/shm are the machine's own, not capped")
+            notes.append(f"disk: no tmpfs of a run's own (that needs root, and no launcher): each file is capped "
+                         f"(RLIMIT_FSIZE), {scratch}, but not in total what a run writes in its case folder or in "
+                         "its copy of the CUDA cache, nor what the warm-up writes in its cache: all on the disk the "
+                         "judge writes to, bounded by the timeout")
         return notes
 
     def program_path(self) -> str:
@@ -501,9 +548,17 @@ class Sandbox:
         if not self.confinement.sandboxed:
             return list(argv)
         assert self.confinement.tool is not None
-        accounts = self.root / "accounts"
+        view = self.view
+        accounts = view.accounts if view is not None else self.root / "accounts"
+
+        def shown(host: str | Path) -> str:
+            """What the box binds for a host folder: the view's overlay or copy of it (named as the case folder's
+            relative path, like every room folder), else the folder itself."""
+            source = Path(host) if view is None else view.source(host)
+            return str(host) if source == Path(host) else self._source(source, case)
+
         args = [self.confinement.tool, "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
-                "--die-with-parent", "--new-session", *system_binds(),
+                "--die-with-parent", "--new-session", *system_binds(shown),
                 "--ro-bind", self._source(accounts / "passwd", case), "/etc/passwd",
                 "--ro-bind", self._source(accounts / "group", case), "/etc/group", "--ro-bind", "/sys", "/sys",
                 "--proc", "/proc", "--dev", "/dev", *gpu_binds()]
@@ -513,9 +568,10 @@ class Sandbox:
         else:
             args += ["--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
         for folder in library_folders(self.settings.binds):
-            args += ["--ro-bind", str(folder), str(folder)]
+            args += ["--ro-bind", shown(folder), str(folder)]
         if self.program is not None:
-            args += ["--ro-bind", self._source(self.program.parent, case), INSIDE_PROGRAM]
+            folder = self.program.parent if view is None else view.source(self.program.parent)
+            args += ["--ro-bind", self._source(folder, case), INSIDE_PROGRAM]
         args += ["--bind", self._source(case.folder, case), INSIDE_CASE, "--chdir", INSIDE_CASE]
         cache = case.cache or (self._warm_cache() if self.cache_writable else None)
         if cache is not None and cache.is_dir():
@@ -584,10 +640,25 @@ class Sandbox:
 
     def close(self) -> None:
         """Remove the root folder with everything left in it (unfinished case folders unmounted), the cgroup."""
+        if self.view is not None:
+            self.view.close()
+            self.view = None
         case_disk.uncap_all_below(self.root)
         _remove(self.root)
+        release(self.root)
         if self.groups is not None:
             self.groups.close()
+
+
+_swept: list[bool] = []
+
+
+def _remove_stale_rooms() -> None:
+    """Once per process: the rooms a judge (or a worker) killed outright left, with whatever is still mounted
+    in them (case tmpfs mounts hold their inputs and outputs in memory), removed (owned_folders)."""
+    if not _swept:
+        _swept.append(True)
+        remove_stale(ROOM_PREFIX, before=case_disk.unmount_all_below)
 
 
 def _program_copy(program: Path, folder: Path, cap: int) -> Path:

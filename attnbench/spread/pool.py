@@ -6,6 +6,10 @@ kill each other's) that opens its device once (`Work.open`) and runs the jobs it
 worker sends its events down a pipe of its own: a worker killed in the middle of a message can spoil
 only its own pipe, never hold a lock the other workers need.
 
+With `group` (a class's: by submission), a worker that takes a job takes every pending job of its group with it
+and runs them back to back, in the order given, before it takes another (a class warms a row up on the worker
+that runs the row's jobs, right before them).
+
 A worker that dies loses the job it was running (a "died" event; `retry` may give back the rest of
 it, which goes out again first); a new worker takes its place on the same device, up to
 MAX_RESTARTS. A worker whose device is lost (a kernel fault that ends its CUDA context) stops, and
@@ -20,7 +24,7 @@ import multiprocessing
 import signal
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing import connection
 from typing import Any, Callable, Sequence
 
@@ -63,6 +67,7 @@ class _Slot:
     outbox: Any = None  # the reading end of the worker's pipe; None once it is closed
     ready: bool = False
     job: int | None = None  # the job it runs now
+    queue: deque[int] = field(default_factory=deque)  # the rest of its group, to run after it
     restarts: int = 0
     retired: bool = False
 
@@ -71,8 +76,9 @@ class GpuPool:
     """An executor: the jobs of one `Work` on worker processes, one per device. Use it in a `with`."""
 
     def __init__(self, devices: list[Device], work: Work,
-                 retry: Callable[[int, Any], Any | None] = lambda i, job: None) -> None:
-        self.devices, self.work, self.retry = devices, work, retry
+                 retry: Callable[[int, Any], Any | None] = lambda i, job: None,
+                 group: Callable[[Any], Any] | None = None) -> None:
+        self.devices, self.work, self.retry, self.group = devices, work, retry, group
         self.context = multiprocessing.get_context("spawn")
         self.slots = {d.index: _Slot(d) for d in devices}
         self.unusable: list[str] = []
@@ -92,6 +98,8 @@ class GpuPool:
         """Every job, dealt in the order given; raises GpuUnavailable when no worker could open its device."""
         self.jobs, self.listener = list(jobs), listener
         self.pending = deque(range(len(self.jobs)))
+        for slot in self.slots.values():
+            slot.queue.clear()
         self._checked = time.monotonic()
         try:
             for slot in self.slots.values():
@@ -107,7 +115,7 @@ class GpuPool:
             raise GpuUnavailable("no worker could open its device: " + "; ".join(self.unusable))
 
     def _loop(self) -> None:
-        while self.pending or any(s.job is not None for s in self.slots.values()):
+        while self.pending or any(s.job is not None or s.queue for s in self.slots.values()):
             if all(s.retired for s in self.slots.values()):
                 why = "not run: no device is left (" + "; ".join(self.unusable) + ")"
                 while self.pending:
@@ -158,8 +166,16 @@ class GpuPool:
     def _dispatch(self, slot: _Slot) -> None:
         if slot.retired or not slot.ready:
             return
-        if slot.job is None and self.pending:
+        if slot.job is None and slot.queue:
+            slot.job = slot.queue.popleft()
+        elif slot.job is None and self.pending:
             slot.job = self.pending.popleft()
+            if self.group is not None:  # the rest of its group comes with it, in order
+                key = self.group(self.jobs[slot.job])
+                mine = [i for i in self.pending if self.group(self.jobs[i]) == key]
+                taken = set(mine)
+                self.pending = deque(i for i in self.pending if i not in taken)
+                slot.queue.extend(mine)
         if slot.job is not None:
             slot.inbox.put((slot.job, self.jobs[slot.job]))
 
@@ -214,6 +230,8 @@ class GpuPool:
 
     def _retire(self, slot: _Slot, message: str) -> None:
         slot.retired = True
+        self.pending.extendleft(reversed(slot.queue))  # the rest of its group goes to another device, first
+        slot.queue.clear()
         if slot.job is not None:
             self.listener(Progress("not_run", slot.job, slot.device, message))
             slot.job = None

@@ -21,7 +21,7 @@ from attnbench.judge import fresh_inputs
 from attnbench.results.judge_events import CaseJudged, RerunJudged, SubmissionBuilt
 from attnbench.spread import executor, slurm
 from attnbench.spread.devices import CPU_WORKERS_ENV
-from tests.judge.classes import CASES, ORDER, RANKS, can_build, class_sandbox, make_class, verdicts, wrapping
+from tests.judge.classes import CASES, EXAMPLE, ORDER, RANKS, can_build, class_sandbox, make_class, verdicts, wrapping
 
 COURSE_PROGRAM = Path(__file__).resolve().parents[2] / "examples" / "course_program" / "hw4.cu"
 
@@ -177,3 +177,110 @@ def test_a_class_of_cuda_programs_gets_the_same_verdicts_seeds_events_and_gpu_on
         assert heard(events) == heard(here_events), where
         assert {e.device for r in board.rows for e in r.entries.values()} == {here.rows[0].gpu}, where
         assert next(r for r in board.rows if r.name == "ada").reruns == 3, where
+
+
+def test_the_builds_a_judge_killed_outright_left_are_removed_by_the_next_class_never_an_unlocked_folder(
+        classroom, tmp_path, monkeypatch):
+    """SIGKILL runs no clean-up: a class's build folder (its programs) stays; the next class removes it, and
+    keeps a folder of the same prefix that holds no lock (attnbench did not make it so)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+
+    from attnbench.judge.class_flow import BUILDS_PREFIX
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("from attnbench.sandbox.owned_folders import make_owned; from attnbench.judge.class_flow import "
+            "BUILDS_PREFIX; folder = make_owned(BUILDS_PREFIX); (folder / 'hw4').write_text('built');"
+            "print(folder, flush=True); import os; os.kill(os.getpid(), 9)")
+    killed = subprocess.Popen([sys.executable, "-c", code], cwd=root, env={**os.environ, "TMPDIR": str(tmp_path)},
+                              stdout=subprocess.PIPE, text=True)
+    left = Path(killed.stdout.readline().strip())
+    assert killed.wait(timeout=60) == -signal.SIGKILL and (left / "hw4").is_file() and left.parent == tmp_path
+    unrelated = tmp_path / f"{BUILDS_PREFIX}someone"
+    unrelated.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    board = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=0, sandbox=class_sandbox())
+    assert [r.name for r in board.rows] == ORDER
+    assert not left.exists() and unrelated.is_dir()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(BUILDS_PREFIX)] == [unrelated.name]
+
+
+def _disk_full_in_round_3(monkeypatch) -> list:
+    """The judge's disk full from the fifth input it makes on: two cases first, two in round 2, round 3's find the
+    disk full, wherever the inputs are made (here, or by a worker, as a Slurm node does). Returns the inputs made."""
+    import errno
+
+    from attnbench.judge import class_flow, class_work
+
+    made: list = []
+    real = class_flow.prepare_case
+
+    def disk_full_in_round_3(bench_input, *args):
+        if bench_input not in made:
+            made.append(bench_input)
+        if made.index(bench_input) >= 4:
+            raise OSError(errno.ENOSPC, "No space left on device", "/tmp/attnbench-fresh-x/odd_17x48.in")
+        return real(bench_input, *args)
+
+    monkeypatch.setattr(class_flow, "prepare_case", disk_full_in_round_3)
+    monkeypatch.setattr(class_work, "prepare_case", disk_full_in_round_3)
+    return made
+
+
+def _two_rows(tmp_path: Path) -> Path:
+    folder = tmp_path / "class"
+    folder.mkdir()
+    shutil.copy(EXAMPLE, folder / "alice.c")
+    (folder / "bob.c").write_text(wrapping("", "usleep(300000);"))
+    return folder
+
+
+def _lost_round_3(board_settings: dict, rows: dict) -> None:
+    assert set(board_settings["seeds"]) == {"first", "rerun 2", "rerun 3"}
+    assert "No space left on device" in board_settings["lost_rounds"]["rerun 3"]
+    assert [rows["alice"]["rank"], rows["bob"]["rank"]] == [1, 2]  # ranked by the two runs each case had
+    for row in rows.values():
+        assert row["reruns"] == 2 and all(len(e["runs_s"]) == 2 and e["verdict"] == "PASS"
+                                          for e in row["entries"].values()), row
+        assert "rerun round 3 was not run" in row["build_message"]
+
+
+def test_a_rerun_round_whose_inputs_cannot_be_made_is_lost_not_the_class(tmp_path, monkeypatch):
+    """The judge's disk full while it makes round 3's inputs: that round is lost with a note, its rows keep the
+    runs before it and are ranked by them, the final scoreboard is saved with every round's seeds, exit 3."""
+    import json
+
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+    from tests.judge.classes import CLASS_MODE
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    _disk_full_in_round_3(monkeypatch)
+    results = tmp_path / "results"
+    result = CliRunner().invoke(main, ["judge", str(_two_rows(tmp_path)), "--cases", CASES, "--time-limits", "none",
+                                       "--sandbox", CLASS_MODE, "--results-dir", str(results), "--name", "lost"])
+    assert result.exit_code == 3, result.output
+    assert "error: rerun 3 was not run: " in result.output and "No space left on device" in result.output
+    saved = json.loads((results / "lost.json").read_text())
+    assert not saved["interrupted"] and "stopped_by" not in saved["settings"]
+    _lost_round_3(saved["settings"], {row["name"]: row for row in saved["rows"]})
+
+
+def test_over_slurm_a_rerun_round_a_node_cannot_make_inputs_for_is_lost_too(tmp_path, monkeypatch, slurm_here):
+    """The flow is shared: a node (a worker) that cannot make a rerun's input says so, and the round is lost for
+    its row as in process, never a failed case."""
+    import json
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    _disk_full_in_round_3(monkeypatch)
+    board = api_programs.judge_class([_two_rows(tmp_path)], CASES, time_limits="none", sandbox=class_sandbox(),
+                                     executor="slurm", slurm=slurm.SlurmOptions(folder=tmp_path / "jobs", poll_s=0.0))
+    saved = json.loads(board.to_json())
+    assert not saved["interrupted"] and "stopped_by" not in saved["settings"]
+    _lost_round_3(saved["settings"], {row["name"]: row for row in saved["rows"]})

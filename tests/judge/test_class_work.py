@@ -80,3 +80,110 @@ def test_ctrl_c_saves_what_was_judged_marked_interrupted_and_exits_130(classroom
     assert saved["interrupted"] is True
     assert sum(len(row["entries"]) for row in saved["rows"]) == 1  # the one entry judged before Ctrl-C
     assert not [p for p in multiprocessing.active_children() if p.name.startswith("attnbench-")]
+
+
+def test_an_input_a_worker_cannot_make_is_a_lost_rerun_not_a_failed_case(monkeypatch):
+    """The worker's disk full while it makes a rerun's fresh input: the worker says so ("not_drawn"), and in a
+    rerun round the parent hears it apart from the entries (the row keeps its runs: classroom.lose_round);
+    in the first round it is still that entry's JUDGE ERROR."""
+    import errno
+
+    from attnbench.cases.testcase import Shape
+    from attnbench.judge import class_work
+    from attnbench.judge.classroom import ClassSettings
+    from attnbench.judge.fresh_inputs import FreshInput
+    from attnbench.judge.time_limits import TimeLimits
+
+    def disk_full(bench_input):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(class_work, "prepare_case", disk_full)
+    fresh = FreshInput("odd_17x48", Shape(1, 17, 48), 7, "odd_17x48")
+    job = class_work.CaseJob("alice", Path("/nonexistent/hw4"), fresh, None)
+    said: list[tuple[str, object]] = []
+    class_work.ClassCaseWork(ClassSettings(TimeLimits("none"))).run(job, {}, lambda what, payload: said.append((what, payload)))
+    assert [w for w, _ in said] == ["started", "not_drawn"] and "No space left on device" in str(said[1][1])
+
+    class Replay:  # an executor that replays what the worker said
+        def run(self, jobs, listener):
+            for what, payload in said:
+                listener(Progress(what, 0, None, payload))
+
+    entries, lost = [], []
+    class_work.judge_jobs(Replay(), [job], lambda *entry: entries.append(entry), lambda *note: None,
+                          on_not_drawn=lambda name, why: lost.append((name, why)))
+    assert entries == [] and lost == [("alice", said[1][1])]
+    class_work.judge_jobs(Replay(), [job], lambda *entry: entries.append(entry), lambda *note: None)
+    assert [(n, label, e.verdict) for n, label, e in entries] == [("alice", "odd_17x48", JUDGE_ERROR)]
+
+
+def test_on_the_pool_every_run_first_or_rerun_comes_right_after_its_rows_warm_up_on_its_worker(tmp_path,
+                                                                                                two_cpu_workers):
+    """A spy reads, in the cache its warm-up wrote, how long ago that warm-up ran, and fails a run when it was
+    over 2 s ago. Warmed up once per row in the parent, it met its first runs after two slow rows' warm-ups
+    (1.5 s each); now a row's jobs of each round run back to back on the worker that takes them, right after
+    its warm-up there, as in process and over Slurm."""
+    import json
+
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+    from tests.judge.classes import CLASS_MODE, wrapping
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    programs = Path(__file__).resolve().parents[1] / "adversarial" / "programs"
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    spy = (programs / "rerun_spy.c").read_text()
+    (classroom / "aspy.c").write_text(wrapping(spy, "{ int rc = spy_on_reruns(2.0); if (rc) return rc; }"))
+    for name in ("zed1", "zed2"):  # honest and slow, warmed up after the spy
+        (classroom / f"{name}.c").write_text(wrapping("", "usleep(1500000);"))
+    results = tmp_path / "results"
+    outcome = CliRunner().invoke(main, ["judge", str(classroom), "--cases", CASES, "--time-limits", "none",
+                                        "--gpus", "all", "--rerun-top", "3", "--sandbox", CLASS_MODE,
+                                        "--results-dir", str(results), "--name", "spied"])
+    assert outcome.exit_code == 0, outcome.output
+    saved = json.loads((results / "spied.json").read_text())
+    rows = {row["name"]: row for row in saved["rows"]}
+    for label, spied in rows["aspy"]["entries"].items():
+        assert spied["verdict"] == "PASS", (label, spied["message"])
+        assert len(spied["runs_s"]) == 3  # no rerun told apart from a first run
+    assert rows["aspy"]["reruns"] == 3
+    assert "on the worker that runs its jobs of a round, right before them" in saved["settings"]["warm_up"]
+
+
+# -- on GPUs ----------------------------------------------------------------------------------------
+@pytest.mark.gpu
+def test_a_cuda_class_on_the_gpu_pool_passes_each_run_after_its_rows_warm_up_on_its_worker(gpu, tmp_path):
+    """The course's hw4.cu as two submissions on every GPU here, in the sandbox: each row's runs of a round (first
+    or rerun) back to back after its warm-up on the worker's GPU that runs them, every case passes three times;
+    the cost line is printed for a comparison with the judge before this scheme (every row warmed up in the
+    parent, the jobs case by case)."""
+    import json
+    import shutil
+
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+    from attnbench.sandbox.room import find_bwrap
+
+    if shutil.which("nvcc") is None or find_bwrap()[0] is None:
+        pytest.skip("needs nvcc and bwrap")
+    example = Path(__file__).resolve().parents[2] / "examples" / "course_program" / "hw4.cu"
+    classroom = tmp_path / "class"
+    for name in ("ann", "ben"):
+        (classroom / name).mkdir(parents=True)
+        shutil.copy(example, classroom / name / "hw4.cu")
+    results = tmp_path / "results"
+    outcome = CliRunner().invoke(main, ["judge", str(classroom), "--cases", "t01-t03", "--time-limits", "none",
+                                        "--gpus", "all", "--sandbox", "required", "--rerun-top", "2",
+                                        "--results-dir", str(results), "--name", "pool"])
+    assert outcome.exit_code == 0, outcome.output
+    print("\n".join(line for line in outcome.output.splitlines() if "judging took" in line))
+    saved = json.loads((results / "pool.json").read_text())
+    assert "on the worker that runs its jobs" in saved["settings"]["warm_up"]
+    for row in saved["rows"]:
+        assert row["reruns"] == 3 and "dropped" not in row["build_message"], row["build_message"]
+        for label, entry in row["entries"].items():
+            assert entry["verdict"] == "PASS" and len(entry["runs_s"]) == 3, (row["name"], label, entry["message"])

@@ -60,3 +60,23 @@ def test_a_fresh_inputs_reference_is_made_on_the_judging_gpu_where_there_is_one(
     fresh = draw(judging.cases_for("odd_17x48"))[0]
     case = judging.prepare_case(fresh)
     assert made == [fresh.shape] and case.reference.dtype == np.float32
+
+
+def test_a_judge_killed_outright_leaves_fresh_inputs_the_next_judge_removes(tmp_path):
+    """SIGKILL runs no exit handler: the folder stays, and the next process that draws inputs removes it."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = "from attnbench.judge.fresh_inputs import private_folder; print(private_folder(), flush=True)"
+    env = {**__import__("os").environ, "TMPDIR": str(tmp_path)}
+    killed = subprocess.Popen([sys.executable, "-c", code + "; import os; os.kill(os.getpid(), 9)"], cwd=root,
+                              env=env, stdout=subprocess.PIPE, text=True)
+    left = Path(killed.stdout.readline().strip())
+    assert killed.wait(timeout=60) == -signal.SIGKILL and left.is_dir() and left.parent == tmp_path
+    later = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+                           timeout=60, check=True)
+    assert not left.exists() and Path(later.stdout.strip()) != left
+    assert not Path(later.stdout.strip()).exists()  # removed at its own exit

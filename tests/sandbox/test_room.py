@@ -121,7 +121,12 @@ def test_the_sandbox_command_mounts_the_case_and_program_only(program, tmp_path,
         assert str(sandbox.root) not in " ".join(words)  # bwrap's command line (/proc/1/cmdline) names no judge folder
         assert words[-3:] == ["/judge/program/prog", "/judge/case/t01.in", "/judge/case/t01.out"]
         assert str(private_data_dir) not in " ".join(words) and str(Path.home()) not in words
-        assert ["--ro-bind", str(tmp_path), str(tmp_path)] == words[words.index(str(tmp_path)) - 1:][:3]
+        at = words.index(str(tmp_path))  # the bind's source where it is bound as it is, else its destination
+        bound = words[at - 1:at + 2] if sandbox.view is None else words[at - 2:at + 1]
+        if sandbox.view is None:
+            assert bound == ["--ro-bind", str(tmp_path), str(tmp_path)]
+        else:  # as root, through the view's overlay of it (box_view): named relatively, like the case
+            assert bound[0] == "--ro-bind" and bound[1].startswith("../view-") and bound[2] == str(tmp_path)
     finally:
         sandbox.close()
 
@@ -477,9 +482,11 @@ def test_as_root_the_warm_ups_cache_is_a_capped_tmpfs_and_sealed_into_the_cache(
         assert written <= sandboxing.WARM_CACHE_BYTES < 400000000  # its disk is the tmpfs, not the judge's
         why = sandbox.seal_warm_cache()
         assert "dropped" in why and list(cache.iterdir()) == []
-        assert not any(str(sandbox.root) in line for line in Path("/proc/self/mounts").read_text().splitlines())
+        warm = str(sandbox.root / "warm-cache")  # the room's view (box_view) stays mounted until close
+        assert not any(warm in line for line in Path("/proc/self/mounts").read_text().splitlines())
     finally:
         sandbox.close()
+    assert not any(str(sandbox.root) in line for line in Path("/proc/self/mounts").read_text().splitlines())
 
 
 def test_a_limit_nobody_asked_for_is_not_said_to_be_not_applied(program):
@@ -518,6 +525,55 @@ def test_a_rooms_probe_runs_once_per_process_for_the_same_mounts_and_again_for_o
     with pytest.raises(SandboxUnavailable, match="not with this run's mounts"):
         Sandbox.open(program, SandboxSettings("auto", binds=(extra,)))
     assert len(probes) >= 3
+
+
+@pytest.mark.parametrize("mode", ["required", "none"])
+def test_without_root_the_header_says_every_write_that_is_not_capped(program, monkeypatch, mode):
+    """Without a tmpfs of a run's own, the line names each place a run writes uncapped: its case folder, its
+    cache copy, the warm-up's cache, and /tmp (bwrap's caps bytes, not files; the fallback's is the machine's)."""
+    from attnbench.sandbox import case_disk
+
+    if mode == "required" and not HAS_BWRAP:
+        pytest.skip("no bwrap")
+    monkeypatch.setattr(case_disk, "can_cap", lambda: False)  # as without root
+    sandbox = Sandbox.open(program, SandboxSettings(mode))
+    try:
+        disk = [note for note in sandbox.limit_notes() if note.startswith("disk:")]
+    finally:
+        sandbox.close()
+    assert len(disk) == 1
+    for place in ("case folder", "copy of the CUDA cache", "warm-up writes in its cache", "the disk the judge writes to"):
+        assert place in disk[0], (place, disk[0])
+    assert ("in bytes (not in files)" if mode == "required" else "the machine's own, not capped") in disk[0]
+
+
+def test_a_room_whose_judge_was_killed_outright_is_removed_with_its_mounts_by_the_next(tmp_path):
+    """SIGKILL runs no clean-up: the room stays, and (as root) its case tmpfs, holding the input, stays mounted.
+    The next process that opens a room removes it, never a live process's room."""
+    import signal
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    opened = ("from attnbench.sandbox.room import Sandbox, SandboxSettings; import os, sys; "
+              "room = Sandbox.open(None, SandboxSettings('none')); case = room.prepare('c', None); "
+              "print(room.root, case.capped, flush=True); ")
+    killed = subprocess.Popen([sys.executable, "-c", opened + "os.kill(os.getpid(), 9)"], cwd=root, env=env,
+                              stdout=subprocess.PIPE, text=True)
+    left, capped = killed.stdout.readline().split()
+    assert killed.wait(timeout=60) == -signal.SIGKILL and Path(left).is_dir()
+    assert (capped == "True") == any(left in line for line in Path("/proc/self/mounts").read_text().splitlines())
+    closed = "room.finish(case); room.close()"
+    live = subprocess.Popen([sys.executable, "-c", opened + "sys.stdin.read(); " + closed], cwd=root, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        kept = live.stdout.readline().split()[0]
+        subprocess.run([sys.executable, "-c", opened + closed], cwd=root, env=env, check=True, capture_output=True, timeout=60)
+        assert not Path(left).exists() and Path(kept).is_dir()
+        assert not any(left in line for line in Path("/proc/self/mounts").read_text().splitlines())
+    finally:
+        live.communicate("", timeout=60)
+    assert not any(str(tmp_path) in line for line in Path("/proc/self/mounts").read_text().splitlines())
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root gives each run a uid of its own")

@@ -94,3 +94,33 @@ def test_an_exception_from_the_listener_stops_every_worker():
     with pytest.raises(KeyboardInterrupt):
         pool.run([("n", n) for n in range(6)], stop)
     assert all(slot.process is None for slot in pool.slots.values())
+
+
+def test_with_a_group_a_worker_runs_every_job_of_the_group_back_to_back_in_order():
+    """A class's row: the worker that takes its first job takes the rest and runs them before any other job."""
+    jobs = [("n", group, n) for n, group in enumerate("abcabcabca")]
+    events: list[Progress] = []
+    with GpuPool([Device(0, True), Device(1, True)], ToyWork(), group=lambda job: job[1]) as pool:
+        pool.run(jobs, events.append)
+    assert squares(events) == {n: n * n for n in range(len(jobs))}
+    ran: dict[int, list[int]] = {}  # device -> its jobs, in the order they ended
+    for event in events:
+        if event.what == "done":
+            ran.setdefault(event.device.index, []).append(event.job)
+    for group in "abc":
+        mine = [i for i, job in enumerate(jobs) if job[1] == group]
+        where = [device for device, done in ran.items() if set(mine) & set(done)]
+        assert len(where) == 1, (group, ran)  # one worker ran the whole group
+        done = ran[where[0]]
+        start = done.index(mine[0])
+        assert done[start:start + len(mine)] == mine, (group, done)  # back to back, in order
+
+
+def test_a_group_whose_device_is_lost_goes_on_on_another_device():
+    jobs = [("n", "a", 0), ("lose", "a", 1), ("n", "a", 2), ("n", "a", 3), ("n", "b", 4)]
+    events: list[Progress] = []
+    with GpuPool([Device(0, True), Device(1, True)], ToyWork(), group=lambda job: job[1]) as pool:
+        pool.run(jobs, events.append)
+    assert squares(events) == {0: 0, 2: 4, 3: 9, 4: 16}
+    lost = next(e.device.index for e in events if e.what == "device_lost")
+    assert {e.device.index for e in events if e.what == "square" and e.job in (2, 3)} == {1 - lost}

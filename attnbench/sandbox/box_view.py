@@ -1,0 +1,108 @@
+"""What the box sees of the host's disk: as root, nothing.
+
+A folder bound into the box from the host's disk tells a program two things through plain system calls:
+its mount's root in `/proc/self/mountinfo` is its path on that disk (the judge's temporary folders), and
+`statvfs` on it is that disk's size and free space. As root the judge therefore binds nothing from the
+host's disk directly. Each room gets a small tmpfs of its own (the view) holding
+- the box's /etc files (copies of the few the system's loader needs, and the generated accounts), and
+- for each host folder bound in (the system's /usr and the like, library folders, the program's folder) a
+  read-only overlay whose top layer is an empty folder of the view: the overlay shows the host folder's
+  files unchanged (nothing is copied: the program stays one linked copy), its `statvfs` is the view's
+  tmpfs (the kernel's overlay reports its top layer), and its mount names its layers by the relative
+  paths it was given (`lowerdir=blank:/usr`, `lowerdir=blank:../program`), never the judge's folders.
+
+Bubblewrap 0.8 has no option for this (0.10's --ro-overlay reports its top layer, the host's disk) and
+mounting needs root, so without root (or where overlays cannot be mounted) the binds are plain and the
+run's header says what the box shows (Sandbox.limit_notes).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from attnbench.sandbox import case_disk
+from attnbench.sandbox.bwrap_args import ETC_FILES
+
+VIEW_BYTES = 8 << 20  # the /etc copies (ld.so.cache is the largest, well under 1 MiB) and the accounts
+_OVERLAY_UNSAFE = frozenset(":,\\\n")  # overlay's option syntax: such a folder is bound as it is
+
+
+@dataclass
+class BoxView:
+    """One room's view: a tmpfs with the box's /etc and an overlay per host folder (`sources`)."""
+
+    root: Path
+    sources: dict[str, Path] = field(default_factory=dict)  # host folder -> its overlay in the view
+
+    @property
+    def etc(self) -> Path:
+        return self.root / "etc"
+
+    @property
+    def accounts(self) -> Path:
+        return self.root / "accounts"
+
+    def source(self, host: str | Path) -> Path:
+        """What the box binds for this host folder or /etc entry: its overlay or its copy, else itself."""
+        if str(host) in self.sources:
+            return self.sources[str(host)]
+        name = os.path.relpath(host, "/etc")
+        if name in ETC_FILES and os.path.lexists(self.etc / name):
+            return self.etc / name
+        return Path(host)
+
+    def close(self) -> None:
+        """Unmount the overlays (whatever is mounted in the view), then its tmpfs (umount2: no program started;
+        lazily where busy)."""
+        case_disk.unmount_all_below(self.root)
+        case_disk.uncap(self.root)
+
+
+def make(room: Path, folders: Sequence[Path]) -> tuple[BoxView | None, str]:
+    """A view in the room folder over `folders` (absolute host folders, or folders of the room), or None and
+    why not. Root only: a tmpfs and overlays are mounted."""
+    if not case_disk.can_cap():
+        return None, "mounting needs root"
+    view = BoxView(Path(tempfile.mkdtemp(prefix="view-", dir=room)))
+    if not case_disk.cap(view.root, VIEW_BYTES):
+        view.root.rmdir()
+        return None, "a tmpfs could not be mounted"
+    try:
+        os.chmod(view.root, 0o755)
+        (view.root / "blank").mkdir(mode=0o755)
+        view.accounts.mkdir(mode=0o755)
+        for number, folder in enumerate([*folders, *_copy_etc(view.etc)]):
+            if _OVERLAY_UNSAFE & set(str(folder)):
+                continue
+            overlay = view.root / f"layer-{number}"
+            overlay.mkdir(mode=0o755)
+            lower = os.path.relpath(folder, view.root) if folder.is_relative_to(room) else str(folder)
+            done = subprocess.run(["mount", "-t", "overlay", "overlay", "-o", f"ro,lowerdir=blank:{lower}",
+                                   overlay.name], cwd=view.root, capture_output=True, timeout=30)
+            if done.returncode != 0:
+                raise OSError(done.stderr.decode(errors="replace").strip() or "overlay refused")
+            view.sources[str(folder)] = overlay
+    except (OSError, subprocess.SubprocessError) as exc:
+        view.close()
+        return None, f"an overlay could not be mounted ({exc})"
+    return view, ""
+
+
+def _copy_etc(etc: Path) -> list[Path]:
+    """The few /etc files a program's loader and libc read, copied (links kept as links); returns the /etc
+    folders among them, for overlays (copying /etc/alternatives' 390 links took 50 ms a room)."""
+    etc.mkdir(mode=0o755)
+    folders = []
+    for name in ETC_FILES:
+        host = Path("/etc") / name
+        if host.is_dir() and not host.is_symlink():
+            folders.append(host)
+        elif host.is_symlink() or host.is_file():
+            shutil.copy2(host, etc / name, follow_symlinks=False)
+    return folders

@@ -1,0 +1,123 @@
+"""attnbench.sandbox.box_view: as root, a program in the box reads nothing of the host's disk: its mounts name
+none of the judge's folders, and statvfs on every folder bound in reports the box's own tmpfs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from attnbench.sandbox import case_disk
+from attnbench.sandbox.process import run_process
+from attnbench.sandbox.room import Sandbox, SandboxSettings, find_bwrap
+
+# Writes into the file argv[1] its mounts, then "statvfs PATH BLOCKS FREE" for each path after it
+PROBE = r"""
+#include <stdio.h>
+#include <sys/statvfs.h>
+int main(int argc, char **argv) {
+    char line[4096];
+    FILE *out = fopen(argv[1], "w"), *mounts = fopen("/proc/self/mountinfo", "r");
+    if (!out) return 2;
+    while (mounts && fgets(line, sizeof line, mounts)) fputs(line, out);
+    for (int i = 2; i < argc; i++) {
+        struct statvfs s;
+        if (statvfs(argv[i], &s) == 0) fprintf(out, "statvfs %s %llu %llu\n", argv[i],
+            (unsigned long long)s.f_blocks, (unsigned long long)s.f_bfree);
+    }
+    return fclose(out) != 0;
+}
+"""
+SEEN = ("/usr", "/etc/passwd", "/etc/ld.so.cache", "/judge/program", "/judge/program/probe", "/judge/case", "/tmp")
+
+
+def _probe(tmp_path: Path) -> Path:
+    if shutil.which("cc") is None:
+        pytest.skip("no cc")
+    (tmp_path / "probe.c").write_text(PROBE)
+    subprocess.run(["cc", "-O1", "-o", str(tmp_path / "probe"), str(tmp_path / "probe.c")], check=True)
+    return tmp_path / "probe"
+
+
+def _in_box(sandbox: Sandbox) -> str:
+    case = sandbox.prepare("c", None)
+    try:
+        outcome = run_process(sandbox.command([sandbox.program_path(), f"{case.output_arg}", *SEEN], case),
+                              case.folder, 30, user=sandbox.user, env=sandbox.case_env(case))
+        assert outcome.returncode == 0, outcome.stderr_tail
+        return case.output.read_text()
+    finally:
+        sandbox.finish(case)
+
+
+@pytest.mark.skipif(find_bwrap()[0] is None, reason="no bwrap")
+def test_as_root_the_box_names_no_folder_of_the_judges_and_no_statistics_of_the_hosts_disk(tmp_path):
+    if not case_disk.can_cap():
+        pytest.skip("mounting needs root (without it the run's header says what the box shows)")
+    sandbox = Sandbox.open(_probe(tmp_path), SandboxSettings("required"))
+    try:
+        assert sandbox.view is not None, sandbox.view_reason
+        assert not [n for n in sandbox.confinement.limit_notes if n.startswith("what the box shows")]
+        shown = _in_box(sandbox)
+    finally:
+        sandbox.close()
+    disks = {(s.f_blocks, s.f_bfree) for s in (os.statvfs(p) for p in ("/", "/usr", tempfile.gettempdir(), tmp_path))}
+    seen = {words[1]: (int(words[2]), int(words[3])) for words in
+            (line.split() for line in shown.splitlines() if line.startswith("statvfs "))}
+    assert set(seen) == set(SEEN), shown
+    for path, (blocks, free) in seen.items():  # the free count moves: compare the size, and the free nearby
+        assert not any(blocks == b and abs(free - f) < 1 << 16 for b, f in disks), f"{path} shows the host's disk"
+    mounts = "\n".join(line for line in shown.splitlines() if not line.startswith("statvfs "))
+    assert "/judge/program" in mounts and str(sandbox.root) not in mounts
+    assert tempfile.gettempdir() + "/" not in mounts and str(tmp_path) not in mounts
+    assert not any(line.split()[3] == "/" and line.split()[4] == "/usr" and " ext" in line
+                   for line in mounts.splitlines()), "/usr is bound from the host's disk as it is"
+    assert not [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(sandbox.root) in line]
+
+
+def test_without_a_view_the_header_says_what_the_box_shows(tmp_path, monkeypatch):
+    from attnbench.sandbox import box_view
+
+    if find_bwrap()[0] is None:
+        pytest.skip("no bwrap")
+    monkeypatch.setattr(box_view, "make", lambda room, folders: (None, "mounting needs root"))
+    sandbox = Sandbox.open(_probe(tmp_path), SandboxSettings("required"))
+    try:
+        notes = [n for n in sandbox.confinement.limit_notes if n.startswith("what the box shows")]
+        assert len(notes) == 1 and "mounting needs root" in notes[0] and "free space" in notes[0]
+        assert "/judge/program" in _in_box(sandbox)  # the runs still run, binding the host's folders
+    finally:
+        sandbox.close()
+
+
+def test_a_view_bwrap_cannot_bind_falls_back_to_plain_binds_and_says_so(tmp_path, monkeypatch):
+    """Overlays bwrap refuses (some kernel or container, say) cost the view, never the sandbox, even after a room
+    whose view worked: the probe asked once per process (room._probe_key) is asked again for another view."""
+    from attnbench.sandbox import box_view
+
+    if find_bwrap()[0] is None or not case_disk.can_cap():
+        pytest.skip("needs bwrap and root")
+    program = _probe(tmp_path)
+    Sandbox.open(program, SandboxSettings("required")).close()  # its view's probe passed, and is kept
+    real = box_view.make
+
+    def unbindable(room, folders):  # a view whose overlay of /usr is no folder at all: bwrap cannot bind it
+        view, why = real(room, folders)
+        if view is not None:
+            view.sources["/usr"] = view.root / "missing"
+        return view, why
+
+    monkeypatch.setattr(box_view, "make", unbindable)
+    sandbox = Sandbox.open(program, SandboxSettings("required"))
+    try:
+        assert sandbox.confinement.sandboxed and sandbox.view is None
+        notes = [n for n in sandbox.confinement.limit_notes if n.startswith("what the box shows")]
+        assert len(notes) == 1 and "bwrap could not bind its overlays here" in notes[0]
+        assert "/judge/program" in _in_box(sandbox)
+    finally:
+        sandbox.close()
+    assert not [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(sandbox.root) in line]

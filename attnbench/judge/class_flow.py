@@ -25,14 +25,15 @@ from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
 from attnbench.judge.class_builds import build_all, build_workers
 from attnbench.judge.class_executors import Carrier, carrier_for
 from attnbench.judge.class_progress import ClassClock, expected_round
-from attnbench.judge.class_work import CaseJob, affinity, device_of, judge_jobs
+from attnbench.judge.class_work import CaseJob, affinity, device_of, diagnose_jobs, judge_jobs
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,
     ClassRequest,
     ClassSettings,
-    add_note,
+    WarmedUp,
     add_run,
+    add_warm_up,
     cache_of,
     confinement,
     cuda_caches,
@@ -40,6 +41,7 @@ from attnbench.judge.classroom import (
     record_seeds,
     row_of,
     stopped,
+    to_diagnose,
     warm_up_entry,
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
@@ -83,9 +85,13 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
             add_run(rows[name], label, entry)
             listener(RerunJudged(name, label, entry))
 
-    def noted(name: str, note: str) -> None:
-        if note not in rows[name].build_message:
-            add_note(rows[name], note)
+    def warmed(name: str, warm_up: WarmedUp) -> None:
+        add_warm_up(rows[name], warm_up)
+
+    def diagnosed(name: str, label: str, note: str) -> None:
+        entry = rows[name].entries[label]
+        entry.message = f"{entry.message}; {note}"
+        saved()
 
     def jobs(names: Sequence[str], cases: Sequence[BenchInput | PreparedCase], number: int) -> list[CaseJob]:
         """The round's jobs: row by row, each row's first job warming it up, where the carrier runs a row's jobs
@@ -125,7 +131,10 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
             clock.begin("first runs", len(first_jobs), f"{counted(len(programs), 'submission')} x "
                         f"{counted(len(cases), 'case')}")
             with phase("runs"):  # the runs, with their inputs and checks: what this process waits for
-                judge_jobs(executor, first_jobs, judged, noted, clock)
+                judge_jobs(executor, first_jobs, judged, warmed, clock)
+                if settings.diagnose:  # once per submission, decided here: a worker would diagnose it again
+                    diagnose_jobs(executor, _diagnosis_jobs([rows[name] for name in programs], programs, cases),
+                                  diagnosed)
             top = top_rows(rank(board), settings.rerun_top)
             rounds = carrier.drawn("reruns", lambda: settings.rerun_rounds(request.inputs)) if top else []
             clock.instead(expected * (RERUN_RUNS - 1 - len(rounds)), [])
@@ -140,7 +149,7 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                 clock.instead(expected, [job.case.label for job in again])
                 clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again), f"the top {len(top)} submissions")
                 with phase("runs"):
-                    judge_jobs(executor, again, rerun, noted, clock)
+                    judge_jobs(executor, again, rerun, warmed, clock)
     except KeyboardInterrupt:
         board.interrupted = True
     except Exception as exc:  # noqa: BLE001 - the judge's own failure (its disk, say): the board, seeds and all, is kept
@@ -186,6 +195,14 @@ def _warm_up(rows: Sequence[SubmissionRow], programs: dict[str, Path], inputs: S
     if not inputs:
         return
     for row in rows:
-        note = warm_up_entry(programs[row.name], inputs[0].shape, inputs[0].label, settings, cache_of(caches, row.name))
-        if note and note not in row.build_message:
-            add_note(row, note)
+        add_warm_up(row, warm_up_entry(programs[row.name], inputs[0].shape, inputs[0].label, settings,
+                                       cache_of(caches, row.name)))
+
+
+def _diagnosis_jobs(rows: Sequence[SubmissionRow], programs: dict[str, Path],
+                    cases: Sequence[BenchInput | PreparedCase]) -> list[CaseJob]:
+    """--diagnose's jobs after the first runs: each row's first failed case that a memory or launch error
+    explains (classroom.to_diagnose), on the input it failed on."""
+    by_label = {case.label: case for case in cases}
+    chosen = [(row.name, to_diagnose(row, list(by_label))) for row in rows]
+    return [CaseJob(name, programs[name], by_label[label], None, diagnose=True) for name, label in chosen if label]

@@ -6,6 +6,7 @@ import stat
 import pytest
 
 from attnbench.judge.diagnose import first_error
+from tests.judge.test_class_flow import slurm_here  # noqa: F401 - a fixture: the Slurm path without a cluster
 
 # As compute-sanitizer 2025 prints a misaligned float4 store into a padded shared-memory row (a real
 # submission's bug), and a launch for an architecture the binary was not built for.
@@ -116,8 +117,8 @@ def test_only_a_submissions_first_failed_case_is_diagnosed_under_the_cases_own_n
     assert "Invalid read of" in diagnosed[0].message and "diagnose" not in diagnosed[0].message.split("Invalid")[1]
 
 
-@pytest.mark.parametrize("where", ["in-process", "pool"])
-def test_a_class_diagnoses_each_failing_submission_once_whatever_runs_its_jobs(tmp_path, monkeypatch, where):
+@pytest.mark.parametrize("where", ["in-process", "pool", "slurm"])
+def test_a_class_diagnoses_each_failing_submission_once_whatever_runs_its_jobs(tmp_path, monkeypatch, where, request):
     """Red team: pool workers are processes of their own, and each diagnosed a submission's "first" failed case:
     with W workers a submission was diagnosed up to W times (each up to 600 s). The class flow decides, once per
     submission: its first failed case, diagnosed on the input it failed on."""
@@ -138,6 +139,11 @@ def test_a_class_diagnoses_each_failing_submission_once_whatever_runs_its_jobs(t
     if where == "pool":
         monkeypatch.setenv(CPU_WORKERS_ENV, "2")
         options = {"gpus": "all"}
+    elif where == "slurm":  # each Slurm job's call made here (tests.judge.test_class_flow.slurm_here)
+        from attnbench.spread import slurm
+
+        request.getfixturevalue("slurm_here")
+        options = {"executor": "slurm", "slurm": slurm.SlurmOptions(folder=tmp_path / "jobs", poll_s=0.0)}
     cases = ["odd_17x48", "odd_100x32", "odd_33x64"]
     board = api_programs.judge_class([str(tmp_path / "class")], ",".join(cases), time_limits="none", rerun_top=0,
                                      sandbox=replace(class_sandbox(), binds=(fake,)), diagnose=True, **options)

@@ -155,7 +155,7 @@ def _judged(request: ClassRequest, listener: JudgeListener | None, checkpoint: C
     killed, not the judge."""
     with oom_priority.judge_last() as lowered, timing() as clock:
         board = judge_class_flow(request, listener or hears_nothing, checkpoint, progress, carrier)
-        board.cost = clock.cost(sum(sum(entry.runs_s) for row in board.rows for entry in row.entries.values()))
+        board.cost = clock.cost(sum(row.program_s for row in board.rows))
     board.settings["oom_killer"] = (
         f"programs {oom_priority.PROGRAM_ADJ}, the judge {lowered}" if lowered is not None else
         f"programs {oom_priority.PROGRAM_ADJ}; the judge's own could not be lowered ({oom_priority.why_not_lowered()})")

@@ -23,14 +23,15 @@ from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
 from attnbench.judge.class_builds import build_all, build_workers
 from attnbench.judge.class_executors import Carrier, carrier_for
 from attnbench.judge.class_progress import ClassClock, expected_round
-from attnbench.judge.class_work import CaseJob, affinity, device_of, judge_jobs
+from attnbench.judge.class_work import CaseJob, affinity, device_of, diagnose_jobs, judge_jobs
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,
     ClassRequest,
     ClassSettings,
-    add_note,
+    WarmedUp,
     add_run,
+    add_warm_up,
     cache_of,
     confinement,
     cuda_caches,
@@ -40,6 +41,7 @@ from attnbench.judge.classroom import (
     record_seeds,
     row_of,
     stopped,
+    to_diagnose,
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
@@ -91,9 +93,13 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
             add_run(rows[name], label, entry)
             listener(RerunJudged(name, label, entry))
 
-    def noted(name: str, note: str) -> None:
-        if note not in rows[name].build_message:
-            add_note(rows[name], note)
+    def warmed(name: str, warm_up: WarmedUp) -> None:
+        add_warm_up(rows[name], warm_up)
+
+    def diagnosed(name: str, label: str, note: str) -> None:
+        entry = rows[name].entries[label]
+        entry.message = f"{entry.message}; {note}"
+        saved()
 
     def jobs(names: Sequence[str], cases: Sequence[BenchInput | PreparedCase], number: int) -> list[CaseJob]:
         """The round's jobs, row by row, each row's first job warming it up on the worker that runs the row."""
@@ -128,7 +134,10 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
             clock.begin("first runs", len(first_jobs), f"{counted(len(programs), 'submission')} x "
                         f"{counted(len(cases), 'case')}")
             with phase("runs"):  # the runs, with their inputs and checks: what this process waits for
-                judge_jobs(executor, first_jobs, judged, noted, clock)
+                judge_jobs(executor, first_jobs, judged, warmed, clock)
+                if settings.diagnose:  # once per submission, decided here: a worker would diagnose it again
+                    diagnose_jobs(executor, _diagnosis_jobs([rows[name] for name in programs], programs, cases),
+                                  diagnosed)
             top = top_rows(rank(board), settings.rerun_top)
             rounds = carrier.drawn("reruns", lambda: settings.rerun_rounds(request.inputs)) if top else []
             clock.instead(expected * (RERUN_RUNS - 1 - len(rounds)), [])
@@ -150,7 +159,7 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                 clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again), f"the top {len(top)} submissions")
                 not_drawn: dict[str, str] = {}  # the rows whose inputs a worker could not make, and why
                 with phase("runs"):
-                    judge_jobs(executor, again, rerun, noted, clock, lambda name, why: not_drawn.setdefault(name, why))
+                    judge_jobs(executor, again, rerun, warmed, clock, lambda name, why: not_drawn.setdefault(name, why))
                 for name, why in not_drawn.items():  # those rows keep the runs before this round
                     lose_round(board, [rows[name]], number, why)
     except KeyboardInterrupt:
@@ -191,3 +200,11 @@ def _ready(bench_input: BenchInput, here: bool, settings: ClassSettings, progres
         clock.step()
     return job_case
 
+
+def _diagnosis_jobs(rows: Sequence[SubmissionRow], programs: dict[str, Path],
+                    cases: Sequence[BenchInput | PreparedCase]) -> list[CaseJob]:
+    """--diagnose's jobs after the first runs: each row's first failed case that a memory or launch error
+    explains (classroom.to_diagnose), on the input it failed on."""
+    by_label = {case.label: case for case in cases}
+    chosen = [(row.name, to_diagnose(row, list(by_label))) for row in rows]
+    return [CaseJob(name, programs[name], by_label[label], None, diagnose=True) for name, label in chosen if label]

@@ -20,6 +20,8 @@ from attnbench.cases.inputs import BenchInput
 from attnbench.judge.class_progress import ClassClock
 from attnbench.judge.classroom import (
     ClassSettings,
+    WarmedUp,
+    diagnosed,
     failure_text,
     gpu_name,
     judge_entry,
@@ -28,6 +30,7 @@ from attnbench.judge.classroom import (
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
 from attnbench.judge.case_verdict import JUDGE_ERROR
+from attnbench.printable import printable
 from attnbench.results.scoreboard import CaseEntry, SubmissionRow
 from attnbench.sandbox.room import SandboxUnavailable
 from attnbench.spread.devices import STAND_IN_NAME, Device, cuda_visible
@@ -68,13 +71,15 @@ class CaseJob:
     """One submission's run of one case. `case`: the input, which the worker prepares, or a case prepared already
     by the process that runs the job (an executor that runs jobs here). `warm_up`: the input whose shape the
     submission is warmed up on right before this run (its round's first job where a row's jobs run back to back
-    on one worker), or None."""
+    on one worker), or None. `diagnose`: the job runs the case under compute-sanitizer instead of judging it
+    (--diagnose, once per submission: the class flow decides which)."""
 
     submission: str
     program: Path
     case: BenchInput | PreparedCase
     cache: Path | None
     warm_up: BenchInput | None = None
+    diagnose: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,10 +111,12 @@ class ClassCaseWork:
     def run(self, job: CaseJob, state: dict[str, object], emit: Emit) -> None:
         emit("started", None)  # so that a worker that dies is known to have died on this case
         try:
+            if job.diagnose:
+                emit("diagnosed", diagnosed(job.program, _case(state, job.case), self.settings))
+                return None
             if job.warm_up is not None and job.cache is not None:  # right before the row's runs, on this worker
-                note = warm_up_entry(job.program, job.warm_up.shape, job.warm_up.label, self.settings, job.cache)
-                if note:
-                    emit("warmed", note)
+                emit("warmed", warm_up_entry(job.program, job.warm_up.shape, job.warm_up.label, self.settings,
+                                             job.cache))
             try:
                 case = _case(state, job.case)
             except Exception as exc:  # noqa: BLE001 - the judge could not make the input (its disk, say): no run's fault
@@ -120,6 +127,9 @@ class ClassCaseWork:
             emit("unjudgeable", str(exc))
             return None
         except Exception as exc:  # noqa: BLE001 - one bad case is that entry's error, never the class's end
+            if job.diagnose:
+                emit("diagnosed", f"--diagnose could not run: {failure_text(exc)}")
+                return None
             entry = CaseEntry(JUDGE_ERROR, failure_text(exc))
         entry.device = str(state["device"])
         emit("entry", entry)
@@ -148,9 +158,9 @@ def _case(state: dict[str, object], bench_input: BenchInput | PreparedCase) -> P
 OnEntry = Callable[[str, str, CaseEntry], None]
 
 
-def judge_jobs(pool: Executor, jobs: list[CaseJob], on_done: OnEntry, on_note: Callable[[str, str], None],
+def judge_jobs(pool: Executor, jobs: list[CaseJob], on_done: OnEntry, on_warm_up: Callable[[str, WarmedUp], None],
                clock: ClassClock | None = None, on_not_drawn: Callable[[str, str], None] | None = None) -> None:
-    """Run (submission, case) jobs; `on_done` hears each entry as it comes back, `on_note` a warm-up's note for
+    """Run (submission, case) jobs; `on_done` hears each entry as it comes back, `on_warm_up` a warm-up run for
     its row (and `clock` each job's start and end). A job whose worker died or found no device is that entry's
     JUDGE ERROR; so is one whose input the worker could not make, unless `on_not_drawn` (a rerun round's) hears
     it: (submission, why)."""
@@ -162,7 +172,7 @@ def judge_jobs(pool: Executor, jobs: list[CaseJob], on_done: OnEntry, on_note: C
             return
         name, bench_input = jobs[event.job].submission, jobs[event.job].case
         if event.what == "warmed":
-            on_note(name, event.payload)
+            on_warm_up(name, event.payload)
         elif event.what == "started" and clock is not None:
             clock.job_started(event.job)
         elif event.what == "entry":
@@ -184,6 +194,24 @@ def judge_jobs(pool: Executor, jobs: list[CaseJob], on_done: OnEntry, on_note: C
                 clock.job_dropped(bench_input.label)
         if event.what in ("entry", "died", "not_drawn") and clock is not None:
             clock.job_ended(event.job, bench_input.label)
+
+    pool.run(jobs, hear)
+
+
+def diagnose_jobs(pool: Executor, jobs: list[CaseJob], on_diagnosis: OnEntry) -> None:
+    """Run --diagnose jobs (`CaseJob.diagnose`); `on_diagnosis` hears each one's note for its row's case: the
+    tool's word, or why it did not run."""
+
+    def hear(event: Progress) -> None:
+        if event.job is None:
+            return
+        job = jobs[event.job]
+        if event.what == "diagnosed":
+            on_diagnosis(job.submission, job.case.label, event.payload)
+        elif event.what == "unjudgeable":
+            raise SandboxUnavailable(event.payload)
+        elif event.what in ("died", "not_run"):
+            on_diagnosis(job.submission, job.case.label, f"--diagnose could not run: {printable(str(event.payload))}")
 
     pool.run(jobs, hear)
 

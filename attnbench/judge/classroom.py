@@ -23,7 +23,6 @@ from attnbench.analysis.ranking import RANKING_RULE, RERUN_MARGIN
 from attnbench.cases.inputs import BenchInput
 from attnbench.cases.testcase import Shape
 from attnbench.judge.course_judge import (
-    JudgedCase,
     PreparedCase,
     Program,
     TimeLimits,
@@ -32,7 +31,7 @@ from attnbench.judge.course_judge import (
     timeout_for,
     warm_up,
 )
-from attnbench.judge.diagnose import DIAGNOSED, FIRST_FAILURES, diagnosis
+from attnbench.judge.diagnose import DIAGNOSED, diagnosis
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.case_verdict import JUDGE_ERROR
@@ -42,8 +41,10 @@ from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
 from attnbench.results.kernel_time import CUPTI_SOURCE
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+from attnbench.sandbox.outcome import CRASH, RESOURCE, TIMEOUT
 from attnbench.sandbox.owned_folders import make_owned, remove_stale
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
+from attnbench.sandbox.staging import remove_tree
 from attnbench.results.judge_events import JudgeListener, SubmissionBuilt
 from attnbench.spread.devices import Device
 from attnbench.spread.executor import IN_PROCESS, ExecutorKind
@@ -51,6 +52,7 @@ from attnbench.spread.slurm import SlurmOptions
 
 RERUN_TOP = 3  # how many submissions of each GPU kind are rerun before ranks are final
 RERUN_RUNS = 3  # each of their passed cases runs this many times in all; the median counts
+FORFEITS_WARM_UPS = (TIMEOUT, CRASH, RESOURCE)  # a warm-up that ended so is said on its row and not run again
 
 
 @dataclass(frozen=True)
@@ -139,29 +141,48 @@ def cache_of(caches: Path, name: str) -> Path:
     return caches / hmac.new(key, os.fsencode(name), "sha256").hexdigest()[:32]
 
 
-def warm_up_entry(program: Path, shape: Shape, label: str, settings: ClassSettings, cuda_cache: Path) -> str:
+@dataclass(frozen=True)
+class WarmedUp:
+    """A row's warm-up as its row records it: a note ('' unless its cache was dropped or the warm-up forfeited)
+    and how long the program ran (the programs' time in the judge's cost, results.judge_cost)."""
+
+    note: str = ""
+    program_s: float = 0.0
+
+
+def warm_up_entry(program: Path, shape: Shape, label: str, settings: ClassSettings, cuda_cache: Path) -> WarmedUp:
     """The submission's warm-up run (course_judge.warm_up) on a throwaway input of this shape: untimed,
-    unjudged, the only run whose CUDA cache is writable; never the class's end. Returns a note for its row
-    ('' unless its cache was dropped).
+    unjudged, the only run whose CUDA cache is writable; never the class's end.
 
     A submission whose earlier warm-up sealed an empty cache (nothing for CUDA to compile: a program built for
     this GPU, a C program; or a cache dropped) is not warmed up again for a rerun round: its runs, first and
     rerun alike, all start from the same empty cache, which tells none of them how long ago it was sealed, and
-    the warm-up cost a whole run of the program per round."""
+    the warm-up cost a whole run of the program per round.
+
+    A warm-up that timed out, crashed or hit a limit forfeits the row's warm-ups: its cache is emptied (its runs
+    start cold, which harms only itself) and the row's note says so, so a program that hangs in its warm-up
+    costs the judge one warm-up's timeout per class, not one per round. That timeout stays the judged run's
+    (twice the case's limit): the warm-up is where an honest PTX build compiles its kernels, slower than a run."""
     if _sealed_empty(cuda_cache):
-        return ""
+        return WarmedUp()
     limit = settings.limits.limit_for(label)
     try:
         with phase("runs"):  # its room's opening and closing are the run's cost too, not the rest
             sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache, cache_writable=True)
             try:
-                return warm_up(Program(program), shape, sandbox, timeout_for(limit, settings.timeout_s))
+                warmed = warm_up(Program(program), shape, sandbox, timeout_for(limit, settings.timeout_s))
             finally:
                 sandbox.close()
     except SandboxUnavailable:
         raise
     except Exception:  # noqa: BLE001 - a warm-up that fails leaves the cache empty: the judged runs still run
-        return ""
+        return WarmedUp()
+    if warmed.ending in FORFEITS_WARM_UPS:
+        remove_tree(cuda_cache)
+        os.mkdir(cuda_cache, 0o755)  # sealed empty: no later round warms it up again
+        return WarmedUp(f"its warm-up ended {warmed.ending} after {warmed.wall_s:.1f} s: not warmed up again, its "
+                        "runs start with an empty CUDA cache", warmed.wall_s)
+    return WarmedUp(warmed.dropped, warmed.wall_s)
 
 
 def _sealed_empty(cuda_cache: Path) -> bool:
@@ -197,6 +218,13 @@ def add_note(row: SubmissionRow, note: str) -> None:
         row.build_message = "; ".join(part for part in (row.build_message, note) if part)
 
 
+def add_warm_up(row: SubmissionRow, warmed: WarmedUp) -> None:
+    """A warm-up's time added to its row's, its note to the row's notes (once)."""
+    row.warm_ups_s += warmed.program_s
+    if warmed.note not in row.build_message:
+        add_note(row, warmed.note)
+
+
 def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda_cache: Path | None = None) -> CaseEntry:
     """One run of a submission's program on one case, in a sandbox of its own (a fresh copy of the
     program and of the input; nothing of another submission is there but, given, its own JIT cache).
@@ -217,21 +245,20 @@ def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda
     except Exception as exc:  # noqa: BLE001 - one case's failure is its row's, never the class's
         return CaseEntry(JUDGE_ERROR, failure_text(exc))
     runs = [judged.wall_s] if judged.passed and judged.wall_s is not None else []
-    message = "" if judged.passed else judged.message
-    if settings.diagnose and judged.verdict in DIAGNOSED and FIRST_FAILURES.first(program):
-        message = f"{message}; {diagnosed(program, case, judged, settings.sandbox)}"
-    entry = CaseEntry(judged.verdict, message, runs)
+    entry = CaseEntry(judged.verdict, "" if judged.passed else judged.message, runs, program_s=judged.wall_s or 0.0)
     if judged.kernels is not None:
         entry.kernel_note = judged.kernels.why
         entry.kernel_runs_s = [judged.kernels.time.busy_s] if judged.kernels.time is not None else []
     return entry
 
 
-def diagnosed(program: Path, case: PreparedCase, judged: JudgedCase, settings: SandboxSettings) -> str:
-    """compute-sanitizer's word on a failed case (attnbench.judge.diagnose); its own failure is a note."""
+def diagnosed(program: Path, case: PreparedCase, settings: ClassSettings) -> str:
+    """compute-sanitizer's word on a failed case (attnbench.judge.diagnose), with the case's judged timeout; its
+    own failure is a note. The class flow asks for it once per submission (`to_diagnose`), whatever runs it."""
+    limit = settings.limits.limit_for(case.label)
     try:
-        return diagnosis(program, Program(program).spec(case.label, case.input_path, case.shape, judged.timeout_s),
-                         settings)
+        return diagnosis(program, Program(program).spec(case.label, case.input_path, case.shape,
+                                                        timeout_for(limit, settings.timeout_s)), settings.sandbox)
     except SandboxUnavailable:
         raise
     except Exception as exc:  # noqa: BLE001 - a diagnosis that fails never costs the row its verdict
@@ -263,11 +290,22 @@ def row_of(built: Built, device: str | None, listener: JudgeListener) -> Submiss
                          device if built.ok else None, reruns=1)
 
 
+def to_diagnose(row: SubmissionRow, labels: Sequence[str]) -> str | None:
+    """The one case of the row --diagnose runs again: its first failed one (in `labels`' order) whose verdict
+    a memory or launch error explains, or None. Decided once per submission by the class flow, never by the
+    workers (each of which would diagnose a submission again)."""
+    return next((label for label in labels if label in row.entries and row.entries[label].verdict in DIAGNOSED),
+                None)
+
+
 def add_run(row: SubmissionRow, label: str, again: CaseEntry) -> bool:
-    """Add a rerun of a passed case to the row; a failed rerun makes the case fail. True while it passes."""
+    """Add a rerun of a passed case to the row; a failed rerun makes the case fail (its earlier runs' program
+    time kept). True while it passes."""
     if not again.passed:
+        again.program_s += row.entries[label].program_s
         row.entries[label] = again
         return False
+    row.entries[label].program_s += again.program_s
     row.entries[label].runs_s.extend(again.runs_s)
     row.entries[label].kernel_runs_s.extend(again.kernel_runs_s)
     return True

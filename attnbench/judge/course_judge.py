@@ -68,6 +68,7 @@ from attnbench.results.run_settings import RunSettings
 from attnbench.results.stats import KernelStats
 from attnbench.results.verification import VerifyReport
 from attnbench.sandbox import ProgramSpec, run_program
+from attnbench.sandbox.program_run import WarmUp
 from attnbench.sandbox.program_run import warm_up as warm_up_room
 from attnbench.sandbox.process import ProgramError, check_program
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings
@@ -248,9 +249,9 @@ def record_case_kernels(program: Program, case: PreparedCase, timeout_s: float, 
     return record_kernels(program.path, spec, sandbox.settings, sandbox.cuda_cache)
 
 
-def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) -> str:
+def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) -> WarmUp:
     """The program's untimed, unjudged warm-up run in its sandbox (attnbench.sandbox.warm_up): it fills CUDA's
-    JIT cache, which is then sealed and copied into every judged run. Returns why its cache was dropped, or ''."""
+    JIT cache, which is then sealed and copied into every judged run. Returns how it went (`WarmUp`)."""
     with phase("runs"):
         return warm_up_room(sandbox, program.spec("warmup", Path("warmup.in"), shape, timeout_s))
 

@@ -12,7 +12,6 @@ never a verdict.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from dataclasses import replace
@@ -27,22 +26,6 @@ SANITIZER = "compute-sanitizer"
 DIAGNOSED = ("WRONG", "NaN", "CRASH", "NO OUTPUT", "WRONG SIZE")  # the verdicts a memory or launch error explains
 
 
-class FirstFailures:
-    """The programs diagnosed already in this process: each submission's first failed case only."""
-
-    def __init__(self) -> None:
-        self._seen: set[str] = set()
-
-    def first(self, program: Path) -> bool:
-        """True the first time a program is asked for (by its resolved path), False after."""
-        key = os.path.realpath(program)
-        if key in self._seen:
-            return False
-        self._seen.add(key)
-        return True
-
-
-FIRST_FAILURES = FirstFailures()
 SLOWDOWN = 20.0  # the run's timeout: this many times the case's, within the bounds below
 TIMEOUT_BOUNDS_S = (60.0, 600.0)
 _PREFIX = re.compile(r"^=+ ?")

@@ -1,5 +1,5 @@
 """What judging cost beside the programs' own runs: the judge's wall time cut into phases, and its ratio to the
-sum of the programs' judged runs (the floor: a judge that cost nothing else would be 1.0x)."""
+sum of every run of the programs the judge made (the floor: a judge that cost nothing else would be 1.0x)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ from typing import Any
 
 PHASES = ("builds", "inputs and references", "runs", "checks")  # and REST, whatever none of them covers
 REST = "the rest"
+PROGRAM_RUNS = "first runs, reruns and warm-ups, passed or not"  # what the programs' runs count
 
 
 @dataclass(frozen=True)
 class JudgeCost:
     """The judge's wall time, the seconds of each phase (REST included: they add up to the wall time), and the
-    sum of the programs' judged runs (first runs and reruns; warm-ups are the judge's cost, under "runs")."""
+    sum of every run of the programs the judge made (PROGRAM_RUNS): a slow program's time, failed or not, is its
+    own, never the judge's. Kernel recordings and --diagnose runs (under a tool's collector) are the judge's."""
 
     wall_s: float
     phases_s: dict[str, float] = field(default_factory=dict)

@@ -21,7 +21,9 @@ from attnbench.results.judge_cost import JudgeCost
 # Format history: 1, the first (rows, entries with every run's time, ranks with ties, GPU groups); entries' kernel
 # times (kernel_runs_s, kernel_note) are optional fields of 1, absent from older boards; each row's "grade" (the
 # course's, derived from its entries: written, never read back) was added without a new version; "phases" (the
-# judge's cost, attnbench.results.judge_cost) added later, optional: older boards read without it.
+# judge's cost, attnbench.results.judge_cost) added later, optional: older boards read without it; entries'
+# "program_s" and rows' "warm_ups_s" (every run of the program the judge made, for that cost) added later still,
+# optional: an older board's entry reads its passed runs as its program time, its row no warm-up.
 SCOREBOARD_VERSION = 1
 PASS = "PASS"
 
@@ -38,6 +40,9 @@ class CaseEntry:
     # (--kernel-time); the program could forge it (attnbench.results.kernel_time). Why none, when none was recorded.
     kernel_runs_s: list[float] = field(default_factory=list)
     kernel_note: str = ""
+    # Every run of the program this entry took, passed or not (the first, then any reruns): the programs' own
+    # time in the judge's cost (attnbench.results.judge_cost), which a failed run must not book to the judge.
+    program_s: float = 0.0
 
     @property
     def passed(self) -> bool:
@@ -68,6 +73,7 @@ class SubmissionRow:
     tied: bool = False  # shares its rank with another row (times within the noise)
     reruns: int = 0  # how many times each case was run in all (1, or 3 for the top rows)
     gpu_note: str = ""  # where its cases ran on several GPU kinds: which, and that `gpu` (the most) ranks it
+    warm_ups_s: float = 0.0  # its warm-up runs' time, every round's (the programs' time in the judge's cost)
 
     @property
     def passed(self) -> int:
@@ -77,6 +83,11 @@ class SubmissionRow:
     def total_s(self) -> float:
         """The total time of the cases it passed."""
         return sum(entry.time_s or 0.0 for entry in self.entries.values() if entry.passed)
+
+    @property
+    def program_s(self) -> float:
+        """Every run of its program the judge made: its cases' runs, passed or not, and its warm-ups."""
+        return sum(entry.program_s for entry in self.entries.values()) + self.warm_ups_s
 
     @property
     def kernel_total_s(self) -> float | None:
@@ -130,11 +141,12 @@ class Scoreboard:
         rows = []
         for raw in data["rows"]:
             entries = {case: CaseEntry(e["verdict"], e.get("message", ""), list(e.get("runs_s", [])), e.get("device"),
-                                       list(e.get("kernel_runs_s", [])), e.get("kernel_note", ""))
+                                       list(e.get("kernel_runs_s", [])), e.get("kernel_note", ""),
+                                       float(e.get("program_s", sum(e.get("runs_s", [])))))
                        for case, e in raw["entries"].items()}
             rows.append(SubmissionRow(raw["name"], raw["source"], raw["built"], raw.get("build_message", ""),
                                       raw.get("gpu"), entries, raw.get("rank"), raw.get("tied", False),
-                                      raw.get("reruns", 0), raw.get("gpu_note", "")))
+                                      raw.get("reruns", 0), raw.get("gpu_note", ""), float(raw.get("warm_ups_s", 0.0))))
         cost = JudgeCost.from_dict(data["phases"]) if data.get("phases") else None
         return cls(list(data["cases"]), rows, dict(data.get("metadata", {})), dict(data.get("settings", {})),
                    bool(data.get("interrupted", False)), cost=cost)

@@ -58,19 +58,31 @@ def run_program(room: Sandbox, spec: ProgramSpec) -> ProgramOutcome:
         room.finish(case)
 
 
-def warm_up(room: Sandbox, spec: ProgramSpec) -> str:
+@dataclass(frozen=True)
+class WarmUp:
+    """How a warm-up went: why its cache was dropped ('' when kept), the room's ending of its run (TIMEOUT,
+    CRASH, ...; None when it exited normally or never started) and how long the program ran."""
+
+    dropped: str = ""
+    ending: str | None = None
+    wall_s: float = 0.0
+
+
+def warm_up(room: Sandbox, spec: ProgramSpec) -> WarmUp:
     """One run of the room's program on a throwaway input of `spec`'s shape (fresh random values, so no case's
     answer can be kept), neither timed nor judged: it fills CUDA's JIT cache (a room opened with
     `cache_writable`), which is then sealed; from then on each run of the room gets a copy of its own. Whatever
-    the run does or fails to do is no verdict. Returns why the cache was dropped (jit_cache.seal_cache), or ''."""
+    the run does or fails to do is no verdict: it is reported (`WarmUp`) for the caller to weigh."""
+    outcome = None
     with tempfile.TemporaryDirectory(prefix="attnbench-warmup-") as folder:
         throwaway = Path(folder) / "warmup.in"
         write_testcase(throwaway, throwaway_testcase(spec.shape))
         try:
-            run_program(room, replace(spec, label="warmup", input_path=throwaway))
+            outcome = run_program(room, replace(spec, label="warmup", input_path=throwaway))
         except ProgramError:
             pass  # a program that cannot start says so in its first real run
-    return room.seal_warm_cache()
+    dropped = room.seal_warm_cache()
+    return WarmUp(dropped, outcome.ending, outcome.wall_s) if outcome is not None else WarmUp(dropped)
 
 
 def throwaway_testcase(shape: Shape) -> Testcase:

@@ -16,6 +16,8 @@ from attnbench.judge import classroom as classroom_module
 from attnbench.judge.course_judge import CRASH, WRONG_ANSWER
 from attnbench.judge.time_limits import load_time_limits
 from attnbench.results.judge_events import SubmissionBuilt
+from attnbench.results.scoreboard import CaseEntry, SubmissionRow
+from attnbench.sandbox.program_run import WarmUp
 from tests.judge.classes import CASES, CLASS_MODE, ORDER, RANKS, can_build, class_sandbox, make_class
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -128,7 +130,8 @@ def test_the_command_line_judges_a_class_prints_and_saves_its_scoreboard(classro
                                   "--rerun-top", "1", "--sandbox", CLASS_MODE, "--results-dir", str(tmp_path), "--html"])
     assert result.exit_code == 0, result.output
     assert "scoreboard: 5 submissions, 2 cases" in result.output and "ranks: ranked within each GPU kind" in result.output
-    assert re.search(r"judging took \d+\.\d\dx the programs' runs: [\d.]+ s for [\d.]+ s of runs \(builds", result.output)
+    assert re.search(r"judging took \d+\.\d\dx the programs' runs: [\d.]+ s for [\d.]+ s of runs "
+                     r"\(first runs, reruns and warm-ups, passed or not; builds", result.output)
     # saved row by row, then whole: a file the atomic writer replaced is unlinked by a thread joined at exit
     saved = sorted(p.suffix for p in tmp_path.iterdir() if not p.name.startswith("."))
     assert saved == [".csv", ".html", ".json", ".md"]
@@ -313,14 +316,15 @@ def test_a_submission_whose_warm_up_sealed_an_empty_cache_is_not_warmed_up_again
         warmed.append(sandbox.cache.name)
         if sandbox.cache.name == "writes":
             (sandbox.cache / "stamp").write_text("sealed")
-        return ""
+        return WarmUp()
 
     monkeypatch.setattr(classroom_module, "Sandbox", Room)
     monkeypatch.setattr(classroom_module, "warm_up", warm)
     settings = classroom_module.ClassSettings(load_time_limits("none"))
     for _ in range(3):  # the first round and two reruns
         for name in ("empty", "writes"):
-            assert classroom_module.warm_up_entry(tmp_path / "hw4", Shape(1, 4, 8), "t01", settings, tmp_path / name) == ""
+            assert classroom_module.warm_up_entry(tmp_path / "hw4", Shape(1, 4, 8), "t01", settings,
+                                                  tmp_path / name) == classroom_module.WarmedUp()
     assert warmed == ["empty", "writes", "writes", "writes"]
 
 
@@ -355,6 +359,8 @@ def test_a_ptx_program_is_warmed_up_every_round_and_one_built_for_this_gpu_once(
     for name in ("ptx", "native"):
         assert all(entry.passed and len(entry.runs_s) == 3 for entry in rows[name].entries.values()), rows[name]
     assert sorted(warmed) == ["native", "ptx", "ptx", "ptx"], warmed
+
+
 def test_the_cuda_caches_a_judge_killed_outright_left_are_removed_by_the_next(tmp_path):
     import os
     import signal
@@ -383,3 +389,73 @@ def test_a_lost_rerun_round_keeps_the_rows_runs_with_a_note_and_says_so_on_the_b
     lose_round(board, [row], 3, "OSError: [Errno 28] No space left on device")
     assert board.settings["lost_rounds"] == {"rerun 3": "OSError: [Errno 28] No space left on device"}
     assert row.entries["t01"].runs_s == [1.0, 1.2] and row.reruns == 2 and "rerun round 3 was not run" in row.build_message
+
+
+HANGS_IN_WARM_UP = """#include <stdio.h>
+#include <string.h>
+static void hang_in_warm_up(int argc, char **argv) {
+    if (argc > 1 && strstr(argv[1], "warmup")) {  /* the warm-up's input is warmup.in */
+        const char *cache = getenv("CUDA_CACHE_PATH");
+        if (cache) {  /* a cache that is not empty: warmed up again every round */
+            char path[4096];
+            snprintf(path, sizeof path, "%s/keep", cache);
+            FILE *kept = fopen(path, "w");
+            if (kept) { fputs("x", kept); fclose(kept); }
+        }
+        for (;;) pause();
+    }
+}"""
+
+
+def test_a_row_whose_warm_up_hangs_costs_one_timeout_a_class_says_so_and_the_honest_row_is_judged_as_before(
+        tmp_path, monkeypatch):
+    """Red team (issue 48): a program that hangs only in its untimed warm-up, leaving a file in its CUDA cache so
+    that every rerun round warms it up again, cost the judge a whole timeout per round, and no row said which.
+    Its warm-up's timeout forfeits its warm-ups (its runs start cold): one timeout a class, said on its row."""
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    from tests.judge.classes import EXAMPLE, wrapping
+
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "hang.c").write_text(wrapping(HANGS_IN_WARM_UP, "hang_in_warm_up(argc, argv);"))
+    (tmp_path / "class" / "honest.c").write_text(EXAMPLE.read_text())
+    warm_ups: list[tuple[str, str | None]] = []
+    real = classroom_module.warm_up
+
+    def counted(program, shape, sandbox, timeout):
+        warmed = real(program, shape, sandbox, timeout)
+        built = program.path.parent.parent.name  # <class>/<name>.c-<hash>/program/hw4
+        warm_ups.append((built.rsplit("-", 1)[0].removesuffix(".c"), warmed.ending))
+        return warmed
+
+    monkeypatch.setattr(classroom_module, "warm_up", counted)
+    board = api_programs.judge_class([str(tmp_path / "class")], "odd_17x48", time_limits="none", timeout=2.0,
+                                     rerun_top=2, sandbox=class_sandbox())
+    rows = {row.name: row for row in board.rows}
+    assert all(row.reruns == 3 and row.entries["odd_17x48"].passed for row in rows.values()), rows  # 3 rounds
+    assert [ending for name, ending in warm_ups if name == "hang"] == ["TIMEOUT"]  # one warm-up, not three
+    assert [ending for name, ending in warm_ups if name == "honest"] == [None]  # an empty cache: warmed up once
+    assert "its warm-up ended TIMEOUT" in rows["hang"].build_message and "not warmed up again" in \
+        rows["hang"].build_message
+    assert "warm-up" not in rows["honest"].build_message and rows["hang"].warm_ups_s >= 2.0  # its hang: its time
+    assert rows["honest"].rank is not None and rows["hang"].entries["odd_17x48"].program_s > 0
+
+
+def test_a_failed_rerun_keeps_the_earlier_runs_program_time():
+    """Red team (issue 49): a failed rerun replaced the case's entry, and its earlier runs left the programs' time
+    in the judge's cost."""
+    row = SubmissionRow("bob", "bob.c", True, entries={"t01": CaseEntry("PASS", "", [0.5], program_s=0.5)})
+    assert classroom_module.add_run(row, "t01", CaseEntry("PASS", "", [0.25], program_s=0.25))
+    assert not classroom_module.add_run(row, "t01", CaseEntry("WRONG", "wrong", [], program_s=3.0))
+    assert row.entries["t01"].verdict == "WRONG" and row.entries["t01"].program_s == 3.75
+    row.warm_ups_s = 1.0
+    assert row.program_s == 4.75
+
+
+def test_diagnose_picks_a_rows_first_failed_case_that_a_memory_error_explains():
+    row = SubmissionRow("carol", "carol.c", True, entries={
+        "t01": CaseEntry("PASS", runs_s=[0.1]), "t02": CaseEntry("TIMEOUT"), "t03": CaseEntry("WRONG"),
+        "t04": CaseEntry("CRASH")})
+    assert classroom_module.to_diagnose(row, ["t01", "t02", "t03", "t04"]) == "t03"
+    assert classroom_module.to_diagnose(row, ["t04", "t03"]) == "t04"
+    assert classroom_module.to_diagnose(row, ["t01", "t02"]) is None

@@ -3,7 +3,10 @@
 import os
 import stat
 
+import pytest
+
 from attnbench.judge.diagnose import first_error
+from tests.judge.test_class_flow import slurm_here  # noqa: F401 - a fixture: the Slurm path without a cluster
 
 # As compute-sanitizer 2025 prints a misaligned float4 store into a padded shared-memory row (a real
 # submission's bug), and a launch for an architecture the binary was not built for.
@@ -112,3 +115,41 @@ def test_only_a_submissions_first_failed_case_is_diagnosed_under_the_cases_own_n
     diagnosed = [j for j in judgement.judged if "compute-sanitizer" in j.message]
     assert [j.verdict for j in judgement.judged] == ["WRONG", "WRONG"] and len(diagnosed) == 1
     assert "Invalid read of" in diagnosed[0].message and "diagnose" not in diagnosed[0].message.split("Invalid")[1]
+
+
+@pytest.mark.parametrize("where", ["in-process", "pool", "slurm"])
+def test_a_class_diagnoses_each_failing_submission_once_whatever_runs_its_jobs(tmp_path, monkeypatch, where, request):
+    """Red team: pool workers are processes of their own, and each diagnosed a submission's "first" failed case:
+    with W workers a submission was diagnosed up to W times (each up to 600 s). The class flow decides, once per
+    submission: its first failed case, diagnosed on the input it failed on."""
+    from dataclasses import replace
+
+    from attnbench.api import programs as api_programs
+    from attnbench.spread.devices import CPU_WORKERS_ENV
+    from tests.judge.classes import EXAMPLE, can_build, class_sandbox, wrapping
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    fake = _fake_sanitizer(tmp_path / "tools")
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "honest.c").write_text(EXAMPLE.read_text())
+    (tmp_path / "class" / "wrong.c").write_text(wrapping("#define OFF_BY_ONE"))
+    options: dict = {}
+    if where == "pool":
+        monkeypatch.setenv(CPU_WORKERS_ENV, "2")
+        options = {"gpus": "all"}
+    elif where == "slurm":  # each Slurm job's call made here (tests.judge.test_class_flow.slurm_here)
+        from attnbench.spread import slurm
+
+        request.getfixturevalue("slurm_here")
+        options = {"executor": "slurm", "slurm": slurm.SlurmOptions(folder=tmp_path / "jobs", poll_s=0.0)}
+    cases = ["odd_17x48", "odd_100x32", "odd_33x64"]
+    board = api_programs.judge_class([str(tmp_path / "class")], ",".join(cases), time_limits="none", rerun_top=0,
+                                     sandbox=replace(class_sandbox(), binds=(fake,)), diagnose=True, **options)
+    rows = {row.name: row for row in board.rows}
+    assert [rows["wrong"].entries[case].verdict for case in cases] == ["WRONG"] * 3
+    diagnosed = [case for case in cases if "compute-sanitizer" in rows["wrong"].entries[case].message]
+    assert diagnosed == ["odd_17x48"], {case: e.message for case, e in rows["wrong"].entries.items()}
+    assert rows["wrong"].entries["odd_17x48"].message.endswith("Invalid __shared__ write of size 16 bytes at hw4.cu:93")
+    assert all(entry.passed and entry.message == "" for entry in rows["honest"].entries.values())

@@ -13,6 +13,7 @@ from attnbench.judge import phases
 from attnbench.output.tables.scoreboard_table import cost_line
 from attnbench.results.judge_cost import PHASES, REST
 from attnbench.results.scoreboard import Scoreboard
+from attnbench.sandbox.program_run import WarmUp
 from tests.fakes import FakeClock
 from tests.judge.classes import EXAMPLE, class_sandbox, wrapping
 
@@ -56,9 +57,11 @@ def test_a_class_saves_its_phases_which_add_up_to_its_wall_time_and_prints_its_r
     assert cost.phases_s[REST] >= 0 and sum(cost.phases_s.values()) == pytest.approx(cost.wall_s, abs=1e-9)
     assert cost.wall_s <= elapsed
     runs = [s for row in board.rows for entry in row.entries.values() for s in entry.runs_s]
-    assert len(runs) == 2 * 2 * 3 and cost.program_runs_s == pytest.approx(sum(runs))  # first runs and 2 reruns
+    assert len(runs) == 2 * 2 * 3  # first runs and 2 reruns, all passed
+    warm_ups = [row.warm_ups_s for row in board.rows]
+    assert all(w > 0 for w in warm_ups) and cost.program_runs_s == pytest.approx(sum(runs) + sum(warm_ups))
     assert cost.phases_s["runs"] >= cost.program_runs_s  # the runs phase holds the programs' runs and more
-    assert cost.ratio == pytest.approx(cost.wall_s / sum(runs)) and cost.ratio > 1
+    assert cost.ratio == pytest.approx(cost.wall_s / cost.program_runs_s) and cost.ratio > 1
     again = Scoreboard.from_dict(board.to_dict())
     assert again.cost == cost and board.to_dict()["phases"]["ratio"] == cost.ratio
     line = cost_line(board)
@@ -111,7 +114,7 @@ def test_a_runs_room_opening_and_closing_are_its_runs_phase_not_the_rest(monkeyp
     monkeypatch.setattr(classroom, "judge_case", judged)
     def warmed(program, shape, sandbox, timeout):
         clock.now += 8.0
-        return ""
+        return WarmUp(wall_s=7.5)
 
     monkeypatch.setattr(classroom, "warm_up", warmed)
     shape = Shape(1, 4, 8)
@@ -121,6 +124,49 @@ def test_a_runs_room_opening_and_closing_are_its_runs_phase_not_the_rest(monkeyp
         entry = classroom.judge_entry(tmp_path / "hw4", case, settings)
         note = classroom.warm_up_entry(tmp_path / "hw4", shape, "t01", settings, tmp_path / "cache")
         cost = timed.cost(program_runs_s=4.0)
-    assert entry.verdict == PASS and note == ""
+    assert entry.verdict == PASS and note == classroom.WarmedUp("", 7.5) and entry.program_s == 4.0
     assert cost.phases_s["runs"] == 18.0 and cost.phases_s[REST] == 0.0 and cost.wall_s == 18.0
 
+
+
+SLOW_AND_WRONG = """#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {  /* reads its input, sleeps 1 s, writes zeros of the right size: WRONG */
+    FILE *in = fopen(argv[1], "rb");
+    int32_t dims[3];
+    if (!in || fread(dims, 4, 3, in) != 3) return 1;
+    fclose(in);
+    size_t count = (size_t)dims[0] * dims[1] * dims[2];
+    float *zeros = calloc(count, 4);
+    sleep(1);
+    FILE *out = fopen(argv[2], "wb");
+    fwrite(zeros, 4, count, out);
+    fclose(out);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None, reason="no C compiler or make")
+def test_a_slow_wrong_rows_runs_are_the_programs_time_not_the_judges(tmp_path):
+    """Red team (issue 49): only passed runs counted as the programs' runs, so a slow failing program's own time
+    was booked as the judge's cost (118x printed for a class whose judge cost little beside its programs). Every
+    run the judge made of a program, passed or not, warm-ups too, is the programs' time."""
+    (tmp_path / "honest.c").write_text(EXAMPLE.read_text())
+    (tmp_path / "slowwrong.c").write_text(SLOW_AND_WRONG)
+    board = api_programs.judge_class([str(tmp_path / "honest.c"), str(tmp_path / "slowwrong.c")], "odd_17x48",
+                                     time_limits="none", rerun_top=1, sandbox=class_sandbox())
+    rows = {row.name: row for row in board.rows}
+    slow = rows["slowwrong"]
+    assert slow.entries["odd_17x48"].verdict == "WRONG" and slow.entries["odd_17x48"].runs_s == []
+    assert slow.entries["odd_17x48"].program_s >= 1.0 and slow.warm_ups_s >= 1.0  # its sleeps: its own time
+    cost = board.cost
+    assert cost is not None and cost.program_runs_s == pytest.approx(sum(row.program_s for row in board.rows))
+    assert cost.program_runs_s >= 2.0 and cost.ratio < cost.wall_s / 2.0
+    assert sum(cost.phases_s.values()) == pytest.approx(cost.wall_s, abs=1e-9)
+    assert cost.phases_s["runs"] >= cost.program_runs_s
+    again = Scoreboard.from_dict(board.to_dict())  # the new fields saved and read back
+    assert {row.name: row.program_s for row in again.rows} == {row.name: row.program_s for row in board.rows}
+    assert "first runs, reruns and warm-ups, passed or not" in cost_line(board)

@@ -41,3 +41,14 @@ def test_a_file_that_is_not_a_scoreboard_is_one_line(tmp_path):
         path.write_bytes(content)
         with pytest.raises(ResultsError, match="not a saved scoreboard"):
             load_scoreboard(path)
+
+
+def test_an_older_board_without_program_times_reads_its_passed_runs_as_them():
+    board = Scoreboard(["t01"], [SubmissionRow("a", "a.c", True, entries={"t01": CaseEntry("PASS", "", [0.5, 0.25])})])
+    saved = board.to_dict()
+    for row in saved["rows"]:
+        del row["warm_ups_s"]
+        for entry in row["entries"].values():
+            del entry["program_s"]
+    older = Scoreboard.from_dict(saved)
+    assert older.rows[0].entries["t01"].program_s == 0.75 and older.rows[0].warm_ups_s == 0.0

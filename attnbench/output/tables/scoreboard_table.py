@@ -13,6 +13,7 @@ from attnbench.analysis.ranking import other_ranks
 from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.printable import printable
 from attnbench.results.course_grade import GRADE_RULE
+from attnbench.results.judge_cost import PROGRAM_RUNS
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
 
@@ -188,4 +189,4 @@ def cost_line(board: Scoreboard) -> str | None:
         return None
     phases = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in cost.phases_s.items())
     return (f"judging took {cost.ratio:.2f}x the programs' runs: {cost.wall_s:.1f} s for {cost.program_runs_s:.1f} s "
-            f"of runs ({phases})")
+            f"of runs ({PROGRAM_RUNS}; {phases})")

@@ -235,6 +235,9 @@ class GpuPool:
         if slot.job is not None:
             self.listener(Progress("not_run", slot.job, slot.device, message))
             slot.job = None
+        for other in self.slots.values():  # a worker already idle hears of no job again unless it is dealt one now
+            if other.job is None:
+                self._dispatch(other)
 
     def close(self, at_once: bool = False) -> None:
         """Stop every worker: at once (Ctrl-C, an error), or by telling it there is no more work."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,9 @@ class ToyWork:
             Path(job[1]).write_text("died once")
             os.kill(os.getpid(), signal.SIGKILL)
         if job[0] == "lose":
+            return "the device fell off the bus"
+        if job[0] == "sleep_then_lose":  # after the other worker has gone idle
+            time.sleep(1.5)
             return "the device fell off the bus"
         emit("square", (job[-1] ** 2, state))
         return None
@@ -124,3 +129,16 @@ def test_a_group_whose_device_is_lost_goes_on_on_another_device():
     assert squares(events) == {0: 0, 2: 4, 3: 9, 4: 16}
     lost = next(e.device.index for e in events if e.what == "device_lost")
     assert {e.device.index for e in events if e.what == "square" and e.job in (2, 3)} == {1 - lost}
+
+
+def test_a_group_a_lost_device_leaves_goes_to_a_worker_that_was_already_idle():
+    """The other worker finished its own group first and waited: the lost device's rest of the group was put back
+    in the queue, and no worker was dealt it (the pool polled forever)."""
+    jobs = [("n", "b", 0), ("sleep_then_lose", "a", 1), ("n", "a", 2), ("n", "a", 3)]
+    events: list[Progress] = []
+    with GpuPool([Device(0, True), Device(1, True)], ToyWork(), group=lambda job: job[1]) as pool:
+        done = threading.Thread(target=pool.run, args=(jobs, events.append), daemon=True)
+        done.start()
+        done.join(timeout=60)
+        assert not done.is_alive(), "the pool waited forever for jobs no worker was dealt"
+    assert squares(events) == {0: 0, 2: 4, 3: 9}

@@ -14,6 +14,11 @@ host's disk directly. Each room gets a small tmpfs of its own (the view) holding
 Bubblewrap 0.8 has no option for this (0.10's --ro-overlay reports its top layer, the host's disk) and
 mounting needs root, so without root (or where overlays cannot be mounted) the binds are plain and the
 run's header says what the box shows (Sandbox.limit_notes).
+
+An overlay's lower layer is the folder's own file system, without what is mounted inside it: a container's
+runtime binds the GPU driver's libraries (libcuda.so.1) over files of /usr/lib, and an overlay of /usr showed
+the files underneath (CUDA programs in the box failed: "CUDA driver version is insufficient"). A folder with
+mounts inside it is therefore bound as it is (bwrap binds recursively), and the header names it.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class BoxView:
 
     root: Path
     sources: dict[str, Path] = field(default_factory=dict)  # host folder -> its overlay in the view
+    as_is: list[Path] = field(default_factory=list)  # host folders with mounts inside: bound as they are
 
     @property
     def etc(self) -> Path:
@@ -77,8 +83,12 @@ def make(room: Path, folders: Sequence[Path]) -> tuple[BoxView | None, str]:
         os.chmod(view.root, 0o755)
         (view.root / "blank").mkdir(mode=0o755)
         view.accounts.mkdir(mode=0o755)
+        mounted = mount_points()
         for number, folder in enumerate([*folders, *_copy_etc(view.etc)]):
             if _OVERLAY_UNSAFE & set(str(folder)):
+                continue
+            if not folder.is_relative_to(room) and has_mounts_inside(folder, mounted):
+                view.as_is.append(folder)
                 continue
             overlay = view.root / f"layer-{number}"
             overlay.mkdir(mode=0o755)
@@ -92,6 +102,28 @@ def make(room: Path, folders: Sequence[Path]) -> tuple[BoxView | None, str]:
         view.close()
         return None, f"an overlay could not be mounted ({exc})"
     return view, ""
+
+
+def mount_points(mountinfo: str | None = None) -> list[str]:
+    """The mount points of this process's mount namespace (/proc/self/mountinfo's fifth field, its octal escapes
+    undone)."""
+    if mountinfo is None:
+        try:
+            mountinfo = Path("/proc/self/mountinfo").read_text()
+        except OSError:
+            return []
+    points = []
+    for line in mountinfo.splitlines():
+        fields = line.split(" ")
+        if len(fields) > 4:
+            points.append(fields[4].encode().decode("unicode_escape").encode("latin-1").decode(errors="replace"))
+    return points
+
+
+def has_mounts_inside(folder: Path, points: Sequence[str]) -> bool:
+    """Whether anything is mounted strictly inside `folder` (its path as mounted: links resolved)."""
+    top = os.path.realpath(folder).rstrip("/") + "/"
+    return any(point.startswith(top) and point != top.rstrip("/") for point in points)
 
 
 def _copy_etc(etc: Path) -> list[Path]:

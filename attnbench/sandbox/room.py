@@ -528,6 +528,10 @@ class Sandbox:
                          f"names the judge's temporary folders bound in (under {tempfile.gettempdir()}), and statvfs "
                          "on /usr, the /etc files, /judge/program and /judge/case reports this machine's disk and "
                          "its free space")
+        if self.confinement.sandboxed and self.view is not None and self.view.as_is and not self.launched:
+            folders = ", ".join(str(folder) for folder in self.view.as_is)
+            notes.append(f"what the box shows: {folders} bound as they are (mounts inside them, such as a container's "
+                         "GPU driver files, which an overlay would hide): statvfs there reports this machine's disk")
         if not self.disk_capped:
             scratch = ("the in-memory /tmp and /dev/shm in bytes (not in files)" if self.confinement.sandboxed else
                        "/tmp, /var/tmp and /dev/shm are the machine's own, not capped")

@@ -121,3 +121,66 @@ def test_a_view_bwrap_cannot_bind_falls_back_to_plain_binds_and_says_so(tmp_path
     finally:
         sandbox.close()
     assert not [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(sandbox.root) in line]
+
+
+COPY = r"""
+#include <stdio.h>
+int main(int argc, char **argv) {  /* copies the file argv[2] into argv[1] */
+    FILE *in = fopen(argv[2], "r"), *out = fopen(argv[1], "w");
+    int c;
+    if (!in || !out) return 2;
+    while ((c = fgetc(in)) != EOF) fputc(c, out);
+    return fclose(out) != 0;
+}
+"""
+
+
+def test_a_folder_with_mounts_inside_is_bound_as_it_is_so_a_containers_driver_files_show(tmp_path):
+    """A container's runtime binds the GPU driver's libraries over files of /usr/lib; an overlay of the folder
+    showed the files underneath, and every CUDA program in the box failed ("CUDA driver version is insufficient
+    for CUDA runtime version"): on an H200, eight real submissions wrote zeros or crashed."""
+    if find_bwrap()[0] is None or not case_disk.can_cap() or shutil.which("cc") is None:
+        pytest.skip("needs bwrap, root and cc")
+    libs = tmp_path / "libs"
+    libs.mkdir(mode=0o755)
+    placeholder = libs / "libdriver.so.1"
+    placeholder.write_text("the file underneath\n")
+    driver = tmp_path / "driver"
+    driver.write_text("the driver the runtime bound\n")
+    for path in (placeholder, driver):
+        path.chmod(0o644)
+    (tmp_path / "copy.c").write_text(COPY)
+    subprocess.run(["cc", "-O1", "-o", str(tmp_path / "copy"), str(tmp_path / "copy.c")], check=True)
+    subprocess.run(["mount", "--bind", str(driver), str(placeholder)], check=True)
+    try:
+        sandbox = Sandbox.open(tmp_path / "copy", SandboxSettings("required", binds=(libs,)))
+        try:
+            assert sandbox.view is not None and libs in sandbox.view.as_is, sandbox.view_reason
+            notes = [n for n in sandbox.confinement.limit_notes if n.startswith("what the box shows")]
+            assert len(notes) == 1 and str(libs) in notes[0] and "bound as they are" in notes[0]
+            case = sandbox.prepare("c", None)
+            try:
+                outcome = run_process(sandbox.command([sandbox.program_path(), case.output_arg, str(placeholder)],
+                                                      case), case.folder, 30, user=sandbox.user,
+                                      env=sandbox.case_env(case))
+                assert outcome.returncode == 0, outcome.stderr_tail
+                assert case.output.read_text() == "the driver the runtime bound\n"
+            finally:
+                sandbox.finish(case)
+        finally:
+            sandbox.close()
+    finally:
+        subprocess.run(["umount", str(placeholder)], check=False)
+
+
+def test_mount_points_are_read_with_their_escapes_and_only_mounts_strictly_inside_count():
+    from attnbench.sandbox.box_view import has_mounts_inside, mount_points
+
+    info = ("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+            "40 22 0:5 /lib/x86_64-linux-gnu/libcuda.so.580 /usr/lib/x86_64-linux-gnu/libcuda.so.1 ro - ext4 x ro\n"
+            "41 22 0:6 / /opt/my\\040libs/sub rw - tmpfs tmpfs rw\n")
+    points = mount_points(info)
+    assert points == ["/", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/opt/my libs/sub"]
+    assert has_mounts_inside(Path("/usr"), points) and has_mounts_inside(Path("/opt/my libs"), points)
+    assert not has_mounts_inside(Path("/usr/lib/x86_64-linux-gnu/libcuda.so.1"), points)
+    assert not has_mounts_inside(Path("/us"), points) and not has_mounts_inside(Path("/etc"), points)

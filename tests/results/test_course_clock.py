@@ -68,3 +68,12 @@ def test_the_run_table_shows_each_stage_the_wall_and_the_bound():
     assert rows["pipeline"][0] == "100 x 5"
     plain = {str(row[0]).strip() for row in measurement_table(measurement(None)).rows}
     assert "H2D" not in plain and "bound by" not in plain
+
+
+def test_a_pipelined_runs_table_says_its_samples_and_whole_run_once():
+    """On an H200 the pipelined run's table printed "samples" and "whole run" twice."""
+    m = Measurement(variant="tf32x3", case="t22", shape=Shape(500, 2048, 64), device="GPU", compute_s=0.04,
+                    kernel=KernelStats([0.0099] * 5), peak_flops=1e15, clock=t22_clock(), sampling_s=0.25,
+                    check_s=1.0, wall_s=2.6)
+    names = [row[0].text for row in measurement_table(m).rows]
+    assert names.count("samples") == 1 and names.count("whole run") == 1 and names.count("reference") == 1

@@ -21,7 +21,6 @@ def measurement_table(m: Measurement) -> TableModel:
     on_host = m.peak_flops is None
     if m.clock is not None:
         course_clock_rows(table, m.clock, m.compile_s)
-        _beyond_the_first_pass(table, m)
     else:
         table.add_row("input", format_s(m.input_s), "reading the testcase file")
         compute_note = "the host computation" if on_host else "device allocation + host-to-device + kernels + device-to-host"

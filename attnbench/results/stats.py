@@ -120,7 +120,7 @@ class KernelStats:
     @classmethod
     def from_dict(cls, data: dict) -> "KernelStats":
         samples = data["samples_ms"]
-        if not isinstance(samples, list) or not samples or not all(_positive_time(s) for s in samples):
+        if not isinstance(samples, (list, tuple)) or not samples or not all(_positive_time(s) for s in samples):
             # every statistic is derived from them: an empty, negative or textual sample failed later, in a traceback
             raise ValueError("kernel.samples_ms must be a non-empty list of positive, finite times in ms")
         clocks = data.get("sm_clock_mhz")

@@ -12,15 +12,10 @@ from attnbench.judge import class_executors
 from attnbench.spread import slurm
 from attnbench.spread.executor import EXECUTORS
 from attnbench.spread.slurm import SlurmOptions, result_file
-from tests.judge.classes import CASES, ORDER, RANKS, can_build, class_sandbox, make_class, verdicts
+from tests.judge.classes import CASES, ORDER, RANKS, class_sandbox, verdicts
 from tests.spread.test_slurm import cluster  # noqa: F401 (the fixture: a Slurm that answers, or a skip)
 
 
-@pytest.fixture(scope="module")
-def classroom(tmp_path_factory):
-    if not can_build():
-        pytest.skip("no C compiler or make")
-    return make_class(tmp_path_factory.mktemp("class"))
 
 
 def test_every_executor_a_run_can_choose_carries_a_class():

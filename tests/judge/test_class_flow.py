@@ -21,18 +21,13 @@ from attnbench.judge import fresh_inputs
 from attnbench.results.judge_events import CaseJudged, RerunJudged, SubmissionBuilt
 from attnbench.spread import executor, slurm
 from attnbench.spread.devices import CPU_WORKERS_ENV
-from tests.judge.classes import CASES, EXAMPLE, ORDER, RANKS, can_build, class_sandbox, make_class, verdicts, wrapping
+from tests.judge.classes import CASES, EXAMPLE, ORDER, RANKS, can_build, class_sandbox, verdicts, wrapping
 
 COURSE_PROGRAM = Path(__file__).resolve().parents[2] / "examples" / "course_program" / "hw4.cu"
 
 EXECUTORS = ("in-process", "pool", "slurm")
 
 
-@pytest.fixture(scope="module")
-def classroom(tmp_path_factory) -> Path:
-    if not can_build():
-        pytest.skip("no C compiler or make")
-    return make_class(tmp_path_factory.mktemp("class"))
 
 
 @pytest.fixture

@@ -15,14 +15,9 @@ from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.spread.devices import CPU_WORKERS_ENV
 from attnbench.spread.executor import Progress
 from attnbench.spread.pool import GpuPool
-from tests.judge.classes import CASES, ORDER, can_build, class_sandbox, make_class, verdicts
+from tests.judge.classes import CASES, ORDER, can_build, class_sandbox, verdicts
 
 
-@pytest.fixture(scope="module")
-def classroom(tmp_path_factory) -> Path:
-    if not can_build():
-        pytest.skip("no C compiler or make")
-    return make_class(tmp_path_factory.mktemp("class"))
 
 
 @pytest.fixture

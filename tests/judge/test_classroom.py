@@ -18,17 +18,12 @@ from attnbench.judge.time_limits import load_time_limits
 from attnbench.results.judge_events import SubmissionBuilt
 from attnbench.results.scoreboard import CaseEntry, SubmissionRow
 from attnbench.sandbox.program_run import WarmUp
-from tests.judge.classes import CASES, CLASS_MODE, ORDER, RANKS, can_build, class_sandbox, make_class
+from tests.judge.classes import CASES, CLASS_MODE, ORDER, RANKS, can_build, class_sandbox
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 
-@pytest.fixture(scope="module")
-def classroom(tmp_path_factory) -> Path:
-    if not can_build():
-        pytest.skip("no C compiler or make")
-    return make_class(tmp_path_factory.mktemp("class"))
 
 
 def test_a_class_is_built_judged_ranked_and_the_top_rerun(classroom):

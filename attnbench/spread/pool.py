@@ -243,7 +243,8 @@ class GpuPool:
         """Stop every worker: at once (Ctrl-C, an error), or by telling it there is no more work."""
         for slot in self.slots.values():
             process = slot.process
-            if process is None:
+            if process is None or process.pid is None:  # never started (Ctrl-C or SIGTERM within its start): its
+                slot.process = None  # join would raise and hide the interruption as the judge's own error
                 continue
             if at_once and process.is_alive():
                 process.terminate()

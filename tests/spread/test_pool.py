@@ -142,3 +142,12 @@ def test_a_group_a_lost_device_leaves_goes_to_a_worker_that_was_already_idle():
         done.join(timeout=60)
         assert not done.is_alive(), "the pool waited forever for jobs no worker was dealt"
     assert squares(events) == {0: 0, 2: 4, 3: 9}
+
+
+def test_closing_a_pool_whose_worker_never_started_keeps_the_interruption():
+    """A SIGTERM within a worker's start left a Process never started; close() joined it ("can only join a started
+    process"), and the class reported the judge's own error (exit 3) instead of an interruption (130)."""
+    pool = GpuPool([Device(0, True)], ToyWork())
+    pool.slots[0].process = pool.context.Process(target=print)  # made, never started
+    pool.close(at_once=True)
+    assert pool.slots[0].process is None

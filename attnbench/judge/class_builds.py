@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 from attnbench.judge.classroom import ClassSettings, built_submission
 from attnbench.judge.phases import phase
 from attnbench.judge.submissions import Built, Submission
-from attnbench.sandbox.reaper import descendants
+from attnbench.sandbox.reaper import descendants, reap_orphans
 from attnbench.sandbox.room import SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.devices import Device
@@ -92,23 +92,12 @@ def build_all(submissions: Sequence[Submission], build_root: Path, settings: Cla
             with GpuPool([Device(i, stand_in=True) for i in range(workers)], work) as pool:
                 pool.run(list(submissions), hear)
         finally:
-            _reap_orphans(before)
+            reap_orphans(before)
         for i, submission in enumerate(submissions):
             if i not in done:  # its worker died (killed for memory, say): the build once more, here, afresh
                 remove_tree(build_root / submission.slug)
                 done[i] = _heard(built_submission(submission, build_root, settings), on_built)
         return [done[i] for i in range(len(submissions))]
-
-
-def _reap_orphans(before: set[int]) -> None:
-    """Collect the exits of what a worker left unreaped when it ended (a sandbox's bwrap): a judge that is a
-    subreaper inherits them, and no later run's sweep would (they were there before it began)."""
-    for pid, state in descendants(os.getpid()).items():
-        if state == "Z" and pid not in before:
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:  # not this process's child: its own parent collects it
-                pass
 
 
 def _heard(built: Built, on_built: Callable[[], None]) -> Built:

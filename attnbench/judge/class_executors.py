@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import operator
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator, Protocol, TypeVar
@@ -23,6 +24,7 @@ from typing import Any, Callable, ContextManager, Iterator, Protocol, TypeVar
 from attnbench.judge.class_work import ClassCaseWork, affinity, core_plan, pin
 from attnbench.judge.classroom import ClassRequest, pinning
 from attnbench.results.scoreboard import Scoreboard
+from attnbench.sandbox.reaper import descendants, reap_orphans
 from attnbench.spread.executor import EXECUTORS, GPU_POOL, IN_PROCESS, SLURM, Executor, InProcess
 from attnbench.spread.pool import GpuPool
 from attnbench.spread.slurm import (
@@ -99,8 +101,12 @@ class PoolCarrier:
         pin(self.parent_cores)
         work = ClassCaseWork(self.request.settings, self.cores, own_gpu=True)
         # a row's jobs of a round on the worker that takes its first (its warm-up): class_flow says why
-        with GpuPool(list(self.request.devices), work, group=operator.attrgetter("submission")) as pool:
-            yield pool
+        before = set(descendants(os.getpid()))
+        try:
+            with GpuPool(list(self.request.devices), work, group=operator.attrgetter("submission")) as pool:
+                yield pool
+        finally:  # what the workers left unreaped came to this process (a subreaper): no later sweep collects it
+            reap_orphans(before)
 
     def close(self, board: Scoreboard) -> None:
         pin(self.original)

@@ -250,3 +250,12 @@ def kill_user(uid: int, timeout_s: float = _SWEEP_S) -> list[Leftover]:
     for pid in found:
         _reap(pid)  # an orphan handed to this process (its subreaper), now a zombie
     return [Leftover(p, _command(p)) for p in running if _running(p)]
+
+
+def reap_orphans(before: set[int]) -> None:
+    """Collect the exits of what a worker process left unreaped when it ended (a sandbox's bwrap): a judge that
+    is a subreaper inherits them, and no later run's sweep would (they were there before it began, so it spares
+    them). `before`: this process's descendants before the workers started."""
+    for pid, state in descendants(os.getpid()).items():
+        if state == "Z" and pid not in before:
+            _reap(pid)  # not this process's child: its own parent collects it

@@ -182,3 +182,16 @@ def test_a_cuda_class_on_the_gpu_pool_passes_each_run_after_its_rows_warm_up_on_
         assert row["reruns"] == 3 and "dropped" not in row["build_message"], row["build_message"]
         for label, entry in row["entries"].items():
             assert entry["verdict"] == "PASS" and len(entry["runs_s"]) == 3, (row["name"], label, entry["message"])
+
+
+def test_a_class_on_the_pool_leaves_the_judge_no_zombie(classroom, two_cpu_workers):
+    """The workers' unreaped bwraps came to the judge (a subreaper) when the workers ended, and no later run's
+    sweep collected them (it spares what was there before it began): zombies for as long as the judge lived."""
+    from attnbench.sandbox.reaper import become_subreaper, descendants
+
+    become_subreaper()
+    zombies_before = {pid for pid, state in descendants(os.getpid()).items() if state == "Z"}
+    board = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=0, gpus="all",
+                                     sandbox=class_sandbox())
+    assert board.rows
+    assert not {pid for pid, state in descendants(os.getpid()).items() if state == "Z"} - zombies_before

@@ -167,11 +167,15 @@ def test_wgmma16s_keeps_its_margin_on_odd_shapes(gpu, shape, rng):
 @pytest.mark.parametrize("kind", LARGE_SCORE_KINDS)
 def test_wgmma16s_keeps_its_margin_on_large_scores(gpu, kind, shape, rng):
     """Q*30 (scores in the hundreds), zero Q, V*1000: within half the course rule scaled to V's range."""
-    skip_unless_runs(WGMMA16S, Shape(*shape), gpu)
+    check_large_score_margin(gpu, WGMMA16S, kind, shape, rng)
+
+
+def check_large_score_margin(gpu, variant, kind, shape, rng):
+    skip_unless_runs(variant, Shape(*shape), gpu)
     tc = large_score_testcase(kind, *shape, rng)
-    output = run_cell(WGMMA16S, WholeInput(tc, kind), gpu, ONE_PASS, tolerance=large_score_tolerance(tc)).output
-    _, problems = check_large_scores(kind, tc, output, WGMMA16S.accuracy)
-    assert not problems, f"wgmma16s on {kind} {shape}: " + "; ".join(problems)
+    output = run_cell(variant, WholeInput(tc, kind), gpu, ONE_PASS, tolerance=large_score_tolerance(tc)).output
+    _, problems = check_large_scores(kind, tc, output, variant.accuracy)
+    assert not problems, f"{variant.name} on {kind} {shape}: " + "; ".join(problems)
 
 
 @pytest.mark.gpu
@@ -253,12 +257,7 @@ def test_poly_builds_keep_the_margin_on_odd_shapes(gpu, name, shape, rng):
 def test_poly_builds_keep_the_margin_on_large_scores(gpu, name, kind, shape, rng):
     """Q*30 (scores in the hundreds: most weights deep in the polynomial's clamped tail), zero Q (every x = 0),
     V*1000."""
-    variant = POLY[name]
-    skip_unless_runs(variant, Shape(*shape), gpu)
-    tc = large_score_testcase(kind, *shape, rng)
-    output = run_cell(variant, WholeInput(tc, kind), gpu, ONE_PASS, tolerance=large_score_tolerance(tc)).output
-    _, problems = check_large_scores(kind, tc, output, variant.accuracy)
-    assert not problems, f"{variant.name} on {kind} {shape}: " + "; ".join(problems)
+    check_large_score_margin(gpu, POLY[name], kind, shape, rng)
 
 
 @pytest.mark.gpu

@@ -18,6 +18,7 @@ import numpy as np
 
 from attnbench.cases.testcase import Shape, Testcase, write_testcase
 from attnbench.sandbox.outcome import ProgramOutcome, ended, exceeded_line
+from attnbench.sandbox.owned_folders import make_owned, release, remove_stale
 from attnbench.sandbox.process import ProgramError
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings
 
@@ -68,19 +69,30 @@ class WarmUp:
     wall_s: float = 0.0
 
 
+WARM_UP_PREFIX = "attnbench-warmup-"
+_swept: list[bool] = []
+
+
 def warm_up(room: Sandbox, spec: ProgramSpec) -> WarmUp:
     """One run of the room's program on a throwaway input of `spec`'s shape (fresh random values, so no case's
     answer can be kept), neither timed nor judged: it fills CUDA's JIT cache (a room opened with
     `cache_writable`), which is then sealed; from then on each run of the room gets a copy of its own. Whatever
     the run does or fails to do is no verdict: it is reported (`WarmUp`) for the caller to weigh."""
     outcome = None
-    with tempfile.TemporaryDirectory(prefix="attnbench-warmup-") as folder:
-        throwaway = Path(folder) / "warmup.in"
+    if not _swept:  # once per process: what a judge killed outright left (owned_folders)
+        _swept.append(True)
+        remove_stale(WARM_UP_PREFIX)
+    folder = make_owned(WARM_UP_PREFIX)
+    try:
+        throwaway = folder / "warmup.in"
         write_testcase(throwaway, throwaway_testcase(spec.shape))
         try:
             outcome = run_program(room, replace(spec, label="warmup", input_path=throwaway))
         except ProgramError:
             pass  # a program that cannot start says so in its first real run
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        release(folder)
     dropped = room.seal_warm_cache()
     return WarmUp(dropped, outcome.ending, outcome.wall_s) if outcome is not None else WarmUp(dropped)
 

@@ -48,3 +48,42 @@ def test_a_warm_ups_throwaway_input_is_in_the_suites_range_and_never_the_same_tw
         assert testcase.qkv.min() >= -3.0 and testcase.qkv.max() < 3.0
         assert testcase.qkv.std() > 1.0  # spread over the range (uniform on [-3, 3): 1.73), not a constant
     assert not (first.qkv == second.qkv).all()  # a secret seed each time: no answer a program could keep
+
+
+# Writes the age of its own file (/proc/self/exe's mtime) on stderr, then fails.
+AGE = '#!/bin/sh\necho "age: $(( $(date +%s) - $(stat -c %Y "$0") ))" >&2\nexit 3\n'
+
+
+def test_a_programs_file_tells_no_time_so_a_rerun_cannot_count_from_its_build(tmp_path):
+    """Red team (from the docs alone): the sealed program kept its build's mtime, a clock only growing, so a
+    rerun (later than every first run) told itself from one by its own file's age. Its times are the epoch."""
+    program = tmp_path / "age"
+    program.write_text(AGE)
+    program.chmod(0o555)
+    case = tmp_path / "case.in"
+    write_testcase(case, seeded_testcase(Shape(1, 4, 8), 1))
+    room = Sandbox.open(program, SandboxSettings("none"))
+    try:
+        outcome = run_program(room, ProgramSpec("c1", case, Shape(1, 4, 8), 20.0))
+    finally:
+        room.close()
+    assert int(outcome.process.stderr_tail.split("age:")[1].split()[0]) > 50 * 365 * 86400  # counted from 1970
+
+
+def test_a_warm_ups_input_folder_is_owned_so_a_judge_killed_outright_leaves_it_to_the_next(tmp_path, monkeypatch):
+    """Red team: a SIGKILL during a warm-up left /tmp/attnbench-warmup-*/warmup.in (the first case's size) with no
+    lock file, so no later judge removed it. The folder is an owned one (owned_folders), and is gone after."""
+    from attnbench.sandbox import program_run
+
+    made = []
+    real = program_run.make_owned
+    monkeypatch.setattr(program_run, "make_owned", lambda prefix: made.append(real(prefix, tmp_path)) or made[-1])
+    program = tmp_path / "age"
+    program.write_text(AGE)
+    program.chmod(0o555)
+    room = Sandbox.open(program, SandboxSettings("none"), cuda_cache=tmp_path / "cache", cache_writable=True)
+    try:
+        program_run.warm_up(room, ProgramSpec("c1", tmp_path / "unused.in", Shape(1, 4, 8), 20.0))
+    finally:
+        room.close()
+    assert len(made) == 1 and made[0].name.startswith(program_run.WARM_UP_PREFIX) and not made[0].exists()

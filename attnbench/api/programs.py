@@ -28,7 +28,7 @@ from attnbench.judge.course_judge import JudgedCase
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.course_build import BuildRules, build_rules
-from attnbench.judge.phases import timing
+from attnbench.judge.phases import phase, timing
 from attnbench.judge.submissions import build, find_submissions
 from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
 from attnbench.kernels.starter import StarterFiles, write_starter
@@ -67,7 +67,22 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
     suite's; the seeds are saved in the result's settings. `diagnose`: a failed case runs once more under
     compute-sanitizer, whose first error joins its message (attnbench.judge.diagnose). `kernel_time`: each
     passed case's kernels recorded in a second, untimed run (attnbench.backends.kernel_records), saved beside
-    its process time, never judged."""
+    its process time, never judged. What judging cost beside the program's runs (its phases and their ratio,
+    `results.judge_cost`) is the judgement's `cost` and the result's `settings.judge_cost`."""
+    with timing() as clock:
+        judgement, result = _judge_one(program, cases, launcher, time_limits, args, timeout, progress, listener,
+                                       command, sandbox, opened, fresh_inputs, arch, build_command, diagnose,
+                                       kernel_time)
+    judgement.cost = clock.cost(judgement.program_runs_s)
+    result.settings.judge_cost = judgement.cost.to_dict()
+    return judgement, result
+
+
+def _judge_one(program: str, cases: str | Sequence[str], launcher: str | None, time_limits: str, args: str,
+               timeout: float | None, progress: ProgressFactory, listener: JudgeListener | None, command: str | None,
+               sandbox: SandboxSettings | None, opened: Callable[[Confinement], None] | None, fresh_inputs: bool,
+               arch: str | None, build_command: str | None, diagnose: bool,
+               kernel_time: bool) -> tuple[judging.Judgement, ResultSet]:
     limits = judging.load_time_limits(time_limits)
     inputs = judging.cases_for(cases)
     if not inputs:
@@ -75,9 +90,8 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
     judging.refuse_nonfinite_inputs(inputs)
     if is_source(program):
         with built_source(program, sandbox or SandboxSettings(), build_rules(arch, build_command)) as path:
-            return judge(str(path), cases, launcher=launcher, time_limits=time_limits, args=args, timeout=timeout,
-                         progress=progress, listener=listener, command=command, sandbox=sandbox, opened=opened,
-                         fresh_inputs=fresh_inputs, diagnose=diagnose, kernel_time=kernel_time)
+            return _judge_one(str(path), cases, launcher, time_limits, args, timeout, progress, listener, command,
+                              sandbox, opened, fresh_inputs, None, None, diagnose, kernel_time)
     prog = judging.make_program(program, launcher, args)
     if fresh_inputs:
         inputs = draw(inputs)
@@ -176,7 +190,8 @@ def built_source(source: str, sandbox: SandboxSettings, rules: BuildRules | None
     folder = Path(tempfile.mkdtemp(prefix="attnbench-source-"))
     try:
         (submission,) = find_submissions([source])
-        made = build(submission, folder, settings=sandbox, rules=rules)
+        with phase("builds"):
+            made = build(submission, folder, settings=sandbox, rules=rules)
         if made.program is None:
             raise BuildFailed(f"{source}: {made.message}")
         yield made.program

@@ -206,6 +206,8 @@ def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save
     out.print(f"times: {result.policy['timing']}; limits: {result.settings.time_limits}", highlight=False,
               soft_wrap=True)
     out.print(judgement.summary(), highlight=False)
+    if cost_line(judgement.cost):
+        out.print(cost_line(judgement.cost), highlight=False, markup=False, soft_wrap=True)
     if not no_save and judgement.judged:
         selector = options.cases if "," not in options.cases else None
         for path in save(result, options.results_dir, name, selector):
@@ -232,8 +234,8 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
                 err=as_json)
     for line in scoreboard_lines(board):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
-    if cost_line(board):
-        out.print(cost_line(board), highlight=False, markup=False, soft_wrap=True)
+    if cost_line(board.cost):
+        out.print(cost_line(board.cost), highlight=False, markup=False, soft_wrap=True)
     if not no_save and (board.rows or saver.paths):
         for path in saver.finish(board):
             out.print(f"saved {path}", highlight=False, soft_wrap=True)

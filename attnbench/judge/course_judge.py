@@ -61,6 +61,7 @@ from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's in
 )
 from attnbench.printable import counted
 from attnbench.results.course_grade import FULL_MARKS, GRADE_RULE, course_grade
+from attnbench.results.judge_cost import JudgeCost
 from attnbench.results.kernel_time import CUPTI_SOURCE, KernelRecording
 from attnbench.results.measurement import Measurement
 from attnbench.results.resultset import ERROR, OK, WRONG, Cell, ResultKind, ResultSet, VariantInfo
@@ -209,6 +210,7 @@ class JudgedCase:
     check: VerifyReport | None = None
     returncode: int | None = None
     kernels: KernelRecording | None = None  # its kernels, from a second, untimed run (--kernel-time)
+    program_s: float = 0.0  # how long the program ran, whatever its verdict (the programs' time in the judge's cost)
 
     @property
     def passed(self) -> bool:
@@ -228,7 +230,7 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
     with phase("runs"):
         outcome = run_program(sandbox, program.spec(case.label, case.input_path, case.shape, timeout_s))
     judged = JudgedCase(case.label, case.shape, PASS, "", outcome.wall_s, limit_s, timeout_s,
-                        returncode=outcome.returncode)
+                        returncode=outcome.returncode, program_s=outcome.wall_s)
     with phase("checks"):
         judged.verdict, judged.message, judged.check = judge_outcome(outcome, case.reference)
     if judged.verdict not in (PASS, RESOURCE) and outcome.exceeded:
@@ -275,6 +277,13 @@ class Judgement:
     cases: list[PreparedCase] = field(default_factory=list)
     judged: list[JudgedCase] = field(default_factory=list)
     interrupted: bool = False
+    warm_up_s: float = 0.0  # the untimed warm-up's run
+    cost: JudgeCost | None = None  # what judging cost beside the program's runs (set once it is over)
+
+    @property
+    def program_runs_s(self) -> float:
+        """Every run of the program the judge made: the warm-up and each case's, passed or not."""
+        return self.warm_up_s + sum(j.program_s for j in self.judged)
 
     @property
     def passed(self) -> int:
@@ -317,7 +326,7 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
     try:
         if inputs:
             limit = limits.limit_for(inputs[0].label)
-            warm_up(program, inputs[0].shape, sandbox, timeout_for(limit, timeout_s))
+            judgement.warm_up_s = warm_up(program, inputs[0].shape, sandbox, timeout_for(limit, timeout_s)).wall_s
         for index, bench_input in enumerate(inputs):
             case = prepare_case(bench_input, progress)
             judgement.cases.append(case)
@@ -388,5 +397,6 @@ def judge_results(judgement: Judgement, metadata: dict[str, Any]) -> ResultSet:
             sandbox=judgement.confinement.to_dict() if judgement.confinement else None,
             sandbox_limits=_limits_text(judgement.sandbox_settings), judged=len(judgement.judged),
             interrupted=judgement.interrupted, grade=judgement.grade,
+            judge_cost=judgement.cost.to_dict() if judgement.cost is not None else None,
             grade_rule=GRADE_RULE if judgement.grade is not None else None),
     )

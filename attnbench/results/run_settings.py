@@ -40,6 +40,7 @@ class RunSettings:
     seeds: dict[str, Any] | None = None  # judge on fresh inputs: each case's seed
     grade: int | None = None  # judge of all of t01-t30: the course's grade (results.course_grade)
     grade_rule: str | None = None
+    judge_cost: dict[str, Any] | None = None  # judge of one program: its phases and ratio (results.judge_cost)
     other: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept as they were
 
     @classmethod

@@ -64,7 +64,7 @@ def test_a_class_saves_its_phases_which_add_up_to_its_wall_time_and_prints_its_r
     assert cost.ratio == pytest.approx(cost.wall_s / cost.program_runs_s) and cost.ratio > 1
     again = Scoreboard.from_dict(board.to_dict())
     assert again.cost == cost and board.to_dict()["phases"]["ratio"] == cost.ratio
-    line = cost_line(board)
+    line = cost_line(board.cost)
     assert line.startswith(f"judging took {cost.ratio:.2f}x the programs' runs") and "checks" in line
 
 
@@ -169,4 +169,25 @@ def test_a_slow_wrong_rows_runs_are_the_programs_time_not_the_judges(tmp_path):
     assert cost.phases_s["runs"] >= cost.program_runs_s
     again = Scoreboard.from_dict(board.to_dict())  # the new fields saved and read back
     assert {row.name: row.program_s for row in again.rows} == {row.name: row.program_s for row in board.rows}
-    assert "first runs, reruns and warm-ups, passed or not" in cost_line(board)
+    assert "first runs, reruns and warm-ups, passed or not" in cost_line(board.cost)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None, reason="no C compiler or make")
+def test_one_program_saves_its_phases_and_counts_its_warm_up_and_failed_runs_as_its_own(tmp_path):
+    """A judge of one program (a .c built first) is timed as a class is: its build, inputs, runs and checks add
+    up to its wall time; its runs (the warm-up and every case's, a wrong one's too) are the program's time."""
+    source = tmp_path / "slowwrong.c"
+    source.write_text(SLOW_AND_WRONG)
+    start = time.perf_counter()
+    judgement, result = api_programs.judge(str(source), "odd_17x48,odd_100x32", time_limits="none",
+                                           sandbox=class_sandbox())
+    elapsed = time.perf_counter() - start
+    cost = judgement.cost
+    assert [j.verdict for j in judgement.judged] == ["WRONG", "WRONG"]
+    assert judgement.warm_up_s >= 1.0 and all(j.program_s >= 1.0 for j in judgement.judged)  # its sleeps
+    assert cost is not None and cost.program_runs_s == pytest.approx(judgement.program_runs_s)
+    assert cost.program_runs_s >= 3.0
+    assert cost.phases_s["builds"] > 0 and cost.phases_s["runs"] >= cost.program_runs_s
+    assert sum(cost.phases_s.values()) == pytest.approx(cost.wall_s, abs=1e-9) and cost.wall_s <= elapsed
+    assert result.settings.judge_cost == cost.to_dict() and cost.ratio == pytest.approx(cost.wall_s / cost.program_runs_s)
+    assert cost_line(cost).startswith(f"judging took {cost.ratio:.2f}x the programs' runs")

@@ -13,7 +13,7 @@ from attnbench.analysis.ranking import other_ranks
 from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.printable import printable
 from attnbench.results.course_grade import GRADE_RULE
-from attnbench.results.judge_cost import PROGRAM_RUNS
+from attnbench.results.judge_cost import PROGRAM_RUNS, JudgeCost
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
 
@@ -182,9 +182,9 @@ def kernel_lines(board: Scoreboard) -> list[str]:
     return [printable(line) for line in lines]
 
 
-def cost_line(board: Scoreboard) -> str | None:
-    """The one line said after a class: the judge's wall time against its programs' runs, and its phases."""
-    cost = board.cost
+def cost_line(cost: JudgeCost | None) -> str | None:
+    """The one line said after a judge (a class's board.cost, or one program's): the judge's wall time against its
+    programs' runs, and its phases."""
     if cost is None or cost.ratio is None:
         return None
     phases = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in cost.phases_s.items())

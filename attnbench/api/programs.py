@@ -15,7 +15,7 @@ from attnbench.analysis.class_history import HistoryRow, history, load_boards
 from attnbench.analysis.ranking import RANK_BY
 from attnbench.api.notices import Notice, quiet, say_suite_writes
 from attnbench.backends.kernel_records import unavailable as kernel_records_unavailable
-from attnbench.cases.inputs import ProgressFactory, bytes_to_write, no_progress
+from attnbench.cases.inputs import BenchInput, ProgressFactory, bytes_to_write, no_progress
 from attnbench.errors import AttnbenchError, UsageError
 from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.judge import course_judge as judging
@@ -69,36 +69,40 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
     passed case's kernels recorded in a second, untimed run (attnbench.backends.kernel_records), saved beside
     its process time, never judged. What judging cost beside the program's runs (its phases and their ratio,
     `results.judge_cost`) is the judgement's `cost` and the result's `settings.judge_cost`."""
+    options = JudgeOptions(programs=(program,), cases=cases if isinstance(cases, str) else tuple(cases), launcher=launcher, time_limits=time_limits,
+                           args=args, timeout=timeout, sandbox=sandbox or SandboxSettings(), command=command,
+                           fresh_inputs=fresh_inputs, arch=arch, build_command=build_command, diagnose=diagnose,
+                           kernel_time=kernel_time)
+    return _judged_program(options, progress, listener, opened)
+
+
+def _judged_program(options: JudgeOptions, progress: ProgressFactory, listener: JudgeListener | None,
+                    opened: Callable[[Confinement], None] | None) -> tuple[judging.Judgement, ResultSet]:
+    """`judge` of the one program `options` names, its phases timed."""
     with timing() as clock:
-        judgement, result = _judge_one(program, cases, launcher, time_limits, args, timeout, progress, listener,
-                                       command, sandbox, opened, fresh_inputs, arch, build_command, diagnose,
-                                       kernel_time)
+        judgement, result = _judge_one(options, progress, listener, opened)
     judgement.cost = clock.cost(judgement.program_runs_s)
     result.settings.judge_cost = judgement.cost.to_dict()
     return judgement, result
 
 
-def _judge_one(program: str, cases: str | Sequence[str], launcher: str | None, time_limits: str, args: str,
-               timeout: float | None, progress: ProgressFactory, listener: JudgeListener | None, command: str | None,
-               sandbox: SandboxSettings | None, opened: Callable[[Confinement], None] | None, fresh_inputs: bool,
-               arch: str | None, build_command: str | None, diagnose: bool,
-               kernel_time: bool) -> tuple[judging.Judgement, ResultSet]:
-    limits = judging.load_time_limits(time_limits)
-    inputs = judging.cases_for(cases)
-    if not inputs:
-        raise UsageError(f"--cases {cases if isinstance(cases, str) else ','.join(cases)!r} names no case")
-    judging.refuse_nonfinite_inputs(inputs)
+def _judge_one(options: JudgeOptions, progress: ProgressFactory, listener: JudgeListener | None,
+               opened: Callable[[Confinement], None] | None) -> tuple[judging.Judgement, ResultSet]:
+    program = options.programs[0]
+    limits = judging.load_time_limits(options.time_limits)
+    inputs = _inputs_of(options)
     if is_source(program):
-        with built_source(program, sandbox or SandboxSettings(), build_rules(arch, build_command)) as path:
-            return _judge_one(str(path), cases, launcher, time_limits, args, timeout, progress, listener, command,
-                              sandbox, opened, fresh_inputs, None, None, diagnose, kernel_time)
-    prog = judging.make_program(program, launcher, args)
-    if fresh_inputs:
+        with built_source(program, options.sandbox, build_rules(options.arch, options.build_command)) as path:
+            built = replace(options, programs=(str(path),), arch=None, build_command=None)
+            return _judge_one(built, progress, listener, opened)
+    prog = judging.make_program(program, options.launcher, options.args)
+    fresh = bool(options.fresh_inputs)
+    if fresh:
         inputs = draw(inputs)
-    judgement = judging.run_judge(prog, inputs, limits, timeout, progress, listener,
-                                  sandbox, opened, diagnose, kernel_time)
-    result = judging.judge_results(judgement, collect(None, False, command))
-    result.settings.inputs = FRESH_RULE if fresh_inputs else "the suite's inputs (public seeds)"
+    judgement = judging.run_judge(prog, inputs, limits, options.timeout, progress, listener,
+                                  options.sandbox, opened, options.diagnose, options.kernel_time)
+    result = judging.judge_results(judgement, collect(None, False, options.command))
+    result.settings.inputs = FRESH_RULE if fresh else "the suite's inputs (public seeds)"
     result.settings.seeds = seeds_of(inputs)
     return judgement, result
 
@@ -130,7 +134,7 @@ def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = 
     `kernel_time`: each passed run's kernels recorded in a second, untimed run, in the sandbox like every run;
     `rank_by` "kernel" ranks by them (and records them), "wall" (the default) by the course's wall clock."""
     options = JudgeOptions(programs=tuple(os.fspath(s) for s in submissions),
-                           cases=cases if isinstance(cases, str) else ",".join(cases), time_limits=time_limits,
+                           cases=cases if isinstance(cases, str) else tuple(cases), time_limits=time_limits,
                            timeout=timeout, sandbox=sandbox or SandboxSettings(), rerun_top=rerun_top, gpus=gpus,
                            build_timeout=build_timeout, executor=executor, slurm=slurm or SlurmOptions(),
                            results_dir=results_dir, command=command, fresh_inputs=fresh_inputs, arch=arch,
@@ -148,10 +152,7 @@ def class_request(options: JudgeOptions) -> ClassRequest:
     if options.rerun_top < 0:
         raise UsageError(f"--rerun-top {options.rerun_top}: give 0 or more")
     found = find_submissions(list(options.programs))
-    inputs = judging.cases_for(options.cases)
-    if not inputs:
-        raise UsageError(f"--cases {options.cases!r} names no case")
-    judging.refuse_nonfinite_inputs(inputs)
+    inputs = _inputs_of(options)
     settings = ClassSettings(judging.load_time_limits(options.time_limits), options.timeout, options.build_timeout,
                              options.rerun_top, class_sandbox(options.sandbox), options.fresh_inputs is not False,
                              build_rules(options.arch, options.build_command), options.diagnose,
@@ -251,7 +252,7 @@ class JudgeOptions:
     programs, a folder of submissions, a .cu or .c file to build, or a Slurm run to resume)."""
 
     programs: tuple[str, ...] = ()
-    cases: str = "course"
+    cases: str | tuple[str, ...] = "course"  # the API's list of cases stays a list (a file's name may hold a comma)
     launcher: str | None = None  # one program only
     time_limits: str = "course"
     args: str = judging.DEFAULT_ARGS  # one program only
@@ -291,7 +292,17 @@ class JudgeOptions:
         return self.a_class or bool(self.resume) or len(self.programs) > 1 or is_class(self.programs[0])
 
 
-def _say_pending(cases: str, notice: Notice) -> None:
+def _inputs_of(options: JudgeOptions) -> list[BenchInput]:
+    """The cases `options` name, each finite: bad usage or bad input said in one line before any work."""
+    inputs = judging.cases_for(options.cases)
+    if not inputs:
+        named = options.cases if isinstance(options.cases, str) else ",".join(options.cases)
+        raise UsageError(f"--cases {named!r} names no case")
+    judging.refuse_nonfinite_inputs(inputs)
+    return inputs
+
+
+def _say_pending(cases: str | Sequence[str], notice: Notice) -> None:
     """All 30 course cases take about 8.6 GB: say so before writing any."""
     say_suite_writes(judge_writes(cases), data_dir(), notice)
 
@@ -314,11 +325,7 @@ def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progr
         check_program(options.programs[0])  # a missing program is said alone, not after a note of gigabytes to write
     _say_pending(options.cases, notice)
     _say_no_kernels(options, notice)
-    return judge(options.programs[0], options.cases, launcher=options.launcher, time_limits=options.time_limits,
-                 args=options.args, timeout=options.timeout, progress=progress, listener=listener,
-                 command=options.command, sandbox=options.sandbox, opened=opened,
-                 fresh_inputs=bool(options.fresh_inputs), arch=options.arch, build_command=options.build_command,
-                 diagnose=options.diagnose, kernel_time=options.kernel_time)
+    return _judged_program(options, progress, listener, opened)
 
 
 def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_progress,

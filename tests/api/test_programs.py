@@ -31,7 +31,7 @@ def test_judge_options_refuse_what_does_not_fit_together(tmp_path):
 def test_a_judge_says_what_its_cases_will_write_before_it_starts(monkeypatch):
     said, started = [], []
     monkeypatch.setattr(programs, "judge_writes", lambda cases: 3 * 10**6)
-    monkeypatch.setattr(programs, "judge", lambda *args, **kwargs: started.append(list(said)))
+    monkeypatch.setattr(programs, "_judged_program", lambda *args, **kwargs: started.append(list(said)))
     monkeypatch.setattr(programs, "check_program", lambda program: None)  # ./hw4 stands for a program that runs
     programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01"), notice=said.append)
     assert started == [said] and "the cases not generated yet take 3 MB" in said[0] and "--cases" in said[0]

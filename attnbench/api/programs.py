@@ -28,6 +28,7 @@ from attnbench.judge.course_judge import JudgedCase
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.course_build import BuildRules, build_rules
+from attnbench.judge.gpu_needed import refuse_without_gpu
 from attnbench.judge.phases import timing
 from attnbench.judge.submissions import build, find_submissions
 from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
@@ -73,8 +74,11 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
     if not inputs:
         raise UsageError(f"--cases {cases if isinstance(cases, str) else ','.join(cases)!r} names no case")
     judging.refuse_nonfinite_inputs(inputs)
+    _refuse_cuda_without_gpu(program, launcher)
     if is_source(program):
         with built_source(program, sandbox or SandboxSettings(), build_rules(arch, build_command)) as path:
+            if launcher is None:  # a .c file that links the CUDA runtime is one too
+                refuse_without_gpu(program, path)
             return judge(str(path), cases, launcher=launcher, time_limits=time_limits, args=args, timeout=timeout,
                          progress=progress, listener=listener, command=command, sandbox=sandbox, opened=opened,
                          fresh_inputs=fresh_inputs, diagnose=diagnose, kernel_time=kernel_time)
@@ -160,6 +164,14 @@ def _judged(request: ClassRequest, listener: JudgeListener | None, checkpoint: C
         f"programs {oom_priority.PROGRAM_ADJ}, the judge {lowered}" if lowered is not None else
         f"programs {oom_priority.PROGRAM_ADJ}; the judge's own could not be lowered ({oom_priority.why_not_lowered()})")
     return board
+
+
+def _refuse_cuda_without_gpu(program: str, launcher: str | None) -> None:
+    """One CUDA program (a .cu file, or an executable that is one) to run on this host without an NVIDIA GPU:
+    GpuUnavailable (exit 3) before any build or run. With a launcher it runs elsewhere: never refused here."""
+    if launcher is not None or Path(program).suffix == ".c" or not Path(program).is_file():
+        return  # a .c file is known by what it builds; a missing one is said by what reads it
+    refuse_without_gpu(program, None if Path(program).suffix == ".cu" else Path(program))
 
 
 class BuildFailed(AttnbenchError):
@@ -297,6 +309,7 @@ def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progr
     """`judge` of the one program `options` names (see `judge`), after a note of what its cases will write."""
     if not is_source(options.programs[0]):
         check_program(options.programs[0])  # a missing program is said alone, not after a note of gigabytes to write
+    _refuse_cuda_without_gpu(options.programs[0], options.launcher)  # nor after that note
     _say_pending(options.cases, notice)
     _say_no_kernels(options, notice)
     return judge(options.programs[0], options.cases, launcher=options.launcher, time_limits=options.time_limits,

@@ -224,6 +224,25 @@ def test_without_a_gpu_a_class_of_cuda_programs_alone_draws_no_input_and_runs_no
     assert not any(isinstance(event, (CaseJudged, RerunJudged)) for event in events)
 
 
+def test_without_a_gpu_the_course_style_class_is_built_and_not_judged_never_failed(tmp_path, monkeypatch):
+    """The issue's scoreboard: on a TA's laptop every student of a course-style class was WRONG or CRASH. Each
+    row that builds is NOT JUDGED (whatever built it: the course's Makefile, the student's flags, a lone hw4.cu,
+    the example flags after a failing Makefile); the rows that do not build say so as ever; no input is drawn."""
+    from tests.judge.course_class import make_course_class
+
+    if no_gpu_here() is None:
+        pytest.skip("a GPU is here: its CUDA programs are judged")
+    if shutil.which("nvcc") is None or shutil.which("make") is None:
+        pytest.skip("nvcc and make build the course-style class")
+    classroom = make_course_class(tmp_path / "class" if (tmp_path / "class").mkdir() is None else tmp_path)
+    board, _ = judged_on("in-process", classroom, tmp_path / "board", monkeypatch, "odd_17x48")
+    rows = {row.name: row for row in board.rows}
+    not_judged = {name for name, row in rows.items() if row.not_judged}
+    assert not_judged == {"course_makefile", "all_hw4", "own_flags", "cu_only", "hip_beside", "makefile_fails"}
+    assert {name for name, row in rows.items() if not row.built} == {"hip_only", "nothing_builds"}
+    assert all(not row.entries and row.rank is None for row in rows.values()) and board.settings["seeds"] == {}
+
+
 def test_over_slurm_a_cuda_program_is_never_refused_for_the_judges_own_host(tmp_path, monkeypatch, slurm_here):
     """Slurm's nodes may have the GPU the submitting host lacks: the class goes to them whole (here, a node without
     a GPU too, so its verdict is whatever such a run gets; what matters is that it ran)."""

@@ -28,6 +28,7 @@ from attnbench.judge.course_judge import JudgedCase
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.course_build import BuildRules, build_rules
+from attnbench.judge.gpu_needed import refuse_without_gpu
 from attnbench.judge.phases import phase, timing
 from attnbench.judge.submissions import build, find_submissions
 from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
@@ -69,7 +70,8 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
     passed case's kernels recorded in a second, untimed run (attnbench.backends.kernel_records), saved beside
     its process time, never judged. What judging cost beside the program's runs (its phases and their ratio,
     `results.judge_cost`) is the judgement's `cost` and the result's `settings.judge_cost`."""
-    options = JudgeOptions(programs=(program,), cases=cases if isinstance(cases, str) else tuple(cases), launcher=launcher, time_limits=time_limits,
+    options = JudgeOptions(programs=(program,), cases=cases if isinstance(cases, str) else tuple(cases),
+                           launcher=launcher, time_limits=time_limits,
                            args=args, timeout=timeout, sandbox=sandbox or SandboxSettings(), command=command,
                            fresh_inputs=fresh_inputs, arch=arch, build_command=build_command, diagnose=diagnose,
                            kernel_time=kernel_time)
@@ -91,8 +93,11 @@ def _judge_one(options: JudgeOptions, progress: ProgressFactory, listener: Judge
     program = options.programs[0]
     limits = judging.load_time_limits(options.time_limits)
     inputs = _inputs_of(options)
+    _refuse_cuda_without_gpu(program, options.launcher)
     if is_source(program):
         with built_source(program, options.sandbox, build_rules(options.arch, options.build_command)) as path:
+            if options.launcher is None:  # a .c file that links the CUDA runtime is one too
+                refuse_without_gpu(program, path)
             built = replace(options, programs=(str(path),), arch=None, build_command=None)
             return _judge_one(built, progress, listener, opened)
     prog = judging.make_program(program, options.launcher, options.args)
@@ -175,6 +180,14 @@ def _judged(request: ClassRequest, listener: JudgeListener | None, checkpoint: C
         f"programs {oom_priority.PROGRAM_ADJ}, the judge {lowered}" if lowered is not None else
         f"programs {oom_priority.PROGRAM_ADJ}; the judge's own could not be lowered ({oom_priority.why_not_lowered()})")
     return board
+
+
+def _refuse_cuda_without_gpu(program: str, launcher: str | None) -> None:
+    """One CUDA program (a .cu file, or an executable that is one) to run on this host without an NVIDIA GPU:
+    GpuUnavailable (exit 3) before any build or run. With a launcher it runs elsewhere: never refused here."""
+    if launcher is not None or Path(program).suffix == ".c" or not Path(program).is_file():
+        return  # a .c file is known by what it builds; a missing one is said by what reads it
+    refuse_without_gpu(program, None if Path(program).suffix == ".cu" else Path(program))
 
 
 class BuildFailed(AttnbenchError):
@@ -323,6 +336,7 @@ def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progr
     """`judge` of the one program `options` names (see `judge`), after a note of what its cases will write."""
     if not is_source(options.programs[0]):
         check_program(options.programs[0])  # a missing program is said alone, not after a note of gigabytes to write
+    _refuse_cuda_without_gpu(options.programs[0], options.launcher)  # nor after that note
     _say_pending(options.cases, notice)
     _say_no_kernels(options, notice)
     return _judged_program(options, progress, listener, opened)

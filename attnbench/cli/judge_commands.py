@@ -134,9 +134,10 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
 
     Exit status: 0 when every case passed (a class: once the scoreboard is made, whatever its verdicts),
     1 when any failed, 2 for a bad program or option,
-    3 when the launcher is missing or --sandbox required cannot be met, or an error of the judge's own stopped a
-    class or lost one of its rerun rounds (the scoreboard is saved, seeds and all), 130 when interrupted (what
-    was judged is still saved).
+    3 when the launcher is missing or --sandbox required cannot be met, a CUDA program is to run on a host
+    without an NVIDIA GPU (one program: nothing runs; a class: those rows are NOT JUDGED, the rest judged),
+    or an error of the judge's own stopped a class or lost one of its rerun rounds (the scoreboard is saved,
+    seeds and all), 130 when interrupted (what was judged is still saved).
 
     \b
     Examples:
@@ -251,6 +252,11 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
     if board.interrupted:
         notice("interrupted; what was judged is saved")
         sys.exit(130)
+    unjudged = [row.name for row in board.rows if row.not_judged]
+    if unjudged:  # the host's fault, not the programs': their rows are neither passed nor failed
+        error_line(f"{counted(len(unjudged), 'CUDA program')} not judged: {board.settings['not_judged_here']}; "
+                   "judge them on a machine with a GPU (or --executor slurm)")
+        sys.exit(3)
 
 
 @click.command()

@@ -1,7 +1,7 @@
 """Where a class's jobs run: one small carrier per executor of `spread.executor.EXECUTORS`, each handing the one
 class flow (`class_flow`) an executor of the one seam (`spread.executor.Executor`) and saying the little the
-flow must know of it: whether the jobs run in this process (they then carry the cases prepared here), which
-folder every worker can read (the builds and the JIT caches go there), what the scoreboard records of it, and
+flow must know of it: whether the jobs run in this process (they then carry the cases prepared here), whether
+they run on this host (then a CUDA program is not judged where it has no GPU: `judge.gpu_needed`), which folder every worker can read (the builds and the JIT caches go there), what the scoreboard records of it, and
 what is kept when the class ends. A new executor (Ray, Kubernetes) is an `Executor` in spread/ and one carrier
 here, registered in `CARRIERS`.
 
@@ -43,6 +43,7 @@ class Carrier(Protocol):
     """An executor as the class flow uses it."""
 
     here: bool  # the jobs run in this process: they carry the cases prepared here
+    on_this_host: bool  # the programs run on this host (in this process or its workers), not on other nodes
     scratch: Path | None  # where builds and JIT caches go, a folder every worker reads (None: the temporary one)
     about: dict[str, Any]  # what the scoreboard's settings record of it
 
@@ -62,7 +63,7 @@ class Carrier(Protocol):
 class HereCarrier:
     """One worker, in this process: on its cores and the GPUs it sees."""
 
-    here, scratch = True, None
+    here, on_this_host, scratch = True, True, None
 
     def __init__(self, request: ClassRequest) -> None:
         self.request = request
@@ -82,7 +83,7 @@ class PoolCarrier:
     """One worker process per device of this host, each on CPU cores of its own; this process keeps a share
     (input draws, checks), the builds before them use every core."""
 
-    here, scratch = False, None
+    here, on_this_host, scratch = False, True, None
 
     def __init__(self, request: ClassRequest) -> None:
         self.request = request
@@ -142,6 +143,7 @@ class SlurmCarrier:
     the run's record."""
 
     here = False
+    on_this_host = False  # the nodes may have GPUs this host lacks: nothing is refused for this host's
 
     def __init__(self, run: ClassRun) -> None:
         self.run = run

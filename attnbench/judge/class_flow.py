@@ -1,6 +1,8 @@
 """A class judged, written once whatever executor carries its jobs (`class_executors`: in this process, a GPU
-pool, Slurm): the inputs and their references, every build (all at once: class_builds), the first runs, the
-ranks, the top rows rerun round by round, the ranks again (`attnbench.judge.classroom` has the rules).
+pool, Slurm): every build (all at once: class_builds), the inputs and their references, the first runs, the
+ranks, the top rows rerun round by round, the ranks again (`attnbench.judge.classroom` has the rules). Where the
+runs are on this host and it has no NVIDIA GPU, its CUDA programs are built but not run (`judge.gpu_needed`): their
+rows are NOT JUDGED, said before any run, and a class of nothing else draws no input.
 
 Each round (the first runs, then each rerun round) goes the same way on every executor: the round's inputs are
 drawn (fresh ones anew each round) and their seeds saved on the scoreboard, and its (submission, case) jobs go
@@ -45,9 +47,10 @@ from attnbench.judge.classroom import (
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
+from attnbench.judge.gpu_needed import not_judged_here
 from attnbench.judge.phases import phase
 from attnbench.printable import counted
-from attnbench.results.judge_events import CaseJudged, JudgeListener, RerunJudged, hears_nothing
+from attnbench.results.judge_events import CaseJudged, JudgeListener, NotJudgedHere, RerunJudged, hears_nothing
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.owned_folders import make_owned, remove_stale
 from attnbench.sandbox.owned_folders import release as release_folder  # its lock, once the folder is removed
@@ -111,21 +114,13 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                            for i, case in enumerate(mine)]
         return round_jobs
 
-    try:
+    def rounds() -> None:
+        """The inputs and references, the first runs, the ranks and the rerun rounds of the built programs."""
         first = carrier.drawn("first", lambda: settings.first_inputs(request.inputs))
         record_seeds(board, "first", first)
         clock.begin("inputs and references", len(first), f"{counted(len(first), 'case')}, "
                     + ("drawn fresh" if settings.fresh_inputs else "the suite's"))
         cases = [_ready(bench_input, carrier.here, settings, progress, prepared, clock) for bench_input in first]
-        # every build first, on every core, before the first timed run (class_builds says why not beside them)
-        cores = sorted(affinity())
-        clock.begin("builds", len(request.submissions), f"{counted(len(request.submissions), 'submission')}, "
-                    f"{build_workers(cores, len(request.submissions))} at a time")
-        for built in build_all(request.submissions, tmp, settings, cores, clock.step):
-            rows[built.submission.name] = row_of(built, None, listener)
-            if built.program is not None:
-                programs[built.submission.name] = built.program
-        saved()
         labels = [case.label for case in cases]
         expected = expected_round(labels, len(programs), settings.rerun_top)
         clock.expect(labels * len(programs) + expected * (RERUN_RUNS - 1))
@@ -162,6 +157,27 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                     judge_jobs(executor, again, rerun, warmed, clock, lambda name, why: not_drawn.setdefault(name, why))
                 for name, why in not_drawn.items():  # those rows keep the runs before this round
                     lose_round(board, [rows[name]], number, why)
+
+    try:
+        # every build first, on every core, before the first timed run (class_builds says why not beside them), and
+        # before the inputs: a class whose every program is one that cannot run here draws none
+        cores = sorted(affinity())
+        clock.begin("builds", len(request.submissions), f"{counted(len(request.submissions), 'submission')}, "
+                    f"{build_workers(cores, len(request.submissions))} at a time")
+        for built in build_all(request.submissions, tmp, settings, cores, clock.step):
+            rows[built.submission.name] = row_of(built, None, listener)
+            if built.program is not None:
+                programs[built.submission.name] = built.program
+        unrunnable = not_judged_here(programs) if carrier.on_this_host else None
+        if unrunnable is not None:  # said before any run; the C programs beside them are judged as ever
+            for name in unrunnable.evidence:
+                rows[name].not_judged = unrunnable.reason(name)
+                del programs[name]
+            board.settings["not_judged_here"] = unrunnable.why
+            listener(NotJudgedHere(tuple(unrunnable.evidence), unrunnable.why, len(programs)))
+        saved()
+        if programs or unrunnable is None:
+            rounds()
     except KeyboardInterrupt:
         board.interrupted = True
     except Exception as exc:  # noqa: BLE001 - the judge's own failure (its disk, say): the board, seeds and all, is kept

@@ -46,7 +46,7 @@ from attnbench.sandbox.owned_folders import make_owned, remove_stale
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
 from attnbench.results.judge_events import JudgeListener, SubmissionBuilt
-from attnbench.spread.devices import Device
+from attnbench.spread.devices import NO_GPU_NAME, Device
 from attnbench.spread.executor import IN_PROCESS, ExecutorKind
 from attnbench.spread.slurm import SlurmOptions
 
@@ -114,7 +114,7 @@ def gpu_name(index: int | str | None = None) -> str:
                 return names[0].strip()
         except (OSError, subprocess.SubprocessError):
             pass
-    return "no GPU (the host's CPU)"
+    return NO_GPU_NAME
 
 
 CACHES_PREFIX = "attnbench-cuda-caches-"

@@ -48,6 +48,16 @@ class RerunJudged:
     entry: CaseEntry
 
 
+@dataclass(frozen=True)
+class NotJudgedHere:
+    """A class's CUDA programs that will not run, said before any run: the host their runs are on has no NVIDIA
+    GPU (`why`); `judged` submissions (C programs) are still run."""
+
+    submissions: tuple[str, ...]
+    why: str
+    judged: int
+
+
 JudgeListener = Callable[[object], None]  # hears the events above and ClassProgress
 
 

@@ -23,9 +23,13 @@ from attnbench.results.judge_cost import JudgeCost
 # course's, derived from its entries: written, never read back) was added without a new version; "phases" (the
 # judge's cost, attnbench.results.judge_cost) added later, optional: older boards read without it; entries'
 # "program_s" and rows' "warm_ups_s" (every run of the program the judge made, for that cost) added later still,
-# optional: an older board's entry reads its passed runs as its program time, its row no warm-up.
+# optional: an older board's entry reads its passed runs as its program time, its row no warm-up; rows'
+# "not_judged" (why a built row was not run: a CUDA program where no GPU is) added later, optional: "" when absent.
 SCOREBOARD_VERSION = 1
 PASS = "PASS"
+# A built row the judge did not run, and why (a CUDA program where no NVIDIA GPU is): neither passed nor failed,
+# not ranked, no grade.
+NOT_JUDGED = "NOT JUDGED"
 
 
 @dataclass
@@ -74,6 +78,7 @@ class SubmissionRow:
     reruns: int = 0  # how many times each case was run in all (1, or 3 for the top rows)
     gpu_note: str = ""  # where its cases ran on several GPU kinds: which, and that `gpu` (the most) ranks it
     warm_ups_s: float = 0.0  # its warm-up runs' time, every round's (the programs' time in the judge's cost)
+    not_judged: str = ""  # why it was built but not run (NOT_JUDGED): then it has no entries, no rank, no grade
 
     @property
     def passed(self) -> int:
@@ -120,7 +125,7 @@ class Scoreboard:
 
     def grade(self, row: SubmissionRow) -> int | None:
         """The row's course grade (attnbench.results.course_grade), or None on a partial run."""
-        if not self.graded:
+        if not self.graded or row.not_judged:
             return None
         return course_grade({case: row.entries[case].verdict if row.built and case in row.entries else "not run"
                              for case in COURSE_CASES})
@@ -146,7 +151,8 @@ class Scoreboard:
                        for case, e in raw["entries"].items()}
             rows.append(SubmissionRow(raw["name"], raw["source"], raw["built"], raw.get("build_message", ""),
                                       raw.get("gpu"), entries, raw.get("rank"), raw.get("tied", False),
-                                      raw.get("reruns", 0), raw.get("gpu_note", ""), float(raw.get("warm_ups_s", 0.0))))
+                                      raw.get("reruns", 0), raw.get("gpu_note", ""), float(raw.get("warm_ups_s", 0.0)),
+                                      str(raw.get("not_judged", ""))))
         cost = JudgeCost.from_dict(data["phases"]) if data.get("phases") else None
         return cls(list(data["cases"]), rows, dict(data.get("metadata", {})), dict(data.get("settings", {})),
                    bool(data.get("interrupted", False)), cost=cost)

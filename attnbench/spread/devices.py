@@ -8,6 +8,7 @@ value there is bad usage, like a bad --gpus.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -20,6 +21,8 @@ from attnbench.errors import GpuUnavailable, UsageError
 CPU_WORKERS_ENV = "ATTNBENCH_CPU_WORKERS"
 # A cpu worker that stands in for a GPU has this name where a GPU's name would be.
 STAND_IN_NAME = "cpu worker (standing in for a GPU)"
+# What a run without a GPU ran on, where a GPU's name would be.
+NO_GPU_NAME = "no GPU (the host's CPU)"
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,21 @@ def visible_gpus() -> list[str]:
     if chosen is None:
         return [str(i) for i in range(count)]
     return [part.strip() for part in chosen.split(",") if part.strip()][:count]
+
+
+def no_gpu_here() -> str | None:
+    """Why the programs this process starts have no NVIDIA GPU to run on, or None when they have one. GPUs are
+    counted as everywhere (`visible_gpus`: nvidia-smi, within CUDA_VISIBLE_DEVICES); without nvidia-smi, an
+    NVIDIA device node (/dev/nvidia0, ...) says a GPU may be there, and the programs are given the benefit of it."""
+    if shutil.which("nvidia-smi") is None:
+        if glob.glob("/dev/nvidia[0-9]*"):
+            return None
+        return "no nvidia-smi and no /dev/nvidia* device"
+    if not visible_gpus():
+        chosen = os.environ.get("CUDA_VISIBLE_DEVICES")
+        within = f" within CUDA_VISIBLE_DEVICES={chosen!r}" if chosen is not None else ""
+        return f"nvidia-smi lists no GPU{within}"
+    return None
 
 
 def devices_for(spec: str) -> list[Device]:

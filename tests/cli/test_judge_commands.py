@@ -24,3 +24,121 @@ def test_a_missing_program_is_said_alone_before_any_note_of_what_the_cases_write
     result = cli("judge", str(tmp_path / "nosuch"), "--no-save")
     lines = result.output.strip().splitlines()
     assert result.exit_code == 2 and len(lines) == 1 and lines[0].endswith("nosuch: no such program"), result.output
+
+
+COURSE_PROGRAM = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples" / "course_program" / "hw4.cu"
+
+
+def _no_gpu_here() -> None:
+    """The tests below are of a host without an NVIDIA GPU (this one, CI): skipped on one with a GPU."""
+    from attnbench.spread.devices import no_gpu_here
+
+    if no_gpu_here() is None:
+        pytest.skip("a GPU is here: CUDA programs are judged (test_on_a_gpu_... covers it)")
+
+
+def _built_by_nvcc(tmp_path, name: str = "hw4"):
+    import shutil
+    import subprocess
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    program = tmp_path / name
+    subprocess.run(["nvcc", "-O3", "-o", str(program), str(COURSE_PROGRAM)], check=True, capture_output=True,
+                   timeout=300)
+    return program
+
+
+def test_one_cu_file_without_a_gpu_is_one_line_exit_3_before_any_build_note_or_run(cli, tmp_path):
+    """`judge hw4.cu` on a laptop built it, judged it WRONG ("every element is 0") and exited 1: the laptop's
+    fault, blamed on the program."""
+    _no_gpu_here()
+    source = tmp_path / "hw4.cu"
+    source.write_text(COURSE_PROGRAM.read_text())
+    result = cli("judge", str(source), "--cases", "odd_17x48", "--results-dir", str(tmp_path / "res"))
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 3 and len(lines) == 1, result.output
+    assert lines[0].startswith(f"error: {source}: not judged: a CUDA program (a .cu file, built by nvcc) and no "
+                               "NVIDIA GPU here (")
+    assert not (tmp_path / "res").exists()
+
+
+def test_one_cuda_executable_without_a_gpu_is_one_line_exit_3_and_nothing_runs(cli, tmp_path):
+    _no_gpu_here()
+    program = _built_by_nvcc(tmp_path)
+    result = cli("judge", str(program), "--cases", "odd_17x48", "--no-save")
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 3 and len(lines) == 1 and "[1/1]" not in result.output, result.output
+    assert "a CUDA program (it holds CUDA device code, a .nv_fatbin section)" in lines[0]
+
+
+def test_a_cuda_executable_with_a_launcher_runs_where_the_launcher_puts_it_and_is_not_refused_here(cli, tmp_path):
+    _no_gpu_here()
+    program = _built_by_nvcc(tmp_path)
+    result = cli("judge", str(program), "--cases", "odd_17x48", "--no-save", "--launcher", "env",
+                 "--time-limits", "none")
+    assert "[1/1] odd_17x48:" in result.output and "not judged" not in result.output, result.output
+
+
+def test_a_class_without_a_gpu_saves_its_board_judges_its_c_rows_and_exits_3(cli, tmp_path):
+    """A TA's laptop: the CUDA row is NOT JUDGED (said before the runs, and again at the end), the C row judged,
+    the scoreboard saved, and the exit is the environment's (3), not a verdict's."""
+    import json
+
+    from tests.judge.classes import can_build, class_sandbox, wrapping
+
+    _no_gpu_here()
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    _built_by_nvcc(classroom, "ada")  # an executable handed in: known by what it holds
+    (classroom / "bob.c").write_text(wrapping(""))
+    result = cli("judge", str(classroom), "--cases", "odd_17x48", "--rerun-top", "0", "--time-limits", "none",
+                 "--sandbox", class_sandbox().mode, "--results-dir", str(tmp_path / "res"))
+    out = result.output
+    assert result.exit_code == 3, out
+    said = out.index("not judged: 1 CUDA program (ada), no NVIDIA GPU here (")
+    assert said < out.index("first runs") and "bob odd_17x48: PASS" in out
+    assert "error: 1 CUDA program not judged: no NVIDIA GPU here (" in out.strip().splitlines()[-1]
+    (saved,) = (tmp_path / "res").glob("*.json")
+    rows = {row["name"]: row for row in json.loads(saved.read_text())["rows"]}
+    assert rows["ada"]["not_judged"].startswith("no NVIDIA GPU here") and rows["ada"]["entries"] == {}
+    assert rows["bob"]["rank"] == 1 and rows["bob"]["not_judged"] == ""
+
+
+def test_a_class_of_c_programs_without_a_gpu_is_judged_and_exits_0(cli, tmp_path):
+    from tests.judge.classes import can_build, class_sandbox, wrapping
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    (classroom / "bob.c").write_text(wrapping(""))
+    (classroom / "carol.c").write_text(wrapping("#define OFF_BY_ONE"))
+    result = cli("judge", str(classroom), "--cases", "odd_17x48", "--rerun-top", "0", "--time-limits", "none",
+                 "--sandbox", class_sandbox().mode, "--no-save")
+    assert result.exit_code == 0 and "not judged" not in result.output.lower(), result.output
+    assert "bob odd_17x48: PASS" in result.output and "carol odd_17x48: WRONG" in result.output
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_same_cuda_program_and_class_are_judged_as_ever(gpu, cli, tmp_path):
+    """Where a GPU is, nothing above is refused: the course's hw4.cu, alone and in a class, passes."""
+    import shutil
+
+    from tests.judge.classes import class_sandbox
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    source = tmp_path / "hw4.cu"
+    source.write_text(COURSE_PROGRAM.read_text())
+    alone = cli("judge", str(source), "--cases", "odd_17x48", "--no-save", "--time-limits", "none")
+    assert alone.exit_code == 0 and "[1/1] odd_17x48: PASS" in alone.output, alone.output
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    shutil.copy(source, classroom / "ada.cu")
+    whole = cli("judge", str(classroom), "--cases", "odd_17x48", "--rerun-top", "0", "--time-limits", "none",
+                "--sandbox", class_sandbox().mode, "--no-save")
+    assert whole.exit_code == 0 and "ada odd_17x48: PASS" in whole.output, whole.output
+    assert "not judged" not in whole.output.lower()

@@ -3,7 +3,8 @@
 Its programs have the real ones' habits: the course's example Makefile (`all:` names the course's own
 seq-attention and seq-flashattention, whose sources a submission does not have; `-arch=sm_61`, which CUDA
 13 refuses), `fread` of B, N, d then Q, K, V per batch item, a fixed tile, no CUDA error checked (a kernel
-that cannot launch leaves the output as it was: zeros). Without a GPU their runs write zeros.
+that cannot launch leaves the output as it was: zeros). Without a GPU they are built, then NOT JUDGED
+(attnbench.judge.gpu_needed): their runs there could only write zeros or fail.
 """
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ import pytest
 from attnbench.analysis.time_left import ClassProgress
 from attnbench.api import programs as api_programs
 from attnbench.judge import fresh_inputs
-from attnbench.results.judge_events import CaseJudged, RerunJudged, SubmissionBuilt
+from attnbench.judge.gpu_needed import NOT_JUDGED_HERE
+from attnbench.results.judge_events import CaseJudged, NotJudgedHere, RerunJudged, SubmissionBuilt
 from attnbench.spread import executor, slurm
-from attnbench.spread.devices import CPU_WORKERS_ENV
+from attnbench.spread.devices import CPU_WORKERS_ENV, no_gpu_here
 from tests.judge.classes import CASES, EXAMPLE, ORDER, RANKS, can_build, class_sandbox, verdicts, wrapping
 
 COURSE_PROGRAM = Path(__file__).resolve().parents[2] / "examples" / "course_program" / "hw4.cu"
@@ -81,6 +82,8 @@ def heard(events: list) -> Counter:
             said[(type(event).__name__, event.submission, event.case, event.entry.verdict)] += 1
         elif isinstance(event, ClassProgress):
             said[(event.phase, event.done, event.total, event.note)] += 1
+        elif isinstance(event, NotJudgedHere):
+            said[astuple(event)] += 1
         else:
             raise AssertionError(f"an untyped event: {event!r}")
     return said
@@ -166,12 +169,88 @@ def test_a_class_of_cuda_programs_gets_the_same_verdicts_seeds_events_and_gpu_on
                               "dave": {"t01": "CRASH", "t02": "CRASH"}}
     devices = {e.device for r in here.rows for e in r.entries.values()}
     assert len(devices) == 1 and "no GPU" not in devices.pop()  # every entry names the GPU that ran it
+    assert not any(r.not_judged for r in here.rows) and "not_judged_here" not in here.settings  # a GPU is here
     for where, (board, events) in results.items():
         assert verdicts(board) == verdicts(here), where
         assert board.settings["seeds"] == here.settings["seeds"] and len(board.settings["seeds"]) == 3, where
         assert heard(events) == heard(here_events), where
         assert {e.device for r in board.rows for e in r.entries.values()} == {here.rows[0].gpu}, where
         assert next(r for r in board.rows if r.name == "ada").reruns == 3, where
+
+
+def cuda_beside_c(tmp_path: Path, c_programs: bool = True) -> Path:
+    """The course's CUDA program (ada.cu) beside a right and a wrong C program (unless `c_programs` is False);
+    skipped where a GPU is here (the gpu-marked test above judges it there) or nvcc, cc or make is missing."""
+    if no_gpu_here() is None:
+        pytest.skip("a GPU is here: its CUDA programs are judged (the gpu-marked test covers it)")
+    if shutil.which("nvcc") is None or not can_build():
+        pytest.skip("no nvcc, C compiler or make")
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    shutil.copy(COURSE_PROGRAM, classroom / "ada.cu")
+    if c_programs:
+        (classroom / "bob.c").write_text(wrapping(""))
+        (classroom / "carol.c").write_text(wrapping("#define OFF_BY_ONE"))
+    return classroom
+
+
+@pytest.mark.parametrize("where", ["in-process", "pool"])
+def test_without_a_gpu_a_cuda_submission_is_not_judged_and_said_before_any_run_the_c_ones_are_judged_as_ever(
+        tmp_path, monkeypatch, where):
+    """On a host without a GPU, the course's CUDA program was judged WRONG ("every element is 0: a kernel may have
+    failed to launch") or CRASH ("CUDA driver version is insufficient"): the host's fault, blamed on the program.
+    It is built, then NOT JUDGED (no entry, no rank), said before the first run; the C programs beside it are
+    judged and ranked as ever, in process and on the pool's stand-in workers alike."""
+    classroom = cuda_beside_c(tmp_path)
+    board, events = judged_on(where, classroom, tmp_path / "board", monkeypatch, "odd_17x48")
+    rows = {row.name: row for row in board.rows}
+    ada = rows["ada"]
+    assert ada.built and ada.entries == {} and ada.rank is None and board.grade(ada) is None
+    assert ada.not_judged.startswith(f"{NOT_JUDGED_HERE} (") and "a CUDA program: it holds CUDA device code" in \
+        ada.not_judged
+    assert verdicts(board) == {"ada": {}, "bob": {"odd_17x48": "PASS"}, "carol": {"odd_17x48": "WRONG"}}
+    assert rows["bob"].rank == 1 and not rows["bob"].not_judged and not rows["carol"].not_judged
+    said = [event for event in events if isinstance(event, NotJudgedHere)]
+    assert said == [NotJudgedHere(("ada",), board.settings["not_judged_here"], 2)]
+    first_run = next(i for i, event in enumerate(events) if isinstance(event, CaseJudged))
+    assert events.index(said[0]) < first_run
+
+
+def test_without_a_gpu_a_class_of_cuda_programs_alone_draws_no_input_and_runs_nothing(tmp_path, monkeypatch):
+    classroom = cuda_beside_c(tmp_path, c_programs=False)
+    board, events = judged_on("in-process", classroom, tmp_path / "board", monkeypatch, "odd_17x48")
+    assert [row.not_judged != "" for row in board.rows] == [True] and board.settings["seeds"] == {}
+    assert {event.phase for event in events if isinstance(event, ClassProgress)} == {"builds"}
+    assert not any(isinstance(event, (CaseJudged, RerunJudged)) for event in events)
+
+
+def test_without_a_gpu_the_course_style_class_is_built_and_not_judged_never_failed(tmp_path, monkeypatch):
+    """The issue's scoreboard: on a TA's laptop every student of a course-style class was WRONG or CRASH. Each
+    row that builds is NOT JUDGED (whatever built it: the course's Makefile, the student's flags, a lone hw4.cu,
+    the example flags after a failing Makefile); the rows that do not build say so as ever; no input is drawn."""
+    from tests.judge.course_class import make_course_class
+
+    if no_gpu_here() is None:
+        pytest.skip("a GPU is here: its CUDA programs are judged")
+    if shutil.which("nvcc") is None or shutil.which("make") is None:
+        pytest.skip("nvcc and make build the course-style class")
+    classroom = make_course_class(tmp_path / "class" if (tmp_path / "class").mkdir() is None else tmp_path)
+    board, _ = judged_on("in-process", classroom, tmp_path / "board", monkeypatch, "odd_17x48")
+    rows = {row.name: row for row in board.rows}
+    not_judged = {name for name, row in rows.items() if row.not_judged}
+    assert not_judged == {"course_makefile", "all_hw4", "own_flags", "cu_only", "hip_beside", "makefile_fails"}
+    assert {name for name, row in rows.items() if not row.built} == {"hip_only", "nothing_builds"}
+    assert all(not row.entries and row.rank is None for row in rows.values()) and board.settings["seeds"] == {}
+
+
+def test_over_slurm_a_cuda_program_is_never_refused_for_the_judges_own_host(tmp_path, monkeypatch, slurm_here):
+    """Slurm's nodes may have the GPU the submitting host lacks: the class goes to them whole (here, a node without
+    a GPU too, so its verdict is whatever such a run gets; what matters is that it ran)."""
+    classroom = cuda_beside_c(tmp_path, c_programs=False)
+    board, events = judged_on("slurm", classroom, tmp_path / "board", monkeypatch, "odd_17x48")
+    (ada,) = board.rows
+    assert not ada.not_judged and set(ada.entries) == {"odd_17x48"} and slurm_here
+    assert "not_judged_here" not in board.settings and not any(isinstance(e, NotJudgedHere) for e in events)
 
 
 def test_the_builds_a_judge_killed_outright_left_are_removed_by_the_next_class_never_an_unlocked_folder(

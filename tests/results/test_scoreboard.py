@@ -52,3 +52,19 @@ def test_an_older_board_without_program_times_reads_its_passed_runs_as_them():
             del entry["program_s"]
     older = Scoreboard.from_dict(saved)
     assert older.rows[0].entries["t01"].program_s == 0.75 and older.rows[0].warm_ups_s == 0.0
+
+
+def test_a_row_not_judged_has_no_grade_and_reads_back_and_an_older_board_has_none():
+    """A CUDA program where no GPU was is NOT JUDGED: neither passed nor failed, so no grade of 0 on a graded run."""
+    from attnbench.results.course_grade import COURSE_CASES
+
+    cases = list(COURSE_CASES)
+    judged = SubmissionRow("c", "c.c", True, entries={case: CaseEntry("PASS", "", [0.1]) for case in cases})
+    cuda = SubmissionRow("cu", "cu.cu", True, not_judged="no NVIDIA GPU here (nvidia-smi lists no GPU)")
+    board = Scoreboard(cases, [judged, cuda])
+    assert board.grade(judged) == 60 and board.grade(cuda) is None
+    saved = board.to_dict()
+    assert saved["rows"][1]["not_judged"].startswith("no NVIDIA GPU here") and saved["rows"][1]["grade"] is None
+    assert Scoreboard.from_dict(saved).rows[1].not_judged == cuda.not_judged
+    del saved["rows"][1]["not_judged"]
+    assert Scoreboard.from_dict(saved).rows[1].not_judged == ""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from attnbench.errors import GpuUnavailable, UsageError
-from attnbench.spread.devices import CPU_WORKERS_ENV, Device, cuda_visible, devices_for, parse_device_list
+from attnbench.spread import devices
+from attnbench.spread.devices import CPU_WORKERS_ENV, Device, cuda_visible, devices_for, no_gpu_here, parse_device_list
 
 
 def test_device_lists():
@@ -53,6 +54,29 @@ def test_gpus_are_counted_within_the_visible_ones(four_gpus, monkeypatch):
     assert cuda_visible(Device(1)) == "3"  # the second GPU this process may see is the host's GPU 3
     with pytest.raises(UsageError, match="device 2 does not exist; this machine has 2"):
         devices_for("2")
+
+
+def test_a_host_has_a_gpu_where_nvidia_smi_lists_one_within_the_visible_ones(four_gpus, monkeypatch):
+    assert no_gpu_here() is None
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # CUDA programs see none of the four
+    assert no_gpu_here() == "nvidia-smi lists no GPU within CUDA_VISIBLE_DEVICES=''"
+
+
+def test_a_host_without_nvidia_smi_has_a_gpu_only_where_a_device_node_says_so(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(devices.glob, "glob", lambda pattern: [])
+    assert no_gpu_here() == "no nvidia-smi and no /dev/nvidia* device"
+    monkeypatch.setattr(devices.glob, "glob", lambda pattern: ["/dev/nvidia0"] if pattern == "/dev/nvidia[0-9]*" else [])
+    assert no_gpu_here() is None  # a driver's node without its tool: a GPU may be there, so nothing is refused
+
+
+def test_an_nvidia_smi_that_lists_no_gpu_says_so(monkeypatch, tmp_path):
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'No devices were found'\nexit 6\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert no_gpu_here() == "nvidia-smi lists no GPU"
 
 
 def test_compare_and_judge_refuse_a_bad_number_of_cpu_workers_alike(monkeypatch, tmp_path):

@@ -27,7 +27,8 @@ from attnbench.output.render.column_widths import fit_widths, longest_line, long
 from attnbench.output.tables.result_tables import format_ms, format_s
 from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableModel
 from attnbench.printable import printable as one_line
-from attnbench.results.judge_events import CaseJudged, ProgramCaseJudged, RerunJudged, SubmissionBuilt
+from attnbench.printable import counted
+from attnbench.results.judge_events import CaseJudged, NotJudgedHere, ProgramCaseJudged, RerunJudged, SubmissionBuilt
 
 if TYPE_CHECKING:
     from attnbench.results.resultset import Cell
@@ -286,6 +287,18 @@ def _(event: CaseJudged) -> str | None:
 @judge_line.register
 def _(event: RerunJudged) -> str | None:
     return None if event.entry.passed else f"{event.submission} {event.case}: rerun {event.entry.verdict}"
+
+
+@judge_line.register
+def _(event: NotJudgedHere) -> str | None:
+    names = ", ".join(event.submissions[:NAMES_SHOWN]) + (
+        f" and {len(event.submissions) - NAMES_SHOWN} more" if len(event.submissions) > NAMES_SHOWN else "")
+    rest = f"{counted(event.judged, 'other submission')} judged as ever" if event.judged else "nothing else to judge"
+    return (f"not judged: {counted(len(event.submissions), 'CUDA program')} ({names}), {event.why}; {rest}; "
+            "judge them on a machine with a GPU, or on Slurm's nodes (--executor slurm)")
+
+
+NAMES_SHOWN = 5  # a class of a hundred CUDA programs is named by its first few
 
 
 @judge_line.register

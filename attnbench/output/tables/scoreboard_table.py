@@ -14,7 +14,7 @@ from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableMod
 from attnbench.printable import printable
 from attnbench.results.course_grade import GRADE_RULE
 from attnbench.results.judge_cost import PROGRAM_RUNS, JudgeCost
-from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+from attnbench.results.scoreboard import NOT_JUDGED, CaseEntry, Scoreboard, SubmissionRow
 
 
 @dataclass(frozen=True)
@@ -55,16 +55,30 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
         note = row.build_message if not row.built else (f"median of {row.reruns} runs" if row.reruns > 1 else "")
         if row.built and row.gpu_note:
             note = f"{note}; {row.gpu_note}" if note else row.gpu_note
+        if row.not_judged:
+            note = f"{NOT_JUDGED}: {row.not_judged}"
         rows.append([ScoreCell(_rank(row)), *([ScoreCell(other[1].get(row.name, "-"))] if other else []),
                      ScoreCell(row.name),
-                     ScoreCell(f"{row.passed}/{len(board.cases)}", GOOD if row.passed == len(board.cases) else ""),
-                     *[ScoreCell(str(board.grade(row))) for _ in grade],
+                     ScoreCell("-" if row.not_judged else f"{row.passed}/{len(board.cases)}",
+                               GOOD if row.passed == len(board.cases) else ""),
+                     *[ScoreCell(_grade(board.grade(row))) for _ in grade],
                      ScoreCell(f"{row.total_s:.3f} s" if row.passed else "-"),
-                     *[_with_kernels(_entry(row.entries.get(case)), row.entries.get(case), kernels) if row.built
-                       else ScoreCell("-", DIM) for case in board.cases],
+                     *[_case_cell(row, case, kernels) for case in board.cases],
                      *([_kernel_total(row)] if kernels else []),
                      ScoreCell(row.gpu or "-"), ScoreCell(note, "" if row.built else BAD)])
     return header, rows
+
+
+def _case_cell(row: SubmissionRow, case: str, kernels: bool) -> ScoreCell:
+    if row.not_judged:
+        return ScoreCell(NOT_JUDGED, DIM)
+    if not row.built:
+        return ScoreCell("-", DIM)
+    return _with_kernels(_entry(row.entries.get(case)), row.entries.get(case), kernels)
+
+
+def _grade(grade: int | None) -> str:
+    return "-" if grade is None else str(grade)
 
 
 def scoreboard_model(board: Scoreboard, title: str = "scoreboard") -> TableModel:
@@ -85,6 +99,9 @@ def unranked_lines(board: Scoreboard) -> list[str]:
             continue
         if not row.built:
             lines.append(f"{row.name}: not judged: {row.build_message or 'it did not build'}")
+            continue
+        if row.not_judged:
+            lines.append(f"{row.name}: {NOT_JUDGED}: {row.not_judged}")
             continue
         failed = next(((case, e) for case, e in row.entries.items() if not e.passed), None)
         first = f"; first failed case {failed[0]}: {failed[1].verdict} {failed[1].message}".rstrip() if failed else ""

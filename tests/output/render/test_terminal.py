@@ -137,3 +137,15 @@ def test_a_class_phase_is_said_as_it_begins_then_every_tenth_of_it_with_the_time
     assert plan_line(ClassProgress("reruns, round 2 of 3", 7, 7, 90.0, 0.0)) == "reruns, round 2 of 3 7/7, about 0:00:00 left"
     assert judge_line(ClassProgress("first runs", 0, 2, 1.0, 3725.0, "1 submissions x 2 cases")) \
         == "first runs: 1 submissions x 2 cases, about 1:02:05 left"
+
+
+def test_cuda_programs_not_judged_here_are_one_line_naming_the_first_few():
+    from attnbench.output.render.terminal import judge_line
+    from attnbench.results.judge_events import NotJudgedHere
+
+    line = judge_line(NotJudgedHere(("ada", "bo"), "no NVIDIA GPU here (nvidia-smi lists no GPU)", 1))
+    assert line == ("not judged: 2 CUDA programs (ada, bo), no NVIDIA GPU here (nvidia-smi lists no GPU); 1 other "
+                    "submission judged as ever; judge them on a machine with a GPU, or on Slurm's nodes "
+                    "(--executor slurm)")
+    many = judge_line(NotJudgedHere(tuple(f"s{i}" for i in range(12)), "no NVIDIA GPU here (x)", 0))
+    assert "12 CUDA programs (s0, s1, s2, s3, s4 and 7 more)" in many and "nothing else to judge" in many

@@ -71,3 +71,21 @@ def test_with_kernel_times_both_rankings_show_side_by_side():
 
 def test_without_kernel_times_there_is_one_ranking():
     assert "kernel rank" not in [c.name for c in scoreboard_model(board()).columns]
+
+
+def test_a_row_not_judged_says_so_in_each_case_and_under_the_table_never_as_a_failure():
+    from attnbench.output.tables.scoreboard_table import unranked_lines
+    from attnbench.results.course_grade import COURSE_CASES
+
+    cases = list(COURSE_CASES)
+    judged = SubmissionRow("c", "/s/c.c", True, gpu="no GPU (the host's CPU)", rank=1,
+                           entries={case: CaseEntry("PASS", runs_s=[0.1]) for case in cases})
+    cuda = SubmissionRow("cu", "/s/cu.cu", True, "built with nvcc", not_judged="no NVIDIA GPU here (x)")
+    board = Scoreboard(cases, [judged, cuda])
+    model = scoreboard_model(board)
+    header = [c.name for c in model.columns]
+    row = {name: cell.text for name, cell in zip(header, model.rows[1])}
+    assert row["rank"] == "-" and row["passed"] == "-" and row["grade"] == "-" and row["total (passed)"] == "-"
+    assert {row[case] for case in cases} == {"NOT JUDGED"}
+    assert row["note"] == "NOT JUDGED: no NVIDIA GPU here (x)"
+    assert unranked_lines(board) == ["cu: NOT JUDGED: no NVIDIA GPU here (x)"]

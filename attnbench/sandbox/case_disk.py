@@ -78,6 +78,11 @@ def cap(folder: Path, size: int, inodes: int = INODES, flags: int = 0, mode: int
         return False
 
 
+def mount_now(source: bytes, target: bytes, kind: bytes, flags: int, options: bytes) -> int:
+    """mount(2) itself: 0, or -1 (errno set). For a caller that has checked it may mount (a forked child, say)."""
+    return _libc().mount(source, target, kind, ctypes.c_ulong(flags), options)
+
+
 def uncap(folder: Path) -> None:
     """Unmount the folder's tmpfs (everything the run left in it goes with it); lazily if it is busy."""
     try:

@@ -52,6 +52,7 @@ from attnbench.judge.phases import phase
 from attnbench.printable import counted
 from attnbench.results.judge_events import CaseJudged, JudgeListener, NotJudgedHere, RerunJudged, hears_nothing
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+from attnbench.sandbox import staged_inputs
 from attnbench.sandbox.owned_folders import make_owned, remove_stale
 from attnbench.sandbox.owned_folders import release as release_folder  # its lock, once the folder is removed
 from attnbench.sandbox.staging import remove_tree
@@ -185,6 +186,7 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
     finally:
         for case in prepared:  # fresh inputs are secrets: never left behind, whatever happened
             release(case.input_path)
+        staged_inputs.unstage_all()
         for folder in (caches, tmp):
             remove_tree(folder)
             release_folder(folder)
@@ -204,12 +206,15 @@ def _wanted(row: SubmissionRow, label: str, number: int) -> bool:
 
 def _ready(bench_input: BenchInput, here: bool, settings: ClassSettings, progress: ProgressFactory,
            prepared: list[PreparedCase], clock: ClassClock | None = None) -> BenchInput | PreparedCase:
-    """A case as its jobs carry it: prepared here for jobs that run here; otherwise the input, which each
-    worker prepares (a suite file is generated here once, for the workers to read)."""
+    """A case as its jobs carry it: prepared here for jobs that run here, and staged (staged_inputs: bound into
+    each run's box, not copied; a round's cases all staged before its first run, a label's replacing its last);
+    otherwise the input, which each worker prepares (a suite file is generated here once, for the workers to read)."""
     job_case: BenchInput | PreparedCase = bench_input
     if here:
         job_case = prepare_case(bench_input, progress)
         prepared.append(job_case)
+        with phase("inputs and references"):
+            staged_inputs.stage(job_case.label, job_case.input_path)
     elif not settings.fresh_inputs:
         prepare_case(bench_input, progress)
     if clock is not None:

@@ -69,6 +69,8 @@ class BoxView:
         case_disk.unmount_all_below(self.root)
         case_disk.uncap(self.root)
 
+_MS_RDONLY = 1  # mount(2)'s flag
+
 
 def make(room: Path, folders: Sequence[Path]) -> tuple[BoxView | None, str]:
     """A view in the room folder over `folders` (absolute host folders, or folders of the room), or None and
@@ -84,6 +86,7 @@ def make(room: Path, folders: Sequence[Path]) -> tuple[BoxView | None, str]:
         (view.root / "blank").mkdir(mode=0o755)
         view.accounts.mkdir(mode=0o755)
         mounted = mount_points()
+        overlays: list[tuple[str, str]] = []  # (mount point, lower folder), both as seen from the view's root
         for number, folder in enumerate([*folders, *_copy_etc(view.etc)]):
             if _OVERLAY_UNSAFE & set(str(folder)):
                 continue
@@ -93,15 +96,41 @@ def make(room: Path, folders: Sequence[Path]) -> tuple[BoxView | None, str]:
             overlay = view.root / f"layer-{number}"
             overlay.mkdir(mode=0o755)
             lower = os.path.relpath(folder, view.root) if folder.is_relative_to(room) else str(folder)
-            done = subprocess.run(["mount", "-t", "overlay", "overlay", "-o", f"ro,lowerdir=blank:{lower}",
-                                   overlay.name], cwd=view.root, capture_output=True, timeout=30)
-            if done.returncode != 0:
-                raise OSError(done.stderr.decode(errors="replace").strip() or "overlay refused")
+            overlays.append((overlay.name, lower))
             view.sources[str(folder)] = overlay
+        _mount_overlays(view.root, overlays)
     except (OSError, subprocess.SubprocessError) as exc:
         view.close()
         return None, f"an overlay could not be mounted ({exc})"
     return view, ""
+
+
+def _mount_overlays(root: Path, overlays: Sequence[tuple[str, str]]) -> None:
+    """Each (mount point, lower folder) a read-only overlay over the view's blank folder, mounted with mount(2) by
+    one forked child that works in `root`: the options name folders relative to it (what /proc/self/mountinfo
+    shows: `lowerdir=blank:../program`), and a child's working folder is its own, where the judge's is shared by
+    its threads. The `mount` program, once per overlay, cost 2.5 ms a start: four a run."""
+    if not overlays:
+        return
+    pid = os.fork()
+    if pid == 0:  # the child: only system calls, then _exit (no Python clean-up in a forked copy)
+        failed = 1
+        try:
+            os.chdir(root)
+            for number, (point, lower) in enumerate(overlays):
+                options = f"lowerdir=blank:{lower}".encode()
+                if case_disk.mount_now(b"overlay", point.encode(), b"overlay", _MS_RDONLY, options) != 0:
+                    failed = 10 + number
+                    break
+            else:
+                failed = 0
+        finally:
+            os._exit(failed)
+    _, status = os.waitpid(pid, 0)
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+    if code != 0:
+        which = overlays[code - 10][1] if 10 <= code < 10 + len(overlays) else "the view's folder"
+        raise OSError(f"overlay refused over {which}")
 
 
 def mount_points(mountinfo: str | None = None) -> list[str]:

@@ -68,13 +68,19 @@ def case_bytes(input_path: Path | None, building: bool, file_factor: int, file_f
     return input_path.stat().st_size + max(file_factor * output, file_floor) + MARGIN_BYTES
 
 
-def cap(folder: Path, size: int) -> bool:
-    """Mount a fresh tmpfs of `size` bytes on the empty folder; False where it cannot be done."""
-    options = f"size={size},nr_inodes={INODES},mode=0700".encode()
+def cap(folder: Path, size: int, inodes: int = INODES, flags: int = 0, mode: int = 0o700) -> bool:
+    """Mount a fresh tmpfs of `size` bytes and `inodes` files on the empty folder (`flags`: mount(2)'s, such as
+    noatime; `mode`: its root folder's); False where it cannot be done."""
+    options = f"size={size},nr_inodes={inodes},mode={mode:04o}".encode()
     try:
-        return _libc().mount(_SOURCE, os.fsencode(folder), b"tmpfs", ctypes.c_ulong(0), options) == 0
+        return _libc().mount(_SOURCE, os.fsencode(folder), b"tmpfs", ctypes.c_ulong(flags), options) == 0
     except (OSError, AttributeError):
         return False
+
+
+def mount_now(source: bytes, target: bytes, kind: bytes, flags: int, options: bytes) -> int:
+    """mount(2) itself: 0, or -1 (errno set). For a caller that has checked it may mount (a forked child, say)."""
+    return _libc().mount(source, target, kind, ctypes.c_ulong(flags), options)
 
 
 def uncap(folder: Path) -> None:

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Sequence
 
 from attnbench.errors import AttnbenchError
-from attnbench.sandbox import box_view, case_disk, cgroups, inner_limits, oom_priority, syscall_filter
+from attnbench.sandbox import box_view, case_disk, cgroups, inner_limits, oom_priority, staged_inputs, syscall_filter
 from attnbench.sandbox.bwrap_args import (
     BWRAP_ENV,  # noqa: F401 - the variable is part of the sandbox's interface
     account_files,
@@ -159,6 +159,9 @@ class CasePaths:
     # As root in bwrap, the run's /tmp and /dev/shm: tmpfs mounts of their own, capped in bytes AND in files
     # (bwrap's --tmpfs caps bytes only: 470,000 empty files once took 465 MB of kernel memory)
     scratch: tuple[Path, Path] | None = None
+    # The input staged once and bound read-only into the box at input_arg (attnbench.sandbox.staged_inputs), not
+    # copied into the folder; None: `input` is the run's own copy
+    staged: Path | None = None
 
 
 def _cores() -> set[int]:
@@ -364,7 +367,9 @@ class Sandbox:
 
     def prepare(self, label: str, input_path: Path | None, files: Path | None = None) -> CasePaths:
         """A fresh case folder holding a copy of the input (not a link: the suite's file stays intact), and
-        a copy of the folder `files` if given (a submission to build, say)."""
+        a copy of the folder `files` if given (a submission to build, say). An input the judge staged
+        (staged_inputs) is bound read-only instead, where the box has a view of its own (as root): the view's
+        rule, that the box names no folder of the judge's, holds for the staged tmpfs too."""
         if self.confinement.own_uids:  # a uid of its own for every run (the one drawn at opening, if unused)
             if self.user is None or self.user in self.spent_uids:
                 self.confinement = replace(self.confinement, user=draw_uid())
@@ -378,7 +383,10 @@ class Sandbox:
         if files is not None:
             shutil.copytree(files, folder, symlinks=True, dirs_exist_ok=True)
         copy = folder / f"{label}.in"
-        if input_path is not None:
+        staged = self._staged(input_path)
+        if staged is not None:
+            staged_inputs.touch(staged)
+        elif input_path is not None:
             shutil.copyfile(input_path, copy)
             os.chmod(copy, 0o644)
         if self.user is not None:
@@ -398,7 +406,13 @@ class Sandbox:
         self._write_accounts()
         return CasePaths(folder, copy, output, f"{inside}/{copy.name}", f"{inside}/{output.name}", group,
                          cache, cache_capped, capped,
-                         self._scratch(label) if capped and self.confinement.sandboxed else None)
+                         self._scratch(label) if capped and self.confinement.sandboxed else None, staged)
+
+    def _staged(self, input_path: Path | None) -> Path | None:
+        """The input's staged file, where this run may bind it: in the box, with its own view, no launcher."""
+        if input_path is None or not self.confinement.sandboxed or self.view is None or self.launched:
+            return None
+        return staged_inputs.staged(input_path)
 
     def _write_accounts(self) -> None:
         """The box's own passwd and group for the run's user (bwrap_args.account_files), in the room's folder."""
@@ -577,6 +591,8 @@ class Sandbox:
             folder = self.program.parent if view is None else view.source(self.program.parent)
             args += ["--ro-bind", self._source(folder, case), INSIDE_PROGRAM]
         args += ["--bind", self._source(case.folder, case), INSIDE_CASE, "--chdir", INSIDE_CASE]
+        if case.staged is not None:
+            args += ["--ro-bind", self._source(case.staged, case), f"{INSIDE_CASE}/{case.input.name}"]
         cache = case.cache or (self._warm_cache() if self.cache_writable else None)
         if cache is not None and cache.is_dir():
             args += ["--bind", self._source(cache, case), INSIDE_CACHE, "--setenv", "CUDA_CACHE_PATH", INSIDE_CACHE]

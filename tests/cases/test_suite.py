@@ -389,3 +389,23 @@ def test_an_input_an_earlier_suite_generated_under_another_b_is_replaced_and_a_u
     path.write_bytes(bytes(mine))  # a user's file of the same header, other values: never replaced unasked
     with pytest.raises(TestcaseError, match="attnbench did not write it"):
         suite.generate_input(now)
+
+
+def test_every_value_is_the_float64_formula_rounded_once(monkeypatch):
+    """The generator's whole-number arithmetic gives, for each of the 2^24 values a draw can take, the bits of
+    top * 6 / 2^24 - 3 computed in float64 and rounded to float32 (the suite's recorded bytes depend on it)."""
+    tops = np.arange(1 << suite._VALUE_BITS, dtype=np.uint64)
+
+    class EveryTop:
+        def __init__(self, seed):
+            self.done = 0
+
+        def random_raw(self, n):
+            raw = tops[self.done : self.done + n] << np.uint64(64 - suite._VALUE_BITS)
+            self.done += n
+            return raw | np.uint64(12345)  # the low bits are dropped
+
+    monkeypatch.setattr(suite.np.random, "PCG64", EveryTop)
+    got = np.concatenate(list(suite.input_values(0, tops.size)))
+    want = (tops.astype(np.float64) * (6.0 / (1 << suite._VALUE_BITS)) - 3.0).astype("<f4")
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -358,3 +358,33 @@ def test_over_slurm_a_rerun_round_a_node_cannot_make_inputs_for_is_lost_too(tmp_
     saved = json.loads(board.to_json())
     assert not saved["interrupted"] and "stopped_by" not in saved["settings"]
     _lost_round_3(saved["settings"], {row["name"]: row for row in saved["rows"]})
+
+
+def test_in_process_each_rounds_inputs_are_staged_before_its_runs_bound_not_copied_and_gone_at_the_end(
+        classroom, monkeypatch):
+    from attnbench.sandbox import room, staged_inputs
+
+    if not staged_inputs.can_stage() or class_sandbox().mode != "required":
+        pytest.skip("staging needs root and the sandbox")
+    happened, real_stage, real_prepare = [], staged_inputs.stage, room.Sandbox.prepare
+
+    def stage(slot, source):
+        happened.append(("staged", slot))
+        return real_stage(slot, source)
+
+    def prepare(self, label, input_path, files=None):
+        case = real_prepare(self, label, input_path, files)
+        if input_path is not None and label != "warmup" and label != "probe":
+            happened.append(("bound" if case.staged is not None and not case.input.exists() else "copied", label))
+        return case
+
+    monkeypatch.setattr(staged_inputs, "stage", stage)
+    monkeypatch.setattr(room.Sandbox, "prepare", prepare)
+    api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, sandbox=class_sandbox())
+    labels = CASES.split(",")
+    staging = [("staged", label) for label in labels]
+    first = [("bound", label) for _ in ("alice", "bob", "carol", "dave") for label in labels]
+    rerun = [("bound", label) for label in labels]
+    assert happened == [*staging, *first, *staging, *rerun, *staging, *rerun]
+    assert not staged_inputs._slots and not staged_inputs._root  # a class's end unmounts every staged input
+    assert staged_inputs.STAGED_PREFIX not in Path("/proc/self/mounts").read_text()

@@ -1,0 +1,141 @@
+"""Inputs staged once and bound read-only into every run's box, instead of copied into each run's case folder.
+
+A run's copy of its input cost the copy's time in every run (about 0.2 s a run for t21-t30's 1.3 GB on an H200,
+the most of what a run cost beside the program). As root, the judge stages an input once in a tmpfs of its own
+(`stage`), and bubblewrap binds that file read-only at /judge/case/<label>.in (attnbench.sandbox.room). What the
+program can see of it is what a copy showed, or less:
+- it cannot write it: the bind is read-only (EROFS), a mount point cannot be removed or renamed (EBUSY), and the
+  file is root's, mode 0444, on a tmpfs only the judge writes; the next run gets the same bytes;
+- no host path: the bind's source is the tmpfs's only file, named `input` (its line in /proc/self/mountinfo reads
+  `/input ... tmpfs attnbench-case`, like the case folder's own), and statvfs reports that tmpfs, sized to the
+  input;
+- no clock: atime and mtime are the epoch, and the tmpfs is mounted noatime (a bind keeps the flag), so a read
+  moves nothing; the ctime is set anew right before each run (`touch`), as a copy's was; a fresh tmpfs per input
+  gives its file the same inode number every time;
+- no count: one staged input per slot (a case's label), a new one replacing the old (unmounted first, so the new
+  tmpfs takes the device number the old one freed); a class stages a round's inputs before the round's runs and
+  keeps the last one of a label no later round needs, so every run of the class, first runs and reruns, sees the
+  same number of the judge's mounts.
+
+Without root (no tmpfs of the judge's own), or for an input no one staged, the run gets its copy as before.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnbench.sandbox import case_disk
+from attnbench.sandbox.owned_folders import make_owned, release, remove_stale
+
+STAGED_PREFIX = "attnbench-staged-"
+STAGED_NAME = "input"
+_MS_NOATIME = 1024  # mount(2)'s flag: a read moves no access time
+
+
+@dataclass(frozen=True)
+class _Staged:
+    source: tuple[int, int, int, int]  # the staged file's identity: device, inode, size, mtime (ns)
+    folder: Path  # the tmpfs holding it
+    path: Path  # folder / STAGED_NAME
+
+
+_root: list[Path] = []
+_slots: dict[str, _Staged] = {}
+_by_path: dict[str, str] = {}  # a source's path -> its slot
+
+
+def _identity(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def _staging_root() -> Path:
+    """This process's folder of staged inputs (0711: a run's user passes through to the one bwrap binds, lists
+    none); what a judge killed outright left is unmounted and removed first (owned_folders)."""
+    if not _root:
+        remove_stale(STAGED_PREFIX, before=case_disk.unmount_all_below)
+        folder = make_owned(STAGED_PREFIX)
+        os.chmod(folder, 0o711)
+        _root.append(folder)
+        atexit.register(unstage_all)
+    return _root[0]
+
+
+def can_stage() -> bool:
+    """Whether inputs can be staged here (the judge may mount a tmpfs: root)."""
+    return case_disk.can_cap()
+
+
+def stage(slot: str, source: Path) -> bool:
+    """Stage `source` for `slot` (a case's label), replacing what the slot held; False where it cannot be (no
+    root, or the mount failed), and the runs copy their input as before."""
+    if not can_stage():
+        return False
+    identity = _identity(source)
+    if identity is None:
+        return False
+    held = _slots.get(slot)
+    if held is not None and held.source == identity:
+        return True
+    _unstage(slot)  # first: the new tmpfs takes the device number this one frees
+    folder = _staging_root() / slot.replace("/", "_")
+    folder.mkdir(mode=0o700)
+    if not case_disk.cap(folder, identity[2] + (64 << 10), inodes=2, flags=_MS_NOATIME, mode=0o711):
+        folder.rmdir()
+        return False
+    try:
+        path = folder / STAGED_NAME
+        shutil.copyfile(source, path)
+        os.chmod(path, 0o444)
+        os.utime(path, (0, 0))
+    except OSError:
+        case_disk.uncap(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+        return False
+    _slots[slot] = _Staged(identity, folder, path)
+    _by_path[os.fspath(source)] = slot
+    return True
+
+
+def staged(source: Path) -> Path | None:
+    """The staged file of `source`, if one was staged and the source is still the file it was (not replaced,
+    not rewritten); None: copy it."""
+    slot = _by_path.get(os.fspath(source))
+    held = _slots.get(slot) if slot is not None else None
+    if held is None or _identity(source) != held.source:
+        return None
+    return held.path
+
+
+def touch(path: Path) -> None:
+    """Right before a run: its ctime now, as a copy made for the run had (the times it shows stay the epoch)."""
+    os.utime(path, (0, 0))
+
+
+def _unstage(slot: str) -> None:
+    held = _slots.pop(slot, None)
+    if held is None:
+        return
+    for path, named in list(_by_path.items()):
+        if named == slot:
+            del _by_path[path]
+    case_disk.uncap(held.folder)
+    shutil.rmtree(held.folder, ignore_errors=True)
+
+
+def unstage_all() -> None:
+    """Every staged input unmounted and removed (a class's end: fresh inputs are secrets)."""
+    for slot in list(_slots):
+        _unstage(slot)
+    if _root:
+        case_disk.unmount_all_below(_root[0])
+        shutil.rmtree(_root[0], ignore_errors=True)
+        release(_root[0])
+        _root.clear()

@@ -1,0 +1,200 @@
+"""attnbench.sandbox.staged_inputs: as root, a staged input is bound read-only into the box instead of copied, and
+the program can neither write it, nor learn where it lives on the host, nor tell by it a rerun from a first run."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from attnbench.sandbox import case_disk, staged_inputs
+from attnbench.sandbox.room import Sandbox, SandboxSettings, find_bwrap
+
+# argv[1] the input, argv[2] the output: writes what the program could learn of its input and do to it
+PROBE = r"""
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/time.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    FILE *out = fopen(argv[2], "w");
+    if (!out) return 2;
+    struct stat s;
+    if (stat(argv[1], &s) != 0) return 3;
+    fprintf(out, "before atime %lld mtime %lld ctime %lld ino %llu uid %u mode %o size %lld\n",
+            (long long)s.st_atime, (long long)s.st_mtime, (long long)s.st_ctime, (unsigned long long)s.st_ino,
+            s.st_uid, s.st_mode & 07777, (long long)s.st_size);
+    unsigned long long sum = 0;
+    unsigned char buf[65536];
+    int fd = open(argv[1], O_RDONLY);
+    ssize_t n;
+    while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0)
+        for (ssize_t i = 0; i < n; i++) sum = sum * 31 + buf[i];
+    if (fd >= 0) close(fd);
+    fprintf(out, "sum %llu\n", sum);
+    stat(argv[1], &s);
+    fprintf(out, "after atime %lld\n", (long long)s.st_atime);
+    fprintf(out, "write %d\n", open(argv[1], O_WRONLY) >= 0 ? 0 : errno);
+    fprintf(out, "truncate %d\n", truncate(argv[1], 0) == 0 ? 0 : errno);
+    fprintf(out, "chmod %d\n", chmod(argv[1], 0666) == 0 ? 0 : errno);
+    fprintf(out, "utime %d\n", utimes(argv[1], NULL) == 0 ? 0 : errno);
+    fprintf(out, "unlink %d\n", unlink(argv[1]) == 0 ? 0 : errno);
+    fprintf(out, "rename %d\n", rename(argv[1], "moved.in") == 0 ? 0 : errno);
+    struct statvfs v;
+    if (statvfs(argv[1], &v) == 0) fprintf(out, "statvfs %llu\n", (unsigned long long)(v.f_blocks * v.f_frsize));
+    char line[4096];
+    FILE *mounts = fopen("/proc/self/mountinfo", "r");
+    while (mounts && fgets(line, sizeof line, mounts)) fprintf(out, "mount %s", line);
+    return fclose(out) != 0;
+}
+"""
+
+
+def _probe(tmp_path: Path) -> Path:
+    if shutil.which("cc") is None:
+        pytest.skip("no cc")
+    (tmp_path / "probe.c").write_text(PROBE)
+    subprocess.run(["cc", "-O1", "-o", str(tmp_path / "probe"), str(tmp_path / "probe.c")], check=True)
+    return tmp_path / "probe"
+
+
+def _as_root_in_bwrap() -> None:
+    if find_bwrap()[0] is None:
+        pytest.skip("no bwrap")
+    if not case_disk.can_cap():
+        pytest.skip("staging needs root (a tmpfs of the judge's own); without it every run copies its input")
+
+
+def _run(sandbox: Sandbox, label: str, source: Path) -> tuple[dict[str, str], list[str], float]:
+    """The probe run on `source` as a judged run is: what it wrote (word -> rest), its mount lines, and the
+    time just before its case was prepared."""
+    started = time.time()
+    case = sandbox.prepare(label, source)
+    try:
+        assert case.staged is not None and not case.input.exists(), "the input was copied, not bound"
+        limits = sandbox.limits_for(1 << 20, 30)
+        outcome = sandbox.run([sandbox.program_path(), case.input_arg, case.output_arg], case, 30, limits)
+        assert outcome.returncode == 0, outcome.stderr_tail
+        lines = case.output.read_text().splitlines()
+    finally:
+        sandbox.finish(case)
+    seen = {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in lines if not line.startswith("mount ")}
+    return seen, [line[6:] for line in lines if line.startswith("mount ")], started
+
+
+def _fields(text: str) -> dict[str, int]:
+    words = text.split()
+    return {words[i]: int(words[i + 1], 8 if words[i] == "mode" else 10) for i in range(0, len(words), 2)}
+
+
+def _sum(data: bytes) -> int:
+    total = 0
+    for byte in data:
+        total = (total * 31 + byte) % (1 << 64)
+    return total
+
+
+@pytest.fixture
+def staged_room(tmp_path):
+    _as_root_in_bwrap()
+    sandbox = Sandbox.open(_probe(tmp_path), SandboxSettings("required"))
+    if sandbox.view is None:
+        sandbox.close()
+        pytest.skip(f"no view here ({sandbox.view_reason}): inputs are copied")
+    yield sandbox
+    sandbox.close()
+    staged_inputs.unstage_all()
+
+
+def test_a_staged_input_is_bound_read_only_and_nothing_the_program_does_changes_it(staged_room, tmp_path):
+    source = tmp_path / "fresh-secret-seed.in"
+    data = os.urandom(300_000)
+    source.write_bytes(data)
+    assert staged_inputs.stage("t01", source)
+    for _ in range(2):  # the second run gets the same bytes, whatever the first tried
+        seen, _, _ = _run(staged_room, "t01", source)
+        assert int(seen["sum"]) == _sum(data)
+        for attempt in ("write", "truncate", "chmod", "utime"):
+            assert int(seen[attempt]) != 0, attempt  # EROFS or EACCES: refused
+        assert int(seen["unlink"]) != 0 and int(seen["rename"]) != 0  # a mount point: EBUSY
+    assert hashlib.sha256(staged_inputs.staged(source).read_bytes()).digest() == hashlib.sha256(data).digest()
+    assert source.read_bytes() == data
+
+
+def test_the_box_names_no_host_folder_and_no_seed_of_a_staged_input(staged_room, tmp_path):
+    source = tmp_path / "t01-0123456789abcdef.in"
+    source.write_bytes(os.urandom(70_000))
+    assert staged_inputs.stage("t01", source)
+    seen, mounts, _ = _run(staged_room, "t01", source)
+    line = next(m for m in mounts if " /judge/case/t01.in " in m)
+    assert line.split()[3] == f"/{staged_inputs.STAGED_NAME}" and " - tmpfs attnbench-case " in line
+    everything = "\n".join(mounts)
+    for secret in (str(tmp_path), tempfile.gettempdir() + "/", "0123456789abcdef", staged_inputs.STAGED_PREFIX):
+        assert secret not in everything
+    assert int(seen["statvfs"]) < 1 << 20  # its own tmpfs, sized to the input: no disk of the host's
+
+
+def test_a_staged_input_shows_no_clock_so_a_rerun_looks_like_a_first_run(staged_room, tmp_path):
+    """atime and mtime the epoch before and after a read (noatime), the ctime the run's own moment as a copy's
+    was, the same inode whatever round staged it."""
+    runs = []
+    for round_number in range(3):  # a first run and two reruns, each round's input a new one for the label
+        source = tmp_path / f"round{round_number}.in"
+        source.write_bytes(os.urandom(50_000))
+        assert staged_inputs.stage("t01", source)
+        time.sleep(1.1)  # a copy made at staging would show it: ctime a second older than the run
+        seen, _, started = _run(staged_room, "t01", source)
+        before = _fields(seen["before"])
+        assert before["atime"] == 0 and before["mtime"] == 0 and _fields(seen["after"])["atime"] == 0
+        assert before["ctime"] >= int(started)  # set right before the run, not at staging
+        assert before["mode"] == 0o444  # the judge's (root, shown as the overflow uid in the box), not the run's
+        runs.append(before["ino"])
+    assert len(set(runs)) == 1
+
+
+def test_an_input_changed_after_staging_is_copied_not_bound(tmp_path):
+    if not staged_inputs.can_stage():
+        pytest.skip("staging needs root")
+    source = tmp_path / "a.in"
+    source.write_bytes(b"x" * 1000)
+    try:
+        assert staged_inputs.stage("a", source)
+        assert staged_inputs.staged(source) is not None
+        source.write_bytes(b"y" * 1001)
+        assert staged_inputs.staged(source) is None
+    finally:
+        staged_inputs.unstage_all()
+
+
+def test_a_new_input_for_a_label_replaces_the_old_one_and_the_end_removes_every_mount(tmp_path):
+    if not staged_inputs.can_stage():
+        pytest.skip("staging needs root")
+    first, second = tmp_path / "1.in", tmp_path / "2.in"
+    first.write_bytes(b"1" * 100)
+    second.write_bytes(b"2" * 100)
+    assert staged_inputs.stage("t01", first) and staged_inputs.stage("t01", second)
+    assert staged_inputs.staged(first) is None and staged_inputs.staged(second).read_bytes() == b"2" * 100
+    root = staged_inputs._staging_root()
+    mounted = [line for line in Path("/proc/self/mounts").read_text().splitlines() if f" {root}/" in line]
+    assert len(mounted) == 1 and " noatime" in mounted[0].replace(",", " ")
+    staged_inputs.unstage_all()
+    assert not root.exists()
+    assert f" {root}/" not in Path("/proc/self/mounts").read_text()
+
+
+def test_without_root_nothing_is_staged_and_runs_copy_their_input(tmp_path, monkeypatch):
+    monkeypatch.setattr(staged_inputs, "can_stage", lambda: False)
+    source = tmp_path / "a.in"
+    source.write_bytes(b"x" * 10)
+    assert not staged_inputs.stage("a", source)
+    assert staged_inputs.staged(source) is None

@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Sequence
 
 from attnbench.errors import AttnbenchError
-from attnbench.sandbox import box_view, case_disk, cgroups, inner_limits, oom_priority, staged_inputs, syscall_filter
+from attnbench.sandbox import (box_view, case_disk, cgroups, held_signals, inner_limits, oom_priority, staged_inputs,
+                               syscall_filter)
 from attnbench.sandbox.bwrap_args import (
     BWRAP_ENV,  # noqa: F401 - the variable is part of the sandbox's interface
     account_files,
@@ -244,11 +245,12 @@ class Sandbox:
                 sandbox.groups, sandbox.groups_reason = cgroups.RunGroups.make()
             sandbox.confinement = replace(sandbox.confinement, limit_notes=tuple(sandbox.limit_notes()))
         except BaseException:
-            if sandbox is not None and sandbox.view is not None:
-                sandbox.view.close()
-            case_disk.uncap_all_below(root)
-            shutil.rmtree(root, ignore_errors=True)
-            release(root)
+            with held_signals.held():
+                if sandbox is not None and sandbox.view is not None:
+                    sandbox.view.close()
+                case_disk.unmount_all_below(root)  # a view made but not yet the room's: its overlays too
+                shutil.rmtree(root, ignore_errors=True)
+                release(root)
             raise
         return sandbox
 
@@ -659,15 +661,17 @@ class Sandbox:
         _remove(case.folder)
 
     def close(self) -> None:
-        """Remove the root folder with everything left in it (unfinished case folders unmounted), the cgroup."""
-        if self.view is not None:
-            self.view.close()
-            self.view = None
-        case_disk.uncap_all_below(self.root)
-        _remove(self.root)
-        release(self.root)
-        if self.groups is not None:
-            self.groups.close()
+        """Remove the root folder with everything left in it (unfinished case folders unmounted), the cgroup; an
+        interrupt meanwhile is held until it is done (held_signals)."""
+        with held_signals.held():
+            if self.view is not None:
+                self.view.close()
+                self.view = None
+            case_disk.uncap_all_below(self.root)
+            _remove(self.root)
+            release(self.root)
+            if self.groups is not None:
+                self.groups.close()
 
 
 _swept: list[bool] = []

@@ -213,8 +213,9 @@ def _ready(bench_input: BenchInput, here: bool, settings: ClassSettings, progres
     if here:
         job_case = prepare_case(bench_input, progress)
         prepared.append(job_case)
-        with phase("inputs and references"):
-            staged_inputs.stage(job_case.label, job_case.input_path)
+        if settings.sandbox.mode != "none":  # staged files are readable by every run's user: a box's only
+            with phase("inputs and references"):
+                staged_inputs.stage(job_case.label, job_case.input_path)
     elif not settings.fresh_inputs:
         prepare_case(bench_input, progress)
     if clock is not None:

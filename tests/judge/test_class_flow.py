@@ -388,3 +388,15 @@ def test_in_process_each_rounds_inputs_are_staged_before_its_runs_bound_not_copi
     assert happened == [*staging, *first, *staging, *rerun, *staging, *rerun]
     assert not staged_inputs._slots and not staged_inputs._root  # a class's end unmounts every staged input
     assert staged_inputs.STAGED_PREFIX not in Path("/proc/self/mounts").read_text()
+
+
+def test_without_the_sandbox_no_input_is_staged_for_every_user_to_read(classroom, monkeypatch):
+    """A staged input is readable by every run's user (bwrap binds it as that user): with --sandbox none the
+    programs run on the host, where another case's staged input would be theirs to read ahead."""
+    from attnbench.sandbox import staged_inputs
+
+    staged = []
+    monkeypatch.setattr(staged_inputs, "stage", lambda slot, source: staged.append(slot) or False)
+    board = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=0,
+                                     sandbox=api_programs.SandboxSettings(mode="none"))
+    assert board.rows and staged == []

@@ -22,6 +22,7 @@ from attnbench.cases import suite
 from attnbench.cases.fresh_values import SUITE_RANGE, InputRange, file_range
 from attnbench.cases.testcase import HEADER, OutputFile, Shape, Testcase, read_shape, read_testcase
 from attnbench.errors import TestcaseError
+from attnbench.host_threads import host_threads
 
 Advance = Callable[[int], None]
 # A progress factory: (description, total units) -> context manager yielding an advance function.
@@ -67,12 +68,9 @@ def sha256_of_testcase(testcase: Testcase) -> str:
 def seeded_testcase(shape: Shape, seed: int, advance: Advance | None = None) -> Testcase:
     """The suite generator's values for `seed`, in memory: the bytes a suite file would hold."""
     flat = np.empty(3 * shape.elements, dtype="<f4")
-    done = 0
-    for chunk in suite.input_values(seed, flat.size):
-        flat[done : done + chunk.size] = chunk
-        done += chunk.size
-        if advance:
-            advance(chunk.size)
+    suite.fill_values(seed, flat, host_threads())
+    if advance:
+        advance(flat.size)
     return Testcase(flat.reshape(shape.B, 3, shape.N, shape.d))
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from attnbench import locations
 from attnbench.cases import suite
+from attnbench.cases.inputs import seeded_testcase, sha256_of_testcase
 from attnbench.cases.testcase import Shape, read_output, read_testcase
 from attnbench.errors import TestcaseError, UnknownName
 
@@ -75,6 +76,19 @@ def test_values_do_not_depend_on_chunking(monkeypatch):
     monkeypatch.setattr(suite, "_GEN_CHUNK", 37)
     chunked = np.concatenate(list(suite.input_values(7, 1000)))
     np.testing.assert_array_equal(whole, chunked)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_values_filled_by_threads_are_the_streams_bits_whatever_the_chunks(monkeypatch, threads):
+    """A class's fresh inputs are filled by several threads, each from the seed's generator advanced to its
+    chunk: the same bits as the one stream, for a count that ends mid-chunk."""
+    whole = np.concatenate(list(suite.input_values(7, 1000)))
+    monkeypatch.setattr(suite, "_GEN_CHUNK", 37)
+    filled = np.full(1000, np.nan, dtype="<f4")
+    suite.fill_values(7, filled, threads)
+    np.testing.assert_array_equal(filled, whole)
+    t01 = suite.get_case("t01")
+    assert sha256_of_testcase(seeded_testcase(t01.shape, t01.seed)) == t01.input_sha256  # the suite's recorded bytes
 
 
 def test_a_changed_generator_is_caught(monkeypatch):

@@ -33,6 +33,7 @@ from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.printable import printable
 from attnbench.results.scoreboard import CaseEntry, SubmissionRow
 from attnbench.sandbox.room import SandboxUnavailable
+from attnbench.sandbox.staging import reborn_program
 from attnbench.spread.devices import STAND_IN_NAME, Device, cuda_visible
 from attnbench.spread.executor import Emit, Executor, Progress
 
@@ -71,7 +72,7 @@ class CaseJob:
     """One submission's run of one case. `case`: the input, which the worker prepares, or a case prepared already
     by the process that runs the job (an executor that runs jobs here). `warm_up`: the input whose shape the
     submission is warmed up on right before this run (its round's first job where a row's jobs run back to back
-    on one worker), or None. `diagnose`: the job runs the case under compute-sanitizer instead of judging it
+    on one worker), its sealed program renewed first (staging.reborn_program), or None. `diagnose`: the job runs the case under compute-sanitizer instead of judging it
     (--diagnose, once per submission: the class flow decides which)."""
 
     submission: str
@@ -114,6 +115,8 @@ class ClassCaseWork:
             if job.diagnose:
                 emit("diagnosed", diagnosed(job.program, _case(state, job.case), self.settings))
                 return None
+            if job.warm_up is not None:  # the row's first job of the round: its program born now (reborn_program)
+                reborn_program(job.program)
             if job.warm_up is not None and job.cache is not None:  # right before the row's runs, on this worker
                 emit("warmed", warm_up_entry(job.program, job.warm_up.shape, job.warm_up.label, self.settings,
                                              job.cache))

@@ -148,6 +148,42 @@ def test_on_the_pool_every_run_first_or_rerun_comes_right_after_its_rows_warm_up
     assert "on the worker that runs its jobs of a round, right before them" in saved["settings"]["warm_up"]
 
 
+@pytest.mark.parametrize("gpus", [None, "all"], ids=["in-process", "pool"])
+def test_a_rerun_cannot_tell_itself_from_a_first_run_by_its_programs_birth_time(tmp_path, monkeypatch, gpus):
+    """A spy reads its program's birth time (statx btime, which no one can set) and fails a run when it was born
+    over 4 s ago. The one sealed copy every run linked was born at the build: every first run passed, and every
+    rerun, after two slow rows' first runs, failed. Now each row's program is born again right before its runs
+    of a round, on the worker that runs them."""
+    import json
+
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+    from tests.judge.classes import CLASS_MODE, wrapping
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    if gpus:
+        monkeypatch.setenv(CPU_WORKERS_ENV, "2")
+    programs = Path(__file__).resolve().parents[1] / "adversarial" / "programs"
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    spy = (programs / "birth_spy.c").read_text()
+    (classroom / "aspy.c").write_text(wrapping(spy, "{ int rc = spy_on_birth(4.0); if (rc) return rc; }"))
+    for name in ("zed1", "zed2"):  # honest and slow, judged after the spy
+        (classroom / f"{name}.c").write_text(wrapping("", "usleep(1500000);"))
+    results = tmp_path / "results"
+    outcome = CliRunner().invoke(main, ["judge", str(classroom), "--cases", CASES, "--time-limits", "none",
+                                        *(["--gpus", gpus] if gpus else []), "--rerun-top", "3",
+                                        "--sandbox", CLASS_MODE, "--results-dir", str(results), "--name", "born"])
+    assert outcome.exit_code == 0, outcome.output
+    saved = json.loads((results / "born.json").read_text())
+    rows = {row["name"]: row for row in saved["rows"]}
+    for label, spied in rows["aspy"]["entries"].items():
+        assert spied["verdict"] == "PASS", (label, spied["message"])
+        assert len(spied["runs_s"]) == 3  # no rerun told apart from a first run
+
+
 # -- on GPUs ----------------------------------------------------------------------------------------
 @pytest.mark.gpu
 def test_a_cuda_class_on_the_gpu_pool_passes_each_run_after_its_rows_warm_up_on_its_worker(gpu, tmp_path):

@@ -1,0 +1,22 @@
+/* Tells a rerun from a first run by the birth time of its own program file: the judge sets the program's
+ * access and modification times to the epoch, but a file's birth time (statx
+ * STATX_BTIME) cannot be set, and the one sealed copy every run links was born at the build. Included
+ * before the example's main: spy_on_birth(limit) returns 9 with a line on stderr when the program was
+ * born more than `limit` seconds ago (it would sabotage only those runs). */
+#include <fcntl.h>
+#include <linux/stat.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static int spy_on_birth(double limit) {
+    struct statx info;
+    if (syscall(SYS_statx, AT_FDCWD, "/proc/self/exe", 0, STATX_BTIME, &info) != 0 || !(info.stx_mask & STATX_BTIME))
+        return 0;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    double age = (now.tv_sec - info.stx_btime.tv_sec) + (now.tv_nsec - (long)info.stx_btime.tv_nsec) * 1e-9;
+    if (age > limit) { fprintf(stderr, "a rerun: the program was born %.1f s ago\n", age); return 9; }
+    return 0;
+}

@@ -72,7 +72,7 @@ class CaseJob:
     """One submission's run of one case. `case`: the input, which the worker prepares, or a case prepared already
     by the process that runs the job (an executor that runs jobs here). `warm_up`: the input whose shape the
     submission is warmed up on right before this run (its round's first job where a row's jobs run back to back
-    on one worker), its sealed program renewed first (staging.reborn_program), or None. `diagnose`: the job runs the case under compute-sanitizer instead of judging it
+    on one worker), its sealed program renewed after it (staging.reborn_program), or None. `diagnose`: the job runs the case under compute-sanitizer instead of judging it
     (--diagnose, once per submission: the class flow decides which)."""
 
     submission: str
@@ -115,11 +115,11 @@ class ClassCaseWork:
             if job.diagnose:
                 emit("diagnosed", diagnosed(job.program, _case(state, job.case), self.settings))
                 return None
-            if job.warm_up is not None:  # the row's first job of the round: its program born now (reborn_program)
-                reborn_program(job.program)
             if job.warm_up is not None and job.cache is not None:  # right before the row's runs, on this worker
                 emit("warmed", warm_up_entry(job.program, job.warm_up.shape, job.warm_up.label, self.settings,
                                              job.cache))
+            if job.warm_up is not None:  # then its program is born anew (reborn_program): after the warm-up, which
+                reborn_program(job.program)  # a later round may skip, so no run can date the warm-up by it
             try:
                 case = _case(state, job.case)
             except Exception as exc:  # noqa: BLE001 - the judge could not make the input (its disk, say): no run's fault

@@ -184,6 +184,36 @@ def test_a_rerun_cannot_tell_itself_from_a_first_run_by_its_programs_birth_time(
         assert len(spied["runs_s"]) == 3  # no rerun told apart from a first run
 
 
+def test_a_row_not_warmed_up_again_cannot_date_its_reruns_by_its_programs_birth_time(tmp_path):
+    """A row whose warm-up writes no cache is not warmed up again for the reruns. Were its program born anew before
+    the warm-up, a warm-up that idles 3 s would put 3 s between a first run and the program's birth, and none
+    before a rerun: the spy below idles 0.5 s on the runs it takes for reruns (program under 2 s old). Born anew
+    after the warm-up, every run of the row sees the same age: its three runs of a case take the same time."""
+    import json
+
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+    from tests.judge.classes import CLASS_MODE, wrapping
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    programs = Path(__file__).resolve().parents[1] / "adversarial" / "programs"
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    spy = (programs / "birth_spy.c").read_text()
+    (classroom / "spy.c").write_text(wrapping(spy, "slow_when_young(argv[1], 2.0, 3.0);"))
+    results = tmp_path / "results"
+    outcome = CliRunner().invoke(main, ["judge", str(classroom), "--cases", CASES, "--time-limits", "none",
+                                        "--rerun-top", "1", "--sandbox", CLASS_MODE, "--results-dir", str(results),
+                                        "--name", "young"])
+    assert outcome.exit_code == 0, outcome.output
+    row = json.loads((results / "young.json").read_text())["rows"][0]
+    for label, entry in row["entries"].items():
+        assert entry["verdict"] == "PASS" and len(entry["runs_s"]) == 3, (label, entry)
+        assert max(entry["runs_s"]) - min(entry["runs_s"]) < 0.3, (label, entry["runs_s"])  # no run told apart
+
+
 # -- on GPUs ----------------------------------------------------------------------------------------
 @pytest.mark.gpu
 def test_a_cuda_class_on_the_gpu_pool_passes_each_run_after_its_rows_warm_up_on_its_worker(gpu, tmp_path):

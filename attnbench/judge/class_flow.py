@@ -55,8 +55,8 @@ from attnbench.sandbox.staging import remove_tree
 
 WARM_UP_RULE = ("row by row on every executor: each row is warmed up (untimed, unjudged, on a throwaway input of the "
                 "first case's shape, writing the CUDA cache its runs get copies of) on the worker that runs its jobs of "
-                "a round, right before them, first runs and reruns alike; its sealed program is then copied afresh (a "
-                "file's birth time cannot be set), and its runs run back to back there")
+                "a round, right before them, first runs and reruns alike, its sealed program copied afresh before and "
+                "after the warm-up (a file's birth time cannot be set); they then run back to back there")
 BUILDS_PREFIX = "attnbench-class-"  # the class's builds, locked by its judge for their life
 
 

@@ -72,7 +72,7 @@ class CaseJob:
     """One submission's run of one case. `case`: the input, which the worker prepares, or a case prepared already
     by the process that runs the job (an executor that runs jobs here). `warm_up`: the input whose shape the
     submission is warmed up on right before this run (its round's first job where a row's jobs run back to back
-    on one worker), its sealed program renewed after it (staging.reborn_program), or None. `diagnose`: the job runs the case under compute-sanitizer instead of judging it
+    on one worker), between two renewals of its sealed program (`ClassCaseWork._warm_up`), or None. `diagnose`: the job runs the case under compute-sanitizer instead of judging it
     (--diagnose, once per submission: the class flow decides which)."""
 
     submission: str
@@ -115,11 +115,8 @@ class ClassCaseWork:
             if job.diagnose:
                 emit("diagnosed", diagnosed(job.program, _case(state, job.case), self.settings))
                 return None
-            if job.warm_up is not None and job.cache is not None:  # right before the row's runs, on this worker
-                emit("warmed", warm_up_entry(job.program, job.warm_up.shape, job.warm_up.label, self.settings,
-                                             job.cache))
-            if job.warm_up is not None:  # then its program is born anew (reborn_program): after the warm-up, which
-                reborn_program(job.program)  # a later round may skip, so no run can date the warm-up by it
+            if job.warm_up is not None:  # the row's first job of the round, on this worker: its warm-up, right before
+                self._warm_up(job, emit)  # its runs, between two renewals of its program
             try:
                 case = _case(state, job.case)
             except Exception as exc:  # noqa: BLE001 - the judge could not make the input (its disk, say): no run's fault
@@ -137,6 +134,17 @@ class ClassCaseWork:
         entry.device = str(state["device"])
         emit("entry", entry)
         return None
+
+    def _warm_up(self, job: CaseJob, emit: Emit) -> None:
+        """The row's warm-up (when it has a cache folder) between two renewals of its sealed program
+        (staging.reborn_program: a file's birth time cannot be set): one before, so that no warm-up meets a
+        program born at the build or a round ago (a warm-up marked its cache "rerun" by that age), and one after,
+        so that no run meets one born before a warm-up that a later round may skip (a row whose cache is empty)."""
+        assert job.warm_up is not None
+        reborn_program(job.program)
+        if job.cache is not None:
+            emit("warmed", warm_up_entry(job.program, job.warm_up.shape, job.warm_up.label, self.settings, job.cache))
+        reborn_program(job.program)
 
 
 def _case(state: dict[str, object], bench_input: BenchInput | PreparedCase) -> PreparedCase:

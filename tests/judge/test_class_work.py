@@ -214,6 +214,38 @@ def test_a_row_not_warmed_up_again_cannot_date_its_reruns_by_its_programs_birth_
         assert max(entry["runs_s"]) - min(entry["runs_s"]) < 0.3, (label, entry["runs_s"])  # no run told apart
 
 
+def test_a_warm_up_cannot_tell_a_rerun_round_by_its_programs_birth_time(tmp_path):
+    """The warm-up runs the program too: born anew only after it, the program a rerun round's warm-up met was born
+    one round before (seconds or minutes), the first round's at the build, moments before; the spy's warm-up
+    below marks the cache "rerun" when its program is over 5 s old, and its runs fail on the mark. Born anew
+    before the warm-up as well, every warm-up meets a program just born."""
+    import json
+
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+    from tests.judge.classes import CLASS_MODE, wrapping
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    programs = Path(__file__).resolve().parents[1] / "adversarial" / "programs"
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    spy = (programs / "birth_spy.c").read_text()
+    (classroom / "aspy.c").write_text(wrapping(spy, "{ int rc = mark_reruns_in_warm_up(argv[1], 5.0); "
+                                                    "if (rc) return rc; }"))
+    for name in ("zed1", "zed2"):  # honest and slow, judged after the spy
+        (classroom / f"{name}.c").write_text(wrapping("", "usleep(1500000);"))
+    results = tmp_path / "results"
+    outcome = CliRunner().invoke(main, ["judge", str(classroom), "--cases", CASES, "--time-limits", "none",
+                                        "--rerun-top", "3", "--sandbox", CLASS_MODE, "--results-dir", str(results),
+                                        "--name", "marked"])
+    assert outcome.exit_code == 0, outcome.output
+    rows = {row["name"]: row for row in json.loads((results / "marked.json").read_text())["rows"]}
+    for label, spied in rows["aspy"]["entries"].items():
+        assert spied["verdict"] == "PASS" and len(spied["runs_s"]) == 3, (label, spied)
+
+
 # -- on GPUs ----------------------------------------------------------------------------------------
 @pytest.mark.gpu
 def test_a_cuda_class_on_the_gpu_pool_passes_each_run_after_its_rows_warm_up_on_its_worker(gpu, tmp_path):

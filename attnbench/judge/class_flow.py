@@ -108,7 +108,8 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
         for name in names:
             mine = [case for case in cases if _wanted(rows[name], case.label, number)]
             round_jobs += [CaseJob(name, programs[name], case, cache_of(caches, name),
-                                   request.inputs[0] if i == 0 and request.inputs else None)
+                                   request.inputs[0] if i == 0 and request.inputs else None,
+                                   round_cases=tuple(mine) if i == 0 else ())
                            for i, case in enumerate(mine)]
         return round_jobs
 

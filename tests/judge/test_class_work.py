@@ -187,7 +187,7 @@ def test_a_rerun_cannot_tell_itself_from_a_first_run_by_its_programs_birth_time(
 def test_a_row_not_warmed_up_again_cannot_date_its_reruns_by_its_programs_birth_time(tmp_path):
     """A row whose warm-up writes no cache is not warmed up again for the reruns. Were its program born anew before
     the warm-up, a warm-up that idles 3 s would put 3 s between a first run and the program's birth, and none
-    before a rerun: the spy below idles 0.5 s on the runs it takes for reruns (program under 2 s old). Born anew
+    before a rerun: the spy below idles 1 s on the runs it takes for reruns (program under 2 s old). Born anew
     after the warm-up, every run of the row sees the same age: its three runs of a case take the same time."""
     import json
 
@@ -211,7 +211,7 @@ def test_a_row_not_warmed_up_again_cannot_date_its_reruns_by_its_programs_birth_
     row = json.loads((results / "young.json").read_text())["rows"][0]
     for label, entry in row["entries"].items():
         assert entry["verdict"] == "PASS" and len(entry["runs_s"]) == 3, (label, entry)
-        assert max(entry["runs_s"]) - min(entry["runs_s"]) < 0.3, (label, entry["runs_s"])  # no run told apart
+        assert max(entry["runs_s"]) - min(entry["runs_s"]) < 0.5, (label, entry["runs_s"])  # no run told apart
 
 
 def test_a_warm_up_cannot_tell_a_rerun_round_by_its_programs_birth_time(tmp_path):
@@ -244,6 +244,35 @@ def test_a_warm_up_cannot_tell_a_rerun_round_by_its_programs_birth_time(tmp_path
     rows = {row["name"]: row for row in json.loads((results / "marked.json").read_text())["rows"]}
     for label, spied in rows["aspy"]["entries"].items():
         assert spied["verdict"] == "PASS" and len(spied["runs_s"]) == 3, (label, spied)
+
+
+def test_a_worker_makes_a_rows_inputs_of_the_round_before_its_warm_up_never_between_it_and_its_runs(monkeypatch):
+    """A worker makes a round's input (a fresh draw and its float64 reference: 0.3 s for t05 on a CPU) for the
+    first row that needs it there. Made between the row's warm-up (and its program's renewal) and its run, it
+    told the run whether its row came first to the worker: the first row by name always did in the first round,
+    not in a rerun round that took it third (a spy on the pool idled 0.5 s on those reruns alone). Now a row's
+    first job makes all the row's inputs of the round before the warm-up; nothing but its runs comes after."""
+    from attnbench.cases.testcase import Shape
+    from attnbench.judge import class_work
+    from attnbench.judge.classroom import ClassSettings, WarmedUp
+    from attnbench.judge.fresh_inputs import FreshInput
+    from attnbench.judge.time_limits import TimeLimits
+    from attnbench.results.scoreboard import CaseEntry
+
+    events: list[str] = []
+    monkeypatch.setattr(class_work, "prepare_case", lambda b: events.append(f"made {b.label}") or b.label)
+    monkeypatch.setattr(class_work, "reborn_program", lambda program: events.append("reborn"))
+    monkeypatch.setattr(class_work, "warm_up_entry", lambda *args: events.append("warm-up") or WarmedUp())
+    monkeypatch.setattr(class_work, "judge_entry",
+                        lambda program, case, settings, cache: events.append(f"run {case}") or CaseEntry("PASS", ""))
+    first, second = (FreshInput(label, Shape(1, 17, 48), 7, label) for label in ("a", "b"))
+    jobs = [class_work.CaseJob("alice", Path("/nonexistent/hw4"), first, Path("/nonexistent/cache"), first,
+                               round_cases=(first, second)),
+            class_work.CaseJob("alice", Path("/nonexistent/hw4"), second, Path("/nonexistent/cache"))]
+    work, state = class_work.ClassCaseWork(ClassSettings(TimeLimits("none"))), {"device": "cpu"}
+    for job in jobs:
+        work.run(job, state, lambda what, payload: None)
+    assert events == ["made a", "made b", "reborn", "warm-up", "reborn", "run a", "run b"]
 
 
 # -- on GPUs ----------------------------------------------------------------------------------------

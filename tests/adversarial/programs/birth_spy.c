@@ -24,7 +24,7 @@ static int spy_on_birth(double limit) {
 
 /* The same clock read the other way: its warm-up (the run on "warmup.in") takes `warm_s` seconds, and a run
  * whose program is younger than `young` seconds takes it for a run that came without a warm-up before it (a
- * later round skips the warm-up of a row whose cache is empty) and idles 0.5 s (it would sabotage only those). */
+ * later round skips the warm-up of a row whose cache is empty) and idles 1 s (it would sabotage only those). */
 static void slow_when_young(const char *in, double young, double warm_s) {
     if (strstr(in, "warmup")) { usleep((useconds_t)(warm_s * 1e6)); return; }
     struct statx info;
@@ -33,7 +33,7 @@ static void slow_when_young(const char *in, double young, double warm_s) {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     if ((now.tv_sec - info.stx_btime.tv_sec) + (now.tv_nsec - (long)info.stx_btime.tv_nsec) * 1e-9 < young)
-        usleep(500000);
+        usleep(1000000);
 }
 
 /* The same clock read by the warm-up, which marks the cache its runs copy: a warm-up that finds its program

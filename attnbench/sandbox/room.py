@@ -284,7 +284,7 @@ class Sandbox:
         """After the warm-up: its cache sealed into `cuda_cache` (jit_cache.seal_cache, replacing what was there),
         the warm-up's folder removed; from then on each run gets a copy. Returns why it was dropped, or ''."""
         assert self.cuda_cache is not None
-        why = seal_cache(self._warm_cache(), self.cuda_cache)
+        why = seal_cache(self._warm_cache(), self.cuda_cache, linked=not self.disk_capped)  # capped: copied whole
         if self.disk_capped:
             case_disk.uncap(self._warm_cache())
         _remove(self._warm_cache())

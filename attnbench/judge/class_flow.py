@@ -59,7 +59,8 @@ from attnbench.sandbox.staging import remove_tree
 
 WARM_UP_RULE = ("row by row on every executor: each row is warmed up (untimed, unjudged, on a throwaway input of the "
                 "first case's shape, writing the CUDA cache its runs get copies of) on the worker that runs its jobs of "
-                "a round, right before them, first runs and reruns alike; they then run back to back there")
+                "a round, right before them, first runs and reruns alike, its sealed program copied afresh before and "
+                "after the warm-up (a file's birth time cannot be set); they then run back to back there")
 BUILDS_PREFIX = "attnbench-class-"  # the class's builds, locked by its judge for their life
 
 
@@ -111,7 +112,8 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
         for name in names:
             mine = [case for case in cases if _wanted(rows[name], case.label, number)]
             round_jobs += [CaseJob(name, programs[name], case, cache_of(caches, name),
-                                   request.inputs[0] if i == 0 and request.inputs else None)
+                                   request.inputs[0] if i == 0 and request.inputs else None,
+                                   round_cases=tuple(mine) if i == 0 else ())
                            for i, case in enumerate(mine)]
         return round_jobs
 

@@ -33,6 +33,7 @@ from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.printable import printable
 from attnbench.results.scoreboard import CaseEntry, SubmissionRow
 from attnbench.sandbox.room import SandboxUnavailable
+from attnbench.sandbox.staging import reborn_program
 from attnbench.spread.devices import STAND_IN_NAME, Device, cuda_visible
 from attnbench.spread.executor import Emit, Executor, Progress
 
@@ -71,8 +72,9 @@ class CaseJob:
     """One submission's run of one case. `case`: the input, which the worker prepares, or a case prepared already
     by the process that runs the job (an executor that runs jobs here). `warm_up`: the input whose shape the
     submission is warmed up on right before this run (its round's first job where a row's jobs run back to back
-    on one worker), or None. `diagnose`: the job runs the case under compute-sanitizer instead of judging it
-    (--diagnose, once per submission: the class flow decides which)."""
+    on one worker: `ClassCaseWork._warm_up`, after making `round_cases`, the row's cases of the round), or None.
+    `diagnose`: the job runs the case under compute-sanitizer instead of judging it (--diagnose, once per
+    submission: the class flow decides which)."""
 
     submission: str
     program: Path
@@ -80,6 +82,7 @@ class CaseJob:
     cache: Path | None
     warm_up: BenchInput | None = None
     diagnose: bool = False
+    round_cases: tuple[BenchInput | PreparedCase, ...] = ()  # with warm_up: the row's cases of the round
 
 
 @dataclass(frozen=True)
@@ -114,9 +117,8 @@ class ClassCaseWork:
             if job.diagnose:
                 emit("diagnosed", diagnosed(job.program, _case(state, job.case), self.settings))
                 return None
-            if job.warm_up is not None and job.cache is not None:  # right before the row's runs, on this worker
-                emit("warmed", warm_up_entry(job.program, job.warm_up.shape, job.warm_up.label, self.settings,
-                                             job.cache))
+            if job.warm_up is not None:  # the row's first job of the round, on this worker: its warm-up, right before
+                self._warm_up(job, state, emit)  # its runs, between two renewals of its program
             try:
                 case = _case(state, job.case)
             except Exception as exc:  # noqa: BLE001 - the judge could not make the input (its disk, say): no run's fault
@@ -134,6 +136,25 @@ class ClassCaseWork:
         entry.device = str(state["device"])
         emit("entry", entry)
         return None
+
+    def _warm_up(self, job: CaseJob, state: dict[str, object], emit: Emit) -> None:
+        """The row's inputs of the round made on this worker, those not made yet (a run whose input was made
+        between its warm-up and it knew that its row came first to this worker in the round, which the first row
+        by name always did in the first round and not in a rerun round that took it later), then its warm-up
+        (when it has a cache folder) between two renewals of its sealed program (staging.reborn_program: a file's
+        birth time cannot be set): one before, so that no warm-up meets a program born at the build or a round
+        ago (a warm-up marked its cache "rerun" by that age), and one after, so that no run meets one born before
+        a warm-up that a later round may skip (a row whose cache is empty)."""
+        assert job.warm_up is not None
+        for case in job.round_cases:
+            try:
+                _case(state, case)
+            except Exception:  # noqa: BLE001 - its own job makes it again and says why it could not (not_drawn)
+                break
+        reborn_program(job.program)
+        if job.cache is not None:
+            emit("warmed", warm_up_entry(job.program, job.warm_up.shape, job.warm_up.label, self.settings, job.cache))
+        reborn_program(job.program)
 
 
 def _case(state: dict[str, object], bench_input: BenchInput | PreparedCase) -> PreparedCase:

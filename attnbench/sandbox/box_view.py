@@ -155,15 +155,17 @@ def has_mounts_inside(folder: Path, points: Sequence[str]) -> bool:
     return any(point.startswith(top) and point != top.rstrip("/") for point in points)
 
 
-def _copy_etc(etc: Path) -> list[Path]:
-    """The few /etc files a program's loader and libc read, copied (links kept as links); returns the /etc
-    folders among them, for overlays (copying /etc/alternatives' 390 links took 50 ms a room)."""
+def _copy_etc(etc: Path, host_etc: Path = Path("/etc")) -> list[Path]:
+    """The few /etc files a program's loader and libc read, copied (a link's file, not the link: bwrap binds what
+    a link names, so /etc/localtime, a link into /usr/share/zoneinfo, was bound from the host's disk, and statvfs
+    on it showed that disk's free space); returns the /etc folders among them (links to folders too), for
+    overlays (copying /etc/alternatives' 390 links took 50 ms a room)."""
     etc.mkdir(mode=0o755)
     folders = []
     for name in ETC_FILES:
-        host = Path("/etc") / name
-        if host.is_dir() and not host.is_symlink():
+        host = host_etc / name
+        if host.is_dir():
             folders.append(host)
-        elif host.is_symlink() or host.is_file():
-            shutil.copy2(host, etc / name, follow_symlinks=False)
+        elif host.is_file():
+            shutil.copy2(host, etc / name)
     return folders

@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -62,11 +63,19 @@ def gpu_binds() -> list[str]:
     return [w for pattern in _GPU_NODES for node in sorted(glob.glob(pattern)) for w in ("--dev-bind", node, node)]
 
 
+def holds_temp_folder(folder: str | Path) -> bool:
+    """Whether the folder is the judge's temporary folder or one above it: bound into the box, it shows every
+    room open beside the run's (their read-only program copies: another submission's program, and the mounts
+    inside them), so it is never bound."""
+    temp = Path(os.path.realpath(tempfile.gettempdir()))
+    return temp.is_relative_to(os.path.realpath(folder))
+
+
 def trusted_folder(entry: str) -> bool:
-    """An LD_LIBRARY_PATH entry worth binding: absolute, an existing folder, and neither it nor a folder
-    above it writable by everybody (a relative entry names the judge's working folder, which may be a
-    submission's; a world-writable one may hold anybody's libraries)."""
-    if not entry.startswith("/") or not os.path.isdir(entry):
+    """An LD_LIBRARY_PATH entry worth binding: absolute, an existing folder, not holding the judge's temporary
+    folder, and neither it nor a folder above it writable by everybody (a relative entry names the judge's
+    working folder, which may be a submission's; a world-writable one may hold anybody's libraries)."""
+    if not entry.startswith("/") or not os.path.isdir(entry) or holds_temp_folder(entry):
         return False
     path = Path(os.path.realpath(entry))
     for folder in (path, *path.parents):

@@ -15,7 +15,8 @@ over CACHE_BYTES (counted in the blocks a file holds as well as its size: falloc
 the size) or CACHE_ENTRIES is dropped whole (its row says so) and the judged runs get an empty cache. A
 run's copy hard-links the sealed entries larger than LINK_FROM (CUDA writes an entry once, under a new
 name) when the run is another user than the cache's owner, so it can read them but never write them;
-small files (CUDA's index, which it rewrites) are copied.
+small files (CUDA's index, which it rewrites) are copied. Where a run's copy is a file system of its own (as
+root), nothing can be linked, and the whole cache is capped at what a run may copy (UNLINKED_BYTES).
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ LINK_FROM = 64 << 10
 # What each run copies (the entries up to LINK_FROM): 1,990 files of 64 KiB once made every judged run copy
 # 124 MiB, untimed, under both caps above; an index and a few small kernels take far less.
 COPIED_BYTES = 8 << 20
+# As root a run's copy sits in a capped tmpfs of its own (attnbench.sandbox.room), another file system, where
+# nothing can be linked: every entry is copied into every run, in memory. A warm-up that sealed 200 files of
+# 1 MB (each under its file-size limit and LINK_FROM's "linked" promise) made every judged run copy 192 MB
+# (red team); sealed for such rooms (`linked=False`), the whole cache is what each run copies, capped here.
+UNLINKED_BYTES = 32 << 20
 # What a judged run may add to its copy, where the copy is capped (as root): CUDA writes a kernel it had
 # to compile again, a few MiB at most; past this its writes fail, which CUDA takes as a cache it cannot use.
 CACHE_SLACK_BYTES = 64 << 20
@@ -62,14 +68,15 @@ def held_bytes(info: os.stat_result) -> int:
     return max(info.st_size, getattr(info, "st_blocks", 0) * 512)
 
 
-def seal_cache(written: Path, sealed: Path) -> str:
+def seal_cache(written: Path, sealed: Path, linked: bool = True) -> str:
     """The sealed cache in `sealed` (replaced, made anew), built from what the warm-up wrote in `written`
-    (read by descriptors, never followed or changed). Returns '' when it was kept, else why it was dropped
-    (then `sealed` is an empty folder)."""
+    (read by descriptors, never followed or changed). `linked`: whether runs may hard-link its large entries
+    (False where each run's copy is a file system of its own: then every byte counts as copied, UNLINKED_BYTES).
+    Returns '' when it was kept, else why it was dropped (then `sealed` is an empty folder)."""
     remove_tree(sealed)
     os.mkdir(sealed, 0o755)
     try:
-        _copy_sealed(written, sealed)
+        _copy_sealed(written, sealed, linked)
         return ""
     except _Dropped as why:
         remove_tree(sealed)
@@ -77,14 +84,14 @@ def seal_cache(written: Path, sealed: Path) -> str:
         return f"its CUDA cache after the warm-up {why}: dropped, its runs started with an empty one"
 
 
-def _copy_sealed(written: Path, sealed: Path) -> None:
+def _copy_sealed(written: Path, sealed: Path, linked: bool) -> None:
     try:
         top = os.open(written, _FOLDER)
     except FileNotFoundError:
         return  # the warm-up never ran: an empty cache
     except OSError as exc:
         raise _Dropped(f"could not be opened ({exc.strerror})") from None
-    counts = {"entries": 0, "bytes": 0, "copied": 0}
+    counts = {"entries": 0, "bytes": 0, "copied": 0, "linked": int(linked)}
     target = os.open(sealed, _FOLDER)
     try:  # a pair of descriptors open per level walked: MAX_DEPTH pairs at most
         _copy_level(top, target, 1, "", counts)
@@ -125,11 +132,14 @@ def _copy_level(source: int, target: int, depth: int, where: str, counts: dict[s
                 os.close(below)
         elif stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
             counts["bytes"] += held_bytes(info)
-            counts["copied"] += held_bytes(info) if info.st_size <= LINK_FROM else 0
+            counts["copied"] += held_bytes(info) if info.st_size <= LINK_FROM or not counts["linked"] else 0
             if counts["bytes"] > CACHE_BYTES:
                 raise _Dropped(f"held more than {CACHE_BYTES >> 20} MiB")
-            if counts["copied"] > COPIED_BYTES:
+            if counts["linked"] and counts["copied"] > COPIED_BYTES:
                 raise _Dropped(f"held more than {COPIED_BYTES >> 20} MiB of small files each run would copy")
+            if not counts["linked"] and counts["copied"] > UNLINKED_BYTES:
+                raise _Dropped(f"held more than {UNLINKED_BYTES >> 20} MiB, which each run would copy (its copy is a "
+                               "tmpfs of its own, where nothing can be linked)")
             _copy_file(source, name, target, info, path)
         else:
             kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else (

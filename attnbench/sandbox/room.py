@@ -50,6 +50,7 @@ from attnbench.sandbox.bwrap_args import (
     bwrap_starts,
     find_bwrap,
     gpu_binds,
+    holds_temp_folder,
     library_folders,
     system_binds,
     system_folders,
@@ -77,6 +78,12 @@ _PATH = "/usr/local/bin:/usr/bin:/bin"
 _PROBED_OK: set[tuple[object, ...]] = set()  # what Sandbox._probe found working in this process
 
 
+class BindRefused(AttnbenchError):
+    """A --sandbox-bind folder that would show the judge's own rooms to every program."""
+
+    exit_code = 2
+
+
 class SandboxUnavailable(AttnbenchError):
     """--sandbox required, and no sandbox can be made here."""
 
@@ -98,6 +105,13 @@ class SandboxSettings:
     env: tuple[tuple[str, str], ...] = ()
 
     CPU_FACTOR = 4.0
+
+    def __post_init__(self) -> None:
+        for folder in self.binds:
+            if holds_temp_folder(folder):
+                raise BindRefused(f"--sandbox-bind {folder}: it holds the judge's temporary folder "
+                                  f"({tempfile.gettempdir()}), where the room of every run is: each program would see "
+                                  "the others' programs; bind the folder the program needs, beside it")
     FILE_FACTOR = 4  # the output-size limit: this many times the expected output, at least FILE_FLOOR
     FILE_FLOOR = 1 << 20
 
@@ -289,7 +303,7 @@ class Sandbox:
         """After the warm-up: its cache sealed into `cuda_cache` (jit_cache.seal_cache, replacing what was there),
         the warm-up's folder removed; from then on each run gets a copy. Returns why it was dropped, or ''."""
         assert self.cuda_cache is not None
-        why = seal_cache(self._warm_cache(), self.cuda_cache)
+        why = seal_cache(self._warm_cache(), self.cuda_cache, linked=not self.disk_capped)  # capped: copied whole
         if self.disk_capped:
             case_disk.uncap(self._warm_cache())
         _remove(self._warm_cache())

@@ -208,6 +208,30 @@ def take_program(built: Path, folder: Path, name: str, max_bytes: int = PROGRAM_
     return folder / name
 
 
+def reborn_program(program: Path) -> None:
+    """The sealed program (take_program's) replaced by a fresh copy of itself, born now: a file's birth time
+    (statx's btime) cannot be set, and the one sealed copy every run links was born at its build, so a rerun,
+    later than every first run, told itself from one by its program's age (red team). The class renews it
+    right before each row's runs of a round, so every run, first or rerun, sees the same age pattern. The
+    copy is made beside it (O_EXCL) and renamed over it: a room linking it meanwhile gets one or the other,
+    both sealed."""
+    fresh = program.with_name(f".{program.name}.reborn")
+    _quietly(os.unlink, fresh)
+    src_dir = os.open(program.parent, _FOLDER)
+    try:
+        info = os.lstat(program.name, dir_fd=src_dir)
+        if not stat.S_ISREG(info.st_mode):
+            raise StagingRefused(f"the sealed {shown(program.name)} is not a plain file: refused")
+        _copy_renamed(src_dir, program.name, src_dir, fresh.name, info)
+        os.chmod(fresh.name, 0o555, dir_fd=src_dir)  # the file just made (O_EXCL), in the judge's folder
+        os.rename(fresh.name, program.name, src_dir_fd=src_dir, dst_dir_fd=src_dir)
+    except BaseException:
+        _quietly(os.unlink, fresh.name, dir_fd=src_dir)
+        raise
+    finally:
+        os.close(src_dir)
+
+
 def _copy_renamed(src_dir: int, name: str, dst_dir: int, new_name: str, info: os.stat_result) -> None:
     source = os.open(name, _READ, dir_fd=src_dir)
     try:

@@ -148,6 +148,133 @@ def test_on_the_pool_every_run_first_or_rerun_comes_right_after_its_rows_warm_up
     assert "on the worker that runs its jobs of a round, right before them" in saved["settings"]["warm_up"]
 
 
+@pytest.mark.parametrize("gpus", [None, "all"], ids=["in-process", "pool"])
+def test_a_rerun_cannot_tell_itself_from_a_first_run_by_its_programs_birth_time(tmp_path, monkeypatch, gpus):
+    """A spy reads its program's birth time (statx btime, which no one can set) and fails a run when it was born
+    over 4 s ago. The one sealed copy every run linked was born at the build: every first run passed, and every
+    rerun, after two slow rows' first runs, failed. Now each row's program is born again right before its runs
+    of a round, on the worker that runs them."""
+    import json
+
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+    from tests.judge.classes import CLASS_MODE, wrapping
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    if gpus:
+        monkeypatch.setenv(CPU_WORKERS_ENV, "2")
+    programs = Path(__file__).resolve().parents[1] / "adversarial" / "programs"
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    spy = (programs / "birth_spy.c").read_text()
+    (classroom / "aspy.c").write_text(wrapping(spy, "{ int rc = spy_on_birth(4.0); if (rc) return rc; }"))
+    for name in ("zed1", "zed2"):  # honest and slow, judged after the spy
+        (classroom / f"{name}.c").write_text(wrapping("", "usleep(1500000);"))
+    results = tmp_path / "results"
+    outcome = CliRunner().invoke(main, ["judge", str(classroom), "--cases", CASES, "--time-limits", "none",
+                                        *(["--gpus", gpus] if gpus else []), "--rerun-top", "3",
+                                        "--sandbox", CLASS_MODE, "--results-dir", str(results), "--name", "born"])
+    assert outcome.exit_code == 0, outcome.output
+    saved = json.loads((results / "born.json").read_text())
+    rows = {row["name"]: row for row in saved["rows"]}
+    for label, spied in rows["aspy"]["entries"].items():
+        assert spied["verdict"] == "PASS", (label, spied["message"])
+        assert len(spied["runs_s"]) == 3  # no rerun told apart from a first run
+
+
+def test_a_row_not_warmed_up_again_cannot_date_its_reruns_by_its_programs_birth_time(tmp_path):
+    """A row whose warm-up writes no cache is not warmed up again for the reruns. Were its program born anew before
+    the warm-up, a warm-up that idles 3 s would put 3 s between a first run and the program's birth, and none
+    before a rerun: the spy below idles 1 s on the runs it takes for reruns (program under 2 s old). Born anew
+    after the warm-up, every run of the row sees the same age: its three runs of a case take the same time."""
+    import json
+
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+    from tests.judge.classes import CLASS_MODE, wrapping
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    programs = Path(__file__).resolve().parents[1] / "adversarial" / "programs"
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    spy = (programs / "birth_spy.c").read_text()
+    (classroom / "spy.c").write_text(wrapping(spy, "slow_when_young(argv[1], 2.0, 3.0);"))
+    results = tmp_path / "results"
+    outcome = CliRunner().invoke(main, ["judge", str(classroom), "--cases", CASES, "--time-limits", "none",
+                                        "--rerun-top", "1", "--sandbox", CLASS_MODE, "--results-dir", str(results),
+                                        "--name", "young"])
+    assert outcome.exit_code == 0, outcome.output
+    row = json.loads((results / "young.json").read_text())["rows"][0]
+    for label, entry in row["entries"].items():
+        assert entry["verdict"] == "PASS" and len(entry["runs_s"]) == 3, (label, entry)
+        assert max(entry["runs_s"]) - min(entry["runs_s"]) < 0.5, (label, entry["runs_s"])  # no run told apart
+
+
+def test_a_warm_up_cannot_tell_a_rerun_round_by_its_programs_birth_time(tmp_path):
+    """The warm-up runs the program too: born anew only after it, the program a rerun round's warm-up met was born
+    one round before (seconds or minutes), the first round's at the build, moments before; the spy's warm-up
+    below marks the cache "rerun" when its program is over 5 s old, and its runs fail on the mark. Born anew
+    before the warm-up as well, every warm-up meets a program just born."""
+    import json
+
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+    from tests.judge.classes import CLASS_MODE, wrapping
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    programs = Path(__file__).resolve().parents[1] / "adversarial" / "programs"
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    spy = (programs / "birth_spy.c").read_text()
+    (classroom / "aspy.c").write_text(wrapping(spy, "{ int rc = mark_reruns_in_warm_up(argv[1], 5.0); "
+                                                    "if (rc) return rc; }"))
+    for name in ("zed1", "zed2"):  # honest and slow, judged after the spy
+        (classroom / f"{name}.c").write_text(wrapping("", "usleep(1500000);"))
+    results = tmp_path / "results"
+    outcome = CliRunner().invoke(main, ["judge", str(classroom), "--cases", CASES, "--time-limits", "none",
+                                        "--rerun-top", "3", "--sandbox", CLASS_MODE, "--results-dir", str(results),
+                                        "--name", "marked"])
+    assert outcome.exit_code == 0, outcome.output
+    rows = {row["name"]: row for row in json.loads((results / "marked.json").read_text())["rows"]}
+    for label, spied in rows["aspy"]["entries"].items():
+        assert spied["verdict"] == "PASS" and len(spied["runs_s"]) == 3, (label, spied)
+
+
+def test_a_worker_makes_a_rows_inputs_of_the_round_before_its_warm_up_never_between_it_and_its_runs(monkeypatch):
+    """A worker makes a round's input (a fresh draw and its float64 reference: 0.3 s for t05 on a CPU) for the
+    first row that needs it there. Made between the row's warm-up (and its program's renewal) and its run, it
+    told the run whether its row came first to the worker: the first row by name always did in the first round,
+    not in a rerun round that took it third (a spy on the pool idled 0.5 s on those reruns alone). Now a row's
+    first job makes all the row's inputs of the round before the warm-up; nothing but its runs comes after."""
+    from attnbench.cases.testcase import Shape
+    from attnbench.judge import class_work
+    from attnbench.judge.classroom import ClassSettings, WarmedUp
+    from attnbench.judge.fresh_inputs import FreshInput
+    from attnbench.judge.time_limits import TimeLimits
+    from attnbench.results.scoreboard import CaseEntry
+
+    events: list[str] = []
+    monkeypatch.setattr(class_work, "prepare_case", lambda b: events.append(f"made {b.label}") or b.label)
+    monkeypatch.setattr(class_work, "reborn_program", lambda program: events.append("reborn"))
+    monkeypatch.setattr(class_work, "warm_up_entry", lambda *args: events.append("warm-up") or WarmedUp())
+    monkeypatch.setattr(class_work, "judge_entry",
+                        lambda program, case, settings, cache: events.append(f"run {case}") or CaseEntry("PASS", ""))
+    first, second = (FreshInput(label, Shape(1, 17, 48), 7, label) for label in ("a", "b"))
+    jobs = [class_work.CaseJob("alice", Path("/nonexistent/hw4"), first, Path("/nonexistent/cache"), first,
+                               round_cases=(first, second)),
+            class_work.CaseJob("alice", Path("/nonexistent/hw4"), second, Path("/nonexistent/cache"))]
+    work, state = class_work.ClassCaseWork(ClassSettings(TimeLimits("none"))), {"device": "cpu"}
+    for job in jobs:
+        work.run(job, state, lambda what, payload: None)
+    assert events == ["made a", "made b", "reborn", "warm-up", "reborn", "run a", "run b"]
+
+
 # -- on GPUs ----------------------------------------------------------------------------------------
 @pytest.mark.gpu
 def test_a_cuda_class_on_the_gpu_pool_passes_each_run_after_its_rows_warm_up_on_its_worker(gpu, tmp_path):

@@ -184,3 +184,49 @@ def test_mount_points_are_read_with_their_escapes_and_only_mounts_strictly_insid
     assert has_mounts_inside(Path("/usr"), points) and has_mounts_inside(Path("/opt/my libs"), points)
     assert not has_mounts_inside(Path("/usr/lib/x86_64-linux-gnu/libcuda.so.1"), points)
     assert not has_mounts_inside(Path("/us"), points) and not has_mounts_inside(Path("/etc"), points)
+
+
+def test_etc_entries_that_are_links_are_copied_as_what_they_name_never_bound_from_the_hosts_disk(tmp_path):
+    """/etc/localtime is a link into /usr/share/zoneinfo: copied as a link, bwrap bound the file it names from the
+    host's disk, and statvfs on /etc/localtime in the box showed that disk's size and free space."""
+    from attnbench.sandbox.box_view import _copy_etc
+
+    host = tmp_path / "host-etc"
+    (host / "zones").mkdir(parents=True)
+    (host / "zones" / "UTC").write_bytes(b"TZif2 zone data")
+    (host / "conf.d").mkdir()
+    (host / "localtime").symlink_to(host / "zones" / "UTC")
+    (host / "ld.so.conf.d").symlink_to(host / "conf.d")
+    (host / "nsswitch.conf").symlink_to(host / "missing")
+    (host / "ld.so.cache").write_bytes(b"cache")
+    copies = tmp_path / "view-etc"
+    folders = _copy_etc(copies, host)
+    assert not (copies / "localtime").is_symlink() and (copies / "localtime").read_bytes() == b"TZif2 zone data"
+    assert (copies / "ld.so.cache").read_bytes() == b"cache"
+    assert folders == [host / "ld.so.conf.d"]  # a link to a folder gets an overlay, as a folder does
+    assert not os.path.lexists(copies / "nsswitch.conf")  # a dangling link: nothing to bind
+
+
+@pytest.mark.skipif(find_bwrap()[0] is None, reason="no bwrap")
+def test_as_root_statvfs_on_etc_localtime_in_the_box_shows_no_disk_of_the_hosts(tmp_path):
+    if not case_disk.can_cap():
+        pytest.skip("mounting needs root (without it the run's header says what the box shows)")
+    if not os.path.islink("/etc/localtime") or not os.path.isfile("/etc/localtime"):
+        pytest.skip("/etc/localtime is no link to a file here")
+    sandbox = Sandbox.open(_probe(tmp_path), SandboxSettings("required"))
+    try:
+        case = sandbox.prepare("c", None)
+        try:
+            outcome = run_process(sandbox.command([sandbox.program_path(), case.output_arg, "/etc/localtime"], case),
+                                  case.folder, 30, user=sandbox.user, env=sandbox.case_env(case))
+            assert outcome.returncode == 0, outcome.stderr_tail
+            shown = case.output.read_text()
+        finally:
+            sandbox.finish(case)
+    finally:
+        sandbox.close()
+    host = os.statvfs(os.path.realpath("/etc/localtime"))
+    line = next(line for line in shown.splitlines() if line.startswith("statvfs /etc/localtime "))
+    assert int(line.split()[2]) != host.f_blocks, "statvfs on /etc/localtime shows the host's disk"
+    mount = [line for line in shown.splitlines() if " /etc/localtime " in line and not line.startswith("statvfs")]
+    assert mount and "attnbench-case" in mount[0], mount

@@ -174,3 +174,51 @@ def test_a_warm_up_that_fills_the_cache_has_it_dropped_and_its_runs_start_empty(
     row = board.rows[0]
     assert row.entries[CASE].verdict == "PASS", row.entries[CASE].message  # no judged run saw the filling
     assert len(row.entries[CASE].runs_s) == 3 and "CUDA cache" in row.build_message and "dropped" in row.build_message
+
+
+def test_a_cache_each_run_copies_whole_is_capped_at_what_a_run_may_copy(tmp_path, monkeypatch):
+    """As root a run's copy is a tmpfs of its own, where nothing can be linked: a warm-up that sealed 200 files of
+    1 MB, each over LINK_FROM and so "linked", made every judged run copy 192 MB into memory (red team)."""
+    monkeypatch.setattr(jit_cache, "LINK_FROM", 1000)
+    monkeypatch.setattr(jit_cache, "UNLINKED_BYTES", 20000)  # blocks count: 8 KiB a file
+    written = _cache(tmp_path / "large", [5000, 5000, 5000])
+    assert jit_cache.seal_cache(written, tmp_path / "linked") == ""  # runs link the large entries
+    why = jit_cache.seal_cache(written, tmp_path / "copied", linked=False)
+    assert "which each run would copy" in why and not list((tmp_path / "copied").iterdir())
+    assert jit_cache.seal_cache(_cache(tmp_path / "fits", [5000, 5000]), tmp_path / "kept", linked=False) == ""
+
+
+@pytest.mark.skipif(not can_build(), reason="needs cc and make")
+def test_as_root_a_warm_up_whose_cache_every_run_would_copy_whole_has_it_dropped(tmp_path, monkeypatch):
+    from attnbench.cases.testcase import Shape
+    from attnbench.sandbox import case_disk
+    from attnbench.sandbox.program_run import ProgramSpec, warm_up
+    from attnbench.sandbox.room import Sandbox, SandboxSettings
+
+    if not case_disk.can_cap():
+        pytest.skip("as root only: without it a run's copy is on the sealed cache's disk and links its large entries")
+    monkeypatch.setattr(jit_cache, "UNLINKED_BYTES", 1 << 20)
+    (tmp_path / "fill.c").write_text(r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(void) {  /* three entries of 600 kB, each over LINK_FROM */
+    char path[4096];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/entry%d", getenv("CUDA_CACHE_PATH"), i);
+        FILE *f = fopen(path, "w");
+        for (int j = 0; f && j < 600000; j++) fputc(j, f);
+        if (f) fclose(f);
+    }
+    return 0;
+}
+""")
+    subprocess.run(["cc", "-O1", "-o", str(tmp_path / "fill"), str(tmp_path / "fill.c")], check=True)
+    cache = tmp_path / "cache"
+    room = Sandbox.open(tmp_path / "fill", SandboxSettings(CLASS_MODE), cuda_cache=cache, cache_writable=True)
+    try:
+        if not room.disk_capped:
+            pytest.skip("no capped tmpfs for the runs here")
+        warmed = warm_up(room, ProgramSpec("c", tmp_path / "unused.in", Shape(1, 17, 48), 30))
+    finally:
+        room.close()
+    assert "which each run would copy" in warmed.dropped and not list(cache.iterdir())

@@ -67,3 +67,19 @@ def test_a_released_folder_is_no_longer_held(tmp_path):
     assert remove_stale(PREFIX, tmp_path) == []
     release(mine)
     assert remove_stale(PREFIX, tmp_path) == [mine] and not mine.exists()
+
+
+def test_a_fifo_planted_as_the_lock_file_neither_hangs_the_next_judge_nor_is_removed(tmp_path):
+    """Without root the fallback runs programs as the judge's own user, in the machine's /tmp: a FIFO named like
+    a stale folder's lock file once made every later judge of that user wait forever at its start (opening a
+    FIFO for reading waits for a writer)."""
+    planted = tmp_path / f"{PREFIX}planted"
+    planted.mkdir()
+    os.mkfifo(planted / LOCK_NAME)
+    sweeper = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        from pathlib import Path
+        from attnbench.sandbox.owned_folders import remove_stale
+        print(remove_stale({PREFIX!r}, Path({str(tmp_path)!r})))
+        """)], cwd=ROOT, capture_output=True, text=True, timeout=20)
+    assert sweeper.returncode == 0 and sweeper.stdout.strip() == "[]", sweeper.stderr
+    assert (planted / LOCK_NAME).exists()  # not made by make_owned: kept

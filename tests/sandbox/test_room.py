@@ -283,6 +283,30 @@ def test_relative_and_world_writablelibrary_folders_are_never_bound(tmp_path, mo
     assert sandboxing.library_folders(()) == [kept]
 
 
+def test_a_folder_holding_the_judges_temporary_folder_is_never_bound(tmp_path, monkeypatch):
+    """Bound into the box (a parent of it: as it is when mounts lie inside, as the rooms' case mounts do), the
+    temporary folder showed every room open beside the run's, and their programs' copies (read-only to all): a
+    program ran another submission's program. An LD_LIBRARY_PATH entry holding it is not bound; a --sandbox-bind
+    is refused (exit 2)."""
+    import tempfile
+
+    from attnbench.sandbox.room import BindRefused
+
+    temp = tmp_path / "temp"
+    temp.mkdir(mode=0o755)
+    tmp_path.chmod(0o755)
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    beside = tmp_path / "libs"
+    beside.mkdir(mode=0o755)
+    monkeypatch.setenv("LD_LIBRARY_PATH", f"{tmp_path}:{temp}:{beside}")
+    assert sandboxing.library_folders(()) == [beside]
+    for folder in (tmp_path, temp):
+        with pytest.raises(BindRefused, match="holds the judge's temporary folder") as refused:
+            SandboxSettings("required", binds=(beside, folder))
+        assert refused.value.exit_code == 2
+    assert SandboxSettings("required", binds=(beside, temp / "inside")).binds  # a folder inside it shows no room
+
+
 @pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap here")
 def test_the_programs_pid_1_shows_none_of_the_judges_folders(tmp_path):
     sandbox = Sandbox.open(None, SandboxSettings("required"))

@@ -37,3 +37,42 @@ def test_files_within_the_cap_are_copied_whole(tmp_path, monkeypatch):
     (source / "c.bin").write_bytes(os.urandom(3 << 20))  # 9 MiB together: over
     with pytest.raises(StagingRefused, match="more than 8 MiB"):
         copy_submission(source, tmp_path / "copy2")
+
+
+def _birth_s(path) -> int:
+    """The file's birth time in whole seconds (coreutils' stat), 0 where the file system keeps none."""
+    import subprocess
+
+    done = subprocess.run(["stat", "-c", "%W", str(path)], capture_output=True, text=True)
+    return int(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip().isdigit() else 0
+
+
+def test_a_reborn_program_is_a_fresh_sealed_file_born_now_and_earlier_links_keep_theirs(tmp_path):
+    import time
+
+    folder = tmp_path / "built"
+    folder.mkdir()
+    made = folder / "made"
+    made.write_bytes(b"\x7fELF program bytes")
+    program = staging.take_program(made, tmp_path / "sealed", "hw4")
+    linked = tmp_path / "room-link"
+    os.link(program, linked)  # a room opened before the renewal
+    before = os.stat(program)
+    started = int(time.time())
+    staging.reborn_program(program)
+    after = os.stat(program)
+    assert (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino)  # a new file: born now
+    assert program.read_bytes() == b"\x7fELF program bytes"
+    assert after.st_mode & 0o7777 == 0o555 and after.st_uid == before.st_uid and after.st_nlink == 1
+    assert sorted(os.listdir(program.parent)) == ["hw4"]  # nothing left beside it
+    assert os.stat(linked).st_ino == before.st_ino and linked.read_bytes() == b"\x7fELF program bytes"
+    if _birth_s(program):
+        assert _birth_s(program) >= started
+
+
+def test_a_sealed_program_that_is_not_a_plain_file_is_not_renewed(tmp_path):
+    (tmp_path / "elsewhere").write_text("x")
+    (tmp_path / "hw4").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(StagingRefused):
+        staging.reborn_program(tmp_path / "hw4")
+    assert (tmp_path / "hw4").is_symlink() and sorted(os.listdir(tmp_path)) == ["elsewhere", "hw4"]

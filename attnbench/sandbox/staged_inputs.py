@@ -11,7 +11,9 @@ program can see of it is what a copy showed, or less:
   input;
 - no clock: atime and mtime are the epoch, and the tmpfs is mounted noatime (a bind keeps the flag), so a read
   moves nothing; the ctime is set anew right before each run (`touch`), as a copy's was; a fresh tmpfs per input
-  gives its file the same inode number every time;
+  gives its file the same inode number every time (a ramfs's come from the kernel's one counter, which pipes
+  read too); its birth time, which no utime can set, is hidden by the runs' system-call filter (statx answers
+  ENOSYS; no filter, no staging);
 - no count: one staged input per slot (a case's label), a new one replacing the old (unmounted first, so the new
   tmpfs takes the device number the old one freed); a class stages a round's inputs before the round's runs and
   keeps the last one of a label no later round needs, so every run of the class, first runs and reruns, sees the
@@ -28,7 +30,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnbench.sandbox import case_disk
+from attnbench.sandbox import case_disk, syscall_filter
 from attnbench.sandbox.owned_folders import make_owned, release, remove_stale
 
 STAGED_PREFIX = "attnbench-staged-"
@@ -69,8 +71,9 @@ def _staging_root() -> Path:
 
 
 def can_stage() -> bool:
-    """Whether inputs can be staged here (the judge may mount a tmpfs: root)."""
-    return case_disk.can_cap()
+    """Whether inputs can be staged here: the judge may mount a tmpfs (root), and the runs' system-call filter
+    hides birth times (a tmpfs keeps each file's, which dates the staging: where a row ran in its round)."""
+    return case_disk.can_cap() and syscall_filter.supported()
 
 
 def stage(slot: str, source: Path) -> bool:

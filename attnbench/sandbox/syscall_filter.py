@@ -8,7 +8,8 @@ leaves the cores its worker was pinned to and runs on a neighbour's). ioi/isolat
 A classic BPF program, installed with no-new-privileges just before exec, answers each of these calls with
 EPERM; a call made through another ABI (x32, or i386 on x86-64) is refused whole, so it cannot go around
 the numbers. fallocate is allowed only in mode 0 (FALLOC_FL_KEEP_SIZE reserves blocks past a file's size,
-which RLIMIT_FSIZE and a folder's size cap never see). Before the filter, the process also joins a new, empty session keyring, so nothing the
+which RLIMIT_FSIZE and a folder's size cap never see), and statx is answered ENOSYS, so no file in the box
+shows its birth time (NO_BIRTH_TIMES). Before the filter, the process also joins a new, empty session keyring, so nothing the
 judge's own session holds is even visible in /proc/keys.
 
 Written by hand because libseccomp's Python binding is not on PyPI; the program is a dozen instructions
@@ -33,6 +34,7 @@ _RET_K = 0x06
 _RET_ALLOW = 0x7FFF0000
 _RET_EPERM = 0x00050000 | errno.EPERM
 _RET_EOPNOTSUPP = 0x00050000 | errno.EOPNOTSUPP
+_RET_ENOSYS = 0x00050000 | errno.ENOSYS
 _X32_BIT = 0x40000000
 
 _PR_SET_NO_NEW_PRIVS = 38
@@ -40,16 +42,16 @@ _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 _KEYCTL_JOIN_SESSION_KEYRING = 1
 
-# Per architecture: the audit arch, keyctl's number, the numbers refused, and fallocate's number.
+# Per architecture: the audit arch, keyctl's number, the numbers refused, fallocate's number and statx's.
 _ARCHES = {
     "x86_64": (0xC000003E, 250, {
         "add_key": 248, "request_key": 249, "keyctl": 250, "sched_setaffinity": 203,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-    }, 285),
+    }, 285, 332),
     "aarch64": (0xC00000B7, 219, {
         "add_key": 217, "request_key": 218, "keyctl": 219, "sched_setaffinity": 122,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-    }, 47),
+    }, 47, 291),
 }
 
 REFUSED_CALLS = tuple(sorted(_ARCHES["x86_64"][2]))
@@ -57,6 +59,10 @@ REFUSED_CALLS = tuple(sorted(_ARCHES["x86_64"][2]))
 # FALLOC_FL_KEEP_SIZE reserves blocks past the size, which no size limit counts (a program once reserved
 # the judge's whole disk through its stdout); answered EOPNOTSUPP, as a file system without it would.
 ONLY_PLAIN_FALLOCATE = "fallocate"
+# statx, answered ENOSYS as a kernel before 4.11 would (glibc, Rust and the rest fall back to stat, which has no
+# birth time): a file's birth time is the one time no utime can set, so it dated whatever the judge made for a
+# run (the program's copy, a staged input) and told a rerun from a first run, or a row's place in its round.
+NO_BIRTH_TIMES = "statx"
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -66,7 +72,7 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
 def filter_program(machine: str | None = None) -> bytes:
     """The BPF program (struct sock_filter[]) for this machine's architecture; raises KeyError for one it
     does not know."""
-    arch, _, refused, fallocate = _ARCHES[machine or platform.machine()]
+    arch, _, refused, fallocate, statx = _ARCHES[machine or platform.machine()]
     numbers = sorted(refused.values())
     program = [
         _insn(_LD_W_ABS, 0, 0, _ARCH_OFFSET),
@@ -77,8 +83,10 @@ def filter_program(machine: str | None = None) -> bytes:
         _insn(_RET_K, 0, 0, _RET_EPERM),
     ]
     for i, number in enumerate(numbers):
-        program.append(_insn(_JEQ_K, len(numbers) - i + 4, 0, number))  # to the EPERM, past the five below
+        program.append(_insn(_JEQ_K, len(numbers) - i + 6, 0, number))  # to the EPERM, past the seven below
     program += [
+        _insn(_JEQ_K, 0, 1, statx),          # statx: ENOSYS, as a kernel without it answers
+        _insn(_RET_K, 0, 0, _RET_ENOSYS),
         _insn(_JEQ_K, 0, 2, fallocate),      # not fallocate: allowed
         _insn(_LD_W_ABS, 0, 0, _MODE_OFFSET),
         _insn(_JEQ_K, 0, 1, 0),              # mode 0: allowed; any other: EOPNOTSUPP

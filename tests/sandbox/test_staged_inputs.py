@@ -18,6 +18,7 @@ from attnbench.sandbox.room import Sandbox, SandboxSettings, find_bwrap
 
 # argv[1] the input, argv[2] the output: writes what the program could learn of its input and do to it
 PROBE = r"""
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -50,6 +51,9 @@ int main(int argc, char **argv) {
     fprintf(out, "utime %d\n", utimes(argv[1], NULL) == 0 ? 0 : errno);
     fprintf(out, "unlink %d\n", unlink(argv[1]) == 0 ? 0 : errno);
     fprintf(out, "rename %d\n", rename(argv[1], "moved.in") == 0 ? 0 : errno);
+    struct statx x;
+    if (statx(AT_FDCWD, argv[1], 0, STATX_BTIME, &x) == 0)
+        fprintf(out, "btime %d %lld\n", (x.stx_mask & STATX_BTIME) ? 1 : 0, (long long)x.stx_btime.tv_sec);
     struct statvfs v;
     if (statvfs(argv[1], &v) == 0) fprintf(out, "statvfs %llu\n", (unsigned long long)(v.f_blocks * v.f_frsize));
     char line[4096];
@@ -71,8 +75,9 @@ def _probe(tmp_path: Path) -> Path:
 def _as_root_in_bwrap() -> None:
     if find_bwrap()[0] is None:
         pytest.skip("no bwrap")
-    if not case_disk.can_cap():
-        pytest.skip("staging needs root (a tmpfs of the judge's own); without it every run copies its input")
+    if not staged_inputs.can_stage():
+        pytest.skip("staging needs root (a tmpfs of the judge's own) and the system-call filter; without them every "
+                    "run copies its input")
 
 
 def _run(sandbox: Sandbox, label: str, source: Path) -> tuple[dict[str, str], list[str], float]:
@@ -145,8 +150,8 @@ def test_the_box_names_no_host_folder_and_no_seed_of_a_staged_input(staged_room,
 
 
 def test_a_staged_input_shows_no_clock_so_a_rerun_looks_like_a_first_run(staged_room, tmp_path):
-    """atime and mtime the epoch before and after a read (noatime), the ctime the run's own moment as a copy's
-    was, the same inode whatever round staged it."""
+    """atime and mtime the epoch before and after a read (noatime), no birth time, the ctime the run's own moment
+    as a copy's was, the same inode whatever round staged it."""
     runs = []
     for round_number in range(3):  # a first run and two reruns, each round's input a new one for the label
         source = tmp_path / f"round{round_number}.in"
@@ -158,6 +163,7 @@ def test_a_staged_input_shows_no_clock_so_a_rerun_looks_like_a_first_run(staged_
         assert before["atime"] == 0 and before["mtime"] == 0 and _fields(seen["after"])["atime"] == 0
         assert before["ctime"] >= int(started)  # set right before the run, not at staging
         assert before["mode"] == 0o444  # the judge's (root, shown as the overflow uid in the box), not the run's
+        assert seen["btime"].split()[0] == "0"  # no birth time: the tmpfs's dated the staging (red team)
         runs.append(before["ino"])
     assert len(set(runs)) == 1
 

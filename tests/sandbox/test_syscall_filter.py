@@ -23,6 +23,7 @@ PROBE = textwrap.dedent(r"""
     #include <sched.h>
     #include <stdio.h>
     #include <string.h>
+    #include <sys/stat.h>
     #include <sys/syscall.h>
     #include <sys/wait.h>
     #include <unistd.h>
@@ -41,6 +42,12 @@ PROBE = textwrap.dedent(r"""
         show("fallocate_plain", fallocate(scratch, 0, 0, 4096));
         show("fallocate_keep_size", fallocate(scratch, FALLOC_FL_KEEP_SIZE, 0, 1 << 20));
         show("fallocate_punch", fallocate(scratch, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 0, 4096));
+        struct statx x;
+        show("statx", syscall(SYS_statx, AT_FDCWD, "/proc/self/exe", 0, STATX_BTIME, &x));
+        x.stx_mask = 0;  /* glibc's statx falls back to stat where the call is missing: no birth time then */
+        printf("btime=%s\n", statx(AT_FDCWD, "/proc/self/exe", 0, STATX_BTIME, &x) == 0 && (x.stx_mask & STATX_BTIME) ? "shown" : "none");
+        struct stat plain;
+        show("stat", stat("/proc/self/exe", &plain));
         show("getpid", syscall(SYS_getpid));
         pid_t child = fork();
         if (child == 0) _exit(7);
@@ -73,7 +80,9 @@ def _expect_refused(answers: dict[str, str]) -> None:
         assert answers["x32_getpid"] == "Operation not permitted"
     for name in ("fallocate_keep_size", "fallocate_punch"):  # space past the size no limit counts
         assert answers[name] == "Operation not supported", (name, answers)
+    assert answers["statx"] == "Function not implemented" and answers["btime"] == "none"  # no birth times
     assert answers["getpid"] == "ok" and answers["fork"] == "ok" and answers["fallocate_plain"] == "ok"
+    assert answers["stat"] == "ok"
 
 
 def test_the_calls_that_carry_state_between_runs_are_refused_and_the_rest_work(probe: Path) -> None:
@@ -85,7 +94,7 @@ def test_without_the_filter_the_probe_reaches_them(probe: Path) -> None:
     # so the test above can fail.
     done = subprocess.run([str(probe)], capture_output=True, text=True, timeout=60)
     answers = dict(line.split("=", 1) for line in done.stdout.splitlines())
-    assert answers["sched_setaffinity"] == "ok" and answers["fallocate_keep_size"] == "ok"
+    assert answers["sched_setaffinity"] == "ok" and answers["fallocate_keep_size"] == "ok" and answers["statx"] == "ok"
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -105,6 +114,9 @@ def test_the_program_jumps_to_the_refusal_from_every_check() -> None:
     for at, raw in enumerate(instructions[6:6 + refused], start=6):
         code, jt, jf, _ = struct.unpack("=HBBI", raw)
         assert code == 0x15 and jf == 0 and at + 1 + jt == last
+    # then statx, answered ENOSYS
+    statx, nosys = (struct.unpack("=HBBI", raw) for raw in instructions[6 + refused:8 + refused])
+    assert statx == (0x15, 0, 1, 332) and nosys == (0x06, 0, 0, 0x00050000 | 38)
     # then fallocate: any other call to the ALLOW, its mode 0 to the ALLOW, any other mode to EOPNOTSUPP
     fallocate, load, mode, allow, unsupported = (struct.unpack("=HBBI", raw) for raw in instructions[-6:-1])
     assert fallocate == (0x15, 0, 2, 285) and load == (0x20, 0, 0, 24) and mode == (0x15, 0, 1, 0)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from attnbench.sandbox import case_disk, staged_inputs
+from attnbench.sandbox import staged_inputs
 from attnbench.sandbox.room import Sandbox, SandboxSettings, find_bwrap
 
 # argv[1] the input, argv[2] the output: writes what the program could learn of its input and do to it

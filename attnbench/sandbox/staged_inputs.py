@@ -14,10 +14,12 @@ program can see of it is what a copy showed, or less:
   gives its file the same inode number every time (a ramfs's come from the kernel's one counter, which pipes
   read too); its birth time, which no utime can set, is hidden by the runs' system-call filter (statx answers
   ENOSYS; no filter, no staging);
-- no count: one staged input per slot (a case's label), a new one replacing the old (unmounted first, so the new
-  tmpfs takes the device number the old one freed); a class stages a round's inputs before the round's runs and
-  keeps the last one of a label no later round needs, so every run of the class, first runs and reruns, sees the
-  same number of the judge's mounts.
+- no count: one staged input per slot (a case's label); a new one of the same size (a fresh input of the label's
+  shape) is written in place of the old, in the same tmpfs, so every round's shows the same device and inode
+  number (a fresh tmpfs took the lowest device number free at its staging, which the round's other mounts
+  decided: the first round's, staged right after the builds, had numbers no rerun round's had; red team); a class
+  stages a round's inputs before the round's runs and keeps the last one of a label no later round needs, so
+  every run of the class, first runs and reruns, sees the same number of the judge's mounts.
 
 Without root (no tmpfs of the judge's own), or for an input no one staged, the run gets its copy as before.
 """
@@ -87,7 +89,12 @@ def stage(slot: str, source: Path) -> bool:
     held = _slots.get(slot)
     if held is not None and held.source == identity:
         return True
-    _unstage(slot)  # first: the new tmpfs takes the device number this one frees
+    if held is not None and held.source[2] == identity[2] and _rewrite(held.path, source):
+        _unstage(slot, keep_mount=True)
+        _slots[slot] = _Staged(identity, held.folder, held.path)
+        _by_path[os.fspath(source)] = slot
+        return True
+    _unstage(slot)
     folder = _staging_root() / slot.replace("/", "_")
     folder.mkdir(mode=0o700)
     if not case_disk.cap(folder, identity[2] + (64 << 10), inodes=2, flags=_MS_NOATIME, mode=0o711):
@@ -107,6 +114,17 @@ def stage(slot: str, source: Path) -> bool:
     return True
 
 
+def _rewrite(path: Path, source: Path) -> bool:
+    """The staged file given `source`'s bytes in place (the same size: a fresh input of the label's shape), its
+    times the epoch again; False where it could not be, and the slot is staged anew."""
+    try:
+        shutil.copyfile(source, path)
+        os.utime(path, (0, 0))
+        return True
+    except OSError:
+        return False
+
+
 def staged(source: Path) -> Path | None:
     """The staged file of `source`, if one was staged and the source is still the file it was (not replaced,
     not rewritten); None: copy it."""
@@ -122,13 +140,15 @@ def touch(path: Path) -> None:
     os.utime(path, (0, 0))
 
 
-def _unstage(slot: str) -> None:
+def _unstage(slot: str, keep_mount: bool = False) -> None:
     held = _slots.pop(slot, None)
     if held is None:
         return
     for path, named in list(_by_path.items()):
         if named == slot:
             del _by_path[path]
+    if keep_mount:
+        return
     case_disk.uncap(held.folder)
     shutil.rmtree(held.folder, ignore_errors=True)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from attnbench.sandbox import staged_inputs
+from attnbench.sandbox import case_disk, staged_inputs
 from attnbench.sandbox.room import Sandbox, SandboxSettings, find_bwrap
 
 # argv[1] the input, argv[2] the output: writes what the program could learn of its input and do to it
@@ -196,6 +196,35 @@ def test_a_new_input_for_a_label_replaces_the_old_one_and_the_end_removes_every_
     staged_inputs.unstage_all()
     assert not root.exists()
     assert f" {root}/" not in Path("/proc/self/mounts").read_text()
+
+
+def test_a_labels_next_input_keeps_the_first_ones_device_and_inode_whatever_mounts_came_and_went(tmp_path):
+    """A staged input's device number is the one thing of it a run can read that its staging chose: a fresh tmpfs
+    each round took the lowest number free at that moment, which a round's other mounts decide (the first round's,
+    staged right after the builds, had numbers no rerun round's had: a run told the two apart by its input's st_dev;
+    red team). A label's tmpfs is kept for the class and its file rewritten in place: one device, one inode."""
+    if not staged_inputs.can_stage():
+        pytest.skip("staging needs root")
+    first, second = tmp_path / "1.in", tmp_path / "2.in"
+    first.write_bytes(os.urandom(5000))
+    second.write_bytes(os.urandom(5000))
+    hole = tmp_path / "hole"
+    hole.mkdir()
+    assert case_disk.cap(hole, 1 << 20)  # takes the lowest number free: the staging below gets a higher one
+    try:
+        assert staged_inputs.stage("t01", first)
+        before = os.stat(staged_inputs.staged(first))
+    finally:
+        case_disk.uncap(hole)  # a lower number free again, as a build's or a room's mount frees one
+    try:
+        assert staged_inputs.stage("t01", second)
+        path = staged_inputs.staged(second)
+        after = os.stat(path)
+        assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
+        assert path.read_bytes() == second.read_bytes() and staged_inputs.staged(first) is None
+        assert (after.st_atime_ns, after.st_mtime_ns, after.st_mode & 0o7777) == (0, 0, 0o444)
+    finally:
+        staged_inputs.unstage_all()
 
 
 def test_without_root_nothing_is_staged_and_runs_copy_their_input(tmp_path, monkeypatch):

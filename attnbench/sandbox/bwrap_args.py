@@ -20,6 +20,7 @@ _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # name its accounts (account_files writes the box's own)
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "localtime")
 _GPU_NODES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri")
+_CGROUPS = "/sys/fs/cgroup"
 
 
 def system_folders() -> list[Path]:
@@ -38,6 +39,17 @@ def system_binds(source: Callable[[str], str] = str) -> list[str]:
             args += ["--ro-bind", source(folder), folder]
     for name in ETC_FILES:
         args += ["--ro-bind-try", source(f"/etc/{name}"), f"/etc/{name}"]
+    return args
+
+
+def sys_binds() -> list[str]:
+    """The host's /sys read-only (a GPU's driver and NVML read its devices), less its cgroup tree: an empty
+    read-only tmpfs over /sys/fs/cgroup. That tree named the judge's groups (its pid among them) and a batch
+    job's and its steps' groups, whose folders' times are their births and date the class, as their counters
+    (cpu.stat, memory.peak) measure its progress; the run's own limits are set from outside (red team)."""
+    args = ["--ro-bind", "/sys", "/sys"]
+    if os.path.isdir(_CGROUPS) and not os.path.islink(_CGROUPS):
+        args += ["--tmpfs", _CGROUPS, "--remount-ro", _CGROUPS]
     return args
 
 

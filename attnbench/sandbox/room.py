@@ -52,6 +52,7 @@ from attnbench.sandbox.bwrap_args import (
     gpu_binds,
     holds_temp_folder,
     library_folders,
+    sys_binds,
     system_binds,
     system_folders,
 )
@@ -594,7 +595,7 @@ class Sandbox:
         args = [self.confinement.tool, "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
                 "--die-with-parent", "--new-session", *system_binds(shown),
                 "--ro-bind", self._source(accounts / "passwd", case), "/etc/passwd",
-                "--ro-bind", self._source(accounts / "group", case), "/etc/group", "--ro-bind", "/sys", "/sys",
+                "--ro-bind", self._source(accounts / "group", case), "/etc/group", *sys_binds(),
                 "--proc", "/proc", "--dev", "/dev", *gpu_binds()]
         if case.scratch is not None:
             args += ["--bind", self._source(case.scratch[1], case), "/dev/shm",

@@ -449,6 +449,21 @@ def test_the_box_shows_its_own_accounts_and_no_log_path_of_the_judges():
     assert host_accounts - {"root", "nobody"}, "the host has no other account: the test cannot fail"
 
 
+@pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")
+def test_the_box_shows_none_of_the_hosts_cgroups():
+    """/sys is the host's (a GPU's driver reads it), but its cgroup tree is not the box's to read: it names the
+    judge's groups (its pid among them), and a batch job's and its steps' groups, born when the job began, date the
+    class (a kernfs folder's times are its birth), as their counters (cpu.stat, memory.peak) measure it (red team)."""
+    if not any(Path("/sys/fs/cgroup").iterdir()):
+        pytest.skip("this host shows no cgroup at all: the test could not fail")
+    sandbox = Sandbox.open(None, SandboxSettings("required"))
+    try:
+        shown = _in_box(sandbox, "ls -A /sys/fs/cgroup; echo end; ls /sys/devices >/dev/null && echo sys")
+    finally:
+        sandbox.close()
+    assert shown.split() == ["end", "sys"]
+
+
 def test_a_sealed_program_is_linked_into_each_room_never_copied_and_a_large_one_is_refused(tmp_path):
     from attnbench.sandbox.process import ProgramError
     from attnbench.sandbox.staging import take_program

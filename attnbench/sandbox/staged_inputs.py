@@ -89,12 +89,13 @@ def stage(slot: str, source: Path) -> bool:
     held = _slots.get(slot)
     if held is not None and held.source == identity:
         return True
+    _forget(slot)  # first: a rewrite cut short leaves no source naming the file
     if held is not None and held.source[2] == identity[2] and _rewrite(held.path, source):
-        _unstage(slot, keep_mount=True)
         _slots[slot] = _Staged(identity, held.folder, held.path)
         _by_path[os.fspath(source)] = slot
         return True
-    _unstage(slot)
+    if held is not None:
+        _unmount(held)
     folder = _staging_root() / slot.replace("/", "_")
     folder.mkdir(mode=0o700)
     if not case_disk.cap(folder, identity[2] + (64 << 10), inodes=2, flags=_MS_NOATIME, mode=0o711):
@@ -140,15 +141,16 @@ def touch(path: Path) -> None:
     os.utime(path, (0, 0))
 
 
-def _unstage(slot: str, keep_mount: bool = False) -> None:
+def _forget(slot: str) -> _Staged | None:
+    """The slot's staged input, no longer staged for any source (still mounted)."""
     held = _slots.pop(slot, None)
-    if held is None:
-        return
     for path, named in list(_by_path.items()):
         if named == slot:
             del _by_path[path]
-    if keep_mount:
-        return
+    return held
+
+
+def _unmount(held: _Staged) -> None:
     case_disk.uncap(held.folder)
     shutil.rmtree(held.folder, ignore_errors=True)
 
@@ -156,7 +158,9 @@ def _unstage(slot: str, keep_mount: bool = False) -> None:
 def unstage_all() -> None:
     """Every staged input unmounted and removed (a class's end: fresh inputs are secrets)."""
     for slot in list(_slots):
-        _unstage(slot)
+        held = _forget(slot)
+        if held is not None:
+            _unmount(held)
     if _root:
         case_disk.unmount_all_below(_root[0])
         shutil.rmtree(_root[0], ignore_errors=True)

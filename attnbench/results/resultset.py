@@ -19,6 +19,7 @@ from typing import Any, Iterable
 from attnbench import strict_json
 from attnbench.cases.inputs import CaseInfo
 from attnbench.errors import NotResultsFile, ResultsError
+from attnbench.printable import printable
 from attnbench.results.measurement import Measurement
 from attnbench.results.metadata import gpu_short_name
 from attnbench.results.refusal import Refusal
@@ -201,6 +202,10 @@ class ResultSet:
 
     @classmethod
     def from_dict(cls, data: dict) -> "ResultSet":
+        for key, kind in (("metadata", dict), ("policy", dict), ("settings", dict),
+                          ("variants", list), ("cases", list), ("cells", list)):
+            if data.get(key) is not None and not isinstance(data[key], kind):  # a reader walks each as its kind
+                raise ValueError(f"{key} must be a {'record' if kind is dict else 'list'}, not {type(data[key]).__name__}")
         result = cls(
             kind=ResultKind(data["kind"]),
             metadata=data.get("metadata") or {},
@@ -211,6 +216,11 @@ class ResultSet:
             baseline=data.get("baseline"),
             settings=RunSettings.from_dict(data.get("settings") or {}),
         )
+        variants, cases = set(result.variant_names), set(result.case_labels)
+        for cell in result.cells:  # every table and plot looks a cell's variant and case up in the lists
+            if cell.variant not in variants or cell.case not in cases:
+                raise ValueError(f"the cell ({printable(str(cell.variant))}, {printable(str(cell.case))}) names a "
+                                 "variant or case the file does not list")
         if result.kind is not ResultKind.JUDGE:  # a judge's cells have process times only
             for cell in result.cells:  # every reader of a compare's ok cell reads its kernel times
                 if cell.status == OK and cell.measurement is None and "process_s" not in cell.extra:
@@ -235,6 +245,10 @@ def loads(text: str, source: str = "results") -> ResultSet:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise NotResultsFile(f"{source}: not a JSON file ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise NotResultsFile(f"{source}: not a results file (its JSON nests deeper than Python reads)") from None
+    except ValueError:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise NotResultsFile(f"{source}: not a results file (a number of more digits than Python reads)") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise NotResultsFile(f"{source}: not an attnbench results file (no \"schema\": \"{SCHEMA}\")")
     version = data.get("schema_version")

@@ -136,7 +136,8 @@ def test_an_unknown_result_kind_is_a_malformed_file():
 
 
 @pytest.mark.parametrize("damage", [{"cells": "oops"}, {"cells": ["oops"]}, {"variants": "x"}, {"cases": 7},
-                                    {"schema_version": "five"}, {"schema_version": 0}, {"schema_version": True}])
+                                    {"schema_version": "five"}, {"schema_version": 0}, {"schema_version": True},
+                                    {"policy": "p"}, {"metadata": [1]}, {"settings": 3}, {"cases": {}}])
 def test_a_damaged_field_is_a_malformed_file_not_a_traceback(damage):
     data = {**sample_set().to_dict(), **damage}
     with pytest.raises(ResultsError) as refused:
@@ -154,4 +155,23 @@ def test_a_damaged_measurement_is_a_malformed_file_not_a_later_traceback(field, 
     measured = next(cell["measurement"] for cell in data["cells"] if cell.get("measurement"))
     (measured["kernel"] if field == "samples_ms" else measured)[field] = value
     with pytest.raises(ResultsError, match="malformed"):
+        results.loads(json.dumps(data), "x.json")
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '{"schema": ' + "1" * 5000 + "}"],
+                         ids=["nested-100000-deep", "a-5000-digit-integer"])
+def test_json_python_cannot_read_is_not_a_results_file_not_a_traceback(text):
+    """Nesting past the recursion limit and an integer past Python's digit limit were a RecursionError and a
+    ValueError traceback in `report`, `compare --against` and `roof --saved`."""
+    with pytest.raises(ResultsError, match="x.json: not a results file"):
+        results.loads(text, "x.json")
+
+
+@pytest.mark.parametrize("where", ["variant", "case"])
+def test_a_cell_of_a_variant_or_case_the_file_does_not_list_is_malformed(where):
+    """A cell naming a variant the file does not list loaded, then `report` drew its ceilings chart from no
+    cell and ended in a traceback (min() of an empty sequence)."""
+    data = sample_set().to_dict()
+    data["cells"][0][where] = "\x1b[31mred"
+    with pytest.raises(ResultsError, match=r"malformed.*\\x1b\[31mred.*does not list"):
         results.loads(json.dumps(data), "x.json")

@@ -187,9 +187,11 @@ class FileInput:
         return computed_reference(testcase, self.label, progress)
 
     def value_range(self, testcase: Testcase | None = None) -> InputRange:
-        if testcase is not None:
-            return InputRange.of(testcase.q, testcase.k, testcase.v)
-        return file_range(self.path, self.shape)
+        """The file's range; one holding NaN or Inf is refused here, naming the path given (the label is its
+        name only: the error said "nan.in" for /tmp/cases/nan.in)."""
+        found = InputRange.of(testcase.q, testcase.k, testcase.v) if testcase is not None else file_range(self.path, self.shape)
+        found.require_finite(str(self.path))
+        return found
 
     def info(self, testcase: Testcase) -> CaseInfo:
         return CaseInfo(self.label, testcase.shape, sha256_of_testcase(testcase), "file", "user file", str(self.path))

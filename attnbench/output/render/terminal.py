@@ -275,6 +275,8 @@ def _(event: ProgramCaseJudged) -> str | None:
 
 @judge_line.register
 def _(event: SubmissionBuilt) -> str | None:
+    if event.not_built:
+        return f"{event.submission}: not judged: {printable(event.not_built)}"
     return f"{event.submission} build: {'built' if event.ok else 'build failed'}"
 
 

@@ -116,11 +116,13 @@ def test_the_judge_progress_prints_one_line_per_event_as_the_judge_always_has(mo
     monkeypatch.setattr(terminal, "err_console", capture)
     passed, wrong = CaseEntry("PASS", "", [0.1]), CaseEntry("WRONG", "max error 0.2")
     for event in (ProgramCaseJudged(3, 10, "t03", "OVER LIMIT", 2.5), SubmissionBuilt("alice", True),
-                  SubmissionBuilt("erin\x1b[2J", False), CaseJudged("alice", "t01", passed),
+                  SubmissionBuilt("erin\x1b[2J", False), SubmissionBuilt("frank", False, "not a submission: \x1b[2J"),
+                  CaseJudged("alice", "t01", passed),
                   RerunJudged("alice", "t01", passed), RerunJudged("alice", "t02", wrong), "an event of no type it knows"):
         terminal.judge_progress(event)
     assert capture.file.getvalue().splitlines() == [
-        "[3/10] t03: OVER LIMIT 2.500 s", "alice build: built", "erin\\x1b[2J build: build failed", "alice t01: PASS",
+        "[3/10] t03: OVER LIMIT 2.500 s", "alice build: built", "erin\\x1b[2J build: build failed",
+        "frank: not judged: not a submission: \\x1b[2J", "alice t01: PASS",
         "alice t02: rerun WRONG"]
 
 

@@ -189,3 +189,12 @@ def test_compare_says_why_each_refused_cell_was_refused_once_per_reason():
     with err_console.capture() as captured:
         print_problems(result)
     assert captured.get().splitlines() == ["refused: a cannot meet 0.0025 on this input (t10, t11)"]
+
+
+def test_a_sweep_option_of_another_axis_is_refused_not_ignored(cli):
+    """`sweep square --values 5` ran all 102 lab sizes; `sweep N -N 64` and `sweep d --sizes 63` ignored theirs."""
+    for args, named in ((["square", "--values", "5"], "--values"), (["square", "-B", "2", "-d", "32"], "--batch, --head-dim"),
+                        (["N", "--seq-len", "64"], "--seq-len"), (["d", "--sizes", "63", "--lab-timing"], "--sizes, --lab-timing")):
+        result = cli("sweep", *args, "-v", "cpu", "--no-save")
+        said = " ".join(result.output.split())
+        assert result.exit_code == 2 and f"does not use {named}" in said, (args, result.output)

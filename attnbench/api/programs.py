@@ -29,7 +29,7 @@ from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.course_build import BuildRules, build_rules
 from attnbench.judge.phases import timing
-from attnbench.judge.submissions import build, find_submissions
+from attnbench.judge.submissions import BUILD_TIMEOUT_S, build, find_submissions
 from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.kernels.user import find_launch_facts
@@ -56,7 +56,8 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
           listener: JudgeListener | None = None, command: str | None = None, sandbox: SandboxSettings | None = None,
           opened: Callable[[Confinement], None] | None = None,
           fresh_inputs: bool = False, arch: str | None = None, build_command: str | None = None,
-          diagnose: bool = False, kernel_time: bool = False) -> tuple[judging.Judgement, ResultSet]:
+          diagnose: bool = False, kernel_time: bool = False,
+          build_timeout: float = BUILD_TIMEOUT_S) -> tuple[judging.Judgement, ResultSet]:
     """Run PROGRAM IN OUT on each case in its own case folder and sandbox (see attnbench.sandbox.room),
     time the whole process, check the output by the course's rule; returns the judgement and its result
     set (kind "judge"). `opened` hears how cases are confined (bwrap, or the fallback and why) first;
@@ -74,7 +75,7 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
         raise UsageError(f"--cases {cases if isinstance(cases, str) else ','.join(cases)!r} names no case")
     judging.refuse_nonfinite_inputs(inputs)
     if is_source(program):
-        with built_source(program, sandbox or SandboxSettings(), build_rules(arch, build_command)) as path:
+        with built_source(program, sandbox or SandboxSettings(), build_rules(arch, build_command), build_timeout) as path:
             return judge(str(path), cases, launcher=launcher, time_limits=time_limits, args=args, timeout=timeout,
                          progress=progress, listener=listener, command=command, sandbox=sandbox, opened=opened,
                          fresh_inputs=fresh_inputs, diagnose=diagnose, kernel_time=kernel_time)
@@ -90,7 +91,7 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
 
 
 def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = "course", *,
-                time_limits: str = "course", timeout: float | None = None, build_timeout: float = 300.0,
+                time_limits: str = "course", timeout: float | None = None, build_timeout: float = BUILD_TIMEOUT_S,
                 rerun_top: int = RERUN_TOP, gpus: str | None = None, executor: str = "local",
                 slurm: SlurmOptions | None = None, sandbox: SandboxSettings | None = None,
                 results_dir: str | Path = DEFAULT_RESULTS_DIR, progress: ProgressFactory = no_progress,
@@ -169,14 +170,15 @@ class BuildFailed(AttnbenchError):
 
 
 @contextlib.contextmanager
-def built_source(source: str, sandbox: SandboxSettings, rules: BuildRules | None = None):
+def built_source(source: str, sandbox: SandboxSettings, rules: BuildRules | None = None,
+                 timeout_s: float = BUILD_TIMEOUT_S):
     """A .cu or .c file built in the sandbox, as a class's submission is; the program's path while it lasts."""
     if not Path(source).is_file():
         raise ProgramError(f"{source}: no such file")
     folder = Path(tempfile.mkdtemp(prefix="attnbench-source-"))
     try:
         (submission,) = find_submissions([source])
-        made = build(submission, folder, settings=sandbox, rules=rules)
+        made = build(submission, folder, timeout_s, settings=sandbox, rules=rules)
         if made.program is None:
             raise BuildFailed(f"{source}: {made.message}")
         yield made.program
@@ -244,7 +246,7 @@ class JudgeOptions:
     sandbox: SandboxSettings = SandboxSettings()
     rerun_top: int = RERUN_TOP  # a class only, as are the fields below
     gpus: str | None = None
-    build_timeout: float = 300.0
+    build_timeout: float = BUILD_TIMEOUT_S
     executor: str = "local"
     slurm: SlurmOptions = SlurmOptions()
     resume: str | None = None  # a class's Slurm jobs folder
@@ -269,6 +271,21 @@ class JudgeOptions:
         if not self.judges_a_class and (self.gpus is not None or self.executor != "local"):
             raise UsageError("--gpus and --executor spread a class's submissions; one program is judged here, "
                              "case by case (--launcher places it)")
+        if not self.judges_a_class:
+            self._refuse_what_one_program_ignores()
+
+    def _refuse_what_one_program_ignores(self) -> None:
+        """Options of a class given for one program were ignored without a word (`--rerun-top 5`, `--partition`;
+        `--arch` for a program built already)."""
+        if self.rerun_top != RERUN_TOP:
+            raise UsageError("--rerun-top reruns a class's top submissions; one program is judged once per case")
+        if self.slurm != SlurmOptions():
+            raise UsageError("--partition, --gres and --time are for a class's Slurm jobs (--executor slurm); one "
+                             "program is judged here (--launcher \"srun ...\" places it)")
+        builds = self.arch is not None or self.build_command is not None or self.build_timeout != BUILD_TIMEOUT_S
+        if builds and not is_source(self.programs[0]):
+            raise UsageError(f"--arch, --build-command and --build-timeout build a class's submissions or a .cu or .c "
+                             f"program; {self.programs[0]} is an executable, judged as it is")
 
     @property
     def judges_a_class(self) -> bool:
@@ -303,7 +320,7 @@ def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progr
                  args=options.args, timeout=options.timeout, progress=progress, listener=listener,
                  command=options.command, sandbox=options.sandbox, opened=opened,
                  fresh_inputs=bool(options.fresh_inputs), arch=options.arch, build_command=options.build_command,
-                 diagnose=options.diagnose, kernel_time=options.kernel_time)
+                 diagnose=options.diagnose, kernel_time=options.kernel_time, build_timeout=options.build_timeout)
 
 
 def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_progress,

@@ -163,6 +163,9 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
         build_command=build_command, diagnose=diagnose, kernel_time=kernel_time, rank_by=rank_by)
     if options.judges_a_class:
         _judge_class(options, with_html, name, no_save, as_json)
+    elif with_html:  # it was ignored without a word
+        raise click.UsageError("--html saves a class's scoreboard as a page; one program's results are saved as "
+                               "JSON, CSV and Markdown")
     else:
         _judge_program(options, name, no_save, as_json)
 

@@ -24,3 +24,13 @@ def test_a_missing_program_is_said_alone_before_any_note_of_what_the_cases_write
     result = cli("judge", str(tmp_path / "nosuch"), "--no-save")
     lines = result.output.strip().splitlines()
     assert result.exit_code == 2 and len(lines) == 1 and lines[0].endswith("nosuch: no such program"), result.output
+
+
+def test_html_for_one_program_is_refused_not_ignored(cli, tmp_path):
+    """`judge ./prog --html` judged the program and saved no page, without a word."""
+    program = tmp_path / "prog"
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o700)
+    result = cli("judge", str(program), "--cases", "odd_17x1", "--html", "--no-save", "--time-limits", "none")
+    assert result.exit_code == 2 and "--html saves a class's scoreboard" in result.output, result.output
+    assert "[1/1]" not in result.output

@@ -662,7 +662,12 @@ def _remove_stale_rooms() -> None:
     in them (case tmpfs mounts hold their inputs and outputs in memory), removed (owned_folders)."""
     if not _swept:
         _swept.append(True)
-        remove_stale(ROOM_PREFIX, before=case_disk.unmount_all_below)
+        remove_rooms_of_the_gone()
+
+
+def remove_rooms_of_the_gone() -> None:
+    """Now: every room whose judge or worker is gone (its lock free), what is mounted in it unmounted first."""
+    remove_stale(ROOM_PREFIX, before=case_disk.unmount_all_below)
 
 
 def _program_copy(program: Path, folder: Path, cap: int) -> Path:

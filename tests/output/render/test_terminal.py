@@ -139,3 +139,18 @@ def test_a_class_phase_is_said_as_it_begins_then_every_tenth_of_it_with_the_time
     assert plan_line(ClassProgress("reruns, round 2 of 3", 7, 7, 90.0, 0.0)) == "reruns, round 2 of 3 7/7, about 0:00:00 left"
     assert judge_line(ClassProgress("first runs", 0, 2, 1.0, 3725.0, "1 submissions x 2 cases")) \
         == "first runs: 1 submissions x 2 cases, about 1:02:05 left"
+
+
+def test_columns_0_is_taken_as_no_width_given_not_as_nothing_to_draw():
+    """With COLUMNS=0 (some CI runners set it) every table and every error line came out empty: `cases` printed
+    nothing with exit 0, a refused input nothing with exit 2."""
+    import io
+
+    from attnbench.output.render import terminal
+
+    for columns in ("0", "00"):
+        capture = terminal._Console(file=io.StringIO(), emoji=False, _environ={"COLUMNS": columns})
+        capture.print("error: short.bin: 100 bytes", highlight=False)
+        assert capture.width == 80 and capture.file.getvalue() == "error: short.bin: 100 bytes\n"
+    narrow = terminal._Console(file=io.StringIO(), _environ={"COLUMNS": "30"})
+    assert narrow.width == 30

@@ -19,7 +19,6 @@ from typing import Any, Iterable
 from attnbench import strict_json
 from attnbench.cases.inputs import CaseInfo
 from attnbench.errors import NotResultsFile, ResultsError
-from attnbench.printable import printable
 from attnbench.results.measurement import Measurement
 from attnbench.results.metadata import gpu_short_name
 from attnbench.results.refusal import Refusal
@@ -216,11 +215,6 @@ class ResultSet:
             baseline=data.get("baseline"),
             settings=RunSettings.from_dict(data.get("settings") or {}),
         )
-        variants, cases = set(result.variant_names), set(result.case_labels)
-        for cell in result.cells:  # every table and plot looks a cell's variant and case up in the lists
-            if cell.variant not in variants or cell.case not in cases:
-                raise ValueError(f"the cell ({printable(str(cell.variant))}, {printable(str(cell.case))}) names a "
-                                 "variant or case the file does not list")
         if result.kind is not ResultKind.JUDGE:  # a judge's cells have process times only
             for cell in result.cells:  # every reader of a compare's ok cell reads its kernel times
                 if cell.status == OK and cell.measurement is None and "process_s" not in cell.extra:

@@ -165,13 +165,3 @@ def test_json_python_cannot_read_is_not_a_results_file_not_a_traceback(text):
     ValueError traceback in `report`, `compare --against` and `roof --saved`."""
     with pytest.raises(ResultsError, match="x.json: not a results file"):
         results.loads(text, "x.json")
-
-
-@pytest.mark.parametrize("where", ["variant", "case"])
-def test_a_cell_of_a_variant_or_case_the_file_does_not_list_is_malformed(where):
-    """A cell naming a variant the file does not list loaded, then `report` drew its ceilings chart from no
-    cell and ended in a traceback (min() of an empty sequence)."""
-    data = sample_set().to_dict()
-    data["cells"][0][where] = "\x1b[31mred"
-    with pytest.raises(ResultsError, match=r"malformed.*\\x1b\[31mred.*does not list"):
-        results.loads(json.dumps(data), "x.json")

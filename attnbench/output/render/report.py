@@ -86,7 +86,9 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
             images = []
             if result.kind is ResultKind.SWEEP:
                 images.append(("Throughput against size", plotting.throughput_vs_size(result, folder / f"{stem}_throughput.png")))
-            if any(c.ok for c in result.cells):
+            listed = set(result.variant_names)
+            if any(c.ok and c.variant in listed for c in result.cells):  # it draws the listed variants' cells only:
+                # an ok cell of a variant the file does not list (a hand-edited file) left it nothing, and a traceback
                 images.append(("Against the ceilings", plotting.ceilings_chart(result, folder / f"{stem}_ceilings.png")))
                 images.append(("Roofline", roofline_plot([result], folder / f"{stem}_roofline.png")))
             if has_precision_ladder(result):

@@ -64,3 +64,10 @@ def test_a_judges_results_are_refused_as_the_run_to_compare_against_naming_the_f
                   tmp_path, "judged")[0]
     with pytest.raises(UsageError, match=f"{judged}: a judge's results"):
         plan_compare(CompareOptions(against=str(judged)))
+
+
+@pytest.mark.parametrize("given", [{"fail_slower": 0.05}, {"allow_other_gpu": True}, {"allow_other_inputs": True}])
+def test_an_option_of_against_without_against_is_refused_not_ignored(given):
+    """`compare ... --fail-slower 5%` without --against ran and exited 0, the option dropped without a word."""
+    with pytest.raises(UsageError, match="--against RESULTS.json"):
+        plan_compare(CompareOptions(variants="cpu", cases="odd_17x48", **given))

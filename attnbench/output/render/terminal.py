@@ -56,13 +56,7 @@ _TONES = {GOOD: "green", BAD: "red", DIM: "dim"}
 def printable(text: str) -> str:
     """`text` with what a terminal would act on or cannot show escaped: control characters (a file name
     holding ESC or a newline) and the stand-ins Python gives the bytes of a path that is not UTF-8."""
-    return "".join(c if c.isprintable() or c == " " else _escaped(c) for c in text)
-
-
-def _escaped(char: str) -> str:
-    """A byte of a path that is not UTF-8 as \\xNN, as attnbench.printable writes it (repr wrote Python's stand-in,
-    \\udcff, in "error: /tmp/\\udcff.in: no such file"); any other character as repr writes it."""
-    return one_line(char) if 0xDC80 <= ord(char) < 0xDD00 else repr(char)[1:-1]
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 def _cell(cell) -> str:

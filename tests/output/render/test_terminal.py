@@ -154,13 +154,3 @@ def test_columns_0_is_taken_as_no_width_given_not_as_nothing_to_draw():
         assert capture.width == 80 and capture.file.getvalue() == "error: short.bin: 100 bytes\n"
     narrow = terminal._Console(file=io.StringIO(), _environ={"COLUMNS": "30"})
     assert narrow.width == 30
-
-
-def test_a_path_byte_that_is_not_utf8_is_printed_as_its_byte():
-    """`run $'/tmp/\xff.in' o.bin` said "error: /tmp/\udcff.in: no such file", Python's stand-in, not the byte."""
-    import os
-
-    from attnbench.output.render.terminal import printable
-
-    assert printable(os.fsdecode(b"/tmp/\xff.in")) == "/tmp/\\xff.in"
-    assert printable("a\x1b[2Jb\nc") == "a\\x1b[2Jb\\nc"

@@ -263,6 +263,9 @@ class JudgeOptions:
     def __post_init__(self) -> None:
         if not self.programs and not self.resume:
             raise UsageError("judge needs a PROGRAM (or several, or a folder of submissions), or --resume FOLDER")
+        unreachable = self.sandbox.unreachable_limit()
+        if unreachable is not None:
+            raise UsageError(unreachable)
         if self.rank_by != "wall" and not self.judges_a_class:
             raise UsageError("--rank-by ranks a class; for one program, --kernel-time records its kernels")
         if self.judges_a_class and (self.launcher or self.args != judging.DEFAULT_ARGS):

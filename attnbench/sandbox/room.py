@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import os
+import resource
 import shutil
 import stat
 import subprocess
@@ -103,6 +104,22 @@ class SandboxSettings:
     @property
     def program_bytes(self) -> int:
         return self.program_mb << 20
+
+    def unreachable_limit(self) -> str | None:
+        """Why a limit asked for cannot be set on a program here, or None: prlimit in the box cannot raise a limit
+        past this machine's hard one, nor take a byte count past 64 bits, and it failed before the program ran,
+        which was then judged CRASH ("prlimit: failed to set the NPROC resource limit")."""
+        hard_processes = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+        room = hard_processes - inner_limits.BOX_PROCESSES
+        if self.processes is not None and hard_processes != resource.RLIM_INFINITY and self.processes > room:
+            return (f"--max-processes {self.processes}: this machine's hard limit allows the program at most {room} "
+                    f"(ulimit -Hu is {hard_processes})")
+        if self.memory_mb is not None and self.memory_mb << 20 >= 1 << 63:
+            return f"--memory-limit {self.memory_mb}: at most {((1 << 63) - 1) >> 20} MiB (a byte count of 64 bits)"
+        hard_cpu = resource.getrlimit(resource.RLIMIT_CPU)[1]
+        if self.cpu_s is not None and hard_cpu != resource.RLIM_INFINITY and math.ceil(self.cpu_s) + 1 > hard_cpu:
+            return f"--cpu-time {self.cpu_s:g}: this machine's hard limit allows at most {hard_cpu - 1} s (ulimit -Ht)"
+        return None
 
     def limits_for(self, output_bytes: int, timeout_s: float) -> ProcessLimits:
         """The resource limits of one case."""

@@ -52,3 +52,9 @@ def test_a_judge_says_what_its_cases_will_write_before_it_starts(monkeypatch):
     said.clear()
     programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01"), notice=said.append)
     assert said == []
+
+
+def test_a_limit_this_machine_cannot_set_on_a_program_is_bad_usage():
+    """--memory-limit 17592186044416 (2^64 bytes) judged every case CRASH: prlimit failed before the program ran."""
+    with pytest.raises(UsageError, match="--memory-limit 17592186044416: at most"):
+        programs.JudgeOptions(programs=("./hw4",), sandbox=programs.SandboxSettings(memory_mb=17592186044416))

@@ -20,7 +20,7 @@ import numpy as np
 
 from attnbench.cases import suite
 from attnbench.cases.fresh_values import SUITE_RANGE, InputRange, file_range
-from attnbench.cases.testcase import HEADER, OutputFile, Shape, Testcase, read_shape, read_testcase
+from attnbench.cases.testcase import HEADER, OutputFile, Shape, Testcase, read_checked_shape, read_shape, read_testcase
 from attnbench.errors import TestcaseError
 
 Advance = Callable[[int], None]
@@ -189,7 +189,10 @@ class FileInput:
     def value_range(self, testcase: Testcase | None = None) -> InputRange:
         """The file's range; one holding NaN or Inf is refused here, naming the path given (the label is its
         name only: the error said "nan.in" for /tmp/cases/nan.in)."""
-        found = InputRange.of(testcase.q, testcase.k, testcase.v) if testcase is not None else file_range(self.path, self.shape)
+        if testcase is not None:
+            found = InputRange.of(testcase.q, testcase.k, testcase.v)
+        else:  # its size checked first: a truncated file was mapped past its end (a ValueError traceback in judge)
+            found = file_range(self.path, read_checked_shape(self.path))
         found.require_finite(str(self.path))
         return found
 

@@ -34,3 +34,19 @@ def test_html_for_one_program_is_refused_not_ignored(cli, tmp_path):
     result = cli("judge", str(program), "--cases", "odd_17x1", "--html", "--no-save", "--time-limits", "none")
     assert result.exit_code == 2 and "--html saves a class's scoreboard" in result.output, result.output
     assert "[1/1]" not in result.output
+
+
+def test_a_truncated_input_file_given_as_a_case_is_one_line_naming_it(cli, tmp_path):
+    """`judge ./prog --cases short.in` (a header promising more than the file holds) ended in a traceback:
+    "ValueError: mmap length is greater than file size", from the check for NaN before any run."""
+    import struct
+
+    program = tmp_path / "prog"
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o700)
+    short = tmp_path / "short.in"
+    short.write_bytes(struct.pack("<3i", 2, 16, 32) + b"\0" * 400)
+    result = cli("judge", str(program), "--cases", str(short), "--no-save", "--time-limits", "none")
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert f"error: {short}: header says B=2, N=16, d=32" in said

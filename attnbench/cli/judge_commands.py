@@ -9,7 +9,8 @@ import click
 
 from attnbench.api import EXECUTOR_OPTIONS
 from attnbench.api import programs as api_programs
-from attnbench.cli.options import command_line, complete_cases, error_line, file_stem, finite, notice
+from attnbench.cli.options import (command_line, complete_cases, error_line, file_stem, finite, notice,
+                                   refuse_what_would_be_ignored)
 from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
 from attnbench.output.export import save
 from attnbench.output.export.scoreboard_export import RowByRow
@@ -151,6 +152,7 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
         _refuse_beside_history(click.get_current_context())
         _show_history(history_folder)
         return
+    refuse_what_would_be_ignored(click.get_current_context())
     if not no_save:
         check_results_folder(results_dir)  # before the first case, not after the last
     sandbox = api_programs.SandboxSettings(sandbox_mode, max_processes, memory_mb, cpu_s, tuple(Path(b) for b in binds),

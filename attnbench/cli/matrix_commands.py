@@ -20,6 +20,7 @@ from attnbench.cli.options import (
     percent,
     placement_from,
     placement_options,
+    refuse_what_would_be_ignored,
     timing_from,
     timing_options,
     tolerance,
@@ -162,6 +163,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
       attnbench compare -v ladder -c course --executor slurm --partition nvidia --gres gpu:1
     """
     placement = placement_from(timing, results_dir)
+    refuse_what_would_be_ignored(click.get_current_context())
     if resume_folder is not None and (variant_selector or case_selector or against_path):
         raise click.UsageError("--resume takes the variants and cases from the jobs folder; "
                                "drop --variants, --cases and --against")
@@ -220,6 +222,7 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
     """
     axis = api.sweep_axis(what).name
     _refuse_options_of_other_axes(click.get_current_context(), axis)
+    refuse_what_would_be_ignored(click.get_current_context())
     placement = placement_from(timing, results_dir)
     if not no_save:
         check_results_folder(results_dir)  # before the first measurement, not after it

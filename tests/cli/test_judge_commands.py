@@ -31,7 +31,8 @@ def test_html_for_one_program_is_refused_not_ignored(cli, tmp_path):
     program = tmp_path / "prog"
     program.write_text("#!/bin/sh\nexit 0\n")
     program.chmod(0o700)
-    result = cli("judge", str(program), "--cases", "odd_17x1", "--html", "--no-save", "--time-limits", "none")
+    result = cli("judge", str(program), "--cases", "odd_17x1", "--html", "--results-dir", str(tmp_path / "res"),
+                 "--time-limits", "none")
     assert result.exit_code == 2 and "--html saves a class's scoreboard" in result.output, result.output
     assert "[1/1]" not in result.output
 
@@ -50,3 +51,17 @@ def test_a_truncated_input_file_given_as_a_case_is_one_line_naming_it(cli, tmp_p
     said = " ".join(result.output.split())
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
     assert f"error: {short}: header says B=2, N=16, d=32" in said
+
+
+@pytest.mark.parametrize("args, said", [(["--no-save", "--name", "x"], "--no-save saves nothing, so --name would be ignored"),
+                                        (["--no-save", "--results-dir", "{tmp}"], "so --results-dir would be ignored"),
+                                        (["--partition", "p", "--time", "5"], "--partition, --time are for --executor slurm")])
+def test_an_option_the_rest_of_the_line_makes_meaningless_is_refused(cli, tmp_path, args, said):
+    """`judge ./prog --no-save --name x` and `--partition p` (no Slurm) judged and exited 0, the option dropped."""
+    program = tmp_path / "prog"
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o700)
+    result = cli("judge", str(program), "--cases", "odd_17x1", "--time-limits", "none",
+                 *[a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert result.exit_code == 2 and said in " ".join(result.output.split()), result.output
+    assert "[1/1]" not in result.output

@@ -198,3 +198,15 @@ def test_a_sweep_option_of_another_axis_is_refused_not_ignored(cli):
         result = cli("sweep", *args, "-v", "cpu", "--no-save")
         said = " ".join(result.output.split())
         assert result.exit_code == 2 and f"does not use {named}" in said, (args, result.output)
+
+
+def test_no_save_with_what_saves_or_slurm_options_without_slurm_are_refused(cli, tmp_path):
+    """`compare --no-save --plot` wrote no plot, `--no-save --results-dir D` and `--partition x` (no Slurm) were
+    dropped: each ran and exited 0."""
+    for args, said in ((["--no-save", "--plot"], "so --plot would be ignored"),
+                       (["--no-save", "--results-dir", str(tmp_path)], "so --results-dir would be ignored"),
+                       (["--no-save", "--gres", "gpu:1", "--array-parallelism", "2"],
+                        "--gres, --array-parallelism are for --executor slurm")):
+        for command in (["compare", "-v", "cpu", "-c", "odd_17x1"], ["sweep", "N", "-v", "cpu", "--values", "8"]):
+            result = cli(*command, *args)
+            assert result.exit_code == 2 and said in " ".join(result.output.split()), (command, args, result.output)

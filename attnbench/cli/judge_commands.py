@@ -244,15 +244,17 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
             out.print(f"saved {path}", highlight=False, soft_wrap=True)
     if as_json:
         click.echo(board.to_json())
+    kept = "nothing is saved (--no-save)" if no_save else "what was judged is saved"  # it said "saved" either way
     for lost, why in board.settings.get("lost_rounds", {}).items():  # the judge's own failure: ranks stand, exit 3
-        error_line(f"{lost} was not run: {why}; its rows are ranked by the runs before it; the scoreboard is saved")
+        error_line(f"{lost} was not run: {why}; its rows are ranked by the runs before it; "
+                   f"{'nothing is saved (--no-save)' if no_save else 'the scoreboard is saved'}")
     if board.settings.get("lost_rounds") and not board.interrupted:
         sys.exit(3)
     if board.settings.get("stopped_by"):  # the judge's own failure, not a submission's
-        error_line(f"the class stopped: {board.settings['stopped_by']}; what was judged is saved")
+        error_line(f"the class stopped: {board.settings['stopped_by']}; {kept}")
         sys.exit(3)
     if board.interrupted:
-        notice("interrupted; what was judged is saved")
+        notice(f"interrupted; {kept}")
         sys.exit(130)
 
 

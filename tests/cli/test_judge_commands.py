@@ -65,3 +65,17 @@ def test_an_option_the_rest_of_the_line_makes_meaningless_is_refused(cli, tmp_pa
                  *[a.replace("{tmp}", str(tmp_path)) for a in args])
     assert result.exit_code == 2 and said in " ".join(result.output.split()), result.output
     assert "[1/1]" not in result.output
+
+
+def test_an_interrupted_class_under_no_save_does_not_say_it_saved_what_was_judged(cli, tmp_path, monkeypatch):
+    """`judge CLASS --no-save` stopped by Ctrl-C said "interrupted; what was judged is saved"; nothing was."""
+    from attnbench.api import programs as api_programs
+    from attnbench.results.scoreboard import Scoreboard
+
+    (tmp_path / "class").mkdir()
+    monkeypatch.setattr(api_programs, "judge_submissions",
+                        lambda options, **kwargs: Scoreboard(["odd_17x1"], [], {}, {}, True))
+    result = cli("judge", str(tmp_path / "class"), "--cases", "odd_17x1", "--no-save")
+    said = " ".join(result.output.split())
+    assert result.exit_code == 130 and "interrupted; nothing is saved (--no-save)" in said, result.output
+    assert "is saved" not in said.replace("nothing is saved", "")

@@ -263,6 +263,9 @@ class JudgeOptions:
     def __post_init__(self) -> None:
         if not self.programs and not self.resume:
             raise UsageError("judge needs a PROGRAM (or several, or a folder of submissions), or --resume FOLDER")
+        for option, value in (("--launcher", self.launcher), ("--arch", self.arch), ("--build-command", self.build_command)):
+            if value is not None and not value.strip():  # `--launcher ""` (an unset variable) was dropped without a word
+                raise UsageError(f'{option} is empty (""): give its words, or leave {option} out')
         unreachable = self.sandbox.unreachable_limit()
         if unreachable is not None:
             raise UsageError(unreachable)

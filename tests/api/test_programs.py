@@ -58,3 +58,11 @@ def test_a_limit_this_machine_cannot_set_on_a_program_is_bad_usage():
     """--memory-limit 17592186044416 (2^64 bytes) judged every case CRASH: prlimit failed before the program ran."""
     with pytest.raises(UsageError, match="--memory-limit 17592186044416: at most"):
         programs.JudgeOptions(programs=("./hw4",), sandbox=programs.SandboxSettings(memory_mb=17592186044416))
+
+
+@pytest.mark.parametrize("option, field", [("--launcher", "launcher"), ("--arch", "arch"),
+                                           ("--build-command", "build_command")])
+def test_an_empty_launcher_arch_or_build_command_is_refused(option, field):
+    """`judge ./hw4 --launcher "$SRUN"` with SRUN unset judged without a launcher, exit 0, without a word."""
+    with pytest.raises(UsageError, match=f'{option} is empty'):
+        programs.JudgeOptions(programs=("./hw4.cu",), **{field: " "})

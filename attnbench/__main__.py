@@ -1,8 +1,8 @@
 """`python -m attnbench` and the `attnbench` command.
 
-Ctrl-C is answered from the first instant: the imports behind the command line take a second or more
+Ctrl-C (and SIGTERM) is answered from the first instant: the imports behind the command line take a second or more
 (numpy, rich, the kernel catalogue), and Python's own answer to a Ctrl-C then is a long traceback. Until
-the command starts, a Ctrl-C ends the process with one line and exit 130 (nothing has been written yet);
+the command starts, a Ctrl-C or SIGTERM ends the process with one line and exit 130 (nothing has been written yet);
 the command line then hands Ctrl-C back to Python, where its own handling saves what was measured.
 """
 
@@ -15,9 +15,16 @@ def _interrupted_while_starting(signum: int, frame: object) -> None:
     os._exit(130)
 
 
+def answer_interruptions_while_starting() -> None:
+    """Ctrl-C and SIGTERM (a `timeout`, a TA's kill) both: a SIGTERM within the imports ended the process with no
+    word and exit 143, where the command's own SIGTERM is an interruption (130)."""
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
+    signal.signal(signal.SIGTERM, _interrupted_while_starting)
+
+
 def entry() -> None:
     """The console entry point: the Ctrl-C answer first, then the (slow) imports, then the command."""
-    signal.signal(signal.SIGINT, _interrupted_while_starting)
+    answer_interruptions_while_starting()
     from attnbench.errors import AttnbenchError
 
     try:

@@ -26,12 +26,13 @@ def _target(path: Path) -> Path:
     """The file a write lands in: symlinks followed (a dangling link's target is created). A special file is
     written through the path given: /dev/stdout in a pipe links to "pipe:[N]", which no path reaches, while
     opening the link itself reaches the pipe."""
-    if _is_special(path):
+    if is_special(path):
         return path
     return Path(os.path.realpath(path))
 
 
-def _is_special(path: Path) -> bool:
+def is_special(path: Path) -> bool:
+    """Whether `path` is there and neither a plain file nor a folder: a device, a pipe, a socket."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -51,7 +52,7 @@ def check_output_path(path: str | os.PathLike, inputs: Iterable[str | os.PathLik
     for source in inputs:
         if target.exists() and Path(source).exists() and os.path.samefile(target, source):
             raise OutputError(f"{given}: is the input file {source}; writing there would destroy it")
-    if _is_special(target):
+    if is_special(target):
         if not os.access(target, os.W_OK):
             raise OutputError(f"{given}: permission denied")
         return
@@ -96,7 +97,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> 
     given = str(path)
     target = _target(Path(path))
     try:
-        if _is_special(target):
+        if is_special(target):
             with open(target, "wb") as f:
                 write(f)
             return

@@ -131,7 +131,17 @@ class ComparePlan:
 def plan_compare(options: CompareOptions) -> ComparePlan:
     """Settle what a compare runs: the variants and cases given, or the saved run's (and its baseline
     when among the variants); a resumed Slurm run takes them from its jobs folder."""
+    if not options.against:  # each judges against a saved run; without one it was dropped without a word
+        given = [word for word, on in (("--fail-slower", options.fail_slower is not None),
+                                       ("--allow-other-gpu", options.allow_other_gpu),
+                                       ("--allow-other-inputs", options.allow_other_inputs)) if on]
+        if given:
+            raise UsageError(f"{', '.join(given)} {'weighs' if len(given) == 1 else 'weigh'} a run against a saved "
+                             "one: give --against RESULTS.json too, or drop it")
     saved = load_results(options.against) if options.against else None
+    if saved is not None and saved.kind is ResultKind.JUDGE:  # its "variants" are programs: "no variant named 'hw4'"
+        raise UsageError(f"{options.against}: a judge's results (whole programs, process times), not a compare or "
+                         "sweep; --against takes a saved compare (judge a program again to compare it)")
     variants, cases, baseline = options.variants, options.cases, options.baseline
     notes: list[str] = []
     if saved is not None:

@@ -13,7 +13,7 @@ from attnbench.api.notices import Notice, quiet
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases import suite
 from attnbench.cases.inputs import ProgressFactory, SuiteInput, no_progress, resolve
-from attnbench.cases.testcase import OutputFile, Shape, read_checked_shape, read_shape
+from attnbench.cases.testcase import OutputFile, Shape, read_checked_shape
 from attnbench.errors import NotResultsFile, OutputError, ResultsError, TestcaseError
 from attnbench.locations import DATA_ENV
 from attnbench.results.resultset import ResultSet, load
@@ -39,7 +39,12 @@ def _known_shape(ref_path: Path, case: str | None) -> Shape | None:
     if case is not None:
         return resolve(case).shape
     sibling = ref_path.with_suffix(".in")
-    return read_shape(sibling) if sibling.is_file() and sibling != ref_path else None
+    if not sibling.is_file() or sibling == ref_path:
+        return None
+    try:  # a guess, not a file the user gave: one that is not a testcase (a report written over it) says nothing
+        return read_checked_shape(sibling)
+    except (TestcaseError, OSError):
+        return None
 
 
 def _refuse_an_input_as_reference(path: Path, given: str) -> None:

@@ -30,7 +30,7 @@ from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.course_build import BuildRules, build_rules
 from attnbench.judge.gpu_needed import refuse_without_gpu
 from attnbench.judge.phases import phase, timing
-from attnbench.judge.submissions import build, find_submissions
+from attnbench.judge.submissions import BUILD_TIMEOUT_S, build, find_submissions
 from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.kernels.user import find_launch_facts
@@ -57,7 +57,8 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
           listener: JudgeListener | None = None, command: str | None = None, sandbox: SandboxSettings | None = None,
           opened: Callable[[Confinement], None] | None = None,
           fresh_inputs: bool = False, arch: str | None = None, build_command: str | None = None,
-          diagnose: bool = False, kernel_time: bool = False) -> tuple[judging.Judgement, ResultSet]:
+          diagnose: bool = False, kernel_time: bool = False,
+          build_timeout: float = BUILD_TIMEOUT_S) -> tuple[judging.Judgement, ResultSet]:
     """Run PROGRAM IN OUT on each case in its own case folder and sandbox (see attnbench.sandbox.room),
     time the whole process, check the output by the course's rule; returns the judgement and its result
     set (kind "judge"). `opened` hears how cases are confined (bwrap, or the fallback and why) first;
@@ -74,7 +75,7 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
                            launcher=launcher, time_limits=time_limits,
                            args=args, timeout=timeout, sandbox=sandbox or SandboxSettings(), command=command,
                            fresh_inputs=fresh_inputs, arch=arch, build_command=build_command, diagnose=diagnose,
-                           kernel_time=kernel_time)
+                           kernel_time=kernel_time, build_timeout=build_timeout)
     return _judged_program(options, progress, listener, opened)
 
 
@@ -95,10 +96,12 @@ def _judge_one(options: JudgeOptions, progress: ProgressFactory, listener: Judge
     inputs = _inputs_of(options)
     _refuse_cuda_without_gpu(program, options.launcher)
     if is_source(program):
-        with built_source(program, options.sandbox, build_rules(options.arch, options.build_command)) as path:
+        with built_source(program, options.sandbox, build_rules(options.arch, options.build_command),
+                          options.build_timeout) as path:
             if options.launcher is None:  # a .c file that links the CUDA runtime is one too
                 refuse_without_gpu(program, path)
-            built = replace(options, programs=(str(path),), arch=None, build_command=None)
+            built = replace(options, programs=(str(path),), arch=None, build_command=None,
+                            build_timeout=BUILD_TIMEOUT_S)
             return _judge_one(built, progress, listener, opened)
     prog = judging.make_program(program, options.launcher, options.args)
     fresh = bool(options.fresh_inputs)
@@ -113,7 +116,7 @@ def _judge_one(options: JudgeOptions, progress: ProgressFactory, listener: Judge
 
 
 def judge_class(submissions: Sequence[str | Path], cases: str | Sequence[str] = "course", *,
-                time_limits: str = "course", timeout: float | None = None, build_timeout: float = 300.0,
+                time_limits: str = "course", timeout: float | None = None, build_timeout: float = BUILD_TIMEOUT_S,
                 rerun_top: int = RERUN_TOP, gpus: str | None = None, executor: str = "local",
                 slurm: SlurmOptions | None = None, sandbox: SandboxSettings | None = None,
                 results_dir: str | Path = DEFAULT_RESULTS_DIR, progress: ProgressFactory = no_progress,
@@ -197,7 +200,8 @@ class BuildFailed(AttnbenchError):
 
 
 @contextlib.contextmanager
-def built_source(source: str, sandbox: SandboxSettings, rules: BuildRules | None = None):
+def built_source(source: str, sandbox: SandboxSettings, rules: BuildRules | None = None,
+                 timeout_s: float = BUILD_TIMEOUT_S):
     """A .cu or .c file built in the sandbox, as a class's submission is; the program's path while it lasts."""
     if not Path(source).is_file():
         raise ProgramError(f"{source}: no such file")
@@ -205,7 +209,7 @@ def built_source(source: str, sandbox: SandboxSettings, rules: BuildRules | None
     try:
         (submission,) = find_submissions([source])
         with phase("builds"):
-            made = build(submission, folder, settings=sandbox, rules=rules)
+            made = build(submission, folder, timeout_s, settings=sandbox, rules=rules)
         if made.program is None:
             raise BuildFailed(f"{source}: {made.message}")
         yield made.program
@@ -273,7 +277,7 @@ class JudgeOptions:
     sandbox: SandboxSettings = SandboxSettings()
     rerun_top: int = RERUN_TOP  # a class only, as are the fields below
     gpus: str | None = None
-    build_timeout: float = 300.0
+    build_timeout: float = BUILD_TIMEOUT_S
     executor: str = "local"
     slurm: SlurmOptions = SlurmOptions()
     resume: str | None = None  # a class's Slurm jobs folder
@@ -290,6 +294,12 @@ class JudgeOptions:
     def __post_init__(self) -> None:
         if not self.programs and not self.resume:
             raise UsageError("judge needs a PROGRAM (or several, or a folder of submissions), or --resume FOLDER")
+        for option, value in (("--launcher", self.launcher), ("--arch", self.arch), ("--build-command", self.build_command)):
+            if value is not None and not value.strip():  # `--launcher ""` (an unset variable) was dropped without a word
+                raise UsageError(f'{option} is empty (""): give its words, or leave {option} out')
+        unreachable = self.sandbox.unreachable_limit()
+        if unreachable is not None:
+            raise UsageError(unreachable)
         if self.rank_by != "wall" and not self.judges_a_class:
             raise UsageError("--rank-by ranks a class; for one program, --kernel-time records its kernels")
         if self.judges_a_class and (self.launcher or self.args != judging.DEFAULT_ARGS):
@@ -298,6 +308,21 @@ class JudgeOptions:
         if not self.judges_a_class and (self.gpus is not None or self.executor != "local"):
             raise UsageError("--gpus and --executor spread a class's submissions; one program is judged here, "
                              "case by case (--launcher places it)")
+        if not self.judges_a_class:
+            self._refuse_what_one_program_ignores()
+
+    def _refuse_what_one_program_ignores(self) -> None:
+        """Options of a class given for one program were ignored without a word (`--rerun-top 5`, `--partition`;
+        `--arch` for a program built already)."""
+        if self.rerun_top != RERUN_TOP:
+            raise UsageError("--rerun-top reruns a class's top submissions; one program is judged once per case")
+        if self.slurm != SlurmOptions():
+            raise UsageError("--partition, --gres and --time are for a class's Slurm jobs (--executor slurm); one "
+                             "program is judged here (--launcher \"srun ...\" places it)")
+        builds = self.arch is not None or self.build_command is not None or self.build_timeout != BUILD_TIMEOUT_S
+        if builds and not is_source(self.programs[0]):
+            raise UsageError(f"--arch, --build-command and --build-timeout build a class's submissions or a .cu or .c "
+                             f"program; {self.programs[0]} is an executable, judged as it is")
 
     @property
     def judges_a_class(self) -> bool:

@@ -20,7 +20,7 @@ import numpy as np
 
 from attnbench.cases import suite
 from attnbench.cases.fresh_values import SUITE_RANGE, InputRange, file_range
-from attnbench.cases.testcase import HEADER, OutputFile, Shape, Testcase, read_shape, read_testcase
+from attnbench.cases.testcase import HEADER, OutputFile, Shape, Testcase, read_checked_shape, read_shape, read_testcase
 from attnbench.errors import TestcaseError
 from attnbench.host_threads import host_threads
 
@@ -185,9 +185,14 @@ class FileInput:
         return computed_reference(testcase, self.label, progress)
 
     def value_range(self, testcase: Testcase | None = None) -> InputRange:
+        """The file's range; one holding NaN or Inf is refused here, naming the path given (the label is its
+        name only: the error said "nan.in" for /tmp/cases/nan.in)."""
         if testcase is not None:
-            return InputRange.of(testcase.q, testcase.k, testcase.v)
-        return file_range(self.path, self.shape)
+            found = InputRange.of(testcase.q, testcase.k, testcase.v)
+        else:  # its size checked first: a truncated file was mapped past its end (a ValueError traceback in judge)
+            found = file_range(self.path, read_checked_shape(self.path))
+        found.require_finite(str(self.path))
+        return found
 
     def info(self, testcase: Testcase) -> CaseInfo:
         return CaseInfo(self.label, testcase.shape, sha256_of_testcase(testcase), "file", "user file", str(self.path))

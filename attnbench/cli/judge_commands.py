@@ -9,7 +9,8 @@ import click
 
 from attnbench.api import EXECUTOR_OPTIONS
 from attnbench.api import programs as api_programs
-from attnbench.cli.options import command_line, complete_cases, error_line, file_stem, finite, notice
+from attnbench.cli.options import (command_line, complete_cases, error_line, file_stem, finite, notice,
+                                   refuse_what_would_be_ignored)
 from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
 from attnbench.output.export import save
 from attnbench.output.export.scoreboard_export import RowByRow
@@ -152,6 +153,7 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
         _refuse_beside_history(click.get_current_context())
         _show_history(history_folder)
         return
+    refuse_what_would_be_ignored(click.get_current_context())
     if not no_save:
         check_results_folder(results_dir)  # before the first case, not after the last
     sandbox = api_programs.SandboxSettings(sandbox_mode, max_processes, memory_mb, cpu_s, tuple(Path(b) for b in binds),
@@ -164,6 +166,9 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
         build_command=build_command, diagnose=diagnose, kernel_time=kernel_time, rank_by=rank_by)
     if options.judges_a_class:
         _judge_class(options, with_html, name, no_save, as_json)
+    elif with_html:  # it was ignored without a word
+        raise click.UsageError("--html saves a class's scoreboard as a page; one program's results are saved as "
+                               "JSON, CSV and Markdown")
     else:
         _judge_program(options, name, no_save, as_json)
 
@@ -242,15 +247,17 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
             out.print(f"saved {path}", highlight=False, soft_wrap=True)
     if as_json:
         click.echo(board.to_json())
+    kept = "nothing is saved (--no-save)" if no_save else "what was judged is saved"  # it said "saved" either way
     for lost, why in board.settings.get("lost_rounds", {}).items():  # the judge's own failure: ranks stand, exit 3
-        error_line(f"{lost} was not run: {why}; its rows are ranked by the runs before it; the scoreboard is saved")
+        error_line(f"{lost} was not run: {why}; its rows are ranked by the runs before it; "
+                   f"{'nothing is saved (--no-save)' if no_save else 'the scoreboard is saved'}")
     if board.settings.get("lost_rounds") and not board.interrupted:
         sys.exit(3)
     if board.settings.get("stopped_by"):  # the judge's own failure, not a submission's
-        error_line(f"the class stopped: {board.settings['stopped_by']}; what was judged is saved")
+        error_line(f"the class stopped: {board.settings['stopped_by']}; {kept}")
         sys.exit(3)
     if board.interrupted:
-        notice("interrupted; what was judged is saved")
+        notice(f"interrupted; {kept}")
         sys.exit(130)
     unjudged = [row.name for row in board.rows if row.not_judged]
     if unjudged:  # the host's fault, not the programs': their rows are neither passed nor failed

@@ -20,6 +20,7 @@ from attnbench.cli.options import (
     percent,
     placement_from,
     placement_options,
+    refuse_what_would_be_ignored,
     timing_from,
     timing_options,
     tolerance,
@@ -162,6 +163,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
       attnbench compare -v ladder -c course --executor slurm --partition nvidia --gres gpu:1
     """
     placement = placement_from(timing, results_dir)
+    refuse_what_would_be_ignored(click.get_current_context())
     if resume_folder is not None and (variant_selector or case_selector or against_path):
         raise click.UsageError("--resume takes the variants and cases from the jobs folder; "
                                "drop --variants, --cases and --against")
@@ -219,6 +221,8 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
       attnbench sweep square --variants gemm --gpus all
     """
     axis = api.sweep_axis(what).name
+    _refuse_options_of_other_axes(click.get_current_context(), axis)
+    refuse_what_would_be_ignored(click.get_current_context())
     placement = placement_from(timing, results_dir)
     if not no_save:
         check_results_folder(results_dir)  # before the first measurement, not after it
@@ -250,6 +254,21 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
     if not no_save:
         save_run(result, results_dir, name, axis if axis != "square" else "square", plot)
     sys.exit(api.exit_status(result))
+
+
+# The sweep options each axis reads; one given for another axis was ignored without a word (square --values 5
+# ran all 102 sizes).
+_AXIS_OPTIONS = {"square": ("sizes", "lab_timing"), "N": ("values", "batch", "head_dim"),
+                 "d": ("values", "batch", "seq_len")}
+
+
+def _refuse_options_of_other_axes(ctx: click.Context, axis: str) -> None:
+    ignored = [param.opts[0] for param in ctx.command.params
+               if any(param.name in names for names in _AXIS_OPTIONS.values()) and param.name not in _AXIS_OPTIONS[axis]
+               and ctx.get_parameter_source(param.name) not in (click.core.ParameterSource.DEFAULT, None)]
+    if ignored:
+        raise click.UsageError(f"sweep {axis} does not use {', '.join(ignored)}; drop "
+                               f"{'it' if len(ignored) == 1 else 'them'} (see `attnbench sweep --help`)")
 
 
 @click.command()

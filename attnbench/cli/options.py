@@ -152,3 +152,29 @@ def once(*names: str, **kwargs: Any) -> Callable:
         return values[0] if values else None
 
     return click.option(*names, **kwargs, multiple=True, callback=only_once)
+
+
+_SAVING = ("plot", "name", "with_html")  # what --no-save makes meaningless
+_SLURM = ("partition", "gres", "time_min", "array_parallelism")  # what only --executor slurm reads
+
+
+def refuse_what_would_be_ignored(ctx: click.Context) -> None:
+    """Options the rest of the command line makes meaningless are refused, not dropped without a word:
+    `--no-save --plot` wrote no plot and `--partition x` without `--executor slurm` ran here, both with exit 0."""
+    def given(name: str) -> bool:
+        return ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)
+
+    def words(names: tuple[str, ...]) -> list[str]:
+        return [param.opts[0] for param in ctx.command.params if param.name in names and given(param.name)]
+
+    slurm = ctx.params.get("executor") == "slurm" or ctx.params.get("resume_folder") is not None
+    if ctx.params.get("no_save"):
+        unsaved = words(_SAVING if slurm else (*_SAVING, "results_dir"))  # a Slurm run keeps its jobs there
+        if unsaved:
+            raise click.UsageError(f"--no-save saves nothing, so {', '.join(unsaved)} would be ignored; drop "
+                                   f"{'it' if len(unsaved) == 1 else 'them'} or --no-save")
+    if not slurm:
+        unused = words(_SLURM)
+        if unused:
+            raise click.UsageError(f"{', '.join(unused)} {'is' if len(unused) == 1 else 'are'} for --executor slurm, "
+                                   "and this run is here")

@@ -25,7 +25,8 @@ from typing import Callable, Sequence
 from attnbench.judge.classroom import ClassSettings, built_submission
 from attnbench.judge.phases import phase
 from attnbench.judge.submissions import Built, Submission
-from attnbench.sandbox.reaper import descendants, reap_orphans
+from attnbench.sandbox.program_run import clear_after_workers
+from attnbench.sandbox.reaper import descendants
 from attnbench.sandbox.room import SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.devices import Device
@@ -92,7 +93,7 @@ def build_all(submissions: Sequence[Submission], build_root: Path, settings: Cla
             with GpuPool([Device(i, stand_in=True) for i in range(workers)], work) as pool:
                 pool.run(list(submissions), hear)
         finally:
-            reap_orphans(before)
+            clear_after_workers(before)
         for i, submission in enumerate(submissions):
             if i not in done:  # its worker died (killed for memory, say): the build once more, here, afresh
                 remove_tree(build_root / submission.slug)

@@ -24,7 +24,8 @@ from typing import Any, Callable, ContextManager, Iterator, Protocol, TypeVar
 from attnbench.judge.class_work import ClassCaseWork, affinity, core_plan, pin
 from attnbench.judge.classroom import ClassRequest, pinning
 from attnbench.results.scoreboard import Scoreboard
-from attnbench.sandbox.reaper import descendants, reap_orphans
+from attnbench.sandbox.program_run import clear_after_workers
+from attnbench.sandbox.reaper import descendants
 from attnbench.spread.executor import EXECUTORS, GPU_POOL, IN_PROCESS, SLURM, Executor, InProcess
 from attnbench.spread.pool import GpuPool
 from attnbench.spread.slurm import (
@@ -107,7 +108,7 @@ class PoolCarrier:
             with GpuPool(list(self.request.devices), work, group=operator.attrgetter("submission")) as pool:
                 yield pool
         finally:  # what the workers left unreaped came to this process (a subreaper): no later sweep collects it
-            reap_orphans(before)
+            clear_after_workers(before)
 
     def close(self, board: Scoreboard) -> None:
         pin(self.original)

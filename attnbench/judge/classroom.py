@@ -284,7 +284,7 @@ def built_submission(submission: Submission, build_root: Path, settings: ClassSe
 def row_of(built: Built, device: str | None, listener: JudgeListener) -> SubmissionRow:
     """A built (or unbuilt) submission's row, not judged yet; `listener` hears that it was built."""
     submission = built.submission
-    listener(SubmissionBuilt(submission.name, built.ok))
+    listener(SubmissionBuilt(submission.name, built.ok, "" if built.ok or built.attempted else built.message))
     message = "; ".join(part for part in (submission.note, built.message, submission.unjudged) if part)
     return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, message,
                          device if built.ok else None, reruns=1)

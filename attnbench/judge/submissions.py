@@ -82,6 +82,7 @@ class Built:
     submission: Submission
     program: Path | None
     message: str  # the first error lines of a failed build, or a short note on a good one
+    attempted: bool = True  # False: no build ran (not a submission, HIP only, a link, files refused)
 
     @property
     def ok(self) -> bool:
@@ -291,7 +292,7 @@ def build(submission: Submission, build_root: Path, timeout_s: float = BUILD_TIM
     try:
         return _build(submission, build_root, timeout_s, settings, rules or BuildRules(oldest_arch()))
     except StagingRefused as exc:
-        return Built(submission, None, f"refused: {exc}")
+        return Built(submission, None, f"refused: {exc}", attempted=False)
     except OSError as exc:
         return Built(submission, None, f"could not be staged or built: {shown(exc.strerror or str(exc))}")
 
@@ -371,9 +372,9 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
     if submission.how == "link":
         raise StagingRefused(f"{submission.name}: a symbolic link: a submission is judged from its own files only")
     if submission.how == "hip":
-        return Built(submission, None, HIP_NOT_JUDGED)
+        return Built(submission, None, HIP_NOT_JUDGED, attempted=False)
     if submission.how == "none":
-        return Built(submission, None, _not_a_submission(submission.source))
+        return Built(submission, None, _not_a_submission(submission.source), attempted=False)
     folder = _staged(submission, build_root)
     program_folder = build_root / submission.slug / "program"
     settings = settings or SandboxSettings()

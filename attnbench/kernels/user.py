@@ -90,6 +90,10 @@ def read_toml(path: Path, error: type[AttnbenchError] = UserVariantError) -> dic
         raise error(f"{path}: is a folder, not a TOML file") from None
     except tomllib.TOMLDecodeError as exc:
         raise error(f"{path}: not valid TOML ({exc})") from None
+    except UnicodeDecodeError:  # tomllib decodes the whole file first: a traceback from every command
+        raise error(f"{path}: not valid TOML (it is not UTF-8 text)") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
 @dataclass(frozen=True)

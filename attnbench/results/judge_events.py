@@ -24,10 +24,12 @@ class ProgramCaseJudged:
 
 @dataclass(frozen=True)
 class SubmissionBuilt:
-    """A class's submission built, or not."""
+    """A class's submission built, or not; `not_built` says why when no build ran at all (not a submission, a
+    link, HIP only): a folder holding nothing was said as "build failed"."""
 
     submission: str
     ok: bool
+    not_built: str = ""
 
 
 @dataclass(frozen=True)

@@ -201,6 +201,10 @@ class ResultSet:
 
     @classmethod
     def from_dict(cls, data: dict) -> "ResultSet":
+        for key, kind in (("metadata", dict), ("policy", dict), ("settings", dict),
+                          ("variants", list), ("cases", list), ("cells", list)):
+            if data.get(key) is not None and not isinstance(data[key], kind):  # a reader walks each as its kind
+                raise ValueError(f"{key} must be a {'record' if kind is dict else 'list'}, not {type(data[key]).__name__}")
         result = cls(
             kind=ResultKind(data["kind"]),
             metadata=data.get("metadata") or {},
@@ -235,6 +239,10 @@ def loads(text: str, source: str = "results") -> ResultSet:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise NotResultsFile(f"{source}: not a JSON file ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise NotResultsFile(f"{source}: not a results file (its JSON nests deeper than Python reads)") from None
+    except ValueError:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise NotResultsFile(f"{source}: not a results file (a number of more digits than Python reads)") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise NotResultsFile(f"{source}: not an attnbench results file (no \"schema\": \"{SCHEMA}\")")
     version = data.get("schema_version")

@@ -165,5 +165,7 @@ def load_scoreboard(path: str | Path) -> Scoreboard:
     """A saved scoreboard; one line naming the file when it is not one."""
     try:
         return Scoreboard.from_dict(json.loads(Path(path).read_text()))
+    except RecursionError:  # JSON nested past Python's limit: `judge --history` ended in a traceback
+        raise ResultsError(f"{path}: not a saved scoreboard (its JSON nests deeper than Python reads)") from None
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, ResultsError) as exc:
         raise ResultsError(f"{path}: not a saved scoreboard ({exc})") from None

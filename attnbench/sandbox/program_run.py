@@ -20,7 +20,8 @@ from attnbench.cases.testcase import Shape, Testcase, write_testcase
 from attnbench.sandbox.outcome import ProgramOutcome, ended, exceeded_line
 from attnbench.sandbox.owned_folders import make_owned, release, remove_stale
 from attnbench.sandbox.process import ProgramError
-from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings
+from attnbench.sandbox.reaper import reap_orphans
+from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, remove_rooms_of_the_gone
 
 DEFAULT_ARGS = ("{in}", "{out}")
 
@@ -71,6 +72,16 @@ class WarmUp:
 
 WARM_UP_PREFIX = "attnbench-warmup-"
 _swept: list[bool] = []
+
+
+def clear_after_workers(before: set[int]) -> None:
+    """What a pool's workers left when they ended: their unreaped processes (`reap_orphans`, `before`: this
+    process's descendants before they started), and the rooms and warm-up folders of any killed outright (a
+    worker stopped by Ctrl-C or SIGTERM is killed 2 s later: one still unmounting its room's view under load left
+    the room, its tmpfs and its overlays mounted in the judge's temporary folder)."""
+    reap_orphans(before)
+    remove_rooms_of_the_gone()
+    remove_stale(WARM_UP_PREFIX)
 
 
 def warm_up(room: Sandbox, spec: ProgramSpec) -> WarmUp:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import os
+import resource
 import shutil
 import stat
 import subprocess
@@ -119,6 +120,22 @@ class SandboxSettings:
     @property
     def program_bytes(self) -> int:
         return self.program_mb << 20
+
+    def unreachable_limit(self) -> str | None:
+        """Why a limit asked for cannot be set on a program here, or None: prlimit in the box cannot raise a limit
+        past this machine's hard one, nor take a byte count past 64 bits, and it failed before the program ran,
+        which was then judged CRASH ("prlimit: failed to set the NPROC resource limit")."""
+        hard_processes = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+        room = hard_processes - inner_limits.BOX_PROCESSES
+        if self.processes is not None and hard_processes != resource.RLIM_INFINITY and self.processes > room:
+            return (f"--max-processes {self.processes}: this machine's hard limit allows the program at most {room} "
+                    f"(ulimit -Hu is {hard_processes})")
+        if self.memory_mb is not None and self.memory_mb << 20 >= 1 << 63:
+            return f"--memory-limit {self.memory_mb}: at most {((1 << 63) - 1) >> 20} MiB (a byte count of 64 bits)"
+        hard_cpu = resource.getrlimit(resource.RLIMIT_CPU)[1]
+        if self.cpu_s is not None and hard_cpu != resource.RLIM_INFINITY and math.ceil(self.cpu_s) + 1 > hard_cpu:
+            return f"--cpu-time {self.cpu_s:g}: this machine's hard limit allows at most {hard_cpu - 1} s (ulimit -Ht)"
+        return None
 
     def limits_for(self, output_bytes: int, timeout_s: float) -> ProcessLimits:
         """The resource limits of one case."""
@@ -697,7 +714,12 @@ def _remove_stale_rooms() -> None:
     in them (case tmpfs mounts hold their inputs and outputs in memory), removed (owned_folders)."""
     if not _swept:
         _swept.append(True)
-        remove_stale(ROOM_PREFIX, before=case_disk.unmount_all_below)
+        remove_rooms_of_the_gone()
+
+
+def remove_rooms_of_the_gone() -> None:
+    """Now: every room whose judge or worker is gone (its lock free), what is mounted in it unmounted first."""
+    remove_stale(ROOM_PREFIX, before=case_disk.unmount_all_below)
 
 
 def _program_copy(program: Path, folder: Path, cap: int) -> Path:

@@ -62,7 +62,15 @@ def cpu_workers() -> int | None:
         return None
     if not text.isdigit() or int(text) < 1:
         raise UsageError(f"{CPU_WORKERS_ENV}={text!r}: give a number of cpu workers, 1 or more")
+    most = max_cpu_workers()
+    if int(text) > most:  # each is a process: 99999 were started one by one until the machine gave out
+        raise UsageError(f"{CPU_WORKERS_ENV}={text!r}: at most {most} cpu workers here (4 a core; each is a process)")
     return int(text)
+
+
+def max_cpu_workers() -> int:
+    """The most cpu workers ATTNBENCH_CPU_WORKERS may ask for: 4 a core of this machine."""
+    return 4 * (os.cpu_count() or 1)
 
 
 def visible_gpus() -> list[str]:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import datetime as _dt
 import pickle
 import shutil
+import contextlib
+import io
 import subprocess
 import time
 from dataclasses import dataclass, replace
@@ -116,11 +118,12 @@ def submit_array(folder: Path, options: SlurmOptions, job_name: str,
     if options.gres:
         parameters["gres"] = options.gres
     executor.update_parameters(**parameters)
+    swallowed = io.StringIO()  # submitit copies sbatch's stderr to ours: four raw lines above the error's one
     try:
-        with executor.batch():
+        with contextlib.redirect_stderr(swallowed), contextlib.redirect_stdout(swallowed), executor.batch():
             jobs = [executor.submit(function, *arguments) for function, arguments in calls]
     except Exception as exc:  # sbatch refused: no such partition, no controller, ...
-        detail = getattr(exc, "stderr", None) or getattr(exc, "output", None) or exc
+        detail = getattr(exc, "stderr", None) or getattr(exc, "output", None) or swallowed.getvalue() or exc
         if isinstance(detail, bytes):
             detail = detail.decode(errors="replace")
         said = [line.strip() for line in str(detail).splitlines() if line.strip()]

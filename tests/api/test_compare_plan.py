@@ -7,6 +7,7 @@ from attnbench import api
 from attnbench.api.compare_plan import CompareOptions, plan_compare
 from attnbench.errors import UsageError
 from attnbench.output.export import save
+from tests.synthetic import COURSE_SHAPES, result_set
 
 QUICK = api.TimingOptions(reps=3)
 
@@ -55,3 +56,18 @@ def test_the_ladder_is_there_only_when_asked_for(monkeypatch):
 def test_a_wrong_cell_makes_exit_status_1():
     outcome = plan_compare(CompareOptions(variants="cpu", cases="odd_17x48", timing=QUICK, atol=0.0)).run()
     assert outcome.exit_status == 1
+
+
+def test_a_judges_results_are_refused_as_the_run_to_compare_against_naming_the_file(tmp_path):
+    """`compare --against` a judge's saved results said "no variant named 'attention'", naming no file."""
+    judged = save(result_set({"attention": {"t10": 400.0}}, {"t10": COURSE_SHAPES["t10"]}, kind="judge"),
+                  tmp_path, "judged")[0]
+    with pytest.raises(UsageError, match=f"{judged}: a judge's results"):
+        plan_compare(CompareOptions(against=str(judged)))
+
+
+@pytest.mark.parametrize("given", [{"fail_slower": 0.05}, {"allow_other_gpu": True}, {"allow_other_inputs": True}])
+def test_an_option_of_against_without_against_is_refused_not_ignored(given):
+    """`compare ... --fail-slower 5%` without --against ran and exited 0, the option dropped without a word."""
+    with pytest.raises(UsageError, match="--against RESULTS.json"):
+        plan_compare(CompareOptions(variants="cpu", cases="odd_17x48", **given))

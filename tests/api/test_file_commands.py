@@ -64,3 +64,19 @@ def test_a_testcase_input_given_as_verifys_reference_is_refused(tmp_path):
     write_testcase(given, seeded_testcase(Shape(1, 4, 8), 7))
     with pytest.raises(TestcaseError, match=r"^.*case\.in: a testcase input \(B=1, N=4, d=8\), not a reference output"):
         api.verify(given, given)
+
+
+def test_a_damaged_input_beside_the_reference_is_no_error_of_verify(tmp_path):
+    """`verify out.bin ref.bin` with a ref.in beside it that is not a testcase (a report written over it) ended in
+    an error about ref.in, a file the user never named, and exit 2."""
+    import numpy as np
+
+    from attnbench import api
+
+    out, ref = tmp_path / "out.bin", tmp_path / "ref.bin"
+    values = np.linspace(-1, 1, 64, dtype=np.float32)
+    values.tofile(out)
+    values.tofile(ref)
+    (tmp_path / "ref.in").write_text("# attnbench report\n\nnot a testcase at all\n")
+    report, used = api.verify(out, ref)
+    assert report.passed and used == ref

@@ -28,6 +28,19 @@ def test_judge_options_refuse_what_does_not_fit_together(tmp_path):
     assert not programs.JudgeOptions(programs=("./hw4",), launcher="srun").judges_a_class
 
 
+@pytest.mark.parametrize("given, said", [({"rerun_top": 5}, "--rerun-top reruns a class's"),
+                                         ({"slurm": programs.SlurmOptions(partition="x")}, "--partition, --gres and --time"),
+                                         ({"arch": "sm_90"}, "./hw4 is an executable"),
+                                         ({"build_command": "make"}, "./hw4 is an executable"),
+                                         ({"build_timeout": 5.0}, "./hw4 is an executable")])
+def test_a_class_option_given_for_one_program_is_refused_not_ignored(given, said):
+    """`judge ./hw4 --rerun-top 5` (or --partition, --time, --arch, --build-command, --build-timeout) judged the
+    program and dropped the option without a word."""
+    with pytest.raises(UsageError, match=said):
+        programs.JudgeOptions(programs=("./hw4",), **given)
+    assert not programs.JudgeOptions(programs=("./hw4.cu",), arch="sm_90", build_timeout=5.0).judges_a_class
+
+
 def test_a_judge_says_what_its_cases_will_write_before_it_starts(monkeypatch):
     said, started = [], []
     monkeypatch.setattr(programs, "judge_writes", lambda cases: 3 * 10**6)
@@ -39,3 +52,17 @@ def test_a_judge_says_what_its_cases_will_write_before_it_starts(monkeypatch):
     said.clear()
     programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01"), notice=said.append)
     assert said == []
+
+
+def test_a_limit_this_machine_cannot_set_on_a_program_is_bad_usage():
+    """--memory-limit 17592186044416 (2^64 bytes) judged every case CRASH: prlimit failed before the program ran."""
+    with pytest.raises(UsageError, match="--memory-limit 17592186044416: at most"):
+        programs.JudgeOptions(programs=("./hw4",), sandbox=programs.SandboxSettings(memory_mb=17592186044416))
+
+
+@pytest.mark.parametrize("option, field", [("--launcher", "launcher"), ("--arch", "arch"),
+                                           ("--build-command", "build_command")])
+def test_an_empty_launcher_arch_or_build_command_is_refused(option, field):
+    """`judge ./hw4 --launcher "$SRUN"` with SRUN unset judged without a launcher, exit 0, without a word."""
+    with pytest.raises(UsageError, match=f'{option} is empty'):
+        programs.JudgeOptions(programs=("./hw4.cu",), **{field: " "})

@@ -96,3 +96,15 @@ def test_a_sigterm_is_an_interruption_that_leaves_no_temporary_folder(tmp_path):
     output = process.communicate(timeout=60)[0].decode()
     assert process.returncode == 130, output
     assert not [p.name for p in temp.iterdir() if p.name.startswith("attnbench-")], output
+
+
+def test_a_sigterm_while_the_command_line_is_imported_is_an_interruption_too():
+    """`timeout -s TERM 0.4 attnbench cases` (the imports take a second on a busy machine) ended with no word and
+    exit 143; a Ctrl-C there was already "interrupted", 130."""
+    import subprocess
+    import sys
+
+    started = ("from attnbench.__main__ import answer_interruptions_while_starting as answer; import os, signal, time; "
+               "answer(); os.kill(os.getpid(), signal.SIGTERM); time.sleep(30)")
+    done = subprocess.run([sys.executable, "-c", started], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130 and done.stderr == "interrupted\n"

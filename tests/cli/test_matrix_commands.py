@@ -189,3 +189,24 @@ def test_compare_says_why_each_refused_cell_was_refused_once_per_reason():
     with err_console.capture() as captured:
         print_problems(result)
     assert captured.get().splitlines() == ["refused: a cannot meet 0.0025 on this input (t10, t11)"]
+
+
+def test_a_sweep_option_of_another_axis_is_refused_not_ignored(cli):
+    """`sweep square --values 5` ran all 102 lab sizes; `sweep N -N 64` and `sweep d --sizes 63` ignored theirs."""
+    for args, named in ((["square", "--values", "5"], "--values"), (["square", "-B", "2", "-d", "32"], "--batch, --head-dim"),
+                        (["N", "--seq-len", "64"], "--seq-len"), (["d", "--sizes", "63", "--lab-timing"], "--sizes, --lab-timing")):
+        result = cli("sweep", *args, "-v", "cpu", "--no-save")
+        said = " ".join(result.output.split())
+        assert result.exit_code == 2 and f"does not use {named}" in said, (args, result.output)
+
+
+def test_no_save_with_what_saves_or_slurm_options_without_slurm_are_refused(cli, tmp_path):
+    """`compare --no-save --plot` wrote no plot, `--no-save --results-dir D` and `--partition x` (no Slurm) were
+    dropped: each ran and exited 0."""
+    for args, said in ((["--no-save", "--plot"], "so --plot would be ignored"),
+                       (["--no-save", "--results-dir", str(tmp_path)], "so --results-dir would be ignored"),
+                       (["--no-save", "--gres", "gpu:1", "--array-parallelism", "2"],
+                        "--gres, --array-parallelism are for --executor slurm")):
+        for command in (["compare", "-v", "cpu", "-c", "odd_17x1"], ["sweep", "N", "-v", "cpu", "--values", "8"]):
+            result = cli(*command, *args)
+            assert result.exit_code == 2 and said in " ".join(result.output.split()), (command, args, result.output)

@@ -102,7 +102,7 @@ def test_every_executor_gives_the_same_verdicts_seeds_and_events(classroom, tmp_
         assert not board.interrupted and "stopped_by" not in board.settings, where
     assert slurm_here == [2, 2, 2, 2, 2, 2]  # a Slurm job per built submission, then per rerun round of the top one
     assert not (tmp_path / "jobs").exists()  # the jobs folder goes once the class is judged
-    built = sorted(e for e in heard(results["slurm"][1]) if len(e) == 2)
+    built = sorted((e.submission, e.ok) for e in results["slurm"][1] if isinstance(e, SubmissionBuilt))
     assert built == [("alice", True), ("bob", True), ("carol", True), ("dave", True), ("erin", False)]
 
 

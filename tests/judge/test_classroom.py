@@ -454,3 +454,18 @@ def test_diagnose_picks_a_rows_first_failed_case_that_a_memory_error_explains():
     assert classroom_module.to_diagnose(row, ["t01", "t02", "t03", "t04"]) == "t03"
     assert classroom_module.to_diagnose(row, ["t04", "t03"]) == "t04"
     assert classroom_module.to_diagnose(row, ["t01", "t02"]) is None
+
+
+def test_a_folder_that_is_no_submission_is_heard_as_not_judged_not_as_a_failed_build(tmp_path):
+    """A class's empty folder printed "empty build: build failed" while it ran, though no build ran."""
+    from attnbench.judge.submissions import Built, build, find_submissions
+
+    (tmp_path / "empty").mkdir()
+    (submission,) = find_submissions([tmp_path])
+    events = []
+    classroom_module.row_of(build(submission, tmp_path / "builds"), None, events.append)
+    (heard,) = events
+    assert not heard.ok and heard.not_built.startswith("not a submission: no Makefile")
+    failed = []
+    classroom_module.row_of(Built(submission, None, "the build failed: cc (exit 1)"), None, failed.append)
+    assert failed == [SubmissionBuilt("empty", False)]  # a build that ran and failed is still "build failed"

@@ -128,6 +128,7 @@ def test_a_class_folder_that_holds_no_submission_is_a_row_that_says_why(tmp_path
     assert rows["dropped"].message == ("not a submission: no Makefile, hw4.cu, hw4.hip or hw4 in it "
                                        "(it holds build.sh, src)")
     assert rows["sec1"].message.endswith("(it holds alice)")
+    assert not any(b.attempted for b in rows.values())  # no build ran: its progress line must not say "build failed"
 
 
 def test_names_that_differ_in_white_space_only_never_print_alike(tmp_path):

@@ -603,3 +603,11 @@ def test_a_table_taking_a_built_in_name_is_refused_by_every_command_that_reads_t
     assert result.exit_code == 2 and said == (f"error: {tmp_path / 'attnbench.toml'}: variants.cpu: cpu is a built-in "
                                               "variant; choose another name"), (args, result.output)
     assert not (tmp_path / "o.bin").exists()
+
+
+def test_launch_facts_that_are_not_utf8_text_are_one_line_naming_the_file(tmp_path):
+    """An attnbench.toml of bytes that are not UTF-8 ended every command (`list` among them) in a UnicodeDecodeError
+    traceback from tomllib."""
+    (tmp_path / "attnbench.toml").write_bytes(b"\xff\xfe[variants.mine]\n")
+    with pytest.raises(UserVariantError, match=r"attnbench.toml: not valid TOML \(it is not UTF-8 text\)$"):
+        load(tmp_path)

@@ -136,7 +136,8 @@ def test_an_unknown_result_kind_is_a_malformed_file():
 
 
 @pytest.mark.parametrize("damage", [{"cells": "oops"}, {"cells": ["oops"]}, {"variants": "x"}, {"cases": 7},
-                                    {"schema_version": "five"}, {"schema_version": 0}, {"schema_version": True}])
+                                    {"schema_version": "five"}, {"schema_version": 0}, {"schema_version": True},
+                                    {"policy": "p"}, {"metadata": [1]}, {"settings": 3}, {"cases": {}}])
 def test_a_damaged_field_is_a_malformed_file_not_a_traceback(damage):
     data = {**sample_set().to_dict(), **damage}
     with pytest.raises(ResultsError) as refused:
@@ -155,3 +156,12 @@ def test_a_damaged_measurement_is_a_malformed_file_not_a_later_traceback(field, 
     (measured["kernel"] if field == "samples_ms" else measured)[field] = value
     with pytest.raises(ResultsError, match="malformed"):
         results.loads(json.dumps(data), "x.json")
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '{"schema": ' + "1" * 5000 + "}"],
+                         ids=["nested-100000-deep", "a-5000-digit-integer"])
+def test_json_python_cannot_read_is_not_a_results_file_not_a_traceback(text):
+    """Nesting past the recursion limit and an integer past Python's digit limit were a RecursionError and a
+    ValueError traceback in `report`, `compare --against` and `roof --saved`."""
+    with pytest.raises(ResultsError, match="x.json: not a results file"):
+        results.loads(text, "x.json")

@@ -36,7 +36,8 @@ def test_strict_json_round_trip(tmp_path):
 
 
 def test_a_file_that_is_not_a_scoreboard_is_one_line(tmp_path):
-    for content in (b"\x89PNG\r\n", b'{"kind": "compare"}', b"[]"):
+    # JSON nested 100,000 deep (`judge --history` over it ended in a RecursionError traceback)
+    for content in (b"\x89PNG\r\n", b'{"kind": "compare"}', b"[]", b"[" * 100_000 + b"]" * 100_000):
         path = tmp_path / "x.json"
         path.write_bytes(content)
         with pytest.raises(ResultsError, match="not a saved scoreboard"):

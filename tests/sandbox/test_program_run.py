@@ -87,3 +87,33 @@ def test_a_warm_ups_input_folder_is_owned_so_a_judge_killed_outright_leaves_it_t
     finally:
         room.close()
     assert len(made) == 1 and made[0].name.startswith(program_run.WARM_UP_PREFIX) and not made[0].exists()
+
+
+def test_what_killed_workers_left_is_cleared_when_they_end_not_only_by_the_next_judge(tmp_path, monkeypatch):
+    """A class judge stopped by SIGTERM on a busy machine exited 130 with a build worker's room in its temporary
+    folder, its view's tmpfs and overlays still mounted: the worker, killed 2 s after its SIGTERM while it cleaned
+    up, removed nothing, and this process had swept stale rooms once already, at its first room."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from attnbench.sandbox import program_run, room
+    from attnbench.sandbox.owned_folders import make_owned
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(program_run.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(room, "_swept", [True])  # the once-per-process sweep is spent
+    root = Path(__file__).resolve().parents[2]
+    opened = ("from attnbench.sandbox.room import Sandbox, SandboxSettings; import os; "
+              "r = Sandbox.open(None, SandboxSettings('none')); c = r.prepare('c', None); "
+              "print(r.root, flush=True); os.kill(os.getpid(), 9)")
+    worker = subprocess.Popen([sys.executable, "-c", opened], cwd=root, env={**os.environ, "TMPDIR": str(tmp_path)},
+                              stdout=subprocess.PIPE, text=True)
+    left = Path(worker.stdout.readline().strip())
+    assert worker.wait(timeout=60) == -signal.SIGKILL and left.is_dir()
+    warm_up_left = make_owned(program_run.WARM_UP_PREFIX, tmp_path)
+    program_run.release(warm_up_left)  # as if its owner were gone: its lock free
+    program_run.clear_after_workers(set())
+    assert not left.exists() and not warm_up_left.exists()
+    assert not any(str(tmp_path) in line for line in Path("/proc/self/mounts").read_text().splitlines())

@@ -662,3 +662,20 @@ def test_a_runs_pids_max_leaves_room_for_bwraps_own_two_processes(tmp_path):
     case = bare.prepare("c", None)
     assert bare.watched_limits(case) == ()  # no group: nothing is watched
     bare.finish(case)
+
+
+def test_a_limit_past_the_machines_hard_one_or_64_bits_is_said_before_any_run(monkeypatch):
+    """`judge --max-processes 100000` (ulimit -Hu 96365) and `--memory-limit 17592186044416` were CRASH rows:
+    prlimit failed in the box before the program started, and the program was blamed."""
+    import resource
+
+    from attnbench.sandbox import room
+
+    hard = {resource.RLIMIT_NPROC: 96365, resource.RLIMIT_CPU: 3600}
+    monkeypatch.setattr(room.resource, "getrlimit", lambda which: (0, hard.get(which, resource.RLIM_INFINITY)))
+    assert SandboxSettings(processes=96364).unreachable_limit() is None
+    assert "at most 96364 (ulimit -Hu is 96365)" in SandboxSettings(processes=100000).unreachable_limit()
+    assert "at most 8796093022207 MiB" in SandboxSettings(memory_mb=1 << 44).unreachable_limit()
+    assert SandboxSettings(memory_mb=(1 << 43) - 1).unreachable_limit() is None
+    assert "at most 3599 s" in SandboxSettings(cpu_s=3600).unreachable_limit()
+    assert SandboxSettings().unreachable_limit() is None

@@ -25,6 +25,17 @@ def test_a_bad_number_of_cpu_workers_is_bad_usage(monkeypatch, value):
         devices_for("all")
 
 
+def test_more_cpu_workers_than_the_machine_can_hold_is_bad_usage_not_a_hang(monkeypatch):
+    """ATTNBENCH_CPU_WORKERS=99999 started processes one by one until the timeout (a compare of one case)."""
+    from attnbench.spread.devices import max_cpu_workers
+
+    monkeypatch.setenv(CPU_WORKERS_ENV, "99999")
+    with pytest.raises(UsageError, match=f"{CPU_WORKERS_ENV}='99999': at most {max_cpu_workers()} cpu workers here"):
+        devices_for("all")
+    monkeypatch.setenv(CPU_WORKERS_ENV, str(max_cpu_workers()))
+    assert len(devices_for("all")) == max_cpu_workers()
+
+
 def test_cpu_workers_stand_in_for_gpus(monkeypatch):
     monkeypatch.setenv(CPU_WORKERS_ENV, " 3 ")
     assert devices_for("all") == [Device(0, True), Device(1, True), Device(2, True)]

@@ -115,9 +115,11 @@ def test_slurm_workers_are_the_executor_seam_one_slurm_job_per_group_and_a_lost_
     assert (2, "a") in ids and ids[(2, "a")] != ids[(1, "a")] and events[-1] == Progress("done", 0, None, None)
 
 
-def test_a_refused_sbatch_is_one_line_its_last_words(tmp_path, monkeypatch):
-    """sbatch's whole stderr was joined into the error, its newlines printed as \\n."""
+def test_a_refused_sbatch_is_one_line_its_last_words(tmp_path, monkeypatch, capsys):
+    """sbatch's whole stderr was joined into the error, its newlines printed as \\n; and submitit copied it to our
+    stderr too, four raw lines above the error's one."""
     import contextlib
+    import sys
     from types import SimpleNamespace
 
     class Refusing:
@@ -130,6 +132,7 @@ def test_a_refused_sbatch_is_one_line_its_last_words(tmp_path, monkeypatch):
         @contextlib.contextmanager
         def batch(self):
             yield
+            print("sbatch: error: DNS SRV lookup failed", file=sys.stderr)  # as submitit copies sbatch's stderr
             raise subprocess.CalledProcessError(1, "sbatch", output=b"sbatch: error: DNS SRV lookup failed\n"
                                                                     b"sbatch: fatal: Could not establish a source\n")
 
@@ -140,3 +143,4 @@ def test_a_refused_sbatch_is_one_line_its_last_words(tmp_path, monkeypatch):
     with pytest.raises(slurm.SlurmUnavailable) as refused:
         slurm.submit_array(tmp_path, slurm.SlurmOptions(), "job", [(print, ())])
     assert str(refused.value) == "sbatch refused the jobs: sbatch: fatal: Could not establish a source"
+    assert capsys.readouterr().err == ""

@@ -16,7 +16,7 @@ from attnbench.analysis.ladder import has_ladder
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.cases.suite import refuse_suite_file
 from attnbench.errors import OutputError, PlotsUnavailable
-from attnbench.files import check_output_path, write_text
+from attnbench.files import check_output_path, is_special, write_text
 from attnbench.output.plots import result_plots as plotting
 from attnbench.output.plots.precision_ladder import error_vs_speed, has_precision_ladder
 from attnbench.output.plots.roofline import roofline_plot
@@ -59,7 +59,11 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
     check_output_path(out, [r.path for r in results if r.path is not None])  # never over a file it reads
     refuse_suite_file(out, "the report")
     can_plot = plots
-    if plots:
+    if plots and is_special(out):  # /dev/stdout: plots "beside it" were PNG files written into /dev
+        can_plot = False
+        outcome.notes.append(f"no plots: {out} is not a file, so no folder beside it holds them "
+                             "(give -o a file, or --no-plots)")
+    if can_plot:
         try:
             plotting.pyplot()
         except PlotsUnavailable as exc:
@@ -82,7 +86,9 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
             images = []
             if result.kind is ResultKind.SWEEP:
                 images.append(("Throughput against size", plotting.throughput_vs_size(result, folder / f"{stem}_throughput.png")))
-            if any(c.ok for c in result.cells):
+            listed = set(result.variant_names)
+            if any(c.ok and c.variant in listed for c in result.cells):  # it draws the listed variants' cells only:
+                # an ok cell of a variant the file does not list (a hand-edited file) left it nothing, and a traceback
                 images.append(("Against the ceilings", plotting.ceilings_chart(result, folder / f"{stem}_ceilings.png")))
                 images.append(("Roofline", roofline_plot([result], folder / f"{stem}_roofline.png")))
             if has_precision_ladder(result):

@@ -34,6 +34,11 @@ if TYPE_CHECKING:
     from attnbench.results.resultset import Cell
 
 class _Console(Console):
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        if self._width is not None and self._width < 1:  # COLUMNS=0 (set so by some CI runners): rich drew
+            self._width = None  # nothing at all, tables and error lines alike; its fallback width (80) instead
+
     def on_broken_pipe(self) -> None:
         """The reader closed the pipe (`| head -1`): it has what it wanted, so exit 0, not rich's 1."""
         try:
@@ -276,6 +281,8 @@ def _(event: ProgramCaseJudged) -> str | None:
 
 @judge_line.register
 def _(event: SubmissionBuilt) -> str | None:
+    if event.not_built:
+        return f"{event.submission}: not judged: {printable(event.not_built)}"
     return f"{event.submission} build: {'built' if event.ok else 'build failed'}"
 
 

@@ -1,3 +1,6 @@
+import os
+import threading
+
 import pytest
 from click.testing import CliRunner
 
@@ -68,3 +71,29 @@ def test_a_cpu_only_report_speaks_of_the_host_clock_not_of_cuda_events(tmp_path,
     assert "CUDA-event" not in text and "host's wall clock around each pass" in text
     gpu_run = save(result_set({"naive": {"t10": 2.0}}, {"t10": COURSE_SHAPES["t10"]}), tmp_path, "gpu")[0]
     assert "CUDA-event samples" in write_report([results.load(gpu_run)], tmp_path / "g.md").path.read_text()
+
+
+def test_a_report_to_a_pipe_or_device_draws_no_plots_beside_it(tmp_path):
+    """`report r.json -o /dev/stdout` wrote its PNG plots into /dev (as root) beside the device."""
+    r = result_set({"naive": {"t10": 2.0}, "bankfree": {"t10": 1.0}}, {"t10": COURSE_SHAPES["t10"]})
+    path = save(r, tmp_path / "runs", "gpu")[0]
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    read = []
+    reader = threading.Thread(target=lambda: read.append(pipe.read_text()))
+    reader.start()
+    outcome = write_report([results.load(path)], pipe)
+    reader.join(timeout=30)
+    assert outcome.plots == [] and not list(tmp_path.glob("*.png"))
+    assert any("no plots" in note and str(pipe) in note for note in outcome.notes)
+    assert read and "# attnbench report" in read[0]
+
+
+def test_a_results_file_whose_timed_cells_name_no_listed_variant_is_reported_without_a_ceilings_chart(tmp_path):
+    """A cell's variant changed by hand (to one the file does not list) ended `report` in a traceback: the ceilings
+    chart had nothing to draw (min() of an empty sequence)."""
+    r = result_set({"naive": {"t10": 2.0}}, {"t10": COURSE_SHAPES["t10"]})
+    r.cells[0].variant = "edited"
+    path = save(r, tmp_path / "runs", "edited")[0]
+    outcome = write_report([results.load(path)], tmp_path / "r.md")
+    assert not any(p.name.endswith("_ceilings.png") for p in outcome.plots) and outcome.path.is_file()

@@ -116,11 +116,13 @@ def test_the_judge_progress_prints_one_line_per_event_as_the_judge_always_has(mo
     monkeypatch.setattr(terminal, "err_console", capture)
     passed, wrong = CaseEntry("PASS", "", [0.1]), CaseEntry("WRONG", "max error 0.2")
     for event in (ProgramCaseJudged(3, 10, "t03", "OVER LIMIT", 2.5), SubmissionBuilt("alice", True),
-                  SubmissionBuilt("erin\x1b[2J", False), CaseJudged("alice", "t01", passed),
+                  SubmissionBuilt("erin\x1b[2J", False), SubmissionBuilt("frank", False, "not a submission: \x1b[2J"),
+                  CaseJudged("alice", "t01", passed),
                   RerunJudged("alice", "t01", passed), RerunJudged("alice", "t02", wrong), "an event of no type it knows"):
         terminal.judge_progress(event)
     assert capture.file.getvalue().splitlines() == [
-        "[3/10] t03: OVER LIMIT 2.500 s", "alice build: built", "erin\\x1b[2J build: build failed", "alice t01: PASS",
+        "[3/10] t03: OVER LIMIT 2.500 s", "alice build: built", "erin\\x1b[2J build: build failed",
+        "frank: not judged: not a submission: \\x1b[2J", "alice t01: PASS",
         "alice t02: rerun WRONG"]
 
 
@@ -149,3 +151,18 @@ def test_cuda_programs_not_judged_here_are_one_line_naming_the_first_few():
                     "(--executor slurm)")
     many = judge_line(NotJudgedHere(tuple(f"s{i}" for i in range(12)), "no NVIDIA GPU here (x)", 0))
     assert "12 CUDA programs (s0, s1, s2, s3, s4 and 7 more)" in many and "nothing else to judge" in many
+
+
+def test_columns_0_is_taken_as_no_width_given_not_as_nothing_to_draw():
+    """With COLUMNS=0 (some CI runners set it) every table and every error line came out empty: `cases` printed
+    nothing with exit 0, a refused input nothing with exit 2."""
+    import io
+
+    from attnbench.output.render import terminal
+
+    for columns in ("0", "00"):
+        capture = terminal._Console(file=io.StringIO(), emoji=False, _environ={"COLUMNS": columns})
+        capture.print("error: short.bin: 100 bytes", highlight=False)
+        assert capture.width == 80 and capture.file.getvalue() == "error: short.bin: 100 bytes\n"
+    narrow = terminal._Console(file=io.StringIO(), _environ={"COLUMNS": "30"})
+    assert narrow.width == 30

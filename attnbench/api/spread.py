@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from attnbench.api.notices import Notice, quiet
+from attnbench.api.notices import Notice, quiet, say_reference_time
 from attnbench.bench.check_rule import CheckRule
 from attnbench.bench.matrix import MatrixInterrupted
 from attnbench.bench.sampler import TimingPolicy
@@ -48,6 +48,7 @@ def placed_matrix(kind: ResultKind, chosen: list[Variant], inputs: list[BenchInp
     """A compare or sweep on the executor `where` chooses (in this process on the GPU `open_here` opens, on
     this host's GPUs, or as Slurm jobs), each cell checked by `rule`; the same ResultSet whichever ran it, each
     spread cell recording its GPU. A sweep records its elapsed time (an interrupted one's partial result too)."""
+    say_reference_time(inputs, notice)
     plan = CellPlan.of(chosen, policy, rule, lab_timing, program_sandbox)
     run = MatrixRun(kind, chosen, inputs, plan, record, listener, notice, before_run, open_here, device)
     start = time.perf_counter()

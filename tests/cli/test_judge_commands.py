@@ -133,14 +133,14 @@ def test_on_a_gpu_the_same_cuda_program_and_class_are_judged_as_ever(gpu, cli, t
         pytest.skip("needs nvcc")
     source = tmp_path / "hw4.cu"
     source.write_text(COURSE_PROGRAM.read_text())
-    alone = cli("judge", str(source), "--cases", "odd_17x48", "--no-save", "--time-limits", "none")
-    assert alone.exit_code == 0 and "[1/1] odd_17x48: PASS" in alone.output, alone.output
+    alone = cli("judge", str(source), "--cases", "t01", "--no-save", "--time-limits", "none")
+    assert alone.exit_code == 0 and "[1/1] t01: PASS" in alone.output, alone.output
     classroom = tmp_path / "class"
     classroom.mkdir()
     shutil.copy(source, classroom / "ada.cu")
-    whole = cli("judge", str(classroom), "--cases", "odd_17x48", "--rerun-top", "0", "--time-limits", "none",
+    whole = cli("judge", str(classroom), "--cases", "t01", "--rerun-top", "0", "--time-limits", "none",
                 "--sandbox", class_sandbox().mode, "--no-save")
-    assert whole.exit_code == 0 and "ada odd_17x48: PASS" in whole.output, whole.output
+    assert whole.exit_code == 0 and "ada t01: PASS" in whole.output, whole.output
     assert "not judged" not in whole.output.lower()
 
 

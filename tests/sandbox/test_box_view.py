@@ -14,6 +14,7 @@ import pytest
 from attnbench.sandbox import case_disk
 from attnbench.sandbox.process import run_process
 from attnbench.sandbox.room import Sandbox, SandboxSettings, find_bwrap
+from tests.sandbox.c_programs import built
 
 # Writes into the file argv[1] its mounts, then "statvfs PATH BLOCKS FREE" for each path after it
 PROBE = r"""
@@ -36,11 +37,7 @@ SEEN = ("/usr", "/etc/passwd", "/etc/ld.so.cache", "/judge/program", "/judge/pro
 
 
 def _probe(tmp_path: Path) -> Path:
-    if shutil.which("cc") is None:
-        pytest.skip("no cc")
-    (tmp_path / "probe.c").write_text(PROBE)
-    subprocess.run(["cc", "-O1", "-o", str(tmp_path / "probe"), str(tmp_path / "probe.c")], check=True)
-    return tmp_path / "probe"
+    return built(PROBE, tmp_path)
 
 
 def _in_box(sandbox: Sandbox) -> str:

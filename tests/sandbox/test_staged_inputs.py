@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -15,6 +13,7 @@ import pytest
 
 from attnbench.sandbox import case_disk, staged_inputs
 from attnbench.sandbox.room import Sandbox, SandboxSettings, find_bwrap
+from tests.sandbox.c_programs import built
 
 # argv[1] the input, argv[2] the output: writes what the program could learn of its input and do to it
 PROBE = r"""
@@ -65,11 +64,7 @@ int main(int argc, char **argv) {
 
 
 def _probe(tmp_path: Path) -> Path:
-    if shutil.which("cc") is None:
-        pytest.skip("no cc")
-    (tmp_path / "probe.c").write_text(PROBE)
-    subprocess.run(["cc", "-O1", "-o", str(tmp_path / "probe"), str(tmp_path / "probe.c")], check=True)
-    return tmp_path / "probe"
+    return built(PROBE, tmp_path)
 
 
 def _as_root_in_bwrap() -> None:

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from attnbench.cases.testcase import Shape
+from attnbench import locations
 from attnbench.errors import AttnbenchError
 from attnbench.kernels.builtin_variants import REGISTRY
 from attnbench.kernels.expressions import Expression, ExpressionError, parse_expression
@@ -56,7 +57,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-CONFIG_FILE = "attnbench.toml"
+CONFIG_FILE = locations.LAUNCH_FACTS_FILES[0]
 LAYOUT_POINTERS = {"separate": ("q", "k", "v", "o", "out"), "qkv": ("qkv", "out", "o")}
 _VARIANT_KEYS = {"source", "layout", "technique", "report", "kernels", "defines", "head_dims", "min_head_dim",
                  "max_head_dim", "max_seq_len", "seq_len_multiple", "workspaces", "steps", "options",

@@ -57,13 +57,14 @@ LAUNCH_FACTS_FILES = ("attnbench.toml", "pyproject.toml")
 
 
 def launch_facts_file_at(path: str | os.PathLike) -> Path | None:
-    """The attnbench.toml or pyproject.toml that every command reads for your kernels' launch facts (from
-    the working folder up to the root) which writing `path` would replace, or None: an output written
-    there breaks every later command. Links and `..` are seen through."""
+    """The attnbench.toml (anywhere) or pyproject.toml (from the working folder up to the root) that
+    commands read for your kernels' launch facts which writing `path` would replace, or None: an output
+    written there breaks every later command. Links and `..` are seen through."""
     target = Path(os.path.realpath(path))
     here = Path.cwd().resolve()
-    if target.name in LAUNCH_FACTS_FILES and target.is_file() and target.parent in (here, *here.parents):
-        return target
+    if target.name in LAUNCH_FACTS_FILES and target.is_file() and (
+            target.name == LAUNCH_FACTS_FILES[0] or target.parent in (here, *here.parents)):
+        return target  # an attnbench.toml is read wherever it is (for a kernel given by its path), by its name
     return None
 
 

@@ -19,6 +19,7 @@ from attnbench.cases.testcase import Shape
 from attnbench.errors import OutOfPrecision, UsageError
 from attnbench.files import check_output_path
 from attnbench.kernels.catalogue import default_variant, get_variant
+from attnbench.kernels.user import refuse_kernel_source
 from attnbench.kernels.variant import Variant
 
 
@@ -87,6 +88,7 @@ def run(
     if out is not None:
         check_output_path(out, [bench_input.path] if isinstance(bench_input, (FileInput, SuiteInput)) else [])
         refuse_suite_file(out)
+        refuse_kernel_source(out)
     # The environment first (a suite case's shape is in the manifest): no GPU means no input written.
     # the course's accuracy passes over a variant whose arithmetic cannot hold the check on this input's values
     ranges = bench_input.value_range() if variant is None and accuracy == "course" else None

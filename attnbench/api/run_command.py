@@ -10,6 +10,7 @@ from attnbench.api.compare_command import open_gpu_for
 from attnbench.api.notices import Notice, quiet
 from attnbench.api.timing_options import TimingOptions
 from attnbench.backends.cpu import passes_reported
+from attnbench.bench.check_rule import refuse_bad_tolerance
 from attnbench.bench.runner import run_case
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases.fresh_values import InputRange
@@ -82,6 +83,7 @@ def run(
     buffers to the device and the output back to `out`, overlapping them with the kernels; the
     measurement's `clock` has each stage's busy time and the wall time. Without it, the input is read
     whole, then copied, computed, copied back and written, one after another."""
+    refuse_bad_tolerance(atol, rtol)
     bench_input = resolve(case)
     if shadowed_by_suite(case):
         notice(f"{case} is a suite case, used as such; write ./{case} to use the local file of that name")

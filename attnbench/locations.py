@@ -52,6 +52,22 @@ def shipped_file_at(path: str | os.PathLike) -> Path | None:
     return None
 
 
+# the files the launch facts of your kernels are looked up in, from the working folder up (kernels.user)
+LAUNCH_FACTS_FILES = ("attnbench.toml", "pyproject.toml")
+
+
+def launch_facts_file_at(path: str | os.PathLike) -> Path | None:
+    """The attnbench.toml (anywhere) or pyproject.toml (from the working folder up to the root) that
+    commands read for your kernels' launch facts which writing `path` would replace, or None: an output
+    written there breaks every later command. Links and `..` are seen through."""
+    target = Path(os.path.realpath(path))
+    here = Path.cwd().resolve()
+    if target.name in LAUNCH_FACTS_FILES and target.is_file() and (
+            target.name == LAUNCH_FACTS_FILES[0] or target.parent in (here, *here.parents)):
+        return target  # an attnbench.toml is read wherever it is (for a kernel given by its path), by its name
+    return None
+
+
 def package_file(name: str) -> Path:
     """A data file shipped beside the package's modules (report claims, datasheet ceilings)."""
     return PACKAGE_DIR / name

@@ -130,3 +130,17 @@ def test_no_example_leans_on_a_variable_the_readmes_install_leaves_unset():
     `/odd_17x48.ref`: written as root, exit 0, where the page promised a refusal."""
     leaning = [example.id for example in EXAMPLES if "$ATTNBENCH_DATA" in example.body or "${ATTNBENCH" in example.body]
     assert not leaning
+
+
+def test_the_api_section_names_the_type_each_function_returns():
+    """docs/running.md said `attnbench.run` returns a `Measurement`; it returns a RunOutcome holding one (its own
+    example reads `.measurement`)."""
+    import typing
+
+    import attnbench
+
+    text = " ".join((ROOT / "docs" / "running.md").read_text().split())
+    named = re.findall(r"`attnbench\.(\w+)` returns an? `(\w+)`", text)
+    assert named
+    for function, type_name in named:
+        assert typing.get_type_hints(getattr(attnbench, function))["return"].__name__ == type_name, function

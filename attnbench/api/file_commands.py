@@ -10,6 +10,7 @@ from typing import Sequence
 from attnbench.analysis.against import AgainstReport, against, check_comparable
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.api.notices import Notice, quiet
+from attnbench.bench.check_rule import refuse_bad_tolerance
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases import suite
 from attnbench.cases.inputs import ProgressFactory, SuiteInput, no_progress, resolve
@@ -79,6 +80,7 @@ def verify(
     """Check an output file against a reference file, or a suite case's float64 reference (REF named as
     the case). Positions are (batch, row, column) when the shape is known from `case`, an input file
     beside REF, or the suite; otherwise flat element indices. Returns the report and the reference used."""
+    refuse_bad_tolerance(atol, rtol)
     ref_text = str(ref)
     ref_path = Path(ref)
     if not ref_path.exists() and ref_text in suite.SUITE:

@@ -10,6 +10,7 @@ from attnbench.api.compare_command import open_gpu_for
 from attnbench.api.notices import Notice, quiet
 from attnbench.api.timing_options import TimingOptions
 from attnbench.backends.cpu import passes_reported
+from attnbench.bench.check_rule import refuse_bad_tolerance
 from attnbench.bench.runner import run_case
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases.fresh_values import InputRange
@@ -19,6 +20,7 @@ from attnbench.cases.testcase import Shape
 from attnbench.errors import OutOfPrecision, UsageError
 from attnbench.files import check_output_path
 from attnbench.kernels.catalogue import default_variant, get_variant
+from attnbench.kernels.user import refuse_kernel_source
 from attnbench.kernels.variant import Variant
 
 
@@ -81,12 +83,14 @@ def run(
     buffers to the device and the output back to `out`, overlapping them with the kernels; the
     measurement's `clock` has each stage's busy time and the wall time. Without it, the input is read
     whole, then copied, computed, copied back and written, one after another."""
+    refuse_bad_tolerance(atol, rtol)
     bench_input = resolve(case)
     if shadowed_by_suite(case):
         notice(f"{case} is a suite case, used as such; write ./{case} to use the local file of that name")
     if out is not None:
         check_output_path(out, [bench_input.path] if isinstance(bench_input, (FileInput, SuiteInput)) else [])
         refuse_suite_file(out)
+        refuse_kernel_source(out)
     # The environment first (a suite case's shape is in the manifest): no GPU means no input written.
     # the course's accuracy passes over a variant whose arithmetic cannot hold the check on this input's values
     ranges = bench_input.value_range() if variant is None and accuracy == "course" else None

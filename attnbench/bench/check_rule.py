@@ -3,12 +3,22 @@ tolerances, or the square lab's rule. It names the check and the tolerance every
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Union
 
 from attnbench.bench.matrix import Check, course_check
 from attnbench.bench.squarelab import LAB_TOLERANCE_FACTOR, lab_check
 from attnbench.bench.verify import COURSE_ATOL
+from attnbench.errors import UsageError
+
+
+def refuse_bad_tolerance(atol: float, rtol: float) -> None:
+    """A tolerance is a finite number >= 0: from Python (the command line's options refuse them too), atol=nan
+    failed every element and blamed the variant (WRONG, exit 1), and atol=-1 did the same."""
+    for name, value in (("atol", atol), ("rtol", rtol)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise UsageError(f"{name}={value!r}: a tolerance must be a finite number >= 0")
 
 
 @dataclass(frozen=True)
@@ -17,6 +27,9 @@ class CourseRule:
 
     atol: float = COURSE_ATOL
     rtol: float = 0.0
+
+    def __post_init__(self) -> None:
+        refuse_bad_tolerance(self.atol, self.rtol)
 
     def check(self) -> Check:
         return course_check(self.atol, self.rtol)

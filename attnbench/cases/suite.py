@@ -107,7 +107,8 @@ def suite_file_at(path: str | os.PathLike) -> Path | None:
 
 def refuse_suite_file(given: str | os.PathLike, what: str = "the output") -> None:
     """Refuse, before any work, to write over a suite file (they are every check's ground truth) or a file
-    attnbench ships and reads (its manifest, kernels and modules: writing there breaks every later command)."""
+    attnbench ships or reads (its manifest, kernels and modules, the launch facts' attnbench.toml or
+    pyproject.toml: writing there breaks every later command)."""
     def named(found: Path) -> str:  # the file it resolves to, when the path given does not say it already
         return "" if os.fsdecode(given) == str(found) else f" ({found})"
 
@@ -115,6 +116,10 @@ def refuse_suite_file(given: str | os.PathLike, what: str = "the output") -> Non
     if shipped is not None:
         raise OutputError(f"{os.fsdecode(given)}: a file attnbench reads{named(shipped)}; {what} may not replace "
                           "it (give another path)")
+    launch_facts = locations.launch_facts_file_at(given)
+    if launch_facts is not None:
+        raise OutputError(f"{os.fsdecode(given)}: a file attnbench reads for your kernels' launch facts"
+                          f"{named(launch_facts)}; {what} may not replace it (give another path)")
     suite_file = suite_file_at(given)
     if suite_file is not None:
         raise OutputError(f"{os.fsdecode(given)}: a suite file{named(suite_file)}; {what} may not replace "

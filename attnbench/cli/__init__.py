@@ -106,6 +106,11 @@ def _empty(value: object) -> bool:
     return any(isinstance(v, str) and not v.strip() for v in values)
 
 
+# options that take a suite case or a file, though not a click.Path (a case's name is no path): empty, `info
+# --case ""` fell back to the default case with exit 0, `verify --case ""` and `judge --time-limits ""` read "."
+_NAMES_A_CASE_OR_FILE = frozenset({"case", "case_selector", "limits_spec"})
+
+
 def _refuse_repeated_or_empty(ctx: click.Context, name: str, command: click.Command, args: list[str]) -> None:
     """An option that takes one value, given twice (`run --reps 5 --reps 50`, `judge --cases t01 --cases t02`), is
     refused in one line, as `once` refuses --variant: click would keep the last silently. Flags and options that
@@ -117,7 +122,8 @@ def _refuse_repeated_or_empty(ctx: click.Context, name: str, command: click.Comm
     except click.UsageError:
         return  # the command's own parse says what is wrong
     for param in command.params:
-        takes_a_path = isinstance(param, click.Argument) or isinstance(param.type, click.Path)
+        takes_a_path = (isinstance(param, click.Argument) or isinstance(param.type, click.Path)
+                        or param.name in _NAMES_A_CASE_OR_FILE)
         if takes_a_path and param.name in opts and _empty(opts[param.name]):
             what = param.human_readable_name if isinstance(param, click.Argument) else max(param.opts, key=len)
             raise click.UsageError(f'{what} is empty (""): give a name or a path', ctx=probe)

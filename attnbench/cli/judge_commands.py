@@ -91,7 +91,7 @@ from attnbench.printable import counted, printable
               help="Each Slurm job's limit in minutes.")
 @click.option("--resume", "resume_folder", default=None, type=click.Path(exists=True, file_okay=False),
               help="A class: finish a Slurm run from its jobs folder (attnbench-results/slurm/<date>_<time>).")
-@click.option("--history", "history_folder", default=None, type=click.Path(file_okay=False),
+@click.option("--history", "history_folder", default=None, type=click.Path(file_okay=False, exists=True),
               help="Show a class's history instead of judging: every scoreboard saved in this results folder, per "
                    "submission its best and latest run.")
 @click.option("--html", "with_html", is_flag=True, help="A class: save a one-file HTML page of the scoreboard too.")
@@ -187,9 +187,9 @@ def _refuse_beside_history(ctx: click.Context) -> None:
 def _show_history(folder: str) -> None:
     past = api_programs.class_history(folder)
     if not past:
-        console.print(f"{folder}: no saved scoreboard", highlight=False, markup=False)
+        console.print(printable(f"{folder}: no saved scoreboard"), highlight=False, markup=False)
         return
-    print_table(history_model(past, f"history of {counted(len(past), 'submission')} in {folder}"))
+    print_table(history_model(past, f"history of {counted(len(past), 'submission')} in {printable(folder)}"))
 
 
 def _say_confinement(confinement: api_programs.Confinement) -> None:

@@ -37,6 +37,7 @@ one line naming the file and the key.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -44,7 +45,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from attnbench.cases.testcase import Shape
-from attnbench.errors import AttnbenchError
+from attnbench import locations
+from attnbench.errors import AttnbenchError, OutputError
 from attnbench.kernels.builtin_variants import REGISTRY
 from attnbench.kernels.expressions import Expression, ExpressionError, parse_expression
 from attnbench.kernels.nvcc_options import option_problem, path_problem
@@ -56,7 +58,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-CONFIG_FILE = "attnbench.toml"
+CONFIG_FILE = locations.LAUNCH_FACTS_FILES[0]
 LAYOUT_POINTERS = {"separate": ("q", "k", "v", "o", "out"), "qkv": ("qkv", "out", "o")}
 _VARIANT_KEYS = {"source", "layout", "technique", "report", "kernels", "defines", "head_dims", "min_head_dim",
                  "max_head_dim", "max_seq_len", "seq_len_multiple", "workspaces", "steps", "options",
@@ -118,6 +120,23 @@ def find_launch_facts(start: Path | None = None) -> LaunchFacts | None:
             if isinstance(tool, dict) and "attnbench" in tool:
                 return _facts(pyproject, tool["attnbench"], "tool.attnbench.variants")
     return None
+
+
+def refuse_kernel_source(given: str | os.PathLike, what: str = "the output") -> None:
+    """Refuse, before any work, to write over a kernel source your launch facts name (found from the working
+    folder up): an output written there destroyed your kernel, whichever variant the run was of."""
+    try:
+        facts = find_launch_facts()
+    except (UserVariantError, OSError):  # a damaged file: the command that reads its variants says so
+        return
+    if facts is None:
+        return
+    target = Path(os.path.realpath(given))
+    for table in facts.variants.values():
+        source = table.get("source") if isinstance(table, dict) else None
+        if isinstance(source, str) and source and target == Path(os.path.realpath(facts.path.parent / source)):
+            raise OutputError(f"{os.fsdecode(given)}: a kernel source your launch facts name ({facts.path}); "
+                              f"{what} may not replace it (give another path)")
 
 
 def _facts(path: Path, table: Any, prefix: str) -> LaunchFacts:

@@ -140,10 +140,35 @@ class Cell:
     def from_dict(cls, data: dict) -> "Cell":
         if data.get("status") not in STATUSES:
             raise ValueError(f"unknown cell status {data.get('status')!r}")
+        for key in ("variant", "case", "message"):
+            if not isinstance(data.get(key, ""), str):
+                raise ValueError(f"the cell's {key} must be a string, not {type(data[key]).__name__}")
         measurement = Measurement.from_dict(data["measurement"]) if data.get("measurement") else None
         refusal = Refusal.from_dict(data["refusal"]) if data.get("refusal") else None
         return cls(data["variant"], data["case"], data["status"], data.get("message", ""), measurement,
-                   data.get("check"), dict(data.get("extra") or {}), data.get("timed_check"), refusal)
+                   _check_record(data, "check"), dict(data.get("extra") or {}), _check_record(data, "timed_check"),
+                   refusal)
+
+
+def _check_record(data: dict, key: str) -> dict | None:
+    """A cell's check (or timed check) as saved: a table whose numbers are numbers. The renderers format its
+    fields as they are, so a hand-damaged one is refused here, at load, with the key that is wrong."""
+    record = data.get(key)
+    if record is None:
+        return None
+    if not isinstance(record, dict):
+        raise ValueError(f"the cell's {key} must be a table, not {type(record).__name__}")
+    for name, value in record.items():
+        if name in _CHECK_NUMBERS and value is not None and (isinstance(value, bool)
+                                                             or not isinstance(value, (int, float))):
+            raise ValueError(f"the cell's {key}.{name} must be a number, not {type(value).__name__}")
+    return record
+
+
+# the fields of a saved check that the tables and the CSV print as numbers
+_CHECK_NUMBERS = frozenset({"atol", "rtol", "elements", "failing", "nan_count", "inf_count", "max_abs_error",
+                            "max_rel_error", "rel_l2_error", "l1_error", "bound", "samples", "fresh_inputs",
+                            "rows_per_sample", "rows", "wall_checked"})
 
 
 @dataclass

@@ -17,6 +17,22 @@ def test_run_returns_its_outcome_with_the_exit_status_the_command_exits_with(tmp
     assert outcome.measurement.verification.passed and (tmp_path / "out.bin").stat().st_size > 0
 
 
+@pytest.mark.parametrize("tolerance", [{"atol": float("nan")}, {"atol": -1.0}, {"rtol": float("inf")}])
+def test_run_and_verify_refuse_a_tolerance_that_is_no_finite_number_before_any_work(tmp_path, tolerance):
+    """api.run(atol=nan, check=True) wrote the output and returned exit status 1 (a FAIL blamed on the variant);
+    api.verify(atol=nan) said the output failed. The command line refused both options."""
+    from attnbench.errors import UsageError
+
+    with pytest.raises(UsageError, match="a tolerance must be a finite number"):
+        api.run("odd_17x48", "cpu", tmp_path / "out.bin", check=True, timing=api.TimingOptions(reps=1), **tolerance)
+    assert not (tmp_path / "out.bin").exists()
+    api.run("odd_17x48", "cpu", tmp_path / "good.bin", timing=api.TimingOptions(reps=1))
+    with pytest.raises(UsageError, match="a tolerance must be a finite number"):
+        api.verify(tmp_path / "good.bin", "odd_17x48", **tolerance)
+    with pytest.raises(UsageError, match="a tolerance must be a finite number"):
+        api.compare(["cpu"], ["odd_17x48"], **tolerance)
+
+
 def _hidden_input(path, rng):
     """The issue's hidden input: B 2, N 512, d 64, Q and K in [-3, 3], V up to 1000."""
     import numpy as np

@@ -5,11 +5,13 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
+import pytest
 
-from attnbench.bench.check_rule import CourseRule, LabRule
+from attnbench.bench.check_rule import CourseRule, LabRule, refuse_bad_tolerance
 from attnbench.bench.sampler import TimingPolicy
 from attnbench.bench.squarelab import lab_check
 from attnbench.bench.verify import COURSE_ATOL
+from attnbench.errors import UsageError
 from attnbench.spread.cellgroups import CellPlan
 
 
@@ -36,3 +38,15 @@ def test_each_rule_describes_itself_in_the_sentence_results_save():
     assert CourseRule().describe() == "|out - ref| <= 0.005 per element, float64 reference"
     assert CourseRule(0.01, 0.1).describe() == "|out - ref| <= 0.01 + 0.1*|ref| per element, float64 reference"
     assert LabRule().describe() == "sum |Y - Y_ref| <= 100 n^2 FLT_EPSILON (the lab's rule), float64 reference"
+
+
+@pytest.mark.parametrize("atol, rtol", [(float("nan"), 0.0), (-1.0, 0.0), (5e-3, float("inf")), (5e-3, -0.1),
+                                        ("0.005", 0.0), (True, 0.0)])
+def test_a_tolerance_that_is_no_finite_number_at_least_zero_is_refused_not_a_wrong_verdict(atol, rtol):
+    """From Python, compare(atol=nan) marked the cpu variant WRONG: nothing passes |err| <= nan."""
+    with pytest.raises(UsageError, match="a tolerance must be a finite number >= 0"):
+        CourseRule(atol, rtol)
+    with pytest.raises(UsageError):
+        refuse_bad_tolerance(atol, rtol)
+    refuse_bad_tolerance(0, 0.0)
+    refuse_bad_tolerance(COURSE_ATOL, 1e-3)

@@ -197,3 +197,19 @@ def test_an_interrupted_class_under_no_save_does_not_say_it_saved_what_was_judge
     said = " ".join(result.output.split())
     assert result.exit_code == 130 and "interrupted; nothing is saved (--no-save)" in said, result.output
     assert "is saved" not in said.replace("nothing is saved", "")
+
+
+def test_history_of_a_folder_that_does_not_exist_is_bad_input_not_an_empty_history(cli, tmp_path):
+    """`judge --history nosuch` said "nosuch: no saved scoreboard" and exited 0, as for an empty folder."""
+    result = cli("judge", "--history", str(tmp_path / "nosuch"))
+    first = result.output.strip().splitlines()[0]
+    assert result.exit_code == 2 and "nosuch" in first and "does not exist" in first, result.output
+
+
+def test_history_never_prints_the_folder_name_raw(cli, tmp_path):
+    """A results folder named with an escape code was echoed raw to the terminal."""
+    folder = tmp_path / "\x1b[31mred"
+    folder.mkdir()
+    result = cli("judge", "--history", str(folder))
+    assert result.exit_code == 0 and "\x1b" not in result.output and "red: no saved scoreboard" in result.output, \
+        result.output

@@ -56,6 +56,54 @@ def test_run_never_writes_over_a_file_attnbench_reads(name, shipped):
     assert _sha(path) == before
 
 
+@pytest.mark.parametrize("config, text", [("pyproject.toml", '[project]\nname = "mine"\n'),
+                                          ("attnbench.toml", '[variants.mine]\nblock = [32, 1, 1]\n')])
+@pytest.mark.parametrize("where", [".", "sub"])
+def test_run_and_report_never_write_over_the_launch_facts_file(config, text, where, tmp_path, shipped, monkeypatch):
+    """`run odd_17x1 pyproject.toml` wrote the output over a project's pyproject.toml (exit 0); every later
+    command then failed on it, not valid TOML. The attnbench.toml or pyproject.toml the launch facts are read
+    from, in the working folder or one above it, is a file attnbench reads."""
+    target = Path(config)
+    target.write_text(text)
+    Path("sub").mkdir()
+    target = target.resolve()
+    monkeypatch.chdir(where)  # in a subfolder, the file one above is the one read
+    given = config if where == "." else f"../{config}"
+    result = CliRunner().invoke(main, ["run", "odd_17x1", given, "-v", "cpu"], prog_name="attnbench")
+    assert result.exit_code == 2 and "a file attnbench reads for your kernels' launch facts" in result.output, \
+        result.output
+    saved = _saved_results(tmp_path)
+    result = CliRunner().invoke(main, ["report", str(saved), "-o", given], prog_name="attnbench")
+    assert result.exit_code == 2 and "launch facts" in result.output, result.output
+    assert target.read_text() == text
+
+
+def test_an_attnbench_toml_elsewhere_is_never_replaced_by_a_report(tmp_path, shipped):
+    """`report r.json -o other/attnbench.toml` wrote the Markdown over a kernel folder's launch facts (exit 0)."""
+    facts = tmp_path / "kernels" / "attnbench.toml"
+    facts.parent.mkdir()
+    facts.write_text('[variants.mine]\nsource = "mine.cu"\n')
+    saved = _saved_results(tmp_path)
+    result = CliRunner().invoke(main, ["report", str(saved), "-o", str(facts)], prog_name="attnbench")
+    assert result.exit_code == 2 and "launch facts" in result.output, result.output
+    assert facts.read_text() == '[variants.mine]\nsource = "mine.cu"\n'
+
+
+@pytest.mark.parametrize("variant", ["cpu", "mine"])
+def test_run_and_report_never_write_over_a_kernel_source_the_launch_facts_name(variant, tmp_path, shipped):
+    """`attnbench new mine; attnbench run odd_17x1 mine.cu --variant cpu` wrote the output over the kernel
+    (exit 0); with --variant mine, on a GPU, over the very source the run compiled."""
+    assert CliRunner().invoke(main, ["new", "mine"], prog_name="attnbench").exit_code == 0
+    kernel = Path("mine.cu")
+    before = _sha(kernel)
+    result = CliRunner().invoke(main, ["run", "odd_17x1", "mine.cu", "-v", variant], prog_name="attnbench")
+    assert result.exit_code == 2 and "a kernel source your launch facts name" in result.output, result.output
+    saved = _saved_results(tmp_path)
+    result = CliRunner().invoke(main, ["report", str(saved), "-o", "mine.cu"], prog_name="attnbench")
+    assert result.exit_code == 2 and "a kernel source your launch facts name" in result.output, result.output
+    assert _sha(kernel) == before
+
+
 def test_run_refuses_the_manifest_through_a_link_and_dots(shipped):
     manifest = shipped / "suite.json"
     before = _sha(manifest)

@@ -85,6 +85,10 @@ def test_conflicting_options_are_refused_not_resolved_silently(args, said, tmp_p
     (["run", "", "o.bin", "--variant", "cpu"], 'CASE is empty ("")'),  # was ".: is a directory"
     (["judge", ""], 'PROGRAMS is empty ("")'),  # judged the current folder as a class
     (["verify", "o.bin", ""], 'REF is empty ("")'),
+    (["verify", "o.bin", "odd_17x1", "--case", ""], '--case is empty ("")'),  # was ".: is a directory"
+    (["info", "--variant", "bankfree", "--case", ""], '--case is empty ("")'),  # modelled t29, exit 0
+    (["judge", "prog", "--time-limits", ""], '--time-limits is empty ("")'),  # was ".: is a folder"
+    (["compare", "-v", "cpu", "-c", "", "--no-save"], '--cases is empty ("")'),
     (["compare", "-v", "cpu", "-c", "odd_17x1", "--results-dir", ""], '--results-dir is empty ("")'),
     (["run", "odd_17x1", "o.bin", "--variant", ""], "--variant is empty"),  # ran the default instead
     (["run", "odd_17x1", "o.bin", "--variant", "exe:./hw4"], "a whole program is run by compare"),

@@ -158,6 +158,30 @@ def test_a_damaged_measurement_is_a_malformed_file_not_a_later_traceback(field, 
         results.loads(json.dumps(data), "x.json")
 
 
+@pytest.mark.parametrize("field, value", [("check", "yes"), ("check", [1]), ("timed_check", "x"),
+                                          ("check.max_abs_error", "x"), ("check.atol", [1]),
+                                          ("check.rel_l2_error", "x"), ("check.failing", True),
+                                          ("timed_check.samples", "32"), ("variant", 7), ("case", 12),
+                                          ("message", 5)])
+def test_a_damaged_cell_check_is_a_malformed_file_not_a_traceback_in_report(field, value):
+    """A hand-damaged check loaded, then `report` ended in a traceback formatting it ('str' object has no
+    attribute 'get'; unknown format code 'g' for a str)."""
+    data = sample_set().to_dict()
+    cell = next(c for c in data["cells"] if c.get("check"))
+    cell["timed_check"] = {"samples": 32, "fresh_inputs": 30, "passed": True}
+    table, _, key = field.rpartition(".")
+    (cell[table] if table else cell)[key] = value
+    with pytest.raises(ResultsError, match=f"x.json: malformed results file .*{key}"):
+        results.loads(json.dumps(data), "x.json")
+
+
+def test_a_checks_missing_or_null_numbers_still_load():
+    data = sample_set().to_dict()
+    cell = next(c for c in data["cells"] if c.get("check"))
+    cell["check"]["max_abs_error"] = None
+    assert results.loads(json.dumps(data), "x.json").cell(cell["variant"], cell["case"]).check["max_abs_error"] is None
+
+
 @pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '{"schema": ' + "1" * 5000 + "}"],
                          ids=["nested-100000-deep", "a-5000-digit-integer"])
 def test_json_python_cannot_read_is_not_a_results_file_not_a_traceback(text):

@@ -17,6 +17,7 @@ from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.cases.suite import refuse_suite_file
 from attnbench.errors import OutputError, PlotsUnavailable
 from attnbench.files import check_output_path, is_special, write_text
+from attnbench.kernels.user import refuse_kernel_source
 from attnbench.output.plots import result_plots as plotting
 from attnbench.output.plots.precision_ladder import error_vs_speed, has_precision_ladder
 from attnbench.output.plots.roofline import roofline_plot
@@ -58,6 +59,7 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
         raise OutputError(f"{out}: cannot make its folder: {exc.strerror or exc}") from None
     check_output_path(out, [r.path for r in results if r.path is not None])  # never over a file it reads
     refuse_suite_file(out, "the report")
+    refuse_kernel_source(out, "the report")
     can_plot = plots
     if plots and is_special(out):  # /dev/stdout: plots "beside it" were PNG files written into /dev
         can_plot = False

@@ -230,6 +230,7 @@ class ResultSet:
                           ("variants", list), ("cases", list), ("cells", list)):
             if data.get(key) is not None and not isinstance(data[key], kind):  # a reader walks each as its kind
                 raise ValueError(f"{key} must be a {'record' if kind is dict else 'list'}, not {type(data[key]).__name__}")
+        _check_gpu_facts((data.get("metadata") or {}).get("gpu"))
         result = cls(
             kind=ResultKind(data["kind"]),
             metadata=data.get("metadata") or {},
@@ -245,6 +246,17 @@ class ResultSet:
                 if cell.status == OK and cell.measurement is None and "process_s" not in cell.extra:
                     raise ValueError(f"the cell ({cell.variant}, {cell.case}) is ok but has no measurement")
         return result
+
+
+def _check_gpu_facts(gpu: object) -> None:
+    """metadata.gpu is null (no GPU) or a record whose name is text: every reader (report, roof, the GPU check
+    of --against) reads its name as such."""
+    if gpu is None:
+        return
+    if not isinstance(gpu, dict):
+        raise ValueError(f"metadata.gpu must be a record or null, not {type(gpu).__name__}")
+    if gpu.get("name") is not None and not isinstance(gpu["name"], str):
+        raise ValueError(f"metadata.gpu.name must be a string, not {type(gpu['name']).__name__}")
 
 
 # An array of numbers as indent spreads it, one element a line (a raw newline never occurs inside a JSON string).

@@ -175,6 +175,24 @@ def test_a_damaged_cell_check_is_a_malformed_file_not_a_traceback_in_report(fiel
         results.loads(json.dumps(data), "x.json")
 
 
+@pytest.mark.parametrize("gpu", ["\x1b[2J", [1], 7, {"name": 5}, {"name": ["H200"]}])
+def test_damaged_gpu_facts_are_a_malformed_file_not_a_traceback(gpu):
+    """metadata.gpu as text, a list or a number (or a name that is no text) loaded, then `report`, `roof
+    --saved` and `compare --against` ended in a traceback ('str' object has no attribute 'get')."""
+    data = sample_set().to_dict()
+    data["metadata"]["gpu"] = gpu
+    with pytest.raises(ResultsError, match="x.json: malformed results file .*metadata.gpu"):
+        results.loads(json.dumps(data), "x.json")
+
+
+def test_no_gpu_facts_still_load():
+    data = sample_set().to_dict()
+    data["metadata"]["gpu"] = None
+    assert results.loads(json.dumps(data), "x.json").metadata["gpu"] is None
+    del data["metadata"]["gpu"]
+    assert "gpu" not in results.loads(json.dumps(data), "x.json").metadata
+
+
 def test_a_checks_missing_or_null_numbers_still_load():
     data = sample_set().to_dict()
     cell = next(c for c in data["cells"] if c.get("check"))

@@ -71,14 +71,14 @@ def _narrowest(column: Column, cells: list[str]) -> int:
     """The narrowest a column may be: its longest word (header included); a right-aligned column holds
     a number with its unit ("0.539 s"), kept whole like a name, under a header kept whole ("spill B")."""
     measure = longest_line if column.right else longest_word
-    return max([measure(column.name)] + [measure(cell) for cell in cells])
+    return max([measure(printable(column.name))] + [measure(cell) for cell in cells])
 
 
 def _widths(model: TableModel, framed: bool, width: int) -> list[int] | None:
     """Widths that cut no word within `width`; None when only a vertical layout fits."""
     cells = [[row[i].text for row in model.rows] for i in range(len(model.columns))]
     words = [_narrowest(column, texts) for column, texts in zip(model.columns, cells)]
-    lines = [max([longest_line(column.name)] + [longest_line(t) for t in texts])
+    lines = [max([longest_line(printable(column.name))] + [longest_line(t) for t in texts])
              for column, texts in zip(model.columns, cells)]
     borders = 3 * len(words) + 1 if framed else 2 * len(words)  # padding of 1 each side, and the rules
     return fit_widths(words, lines, width - borders)
@@ -89,6 +89,11 @@ def _title(model: TableModel) -> str | None:
     return escape(printable(model.title)) if model.title else model.title
 
 
+def _header(column: Column) -> str:
+    """A column's name may be a saved run's variant or a file's label: read as text, nothing raw."""
+    return escape(printable(column.name))
+
+
 def _vertical(model: TableModel, framed: bool) -> Table:
     """A table too wide for the console, one row a block of `column  value` lines: no name is cut."""
     table = Table(title=_title(model), show_header=False, box=box.HEAVY_HEAD if framed else None)
@@ -96,7 +101,7 @@ def _vertical(model: TableModel, framed: bool) -> Table:
     table.add_column("value", overflow="fold")
     for row in model.rows:
         for index, (column, cell) in enumerate(zip(model.columns, row)):
-            table.add_row(escape(column.name), _cell(cell), end_section=index == len(row) - 1)
+            table.add_row(_header(column), _cell(cell), end_section=index == len(row) - 1)
     return table
 
 
@@ -120,7 +125,7 @@ def render(model: TableModel, wide: bool | None = True, where: Console | None = 
         return _vertical(tries[0], framed)
     table = Table(title=_title(chosen), show_lines=chosen.row_lines and framed, box=box.HEAVY_HEAD if framed else None)
     for column, width in zip(chosen.columns, widths):
-        table.add_column(column.name, justify="right" if column.right else "left", overflow="fold", width=width)
+        table.add_column(_header(column), justify="right" if column.right else "left", overflow="fold", width=width)
     for row in chosen.rows:
         table.add_row(*(_cell(cell) for cell in row))
     return table

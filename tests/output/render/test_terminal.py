@@ -1,5 +1,7 @@
 """The terminal renderer's progress lines: the noise written as the tables write it."""
 
+import pytest
+
 from attnbench.cases.testcase import Shape
 from attnbench.output.render.terminal import cell_line
 from attnbench.results.measurement import Measurement
@@ -62,6 +64,18 @@ def test_a_cells_own_lines_print_as_lines_and_a_control_character_within_one_is_
     assert "\\n" not in text and "\x1b[2J" not in text
     assert "RowMax\\x1b[2J" in text.split()
     assert sum("QKDotAndScalar" in line for line in text.splitlines()) == 1
+
+
+@pytest.mark.parametrize("width", [200, 20], ids=["side-by-side", "vertical"])
+def test_a_control_character_in_a_column_name_is_escaped(monkeypatch, width):
+    """A saved run's variant is a column of `roof --saved`: one named with ESC printed it raw."""
+    from attnbench.output.tables.table_model import Column, TableModel
+
+    model = TableModel("roof", [Column("input"), Column("\x1b]0;pwn\x07", right=True), Column("[b]x")])
+    model.add_row("t02", "55%", "y")
+    text = _printed(monkeypatch, model, width)
+    assert "\x1b" not in text and "\x07" not in text
+    assert "\\x1b" in text and "[b]x" in text
 
 
 def test_the_matrix_progress_hears_the_runs_events(monkeypatch):

@@ -121,6 +121,10 @@ def write_starter(name: str, folder: Path) -> StarterFiles:
     appended = config.exists()
     with open(kernel, "x") as f:
         f.write(KERNEL_TEMPLATE.format(name=name, config=CONFIG_FILE))
-    with open(config, "a") as f:
-        f.write(text if appended else text.lstrip("\n"))
+    try:
+        with open(config, "a") as f:
+            f.write(text if appended else text.lstrip("\n"))
+    except OSError:  # an unwritable attnbench.toml: no NAME.cu left behind to block the next `new NAME`
+        kernel.unlink()
+        raise
     return StarterFiles(kernel, config, appended)

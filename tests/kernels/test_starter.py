@@ -1,0 +1,19 @@
+"""`attnbench new`'s files: written whole, or not at all."""
+
+import pytest
+
+from attnbench.kernels.starter import write_starter
+
+
+def test_an_attnbench_toml_that_cannot_be_written_leaves_no_kernel_behind(tmp_path):
+    """An unwritable attnbench.toml (here a link to a folder that is not there) left NAME.cu written, and the
+    next `new NAME` refused it as already existing."""
+    (tmp_path / "attnbench.toml").symlink_to(tmp_path / "gone" / "attnbench.toml")
+    with pytest.raises(OSError):
+        write_starter("mine", tmp_path)
+    assert not (tmp_path / "mine.cu").exists()
+
+
+def test_both_files_are_written(tmp_path):
+    files = write_starter("mine", tmp_path)
+    assert files.kernel.read_text().strip() and "[variants.mine]" in files.config.read_text()

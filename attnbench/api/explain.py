@@ -16,7 +16,6 @@ from attnbench.explain.ceiling_benchmarks import get_or_measure
 from attnbench.explain.geometry import GpuModel, KernelReport, gpu_model, kernel_reports, launch_geometry
 from attnbench.explain.metrics import PROFILABLE_FROM, Metric, metric_table, raw_metric
 from attnbench.explain.profile import VariantProfile, profile_variant, require_ncu
-from attnbench.printable import printable
 from attnbench.kernels.catalogue import all_variants, get_variant, with_flavours
 from attnbench.kernels.nvcc import (
     KernelResources,
@@ -230,7 +229,7 @@ def _card(name: str, where: str) -> CardPeaks:
     card = card_named(name)
     if card is None:
         known = ", ".join(c.key for c in cards())
-        raise UsageError(f"{where}: no peaks for {printable(name)!r} in attnbench's card table; one of {known}")
+        raise UsageError(f"{where}: no peaks for {name!r} in attnbench's card table; one of {known}")
     return card
 
 

@@ -203,5 +203,6 @@ def test_roofs_of_a_saved_compare_hold_it_to_the_card_it_ran_on(tmp_path):
     with pytest.raises(UsageError, match=r"no peaks for 'NVIDIA B.*one of h200") as refused:
         roofs(saved=str(elsewhere))
     assert "\x1b" not in str(refused.value)  # a name from a file is never printed raw
+    assert "'NVIDIA B\\x1b[31m'" in str(refused.value)  # escaped once (it was escaped twice)
     with pytest.raises(UsageError, match="--gpu"):
         roofs(["t11"])

@@ -3,15 +3,28 @@ policy each variant gets from it: run, compare and sweep take the same options."
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from attnbench.bench.sampler import TimingPolicy
+from attnbench.errors import UsageError
 from attnbench.kernels.variant import Variant
 
 CPU_SAMPLING_BUDGET_S = 2.0  # the cpu variant's sampling budget unless --timeout says: several passes, not minutes
 GPU_SAMPLING_BUDGET_S = 10.0
 CPU_TARGET_NOISE = 0.05  # host passes jitter more than kernels; within the budget, 5% is what they can promise
+MAX_PASSES = 1_000_000  # far beyond any useful sample or warm-up count; a larger one ran on without end
+
+
+def _whole(name: str, value: object, least: int) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MAX_PASSES):
+        raise UsageError(f"{name}={value!r}: give a whole number from {least} to {MAX_PASSES:,}, or None")
+
+
+def _positive(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise UsageError(f"{name}={value!r}: give a finite number > 0")
 
 
 @dataclass(frozen=True)
@@ -23,6 +36,15 @@ class TimingOptions:
     hot: bool = False  # do not flush the L2 cache before each sample
     timeout: float | None = None  # seconds at most for adaptive sampling (None: 10 on a GPU, 2 for the cpu variant)
     noise: float = 1.0  # target relative noise, percent
+
+    def __post_init__(self) -> None:
+        # The command line's options hold these ranges; from Python, reps=0 ended in a StatisticsError traceback,
+        # and timeout=-1, noise=nan or reps=1.5 were taken and sampled by no rule the docs give.
+        _whole("warmup", self.warmup, 0)
+        _whole("reps", self.reps, 1)
+        if self.timeout is not None:
+            _positive("timeout", self.timeout)
+        _positive("noise", self.noise)
 
     def policy_for(self, variant: Variant) -> TimingPolicy:
         if variant.kind.runs_on_host:  # host passes are slow: no warm-up, a short budget (the first pass counts)

@@ -10,9 +10,8 @@ from typing import Any, Callable
 import click
 
 from attnbench.api import EXECUTOR_OPTIONS, TimingOptions, case_names, parse_percent, slurm_options, variant_names
+from attnbench.api.timing_options import MAX_PASSES as MAX_REPS
 from attnbench.output.render.terminal import err_console, printable
-
-MAX_REPS = 1_000_000  # far beyond any useful sample or warm-up count; a larger one ran on without end
 
 
 def finite(ctx: click.Context, param: click.Parameter, value: float) -> float:

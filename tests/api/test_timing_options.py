@@ -2,8 +2,26 @@
 
 from __future__ import annotations
 
+import pytest
+
 from attnbench.api.timing_options import CPU_SAMPLING_BUDGET_S, CPU_TARGET_NOISE, TimingOptions
+from attnbench.errors import UsageError
 from attnbench.kernels.catalogue import get_variant
+
+
+@pytest.mark.parametrize("options", [{"reps": 0}, {"reps": -1}, {"reps": 1.5}, {"reps": "3"}, {"reps": 10**7},
+                                     {"warmup": -3}, {"warmup": True}, {"timeout": -1}, {"timeout": float("nan")},
+                                     {"timeout": float("inf")}, {"noise": 0}, {"noise": float("nan")}])
+def test_timing_options_outside_the_command_lines_ranges_are_refused_from_python(options):
+    """From Python, reps=0 ended in a StatisticsError traceback and reps="3" in a TypeError; warmup=-3,
+    timeout=-1 and noise=nan ran by no rule the docs give."""
+    with pytest.raises(UsageError, match=next(iter(options))):
+        TimingOptions(**options)
+
+
+def test_the_timing_options_the_command_line_takes_are_taken():
+    assert TimingOptions(warmup=0, reps=1, timeout=0.5, noise=0.1).reps == 1
+    assert TimingOptions(reps=1_000_000, warmup=1_000_000).warmup == 1_000_000
 
 
 def test_a_host_variant_gets_no_warmup_no_flush_and_a_noise_it_can_promise():

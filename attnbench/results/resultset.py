@@ -303,6 +303,8 @@ def load(path: str | Path) -> ResultSet:
         text = path.read_text()
     except FileNotFoundError:
         raise ResultsError(f"{path}: no such results file") from None
+    except IsADirectoryError:  # the command line's FILE option says so first; load_results from Python did not
+        raise ResultsError(f"{path}: is a folder, not a results file") from None
     except UnicodeDecodeError:
         raise NotResultsFile(f"{path}: not a JSON file (it is not text)") from None
     result = loads(text, str(path))

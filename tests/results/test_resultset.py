@@ -114,6 +114,12 @@ def test_other_schemas_and_newer_versions_are_refused(tmp_path):
         results.load(tmp_path / "missing.json")
 
 
+def test_a_folder_is_not_a_results_file(tmp_path):
+    """attnbench.load_results(a folder) raised IsADirectoryError, not the library's one-line error."""
+    with pytest.raises(ResultsError, match="is a folder, not a results file"):
+        results.load(tmp_path)
+
+
 def test_default_names():
     r = sample_set()
     assert results.default_name(r) == "2026-11-21_compare_h200_t10-t29"

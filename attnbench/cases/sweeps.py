@@ -131,6 +131,11 @@ def parse_values(text: str) -> list[int]:
 
 def shape_inputs(axis: str, values: list[int], batch: int | None, seq_len: int, head_dim: int) -> list[BenchInput]:
     """Synthetic (B, N, d) inputs along N or d; B keeps B*N*d near 16 Mi elements unless given."""
+    for name, size in (("batch", batch), ("seq_len", seq_len), ("head_dim", head_dim)):
+        # the command line's options hold these >= 1; from Python seq_len=0 was a ZeroDivisionError, batch=0 a
+        # traceback when the input was made, and head_dim=-1 a sweep of nothing
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+            raise ValueError(f"{name}={size!r}: B, N and d are whole numbers >= 1")
     found: list[BenchInput] = []
     for value in values:
         N, d = (value, head_dim) if axis == "N" else (seq_len, value)

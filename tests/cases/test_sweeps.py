@@ -49,6 +49,16 @@ def test_shape_sweeps_keep_the_work_per_input_near_constant():
     assert [i.shape for i in along_d] == [Shape(3, 100, 32), Shape(3, 100, 64)]
 
 
+@pytest.mark.parametrize("given", [{"batch": 0}, {"seq_len": 0}, {"head_dim": -1}, {"batch": 1.5}])
+def test_a_shape_below_one_is_refused_before_any_input_is_made(given):
+    """From Python (attnbench.sweep), seq_len=0 was a ZeroDivisionError, batch=0 a traceback later, and
+    head_dim=-1 a sweep of nothing that returned."""
+    shape = {"batch": None, "seq_len": 64, "head_dim": 8, **given}
+    axis = "d" if "seq_len" in given else "N"
+    with pytest.raises(ValueError, match=next(iter(given))):
+        sweep.shape_inputs(axis, [8], shape["batch"], shape["seq_len"], shape["head_dim"])
+
+
 def test_lab_rule_on_known_errors():
     ref = np.zeros((1, 50, 50), dtype=np.float32)
     bound = 100 * 50 * 50 * np.finfo(np.float32).eps

@@ -39,6 +39,10 @@ class InputNotFinite(TestcaseError):
     """An input holds NaN or Inf: every output of it is NaN, so the input is at fault, not a variant."""
 
 
+class ReferenceNotFinite(TestcaseError):
+    """A reference holds NaN or Inf: no output can match it, so the reference is at fault, not the output."""
+
+
 class UsageError(BadInput):
     """Options that do not fit together (a baseline not among the variants, a bad sweep size)."""
 

@@ -15,7 +15,7 @@ from attnbench.bench.verify import COURSE_ATOL, compare_outputs
 from attnbench.cases import suite
 from attnbench.cases.inputs import ProgressFactory, SuiteInput, no_progress, resolve
 from attnbench.cases.testcase import OutputFile, Shape, read_checked_shape
-from attnbench.errors import NotResultsFile, OutputError, ResultsError, TestcaseError
+from attnbench.errors import NotResultsFile, OutputError, ReferenceNotFinite, ResultsError, TestcaseError
 from attnbench.locations import DATA_ENV
 from attnbench.results.resultset import ResultSet, load
 from attnbench.results.verification import VerifyReport
@@ -104,7 +104,10 @@ def verify(
                                 "they cannot hold the same output")
         if shape is None:
             notice("B, N, d unknown: positions are flat element indices (pass --case for batch, row, column)")
-        report = compare_outputs(got, want, atol, rtol, shape=shape)
+        try:
+            report = compare_outputs(got, want, atol, rtol, shape=shape)
+        except ReferenceNotFinite as exc:
+            raise ReferenceNotFinite(f"{ref_text}: {exc}") from None
     return report, ref_path
 
 

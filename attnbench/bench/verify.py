@@ -14,6 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from attnbench.cases.testcase import OutputFile, Shape
+from attnbench.errors import ReferenceNotFinite
 from attnbench.host_threads import host_threads
 from attnbench.results.verification import Mismatch, VerifyReport
 
@@ -110,6 +111,7 @@ class _ChunkErrors:
     l1: float
     err_sq: float
     ref_sq: float
+    ref_not_finite: int
 
 
 def _chunk_errors(got: FlatSource, want: FlatSource, start: int, atol: float, rtol: float,
@@ -126,6 +128,8 @@ def _chunk_errors(got: FlatSource, want: FlatSource, start: int, atol: float, rt
     all_finite = all_finite or bool(finite.all())  # the sum overflowed, every element finite
     nan_count = 0 if all_finite else int(np.isnan(o32).sum())
     inf_count = 0 if all_finite else int(np.isinf(o32).sum())
+    with np.errstate(over="ignore", invalid="ignore"):
+        ref_not_finite = 0 if np.isfinite(r32.sum()) else int((~np.isfinite(r32)).sum())
     diff = np.subtract(o32, r32, dtype=np.float64)
     np.abs(diff, out=diff)
     if all_finite:
@@ -148,7 +152,7 @@ def _chunk_errors(got: FlatSource, want: FlatSource, start: int, atol: float, rt
         np.divide(diff, abs_r, out=diff, where=nonzero)  # diff becomes the relative error where defined
         max_rel = float(np.max(diff, where=nonzero, initial=0.0))
     return _ChunkErrors(nan_count, inf_count, failing, first, max_abs, start + i, max_rel, l1, err_sq,
-                        float(np.einsum("i,i->", r32, r32, dtype=np.float64)))
+                        float(np.einsum("i,i->", r32, r32, dtype=np.float64)), ref_not_finite)
 
 
 @dataclass
@@ -167,6 +171,7 @@ class _Totals:
     l1: float = 0.0
     err_sq: float = 0.0
     ref_sq: float = 0.0
+    ref_not_finite: int = 0
 
     def add(self, part: _ChunkErrors) -> None:
         self.nan_count += part.nan_count
@@ -179,6 +184,7 @@ class _Totals:
         self.l1 += part.l1
         self.err_sq += part.err_sq
         self.ref_sq += part.ref_sq
+        self.ref_not_finite += part.ref_not_finite
 
 
 def _totals(got: FlatSource, want: FlatSource, atol: float, rtol: float, keep_failures: int) -> _Totals:
@@ -213,6 +219,9 @@ def compare_outputs(
         raise ValueError(f"the output has {got.size} elements and the reference {want.size}")
     dims = (shape.B, shape.N, shape.d) if shape is not None else _shape_of(out, ref)
     totals = _totals(got, want, atol, rtol, keep_failures)
+    if totals.ref_not_finite:  # a FAIL would blame the output (exit 1) for what no output can match
+        raise ReferenceNotFinite(f"the reference holds NaN or Inf in {totals.ref_not_finite} of {want.size} elements; "
+                                 "an attention output is finite, so this is no reference: give the reference output")
     rel_l2 = float(np.sqrt(totals.err_sq / totals.ref_sq)) if totals.ref_sq > 0 else float(np.sqrt(totals.err_sq))
     l1 = totals.l1
     if totals.nan_count or totals.inf_count:

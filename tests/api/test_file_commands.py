@@ -80,3 +80,21 @@ def test_a_damaged_input_beside_the_reference_is_no_error_of_verify(tmp_path):
     (tmp_path / "ref.in").write_text("# attnbench report\n\nnot a testcase at all\n")
     report, used = api.verify(out, ref)
     assert report.passed and used == ref
+
+
+def test_a_reference_holding_nan_is_bad_input_naming_it_not_a_failed_output(tmp_path):
+    """`verify out.bin ref.bin` with a NaN in ref.bin said FAIL "got -0.97, want nan" and exited 1, blaming the output."""
+    import numpy as np
+    import pytest
+
+    from attnbench import api
+    from attnbench.errors import ReferenceNotFinite
+
+    out, ref = tmp_path / "out.bin", tmp_path / "ref.bin"
+    values = np.linspace(-1, 1, 64, dtype=np.float32)
+    values.tofile(out)
+    values[5] = np.nan
+    values.tofile(ref)
+    with pytest.raises(ReferenceNotFinite, match=r"ref\.bin: the reference holds NaN or Inf in 1 of 64 elements") as refused:
+        api.verify(out, ref)
+    assert refused.value.exit_code == 2

@@ -46,6 +46,18 @@ def test_nan_and_inf_always_fail_and_are_counted():
     assert report.rel_l2_error == float("inf")
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_reference_holding_nan_or_inf_is_refused_not_blamed_on_the_output(monkeypatch, bad):
+    """`verify out.bin ref.bin` with a NaN in ref.bin failed the output (exit 1): no output can match it."""
+    from attnbench.errors import ReferenceNotFinite
+
+    monkeypatch.setattr(verify, "CHUNK_ELEMENTS", 4)
+    ref = np.zeros((1, 3, 4), dtype=np.float32)
+    ref[0, 2, 3] = bad  # in the last chunk
+    with pytest.raises(ReferenceNotFinite, match="NaN or Inf in 1 of 12 elements"):
+        compare_outputs(np.zeros_like(ref), ref)
+
+
 def test_relative_tolerance_widens_the_rule():
     ref = np.full((1, 1, 4), 100.0, dtype=np.float32)
     out = ref + 0.05

@@ -133,6 +133,15 @@ def geometric_mean_speedup(comparisons: list[TimeComparison]) -> GeometricMean |
     return GeometricMean(value, value * relative, len(comparisons))
 
 
+def check_same_within(fraction: object) -> float:
+    """`same_within` given from Python as a fraction: a finite number >= 0, as --same-within's percentage is
+    (same_within=-1 or nan from Python made every SAME verdict impossible, silently)."""
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not math.isfinite(fraction) \
+            or fraction < 0:
+        raise ValueError(f"same_within={fraction!r}: a fraction must be a finite number >= 0 (0.02 is 2%)")
+    return float(fraction)
+
+
 def parse_percent(text: str) -> float:
     """'5%', '5' or '0.5%' as a fraction (0.05, 0.05, 0.005); refuses negative values."""
     raw = text.strip().rstrip("%").strip()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
+from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN, check_same_within
 from attnbench.api.notices import Notice, quiet, say_suite_writes
 from attnbench.api.spread import SlurmOptions, placed_matrix, placement
 from attnbench.api.timing_options import TimingOptions
@@ -100,6 +100,10 @@ def compare(
 
     if sandbox not in SANDBOX_MODES:
         raise UsageError(f"--sandbox {sandbox}: one of {', '.join(SANDBOX_MODES)}")
+    try:
+        same_within = check_same_within(same_within)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     chosen = variants_from(variants)
     if device != 0 and not any(v.kind.needs_gpu for v in chosen):  # a GPU asked for that no cell would touch
         raise UsageError(f"--device {device}: none of {', '.join(v.name for v in chosen)} runs on a GPU; drop --device")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
+from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN, check_same_within
 from attnbench.api.compare_command import open_gpu_for
 from attnbench.api.notices import Notice, quiet
 from attnbench.api.spread import SlurmOptions, placed_matrix, placement
@@ -41,6 +41,7 @@ def sweep(
     `gpus` and `executor` spread it as for `compare`."""
     try:
         swept = sweep_axis(what)
+        same_within = check_same_within(same_within)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     axis = swept.name

@@ -139,3 +139,12 @@ def test_the_printed_change_is_called_exactly_when_it_is_beyond_the_printed_band
         t = TimeComparison(1.0, candidate, 0.021, 0.021)
         beyond = abs(t.change) > t.band_in_direction + 1e-12
         assert (t.verdict is not Verdict.SAME) == beyond, candidate
+
+
+def test_check_same_within_takes_a_fraction_and_refuses_the_rest():
+    from attnbench.analysis.verdict import check_same_within
+
+    assert check_same_within(0) == 0.0 and check_same_within(0.02) == 0.02
+    for bad in (-0.01, float("nan"), float("inf"), True, "2%", None):
+        with pytest.raises(ValueError, match="same_within="):
+            check_same_within(bad)

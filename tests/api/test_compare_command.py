@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from attnbench import api
 from attnbench.api.compare_command import case_names, variant_names, variants_from
-from attnbench.errors import AttnbenchError
+from attnbench.errors import AttnbenchError, UsageError
 
 
 def test_a_selector_names_each_variant_once_in_its_order():
@@ -39,3 +40,15 @@ def test_a_compare_says_what_its_cases_will_write_before_writing_any():
     said.clear()
     api.compare("cpu", "odd_17x48", timing=api.TimingOptions(reps=1), notice=lambda line: said.append((line, True)))
     assert not any("not generated yet" in line for line, _ in said)  # nothing left to write: nothing said
+
+
+@pytest.mark.parametrize("same_within", [-1, float("nan"), float("inf"), "2%"])
+@pytest.mark.parametrize("command", ["compare", "sweep"])
+def test_a_same_within_outside_the_options_range_is_refused_from_python(command, same_within):
+    """same_within=-1 or nan from Python ran and saved a run in which no difference could be SAME."""
+    run = (lambda: api.compare("cpu", "odd_17x48", timing=api.TimingOptions(reps=1), same_within=same_within)) \
+        if command == "compare" else \
+        (lambda: api.sweep("N", "cpu", values="8", batch=1, head_dim=8, timing=api.TimingOptions(reps=1),
+                           same_within=same_within))
+    with pytest.raises(UsageError, match="same_within="):
+        run()

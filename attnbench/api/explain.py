@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from attnbench.api.notices import Notice
 from attnbench.backends import gpu as gpu_backend
-from attnbench.cases.inputs import ProgressFactory, no_progress, resolve
+from attnbench.cases.inputs import ProgressFactory, inputs_for, no_progress, resolve
 from attnbench.cases.testcase import Shape
 from attnbench.errors import CompileCheckFailed, GpuUnavailable, ProfilerUnavailable, UsageError
 from attnbench.explain.ceiling_benchmarks import get_or_measure
@@ -240,7 +240,9 @@ def roofs(cases: Sequence[str] = (), gpu: str | None = None, saved: str | None =
     if saved is None:
         if gpu is None or not cases:
             raise UsageError("give the cases and --gpu (the card), or --saved RESULT.json")
-        return RoofReport(_card(gpu, "--gpu"), [_shape_of(case) for case in cases])
+        # a case list as compare's --cases reads it (groups, ranges, comma lists, each input once): `roof course`
+        # was "'course' is neither a file nor a suite case; did you mean course?"
+        return RoofReport(_card(gpu, "--gpu"), [(item.label, item.shape) for item in inputs_for(list(cases))])
     result = load(saved)
     device = (result.metadata.get("gpu") or {}).get("name")
     if gpu is None and not device:

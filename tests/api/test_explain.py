@@ -185,6 +185,16 @@ def test_roofs_of_cases_take_the_card_named_and_the_suites_shapes():
     assert report.inputs == [("t11", Shape(13600, 128, 32)), ("t29", Shape(4, 32768, 32))]
 
 
+def test_roofs_take_a_case_list_as_compare_does():
+    """`roof course --gpu h200` said "'course' is neither a file nor a suite case; did you mean course?", and
+    `roof t11 t11` drew t11 twice."""
+    from attnbench.api.explain import roofs
+
+    assert len(roofs(["course"], "h200").inputs) == 30
+    assert [label for label, _ in roofs(["t01-t03", "t11", "t11", "t01,t02"], "h200").inputs] == ["t01", "t02", "t03",
+                                                                                                 "t11"]
+
+
 def test_roofs_of_a_saved_compare_hold_it_to_the_card_it_ran_on(tmp_path):
     from attnbench.api.explain import roofs
     from attnbench.errors import UsageError

@@ -345,6 +345,15 @@ def _say_pending(cases: str | Sequence[str], notice: Notice) -> None:
     say_suite_writes(judge_writes(cases), data_dir(), notice)
 
 
+def _say_unlimited(options: JudgeOptions, notice: Notice) -> None:
+    """A limits file of the user's that leaves a judged case without a limit says which, before any run."""
+    missing = judging.load_time_limits(options.time_limits).unlimited([i.label for i in judging.cases_for(options.cases)])
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        notice(f"{options.time_limits}: no limit for {shown} (no line for it, no `default = seconds`); "
+               "judged without one")
+
+
 def _say_no_kernels(options: JudgeOptions, notice: Notice) -> None:
     """When kernel times are asked for and none can be recorded here: the one line why (the rest goes on)."""
     if options.kernel_time or options.rank_by == "kernel":
@@ -364,6 +373,7 @@ def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progr
     _refuse_cuda_without_gpu(options.programs[0], options.launcher)  # nor after that note
     _say_pending(options.cases, notice)
     _say_no_kernels(options, notice)
+    _say_unlimited(options, notice)
     return _judged_program(options, progress, listener, opened)
 
 
@@ -377,6 +387,7 @@ def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_p
     request = class_request(options)
     _say_pending(options.cases, notice)
     _say_no_kernels(options, notice)
+    _say_unlimited(options, notice)
     return _judged(request, listener, checkpoint, progress)
 
 

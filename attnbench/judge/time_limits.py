@@ -56,6 +56,13 @@ class TimeLimits:
             return course_limit(label)
         return self.limits.get(label, self.default)
 
+    def unlimited(self, labels: list[str]) -> list[str]:
+        """The cases a user's file gives no limit (no line of theirs, no `default`): a typo (`tO1`) left a
+        case unlimited without a word."""
+        if self.source in ("course", "none") or self.source in PRESETS or self.default is not None:
+            return []
+        return [label for label in labels if label not in self.limits]
+
     def describe(self) -> str:
         if self.source == "course":
             return f"the course's limits ({COURSE_LIMITS_TEXT}), set for a {COURSE_LIMITS_DEVICE}, not for this machine"

@@ -66,3 +66,16 @@ def test_an_empty_launcher_arch_or_build_command_is_refused(option, field):
     """`judge ./hw4 --launcher "$SRUN"` with SRUN unset judged without a launcher, exit 0, without a word."""
     with pytest.raises(UsageError, match=f'{option} is empty'):
         programs.JudgeOptions(programs=("./hw4.cu",), **{field: " "})
+
+
+def test_a_judge_says_which_cases_a_users_limits_file_leaves_unlimited(monkeypatch, tmp_path):
+    """`--time-limits my.toml` with a typo (`tO1 = 2`) judged t01 without a limit and without a word."""
+    said = []
+    limits = tmp_path / "my.toml"
+    limits.write_text("tO1 = 2\n")
+    monkeypatch.setattr(programs, "judge_writes", lambda cases: 0)
+    monkeypatch.setattr(programs, "_judged_program", lambda *args, **kwargs: None)
+    monkeypatch.setattr(programs, "check_program", lambda program: None)
+    programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01", time_limits=str(limits)),
+                           notice=said.append)
+    assert said == [f"{limits}: no limit for t01 (no line for it, no `default = seconds`); judged without one"]

@@ -35,3 +35,14 @@ def test_a_limits_file_with_no_number_of_seconds_is_refused_in_one_line(tmp_path
     limits.write_text(f"t01 = {value}\n")
     with pytest.raises(ProgramError, match=r"limits\.toml: t01 = .*: a limit is a positive number of seconds"):
         load_time_limits(str(limits))
+
+
+def test_a_users_file_names_the_cases_it_leaves_without_a_limit(tmp_path):
+    """A limits file with a typo (`tO1 = 2`) judged t01 with no limit and said nothing."""
+    given = tmp_path / "limits.toml"
+    given.write_text("tO1 = 2\nt02 = 3\n")
+    assert load_time_limits(str(given)).unlimited(["t01", "t02"]) == ["t01"]
+    given.write_text("tO1 = 2\ndefault = 5\n")
+    assert load_time_limits(str(given)).unlimited(["t01", "t02"]) == []  # the default covers them
+    assert load_time_limits("course").unlimited(["odd_17x48"]) == []  # the course's own say so in describe
+    assert load_time_limits("none").unlimited(["t01"]) == []

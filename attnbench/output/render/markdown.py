@@ -101,7 +101,7 @@ def environment_lines(result: ResultSet) -> list[str]:
         lines.append("- timing: the square-attention lab's rule (double the passes until one batch takes 0.1 s)")
     if meta.get("command"):
         lines.append(f"- command: `{meta['command']}`")
-    return lines
+    return [printable(line) for line in lines]  # a saved file's words (its command, a GPU's name) never raw
 
 
 def matrix_sections(result: ResultSet, same_within: float = DEFAULT_SAME_WITHIN, level: int = 3) -> str:

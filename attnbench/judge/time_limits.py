@@ -81,6 +81,9 @@ def load_time_limits(spec: str) -> TimeLimits:
     from attnbench.kernels.user import read_toml
 
     path = locations.shipped_limits(PRESETS[spec][0]) if spec in PRESETS else Path(spec)
+    if spec not in PRESETS and not path.exists():
+        raise ProgramError(f"{spec}: no such file, and not one of the limits attnbench knows: "
+                           f"{', '.join(('course', 'none', *PRESETS))}")
     data = read_toml(path, ProgramError)
     limits: dict[str, float] = {}
     for key, value in data.items():

@@ -46,3 +46,10 @@ def test_a_users_file_names_the_cases_it_leaves_without_a_limit(tmp_path):
     assert load_time_limits(str(given)).unlimited(["t01", "t02"]) == []  # the default covers them
     assert load_time_limits("course").unlimited(["odd_17x48"]) == []  # the course's own say so in describe
     assert load_time_limits("none").unlimited(["t01"]) == []
+
+
+def test_a_limits_name_that_is_no_file_says_which_names_attnbench_knows():
+    """`--time-limits rtx3070` said only "no such file": the preset is course-rtx3070."""
+    with pytest.raises(ProgramError, match="rtx3070: no such file, and not one of the limits attnbench knows: "
+                                           "course, none, course-rtx3070"):
+        load_time_limits("rtx3070")

@@ -84,6 +84,9 @@ def run(
     measurement's `clock` has each stage's busy time and the wall time. Without it, the input is read
     whole, then copied, computed, copied back and written, one after another."""
     refuse_bad_tolerance(atol, rtol)
+    for name, given, wanted in (("case", case, "a suite case or an input file"), ("out", out, "a file name")):
+        if given is not None and not str(given).strip():  # "" read as the current folder (".: is a directory")
+            raise UsageError(f"{name} is empty ({str(given)!r}): give {wanted}")
     bench_input = resolve(case)
     if shadowed_by_suite(case):
         notice(f"{case} is a suite case, used as such; write ./{case} to use the local file of that name")

@@ -6,6 +6,7 @@ import pytest
 
 from attnbench import api
 from attnbench.cases.testcase import Shape
+from attnbench.errors import UsageError
 from attnbench.kernels.catalogue import get_variant
 from tests.conftest import skip_unless_runs
 
@@ -75,3 +76,10 @@ def test_run_refuses_an_input_out_of_its_variants_precision_before_writing_anyth
     assert not out.exists()
     outcome = api.run(str(hidden), rounded, out, check=True, atol=2.0, timing=api.TimingOptions(reps=1))
     assert outcome.exit_status == 0 and out.exists()  # a tolerance its rounding can hold: it runs
+
+
+@pytest.mark.parametrize("case, out", [("", "o.bin"), ("t02", ""), ("  ", None)])
+def test_an_empty_case_or_output_from_python_is_bad_usage_naming_which(case, out, tmp_path):
+    """From Python `run("")` said ".: is a directory" (the command line refuses an empty word already)."""
+    with pytest.raises(UsageError, match=("case" if not case.strip() else "out") + " is empty"):
+        api.run(case, "cpu", tmp_path / out if out else out)

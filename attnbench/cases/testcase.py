@@ -237,6 +237,8 @@ class OutputFile:
             )
         if size % FLOAT_BYTES:
             raise TestcaseError(f"{path}: {size} bytes is not a whole number of float32 values")
+        if size == 0:  # two empty files "agreed in 0 of 0 elements": a PASS for no output at all
+            raise TestcaseError(f"{path}: is empty (0 bytes); an attention output holds B*N*d float32 values")
         self.shape = shape
         self.size = size // FLOAT_BYTES
         self._lock = threading.Lock()

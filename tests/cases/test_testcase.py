@@ -284,6 +284,15 @@ def test_an_output_file_refuses_a_wrong_size_or_a_missing_file_in_one_line(tmp_p
         OutputFile(tmp_path)
 
 
+def test_an_empty_output_file_is_refused_not_a_pass_of_zero_elements(tmp_path):
+    """`verify empty.out empty.ref` printed PASS, "0 of 0" failing elements, and exited 0."""
+    from attnbench.cases.testcase import OutputFile
+
+    (tmp_path / "empty.out").write_bytes(b"")
+    with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'empty.out'}: is empty \(0 bytes\)"):
+        OutputFile(tmp_path / "empty.out")
+
+
 def test_an_output_file_it_may_not_read_is_one_line(tmp_path, monkeypatch):
     import attnbench.cases.testcase as testcase
 

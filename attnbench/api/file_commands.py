@@ -9,6 +9,7 @@ from typing import Sequence
 
 from attnbench.analysis.against import AgainstReport, against, check_comparable
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
+from attnbench.api.empty_arguments import refuse_empty
 from attnbench.api.notices import Notice, quiet
 from attnbench.bench.check_rule import refuse_bad_tolerance
 from attnbench.bench.verify import COURSE_ATOL, compare_outputs
@@ -81,6 +82,9 @@ def verify(
     the case). Positions are (batch, row, column) when the shape is known from `case`, an input file
     beside REF, or the suite; otherwise flat element indices. Returns the report and the reference used."""
     refuse_bad_tolerance(atol, rtol)
+    refuse_empty("out", out, "the output file")
+    refuse_empty("ref", ref, "a reference file or a suite case")
+    refuse_empty("case", case, "a suite case or an input file")
     ref_text = str(ref)
     ref_path = Path(ref)
     if not ref_path.exists() and ref_text in suite.SUITE:
@@ -171,6 +175,7 @@ def suite_cases(selector: str | Sequence[str] = "all") -> list[suite.SuiteCase]:
 
 def load_results(path: str | Path) -> ResultSet:
     """A saved compare, sweep or judge (any schema version this attnbench reads)."""
+    refuse_empty("path", path, "a results JSON file")
     return load(path)
 
 

@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 
 from attnbench.analysis.class_history import HistoryRow, history, load_boards
 from attnbench.analysis.ranking import RANK_BY
+from attnbench.api.empty_arguments import refuse_empty
 from attnbench.api.notices import Notice, quiet, say_suite_writes
 from attnbench.backends.kernel_records import unavailable as kernel_records_unavailable
 from attnbench.cases.inputs import BenchInput, ProgressFactory, bytes_to_write, no_progress
@@ -294,6 +295,9 @@ class JudgeOptions:
     def __post_init__(self) -> None:
         if not self.programs and not self.resume:
             raise UsageError("judge needs a PROGRAM (or several, or a folder of submissions), or --resume FOLDER")
+        for program in self.programs:  # from Python judge_class([""]) judged the working folder as a class
+            refuse_empty("program", program, "a program, a submission or a folder of them")
+        refuse_empty("time_limits", self.time_limits, "course, course-rtx3070, none or a TOML file")
         for option, value in (("--launcher", self.launcher), ("--arch", self.arch), ("--build-command", self.build_command)):
             if value is not None and not value.strip():  # `--launcher ""` (an unset variable) was dropped without a word
                 raise UsageError(f'{option} is empty (""): give its words, or leave {option} out')

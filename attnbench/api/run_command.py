@@ -7,6 +7,7 @@ from pathlib import Path
 
 from attnbench.analysis.run_verdict import RunOutcome
 from attnbench.api.compare_command import open_gpu_for
+from attnbench.api.empty_arguments import refuse_empty
 from attnbench.api.notices import Notice, quiet
 from attnbench.api.timing_options import TimingOptions
 from attnbench.backends.cpu import passes_reported
@@ -84,9 +85,8 @@ def run(
     measurement's `clock` has each stage's busy time and the wall time. Without it, the input is read
     whole, then copied, computed, copied back and written, one after another."""
     refuse_bad_tolerance(atol, rtol)
-    for name, given, wanted in (("case", case, "a suite case or an input file"), ("out", out, "a file name")):
-        if given is not None and not str(given).strip():  # "" read as the current folder (".: is a directory")
-            raise UsageError(f"{name} is empty ({str(given)!r}): give {wanted}")
+    refuse_empty("case", case, "a suite case or an input file")
+    refuse_empty("out", out, "a file name")
     bench_input = resolve(case)
     if shadowed_by_suite(case):
         notice(f"{case} is a suite case, used as such; write ./{case} to use the local file of that name")

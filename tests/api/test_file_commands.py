@@ -98,3 +98,22 @@ def test_a_reference_holding_nan_is_bad_input_naming_it_not_a_failed_output(tmp_
     with pytest.raises(ReferenceNotFinite, match=r"ref\.bin: the reference holds NaN or Inf in 1 of 64 elements") as refused:
         api.verify(out, ref)
     assert refused.value.exit_code == 2
+
+
+def test_verify_and_load_results_from_python_name_an_empty_argument(tmp_path):
+    """From Python verify("", ...) said ": is a directory", verify(..., case="") and load_results("") said
+    ".: is a ..." (the command line refuses an empty word already)."""
+    import numpy as np
+    import pytest
+
+    from attnbench import api
+    from attnbench.errors import UsageError
+
+    out = tmp_path / "o.bin"
+    np.zeros(8, np.float32).tofile(out)
+    for kwargs, said in (({"out": "", "ref": str(out)}, "out is empty"), ({"out": str(out), "ref": ""}, "ref is empty"),
+                         ({"out": str(out), "ref": str(out), "case": ""}, "case is empty")):
+        with pytest.raises(UsageError, match=said):
+            api.verify(**kwargs)
+    with pytest.raises(UsageError, match="path is empty"):
+        api.load_results("")

@@ -28,6 +28,16 @@ def test_judge_options_refuse_what_does_not_fit_together(tmp_path):
     assert not programs.JudgeOptions(programs=("./hw4",), launcher="srun").judges_a_class
 
 
+@pytest.mark.parametrize("given, said", [({"programs": ("",)}, "program is empty"),
+                                         ({"programs": ("./hw4", " ")}, "program is empty"),
+                                         ({"programs": ("./hw4",), "time_limits": ""}, "time_limits is empty")])
+def test_an_empty_program_or_limits_from_python_is_named(given, said):
+    """From Python judge_class([""]) judged the working folder as a class, judge("") said ": is a folder"
+    and time_limits="" said ".: is a folder, not a TOML file"."""
+    with pytest.raises(UsageError, match=said):
+        programs.JudgeOptions(**given)
+
+
 @pytest.mark.parametrize("given, said", [({"rerun_top": 5}, "--rerun-top reruns a class's"),
                                          ({"slurm": programs.SlurmOptions(partition="x")}, "--partition, --gres and --time"),
                                          ({"arch": "sm_90"}, "./hw4 is an executable"),

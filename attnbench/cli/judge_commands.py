@@ -187,7 +187,7 @@ def _refuse_beside_history(ctx: click.Context) -> None:
 def _show_history(folder: str) -> None:
     past = api_programs.class_history(folder)
     if not past:
-        console.print(printable(f"{folder}: no saved scoreboard"), highlight=False, markup=False)
+        console.print(printable(f"{folder}: no saved scoreboard"), highlight=False, markup=False, soft_wrap=True)
         return
     print_table(history_model(past, f"history of {counted(len(past), 'submission')} in {printable(folder)}"))
 

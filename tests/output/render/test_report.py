@@ -102,8 +102,8 @@ def test_a_results_file_whose_timed_cells_name_no_listed_variant_is_reported_wit
 def test_a_saved_command_or_gpu_name_holding_an_escape_code_is_written_escaped(tmp_path, no_matplotlib):
     """The report's Markdown is read with `cat` too: a saved run's command and GPU name went into it raw."""
     r = result_set({"kernels": {c: 1.0 for c in COURSE_SHAPES}}, COURSE_SHAPES, baseline="kernels")
-    r.metadata["command"] = "attnbench compare \x1b[31mred"
-    r.metadata["gpu"]["name"] = "NVIDIA \x1b]0;title\x07H200"
+    r.metadata = {**r.metadata, "command": "attnbench compare \x1b[31mred",  # copies: the synthetic metadata
+                  "gpu": {**r.metadata["gpu"], "name": "NVIDIA \x1b]0;title\x07H200"}}  # is shared by every test
     path = save(r, tmp_path, "esc")[0]
     text = write_report([results.load(path)], tmp_path / "report.md").path.read_text()
     assert "\x1b" not in text and "\x07" not in text and "\\x1b[31mred" in text

@@ -118,28 +118,8 @@ def test_on_the_pool_every_run_first_or_rerun_comes_right_after_its_rows_warm_up
     over 2 s ago. Warmed up once per row in the parent, it met its first runs after two slow rows' warm-ups
     (1.5 s each); now a row's jobs of each round run back to back on the worker that takes them, right after
     its warm-up there, as in process and over Slurm."""
-    import json
-
-    from click.testing import CliRunner
-
-    from attnbench.cli import main
-    from tests.judge.classes import CLASS_MODE, wrapping
-
-    if not can_build():
-        pytest.skip("no C compiler or make")
-    programs = Path(__file__).resolve().parents[1] / "adversarial" / "programs"
-    classroom = tmp_path / "class"
-    classroom.mkdir()
-    spy = (programs / "rerun_spy.c").read_text()
-    (classroom / "aspy.c").write_text(wrapping(spy, "{ int rc = spy_on_reruns(2.0); if (rc) return rc; }"))
-    for name in ("zed1", "zed2"):  # honest and slow, warmed up after the spy
-        (classroom / f"{name}.c").write_text(wrapping("", "usleep(1500000);"))
-    results = tmp_path / "results"
-    outcome = CliRunner().invoke(main, ["judge", str(classroom), "--cases", CASES, "--time-limits", "none",
-                                        "--gpus", "all", "--rerun-top", "3", "--sandbox", CLASS_MODE,
-                                        "--results-dir", str(results), "--name", "spied"])
-    assert outcome.exit_code == 0, outcome.output
-    saved = json.loads((results / "spied.json").read_text())
+    saved = _spied_class(tmp_path, "rerun_spy.c", "{ int rc = spy_on_reruns(2.0); if (rc) return rc; }", 2, "spied",
+                         "--gpus", "all", "--rerun-top", "3")
     rows = {row["name"]: row for row in saved["rows"]}
     for label, spied in rows["aspy"]["entries"].items():
         assert spied["verdict"] == "PASS", (label, spied["message"])
@@ -154,30 +134,10 @@ def test_a_rerun_cannot_tell_itself_from_a_first_run_by_its_programs_birth_time(
     over 4 s ago. The one sealed copy every run linked was born at the build: every first run passed, and every
     rerun, after two slow rows' first runs, failed. Now each row's program is born again right before its runs
     of a round, on the worker that runs them."""
-    import json
-
-    from click.testing import CliRunner
-
-    from attnbench.cli import main
-    from tests.judge.classes import CLASS_MODE, wrapping
-
-    if not can_build():
-        pytest.skip("no C compiler or make")
     if gpus:
         monkeypatch.setenv(CPU_WORKERS_ENV, "2")
-    programs = Path(__file__).resolve().parents[1] / "adversarial" / "programs"
-    classroom = tmp_path / "class"
-    classroom.mkdir()
-    spy = (programs / "birth_spy.c").read_text()
-    (classroom / "aspy.c").write_text(wrapping(spy, "{ int rc = spy_on_birth(4.0); if (rc) return rc; }"))
-    for name in ("zed1", "zed2"):  # honest and slow, judged after the spy
-        (classroom / f"{name}.c").write_text(wrapping("", "usleep(1500000);"))
-    results = tmp_path / "results"
-    outcome = CliRunner().invoke(main, ["judge", str(classroom), "--cases", CASES, "--time-limits", "none",
-                                        *(["--gpus", gpus] if gpus else []), "--rerun-top", "3",
-                                        "--sandbox", CLASS_MODE, "--results-dir", str(results), "--name", "born"])
-    assert outcome.exit_code == 0, outcome.output
-    saved = json.loads((results / "born.json").read_text())
+    saved = _spied_class(tmp_path, "birth_spy.c", "{ int rc = spy_on_birth(4.0); if (rc) return rc; }", 2, "born",
+                         *(["--gpus", gpus] if gpus else []), "--rerun-top", "3")
     rows = {row["name"]: row for row in saved["rows"]}
     for label, spied in rows["aspy"]["entries"].items():
         assert spied["verdict"] == "PASS", (label, spied["message"])
@@ -189,26 +149,8 @@ def test_a_row_not_warmed_up_again_cannot_date_its_reruns_by_its_programs_birth_
     the warm-up, a warm-up that idles 3 s would put 3 s between a first run and the program's birth, and none
     before a rerun: the spy below idles 1 s on the runs it takes for reruns (program under 2 s old). Born anew
     after the warm-up, every run of the row sees the same age: its three runs of a case take the same time."""
-    import json
-
-    from click.testing import CliRunner
-
-    from attnbench.cli import main
-    from tests.judge.classes import CLASS_MODE, wrapping
-
-    if not can_build():
-        pytest.skip("no C compiler or make")
-    programs = Path(__file__).resolve().parents[1] / "adversarial" / "programs"
-    classroom = tmp_path / "class"
-    classroom.mkdir()
-    spy = (programs / "birth_spy.c").read_text()
-    (classroom / "spy.c").write_text(wrapping(spy, "slow_when_young(argv[1], 2.0, 3.0);"))
-    results = tmp_path / "results"
-    outcome = CliRunner().invoke(main, ["judge", str(classroom), "--cases", CASES, "--time-limits", "none",
-                                        "--rerun-top", "1", "--sandbox", CLASS_MODE, "--results-dir", str(results),
-                                        "--name", "young"])
-    assert outcome.exit_code == 0, outcome.output
-    row = json.loads((results / "young.json").read_text())["rows"][0]
+    row = _spied_class(tmp_path, "birth_spy.c", "slow_when_young(argv[1], 2.0, 3.0);", 0, "young",
+                       "--rerun-top", "1")["rows"][0]
     for label, entry in row["entries"].items():
         assert entry["verdict"] == "PASS" and len(entry["runs_s"]) == 3, (label, entry)
         assert max(entry["runs_s"]) - min(entry["runs_s"]) < 0.5, (label, entry["runs_s"])  # no run told apart
@@ -219,29 +161,9 @@ def test_a_warm_up_cannot_tell_a_rerun_round_by_its_programs_birth_time(tmp_path
     one round before (seconds or minutes), the first round's at the build, moments before; the spy's warm-up
     below marks the cache "rerun" when its program is over 5 s old, and its runs fail on the mark. Born anew
     before the warm-up as well, every warm-up meets a program just born."""
-    import json
-
-    from click.testing import CliRunner
-
-    from attnbench.cli import main
-    from tests.judge.classes import CLASS_MODE, wrapping
-
-    if not can_build():
-        pytest.skip("no C compiler or make")
-    programs = Path(__file__).resolve().parents[1] / "adversarial" / "programs"
-    classroom = tmp_path / "class"
-    classroom.mkdir()
-    spy = (programs / "birth_spy.c").read_text()
-    (classroom / "aspy.c").write_text(wrapping(spy, "{ int rc = mark_reruns_in_warm_up(argv[1], 5.0); "
-                                                    "if (rc) return rc; }"))
-    for name in ("zed1", "zed2"):  # honest and slow, judged after the spy
-        (classroom / f"{name}.c").write_text(wrapping("", "usleep(1500000);"))
-    results = tmp_path / "results"
-    outcome = CliRunner().invoke(main, ["judge", str(classroom), "--cases", CASES, "--time-limits", "none",
-                                        "--rerun-top", "3", "--sandbox", CLASS_MODE, "--results-dir", str(results),
-                                        "--name", "marked"])
-    assert outcome.exit_code == 0, outcome.output
-    rows = {row["name"]: row for row in json.loads((results / "marked.json").read_text())["rows"]}
+    saved = _spied_class(tmp_path, "birth_spy.c", "{ int rc = mark_reruns_in_warm_up(argv[1], 5.0); if (rc) return rc; }",
+                         2, "marked", "--rerun-top", "3")
+    rows = {row["name"]: row for row in saved["rows"]}
     for label, spied in rows["aspy"]["entries"].items():
         assert spied["verdict"] == "PASS" and len(spied["runs_s"]) == 3, (label, spied)
 
@@ -322,3 +244,29 @@ def test_a_class_on_the_pool_leaves_the_judge_no_zombie(classroom, two_cpu_worke
                                      sandbox=class_sandbox())
     assert board.rows
     assert not {pid for pid, state in descendants(os.getpid()).items() if state == "Z"} - zombies_before
+
+
+def _spied_class(tmp_path: Path, spy_file: str, spy_call: str, slow_rows: int, name: str, *options: str) -> dict:
+    """A class of the spy `spy_file` (tests/adversarial/programs) calling `spy_call` in its main, as `aspy`, and
+    `slow_rows` honest rows that sleep 1.5 s (judged after it), judged on CASES in the sandbox with `options`;
+    its saved scoreboard."""
+    import json
+
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+    from tests.judge.classes import CLASS_MODE, wrapping
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    spy = (Path(__file__).resolve().parents[1] / "adversarial" / "programs" / spy_file).read_text()
+    (classroom / "aspy.c").write_text(wrapping(spy, spy_call))
+    for row in range(1, slow_rows + 1):
+        (classroom / f"zed{row}.c").write_text(wrapping("", "usleep(1500000);"))
+    results = tmp_path / "results"
+    outcome = CliRunner().invoke(main, ["judge", str(classroom), "--cases", CASES, "--time-limits", "none", *options,
+                                        "--sandbox", CLASS_MODE, "--results-dir", str(results), "--name", name])
+    assert outcome.exit_code == 0, outcome.output
+    return json.loads((results / f"{name}.json").read_text())

@@ -4,35 +4,65 @@
  * in double (the inputs are float32, widened), in three steps as the CPU reference takes them
  * (attnbench/cases/reference.py): the scores, each row's maximum subtracted before exp and its sum, then
  * the weighted values divided by that sum. It includes nothing and shares no code with cuda/'s variants, so
- * a mistake in their helpers cannot hide in the yardstick. Any N and any d: plain 16 x 16 shared-memory
- * tiles with bounds checks, written for being right, fast enough (float64 GEMM tiles) to beat the host.
+ * a mistake in their helpers cannot hide in the yardstick. Any N and any d, with bounds checks.
  *
- * Layout of a call: q is items x rows x d, k and v are items x n x d (float32, row-major), scores is
- * items x rows x n (double, overwritten by the softmax's numerators), sums is items x rows, out is
- * items x rows x d (double; the host rounds it to float32 as the CPU path does). */
+ * The two products are plain float64 GEMM tiles: a block of 16 x 16 threads makes a 64 x 64 tile, each thread
+ * a 4 x 4 of it (rows ty + 16 i, columns tx + 16 j, so a warp's stores are contiguous), over steps of 16 of
+ * the inner dimension held in shared memory. Four by four outputs a thread take 8 shared loads for 16
+ * multiply-adds (one tile a thread took 2 for 1): the reference is bound by the float64 units and memory,
+ * not by shared-memory loads (t22 in about a tenth of the time a 16 x 16 tile took).
+ *
+ * Layout of a call: qkv holds the group's items as the testcase does, item i's Q, K and V at
+ * qkv + i * item_stride + {0, 1, 2} * n * d (float32, row-major); `first_row` is the slab's first query row.
+ * scores is items x rows x n (double, overwritten by the softmax's numerators), sums is items x rows, out is
+ * items x rows x d, double, or float rounded to nearest even as numpy rounds a float64 array into float32
+ * (`as_float`). */
 
-#define TILE 16
+#define BLOCK 64
+#define STEP 16
+#define THREADS 256
+#define PER_THREAD 4
 
-extern "C" __global__ void reference_scores(const float* __restrict__ q, const float* __restrict__ k,
-                                            double* __restrict__ scores, int rows, int n, int d, double scale) {
-    __shared__ double q_tile[TILE][TILE + 1];
-    __shared__ double k_tile[TILE][TILE + 1];
+/* One 64 x 64 tile of a = rows x inner, times b (inner x columns), read by the two loaders into the
+ * transposed shared tiles a_tile[step][row] and b_tile[step][column]. */
+#define MULTIPLY_TILES(acc, a_tile, b_tile)                                                     \
+    _Pragma("unroll") for (int t = 0; t < STEP; ++t) {                                          \
+        double a[PER_THREAD], b[PER_THREAD];                                                    \
+        _Pragma("unroll") for (int i = 0; i < PER_THREAD; ++i) a[i] = a_tile[t][threadIdx.y + 16 * i]; \
+        _Pragma("unroll") for (int j = 0; j < PER_THREAD; ++j) b[j] = b_tile[t][threadIdx.x + 16 * j]; \
+        _Pragma("unroll") for (int i = 0; i < PER_THREAD; ++i)                                   \
+            _Pragma("unroll") for (int j = 0; j < PER_THREAD; ++j) acc[i][j] += a[i] * b[j];    \
+    }
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+reference_scores(const float* __restrict__ qkv, double* __restrict__ scores, int rows, int n, int d,
+                 long long item_stride, int first_row, double scale) {
+    __shared__ double q_tile[STEP][BLOCK + 1];
+    __shared__ double k_tile[STEP][BLOCK + 1];
     const int item = blockIdx.z;
-    const int row = blockIdx.y * TILE + threadIdx.y;
-    const int key = blockIdx.x * TILE + threadIdx.x;
-    const int key_loaded = blockIdx.x * TILE + threadIdx.y;
-    const float* q_item = q + (size_t)item * rows * d;
-    const float* k_item = k + (size_t)item * n * d;
-    double dot = 0.0;
-    for (int x0 = 0; x0 < d; x0 += TILE) {
-        const int x = x0 + threadIdx.x;
-        q_tile[threadIdx.y][threadIdx.x] = (row < rows && x < d) ? (double)q_item[(size_t)row * d + x] : 0.0;
-        k_tile[threadIdx.y][threadIdx.x] = (key_loaded < n && x < d) ? (double)k_item[(size_t)key_loaded * d + x] : 0.0;
+    const int row0 = blockIdx.y * BLOCK;
+    const int key0 = blockIdx.x * BLOCK;
+    const int thread = threadIdx.y * 16 + threadIdx.x;
+    const float* q_item = qkv + item * item_stride + (size_t)first_row * d;
+    const float* k_item = qkv + item * item_stride + (size_t)n * d;
+    double acc[PER_THREAD][PER_THREAD] = {};
+    for (int x0 = 0; x0 < d; x0 += STEP) {
+        for (int e = thread; e < BLOCK * STEP; e += THREADS) {
+            const int r = e / STEP, x = x0 + e % STEP;
+            q_tile[e % STEP][r] = (row0 + r < rows && x < d) ? (double)q_item[(size_t)(row0 + r) * d + x] : 0.0;
+            k_tile[e % STEP][r] = (key0 + r < n && x < d) ? (double)k_item[(size_t)(key0 + r) * d + x] : 0.0;
+        }
         __syncthreads();
-        for (int t = 0; t < TILE; ++t) dot += q_tile[threadIdx.y][t] * k_tile[threadIdx.x][t];
+        MULTIPLY_TILES(acc, q_tile, k_tile)
         __syncthreads();
     }
-    if (row < rows && key < n) scores[((size_t)item * rows + row) * n + key] = dot * scale;
+    for (int i = 0; i < PER_THREAD; ++i) {
+        const int row = row0 + threadIdx.y + 16 * i;
+        for (int j = 0; j < PER_THREAD; ++j) {
+            const int key = key0 + threadIdx.x + 16 * j;
+            if (row < rows && key < n) scores[((size_t)item * rows + row) * n + key] = acc[i][j] * scale;
+        }
+    }
 }
 
 /* One block per row (of every item): its maximum, then exp(score - maximum) in place and their sum. */
@@ -64,25 +94,41 @@ extern "C" __global__ void reference_softmax(double* __restrict__ scores, double
     if (threadIdx.x == 0) sums[blockIdx.x] = part[0];
 }
 
-extern "C" __global__ void reference_weighted_values(const double* __restrict__ weights, const float* __restrict__ v,
-                                                     const double* __restrict__ sums, double* __restrict__ out,
-                                                     int rows, int n, int d) {
-    __shared__ double w_tile[TILE][TILE + 1];
-    __shared__ double v_tile[TILE][TILE + 1];
+extern "C" __global__ void __launch_bounds__(THREADS)
+reference_weighted_values(const double* __restrict__ weights, const float* __restrict__ qkv,
+                          const double* __restrict__ sums, void* __restrict__ out, int rows, int n, int d,
+                          long long item_stride, int as_float) {
+    __shared__ double w_tile[STEP][BLOCK + 1];
+    __shared__ double v_tile[STEP][BLOCK + 1];
     const int item = blockIdx.z;
-    const int row = blockIdx.y * TILE + threadIdx.y;
-    const int column = blockIdx.x * TILE + threadIdx.x;
+    const int row0 = blockIdx.y * BLOCK;
+    const int column0 = blockIdx.x * BLOCK;
+    const int thread = threadIdx.y * 16 + threadIdx.x;
     const double* w_item = weights + (size_t)item * rows * n;
-    const float* v_item = v + (size_t)item * n * d;
-    double acc = 0.0;
-    for (int j0 = 0; j0 < n; j0 += TILE) {
-        const int j = j0 + threadIdx.x;
-        const int j_loaded = j0 + threadIdx.y;
-        w_tile[threadIdx.y][threadIdx.x] = (row < rows && j < n) ? w_item[(size_t)row * n + j] : 0.0;
-        v_tile[threadIdx.y][threadIdx.x] = (j_loaded < n && column < d) ? (double)v_item[(size_t)j_loaded * d + column] : 0.0;
+    const float* v_item = qkv + item * item_stride + 2 * (size_t)n * d;
+    double acc[PER_THREAD][PER_THREAD] = {};
+    for (int j0 = 0; j0 < n; j0 += STEP) {
+        for (int e = thread; e < BLOCK * STEP; e += THREADS) {
+            const int r = e / STEP, j = j0 + e % STEP;
+            w_tile[e % STEP][r] = (row0 + r < rows && j < n) ? w_item[(size_t)(row0 + r) * n + j] : 0.0;
+            const int step = e / BLOCK, column = column0 + e % BLOCK;
+            v_tile[step][e % BLOCK] = (j0 + step < n && column < d) ? (double)v_item[(size_t)(j0 + step) * d + column] : 0.0;
+        }
         __syncthreads();
-        for (int t = 0; t < TILE; ++t) acc += w_tile[threadIdx.y][t] * v_tile[t][threadIdx.x];
+        MULTIPLY_TILES(acc, w_tile, v_tile)
         __syncthreads();
     }
-    if (row < rows && column < d) out[((size_t)item * rows + row) * d + column] = acc / sums[(size_t)item * rows + row];
+    for (int i = 0; i < PER_THREAD; ++i) {
+        const int row = row0 + threadIdx.y + 16 * i;
+        if (row >= rows) continue;
+        const double sum = sums[(size_t)item * rows + row];
+        for (int j = 0; j < PER_THREAD; ++j) {
+            const int column = column0 + threadIdx.x + 16 * j;
+            if (column >= d) continue;
+            const size_t at = ((size_t)item * rows + row) * d + column;
+            const double value = acc[i][j] / sum;
+            if (as_float) ((float*)out)[at] = __double2float_rn(value);
+            else ((double*)out)[at] = value;
+        }
+    }
 }

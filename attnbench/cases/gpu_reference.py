@@ -11,6 +11,7 @@ while a program runs (a GPU in exclusive-process mode would refuse the program's
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Protocol
 
@@ -22,8 +23,9 @@ from attnbench.locations import kernel_dir
 
 # Float64 scores on the device at once (bytes): a slab of t29 is 2048 rows of 32768 keys.
 DEVICE_SCORE_BYTES = 512 << 20
-_TILE = 16  # as the kernel's TILE
+_BLOCK = 64  # the kernel's output tile (BLOCK)
 _SOFTMAX_THREADS = 256  # as the kernel's shared array
+MAX_GRID_ITEMS = 65535  # a launch's grid z: the items of one chunk
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ def chunk_plan(shape: Shape, score_bytes: int = DEVICE_SCORE_BYTES) -> Iterator[
     one item's query rows."""
     B, N = shape.B, shape.N
     row_bytes = N * 8
-    items = score_bytes // (N * row_bytes)
+    items = min(score_bytes // (N * row_bytes), MAX_GRID_ITEMS)
     if items >= 1:
         for b0 in range(0, B, items):
             yield Chunk(b0, min(B, b0 + items), 0, N)
@@ -58,10 +60,10 @@ def chunk_plan(shape: Shape, score_bytes: int = DEVICE_SCORE_BYTES) -> Iterator[
 
 
 class Float64Attention(Protocol):
-    """What computes one chunk: softmax(q k^T / sqrt(d)) v in float64 for stacked (g, rows, d) q and
-    (g, N, d) k and v (float32 arrays)."""
+    """What computes one chunk: softmax(q k^T / sqrt(d)) v in float64 for query rows [r0, r1) of each item of
+    `qkv`, a (g, 3, N, d) float32 block of the testcase (Q, K, V of each item), stored as `dtype`."""
 
-    def attention(self, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray: ...
+    def attention(self, qkv: np.ndarray, r0: int, r1: int, dtype: type) -> np.ndarray: ...
 
 
 def chunked_reference(testcase: Testcase, engine: Float64Attention, progress: Progress | None = None,
@@ -72,45 +74,63 @@ def chunked_reference(testcase: Testcase, engine: Float64Attention, progress: Pr
     out = np.empty((shape.B, shape.N, shape.d), dtype=dtype)
     for chunk in chunk_plan(shape, score_bytes):
         items = slice(chunk.b0, chunk.b1)
-        out[items, chunk.r0:chunk.r1] = engine.attention(testcase.q[items, chunk.r0:chunk.r1], testcase.k[items],
-                                                         testcase.v[items])
+        out[items, chunk.r0:chunk.r1] = engine.attention(testcase.qkv[items], chunk.r0, chunk.r1, dtype)
         if progress:
             progress(chunk.rows)
     return out
 
 
 class PycudaAttention:
-    """cuda/reference_float64.cu on the current pycuda context: copies in, three kernels, the result out."""
+    """cuda/reference_float64.cu on the current pycuda context: a block of items copied in once (a long item's
+    slabs share it), three kernels, the result out in the dtype asked for (float32 rounded on the device, to
+    nearest even as numpy rounds). Its device buffers are kept from chunk to chunk and freed by `free`."""
 
     def __init__(self, driver: Any, module: Any) -> None:
         self.driver = driver
         self.scores = module.get_function("reference_scores")
         self.softmax = module.get_function("reference_softmax")
         self.weighted_values = module.get_function("reference_weighted_values")
+        self._buffers: dict[str, tuple[int, Any]] = {}  # name -> (bytes, allocation)
+        self._loaded: tuple[int, int] | None = None  # the testcase's block now on the device: address, bytes
 
-    def attention(self, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
-        driver = self.driver
-        items, rows, d = q.shape
-        n = k.shape[1]
-        q, k, v = (np.ascontiguousarray(a, dtype=np.float32) for a in (q, k, v))
-        buffers = [driver.to_device(q), driver.to_device(k), driver.to_device(v),
-                   driver.mem_alloc(items * rows * n * 8), driver.mem_alloc(items * rows * 8),
-                   driver.mem_alloc(items * rows * d * 8)]
-        q_gpu, k_gpu, v_gpu, scores, sums, out_gpu = buffers
-        try:
-            block = (_TILE, _TILE, 1)
-            self.scores(q_gpu, k_gpu, scores, np.int32(rows), np.int32(n), np.int32(d),
-                        np.float64(1.0 / math.sqrt(d)), block=block,
-                        grid=(-(-n // _TILE), -(-rows // _TILE), items))
-            self.softmax(scores, sums, np.int32(n), block=(_SOFTMAX_THREADS, 1, 1), grid=(items * rows, 1, 1))
-            self.weighted_values(scores, v_gpu, sums, out_gpu, np.int32(rows), np.int32(n), np.int32(d),
-                                 block=block, grid=(-(-d // _TILE), -(-rows // _TILE), items))
-            out = np.empty((items, rows, d), dtype=np.float64)
-            driver.memcpy_dtoh(out, out_gpu)
-            return out
-        finally:
-            for buffer in buffers:
-                buffer.free()
+    def _buffer(self, name: str, nbytes: int) -> Any:
+        held = self._buffers.get(name)
+        if held is None or held[0] < nbytes:
+            if held is not None:
+                held[1].free()
+                del self._buffers[name]
+            self._buffers[name] = (nbytes, self.driver.mem_alloc(max(nbytes, 8)))
+        return self._buffers[name][1]
+
+    def free(self) -> None:
+        for _, allocation in self._buffers.values():
+            allocation.free()
+        self._buffers.clear()
+        self._loaded = None
+
+    def attention(self, qkv: np.ndarray, r0: int, r1: int, dtype: type) -> np.ndarray:
+        items, _, n, d = qkv.shape
+        rows = r1 - r0
+        block = np.ascontiguousarray(qkv, dtype=np.float32)  # whole items of the testcase: itself, no copy
+        key = (block.__array_interface__["data"][0], block.nbytes)
+        qkv_gpu = self._buffer("qkv", block.nbytes)
+        if block is not qkv or self._loaded != key:
+            self.driver.memcpy_htod(qkv_gpu, block)
+            self._loaded = key if block is qkv else None  # a copy's address may be another's later
+        scores = self._buffer("scores", items * rows * n * 8)
+        sums = self._buffer("sums", items * rows * 8)
+        as_float = np.dtype(dtype) == np.float32
+        out_gpu = self._buffer("out", items * rows * d * (4 if as_float else 8))
+        stride = np.int64(3 * n * d)
+        grid_rows = -(-rows // _BLOCK)
+        self.scores(qkv_gpu, scores, np.int32(rows), np.int32(n), np.int32(d), stride, np.int32(r0),
+                    np.float64(1.0 / math.sqrt(d)), block=(16, 16, 1), grid=(-(-n // _BLOCK), grid_rows, items))
+        self.softmax(scores, sums, np.int32(n), block=(_SOFTMAX_THREADS, 1, 1), grid=(items * rows, 1, 1))
+        self.weighted_values(scores, qkv_gpu, sums, out_gpu, np.int32(rows), np.int32(n), np.int32(d), stride,
+                             np.int32(as_float), block=(16, 16, 1), grid=(-(-d // _BLOCK), grid_rows, items))
+        out = np.empty((items, rows, d), dtype=np.float32 if as_float else np.float64)
+        self.driver.memcpy_dtoh(out, out_gpu)
+        return out
 
 
 _availability: list[str] = []  # '' when a GPU reference can be made here, else why not (found once)
@@ -132,18 +152,43 @@ def why_not_gpu() -> str:
 _cubins: dict[tuple[int, int], bytes] = {}  # the kernel built once a process, per compute capability
 
 
+_held: list[Any] = []  # the context `one_gpu_context` holds current, while it does
+
+
+@contextmanager
+def one_gpu_context() -> Iterator[None]:
+    """References made inside share one GPU context, current on this thread and let go at the end: each made
+    alone starts and ends its own (0.2 s each on an H200). For a caller that runs nothing on the GPU
+    meanwhile: a program judged inside would find the GPU held."""
+    if _held or why_not_gpu():
+        yield
+        return
+    import pycuda.driver as driver
+
+    context = driver.Device(0).retain_primary_context()
+    context.push()
+    _held.append(context)
+    try:
+        yield
+    finally:
+        _held.clear()
+        driver.Context.pop()
+        context.detach()
+
+
 def gpu_reference_output(testcase: Testcase, progress: Progress | None = None, dtype: type = np.float64,
                          score_bytes: int = DEVICE_SCORE_BYTES) -> np.ndarray:
     """The reference computed on device 0 (the judging GPU: the one CUDA_VISIBLE_DEVICES shows first), in its
-    primary context, released when done (its module unloaded first). Raises what pycuda raises when it
-    cannot (compile, memory)."""
+    primary context, released when done (its module unloaded first) unless `one_gpu_context` holds it.
+    Raises what pycuda raises when it cannot (compile, memory)."""
     import pycuda.driver as driver
     from pycuda.compiler import compile as compile_cuda
 
     driver.init()
     device = driver.Device(0)
-    context = device.retain_primary_context()
-    context.push()
+    context = None if _held else device.retain_primary_context()
+    if context is not None:
+        context.push()
     try:
         capability = device.compute_capability()
         if capability not in _cubins:
@@ -154,10 +199,12 @@ def gpu_reference_output(testcase: Testcase, progress: Progress | None = None, d
         try:
             return chunked_reference(testcase, engine, progress, dtype, score_bytes)
         finally:
+            engine.free()
             del engine, module  # unloaded now, while its context is current
     finally:
-        driver.Context.pop()
-        context.detach()
+        if context is not None:
+            driver.Context.pop()
+            context.detach()
 
 
 def float64_reference(testcase: Testcase, progress: Progress | None = None, dtype: type = np.float64) -> np.ndarray:

@@ -182,13 +182,14 @@ def _write_array(f: BinaryIO, array: np.ndarray) -> None:
 
 def write_testcase(path: str | os.PathLike, testcase: Testcase) -> None:
     """Write a testcase in the course input format (atomically)."""
+    atomic_write(path, lambda f: write_testcase_into(f, testcase))
+
+
+def write_testcase_into(f: BinaryIO, testcase: Testcase) -> None:
+    """A testcase in the course input format, written to an open file (one the caller makes whole or removes)."""
     shape = testcase.shape
-
-    def write(f: BinaryIO) -> None:
-        f.write(HEADER.pack(shape.B, shape.N, shape.d))
-        _write_array(f, testcase.qkv)
-
-    atomic_write(path, write)
+    f.write(HEADER.pack(shape.B, shape.N, shape.d))
+    _write_array(f, testcase.qkv)
 
 
 def write_output(path: str | os.PathLike, out: np.ndarray) -> None:

@@ -46,6 +46,7 @@ from attnbench.judge.classroom import (
     to_diagnose,
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
+from attnbench.cases.gpu_reference import one_gpu_context
 from attnbench.judge.fresh_inputs import release
 from attnbench.judge.gpu_needed import not_judged_here
 from attnbench.judge.phases import phase
@@ -123,7 +124,8 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
         record_seeds(board, "first", first)
         clock.begin("inputs and references", len(first), f"{counted(len(first), 'case')}, "
                     + ("drawn fresh" if settings.fresh_inputs else "the suite's"))
-        cases = [_ready(bench_input, carrier.here, settings, progress, prepared, clock) for bench_input in first]
+        with one_gpu_context():  # the round's references in one GPU context, let go before its runs
+            cases = [_ready(bench_input, carrier.here, settings, progress, prepared, clock) for bench_input in first]
         labels = [case.label for case in cases]
         expected = expected_round(labels, len(programs), settings.rerun_top)
         clock.expect(labels * len(programs) + expected * (RERUN_RUNS - 1))
@@ -146,7 +148,8 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                 names = [row.name for row in top]
                 needed = [b for b in round_inputs if any(_wanted(row, b.label, number) for row in top)]
                 try:
-                    round_cases = [_ready(b, carrier.here, settings, progress, prepared) for b in needed]
+                    with one_gpu_context():
+                        round_cases = [_ready(b, carrier.here, settings, progress, prepared) for b in needed]
                 except Exception as exc:  # noqa: BLE001 - the judge's own failure: this round is lost, not the class
                     lose_round(board, [row for row in top if any(_wanted(row, b.label, number) for b in needed)],
                                number, failure_text(exc))
@@ -213,9 +216,10 @@ def _ready(bench_input: BenchInput, here: bool, settings: ClassSettings, progres
     otherwise the input, which each worker prepares (a suite file is generated here once, for the workers to read)."""
     job_case: BenchInput | PreparedCase = bench_input
     if here:
-        job_case = prepare_case(bench_input, progress)
+        boxed = settings.sandbox.mode != "none"  # staged files are readable by every run's user: a box's only
+        job_case = prepare_case(bench_input, progress, boxed)  # a fresh input written where it is staged
         prepared.append(job_case)
-        if settings.sandbox.mode != "none":  # staged files are readable by every run's user: a box's only
+        if boxed:
             with phase("inputs and references"):
                 staged_inputs.stage(job_case.label, job_case.input_path)
     elif not settings.fresh_inputs:

@@ -26,6 +26,7 @@ from attnbench.backends.kernel_records import record_kernels
 from attnbench.backends.program import NO_LIMIT_TIMEOUT_S, PROCESS_TIME_NOTE, PROCESS_TIME_WARNING
 from attnbench.bench.check_rule import CourseRule
 from attnbench.cases import suite
+from attnbench.cases.gpu_reference import one_gpu_context
 from attnbench.cases.inputs import (
     BenchInput,
     CaseInfo,
@@ -35,10 +36,10 @@ from attnbench.cases.inputs import (
     inputs_for,
     no_progress,
 )
-from attnbench.cases.testcase import Shape, read_output
+from attnbench.cases.testcase import Shape, read_output, write_testcase_into
 from attnbench.errors import AttnbenchError
 from attnbench.judge.diagnose import DIAGNOSED, diagnosis
-from attnbench.judge.fresh_inputs import FreshInput
+from attnbench.judge.fresh_inputs import FreshInput, release
 from attnbench.judge.phases import phase
 from attnbench.judge.case_verdict import (  # noqa: F401 - the verdicts are part of the judge's interface
     CRASH,
@@ -69,7 +70,7 @@ from attnbench.results.resultset import ERROR, OK, WRONG, Cell, ResultKind, Resu
 from attnbench.results.run_settings import RunSettings
 from attnbench.results.stats import KernelStats
 from attnbench.results.verification import VerifyReport
-from attnbench.sandbox import ProgramSpec, run_program
+from attnbench.sandbox import ProgramSpec, run_program, staged_inputs
 from attnbench.sandbox.program_run import WarmUp
 from attnbench.sandbox.program_run import warm_up as warm_up_room
 from attnbench.sandbox.process import ProgramError, check_program
@@ -83,6 +84,7 @@ _CELL_STATUS = {PASS: OK, SLOW: WRONG, WRONG_ANSWER: WRONG, NAN: WRONG, SIZE: WR
 
 DEFAULT_ARGS = "{in} {out}"
 TIMEOUT_FACTOR = 2.0  # with a limit: killed at twice the limit, so an overrun is measured, a hang is not waited on
+PREPARED_AHEAD_BYTES = 4 << 30  # one program's inputs made before their runs, at most (prepared_together)
 
 
 class LauncherUnavailable(AttnbenchError):
@@ -116,13 +118,15 @@ class PreparedCase:
     info: CaseInfo
 
 
-def prepare_case(bench_input: BenchInput, progress: ProgressFactory = no_progress) -> PreparedCase:
-    """Generate a suite input (and its float64 reference) if missing; a user's file gets a fresh reference."""
+def prepare_case(bench_input: BenchInput, progress: ProgressFactory = no_progress, staged: bool = False) -> PreparedCase:
+    """Generate a suite input (and its float64 reference) if missing; a user's file gets a fresh reference.
+    `staged`: a fresh input is written straight into the tmpfs its runs' boxes bind (staged_inputs), where the
+    judge can stage, instead of to its private folder."""
     with phase("inputs and references"):
-        return _prepared(bench_input, progress)
+        return _prepared(bench_input, progress, staged)
 
 
-def _prepared(bench_input: BenchInput, progress: ProgressFactory) -> PreparedCase:
+def _prepared(bench_input: BenchInput, progress: ProgressFactory, staged: bool = False) -> PreparedCase:
     if isinstance(bench_input, SuiteInput):
         case = bench_input.case
         if not suite.is_generated(case):
@@ -140,7 +144,9 @@ def _prepared(bench_input: BenchInput, progress: ProgressFactory) -> PreparedCas
         with ThreadPoolExecutor(1) as beside:  # its sha256 while the reference is made and the file written
             info = beside.submit(bench_input.info, testcase)  # (hashlib lets go of the GIL: 1.3 GB is ~1 s)
             reference = bench_input.reference(testcase, progress)
-            path = bench_input.write(testcase)
+            path = staged_inputs.stage_written(bench_input.label, testcase.shape.input_bytes,
+                                               lambda f: write_testcase_into(f, testcase)) if staged else None
+            path = path or bench_input.write(testcase)
             return PreparedCase(bench_input.label, testcase.shape, path, reference, info.result())
     if isinstance(bench_input, FileInput):
         testcase = bench_input.load(progress)
@@ -324,31 +330,67 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
     # SandboxUnavailable: exit 3
     sandbox = Sandbox.open(program.path, settings, bool(program.launcher), cache_writable=True)
     judgement = Judgement(program, limits, sandbox.confinement, settings)
+    # staged files are readable by every run's user: only a box, with a view of its own, may bind them
+    staged = settings.mode != "none"
     if opened is not None:
         opened(sandbox.confinement)
     try:
-        if inputs:
-            limit = limits.limit_for(inputs[0].label)
-            judgement.warm_up_s = warm_up(program, inputs[0].shape, sandbox, timeout_for(limit, timeout_s)).wall_s
-        for index, bench_input in enumerate(inputs):
-            case = prepare_case(bench_input, progress)
-            judgement.cases.append(case)
-            limit = limits.limit_for(case.label)
-            judged = judge_case(program, case, limit, timeout_for(limit, timeout_s), sandbox)
-            if diagnose and judged.verdict in DIAGNOSED and not any(j.verdict in DIAGNOSED for j in judgement.judged):
-                spec = program.spec(case.label, case.input_path, case.shape, judged.timeout_s)
-                judged.message = f"{judged.message}; {diagnosis(program.path, spec, settings)}"
-            if kernel_time and judged.passed:
-                judged.kernels = record_case_kernels(program, case, timeout_for(limit, timeout_s), sandbox)
-            judgement.judged.append(judged)
-            if listener is not None:
-                listener(ProgramCaseJudged(index + 1, len(inputs), judged.label, judged.verdict, judged.wall_s))
+        for batch in prepared_together(inputs):
+            with one_gpu_context():  # the batch's references share the GPU's context, let go before any run
+                prepared = [prepare_case(bench_input, progress, staged) for bench_input in batch]
+            if not judgement.cases:
+                limit = limits.limit_for(inputs[0].label)
+                judgement.warm_up_s = warm_up(program, inputs[0].shape, sandbox, timeout_for(limit, timeout_s)).wall_s
+            for case in prepared:
+                index = len(judgement.cases)
+                judgement.cases.append(case)
+                judged = _judged_case(program, case, limits, timeout_s, sandbox, judgement, settings, diagnose,
+                                      kernel_time)
+                release(case.input_path)  # a fresh input's file, once its runs are done
+                staged_inputs.unstage(case.input_path)
+                if listener is not None:
+                    listener(ProgramCaseJudged(index + 1, len(inputs), judged.label, judged.verdict, judged.wall_s))
     except KeyboardInterrupt:
         judgement.interrupted = True
         judgement.cases = judgement.cases[: len(judgement.judged)]
     finally:
         sandbox.close()
+        if staged:
+            staged_inputs.unstage_all()  # fresh inputs are secrets: none left mounted, whatever happened
     return judgement
+
+
+def prepared_together(inputs: Sequence[BenchInput], budget: int | None = None) -> list[list[BenchInput]]:
+    """The cases in runs of consecutive ones whose inputs hold at most `budget` bytes together (one case at
+    least): a run's inputs and references are made before any of its programs' runs, its references in one GPU
+    context (each alone started and ended its own, 0.2 s each on an H200); the budget bounds the disk and
+    memory they hold meanwhile."""
+    budget = PREPARED_AHEAD_BYTES if budget is None else budget
+    batches: list[list[BenchInput]] = []
+    held = 0
+    for bench_input in inputs:
+        size = bench_input.shape.input_bytes
+        if not batches or held + size > budget:
+            batches.append([])
+            held = 0
+        batches[-1].append(bench_input)
+        held += size
+    return batches
+
+
+def _judged_case(program: Program, case: PreparedCase, limits: TimeLimits, timeout_s: float | None,
+                 sandbox: Sandbox, judgement: Judgement, settings: SandboxSettings, diagnose: bool,
+                 kernel_time: bool) -> JudgedCase:
+    """One prepared case judged, diagnosed or its kernels recorded as asked, and added to the judgement."""
+    limit = limits.limit_for(case.label)
+    judged = judge_case(program, case, limit, timeout_for(limit, timeout_s), sandbox)
+    if diagnose and judged.verdict in DIAGNOSED and not any(j.verdict in DIAGNOSED for j in judgement.judged):
+        spec = program.spec(case.label, case.input_path, case.shape, judged.timeout_s)
+        judged.message = f"{judged.message}; {diagnosis(program.path, spec, settings)}"
+    if kernel_time and judged.passed:
+        judged.kernels = record_case_kernels(program, case, timeout_for(limit, timeout_s), sandbox)
+    judgement.judged.append(judged)
+    return judged
 
 
 def _cell(program: Program, judged: JudgedCase, device: str) -> Cell:

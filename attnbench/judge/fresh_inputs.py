@@ -8,7 +8,8 @@ generator the suite uses), and takes its values from `secrets.randbits(128)`; it
 (rounded to float32, as the suite stores references) is computed by the judge, on the judging GPU where
 there is one (attnbench.cases.gpu_reference: t29 takes 26 s on 16 CPU cores). The seeds are saved with
 the results, so staff can rebuild any run's inputs, and no program ever sees them: a run gets a copy of
-its input, in a folder only the judge can read until it is copied. Each rerun draws again.
+its input, in a folder only the judge can read until it is copied, or (as root in the box) the input written
+straight into the tmpfs its run binds read-only (attnbench.sandbox.staged_inputs). Each rerun draws again.
 
 A user's input file (`--cases my.in`) has no distribution to draw from: it is judged as it is.
 """

@@ -26,10 +26,11 @@ class NumpyAttention:
     def __init__(self) -> None:
         self.calls: list[tuple[int, int, int]] = []
 
-    def attention(self, q, k, v):
-        assert q.dtype == k.dtype == v.dtype == np.float32
+    def attention(self, qkv, r0, r1, dtype):
+        assert qkv.dtype == np.float32 and qkv.shape[1] == 3
+        q = qkv[:, 0, r0:r1]
         self.calls.append(q.shape)
-        return attention_rows_float64(q, k, v)
+        return attention_rows_float64(q, qkv[:, 1], qkv[:, 2]).astype(dtype)
 
 
 @pytest.mark.parametrize("shape, budget", [
@@ -52,6 +53,11 @@ def test_the_chunks_cover_every_output_row_once_within_the_memory_asked_for(shap
 def test_a_long_case_goes_in_slabs_of_one_item():
     chunks = list(chunk_plan(Shape(4, 32768, 32)))  # t29: 2048 rows of 32768 float64 scores are 512 MiB
     assert chunks[0] == Chunk(0, 1, 0, 2048) and len(chunks) == 4 * 16
+
+
+def test_a_chunk_of_whole_items_holds_no_more_than_one_launch_can_grid():
+    chunks = list(chunk_plan(Shape(70000, 1, 4)))  # one key an item: a budget of 512 MiB would take them all
+    assert [(c.b0, c.b1) for c in chunks] == [(0, 65535), (65535, 70000)]
 
 
 def test_the_chunks_join_into_the_cpu_reference_and_report_their_rows(rng):
@@ -108,6 +114,8 @@ GPU_CASES = [
     (Shape(1, 16384, 64), None),  # long: slabs of rows
     (Shape(13, 129, 33), 129 * 8 * 37),  # a budget that forces slabs with a ragged last one
     (Shape(2, 300, 64), "large"),  # scores of order 10^4: the maximum subtracted must hold
+    (Shape(70000, 1, 4), None),  # more items than a launch's grid holds: two chunks
+    (Shape(3, 70, 65), "float64"),  # kept in float64: the device writes doubles, not rounded floats
 ]
 
 
@@ -118,6 +126,11 @@ def test_the_gpu_reference_agrees_with_the_cpu_one_within_one_float32_ulp(shape,
         pytest.skip(f"no GPU reference here: {gpu_reference.why_not_gpu()}")
     testcase = _large_values(shape, 40.0) if how == "large" else seeded_testcase(shape, 11)
     budget = how if isinstance(how, int) else gpu_reference.DEVICE_SCORE_BYTES
+    if how == "float64":
+        found = gpu_reference.gpu_reference_output(testcase, dtype=np.float64, score_bytes=budget)
+        expected = reference_output(testcase, dtype=np.float64)
+        assert found.dtype == np.float64 and np.allclose(found, expected, rtol=1e-12, atol=1e-13)
+        return
     found = gpu_reference.gpu_reference_output(testcase, dtype=np.float32, score_bytes=budget)
     expected = reference_output(testcase, dtype=np.float32)
     assert np.isfinite(found).all()
@@ -132,3 +145,25 @@ def test_the_gpu_reference_is_made_again_after_its_context_was_let_go():
     first = gpu_reference.gpu_reference_output(testcase, dtype=np.float32)
     second = gpu_reference.gpu_reference_output(testcase, dtype=np.float32)
     assert np.array_equal(first, second)
+
+
+@pytest.mark.gpu
+def test_references_made_in_one_held_context_are_the_same_and_the_context_is_let_go_after():
+    if gpu_reference.why_not_gpu():
+        pytest.skip(f"no GPU reference here: {gpu_reference.why_not_gpu()}")
+    import pycuda.driver as driver
+
+    first, second = seeded_testcase(Shape(2, 64, 32), 3), seeded_testcase(Shape(1, 2049, 48), 4)
+    alone = [gpu_reference.gpu_reference_output(t, dtype=np.float32) for t in (first, second)]
+    with gpu_reference.one_gpu_context():
+        held = driver.Context.get_current()
+        together = [gpu_reference.gpu_reference_output(t, dtype=np.float32) for t in (first, second)]
+        assert driver.Context.get_current() == held  # one context, still current between references
+    assert all(np.array_equal(a, b) for a, b in zip(alone, together))
+    assert driver.Context.get_current() is None
+
+
+def test_without_a_gpu_one_held_context_holds_nothing(monkeypatch):
+    monkeypatch.setattr(gpu_reference, "_availability", ["no CUDA GPU is present"])
+    with gpu_reference.one_gpu_context():
+        assert gpu_reference._held == []

@@ -438,3 +438,76 @@ def test_an_input_holding_nan_is_refused_before_any_program_runs_as_run_refuses_
         assert result.exit_code == 2, (args, result.output)
         assert "holds NaN or Inf values" in said and "fix the input" in said, result.output
     assert not ran.exists() and not (tmp_path / "res").exists()
+
+
+@pytest.mark.parametrize("budget, order", [
+    (None, ["prepare odd_17x48", "prepare odd_100x32", "warm-up", "run odd_17x48", "run odd_100x32"]),
+    (1, ["prepare odd_17x48", "warm-up", "run odd_17x48", "prepare odd_100x32", "run odd_100x32"]),
+])
+def test_a_batch_of_cases_is_prepared_before_any_of_its_runs_and_its_fresh_inputs_are_let_go_once_judged(
+        programs, monkeypatch, budget, order):
+    """Inputs and references are made before the programs' runs (their GPU context shared, then let go), in
+    batches whose inputs fit the budget; a fresh input's file is removed once its case is judged."""
+    from attnbench.judge import fresh_inputs
+    from attnbench.sandbox.room import SandboxSettings
+
+    seen: list[str] = []
+    prepare, judge_case, warm_up = judging.prepare_case, judging.judge_case, judging.warm_up
+    monkeypatch.setattr(judging, "prepare_case",
+                        lambda bench_input, progress, staged: seen.append(f"prepare {bench_input.label}") or prepare(
+                            bench_input, progress, staged))
+    monkeypatch.setattr(judging, "warm_up", lambda *a: seen.append("warm-up") or warm_up(*a))
+
+    def run(program, case, limit, timeout_s, sandbox):
+        assert case.input_path.exists()
+        seen.append(f"run {case.label}")
+        judged = judge_case(program, case, limit, timeout_s, sandbox)
+        files.append(case.input_path)
+        return judged
+
+    files: list[Path] = []
+    monkeypatch.setattr(judging, "judge_case", run)
+    if budget is not None:
+        monkeypatch.setattr(judging, "PREPARED_AHEAD_BYTES", budget)
+    inputs = fresh_inputs.draw(judging.cases_for(SMALL))
+    judgement = judging.run_judge(judging.make_program(str(programs["right"])), inputs,
+                                  judging.load_time_limits("none"), 30.0, settings=SandboxSettings("none"))
+    assert judgement.passed == 2 and seen == order
+    assert all(f.parent == fresh_inputs.private_folder() and not f.exists() for f in files)
+
+
+def test_cases_are_prepared_together_up_to_the_budget_in_their_order():
+    inputs = judging.cases_for("t01,t02,t03")
+    sizes = [i.shape.input_bytes for i in inputs]
+    assert judging.prepared_together(inputs, sizes[0] + sizes[1]) == [inputs[:2], inputs[2:]]
+    assert judging.prepared_together(inputs, 1) == [[i] for i in inputs]  # one case a batch at least
+    assert judging.prepared_together(inputs) == [inputs]
+    assert judging.prepared_together([]) == []
+
+
+def test_in_the_box_a_fresh_input_is_written_where_its_run_binds_it_and_nothing_is_left_mounted(programs,
+                                                                                               monkeypatch):
+    """As root with the box's filter, a fresh input goes straight into the tmpfs its run binds (staged_inputs):
+    never to the judge's private folder and copied again into the box; once judged, it is unmounted."""
+    from attnbench.judge import fresh_inputs
+    from attnbench.sandbox import staged_inputs
+    from attnbench.sandbox.room import SandboxSettings, find_bwrap
+
+    if find_bwrap()[0] is None or not staged_inputs.can_stage():
+        pytest.skip("staging needs bwrap, root and the system-call filter")
+    monkeypatch.setattr(fresh_inputs.FreshInput, "write", lambda self, testcase: pytest.fail("written to disk"))
+    bound, roots = [], set()
+    judge_case = judging.judge_case
+
+    def run(program, case, limit, timeout_s, sandbox):
+        bound.append(staged_inputs.staged(case.input_path) == case.input_path)
+        roots.add(staged_inputs._staging_root())
+        return judge_case(program, case, limit, timeout_s, sandbox)
+
+    monkeypatch.setattr(judging, "judge_case", run)
+    inputs = fresh_inputs.draw(judging.cases_for(SMALL))
+    judgement = judging.run_judge(judging.make_program(str(programs["right"])), inputs,
+                                  judging.load_time_limits("none"), 30.0, settings=SandboxSettings("required"))
+    assert judgement.passed == 2 and bound == [True, True]
+    (root,) = roots
+    assert staged_inputs._slots == {} and not root.exists() and f" {root}/" not in Path("/proc/self/mounts").read_text()

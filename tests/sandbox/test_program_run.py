@@ -50,6 +50,16 @@ def test_a_warm_ups_throwaway_input_is_in_the_suites_range_and_never_the_same_tw
     assert not (first.qkv == second.qkv).all()  # a secret seed each time: no answer a program could keep
 
 
+def test_a_large_warm_up_input_repeats_one_drawn_block_and_still_fills_the_range(monkeypatch):
+    from attnbench.sandbox import program_run
+
+    monkeypatch.setattr(program_run, "THROWAWAY_BLOCK", 1000)
+    testcase = program_run.throwaway_testcase(Shape(2, 100, 16))  # 9600 values from a block of 1000
+    values = testcase.qkv.reshape(-1)
+    assert values.size == 9600 and (values[1000:2000] == values[:1000]).all()
+    assert values.min() >= -3.0 and values.max() < 3.0 and values.std() > 1.0
+
+
 # Writes the age of its own file (/proc/self/exe's mtime) on stderr, then fails.
 AGE = '#!/bin/sh\necho "age: $(( $(date +%s) - $(stat -c %Y "$0") ))" >&2\nexit 3\n'
 

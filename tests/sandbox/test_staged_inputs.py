@@ -228,3 +228,46 @@ def test_without_root_nothing_is_staged_and_runs_copy_their_input(tmp_path, monk
     source.write_bytes(b"x" * 10)
     assert not staged_inputs.stage("a", source)
     assert staged_inputs.staged(source) is None
+
+
+def test_an_input_written_straight_into_its_slot_is_bound_as_a_copied_one_is(staged_room, tmp_path):
+    """A fresh input written in place (stage_written: no file on the disk, no copy) shows what a staged copy
+    shows: the same bytes, read-only, the epoch's times, one inode however often its label is written again."""
+    data = [os.urandom(40_000) for _ in range(2)]
+    seen_inodes = []
+    for number, payload in enumerate(data):
+        path = staged_inputs.stage_written("t01", len(payload), lambda f, payload=payload: f.write(payload))
+        assert path is not None and staged_inputs.staged(path) == path and path.read_bytes() == payload
+        info = os.stat(path)
+        assert (info.st_atime_ns, info.st_mtime_ns, info.st_mode & 0o7777) == (0, 0, 0o444)
+        seen, _, _ = _run(staged_room, "t01", path)
+        assert int(seen["sum"]) == _sum(payload) and seen["write"] != "0" and seen["truncate"] != "0"
+        seen_inodes.append(_fields(seen["before"])["ino"])
+    assert seen_inodes[0] == seen_inodes[1]
+
+
+def test_an_input_written_into_its_slot_is_removed_by_unstage_and_a_failed_write_leaves_no_mount(tmp_path):
+    if not staged_inputs.can_stage():
+        pytest.skip("staging needs root")
+    try:
+        path = staged_inputs.stage_written("t02", 100, lambda f: f.write(b"2" * 100))
+        root = staged_inputs._staging_root()
+        assert path is not None and f" {path.parent} " in Path("/proc/self/mounts").read_text()
+        staged_inputs.unstage(path)
+        assert staged_inputs.staged(path) is None and not path.parent.exists()
+        assert f" {path.parent} " not in Path("/proc/self/mounts").read_text()
+
+        def fails(f):
+            f.write(b"x" * 10)
+            raise OSError("disk full")
+
+        assert staged_inputs.stage_written("t03", 100, fails) is None
+        assert staged_inputs.stage_written("t04", 100, lambda f: f.write(b"short")) is None  # not the size said
+        assert f" {root}/" not in Path("/proc/self/mounts").read_text()
+    finally:
+        staged_inputs.unstage_all()
+
+
+def test_without_root_nothing_is_written_into_a_slot(monkeypatch):
+    monkeypatch.setattr(staged_inputs, "can_stage", lambda: False)
+    assert staged_inputs.stage_written("a", 10, lambda f: pytest.fail("written")) is None

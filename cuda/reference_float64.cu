@@ -14,9 +14,9 @@
  *
  * Layout of a call: qkv holds the group's items as the testcase does, item i's Q, K and V at
  * qkv + i * item_stride + {0, 1, 2} * n * d (float32, row-major); `first_row` is the slab's first query row.
- * scores is items x rows x n (double, overwritten by the softmax's numerators), sums is items x rows, out is
- * items x rows x d, double, or float rounded to nearest even as numpy rounds a float64 array into float32
- * (`as_float`). */
+ * scores is items x rows x n (double, overwritten by the softmax's numerators), sums is items x rows, partial
+ * is splits x items x rows x d (double), out is items x rows x d, double, or float rounded to nearest even as
+ * numpy rounds a float64 array into float32 (`as_float`). */
 
 #define BLOCK 64
 #define STEP 16
@@ -94,41 +94,57 @@ extern "C" __global__ void reference_softmax(double* __restrict__ scores, double
     if (threadIdx.x == 0) sums[blockIdx.x] = part[0];
 }
 
+/* The weights times V over the keys [split * keys_per_split, + keys_per_split) of grid z's split: a partial
+ * sum of each output element, added in order by reference_finish (a long slab of few rows spreads its keys
+ * over more blocks than its 64-row tiles give: t29's 2048-row slab made 32 blocks for 132 SMs). */
 extern "C" __global__ void __launch_bounds__(THREADS)
 reference_weighted_values(const double* __restrict__ weights, const float* __restrict__ qkv,
-                          const double* __restrict__ sums, void* __restrict__ out, int rows, int n, int d,
-                          long long item_stride, int as_float) {
+                          double* __restrict__ partial, int rows, int n, int d, long long item_stride, int items,
+                          int keys_per_split) {
     __shared__ double w_tile[STEP][BLOCK + 1];
     __shared__ double v_tile[STEP][BLOCK + 1];
-    const int item = blockIdx.z;
+    const int item = blockIdx.z % items;
+    const int split = blockIdx.z / items;
     const int row0 = blockIdx.y * BLOCK;
     const int column0 = blockIdx.x * BLOCK;
     const int thread = threadIdx.y * 16 + threadIdx.x;
     const double* w_item = weights + (size_t)item * rows * n;
     const float* v_item = qkv + item * item_stride + 2 * (size_t)n * d;
+    const int first_key = split * keys_per_split;
+    const int end_key = min(n, first_key + keys_per_split);
     double acc[PER_THREAD][PER_THREAD] = {};
-    for (int j0 = 0; j0 < n; j0 += STEP) {
+    for (int j0 = first_key; j0 < end_key; j0 += STEP) {
         for (int e = thread; e < BLOCK * STEP; e += THREADS) {
             const int r = e / STEP, j = j0 + e % STEP;
-            w_tile[e % STEP][r] = (row0 + r < rows && j < n) ? w_item[(size_t)(row0 + r) * n + j] : 0.0;
+            w_tile[e % STEP][r] = (row0 + r < rows && j < end_key) ? w_item[(size_t)(row0 + r) * n + j] : 0.0;
             const int step = e / BLOCK, column = column0 + e % BLOCK;
-            v_tile[step][e % BLOCK] = (j0 + step < n && column < d) ? (double)v_item[(size_t)(j0 + step) * d + column] : 0.0;
+            v_tile[step][e % BLOCK] = (j0 + step < end_key && column < d) ? (double)v_item[(size_t)(j0 + step) * d + column] : 0.0;
         }
         __syncthreads();
         MULTIPLY_TILES(acc, w_tile, v_tile)
         __syncthreads();
     }
+    double* mine = partial + (size_t)split * items * rows * d;
     for (int i = 0; i < PER_THREAD; ++i) {
         const int row = row0 + threadIdx.y + 16 * i;
-        if (row >= rows) continue;
-        const double sum = sums[(size_t)item * rows + row];
         for (int j = 0; j < PER_THREAD; ++j) {
             const int column = column0 + threadIdx.x + 16 * j;
-            if (column >= d) continue;
-            const size_t at = ((size_t)item * rows + row) * d + column;
-            const double value = acc[i][j] / sum;
-            if (as_float) ((float*)out)[at] = __double2float_rn(value);
-            else ((double*)out)[at] = value;
+            if (row < rows && column < d) mine[((size_t)item * rows + row) * d + column] = acc[i][j];
         }
+    }
+}
+
+/* Each output element: its splits' partial sums added in split order (the same order every time), divided by
+ * its row's sum of weights; double, or float rounded to nearest even (`as_float`). */
+extern "C" __global__ void reference_finish(const double* __restrict__ partial, const double* __restrict__ sums,
+                                            void* __restrict__ out, long long elements, int d, int splits,
+                                            int as_float) {
+    for (long long at = blockIdx.x * (long long)blockDim.x + threadIdx.x; at < elements;
+         at += (long long)gridDim.x * blockDim.x) {
+        double total = 0.0;
+        for (int split = 0; split < splits; ++split) total += partial[split * elements + at];
+        const double value = total / sums[at / d];
+        if (as_float) ((float*)out)[at] = __double2float_rn(value);
+        else ((double*)out)[at] = value;
     }
 }

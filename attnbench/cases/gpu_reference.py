@@ -11,6 +11,8 @@ while a program runs (a GPU in exclusive-process mode would refuse the program's
 from __future__ import annotations
 
 import math
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Protocol
@@ -26,6 +28,7 @@ DEVICE_SCORE_BYTES = 512 << 20
 _BLOCK = 64  # the kernel's output tile (BLOCK)
 _SOFTMAX_THREADS = 256  # as the kernel's shared array
 MAX_GRID_ITEMS = 65535  # a launch's grid z: the items of one chunk
+MIN_SPLIT_KEYS = 1024  # the fewest keys a block of the weighted values sums
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,9 @@ class PycudaAttention:
         self.scores = module.get_function("reference_scores")
         self.softmax = module.get_function("reference_softmax")
         self.weighted_values = module.get_function("reference_weighted_values")
+        self.finish = module.get_function("reference_finish")
+        self.blocks_wanted = 2 * driver.Context.get_device().get_attribute(
+            driver.device_attribute.MULTIPROCESSOR_COUNT)
         self._buffers: dict[str, tuple[int, Any]] = {}  # name -> (bytes, allocation)
         self._loaded: tuple[int, int] | None = None  # the testcase's block now on the device: address, bytes
 
@@ -126,18 +132,40 @@ class PycudaAttention:
         self.scores(qkv_gpu, scores, np.int32(rows), np.int32(n), np.int32(d), stride, np.int32(r0),
                     np.float64(1.0 / math.sqrt(d)), block=(16, 16, 1), grid=(-(-n // _BLOCK), grid_rows, items))
         self.softmax(scores, sums, np.int32(n), block=(_SOFTMAX_THREADS, 1, 1), grid=(items * rows, 1, 1))
-        self.weighted_values(scores, qkv_gpu, sums, out_gpu, np.int32(rows), np.int32(n), np.int32(d), stride,
-                             np.int32(as_float), block=(16, 16, 1), grid=(-(-d // _BLOCK), grid_rows, items))
+        splits = key_splits(-(-d // _BLOCK) * grid_rows * items, items, n, self.blocks_wanted)
+        keys_per_split = -(-n // splits)
+        partial = self._buffer("partial", splits * items * rows * d * 8)
+        self.weighted_values(scores, qkv_gpu, partial, np.int32(rows), np.int32(n), np.int32(d), stride,
+                             np.int32(items), np.int32(keys_per_split), block=(16, 16, 1),
+                             grid=(-(-d // _BLOCK), grid_rows, items * splits))
+        elements = items * rows * d
+        self.finish(partial, sums, out_gpu, np.int64(elements), np.int32(d), np.int32(splits), np.int32(as_float),
+                    block=(256, 1, 1), grid=(min(-(-elements // 256), 65535), 1, 1))
         out = np.empty((items, rows, d), dtype=np.float32 if as_float else np.float64)
         self.driver.memcpy_dtoh(out, out_gpu)
         return out
 
 
+def key_splits(blocks: int, items: int, n: int, wanted: int) -> int:
+    """Into how many ranges of keys the weighted values' sum is cut: enough that the launch has `wanted`
+    blocks (two a multiprocessor) where its tiles give fewer, each range at least MIN_SPLIT_KEYS long, and
+    the grid's z (items x splits) within a launch's."""
+    if blocks >= wanted:
+        return 1
+    return max(1, min(-(-wanted // blocks), n // MIN_SPLIT_KEYS, MAX_GRID_ITEMS // items))
+
+
 _availability: list[str] = []  # '' when a GPU reference can be made here, else why not (found once)
+_finding = threading.Lock()  # one_gpu_context's thread and the caller's may ask at once
 
 
 def why_not_gpu() -> str:
     """'' when this machine can make references on its GPU, else the reason (pycuda missing, no device)."""
+    with _finding:
+        return _why_not_gpu()
+
+
+def _why_not_gpu() -> str:
     if not _availability:
         try:
             import pycuda.driver as driver
@@ -150,30 +178,76 @@ def why_not_gpu() -> str:
 
 
 _cubins: dict[tuple[int, int], bytes] = {}  # the kernel built once a process, per compute capability
+_building = threading.Lock()
 
 
-_held: list[Any] = []  # the context `one_gpu_context` holds current, while it does
+@dataclass
+class _Session:
+    """`one_gpu_context`'s context: being started beside the caller (`ready`: the context, None where no GPU
+    reference can be made here), then current on the caller's thread once a reference needs it."""
+
+    ready: Future
+    pushed: bool = False
+
+
+_held: list[_Session] = []  # the session of `one_gpu_context`, while it holds one
 
 
 @contextmanager
 def one_gpu_context() -> Iterator[None]:
-    """References made inside share one GPU context, current on this thread and let go at the end: each made
-    alone starts and ends its own (0.2 s each on an H200). For a caller that runs nothing on the GPU
-    meanwhile: a program judged inside would find the GPU held."""
-    if _held or why_not_gpu():
+    """References made inside share one GPU context, let go at the end: each made alone starts and ends its own
+    (0.2 s each on an H200). CUDA's start (the driver, the context, the kernel's build) begins at once on a
+    thread of its own, beside what the caller does before its first reference (drawing the first input). For a
+    caller that runs nothing on the GPU meanwhile: a program judged inside would find the GPU held."""
+    if _held:
         yield
+        return
+    with ThreadPoolExecutor(1) as starting:
+        session = _Session(starting.submit(_started))
+        _held.append(session)
+        try:
+            yield
+        finally:
+            _held.clear()
+            _let_go(session)
+
+
+def _started() -> Any:
+    """The primary context of device 0 retained and the kernel built for it, off the caller's thread; None where
+    no GPU reference can be made here."""
+    if why_not_gpu():
+        return None
+    import pycuda.driver as driver
+
+    device = driver.Device(0)
+    _kernel(device)
+    return device.retain_primary_context()
+
+
+def _let_go(session: _Session) -> None:
+    try:
+        context = session.ready.result()
+    except Exception:  # noqa: BLE001 - it never started: nothing to let go (its reference fell back to the CPU)
+        return
+    if context is None:
         return
     import pycuda.driver as driver
 
-    context = driver.Device(0).retain_primary_context()
-    context.push()
-    _held.append(context)
-    try:
-        yield
-    finally:
-        _held.clear()
+    if session.pushed:
         driver.Context.pop()
-        context.detach()
+    context.detach()
+
+
+def _kernel(device: Any) -> bytes:
+    """cuda/reference_float64.cu built once a process for the device's compute capability."""
+    from pycuda.compiler import compile as compile_cuda
+
+    capability = device.compute_capability()
+    with _building:
+        if capability not in _cubins:
+            source = (kernel_dir() / "reference_float64.cu").read_text()
+            _cubins[capability] = compile_cuda(source, options=["-O3"], no_extern_c=True)
+    return _cubins[capability]
 
 
 def gpu_reference_output(testcase: Testcase, progress: Progress | None = None, dtype: type = np.float64,
@@ -182,19 +256,20 @@ def gpu_reference_output(testcase: Testcase, progress: Progress | None = None, d
     primary context, released when done (its module unloaded first) unless `one_gpu_context` holds it.
     Raises what pycuda raises when it cannot (compile, memory)."""
     import pycuda.driver as driver
-    from pycuda.compiler import compile as compile_cuda
 
     driver.init()
     device = driver.Device(0)
-    context = None if _held else device.retain_primary_context()
-    if context is not None:
+    context = None
+    session = _held[0] if _held else None
+    held = session.ready.result() if session is not None else None
+    if held is not None and not session.pushed:
+        held.push()
+        session.pushed = True
+    if held is None:
+        context = device.retain_primary_context()
         context.push()
     try:
-        capability = device.compute_capability()
-        if capability not in _cubins:
-            source = (kernel_dir() / "reference_float64.cu").read_text()
-            _cubins[capability] = compile_cuda(source, options=["-O3"], no_extern_c=True)
-        module = driver.module_from_buffer(_cubins[capability])
+        module = driver.module_from_buffer(_kernel(device))
         engine = PycudaAttention(driver, module)
         try:
             return chunked_reference(testcase, engine, progress, dtype, score_bytes)

@@ -163,7 +163,45 @@ def test_references_made_in_one_held_context_are_the_same_and_the_context_is_let
     assert driver.Context.get_current() is None
 
 
-def test_without_a_gpu_one_held_context_holds_nothing(monkeypatch):
+def test_without_a_gpu_one_held_context_holds_nothing_and_the_reference_is_the_cpus(monkeypatch, rng):
     monkeypatch.setattr(gpu_reference, "_availability", ["no CUDA GPU is present"])
+    monkeypatch.setattr(gpu_reference, "gpu_reference_output", lambda *a, **k: pytest.fail("no GPU here"))
+    testcase = Testcase(rng.uniform(-3, 3, size=(2, 3, 40, 8)).astype(np.float32))
     with gpu_reference.one_gpu_context():
-        assert gpu_reference._held == []
+        (session,) = gpu_reference._held
+        assert session.ready.result() is None
+        found = gpu_reference.float64_reference(testcase, dtype=np.float32)
+    assert gpu_reference._held == [] and np.array_equal(found, reference_output(testcase, dtype=np.float32))
+
+
+def test_a_gpu_start_that_fails_beside_the_caller_leaves_the_reference_to_the_cpu(monkeypatch, rng):
+    """The context and the kernel's build start on a thread of their own: a build that fails there (no nvcc) is
+    the GPU reference failing, said once, and the CPU makes it."""
+    monkeypatch.setattr(gpu_reference, "_availability", [""])
+
+    def no_nvcc():
+        raise OSError("nvcc not found")
+
+    monkeypatch.setattr(gpu_reference, "_started", no_nvcc)
+    testcase = Testcase(rng.uniform(-3, 3, size=(1, 3, 20, 4)).astype(np.float32))
+    import sys
+    import types
+
+    driver = types.SimpleNamespace(init=lambda: None, Device=lambda n: None)
+    monkeypatch.setitem(sys.modules, "pycuda", types.SimpleNamespace(driver=driver))
+    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
+    with gpu_reference.one_gpu_context():
+        found = gpu_reference.float64_reference(testcase, dtype=np.float32)
+    assert np.array_equal(found, reference_output(testcase, dtype=np.float32))
+    assert gpu_reference.why_not_gpu() == "the GPU reference failed (OSError: nvcc not found)"
+
+
+@pytest.mark.parametrize("blocks, items, n, splits", [
+    (528, 16, 2048, 1),  # t22's chunk: 16 items of 32 row tiles
+    (32, 1, 32768, 9),  # t29's slab: 32 tiles, 264 blocks wanted
+    (1, 1, 3000, 2),  # a short row: at least 1024 keys a split
+    (1, 1, 100, 1),
+    (2, 60000, 1 << 20, 1),  # the grid's z holds items x splits
+])
+def test_the_weighted_values_split_their_keys_only_where_the_tiles_give_too_few_blocks(blocks, items, n, splits):
+    assert gpu_reference.key_splits(blocks, items, n, 264) == splits

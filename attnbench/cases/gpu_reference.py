@@ -183,11 +183,12 @@ _building = threading.Lock()
 
 @dataclass
 class _Session:
-    """`one_gpu_context`'s context: being started beside the caller (`ready`: the context, None where no GPU
-    reference can be made here), then current on the caller's thread once a reference needs it."""
+    """`one_gpu_context`'s: CUDA's start begun beside the caller (`ready`: True once the driver is up and the kernel
+    built, False where no GPU reference can be made here), then the context its references share, retained and
+    made current on the caller's thread by the first of them (pycuda keeps a thread's own stack of contexts)."""
 
     ready: Future
-    pushed: bool = False
+    context: Any = None
 
 
 _held: list[_Session] = []  # the session of `one_gpu_context`, while it holds one
@@ -196,9 +197,9 @@ _held: list[_Session] = []  # the session of `one_gpu_context`, while it holds o
 @contextmanager
 def one_gpu_context() -> Iterator[None]:
     """References made inside share one GPU context, let go at the end: each made alone starts and ends its own
-    (0.2 s each on an H200). CUDA's start (the driver, the context, the kernel's build) begins at once on a
-    thread of its own, beside what the caller does before its first reference (drawing the first input). For a
-    caller that runs nothing on the GPU meanwhile: a program judged inside would find the GPU held."""
+    (0.2 s each on an H200). The driver's start and the kernel's build begin at once on a thread of their own,
+    beside what the caller does before its first reference (drawing the first input). For a caller that runs
+    nothing on the GPU meanwhile: a program judged inside would find the GPU held."""
     if _held:
         yield
         return
@@ -209,44 +210,35 @@ def one_gpu_context() -> Iterator[None]:
             yield
         finally:
             _held.clear()
-            _let_go(session)
+            if session.context is not None:
+                import pycuda.driver as driver
+
+                driver.Context.pop()
+                session.context.detach()
 
 
-def _started() -> Any:
-    """The primary context of device 0 retained and the kernel built for it, off the caller's thread; None where
-    no GPU reference can be made here."""
+def _started() -> bool:
+    """The driver started and the kernel built for device 0, off the caller's thread; False where no GPU
+    reference can be made here."""
     if why_not_gpu():
-        return None
+        return False
     import pycuda.driver as driver
 
-    device = driver.Device(0)
-    _kernel(device)
-    return device.retain_primary_context()
-
-
-def _let_go(session: _Session) -> None:
-    try:
-        context = session.ready.result()
-    except Exception:  # noqa: BLE001 - it never started: nothing to let go (its reference fell back to the CPU)
-        return
-    if context is None:
-        return
-    import pycuda.driver as driver
-
-    if session.pushed:
-        driver.Context.pop()
-    context.detach()
+    _kernel(driver.Device(0))
+    return True
 
 
 def _kernel(device: Any) -> bytes:
-    """cuda/reference_float64.cu built once a process for the device's compute capability."""
+    """cuda/reference_float64.cu built once a process for the device's compute capability (named, so that the
+    build needs no context: it may run on a thread that has none)."""
     from pycuda.compiler import compile as compile_cuda
 
     capability = device.compute_capability()
     with _building:
         if capability not in _cubins:
             source = (kernel_dir() / "reference_float64.cu").read_text()
-            _cubins[capability] = compile_cuda(source, options=["-O3"], no_extern_c=True)
+            _cubins[capability] = compile_cuda(source, options=["-O3"], no_extern_c=True,
+                                               arch="sm_%d%d" % capability)
     return _cubins[capability]
 
 
@@ -257,17 +249,18 @@ def gpu_reference_output(testcase: Testcase, progress: Progress | None = None, d
     Raises what pycuda raises when it cannot (compile, memory)."""
     import pycuda.driver as driver
 
+    session = _held[0] if _held else None
+    if session is not None:
+        session.ready.result()  # raises what the build raised
     driver.init()
     device = driver.Device(0)
     context = None
-    session = _held[0] if _held else None
-    held = session.ready.result() if session is not None else None
-    if held is not None and not session.pushed:
-        held.push()
-        session.pushed = True
-    if held is None:
+    if session is None:
         context = device.retain_primary_context()
         context.push()
+    elif session.context is None:
+        session.context = device.retain_primary_context()
+        session.context.push()
     try:
         module = driver.module_from_buffer(_kernel(device))
         engine = PycudaAttention(driver, module)

@@ -169,7 +169,7 @@ def test_without_a_gpu_one_held_context_holds_nothing_and_the_reference_is_the_c
     testcase = Testcase(rng.uniform(-3, 3, size=(2, 3, 40, 8)).astype(np.float32))
     with gpu_reference.one_gpu_context():
         (session,) = gpu_reference._held
-        assert session.ready.result() is None
+        assert session.ready.result() is False
         found = gpu_reference.float64_reference(testcase, dtype=np.float32)
     assert gpu_reference._held == [] and np.array_equal(found, reference_output(testcase, dtype=np.float32))
 

@@ -94,8 +94,8 @@ def compare(
     one worker process each; `executor="slurm"` over Slurm jobs (see `SlurmOptions`). `sandbox` confines
     `exe:` programs as the judge does: "auto" (the sandbox where bwrap works, else one notice that they run
     without it), "required" (SandboxUnavailable, exit 3, when none can be made) or "none". `listener` hears
-    the run's `Progress` events ("start", "started", "cell" with the cell and its work, a job's "bar"s),
-    whichever executor runs it."""
+    the run's typed events (`results.matrix_events`: the run begun, each cell started and finished with its
+    work, a job's bars), whichever executor runs it."""
     from attnbench.backends.program import program_confinement
 
     if sandbox not in SANDBOX_MODES:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from attnbench.judge.class_work import SandboxMissing
 from attnbench.judge.classroom import ClassSettings, built_submission
 from attnbench.judge.phases import phase
 from attnbench.judge.submissions import Built, Submission
@@ -30,7 +31,7 @@ from attnbench.sandbox.reaper import descendants
 from attnbench.sandbox.room import SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.devices import Device
-from attnbench.spread.executor import Emit, Progress
+from attnbench.spread.executor import Emit, ExecutorEvent, JobTold
 from attnbench.spread.pool import GpuPool
 
 
@@ -41,6 +42,13 @@ def build_workers(cores: Sequence[int], builds: int) -> int:
 
 def _stopped(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
+
+
+@dataclass(frozen=True)
+class BuildEnded:
+    """A submission's build ended, built or not (a build's own event, from its worker)."""
+
+    built: Built
 
 
 @dataclass(frozen=True)
@@ -63,9 +71,9 @@ class ClassBuildWork:
 
     def run(self, job: Submission, state: None, emit: Emit) -> None:
         try:
-            emit("built", built_submission(job, self.build_root, self.settings))
+            emit(BuildEnded(built_submission(job, self.build_root, self.settings)))
         except SandboxUnavailable as exc:  # --sandbox required, unmet: the class's end, raised in the parent
-            emit("unbuildable", str(exc))
+            emit(SandboxMissing(str(exc)))
         return None
 
 
@@ -80,12 +88,13 @@ def build_all(submissions: Sequence[Submission], build_root: Path, settings: Cla
             return [_heard(built_submission(submission, build_root, settings), on_built) for submission in submissions]
         done: dict[int, Built] = {}
 
-        def hear(event: Progress) -> None:
-            if event.what == "built" and event.job is not None:
-                done[event.job] = event.payload
-                on_built()
-            elif event.what == "unbuildable":
-                raise SandboxUnavailable(event.payload)
+        def hear(event: ExecutorEvent) -> None:
+            match event:
+                case JobTold(job=i, event=BuildEnded(built=built)):
+                    done[i] = built
+                    on_built()
+                case JobTold(event=SandboxMissing(why=why)):
+                    raise SandboxUnavailable(why)
 
         work = ClassBuildWork(settings, build_root, tuple(cores))
         before = set(descendants(os.getpid()))

@@ -40,14 +40,13 @@ from attnbench.judge.classroom import (
     failure_text,
     lose_round,
     new_board,
-    record_seeds,
     row_of,
     stopped,
     to_diagnose,
 )
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.cases.gpu_reference import one_gpu_context
-from attnbench.judge.fresh_inputs import release
+from attnbench.judge.fresh_inputs import record_seeds, release
 from attnbench.judge.gpu_needed import not_judged_here
 from attnbench.judge.phases import phase
 from attnbench.printable import counted

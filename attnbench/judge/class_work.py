@@ -35,7 +35,7 @@ from attnbench.results.scoreboard import CaseEntry, SubmissionRow
 from attnbench.sandbox.room import SandboxUnavailable
 from attnbench.sandbox.staging import reborn_program
 from attnbench.spread.devices import STAND_IN_NAME, Device, cuda_visible
-from attnbench.spread.executor import Emit, Executor, Progress
+from attnbench.spread.executor import Emit, Executor, ExecutorEvent, JobDied, JobNotRun, JobTold
 
 
 def affinity() -> set[int]:
@@ -64,6 +64,47 @@ def pin(cores: Sequence[int]) -> None:
         os.sched_setaffinity(0, set(cores))
     except (AttributeError, OSError):  # no affinity here (not Linux), or cores the cgroup forbids: unpinned
         pass
+
+
+# -- what a class's job tells, from its worker (plain data: they cross to the parent as they are) ----
+@dataclass(frozen=True)
+class RunStarted:
+    """The job began: a worker that dies from now on died on this case."""
+
+
+@dataclass(frozen=True)
+class RowWarmedUp:
+    """The row's warm-up ran on this worker, right before its runs of the round."""
+
+    warm_up: WarmedUp
+
+
+@dataclass(frozen=True)
+class EntryMade:
+    """The case judged: its entry, naming the device that ran it."""
+
+    entry: CaseEntry
+
+
+@dataclass(frozen=True)
+class InputNotDrawn:
+    """The worker could not make the case's input (its disk, say): no run's fault."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class SandboxMissing:
+    """--sandbox required and none could be made: the class's end, raised in the parent."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class Diagnosed:
+    """--diagnose's note on the case: the tool's word, or why it did not run."""
+
+    note: str
 
 
 # -- in a worker ------------------------------------------------------------------------------------
@@ -112,29 +153,29 @@ class ClassCaseWork:
         return {"device": name}, None
 
     def run(self, job: CaseJob, state: dict[str, object], emit: Emit) -> None:
-        emit("started", None)  # so that a worker that dies is known to have died on this case
+        emit(RunStarted())  # so that a worker that dies is known to have died on this case
         try:
             if job.diagnose:
-                emit("diagnosed", diagnosed(job.program, _case(state, job.case), self.settings))
+                emit(Diagnosed(diagnosed(job.program, _case(state, job.case), self.settings)))
                 return None
             if job.warm_up is not None:  # the row's first job of the round, on this worker: its warm-up, right before
                 self._warm_up(job, state, emit)  # its runs, between two renewals of its program
             try:
                 case = _case(state, job.case)
             except Exception as exc:  # noqa: BLE001 - the judge could not make the input (its disk, say): no run's fault
-                emit("not_drawn", failure_text(exc))
+                emit(InputNotDrawn(failure_text(exc)))
                 return None
             entry = judge_entry(job.program, case, self.settings, job.cache)
         except SandboxUnavailable as exc:
-            emit("unjudgeable", str(exc))
+            emit(SandboxMissing(str(exc)))
             return None
         except Exception as exc:  # noqa: BLE001 - one bad case is that entry's error, never the class's end
             if job.diagnose:
-                emit("diagnosed", f"--diagnose could not run: {failure_text(exc)}")
+                emit(Diagnosed(f"--diagnose could not run: {failure_text(exc)}"))
                 return None
             entry = CaseEntry(JUDGE_ERROR, failure_text(exc))
         entry.device = str(state["device"])
-        emit("entry", entry)
+        emit(EntryMade(entry))
         return None
 
     def _warm_up(self, job: CaseJob, state: dict[str, object], emit: Emit) -> None:
@@ -149,11 +190,12 @@ class ClassCaseWork:
         for case in job.round_cases:
             try:
                 _case(state, case)
-            except Exception:  # noqa: BLE001 - its own job makes it again and says why it could not (not_drawn)
+            except Exception:  # noqa: BLE001 - its own job makes it again and says why it could not (InputNotDrawn)
                 break
         reborn_program(job.program)
         if job.cache is not None:
-            emit("warmed", warm_up_entry(job.program, job.warm_up.shape, job.warm_up.label, self.settings, job.cache))
+            emit(RowWarmedUp(warm_up_entry(job.program, job.warm_up.shape, job.warm_up.label, self.settings,
+                                           job.cache)))
         reborn_program(job.program)
 
 
@@ -188,33 +230,34 @@ def judge_jobs(pool: Executor, jobs: list[CaseJob], on_done: OnEntry, on_warm_up
     if clock is not None:
         clock.new_batch()
 
-    def hear(event: Progress) -> None:
-        if event.job is None:
+    def hear(event: ExecutorEvent) -> None:
+        if not isinstance(event, (JobTold, JobDied, JobNotRun)):
             return
-        name, bench_input = jobs[event.job].submission, jobs[event.job].case
-        if event.what == "warmed":
-            on_warm_up(name, event.payload)
-        elif event.what == "started" and clock is not None:
-            clock.job_started(event.job)
-        elif event.what == "entry":
-            on_done(name, bench_input.label, event.payload)
-        elif event.what == "unjudgeable":
-            raise SandboxUnavailable(event.payload)
-        elif event.what == "died":  # no device finished it, so none is named (the row's GPU kind ignores it)
-            where = event.device.label if event.device else "its device"
-            on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, failure_text(
-                RuntimeError(f"the worker on {where} died ({event.payload})"))))
-        elif event.what == "not_drawn":
-            if on_not_drawn is not None:
-                on_not_drawn(name, str(event.payload))
-            else:
-                on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, str(event.payload)))
-        elif event.what == "not_run":
-            on_done(name, bench_input.label, CaseEntry(JUDGE_ERROR, str(event.payload)))
-            if clock is not None:
-                clock.job_dropped(bench_input.label)
-        if event.what in ("entry", "died", "not_drawn") and clock is not None:
-            clock.job_ended(event.job, bench_input.label)
+        name, label = jobs[event.job].submission, jobs[event.job].case.label
+        match event:
+            case JobTold(event=RowWarmedUp(warm_up=warm_up)):
+                on_warm_up(name, warm_up)
+            case JobTold(event=RunStarted()) if clock is not None:
+                clock.job_started(event.job)
+            case JobTold(event=EntryMade(entry=entry)):
+                on_done(name, label, entry)
+            case JobTold(event=SandboxMissing(why=why)):
+                raise SandboxUnavailable(why)
+            case JobDied(device=device, how=how):  # no device finished it: none named (the row's GPU kind ignores it)
+                where = device.label if device else "its device"
+                on_done(name, label, CaseEntry(JUDGE_ERROR, failure_text(
+                    RuntimeError(f"the worker on {where} died ({how})"))))
+            case JobTold(event=InputNotDrawn(why=why)) if on_not_drawn is not None:
+                on_not_drawn(name, why)
+            case JobTold(event=InputNotDrawn(why=why)):
+                on_done(name, label, CaseEntry(JUDGE_ERROR, why))
+            case JobNotRun(why=why):
+                on_done(name, label, CaseEntry(JUDGE_ERROR, why))
+                if clock is not None:
+                    clock.job_dropped(label)
+        match event:
+            case JobTold(event=EntryMade() | InputNotDrawn()) | JobDied() if clock is not None:
+                clock.job_ended(event.job, label)
 
     pool.run(jobs, hear)
 
@@ -223,16 +266,14 @@ def diagnose_jobs(pool: Executor, jobs: list[CaseJob], on_diagnosis: OnEntry) ->
     """Run --diagnose jobs (`CaseJob.diagnose`); `on_diagnosis` hears each one's note for its row's case: the
     tool's word, or why it did not run."""
 
-    def hear(event: Progress) -> None:
-        if event.job is None:
-            return
-        job = jobs[event.job]
-        if event.what == "diagnosed":
-            on_diagnosis(job.submission, job.case.label, event.payload)
-        elif event.what == "unjudgeable":
-            raise SandboxUnavailable(event.payload)
-        elif event.what in ("died", "not_run"):
-            on_diagnosis(job.submission, job.case.label, f"--diagnose could not run: {printable(str(event.payload))}")
+    def hear(event: ExecutorEvent) -> None:
+        match event:
+            case JobTold(job=i, event=Diagnosed(note=note)):
+                on_diagnosis(jobs[i].submission, jobs[i].case.label, note)
+            case JobTold(event=SandboxMissing(why=why)):
+                raise SandboxUnavailable(why)
+            case JobDied(job=i, how=why) | JobNotRun(job=i, why=why):
+                on_diagnosis(jobs[i].submission, jobs[i].case.label, f"--diagnose could not run: {printable(why)}")
 
     pool.run(jobs, hear)
 

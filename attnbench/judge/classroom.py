@@ -33,7 +33,7 @@ from attnbench.judge.course_judge import (
 )
 from attnbench.judge.diagnose import DIAGNOSED, diagnosis
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
-from attnbench.judge.fresh_inputs import draw, seeds_of
+from attnbench.judge.fresh_inputs import draw
 from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.course_build import BuildRules
 from attnbench.judge.phases import phase
@@ -345,10 +345,3 @@ def new_board(inputs: Sequence[BenchInput], settings: ClassSettings, metadata: d
                           if settings.records_kernels else {}),
                        "confinement": confined.to_dict() if confined else None,
                        "confinement_warning": confined.warning() if confined else None})
-
-
-def record_seeds(board: Scoreboard, run: str, inputs: Sequence[BenchInput]) -> None:
-    """Save the seeds of a run's fresh inputs with the scoreboard ("first", "rerun 2", ...)."""
-    seeds = seeds_of(inputs)
-    if seeds:
-        board.settings.setdefault("seeds", {})[run] = seeds

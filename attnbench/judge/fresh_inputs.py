@@ -7,9 +7,10 @@ input keeps the case's name, its shape and the suite's distribution (values unif
 generator the suite uses), and takes its values from `secrets.randbits(128)`; its float64 reference
 (rounded to float32, as the suite stores references) is computed by the judge, on the judging GPU where
 there is one (attnbench.cases.gpu_reference: t29 takes 26 s on 16 CPU cores). The seeds are saved with
-the results, so staff can rebuild any run's inputs, and no program ever sees them: a run gets a copy of
-its input, in a folder only the judge can read until it is copied, or (as root in the box) the input written
-straight into the tmpfs its run binds read-only (attnbench.sandbox.staged_inputs). Each rerun draws again.
+the results (`seeds_of`; a class's, each round's, on its scoreboard: `record_seeds`), so staff can rebuild any
+run's inputs, and no program ever sees them: a run gets a copy of its input, in a folder only the judge can
+read until it is copied, or (as root in the box) the input written straight into the tmpfs its run binds
+read-only (attnbench.sandbox.staged_inputs). Each rerun draws again.
 
 A user's input file (`--cases my.in`) has no distribution to draw from: it is judged as it is.
 """
@@ -36,6 +37,7 @@ from attnbench.cases.inputs import (
     sha256_of_testcase,
 )
 from attnbench.cases.testcase import Shape, Testcase, write_testcase
+from attnbench.results.scoreboard import Scoreboard
 from attnbench.sandbox.owned_folders import make_owned, remove_stale
 from attnbench.sandbox.staging import remove_tree
 
@@ -96,6 +98,13 @@ def draw(inputs: Sequence[BenchInput]) -> list[BenchInput]:
 
 def seeds_of(inputs: Sequence[BenchInput]) -> dict[str, str]:
     return {i.label: seed_text(i.seed) for i in inputs if isinstance(i, FreshInput)}
+
+
+def record_seeds(board: Scoreboard, run: str, inputs: Sequence[BenchInput]) -> None:
+    """Save the seeds of a run's fresh inputs with the scoreboard ("first", "rerun 2", ...)."""
+    seeds = seeds_of(inputs)
+    if seeds:
+        board.settings.setdefault("seeds", {})[run] = seeds
 
 
 FRESH_PREFIX = "attnbench-fresh-"

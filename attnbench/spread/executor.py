@@ -5,9 +5,9 @@ a `Work` (picklable: it travels to worker processes); how jobs are spread is an 
 this process (`InProcess`: a compare or sweep on one device, a class on one worker, and a Slurm node's
 share), over this host's GPUs (`pool.GpuPool`),
 or over Slurm jobs (`slurm.SlurmExecutor`, whose jobs are keyed calls, so a resume finds them).
-Whatever runs them, what the caller hears is one stream of `Progress` events, so one listener shape
-serves every executor. Which executor a run gets is data (`EXECUTORS`), checked in one place
-(`choose_executor`).
+Whatever runs them, what the caller hears is one stream of typed events (`DeviceReady`, `JobTold`, `JobDone`,
+...: one frozen dataclass each, a job's own events inside `JobTold`), so one listener serves every executor.
+Which executor a run gets is data (`EXECUTORS`), checked in one place (`choose_executor`).
 """
 
 from __future__ import annotations
@@ -19,26 +19,84 @@ from attnbench.errors import AttnbenchError, UsageError
 from attnbench.spread.devices import Device
 
 
+# -- what an executor tells its listener: one frozen dataclass per thing that happened ------------------
+# `job` is the job's index in the list `run` was given; `device` the device that ran it (None where the executor
+# does not know it: Slurm's nodes). They cross process boundaries (a pool's pipes, Slurm's pickles) as they are.
 @dataclass(frozen=True)
-class Progress:
-    """One thing that happened while jobs ran.
+class DeviceReady:
+    """A worker opened its device; `about` is what `Work.open` said of it."""
 
-    `what` is the executor's word ("ready", "unusable", "done", "died", "not_run", "device_lost",
-    "note") or the work's own ("info", "started", "cell", "entry", ...), or what a run tells its caller
-    (a judge's "judged", or a class's: `attnbench.judge.classroom` lists them); `job` is the job's index in
-    the list `run` was given (None for a device's or the run's own events)."""
-
-    what: str
-    job: int | None = None
-    device: Device | None = None
-    payload: Any = None
+    device: Device | None
+    about: Any
 
 
-Listener = Callable[[Progress], None]
-Emit = Callable[[str, Any], None]  # a job's own events: (what, payload)
+@dataclass(frozen=True)
+class DeviceUnusable:
+    """A worker could not open its device (`Work.open` raised)."""
+
+    device: Device | None
+    why: str
 
 
-def quiet_listener(event: Progress) -> None:
+@dataclass(frozen=True)
+class DeviceLost:
+    """A job lost its device: the worker runs no more jobs there."""
+
+    device: Device | None
+    why: str
+
+
+@dataclass(frozen=True)
+class WorkerNote:
+    """Something the executor says of its workers (one died and another starts)."""
+
+    device: Device | None
+    text: str
+
+
+@dataclass(frozen=True)
+class JobTold:
+    """One of a job's own events (`event`: a dataclass of the work's, as `Work.run` emitted it)."""
+
+    job: int
+    device: Device | None
+    event: Any
+
+
+@dataclass(frozen=True)
+class JobDone:
+    """A job ended; `lost` says why its device is lost, or is None."""
+
+    job: int
+    device: Device | None
+    lost: str | None = None
+
+
+@dataclass(frozen=True)
+class JobDied:
+    """A job's worker died while it ran (`how`: its exit code or signal)."""
+
+    job: int
+    device: Device | None
+    how: str
+
+
+@dataclass(frozen=True)
+class JobNotRun:
+    """A job no device ran, and why."""
+
+    job: int
+    device: Device | None
+    why: str
+
+
+JobEvent = JobTold | JobDone | JobDied | JobNotRun  # those of one job: `job` names it
+ExecutorEvent = DeviceReady | DeviceUnusable | DeviceLost | WorkerNote | JobEvent
+Listener = Callable[[ExecutorEvent], None]
+Emit = Callable[[Any], None]  # a job's own events, each a dataclass of its work's
+
+
+def quiet_listener(event: object) -> None:
     """A listener that hears nothing."""
 
 
@@ -46,8 +104,8 @@ class Work(Protocol):
     """What every job of a run does; sent whole (pickled) to each worker that runs them."""
 
     def open(self, device: Device, workers: int) -> tuple[Any, Any]:
-        """In the worker, once: get `device` ready; returns (state for `run`, what the "ready" event carries).
-        Raises AttnbenchError when the device cannot be used (an "unusable" event)."""
+        """In the worker, once: get `device` ready; returns (state for `run`, what `DeviceReady` carries).
+        Raises AttnbenchError when the device cannot be used (`DeviceUnusable`)."""
         ...
 
     def run(self, job: Any, state: Any, emit: Emit) -> str | None:
@@ -73,20 +131,20 @@ class InProcess:
         try:
             state, about = self.work.open(self.device, 1)
         except AttnbenchError as exc:
-            listener(Progress("unusable", None, self.device, str(exc)))
+            listener(DeviceUnusable(self.device, str(exc)))
             for i in range(len(jobs)):
-                listener(Progress("not_run", i, self.device, f"not run: {self.device.label} could not start ({exc})"))
+                listener(JobNotRun(i, self.device, f"not run: {self.device.label} could not start ({exc})"))
             return
-        listener(Progress("ready", None, self.device, about))
+        listener(DeviceReady(self.device, about))
         lost: str | None = None
         for i, job in enumerate(jobs):
             if lost is not None:
-                listener(Progress("not_run", i, self.device, f"not run: {lost}"))
+                listener(JobNotRun(i, self.device, f"not run: {lost}"))
                 continue
-            lost = self.work.run(job, state, lambda what, payload, i=i: listener(Progress(what, i, self.device, payload)))
-            listener(Progress("done", i, self.device, lost))
+            lost = self.work.run(job, state, lambda event, i=i: listener(JobTold(i, self.device, event)))
+            listener(JobDone(i, self.device, lost))
             if lost is not None:
-                listener(Progress("device_lost", None, self.device, lost))
+                listener(DeviceLost(self.device, lost))
 
 
 # -- the list of executors --------------------------------------------------------------------------

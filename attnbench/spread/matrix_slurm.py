@@ -19,13 +19,25 @@ from typing import Any, Callable
 from attnbench.bench.matrix import cell_work
 from attnbench.cases.inputs import BenchInput, CaseInfo
 from attnbench.kernels.variant import Variant
+from attnbench.results.matrix_events import CellFinished, MatrixBegun
 from attnbench.results.resultset import ERROR, Cell
 from attnbench.spread.cellgroups import CellPlan, GroupReport, node_input, report_not_run
 from attnbench.spread.cellgroups import group_seconds as cells_seconds
 from attnbench.spread.devices import Device
-from attnbench.spread.executor import InProcess, Listener, Progress, quiet_listener
+from attnbench.spread.executor import (
+    DeviceReady,
+    DeviceUnusable,
+    ExecutorEvent,
+    InProcess,
+    JobNotRun,
+    JobTold,
+    quiet_listener,
+)
 from attnbench.spread.slurm import (
+    JobResult,
+    JobsSubmitted,
     SlurmExecutor,
+    SlurmListener,
     SlurmOptions,
     folders_to_make,
     load_record,
@@ -34,7 +46,14 @@ from attnbench.spread.slurm import (
     result_file,
     save_record,
 )
-from attnbench.spread.workers import CaseGroupWork, DeviceSummary, MatrixInterrupted
+from attnbench.spread.workers import (
+    CaseGroupWork,
+    CaseLoaded,
+    CellMeasured,
+    DeviceSummary,
+    MatrixInterrupted,
+    MatrixListener,
+)
 
 RUN_FILE = "attnbench-run.pkl"
 
@@ -102,20 +121,21 @@ def run_job(plan: CellPlan, inputs: list[BenchInput]) -> dict[str, Any]:
     groups: list[dict[str, Any]] = [{"label": b.label, "info": {}, "cells": []} for b in inputs]
     found: dict[str, Any] = {}
 
-    def hear(event: Progress) -> None:
-        if event.what == "ready":
-            found["facts"], found["arch"], found["torch_versions"] = event.payload
-        elif event.what == "unusable":
-            found["error"] = f"{socket.gethostname()}: {event.payload}"
-        elif event.what in ("info", "cell", "not_run"):
-            group = groups[event.job]
-            report = GroupReport(info=group["info"].update, finished=group["cells"].append)
-            if event.what == "info":
-                report.info(event.payload)
-            elif event.what == "cell":
-                report.finished(event.payload)
-            else:
-                report_not_run(inputs[event.job], jobs[event.job][1], event.payload, report)
+    def report(job: int) -> GroupReport:
+        return GroupReport(info=groups[job]["info"].update, finished=groups[job]["cells"].append)
+
+    def hear(event: ExecutorEvent) -> None:
+        match event:
+            case DeviceReady(about=(facts, arch, torch_versions)):
+                found["facts"], found["arch"], found["torch_versions"] = facts, arch, torch_versions
+            case DeviceUnusable(why=why):
+                found["error"] = f"{socket.gethostname()}: {why}"
+            case JobTold(job=job, event=CaseLoaded(info=info)):
+                report(job).info(info)
+            case JobTold(job=job, event=CellMeasured(cell=cell)):
+                report(job).finished(cell)
+            case JobNotRun(job=job, why=why):
+                report_not_run(inputs[job], jobs[job][1], why, report(job))
 
     InProcess(CaseGroupWork(plan), Device(0)).run(jobs, hear)
     if "error" in found:
@@ -144,22 +164,23 @@ def submit(run: SlurmRun, which: list[int]) -> None:
     _executor(run).submit(_calls(run), which)
 
 
-def collect(run: SlurmRun, listener: Listener, sleep: Callable[[float], None] = time.sleep) -> dict[int, dict]:
+def collect(run: SlurmRun, listener: MatrixListener, sleep: Callable[[float], None] = time.sleep) -> dict[int, dict]:
     """Wait for every job's result; a job that leaves the queue without one is reported lost."""
     return _executor(run, sleep).wait(range(len(run.groups)), _hearing(run, listener, lambda note: None))
 
 
-def _hearing(run: SlurmRun, listener: Listener, notice: Callable[[str], None]) -> Listener:
+def _hearing(run: SlurmRun, listener: MatrixListener, notice: Callable[[str], None]) -> SlurmListener:
     """The matrix's listener, hearing the Slurm executor's events."""
 
-    def hear(event: Progress) -> None:
-        if event.what == "result":
-            _report(run, event.job, event.payload, listener)
-        elif event.what == "submitted" and event.payload["again"]:
-            notice(f"resubmitted {len(event.payload['keys'])} of {event.payload['of']} job(s) that had no result")
-        elif event.what == "submitted":
-            notice(f"{event.payload['of']} Slurm job(s) submitted as array {event.payload['array']}; "
-                   f"jobs folder {run.folder} (finish an interrupted run with --resume {run.folder})")
+    def hear(event: JobsSubmitted | JobResult) -> None:
+        match event:
+            case JobResult(key=j, result=result):
+                _report(run, j, result, listener)
+            case JobsSubmitted(keys=keys, of=of, again=True):
+                notice(f"resubmitted {len(keys)} of {of} job(s) that had no result")
+            case JobsSubmitted(of=of, array=array):
+                notice(f"{of} Slurm job(s) submitted as array {array}; "
+                       f"jobs folder {run.folder} (finish an interrupted run with --resume {run.folder})")
 
     return hear
 
@@ -172,11 +193,11 @@ def _job_cells(run: SlurmRun, j: int, result: dict) -> list[Cell]:
     return [Cell.from_dict(c) for group in result["groups"] for c in group["cells"]]
 
 
-def _report(run: SlurmRun, j: int, result: dict, listener: Listener) -> None:
+def _report(run: SlurmRun, j: int, result: dict, listener: MatrixListener) -> None:
     by_label = {b.label: b for b in run.inputs}
     variants = {v.name: v for v in run.plan.variants()}
     for cell in _job_cells(run, j, result):
-        listener(Progress("cell", j, None, (cell, cell_work(variants[cell.variant], by_label[cell.case]))))
+        listener(CellFinished(cell, cell_work(variants[cell.variant], by_label[cell.case])))
 
 
 def merged(run: SlurmRun, results: dict[int, dict]) -> tuple[list[CaseInfo], list[Cell], DeviceSummary]:
@@ -210,14 +231,13 @@ def merged(run: SlurmRun, results: dict[int, dict]) -> tuple[list[CaseInfo], lis
     return ordered_infos, ordered_cells, summary
 
 
-def execute(run: SlurmRun, listener: Listener | None = None,
+def execute(run: SlurmRun, listener: MatrixListener | None = None,
             notice: Callable[[str], None] = lambda note: None) -> tuple[list[CaseInfo], list[Cell], DeviceSummary]:
     """Submit a new run's jobs (or, resuming, those without a result and not queued), wait, merge."""
     listener = listener or quiet_listener
     variants = run.plan.variants()
-    listener(Progress("start", None, None, (
-        len(variants) * len(run.inputs),
-        sum(cell_work(v, i) for i in run.inputs for v in variants if v.refusal(i.shape) is None))))
+    listener(MatrixBegun(len(variants) * len(run.inputs),
+                         sum(cell_work(v, i) for i in run.inputs for v in variants if v.refusal(i.shape) is None)))
     made = folders_to_make(run.folder) if not run.job_ids else []
     if not run.job_ids:
         run.save()

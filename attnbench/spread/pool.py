@@ -10,10 +10,10 @@ With `group` (a class's: by submission), a worker that takes a job takes every p
 and runs them back to back, in the order given, before it takes another (a class warms a row up on the worker
 that runs the row's jobs, right before them).
 
-A worker that dies loses the job it was running (a "died" event; `retry` may give back the rest of
+A worker that dies loses the job it was running (a `JobDied` event; `retry` may give back the rest of
 it, which goes out again first); a new worker takes its place on the same device, up to
 MAX_RESTARTS. A worker whose device is lost (a kernel fault that ends its CUDA context) stops, and
-the device is given up. Jobs no device is left for are "not_run". Ctrl-C, or any exception the
+the device is given up. Jobs no device is left for are `JobNotRun`. Ctrl-C, or any exception the
 listener raises, stops every worker at once and is raised. Workers stay up between runs until the
 pool is closed, so a class's reruns find their cases loaded.
 """
@@ -30,7 +30,19 @@ from typing import Any, Callable, Sequence
 
 from attnbench.errors import AttnbenchError, GpuUnavailable
 from attnbench.spread.devices import Device
-from attnbench.spread.executor import Listener, Progress, Work
+from attnbench.spread.executor import (
+    DeviceLost,
+    DeviceReady,
+    DeviceUnusable,
+    ExecutorEvent,
+    JobDied,
+    JobDone,
+    JobNotRun,
+    JobTold,
+    Listener,
+    Work,
+    WorkerNote,
+)
 
 MAX_RESTARTS = 3  # a device whose worker dies more often than this is given up
 POLL_S = 0.2
@@ -43,16 +55,16 @@ def worker_main(work: Work, device: Device, inbox: Any, outbox: Any, workers: in
     try:
         state, about = work.open(device, workers)
     except AttnbenchError as exc:
-        outbox.send(Progress("unusable", None, device, str(exc)))
+        outbox.send(DeviceUnusable(device, str(exc)))
         return
-    outbox.send(Progress("ready", None, device, about))
+    outbox.send(DeviceReady(device, about))
     while True:
         task = inbox.get()
         if task is None:
             return
         i, job = task
-        lost = work.run(job, state, lambda what, payload: outbox.send(Progress(what, i, device, payload)))
-        outbox.send(Progress("done", i, device, lost))
+        lost = work.run(job, state, lambda event: outbox.send(JobTold(i, device, event)))
+        outbox.send(JobDone(i, device, lost))
         if lost is not None:  # its results are all sent; a lost device must not run again
             return
 
@@ -119,35 +131,32 @@ class GpuPool:
             if all(s.retired for s in self.slots.values()):
                 why = "not run: no device is left (" + "; ".join(self.unusable) + ")"
                 while self.pending:
-                    self.listener(Progress("not_run", self.pending.popleft(), None, why))
+                    self.listener(JobNotRun(self.pending.popleft(), None, why))
                 return
             self._receive(POLL_S)
             if time.monotonic() - self._checked > POLL_S:  # also while messages keep coming
                 self._checked = time.monotonic()
                 self._check_deaths()
 
-    def _handle(self, event: Progress) -> None:
+    def _handle(self, event: ExecutorEvent) -> None:
         assert event.device is not None
         slot = self.slots[event.device.index]
-        if event.what == "ready":
-            slot.ready = self.opened = True
-            self.listener(event)
-            self._dispatch(slot)
-        elif event.what == "unusable":
-            self.unusable.append(f"{slot.device.label}: {event.payload}")
-            self.listener(event)
-            self._retire(slot, f"not run: {slot.device.label} could not start ({event.payload})")
-        elif event.what == "done":
-            slot.job = None
-            self.listener(event)
-            if event.payload is not None:
-                self.unusable.append(f"{slot.device.label}: {event.payload}")
-                self.listener(Progress("device_lost", None, slot.device, event.payload))
-                self._retire(slot, f"not run: {slot.device.label}: {event.payload}")
-            else:
+        self.listener(event)
+        match event:
+            case DeviceReady():
+                slot.ready = self.opened = True
                 self._dispatch(slot)
-        else:
-            self.listener(event)
+            case DeviceUnusable(why=why):
+                self.unusable.append(f"{slot.device.label}: {why}")
+                self._retire(slot, f"not run: {slot.device.label} could not start ({why})")
+            case JobDone(lost=None):
+                slot.job = None
+                self._dispatch(slot)
+            case JobDone(lost=lost):
+                slot.job = None
+                self.unusable.append(f"{slot.device.label}: {lost}")
+                self.listener(DeviceLost(slot.device, lost))
+                self._retire(slot, f"not run: {slot.device.label}: {lost}")
 
     # -- workers -----------------------------------------------------------------------------------
     def _spawn(self, slot: _Slot) -> None:
@@ -189,7 +198,7 @@ class GpuPool:
             code = slot.process.exitcode
             how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
             if slot.job is not None:
-                self.listener(Progress("died", slot.job, slot.device, how))
+                self.listener(JobDied(slot.job, slot.device, how))
                 rest = self.retry(slot.job, self.jobs[slot.job])
                 if rest is None:
                     slot.job = None
@@ -200,8 +209,8 @@ class GpuPool:
                 self.unusable.append(f"{slot.device.label}: its worker died {slot.restarts} times")
                 self._retire(slot, f"not run: the worker on {slot.device.label} died {slot.restarts} times")
             else:
-                self.listener(Progress("note", None, slot.device,
-                                       f"the worker on {slot.device.label} died ({how}); starting another"))
+                note = f"the worker on {slot.device.label} died ({how}); starting another"
+                self.listener(WorkerNote(slot.device, note))
                 self._spawn(slot)
 
     def _receive(self, timeout: float) -> bool:
@@ -233,7 +242,7 @@ class GpuPool:
         self.pending.extendleft(reversed(slot.queue))  # the rest of its group goes to another device, first
         slot.queue.clear()
         if slot.job is not None:
-            self.listener(Progress("not_run", slot.job, slot.device, message))
+            self.listener(JobNotRun(slot.job, slot.device, message))
             slot.job = None
         for other in self.slots.values():  # a worker already idle hears of no job again unless it is dealt one now
             if other.job is None:

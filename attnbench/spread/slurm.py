@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from attnbench.errors import AttnbenchError, ResultsError
-from attnbench.spread.executor import InProcess, Listener, Progress
+from attnbench.spread.executor import ExecutorEvent, InProcess, JobDied, JobEvent, Listener
 
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "SIGNALING",
           "STAGE_OUT", "REQUEUE_HOLD", "REQUEUE_FED"}
@@ -48,6 +48,28 @@ class SlurmOptions:
     poll_s: float = 2.0
     lost_after_s: float = 30.0  # a job out of squeue this long without its result is lost
     squeue_timeout_s: float = 300.0  # squeue failing this long ends the wait (resume later)
+
+
+# -- what the Slurm executor tells its listener -------------------------------------------------------
+@dataclass(frozen=True)
+class JobsSubmitted:
+    """Jobs went out as one array: `keys` of the run's `of`, `again` when they had gone out before (a resume)."""
+
+    keys: list[Any]
+    of: int
+    again: bool
+    array: str
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """A Slurm job's result came back (`result`: its value, or {"error": why it has none})."""
+
+    key: Any
+    result: dict
+
+
+SlurmListener = Callable[[JobsSubmitted | JobResult], None]
 
 
 def save_record(folder: Path, name: str, record: Any) -> None:
@@ -243,19 +265,19 @@ class SlurmExecutor:
         self.ids.update(zip(which, ids))
         self.save()
 
-    def wait(self, keys: Iterable[Any], listener: Listener) -> dict[Any, dict]:
-        """Every job's result, each told as it comes back; a job that leaves the queue without one is lost."""
+    def wait(self, keys: Iterable[Any], listener: SlurmListener) -> dict[Any, dict]:
+        """Every job's result, each told (`JobResult`) as it comes back; a job that leaves the queue without one is
+        lost."""
         return wait_for_jobs(self.folder, {key: self.ids[key] for key in keys}, self.options,
-                             lambda key, result: listener(Progress("result", key, None, result)), self.sleep)
+                             lambda key, result: listener(JobResult(key, result)), self.sleep)
 
-    def run(self, jobs: dict[Any, tuple[Callable[..., Any], tuple]], listener: Listener) -> dict[Any, dict]:
-        """Submit what has no result yet ("submitted" says which, and whether they go out again), then wait."""
+    def run(self, jobs: dict[Any, tuple[Callable[..., Any], tuple]], listener: SlurmListener) -> dict[Any, dict]:
+        """Submit what has no result yet (`JobsSubmitted` says which, and whether they go out again), then wait."""
         fresh = all(self.ids.get(key) is None for key in jobs)
         again = self.outstanding(jobs)
         if again:
             self.submit(jobs, again)
-            listener(Progress("submitted", None, None, {"keys": again, "of": len(jobs), "again": not fresh,
-                                                        "array": str(self.ids[again[0]]).split("_")[0]}))
+            listener(JobsSubmitted(again, len(jobs), not fresh, str(self.ids[again[0]]).split("_")[0]))
         return self.wait(jobs, listener)
 
 
@@ -265,11 +287,11 @@ def default_folder(results_dir: str | Path) -> Path:
 
 
 # -- the executor seam over Slurm ------------------------------------------------------------------
-def run_group(work: Any, jobs: list[Any]) -> list[tuple[str, int | None, Any]]:
-    """On the node: one Slurm job's share of a run's jobs, in process (`executor.InProcess`), each event
-    recorded as (what, the job's index in the share, payload) for the parent to tell."""
-    heard: list[tuple[str, int | None, Any]] = []
-    InProcess(work).run(jobs, lambda event: heard.append((event.what, event.job, event.payload)))
+def run_group(work: Any, jobs: list[Any]) -> list[ExecutorEvent]:
+    """On the node: one Slurm job's share of a run's jobs, in process (`executor.InProcess`), each event kept as
+    it was told (its job the index in the share) for the parent to tell: they come back pickled, as they are."""
+    heard: list[ExecutorEvent] = []
+    InProcess(work).run(jobs, heard.append)
     return heard
 
 
@@ -278,7 +300,8 @@ class SlurmWorkers:
     submission: one Slurm job builds nothing, warms nothing, it runs that submission's cases back to back),
     each group one Slurm job of an array that runs the `Work` in process on its node; each job's events are
     told as the parent hears them from an in-process run (the job index the run's own), once its Slurm job is
-    back. A Slurm job lost costs each of its jobs a "died" event.
+    back, each the same dataclass a pool's worker sends, its job the run's and its device None (the node's device 0
+    is no device of this host's). A Slurm job lost costs each of its jobs a `JobDied`.
 
     Runs are numbered in the order they are asked for, so the same sequence of runs (a resume's) finds its
     Slurm jobs again in `ids`: (run number, group) -> Slurm job id, kept by `save` as soon as it changes."""
@@ -298,16 +321,18 @@ class SlurmWorkers:
         if not shares:
             return
 
-        def told(event: Progress) -> None:
-            if event.what != "result":
+        def told(event: JobsSubmitted | JobResult) -> None:
+            if not isinstance(event, JobResult):
                 return
-            share = shares[event.job]
-            if "error" in event.payload:
+            share = shares[event.key]
+            if "error" in event.result:
                 for i in share:
-                    listener(Progress("died", i, None, event.payload["error"]))
+                    listener(JobDied(i, None, event.result["error"]))
                 return
-            for what, j, payload in event.payload["events"]:
-                listener(Progress(what, None if j is None else share[j], None, payload))
+            for heard in event.result["events"]:
+                if isinstance(heard, JobEvent):
+                    heard = replace(heard, job=share[heard.job])
+                listener(replace(heard, device=None))
 
         calls = {key: (_events_of, (self.work, [jobs[i] for i in share])) for key, share in shares.items()}
         self.slurm.run(calls, told)

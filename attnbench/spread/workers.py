@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from attnbench.backends.cpu import passes_reported
@@ -28,6 +28,7 @@ from attnbench.bench.matrix import MatrixInterrupted, cell_work, cells_not_run
 from attnbench.cases.inputs import BenchInput, CaseInfo, ProgressFactory
 from attnbench.host_threads import claim_share
 from attnbench.kernels.variant import Variant
+from attnbench.results.matrix_events import BarAdvanced, BarClosed, BarOpened, CellFinished, CellStarted, MatrixBegun
 from attnbench.results.resultset import REFUSED, Cell
 from attnbench.spread.cellgroups import (
     CellPlan,
@@ -39,7 +40,20 @@ from attnbench.spread.cellgroups import (
     run_case_group,
 )
 from attnbench.spread.devices import Device
-from attnbench.spread.executor import Emit, Executor, InProcess, Listener, Progress, quiet_listener
+from attnbench.spread.executor import (
+    DeviceLost,
+    DeviceReady,
+    DeviceUnusable,
+    Emit,
+    ExecutorEvent,
+    Executor,
+    InProcess,
+    JobDied,
+    JobNotRun,
+    JobTold,
+    WorkerNote,
+    quiet_listener,
+)
 from attnbench.spread.pool import GpuPool
 
 
@@ -71,6 +85,31 @@ class DeviceSummary:
         return [self.facts_by_index[i] for i in sorted(self.facts_by_index)]
 
 
+MatrixListener = Callable[[object], None]  # hears results.matrix_events
+
+
+# -- a case group's own events, as its worker emits them (plain data: they cross to the parent) -------
+@dataclass(frozen=True)
+class CaseLoaded:
+    """The group's input and reference are loaded (`info`: its `CaseInfo` as a dict)."""
+
+    info: dict
+
+
+@dataclass(frozen=True)
+class VariantStarted:
+    """A variant began on the group's input."""
+
+    variant: str
+
+
+@dataclass(frozen=True)
+class CellMeasured:
+    """A cell of the group is in (`cell`: a `Cell` as a dict)."""
+
+    cell: dict
+
+
 @dataclass(frozen=True)
 class CaseGroupWork:
     """A matrix's work on a device: open it (a GPU only when some variant needs one), then run case groups.
@@ -92,18 +131,18 @@ class CaseGroupWork:
 
     def run(self, job: tuple[BenchInput, list[str]], state: Any, emit: Emit) -> str | None:
         bench_input, names = job
-        report = GroupReport(info=lambda info: emit("info", info), started=lambda name: emit("started", name),
-                             finished=lambda cell: emit("cell", cell), progress=emitted_progress(emit))
+        report = GroupReport(info=lambda info: emit(CaseLoaded(info)), started=lambda name: emit(VariantStarted(name)),
+                             finished=lambda cell: emit(CellMeasured(cell)), progress=emitted_progress(emit))
         return run_case_group(self.plan, bench_input, names, state, report, failures_as_cells=self.here is None)
 
 
 @contextmanager
 def _bar(emit: Emit, description: str, total: int) -> Iterator[Callable[[int], None]]:
-    emit("bar", (description, total))
+    emit(BarOpened(description, total))
     try:
-        yield lambda n: emit("advance", (description, n))
+        yield lambda n: emit(BarAdvanced(description, n))
     finally:
-        emit("bar_done", description)
+        emit(BarClosed(description))
 
 
 def emitted_progress(emit: Emit) -> ProgressFactory:
@@ -120,7 +159,7 @@ class SpreadMatrix:
     still refused where the GPU refuses them. Otherwise (a pool) the groups are dealt largest first, refused
     cells are recorded here and never sent out, and an interrupted run keeps every case."""
 
-    def __init__(self, variants: list[Variant], inputs: list[BenchInput], listener: Listener | None = None,
+    def __init__(self, variants: list[Variant], inputs: list[BenchInput], listener: MatrixListener | None = None,
                  warn: Callable[[str], None] = lambda note: None, in_order: bool = False,
                  capability: tuple[int, int] | None = None) -> None:
         self.variants, self.inputs = variants, inputs
@@ -138,8 +177,8 @@ class SpreadMatrix:
             ) -> tuple[list[CaseInfo], list[Cell]]:
         """Every cell of variants x inputs. Ctrl-C raises MatrixInterrupted (`interrupted` its message) with
         what was measured."""
-        self.listener(Progress("start", None, None, (len(self.variants) * len(self.inputs),
-                                                     sum(group_work(self.variants, i) for i in self.inputs))))
+        self.listener(MatrixBegun(len(self.variants) * len(self.inputs),
+                                  sum(group_work(self.variants, i) for i in self.inputs)))
         self.jobs = self._jobs()
         try:
             executor.run([(self.inputs[g], list(names)) for g, names in self.jobs], self.hear)
@@ -163,62 +202,60 @@ class SpreadMatrix:
         order = sorted(takers, key=lambda g: -group_seconds(self.variants, self.inputs[g]))
         return [(g, list(takers[g])) for g in order]
 
-    def hear(self, event: Progress) -> None:
+    def hear(self, event: ExecutorEvent) -> None:
         """One event of the executor's."""
         label = event.device.label if event.device is not None else ""
-        if event.what == "ready":
-            facts, arch, torch_versions = event.payload
-            if facts is not None:
-                assert event.device is not None
-                self.summary.facts_by_index[event.device.index], self.summary.archs[event.device.index] = facts, arch
-            self.summary.torch_versions = self.summary.torch_versions or torch_versions
-        elif event.what == "unusable":
-            self.warn(f"{label} cannot run: {event.payload}")
-        elif event.what == "device_lost" and not self.in_order:  # one device: its cells not run say why
-            self.warn(f"{label} runs no more cells: {event.payload}")
-        elif event.what == "note":
-            self.warn(event.payload)
-        elif event.what in ("bar", "advance", "bar_done"):
-            self.listener(event)  # a job's own bar, keyed by its job
-        elif event.what == "info":
-            self.infos[self.jobs[event.job][0]] = CaseInfo.from_dict(event.payload)
-        elif event.what == "started":
-            self.current[event.job] = event.payload
-            self.listener(Progress("started", event.job, event.device,
-                                   (event.payload, self.inputs[self.jobs[event.job][0]].label)))
-        elif event.what == "cell":
-            cell = Cell.from_dict(event.payload)
-            self.current.pop(event.job, None)
-            names = self.jobs[event.job][1]
-            if cell.variant in names:
-                names.remove(cell.variant)
-            self._finish(cell, event)
-        elif event.what == "died":
-            names = self.jobs[event.job][1]
-            lost = self.current.pop(event.job, None)
-            lost = lost if lost in names else names[0]
-            names.remove(lost)
-            self._lose(event.job, [lost], f"the worker on {label} died ({event.payload}) while running this cell")
-        elif event.what == "not_run":
-            self.not_run[self.jobs[event.job][0]] = event.payload
-            self._lose(event.job, list(self.jobs[event.job][1]), event.payload)
-            self.jobs[event.job][1].clear()
+        match event:
+            case DeviceReady(device=device, about=(facts, arch, torch_versions)):
+                if facts is not None:
+                    assert device is not None
+                    self.summary.facts_by_index[device.index], self.summary.archs[device.index] = facts, arch
+                self.summary.torch_versions = self.summary.torch_versions or torch_versions
+            case DeviceUnusable(why=why):
+                self.warn(f"{label} cannot run: {why}")
+            case DeviceLost(why=why) if not self.in_order:  # one device: its cells not run say why
+                self.warn(f"{label} runs no more cells: {why}")
+            case WorkerNote(text=text):
+                self.warn(text)
+            case JobTold(job=job, event=BarOpened() | BarAdvanced() | BarClosed() as bar):
+                self.listener(replace(bar, job=job))  # a job's own bar, keyed by its job
+            case JobTold(job=job, event=CaseLoaded(info=info)):
+                self.infos[self.jobs[job][0]] = CaseInfo.from_dict(info)
+            case JobTold(job=job, event=VariantStarted(variant=variant)):
+                self.current[job] = variant
+                self.listener(CellStarted(variant, self.inputs[self.jobs[job][0]].label))
+            case JobTold(job=job, event=CellMeasured(cell=measured)):
+                cell = Cell.from_dict(measured)
+                self.current.pop(job, None)
+                names = self.jobs[job][1]
+                if cell.variant in names:
+                    names.remove(cell.variant)
+                self._finish(cell)
+            case JobDied(job=job, how=how):
+                names = self.jobs[job][1]
+                lost = self.current.pop(job, None)
+                lost = lost if lost in names else names[0]
+                names.remove(lost)
+                self._lose(job, [lost], f"the worker on {label} died ({how}) while running this cell")
+            case JobNotRun(job=job, why=why):
+                self.not_run[self.jobs[job][0]] = why
+                self._lose(job, list(self.jobs[job][1]), why)
+                self.jobs[job][1].clear()
 
     def rest_of(self, job: int, sent: tuple[BenchInput, list[str]]) -> tuple[BenchInput, list[str]] | None:
         """What a job whose worker died still has to run: sent again to the device's new worker."""
         names = self.jobs[job][1]
         return (sent[0], list(names)) if names else None
 
-    def _finish(self, cell: Cell, event: Progress | None = None) -> None:
-        """A cell is in: the listener hears it ("cell") with its share of the run's work (`event`: the one
-        that brought it)."""
+    def _finish(self, cell: Cell) -> None:
+        """A cell is in: the listener hears it (`CellFinished`) with its share of the run's work."""
         self.cells[(cell.variant, cell.case)] = cell
         work = 0.0
         if cell.status != REFUSED:
             bench_input = next(i for i in self.inputs if i.label == cell.case)
             variant = next(v for v in self.variants if v.name == cell.variant)
             work = cell_work(variant, bench_input)
-        self.listener(Progress("cell", event.job if event else None, event.device if event else None, (cell, work)))
+        self.listener(CellFinished(cell, work))
 
     def _lose(self, job: int, names: list[str], message: str) -> None:
         bench_input = self.inputs[self.jobs[job][0]]
@@ -248,7 +285,7 @@ class SpreadMatrix:
 
 
 def run_on_devices(devices: list[Device], variants: list[Variant], plan: CellPlan, inputs: list[BenchInput],
-                   listener: Listener | None = None, warn: Callable[[str], None] = lambda note: None,
+                   listener: MatrixListener | None = None, warn: Callable[[str], None] = lambda note: None,
                    ) -> tuple[list[CaseInfo], list[Cell], DeviceSummary]:
     """The matrix on a GpuPool of `devices`: its cases, its cells in one-process order, the devices used."""
     spread = SpreadMatrix(variants, inputs, listener, warn)
@@ -258,12 +295,12 @@ def run_on_devices(devices: list[Device], variants: list[Variant], plan: CellPla
 
 
 def run_here(device: Device, gpu: GpuDevice | None, variants: list[Variant], plan: CellPlan, inputs: list[BenchInput],
-             listener: Listener | None = None, warn: Callable[[str], None] = lambda note: None,
+             listener: MatrixListener | None = None, warn: Callable[[str], None] = lambda note: None,
              ) -> tuple[list[CaseInfo], list[Cell]]:
     """The matrix in this process (`InProcess`) on `gpu`, which it opened (None: host variants only), input by
     input: its cases and its cells. Long cpu passes show their bars; Ctrl-C raises MatrixInterrupted with the
     cases reached."""
     spread = SpreadMatrix(variants, inputs, listener, warn, in_order=True,
                           capability=getattr(gpu, "compute_capability", None))
-    with passes_reported(emitted_progress(lambda what, payload: spread.listener(Progress(what, None, None, payload)))):
+    with passes_reported(emitted_progress(spread.listener)):
         return spread.run(InProcess(CaseGroupWork(plan, OpenDevice(gpu, None)), device), interrupted="interrupted")

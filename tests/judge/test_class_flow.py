@@ -9,7 +9,7 @@ import itertools
 import pickle
 import shutil
 from collections import Counter
-from dataclasses import astuple
+from dataclasses import astuple, is_dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -104,6 +104,41 @@ def test_every_executor_gives_the_same_verdicts_seeds_and_events(classroom, tmp_
     assert not (tmp_path / "jobs").exists()  # the jobs folder goes once the class is judged
     built = sorted((e.submission, e.ok) for e in results["slurm"][1] if isinstance(e, SubmissionBuilt))
     assert built == [("alice", True), ("bob", True), ("carol", True), ("dave", True), ("erin", False)]
+
+
+def test_every_executor_tells_the_flow_the_same_typed_events_of_each_job(classroom, tmp_path, monkeypatch, slurm_here):
+    """Beneath the listener, at the seam: each (submission, case) job's events are the same frozen dataclasses on
+    the in-process worker, the pool's stand-in workers and the Slurm path (their pickles crossed as they are)."""
+    from attnbench.judge import class_flow, class_work
+
+    def seam_events(where: str) -> Counter:
+        told: list = []
+        real = class_work.judge_jobs
+
+        def recorded(pool, jobs, *rest, **options):
+            class Recording:
+                def run(self, jobs, listener):
+                    pool.run(jobs, lambda event: (told.append((jobs, event)), listener(event)))
+
+            return real(Recording(), jobs, *rest, **options)
+
+        monkeypatch.setattr(class_flow, "judge_jobs", recorded)
+        judged_on(where, classroom, tmp_path, monkeypatch)
+        said: Counter = Counter()
+        for jobs, event in told:
+            assert is_dataclass(event) and type(event).__dataclass_params__.frozen, event
+            if isinstance(event, executor.JobEvent):
+                job = jobs[event.job]
+                inner = getattr(event, "event", None)
+                assert inner is None or (is_dataclass(inner) and type(inner).__dataclass_params__.frozen), inner
+                said[(type(event).__name__, job.submission, job.case.label, type(inner).__name__,
+                      getattr(getattr(inner, "entry", None), "verdict", None))] += 1
+        return said
+
+    here = seam_events("in-process")
+    assert here[("JobTold", "alice", CASES.split(",")[0], "EntryMade", "PASS")] == 3  # the first run, two reruns
+    for where in ("pool", "slurm"):
+        assert seam_events(where) == here, where
 
 
 def test_in_process_a_rows_jobs_go_through_the_seam_back_to_back_after_its_warm_up(classroom, monkeypatch):

@@ -12,8 +12,9 @@ import pytest
 
 from attnbench.api import programs as api_programs
 from attnbench.judge.case_verdict import JUDGE_ERROR
+from attnbench.judge.class_work import EntryMade, InputNotDrawn, RunStarted
 from attnbench.spread.devices import CPU_WORKERS_ENV
-from attnbench.spread.executor import Progress
+from attnbench.spread.executor import ExecutorEvent, JobTold
 from attnbench.spread.pool import GpuPool
 from tests.judge.classes import CASES, ORDER, can_build, class_sandbox, verdicts
 
@@ -31,9 +32,10 @@ def test_a_worker_killed_on_a_case_costs_that_entry_only(classroom, two_cpu_work
     killed: list[int] = []
     handle = GpuPool._handle
 
-    def handle_then_kill(pool: GpuPool, event: Progress) -> None:
+    def handle_then_kill(pool: GpuPool, event: ExecutorEvent) -> None:
         handle(pool, event)
-        if event.what == "started" and pool.jobs[event.job].submission == "carol" and not killed:
+        if isinstance(event, JobTold) and isinstance(event.event, RunStarted) \
+                and pool.jobs[event.job].submission == "carol" and not killed:
             process = pool.slots[event.device.index].process
             os.kill(process.pid, signal.SIGKILL)
             killed.append(process.pid)
@@ -61,9 +63,9 @@ def test_ctrl_c_saves_what_was_judged_marked_interrupted_and_exits_130(classroom
 
     handle = GpuPool._handle
 
-    def handle_then_stop(pool: GpuPool, event: Progress) -> None:
+    def handle_then_stop(pool: GpuPool, event: ExecutorEvent) -> None:
         handle(pool, event)
-        if event.what == "entry":
+        if isinstance(event, JobTold) and isinstance(event.event, EntryMade):
             raise KeyboardInterrupt
 
     monkeypatch.setattr(GpuPool, "_handle", handle_then_stop)
@@ -78,7 +80,7 @@ def test_ctrl_c_saves_what_was_judged_marked_interrupted_and_exits_130(classroom
 
 
 def test_an_input_a_worker_cannot_make_is_a_lost_rerun_not_a_failed_case(monkeypatch):
-    """The worker's disk full while it makes a rerun's fresh input: the worker says so ("not_drawn"), and in a
+    """The worker's disk full while it makes a rerun's fresh input: the worker says so (`InputNotDrawn`), and in a
     rerun round the parent hears it apart from the entries (the row keeps its runs: classroom.lose_round);
     in the first round it is still that entry's JUDGE ERROR."""
     import errno
@@ -95,19 +97,19 @@ def test_an_input_a_worker_cannot_make_is_a_lost_rerun_not_a_failed_case(monkeyp
     monkeypatch.setattr(class_work, "prepare_case", disk_full)
     fresh = FreshInput("odd_17x48", Shape(1, 17, 48), 7, "odd_17x48")
     job = class_work.CaseJob("alice", Path("/nonexistent/hw4"), fresh, None)
-    said: list[tuple[str, object]] = []
-    class_work.ClassCaseWork(ClassSettings(TimeLimits("none"))).run(job, {}, lambda what, payload: said.append((what, payload)))
-    assert [w for w, _ in said] == ["started", "not_drawn"] and "No space left on device" in str(said[1][1])
+    said: list[object] = []
+    class_work.ClassCaseWork(ClassSettings(TimeLimits("none"))).run(job, {}, said.append)
+    assert [type(e) for e in said] == [RunStarted, InputNotDrawn] and "No space left on device" in said[1].why
 
     class Replay:  # an executor that replays what the worker said
         def run(self, jobs, listener):
-            for what, payload in said:
-                listener(Progress(what, 0, None, payload))
+            for event in said:
+                listener(JobTold(0, None, event))
 
     entries, lost = [], []
     class_work.judge_jobs(Replay(), [job], lambda *entry: entries.append(entry), lambda *note: None,
                           on_not_drawn=lambda name, why: lost.append((name, why)))
-    assert entries == [] and lost == [("alice", said[1][1])]
+    assert entries == [] and lost == [("alice", said[1].why)]
     class_work.judge_jobs(Replay(), [job], lambda *entry: entries.append(entry), lambda *note: None)
     assert [(n, label, e.verdict) for n, label, e in entries] == [("alice", "odd_17x48", JUDGE_ERROR)]
 
@@ -193,7 +195,7 @@ def test_a_worker_makes_a_rows_inputs_of_the_round_before_its_warm_up_never_betw
             class_work.CaseJob("alice", Path("/nonexistent/hw4"), second, Path("/nonexistent/cache"))]
     work, state = class_work.ClassCaseWork(ClassSettings(TimeLimits("none"))), {"device": "cpu"}
     for job in jobs:
-        work.run(job, state, lambda what, payload: None)
+        work.run(job, state, lambda event: None)
     assert events == ["made a", "made b", "reborn", "warm-up", "reborn", "run a", "run b"]
 
 

@@ -12,11 +12,17 @@ from attnbench.spread.executor import (
     GPU_POOL,
     IN_PROCESS,
     SLURM,
+    DeviceLost,
+    DeviceReady,
+    DeviceUnusable,
+    ExecutorEvent,
     InProcess,
-    Progress,
+    JobDone,
+    JobNotRun,
+    JobTold,
     choose_executor,
 )
-from tests.spread.test_pool import ToyWork, squares
+from tests.spread.test_pool import Squared, ToyWork, squares
 
 
 def test_each_executor_is_chosen_one_way():
@@ -31,13 +37,17 @@ def test_each_executor_is_chosen_one_way():
 
 
 def test_in_process_runs_the_jobs_here_and_tells_the_same_events():
-    events: list[Progress] = []
-    InProcess(ToyWork(), Device(0, True)).run([("n", 2), ("lose",), ("n", 3)], events.append)
-    assert [e.what for e in events] == ["ready", "square", "done", "done", "device_lost", "not_run"]
-    assert squares(events) == {0: 4} and events[-1].payload == "not run: the device fell off the bus"
+    events: list[ExecutorEvent] = []
+    device = Device(0, True)
+    InProcess(ToyWork(), device).run([("n", 2), ("lose",), ("n", 3)], events.append)
+    assert events == [DeviceReady(device, "cpu worker 0 of 1"), JobTold(0, device, Squared(4, 0)), JobDone(0, device),
+                      JobDone(1, device, "the device fell off the bus"), DeviceLost(device, "the device fell off the bus"),
+                      JobNotRun(2, device, "not run: the device fell off the bus")]
+    assert squares(events) == {0: 4}
     events.clear()
-    InProcess(ToyWork(unusable=(0,)), Device(0, True)).run([("n", 2)], events.append)
-    assert [e.what for e in events] == ["unusable", "not_run"]
+    InProcess(ToyWork(unusable=(0,)), device).run([("n", 2)], events.append)
+    assert events == [DeviceUnusable(device, "no such device"),
+                      JobNotRun(0, device, "not run: cpu worker 0 could not start (no such device)")]
 
 
 @pytest.mark.parametrize(("gpus", "executor", "words"), [

@@ -163,3 +163,24 @@ def test_a_job_whose_context_is_lost_measures_no_more(monkeypatch):
     assert later["info"]["origin"] == "not loaded" and later["info"]["note"] == why
     assert [(c["variant"], c["status"], c["message"]) for c in later["cells"]] == [
         ("naive", "error", why), ("cpu", "error", why)]
+
+
+def test_the_matrix_hears_the_slurm_executors_typed_events(tmp_path):
+    """Each job's result becomes its cells (`CellFinished`, with their work); a submission is one notice, which
+    says whether the jobs went out again."""
+    from attnbench.results.matrix_events import CellFinished
+
+    variants = variants_for("cpu")
+    inputs = inputs_for("odd_17x48")
+    plan = CellPlan.of(variants, lambda v: TimingPolicy(warmup=0, reps=1), CourseRule())
+    run = matrix_slurm.SlurmRun("compare", plan, inputs, [[0]], slurm.SlurmOptions(folder=tmp_path), {})
+    heard, notes = [], []
+    hear = matrix_slurm._hearing(run, heard.append, notes.append)
+    hear(slurm.JobsSubmitted([0], 1, False, "12"))
+    hear(slurm.JobsSubmitted([0], 1, True, "13"))
+    hear(slurm.JobResult(0, {"error": "Slurm job 12_0 failed: MemoryError"}))
+    assert notes[0].startswith("1 Slurm job(s) submitted as array 12; jobs folder ")
+    assert notes[1] == "resubmitted 1 of 1 job(s) that had no result"
+    assert [(type(e), e.cell.case, e.cell.status, e.cell.message) for e in heard] == [
+        (CellFinished, inputs[0].label, "error", "Slurm job 12_0 failed: MemoryError")]
+    assert heard[0].work > 0

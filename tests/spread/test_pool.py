@@ -12,8 +12,27 @@ import pytest
 
 from attnbench.errors import AttnbenchError, GpuUnavailable
 from attnbench.spread.devices import Device
-from attnbench.spread.executor import Progress
+from dataclasses import dataclass
+
+from attnbench.spread.executor import (
+    DeviceLost,
+    DeviceReady,
+    ExecutorEvent,
+    JobDied,
+    JobDone,
+    JobNotRun,
+    JobTold,
+    WorkerNote,
+)
 from attnbench.spread.pool import GpuPool
+
+
+@dataclass(frozen=True)
+class Squared:
+    """The toy work's own event: a square, and the state of the worker that made it."""
+
+    square: int
+    state: int
 
 
 class ToyWork:
@@ -36,31 +55,31 @@ class ToyWork:
         if job[0] == "sleep_then_lose":  # after the other worker has gone idle
             time.sleep(1.5)
             return "the device fell off the bus"
-        emit("square", (job[-1] ** 2, state))
+        emit(Squared(job[-1] ** 2, state))
         return None
 
 
-def squares(events: list[Progress]) -> dict[int, int]:
-    return {e.job: e.payload[0] for e in events if e.what == "square"}
+def squares(events: list[ExecutorEvent]) -> dict[int, int]:
+    return {e.job: e.event.square for e in events if isinstance(e, JobTold) and isinstance(e.event, Squared)}
 
 
 def test_every_job_runs_once_on_some_worker_and_workers_stay_up_between_runs():
     devices = [Device(0, True), Device(1, True)]
-    first: list[Progress] = []
-    second: list[Progress] = []
+    first: list[ExecutorEvent] = []
+    second: list[ExecutorEvent] = []
     with GpuPool(devices, ToyWork()) as pool:
         pool.run([("n", n) for n in range(8)], first.append)
         pids = [slot.process.pid for slot in pool.slots.values()]
         pool.run([("n", 10)], second.append)
         assert [slot.process.pid for slot in pool.slots.values()] == pids
     assert squares(first) == {n: n * n for n in range(8)}
-    assert sorted(e.job for e in first if e.what == "done") == list(range(8))
-    assert {e.payload for e in first if e.what == "ready"} <= {"cpu worker 0 of 2", "cpu worker 1 of 2"}
+    assert sorted(e.job for e in first if isinstance(e, JobDone)) == list(range(8))
+    assert {e.about for e in first if isinstance(e, DeviceReady)} <= {"cpu worker 0 of 2", "cpu worker 1 of 2"}
     assert squares(second) == {0: 100}
 
 
 def test_a_dead_worker_is_replaced_and_retry_sends_its_job_again(tmp_path):
-    events: list[Progress] = []
+    events: list[ExecutorEvent] = []
     retried = []
 
     def retry(i, job):
@@ -69,30 +88,30 @@ def test_a_dead_worker_is_replaced_and_retry_sends_its_job_again(tmp_path):
 
     with GpuPool([Device(0, True)], ToyWork(), retry) as pool:
         pool.run([("n", 2), ("die", str(tmp_path / "died"), 3), ("n", 4)], events.append)
-    assert [e.payload for e in events if e.what == "died"] == ["signal 9"] and retried == [1]
-    assert any(e.what == "note" and "died (signal 9); starting another" in e.payload for e in events)
+    assert [e.how for e in events if isinstance(e, JobDied)] == ["signal 9"] and retried == [1]
+    assert any(isinstance(e, WorkerNote) and "died (signal 9); starting another" in e.text for e in events)
     assert squares(events) == {0: 4, 1: 49, 2: 16}
 
 
 def test_a_lost_device_is_given_up_and_its_jobs_go_elsewhere_or_not_at_all():
-    events: list[Progress] = []
+    events: list[ExecutorEvent] = []
     with GpuPool([Device(0, True)], ToyWork()) as pool:
         pool.run([("lose",), ("n", 3)], events.append)
-    assert [(e.what, e.payload) for e in events if e.what in ("device_lost", "not_run")] == [
-        ("device_lost", "the device fell off the bus"),
-        ("not_run", "not run: no device is left (cpu worker 0: the device fell off the bus)")]
+    assert [e for e in events if isinstance(e, (DeviceLost, JobNotRun))] == [
+        DeviceLost(Device(0, True), "the device fell off the bus"),
+        JobNotRun(1, None, "not run: no device is left (cpu worker 0: the device fell off the bus)")]
     events.clear()
     with GpuPool([Device(0, True), Device(1, True)], ToyWork(unusable=(0,))) as pool:
         pool.run([("n", 2), ("n", 3)], events.append)
-    assert squares(events) == {0: 4, 1: 9} and {e.payload[1] for e in events if e.what == "square"} == {1}
+    assert squares(events) == {0: 4, 1: 9} and {e.event.state for e in events if isinstance(e, JobTold)} == {1}
     with GpuPool([Device(0, True)], ToyWork(unusable=(0,))) as pool, \
             pytest.raises(GpuUnavailable, match="no worker could open its device: cpu worker 0: no such device"):
         pool.run([("n", 2)], events.append)
 
 
 def test_an_exception_from_the_listener_stops_every_worker():
-    def stop(event: Progress) -> None:
-        if event.what == "square":
+    def stop(event: ExecutorEvent) -> None:
+        if isinstance(event, JobTold):
             raise KeyboardInterrupt
 
     pool = GpuPool([Device(0, True), Device(1, True)], ToyWork())
@@ -104,13 +123,13 @@ def test_an_exception_from_the_listener_stops_every_worker():
 def test_with_a_group_a_worker_runs_every_job_of_the_group_back_to_back_in_order():
     """A class's row: the worker that takes its first job takes the rest and runs them before any other job."""
     jobs = [("n", group, n) for n, group in enumerate("abcabcabca")]
-    events: list[Progress] = []
+    events: list[ExecutorEvent] = []
     with GpuPool([Device(0, True), Device(1, True)], ToyWork(), group=lambda job: job[1]) as pool:
         pool.run(jobs, events.append)
     assert squares(events) == {n: n * n for n in range(len(jobs))}
     ran: dict[int, list[int]] = {}  # device -> its jobs, in the order they ended
     for event in events:
-        if event.what == "done":
+        if isinstance(event, JobDone):
             ran.setdefault(event.device.index, []).append(event.job)
     for group in "abc":
         mine = [i for i, job in enumerate(jobs) if job[1] == group]
@@ -123,19 +142,19 @@ def test_with_a_group_a_worker_runs_every_job_of_the_group_back_to_back_in_order
 
 def test_a_group_whose_device_is_lost_goes_on_on_another_device():
     jobs = [("n", "a", 0), ("lose", "a", 1), ("n", "a", 2), ("n", "a", 3), ("n", "b", 4)]
-    events: list[Progress] = []
+    events: list[ExecutorEvent] = []
     with GpuPool([Device(0, True), Device(1, True)], ToyWork(), group=lambda job: job[1]) as pool:
         pool.run(jobs, events.append)
     assert squares(events) == {0: 0, 2: 4, 3: 9, 4: 16}
-    lost = next(e.device.index for e in events if e.what == "device_lost")
-    assert {e.device.index for e in events if e.what == "square" and e.job in (2, 3)} == {1 - lost}
+    lost = next(e.device.index for e in events if isinstance(e, DeviceLost))
+    assert {e.device.index for e in events if isinstance(e, JobTold) and e.job in (2, 3)} == {1 - lost}
 
 
 def test_a_group_a_lost_device_leaves_goes_to_a_worker_that_was_already_idle():
     """The other worker finished its own group first and waited: the lost device's rest of the group was put back
     in the queue, and no worker was dealt it (the pool polled forever)."""
     jobs = [("n", "b", 0), ("sleep_then_lose", "a", 1), ("n", "a", 2), ("n", "a", 3)]
-    events: list[Progress] = []
+    events: list[ExecutorEvent] = []
     with GpuPool([Device(0, True), Device(1, True)], ToyWork(), group=lambda job: job[1]) as pool:
         done = threading.Thread(target=pool.run, args=(jobs, events.append), daemon=True)
         done.start()

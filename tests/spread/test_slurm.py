@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from attnbench.spread import slurm
+from tests.spread.test_pool import Squared
 
 
 # -- a real one-node cluster ------------------------------------------------------------------------
@@ -29,8 +30,6 @@ def cluster():
 
 def test_the_slurm_executor_submits_again_only_what_has_no_result_and_tells_each_result(tmp_path, monkeypatch):
     import pickle
-
-    from attnbench.spread.executor import Progress
 
     def finished(job_id: str, value: dict) -> None:
         slurm.result_file(tmp_path, job_id).write_bytes(pickle.dumps(("success", value)))
@@ -53,11 +52,12 @@ def test_the_slurm_executor_submits_again_only_what_has_no_result_and_tells_each
     assert executor.outstanding(["a", "b", "c", "d"]) == ["b", "d"]  # c is still queued
     monkeypatch.setattr(slurm, "squeue_states", lambda: {})
     finished("8_2", {"square": 16})
-    events: list[Progress] = []
+    events: list = []
     results = executor.run({key: (pow, (n, 2)) for key, n in zip("abcd", (2, 3, 4, 5))}, events.append)
     assert sent == [[(3, 2), (5, 2)]] and saved == [{"a": "8_0", "b": "9_0", "c": "8_2", "d": "9_1"}]
-    assert events[0] == Progress("submitted", None, None, {"keys": ["b", "d"], "of": 4, "again": True, "array": "9"})
-    assert {e.job: e.payload["square"] for e in events if e.what == "result"} == {"a": 4, "b": 9, "c": 16, "d": 25}
+    assert events[0] == slurm.JobsSubmitted(["b", "d"], 4, True, "9")
+    told = {e.key: e.result["square"] for e in events if isinstance(e, slurm.JobResult)}
+    assert told == {"a": 4, "b": 9, "c": 16, "d": 25}
     assert results == {key: {"square": n * n} for key, n in zip("abcd", (2, 3, 4, 5))}
 
 
@@ -68,7 +68,7 @@ class _Squares:
         return None, "ready"
 
     def run(self, job, state, emit):
-        emit("square", job[1] ** 2)
+        emit(Squared(job[1] ** 2, state))
         return None
 
 
@@ -76,11 +76,11 @@ def test_slurm_workers_are_the_executor_seam_one_slurm_job_per_group_and_a_lost_
         tmp_path, monkeypatch):
     """SlurmWorkers.run(jobs, listener) as InProcess and the pool run them: each group's jobs one Slurm job,
     run in process on the node; its events told with the run's own job indices; a Slurm job that ended
-    without a result is a "died" event for each of its jobs. Runs are numbered, so a second run's jobs are
-    new Slurm jobs."""
+    without a result is a `JobDied` for each of its jobs. The events come back through the pickle as the same
+    dataclasses a pool's worker sends. Runs are numbered, so a second run's jobs are new Slurm jobs."""
     import pickle
 
-    from attnbench.spread.executor import Progress
+    from attnbench.spread.executor import DeviceReady, JobDied, JobDone, JobTold
 
     sent: list[list] = []
     numbers = iter(range(100))
@@ -102,17 +102,20 @@ def test_slurm_workers_are_the_executor_seam_one_slurm_job_per_group_and_a_lost_
     monkeypatch.setattr(slurm, "squeue_states", lambda: {})
     ids: dict = {}
     workers = slurm.SlurmWorkers(tmp_path, slurm.SlurmOptions(poll_s=0), "test", _Squares(), lambda job: job[0], ids)
-    events: list[Progress] = []
+    events: list = []
     jobs = [("a", 2), ("b", 3), ("a", 4), ("lost", 5), ("b", 6)]
     workers.run(jobs, events.append)
     assert sent == [[("a", 2), ("a", 4)], [("b", 3), ("b", 6)], [("lost", 5)]]  # one Slurm job per group
-    assert {e.job: e.payload for e in events if e.what == "square"} == {0: 4, 1: 9, 2: 16, 4: 36}
-    assert sorted(e.job for e in events if e.what == "done") == [0, 1, 2, 4]
-    died = [e for e in events if e.what == "died"]
-    assert [e.job for e in died] == [3] and "MemoryError" in died[0].payload
+    assert [e for e in events if isinstance(e, JobTold)] == [
+        JobTold(0, None, Squared(4, None)), JobTold(2, None, Squared(16, None)),
+        JobTold(1, None, Squared(9, None)), JobTold(4, None, Squared(36, None))]
+    assert sorted(e.job for e in events if isinstance(e, JobDone)) == [0, 1, 2, 4]
+    assert [e for e in events if isinstance(e, DeviceReady)] == [DeviceReady(None, "ready")] * 2
+    died = [e for e in events if isinstance(e, JobDied)]
+    assert [e.job for e in died] == [3] and "MemoryError" in died[0].how
     assert set(ids) == {(1, "a"), (1, "b"), (1, "lost")}
     workers.run([("a", 7)], events.append)
-    assert (2, "a") in ids and ids[(2, "a")] != ids[(1, "a")] and events[-1] == Progress("done", 0, None, None)
+    assert (2, "a") in ids and ids[(2, "a")] != ids[(1, "a")] and events[-1] == JobDone(0, None, None)
 
 
 def test_a_refused_sbatch_is_one_line_its_last_words(tmp_path, monkeypatch, capsys):

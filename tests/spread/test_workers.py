@@ -17,13 +17,22 @@ from attnbench.cases.testcase import Shape
 from attnbench.cli import main
 from attnbench.errors import TestcaseError, UsageError
 from attnbench.kernels.catalogue import REGISTRY
+from attnbench.results.matrix_events import BarClosed, BarOpened, CellFinished, CellStarted, MatrixBegun
 from attnbench.results.resultset import ERROR
 from attnbench.spread import pool as gpu_pool
 from attnbench.spread.cellgroups import CellPlan
 from attnbench.spread.devices import CPU_WORKERS_ENV, Device, devices_for
-from attnbench.spread.executor import Progress
+from attnbench.spread.executor import DeviceReady, ExecutorEvent, JobDone, JobTold
 from attnbench.spread.pool import GpuPool
-from attnbench.spread.workers import CaseGroupWork, MatrixInterrupted, SpreadMatrix, run_here
+from attnbench.spread.workers import (
+    CaseGroupWork,
+    CaseLoaded,
+    CellMeasured,
+    MatrixInterrupted,
+    SpreadMatrix,
+    VariantStarted,
+    run_here,
+)
 from tests.bench.fake_cells import LosingGpu, UnreadableInput, fake_cells
 from tests.bench.test_run_input import CPU32, FAULT, variants
 from tests.spread.one_device import matrix_here
@@ -59,9 +68,10 @@ def kill_at(monkeypatch, case: str) -> list[tuple[int, int]]:
     killed: list[tuple[int, int]] = []
     handle = GpuPool._handle
 
-    def handle_then_kill(pool: GpuPool, event: Progress) -> None:
+    def handle_then_kill(pool: GpuPool, event: ExecutorEvent) -> None:
         handle(pool, event)
-        if event.what == "started" and pool.jobs[event.job][0].label == case and not killed:
+        if isinstance(event, JobTold) and isinstance(event.event, VariantStarted) \
+                and pool.jobs[event.job][0].label == case and not killed:
             slot = pool.slots[event.device.index]
             os.kill(slot.process.pid, signal.SIGKILL)
             killed.append((slot.process.pid, slot.device.index))
@@ -85,9 +95,9 @@ def test_a_killed_worker_loses_only_its_cell(two_cpu_workers, monkeypatch):
     assert len(spread.cells) == len(single.cells)
 
 
-def stop_after_first(event: Progress) -> None:
+def stop_after_first(event: object) -> None:
     """A listener that presses Ctrl-C once the first cell is in."""
-    if event.what == "cell":
+    if isinstance(event, CellFinished):
         raise KeyboardInterrupt
 
 
@@ -174,7 +184,7 @@ def test_a_worker_keeps_to_its_share_of_the_host(monkeypatch):
         blas = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
     assert os.environ[HOST_THREADS_ENV] == str(share_of(3)) == "4"
     assert blas <= {4}
-    assert sent[0].what == "ready"
+    assert isinstance(sent[0], DeviceReady)
 
 
 def test_the_workers_pytorch_versions_reach_the_run_without_the_parent_importing_it():
@@ -182,9 +192,9 @@ def test_the_workers_pytorch_versions_reach_the_run_without_the_parent_importing
 
     spread = SpreadMatrix(variants_for("cpu"), [])
     versions = {"torch_version": "2.11.0", "torch_cuda_version": "13.0"}
-    spread.hear(Progress("ready", None, Device(0), ({"name": "GPU A"}, "sm_90", None)))
+    spread.hear(DeviceReady(Device(0), ({"name": "GPU A"}, "sm_90", None)))
     assert spread.summary.torch_versions is None
-    spread.hear(Progress("ready", None, Device(1), ({"name": "GPU B"}, "sm_90", versions)))
+    spread.hear(DeviceReady(Device(1), ({"name": "GPU B"}, "sm_90", versions)))
     assert spread.summary.torch_versions == versions
     assert spread.summary.all_facts() == [{"name": "GPU A"}, {"name": "GPU B"}]
 
@@ -253,7 +263,7 @@ def test_a_worker_whose_context_is_lost_says_so_and_stops(monkeypatch):
         inbox.put((group, (None, ["naive"])))
     gpu_pool.worker_main(CaseGroupWork(CellPlan(("naive",), {"naive": TimingPolicy()})), Device(0), inbox,
                          type("Pipe", (), {"send": sent.append})(), 1)
-    assert [e.what for e in sent] == ["ready", "done"] and sent[1] == Progress("done", 0, Device(0), lost)
+    assert [type(e) for e in sent] == [DeviceReady, JobDone] and sent[1] == JobDone(0, Device(0), lost)
     assert inbox.get_nowait()[0] == 1  # the next group was never taken
 
 
@@ -277,7 +287,7 @@ def test_the_pool_gives_up_a_device_whose_context_is_lost():
     pool.slots[0].job = 0
     pool.slots[1].retired = True
     lost = "the CUDA context was lost after cpu failed on t01 (an illegal memory access was encountered)"
-    pool._handle(Progress("done", 0, Device(0), lost))
+    pool._handle(JobDone(0, Device(0), lost))
     assert pool.slots[0].retired and pool.slots[0].job is None
     assert notes == [f"GPU 0 runs no more cells: {lost}"]
     pool._loop()  # no device is left for the pending group
@@ -351,14 +361,14 @@ def test_the_listener_hears_each_cell_with_its_work(monkeypatch):
     fake_cells(monkeypatch, {})
     heard: list[tuple] = []
 
-    def listener(event: Progress) -> None:
-        if event.what == "start":
-            heard.append(("start", *event.payload))
-        elif event.what == "started":
-            heard.append(("started", *event.payload))
-        elif event.what == "cell":
-            cell, work = event.payload
-            heard.append((cell.variant, cell.status, work))
+    def listener(event: object) -> None:
+        match event:
+            case MatrixBegun(cells=cells, work=work):
+                heard.append(("start", cells, work))
+            case CellStarted(variant=variant, case=case):
+                heard.append(("started", variant, case))
+            case CellFinished(cell=cell, work=work):
+                heard.append((cell.variant, cell.status, work))
 
     bench_input = SyntheticInput(Shape(1, 9, 8), 1)
     matrix_here(variants("cpu", "cpu32"), [bench_input], None, POLICY, listener=listener)
@@ -372,11 +382,11 @@ def test_a_case_group_shows_the_bars_of_its_input_and_reference_as_events():
 
     here = OpenDevice(None, None)
     work = CaseGroupWork(CellPlan.of(variants("cpu"), POLICY, CourseRule()), here)
-    events: list[tuple] = []
+    events: list[object] = []
     bench_input = SyntheticInput(Shape(1, 9, 8), 1)
     state, _ = work.open(Device(0), 1)
-    assert work.run((bench_input, ["cpu"]), state, lambda what, payload: events.append((what, payload))) is None
-    bars = [payload for what, payload in events if what == "bar"]
-    assert [d for d, _ in bars] == [f"generating {bench_input.label}", f"float64 reference of {bench_input.label}"]
-    assert [p for what, p in events if what == "bar_done"] == [d for d, _ in bars]
-    assert [what for what, _ in events][-3:] == ["info", "started", "cell"]
+    assert work.run((bench_input, ["cpu"]), state, events.append) is None
+    bars = [e.description for e in events if isinstance(e, BarOpened)]
+    assert bars == [f"generating {bench_input.label}", f"float64 reference of {bench_input.label}"]
+    assert [e.description for e in events if isinstance(e, BarClosed)] == bars
+    assert [type(e) for e in events][-3:] == [CaseLoaded, VariantStarted, CellMeasured]

@@ -29,6 +29,7 @@ from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableMod
 from attnbench.printable import printable as one_line
 from attnbench.printable import counted
 from attnbench.results.judge_events import CaseJudged, NotJudgedHere, ProgramCaseJudged, RerunJudged, SubmissionBuilt
+from attnbench.results.matrix_events import BarAdvanced, BarClosed, BarOpened, CellFinished, CellStarted, MatrixBegun
 
 if TYPE_CHECKING:
     from attnbench.results.resultset import Cell
@@ -190,8 +191,8 @@ class MatrixProgress:
     """The compare/sweep progress: one bar over all cells weighted by their FLOPs (for the ETA),
     transient bars for generating inputs and references (and long cpu passes), and a line per finished cell.
 
-    It is the run's listener: it hears the executor's `Progress` events, whatever executor ran the cells
-    ("start", "started", "cell", and each job's "bar", "advance", "bar_done")."""
+    It is the run's listener: it hears the run's typed events (`results.matrix_events`), whatever executor ran
+    the cells."""
 
     def __init__(self, title: str, quiet: bool = False) -> None:
         self.title = title
@@ -224,24 +225,22 @@ class MatrixProgress:
         if self._live:
             self._progress.stop()
 
-    def __call__(self, event: Any) -> None:
-        """One event of the run (an `attnbench.spread.executor.Progress`)."""
-        if event.what == "start":
-            self._start(*event.payload)
-        elif event.what == "started":
-            self._cell_started(*event.payload)
-        elif event.what == "cell":
-            self._cell_finished(*event.payload)
-        elif event.what == "bar":
-            description, total = event.payload
-            bar = self.progress(description, total)
-            self._bars[(event.job, description)] = (bar, bar.__enter__())
-        elif event.what == "advance":
-            description, n = event.payload
-            if (event.job, description) in self._bars:
-                self._bars[(event.job, description)][1](n)
-        elif event.what == "bar_done" and (event.job, event.payload) in self._bars:
-            self._bars.pop((event.job, event.payload))[0].__exit__(None, None, None)
+    def __call__(self, event: object) -> None:
+        """One event of the run (`results.matrix_events`)."""
+        match event:
+            case MatrixBegun(cells=cells, work=work):
+                self._start(cells, work)
+            case CellStarted(variant=variant, case=case):
+                self._cell_started(variant, case)
+            case CellFinished(cell=cell, work=work):
+                self._cell_finished(cell, work)
+            case BarOpened(description=description, total=total, job=job):
+                bar = self.progress(description, total)
+                self._bars[(job, description)] = (bar, bar.__enter__())
+            case BarAdvanced(description=description, n=n, job=job) if (job, description) in self._bars:
+                self._bars[(job, description)][1](n)
+            case BarClosed(description=description, job=job) if (job, description) in self._bars:
+                self._bars.pop((job, description))[0].__exit__(None, None, None)
 
     def _start(self, total_cells: int, total_work: float) -> None:
         self._total = total_cells

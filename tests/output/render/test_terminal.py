@@ -83,7 +83,6 @@ def test_the_matrix_progress_hears_the_runs_events(monkeypatch):
     the lines; a refused cell is counted, not printed."""
     import io
     from contextlib import contextmanager
-    from types import SimpleNamespace
 
     from rich.console import Console
 
@@ -100,15 +99,21 @@ def test_the_matrix_progress_hears_the_runs_events(monkeypatch):
             yield lambda n: bars.append(("advance", description, n))
             bars.append(("close", description))
 
-    def event(what, payload, job=None):
-        return SimpleNamespace(what=what, job=job, device=None, payload=payload)
+    from attnbench.results.matrix_events import (
+        BarAdvanced,
+        BarClosed,
+        BarOpened,
+        CellFinished,
+        CellStarted,
+        MatrixBegun,
+    )
 
     refused = Cell("cpu32", "t02", "refused", "cpu32 needs d in {32}")
     with Recording("compare") as listener:
-        for heard in (event("start", (2, 10.0)), event("bar", ("generating t02", 3), 0),
-                      event("advance", ("generating t02", 3), 0), event("bar_done", "generating t02", 0),
-                      event("started", ("cpu", "t02"), 0), event("cell", (cell_of([1.0, 1.1, 0.9]), 10.0), 0),
-                      event("cell", (refused, 0.0), 0)):
+        for heard in (MatrixBegun(2, 10.0), BarOpened("generating t02", 3, 0), BarAdvanced("generating t02", 3, 0),
+                      BarAdvanced("generating t02", 1, 1),  # another job's bar, never opened: nothing
+                      BarClosed("generating t02", 0), CellStarted("cpu", "t02"),
+                      CellFinished(cell_of([1.0, 1.1, 0.9]), 10.0), CellFinished(refused, 0.0)):
             listener(heard)
     assert bars == [("open", "generating t02", 3), ("advance", "generating t02", 3), ("close", "generating t02")]
     assert capture.file.getvalue() == cell_line(cell_of([1.0, 1.1, 0.9])) + "\n"

@@ -89,7 +89,7 @@ def info(variant_name: str, case: str | None, shape_text: str | None, arch: str,
     if case is not None and shape_text is not None:
         raise click.UsageError("--case and --shape both give the shape; give one of them")
     shape = None
-    if shape_text:
+    if shape_text is not None:  # "" fell back to t29 with exit 0
         try:
             shape = api_explain.Shape.parse(shape_text)
         except ValueError as exc:

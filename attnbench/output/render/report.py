@@ -111,11 +111,12 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
         if can_plot and result.kind is not ResultKind.JUDGE:  # a judge has process times only: no plots
             stem = f"{out.stem}_{index}"
             images = []
-            if result.kind is ResultKind.SWEEP:
-                images.append(("Throughput against size", plotting.throughput_vs_size(result, folder / f"{stem}_throughput.png")))
             listed = set(result.variant_names)
-            if any(c.ok and c.variant in listed for c in result.cells):  # it draws the listed variants' cells only:
-                # an ok cell of a variant the file does not list (a hand-edited file) left it nothing, and a traceback
+            drawn = any(c.ok and c.variant in listed for c in result.cells)  # the plots draw the listed variants only
+            if result.kind is ResultKind.SWEEP and drawn:  # a file listing no variant drew an empty plot, with
+                # matplotlib's "No artists with labels" warning printed raw
+                images.append(("Throughput against size", plotting.throughput_vs_size(result, folder / f"{stem}_throughput.png")))
+            if drawn:  # an ok cell of a variant the file does not list (a hand-edited file) left it nothing, and a traceback
                 images.append(("Against the ceilings", plotting.ceilings_chart(result, folder / f"{stem}_ceilings.png")))
                 images.append(("Roofline", roofline_plot([result], folder / f"{stem}_roofline.png")))
             if has_precision_ladder(result):

@@ -123,3 +123,21 @@ def test_a_plot_never_replaces_a_file_beside_the_report_that_is_no_plot(tmp_path
     first = write_report([results.load(path)], tmp_path / "notes.md")
     again = write_report([results.load(path)], tmp_path / "notes.md")
     assert first.plots and again.plots == first.plots
+
+
+def test_a_sweep_that_lists_no_variant_draws_no_empty_throughput_plot(tmp_path):
+    """A sweep file whose `variants` was emptied by hand drew an empty throughput plot, and matplotlib's
+    "No artists with labels found to put in legend" warning reached the terminal raw."""
+    import warnings
+
+    from attnbench.cases.testcase import Shape
+
+    pytest.importorskip("matplotlib", reason="matplotlib (the plot extra) is not installed")
+    shapes = {f"N{n}": Shape(1, n, 16) for n in (16, 32)}
+    r = result_set({"cpu": {k: 0.01 * s.N for k, s in shapes.items()}}, shapes, kind="sweep", settings={"sweep": "N"})
+    r.variants = []
+    path = save(r, tmp_path / "runs", "sweep")[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        outcome = write_report([results.load(path)], tmp_path / "r.md")
+    assert not any(p.name.endswith("_throughput.png") for p in outcome.plots) and outcome.path.is_file()

@@ -46,6 +46,9 @@ def profile(case: str, variant_names: tuple[str, ...], raw_metrics: str | None, 
       attnbench profile t30 --variant reglm --variant bankfree
       attnbench profile t29 -v float4 -v qreg --metrics smsp__inst_executed.sum --save
     """
+    if raw_metrics is not None and not any(name.strip() for name in raw_metrics.split(",")):
+        # `--metrics ""` (an unset variable) profiled without the extra metrics, and said nothing
+        raise click.BadParameter('is empty (""): give ncu metric names, or leave --metrics out', param_hint="--metrics")
     if save:
         check_results_folder(results_dir)  # before the profiled passes, not after them
     run = api_explain.profile(case, variant_names, (raw_metrics or "").split(","), device=device, warmup=warmup,

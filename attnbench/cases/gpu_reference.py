@@ -147,7 +147,7 @@ def gpu_reference_output(testcase: Testcase, progress: Progress | None = None, d
     try:
         capability = device.compute_capability()
         if capability not in _cubins:
-            source = (kernel_dir() / "reference_float64.cu").read_text(encoding="utf-8")
+            source = (kernel_dir() / "reference_float64.cu").read_text()
             _cubins[capability] = compile_cuda(source, options=["-O3"], no_extern_c=True)
         module = driver.module_from_buffer(_cubins[capability])
         engine = PycudaAttention(driver, module)

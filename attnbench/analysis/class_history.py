@@ -9,11 +9,12 @@ is the last run that judged it. Runs on different cases are not compared: the hi
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from attnbench.errors import ResultsError
-from attnbench.results.scoreboard import Scoreboard, SubmissionRow, load_scoreboard
+from attnbench.results.scoreboard import SCOREBOARD_VERSION, Scoreboard, SubmissionRow, load_scoreboard
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class HistoryRow:
 
 def load_boards(folder: str | Path) -> list[Scoreboard]:
     """Every scoreboard saved in folder (other JSON files are skipped), oldest first; ResultsError if the
-    folder cannot be read."""
+    folder cannot be read or a scoreboard in it is damaged."""
     path = Path(folder)
     try:
         files = sorted(p for p in path.iterdir() if p.suffix == ".json" and p.is_file())
@@ -52,11 +53,30 @@ def load_boards(folder: str | Path) -> list[Scoreboard]:
     for file in files:
         try:
             board = load_scoreboard(file)
-        except ResultsError:
-            continue
+        except ResultsError as exc:
+            if _claims_a_scoreboard(file):  # a damaged run of the class: skipped, it vanished from the history
+                why = str(exc).partition(" (")[2].rstrip(")") or str(exc)
+                raise ResultsError(f"{file}: a saved scoreboard, damaged ({why}): restore it, or move it out of "
+                                   f"{folder} to see the history without it") from None
+            continue  # another command's results
         board.path = file
         boards.append(board)
     return sorted(boards, key=lambda b: (str(b.metadata.get("date") or ""), str(b.path or "")))
+
+
+# How every saved scoreboard begins (`Scoreboard.to_dict` puts version and kind first): a file cut short still does.
+_SCOREBOARD_HEAD = re.compile(rb'\A\s*\{\s*"version":\s*\d+,\s*"kind":\s*"scoreboard"')
+
+
+def _claims_a_scoreboard(file: Path) -> bool:
+    """Whether a file that did not load is a scoreboard of this version (damaged), not another command's JSON."""
+    try:
+        with file.open("rb") as handle:
+            head = handle.read(200)
+    except OSError:
+        return False
+    found = _SCOREBOARD_HEAD.match(head)
+    return bool(found) and int(re.search(rb"\d+", found.group()).group()) == SCOREBOARD_VERSION
 
 
 def _run(board: Scoreboard, row: SubmissionRow) -> RunOf:

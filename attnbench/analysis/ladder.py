@@ -35,7 +35,7 @@ class Claims:
 
 @lru_cache(maxsize=1)
 def load_claims() -> Claims:
-    data = json.loads(CLAIMS_FILE.read_text())
+    data = json.loads(CLAIMS_FILE.read_text(encoding="utf-8"))
     return Claims(data["source"], data["device"], data.get("metric_meaning", ""), data["steps"], data.get("notes", {}))
 
 

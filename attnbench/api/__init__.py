@@ -5,7 +5,7 @@
     m = outcome.measurement
     print(m.kernel.median, m.tflops, m.verification.passed, outcome.exit_status)
     rs = attnbench.compare(["cpu"], ["odd_17x48", "odd_100x32"])
-    report = attnbench.verify("t02.out", "t02")
+    report, reference = attnbench.verify("t02.out", "t02")
     saved = attnbench.load_results("docs/results/2026-11-26_h100_final_default_peers_t01-t30.json")
 
 Every function raises `attnbench.errors.AttnbenchError` subclasses for expected failures (their

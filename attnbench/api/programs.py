@@ -298,6 +298,13 @@ class JudgeOptions:
         for program in self.programs:  # from Python judge_class([""]) judged the working folder as a class
             refuse_empty("program", program, "a program, a submission or a folder of them")
         refuse_empty("time_limits", self.time_limits, "course, course-rtx3070, none or a TOML file")
+        for option, seconds in (("timeout", self.timeout), ("build_timeout", self.build_timeout)):
+            # from Python, timeout=-1 judged every case at once and timeout=nan ended in a traceback in the sandbox
+            if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                        or not 0 < seconds <= MAX_WAIT_S):
+                raise UsageError(f"{option}={seconds!r}: give a number of seconds > 0, at most {MAX_WAIT_S:,.0f}")
+        if self.sandbox.mode not in SANDBOX_MODES:  # SandboxSettings("x") was taken for auto
+            raise UsageError(f"sandbox mode {self.sandbox.mode!r}: one of {', '.join(SANDBOX_MODES)}")
         for option, value in (("--launcher", self.launcher), ("--arch", self.arch), ("--build-command", self.build_command)):
             if value is not None and not value.strip():  # `--launcher ""` (an unset variable) was dropped without a word
                 raise UsageError(f'{option} is empty (""): give its words, or leave {option} out')

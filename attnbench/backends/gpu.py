@@ -167,7 +167,7 @@ class Gpu:
                 # pycuda loads whatever cubin lies there under our source's key: a planted one would make inputs
                 # that never change, or checks that pass anything. A cache of our own (keyed by the source's
                 # sha256) would be as writable and could only be verified by compiling; this costs ~1 s a process.
-                module = SourceModule(path.read_text(), options=["-O3"], arch=self.arch, no_extern_c=True,
+                module = SourceModule(path.read_text(encoding="utf-8"), options=["-O3"], arch=self.arch, no_extern_c=True,
                                       cache_dir=False)
             except (self.driver.CompileError, self.driver.Error) as exc:
                 raise KernelCompileError(f"nvcc could not compile {path}: {exc}") from None

@@ -126,7 +126,7 @@ def cache_path(key: TuneKey) -> Path:
 def _read(path: Path, key: TuneKey) -> dict[str, Any]:
     """The file's entries, or none when it is absent, unreadable, of another version or another GPU."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     if (not isinstance(data, dict) or data.get("version") != CACHE_VERSION or data.get("gpu") != key.gpu

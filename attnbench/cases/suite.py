@@ -133,7 +133,7 @@ def _damaged(why: str) -> SuiteManifestDamaged:
 
 def _read_manifest() -> dict:
     try:
-        raw = json.loads(locations.suite_manifest().read_text())
+        raw = json.loads(locations.suite_manifest().read_text(encoding="utf-8"))
     except OSError as exc:
         raise _damaged(exc.strerror or str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:

@@ -242,12 +242,15 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
         out.print(line, highlight=False, markup=False, soft_wrap=True)
     if cost_line(board.cost):
         out.print(cost_line(board.cost), highlight=False, markup=False, soft_wrap=True)
-    if not no_save and (board.rows or saver.paths):
+    saved = not no_save and bool(board.rows or saver.paths)
+    if saved:
         for path in saver.finish(board):
             out.print(f"saved {path}", highlight=False, soft_wrap=True)
     if as_json:
         click.echo(board.to_json())
-    kept = "nothing is saved (--no-save)" if no_save else "what was judged is saved"  # it said "saved" either way
+    # it said "saved" either way, and "what was judged is saved" when a Ctrl-C during the builds left nothing
+    kept = ("nothing is saved (--no-save)" if no_save else "what was judged is saved" if saved
+            else "no submission was judged yet, so nothing is saved")
     for lost, why in board.settings.get("lost_rounds", {}).items():  # the judge's own failure: ranks stand, exit 3
         error_line(f"{lost} was not run: {why}; its rows are ranked by the runs before it; "
                    f"{'nothing is saved (--no-save)' if no_save else 'the scoreboard is saved'}")

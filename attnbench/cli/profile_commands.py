@@ -46,6 +46,9 @@ def profile(case: str, variant_names: tuple[str, ...], raw_metrics: str | None, 
       attnbench profile t30 --variant reglm --variant bankfree
       attnbench profile t29 -v float4 -v qreg --metrics smsp__inst_executed.sum --save
     """
+    if raw_metrics is not None and not any(name.strip() for name in raw_metrics.split(",")):
+        # `--metrics ""` (an unset variable) profiled without the extra metrics, and said nothing
+        raise click.BadParameter('is empty (""): give ncu metric names, or leave --metrics out', param_hint="--metrics")
     if save:
         check_results_folder(results_dir)  # before the profiled passes, not after them
     run = api_explain.profile(case, variant_names, (raw_metrics or "").split(","), device=device, warmup=warmup,
@@ -89,7 +92,7 @@ def info(variant_name: str, case: str | None, shape_text: str | None, arch: str,
     if case is not None and shape_text is not None:
         raise click.UsageError("--case and --shape both give the shape; give one of them")
     shape = None
-    if shape_text:
+    if shape_text is not None:  # "" fell back to t29 with exit 0
         try:
             shape = api_explain.Shape.parse(shape_text)
         except ValueError as exc:

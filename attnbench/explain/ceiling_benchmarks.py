@@ -40,7 +40,7 @@ def measure(gpu: GpuDevice) -> CeilingSet:
         # sm_90a (Hopper's arch-specific features) for wgmma; every other kernel runs the same there
         arch = "sm_90a" if gpu.compute_capability == (9, 0) else gpu.arch
         # cache_dir=False: the peaks a speed is held to must not come from a cubin planted in pycuda's cache
-        module = SourceModule((kernel_dir() / "ceilings.cu").read_text(), options=["-O3", "-std=c++17"],
+        module = SourceModule((kernel_dir() / "ceilings.cu").read_text(encoding="utf-8"), options=["-O3", "-std=c++17"],
                               arch=arch, no_extern_c=True, cache_dir=False)
     except driver.CompileError as exc:
         raise KernelCompileError(f"nvcc could not compile cuda/ceilings.cu: {exc}") from None

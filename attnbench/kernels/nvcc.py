@@ -96,7 +96,10 @@ def include_dirs(variant: Variant) -> list[Path]:
 
 
 def source_text(variant: Variant) -> str:
-    return source_file(variant).read_text()
+    """The kernel's source. Read as UTF-8 whatever the locale (the built-in kernels hold UTF-8 comments, and a
+    C or POSIX locale without UTF-8 mode read them as ASCII: `list` ended in a traceback); a byte that is not
+    UTF-8 (a Latin-1 comment in a student's kernel) becomes U+FFFD instead of a traceback."""
+    return source_file(variant).read_text(encoding="utf-8", errors="replace")
 
 
 _LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
@@ -112,7 +115,7 @@ def shared_headers(variant: Variant) -> list[Path]:
             header = kernel_dir() / name
             if header not in found and header.is_file():
                 found.append(header)
-                pending.append(header.read_text())
+                pending.append(header.read_text(encoding="utf-8", errors="replace"))
     return found
 
 
@@ -221,11 +224,12 @@ def compile_report(variant: Variant, shape: Shape, arch: str) -> dict[str, Kerne
         return {}
     cached = _ptxas_cache_path(variant, shape, arch)
     try:
-        return {k: KernelResources(**v) for k, v in json.loads(cached.read_text()).items()}
+        return {k: KernelResources(**v) for k, v in json.loads(cached.read_text(encoding="utf-8")).items()}
     except (OSError, ValueError, TypeError, AttributeError):
         pass  # absent or unreadable: compile
     with tempfile.TemporaryDirectory() as tmp:
-        result = subprocess.run(nvcc_command(variant, shape, arch, Path(tmp) / "k.cubin"), capture_output=True, text=True)
+        result = subprocess.run(nvcc_command(variant, shape, arch, Path(tmp) / "k.cubin"), capture_output=True, text=True,
+                                errors="replace")  # nvcc quotes source lines: a Latin-1 one is no traceback
     if result.returncode != 0:
         raise CompileCheckFailed(f"{source_label(variant)}: nvcc could not compile it for {variant.arch or arch}: "
                                  f"{first_error_lines(result.stderr)}")

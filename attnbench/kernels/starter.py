@@ -111,7 +111,10 @@ def write_starter(name: str, folder: Path) -> StarterFiles:
 
     if name in REGISTRY:
         raise StarterError(f"{name}: is a built-in variant; choose another name")
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file of that name, or no permission: from Python a FileExistsError traceback
+        raise StarterError(f"{folder}: cannot hold the new files ({exc.strerror or exc})") from None
     kernel, config = folder / f"{name}.cu", folder / CONFIG_FILE
     if kernel.exists():
         raise StarterError(f"{kernel}: already exists; not overwritten")

@@ -100,7 +100,7 @@ def load_cached(gpu: str, driver: str | int) -> CeilingSet | None:
     """The cached set for exactly this GPU and driver; None when absent or unreadable."""
     path = cache_path(gpu, driver)
     try:
-        return CeilingSet.from_dict(strict_json.restore(json.loads(path.read_text())))
+        return CeilingSet.from_dict(strict_json.restore(json.loads(path.read_text(encoding="utf-8"))))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -136,7 +136,7 @@ def newest_for_name(name: str | None) -> CeilingSet | None:
     found = []
     for path in cache_dir().glob(f"ceilings_{_slug(name)}_driver-*.json"):
         try:
-            found.append(CeilingSet.from_dict(strict_json.restore(json.loads(path.read_text()))))
+            found.append(CeilingSet.from_dict(strict_json.restore(json.loads(path.read_text(encoding="utf-8")))))
         except (OSError, ValueError, KeyError, TypeError):
             continue
     found = [c for c in found if c.gpu == name]

@@ -300,7 +300,7 @@ def loads(text: str, source: str = "results") -> ResultSet:
 def load(path: str | Path) -> ResultSet:
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")  # JSON is UTF-8 (RFC 8259), whatever the locale
     except FileNotFoundError:
         raise ResultsError(f"{path}: no such results file") from None
     except IsADirectoryError:  # the command line's FILE option says so first; load_results from Python did not

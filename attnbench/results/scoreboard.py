@@ -164,7 +164,7 @@ class Scoreboard:
 def load_scoreboard(path: str | Path) -> Scoreboard:
     """A saved scoreboard; one line naming the file when it is not one."""
     try:
-        return Scoreboard.from_dict(json.loads(Path(path).read_text()))
+        return Scoreboard.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
     except RecursionError:  # JSON nested past Python's limit: `judge --history` ended in a traceback
         raise ResultsError(f"{path}: not a saved scoreboard (its JSON nests deeper than Python reads)") from None
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, ResultsError) as exc:

@@ -14,3 +14,24 @@ def test_a_row_not_judged_is_no_run_of_its_submission():
                         metadata={"date": "2026-11-02"})
     rows = {row.name: row for row in history([judged, laptop])}
     assert rows["cu"].runs == 1 and rows["cu"].latest.passed == 1 and rows["c"].runs == 1
+
+
+def test_a_damaged_scoreboard_is_named_not_skipped(tmp_path):
+    """A hand-damaged or cut-short scoreboard vanished from `judge --history` ("no saved scoreboard", exit 0)."""
+    import json
+
+    import pytest
+
+    from attnbench.analysis.class_history import load_boards
+    from attnbench.errors import ResultsError
+
+    board = Scoreboard(["t01"], [SubmissionRow("ada", "ada.c", True, rank=1,
+                                               entries={"t01": CaseEntry("PASS", runs_s=[0.5])})],
+                       metadata={"date": "2026-11-01"})
+    (tmp_path / "other.json").write_text(json.dumps({"schema": "attnbench-results", "cells": []}))
+    (tmp_path / "run.json").write_text(board.to_json())
+    assert [b.cases for b in load_boards(tmp_path)] == [["t01"]]  # another command's JSON is skipped
+    for damaged in (board.to_json()[:60], board.to_json().replace('"entries": {', '"entries": [1], "x": {', 1)):
+        (tmp_path / "run.json").write_text(damaged)
+        with pytest.raises(ResultsError, match=r"run\.json: a saved scoreboard, damaged"):
+            load_boards(tmp_path)

@@ -89,3 +89,17 @@ def test_a_judge_says_which_cases_a_users_limits_file_leaves_unlimited(monkeypat
     programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01", time_limits=str(limits)),
                            notice=said.append)
     assert said == [f"{limits}: no limit for t01 (no line for it, no `default = seconds`); judged without one"]
+
+
+@pytest.mark.parametrize("field, value", [("timeout", -1.0), ("timeout", float("nan")), ("timeout", "5"),
+                                          ("build_timeout", 0), ("build_timeout", float("inf"))])
+def test_a_timeout_that_is_no_positive_number_is_refused(tmp_path, field, value):
+    """From Python, judge(timeout=-1) judged every case at once and timeout=nan ended in a traceback."""
+    with pytest.raises(UsageError, match=field):
+        programs.JudgeOptions(programs=(str(tmp_path / "a.c"),), **{field: value})
+
+
+def test_an_unknown_sandbox_mode_is_refused(tmp_path):
+    """SandboxSettings("x") was judged as auto without a word."""
+    with pytest.raises(UsageError, match="sandbox mode 'x'"):
+        programs.JudgeOptions(programs=(str(tmp_path),), sandbox=programs.SandboxSettings("x"))

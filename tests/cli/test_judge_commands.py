@@ -199,6 +199,20 @@ def test_an_interrupted_class_under_no_save_does_not_say_it_saved_what_was_judge
     assert "is saved" not in said.replace("nothing is saved", "")
 
 
+def test_a_class_interrupted_before_any_row_does_not_say_it_saved_what_was_judged(cli, tmp_path, monkeypatch):
+    """Ctrl-C during the builds: "interrupted; what was judged is saved", and the results folder held nothing."""
+    from attnbench.api import programs as api_programs
+    from attnbench.results.scoreboard import Scoreboard
+
+    (tmp_path / "class").mkdir()
+    monkeypatch.setattr(api_programs, "judge_submissions",
+                        lambda options, **kwargs: Scoreboard(["odd_17x1"], [], {}, {}, True))
+    result = cli("judge", str(tmp_path / "class"), "--cases", "odd_17x1", "--results-dir", str(tmp_path / "res"))
+    said = " ".join(result.output.split())
+    assert result.exit_code == 130 and "nothing is saved" in said, result.output
+    assert "what was judged is saved" not in said and not list((tmp_path / "res").glob("*"))
+
+
 def test_history_of_a_folder_that_does_not_exist_is_bad_input_not_an_empty_history(cli, tmp_path):
     """`judge --history nosuch` said "nosuch: no saved scoreboard" and exited 0, as for an empty folder."""
     result = cli("judge", "--history", str(tmp_path / "nosuch"))

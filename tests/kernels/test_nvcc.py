@@ -38,3 +38,32 @@ def test_the_source_hash_covers_an_included_header(monkeypatch):
     monkeypatch.setattr(nvcc.Path, "read_bytes",
                         lambda self: real_read(self) + (b"//" if self.name == "softmax_rows.cuh" else b""))
     assert source_hash(gemm) != before[0] and source_hash(naive) == before[1]
+
+
+def test_a_kernel_source_that_is_not_utf8_is_read_not_a_traceback(tmp_path):
+    """A student's kernel with a Latin-1 comment ended `list` and `info` in a UnicodeDecodeError."""
+    import dataclasses
+
+    from attnbench.kernels.nvcc import source_text
+
+    kernel = tmp_path / "mine.cu"
+    kernel.write_bytes(b"// caf\xe9\n__global__ void k() {}\n")
+    variant = dataclasses.replace(get_variant("naive"), source=None, source_path=kernel)
+    assert source_text(variant) == "// caf\ufffd\n__global__ void k() {}\n"
+    assert source_hash(variant)
+
+
+def test_the_built_in_sources_are_read_in_a_locale_without_utf8():
+    """LC_ALL=C with UTF-8 mode off reads files as ASCII: the built-in kernels' UTF-8 comments ended `list`."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    env.pop("PYTHONIOENCODING", None)
+    code = ("import locale; from attnbench.kernels.catalogue import get_variant; "
+            "from attnbench.kernels.nvcc import source_text, shared_headers; "
+            "assert locale.getpreferredencoding(False).lower() in ('ascii', 'ansi_x3.4-1968'), locale.getpreferredencoding(False); "
+            "print(sum(len(source_text(get_variant(n))) for n in ('bankfree', 'qreg', 'gemm')))")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, errors="replace")
+    assert done.returncode == 0, done.stderr[-400:]

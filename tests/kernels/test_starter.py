@@ -17,3 +17,12 @@ def test_an_attnbench_toml_that_cannot_be_written_leaves_no_kernel_behind(tmp_pa
 def test_both_files_are_written(tmp_path):
     files = write_starter("mine", tmp_path)
     assert files.kernel.read_text().strip() and "[variants.mine]" in files.config.read_text()
+
+
+def test_a_folder_that_is_a_file_is_one_line_not_a_traceback(tmp_path):
+    """From Python, new_kernel("mine", a_file) ended in FileExistsError."""
+    from attnbench.kernels.starter import StarterError
+
+    (tmp_path / "taken").write_text("a file")
+    with pytest.raises(StarterError, match="taken: cannot hold the new files"):
+        write_starter("mine", tmp_path / "taken")

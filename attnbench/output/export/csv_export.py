@@ -9,6 +9,7 @@ from typing import Any, Iterator
 from attnbench.analysis.verdict import DEFAULT_SAME_WITHIN
 from attnbench.output.export.csv_columns import CSV_COLUMNS, cell_rows
 from attnbench.output.export.exporter import Exporter
+from attnbench.printable import printable
 from attnbench.results.resultset import ResultSet
 
 
@@ -35,7 +36,8 @@ def _csv_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, float):
         return repr(value)
-    return as_text(str(value)) if isinstance(value, str) else str(value)
+    # printable: a commit named by ATTNBENCH_GIT_COMMIT, a message quoting a user's path, reached `cat r.csv` raw
+    return as_text(printable(value)) if isinstance(value, str) else str(value)
 
 
 class CsvExporter(Exporter[ResultSet]):

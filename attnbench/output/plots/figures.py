@@ -6,6 +6,7 @@ import warnings
 from typing import Any
 
 from attnbench.errors import PlotsUnavailable
+from attnbench.files import atomic_write
 
 
 def pyplot() -> Any:
@@ -31,3 +32,9 @@ def plots_available() -> bool:
     except PlotsUnavailable:
         return False
     return True
+
+
+def save_figure(fig: Any, path: Any, **options: Any) -> None:
+    """The figure as a PNG at `path`, written whole or not at all: a Ctrl-C in savefig left a cut PNG beside the
+    report ("no partial output was left behind", it said)."""
+    atomic_write(path, lambda file: fig.savefig(file, format="png", **options))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnbench.analysis.precision import PrecisionPoint, pareto_front, precision_points, spans_precisions
-from attnbench.output.plots.figures import pyplot
+from attnbench.output.plots.figures import pyplot, save_figure
 from attnbench.results.resultset import ResultSet
 
 # Shares below this are drawn at it: a log axis has no zero, and an error of a few 1e-9 against 5e-3
@@ -116,7 +116,7 @@ def error_vs_speed(result: ResultSet, path: Path) -> Path:
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=3, fontsize=8, frameon=False)
     gpu = (result.metadata.get("gpu") or {}).get("name", "CPU")
     fig.suptitle(f"The precision ladder: worst error against speed, one point per variant — {gpu}")
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    save_figure(fig, path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from attnbench.analysis.ladder import LadderStep, has_ladder, ladder_steps, load_claims
 from attnbench.analysis.view import MatrixView
 from attnbench.cases.sweeps import sweep_axis as sweep_axis_named
-from attnbench.output.plots.figures import plots_available, pyplot  # noqa: F401  (report and tests reach them here)
+from attnbench.output.plots.figures import plots_available, pyplot, save_figure  # noqa: F401  (report and tests reach them here)
 from attnbench.output.plots.precision_ladder import error_vs_speed, has_precision_ladder
 from attnbench.output.plots.roofline import roofs
 from attnbench.results.resultset import ResultKind, ResultSet
@@ -54,7 +54,7 @@ def throughput_vs_size(result: ResultSet, path: Path) -> Path:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 
@@ -95,7 +95,7 @@ def ladder_bars(steps_by_case: dict[str, list[LadderStep]], path: Path, gpu: str
     fig.suptitle("The optimisation ladder: time relative to one step, the first with a report 004 claim "
                  "(log scale; labels: measured speedup over the step before)")
     fig.tight_layout(rect=(0, 0.05, 1, 0.95))
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 
@@ -139,7 +139,7 @@ def ceilings_chart(result: ResultSet, path: Path) -> Path:
     ax.legend(loc="lower right", fontsize=8)
     ax.grid(True, axis="x", which="both", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 

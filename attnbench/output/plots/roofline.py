@@ -103,7 +103,7 @@ def points(results: list[ResultSet]) -> list[tuple[str, str, float, float]]:
 
 def roofline_plot(results: list[ResultSet], path: Path) -> Path:
     """Write the roofline of the results (all from one GPU: the first result's ceilings are drawn)."""
-    from attnbench.output.plots.figures import pyplot
+    from attnbench.output.plots.figures import pyplot, save_figure
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, 6.5))
@@ -145,6 +145,6 @@ def roofline_plot(results: list[ResultSet], path: Path) -> Path:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="lower right", ncol=2)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path

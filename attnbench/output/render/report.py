@@ -9,6 +9,7 @@ several arithmetics ran, and the plots beside the document as PNG files.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,28 @@ def _how_timed(results: list[ResultSet]) -> str:
     return text[0].upper() + text[1:]
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+PLOT_KINDS = ("throughput", "ceilings", "roofline", "precision")
+
+
+def _refuse_replacing_what_is_no_plot(out: Path, sections: int) -> None:
+    """A plot may replace an older plot of the same name (a report made again), never another file: `-o notes.md`
+    wrote its roofline over the user's own `notes_1_roofline.png` that was no PNG (a file it did not write)."""
+    names = [f"{out.stem}_{index}_{kind}.png" for index in range(1, sections + 1) for kind in PLOT_KINDS]
+    names += [f"{out.stem}_ladder_{index}.png" for index in range(1, sections + 1)]
+    for path in (out.parent / name for name in names):
+        if not os.path.lexists(path):
+            continue
+        try:
+            with path.open("rb") as handle:
+                is_plot = path.is_file() and not path.is_symlink() and handle.read(8) == PNG_SIGNATURE
+        except OSError:
+            is_plot = False
+        if not is_plot:
+            raise OutputError(f"{path}: the report's plot of this name would replace it, and it is no PNG plot; "
+                              "give -o another name, or --no-plots")
+
+
 def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None, plots: bool = True,
                  same_within: float = DEFAULT_SAME_WITHIN) -> ReportOutcome:
     """Write the Markdown report to `out` and its plots beside it. The path is checked before any plot is
@@ -71,6 +94,8 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
         except PlotsUnavailable as exc:
             can_plot = False
             outcome.notes.append(str(exc))
+    if can_plot:
+        _refuse_replacing_what_is_no_plot(out, len(results))
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     names = ", ".join(f"`{r.path.name if r.path else r.name}`" for r in results)
     parts = [
@@ -86,11 +111,12 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
         if can_plot and result.kind is not ResultKind.JUDGE:  # a judge has process times only: no plots
             stem = f"{out.stem}_{index}"
             images = []
-            if result.kind is ResultKind.SWEEP:
-                images.append(("Throughput against size", plotting.throughput_vs_size(result, folder / f"{stem}_throughput.png")))
             listed = set(result.variant_names)
-            if any(c.ok and c.variant in listed for c in result.cells):  # it draws the listed variants' cells only:
-                # an ok cell of a variant the file does not list (a hand-edited file) left it nothing, and a traceback
+            drawn = any(c.ok and c.variant in listed for c in result.cells)  # the plots draw the listed variants only
+            if result.kind is ResultKind.SWEEP and drawn:  # a file listing no variant drew an empty plot, with
+                # matplotlib's "No artists with labels" warning printed raw
+                images.append(("Throughput against size", plotting.throughput_vs_size(result, folder / f"{stem}_throughput.png")))
+            if drawn:  # an ok cell of a variant the file does not list (a hand-edited file) left it nothing, and a traceback
                 images.append(("Against the ceilings", plotting.ceilings_chart(result, folder / f"{stem}_ceilings.png")))
                 images.append(("Roofline", roofline_plot([result], folder / f"{stem}_roofline.png")))
             if has_precision_ladder(result):

@@ -102,3 +102,12 @@ def test_the_markdown_page_ends_with_what_each_csv_column_holds():
     assert "| TFLOP/s | tflops |" in legend and "| MHz | sm_clock_mhz, sm_clock_min_mhz, sm_clock_max_mhz |" in legend
     listed = [name for line in legend.splitlines()[2:] for name in line.split(" | ")[1].rstrip(" |").split(", ")]
     assert sorted(listed) == sorted(column.name for column in CSV_COLUMNS)
+
+
+def test_a_csv_cell_holding_a_control_character_is_written_escaped():
+    """ATTNBENCH_GIT_COMMIT (or a message quoting a user's path) holding an escape code reached the CSV raw."""
+    result = pinned_result()
+    result.metadata["git"] = {"commit": "\x1b]0;pwned\x07abc", "dirty": None, "source": "ATTNBENCH_GIT_COMMIT"}
+    result.cells[0].message = "bad\x1b[2Jpath"
+    text = CsvExporter().render(result)
+    assert "\x1b" not in text and "\x07" not in text and "\\x1b]0;pwned\\x07abc" in text

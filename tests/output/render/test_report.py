@@ -107,3 +107,37 @@ def test_a_saved_command_or_gpu_name_holding_an_escape_code_is_written_escaped(t
     path = save(r, tmp_path, "esc")[0]
     text = write_report([results.load(path)], tmp_path / "report.md").path.read_text()
     assert "\x1b" not in text and "\x07" not in text and "\\x1b[31mred" in text
+
+
+def test_a_plot_never_replaces_a_file_beside_the_report_that_is_no_plot(tmp_path):
+    """`report r.json -o notes.md` wrote its roofline over the user's own notes_1_roofline.png (text, not a plot)
+    with exit 0; an older plot of the report's is replaced as before."""
+    r = result_set({"naive": {"t10": 2.0}}, {"t10": COURSE_SHAPES["t10"]})
+    path = save(r, tmp_path / "runs", "gpu")[0]
+    mine = tmp_path / "notes_1_roofline.png"
+    mine.write_text("my own notes")
+    result = CliRunner().invoke(main, ["report", str(path), "-o", str(tmp_path / "notes.md")], prog_name="attnbench")
+    assert result.exit_code == 2 and str(mine) in result.output and result.output.count("\n") == 1, result.output
+    assert mine.read_text() == "my own notes" and not (tmp_path / "notes.md").exists()
+    mine.unlink()
+    first = write_report([results.load(path)], tmp_path / "notes.md")
+    again = write_report([results.load(path)], tmp_path / "notes.md")
+    assert first.plots and again.plots == first.plots
+
+
+def test_a_sweep_that_lists_no_variant_draws_no_empty_throughput_plot(tmp_path):
+    """A sweep file whose `variants` was emptied by hand drew an empty throughput plot, and matplotlib's
+    "No artists with labels found to put in legend" warning reached the terminal raw."""
+    import warnings
+
+    from attnbench.cases.testcase import Shape
+
+    pytest.importorskip("matplotlib", reason="matplotlib (the plot extra) is not installed")
+    shapes = {f"N{n}": Shape(1, n, 16) for n in (16, 32)}
+    r = result_set({"cpu": {k: 0.01 * s.N for k, s in shapes.items()}}, shapes, kind="sweep", settings={"sweep": "N"})
+    r.variants = []
+    path = save(r, tmp_path / "runs", "sweep")[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        outcome = write_report([results.load(path)], tmp_path / "r.md")
+    assert not any(p.name.endswith("_throughput.png") for p in outcome.plots) and outcome.path.is_file()

@@ -236,7 +236,7 @@ def _kernel(device: Any) -> bytes:
     capability = device.compute_capability()
     with _building:
         if capability not in _cubins:
-            source = (kernel_dir() / "reference_float64.cu").read_text()
+            source = (kernel_dir() / "reference_float64.cu").read_text(encoding="utf-8")
             _cubins[capability] = compile_cuda(source, options=["-O3"], no_extern_c=True,
                                                arch="sm_%d%d" % capability)
     return _cubins[capability]

@@ -18,6 +18,8 @@ from typing import Iterator
 
 from threadpoolctl import threadpool_limits
 
+from attnbench.errors import UsageError
+
 HOST_THREADS_ENV = "ATTNBENCH_HOST_THREADS"
 MAX_HOST_THREADS = 8  # the reference and the check are bound by memory bandwidth beyond this
 
@@ -28,6 +30,14 @@ def host_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not every OS has affinity
         return os.cpu_count() or 1
+
+
+def refuse_a_bad_share() -> None:
+    """ATTNBENCH_HOST_THREADS set to anything but a whole number >= 1 is bad usage, said before any work (the
+    library's `host_threads` ignores it: 'abc' was taken as unset without a word)."""
+    claimed = os.environ.get(HOST_THREADS_ENV)
+    if claimed is not None and claimed.strip() and not (claimed.strip().isdigit() and int(claimed) >= 1):
+        raise UsageError(f"{HOST_THREADS_ENV}={claimed!r}: give a number of threads, 1 or more (or leave it unset)")
 
 
 def host_threads() -> int:

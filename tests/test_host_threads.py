@@ -71,3 +71,26 @@ def test_blas_runs_one_thread_inside_the_block_and_as_before_after_it(restored_b
         with host_threads.blas_single_threaded():
             assert set(blas_threads()) <= {1}
         assert blas_threads() == before
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "1.5"])
+def test_a_bad_host_threads_share_is_one_line_of_bad_usage_before_any_work(monkeypatch, value):
+    """ATTNBENCH_HOST_THREADS=abc was ignored without a word (a newcomer pass): the command refuses it, exit 2."""
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+
+    monkeypatch.setenv("ATTNBENCH_HOST_THREADS", value)
+    result = CliRunner().invoke(main, ["cases"])
+    assert result.exit_code == 2 and f"ATTNBENCH_HOST_THREADS={value!r}: give a number of threads" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("value", ["3", " 2 ", ""])
+def test_a_good_or_empty_host_threads_share_is_taken(monkeypatch, value):
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+
+    monkeypatch.setenv("ATTNBENCH_HOST_THREADS", value)
+    assert CliRunner().invoke(main, ["cases"]).exit_code == 0

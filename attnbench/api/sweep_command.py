@@ -19,12 +19,25 @@ from attnbench.results.run_settings import RunSettings
 from attnbench.spread.executor import Listener
 
 
+def _listed(given: str | Sequence[int], name: str) -> str:
+    """Sizes or values as the command line gives them (text): a Python list of whole numbers is that list."""
+    if isinstance(given, str):
+        return given
+    try:
+        items = list(given)
+    except TypeError:
+        raise ValueError(f"{name}={given!r}: give text such as '64,128' or a list of whole numbers") from None
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+        raise ValueError(f"{name}={given!r}: a list of whole numbers, such as [64, 128]")
+    return ",".join(str(v) for v in items)
+
+
 def sweep(
     what: str,
     variants: str | Sequence[str],
     *,
-    sizes: str = "all",
-    values: str | None = None,
+    sizes: str | Sequence[int] = "all",
+    values: str | Sequence[int] | None = None,
     batch: int | None = None,
     seq_len: int = 2048,
     head_dim: int = 64,
@@ -49,10 +62,10 @@ def sweep(
     baseline = baseline_name(baseline, chosen)
     try:
         if swept.default_values is None:
-            inputs = square_inputs(parse_sizes(sizes))
+            inputs = square_inputs(parse_sizes(_listed(sizes, "sizes")))
         else:
             given = swept.default_values if values is None else values  # --values "" is refused, not the default
-            inputs = shape_inputs(axis, parse_values(given), batch, seq_len, head_dim)
+            inputs = shape_inputs(axis, parse_values(_listed(given, "values")), batch, seq_len, head_dim)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     check_rule: CheckRule = LabRule() if axis == "square" else CourseRule()

@@ -16,6 +16,7 @@ import click
 from rich.markup import escape
 
 from attnbench.errors import classify
+from attnbench.host_threads import refuse_a_bad_share
 from attnbench.output.render.terminal import err_console, printable
 from attnbench.version import __version__
 
@@ -165,6 +166,7 @@ class AttnbenchGroup(click.Group):
         _ctrl_c_raises()
         try:
             try:
+                refuse_a_bad_share()
                 outcome = super().invoke(ctx)
             except SystemExit:  # a command's own exit status stands, whoever reads its output
                 _flush_stdout()

@@ -12,6 +12,7 @@ from typing import Callable
 
 from attnbench.cases.fresh_values import InputRange
 from attnbench.cases.testcase import Shape
+from attnbench.printable import printable
 from attnbench.errors import UnknownName, UsageError
 from attnbench.kernels.builtin_variants import REGISTRY
 from attnbench.kernels.default_rules import ACCURACIES, DEFAULT_RULES
@@ -130,5 +131,6 @@ def baseline_name(baseline: str | None, chosen: list[Variant]) -> str | None:
     except UnknownName:
         resolved = None
     if resolved not in names:
-        raise UsageError(f"--baseline {baseline} is not among --variants ({', '.join(names)})")
+        shown = printable(baseline) if baseline.strip() else repr(baseline)  # an empty name shows as ''
+        raise UsageError(f"--baseline {shown} is not among --variants ({', '.join(names)})")
     return resolved

@@ -4,7 +4,7 @@ import pytest
 
 from attnbench.cases.testcase import Shape
 from attnbench.errors import ShapeNotSupported, UnknownName, UsageError
-from attnbench.kernels.catalogue import REGISTRY, default_variant, get_variant, gpu_variants
+from attnbench.kernels.catalogue import REGISTRY, baseline_name, default_variant, get_variant, gpu_variants, variants_for
 from attnbench.kernels.nvcc import shared_headers
 from attnbench.kernels.variant import SCALAR_ARGS
 from attnbench.locations import kernel_dir
@@ -266,3 +266,11 @@ def test_a_build_with_its_own_exponential_widens_its_units_rounding_of_the_weigh
     edge = ranges(low * 0.999)
     assert plain.precision_refusal(edge, shape, (5e-3, 0.0)) is None
     assert poly.precision_refusal(edge, shape, (5e-3, 0.0)) is not None
+
+
+@pytest.mark.parametrize("baseline, shown", [("", "''"), ("  ", "'  '"), ("na\x1bive", "na\\x1bive")])
+def test_a_baseline_not_among_the_variants_is_named_visibly(baseline, shown):
+    """--baseline '' read '--baseline  is not among' (a newcomer pass): an empty name shows quoted, a control
+    character escaped."""
+    with pytest.raises(UsageError, match=re.escape(f"--baseline {shown} is not among --variants (cpu)")):
+        baseline_name(baseline, variants_for("cpu"))

@@ -339,8 +339,7 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
     # SandboxUnavailable: exit 3
     sandbox = Sandbox.open(program.path, settings, bool(program.launcher), cache_writable=True)
     judgement = Judgement(program, limits, sandbox.confinement, settings)
-    # staged files are readable by every run's user: only a box, with a view of its own, may bind them
-    staged = settings.mode != "none"
+    staged = sandbox.binds_staged_inputs  # never for runs outside a box (a staged file is every user's to read)
     if opened is not None:
         opened(sandbox.confinement)
     try:

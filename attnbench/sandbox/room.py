@@ -442,9 +442,16 @@ class Sandbox:
                          cache, cache_capped, capped,
                          self._scratch(label) if capped and self.confinement.sandboxed else None, staged)
 
+    @property
+    def binds_staged_inputs(self) -> bool:
+        """Whether this room's runs bind a staged input (in the box, with its own view, no launcher): only then
+        may inputs be staged for them. A staged file is readable by every user of the host that finds its path
+        (the mount table shows it), so a run outside a box (the fallback) could read every other case's."""
+        return self.confinement.sandboxed and self.view is not None and not self.launched
+
     def _staged(self, input_path: Path | None) -> Path | None:
-        """The input's staged file, where this run may bind it: in the box, with its own view, no launcher."""
-        if input_path is None or not self.confinement.sandboxed or self.view is None or self.launched:
+        """The input's staged file, where this run may bind it (`binds_staged_inputs`)."""
+        if input_path is None or not self.binds_staged_inputs:
             return None
         return staged_inputs.staged(input_path)
 

@@ -511,3 +511,21 @@ def test_in_the_box_a_fresh_input_is_written_where_its_run_binds_it_and_nothing_
     assert judgement.passed == 2 and bound == [True, True]
     (root,) = roots
     assert staged_inputs._slots == {} and not root.exists() and f" {root}/" not in Path("/proc/self/mounts").read_text()
+
+
+@pytest.mark.parametrize("mode", ["none", "auto without bwrap"])
+def test_outside_a_box_one_programs_fresh_inputs_are_never_staged_for_every_user_to_read(programs, monkeypatch,
+                                                                                          mode):
+    """A staged file is readable by any user who finds its path in the mount table: a fallback run (as root, a uid
+    of its own on the host) could read the next case's input. One program's are staged only for runs in a box."""
+    from attnbench.judge import fresh_inputs
+    from attnbench.sandbox import room, staged_inputs
+    from attnbench.sandbox.room import SandboxSettings
+
+    monkeypatch.setattr(staged_inputs, "stage_written", lambda *a: pytest.fail("staged outside a box"))
+    if mode != "none":
+        monkeypatch.setattr(room, "find_bwrap", lambda: (None, "no bwrap here (a test)"))
+    inputs = fresh_inputs.draw(judging.cases_for(SMALL))
+    judgement = judging.run_judge(judging.make_program(str(programs["right"])), inputs,
+                                  judging.load_time_limits("none"), 30.0, settings=SandboxSettings(mode.split()[0]))
+    assert judgement.passed == 2 and not judgement.confinement.sandboxed

@@ -419,7 +419,7 @@ class Sandbox:
         copy = folder / f"{label}.in"
         staged = self._staged(input_path)
         if staged is not None:
-            staged_inputs.touch(staged)
+            staged_inputs.lend(staged, self.user)
         elif input_path is not None:
             shutil.copyfile(input_path, copy)
             os.chmod(copy, 0o644)
@@ -445,8 +445,8 @@ class Sandbox:
     @property
     def binds_staged_inputs(self) -> bool:
         """Whether this room's runs bind a staged input (in the box, with its own view, no launcher): only then
-        may inputs be staged for them. A staged file is readable by every user of the host that finds its path
-        (the mount table shows it), so a run outside a box (the fallback) could read every other case's."""
+        may inputs be staged for them. A run outside a box (the fallback) sees the host's mount table, which names
+        every staged input; each is the judge's alone but while a run it is lent to (staged_inputs.lend) is on."""
         return self.confinement.sandboxed and self.view is not None and not self.launched
 
     def _staged(self, input_path: Path | None) -> Path | None:
@@ -679,6 +679,8 @@ class Sandbox:
     def finish(self, case: CasePaths) -> None:
         """Remove the case's folder (read what you need first); in the fallback as root, also
         every process of the run's uid and what it left in the machine's shared temporary folders."""
+        if case.staged is not None:
+            staged_inputs.take_back(case.staged)
         if case.cgroup is not None:
             cgroups.end(case.cgroup)
         if case.cache is not None:

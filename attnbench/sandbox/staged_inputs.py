@@ -5,7 +5,11 @@ the most of what a run cost beside the program). As root, the judge stages an in
 (`stage`), and bubblewrap binds that file read-only at /judge/case/<label>.in (attnbench.sandbox.room). What the
 program can see of it is what a copy showed, or less:
 - it cannot write it: the bind is read-only (EROFS), a mount point cannot be removed or renamed (EBUSY), and the
-  file is root's, mode 0444, on a tmpfs only the judge writes; the next run gets the same bytes;
+  file is root's, mode 0440, on a tmpfs only the judge writes; the next run gets the same bytes;
+- no other user of the host reads it: its path is in the host's mount table, so the file's group is the judge's
+  and is lent to the run's own (`lend`, right before the run; `take_back` after it): a staged input 0444 was read
+  by any uid on the host, a fallback run of another judge's among them, the later cases' inputs while the first
+  one ran, and every one a judge killed outright left mounted (red team);
 - no host path: the bind's source is the tmpfs's only file, named `input` (its line in /proc/self/mountinfo reads
   `/input ... tmpfs attnbench-case`, like the case folder's own), and statvfs reports that tmpfs, sized to the
   input;
@@ -40,6 +44,7 @@ from attnbench.sandbox.owned_folders import make_owned, release, remove_stale
 
 STAGED_PREFIX = "attnbench-staged-"
 STAGED_NAME = "input"
+STAGED_MODE = 0o440  # the judge's, and the group's it is lent to for a run (`lend`): nobody else's
 _MS_NOATIME = 1024  # mount(2)'s flag: a read moves no access time
 
 
@@ -107,8 +112,7 @@ def stage(slot: str, source: Path) -> bool:
     try:
         path = folder / STAGED_NAME
         shutil.copyfile(source, path)
-        os.chmod(path, 0o444)
-        os.utime(path, (0, 0))
+        _seal(path)
     except OSError:
         case_disk.uncap(folder)
         shutil.rmtree(folder, ignore_errors=True)
@@ -140,8 +144,7 @@ def stage_written(slot: str, size: int, write: Callable[[BinaryIO], None]) -> Pa
     try:
         with open(held.path, "wb") as f:
             write(f)
-        os.chmod(held.path, 0o444)
-        os.utime(held.path, (0, 0))
+        _seal(held.path)
     except OSError:
         _unmount(held)
         return None
@@ -168,7 +171,7 @@ def _rewrite(path: Path, source: Path) -> bool:
     times the epoch again; False where it could not be, and the slot is staged anew."""
     try:
         shutil.copyfile(source, path)
-        os.utime(path, (0, 0))
+        _seal(path)
         return True
     except OSError:
         return False
@@ -184,9 +187,27 @@ def staged(source: Path) -> Path | None:
     return held.path
 
 
-def touch(path: Path) -> None:
-    """Right before a run: its ctime now, as a copy made for the run had (the times it shows stay the epoch)."""
+def _seal(path: Path) -> None:
+    """The staged file as every run finds it: the judge's alone (STAGED_MODE, its group the judge's), the epoch's
+    times."""
+    os.chown(path, -1, os.getegid())
+    os.chmod(path, STAGED_MODE)
     os.utime(path, (0, 0))
+
+
+def lend(path: Path, group: int | None) -> None:
+    """Right before a run: the file's group the run's (`group`, the box's user; None: the judge's own), so that it
+    and the judge alone read it, and its ctime now, as a copy made for the run had (its times stay the epoch)."""
+    os.chown(path, -1, os.getegid() if group is None else group)
+    os.utime(path, (0, 0))
+
+
+def take_back(path: Path) -> None:
+    """Once the run has ended: the file the judge's alone again (its group lent to no one)."""
+    try:
+        os.chown(path, -1, os.getegid())
+    except FileNotFoundError:  # unstaged meanwhile
+        pass
 
 
 def _forget(slot: str) -> _Staged | None:

@@ -31,9 +31,10 @@ int main(int argc, char **argv) {
     if (!out) return 2;
     struct stat s;
     if (stat(argv[1], &s) != 0) return 3;
-    fprintf(out, "before atime %lld mtime %lld ctime %lld ino %llu uid %u mode %o size %lld\n",
+    fprintf(out, "before atime %lld mtime %lld ctime %lld ino %llu uid %u gid %u mode %o size %lld\n",
             (long long)s.st_atime, (long long)s.st_mtime, (long long)s.st_ctime, (unsigned long long)s.st_ino,
-            s.st_uid, s.st_mode & 07777, (long long)s.st_size);
+            s.st_uid, s.st_gid, s.st_mode & 07777, (long long)s.st_size);
+    fprintf(out, "me %u\n", (unsigned)getgid());
     unsigned long long sum = 0;
     unsigned char buf[65536];
     int fd = open(argv[1], O_RDONLY);
@@ -157,7 +158,7 @@ def test_a_staged_input_shows_no_clock_so_a_rerun_looks_like_a_first_run(staged_
         before = _fields(seen["before"])
         assert before["atime"] == 0 and before["mtime"] == 0 and _fields(seen["after"])["atime"] == 0
         assert before["ctime"] >= int(started)  # set right before the run, not at staging
-        assert before["mode"] == 0o444  # the judge's (root, shown as the overflow uid in the box), not the run's
+        assert before["mode"] == 0o440  # the judge's (root, shown as the overflow uid in the box), not the run's
         assert seen["btime"].split()[0] == "0"  # no birth time: the tmpfs's dated the staging (red team)
         runs.append(before["ino"])
     assert len(set(runs)) == 1
@@ -217,7 +218,7 @@ def test_a_labels_next_input_keeps_the_first_ones_device_and_inode_whatever_moun
         after = os.stat(path)
         assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
         assert path.read_bytes() == second.read_bytes() and staged_inputs.staged(first) is None
-        assert (after.st_atime_ns, after.st_mtime_ns, after.st_mode & 0o7777) == (0, 0, 0o444)
+        assert (after.st_atime_ns, after.st_mtime_ns, after.st_mode & 0o7777) == (0, 0, staged_inputs.STAGED_MODE)
     finally:
         staged_inputs.unstage_all()
 
@@ -239,7 +240,7 @@ def test_an_input_written_straight_into_its_slot_is_bound_as_a_copied_one_is(sta
         path = staged_inputs.stage_written("t01", len(payload), lambda f, payload=payload: f.write(payload))
         assert path is not None and staged_inputs.staged(path) == path and path.read_bytes() == payload
         info = os.stat(path)
-        assert (info.st_atime_ns, info.st_mtime_ns, info.st_mode & 0o7777) == (0, 0, 0o444)
+        assert (info.st_atime_ns, info.st_mtime_ns, info.st_mode & 0o7777) == (0, 0, staged_inputs.STAGED_MODE)
         seen, _, _ = _run(staged_room, "t01", path)
         assert int(seen["sum"]) == _sum(payload) and seen["write"] != "0" and seen["truncate"] != "0"
         seen_inodes.append(_fields(seen["before"])["ino"])
@@ -271,3 +272,31 @@ def test_an_input_written_into_its_slot_is_removed_by_unstage_and_a_failed_write
 def test_without_root_nothing_is_written_into_a_slot(monkeypatch):
     monkeypatch.setattr(staged_inputs, "can_stage", lambda: False)
     assert staged_inputs.stage_written("a", 10, lambda f: pytest.fail("written")) is None
+
+
+def _read_as(uid: int, path: Path) -> bool:
+    """Whether `uid` (no groups but its own) can read `path` on the host, as a fallback run or any user could."""
+    import subprocess
+
+    done = subprocess.run(["cat", str(path)], user=uid, group=uid, extra_groups=[], capture_output=True)
+    return done.returncode == 0
+
+
+def test_no_other_user_of_the_host_reads_a_staged_input_only_the_run_it_is_lent_to(staged_room, tmp_path):
+    """A staged path is in the host's mount table: a staged input every uid could read was read by a fallback run of
+    another judge on the host (the later cases' inputs while the first one ran), and so was every one a judge killed
+    outright left mounted (red team). It is the judge's alone, lent to a run's group for that run only."""
+    from attnbench.sandbox.room import OWN_UIDS
+
+    stranger = OWN_UIDS.start + 4321
+    written = staged_inputs.stage_written("t02", 3000, lambda f: f.write(os.urandom(3000)))
+    source = tmp_path / "t01.in"
+    source.write_bytes(os.urandom(2000))
+    assert written is not None and staged_inputs.stage("t01", source)
+    copied = staged_inputs.staged(source)
+    for path in (written, copied):
+        assert not _read_as(stranger, path), path
+    seen, _, _ = _run(staged_room, "t01", source)  # the run reads its own, lent to it
+    assert int(seen["sum"]) == _sum(source.read_bytes())
+    assert _fields(seen["before"])["gid"] == int(seen["me"]) != os.getegid()
+    assert os.stat(copied).st_gid == os.getegid() and not _read_as(int(seen["me"]), copied)  # taken back

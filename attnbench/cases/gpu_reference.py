@@ -103,14 +103,22 @@ class PycudaAttention:
         held = self._buffers.get(name)
         if held is None or held[0] < nbytes:
             if held is not None:
-                held[1].free()
+                self._scrubbed(*held)
                 del self._buffers[name]
-            self._buffers[name] = (nbytes, self.driver.mem_alloc(max(nbytes, 8)))
+            self._buffers[name] = (max(nbytes, 8), self.driver.mem_alloc(max(nbytes, 8)))
         return self._buffers[name][1]
 
+    def _scrubbed(self, nbytes: int, allocation: Any) -> None:
+        """A buffer zeroed, then freed: it held the case's input and its answer (the scores, the weighted values,
+        the output rounded as the check takes it), and the judge makes references on the GPU the programs run on
+        right before their runs, a batch's later cases' too; memory a program allocates next may be what was
+        freed (the driver need not clear it), and a program that found its answer there would pass at any speed."""
+        self.driver.memset_d8(allocation, 0, nbytes)
+        allocation.free()
+
     def free(self) -> None:
-        for _, allocation in self._buffers.values():
-            allocation.free()
+        for nbytes, allocation in self._buffers.values():
+            self._scrubbed(nbytes, allocation)
         self._buffers.clear()
         self._loaded = None
 

@@ -207,3 +207,77 @@ def test_a_gpu_start_that_fails_beside_the_caller_leaves_the_reference_to_the_cp
 ])
 def test_the_weighted_values_split_their_keys_only_where_the_tiles_give_too_few_blocks(blocks, items, n, splits):
     assert gpu_reference.key_splits(blocks, items, n, 264) == splits
+
+
+class _Allocation:
+    def __init__(self, log: list, nbytes: int) -> None:
+        self.log, self.nbytes = log, nbytes
+
+    def free(self) -> None:
+        self.log.append(("free", self))
+
+
+class _Driver:
+    """Just enough of pycuda.driver to watch what becomes of PycudaAttention's buffers."""
+
+    def __init__(self) -> None:
+        self.log: list = []
+        self.made: list[_Allocation] = []
+
+    def mem_alloc(self, nbytes: int) -> _Allocation:
+        self.made.append(_Allocation(self.log, nbytes))
+        return self.made[-1]
+
+    def memset_d8(self, allocation: _Allocation, value: int, nbytes: int) -> None:
+        self.log.append(("zeroed", allocation, value, nbytes))
+
+    class device_attribute:
+        MULTIPROCESSOR_COUNT = "sms"
+
+    class Context:
+        @staticmethod
+        def get_device():
+            class Device:
+                def get_attribute(self, name):
+                    return 132
+            return Device()
+
+
+def test_every_device_buffer_of_a_reference_is_zeroed_before_it_is_freed():
+    """The reference's buffers hold a case's input and its answer (the output rounded as the check takes it), made on
+    the GPU the programs run on right before their runs: freed as they were, the next program's allocation could hold
+    its own answer (red team, by reading). Each is zeroed whole before it is freed, a grown one and the last ones."""
+    class Module:
+        def get_function(self, name):
+            return name
+
+    driver = _Driver()
+    engine = gpu_reference.PycudaAttention(driver, Module())
+    engine._buffer("out", 100)
+    engine._buffer("out", 4000)  # grows: the first is let go
+    engine._buffer("qkv", 3)
+    engine.free()
+    assert len(driver.made) == 3
+    for allocation in driver.made:
+        events = [e for e in driver.log if e[1] is allocation]
+        assert events == [("zeroed", allocation, 0, allocation.nbytes), ("free", allocation)]
+
+
+@pytest.mark.gpu
+def test_a_reference_leaves_no_answer_in_the_device_memory_it_freed():
+    """Memory allocated after a reference (as a program's first allocation would be) holds none of its output."""
+    if gpu_reference.why_not_gpu():
+        pytest.skip(f"no GPU reference here: {gpu_reference.why_not_gpu()}")
+    import pycuda.driver as driver
+
+    testcase = seeded_testcase(Shape(4, 256, 64), 5)
+    with gpu_reference.one_gpu_context():
+        answer = gpu_reference.gpu_reference_output(testcase, dtype=np.float32)
+        found = np.empty(64 << 20, dtype=np.uint8)  # more than every buffer of the reference together
+        allocation = driver.mem_alloc(found.nbytes)
+        try:
+            driver.memcpy_dtoh(found, allocation)
+        finally:
+            allocation.free()
+    rows = answer.reshape(-1, 64).view(np.uint8)
+    assert rows[0].tobytes() not in found.tobytes() and rows[-1].tobytes() not in found.tobytes()

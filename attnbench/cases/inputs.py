@@ -21,7 +21,7 @@ import numpy as np
 from attnbench.cases import suite
 from attnbench.cases.fresh_values import SUITE_RANGE, InputRange, file_range
 from attnbench.cases.testcase import HEADER, OutputFile, Shape, Testcase, read_checked_shape, read_shape, read_testcase
-from attnbench.errors import TestcaseError
+from attnbench.errors import TestcaseError, UsageError
 from attnbench.host_threads import host_threads
 
 Advance = Callable[[int], None]
@@ -262,18 +262,26 @@ def shadowed_by_suite(name: str) -> bool:
 def inputs_for(selector: str | Sequence[str]) -> list[BenchInput]:
     """Inputs named by a case list (`suite.case_parts`): suite names, groups (`all`, `known`, `course`,
     ...), ranges (t01-t10) and files."""
-    chosen: list[BenchInput] = []
-    labels: set[str] = set()
+    chosen: dict[str, tuple[BenchInput, str]] = {}  # label -> the input and the part that named it
     for part in suite.case_parts(selector):
         if part in _GROUP_WORDS and not names_a_file(part):
             items: list[BenchInput] = [SuiteInput(case) for case in suite.cases_in(part)]
         else:
             items = [resolve(part)]
         for item in items:
-            if item.label not in labels:
-                labels.add(item.label)
-                chosen.append(item)
-    return chosen
+            held = chosen.get(item.label)
+            if held is None:
+                chosen[item.label] = (item, part)
+            elif _identity(held[0]) != _identity(item):  # two inputs, one label: the second was dropped unsaid
+                raise UsageError(f"{part}: its case name {item.label} is {held[1]}'s too; rename one of the files")
+    return [item for item, _ in chosen.values()]
+
+
+def _identity(item: BenchInput) -> object:
+    """What makes two named inputs the same one (a case named twice, a file by two paths)."""
+    if isinstance(item, FileInput):
+        return item.path.resolve()
+    return (type(item), item.label)
 
 
 def bytes_to_write(inputs: Sequence[BenchInput]) -> int:

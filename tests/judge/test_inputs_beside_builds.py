@@ -1,0 +1,72 @@
+"""attnbench.judge.inputs_beside_builds: the first round's cases made by a thread of their own while the builds run,
+taken in order, and every case made and not taken released when it stops (a fresh input is a secret)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from attnbench.judge import course_judge as judging
+from attnbench.judge import inputs_beside_builds
+from attnbench.judge.fresh_inputs import draw
+from attnbench.judge.inputs_beside_builds import InputsBesideBuilds
+
+
+def test_the_cases_are_made_in_a_thread_of_their_own_and_taken_in_order(monkeypatch):
+    made_in: list[int] = []
+    real = inputs_beside_builds.prepare_case
+
+    def spied(bench_input, progress):
+        made_in.append(threading.get_ident())
+        return real(bench_input, progress)
+
+    monkeypatch.setattr(inputs_beside_builds, "prepare_case", spied)
+    inputs = draw(judging.cases_for("odd_17x48,odd_100x32"))
+    early = InputsBesideBuilds(inputs)
+    try:
+        cases = [early.take(bench_input) for bench_input in inputs]
+    finally:
+        early.stop()
+    assert [case.label for case in cases] == ["odd_17x48", "odd_100x32"]
+    assert all(case.input_path.is_file() for case in cases)  # taken: the taker releases them
+    assert made_in and set(made_in) != {threading.get_ident()}
+    assert early.take(draw(inputs)[0]) is None  # not one of its inputs: the caller makes it
+
+
+def test_a_case_it_could_not_make_is_none_for_the_caller_to_make_and_meet_why(monkeypatch):
+    def failing(bench_input, progress):
+        raise OSError("no space left on the judge's disk")
+
+    monkeypatch.setattr(inputs_beside_builds, "prepare_case", failing)
+    inputs = draw(judging.cases_for("odd_17x48"))
+    early = InputsBesideBuilds(inputs)
+    try:
+        assert early.take(inputs[0]) is None
+    finally:
+        early.stop()
+
+
+def test_stopped_it_ends_within_a_step_and_releases_every_fresh_input_no_one_took(monkeypatch):
+    real = inputs_beside_builds.prepare_case
+    made, started = [], []
+
+    def slow_after_the_first(bench_input, progress):
+        started.append(bench_input)
+        if len(started) > 1:  # a long reference (made before the file is written), asking at every step to go on
+            with progress("float64 reference", 1000) as advance:
+                for _ in range(1000):
+                    time.sleep(0.01)
+                    advance(1)
+        made.append(real(bench_input, progress))
+        return made[-1]
+
+    monkeypatch.setattr(inputs_beside_builds, "prepare_case", slow_after_the_first)
+    inputs = draw(judging.cases_for("odd_17x48,odd_100x32,odd_17x48"))
+    early = InputsBesideBuilds(inputs)
+    while len(started) < 2:
+        time.sleep(0.01)
+    assert len(made) == 1 and made[0].input_path.is_file()
+    start = time.perf_counter()
+    early.stop()  # no round took any (a class of programs that cannot run here, say)
+    assert time.perf_counter() - start < 5  # not the 10 s the second case would have taken
+    assert len(made) == 1 and not made[0].input_path.exists() and len(started) == 2

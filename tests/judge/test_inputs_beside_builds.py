@@ -3,6 +3,7 @@ taken in order, and every case made and not taken released when it stops (a fres
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -14,10 +15,12 @@ from attnbench.judge.inputs_beside_builds import InputsBesideBuilds
 
 def test_the_cases_are_made_in_a_thread_of_their_own_and_taken_in_order(monkeypatch):
     made_in: list[int] = []
+    priorities: list[int] = []
     real = inputs_beside_builds.prepare_case
 
     def spied(bench_input, progress):
         made_in.append(threading.get_ident())
+        priorities.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
         return real(bench_input, progress)
 
     monkeypatch.setattr(inputs_beside_builds, "prepare_case", spied)
@@ -30,6 +33,8 @@ def test_the_cases_are_made_in_a_thread_of_their_own_and_taken_in_order(monkeypa
     assert [case.label for case in cases] == ["odd_17x48", "odd_100x32"]
     assert all(case.input_path.is_file() for case in cases)  # taken: the taker releases them
     assert made_in and set(made_in) != {threading.get_ident()}
+    # at the lowest priority, which this thread keeps: the builds beside it are not slowed (2 cores: 60% longer)
+    assert priorities == [19, 19] and os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) != 19
     assert early.take(draw(inputs)[0]) is None  # not one of its inputs: the caller makes it
 
 

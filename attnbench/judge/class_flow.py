@@ -226,7 +226,7 @@ def _ready(bench_input: BenchInput, here: bool, settings: ClassSettings, progres
     job_case: BenchInput | PreparedCase = bench_input
     if here:
         with phase("inputs and references"):
-            made = early.take(bench_input) if early is not None else None
+            made = early.take(bench_input, progress) if early is not None else None
         job_case = made if made is not None else prepare_case(bench_input, progress)
         prepared.append(job_case)
         if settings.sandbox.mode != "none":  # staged files are readable by every run's user: a box's only

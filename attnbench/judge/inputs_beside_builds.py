@@ -4,8 +4,11 @@ The builds run in worker processes (class_builds); this process only waits for t
 makes the first round's cases then (`course_judge.prepare_case`), so a class costs about the longer of its builds
 and its first inputs, not their sum. The time is counted once, as the flow's own thread spends it (judge.phases
 counts that thread only): builds while the builds run, and "inputs and references" for the wait, after them, for
-a case not made yet. The thread runs at the lowest CPU priority (`_yield_to_the_builds`): on a machine whose cores
-the builds fill (2 cores), the builds took 60% longer beside it at the same priority, and the class gained nothing.
+a case not made yet. The thread runs at the lowest CPU priority while the builds run (`_yield_to_the_builds`): on a
+machine whose cores the builds fill (2 cores), the builds took 60% longer beside it at the same priority, and the
+class gained nothing. Once they are over the flow makes the cases not begun yet itself, beside the thread, which gets
+its priority back where the judge may give it (root): at nice 19 on a machine others were using too, it made
+almost nothing meanwhile.
 
 No run is timed meanwhile: the flow takes every case (or stops the thread and waits for it) before its first run,
 so the thread never shares the host, nor the GPU a reference is made on, with a timed run. Where no program can run
@@ -20,7 +23,7 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator, Sequence
 
-from attnbench.cases.inputs import Advance, BenchInput
+from attnbench.cases.inputs import Advance, BenchInput, ProgressFactory, no_progress
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
 
@@ -30,14 +33,17 @@ class _Stopped(Exception):
 
 
 class InputsBesideBuilds:
-    """The cases of `inputs`, made in order by a thread of their own from the moment this is made."""
+    """The cases of `inputs`, made in order by a thread of their own from the moment this is made; once the flow
+    takes them (the builds over), it makes those not begun yet itself, beside the thread."""
 
     def __init__(self, inputs: Sequence[BenchInput]) -> None:
         self.inputs = list(inputs)
         self._stop = threading.Event()
         self._ready = threading.Condition()
+        self._begun: set[int] = set()  # the cases someone is making or has made
         self._made: dict[int, PreparedCase | BaseException] = {}
         self._finished = False
+        self._native_id: int | None = None
         self._thread = threading.Thread(target=self._make_all, name="attnbench-first-inputs", daemon=True)
         self._thread.start()
 
@@ -51,14 +57,25 @@ class InputsBesideBuilds:
 
         yield advance
 
+    def _claim(self, number: int | None = None) -> int | None:
+        """The next case no one has begun (or `number`, if no one has), now this caller's; None if none is left."""
+        with self._ready:
+            wanted = [number] if number is not None else range(len(self.inputs))
+            free = next((i for i in wanted if i not in self._begun), None)
+            if free is not None:
+                self._begun.add(free)
+            return free
+
     def _make_all(self) -> None:
+        self._native_id = threading.get_native_id()
         _yield_to_the_builds()
         try:
-            for number, bench_input in enumerate(self.inputs):
-                if self._stop.is_set():
+            while not self._stop.is_set():
+                number = self._claim()
+                if number is None:
                     break
                 try:
-                    made: PreparedCase | BaseException = prepare_case(bench_input, self._progress)
+                    made: PreparedCase | BaseException = prepare_case(self.inputs[number], self._progress)
                 except BaseException as exc:  # noqa: BLE001 - the flow makes that case again itself and meets it there
                     made = exc
                 with self._ready:
@@ -69,12 +86,17 @@ class InputsBesideBuilds:
                 self._finished = True
                 self._ready.notify_all()
 
-    def take(self, bench_input: BenchInput) -> PreparedCase | None:
-        """The case made of this input (one of `inputs`), waiting for it if need be; None where it could not be made
-        (the caller makes it, and meets why) or was never asked for."""
+    def take(self, bench_input: BenchInput, progress: ProgressFactory = no_progress) -> PreparedCase | None:
+        """The case made of this input (one of `inputs`): made here, at the caller's priority, if the thread has not
+        begun it, else waited for; None where it could not be made (the caller makes it, and meets why) or was never
+        asked for. The thread is given back the caller's priority where this process may (as root): the builds it
+        made way for are over."""
         number = next((i for i, given in enumerate(self.inputs) if given is bench_input), None)
         if number is None:
             return None
+        _same_priority_as_this_thread(self._native_id)
+        if self._claim(number) is not None:
+            return prepare_case(bench_input, progress)
         with self._ready:
             while number not in self._made and not self._finished:
                 self._ready.wait()
@@ -99,4 +121,16 @@ def _yield_to_the_builds() -> None:
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
     except (AttributeError, OSError):  # no thread priorities here: the thread runs as the builds do
+        pass
+
+
+def _same_priority_as_this_thread(native_id: int | None) -> None:
+    """The thread `native_id` given this thread's priority back, where this process may raise one (root may)."""
+    if native_id is None:
+        return
+    try:
+        mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        if os.getpriority(os.PRIO_PROCESS, native_id) > mine:
+            os.setpriority(os.PRIO_PROCESS, native_id, mine)
+    except (AttributeError, OSError):  # not permitted (no root), or the thread has ended: it ends at nice 19
         pass

@@ -13,28 +13,39 @@ from attnbench.judge.fresh_inputs import draw
 from attnbench.judge.inputs_beside_builds import InputsBesideBuilds
 
 
-def test_the_cases_are_made_in_a_thread_of_their_own_and_taken_in_order(monkeypatch):
-    made_in: list[int] = []
-    priorities: list[int] = []
+def test_the_cases_are_made_by_a_thread_at_the_lowest_priority_until_the_flow_takes_them_and_makes_the_rest(
+        monkeypatch):
+    """While the builds run the thread makes the cases at nice 19 (the builds beside it are not slowed: 2 cores, 60%
+    longer); once the flow takes them it makes those not begun itself, and the thread gets its priority back (root)."""
+    made: dict[str, tuple[int, int]] = {}  # label -> (thread, its priority while making it)
+    go = threading.Event()
     real = inputs_beside_builds.prepare_case
 
     def spied(bench_input, progress):
-        made_in.append(threading.get_ident())
-        priorities.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        if bench_input.label == "odd_100x32" and threading.get_ident() != threading.main_thread().ident:
+            assert go.wait(30)  # the thread's second case: begun, and held until the flow has taken the third
+        made[bench_input.label] = (threading.get_ident(), os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
         return real(bench_input, progress)
 
     monkeypatch.setattr(inputs_beside_builds, "prepare_case", spied)
-    inputs = draw(judging.cases_for("odd_17x48,odd_100x32"))
+    inputs = draw(judging.cases_for("odd_17x48,odd_100x32,odd_33x64"))
+    mine = (threading.get_ident(), os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
     early = InputsBesideBuilds(inputs)
     try:
-        cases = [early.take(bench_input) for bench_input in inputs]
+        first = early.take(inputs[0])
+        while "odd_100x32" not in [i.label for n, i in enumerate(inputs) if n in early._begun]:
+            time.sleep(0.01)
+        third = early.take(inputs[2])  # not begun by the thread: made here
+        go.set()
+        second = early.take(inputs[1])
     finally:
         early.stop()
-    assert [case.label for case in cases] == ["odd_17x48", "odd_100x32"]
-    assert all(case.input_path.is_file() for case in cases)  # taken: the taker releases them
-    assert made_in and set(made_in) != {threading.get_ident()}
-    # at the lowest priority, which this thread keeps: the builds beside it are not slowed (2 cores: 60% longer)
-    assert priorities == [19, 19] and os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) != 19
+    assert [case.label for case in (first, second, third)] == ["odd_17x48", "odd_100x32", "odd_33x64"]
+    assert all(case.input_path.is_file() for case in (first, second, third))  # taken: the taker releases them
+    thread = made["odd_17x48"][0]
+    assert thread != mine[0] and made["odd_17x48"] == (thread, 19)
+    assert made["odd_33x64"] == mine
+    assert made["odd_100x32"] == (thread, mine[1] if os.geteuid() == 0 else 19)  # its priority back, as root
     assert early.take(draw(inputs)[0]) is None  # not one of its inputs: the caller makes it
 
 

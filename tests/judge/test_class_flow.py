@@ -288,7 +288,7 @@ def _disk_full_in_round_3(monkeypatch) -> list:
     does). Returns the inputs made."""
     import errno
 
-    from attnbench.judge import class_flow, class_work, inputs_beside_builds
+    from attnbench.judge import class_flow, class_work, cases_ahead
 
     made: list = []
     real = class_flow.prepare_case
@@ -302,7 +302,7 @@ def _disk_full_in_round_3(monkeypatch) -> list:
 
     monkeypatch.setattr(class_flow, "prepare_case", disk_full_in_round_3)
     monkeypatch.setattr(class_work, "prepare_case", disk_full_in_round_3)
-    monkeypatch.setattr(inputs_beside_builds, "prepare_case", disk_full_in_round_3)
+    monkeypatch.setattr(cases_ahead, "prepare_case", disk_full_in_round_3)
     return made
 
 

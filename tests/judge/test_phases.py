@@ -226,15 +226,15 @@ def test_only_the_clocks_own_thread_counts_and_another_threads_phases_disturb_no
 @pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None, reason="no C compiler or make")
 def test_the_first_inputs_made_while_the_builds_run_are_timed_as_builds_and_the_phases_still_add_up(
         tmp_path, monkeypatch):
-    """The first round's cases are made by a thread while the builds run (inputs_beside_builds): that time is the
+    """The first round's cases are made by a thread while the builds run (cases_ahead): that time is the
     builds' (the judge's wall time counts once), the flow's wait for a case after them its inputs and references."""
     import threading
 
-    from attnbench.judge import class_builds, inputs_beside_builds
+    from attnbench.judge import class_builds, cases_ahead
 
     made: list[tuple[int, float, float]] = []  # (thread, start, end) of each case made beside the builds
     builds: list[tuple[float, float]] = []
-    real_prepare, real_build = inputs_beside_builds.prepare_case, class_builds.built_submission
+    real_prepare, real_build = cases_ahead.prepare_case, class_builds.built_submission
 
     def slow_prepare(bench_input, progress):
         start = time.perf_counter()
@@ -251,7 +251,7 @@ def test_the_first_inputs_made_while_the_builds_run_are_timed_as_builds_and_the_
         builds.append((start, time.perf_counter()))
         return built
 
-    monkeypatch.setattr(inputs_beside_builds, "prepare_case", slow_prepare)
+    monkeypatch.setattr(cases_ahead, "prepare_case", slow_prepare)
     monkeypatch.setattr(class_builds, "built_submission", build)
     (tmp_path / "quick.c").write_text(wrapping(""))
     board = api_programs.judge_class([str(tmp_path / "quick.c")], "odd_17x48,odd_100x32", time_limits="none",

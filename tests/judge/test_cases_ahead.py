@@ -1,5 +1,6 @@
-"""attnbench.judge.inputs_beside_builds: the first round's cases made by a thread of their own while the builds run,
-taken in order, and every case made and not taken released when it stops (a fresh input is a secret)."""
+"""attnbench.judge.cases_ahead: a round's cases made by a thread of their own beside the flow (the first round's while
+the builds run, at the lowest priority; a rerun round's two at a time), taken in order, and every case made and not
+taken released when it stops (a fresh input is a secret)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import threading
 import time
 
 from attnbench.judge import course_judge as judging
-from attnbench.judge import inputs_beside_builds
+from attnbench.judge import cases_ahead
 from attnbench.judge.fresh_inputs import draw
-from attnbench.judge.inputs_beside_builds import InputsBesideBuilds
+from attnbench.judge.cases_ahead import CasesAhead
 
 
 def test_the_cases_are_made_by_a_thread_at_the_lowest_priority_until_the_flow_takes_them_and_makes_the_rest(
@@ -19,7 +20,7 @@ def test_the_cases_are_made_by_a_thread_at_the_lowest_priority_until_the_flow_ta
     longer); once the flow takes them it makes those not begun itself, and the thread gets its priority back (root)."""
     made: dict[str, tuple[int, int]] = {}  # label -> (thread, its priority while making it)
     go = threading.Event()
-    real = inputs_beside_builds.prepare_case
+    real = cases_ahead.prepare_case
 
     def spied(bench_input, progress):
         if bench_input.label == "odd_100x32" and threading.get_ident() != threading.main_thread().ident:
@@ -27,10 +28,10 @@ def test_the_cases_are_made_by_a_thread_at_the_lowest_priority_until_the_flow_ta
         made[bench_input.label] = (threading.get_ident(), os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
         return real(bench_input, progress)
 
-    monkeypatch.setattr(inputs_beside_builds, "prepare_case", spied)
+    monkeypatch.setattr(cases_ahead, "prepare_case", spied)
     inputs = draw(judging.cases_for("odd_17x48,odd_100x32,odd_33x64"))
     mine = (threading.get_ident(), os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
-    early = InputsBesideBuilds(inputs)
+    early = CasesAhead(inputs, beside_builds=True)
     try:
         first = early.take(inputs[0])
         while "odd_100x32" not in [i.label for n, i in enumerate(inputs) if n in early._begun]:
@@ -53,9 +54,9 @@ def test_a_case_it_could_not_make_is_none_for_the_caller_to_make_and_meet_why(mo
     def failing(bench_input, progress):
         raise OSError("no space left on the judge's disk")
 
-    monkeypatch.setattr(inputs_beside_builds, "prepare_case", failing)
+    monkeypatch.setattr(cases_ahead, "prepare_case", failing)
     inputs = draw(judging.cases_for("odd_17x48"))
-    early = InputsBesideBuilds(inputs)
+    early = CasesAhead(inputs, beside_builds=True)
     try:
         assert early.take(inputs[0]) is None
     finally:
@@ -63,7 +64,7 @@ def test_a_case_it_could_not_make_is_none_for_the_caller_to_make_and_meet_why(mo
 
 
 def test_stopped_it_ends_within_a_step_and_releases_every_fresh_input_no_one_took(monkeypatch):
-    real = inputs_beside_builds.prepare_case
+    real = cases_ahead.prepare_case
     made, started = [], []
 
     def slow_after_the_first(bench_input, progress):
@@ -76,9 +77,9 @@ def test_stopped_it_ends_within_a_step_and_releases_every_fresh_input_no_one_too
         made.append(real(bench_input, progress))
         return made[-1]
 
-    monkeypatch.setattr(inputs_beside_builds, "prepare_case", slow_after_the_first)
+    monkeypatch.setattr(cases_ahead, "prepare_case", slow_after_the_first)
     inputs = draw(judging.cases_for("odd_17x48,odd_100x32,odd_17x48"))
-    early = InputsBesideBuilds(inputs)
+    early = CasesAhead(inputs, beside_builds=True)
     while len(started) < 2:
         time.sleep(0.01)
     assert len(made) == 1 and made[0].input_path.is_file()
@@ -86,3 +87,32 @@ def test_stopped_it_ends_within_a_step_and_releases_every_fresh_input_no_one_too
     early.stop()  # no round took any (a class of programs that cannot run here, say)
     assert time.perf_counter() - start < 5  # not the 10 s the second case would have taken
     assert len(made) == 1 and not made[0].input_path.exists() and len(started) == 2
+
+
+def test_a_rerun_rounds_cases_are_made_two_at_a_time_at_the_flows_own_priority(monkeypatch):
+    """No builds to make way for: the thread keeps the flow's priority, and the flow makes the cases the thread has not
+    begun while it waits, so the round's cases are made by both (a file's write and a hash are one thread's each)."""
+    made: dict[str, tuple[int, int]] = {}
+    go = threading.Event()
+    real = cases_ahead.prepare_case
+
+    def spied(bench_input, progress):
+        if threading.get_ident() != threading.main_thread().ident:
+            assert go.wait(30)  # the thread's first case, held until the flow has made one itself
+        made[bench_input.label] = (threading.get_ident(), os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return real(bench_input, progress)
+
+    monkeypatch.setattr(cases_ahead, "prepare_case", spied)
+    inputs = draw(judging.cases_for("odd_17x48,odd_100x32"))
+    mine = (threading.get_ident(), os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+    ahead = CasesAhead(inputs)
+    try:
+        while not ahead._begun:
+            time.sleep(0.01)
+        second = ahead.take(inputs[1])  # the thread holds the first: the flow makes the second meanwhile
+        go.set()
+        first = ahead.take(inputs[0])
+    finally:
+        ahead.stop()
+    assert (first.label, second.label) == ("odd_17x48", "odd_100x32")
+    assert made["odd_100x32"] == mine and made["odd_17x48"][0] != mine[0] and made["odd_17x48"][1] == mine[1]

@@ -1,19 +1,21 @@
-"""A class's first-round cases (inputs drawn, their references made) while its builds run.
+"""A round's cases (inputs drawn, their references made) made ahead by a thread of their own, beside the flow.
 
-The builds run in worker processes (class_builds); this process only waits for them meanwhile. A thread of it
-makes the first round's cases then (`course_judge.prepare_case`), so a class costs about the longer of its builds
-and its first inputs, not their sum. The time is counted once, as the flow's own thread spends it (judge.phases
-counts that thread only): builds while the builds run, and "inputs and references" for the wait, after them, for
-a case not made yet. The thread runs at the lowest CPU priority while the builds run (`_yield_to_the_builds`): on a
-machine whose cores the builds fill (2 cores), the builds took 60% longer beside it at the same priority, and the
-class gained nothing. Once they are over the flow makes the cases not begun yet itself, beside the thread, which gets
-its priority back where the judge may give it (root): at nice 19 on a machine others were using too, it made
-almost nothing meanwhile.
+The first round's are made while the class's builds run: those run in worker processes (class_builds), and this
+process only waits for them meanwhile, so a class costs about the longer of its builds and its first inputs, not
+their sum. A rerun round's are made two at a time: the thread and the flow's own thread each take the next case no
+one has begun (a case's file written and its hash taken are one thread's work each). The time is counted once, as
+the flow's own thread spends it (judge.phases counts that thread only): builds while the builds run, and "inputs and
+references" for the flow's own making and its wait for a case the thread is making.
 
-No run is timed meanwhile: the flow takes every case (or stops the thread and waits for it) before its first run,
-so the thread never shares the host, nor the GPU a reference is made on, with a timed run. Where no program can run
-here (CUDA programs without a GPU: judge.gpu_needed), the flow stops it: what it made is released unused, and its
-seeds are never saved (a round saves the seeds of the inputs it judges).
+Beside the builds the thread runs at the lowest CPU priority (`_yield_to_the_builds`): on a machine whose cores the
+builds fill (2 cores), the builds took 60% longer beside it at the same priority, and the class gained nothing. Once
+the flow takes the cases (the builds over) it makes those not begun yet itself, and the thread gets its priority
+back where the judge may give it (root): at nice 19 on a machine others were using too, it made almost nothing.
+
+No run is timed meanwhile: the flow takes every case of a round (or stops the thread and waits for it) before the
+round's first run, so the thread never shares the host, nor the GPU a reference is made on, with a timed run. Where
+no program can run here (CUDA programs without a GPU: judge.gpu_needed), the flow stops it after the builds: what it
+made is released unused, and its seeds are never saved (a round saves the seeds of the inputs it judges).
 """
 
 from __future__ import annotations
@@ -32,12 +34,13 @@ class _Stopped(Exception):
     """The flow no longer wants the cases (raised inside a case's making, at its next step)."""
 
 
-class InputsBesideBuilds:
-    """The cases of `inputs`, made in order by a thread of their own from the moment this is made; once the flow
-    takes them (the builds over), it makes those not begun yet itself, beside the thread."""
+class CasesAhead:
+    """The cases of `inputs`, made in order by a thread of their own from the moment this is made (`beside_builds`:
+    at the lowest priority until the flow takes them); the flow makes those not begun yet itself, beside the thread."""
 
-    def __init__(self, inputs: Sequence[BenchInput]) -> None:
+    def __init__(self, inputs: Sequence[BenchInput], beside_builds: bool = False) -> None:
         self.inputs = list(inputs)
+        self.beside_builds = beside_builds
         self._stop = threading.Event()
         self._ready = threading.Condition()
         self._begun: set[int] = set()  # the cases someone is making or has made
@@ -68,7 +71,8 @@ class InputsBesideBuilds:
 
     def _make_all(self) -> None:
         self._native_id = threading.get_native_id()
-        _yield_to_the_builds()
+        if self.beside_builds:
+            _yield_to_the_builds()
         try:
             while not self._stop.is_set():
                 number = self._claim()

@@ -47,7 +47,8 @@ class CasesAhead:
         self._made: dict[int, PreparedCase | BaseException] = {}
         self._finished = False
         self._native_id: int | None = None
-        self._thread = threading.Thread(target=self._make_all, name="attnbench-first-inputs", daemon=True)
+        self._taken = False
+        self._thread = threading.Thread(target=self._make_all, name="attnbench-cases-ahead", daemon=True)
         self._thread.start()
 
     @contextmanager
@@ -70,21 +71,16 @@ class CasesAhead:
             return free
 
     def _make_all(self) -> None:
-        self._native_id = threading.get_native_id()
-        if self.beside_builds:
-            _yield_to_the_builds()
+        with self._ready:
+            self._native_id = threading.get_native_id()
+            if self.beside_builds and not self._taken:  # else the flow already took its first case: nothing to yield to
+                _yield_to_the_builds()
         try:
             while not self._stop.is_set():
                 number = self._claim()
                 if number is None:
                     break
-                try:
-                    made: PreparedCase | BaseException = prepare_case(self.inputs[number], self._progress)
-                except BaseException as exc:  # noqa: BLE001 - the flow makes that case again itself and meets it there
-                    made = exc
-                with self._ready:
-                    self._made[number] = made
-                    self._ready.notify_all()
+                self._keep(number, self._make(self.inputs[number], self._progress))
         finally:
             with self._ready:
                 self._finished = True
@@ -92,20 +88,40 @@ class CasesAhead:
 
     def take(self, bench_input: BenchInput, progress: ProgressFactory = no_progress) -> PreparedCase | None:
         """The case made of this input (one of `inputs`): made here, at the caller's priority, if the thread has not
-        begun it, else waited for; None where it could not be made (the caller makes it, and meets why) or was never
-        asked for. The thread is given back the caller's priority where this process may (as root): the builds it
-        made way for are over."""
+        begun it; else, while the thread makes it, the next case no one has begun made here (two at a time), then
+        it; None where it could not be made (the caller makes it, and meets why) or was never asked for. The thread
+        is given back the caller's priority where this process may (as root): the builds it made way for are over."""
         number = next((i for i, given in enumerate(self.inputs) if given is bench_input), None)
         if number is None:
             return None
+        with self._ready:
+            self._taken = True  # from now on the thread keeps the flow's priority
         _same_priority_as_this_thread(self._native_id)
         if self._claim(number) is not None:
             return prepare_case(bench_input, progress)
+        while (other := self._claim()) is not None and not self._has(number):
+            self._keep(other, self._make(self.inputs[other], progress))
         with self._ready:
             while number not in self._made and not self._finished:
                 self._ready.wait()
             made = self._made.pop(number, None)
         return made if isinstance(made, PreparedCase) else None
+
+    def _has(self, number: int) -> bool:
+        with self._ready:
+            return number in self._made
+
+    @staticmethod
+    def _make(bench_input: BenchInput, progress: ProgressFactory) -> PreparedCase | BaseException:
+        try:
+            return prepare_case(bench_input, progress)
+        except BaseException as exc:  # noqa: BLE001 - its taker makes it again and meets why
+            return exc
+
+    def _keep(self, number: int, made: PreparedCase | BaseException) -> None:
+        with self._ready:
+            self._made[number] = made
+            self._ready.notify_all()
 
     def stop(self) -> None:
         """Stop making cases, wait for the thread to end, and release every case made and not taken (a fresh

@@ -17,15 +17,21 @@ from attnbench.judge.cases_ahead import CasesAhead
 def test_the_cases_are_made_by_a_thread_at_the_lowest_priority_until_the_flow_takes_them_and_makes_the_rest(
         monkeypatch):
     """While the builds run the thread makes the cases at nice 19 (the builds beside it are not slowed: 2 cores, 60%
-    longer); once the flow takes them it makes those not begun itself, and the thread gets its priority back (root)."""
-    made: dict[str, tuple[int, int]] = {}  # label -> (thread, its priority while making it)
+    longer); once the flow takes them it makes those not begun itself while it waits for the thread's (two at a
+    time), and the thread gets its priority back (root)."""
+    made: dict[str, tuple[int, int]] = {}  # label -> (thread, its priority as it began)
+    after: list[int] = []  # the thread's priority once it is let go
     go = threading.Event()
     real = cases_ahead.prepare_case
 
     def spied(bench_input, progress):
-        if bench_input.label == "odd_100x32" and threading.get_ident() != threading.main_thread().ident:
-            assert go.wait(30)  # the thread's second case: begun, and held until the flow has taken the third
-        made[bench_input.label] = (threading.get_ident(), os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        me = threading.get_native_id()
+        made[bench_input.label] = (threading.get_ident(), os.getpriority(os.PRIO_PROCESS, me))
+        if bench_input.label == "odd_17x48":  # the thread's first case, held until the flow made the other two
+            assert go.wait(30)
+            after.append(os.getpriority(os.PRIO_PROCESS, me))
+        if bench_input.label == "odd_33x64":
+            go.set()
         return real(bench_input, progress)
 
     monkeypatch.setattr(cases_ahead, "prepare_case", spied)
@@ -33,20 +39,17 @@ def test_the_cases_are_made_by_a_thread_at_the_lowest_priority_until_the_flow_ta
     mine = (threading.get_ident(), os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
     early = CasesAhead(inputs, beside_builds=True)
     try:
-        first = early.take(inputs[0])
-        while "odd_100x32" not in [i.label for n, i in enumerate(inputs) if n in early._begun]:
+        while "odd_17x48" not in made:
             time.sleep(0.01)
-        third = early.take(inputs[2])  # not begun by the thread: made here
-        go.set()
-        second = early.take(inputs[1])
+        cases = [early.take(bench_input) for bench_input in inputs]
     finally:
         early.stop()
-    assert [case.label for case in (first, second, third)] == ["odd_17x48", "odd_100x32", "odd_33x64"]
-    assert all(case.input_path.is_file() for case in (first, second, third))  # taken: the taker releases them
+    assert [case.label for case in cases] == ["odd_17x48", "odd_100x32", "odd_33x64"]
+    assert all(case.input_path.is_file() for case in cases)  # taken: the taker releases them
     thread = made["odd_17x48"][0]
     assert thread != mine[0] and made["odd_17x48"] == (thread, 19)
-    assert made["odd_33x64"] == mine
-    assert made["odd_100x32"] == (thread, mine[1] if os.geteuid() == 0 else 19)  # its priority back, as root
+    assert made["odd_100x32"] == made["odd_33x64"] == mine  # made by the flow while the thread made the first
+    assert after == [mine[1] if os.geteuid() == 0 else 19]  # its priority back, as root
     assert early.take(draw(inputs)[0]) is None  # not one of its inputs: the caller makes it
 
 

@@ -1,9 +1,8 @@
 """A class judged, written once whatever executor carries its jobs (`class_executors`: in this process, a GPU
-pool, Slurm): every build (all at once: class_builds; the first round's inputs and references made meanwhile where
-the runs are here, a rerun round's two at a time: cases_ahead), the inputs and their references, the first runs, the
+pool, Slurm): every build (all at once: class_builds), the inputs and their references, the first runs, the
 ranks, the top rows rerun round by round, the ranks again (`attnbench.judge.classroom` has the rules). Where the
 runs are on this host and it has no NVIDIA GPU, its CUDA programs are built but not run (`judge.gpu_needed`): their
-rows are NOT JUDGED, said before any run, and a class of nothing else judges no input.
+rows are NOT JUDGED, said before any run, and a class of nothing else draws no input.
 
 Each round (the first runs, then each rerun round) goes the same way on every executor: the round's inputs are
 drawn (fresh ones anew each round) and their seeds saved on the scoreboard, and its (submission, case) jobs go
@@ -49,7 +48,6 @@ from attnbench.judge.classroom import (
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
 from attnbench.judge.gpu_needed import not_judged_here
-from attnbench.judge.cases_ahead import CasesAhead
 from attnbench.judge.phases import phase
 from attnbench.printable import counted
 from attnbench.results.judge_events import CaseJudged, JudgeListener, NotJudgedHere, RerunJudged, hears_nothing
@@ -83,7 +81,6 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
     tmp = make_owned(BUILDS_PREFIX, carrier.scratch)
     caches = cuda_caches(carrier.scratch)
     clock = ClassClock(listener)
-    early: CasesAhead | None = None  # the first round's cases, made while the builds run (here only)
 
     def saved() -> None:
         board.rows = list(rows.values())
@@ -122,13 +119,11 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
 
     def rounds() -> None:
         """The inputs and references, the first runs, the ranks and the rerun rounds of the built programs."""
-        first = early.inputs if early is not None else carrier.drawn("first", lambda: settings.first_inputs(request.inputs))
+        first = carrier.drawn("first", lambda: settings.first_inputs(request.inputs))
         record_seeds(board, "first", first)
         clock.begin("inputs and references", len(first), f"{counted(len(first), 'case')}, "
                     + ("drawn fresh" if settings.fresh_inputs else "the suite's"))
-        cases = [_ready(bench_input, carrier.here, settings, progress, prepared, clock, early) for bench_input in first]
-        if early is not None:
-            early.stop()  # every case taken: its thread has ended, before any run
+        cases = [_ready(bench_input, carrier.here, settings, progress, prepared, clock) for bench_input in first]
         labels = [case.label for case in cases]
         expected = expected_round(labels, len(programs), settings.rerun_top)
         clock.expect(labels * len(programs) + expected * (RERUN_RUNS - 1))
@@ -150,17 +145,13 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                 record_seeds(board, f"rerun {number}", round_inputs)
                 names = [row.name for row in top]
                 needed = [b for b in round_inputs if any(_wanted(row, b.label, number) for row in top)]
-                ahead = CasesAhead(needed) if carrier.here else None  # two at a time: its thread and this one
                 try:
-                    round_cases = [_ready(b, carrier.here, settings, progress, prepared, ahead=ahead) for b in needed]
+                    round_cases = [_ready(b, carrier.here, settings, progress, prepared) for b in needed]
                 except Exception as exc:  # noqa: BLE001 - the judge's own failure: this round is lost, not the class
                     lose_round(board, [row for row in top if any(_wanted(row, b.label, number) for b in needed)],
                                number, failure_text(exc))
                     clock.instead(expected, [])
                     continue
-                finally:
-                    if ahead is not None:
-                        ahead.stop()  # every case taken, or the round lost: what it made and no one took is released
                 again = jobs(names, round_cases, number)
                 clock.instead(expected, [job.case.label for job in again])
                 clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again), f"the top {len(top)} submissions")
@@ -171,12 +162,9 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                     lose_round(board, [rows[name]], number, why)
 
     try:
-        # every build first, on every core, before the first timed run (class_builds says why not beside them); the
-        # first round's cases are made meanwhile, and taken only after: a class whose every program is one that cannot
-        # run here judges no input (what was made is released unused, no seed saved)
+        # every build first, on every core, before the first timed run (class_builds says why not beside them), and
+        # before the inputs: a class whose every program is one that cannot run here draws none
         cores = sorted(affinity())
-        if carrier.here:  # this process waits while the builds run: it makes the first round's cases meanwhile
-            early = CasesAhead(carrier.drawn("first", lambda: settings.first_inputs(request.inputs)), beside_builds=True)
         clock.begin("builds", len(request.submissions), f"{counted(len(request.submissions), 'submission')}, "
                     f"{build_workers(cores, len(request.submissions))} at a time")
         for built in build_all(request.submissions, tmp, settings, cores, clock.step):
@@ -198,8 +186,6 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
     except Exception as exc:  # noqa: BLE001 - the judge's own failure (its disk, say): the board, seeds and all, is kept
         stopped(board, exc)
     finally:
-        if early is not None:
-            early.stop()  # what it made and no round took (no program runs here, an interrupt) is released
         for case in prepared:  # fresh inputs are secrets: never left behind, whatever happened
             release(case.input_path)
         staged_inputs.unstage_all()
@@ -221,17 +207,13 @@ def _wanted(row: SubmissionRow, label: str, number: int) -> bool:
 
 
 def _ready(bench_input: BenchInput, here: bool, settings: ClassSettings, progress: ProgressFactory,
-           prepared: list[PreparedCase], clock: ClassClock | None = None,
-           ahead: CasesAhead | None = None) -> BenchInput | PreparedCase:
-    """A case as its jobs carry it: prepared here for jobs that run here (or taken from `ahead`, the round's cases
-    made by a thread beside this one: the wait for it is this case's inputs and references), and staged (staged_inputs: bound into
+           prepared: list[PreparedCase], clock: ClassClock | None = None) -> BenchInput | PreparedCase:
+    """A case as its jobs carry it: prepared here for jobs that run here, and staged (staged_inputs: bound into
     each run's box, not copied; a round's cases all staged before its first run, a label's replacing its last);
     otherwise the input, which each worker prepares (a suite file is generated here once, for the workers to read)."""
     job_case: BenchInput | PreparedCase = bench_input
     if here:
-        with phase("inputs and references"):
-            made = ahead.take(bench_input, progress) if ahead is not None else None
-        job_case = made if made is not None else prepare_case(bench_input, progress)
+        job_case = prepare_case(bench_input, progress)
         prepared.append(job_case)
         if settings.sandbox.mode != "none":  # staged files are readable by every run's user: a box's only
             with phase("inputs and references"):

@@ -6,9 +6,8 @@ are in (`phase`); the class's clock (`timing`) is current in this process while 
 up the time of each. Phases nest: a check inside a run counts as a check only. Work done in another process
 (a GPU pool's worker, a Slurm job) is the time this process spent waiting for it, in the phase it waited in:
 a pool's jobs are "runs", their workers' inputs and checks included; its builds' workers are "builds". So is work
-done in another thread of this process (the first round's inputs made while the builds run): only the thread that
-started the clock counts, and what another thread does is the time the clock's thread spent beside or waiting for
-it, in that thread's phase.
+done in another thread of this process: only the thread that started the clock counts, and what another thread does
+is the time the clock's thread spent beside it or waiting for it, in that thread's phase.
 """
 
 from __future__ import annotations

@@ -132,18 +132,3 @@ def test_the_gpu_reference_is_made_again_after_its_context_was_let_go():
     first = gpu_reference.gpu_reference_output(testcase, dtype=np.float32)
     second = gpu_reference.gpu_reference_output(testcase, dtype=np.float32)
     assert np.array_equal(first, second)
-
-
-@pytest.mark.gpu
-def test_two_threads_make_gpu_references_at_once_each_the_same_as_alone():
-    """A class makes a round's cases two at a time (attnbench.judge.cases_ahead: a thread beside the judge's own),
-    each reference on the GPU with the primary context pushed in its own thread: each equals the one made alone."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    if gpu_reference.why_not_gpu():
-        pytest.skip(f"no GPU reference here: {gpu_reference.why_not_gpu()}")
-    cases = [seeded_testcase(Shape(4, 512, 64), seed) for seed in range(6)]
-    alone = [gpu_reference.gpu_reference_output(case, dtype=np.float32) for case in cases]
-    with ThreadPoolExecutor(2) as pool:
-        together = list(pool.map(lambda case: gpu_reference.gpu_reference_output(case, dtype=np.float32), cases))
-    assert all(np.array_equal(a, b) for a, b in zip(alone, together))

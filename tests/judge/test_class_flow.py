@@ -284,11 +284,10 @@ def test_the_builds_a_judge_killed_outright_left_are_removed_by_the_next_class_n
 
 def _disk_full_in_round_3(monkeypatch) -> list:
     """The judge's disk full from the fifth input it makes on: two cases first, two in round 2, round 3's find the
-    disk full, wherever the inputs are made (here, beside the builds or after them, or by a worker, as a Slurm node
-    does). Returns the inputs made."""
+    disk full, wherever the inputs are made (here, or by a worker, as a Slurm node does). Returns the inputs made."""
     import errno
 
-    from attnbench.judge import class_flow, class_work, cases_ahead
+    from attnbench.judge import class_flow, class_work
 
     made: list = []
     real = class_flow.prepare_case
@@ -302,7 +301,6 @@ def _disk_full_in_round_3(monkeypatch) -> list:
 
     monkeypatch.setattr(class_flow, "prepare_case", disk_full_in_round_3)
     monkeypatch.setattr(class_work, "prepare_case", disk_full_in_round_3)
-    monkeypatch.setattr(cases_ahead, "prepare_case", disk_full_in_round_3)
     return made
 
 

@@ -5,11 +5,14 @@ The functions every executor's flow shares (building a row, preparing a case, ju
 are in (`phase`); the class's clock (`timing`) is current in this process while the class is judged and adds
 up the time of each. Phases nest: a check inside a run counts as a check only. Work done in another process
 (a GPU pool's worker, a Slurm job) is the time this process spent waiting for it, in the phase it waited in:
-a pool's jobs are "runs", their workers' inputs and checks included; its builds' workers are "builds".
+a pool's jobs are "runs", their workers' inputs and checks included; its builds' workers are "builds". So is work
+done in another thread of this process: only the thread that started the clock counts, and what another thread does
+is the time the clock's thread spent beside it or waiting for it, in that thread's phase.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
@@ -25,6 +28,7 @@ class PhaseClock:
     def __init__(self, clock: Clock = time.perf_counter) -> None:
         self.clock = clock
         self.started = clock()
+        self.thread = threading.get_ident()  # the one thread whose phases count (the module's opening says why)
         self.seconds = dict.fromkeys(PHASES, 0.0)
         self._inner: list[float] = []  # per open phase: seconds its inner phases took
 
@@ -64,8 +68,9 @@ def timing(clock: Clock = time.perf_counter) -> Iterator[PhaseClock]:
 
 @contextmanager
 def phase(name: str) -> Iterator[None]:
-    """Count what runs inside as phase `name` on the current clock (nothing, where none is timing)."""
-    if not _current:
+    """Count what runs inside as phase `name` on the current clock (nothing, where none is timing, or in a thread
+    other than the clock's)."""
+    if not _current or _current[-1].thread != threading.get_ident():
         yield
         return
     with _current[-1].phase(name):

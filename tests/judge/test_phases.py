@@ -191,3 +191,35 @@ def test_one_program_saves_its_phases_and_counts_its_warm_up_and_failed_runs_as_
     assert sum(cost.phases_s.values()) == pytest.approx(cost.wall_s, abs=1e-9) and cost.wall_s <= elapsed
     assert result.settings.judge_cost == cost.to_dict() and cost.ratio == pytest.approx(cost.wall_s / cost.program_runs_s)
     assert cost_line(cost).startswith(f"judging took {cost.ratio:.2f}x the programs' runs")
+
+
+def test_only_the_clocks_own_thread_counts_and_another_threads_phases_disturb_nothing():
+    """Work of another thread of this process (CUDA's start beside the first input's drawing, say) is the clock's
+    thread's time, in the phase it spends it in: that thread's phases count for nothing, so nothing is counted twice
+    and the phases still add up (its phase() calls once pushed onto the clock's nesting stack from two threads)."""
+    import threading
+
+    clock = FakeClock(0.0)
+    inside = threading.Event()
+    leave = threading.Event()
+
+    def beside() -> None:
+        with phases.phase("inputs and references"):
+            inside.set()
+            leave.wait()
+            clock.now += 100.0  # counted nowhere as inputs: it happened while the clock's thread was in builds
+
+    with phases.timing(clock) as timed:
+        with phases.phase("builds"):
+            thread = threading.Thread(target=beside)
+            thread.start()
+            inside.wait()
+            clock.now += 1.0
+            with phases.phase("checks"):  # the clock's own thread, while the other is inside a phase
+                clock.now += 2.0
+            leave.set()
+            thread.join()
+        cost = timed.cost(program_runs_s=1.0)
+    assert cost.phases_s["inputs and references"] == 0.0 and cost.phases_s["checks"] == 2.0
+    assert cost.phases_s["builds"] == 101.0 and sum(cost.phases_s.values()) == cost.wall_s == 103.0
+

@@ -339,3 +339,17 @@ def test_a_shape_is_read_as_b_n_d_or_bxnxd(text):
 def test_a_shape_that_is_not_one_is_refused_in_a_sentence(text, words):
     with pytest.raises(ValueError, match=words):
         Shape.parse(text)
+
+
+def test_a_pipe_or_a_device_is_said_to_be_one_not_blamed_for_its_bytes(tmp_path):
+    """`run <(cat t.in) out.bin` said "header has B=-1079888360" (the header was read twice from the pipe), and
+    `verify <(cat o.bin) t01` that the output "is 0 bytes"."""
+    from attnbench.cases.testcase import OutputFile, read_output, read_testcase
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # nobody writes it: a reader that opened it would hang, and the test with it
+    for read in (read_testcase, lambda p: read_output(p, Shape(1, 1, 1)), lambda p: OutputFile(p, Shape(1, 1, 1))):
+        with pytest.raises(TestcaseError, match=rf"^{fifo}: is a pipe, not a file"):
+            read(fifo)
+    with pytest.raises(TestcaseError, match=r"^/dev/zero: is a device, not a file"):
+        read_testcase("/dev/zero")

@@ -117,9 +117,25 @@ def check_shape(shape: Shape, source: str) -> None:
         )
 
 
+def refuse_a_stream(path: Path) -> None:
+    """A pipe (`run <(gen) out.bin`) or a device has no size and can be read only once, and a file is read by its
+    size and more than once (header, then data): the second read of a pipe took data bytes for the header ("header
+    has B=-1079888360"), and its size of 0 was called the file's. Said as what it is instead."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # missing, or not reachable: the reader's own open says so, naming the path
+        return
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        raise TestcaseError(f"{path}: is a pipe, not a file: it has no size and can be read only once; save it to a "
+                            "file and give that")
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise TestcaseError(f"{path}: is a device, not a file; give a file")
+
+
 def read_shape(path: str | os.PathLike) -> Shape:
     """Read and check only the header of a course input file."""
     path = Path(path)
+    refuse_a_stream(path)
     try:
         with open(path, "rb") as f:
             head = f.read(HEADER.size)
@@ -147,25 +163,9 @@ def _readinto_exact(f: BinaryIO, buffer: memoryview, path: Path, start: int = 0)
         done += got
 
 
-def refuse_a_stream(path: Path) -> None:
-    """A pipe (`run <(gen) out.bin`) or a device has no size and can be read only once, and a file is read by its
-    size and more than once (header, then data): the second read of a pipe took data bytes for the header ("header
-    has B=-1079888360"), and its size of 0 was called the file's. Said as what it is instead."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:  # missing, or not reachable: the reader's own open says so, naming the path
-        return
-    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
-        raise TestcaseError(f"{path}: is a pipe, not a file: it has no size and can be read only once; save it to a "
-                            "file and give that")
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        raise TestcaseError(f"{path}: is a device, not a file; give a file")
-
-
 def read_checked_shape(path: str | os.PathLike) -> Shape:
     """The header of a course input file, checked against the file's exact size."""
     path = Path(path)
-    refuse_a_stream(path)
     shape = read_shape(path)
     found = path.stat().st_size
     if found != shape.input_bytes:

@@ -1,6 +1,6 @@
 """`python -m attnbench` and the `attnbench` command.
 
-Ctrl-C (and SIGTERM) is answered from the first instant: the imports behind the command line take a second or more
+Ctrl-C (and SIGTERM, SIGHUP) is answered from the first instant: the imports behind the command line take a second or more
 (numpy, rich, the kernel catalogue), and Python's own answer to a Ctrl-C then is a long traceback. Until
 the command starts, a Ctrl-C or SIGTERM ends the process with one line and exit 130 (nothing has been written yet);
 the command line then hands Ctrl-C back to Python, where its own handling saves what was measured.
@@ -16,10 +16,11 @@ def _interrupted_while_starting(signum: int, frame: object) -> None:
 
 
 def answer_interruptions_while_starting() -> None:
-    """Ctrl-C and SIGTERM (a `timeout`, a TA's kill) both: a SIGTERM within the imports ended the process with no
-    word and exit 143, where the command's own SIGTERM is an interruption (130)."""
-    signal.signal(signal.SIGINT, _interrupted_while_starting)
-    signal.signal(signal.SIGTERM, _interrupted_while_starting)
+    """Ctrl-C, SIGTERM (a `timeout`, a TA's kill) and SIGHUP (the terminal closed): a SIGTERM within the imports
+    ended the process with no word and exit 143, where the command's own SIGTERM is an interruption (130)."""
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if number != signal.SIGHUP or signal.getsignal(number) != signal.SIG_IGN:  # `nohup attnbench ...` stays so
+            signal.signal(number, _interrupted_while_starting)
 
 
 def entry() -> None:

@@ -7,6 +7,7 @@ exception into a command's exit code and its one line.
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 
 
@@ -122,6 +123,19 @@ class SuiteManifestDamaged(EnvironmentProblem):
     """The suite's manifest (testcases/suite.json) is missing, unreadable or not as attnbench wrote it."""
 
 
+class DiskFull(EnvironmentProblem):
+    """A write found its file system full (or the user's quota spent): the machine's state, not the user's input."""
+
+
+# A full disk or a spent quota: what the machine ran out of, as host memory is (exit 3, not 2).
+_NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def no_space(exc: BaseException) -> bool:
+    """Whether an OSError says its file system is full (or the quota spent)."""
+    return isinstance(exc, OSError) and exc.errno in _NO_SPACE
+
+
 class PlotsUnavailable(EnvironmentProblem):
     """matplotlib (the `plot` extra) is not installed."""
 
@@ -140,7 +154,7 @@ INTERRUPTED = Failure(130, "interrupted; no partial output was left behind", err
 
 def classify(exc: BaseException) -> Failure | None:
     """The exit code and the one line of an expected failure, for every command: attnbench's own errors (their
-    class says the code), Ctrl-C (130), host memory exhausted (3), a file the system refused (2, named), a CUDA driver error that escaped
+    class says the code), Ctrl-C (130), host memory exhausted or a disk full (3), a file the system refused (2, named), a CUDA driver error that escaped
     the backends' wrapping (3). None for anything else: a bug, whose traceback must show."""
     if isinstance(exc, AttnbenchError):
         return Failure(exc.exit_code, str(exc))
@@ -150,7 +164,7 @@ def classify(exc: BaseException) -> Failure | None:
         return Failure(3, f"out of host memory: {exc}" if str(exc) else "out of host memory")
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        return Failure(2, where + str(exc.strerror or exc))
+        return Failure(3 if no_space(exc) else 2, where + str(exc.strerror or exc))
     if type(exc).__module__.startswith("pycuda"):
         return Failure(3, f"CUDA: {exc}")
     return None

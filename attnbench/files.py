@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
 
-from attnbench.errors import OutputError
+from attnbench.errors import DiskFull, OutputError, no_space
 
 
 def _target(path: Path) -> Path:
@@ -74,6 +74,11 @@ def check_results_folder(path: str | os.PathLike) -> None:
     """Refuse, before any work, a folder results cannot be saved in: a file of that name, no permission to
     write there, or a missing folder whose nearest existing parent cannot take it. Errors name `path`."""
     given = os.fsdecode(path)
+    for step in (Path(given), *Path(given).parents):  # realpath() follows a dangling link (or gives up on a
+        # loop) as if its end could be made, and the save's mkdir then failed on the link itself ("File exists")
+        if os.path.islink(step) and not os.path.exists(step):
+            raise OutputError(f"{given}: {'' if step == Path(given) else f'{step}, on its way, '}is a symbolic link "
+                              "to nothing (its target is missing, or a loop of links); give --results-dir a folder")
     folder = Path(os.path.realpath(path))
     existing = folder
     while not existing.exists() and existing != existing.parent:
@@ -89,6 +94,8 @@ def check_results_folder(path: str | os.PathLike) -> None:
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".attnbench-probe-", dir=existing))
     except OSError as exc:
+        if no_space(exc):
+            raise DiskFull(f"{given}: cannot be written ({exc.strerror}): its disk is full") from None
         raise OutputError(f"{given}: cannot be written ({exc.strerror}); give --results-dir a folder") from None
 
 
@@ -118,7 +125,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> 
         if old is not None:
             _release_later(old)
     except OSError as exc:
-        raise OutputError(f"{given}: {exc.strerror or exc}") from None
+        raise (DiskFull if no_space(exc) else OutputError)(f"{given}: {exc.strerror or exc}") from None
 
 
 _PARTIAL_NAMES = itertools.count()

@@ -32,3 +32,11 @@ def test_host_memory_exhausted_is_the_environment_exit_3_in_one_line():
     except MemoryError as exc:
         failure = classify(exc)
     assert failure.exit_code == 3 and failure.line.startswith("out of host memory: Unable to allocate")
+
+
+def test_a_full_disk_is_the_environment_exit_3_in_one_line_naming_the_file():
+    import errno
+
+    failure = classify(OSError(errno.ENOSPC, "No space left on device", "res/x.json"))
+    assert failure == Failure(3, "res/x.json: No space left on device")
+    assert classify(OSError(errno.EDQUOT, "Disk quota exceeded")).exit_code == 3

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from attnbench.errors import OutputError
+from attnbench.errors import DiskFull, OutputError
 from attnbench.files import _exchange, _keep_old, atomic_write
 
 
@@ -132,3 +132,27 @@ def test_a_results_folder_the_file_system_refuses_is_refused_before_any_work(tmp
         check_results_folder("/proc/attnbench-nowhere")
     check_results_folder(tmp_path / "new" / "deeper")  # a folder that can be made is fine, and not made yet
     assert not (tmp_path / "new").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_is_the_environment_exit_3_naming_the_path():
+    """A write onto a full file system said "No space left on device" with exit 2, as if the path were bad input."""
+    with pytest.raises(DiskFull, match=r"^/dev/full: No space left on device$") as caught:
+        atomic_write("/dev/full", lambda f: f.write(b"x" * 65536))
+    assert caught.value.exit_code == 3
+
+
+@pytest.mark.parametrize("link", ["dangling", "loop", "dangling/deeper"])
+def test_a_results_folder_that_is_a_link_to_nothing_is_refused_before_any_work(tmp_path, link):
+    """A dangling link (or a loop of links) passed the check, and the save after the whole run said "File exists"."""
+    from attnbench.files import check_results_folder
+
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop")
+    given = str(tmp_path / link)
+    with pytest.raises(OutputError, match="symbolic link to nothing") as caught:
+        check_results_folder(given)
+    assert str(caught.value).startswith(given + ": ")
+    (tmp_path / "real").mkdir()
+    (tmp_path / "good").symlink_to(tmp_path / "real")
+    check_results_folder(tmp_path / "good")  # a link to a folder is a folder

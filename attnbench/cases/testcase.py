@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import threading
 import struct
 from dataclasses import dataclass
@@ -116,9 +117,25 @@ def check_shape(shape: Shape, source: str) -> None:
         )
 
 
+def refuse_a_stream(path: Path) -> None:
+    """A pipe (`run <(gen) out.bin`) or a device has no size and can be read only once, and a file is read by its
+    size and more than once (header, then data): the second read of a pipe took data bytes for the header ("header
+    has B=-1079888360"), and its size of 0 was called the file's. Said as what it is instead."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # missing, or not reachable: the reader's own open says so, naming the path
+        return
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        raise TestcaseError(f"{path}: is a pipe, not a file: it has no size and can be read only once; save it to a "
+                            "file and give that")
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise TestcaseError(f"{path}: is a device, not a file; give a file")
+
+
 def read_shape(path: str | os.PathLike) -> Shape:
     """Read and check only the header of a course input file."""
     path = Path(path)
+    refuse_a_stream(path)
     try:
         with open(path, "rb") as f:
             head = f.read(HEADER.size)
@@ -200,6 +217,7 @@ def write_output(path: str | os.PathLike, out: np.ndarray) -> None:
 def read_output(path: str | os.PathLike, shape: Shape) -> np.ndarray:
     """Read a course output file, checking its size against the testcase's shape."""
     path = Path(path)
+    refuse_a_stream(path)
     try:
         found = path.stat().st_size
     except FileNotFoundError:
@@ -223,6 +241,7 @@ class OutputFile:
 
     def __init__(self, path: str | os.PathLike, shape: Shape | None = None) -> None:
         self.path = Path(path)
+        refuse_a_stream(self.path)
         try:
             size = self.path.stat().st_size
         except FileNotFoundError:

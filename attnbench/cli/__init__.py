@@ -45,10 +45,14 @@ def _ctrl_c_raises() -> None:
     """Hand Ctrl-C back to Python (`python -m attnbench` answered it with an exit while importing), so a
     command's own handling runs: partial results saved, no half-written file left. SIGTERM (a `timeout`, a
     Slurm job's end, a TA's kill) is handled as Ctrl-C is: by default it ended the process at once, and a
-    class's fresh inputs (6 GB for the course) and folders stayed in the temporary folder."""
+    class's fresh inputs (6 GB for the course) and folders stayed in the temporary folder. SIGHUP (the TA's
+    terminal or ssh session closed) likewise: by default it ended a class judge with exit 129, no word, nothing
+    saved, and its rooms left mounted. A SIGHUP ignored already (`nohup attnbench ...`) stays ignored."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, _terminated)
+        if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
+            signal.signal(signal.SIGHUP, _terminated)
 
 
 def _terminated(signum: int, frame: object) -> None:

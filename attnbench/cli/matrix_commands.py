@@ -26,7 +26,7 @@ from attnbench.cli.options import (
     tolerance,
     with_options,
 )
-from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
+from attnbench.files import DEFAULT_RESULTS_DIR, check_output_path, check_results_folder
 from attnbench.output.render.markdown import lab_report_lines
 from attnbench.output.render.matrix_run import (
     device_words,
@@ -294,6 +294,8 @@ def report(results: tuple[str, ...], output: str | None, ladder: bool | None, no
     """
     from attnbench.output.render.report import write_report
 
+    if output is not None:  # as given: Path() drops a trailing slash, and `-o rep/` wrote a file named rep
+        check_output_path(output)
     loaded = api.results_for_report(results, notice)
     first = Path(results[0])
     out = Path(output) if output else first.with_name(f"{first.stem}_report.md")

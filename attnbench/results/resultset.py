@@ -280,6 +280,9 @@ def loads(text: str, source: str = "results") -> ResultSet:
         raise NotResultsFile(f"{source}: not a results file (its JSON nests deeper than Python reads)") from None
     except ValueError:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
         raise NotResultsFile(f"{source}: not a results file (a number of more digits than Python reads)") from None
+    if isinstance(data, dict) and data.get("kind") == "scoreboard" and "schema" not in data:  # judge wrote it
+        raise NotResultsFile(f"{source}: a class's scoreboard, not a run's results: its Markdown (and HTML) are "
+                             "saved beside it, and `attnbench judge --history FOLDER` shows the class's runs")
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise NotResultsFile(f"{source}: not an attnbench results file (no \"schema\": \"{SCHEMA}\")")
     version = data.get("schema_version")

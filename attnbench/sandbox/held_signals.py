@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM held back while the judge takes a room down, then delivered.
+"""Ctrl-C, SIGTERM and SIGHUP held back while the judge takes a room down, then delivered.
 
 A room's teardown unmounts its view's overlays and tmpfs mounts and removes its folder. An interrupt
 landing in the middle of it (Python raises KeyboardInterrupt between any two bytecodes) left the mounts on
@@ -15,12 +15,12 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-HELD = (signal.SIGINT, signal.SIGTERM)
+HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextmanager
 def held() -> Iterator[None]:
-    """What runs inside is not interrupted by SIGINT or SIGTERM; one that came meanwhile is raised at the end
+    """What runs inside is not interrupted by SIGINT, SIGTERM or SIGHUP; one that came meanwhile is raised at the end
     (to the handler it was meant for). Outside the main thread, where Python runs no handler, it holds nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -51,7 +51,9 @@ POLL_S = 0.2
 def worker_main(work: Work, device: Device, inbox: Any, outbox: Any, workers: int) -> None:
     """A worker: open the device, then run the jobs it is sent until it is sent None (or until a job
     loses the device)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
+    # the parent decides what Ctrl-C stops, and a closed terminal's SIGHUP, sent to the whole process group
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
         state, about = work.open(device, workers)
     except AttnbenchError as exc:

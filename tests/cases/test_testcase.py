@@ -339,3 +339,24 @@ def test_a_shape_is_read_as_b_n_d_or_bxnxd(text):
 def test_a_shape_that_is_not_one_is_refused_in_a_sentence(text, words):
     with pytest.raises(ValueError, match=words):
         Shape.parse(text)
+
+
+def test_a_pipe_or_a_device_is_said_to_be_one_not_blamed_for_its_bytes():
+    """`run <(cat t.in) out.bin` said "header has B=-1079888360" (the header was read twice from the pipe), and
+    `verify <(cat o.bin) t01` that the output "is 0 bytes"."""
+    from attnbench.cases.testcase import OutputFile
+
+    valid = struct.pack("<3i", 1, 1, 1) + struct.pack("<3f", 1.0, 2.0, 3.0)  # B = N = d = 1: Q, K, V
+    for read in (read_testcase, read_shape, lambda p: read_output(p, Shape(1, 1, 1)),
+                 lambda p: OutputFile(p, Shape(1, 1, 1))):
+        read_end, write_end = os.pipe()
+        os.write(write_end, valid)  # held whole in the pipe's buffer, as `<(cat t.in)` would give it
+        os.close(write_end)
+        path = f"/proc/self/fd/{read_end}"
+        try:
+            with pytest.raises(TestcaseError, match=rf"^{path}: is a pipe, not a file"):
+                read(path)
+        finally:
+            os.close(read_end)
+    with pytest.raises(TestcaseError, match=r"^/dev/zero: is a device, not a file"):
+        read_testcase("/dev/zero")

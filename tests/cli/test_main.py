@@ -64,8 +64,10 @@ def test_a_sample_or_warm_up_count_that_would_run_forever_is_refused(option):
     assert result.exit_code == 2 and option in result.output
 
 
-def test_a_sigterm_is_an_interruption_that_leaves_no_temporary_folder(tmp_path):
-    """A SIGTERM ended a class judge at once, leaving its fresh inputs (6 GB for the course) and folders behind."""
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGHUP"])
+def test_a_sigterm_is_an_interruption_that_leaves_no_temporary_folder(tmp_path, signal_name):
+    """A SIGTERM ended a class judge at once, leaving its fresh inputs (6 GB for the course) and folders behind. So
+    did a SIGHUP (the TA's terminal closed), with exit 129, no word, and its rooms left mounted."""
     import os
     import shutil
     import signal
@@ -92,7 +94,7 @@ def test_a_sigterm_is_an_interruption_that_leaves_no_temporary_folder(tmp_path):
     while time.monotonic() < deadline and not any(p.name.startswith("attnbench-fresh-") for p in temp.iterdir()):
         time.sleep(0.2)
     time.sleep(1.5)  # a program is running now
-    process.send_signal(signal.SIGTERM)
+    process.send_signal(getattr(signal, signal_name))
     output = process.communicate(timeout=60)[0].decode()
     assert process.returncode == 130, output
     assert not [p.name for p in temp.iterdir() if p.name.startswith("attnbench-")], output
@@ -108,3 +110,29 @@ def test_a_sigterm_while_the_command_line_is_imported_is_an_interruption_too():
                "answer(); os.kill(os.getpid(), signal.SIGTERM); time.sleep(30)")
     done = subprocess.run([sys.executable, "-c", started], capture_output=True, text=True, timeout=60)
     assert done.returncode == 130 and done.stderr == "interrupted\n"
+
+
+def test_a_sighup_while_the_command_line_is_imported_is_an_interruption_too():
+    """A closed terminal's SIGHUP within the imports ended the process with no word and exit 129."""
+    import subprocess
+    import sys
+
+    started = ("from attnbench.__main__ import answer_interruptions_while_starting as answer; import os, signal, time; "
+               "answer(); os.kill(os.getpid(), signal.SIGHUP); time.sleep(30)")
+    done = subprocess.run([sys.executable, "-c", started], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130 and done.stderr == "interrupted\n"
+
+
+def test_a_sighup_ignored_by_nohup_stays_ignored():
+    """`nohup attnbench judge ...` must outlive the terminal: answering SIGHUP as an interruption must not undo
+    the nohup."""
+    import signal
+    import subprocess
+    import sys
+
+    started = ("from attnbench.__main__ import answer_interruptions_while_starting as answer; import os, signal; "
+               "answer(); from attnbench.cli import _ctrl_c_raises; _ctrl_c_raises(); "
+               "os.kill(os.getpid(), signal.SIGHUP); print('still here')")
+    done = subprocess.run([sys.executable, "-c", started], capture_output=True, text=True, timeout=60,
+                          preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    assert done.returncode == 0 and done.stdout == "still here\n", done.stderr

@@ -143,6 +143,16 @@ def test_a_report_into_a_folder_it_cannot_write_names_the_report_not_a_plot(cli,
     assert str(tmp_path / "afile" / "r.md") in " ".join(result.output.split())
 
 
+def test_a_report_onto_a_name_with_a_trailing_slash_is_refused_not_written_as_a_file(cli, tmp_path):
+    """`report a.json -o rep/` wrote a file named rep (and its plots beside it): the slash said a folder."""
+    assert cli("compare", "-v", "cpu", "-c", "odd_17x1", "--reps", "1", "--results-dir", str(tmp_path),
+               "--name", "a").exit_code == 0
+    result = cli("report", str(tmp_path / "a.json"), "-o", f"{tmp_path / 'rep'}/", "--no-plots")
+    assert result.exit_code == 2, result.output
+    assert " ".join(result.output.split()) == f"error: {tmp_path / 'rep'}/: names a folder; give the output a file name"
+    assert not (tmp_path / "rep").exists()
+
+
 def test_runs_are_saved_by_default_in_a_folder_a_checkout_ignores():
     """compare, sweep, judge and profile save into ./attnbench-results/ unless told otherwise; the project's
     .gitignore lists it, so a user's runs never land in tracked files."""

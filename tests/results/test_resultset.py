@@ -97,6 +97,16 @@ def test_markdown_has_the_tables_and_the_failures(tmp_path):
     assert "out of resources" in text
 
 
+def test_a_class_scoreboard_given_as_results_says_what_it_is_and_where_to_read_it():
+    """`report` or `compare --against` of a scoreboard the judge saved said "not an attnbench results file"."""
+    from attnbench.results.scoreboard import Scoreboard
+
+    with pytest.raises(ResultsError) as caught:
+        results.loads(Scoreboard(["t01"], []).to_json(), "res/2026-11-29_class_t01.json")
+    assert str(caught.value).startswith("res/2026-11-29_class_t01.json: a class's scoreboard, not a run's results")
+    assert "judge --history" in str(caught.value)
+
+
 def test_other_schemas_and_newer_versions_are_refused(tmp_path):
     with pytest.raises(ResultsError, match="not an attnbench results file"):
         results.loads(json.dumps({"benchmarks": []}), "x.json")

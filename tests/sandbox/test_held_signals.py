@@ -21,6 +21,23 @@ def test_an_interrupt_inside_is_raised_once_the_block_is_over():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is back
 
 
+def test_a_closed_terminals_sighup_inside_waits_for_the_block_too():
+    """SIGHUP ended the process in the middle of a room's teardown, leaving its mounts on the host."""
+    def hung_up(number, frame):
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGHUP, hung_up)
+    done = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with held_signals.held():
+                os.kill(os.getpid(), signal.SIGHUP)
+                done.append("after the signal")
+    finally:
+        signal.signal(signal.SIGHUP, before)
+    assert done == ["after the signal"]
+
+
 def test_a_room_interrupted_while_it_is_taken_down_is_taken_down_whole(tmp_path, monkeypatch):
     """Ctrl-C or SIGTERM in the middle of a room's teardown left its view's tmpfs and overlays mounted on the host
     (a judge killed by SIGTERM, in the test of that, flakily): the teardown now ends first, then the interrupt."""

@@ -50,6 +50,8 @@ class ToyWork:
         if job[0] == "die" and not Path(job[1]).exists():
             Path(job[1]).write_text("died once")
             os.kill(os.getpid(), signal.SIGKILL)
+        if job[0] == "hang_up":  # a closed terminal's SIGHUP goes to the whole process group, workers too
+            os.kill(os.getpid(), signal.SIGHUP)
         if job[0] == "lose":
             return "the device fell off the bus"
         if job[0] == "sleep_then_lose":  # after the other worker has gone idle
@@ -76,6 +78,15 @@ def test_every_job_runs_once_on_some_worker_and_workers_stay_up_between_runs():
     assert sorted(e.job for e in first if isinstance(e, JobDone)) == list(range(8))
     assert {e.about for e in first if isinstance(e, DeviceReady)} <= {"cpu worker 0 of 2", "cpu worker 1 of 2"}
     assert squares(second) == {0: 100}
+
+
+def test_a_closed_terminals_sighup_leaves_the_worker_to_its_parent():
+    """A worker ended by SIGHUP (default action) left its rooms mounted; the parent decides, as for Ctrl-C."""
+    events: list[ExecutorEvent] = []
+    with GpuPool([Device(0, True)], ToyWork()) as pool:
+        pool.run([("hang_up", 3), ("n", 4)], events.append)
+    assert squares(events) == {0: 9, 1: 16}
+    assert not [e for e in events if isinstance(e, JobDied)]
 
 
 def test_a_dead_worker_is_replaced_and_retry_sends_its_job_again(tmp_path):

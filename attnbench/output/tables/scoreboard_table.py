@@ -127,7 +127,10 @@ def scoreboard_lines(board: Scoreboard) -> list[str]:
     if len(kinds) > 1:
         lines.append(f"these rows ran on {len(kinds)} kinds of GPU ({', '.join(kinds)}): each kind is ranked "
                      "on its own, and times are not comparable between kinds")
-    if board.interrupted:
+    if board.interrupted and board.settings.get("stopped_by"):  # the judge's own failure (its disk full), no Ctrl-C
+        lines.append(printable(f"stopped: {board.settings['stopped_by']}; the submissions and cases after it were "
+                               "not judged"))
+    elif board.interrupted:
         lines.append("interrupted: the submissions and cases after the interruption were not judged")
     return lines + kernel_lines(board)
 

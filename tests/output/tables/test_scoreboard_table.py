@@ -89,3 +89,17 @@ def test_a_row_not_judged_says_so_in_each_case_and_under_the_table_never_as_a_fa
     assert {row[case] for case in cases} == {"NOT JUDGED"}
     assert row["note"] == "NOT JUDGED: no NVIDIA GPU here (x)"
     assert unranked_lines(board) == ["cu: NOT JUDGED: no NVIDIA GPU here (x)"]
+
+
+def test_a_class_stopped_by_the_judges_own_failure_is_not_called_interrupted():
+    """A class stopped by its full disk said "interrupted: ... after the interruption" though nobody interrupted it."""
+    stopped = board()
+    stopped.interrupted = True
+    stopped.settings["stopped_by"] = "the judge could not finish this: OSError: [Errno 28] No space left on device"
+    lines = scoreboard_lines(stopped)
+    assert not any("interrupt" in line for line in lines)
+    assert ("stopped: the judge could not finish this: OSError: [Errno 28] No space left on device; the submissions "
+            "and cases after it were not judged") in lines
+    interrupted = board()
+    interrupted.interrupted = True
+    assert "interrupted: the submissions and cases after the interruption were not judged" in scoreboard_lines(interrupted)

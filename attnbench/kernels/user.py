@@ -301,10 +301,13 @@ def _constraints(reader: _Reader, table: dict) -> Constraints:
     if head_dims is not None and (not isinstance(head_dims, list) or not head_dims or not all(
             isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in head_dims)):
         raise reader.fail(".head_dims", f"must be a list of positive whole numbers, not {head_dims!r}")
+    lowest, highest = reader.whole(table, "min_head_dim") or 1, reader.whole(table, "max_head_dim")
+    if highest is not None and lowest > highest:  # it refused every case, one by one, as "needs d in [128, 32]"
+        raise reader.fail(".max_head_dim", f"{highest} is below min_head_dim = {lowest}: no head dimension fits")
     return Constraints(
         head_dims=tuple(head_dims) if head_dims is not None else None,
-        min_head_dim=reader.whole(table, "min_head_dim") or 1,
-        max_head_dim=reader.whole(table, "max_head_dim"),
+        min_head_dim=lowest,
+        max_head_dim=highest,
         max_seq_len=reader.whole(table, "max_seq_len"),
         seq_len_multiple=reader.whole(table, "seq_len_multiple") or 1,
     )

@@ -113,6 +113,8 @@ BAD_FACTS = [
     (_replace("defines", "head_dims = 64\ndefines"), "variants.mine.head_dims", "list of positive whole numbers"),
     (_replace("defines", "max_seq_len = -1\ndefines"), "variants.mine.max_seq_len", "whole number >= 1"),
     (_replace("defines", "max_head_dim = \"64\"\ndefines"), "variants.mine.max_head_dim", "whole number >= 1"),
+    (_replace("defines", "min_head_dim = 128\nmax_head_dim = 32\ndefines"), "variants.mine.max_head_dim",
+     "32 is below min_head_dim = 128"),
     (_replace("defines", 'steps = "x"\ndefines'), "variants.mine.steps", "unknown name 'x'"),
     (_replace("defines", 'options = "-O3"\ndefines'), "variants.mine.options", "list of strings"),
     (_replace("defines", "options = ['-Xcompiler=-DX=$(true)']\ndefines"), "variants.mine.options[0]",

@@ -11,7 +11,7 @@ from attnbench.bench.chunk_plan import ChunkPlan
 from attnbench.bench.pipeline import nonfinite_count, run_pipeline
 from attnbench.cases.streaming import TestcaseFile
 from attnbench.cases.testcase import Shape, write_testcase
-from attnbench.errors import OutputError
+from attnbench.errors import DiskFull
 from attnbench.files import atomic_write
 from tests.bench.fake_stages import FakeStages, Log, LoggedFile, LoggedSource, fake_kernel
 from tests.conftest import random_testcase
@@ -94,7 +94,7 @@ def test_reading_overlaps_kernels_and_writing(tmp_path):
 
 def test_a_failed_write_stops_the_pipeline_and_leaves_no_file(tmp_path):
     shape = Shape(6, 8, 4)
-    with pytest.raises(OutputError, match="No space left"):  # one line naming the output
+    with pytest.raises(DiskFull, match="out.bin: No space left"):  # one line naming the output; exit 3, the machine's
         run_fake(tmp_path, shape, 1, 2, fail_write_at=2, write_delay=0.001)
     assert not any(tmp_path.glob("*out.bin*"))
 

@@ -15,6 +15,7 @@ from attnbench.analysis.class_history import HistoryRow, history, load_boards
 from attnbench.analysis.ranking import RANK_BY
 from attnbench.api.empty_arguments import refuse_empty
 from attnbench.api.notices import Notice, quiet, say_suite_writes
+from attnbench.cases.gpu_reference import failed_over
 from attnbench.backends.kernel_records import unavailable as kernel_records_unavailable
 from attnbench.cases.inputs import BenchInput, ProgressFactory, bytes_to_write, no_progress
 from attnbench.errors import AttnbenchError, UsageError
@@ -374,6 +375,15 @@ def _say_no_kernels(options: JudgeOptions, notice: Notice) -> None:
             notice(why + ranks)
 
 
+def _say_cpu_references(notice: Notice) -> None:
+    """A GPU reference that failed left the references to the CPU without a word (t21, t22 and t29 took 33 s
+    instead of 1.6 s on an H200 when the context was mishandled): said once the judge is done."""
+    why = failed_over()
+    if why:
+        notice(f"{why}: the float64 references were made on this machine's CPU instead (the same yardstick, "
+               "slower: t29's takes about 26 s on 16 cores)")
+
+
 def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progress,
                   listener: JudgeListener | None = None,
                   opened: Callable[[Confinement], None] | None = None,
@@ -385,7 +395,9 @@ def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progr
     _say_pending(options.cases, notice)
     _say_no_kernels(options, notice)
     _say_unlimited(options, notice)
-    return _judged_program(options, progress, listener, opened)
+    judged = _judged_program(options, progress, listener, opened)
+    _say_cpu_references(notice)
+    return judged
 
 
 def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_progress,
@@ -399,7 +411,9 @@ def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_p
     _say_pending(options.cases, notice)
     _say_no_kernels(options, notice)
     _say_unlimited(options, notice)
-    return _judged(request, listener, checkpoint, progress)
+    board = _judged(request, listener, checkpoint, progress)
+    _say_cpu_references(notice)
+    return board
 
 
 def new_kernel(name: str, folder: str | Path = ".") -> StarterFiles:

@@ -165,6 +165,13 @@ def key_splits(blocks: int, items: int, n: int, wanted: int) -> int:
 
 _availability: list[str] = []  # '' when a GPU reference can be made here, else why not (found once)
 _finding = threading.Lock()  # one_gpu_context's thread and the caller's may ask at once
+FAILED = "the GPU reference failed"
+
+
+def failed_over() -> str:
+    """Why this process's references went to the CPU after its GPU's failed; '' while none has (a machine
+    without a GPU is no failure)."""
+    return _availability[0] if _availability and _availability[0].startswith(FAILED) else ""
 
 
 def why_not_gpu() -> str:
@@ -290,5 +297,5 @@ def float64_reference(testcase: Testcase, progress: Progress | None = None, dtyp
         try:
             return gpu_reference_output(testcase, progress, dtype)
         except Exception as exc:  # pycuda's errors share no base class worth naming
-            _availability[:] = [f"the GPU reference failed ({type(exc).__name__}: {exc})"]
+            _availability[:] = [f"{FAILED} ({type(exc).__name__}: {exc})"]
     return reference_output(testcase, progress, dtype)

@@ -103,3 +103,23 @@ def test_an_unknown_sandbox_mode_is_refused(tmp_path):
     """SandboxSettings("x") was judged as auto without a word."""
     with pytest.raises(UsageError, match="sandbox mode 'x'"):
         programs.JudgeOptions(programs=(str(tmp_path),), sandbox=programs.SandboxSettings("x"))
+
+
+def test_a_gpu_reference_that_failed_over_to_the_cpu_is_said_once_the_judge_is_done(monkeypatch):
+    """On an H200 a mishandled context sent every reference to the CPU (33 s instead of 1.6 s) without a word."""
+    from attnbench.cases import gpu_reference
+
+    said = []
+    monkeypatch.setattr(programs, "judge_writes", lambda cases: 0)
+    monkeypatch.setattr(programs, "_judged_program", lambda *args, **kwargs: None)
+    monkeypatch.setattr(programs, "check_program", lambda program: None)
+    monkeypatch.setattr(programs, "_judged", lambda *args, **kwargs: None)
+    monkeypatch.setattr(programs, "class_request", lambda options: None)
+    monkeypatch.setattr(gpu_reference, "_availability", ["no CUDA GPU is present"])  # no GPU: nothing to say
+    programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01"), notice=said.append)
+    assert said == []
+    monkeypatch.setattr(gpu_reference, "_availability", ["the GPU reference failed (LogicError: invalid context)"])
+    programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01"), notice=said.append)
+    programs.judge_submissions(programs.JudgeOptions(programs=("./class",), cases="t01"), notice=said.append)
+    assert len(said) == 2 and all(line.startswith("the GPU reference failed (LogicError: invalid context): the "
+                                                  "float64 references were made on this machine's CPU") for line in said)

@@ -104,10 +104,8 @@ def stage(slot: str, source: Path) -> bool:
         return True
     if held is not None:
         _unmount(held)
-    folder = _staging_root() / slot.replace("/", "_")
-    folder.mkdir(mode=0o700)
-    if not case_disk.cap(folder, identity[2] + (64 << 10), inodes=2, flags=_MS_NOATIME, mode=0o711):
-        folder.rmdir()
+    folder = _mounted_slot(slot, identity[2])
+    if folder is None:
         return False
     try:
         path = folder / STAGED_NAME
@@ -120,6 +118,16 @@ def stage(slot: str, source: Path) -> bool:
     _slots[slot] = _Staged(identity, folder, path)
     _by_path[os.fspath(source)] = slot
     return True
+
+
+def _mounted_slot(slot: str, size: int) -> Path | None:
+    """A slot's own tmpfs, sized to hold `size` bytes, mounted empty; None where the mount failed."""
+    folder = _staging_root() / slot.replace("/", "_")
+    folder.mkdir(mode=0o700)
+    if not case_disk.cap(folder, size + (64 << 10), inodes=2, flags=_MS_NOATIME, mode=0o711):
+        folder.rmdir()
+        return None
+    return folder
 
 
 def stage_written(slot: str, size: int, write: Callable[[BinaryIO], None]) -> Path | None:
@@ -135,10 +143,8 @@ def stage_written(slot: str, size: int, write: Callable[[BinaryIO], None]) -> Pa
         _unmount(held)
         held = None
     if held is None:
-        folder = _staging_root() / slot.replace("/", "_")
-        folder.mkdir(mode=0o700)
-        if not case_disk.cap(folder, size + (64 << 10), inodes=2, flags=_MS_NOATIME, mode=0o711):
-            folder.rmdir()
+        folder = _mounted_slot(slot, size)
+        if folder is None:
             return None
         held = _Staged((0, 0, 0, 0), folder, folder / STAGED_NAME)
     try:

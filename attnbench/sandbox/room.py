@@ -727,8 +727,10 @@ def _remove_stale_rooms() -> None:
 
 
 def remove_rooms_of_the_gone() -> None:
-    """Now: every room whose judge or worker is gone (its lock free), what is mounted in it unmounted first."""
+    """Now: every room whose judge or worker is gone (its lock free), what is mounted in it unmounted first;
+    and their staged inputs (staged_inputs)."""
     remove_stale(ROOM_PREFIX, before=case_disk.unmount_all_below)
+    staged_inputs.remove_staged_of_the_gone()
 
 
 def _program_copy(program: Path, folder: Path, cap: int) -> Path:

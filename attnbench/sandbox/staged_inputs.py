@@ -72,12 +72,19 @@ def _staging_root() -> Path:
     """This process's folder of staged inputs (0711: a run's user passes through to the one bwrap binds, lists
     none); what a judge killed outright left is unmounted and removed first (owned_folders)."""
     if not _root:
-        remove_stale(STAGED_PREFIX, before=case_disk.unmount_all_below)
+        remove_staged_of_the_gone()
         folder = make_owned(STAGED_PREFIX)
         os.chmod(folder, 0o711)
         _root.append(folder)
         atexit.register(unstage_all)
     return _root[0]
+
+
+def remove_staged_of_the_gone() -> None:
+    """Every staging folder whose judge is gone (killed outright: its lock free), its tmpfs mounts unmounted
+    first. Every judge's sandbox sweeps them (attnbench.sandbox.room), not only one that stages: a one-program
+    judge killed mid-run left its batch's inputs mounted in memory through any number of later judges."""
+    remove_stale(STAGED_PREFIX, before=case_disk.unmount_all_below)
 
 
 def can_stage() -> bool:

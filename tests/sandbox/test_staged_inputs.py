@@ -300,3 +300,24 @@ def test_no_other_user_of_the_host_reads_a_staged_input_only_the_run_it_is_lent_
     assert int(seen["sum"]) == _sum(source.read_bytes())
     assert _fields(seen["before"])["gid"] == int(seen["me"]) != os.getegid()
     assert os.stat(copied).st_gid == os.getegid() and not _read_as(int(seen["me"]), copied)  # taken back
+
+
+def test_a_killed_judges_staged_inputs_are_unmounted_by_the_next_judges_sandbox_whatever_it_stages(tmp_path):
+    """A one-program judge killed mid-run left its batch's staged inputs mounted; the next judge that staged
+    nothing (suite inputs) kept them, in memory, for good (red team from the docs)."""
+    import subprocess
+    import sys
+
+    from attnbench.sandbox import room
+
+    if not staged_inputs.can_stage():
+        pytest.skip("staging needs root")
+    killed = subprocess.run([sys.executable, "-c", (
+        "import os\nfrom attnbench.sandbox import staged_inputs\n"
+        "path = staged_inputs.stage_written('t01', 100, lambda f: f.write(b'1' * 100))\n"
+        "print(path.parent.parent, flush=True)\nos._exit(9)  # killed: no clean-up ran\n")],
+        capture_output=True, text=True, check=False)
+    folder = Path(killed.stdout.strip())
+    assert killed.returncode == 9 and f" {folder}/t01 " in Path("/proc/self/mounts").read_text()
+    room.remove_rooms_of_the_gone()  # what every judge's sandbox does when it opens
+    assert not folder.exists() and f" {folder}/" not in Path("/proc/self/mounts").read_text()

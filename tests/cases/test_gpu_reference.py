@@ -155,14 +155,15 @@ def test_references_made_in_one_held_context_are_the_same_and_the_context_is_let
 
     first, second = seeded_testcase(Shape(2, 64, 32), 3), seeded_testcase(Shape(1, 2049, 48), 4)
     alone = [gpu_reference.gpu_reference_output(t, dtype=np.float32) for t in (first, second)]
+    before = driver.Context.get_current()  # the session's `gpu` fixture holds one once a test has asked for it
     with gpu_reference.one_gpu_context():
-        assert driver.Context.get_current() is None  # retained by the first reference, on this thread
+        assert driver.Context.get_current() == before  # retained by the first reference, on this thread
         together = [gpu_reference.gpu_reference_output(first, dtype=np.float32)]
         held = driver.Context.get_current()
         together.append(gpu_reference.gpu_reference_output(second, dtype=np.float32))
         assert held is not None and driver.Context.get_current() == held  # one context, kept between them
     assert all(np.array_equal(a, b) for a, b in zip(alone, together))
-    assert driver.Context.get_current() is None
+    assert driver.Context.get_current() == before
 
 
 def test_without_a_gpu_one_held_context_holds_nothing_and_the_reference_is_the_cpus(monkeypatch, rng):

@@ -380,7 +380,7 @@ class Sandbox:
             (os.path.relpath(host, self.root) if Path(host).is_relative_to(self.root) else host,
              os.path.relpath(shown, self.view.root)) for host, shown in self.view.sources.items()))
         return (tool, kind, os.geteuid(), self.launched, tuple(map(_identity, library_folders(self.settings.binds))),
-                tuple(gpu_binds(visible_choice())), str(self.root.parent), tuple(self.settings.env), view)
+                tuple(gpu_binds(None if self.launched else visible_choice())), str(self.root.parent), tuple(self.settings.env), view)
 
     def _probe_now(self, tool: str, user: int | None) -> str:
         self.confinement = Confinement("bwrap", tool, user)
@@ -617,7 +617,7 @@ class Sandbox:
             source = Path(host) if view is None else view.source(host)
             return str(host) if source == Path(host) else self._source(source, case)
 
-        gpus = visible_choice()
+        gpus = None if self.launched else visible_choice()  # a launcher's node has GPUs of its own: all bound there
         args = [self.confinement.tool, "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
                 "--die-with-parent", "--new-session", *system_binds(shown),
                 "--ro-bind", self._source(accounts / "passwd", case), "/etc/passwd",

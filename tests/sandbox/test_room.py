@@ -695,18 +695,24 @@ def test_the_box_binds_only_the_gpu_cuda_visible_devices_names_and_names_it_by_u
         (tmp_path / bus / "information").write_text(f"Device Minor: \t {minor}\n")
     monkeypatch.setattr(gpu_nodes, "DRIVER_GPUS", tmp_path)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
-    sandbox = Sandbox.open(None, SandboxSettings("required"))
-    try:
-        case = sandbox.prepare("c", None)
-        real_glob = gpu_nodes.glob.glob  # the node's devices, once the box is made (its probe binds them for real)
-        nodes = ["/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm"]
-        monkeypatch.setattr(gpu_nodes.glob, "glob", lambda p, *a, **k: nodes if p == "/dev/nvidia*" else real_glob(p, *a, **k))
-        words = sandbox.command(["/bin/true"], case)
-        monkeypatch.undo()
-        sandbox.finish(case)
-    finally:
-        sandbox.close()
-    bound = [words[i + 1] for i, w in enumerate(words) if w == "--dev-bind"]
-    assert sorted(bound) == ["/dev/nvidia-uvm", "/dev/nvidia1", "/dev/nvidiactl"]
-    set_env = {words[i + 1]: words[i + 2] for i, w in enumerate(words) if w == "--setenv"}
-    assert set_env["CUDA_VISIBLE_DEVICES"] == "GPU-bbbb"  # inside, the one GPU is CUDA's 0: "1" would name none
+    nodes = ["/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm"]
+    real_glob = gpu_nodes.glob.glob
+    for launched in (False, True):
+        sandbox = Sandbox.open(None, SandboxSettings("required"), launched=launched)
+        try:
+            case = sandbox.prepare("c", None)
+            # the node's devices, once the box is made (its probe binds them for real)
+            monkeypatch.setattr(gpu_nodes.glob, "glob",
+                                lambda p, *a, **k: nodes if p == "/dev/nvidia*" else real_glob(p, *a, **k))
+            words = sandbox.command(["/bin/true"], case)
+            monkeypatch.setattr(gpu_nodes.glob, "glob", real_glob)
+            sandbox.finish(case)
+        finally:
+            sandbox.close()
+        bound = sorted(words[i + 1] for i, w in enumerate(words) if w == "--dev-bind")
+        set_env = {words[i + 1]: words[i + 2] for i, w in enumerate(words) if w == "--setenv"}
+        if launched:  # a launcher's node has its own GPUs and its job step's CUDA_VISIBLE_DEVICES: as before
+            assert bound == sorted(nodes) and "CUDA_VISIBLE_DEVICES" not in set_env
+        else:
+            assert bound == ["/dev/nvidia-uvm", "/dev/nvidia1", "/dev/nvidiactl"]
+            assert set_env["CUDA_VISIBLE_DEVICES"] == "GPU-bbbb"  # inside, the one GPU is CUDA's 0: "1" names none

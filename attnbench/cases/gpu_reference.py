@@ -252,8 +252,11 @@ def _kernel(device: Any) -> bytes:
     with _building:
         if capability not in _cubins:
             source = (kernel_dir() / "reference_float64.cu").read_text(encoding="utf-8")
+            # cache_dir=False: pycuda's compiler cache is a folder any process of the judge's user can write (a
+            # program judged outside the sandbox), and pycuda loads the cubin found there under this source's key:
+            # a planted one would make every later judge's yardstick pass anything (backends.gpu does the same)
             _cubins[capability] = compile_cuda(source, options=["-O3"], no_extern_c=True,
-                                               arch="sm_%d%d" % capability)
+                                               arch="sm_%d%d" % capability, cache_dir=False)
     return _cubins[capability]
 
 

@@ -4,7 +4,6 @@ judge's working folder, the other anybody's files)."""
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import stat
@@ -13,13 +12,14 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
+from attnbench.sandbox.gpu_nodes import GpuChoice, gpu_nodes
+
 BWRAP_ENV = "ATTNBENCH_BWRAP"
 
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # The /etc entries a program's loader and libc read; the host's passwd and group are not among them: they
 # name its accounts (account_files writes the box's own)
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "localtime")
-_GPU_NODES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri")
 _CGROUPS = "/sys/fs/cgroup"
 
 
@@ -70,9 +70,10 @@ def account_files(folder: Path, uid: int) -> tuple[Path, Path]:
     return written[0], written[1]
 
 
-def gpu_binds() -> list[str]:
-    """The GPU's device nodes, bound into the sandbox's fresh /dev."""
-    return [w for pattern in _GPU_NODES for node in sorted(glob.glob(pattern)) for w in ("--dev-bind", node, node)]
+def gpu_binds(choice: GpuChoice | None = None) -> list[str]:
+    """The GPUs' device nodes bound into the sandbox's fresh /dev: of the per-GPU ones, only those of `choice`
+    where it is given (gpu_nodes)."""
+    return [w for node in gpu_nodes(choice) for w in ("--dev-bind", node, node)]
 
 
 def holds_temp_folder(folder: str | Path) -> bool:

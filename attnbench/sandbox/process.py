@@ -93,8 +93,10 @@ def _limiter(limits: ProcessLimits, uid: int, first: Callable[[], None] | None =
     """The function the child runs before exec: `first` (as the judge's user: joining a cgroup, say), then
     each limit, soft and hard alike, then (given `drop_to`) the switch to that uid and group, then `last`
     (a system-call filter, which must come after every call it might refuse)."""
-    settings = [(resource.RLIMIT_FSIZE, limits.file_bytes), (resource.RLIMIT_AS, limits.memory_bytes),
-                (resource.RLIMIT_CPU, limits.cpu_s)]
+    # no core dump, whatever the judge's own limit: a pipe in core_pattern (systemd-coredump, apport) stores and
+    # compresses each one outside the run's folder, cgroup and cores, beside other runs (red team)
+    settings = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, limits.file_bytes),
+                (resource.RLIMIT_AS, limits.memory_bytes), (resource.RLIMIT_CPU, limits.cpu_s)]
     if limits.processes is not None:
         # RLIMIT_NPROC counts every process of the user, so the bound is what it has now plus the allowance
         settings.append((resource.RLIMIT_NPROC, processes_of(uid) + limits.processes))
@@ -136,10 +138,8 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
     spared = set(descendants(os.getpid()))
     own_steps = before_exec is not None or after_limits is not None  # then the uid switch is ours, in order
     ids = {"user": user, "group": user, "extra_groups": []} if user is not None and not own_steps else {}
-    preexec = None
-    if limits is not None or own_steps:
-        preexec = _limiter(limits or ProcessLimits(), os.getuid() if user is None else user, before_exec,
-                           user if own_steps else None, after_limits)
+    preexec = _limiter(limits or ProcessLimits(), os.getuid() if user is None else user, before_exec,  # no core, ever
+                       user if own_steps else None, after_limits)
     streams = _Streams((limits or ProcessLimits()).file_bytes)
     start = time.perf_counter()
     try:

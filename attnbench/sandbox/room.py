@@ -59,6 +59,7 @@ from attnbench.sandbox.bwrap_args import (
 )
 from attnbench.sandbox.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
 from attnbench.sandbox.owned_folders import make_owned, release, remove_stale
+from attnbench.sandbox.gpu_nodes import visible_choice
 from attnbench.sandbox.jit_cache import CACHE_BYTES, CACHE_SLACK_BYTES, cache_copy, seal_cache, tree_bytes
 from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, ProgramError, run_process
 from attnbench.sandbox.reaper import descendants, kill_user, sweep
@@ -379,7 +380,7 @@ class Sandbox:
             (os.path.relpath(host, self.root) if Path(host).is_relative_to(self.root) else host,
              os.path.relpath(shown, self.view.root)) for host, shown in self.view.sources.items()))
         return (tool, kind, os.geteuid(), self.launched, tuple(map(_identity, library_folders(self.settings.binds))),
-                tuple(gpu_binds()), str(self.root.parent), tuple(self.settings.env), view)
+                tuple(gpu_binds(None if self.launched else visible_choice())), str(self.root.parent), tuple(self.settings.env), view)
 
     def _probe_now(self, tool: str, user: int | None) -> str:
         self.confinement = Confinement("bwrap", tool, user)
@@ -616,11 +617,12 @@ class Sandbox:
             source = Path(host) if view is None else view.source(host)
             return str(host) if source == Path(host) else self._source(source, case)
 
+        gpus = None if self.launched else visible_choice()  # a launcher's node has GPUs of its own: all bound there
         args = [self.confinement.tool, "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
                 "--die-with-parent", "--new-session", *system_binds(shown),
                 "--ro-bind", self._source(accounts / "passwd", case), "/etc/passwd",
                 "--ro-bind", self._source(accounts / "group", case), "/etc/group", *sys_binds(),
-                "--proc", "/proc", "--dev", "/dev", *gpu_binds()]
+                "--proc", "/proc", "--dev", "/dev", *gpu_binds(gpus)]
         if case.scratch is not None:
             args += ["--bind", self._source(case.scratch[1], case), "/dev/shm",
                      "--bind", self._source(case.scratch[0], case), "/tmp"]
@@ -643,6 +645,8 @@ class Sandbox:
         else:
             env = program_env("/tmp", INSIDE_CACHE if self.cuda_cache is not None else None)
             args += ["--clearenv"] + [w for k, v in env.items() for w in ("--setenv", k, v)]
+        if gpus is not None:  # the box's GPUs are numbered from 0: named by UUID, the index the host gave is another's
+            args += ["--setenv", "CUDA_VISIBLE_DEVICES", ",".join(gpus.uuids)]
         args += [w for k, v in self.settings.env for w in ("--setenv", k, v)]
         args += ["--remount-ro", "/dev", "--remount-ro", "/"]  # last: the mounts above made their mount points
         return [*args, "--", *argv]

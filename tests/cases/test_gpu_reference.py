@@ -282,3 +282,24 @@ def test_a_reference_leaves_no_answer_in_the_device_memory_it_freed():
             allocation.free()
     rows = answer.reshape(-1, 64).view(np.uint8)
     assert rows[0].tobytes() not in found.tobytes() and rows[-1].tobytes() not in found.tobytes()
+
+
+def test_the_reference_kernel_is_never_loaded_from_pycudas_compiler_cache(monkeypatch):
+    """pycuda's cache is a folder every process of the judge's user can write (a program judged without the
+    sandbox): a cubin planted there under the reference's key would be every later judge's yardstick."""
+    import sys
+    import types
+
+    asked = {}
+
+    def compile_cuda(source, **options):
+        asked.update(options)
+        return b"cubin"
+
+    compiler = types.SimpleNamespace(compile=compile_cuda)
+    monkeypatch.setitem(sys.modules, "pycuda", types.SimpleNamespace(compiler=compiler))
+    monkeypatch.setitem(sys.modules, "pycuda.compiler", compiler)
+    monkeypatch.setattr(gpu_reference, "_cubins", {})
+    device = types.SimpleNamespace(compute_capability=lambda: (9, 0))
+    assert gpu_reference._kernel(device) == b"cubin"
+    assert asked["cache_dir"] is False and asked["arch"] == "sm_90"

@@ -28,6 +28,27 @@ def test_limits_are_set_in_the_child_before_it_starts(tmp_path):
     assert resource.getrlimit(resource.RLIMIT_CPU)[0] != 7  # the judge's own limits are untouched
 
 
+@pytest.fixture
+def judge_dumps_core():
+    """The judge's own RLIMIT_CORE raised to its hard limit (a TA's `ulimit -c unlimited`), restored after."""
+    before = resource.getrlimit(resource.RLIMIT_CORE)
+    if before[1] == 0:
+        pytest.skip("this process may not dump core at all")
+    resource.setrlimit(resource.RLIMIT_CORE, (before[1], before[1]))
+    yield
+    resource.setrlimit(resource.RLIMIT_CORE, before)
+
+
+@pytest.mark.parametrize("limits", [None, ProcessLimits(file_bytes=1 << 20)])
+def test_a_program_may_dump_no_core_whatever_the_judges_own_limit(tmp_path, judge_dumps_core, limits):
+    """A crash's core went where core_pattern says, with the judge's limit: with a pipe (systemd-coredump, apport),
+    stored and compressed on the host outside the run's folder, cgroup and cores, beside other runs (red team)."""
+    code = "import resource as r, sys\nprint(*r.getrlimit(r.RLIMIT_CORE), file=sys.stderr)\n"
+    outcome = run_process(_python(code), tmp_path, 30, limits=limits)
+    assert outcome.returncode == 0 and outcome.stderr_tail.split() == ["0", "0"], outcome.stderr_tail
+    assert resource.getrlimit(resource.RLIMIT_CORE)[0] != 0  # the judge's own untouched
+
+
 def test_a_write_past_the_size_limit_is_stopped_by_sigxfsz(tmp_path):
     # not Python: it ignores SIGXFSZ and sees EFBIG instead
     command = ["/bin/sh", "-c", "exec head -c 4194304 /dev/zero > big"]

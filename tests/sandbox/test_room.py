@@ -679,3 +679,40 @@ def test_a_limit_past_the_machines_hard_one_or_64_bits_is_said_before_any_run(mo
     assert SandboxSettings(memory_mb=(1 << 43) - 1).unreachable_limit() is None
     assert "at most 3599 s" in SandboxSettings(cpu_s=3600).unreachable_limit()
     assert SandboxSettings().unreachable_limit() is None
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")
+def test_the_box_binds_only_the_gpu_cuda_visible_devices_names_and_names_it_by_uuid(monkeypatch, tmp_path):
+    """A --gpus pool's worker gives its runs one GPU by CUDA_VISIBLE_DEVICES, which a program can unset: with every
+    /dev/nvidiaN bound it then saw every GPU of the node, and ran on the one where a rival was being timed (red team)."""
+    from attnbench.sandbox import gpu_nodes
+
+    gpus = (gpu_nodes.ListedGpu(0, "GPU-aaaa", "NVIDIA H200", "00000000:17:00.0"),
+            gpu_nodes.ListedGpu(1, "GPU-bbbb", "NVIDIA H200", "00000000:3D:00.0"))
+    monkeypatch.setattr(gpu_nodes, "listed_gpus", lambda: gpus)
+    for bus, minor in (("0000:17:00.0", 0), ("0000:3d:00.0", 1)):
+        (tmp_path / bus).mkdir()
+        (tmp_path / bus / "information").write_text(f"Device Minor: \t {minor}\n")
+    monkeypatch.setattr(gpu_nodes, "DRIVER_GPUS", tmp_path)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    nodes = ["/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm"]
+    real_glob = gpu_nodes.glob.glob
+    for launched in (False, True):
+        sandbox = Sandbox.open(None, SandboxSettings("required"), launched=launched)
+        try:
+            case = sandbox.prepare("c", None)
+            # the node's devices, once the box is made (its probe binds them for real)
+            monkeypatch.setattr(gpu_nodes.glob, "glob",
+                                lambda p, *a, **k: nodes if p == "/dev/nvidia*" else real_glob(p, *a, **k))
+            words = sandbox.command(["/bin/true"], case)
+            monkeypatch.setattr(gpu_nodes.glob, "glob", real_glob)
+            sandbox.finish(case)
+        finally:
+            sandbox.close()
+        bound = sorted(words[i + 1] for i, w in enumerate(words) if w == "--dev-bind")
+        set_env = {words[i + 1]: words[i + 2] for i, w in enumerate(words) if w == "--setenv"}
+        if launched:  # a launcher's node has its own GPUs and its job step's CUDA_VISIBLE_DEVICES: as before
+            assert bound == sorted(nodes) and "CUDA_VISIBLE_DEVICES" not in set_env
+        else:
+            assert bound == ["/dev/nvidia-uvm", "/dev/nvidia1", "/dev/nvidiactl"]
+            assert set_env["CUDA_VISIBLE_DEVICES"] == "GPU-bbbb"  # inside, the one GPU is CUDA's 0: "1" names none

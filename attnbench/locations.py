@@ -13,6 +13,7 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 SOURCE_ROOT = PACKAGE_DIR.parent
 DATA_ENV = "ATTNBENCH_DATA"
+CACHE_ENV = "ATTNBENCH_CACHE"
 
 
 def _packaged(installed_name: str, source_name: str) -> Path:
@@ -24,6 +25,19 @@ def _packaged(installed_name: str, source_name: str) -> Path:
 def kernel_dir() -> Path:
     """The folder of the built-in `.cu` files and `common.cuh`."""
     return _packaged("_cuda", "cuda")
+
+
+def cache_dir() -> Path:
+    """$ATTNBENCH_CACHE, else the per-user cache folder for attnbench."""
+    override = os.environ.get(CACHE_ENV)
+    if override:
+        return Path(override)
+    try:
+        from platformdirs import user_cache_dir
+
+        return Path(user_cache_dir("attnbench"))
+    except ImportError:
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attnbench"
 
 
 def suite_manifest() -> Path:

@@ -26,7 +26,7 @@ from pathlib import Path
 from attnbench.errors import AttnbenchError
 from attnbench.kernels.nvcc import first_error_lines, nvcc_path
 from attnbench.locations import kernel_dir
-from attnbench.results.ceilings import cache_dir
+from attnbench.locations import cache_dir
 from attnbench.results.kernel_time import KernelRecording, KernelRecordsError, parse_records
 from attnbench.sandbox import ProgramSpec, Sandbox, SandboxSettings
 from attnbench.sandbox.outcome import ended

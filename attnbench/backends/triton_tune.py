@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from attnbench import strict_json
 from attnbench.cases.testcase import Shape
-from attnbench.results.ceilings import cache_dir
+from attnbench.locations import cache_dir
 
 CACHE_VERSION = 1  # 1: first format (gpu, triton, entries of precision/d/N-bucket/B-bucket -> tiles and timings)
 SMALLEST_TILE = 16  # tl.dot needs at least 16 rows, columns and reduction depth

@@ -199,7 +199,7 @@ PTXAS_CACHE_VERSION = 1  # 1: kernel name -> KernelResources fields
 
 def _ptxas_cache_path(variant: Variant, shape: Shape, arch: str) -> Path:
     """The cached figures of this source (and its shared headers), these options and this nvcc."""
-    from attnbench.results.ceilings import cache_dir
+    from attnbench.locations import cache_dir
 
     key = hashlib.sha256()
     for part in (str(PTXAS_CACHE_VERSION), source_hash(variant) or "", variant.arch or arch,

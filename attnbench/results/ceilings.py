@@ -10,18 +10,17 @@ the ceiling that applies to a variant it reached.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from attnbench import strict_json
+from attnbench.locations import CACHE_ENV, cache_dir  # noqa: F401 - CACHE_ENV: this module's readers name it here
 from attnbench.results.compute_units import COMPUTE_UNITS
 from attnbench.results.datasheet import DeviceFacts, unit_peak
 from attnbench.results.described_device import DescribedDevice
 
-CACHE_ENV = "ATTNBENCH_CACHE"
 CACHE_VERSION = 1  # 1: first format (gpu, driver, ceilings as key/label/value/unit)
 
 @dataclass(frozen=True)
@@ -65,19 +64,6 @@ class CeilingSet:
 
 
 # -- the cache ---------------------------------------------------------------------------------------
-def cache_dir() -> Path:
-    """$ATTNBENCH_CACHE, else the per-user cache folder for attnbench."""
-    override = os.environ.get(CACHE_ENV)
-    if override:
-        return Path(override)
-    try:
-        from platformdirs import user_cache_dir
-
-        return Path(user_cache_dir("attnbench"))
-    except ImportError:
-        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attnbench"
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "gpu"
 

@@ -20,6 +20,7 @@ from typing import Any, Iterator, Protocol
 import numpy as np
 
 from attnbench.cases.reference import Progress, reference_output
+from attnbench.cases.root_cubins import root_cubin
 from attnbench.cases.testcase import Shape, Testcase
 from attnbench.locations import kernel_dir
 
@@ -252,11 +253,13 @@ def _kernel(device: Any) -> bytes:
     with _building:
         if capability not in _cubins:
             source = (kernel_dir() / "reference_float64.cu").read_text(encoding="utf-8")
+            arch, options = "sm_%d%d" % capability, ["-O3"]
             # cache_dir=False: pycuda's compiler cache is a folder any process of the judge's user can write (a
             # program judged outside the sandbox), and pycuda loads the cubin found there under this source's key:
-            # a planted one would make every later judge's yardstick pass anything (backends.gpu does the same)
-            _cubins[capability] = compile_cuda(source, options=["-O3"], no_extern_c=True,
-                                               arch="sm_%d%d" % capability, cache_dir=False)
+            # a planted one would make every later judge's yardstick pass anything (backends.gpu does the same);
+            # root's judges keep it where only root writes (root_cubins)
+            _cubins[capability] = root_cubin(source, arch, options, lambda: compile_cuda(
+                source, options=options, no_extern_c=True, arch=arch, cache_dir=False))
     return _cubins[capability]
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from attnbench.cases import gpu_reference
+from attnbench.locations import CACHE_ENV
 from attnbench.cases.gpu_reference import Chunk, chunk_plan, chunked_reference
 from attnbench.cases.inputs import seeded_testcase
 from attnbench.cases.reference import attention_rows_float64, reference_output
@@ -284,11 +285,13 @@ def test_a_reference_leaves_no_answer_in_the_device_memory_it_freed():
     assert rows[0].tobytes() not in found.tobytes() and rows[-1].tobytes() not in found.tobytes()
 
 
-def test_the_reference_kernel_is_never_loaded_from_pycudas_compiler_cache(monkeypatch):
+def test_the_reference_kernel_is_never_loaded_from_pycudas_compiler_cache(monkeypatch, tmp_path):
     """pycuda's cache is a folder every process of the judge's user can write (a program judged without the
     sandbox): a cubin planted there under the reference's key would be every later judge's yardstick."""
     import sys
     import types
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))  # root's judges keep it in a cache of their own (root_cubins)
 
     asked = {}
 

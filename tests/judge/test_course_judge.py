@@ -9,11 +9,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from attnbench.backends import kernel_records
 from attnbench.cases import suite
+from attnbench.cases.inputs import seeded_testcase
+from attnbench.cases.testcase import Shape
 from attnbench.cli import main
 from attnbench.judge import course_judge as judging
 from attnbench.results import resultset as results
@@ -454,8 +457,8 @@ def test_a_batch_of_cases_is_prepared_before_any_of_its_runs_and_its_fresh_input
     seen: list[str] = []
     prepare, judge_case, warm_up = judging.prepare_case, judging.judge_case, judging.warm_up
     monkeypatch.setattr(judging, "prepare_case",
-                        lambda bench_input, progress, staged: seen.append(f"prepare {bench_input.label}") or prepare(
-                            bench_input, progress, staged))
+                        lambda bench_input, *rest: seen.append(f"prepare {bench_input.label}") or prepare(
+                            bench_input, *rest))
     monkeypatch.setattr(judging, "warm_up", lambda *a: seen.append("warm-up") or warm_up(*a))
 
     def run(program, case, limit, timeout_s, sandbox):
@@ -474,6 +477,37 @@ def test_a_batch_of_cases_is_prepared_before_any_of_its_runs_and_its_fresh_input
                                   judging.load_time_limits("none"), 30.0, settings=SandboxSettings("none"))
     assert judgement.passed == 2 and seen == order
     assert all(f.parent == fresh_inputs.private_folder() and not f.exists() for f in files)
+
+
+def test_the_next_fresh_input_is_drawn_while_the_caller_makes_this_ones_reference(tmp_path, monkeypatch):
+    """drawn_ahead: each fresh input's values as its own load draws them, the next one's drawing begun before
+    the caller is done with this one; a user's file is the caller's to read."""
+    import threading
+
+    from attnbench.cases.testcase import write_testcase
+    from attnbench.judge import fresh_inputs
+
+    write_testcase(tmp_path / "mine.in", seeded_testcase(Shape(1, 8, 4), 1))
+    inputs = fresh_inputs.draw(judging.cases_for(["odd_17x48", str(tmp_path / "mine.in"), "odd_100x32", "t01"]))
+    started = {bench_input.label: threading.Event() for bench_input in inputs}
+    load = fresh_inputs.FreshInput.load
+
+    def watched(self, *progress):
+        started[self.label].set()
+        return load(self, *progress)
+
+    monkeypatch.setattr(fresh_inputs.FreshInput, "load", watched)
+    got = []
+    for bench_input, testcase in judging.drawn_ahead(inputs):
+        got.append(bench_input)
+        if isinstance(bench_input, fresh_inputs.FreshInput):
+            assert np.array_equal(testcase.qkv, seeded_testcase(bench_input.shape, bench_input.seed).qkv)
+        else:
+            assert testcase is None
+        following = inputs[len(got)] if len(got) < len(inputs) else None
+        if isinstance(following, fresh_inputs.FreshInput):
+            assert started[following.label].wait(10)  # begun while this one is still the caller's
+    assert got == inputs and not started[inputs[1].label].is_set()
 
 
 def test_cases_are_prepared_together_up_to_the_budget_in_their_order():

@@ -160,14 +160,12 @@ def _prepared(bench_input: BenchInput, progress: ProgressFactory, staged: bool =
         return PreparedCase(case.name, case.shape, suite.input_path(case), reference, info)
     if isinstance(bench_input, FreshInput):
         testcase = drawn if drawn is not None else bench_input.load(progress)
-        # its sha256 and its file written while the reference is made (hashlib, a file's write and pycuda's waits
-        # let go of the GIL: t22's 786 MB take 0.5 s to hash and 0.4 s to write into a tmpfs on an H200's host)
-        with ThreadPoolExecutor(2) as beside:
-            info = beside.submit(bench_input.info, testcase)
+        # its file written while the reference is made (a file's write and pycuda's waits let go of the GIL:
+        # t22's 786 MB take 0.4 s to write into a tmpfs on an H200's host)
+        with ThreadPoolExecutor(1) as beside:
             written = beside.submit(_written, bench_input, testcase, staged)
             reference = bench_input.reference(testcase, progress)
-            path = written.result()
-            return PreparedCase(bench_input.label, testcase.shape, path, reference, info.result())
+            return PreparedCase(bench_input.label, testcase.shape, written.result(), reference, bench_input.info())
     if isinstance(bench_input, FileInput):
         testcase = bench_input.load(progress)
         reference = bench_input.reference(testcase, progress)

@@ -697,13 +697,16 @@ def test_the_box_binds_only_the_gpu_cuda_visible_devices_names_and_names_it_by_u
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     nodes = ["/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm"]
     real_glob = gpu_nodes.glob.glob
+
+    def node_glob(pattern, *args, **kwargs):  # this node's devices only (a GPU host has nvidia-caps, dri of its own)
+        return nodes if pattern == "/dev/nvidia*" else [] if pattern.startswith("/dev/") else real_glob(pattern, *args, **kwargs)
+
     for launched in (False, True):
         sandbox = Sandbox.open(None, SandboxSettings("required"), launched=launched)
         try:
             case = sandbox.prepare("c", None)
             # the node's devices, once the box is made (its probe binds them for real)
-            monkeypatch.setattr(gpu_nodes.glob, "glob",
-                                lambda p, *a, **k: nodes if p == "/dev/nvidia*" else real_glob(p, *a, **k))
+            monkeypatch.setattr(gpu_nodes.glob, "glob", node_glob)
             words = sandbox.command(["/bin/true"], case)
             monkeypatch.setattr(gpu_nodes.glob, "glob", real_glob)
             sandbox.finish(case)

@@ -361,7 +361,9 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
         opened(sandbox.confinement)
     try:
         for batch in prepared_together(inputs):
-            with one_gpu_context():  # the batch's references share the GPU's context, let go before any run
+            # the batch's references share the GPU's context, let go before any run; the phase holds the drawing
+            # ahead and the context's start and end, not only each case's making
+            with phase("inputs and references"), one_gpu_context():
                 prepared = [prepare_case(bench_input, progress, staged, drawn)
                             for bench_input, drawn in drawn_ahead(batch)]
             if not judgement.cases:

@@ -18,10 +18,11 @@ Ctrl-C keeps what was judged: the scoreboard says it was interrupted."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from attnbench.analysis.ranking import rank, top_rows
 from attnbench.cases.inputs import BenchInput, ProgressFactory, no_progress
+from attnbench.cases.testcase import Testcase
 from attnbench.judge.class_builds import build_all, build_workers
 from attnbench.judge.class_executors import Carrier, carrier_for
 from attnbench.judge.class_progress import ClassClock, expected_round
@@ -44,7 +45,7 @@ from attnbench.judge.classroom import (
     stopped,
     to_diagnose,
 )
-from attnbench.judge.course_judge import PreparedCase, prepare_case
+from attnbench.judge.course_judge import PreparedCase, drawn_ahead, prepare_case
 from attnbench.cases.gpu_reference import one_gpu_context
 from attnbench.judge.fresh_inputs import record_seeds, release
 from attnbench.judge.gpu_needed import not_judged_here
@@ -123,8 +124,9 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
         record_seeds(board, "first", first)
         clock.begin("inputs and references", len(first), f"{counted(len(first), 'case')}, "
                     + ("drawn fresh" if settings.fresh_inputs else "the suite's"))
-        with one_gpu_context():  # the round's references in one GPU context, let go before its runs
-            cases = [_ready(bench_input, carrier.here, settings, progress, prepared, clock) for bench_input in first]
+        with phase("inputs and references"), one_gpu_context():  # one GPU context, let go before its runs
+            cases = [_ready(bench_input, carrier.here, settings, progress, prepared, clock, drawn)
+                     for bench_input, drawn in _drawn_here(first, carrier.here)]
         labels = [case.label for case in cases]
         expected = expected_round(labels, len(programs), settings.rerun_top)
         clock.expect(labels * len(programs) + expected * (RERUN_RUNS - 1))
@@ -147,8 +149,9 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                 names = [row.name for row in top]
                 needed = [b for b in round_inputs if any(_wanted(row, b.label, number) for row in top)]
                 try:
-                    with one_gpu_context():
-                        round_cases = [_ready(b, carrier.here, settings, progress, prepared) for b in needed]
+                    with phase("inputs and references"), one_gpu_context():
+                        round_cases = [_ready(b, carrier.here, settings, progress, prepared, None, drawn)
+                                       for b, drawn in _drawn_here(needed, carrier.here)]
                 except Exception as exc:  # noqa: BLE001 - the judge's own failure: this round is lost, not the class
                     lose_round(board, [row for row in top if any(_wanted(row, b.label, number) for b in needed)],
                                number, failure_text(exc))
@@ -208,15 +211,23 @@ def _wanted(row: SubmissionRow, label: str, number: int) -> bool:
     return bool(entry and entry.passed and len(entry.runs_s) < number)
 
 
+def _drawn_here(inputs: Sequence[BenchInput], here: bool) -> Iterator[tuple[BenchInput, Testcase | None]]:
+    """The round's inputs, each fresh one drawn ahead (drawn_ahead) where this process makes them; where the
+    workers make their own, none is drawn here."""
+    return drawn_ahead(inputs) if here else ((bench_input, None) for bench_input in inputs)
+
+
 def _ready(bench_input: BenchInput, here: bool, settings: ClassSettings, progress: ProgressFactory,
-           prepared: list[PreparedCase], clock: ClassClock | None = None) -> BenchInput | PreparedCase:
+           prepared: list[PreparedCase], clock: ClassClock | None = None,
+           drawn: Testcase | None = None) -> BenchInput | PreparedCase:
     """A case as its jobs carry it: prepared here for jobs that run here, and staged (staged_inputs: bound into
     each run's box, not copied; a round's cases all staged before its first run, a label's replacing its last);
-    otherwise the input, which each worker prepares (a suite file is generated here once, for the workers to read)."""
+    otherwise the input, which each worker prepares (a suite file is generated here once, for the workers to read).
+    `drawn`: a fresh input's values, drawn already."""
     job_case: BenchInput | PreparedCase = bench_input
     if here:
         boxed = settings.sandbox.mode != "none"  # staged files are readable by every run's user: a box's only
-        job_case = prepare_case(bench_input, progress, boxed)  # a fresh input written where it is staged
+        job_case = prepare_case(bench_input, progress, boxed, drawn)  # a fresh input written where it is staged
         prepared.append(job_case)
         if boxed:
             with phase("inputs and references"):

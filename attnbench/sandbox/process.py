@@ -44,6 +44,9 @@ def check_program(program: str) -> Path:
     if path.is_dir():
         raise ProgramError(f"{program}: is a folder, not a program")
     if not os.access(path, os.X_OK):
+        if path.suffix in (".c", ".cu", ".hip", ".cpp", ".cc"):  # chmod +x of a source was the advice
+            raise ProgramError(f"{program}: a source file, not a program: build it first (`attnbench judge "
+                               f"{shlex.quote(program)}` builds a .c or .cu itself)")
         raise ProgramError(f"{program}: is not executable (chmod +x {shlex.quote(program)}, or build it first)")
     return path.resolve()
 

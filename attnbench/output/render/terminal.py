@@ -260,14 +260,15 @@ class MatrixProgress:
 
     def _cell_started(self, variant: str, case: str) -> None:
         if self._task is not None:
-            self._progress.update(self._task, description=f"{variant} on {case}")
+            self._progress.update(self._task, description=escape(printable(f"{variant} on {case}")))
 
     def _cell_finished(self, cell: "Cell", work: float) -> None:
         self._done += 1
         if self._task is not None:
             self._progress.update(self._task, advance=work, cells=f"{self._done}/{self._total} cells")
         if not self.quiet and cell.status != "refused":
-            err_console.print(escape(cell_line(cell)), highlight=False, soft_wrap=True)
+            # the case's label is a file name the user gave (an ESC in it coloured the line)
+            err_console.print(escape(printable(cell_line(cell))), highlight=False, soft_wrap=True)
 
 
 # -- judge: one program or a class ------------------------------------------------------------------------

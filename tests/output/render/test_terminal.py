@@ -118,6 +118,15 @@ def test_the_matrix_progress_hears_the_runs_events(monkeypatch):
     assert bars == [("open", "generating t02", 3), ("advance", "generating t02", 3), ("close", "generating t02")]
     assert capture.file.getvalue() == cell_line(cell_of([1.0, 1.1, 0.9])) + "\n"
     assert listener._done == 2
+    capture.file.seek(0)
+    capture.file.truncate()
+    named = cell_of([1.0, 1.1, 0.9])
+    named.case = "e\x1b[31mvil.in"  # a user's input file, its name the case's label
+    with Recording("compare") as listener:
+        listener(MatrixBegun(1, 1.0))
+        listener(CellFinished(named, 1.0))
+    said = capture.file.getvalue()
+    assert "\x1b" not in said and "e\\x1b[31mvil.in" in said, said
 
 
 def test_the_judge_progress_prints_one_line_per_event_as_the_judge_always_has(monkeypatch):

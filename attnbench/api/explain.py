@@ -28,7 +28,7 @@ from attnbench.kernels.nvcc import (
 from attnbench.kernels.variant import Variant, capability_of, launch_beyond_limits
 from attnbench.results.ceilings import CeilingSet, cached_for
 from attnbench.results.metadata import collect
-from attnbench.results.resultset import ResultSet, load
+from attnbench.results.resultset import ResultKind, ResultSet, load
 from attnbench.results.roof import CardPeaks, card_named, cards
 
 
@@ -244,6 +244,9 @@ def roofs(cases: Sequence[str] = (), gpu: str | None = None, saved: str | None =
         # was "'course' is neither a file nor a suite case; did you mean course?"
         return RoofReport(_card(gpu, "--gpu"), [(item.label, item.shape) for item in inputs_for(list(cases))])
     result = load(saved)
+    if result.kind is ResultKind.JUDGE:  # its cells hold process times, and a roof is held to kernel times
+        raise UsageError(f"{saved}: a judge's results: whole-program process times (launch to exit), not kernel "
+                         "times, so no share of a roof; give its cases and --gpu for the roofs alone")
     device = (result.metadata.get("gpu") or {}).get("name")
     if gpu is None and not device:
         raise UsageError(f"{saved}: it was measured on no GPU; give --gpu for the card to hold it to")

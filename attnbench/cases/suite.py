@@ -229,7 +229,8 @@ def cases_in(selector: str | Sequence[str]) -> list[SuiteCase]:
         elif part in GROUPS:
             group = [c for c in SUITE.values() if c.group == part]
         elif part not in SUITE and Path(part).exists():  # `gen good.in`: a file, where only the suite's cases go
-            raise UnknownName(f"{part}: a file, but this takes the suite's cases only (names, groups, ranges such as "
+            what = "a folder" if Path(part).is_dir() else "a file"
+            raise UnknownName(f"{part}: {what}, but this takes the suite's cases only (names, groups, ranges such as "
                               "t01-t10; see `attnbench cases`); run, verify, compare and judge take an input file")
         else:
             group = [get_case(part, files_too=False)]

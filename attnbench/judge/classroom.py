@@ -39,6 +39,7 @@ from attnbench.judge.course_build import BuildRules
 from attnbench.judge.phases import phase
 from attnbench.judge.submissions import Built, Submission, build
 from attnbench.printable import printable
+from attnbench.results.course_grade import limited_throughout
 from attnbench.results.kernel_time import CUPTI_SOURCE
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.outcome import CRASH, RESOURCE, TIMEOUT
@@ -344,4 +345,6 @@ def new_board(inputs: Sequence[BenchInput], settings: ClassSettings, metadata: d
                        **({"kernel_time": f"{CUPTI_SOURCE}; ranks use it only with --rank-by kernel"}
                           if settings.records_kernels else {}),
                        "confinement": confined.to_dict() if confined else None,
-                       "confinement_warning": confined.warning() if confined else None})
+                       "confinement_warning": confined.warning() if confined else None,
+                       **({} if limited_throughout(settings.limits.limit_for) else
+                          {"ungraded": "no grade: some of t01-t30 had no time limit, so none could fail by its time"})})

@@ -62,7 +62,7 @@ from attnbench.judge.time_limits import (  # noqa: F401 - part of the judge's in
     load_time_limits,
 )
 from attnbench.printable import counted
-from attnbench.results.course_grade import FULL_MARKS, GRADE_RULE, course_grade
+from attnbench.results.course_grade import FULL_MARKS, GRADE_RULE, course_grade, limited_throughout
 from attnbench.results.judge_cost import JudgeCost
 from attnbench.results.kernel_time import CUPTI_SOURCE, KernelRecording
 from attnbench.results.measurement import Measurement
@@ -332,8 +332,11 @@ class Judgement:
 
     @property
     def grade(self) -> int | None:
-        """The course's grade when every one of t01-t30 was judged (results.course_grade), else None."""
-        return None if self.interrupted else course_grade({j.label: j.verdict for j in self.judged})
+        """The course's grade when every one of t01-t30 was judged under a time limit (results.course_grade),
+        else None."""
+        if self.interrupted or not limited_throughout(self.limits.limit_for):
+            return None
+        return course_grade({j.label: j.verdict for j in self.judged})
 
     def summary(self) -> str:
         text = f"{self.passed} of {counted(len(self.judged), 'case')} passed"

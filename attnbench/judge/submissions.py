@@ -172,7 +172,8 @@ def _not_a_submission(folder: Path) -> str:
         names = sorted(os.listdir(folder))
     except OSError as exc:
         return f"not a submission: it cannot be read ({exc.strerror})"
-    held = ", ".join(shown(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    # a folder's name ends in "/": "no hw4 in it (it holds hw4)" read as a contradiction for a folder hw4
+    held = ", ".join(shown(n) + ("/" if _is_folder(folder / n) else "") for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     return (f"not a submission: no Makefile, {COURSE_EXECUTABLE}.cu, {HIP_SOURCE} or {COURSE_EXECUTABLE} in it "
             f"(it holds {held or 'nothing'})")
 

@@ -120,8 +120,9 @@ class Scoreboard:
 
     @property
     def graded(self) -> bool:
-        """Whether the rows have the course's grade: every one of t01-t30 judged, the run not interrupted."""
-        return grades_cases(self.cases) and not self.interrupted
+        """Whether the rows have the course's grade: every one of t01-t30 judged under a time limit (settings'
+        `ungraded` says why not, absent from boards saved before it), the run not interrupted."""
+        return grades_cases(self.cases) and not self.interrupted and not self.settings.get("ungraded")
 
     def grade(self, row: SubmissionRow) -> int | None:
         """The row's course grade (attnbench.results.course_grade), or None on a partial run."""

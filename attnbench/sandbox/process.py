@@ -44,6 +44,9 @@ def check_program(program: str) -> Path:
     if path.is_dir():
         raise ProgramError(f"{program}: is a folder, not a program")
     if not os.access(path, os.X_OK):
+        if path.suffix in (".c", ".cu", ".hip", ".cpp", ".cc"):  # chmod +x of a source was the advice
+            raise ProgramError(f"{program}: a source file, not a program: build it first (`attnbench judge "
+                               f"{shlex.quote(program)}` builds a .c or .cu itself)")
         raise ProgramError(f"{program}: is not executable (chmod +x {shlex.quote(program)}, or build it first)")
     return path.resolve()
 
@@ -121,11 +124,13 @@ def _limiter(limits: ProcessLimits, uid: int, first: Callable[[], None] | None =
 def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: ProcessLimits | None = None,
                 user: int | None = None, env: dict[str, str] | None = None, sole_user: bool = False,
                 before_exec: Callable[[], None] | None = None,
-                after_limits: Callable[[], None] | None = None) -> ProcessOutcome:
+                after_limits: Callable[[], None] | None = None,
+                stream_bytes: int | None = None) -> ProcessOutcome:
     """Run argv in its own process group (as uid `user` if given, under `limits`); wall-clock it from launch
     to exit; kill the group at the timeout; then kill every descendant left and report any still alive.
     Its stdout and stderr are pipes this process drains, keeping the last _TAIL_BYTES of each: nothing it
-    prints lands on a disk, and past `limits.file_bytes` on either it is stopped (`stream_overflow`). With
+    prints lands on a disk, and past `stream_bytes` (by default `limits.file_bytes`) on either it is stopped
+    (`stream_overflow`): a sandbox that sets the file-size limit inside its box still caps the pipes here. With
     `sole_user` (uid `user` belongs to this run alone), every process of that uid is killed too, whatever
     tree it is in. `before_exec` runs in the child as the judge's user, before the limits and the switch to
     `user` (to join a cgroup); `after_limits` runs last, as `user`, just before exec (the judge's system-call
@@ -140,7 +145,7 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
     ids = {"user": user, "group": user, "extra_groups": []} if user is not None and not own_steps else {}
     preexec = _limiter(limits or ProcessLimits(), os.getuid() if user is None else user, before_exec,  # no core, ever
                        user if own_steps else None, after_limits)
-    streams = _Streams((limits or ProcessLimits()).file_bytes)
+    streams = _Streams(stream_bytes if stream_bytes is not None else (limits or ProcessLimits()).file_bytes)
     start = time.perf_counter()
     try:
         process = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=streams.out_w,

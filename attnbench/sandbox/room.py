@@ -529,12 +529,14 @@ class Sandbox:
         """argv (as the program sees paths) run in this room's case: wrapped in the sandbox (and the launcher
         around it), as the run's user, under `limits`, with its first and last steps before exec. In the box the
         limits are set on the program, not on bwrap (attnbench.sandbox.inner_limits)."""
+        stream_bytes = limits.file_bytes  # the pipes are drained out here, so their cap stays out here
         if self.confinement.sandboxed:
             words, limits = inner_limits.split(limits, os.getuid() if self.user is None else self.user)
             argv = inner_limits.limited(argv, words)
         outcome = run_process(self.wrapped(argv, case, launcher), case.folder, timeout_s, limits=limits,
                               user=self.user, env=self.case_env(case), sole_user=self.sole_user,
-                              before_exec=self.before_exec(case), after_limits=self.after_limits())
+                              before_exec=self.before_exec(case), after_limits=self.after_limits(),
+                              stream_bytes=stream_bytes)
         if self.sole_user and outcome.all_ended:  # run_process killed every process of the uid: none can be born
             self.emptied_uid = self.user
         return outcome

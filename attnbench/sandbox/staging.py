@@ -34,7 +34,8 @@ _CHUNK = 1 << 20
 
 
 class StagingRefused(AttnbenchError):
-    """A submission (or its build) holds what the judge will not follow or copy; the row says why."""
+    """A submission (or its build) holds what the judge will not follow or copy; the row says why, as
+    "refused: " and this message (so the message itself never ends in "refused")."""
 
     exit_code = 1
 
@@ -55,7 +56,7 @@ def _copy_file(src_dir: int, name: str, dst_dir: int, info: os.stat_result, show
     try:
         now = os.fstat(source)
         if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
-            raise StagingRefused(f"{shown_path}: changed while it was copied: refused")
+            raise StagingRefused(f"{shown_path}: changed while it was copied")
         target = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                          stat.S_IMODE(now.st_mode) & SAFE_MODE | stat.S_IRUSR | stat.S_IWUSR, dir_fd=dst_dir)
         copied = 0
@@ -63,7 +64,7 @@ def _copy_file(src_dir: int, name: str, dst_dir: int, info: os.stat_result, show
             while chunk := os.read(source, _CHUNK):
                 copied += len(chunk)
                 if copied > limit:
-                    raise StagingRefused(f"more than {MAX_BYTES >> 20} MiB of files: refused")
+                    raise StagingRefused(f"more than {MAX_BYTES >> 20} MiB of files")
                 os.write(target, chunk)
             os.fchmod(target, stat.S_IMODE(now.st_mode) & SAFE_MODE | stat.S_IRUSR)
         finally:
@@ -95,7 +96,7 @@ def copy_submission(source: Path, destination: Path) -> None:
     src_top, dst_top = os.open(source, _FOLDER), os.open(destination, _FOLDER)
     try:
         if (os.fstat(src_top).st_dev, os.fstat(src_top).st_ino) != (top.st_dev, top.st_ino):
-            raise StagingRefused(f"{shown(source.name)}: changed while it was copied: refused")
+            raise StagingRefused(f"{shown(source.name)}: changed while it was copied")
         _copy_tree(src_top, dst_top, inodes)
     finally:
         os.close(src_top)
@@ -126,18 +127,18 @@ def _copy_tree(src_top: int, dst_top: int, inodes: dict[tuple[int, int], int]) -
                 info = os.lstat(name, dir_fd=src_dir)
                 entries += 1
                 if entries > MAX_ENTRIES:
-                    raise StagingRefused(f"more than {MAX_ENTRIES} files and folders: refused")
+                    raise StagingRefused(f"more than {MAX_ENTRIES} files and folders")
                 _check_entry(info, path, inodes)
                 if stat.S_ISDIR(info.st_mode):
                     if len(parts) + 1 > MAX_DEPTH:
-                        raise StagingRefused(f"folders nested deeper than {MAX_DEPTH}: refused")
+                        raise StagingRefused(f"folders nested deeper than {MAX_DEPTH}")
                     os.mkdir(name, 0o755, dir_fd=dst_dir)
                     stack.append((*parts, name))
                 else:
                     # counted before the copy, by the size a file says it has: a sparse 3 GiB file (no block on
                     # the disk) was written out in full before the cap was checked (red team)
                     if copied + info.st_size > MAX_BYTES:
-                        raise StagingRefused(f"more than {MAX_BYTES >> 20} MiB of files: refused")
+                        raise StagingRefused(f"more than {MAX_BYTES >> 20} MiB of files")
                     copied += _copy_file(src_dir, name, dst_dir, info, shown(path), MAX_BYTES - copied)
         finally:
             os.close(src_dir)
@@ -150,9 +151,9 @@ def _check_entry(info: os.stat_result, path: str, inodes: dict[tuple[int, int], 
     if stat.S_ISDIR(info.st_mode):
         return
     if not stat.S_ISREG(info.st_mode):
-        raise StagingRefused(f"{shown(path)}: not a plain file or folder (a device, FIFO or socket): refused")
+        raise StagingRefused(f"{shown(path)}: not a plain file or folder (a device, FIFO or socket)")
     if info.st_nlink > inodes.get((info.st_dev, info.st_ino), 0):
-        raise StagingRefused(f"{shown(path)}: a hard link to a file outside the submission: refused")
+        raise StagingRefused(f"{shown(path)}: a hard link to a file outside the submission")
 
 
 def _count_inodes(source: Path) -> dict[tuple[int, int], int]:
@@ -188,14 +189,14 @@ def take_program(built: Path, folder: Path, name: str, max_bytes: int = PROGRAM_
     attributes. This is the program's one sealed copy: every run links it (attnbench.sandbox.room)."""
     info = os.lstat(built)
     if stat.S_ISLNK(info.st_mode):
-        raise StagingRefused(f"the built {shown(built.name)} is a symbolic link: refused")
+        raise StagingRefused(f"the built {shown(built.name)} is a symbolic link")
     if not stat.S_ISREG(info.st_mode):
-        raise StagingRefused(f"the built {shown(built.name)} is not a plain file: refused")
+        raise StagingRefused(f"the built {shown(built.name)} is not a plain file")
     if info.st_nlink != 1:
-        raise StagingRefused(f"the built {shown(built.name)} is a hard link: refused")
+        raise StagingRefused(f"the built {shown(built.name)} is a hard link")
     if info.st_size > max_bytes:  # a Makefile once padded hw4 to 1000 MiB with truncate
         raise StagingRefused(f"the built {shown(built.name)} is {info.st_size / 2**20:.0f} MiB, over the "
-                             f"{max_bytes >> 20} MiB a program may be (--max-program-mib): refused")
+                             f"{max_bytes >> 20} MiB a program may be (--max-program-mib)")
     os.mkdir(folder, 0o755)
     src_dir, dst_dir = os.open(built.parent, _FOLDER), os.open(folder, _FOLDER)
     try:
@@ -237,7 +238,7 @@ def _copy_renamed(src_dir: int, name: str, dst_dir: int, new_name: str, info: os
     try:
         now = os.fstat(source)
         if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
-            raise StagingRefused(f"the built {shown(name)} changed while it was copied: refused")
+            raise StagingRefused(f"the built {shown(name)} changed while it was copied")
         target = os.open(new_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o700,
                          dir_fd=dst_dir)
         try:

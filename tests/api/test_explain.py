@@ -216,3 +216,15 @@ def test_roofs_of_a_saved_compare_hold_it_to_the_card_it_ran_on(tmp_path):
     assert "'NVIDIA B\\x1b[31m'" in str(refused.value)  # escaped once (it was escaped twice)
     with pytest.raises(UsageError, match="--gpu"):
         roofs(["t11"])
+
+
+def test_roofs_of_a_saved_judge_are_refused_since_its_times_are_whole_programs(tmp_path):
+    """`roof --saved JUDGE.json --gpu gtx1080` held a program's 0.246 s launch-to-exit to t01's kernel roof."""
+    from attnbench.api.explain import roofs
+    from attnbench.errors import UsageError
+    from attnbench.output.export import save
+    from tests.synthetic import COURSE_SHAPES, result_set
+
+    judged = save(result_set({"hw4": {"t10": 246.0}}, {"t10": COURSE_SHAPES["t10"]}, kind="judge"), tmp_path, "j")[0]
+    with pytest.raises(UsageError, match="a judge's results: whole-program process times"):
+        roofs(gpu="gtx1080", saved=str(judged))

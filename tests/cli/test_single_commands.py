@@ -94,6 +94,9 @@ def test_gen_and_cases_given_a_file_say_they_take_suite_cases(cli, tmp_path, mon
         assert "run, verify, compare and judge take an input file" in said
         result = cli(command, "nosuch")
         assert result.exit_code == 2 and "is not a suite case" in result.output and "a file" not in result.output
+    (tmp_path / "cases.in").mkdir()  # a folder was "cases.in: a file"
+    result = cli("cases", "cases.in")
+    assert result.exit_code == 2 and "cases.in: a folder, but this takes" in " ".join(result.output.split())
 
 
 def test_bankfree_refuses_other_head_dims_in_one_line(cli, tmp_path):

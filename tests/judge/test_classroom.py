@@ -220,7 +220,7 @@ def test_a_class_judged_on_all_of_t01_to_t30_shows_the_courses_grade_and_a_parti
              "float big = 1000.0f; fwrite(&big, 4, 1, out); fclose(out); } return code;")
     (tmp_path / "n5.c").write_text(wrapping("#include <stdio.h>").replace(
         "return attention_main(argc, argv); }", spoil + " }"))
-    board = api_programs.judge_class([tmp_path / "right.c", tmp_path / "n5.c"], "t01-t30", time_limits="none",
+    board = api_programs.judge_class([tmp_path / "right.c", tmp_path / "n5.c"], "t01-t30", time_limits="course",
                                      rerun_top=0, sandbox=class_sandbox(), fresh_inputs=False)
     grades = {row.name: board.grade(row) for row in board.rows}
     assert grades == {"right": 60, "n5": 60 - 3 * wrong_at_5}

@@ -396,18 +396,19 @@ def test_one_program_judged_on_all_of_t01_to_t30_gets_the_courses_grade(cli, pro
         name = f"t{i:02d}"
         monkeypatch.setitem(suite.SUITE, name, replace(suite.SUITE[name], shape=Shape(1, 3 + i % 4, 8),
                                                        input_sha256=None))
-    result = cli("judge", programs["off"], "--cases", "t01-t30", "--time-limits", "none",
-                 "--results-dir", tmp_path / "res")
+    result = cli("judge", programs["off"], "--cases", "t01-t30", "--results-dir", tmp_path / "res")
     assert result.exit_code == 1 and "0 of 30 cases passed; the course's grade 0 of 60" in result.output
-    result = cli("judge", programs["right"], "--cases", "t01-t30", "--time-limits", "none",
-                 "--results-dir", tmp_path / "res2")
+    result = cli("judge", programs["right"], "--cases", "t01-t30", "--results-dir", tmp_path / "res2")
     assert result.exit_code == 0 and "30 of 30 cases passed; the course's grade 60 of 60" in result.output
     saved = results.load(next((tmp_path / "res2").glob("*.json")))
     assert saved.settings.grade == 60 and "max(0, 60 - 3k)" in saved.settings.grade_rule
     assert "the course's grade 60 of 60" in next((tmp_path / "res2").glob("*.md")).read_text()
     assert next((tmp_path / "res2").glob("*.csv")).read_text().splitlines()[1].endswith(",60")
-    partial = cli("judge", programs["right"], "--cases", "t01-t29", "--time-limits", "none", "--no-save")
+    partial = cli("judge", programs["right"], "--cases", "t01-t29", "--no-save")
     assert partial.exit_code == 0 and "grade" not in partial.output
+    # without time limits no case could fail by its time: "the course's grade 60 of 60" was no course's grade
+    unlimited = cli("judge", programs["right"], "--cases", "t01-t30", "--time-limits", "none", "--no-save")
+    assert unlimited.exit_code == 0 and "30 of 30 cases passed" in unlimited.output and "grade" not in unlimited.output
 
 
 def _nan_input(tmp_path: Path) -> Path:

@@ -126,9 +126,27 @@ def test_a_class_folder_that_holds_no_submission_is_a_row_that_says_why(tmp_path
     rows = {s.name: build(s, tmp_path / "builds") for s in find_submissions([tmp_path])}
     assert set(rows) == {"dropped", "sec1"} and not any(b.ok for b in rows.values())
     assert rows["dropped"].message == ("not a submission: no Makefile, hw4.cu, hw4.hip or hw4 in it "
-                                       "(it holds build.sh, src)")
-    assert rows["sec1"].message.endswith("(it holds alice)")
+                                       "(it holds build.sh, src/)")
+    assert rows["sec1"].message.endswith("(it holds alice/)")
     assert not any(b.attempted for b in rows.values())  # no build ran: its progress line must not say "build failed"
+
+
+def test_a_folder_named_hw4_is_said_to_be_a_folder_not_a_missing_hw4(tmp_path):
+    """"no ... hw4 in it (it holds hw4)" read as a contradiction when hw4 was a folder."""
+    (tmp_path / "dirhw4" / "hw4").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    (only,) = [s for s in find_submissions([tmp_path]) if s.name == "dirhw4"]
+    assert build(only, tmp_path / "builds").message.endswith("(it holds hw4/)")
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_a_refused_build_says_refused_once(tmp_path):
+    """"refused: the built hw4 is not a plain file: refused" said it twice."""
+    (tmp_path / "gina").mkdir()
+    (tmp_path / "gina" / "Makefile").write_text("hw4:\n\tmkdir -p hw4\n")
+    (gina,) = find_submissions([tmp_path / "gina"])
+    built = build(gina, tmp_path / "builds")
+    assert not built.ok and built.message == "refused: the built hw4 is not a plain file"
 
 
 def test_names_that_differ_in_white_space_only_never_print_alike(tmp_path):

@@ -1,6 +1,6 @@
 """attnbench.results.course_grade: the course's grade, max(0, 60 - 3k) over t01-t30, and none on a partial run."""
 
-from attnbench.results.course_grade import COURSE_CASES, course_grade, grades_cases
+from attnbench.results.course_grade import COURSE_CASES, course_grade, grades_cases, limited_throughout
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
 
@@ -33,3 +33,28 @@ def test_a_scoreboard_grades_its_rows_only_when_it_judged_t01_to_t30_whole():
     assert not board.graded and board.grade(ran) is None
     short = Scoreboard(list(COURSE_CASES[:10]), [ran])
     assert short.grade(ran) is None and short.to_dict()["rows"][0]["grade"] is None
+
+
+def test_a_run_without_a_time_limit_on_every_course_case_has_no_grade():
+    """`--time-limits none` on t01-t30 said "the course's grade 60 of 60": no case could fail by its time."""
+    from attnbench.judge.classroom import ClassSettings, new_board
+    from attnbench.judge.time_limits import load_time_limits
+
+    assert limited_throughout(load_time_limits("course").limit_for)
+    assert limited_throughout(load_time_limits("course-rtx3070").limit_for)
+    assert not limited_throughout(load_time_limits("none").limit_for)
+    assert not limited_throughout(lambda case: None if case == "t17" else 2.0)
+    ran = SubmissionRow("a", "/a", True, entries={c: CaseEntry("PASS", runs_s=[0.1]) for c in COURSE_CASES})
+    assert Scoreboard(list(COURSE_CASES), [ran]).graded  # a board saved before `ungraded` was: graded as ever
+
+    class Named:
+        def __init__(self, label):
+            self.label = label
+
+    inputs = [Named(c) for c in COURSE_CASES]
+    unlimited = new_board(inputs, ClassSettings(load_time_limits("none")), None)
+    unlimited.rows.append(ran)
+    assert not unlimited.graded and unlimited.grade(ran) is None and "no time limit" in unlimited.settings["ungraded"]
+    limited = new_board(inputs, ClassSettings(load_time_limits("course")), None)
+    limited.rows.append(ran)
+    assert limited.graded and limited.grade(ran) == 60 and "ungraded" not in limited.settings

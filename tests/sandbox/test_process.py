@@ -124,3 +124,18 @@ def test_the_wall_clock_is_read_when_the_program_exits_not_at_the_next_poll(tmp_
     short, long = wall("0.12"), wall("0.15")
     assert 0.12 <= short < 0.145 and 0.15 <= long < 0.175, (short, long)
     assert 0.02 < long - short < 0.04, (short, long)
+
+
+def test_a_source_file_given_as_a_program_is_told_to_be_built_not_chmodded(tmp_path):
+    """`compare --variants exe:./hw4.c` advised `chmod +x ./hw4.c`."""
+    from attnbench.sandbox.process import check_program
+
+    source = tmp_path / "hw4.c"
+    source.write_text("int main(void) { return 0; }\n")
+    with pytest.raises(ProgramError, match="a source file, not a program: build it first") as caught:
+        check_program(str(source))
+    assert "chmod" not in str(caught.value)
+    plain = tmp_path / "data.bin"
+    plain.write_bytes(b"")
+    with pytest.raises(ProgramError, match="is not executable .chmod"):
+        check_program(str(plain))

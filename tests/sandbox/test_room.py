@@ -719,3 +719,16 @@ def test_the_box_binds_only_the_gpu_cuda_visible_devices_names_and_names_it_by_u
         else:
             assert bound == ["/dev/nvidia-uvm", "/dev/nvidia1", "/dev/nvidiactl"]
             assert set_env["CUDA_VISIBLE_DEVICES"] == "GPU-bbbb"  # inside, the one GPU is CUDA's 0: "1" names none
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")
+def test_a_program_printing_past_the_output_size_limit_in_the_box_is_stopped(tmp_path):
+    # The file-size limit moved into the box (prlimit) and the judge's cap on the pipes went with it: a
+    # program printed 2.5 GB to stdout and was judged NO OUTPUT "exited normally".
+    spammer = tmp_path / "spammer"
+    spammer.write_text("#!/bin/sh\nexec yes spam\n")
+    spammer.chmod(0o700)
+    result = CliRunner().invoke(main, ["judge", str(spammer), "--cases", "odd_17x48", "--time-limits", "none",
+                                       "--timeout", "10", "--no-save", "--sandbox", "required"])
+    assert result.exit_code == 1, result.output
+    assert "RESOURCE LIMIT" in result.output and "stdout or stderr" in result.output

@@ -35,17 +35,25 @@ class ReportOutcome:
 
 def _how_timed(results: list[ResultSet]) -> str:
     """What the times are, for the runs this report holds: CUDA events only where a GPU timed kernels (a run with
-    no GPU timed host passes by the wall clock; a judge, whole programs)."""
+    no GPU timed host passes by the wall clock). A judge's program runs once a case and is checked after it
+    ran, so the benchmarks' promise (checked before timed, noise beside each time, no time for a wrong output)
+    is said of them alone: a judge-only report made it of rows showing "NO OUTPUT ... 5.451 s"."""
+    benchmarks = [r for r in results if r.kind is not ResultKind.JUDGE]
     kinds = []
-    if any(r.kind is not ResultKind.JUDGE and r.metadata.get("gpu") for r in results):
+    if any(r.metadata.get("gpu") for r in benchmarks):
         kinds.append("kernel times are medians of CUDA-event samples (the L2 cache flushed before each unless the run "
                      "says otherwise)")
-    if any(r.kind is not ResultKind.JUDGE and not r.metadata.get("gpu") for r in results):
+    if any(not r.metadata.get("gpu") for r in benchmarks):
         kinds.append("host variants' times (no GPU) are medians of the host's wall clock around each pass")
-    if any(r.kind is ResultKind.JUDGE for r in results):
-        kinds.append("judged programs are timed by the wall clock from launch to exit")
-    text = "; ".join(kinds) + ", each printed with its relative noise"
-    return text[0].upper() + text[1:]
+    sentences = []
+    if kinds:
+        text = "; ".join(kinds) + (", each printed with its relative noise; every output was checked against a "
+                                   "float64 reference before it was timed, and a wrong output has no time")
+        sentences.append(text[0].upper() + text[1:] + ".")
+    if len(benchmarks) < len(results):
+        sentences.append("Judged programs are timed by the wall clock from launch to exit, one run a case (no noise), "
+                         "and checked against a float64 reference after it: a failed case keeps its run's time.")
+    return " ".join(sentences)
 
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -100,9 +108,7 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
     names = ", ".join(f"`{r.path.name if r.path else r.name}`" for r in results)
     parts = [
         "# attnbench report",
-        f"Made by `attnbench report` on {date} from {len(results)} result file(s): {names}. {_how_timed(results)}; "
-        "every output was checked against a float64 reference before it was timed, and a wrong "
-        "output has no time. Noise is the half-width of the median's 95% confidence interval; speedups carry both "
+        f"Made by `attnbench report` on {date} from {len(results)} result file(s): {names}. {_how_timed(results)} Noise is the half-width of the median's 95% confidence interval; speedups carry both "
         "noises; SAME / FASTER / SLOWER are called only beyond both noises plus "
         f"{100 * same_within:g}% for run-to-run drift.",
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from datetime import timedelta
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -41,11 +42,17 @@ class _Console(Console):
             self._width = None  # nothing at all, tables and error lines alike; its fallback width (80) instead
 
     def on_broken_pipe(self) -> None:
-        """The reader closed the pipe (`| head -1`): it has what it wanted, so exit 0, not rich's 1."""
+        """The reader closed the pipe (`| head -1`): it has what it wanted, so later writes go to /dev/null and
+        the command goes on to its end and its own exit status. Rich's way (and ours, with exit 0) ended the
+        command there: a judge whose program crashed exited 0 under `| head -1`, its results never saved."""
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
         try:
-            super().on_broken_pipe()  # sends later writes to /dev/null, then exits 1
-        except SystemExit:
-            raise SystemExit(0) from None
+            os.dup2(devnull, self.file.fileno())
+        except (OSError, ValueError, AttributeError):  # no descriptor behind the stream: quiet is enough
+            pass
+        finally:
+            os.close(devnull)
 
 
 console = _Console(emoji=False)  # ":trophy:" in a submission's name stays text, never a picture
@@ -260,14 +267,15 @@ class MatrixProgress:
 
     def _cell_started(self, variant: str, case: str) -> None:
         if self._task is not None:
-            self._progress.update(self._task, description=f"{variant} on {case}")
+            self._progress.update(self._task, description=escape(printable(f"{variant} on {case}")))
 
     def _cell_finished(self, cell: "Cell", work: float) -> None:
         self._done += 1
         if self._task is not None:
             self._progress.update(self._task, advance=work, cells=f"{self._done}/{self._total} cells")
         if not self.quiet and cell.status != "refused":
-            err_console.print(escape(cell_line(cell)), highlight=False, soft_wrap=True)
+            # the case's label is a file name the user gave (an ESC in it coloured the line)
+            err_console.print(escape(printable(cell_line(cell))), highlight=False, soft_wrap=True)
 
 
 # -- judge: one program or a class ------------------------------------------------------------------------

@@ -73,6 +73,19 @@ def test_a_cpu_only_report_speaks_of_the_host_clock_not_of_cuda_events(tmp_path,
     assert "CUDA-event samples" in write_report([results.load(gpu_run)], tmp_path / "g.md").path.read_text()
 
 
+def test_a_judge_only_report_never_says_its_times_were_checked_before_timed_or_carry_noise(tmp_path, no_matplotlib):
+    """A judge's report said "every output was checked ... before it was timed, and a wrong output has no time"
+    above a row "NO OUTPUT ... 5.451 s": a judged program runs once and is checked after."""
+    judge = result_set({"prog": {"t10": 2.0}}, {"t10": COURSE_SHAPES["t10"]}, kind="judge")
+    text = write_report([results.load(save(judge, tmp_path, "judge")[0])], tmp_path / "j.md").path.read_text()
+    assert "before it was timed" not in text and "relative noise" not in text
+    assert "checked against a float64 reference after it: a failed case keeps its run's time" in text
+    both = [results.load(save(judge, tmp_path, "judge2")[0]),
+            results.load(save(result_set({"naive": {"t10": 2.0}}, {"t10": COURSE_SHAPES["t10"]}), tmp_path, "g")[0])]
+    text = write_report(both, tmp_path / "b.md").path.read_text()
+    assert "each printed with its relative noise; every output was checked" in text and "Judged programs" in text
+
+
 def test_a_report_to_a_pipe_or_device_draws_no_plots_beside_it(tmp_path):
     """`report r.json -o /dev/stdout` wrote its PNG plots into /dev (as root) beside the device."""
     r = result_set({"naive": {"t10": 2.0}, "bankfree": {"t10": 1.0}}, {"t10": COURSE_SHAPES["t10"]})

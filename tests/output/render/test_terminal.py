@@ -118,6 +118,15 @@ def test_the_matrix_progress_hears_the_runs_events(monkeypatch):
     assert bars == [("open", "generating t02", 3), ("advance", "generating t02", 3), ("close", "generating t02")]
     assert capture.file.getvalue() == cell_line(cell_of([1.0, 1.1, 0.9])) + "\n"
     assert listener._done == 2
+    capture.file.seek(0)
+    capture.file.truncate()
+    named = cell_of([1.0, 1.1, 0.9])
+    named.case = "e\x1b[31mvil.in"  # a user's input file, its name the case's label
+    with Recording("compare") as listener:
+        listener(MatrixBegun(1, 1.0))
+        listener(CellFinished(named, 1.0))
+    said = capture.file.getvalue()
+    assert "\x1b" not in said and "e\\x1b[31mvil.in" in said, said
 
 
 def test_the_judge_progress_prints_one_line_per_event_as_the_judge_always_has(monkeypatch):
@@ -185,3 +194,26 @@ def test_columns_0_is_taken_as_no_width_given_not_as_nothing_to_draw():
         assert capture.width == 80 and capture.file.getvalue() == "error: short.bin: 100 bytes\n"
     narrow = terminal._Console(file=io.StringIO(), _environ={"COLUMNS": "30"})
     assert narrow.width == 30
+
+
+def test_a_reader_that_stops_early_leaves_the_command_its_results_and_its_exit_status(tmp_path):
+    """`attnbench judge ./crashes ... | head -1`: exit 0 and no results saved, the command ended at its first
+    line that found the pipe closed."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import attnbench
+
+    program = tmp_path / "crashes"
+    program.write_text("#!/bin/sh\nexit 3\n")
+    program.chmod(0o700)
+    root = Path(attnbench.__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "attnbench", "judge", str(program), "--cases", "odd_17x48", "--time-limits",
+               "none", "--sandbox", "none", "--results-dir", str(tmp_path / "res")]
+    process = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**__import__("os").environ, "ATTNBENCH_DATA": str(tmp_path / "data")})
+    process.stdout.close()  # as `| head -0` would
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 1, stderr.decode()  # its program crashed: the verdict's status, not 0
+    assert len(list((tmp_path / "res").glob("*.json"))) == 1  # and its results saved

@@ -184,7 +184,7 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
             board.settings["not_judged_here"] = unrunnable.why
             listener(NotJudgedHere(tuple(unrunnable.evidence), unrunnable.why, len(programs)))
         saved()
-        if programs or unrunnable is None:
+        if programs:  # none built, or none can run here: no input is drawn, no reference made
             rounds()
     except KeyboardInterrupt:
         board.interrupted = True

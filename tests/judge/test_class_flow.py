@@ -259,6 +259,20 @@ def test_without_a_gpu_a_class_of_cuda_programs_alone_draws_no_input_and_runs_no
     assert not any(isinstance(event, (CaseJudged, RerunJudged)) for event in events)
 
 
+def test_a_class_whose_every_build_failed_draws_no_input_and_makes_no_reference(tmp_path, monkeypatch):
+    """Nothing to run: no fresh input is drawn (t01-t30 are 8.6 GB and minutes of references, thrown away)."""
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    (classroom / "ann.c").write_text("this is not C\n")
+    (classroom / "bea.c").write_text("int main(void) { return missing; }\n")
+    monkeypatch.setattr(fresh_inputs.FreshInput, "load", lambda *a: pytest.fail("an input drawn for nobody"))
+    board, events = judged_on("in-process", classroom, tmp_path / "board", monkeypatch, "odd_17x48")
+    assert [row.built for row in board.rows] == [False, False] and board.settings.get("seeds", {}) == {}
+    assert {event.phase for event in events if isinstance(event, ClassProgress)} == {"builds"}
+
+
 def test_without_a_gpu_the_course_style_class_is_built_and_not_judged_never_failed(tmp_path, monkeypatch):
     """The issue's scoreboard: on a TA's laptop every student of a course-style class was WRONG or CRASH. Each
     row that builds is NOT JUDGED (whatever built it: the course's Makefile, the student's flags, a lone hw4.cu,

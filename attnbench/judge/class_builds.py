@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from attnbench.judge.class_work import SandboxMissing
-from attnbench.judge.classroom import ClassSettings, built_submission
+from attnbench.judge.classroom import ClassSettings, failure_text
 from attnbench.judge.phases import phase
-from attnbench.judge.submissions import Built, Submission
+from attnbench.judge.submissions import Built, Submission, build
 from attnbench.sandbox.program_run import clear_after_workers
 from attnbench.sandbox.reaper import descendants
 from attnbench.sandbox.room import SandboxUnavailable
@@ -108,6 +108,17 @@ def build_all(submissions: Sequence[Submission], build_root: Path, settings: Cla
                 remove_tree(build_root / submission.slug)
                 done[i] = _heard(built_submission(submission, build_root, settings), on_built)
         return [done[i] for i in range(len(submissions))]
+
+
+def built_submission(submission: Submission, build_root: Path, settings: ClassSettings) -> Built:
+    """One submission built (in the sandbox) under build_root; what goes wrong on the judge's side is its row's
+    message, never the class's end (SandboxUnavailable, for --sandbox required, is raised)."""
+    try:
+        return build(submission, build_root, settings.build_timeout_s, settings.sandbox, settings.build)
+    except SandboxUnavailable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one submission's failure is its row's, never the class's
+        return Built(submission, None, failure_text(exc))
 
 
 def _heard(built: Built, on_built: Callable[[], None]) -> Built:

@@ -37,7 +37,7 @@ from attnbench.judge.fresh_inputs import draw
 from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.course_build import BuildRules
 from attnbench.judge.phases import phase
-from attnbench.judge.submissions import Built, Submission, build
+from attnbench.judge.submissions import Built, Submission
 from attnbench.printable import printable
 from attnbench.results.course_grade import limited_throughout
 from attnbench.results.kernel_time import CUPTI_SOURCE
@@ -269,17 +269,6 @@ def diagnosed(program: Path, case: PreparedCase, settings: ClassSettings) -> str
 def failure_text(exc: BaseException) -> str:
     """One printable line for an error the judge met on a submission's behalf."""
     return printable(f"the judge could not finish this: {type(exc).__name__}: {exc}")[:300]
-
-
-def built_submission(submission: Submission, build_root: Path, settings: ClassSettings) -> Built:
-    """One submission built (in the sandbox) under build_root; what goes wrong on the judge's side is its row's
-    message, never the class's end (SandboxUnavailable, for --sandbox required, is raised)."""
-    try:
-        return build(submission, build_root, settings.build_timeout_s, settings.sandbox, settings.build)
-    except SandboxUnavailable:
-        raise
-    except Exception as exc:  # noqa: BLE001 - one submission's failure is its row's, never the class's
-        return Built(submission, None, failure_text(exc))
 
 
 def row_of(built: Built, device: str | None, listener: JudgeListener) -> SubmissionRow:

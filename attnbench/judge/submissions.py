@@ -304,16 +304,17 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         outcome = attempts.outcome
         assert outcome is not None
         built = outcome.returncode == 0 and not outcome.timed_out
+        earlier = "; ".join(attempts.said)  # the steps that failed before the one that built
+        if not built:
+            attempts.failed(step)
         made = _program_after_build(paths.folder, before) if built else None
         program = take_program(made, program_folder, COURSE_EXECUTABLE, settings.program_bytes) if made else None
         sandbox.finish(paths)
     finally:
         sandbox.close()
-    earlier = "; ".join(attempts.said)
     if outcome.timed_out:
         return Built(submission, None, f"the build ran past {timeout_s:g} s and was stopped ({step.says})")
     if not built:
-        attempts.failed(step)
         return Built(submission, None, "the build failed: " + "; then ".join(attempts.said))
     if made is None:
         return Built(submission, None, f"{step.says} made no {COURSE_EXECUTABLE} (nor one other executable)")

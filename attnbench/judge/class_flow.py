@@ -17,6 +17,9 @@ Ctrl-C keeps what was judged: the scoreboard says it was interrupted."""
 
 from __future__ import annotations
 
+import hmac
+import os
+import secrets
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -35,9 +38,7 @@ from attnbench.judge.classroom import (
     WarmedUp,
     add_run,
     add_warm_up,
-    cache_of,
     confinement,
-    cuda_caches,
     failure_text,
     lose_round,
     new_board,
@@ -63,6 +64,28 @@ WARM_UP_RULE = ("row by row on every executor: each row is warmed up (untimed, u
                 "a round, right before them, first runs and reruns alike, its sealed program copied afresh before and "
                 "after the warm-up (a file's birth time cannot be set); they then run back to back there")
 BUILDS_PREFIX = "attnbench-class-"  # the class's builds, locked by its judge for their life
+CACHES_PREFIX = "attnbench-cuda-caches-"
+
+
+def cuda_caches(within: Path | None = None) -> Path:
+    """A folder for the class's CUDA JIT caches, one per submission (see Sandbox.cuda_cache), in `within`
+    (default: the temporary folder): the programs' user may pass through it, not list it, and each cache's
+    name is keyed by a secret only the judge reads (`cache_of`), so no program finds another's. The caller
+    removes it; the next judge does, if this one is killed outright (up to 256 MiB a submission:
+    attnbench.sandbox.owned_folders)."""
+    remove_stale(CACHES_PREFIX, within)
+    root = make_owned(CACHES_PREFIX, within)
+    os.chmod(root, 0o711)
+    salt = os.open(root / ".key", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(salt, secrets.token_bytes(32))
+    os.close(salt)
+    return root
+
+
+def cache_of(caches: Path, name: str) -> Path:
+    """The submission's own JIT cache folder in `caches` (made by its warm-up run)."""
+    key = (caches / ".key").read_bytes()
+    return caches / hmac.new(key, os.fsencode(name), "sha256").hexdigest()[:32]
 
 
 def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, checkpoint: Checkpoint | None = None,

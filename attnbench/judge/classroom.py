@@ -10,9 +10,7 @@ Ctrl-C keeps what was judged: the scoreboard says it was interrupted.
 
 from __future__ import annotations
 
-import hmac
 import os
-import secrets
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -43,7 +41,6 @@ from attnbench.results.course_grade import limited_throughout
 from attnbench.results.kernel_time import CUPTI_SOURCE
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.outcome import CRASH, RESOURCE, TIMEOUT
-from attnbench.sandbox.owned_folders import make_owned, remove_stale
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
 from attnbench.results.judge_events import JudgeListener, SubmissionBuilt
@@ -116,30 +113,6 @@ def gpu_name(index: int | str | None = None) -> str:
         except (OSError, subprocess.SubprocessError):
             pass
     return NO_GPU_NAME
-
-
-CACHES_PREFIX = "attnbench-cuda-caches-"
-
-
-def cuda_caches(within: Path | None = None) -> Path:
-    """A folder for the class's CUDA JIT caches, one per submission (see Sandbox.cuda_cache), in `within`
-    (default: the temporary folder): the programs' user may pass through it, not list it, and each cache's
-    name is keyed by a secret only the judge reads (`cache_of`), so no program finds another's. The caller
-    removes it; the next judge does, if this one is killed outright (up to 256 MiB a submission:
-    attnbench.sandbox.owned_folders)."""
-    remove_stale(CACHES_PREFIX, within)
-    root = make_owned(CACHES_PREFIX, within)
-    os.chmod(root, 0o711)
-    salt = os.open(root / ".key", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.write(salt, secrets.token_bytes(32))
-    os.close(salt)
-    return root
-
-
-def cache_of(caches: Path, name: str) -> Path:
-    """The submission's own JIT cache folder in `caches` (made by its warm-up run)."""
-    key = (caches / ".key").read_bytes()
-    return caches / hmac.new(key, os.fsencode(name), "sha256").hexdigest()[:32]
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from attnbench.judge.classroom import (
 )
 from attnbench.judge.course_judge import PreparedCase, drawn_ahead, prepare_case
 from attnbench.cases.gpu_reference import one_gpu_context
-from attnbench.judge.fresh_inputs import record_seeds, release
+from attnbench.judge.fresh_inputs import record_seeds, release, round_inputs
 from attnbench.judge.gpu_needed import not_judged_here
 from attnbench.judge.phases import phase
 from attnbench.printable import counted
@@ -101,9 +101,9 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
     rows: dict[str, SubmissionRow] = {}
     programs: dict[str, Path] = {}
     prepared: list[PreparedCase] = []
+    caches = cuda_caches(carrier.scratch)
     remove_stale(BUILDS_PREFIX, carrier.scratch)  # a judge killed outright left its builds (owned_folders)
     tmp = make_owned(BUILDS_PREFIX, carrier.scratch)
-    caches = cuda_caches(carrier.scratch)
     clock = ClassClock(listener)
 
     def saved() -> None:
@@ -130,6 +130,27 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
         entry.message = f"{entry.message}; {note}"
         saved()
 
+    def builds() -> bool:
+        """Every build, and which programs can run here; whether there is anything for rounds to judge."""
+        # every build first, on every core, before the first timed run (class_builds says why not beside them), and
+        # before the inputs: a class whose every program is one that cannot run here draws none
+        cores = sorted(affinity())
+        clock.begin("builds", len(request.submissions), f"{counted(len(request.submissions), 'submission')}, "
+                    f"{build_workers(cores, len(request.submissions))} at a time")
+        for built in build_all(request.submissions, tmp, settings, cores, clock.step):
+            rows[built.submission.name] = row_of(built, None, listener)
+            if built.program is not None:
+                programs[built.submission.name] = built.program
+        unrunnable = not_judged_here(programs) if carrier.on_this_host else None
+        if unrunnable is not None:  # said before any run; the C programs beside them are judged as ever
+            for name in unrunnable.evidence:
+                rows[name].not_judged = unrunnable.reason(name)
+                del programs[name]
+            board.settings["not_judged_here"] = unrunnable.why
+            listener(NotJudgedHere(tuple(unrunnable.evidence), unrunnable.why, len(programs)))
+        saved()
+        return bool(programs) or unrunnable is None
+
     def jobs(names: Sequence[str], cases: Sequence[BenchInput | PreparedCase], number: int) -> list[CaseJob]:
         """The round's jobs, row by row, each row's first job warming it up on the worker that runs the row."""
         round_jobs = []
@@ -143,7 +164,7 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
 
     def rounds() -> None:
         """The inputs and references, the first runs, the ranks and the rerun rounds of the built programs."""
-        first = carrier.drawn("first", lambda: settings.first_inputs(request.inputs))
+        first = carrier.drawn("first", lambda: round_inputs(request.inputs, settings.fresh_inputs))
         record_seeds(board, "first", first)
         clock.begin("inputs and references", len(first), f"{counted(len(first), 'case')}, "
                     + ("drawn fresh" if settings.fresh_inputs else "the suite's"))
@@ -163,14 +184,15 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                     diagnose_jobs(executor, _diagnosis_jobs([rows[name] for name in programs], programs, cases),
                                   diagnosed)
             top = top_rows(rank(board), settings.rerun_top)
-            rounds = carrier.drawn("reruns", lambda: settings.rerun_rounds(request.inputs)) if top else []
+            rounds = (carrier.drawn("reruns", lambda: [round_inputs(request.inputs, settings.fresh_inputs)
+                                               for _ in range(RERUN_RUNS - 1)]) if top else [])
             clock.instead(expected * (RERUN_RUNS - 1 - len(rounds)), [])
             for row in top:
                 row.reruns = RERUN_RUNS
-            for number, round_inputs in enumerate(rounds, start=2):
-                record_seeds(board, f"rerun {number}", round_inputs)
+            for number, drawn in enumerate(rounds, start=2):
+                record_seeds(board, f"rerun {number}", drawn)
                 names = [row.name for row in top]
-                needed = [b for b in round_inputs if any(_wanted(row, b.label, number) for row in top)]
+                needed = [b for b in drawn if any(_wanted(row, b.label, number) for row in top)]
                 try:
                     with phase("inputs and references"), one_gpu_context():
                         round_cases = [_ready(b, carrier.here, settings, progress, prepared, None, drawn)
@@ -190,24 +212,7 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                     lose_round(board, [rows[name]], number, why)
 
     try:
-        # every build first, on every core, before the first timed run (class_builds says why not beside them), and
-        # before the inputs: a class whose every program is one that cannot run here draws none
-        cores = sorted(affinity())
-        clock.begin("builds", len(request.submissions), f"{counted(len(request.submissions), 'submission')}, "
-                    f"{build_workers(cores, len(request.submissions))} at a time")
-        for built in build_all(request.submissions, tmp, settings, cores, clock.step):
-            rows[built.submission.name] = row_of(built, None, listener)
-            if built.program is not None:
-                programs[built.submission.name] = built.program
-        unrunnable = not_judged_here(programs) if carrier.on_this_host else None
-        if unrunnable is not None:  # said before any run; the C programs beside them are judged as ever
-            for name in unrunnable.evidence:
-                rows[name].not_judged = unrunnable.reason(name)
-                del programs[name]
-            board.settings["not_judged_here"] = unrunnable.why
-            listener(NotJudgedHere(tuple(unrunnable.evidence), unrunnable.why, len(programs)))
-        saved()
-        if programs or unrunnable is None:
+        if builds():
             rounds()
     except KeyboardInterrupt:
         board.interrupted = True

@@ -31,7 +31,6 @@ from attnbench.judge.course_judge import (
 )
 from attnbench.judge.diagnose import DIAGNOSED, diagnosis
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
-from attnbench.judge.fresh_inputs import draw
 from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.course_build import BuildRules
 from attnbench.judge.phases import phase
@@ -71,14 +70,6 @@ class ClassSettings:
     @property
     def records_kernels(self) -> bool:
         return self.kernel_time or self.rank_by == "kernel"
-
-    def first_inputs(self, inputs: Sequence[BenchInput]) -> list[BenchInput]:
-        """The inputs of every submission's first run: fresh ones, or the suite's."""
-        return draw(inputs) if self.fresh_inputs else list(inputs)
-
-    def rerun_rounds(self, inputs: Sequence[BenchInput]) -> list[list[BenchInput]]:
-        """The inputs of each rerun round (RERUN_RUNS - 1 of them): drawn anew for each, or the suite's."""
-        return [self.first_inputs(inputs) for _ in range(RERUN_RUNS - 1)]
 
 
 @dataclass(frozen=True)

@@ -168,12 +168,12 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
         record_seeds(board, "first", first)
         clock.begin("inputs and references", len(first), f"{counted(len(first), 'case')}, "
                     + ("drawn fresh" if settings.fresh_inputs else "the suite's"))
+        labels = [bench_input.label for bench_input in first]
+        expected = expected_round(labels, len(programs), settings.rerun_top)
+        clock.expect(labels * len(programs) + expected * (RERUN_RUNS - 1))
         with phase("inputs and references"), one_gpu_context():  # one GPU context, let go before its runs
             cases = [_ready(bench_input, carrier.here, settings, progress, prepared, clock, drawn)
                      for bench_input, drawn in _drawn_here(first, carrier.here)]
-        labels = [case.label for case in cases]
-        expected = expected_round(labels, len(programs), settings.rerun_top)
-        clock.expect(labels * len(programs) + expected * (RERUN_RUNS - 1))
         with carrier.executor() as executor:
             first_jobs = jobs(list(programs), cases, 1)
             clock.begin("first runs", len(first_jobs), f"{counted(len(programs), 'submission')} x "
@@ -189,26 +189,27 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
             clock.instead(expected * (RERUN_RUNS - 1 - len(rounds)), [])
             for row in top:
                 row.reruns = RERUN_RUNS
-            for number, drawn in enumerate(rounds, start=2):
-                record_seeds(board, f"rerun {number}", drawn)
+            for number, round_drawn in enumerate(rounds, start=2):
+                record_seeds(board, f"rerun {number}", round_drawn)
                 names = [row.name for row in top]
-                needed = [b for b in drawn if any(_wanted(row, b.label, number) for row in top)]
+                needed = [b for b in round_drawn if any(_wanted(row, b.label, number) for row in top)]
+                lost: dict[str, str] = {}  # the rows whose inputs the judge or a worker could not make, and why
                 try:
                     with phase("inputs and references"), one_gpu_context():
                         round_cases = [_ready(b, carrier.here, settings, progress, prepared, None, drawn)
                                        for b, drawn in _drawn_here(needed, carrier.here)]
                 except Exception as exc:  # noqa: BLE001 - the judge's own failure: this round is lost, not the class
-                    lose_round(board, [row for row in top if any(_wanted(row, b.label, number) for b in needed)],
-                               number, failure_text(exc))
+                    lost = {row.name: failure_text(exc) for row in top
+                            if any(_wanted(row, b.label, number) for b in needed)}
                     clock.instead(expected, [])
-                    continue
-                again = jobs(names, round_cases, number)
-                clock.instead(expected, [job.case.label for job in again])
-                clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again), f"the top {len(top)} submissions")
-                not_drawn: dict[str, str] = {}  # the rows whose inputs a worker could not make, and why
-                with phase("runs"):
-                    judge_jobs(executor, again, rerun, warmed, clock, lambda name, why: not_drawn.setdefault(name, why))
-                for name, why in not_drawn.items():  # those rows keep the runs before this round
+                else:
+                    again = jobs(names, round_cases, number)
+                    clock.instead(expected, [job.case.label for job in again])
+                    clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again),
+                                f"the top {len(top)} submissions")
+                    with phase("runs"):
+                        judge_jobs(executor, again, rerun, warmed, clock, lambda name, why: lost.setdefault(name, why))
+                for name, why in lost.items():  # those rows keep the runs before this round
                     lose_round(board, [rows[name]], number, why)
 
     try:
@@ -253,15 +254,15 @@ def _ready(bench_input: BenchInput, here: bool, settings: ClassSettings, progres
     otherwise the input, which each worker prepares (a suite file is generated here once, for the workers to read).
     `drawn`: a fresh input's values, drawn already."""
     job_case: BenchInput | PreparedCase = bench_input
-    if here:
-        boxed = settings.sandbox.mode != "none"  # staged files are readable by every run's user: a box's only
-        job_case = prepare_case(bench_input, progress, boxed, drawn)  # a fresh input written where it is staged
-        prepared.append(job_case)
+    boxed = here and settings.sandbox.mode != "none"  # staged files are readable by every run's user: a box's only
+    if here or not settings.fresh_inputs:
+        case = prepare_case(bench_input, progress, boxed, drawn)  # a fresh input written where it is staged
+        if here:
+            job_case = case
+            prepared.append(case)
         if boxed:
             with phase("inputs and references"):
-                staged_inputs.stage(job_case.label, job_case.input_path)
-    elif not settings.fresh_inputs:
-        prepare_case(bench_input, progress)
+                staged_inputs.stage(case.label, case.input_path)
     if clock is not None:
         clock.step()
     return job_case

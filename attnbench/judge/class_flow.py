@@ -29,7 +29,7 @@ from attnbench.cases.testcase import Testcase
 from attnbench.judge.class_builds import build_all, build_workers
 from attnbench.judge.class_executors import Carrier, carrier_for
 from attnbench.judge.class_progress import ClassClock, expected_round
-from attnbench.judge.class_work import CaseJob, affinity, device_of, diagnose_jobs, judge_jobs
+from attnbench.judge.class_work import CaseJob, affinity, device_of, diagnose_jobs, diagnosis_jobs, judge_jobs
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,
@@ -44,7 +44,6 @@ from attnbench.judge.classroom import (
     new_board,
     row_of,
     stopped,
-    to_diagnose,
 )
 from attnbench.judge.course_judge import PreparedCase, drawn_ahead, prepare_case
 from attnbench.cases.gpu_reference import one_gpu_context
@@ -181,7 +180,7 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
             with phase("runs"):  # the runs, with their inputs and checks: what this process waits for
                 judge_jobs(executor, first_jobs, judged, warmed, clock)
                 if settings.diagnose:  # once per submission, decided here: a worker would diagnose it again
-                    diagnose_jobs(executor, _diagnosis_jobs([rows[name] for name in programs], programs, cases),
+                    diagnose_jobs(executor, diagnosis_jobs([rows[name] for name in programs], programs, cases),
                                   diagnosed)
             top = top_rows(rank(board), settings.rerun_top)
             rounds = (carrier.drawn("reruns", lambda: [round_inputs(request.inputs, settings.fresh_inputs)
@@ -266,12 +265,3 @@ def _ready(bench_input: BenchInput, here: bool, settings: ClassSettings, progres
     if clock is not None:
         clock.step()
     return job_case
-
-
-def _diagnosis_jobs(rows: Sequence[SubmissionRow], programs: dict[str, Path],
-                    cases: Sequence[BenchInput | PreparedCase]) -> list[CaseJob]:
-    """--diagnose's jobs after the first runs: each row's first failed case that a memory or launch error
-    explains (classroom.to_diagnose), on the input it failed on."""
-    by_label = {case.label: case for case in cases}
-    chosen = [(row.name, to_diagnose(row, list(by_label))) for row in rows]
-    return [CaseJob(name, programs[name], by_label[label], None, diagnose=True) for name, label in chosen if label]

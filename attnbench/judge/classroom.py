@@ -29,7 +29,7 @@ from attnbench.judge.course_judge import (
     timeout_for,
     warm_up,
 )
-from attnbench.judge.diagnose import DIAGNOSED, diagnosis
+from attnbench.judge.diagnose import diagnosis
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.course_build import BuildRules
@@ -219,7 +219,7 @@ def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda
 
 def diagnosed(program: Path, case: PreparedCase, settings: ClassSettings) -> str:
     """compute-sanitizer's word on a failed case (attnbench.judge.diagnose), with the case's judged timeout; its
-    own failure is a note. The class flow asks for it once per submission (`to_diagnose`), whatever runs it."""
+    own failure is a note. The class flow asks for it once per submission (`class_work.to_diagnose`), whatever runs it."""
     limit = settings.limits.limit_for(case.label)
     try:
         return diagnosis(program, Program(program).spec(case.label, case.input_path, case.shape,
@@ -242,14 +242,6 @@ def row_of(built: Built, device: str | None, listener: JudgeListener) -> Submiss
     message = "; ".join(part for part in (submission.note, built.message, submission.unjudged) if part)
     return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, message,
                          device if built.ok else None, reruns=1)
-
-
-def to_diagnose(row: SubmissionRow, labels: Sequence[str]) -> str | None:
-    """The one case of the row --diagnose runs again: its first failed one (in `labels`' order) whose verdict
-    a memory or launch error explains, or None. Decided once per submission by the class flow, never by the
-    workers (each of which would diagnose a submission again)."""
-    return next((label for label in labels if label in row.entries and row.entries[label].verdict in DIAGNOSED),
-                None)
 
 
 def add_run(row: SubmissionRow, label: str, again: CaseEntry) -> bool:

@@ -428,15 +428,6 @@ def test_a_failed_rerun_keeps_the_earlier_runs_program_time():
     assert row.program_s == 4.75
 
 
-def test_diagnose_picks_a_rows_first_failed_case_that_a_memory_error_explains():
-    row = SubmissionRow("carol", "carol.c", True, entries={
-        "t01": CaseEntry("PASS", runs_s=[0.1]), "t02": CaseEntry("TIMEOUT"), "t03": CaseEntry("WRONG"),
-        "t04": CaseEntry("CRASH")})
-    assert classroom_module.to_diagnose(row, ["t01", "t02", "t03", "t04"]) == "t03"
-    assert classroom_module.to_diagnose(row, ["t04", "t03"]) == "t04"
-    assert classroom_module.to_diagnose(row, ["t01", "t02"]) is None
-
-
 def test_a_folder_that_is_no_submission_is_heard_as_not_judged_not_as_a_failed_build(tmp_path):
     """A class's empty folder printed "empty build: build failed" while it ran, though no build ran."""
     from attnbench.judge.submissions import Built, build, find_submissions

@@ -207,7 +207,7 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                     clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again),
                                 f"the top {len(top)} submissions")
                     with phase("runs"):
-                        judge_jobs(executor, again, rerun, warmed, clock, lambda name, why: lost.setdefault(name, why))
+                        judge_jobs(executor, again, rerun, warmed, clock, lost.setdefault)
                 for name, why in lost.items():  # those rows keep the runs before this round
                     lose_round(board, [rows[name]], number, why)
 

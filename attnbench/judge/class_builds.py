@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from attnbench.judge.class_work import SandboxMissing
-from attnbench.judge.classroom import ClassSettings, built_submission
+from attnbench.judge.classroom import ClassSettings, failure_text
 from attnbench.judge.phases import phase
-from attnbench.judge.submissions import Built, Submission
+from attnbench.judge.submissions import Built, Submission, build
 from attnbench.sandbox.program_run import clear_after_workers
 from attnbench.sandbox.reaper import descendants
 from attnbench.sandbox.room import SandboxUnavailable
@@ -84,32 +84,45 @@ def build_all(submissions: Sequence[Submission], build_root: Path, settings: Cla
     again here, alone."""
     with phase("builds"):
         workers = build_workers(cores, len(submissions))
-        if workers == 1:  # nothing to overlap: no worker to start
-            return [_heard(built_submission(submission, build_root, settings), on_built) for submission in submissions]
-        done: dict[int, Built] = {}
-
-        def hear(event: ExecutorEvent) -> None:
-            match event:
-                case JobTold(job=i, event=BuildEnded(built=built)):
-                    done[i] = built
-                    on_built()
-                case JobTold(event=SandboxMissing(why=why)):
-                    raise SandboxUnavailable(why)
-
-        work = ClassBuildWork(settings, build_root, tuple(cores))
-        before = set(descendants(os.getpid()))
-        try:
-            with GpuPool([Device(i, stand_in=True) for i in range(workers)], work) as pool:
-                pool.run(list(submissions), hear)
-        finally:
-            clear_after_workers(before)
+        # one at a time has nothing to overlap: no worker to start, every build is made here
+        done = _built_on_workers(submissions, build_root, settings, cores, workers, on_built) if workers > 1 else {}
         for i, submission in enumerate(submissions):
-            if i not in done:  # its worker died (killed for memory, say): the build once more, here, afresh
+            if i not in done:  # built here: alone, or once more, afresh, where its worker died (killed for memory, say)
                 remove_tree(build_root / submission.slug)
-                done[i] = _heard(built_submission(submission, build_root, settings), on_built)
+                done[i] = built_submission(submission, build_root, settings)
+                on_built()
         return [done[i] for i in range(len(submissions))]
 
 
-def _heard(built: Built, on_built: Callable[[], None]) -> Built:
-    on_built()
-    return built
+def _built_on_workers(submissions: Sequence[Submission], build_root: Path, settings: ClassSettings,
+                      cores: Sequence[int], workers: int, on_built: Callable[[], None]) -> dict[int, Built]:
+    """The builds that `workers` worker processes finished, by the submission's index."""
+    done: dict[int, Built] = {}
+
+    def hear(event: ExecutorEvent) -> None:
+        match event:
+            case JobTold(job=i, event=BuildEnded(built=built)):
+                done[i] = built
+                on_built()
+            case JobTold(event=SandboxMissing(why=why)):
+                raise SandboxUnavailable(why)
+
+    work = ClassBuildWork(settings, build_root, tuple(cores))
+    before = set(descendants(os.getpid()))
+    try:
+        with GpuPool([Device(i, stand_in=True) for i in range(workers)], work) as pool:
+            pool.run(list(submissions), hear)
+    finally:
+        clear_after_workers(before)
+    return done
+
+
+def built_submission(submission: Submission, build_root: Path, settings: ClassSettings) -> Built:
+    """One submission built (in the sandbox) under build_root; what goes wrong on the judge's side is its row's
+    message, never the class's end (SandboxUnavailable, for --sandbox required, is raised)."""
+    try:
+        return build(submission, build_root, settings.build_timeout_s, settings.sandbox, settings.build)
+    except SandboxUnavailable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one submission's failure is its row's, never the class's
+        return Built(submission, None, failure_text(exc))

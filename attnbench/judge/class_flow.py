@@ -17,6 +17,9 @@ Ctrl-C keeps what was judged: the scoreboard says it was interrupted."""
 
 from __future__ import annotations
 
+import hmac
+import os
+import secrets
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -26,7 +29,7 @@ from attnbench.cases.testcase import Testcase
 from attnbench.judge.class_builds import build_all, build_workers
 from attnbench.judge.class_executors import Carrier, carrier_for
 from attnbench.judge.class_progress import ClassClock, expected_round
-from attnbench.judge.class_work import CaseJob, affinity, device_of, diagnose_jobs, judge_jobs
+from attnbench.judge.class_work import CaseJob, affinity, device_of, diagnose_jobs, diagnosis_jobs, judge_jobs
 from attnbench.judge.classroom import (
     RERUN_RUNS,
     Checkpoint,
@@ -35,19 +38,16 @@ from attnbench.judge.classroom import (
     WarmedUp,
     add_run,
     add_warm_up,
-    cache_of,
     confinement,
-    cuda_caches,
     failure_text,
     lose_round,
     new_board,
     row_of,
     stopped,
-    to_diagnose,
 )
 from attnbench.judge.course_judge import PreparedCase, drawn_ahead, prepare_case
 from attnbench.cases.gpu_reference import one_gpu_context
-from attnbench.judge.fresh_inputs import record_seeds, release
+from attnbench.judge.fresh_inputs import record_seeds, release, round_inputs
 from attnbench.judge.gpu_needed import not_judged_here
 from attnbench.judge.phases import phase
 from attnbench.printable import counted
@@ -63,6 +63,28 @@ WARM_UP_RULE = ("row by row on every executor: each row is warmed up (untimed, u
                 "a round, right before them, first runs and reruns alike, its sealed program copied afresh before and "
                 "after the warm-up (a file's birth time cannot be set); they then run back to back there")
 BUILDS_PREFIX = "attnbench-class-"  # the class's builds, locked by its judge for their life
+CACHES_PREFIX = "attnbench-cuda-caches-"
+
+
+def cuda_caches(within: Path | None = None) -> Path:
+    """A folder for the class's CUDA JIT caches, one per submission (see Sandbox.cuda_cache), in `within`
+    (default: the temporary folder): the programs' user may pass through it, not list it, and each cache's
+    name is keyed by a secret only the judge reads (`cache_of`), so no program finds another's. The caller
+    removes it; the next judge does, if this one is killed outright (up to 256 MiB a submission:
+    attnbench.sandbox.owned_folders)."""
+    remove_stale(CACHES_PREFIX, within)
+    root = make_owned(CACHES_PREFIX, within)
+    os.chmod(root, 0o711)
+    salt = os.open(root / ".key", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(salt, secrets.token_bytes(32))
+    os.close(salt)
+    return root
+
+
+def cache_of(caches: Path, name: str) -> Path:
+    """The submission's own JIT cache folder in `caches` (made by its warm-up run)."""
+    key = (caches / ".key").read_bytes()
+    return caches / hmac.new(key, os.fsencode(name), "sha256").hexdigest()[:32]
 
 
 def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, checkpoint: Checkpoint | None = None,
@@ -78,9 +100,9 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
     rows: dict[str, SubmissionRow] = {}
     programs: dict[str, Path] = {}
     prepared: list[PreparedCase] = []
+    caches = cuda_caches(carrier.scratch)
     remove_stale(BUILDS_PREFIX, carrier.scratch)  # a judge killed outright left its builds (owned_folders)
     tmp = make_owned(BUILDS_PREFIX, carrier.scratch)
-    caches = cuda_caches(carrier.scratch)
     clock = ClassClock(listener)
 
     def saved() -> None:
@@ -107,66 +129,8 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
         entry.message = f"{entry.message}; {note}"
         saved()
 
-    def jobs(names: Sequence[str], cases: Sequence[BenchInput | PreparedCase], number: int) -> list[CaseJob]:
-        """The round's jobs, row by row, each row's first job warming it up on the worker that runs the row."""
-        round_jobs = []
-        for name in names:
-            mine = [case for case in cases if _wanted(rows[name], case.label, number)]
-            round_jobs += [CaseJob(name, programs[name], case, cache_of(caches, name),
-                                   request.inputs[0] if i == 0 and request.inputs else None,
-                                   round_cases=tuple(mine) if i == 0 else ())
-                           for i, case in enumerate(mine)]
-        return round_jobs
-
-    def rounds() -> None:
-        """The inputs and references, the first runs, the ranks and the rerun rounds of the built programs."""
-        first = carrier.drawn("first", lambda: settings.first_inputs(request.inputs))
-        record_seeds(board, "first", first)
-        clock.begin("inputs and references", len(first), f"{counted(len(first), 'case')}, "
-                    + ("drawn fresh" if settings.fresh_inputs else "the suite's"))
-        with phase("inputs and references"), one_gpu_context():  # one GPU context, let go before its runs
-            cases = [_ready(bench_input, carrier.here, settings, progress, prepared, clock, drawn)
-                     for bench_input, drawn in _drawn_here(first, carrier.here)]
-        labels = [case.label for case in cases]
-        expected = expected_round(labels, len(programs), settings.rerun_top)
-        clock.expect(labels * len(programs) + expected * (RERUN_RUNS - 1))
-        with carrier.executor() as executor:
-            first_jobs = jobs(list(programs), cases, 1)
-            clock.begin("first runs", len(first_jobs), f"{counted(len(programs), 'submission')} x "
-                        f"{counted(len(cases), 'case')}")
-            with phase("runs"):  # the runs, with their inputs and checks: what this process waits for
-                judge_jobs(executor, first_jobs, judged, warmed, clock)
-                if settings.diagnose:  # once per submission, decided here: a worker would diagnose it again
-                    diagnose_jobs(executor, _diagnosis_jobs([rows[name] for name in programs], programs, cases),
-                                  diagnosed)
-            top = top_rows(rank(board), settings.rerun_top)
-            rounds = carrier.drawn("reruns", lambda: settings.rerun_rounds(request.inputs)) if top else []
-            clock.instead(expected * (RERUN_RUNS - 1 - len(rounds)), [])
-            for row in top:
-                row.reruns = RERUN_RUNS
-            for number, round_inputs in enumerate(rounds, start=2):
-                record_seeds(board, f"rerun {number}", round_inputs)
-                names = [row.name for row in top]
-                needed = [b for b in round_inputs if any(_wanted(row, b.label, number) for row in top)]
-                try:
-                    with phase("inputs and references"), one_gpu_context():
-                        round_cases = [_ready(b, carrier.here, settings, progress, prepared, None, drawn)
-                                       for b, drawn in _drawn_here(needed, carrier.here)]
-                except Exception as exc:  # noqa: BLE001 - the judge's own failure: this round is lost, not the class
-                    lose_round(board, [row for row in top if any(_wanted(row, b.label, number) for b in needed)],
-                               number, failure_text(exc))
-                    clock.instead(expected, [])
-                    continue
-                again = jobs(names, round_cases, number)
-                clock.instead(expected, [job.case.label for job in again])
-                clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again), f"the top {len(top)} submissions")
-                not_drawn: dict[str, str] = {}  # the rows whose inputs a worker could not make, and why
-                with phase("runs"):
-                    judge_jobs(executor, again, rerun, warmed, clock, lambda name, why: not_drawn.setdefault(name, why))
-                for name, why in not_drawn.items():  # those rows keep the runs before this round
-                    lose_round(board, [rows[name]], number, why)
-
-    try:
+    def builds() -> bool:
+        """Every build, and which programs can run here; whether there is anything for rounds to judge."""
         # every build first, on every core, before the first timed run (class_builds says why not beside them), and
         # before the inputs: a class whose every program is one that cannot run here draws none
         cores = sorted(affinity())
@@ -184,7 +148,71 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
             board.settings["not_judged_here"] = unrunnable.why
             listener(NotJudgedHere(tuple(unrunnable.evidence), unrunnable.why, len(programs)))
         saved()
-        if programs:  # none built, or none can run here: no input is drawn, no reference made
+        return bool(programs)  # none built, or none can run here: no input is drawn, no reference made
+
+    def jobs(names: Sequence[str], cases: Sequence[BenchInput | PreparedCase], number: int) -> list[CaseJob]:
+        """The round's jobs, row by row, each row's first job warming it up on the worker that runs the row."""
+        round_jobs = []
+        for name in names:
+            mine = [case for case in cases if _wanted(rows[name], case.label, number)]
+            round_jobs += [CaseJob(name, programs[name], case, cache_of(caches, name),
+                                   request.inputs[0] if i == 0 and request.inputs else None,
+                                   round_cases=tuple(mine) if i == 0 else ())
+                           for i, case in enumerate(mine)]
+        return round_jobs
+
+    def rounds() -> None:
+        """The inputs and references, the first runs, the ranks and the rerun rounds of the built programs."""
+        first = carrier.drawn("first", lambda: round_inputs(request.inputs, settings.fresh_inputs))
+        record_seeds(board, "first", first)
+        clock.begin("inputs and references", len(first), f"{counted(len(first), 'case')}, "
+                    + ("drawn fresh" if settings.fresh_inputs else "the suite's"))
+        labels = [bench_input.label for bench_input in first]
+        expected = expected_round(labels, len(programs), settings.rerun_top)
+        clock.expect(labels * len(programs) + expected * (RERUN_RUNS - 1))
+        with phase("inputs and references"), one_gpu_context():  # one GPU context, let go before its runs
+            cases = [_ready(bench_input, carrier.here, settings, progress, prepared, clock, drawn)
+                     for bench_input, drawn in _drawn_here(first, carrier.here)]
+        with carrier.executor() as executor:
+            first_jobs = jobs(list(programs), cases, 1)
+            clock.begin("first runs", len(first_jobs), f"{counted(len(programs), 'submission')} x "
+                        f"{counted(len(cases), 'case')}")
+            with phase("runs"):  # the runs, with their inputs and checks: what this process waits for
+                judge_jobs(executor, first_jobs, judged, warmed, clock)
+                if settings.diagnose:  # once per submission, decided here: a worker would diagnose it again
+                    diagnose_jobs(executor, diagnosis_jobs([rows[name] for name in programs], programs, cases),
+                                  diagnosed)
+            top = top_rows(rank(board), settings.rerun_top)
+            rounds = (carrier.drawn("reruns", lambda: [round_inputs(request.inputs, settings.fresh_inputs)
+                                               for _ in range(RERUN_RUNS - 1)]) if top else [])
+            clock.instead(expected * (RERUN_RUNS - 1 - len(rounds)), [])
+            for row in top:
+                row.reruns = RERUN_RUNS
+            for number, round_drawn in enumerate(rounds, start=2):
+                record_seeds(board, f"rerun {number}", round_drawn)
+                names = [row.name for row in top]
+                needed = [b for b in round_drawn if any(_wanted(row, b.label, number) for row in top)]
+                lost: dict[str, str] = {}  # the rows whose inputs the judge or a worker could not make, and why
+                try:
+                    with phase("inputs and references"), one_gpu_context():
+                        round_cases = [_ready(b, carrier.here, settings, progress, prepared, None, drawn)
+                                       for b, drawn in _drawn_here(needed, carrier.here)]
+                except Exception as exc:  # noqa: BLE001 - the judge's own failure: this round is lost, not the class
+                    lost = {row.name: failure_text(exc) for row in top
+                            if any(_wanted(row, b.label, number) for b in needed)}
+                    clock.instead(expected, [])
+                else:
+                    again = jobs(names, round_cases, number)
+                    clock.instead(expected, [job.case.label for job in again])
+                    clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again),
+                                f"the top {len(top)} submissions")
+                    with phase("runs"):
+                        judge_jobs(executor, again, rerun, warmed, clock, lost.setdefault)
+                for name, why in lost.items():  # those rows keep the runs before this round
+                    lose_round(board, [rows[name]], number, why)
+
+    try:
+        if builds():
             rounds()
     except KeyboardInterrupt:
         board.interrupted = True
@@ -225,24 +253,15 @@ def _ready(bench_input: BenchInput, here: bool, settings: ClassSettings, progres
     otherwise the input, which each worker prepares (a suite file is generated here once, for the workers to read).
     `drawn`: a fresh input's values, drawn already."""
     job_case: BenchInput | PreparedCase = bench_input
-    if here:
-        boxed = settings.sandbox.mode != "none"  # staged files are readable by every run's user: a box's only
-        job_case = prepare_case(bench_input, progress, boxed, drawn)  # a fresh input written where it is staged
-        prepared.append(job_case)
+    boxed = here and settings.sandbox.mode != "none"  # staged files are readable by every run's user: a box's only
+    if here or not settings.fresh_inputs:
+        case = prepare_case(bench_input, progress, boxed, drawn)  # a fresh input written where it is staged
+        if here:
+            job_case = case
+            prepared.append(case)
         if boxed:
             with phase("inputs and references"):
-                staged_inputs.stage(job_case.label, job_case.input_path)
-    elif not settings.fresh_inputs:
-        prepare_case(bench_input, progress)
+                staged_inputs.stage(case.label, case.input_path)
     if clock is not None:
         clock.step()
     return job_case
-
-
-def _diagnosis_jobs(rows: Sequence[SubmissionRow], programs: dict[str, Path],
-                    cases: Sequence[BenchInput | PreparedCase]) -> list[CaseJob]:
-    """--diagnose's jobs after the first runs: each row's first failed case that a memory or launch error
-    explains (classroom.to_diagnose), on the input it failed on."""
-    by_label = {case.label: case for case in cases}
-    chosen = [(row.name, to_diagnose(row, list(by_label))) for row in rows]
-    return [CaseJob(name, programs[name], by_label[label], None, diagnose=True) for name, label in chosen if label]

@@ -30,6 +30,7 @@ from attnbench.judge.classroom import (
 from attnbench.judge.course_judge import PreparedCase, prepare_case
 from attnbench.judge.fresh_inputs import release
 from attnbench.judge.case_verdict import JUDGE_ERROR
+from attnbench.judge.diagnose import DIAGNOSED
 from attnbench.printable import printable
 from attnbench.results.scoreboard import CaseEntry, SubmissionRow
 from attnbench.sandbox.room import SandboxUnavailable
@@ -276,6 +277,23 @@ def diagnose_jobs(pool: Executor, jobs: list[CaseJob], on_diagnosis: OnEntry) ->
                 on_diagnosis(jobs[i].submission, jobs[i].case.label, f"--diagnose could not run: {printable(why)}")
 
     pool.run(jobs, hear)
+
+
+def diagnosis_jobs(rows: Sequence[SubmissionRow], programs: dict[str, Path],
+                    cases: Sequence[BenchInput | PreparedCase]) -> list[CaseJob]:
+    """--diagnose's jobs after the first runs: each row's first failed case that a memory or launch error
+    explains (`to_diagnose`), on the input it failed on."""
+    by_label = {case.label: case for case in cases}
+    chosen = [(row.name, to_diagnose(row, list(by_label))) for row in rows]
+    return [CaseJob(name, programs[name], by_label[label], None, diagnose=True) for name, label in chosen if label]
+
+
+def to_diagnose(row: SubmissionRow, labels: Sequence[str]) -> str | None:
+    """The one case of the row --diagnose runs again: its first failed one (in `labels`' order) whose verdict
+    a memory or launch error explains, or None. Decided once per submission by the class flow, never by the
+    workers (each of which would diagnose a submission again)."""
+    return next((label for label in labels if label in row.entries and row.entries[label].verdict in DIAGNOSED),
+                None)
 
 
 def device_of(row: SubmissionRow) -> None:

@@ -10,9 +10,7 @@ Ctrl-C keeps what was judged: the scoreboard says it was interrupted.
 
 from __future__ import annotations
 
-import hmac
 import os
-import secrets
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -31,19 +29,17 @@ from attnbench.judge.course_judge import (
     timeout_for,
     warm_up,
 )
-from attnbench.judge.diagnose import DIAGNOSED, diagnosis
+from attnbench.judge.diagnose import diagnosis
 from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
-from attnbench.judge.fresh_inputs import draw
 from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.course_build import BuildRules
 from attnbench.judge.phases import phase
-from attnbench.judge.submissions import Built, Submission, build
+from attnbench.judge.submissions import Built, Submission
 from attnbench.printable import printable
 from attnbench.results.course_grade import limited_throughout
 from attnbench.results.kernel_time import CUPTI_SOURCE
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox.outcome import CRASH, RESOURCE, TIMEOUT
-from attnbench.sandbox.owned_folders import make_owned, remove_stale
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
 from attnbench.results.judge_events import JudgeListener, SubmissionBuilt
@@ -74,14 +70,6 @@ class ClassSettings:
     @property
     def records_kernels(self) -> bool:
         return self.kernel_time or self.rank_by == "kernel"
-
-    def first_inputs(self, inputs: Sequence[BenchInput]) -> list[BenchInput]:
-        """The inputs of every submission's first run: fresh ones, or the suite's."""
-        return draw(inputs) if self.fresh_inputs else list(inputs)
-
-    def rerun_rounds(self, inputs: Sequence[BenchInput]) -> list[list[BenchInput]]:
-        """The inputs of each rerun round (RERUN_RUNS - 1 of them): drawn anew for each, or the suite's."""
-        return [self.first_inputs(inputs) for _ in range(RERUN_RUNS - 1)]
 
 
 @dataclass(frozen=True)
@@ -116,30 +104,6 @@ def gpu_name(index: int | str | None = None) -> str:
         except (OSError, subprocess.SubprocessError):
             pass
     return NO_GPU_NAME
-
-
-CACHES_PREFIX = "attnbench-cuda-caches-"
-
-
-def cuda_caches(within: Path | None = None) -> Path:
-    """A folder for the class's CUDA JIT caches, one per submission (see Sandbox.cuda_cache), in `within`
-    (default: the temporary folder): the programs' user may pass through it, not list it, and each cache's
-    name is keyed by a secret only the judge reads (`cache_of`), so no program finds another's. The caller
-    removes it; the next judge does, if this one is killed outright (up to 256 MiB a submission:
-    attnbench.sandbox.owned_folders)."""
-    remove_stale(CACHES_PREFIX, within)
-    root = make_owned(CACHES_PREFIX, within)
-    os.chmod(root, 0o711)
-    salt = os.open(root / ".key", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.write(salt, secrets.token_bytes(32))
-    os.close(salt)
-    return root
-
-
-def cache_of(caches: Path, name: str) -> Path:
-    """The submission's own JIT cache folder in `caches` (made by its warm-up run)."""
-    key = (caches / ".key").read_bytes()
-    return caches / hmac.new(key, os.fsencode(name), "sha256").hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -255,7 +219,7 @@ def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda
 
 def diagnosed(program: Path, case: PreparedCase, settings: ClassSettings) -> str:
     """compute-sanitizer's word on a failed case (attnbench.judge.diagnose), with the case's judged timeout; its
-    own failure is a note. The class flow asks for it once per submission (`to_diagnose`), whatever runs it."""
+    own failure is a note. The class flow asks for it once per submission (`class_work.to_diagnose`), whatever runs it."""
     limit = settings.limits.limit_for(case.label)
     try:
         return diagnosis(program, Program(program).spec(case.label, case.input_path, case.shape,
@@ -271,17 +235,6 @@ def failure_text(exc: BaseException) -> str:
     return printable(f"the judge could not finish this: {type(exc).__name__}: {exc}")[:300]
 
 
-def built_submission(submission: Submission, build_root: Path, settings: ClassSettings) -> Built:
-    """One submission built (in the sandbox) under build_root; what goes wrong on the judge's side is its row's
-    message, never the class's end (SandboxUnavailable, for --sandbox required, is raised)."""
-    try:
-        return build(submission, build_root, settings.build_timeout_s, settings.sandbox, settings.build)
-    except SandboxUnavailable:
-        raise
-    except Exception as exc:  # noqa: BLE001 - one submission's failure is its row's, never the class's
-        return Built(submission, None, failure_text(exc))
-
-
 def row_of(built: Built, device: str | None, listener: JudgeListener) -> SubmissionRow:
     """A built (or unbuilt) submission's row, not judged yet; `listener` hears that it was built."""
     submission = built.submission
@@ -289,14 +242,6 @@ def row_of(built: Built, device: str | None, listener: JudgeListener) -> Submiss
     message = "; ".join(part for part in (submission.note, built.message, submission.unjudged) if part)
     return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, message,
                          device if built.ok else None, reruns=1)
-
-
-def to_diagnose(row: SubmissionRow, labels: Sequence[str]) -> str | None:
-    """The one case of the row --diagnose runs again: its first failed one (in `labels`' order) whose verdict
-    a memory or launch error explains, or None. Decided once per submission by the class flow, never by the
-    workers (each of which would diagnose a submission again)."""
-    return next((label for label in labels if label in row.entries and row.entries[label].verdict in DIAGNOSED),
-                None)
 
 
 def add_run(row: SubmissionRow, label: str, again: CaseEntry) -> bool:

@@ -1,4 +1,5 @@
-"""How a submission is built: the course's rule, its example Makefile's flags, and old architectures.
+"""How a submission is built: the course's rule, its example Makefile's flags, old architectures, and the
+steps run one after another in the submission's sandbox (`run_steps`) until one builds.
 
 The course says "All of your code should be compiled by `make hw4` with the same Makefile" (2024 and 2025),
 and its example Makefile builds `hw4` with `nvcc -std=c++11 -O3 -Xptxas="-v" -arch=sm_61 -o hw4 hw4.cu -lm`
@@ -24,11 +25,17 @@ import re
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from attnbench.errors import UsageError
-from attnbench.kernels.nvcc import nvcc_architectures
+from attnbench.kernels.nvcc import first_error_lines, nvcc_architectures
+from attnbench.printable import printable
+from attnbench.sandbox.process import ProcessLimits, ProcessOutcome
+from attnbench.sandbox.room import CasePaths, Sandbox
 
+COURSE_EXECUTABLE = "hw4"  # the course's Makefile builds hw4 from hw4.cu
 COURSE_NVFLAGS = ("-std=c++11", "-O3", "-Xptxas=-v")  # the example Makefile's NVFLAGS, less its -arch=sm_61
 COURSE_LDFLAGS = ("-lm",)
 APPEND_ENV = "NVCC_APPEND_FLAGS"  # nvcc reads it on every call: the flag reaches nvcc whatever the Makefile says
@@ -37,6 +44,8 @@ _REFUSED = re.compile(r"Unsupported gpu architecture '([\w.]+)'|Value '([\w.]+)'
                       r"'gpu-(?:architecture|name)'")
 _ARCH = re.compile(r"(sm|compute)_\d+[af]?|native|all|all-major")  # what nvcc's -arch takes
 _NO_HW4_RULE = re.compile(r"No rule to make target ['`]hw4'\.")  # not "..., needed by 'hw4'": that is a missing file
+ERROR_LINES = 3
+MIN_STEP_S = 1.0  # a build step is not started with less of the build's timeout left
 
 
 @dataclass(frozen=True)
@@ -110,6 +119,88 @@ def refused_architecture(stderr: str) -> str | None:
 def no_hw4_target(stderr: str) -> bool:
     """make said the Makefile has no rule for hw4 (and none of its files is missing)."""
     return _NO_HW4_RULE.search(stderr) is not None
+
+
+def build_errors(stderr: str) -> str:
+    """A failed build's first error lines, the compiler's or the shell's before make's own "***" lines."""
+    own = "\n".join(line for line in stderr.splitlines() if not line.lstrip().startswith(("make: ***", "make[")))
+    return first_error_lines(own if own.strip() else stderr, ERROR_LINES)
+
+
+def _build_path() -> str:
+    """PATH for the build: where make, nvcc and cc are on the host (under /usr they are in the sandbox too)."""
+    found = [str(Path(t).parent) for t in (shutil.which(n) for n in ("nvcc", "cc", "make")) if t]
+    return ":".join(dict.fromkeys([*found, "/usr/local/bin", "/usr/bin", "/bin"]))
+
+
+@dataclass
+class BuildAttempts:
+    """The build steps run so far in one submission's folder, against one deadline."""
+
+    sandbox: Sandbox
+    paths: CasePaths
+    limits: ProcessLimits
+    deadline: float
+    said: list[str] = field(default_factory=list)  # what each failed step said, for the row
+    outcome: ProcessOutcome | None = None
+
+    def run(self, step: BuildStep) -> bool:
+        """Run one step in the time left of the build's one timeout; True when it exited 0."""
+        env = [f"{name}={value}" for name, value in sorted(step.env.items())]
+        inside = ["/usr/bin/env", f"PATH={_build_path()}", *env, *step.argv]
+        self.outcome = self.sandbox.run(inside, self.paths, self.deadline - time.monotonic(), self.limits)
+        return self.outcome.returncode == 0 and not self.outcome.timed_out
+
+    @property
+    def may_go_on(self) -> bool:
+        """Whether another step may run: the last one was not stopped at the timeout, and time is left (a
+        Makefile that fails on purpose never buys more than the one --build-timeout)."""
+        timed_out = self.outcome is not None and self.outcome.timed_out
+        return not timed_out and self.deadline - time.monotonic() >= MIN_STEP_S
+
+    @property
+    def stderr(self) -> str:
+        return self.outcome.stderr_tail if self.outcome is not None else ""
+
+    def failed(self, step: BuildStep) -> None:
+        code = self.outcome.returncode if self.outcome is not None else "?"
+        self.said.append(f"{step.says} (exit {code}): {printable(build_errors(self.stderr))}")
+
+
+def run_steps(attempts: BuildAttempts, source: str, how: str, rules: BuildRules, has_cuda: bool) -> BuildStep:
+    """Run the course's steps for a submission (`source`: its file, or hw4.cu in its folder; `how`:
+    `Submission.how`) until one builds; the last one run."""
+    if rules.command:
+        step = user_command(rules)
+        attempts.run(step)
+        return step
+    if how == "cc":
+        step = c_program(source)
+        attempts.run(step)
+        return step
+    if how == "nvcc":
+        step = course_example(source, rules)
+        attempts.run(step)
+        return step
+    step, plain = make_steps(rules)
+    if attempts.run(step):
+        return step
+    if no_hw4_target(attempts.stderr) and attempts.may_go_on:
+        step = plain
+        if attempts.run(step):
+            return step
+    refused = refused_architecture(attempts.stderr)
+    if refused and rules.arch and not rules.arch_given and attempts.may_go_on:
+        attempts.failed(step)
+        step = step.appending(rules.arch)
+        if attempts.run(step):
+            # the build's own output said so: a Makefile can print nvcc's words without running nvcc (red team)
+            return replace(step, says=f"{step.says}: its output said nvcc refused {refused}")
+    if has_cuda and attempts.may_go_on:
+        attempts.failed(step)
+        step = course_example(f"{COURSE_EXECUTABLE}.cu", rules)
+        attempts.run(step)
+    return step
 
 
 def judging_arch() -> str | None:

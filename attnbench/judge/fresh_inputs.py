@@ -98,6 +98,11 @@ def draw(inputs: Sequence[BenchInput]) -> list[BenchInput]:
     return drawn
 
 
+def round_inputs(inputs: Sequence[BenchInput], fresh: bool) -> list[BenchInput]:
+    """A round's inputs (a class's first runs, or a rerun round's): drawn anew when `fresh`, else the suite's."""
+    return draw(inputs) if fresh else list(inputs)
+
+
 def seeds_of(inputs: Sequence[BenchInput]) -> dict[str, str]:
     return {i.label: seed_text(i.seed) for i in inputs if isinstance(i, FreshInput)}
 

@@ -26,33 +26,18 @@ import shutil
 import stat
 import time
 import unicodedata
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from attnbench.judge.course_build import (
-    BuildRules,
-    BuildStep,
-    c_program,
-    course_example,
-    make_steps,
-    no_hw4_target,
-    oldest_arch,
-    refused_architecture,
-    user_command,
-)
-from attnbench.kernels.nvcc import first_error_lines
-from attnbench.printable import printable
-from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, ProgramError
-from attnbench.sandbox.room import CasePaths, Sandbox, SandboxSettings
+from attnbench.judge.course_build import COURSE_EXECUTABLE, BuildAttempts, BuildRules, oldest_arch, run_steps
+from attnbench.sandbox.process import ProcessLimits, ProgramError
+from attnbench.sandbox.room import Sandbox, SandboxSettings
 from attnbench.sandbox.staging import StagingRefused, copy_submission, shown, take_program
 
-COURSE_EXECUTABLE = "hw4"  # the course's Makefile builds hw4 from hw4.cu
 HIP_SOURCE = "hw4.hip"  # the 2025 course's AMD part: judged on its own scoreboard there, never here
 HIP_NOT_JUDGED = "HIP is not judged (the course's AMD part)"
 BUILD_TIMEOUT_S = 300.0
-ERROR_LINES = 3
-MIN_STEP_S = 1.0  # a build step is not started with less of the build's timeout left
 BUILD_FILE_BYTES = 1 << 30  # object files and a fat binary: far above a program's own output limit
 
 
@@ -255,18 +240,6 @@ def find_submissions(named: Sequence[str | Path]) -> list[Submission]:
 
 
 
-def build_errors(stderr: str) -> str:
-    """A failed build's first error lines, the compiler's or the shell's before make's own "***" lines."""
-    own = "\n".join(line for line in stderr.splitlines() if not line.lstrip().startswith(("make: ***", "make[")))
-    return first_error_lines(own if own.strip() else stderr, ERROR_LINES)
-
-
-def _build_path() -> str:
-    """PATH for the build: where make, nvcc and cc are on the host (under /usr they are in the sandbox too)."""
-    found = [str(Path(t).parent) for t in (shutil.which(n) for n in ("nvcc", "cc", "make")) if t]
-    return ":".join(dict.fromkeys([*found, "/usr/local/bin", "/usr/bin", "/bin"]))
-
-
 def _program_after_build(folder: Path, before: set[str]) -> Path | None:
     """The course's hw4 if the build made it (or a link or other thing named so: refused when taken),
     else the one new executable it made."""
@@ -298,76 +271,6 @@ def build(submission: Submission, build_root: Path, timeout_s: float = BUILD_TIM
         return Built(submission, None, f"could not be staged or built: {shown(exc.strerror or str(exc))}")
 
 
-@dataclass
-class _Attempts:
-    """The build steps run so far in one submission's folder, against one deadline."""
-
-    sandbox: Sandbox
-    paths: CasePaths
-    limits: ProcessLimits
-    deadline: float
-    said: list[str] = field(default_factory=list)  # what each failed step said, for the row
-    outcome: ProcessOutcome | None = None
-
-    def run(self, step: BuildStep) -> bool:
-        """Run one step in the time left of the build's one timeout; True when it exited 0."""
-        env = [f"{name}={value}" for name, value in sorted(step.env.items())]
-        inside = ["/usr/bin/env", f"PATH={_build_path()}", *env, *step.argv]
-        self.outcome = self.sandbox.run(inside, self.paths, self.deadline - time.monotonic(), self.limits)
-        return self.outcome.returncode == 0 and not self.outcome.timed_out
-
-    @property
-    def may_go_on(self) -> bool:
-        """Whether another step may run: the last one was not stopped at the timeout, and time is left (a
-        Makefile that fails on purpose never buys more than the one --build-timeout)."""
-        timed_out = self.outcome is not None and self.outcome.timed_out
-        return not timed_out and self.deadline - time.monotonic() >= MIN_STEP_S
-
-    @property
-    def stderr(self) -> str:
-        return self.outcome.stderr_tail if self.outcome is not None else ""
-
-    def failed(self, step: BuildStep) -> None:
-        code = self.outcome.returncode if self.outcome is not None else "?"
-        self.said.append(f"{step.says} (exit {code}): {printable(build_errors(self.stderr))}")
-
-
-def _steps_run(attempts: _Attempts, submission: Submission, rules: BuildRules, has_cuda: bool) -> BuildStep:
-    """Run the course's steps for this submission until one builds; the last one run."""
-    if rules.command:
-        step = user_command(rules)
-        attempts.run(step)
-        return step
-    source = f"{COURSE_EXECUTABLE}.cu" if _is_folder(submission.source) else submission.source.name
-    if submission.how == "cc":
-        step = c_program(source)
-        attempts.run(step)
-        return step
-    if submission.how == "nvcc":
-        step = course_example(source, rules)
-        attempts.run(step)
-        return step
-    step, plain = make_steps(rules)
-    if attempts.run(step):
-        return step
-    if no_hw4_target(attempts.stderr) and attempts.may_go_on:
-        step = plain
-        if attempts.run(step):
-            return step
-    refused = refused_architecture(attempts.stderr)
-    if refused and rules.arch and not rules.arch_given and attempts.may_go_on:
-        attempts.failed(step)
-        step = step.appending(rules.arch)
-        if attempts.run(step):
-            # the build's own output said so: a Makefile can print nvcc's words without running nvcc (red team)
-            return replace(step, says=f"{step.says}: its output said nvcc refused {refused}")
-    if has_cuda and attempts.may_go_on:
-        attempts.failed(step)
-        step = course_example(f"{COURSE_EXECUTABLE}.cu", rules)
-        attempts.run(step)
-    return step
-
-
 def _build(submission: Submission, build_root: Path, timeout_s: float, settings: SandboxSettings | None,
            rules: BuildRules) -> Built:
     if submission.how == "link":
@@ -394,22 +297,24 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         paths = sandbox.prepare(submission.slug, None, files=folder)
         before = {p.name for p in paths.folder.iterdir()}
         limits = ProcessLimits(BUILD_FILE_BYTES, settings.processes, None, int(4 * timeout_s))
-        attempts = _Attempts(sandbox, paths, limits, started + timeout_s)
+        attempts = BuildAttempts(sandbox, paths, limits, started + timeout_s)
         has_cuda = _plain_file(paths.folder / f"{COURSE_EXECUTABLE}.cu")
-        step = _steps_run(attempts, submission, rules, has_cuda)
+        source = f"{COURSE_EXECUTABLE}.cu" if _is_folder(submission.source) else submission.source.name
+        step = run_steps(attempts, source, submission.how, rules, has_cuda)
         outcome = attempts.outcome
         assert outcome is not None
         built = outcome.returncode == 0 and not outcome.timed_out
+        earlier = "; ".join(attempts.said)  # the steps that failed before the one that built
+        if not built:
+            attempts.failed(step)
         made = _program_after_build(paths.folder, before) if built else None
         program = take_program(made, program_folder, COURSE_EXECUTABLE, settings.program_bytes) if made else None
         sandbox.finish(paths)
     finally:
         sandbox.close()
-    earlier = "; ".join(attempts.said)
     if outcome.timed_out:
         return Built(submission, None, f"the build ran past {timeout_s:g} s and was stopped ({step.says})")
     if not built:
-        attempts.failed(step)
         return Built(submission, None, "the build failed: " + "; then ".join(attempts.said))
     if made is None:
         return Built(submission, None, f"{step.says} made no {COURSE_EXECUTABLE} (nor one other executable)")

@@ -453,3 +453,22 @@ def test_without_the_sandbox_no_input_is_staged_for_every_user_to_read(classroom
     board = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=0,
                                      sandbox=api_programs.SandboxSettings(mode="none"))
     assert board.rows and staged == []
+
+
+def test_the_cuda_caches_a_judge_killed_outright_left_are_removed_by_the_next(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    code = "from attnbench.judge.class_flow import cuda_caches; print(cuda_caches(), flush=True)"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    killed = subprocess.Popen([sys.executable, "-c", code + "; import os; os.kill(os.getpid(), 9)"], cwd=root,
+                              env=env, stdout=subprocess.PIPE, text=True)
+    left = Path(killed.stdout.readline().strip())
+    assert killed.wait(timeout=60) == -signal.SIGKILL and (left / ".key").is_file()
+    later = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+                           timeout=60, check=True)
+    made = Path(later.stdout.strip())
+    assert not left.exists() and made.is_dir() and os.stat(made).st_mode & 0o777 == 0o711

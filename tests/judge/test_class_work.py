@@ -12,9 +12,10 @@ import pytest
 
 from attnbench.api import programs as api_programs
 from attnbench.judge.case_verdict import JUDGE_ERROR
-from attnbench.judge.class_work import EntryMade, InputNotDrawn, RunStarted
+from attnbench.judge.class_work import EntryMade, InputNotDrawn, RunStarted, to_diagnose
 from attnbench.spread.devices import CPU_WORKERS_ENV
 from attnbench.spread.executor import ExecutorEvent, JobTold
+from attnbench.results.scoreboard import CaseEntry, SubmissionRow
 from attnbench.spread.pool import GpuPool
 from tests.judge.classes import CASES, ORDER, can_build, class_sandbox, verdicts
 
@@ -272,3 +273,12 @@ def _spied_class(tmp_path: Path, spy_file: str, spy_call: str, slow_rows: int, n
                                         "--sandbox", CLASS_MODE, "--results-dir", str(results), "--name", name])
     assert outcome.exit_code == 0, outcome.output
     return json.loads((results / f"{name}.json").read_text())
+
+
+def test_diagnose_picks_a_rows_first_failed_case_that_a_memory_error_explains():
+    row = SubmissionRow("carol", "carol.c", True, entries={
+        "t01": CaseEntry("PASS", runs_s=[0.1]), "t02": CaseEntry("TIMEOUT"), "t03": CaseEntry("WRONG"),
+        "t04": CaseEntry("CRASH")})
+    assert to_diagnose(row, ["t01", "t02", "t03", "t04"]) == "t03"
+    assert to_diagnose(row, ["t04", "t03"]) == "t04"
+    assert to_diagnose(row, ["t01", "t02"]) is None

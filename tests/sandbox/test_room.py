@@ -214,7 +214,7 @@ def test_the_course_cuda_program_passes_in_the_sandbox(gpu, tmp_path):
 def test_cudas_jit_cache_is_written_by_the_warm_up_only_and_read_by_every_judged_run(tmp_path, mode):
     """A program built as PTX would compile its kernels in every case without it (2 s a case on an H200);
     a writable cache shared by the judged runs would let one run replay another's output."""
-    from attnbench.judge.classroom import cache_of, cuda_caches
+    from attnbench.judge.class_flow import cache_of, cuda_caches
 
     caches = cuda_caches()
     seen = []
@@ -390,7 +390,7 @@ def test_as_root_a_runs_tmp_and_shm_are_capped_in_files_too(tmp_path):
                                   "none"])
 def test_as_root_a_judged_runs_cache_copy_is_capped_in_total_and_unmounted_after(tmp_path, mode):
     """A run once wrote 3.1 GB into its copy of the CUDA cache, on the host's disk, within its time limit."""
-    from attnbench.judge.classroom import cache_of, cuda_caches
+    from attnbench.judge.class_flow import cache_of, cuda_caches
     from attnbench.sandbox import case_disk
     from attnbench.sandbox.jit_cache import CACHE_SLACK_BYTES
 

@@ -359,11 +359,19 @@ def _say_pending(cases: str | Sequence[str], notice: Notice) -> None:
 
 def _say_unlimited(options: JudgeOptions, notice: Notice) -> None:
     """A limits file of the user's that leaves a judged case without a limit says which, before any run."""
-    missing = judging.load_time_limits(options.time_limits).unlimited([i.label for i in judging.cases_for(options.cases)])
+    limits = judging.load_time_limits(options.time_limits)
+    labels = [i.label for i in judging.cases_for(options.cases)]
+    missing, strangers = limits.unlimited(labels), limits.strangers(labels)
     if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        notice(f"{options.time_limits}: no limit for {shown} (no line for it, no `default = seconds`); "
+        notice(f"{options.time_limits}: no limit for {_first_few(missing)} (no line for it, no `default = seconds`); "
                "judged without one")
+    if strangers:
+        notice(f"{options.time_limits}: {_first_few(strangers)} "
+               f"{'names' if len(strangers) == 1 else 'name'} no case of the suite or of --cases; not used")
+
+
+def _first_few(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def _say_no_kernels(options: JudgeOptions, notice: Notice) -> None:

@@ -63,6 +63,11 @@ class TimeLimits:
             return []
         return [label for label in labels if label not in self.limits]
 
+    def strangers(self, labels: list[str]) -> list[str]:
+        """The names a user's file gives a limit that are no case judged here and no case of the suite: a typo
+        (`tO1 = 2`) of a case that is judged is said by `unlimited`, one of a case that is not was said nowhere."""
+        return [name for name in self.limits if name not in labels and name not in SUITE]
+
     def describe(self) -> str:
         if self.source == "course":
             return f"the course's limits ({COURSE_LIMITS_TEXT}), set for a {COURSE_LIMITS_DEVICE}, not for this machine"

@@ -88,7 +88,22 @@ def test_a_judge_says_which_cases_a_users_limits_file_leaves_unlimited(monkeypat
     monkeypatch.setattr(programs, "check_program", lambda program: None)
     programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01", time_limits=str(limits)),
                            notice=said.append)
-    assert said == [f"{limits}: no limit for t01 (no line for it, no `default = seconds`); judged without one"]
+    assert said == [f"{limits}: no limit for t01 (no line for it, no `default = seconds`); judged without one",
+                    f"{limits}: tO1 names no case of the suite or of --cases; not used"]
+
+
+def test_a_judge_says_which_names_of_a_users_limits_file_are_no_case(monkeypatch, tmp_path):
+    """`zz = 2` in a limits file named no case of the suite or of --cases and was used nowhere, without a word;
+    a suite case not judged this time (t30) is no stranger."""
+    said = []
+    limits = tmp_path / "my.toml"
+    limits.write_text("t01 = 2\nt30 = 10\nzz = 2\n")
+    monkeypatch.setattr(programs, "judge_writes", lambda cases: 0)
+    monkeypatch.setattr(programs, "_judged_program", lambda *args, **kwargs: None)
+    monkeypatch.setattr(programs, "check_program", lambda program: None)
+    programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01", time_limits=str(limits)),
+                           notice=said.append)
+    assert said == [f"{limits}: zz names no case of the suite or of --cases; not used"]
 
 
 @pytest.mark.parametrize("field, value", [("timeout", -1.0), ("timeout", float("nan")), ("timeout", "5"),

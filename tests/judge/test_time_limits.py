@@ -53,3 +53,10 @@ def test_a_limits_name_that_is_no_file_says_which_names_attnbench_knows():
     with pytest.raises(ProgramError, match="rtx3070: no such file, and not one of the limits attnbench knows: "
                                            "course, none, course-rtx3070"):
         load_time_limits("rtx3070")
+
+
+def test_the_names_a_users_file_limits_that_are_no_case_here_or_in_the_suite(tmp_path):
+    given = tmp_path / "my.toml"
+    given.write_text("t01 = 2\nt30 = 10\nmine = 1\nzz = 2\ndefault = 5\n")
+    assert load_time_limits(str(given)).strangers(["t01", "mine"]) == ["zz"]
+    assert load_time_limits("course").strangers(["t01"]) == [] and load_time_limits("none").strangers([]) == []

@@ -49,6 +49,19 @@ def _known_shape(ref_path: Path, case: str | None) -> Shape | None:
         return None
 
 
+def _why_no_shape(ref_path: Path, case: str | None) -> str:
+    """Why an input beside the reference told no shape, where one is there (a damaged one was passed over in
+    silence)."""
+    sibling = ref_path.with_suffix(".in")
+    if case is not None or not sibling.is_file() or sibling == ref_path:
+        return ""
+    try:
+        read_checked_shape(sibling)
+    except (TestcaseError, OSError) as exc:
+        return f" (the input beside it is not read: {exc})"
+    return ""
+
+
 def _refuse_an_input_as_reference(path: Path, given: str) -> None:
     """A testcase input given as REF (its header and its size agree) is refused: its bytes compared as an
     output meant nothing, and the same file as OUT and REF passed with exit 0."""
@@ -107,7 +120,8 @@ def verify(
             raise TestcaseError(f"{out}: {got.size * 4} bytes, but the reference {ref_text} has {want.size * 4}; "
                                 "they cannot hold the same output")
         if shape is None:
-            notice("B, N, d unknown: positions are flat element indices (pass --case for batch, row, column)")
+            notice(f"B, N, d unknown{_why_no_shape(ref_path, case)}: positions are flat element indices (pass --case "
+                   "for batch, row, column)")
         try:
             report = compare_outputs(got, want, atol, rtol, shape=shape)
         except ReferenceNotFinite as exc:

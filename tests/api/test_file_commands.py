@@ -117,3 +117,27 @@ def test_verify_and_load_results_from_python_name_an_empty_argument(tmp_path):
             api.verify(**kwargs)
     with pytest.raises(UsageError, match="path is empty"):
         api.load_results("")
+
+
+def test_verify_says_why_the_input_beside_the_reference_told_no_shape(tmp_path):
+    """A damaged t.in beside REF left positions flat with 'B, N, d unknown' and no word of why."""
+    import struct
+
+    import numpy as np
+
+    from attnbench.api import file_commands as files
+
+    values = np.random.default_rng(0).standard_normal(64).astype(np.float32)
+    values.tofile(tmp_path / "t.out")
+    values.tofile(tmp_path / "o.out")
+    (tmp_path / "t.in").write_bytes(struct.pack("<3i", 2, 8, 5) + bytes(100))
+    said = []
+    report, _ = files.verify(tmp_path / "o.out", tmp_path / "t.out", notice=said.append)
+    assert report.passed and report.positions == "flat"
+    assert said == [f"B, N, d unknown (the input beside it is not read: {tmp_path / 't.in'}: header says B=2, N=8, "
+                    "d=5, so the file should be 12 + 12*B*N*d = 972 bytes, but it is 112 bytes): positions are flat "
+                    "element indices (pass --case for batch, row, column)"]
+    (tmp_path / "t.in").unlink()
+    said.clear()
+    files.verify(tmp_path / "o.out", tmp_path / "t.out", notice=said.append)
+    assert said == ["B, N, d unknown: positions are flat element indices (pass --case for batch, row, column)"]

@@ -5,17 +5,19 @@ without the sandbox), so the reference is compiled with it off, and that build (
 stood on the path to a one-program judge's first reference every time. A judge running as root runs
 every program as a uid of its own, in a box or out of one, so a folder root owns and alone can write
 holds only cubins root wrote: the cubin is kept there, named by what built it (source, architecture,
-options, the nvcc that pycuda runs), and read back only while the folder and the file are root's and
-writable by root alone. A judge running as any other user keeps nothing and reads nothing.
+options, the nvcc that pycuda runs), and read back only while the file, its folder and every folder on the
+way from / are root's and no other user can change them (root's judge also writes folders of chosen bytes:
+its staged copy of each submission, so a path another user can redirect could lead to one). A judge running
+as any other user keeps nothing and reads nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import shutil
 import stat
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -23,6 +25,7 @@ from attnbench.locations import cache_dir
 
 FOLDER_NAME = "reference-kernels"
 _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def root_cubin(source: str, arch: str, options: list[str], build: Callable[[], bytes]) -> bytes:
@@ -30,27 +33,59 @@ def root_cubin(source: str, arch: str, options: list[str], build: Callable[[], b
     if os.geteuid() != 0:
         return build()
     folder = _folder()
-    path = folder / f"{_key(source, arch, options)}.cubin" if folder is not None else None
-    kept = _read_root_only(path) if path is not None else None
-    if kept is not None:
-        return kept
-    cubin = build()
-    if path is not None:
-        _keep(path, cubin)
-    return cubin
-
-
-def _folder() -> Path | None:
-    """The kept cubins' folder, made root's 0700 where missing; None where it is not root's alone."""
-    folder = cache_dir() / FOLDER_NAME
+    if folder is None:
+        return build()
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        found = os.lstat(folder)
+        name = f"{_key(source, arch, options)}.cubin"
+        kept = _read_root_only(folder, name)
+        if kept is not None:
+            return kept
+        cubin = build()
+        _keep(folder, name, cubin)
+        return cubin
+    finally:
+        os.close(folder)
+
+
+def _folder() -> int | None:
+    """A descriptor of the kept cubins' folder, made root's 0700 where missing; None where it, or any folder
+    on the way to it from /, is not root's, or could be changed by another user: each step opened below the
+    one before (O_NOFOLLOW: a link on the way keeps nothing; it costs a build). Checking only the last folder
+    let a user who owns one above it (ATTNBENCH_CACHE there, or ~/.cache under sudo -E) swap what is below
+    for a link to a folder root made and alone writes, holding bytes the user chose: root's staged copy of a
+    submission (red team)."""
+    parts = Path(os.path.abspath(cache_dir() / FOLDER_NAME)).parts
+    try:
+        folder = os.open("/", _FOLDER)
     except OSError:
         return None
-    if not stat.S_ISDIR(found.st_mode) or found.st_uid != 0 or found.st_mode & _OTHERS_WRITE:
+    for depth, part in enumerate(parts[1:], start=2):
+        last = depth == len(parts)
+        try:
+            if not _root_only(os.fstat(folder), sticky_allowed=True):
+                raise OSError("a folder on the way another user can change")
+            try:
+                below = os.open(part, _FOLDER, dir_fd=folder)
+            except FileNotFoundError:
+                os.mkdir(part, 0o700 if last else 0o755, dir_fd=folder)
+                below = os.open(part, _FOLDER, dir_fd=folder)
+        except OSError:
+            os.close(folder)
+            return None
+        os.close(folder)
+        folder = below
+    if not _root_only(os.fstat(folder), sticky_allowed=False):
+        os.close(folder)
         return None
     return folder
+
+
+def _root_only(facts: os.stat_result, sticky_allowed: bool) -> bool:
+    """A folder root owns that no other user can change (one all may write with the sticky bit, as /tmp, lets
+    no other user rename or remove root's entries in it: allowed on the way)."""
+    if not stat.S_ISDIR(facts.st_mode) or facts.st_uid != 0:
+        return False
+    return not facts.st_mode & _OTHERS_WRITE or (sticky_allowed and bool(facts.st_mode & stat.S_ISVTX))
 
 
 def _key(source: str, arch: str, options: list[str]) -> str:
@@ -74,10 +109,10 @@ def _nvcc_identity() -> str:
     return f"{real}:{facts.st_size}:{facts.st_mtime_ns}"
 
 
-def _read_root_only(path: Path) -> bytes | None:
+def _read_root_only(folder: int, name: str) -> bytes | None:
     """The file's bytes where it is a plain file of one link that root owns and alone can write; else None."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        descriptor = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
     except OSError:
         return None
     with os.fdopen(descriptor, "rb") as kept:
@@ -88,20 +123,21 @@ def _read_root_only(path: Path) -> bytes | None:
         return kept.read()
 
 
-def _keep(path: Path, cubin: bytes) -> None:
+def _keep(folder: int, name: str, cubin: bytes) -> None:
     """Written whole beside, then renamed into place (a reader sees the old file or the new one); a failure
     to keep it costs the next judge a build, nothing more."""
+    temporary = f".kept-{secrets.token_hex(8)}"
     try:
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".kept-")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             0o600, dir_fd=folder)
     except OSError:
         return
     try:
         with os.fdopen(descriptor, "wb") as kept:
             kept.write(cubin)
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, path)
+        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
     except OSError:
         try:
-            os.unlink(temporary)
+            os.unlink(temporary, dir_fd=folder)
         except OSError:
             pass

@@ -84,3 +84,48 @@ def test_a_cache_that_cannot_be_made_costs_a_build_nothing_more(monkeypatch, tmp
     (tmp_path / "a-file").write_text("not a folder")
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "a-file"))
     assert root_cubins.root_cubin("source", "sm_90", [], lambda: b"built") == b"built"
+
+
+def staged_cubin(tmp_path, planted: bytes):
+    """Root's own copy of a submission holding reference-kernels/KEY.cubin, as every class build stages one
+    (root-owned, mode 0644, one link): chosen bytes in a folder root owns and alone writes."""
+    from attnbench.sandbox.staging import copy_submission
+
+    submission = tmp_path / "submission"
+    (submission / root_cubins.FOLDER_NAME).mkdir(parents=True)
+    key = root_cubins._key("source", "sm_90", ["-O3"])
+    (submission / root_cubins.FOLDER_NAME / f"{key}.cubin").write_bytes(planted)
+    (tmp_path / "build-root").mkdir(mode=0o700)
+    copy_submission(submission, tmp_path / "build-root" / "files")
+    return tmp_path / "build-root" / "files"
+
+
+@pytest.mark.parametrize("how", ["a folder above another's", "a link above"])
+def test_a_cache_reached_through_what_another_user_can_change_is_never_read(monkeypatch, tmp_path, how):
+    """Another user who owns a folder above the cache (ATTNBENCH_CACHE in it, or ~/.cache under sudo -E)
+    swaps what is below it for a link to root's staged copy of a submission: that copy is root's alone, so
+    checking the folder and the file let its planted cubin be the yardstick."""
+    staged = staged_cubin(tmp_path, b"planted: passes anything")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "cache").symlink_to(staged)
+    if how == "a folder above another's":
+        os.chown(theirs, 65534, 65534)
+        monkeypatch.setenv(CACHE_ENV, str(theirs / "cache"))
+    else:  # a link another user made in a folder all may write (/tmp), named by ATTNBENCH_CACHE
+        theirs.chmod(0o1777)
+        os.lchown(theirs / "cache", 65534, 65534)
+        monkeypatch.setenv(CACHE_ENV, str(theirs / "cache"))
+    assert root_cubins.root_cubin("source", "sm_90", ["-O3"], lambda: b"built") == b"built"
+    assert (staged / root_cubins.FOLDER_NAME).stat().st_uid == 0  # the planted copy was root's alone
+
+
+def test_a_cache_below_a_folder_another_user_owns_is_neither_read_nor_written(monkeypatch, tmp_path):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    monkeypatch.setenv(CACHE_ENV, str(theirs / "cache"))
+    made = []
+    for _ in range(2):
+        assert root_cubins.root_cubin("source", "sm_90", ["-O3"], lambda: made.append(1) or b"built") == b"built"
+    assert len(made) == 2 and not (theirs / "cache" / root_cubins.FOLDER_NAME).exists()

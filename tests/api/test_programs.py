@@ -1,5 +1,7 @@
 """The judge API: how much it will write, said before it writes it; the options a judge takes."""
 
+from pathlib import Path
+
 import pytest
 
 from attnbench.api import programs
@@ -78,16 +80,22 @@ def test_an_empty_launcher_arch_or_build_command_is_refused(option, field):
         programs.JudgeOptions(programs=("./hw4.cu",), **{field: " "})
 
 
-def test_a_judge_says_which_cases_a_users_limits_file_leaves_unlimited(monkeypatch, tmp_path):
-    """`--time-limits my.toml` with a typo (`tO1 = 2`) judged t01 without a limit and without a word."""
-    said = []
+def said_before_judging_t01(limits_text: str, monkeypatch, tmp_path) -> tuple[Path, list[str]]:
+    """The notes a one-program judge of t01 gives before any run, with a limits file holding `limits_text`."""
+    said: list[str] = []
     limits = tmp_path / "my.toml"
-    limits.write_text("tO1 = 2\n")
+    limits.write_text(limits_text)
     monkeypatch.setattr(programs, "judge_writes", lambda cases: 0)
     monkeypatch.setattr(programs, "_judged_program", lambda *args, **kwargs: None)
     monkeypatch.setattr(programs, "check_program", lambda program: None)
     programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01", time_limits=str(limits)),
                            notice=said.append)
+    return limits, said
+
+
+def test_a_judge_says_which_cases_a_users_limits_file_leaves_unlimited(monkeypatch, tmp_path):
+    """`--time-limits my.toml` with a typo (`tO1 = 2`) judged t01 without a limit and without a word."""
+    limits, said = said_before_judging_t01("tO1 = 2\n", monkeypatch, tmp_path)
     assert said == [f"{limits}: no limit for t01 (no line for it, no `default = seconds`); judged without one",
                     f"{limits}: tO1 names no case of the suite or of --cases; not used"]
 
@@ -95,14 +103,7 @@ def test_a_judge_says_which_cases_a_users_limits_file_leaves_unlimited(monkeypat
 def test_a_judge_says_which_names_of_a_users_limits_file_are_no_case(monkeypatch, tmp_path):
     """`zz = 2` in a limits file named no case of the suite or of --cases and was used nowhere, without a word;
     a suite case not judged this time (t30) is no stranger."""
-    said = []
-    limits = tmp_path / "my.toml"
-    limits.write_text("t01 = 2\nt30 = 10\nzz = 2\n")
-    monkeypatch.setattr(programs, "judge_writes", lambda cases: 0)
-    monkeypatch.setattr(programs, "_judged_program", lambda *args, **kwargs: None)
-    monkeypatch.setattr(programs, "check_program", lambda program: None)
-    programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01", time_limits=str(limits)),
-                           notice=said.append)
+    limits, said = said_before_judging_t01("t01 = 2\nt30 = 10\nzz = 2\n", monkeypatch, tmp_path)
     assert said == [f"{limits}: zz names no case of the suite or of --cases; not used"]
 
 

@@ -237,6 +237,7 @@ def class_sandbox(settings: SandboxSettings) -> SandboxSettings:
 def class_history(folder: str | Path, cases: list[str] | None = None) -> list[HistoryRow]:
     """Every scoreboard saved in a results folder, per submission its best and latest run (of the runs on
     `cases`, by default the latest run's)."""
+    refuse_empty("folder", folder, "the results folder of the class's saved scoreboards")
     return history(load_boards(folder), cases)
 
 
@@ -244,6 +245,7 @@ def resume_class(folder: str | Path, listener: JudgeListener | None = None,
                  checkpoint: Checkpoint | None = None) -> Scoreboard:
     """Finish a class judged over Slurm from its jobs folder: its flow runs again on the inputs it drew, what
     came back is kept, the rest resubmitted."""
+    refuse_empty("folder", folder, "the class's Slurm jobs folder")
     request, carrier = resumed_slurm_class(folder)
     return _judged(request, listener, checkpoint, no_progress, carrier)
 
@@ -418,6 +420,7 @@ def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_p
 
 def new_kernel(name: str, folder: str | Path = ".") -> StarterFiles:
     """Write NAME.cu (a simple, correct starting kernel) and its launch facts in attnbench.toml."""
+    refuse_empty("folder", folder, "the folder to write in (\".\" for this one)")
     return write_starter(name, Path(folder))
 
 

@@ -123,3 +123,14 @@ def test_a_gpu_reference_that_failed_over_to_the_cpu_is_said_once_the_judge_is_d
     programs.judge_submissions(programs.JudgeOptions(programs=("./class",), cases="t01"), notice=said.append)
     assert len(said) == 2 and all(line.startswith("the GPU reference failed (LogicError: invalid context): the "
                                                   "float64 references were made on this machine's CPU") for line in said)
+
+
+@pytest.mark.parametrize("call", [lambda: programs.class_history(""), lambda: programs.resume_class(" "),
+                                  lambda: programs.new_kernel("k9", "")])
+def test_an_empty_folder_is_refused_not_read_as_the_working_one(call, tmp_path, monkeypatch):
+    """class_history("") read the working folder's scoreboards ([] and no word), new_kernel(name, "") wrote
+    there, and resume_class("") said ": not an attnbench class jobs folder" of a name it never showed."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match=r"^folder is empty"):
+        call()
+    assert list(tmp_path.iterdir()) == []

@@ -171,6 +171,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
         raise click.UsageError("give --variants and --cases (or --against a saved run to repeat it)")
     if not no_save:
         check_results_folder(results_dir)  # before the first measurement, not after it
+    _refuse_plots_without_matplotlib(plot)
     plan = api.plan_compare(api.CompareOptions(
         variants=variant_selector, cases=case_selector, baseline=baseline, timing=timing_from(timing), device=device,
         atol=atol, rtol=rtol, same_within=same_within, against=against_path, fail_slower=fail_slower,
@@ -179,6 +180,15 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
     outcome = _run_saving_partial("compare", lambda listener: plan.run(listener, notice), results_dir, name, no_save,
                                   plan.save_selector)
     _render_compare(outcome, same_within, results_dir, name, no_save, plot, as_json)
+
+
+def _refuse_plots_without_matplotlib(plot: bool) -> None:
+    """--plot where matplotlib is not installed: PlotsUnavailable (exit 3) before the first measurement. The run
+    went on for its whole length, then said "no plots written" in a warning and exited 0."""
+    if plot:
+        from attnbench.output.plots.figures import pyplot
+
+        pyplot()
 
 
 @click.command()
@@ -226,6 +236,7 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
     placement = placement_from(timing, results_dir)
     if not no_save:
         check_results_folder(results_dir)  # before the first measurement, not after it
+    _refuse_plots_without_matplotlib(plot)
     timing_options_ = timing_from(timing)
 
     def call(listener: MatrixProgress) -> api.ResultSet:

@@ -68,7 +68,7 @@ def _run_saving_partial(title: str, call: Callable[[MatrixProgress], Outcome], r
 
 
 def _render_compare(outcome: api.CompareOutcome, same_within: float, results_dir: str, name: str | None,
-                    no_save: bool, plot: bool, as_json: bool = False) -> None:
+                    no_save: bool, plot: bool, as_json: bool = False, ladder_asked: bool = False) -> None:
     """The matrix, the ladder, the problems, the saved files, the verdicts against the saved run; then exit.
     With `as_json`, stdout carries only the run's JSON (the saved file's records); the rest goes to stderr."""
     result = outcome.result
@@ -89,6 +89,9 @@ def _render_compare(outcome: api.CompareOutcome, same_within: float, results_dir
     print_matrix(result, result.baseline, same_within, title)
     for case, steps in outcome.ladder.items():
         print_table(result_tables.ladder_table(f"ladder on {case}", steps))
+    if ladder_asked and not outcome.ladder:  # the option printed nothing and said nothing
+        notice("--ladder: no ladder view: no case has two timed variants of the ladder (`attnbench list` gives its "
+               "order) to set one against the other")
     print_problems(result)
     if not no_save:
         save_run(result, results_dir, name, outcome.save_selector, plot)
@@ -179,7 +182,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
         resume=resume_folder, command=command_line(), sandbox=sandbox_mode, **placement))
     outcome = _run_saving_partial("compare", lambda listener: plan.run(listener, notice), results_dir, name, no_save,
                                   plan.save_selector)
-    _render_compare(outcome, same_within, results_dir, name, no_save, plot, as_json)
+    _render_compare(outcome, same_within, results_dir, name, no_save, plot, as_json, show_ladder)
 
 
 def _refuse_plots_without_matplotlib(plot: bool) -> None:

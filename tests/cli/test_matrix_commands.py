@@ -237,3 +237,11 @@ def test_plot_without_matplotlib_is_refused_before_the_first_measurement(cli, tm
         assert result.exit_code == 3 and result.output.count("\n") == 1, result.output
         assert "pip install -e '.[plot]'" in result.output
     assert measured == [] and list(tmp_path.iterdir()) == []
+
+
+def test_ladder_with_no_two_timed_ladder_steps_says_why_no_view_is_printed(cli):
+    """`compare -v cpu --ladder` printed no ladder view and said nothing of the option it had taken."""
+    result = cli("compare", "-v", "cpu", "-c", "odd_17x48", "--reps", "3", "--no-save", "--ladder")
+    assert result.exit_code == 0 and "--ladder: no ladder view" in result.output, result.output
+    plain = cli("compare", "-v", "cpu", "-c", "odd_17x48", "--reps", "3", "--no-save")
+    assert "ladder" not in plain.output

@@ -29,6 +29,8 @@ def _listed(given: str | Sequence[int], name: str) -> str:
         raise ValueError(f"{name}={given!r}: give text such as '64,128' or a list of whole numbers") from None
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
         raise ValueError(f"{name}={given!r}: a list of whole numbers, such as [64, 128]")
+    if any(v < 1 for v in items):  # sizes=[-3] became the text "-3", read as a range: "--sizes '': not a whole number"
+        raise ValueError(f"{name}={given!r}: a list of whole numbers >= 1, such as [64, 128]")
     return ",".join(str(v) for v in items)
 
 

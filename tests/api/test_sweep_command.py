@@ -36,3 +36,11 @@ def test_an_argument_the_axis_does_not_read_is_refused_not_dropped(what, given, 
     (the command line refuses it), and device=1 with host variants only was taken as compare never takes it."""
     with pytest.raises(UsageError, match=re.escape(said)):
         api.sweep(what, ["cpu"], timing=api.TimingOptions(reps=2), **given)
+
+
+@pytest.mark.parametrize("what, given", [("square", {"sizes": [-3]}), ("n", {"values": [16, -32]})])
+def test_a_negative_size_in_a_list_is_named_as_given(what, given):
+    """sizes=[-3] became the text "-3", read as a range, and the error said "--sizes '': not a whole number"."""
+    name, value = next(iter(given.items()))
+    with pytest.raises(UsageError, match=re.escape(f"{name}={value!r}: a list of whole numbers >= 1")):
+        api.sweep(what, ["cpu"], **given)

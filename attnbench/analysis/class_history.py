@@ -54,7 +54,12 @@ def load_boards(folder: str | Path) -> list[Scoreboard]:
         try:
             board = load_scoreboard(file)
         except ResultsError as exc:
-            if _claims_a_scoreboard(file):  # a damaged run of the class: skipped, it vanished from the history
+            version = _scoreboard_version(file)
+            if version is not None and version > SCOREBOARD_VERSION:  # a newer attnbench's run: it vanished
+                # from the history without a word, its latest run among them
+                raise ResultsError(f"{file}: a scoreboard of version {version}, newer than this attnbench reads "
+                                   f"({SCOREBOARD_VERSION}); upgrade attnbench, or move it out of {folder}") from None
+            if version == SCOREBOARD_VERSION:  # a damaged run of the class: skipped, it vanished from the history
                 why = str(exc).partition(" (")[2].rstrip(")") or str(exc)
                 raise ResultsError(f"{file}: a saved scoreboard, damaged ({why}): restore it, or move it out of "
                                    f"{folder} to see the history without it") from None
@@ -68,15 +73,16 @@ def load_boards(folder: str | Path) -> list[Scoreboard]:
 _SCOREBOARD_HEAD = re.compile(rb'\A\s*\{\s*"version":\s*\d+,\s*"kind":\s*"scoreboard"')
 
 
-def _claims_a_scoreboard(file: Path) -> bool:
-    """Whether a file that did not load is a scoreboard of this version (damaged), not another command's JSON."""
+def _scoreboard_version(file: Path) -> int | None:
+    """The version a file that did not load claims as a scoreboard (this one's: damaged; a larger one: a newer
+    attnbench's), or None for another command's JSON."""
     try:
         with file.open("rb") as handle:
             head = handle.read(200)
     except OSError:
-        return False
+        return None
     found = _SCOREBOARD_HEAD.match(head)
-    return bool(found) and int(re.search(rb"\d+", found.group()).group()) == SCOREBOARD_VERSION
+    return int(re.search(rb"\d+", found.group()).group()) if found else None
 
 
 def _run(board: Scoreboard, row: SubmissionRow) -> RunOf:

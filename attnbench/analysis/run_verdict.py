@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from attnbench.results.measurement import Measurement
 
@@ -50,3 +51,13 @@ class RunOutcome:
     @classmethod
     def of(cls, measurement: Measurement, out: str | os.PathLike | None) -> RunOutcome:
         return cls(measurement, tuple(run_problems(measurement, out)), run_exit_status(measurement))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The measurement's record with the run's problems and exit status beside it (the docs promise every
+        returned object a to_dict and a from_dict)."""
+        return {"measurement": self.measurement.to_dict(), "problems": list(self.problems),
+                "exit_status": self.exit_status}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunOutcome:
+        return cls(Measurement.from_dict(data["measurement"]), tuple(data["problems"]), int(data["exit_status"]))

@@ -21,6 +21,7 @@ from attnbench.locations import data_dir
 from attnbench.results.resultset import ResultKind, ResultSet
 from attnbench.results.run_settings import RunSettings
 from attnbench.sandbox import MODES as SANDBOX_MODES
+from attnbench.sandbox.reaper import subreaper_restored
 from attnbench.spread.executor import Listener
 
 
@@ -124,6 +125,7 @@ def compare(
     check_rule = CourseRule(atol, rtol)
     record = {"policy": timing.record(), "baseline": baseline or (timed or names)[0], "command": command,
               "settings": RunSettings(check_rule.describe(), atol, rtol, same_within).to_dict()}
-    return placed_matrix(ResultKind.COMPARE, chosen, inputs, timing.policy_for, check_rule,
-                         placement(gpus, executor, slurm), record, listener, notice, before_run,
-                         program_sandbox=sandbox, open_here=lambda: open_gpu_for(chosen, device), device=device)
+    with subreaper_restored():  # an exe: program's run makes this process its orphans' reaper, for the run only
+        return placed_matrix(ResultKind.COMPARE, chosen, inputs, timing.policy_for, check_rule,
+                             placement(gpus, executor, slurm), record, listener, notice, before_run,
+                             program_sandbox=sandbox, open_here=lambda: open_gpu_for(chosen, device), device=device)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from attnbench.api.empty_arguments import refuse_empty
 from attnbench.api.notices import Notice
 from attnbench.backends import gpu as gpu_backend
 from attnbench.cases.inputs import ProgressFactory, inputs_for, no_progress, resolve
@@ -73,6 +74,7 @@ class ProfileRun:
 def profile(case: str, variants: Sequence[str], raw_metrics: Sequence[str] = (), *, device: int = 0, warmup: int = 1,
             max_launches: int = 50, command: str | None = None, notice: Notice = lambda text: None) -> ProfileRun:
     """Each variant's pass after warm-up under Nsight Compute (`--clock-control none`), in its own process."""
+    refuse_empty("case", case, "a suite case or an input file")
     label, shape = _shape_of(case)
     chosen = [_gpu_variant(v, "profile") for v in variants]
     for variant in chosen:
@@ -136,6 +138,9 @@ class InfoReport:
 def info(variant_name: str, case: str | None = None, shape: Shape | None = None, arch: str = "sm_90",
          progress: ProgressFactory = no_progress) -> InfoReport:
     """The compiler's figures, launch geometry and theoretical occupancy of a variant on a shape."""
+    if case is not None and shape is not None:  # the shape won and the case was dropped without a word
+        raise UsageError("--case and --shape both give the shape; give one of them")
+    refuse_empty("case", case, "a suite case or an input file")
     variant = _gpu_variant(variant_name, "info")
     model = gpu_model(arch)
     refusal = variant.gpu_refusal(capability_of(model.arch))
@@ -204,6 +209,8 @@ def variant_listing(head_dim: int = 64, resources: bool = True, progress: Progre
     """The built-in variants in ladder order, then the user's, each followed by its flavours; with
     `resources` and nvcc present, each compiled kernel's registers, shared memory and spills for
     `head_dim` on the GPU found (sm_90 when there is none)."""
+    if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 1:  # as --head-dim's range
+        raise UsageError(f"head_dim={head_dim!r}: give a whole number >= 1")
     variants = with_flavours(all_variants())
     figures: dict[str, tuple[Shape | None, dict[str, KernelResources]]] = {}
     arch = "sm_90"
@@ -237,6 +244,7 @@ def roofs(cases: Sequence[str] = (), gpu: str | None = None, saved: str | None =
     """Each case's roof on the card `gpu` names (a key of `card_peaks.toml`, or a device name); with `saved`, a
     saved compare's inputs (or those of `cases` it holds) and the share of the roof each of its cells reached,
     on the card it was measured on unless `gpu` says another. No GPU needed."""
+    refuse_empty("saved", saved, "a saved compare's JSON file")
     if saved is None:
         if gpu is None or not cases:
             raise UsageError("give the cases and --gpu (the card), or --saved RESULT.json")

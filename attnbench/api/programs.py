@@ -42,6 +42,7 @@ from attnbench.results.metadata import collect
 from attnbench.results.resultset import ResultSet
 from attnbench.results.scoreboard import Scoreboard
 from attnbench.sandbox import oom_priority
+from attnbench.sandbox.reaper import subreaper_restored
 from attnbench.sandbox.process import MAX_WAIT_S, ProgramError, check_program
 from attnbench.sandbox.room import MODES as SANDBOX_MODES
 from attnbench.sandbox.room import Confinement, SandboxSettings, SandboxUnavailable
@@ -84,7 +85,7 @@ def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str 
 def _judged_program(options: JudgeOptions, progress: ProgressFactory, listener: JudgeListener | None,
                     opened: Callable[[Confinement], None] | None) -> tuple[judging.Judgement, ResultSet]:
     """`judge` of the one program `options` names, its phases timed."""
-    with timing() as clock:
+    with subreaper_restored(), timing() as clock:
         judgement, result = _judge_one(options, progress, listener, opened)
     judgement.cost = clock.cost(judgement.program_runs_s)
     result.settings.judge_cost = judgement.cost.to_dict()
@@ -178,7 +179,7 @@ def _judged(request: ClassRequest, listener: JudgeListener | None, checkpoint: C
             progress: ProgressFactory, carrier: Carrier | None = None) -> Scoreboard:
     """The class judged by its one flow, its phases timed (board.cost) and a program that exhausts memory
     killed, not the judge."""
-    with oom_priority.judge_last() as lowered, timing() as clock:
+    with subreaper_restored(), oom_priority.judge_last() as lowered, timing() as clock:
         board = judge_class_flow(request, listener or hears_nothing, checkpoint, progress, carrier)
         board.cost = clock.cost(sum(row.program_s for row in board.rows))
     board.settings["oom_killer"] = (
@@ -237,6 +238,7 @@ def class_sandbox(settings: SandboxSettings) -> SandboxSettings:
 def class_history(folder: str | Path, cases: list[str] | None = None) -> list[HistoryRow]:
     """Every scoreboard saved in a results folder, per submission its best and latest run (of the runs on
     `cases`, by default the latest run's)."""
+    refuse_empty("folder", folder, "the results folder of the class's saved scoreboards")
     return history(load_boards(folder), cases)
 
 
@@ -244,6 +246,7 @@ def resume_class(folder: str | Path, listener: JudgeListener | None = None,
                  checkpoint: Checkpoint | None = None) -> Scoreboard:
     """Finish a class judged over Slurm from its jobs folder: its flow runs again on the inputs it drew, what
     came back is kept, the rest resubmitted."""
+    refuse_empty("folder", folder, "the class's Slurm jobs folder")
     request, carrier = resumed_slurm_class(folder)
     return _judged(request, listener, checkpoint, no_progress, carrier)
 
@@ -426,6 +429,7 @@ def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_p
 
 def new_kernel(name: str, folder: str | Path = ".") -> StarterFiles:
     """Write NAME.cu (a simple, correct starting kernel) and its launch facts in attnbench.toml."""
+    refuse_empty("folder", folder, "the folder to write in (\".\" for this one)")
     return write_starter(name, Path(folder))
 
 

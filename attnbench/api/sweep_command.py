@@ -29,7 +29,24 @@ def _listed(given: str | Sequence[int], name: str) -> str:
         raise ValueError(f"{name}={given!r}: give text such as '64,128' or a list of whole numbers") from None
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
         raise ValueError(f"{name}={given!r}: a list of whole numbers, such as [64, 128]")
+    if any(v < 1 for v in items):  # sizes=[-3] became the text "-3", read as a range: "--sizes '': not a whole number"
+        raise ValueError(f"{name}={given!r}: a list of whole numbers >= 1, such as [64, 128]")
     return ",".join(str(v) for v in items)
+
+
+# The arguments each axis reads, with the defaults that stand for "not given": from Python, one given for another
+# axis (square with values=[3], N with lab_timing=True) was dropped without a word, as the command line never does.
+_AXIS_ARGUMENTS = {"square": ("sizes", "lab_timing"), "N": ("values", "batch", "head_dim"),
+                   "d": ("values", "batch", "seq_len")}
+_NOT_GIVEN = {"sizes": "all", "lab_timing": False, "values": None, "batch": None, "seq_len": 2048, "head_dim": 64}
+
+
+def _refuse_arguments_of_other_axes(axis: str, given: dict[str, object]) -> None:
+    ignored = [name for name, value in given.items()
+               if name not in _AXIS_ARGUMENTS[axis] and value != _NOT_GIVEN[name]]
+    if ignored:
+        raise UsageError(f"sweep {axis} does not use {', '.join(f'{n}={given[n]!r}' for n in ignored)}; drop "
+                         f"{'it' if len(ignored) == 1 else 'them'}")
 
 
 def sweep(
@@ -58,7 +75,11 @@ def sweep(
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     axis = swept.name
+    _refuse_arguments_of_other_axes(axis, {"sizes": sizes, "lab_timing": lab_timing, "values": values, "batch": batch,
+                                           "seq_len": seq_len, "head_dim": head_dim})
     chosen = variants_for(variants if isinstance(variants, str) else ",".join(variants))
+    if device != 0 and not any(v.kind.needs_gpu for v in chosen):  # as compare: a GPU no cell would touch
+        raise UsageError(f"--device {device}: none of {', '.join(v.name for v in chosen)} runs on a GPU; drop --device")
     baseline = baseline_name(baseline, chosen)
     try:
         if swept.default_values is None:

@@ -42,7 +42,8 @@ def import_torch() -> Any:
         import torch
     except ImportError:
         raise PeerUnavailable(
-            "the torch peer needs PyTorch, which is not installed here: install a CUDA build of torch, "
+            "the torch peer needs PyTorch, which is not installed here: install a CUDA build of torch (the "
+            "triton extra brings one: `pip install -e '.[gpu,triton]'`), "
             "or leave torch out of --variants"
         ) from None
     if not torch.cuda.is_available():

@@ -229,6 +229,9 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
                  as_json: bool) -> None:
     """A class: build, judge, rank, rerun the top; print the scoreboard and save it (row by row as it is judged).
     With `as_json` standard output carries only the scoreboard's JSON."""
+    if with_html and not no_save and Path(options.results_dir).is_dir():  # the page shows the folder's history: a
+        # damaged or newer scoreboard there is said before the class is judged, not after its files are saved
+        api_programs.class_history(options.results_dir)
     saver = RowByRow(options.results_dir, lambda board: name or class_stem(board, options.cases), with_html)
     board = api_programs.judge_submissions(options, progress=progress_bar, listener=judge_progress, notice=notice,
                                            checkpoint=None if no_save or options.resume else saver)

@@ -68,7 +68,7 @@ def _run_saving_partial(title: str, call: Callable[[MatrixProgress], Outcome], r
 
 
 def _render_compare(outcome: api.CompareOutcome, same_within: float, results_dir: str, name: str | None,
-                    no_save: bool, plot: bool, as_json: bool = False) -> None:
+                    no_save: bool, plot: bool, as_json: bool = False, ladder_asked: bool = False) -> None:
     """The matrix, the ladder, the problems, the saved files, the verdicts against the saved run; then exit.
     With `as_json`, stdout carries only the run's JSON (the saved file's records); the rest goes to stderr."""
     result = outcome.result
@@ -89,6 +89,9 @@ def _render_compare(outcome: api.CompareOutcome, same_within: float, results_dir
     print_matrix(result, result.baseline, same_within, title)
     for case, steps in outcome.ladder.items():
         print_table(result_tables.ladder_table(f"ladder on {case}", steps))
+    if ladder_asked and not outcome.ladder:  # the option printed nothing and said nothing
+        notice("--ladder: no ladder view: no case has two timed variants of the ladder (`attnbench list` gives its "
+               "order) to set one against the other")
     print_problems(result)
     if not no_save:
         save_run(result, results_dir, name, outcome.save_selector, plot)
@@ -171,6 +174,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
         raise click.UsageError("give --variants and --cases (or --against a saved run to repeat it)")
     if not no_save:
         check_results_folder(results_dir)  # before the first measurement, not after it
+    _refuse_plots_without_matplotlib(plot)
     plan = api.plan_compare(api.CompareOptions(
         variants=variant_selector, cases=case_selector, baseline=baseline, timing=timing_from(timing), device=device,
         atol=atol, rtol=rtol, same_within=same_within, against=against_path, fail_slower=fail_slower,
@@ -178,7 +182,16 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
         resume=resume_folder, command=command_line(), sandbox=sandbox_mode, **placement))
     outcome = _run_saving_partial("compare", lambda listener: plan.run(listener, notice), results_dir, name, no_save,
                                   plan.save_selector)
-    _render_compare(outcome, same_within, results_dir, name, no_save, plot, as_json)
+    _render_compare(outcome, same_within, results_dir, name, no_save, plot, as_json, show_ladder)
+
+
+def _refuse_plots_without_matplotlib(plot: bool) -> None:
+    """--plot where matplotlib is not installed: PlotsUnavailable (exit 3) before the first measurement. The run
+    went on for its whole length, then said "no plots written" in a warning and exited 0."""
+    if plot:
+        from attnbench.output.plots.figures import pyplot
+
+        pyplot()
 
 
 @click.command()
@@ -226,6 +239,7 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
     placement = placement_from(timing, results_dir)
     if not no_save:
         check_results_folder(results_dir)  # before the first measurement, not after it
+    _refuse_plots_without_matplotlib(plot)
     timing_options_ = timing_from(timing)
 
     def call(listener: MatrixProgress) -> api.ResultSet:

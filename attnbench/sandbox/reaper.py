@@ -16,10 +16,13 @@ import os
 import select
 import signal
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
 _SWEEP_S = 3.0  # how long the sweep keeps killing before it reports what is left
 _RESCAN_S = 0.05  # the longest wait for killed processes to exit before the sweep looks again
 
@@ -39,6 +42,24 @@ def become_subreaper() -> bool:
         return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+@contextmanager
+def subreaper_restored() -> Iterator[None]:
+    """Within the block this process may become its orphans' subreaper (each program run makes it one); after
+    it, it is one only if it was before: a long-lived caller that judged once from Python (a notebook) stayed
+    every orphan's parent for good, so whatever it ran later left it zombies nobody reaped."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        state = ctypes.c_int(0)
+        known = libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(state), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        known = False
+    try:
+        yield
+    finally:
+        if known and state.value == 0:
+            libc.prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
 
 def _proc_bytes(pid: int, name: str) -> bytes | None:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
-from attnbench.errors import AttnbenchError
+from attnbench.errors import AttnbenchError, UsageError
 from attnbench.sandbox import (box_view, case_disk, cgroups, held_signals, inner_limits, oom_priority, staged_inputs,
                                syscall_filter)
 from attnbench.sandbox.bwrap_args import (
@@ -110,6 +110,17 @@ class SandboxSettings:
     CPU_FACTOR = 4.0
 
     def __post_init__(self) -> None:
+        # The command line's option ranges hold these; from Python, cpu_s=nan ended the judge in a traceback, and
+        # processes=0, memory_mb=-5 or cpu_s=0 were taken (no limit at all, or every case killed) by no rule given.
+        for name, value in (("processes", self.processes), ("memory_mb", self.memory_mb),
+                            ("program_mb", self.program_mb)):
+            if (value is not None or name == "program_mb") and (
+                    isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise UsageError(f"{name}={value!r}: give a whole number >= 1" + ("" if name == "program_mb" else
+                                                                                 ", or None for the default"))
+        if self.cpu_s is not None and (isinstance(self.cpu_s, bool) or not isinstance(self.cpu_s, (int, float))
+                                       or not math.isfinite(self.cpu_s) or self.cpu_s <= 0):
+            raise UsageError(f"cpu_s={self.cpu_s!r}: give a finite number of seconds > 0, or None for the default")
         for folder in self.binds:
             if holds_temp_folder(folder):
                 raise BindRefused(f"--sandbox-bind {folder}: it holds the judge's temporary folder "

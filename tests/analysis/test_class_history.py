@@ -35,3 +35,22 @@ def test_a_damaged_scoreboard_is_named_not_skipped(tmp_path):
         (tmp_path / "run.json").write_text(damaged)
         with pytest.raises(ResultsError, match=r"run\.json: a saved scoreboard, damaged"):
             load_boards(tmp_path)
+
+
+def test_a_scoreboard_of_a_newer_attnbench_is_named_not_skipped(tmp_path):
+    """A scoreboard saved by a newer attnbench (a larger version) vanished from `judge --history` without a word,
+    exit 0, though it may be the class's latest run."""
+    import pytest
+
+    from attnbench.analysis.class_history import load_boards
+    from attnbench.errors import ResultsError
+    from attnbench.results.scoreboard import SCOREBOARD_VERSION
+
+    board = Scoreboard(["t01"], [SubmissionRow("ada", "ada.c", True, rank=1,
+                                               entries={"t01": CaseEntry("PASS", runs_s=[0.5])})],
+                       metadata={"date": "2026-11-01"})
+    (tmp_path / "old.json").write_text(board.to_json())
+    newer = board.to_json().replace(f'"version": {SCOREBOARD_VERSION},', f'"version": {SCOREBOARD_VERSION + 1},', 1)
+    (tmp_path / "new.json").write_text(newer)
+    with pytest.raises(ResultsError, match=rf"new\.json: a scoreboard of version {SCOREBOARD_VERSION + 1}, newer"):
+        load_boards(tmp_path)

@@ -34,3 +34,12 @@ def test_a_failed_check_has_its_own_table_not_a_problem_line_and_exits_1():
     m.verification = compare_outputs(output, reference)
     m.nonfinite = 2
     assert run_problems(m, "out.bin") == [] and run_exit_status(m) == 1
+
+
+def test_an_outcome_has_to_dict_and_from_dict_as_the_docs_promise():
+    """docs/running.md: each returned object "has `to_dict`, and `from_dict` rebuilds it"; a RunOutcome had neither
+    (AttributeError)."""
+    m = measurement("naive", "t02", SHAPE, 1.0)
+    outcome = RunOutcome(m, ("SUSPECT: naive on t02: a reason",), 1)
+    again = RunOutcome.from_dict(outcome.to_dict())
+    assert again.to_dict() == outcome.to_dict() and again.problems == outcome.problems and again.exit_status == 1

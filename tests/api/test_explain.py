@@ -228,3 +228,21 @@ def test_roofs_of_a_saved_judge_are_refused_since_its_times_are_whole_programs(t
     judged = save(result_set({"hw4": {"t10": 246.0}}, {"t10": COURSE_SHAPES["t10"]}, kind="judge"), tmp_path, "j")[0]
     with pytest.raises(UsageError, match="a judge's results: whole-program process times"):
         roofs(gpu="gtx1080", saved=str(judged))
+
+
+@pytest.mark.parametrize("call, said", [
+    (lambda e: e.info("bankfree", "t01", shape=Shape(1, 128, 32)), "--case and --shape both give the shape"),
+    (lambda e: e.info("bankfree", ""), "case is empty"),
+    (lambda e: e.variant_listing(0, resources=False), "head_dim=0"),
+    (lambda e: e.variant_listing(-1, resources=False), "head_dim=-1"),
+    (lambda e: e.roofs(saved=""), "saved is empty"),
+    (lambda e: e.profile("", ["bankfree"]), "case is empty"),
+])
+def test_odd_values_from_python_are_refused_as_the_command_line_refuses_them(call, said):
+    """From Python, info(case and shape) dropped the case without a word, variant_listing(0) listed for d = 0,
+    and an empty case or saved file was read as the working folder (".: is a folder")."""
+    from attnbench.api import explain
+    from attnbench.errors import UsageError
+
+    with pytest.raises(UsageError, match=re.escape(said)):
+        call(explain)

@@ -139,3 +139,44 @@ def test_a_gpu_reference_that_failed_over_to_the_cpu_is_said_once_the_judge_is_d
     programs.judge_submissions(programs.JudgeOptions(programs=("./class",), cases="t01"), notice=said.append)
     assert len(said) == 2 and all(line.startswith("the GPU reference failed (LogicError: invalid context): the "
                                                   "float64 references were made on this machine's CPU") for line in said)
+
+
+@pytest.mark.parametrize("call", [lambda: programs.class_history(""), lambda: programs.resume_class(" "),
+                                  lambda: programs.new_kernel("k9", "")])
+def test_an_empty_folder_is_refused_not_read_as_the_working_one(call, tmp_path, monkeypatch):
+    """class_history("") read the working folder's scoreboards ([] and no word), new_kernel(name, "") wrote
+    there, and resume_class("") said ": not an attnbench class jobs folder" of a name it never showed."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match=r"^folder is empty"):
+        call()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_judge_from_python_leaves_the_callers_process_no_subreaper(tmp_path):
+    """A judge (or a compare with an exe: program) made the caller's process the reaper of every orphan for good: a
+    notebook that judged once then collected, unreaped, the zombies of whatever it ran later."""
+    import subprocess
+    import sys
+
+    program = tmp_path / "prog"
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o700)
+    script = (
+        "import ctypes\n"
+        "from attnbench.api import programs\n"
+        "import attnbench\n"
+        "libc = ctypes.CDLL(None)\n"
+        "def state():\n"
+        "    value = ctypes.c_int(-1)\n"
+        "    libc.prctl(37, ctypes.byref(value), 0, 0, 0)\n"
+        "    return value.value\n"
+        "seen = [state()]\n"
+        f"programs.judge({str(program)!r}, 'odd_17x1', time_limits='none', sandbox=programs.SandboxSettings('none'))\n"
+        "seen.append(state())\n"
+        f"attnbench.compare(['exe:{program}'], ['odd_17x1'], sandbox='none')\n"
+        "seen.append(state())\n"
+        "print(seen)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[0,", "0,", "0]"], done.stdout

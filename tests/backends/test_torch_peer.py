@@ -24,6 +24,7 @@ def test_missing_torch_is_one_clear_sentence(monkeypatch):
         import_torch()
     message = str(info.value)
     assert message.startswith("the torch peer needs PyTorch") and "\n" not in message
+    assert "pip install -e '.[gpu,triton]'" in message  # the extra that brings it, as every other extra is named
     assert info.value.exit_code == 3
 
 

@@ -227,3 +227,24 @@ def test_history_never_prints_the_folder_name_raw(cli, tmp_path):
     result = cli("judge", "--history", str(folder))
     assert result.exit_code == 0 and "\x1b" not in result.output and "red: no saved scoreboard" in result.output, \
         result.output
+
+
+def test_html_into_a_folder_holding_a_newer_scoreboard_is_refused_before_the_class_is_judged(cli, tmp_path):
+    """The page shows the folder's history: a scoreboard of a newer attnbench there was skipped without a word;
+    named now, it is named before any build, not after the class was judged and its files saved."""
+    from attnbench.results.scoreboard import SCOREBOARD_VERSION, CaseEntry, Scoreboard, SubmissionRow
+
+    results = tmp_path / "res"
+    results.mkdir()
+    board = Scoreboard(["odd_17x48"], [SubmissionRow("ada", "ada.c", True, rank=1,
+                                                     entries={"odd_17x48": CaseEntry("PASS", runs_s=[0.5])})],
+                       metadata={"date": "2026-11-01"})
+    newer = board.to_json().replace(f'"version": {SCOREBOARD_VERSION},', f'"version": {SCOREBOARD_VERSION + 1},', 1)
+    (results / "later.json").write_text(newer)
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    (classroom / "ada.c").write_text("int main(void) { return 1; }\n")
+    result = cli("judge", str(classroom), "--cases", "odd_17x48", "--html", "--results-dir", str(results),
+                 "--time-limits", "none", "--rerun-top", "0", "--sandbox", "none")
+    assert result.exit_code == 2 and "later.json: a scoreboard of version" in result.output, result.output
+    assert result.output.count("\n") == 1 and sorted(p.name for p in results.iterdir()) == ["later.json"]

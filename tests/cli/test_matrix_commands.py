@@ -220,3 +220,28 @@ def test_no_save_with_what_saves_or_slurm_options_without_slurm_are_refused(cli,
         for command in (["compare", "-v", "cpu", "-c", "odd_17x1"], ["sweep", "N", "-v", "cpu", "--values", "8"]):
             result = cli(*command, *args)
             assert result.exit_code == 2 and said in " ".join(result.output.split()), (command, args, result.output)
+
+
+def test_plot_without_matplotlib_is_refused_before_the_first_measurement(cli, tmp_path, monkeypatch):
+    """compare --plot (and sweep --plot) without the plot extra ran the whole matrix, warned "no plots written" and
+    exited 0; it is one sentence naming the extra and exit 3 before any cell runs."""
+    import sys
+
+    from attnbench.bench import matrix
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    measured = []
+    monkeypatch.setattr(matrix, "measure_cell", lambda *args, **kwargs: measured.append(args) or None)
+    for command in (("compare", "-v", "cpu", "-c", "odd_17x48"), ("sweep", "n", "-v", "cpu", "--values", "16")):
+        result = cli(*command, "--plot", "--results-dir", str(tmp_path))
+        assert result.exit_code == 3 and result.output.count("\n") == 1, result.output
+        assert "pip install -e '.[plot]'" in result.output
+    assert measured == [] and list(tmp_path.iterdir()) == []
+
+
+def test_ladder_with_no_two_timed_ladder_steps_says_why_no_view_is_printed(cli):
+    """`compare -v cpu --ladder` printed no ladder view and said nothing of the option it had taken."""
+    result = cli("compare", "-v", "cpu", "-c", "odd_17x48", "--reps", "3", "--no-save", "--ladder")
+    assert result.exit_code == 0 and "--ladder: no ladder view" in result.output, result.output
+    plain = cli("compare", "-v", "cpu", "-c", "odd_17x48", "--reps", "3", "--no-save")
+    assert "ladder" not in plain.output

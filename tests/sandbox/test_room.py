@@ -179,6 +179,19 @@ def test_the_limits_of_a_case():
     assert small.file_bytes == 1 << 20 and small.cpu_s == 4 and small.memory_bytes is None
 
 
+@pytest.mark.parametrize("field, value", [("processes", 0), ("processes", -1), ("memory_mb", 0), ("memory_mb", -5),
+                                          ("cpu_s", float("nan")), ("cpu_s", 0), ("cpu_s", -1.0), ("program_mb", 0),
+                                          ("program_mb", None), ("processes", 2.5)])
+def test_settings_out_of_the_command_lines_ranges_are_refused_in_one_sentence(field, value):
+    """From Python, cpu_s=nan ended the judge in a ValueError traceback at its first case, and processes=0 or
+    memory_mb=-5 (no limit at all) or cpu_s=0 (every case killed) were taken without a word."""
+    from attnbench.errors import UsageError
+
+    with pytest.raises(UsageError, match=rf"^{field}="):
+        SandboxSettings("auto", **{field: value})
+    assert SandboxSettings("auto", processes=None, memory_mb=None, cpu_s=None).limits_for(1, 5.0).cpu_s == 20
+
+
 def test_the_saved_results_say_how_cases_were_confined(tmp_path, program):
     runner = CliRunner()
     result = runner.invoke(main, ["judge", str(program), "--cases", "odd_17x48", "--results-dir", tmp_path / "res",

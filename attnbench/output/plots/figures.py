@@ -14,7 +14,8 @@ def pyplot() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise PlotsUnavailable("plots need matplotlib, which is not installed: pip install 'attnbench[plot]'") from None
+        raise PlotsUnavailable("plots need matplotlib, which is not installed: install the plot extra "
+                               "(`pip install -e '.[plot]'` from attnbench's folder)") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

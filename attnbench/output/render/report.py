@@ -57,6 +57,22 @@ def _how_timed(results: list[ResultSet]) -> str:
 
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+REPORT_TITLE = "# attnbench report"
+
+
+def _refuse_replacing_what_is_no_report(out: Path) -> None:
+    """The document may replace an older report (a report made again) or an empty file, never another file:
+    `-o notes.md`, `-o hw4.c` or `-o` a saved results JSON of the folder wrote the report over it with exit 0."""
+    if not out.is_file() or is_special(out):  # a folder or a device is check_output_path's to judge
+        return
+    try:
+        with out.open("rb") as handle:
+            head = handle.read(len(REPORT_TITLE))
+    except OSError:
+        return  # what cannot be read is the write's to report
+    if head and head != REPORT_TITLE.encode():
+        raise OutputError(f"{out}: exists and is no attnbench report, which the report would replace; give -o "
+                          "another name")
 PLOT_KINDS = ("throughput", "ceilings", "roofline", "precision")
 
 
@@ -91,6 +107,7 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
     check_output_path(out, [r.path for r in results if r.path is not None])  # never over a file it reads
     refuse_suite_file(out, "the report")
     refuse_kernel_source(out, "the report")
+    _refuse_replacing_what_is_no_report(out)
     can_plot = plots
     if plots and is_special(out):  # /dev/stdout: plots "beside it" were PNG files written into /dev
         can_plot = False
@@ -107,7 +124,7 @@ def write_report(results: list[ResultSet], out: Path, ladder: bool | None = None
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     names = ", ".join(f"`{r.path.name if r.path else r.name}`" for r in results)
     parts = [
-        "# attnbench report",
+        REPORT_TITLE,
         f"Made by `attnbench report` on {date} from {len(results)} result file(s): {names}. {_how_timed(results)} Noise is the half-width of the median's 95% confidence interval; speedups carry both "
         "noises; SAME / FASTER / SLOWER are called only beyond both noises plus "
         f"{100 * same_within:g}% for run-to-run drift.",

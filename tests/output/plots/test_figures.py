@@ -7,6 +7,20 @@ import pytest
 from attnbench.output.plots.figures import pyplot
 
 
+def test_without_matplotlib_one_sentence_names_the_plot_extra_as_the_docs_install_it(monkeypatch):
+    """The sentence said `pip install 'attnbench[plot]'`, asking a registry for a package the docs never install
+    from one; every other extra is named as the README installs it (`pip install -e '.[plot]'`)."""
+    import sys
+
+    from attnbench.errors import PlotsUnavailable
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(PlotsUnavailable) as info:
+        pyplot()
+    assert "pip install -e '.[plot]'" in str(info.value) and "\n" not in str(info.value)
+    assert info.value.exit_code == 3
+
+
 def test_a_label_no_font_draws_warns_nothing_raw(tmp_path):
     """A saved run's variant named with ESC drew a roofline whose matplotlib warning printed the ESC raw."""
     pytest.importorskip("matplotlib")

@@ -154,3 +154,23 @@ def test_a_sweep_that_lists_no_variant_draws_no_empty_throughput_plot(tmp_path):
         warnings.simplefilter("error")
         outcome = write_report([results.load(path)], tmp_path / "r.md")
     assert not any(p.name.endswith("_throughput.png") for p in outcome.plots) and outcome.path.is_file()
+
+
+@pytest.mark.parametrize("name, content", [("notes.md", "my own notes\n"), ("hw4.c", "int main(void) { return 0; }\n"),
+                                           ("older_run.json", '{\n "schema": "attnbench-results"\n}\n')])
+def test_the_report_never_replaces_a_file_that_is_no_report(tmp_path, no_matplotlib, name, content):
+    """`report r.json -o notes.md` (or -o the user's hw4.c, or -o another saved results file of the folder) wrote
+    the report over it, exit 0; a report made again still replaces the older one, and an empty file is taken."""
+    path = save(result_set({"naive": {"t10": 2.0}}, {"t10": COURSE_SHAPES["t10"]}), tmp_path / "runs", "gpu")[0]
+    mine = tmp_path / name
+    mine.write_text(content)
+    result = CliRunner().invoke(main, ["report", str(path), "-o", str(mine)], prog_name="attnbench")
+    assert result.exit_code == 2 and str(mine) in result.output and result.output.count("\n") == 1, result.output
+    assert mine.read_text() == content
+    again = tmp_path / "again.md"
+    write_report([results.load(path)], again)
+    write_report([results.load(path)], again)  # a report made again replaces its older self
+    empty = tmp_path / "empty.md"
+    empty.touch()
+    write_report([results.load(path)], empty)
+    assert again.read_text().startswith("# attnbench report") and empty.read_text().startswith("# attnbench report")

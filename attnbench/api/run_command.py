@@ -106,6 +106,8 @@ def run(
     if device != 0 and not chosen.kind.needs_gpu:  # a GPU asked for that this run would never touch
         raise UsageError(f"--device {device}: the {chosen.name} variant runs on the host, not on a GPU; drop --device"
                          + (" (no GPU variant can run here)" if variant is None else ""))
+    if timing.hot and not chosen.kind.needs_gpu:  # taken, and nothing said: the host flushes no GPU cache anyway
+        notice(f"--hot: the {chosen.name} variant runs on the host, where no GPU cache is flushed; it changes nothing")
     gpu = open_gpu_for([chosen], device)
     with passes_reported(progress, bench_input.label):  # a long cpu pass shows its progress and expected time
         measurement = run_case(chosen, bench_input, gpu, timing.policy_for(chosen), out, check, (atol, rtol),

@@ -83,3 +83,13 @@ def test_an_empty_case_or_output_from_python_is_bad_usage_naming_which(case, out
     """From Python `run("")` said ".: is a directory" (the command line refuses an empty word already)."""
     with pytest.raises(UsageError, match=("case" if not case.strip() else "out") + " is empty"):
         api.run(case, "cpu", tmp_path / out if out else out)
+
+
+def test_hot_with_a_host_variant_is_said_to_change_nothing(tmp_path):
+    """`run --variant cpu --hot` was taken and did nothing, without a word (the host flushes no GPU cache)."""
+    said: list[str] = []
+    api.run("odd_17x48", "cpu", tmp_path / "out.bin", timing=api.TimingOptions(reps=1, hot=True), notice=said.append)
+    assert said == ["--hot: the cpu variant runs on the host, where no GPU cache is flushed; it changes nothing"]
+    said.clear()
+    api.run("odd_17x48", "cpu", tmp_path / "out.bin", timing=api.TimingOptions(reps=1), notice=said.append)
+    assert said == []

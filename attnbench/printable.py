@@ -29,6 +29,11 @@ def printable(text: object) -> str:
     return "".join(c if c.isprintable() else _escape(c) for c in value)
 
 
+def first_few(names: list[str], shown: int = 5) -> str:
+    """`a, b, c and 4 more`: the first `shown` names, and how many more there are."""
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """`1 case`, `2 cases`: a count with its noun in the number it takes (`plural` where adding s is wrong)."""
     return f"{count} {noun if count == 1 else plural or noun + 's'}"

@@ -50,6 +50,7 @@ from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.slurm import SlurmOptions, default_folder
 from attnbench.spread.devices import devices_for
 from attnbench.spread.executor import SLURM, choose_executor
+from attnbench.printable import first_few
 
 __all__ = ["COURSE_LIMITS_BRIEF", "MAX_WAIT_S", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
            "SlurmOptions", "class_history", "is_class", "is_source", "judge", "judge_class", "judge_program",
@@ -366,15 +367,12 @@ def _say_unlimited(options: JudgeOptions, notice: Notice) -> None:
     labels = [i.label for i in judging.cases_for(options.cases)]
     missing, strangers = limits.unlimited(labels), limits.strangers(labels)
     if missing:
-        notice(f"{options.time_limits}: no limit for {_first_few(missing)} (no line for it, no `default = seconds`); "
+        notice(f"{options.time_limits}: no limit for {first_few(missing)} (no line for it, no `default = seconds`); "
                "judged without one")
     if strangers:
-        notice(f"{options.time_limits}: {_first_few(strangers)} "
+        notice(f"{options.time_limits}: {first_few(strangers)} "
                f"{'names' if len(strangers) == 1 else 'name'} no case of the suite or of --cases; not used")
 
-
-def _first_few(names: list[str]) -> str:
-    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def _say_no_kernels(options: JudgeOptions, notice: Notice) -> None:

@@ -34,6 +34,7 @@ from attnbench.judge.course_build import COURSE_EXECUTABLE, BuildAttempts, Build
 from attnbench.sandbox.process import ProcessLimits, ProgramError
 from attnbench.sandbox.room import Sandbox, SandboxSettings
 from attnbench.sandbox.staging import StagingRefused, copy_submission, shown, take_program
+from attnbench.printable import first_few
 
 HIP_SOURCE = "hw4.hip"  # the 2025 course's AMD part: judged on its own scoreboard there, never here
 HIP_NOT_JUDGED = "HIP is not judged (the course's AMD part)"
@@ -158,7 +159,7 @@ def _not_a_submission(folder: Path) -> str:
     except OSError as exc:
         return f"not a submission: it cannot be read ({exc.strerror})"
     # a folder's name ends in "/": "no hw4 in it (it holds hw4)" read as a contradiction for a folder hw4
-    held = ", ".join(shown(n) + ("/" if _is_folder(folder / n) else "") for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    held = first_few([shown(n) + ("/" if _is_folder(folder / n) else "") for n in names[:5]] + names[5:])
     return (f"not a submission: no Makefile, {COURSE_EXECUTABLE}.cu, {HIP_SOURCE} or {COURSE_EXECUTABLE} in it "
             f"(it holds {held or 'nothing'})")
 

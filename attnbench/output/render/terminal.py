@@ -28,7 +28,7 @@ from attnbench.output.render.column_widths import fit_widths, longest_line, long
 from attnbench.output.tables.result_tables import format_ms, format_s
 from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableModel
 from attnbench.printable import printable as one_line
-from attnbench.printable import counted
+from attnbench.printable import counted, first_few
 from attnbench.results.judge_events import CaseJudged, NotJudgedHere, ProgramCaseJudged, RerunJudged, SubmissionBuilt
 from attnbench.results.matrix_events import BarAdvanced, BarClosed, BarOpened, CellFinished, CellStarted, MatrixBegun
 
@@ -310,8 +310,7 @@ def _(event: RerunJudged) -> str | None:
 
 @judge_line.register
 def _(event: NotJudgedHere) -> str | None:
-    names = ", ".join(event.submissions[:NAMES_SHOWN]) + (
-        f" and {len(event.submissions) - NAMES_SHOWN} more" if len(event.submissions) > NAMES_SHOWN else "")
+    names = first_few(list(event.submissions), NAMES_SHOWN)
     rest = f"{counted(event.judged, 'other submission')} judged as ever" if event.judged else "nothing else to judge"
     return (f"not judged: {counted(len(event.submissions), 'CUDA program')} ({names}), {event.why}; {rest}; "
             "judge them on a machine with a GPU, or on Slurm's nodes (--executor slurm)")

@@ -18,6 +18,7 @@ from attnbench.results.measurement import Measurement
 from attnbench.results.refusal import Refusal
 from attnbench.results.resultset import ERROR, FAILED, IMPOSSIBLE, OK, REFUSED, SUSPECT, WRONG, Cell, ResultSet
 from attnbench.results.run_warnings import RunWarning
+from attnbench.printable import first_few
 
 
 # -- numbers as text ------------------------------------------------------------------------------------
@@ -337,7 +338,7 @@ def grouped_warnings(result: ResultSet) -> list[tuple[RunWarning, list[str]]]:
 
 def places_text(where: list[str], shown: int = 6) -> str:
     """The first `shown` cells of a group, and how many more."""
-    return ", ".join(where[:shown]) + (f" and {len(where) - shown} more" if len(where) > shown else "")
+    return first_few(where, shown)
 
 
 def grouped_notes(result: ResultSet) -> list[str]:

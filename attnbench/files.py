@@ -28,7 +28,23 @@ def _target(path: Path) -> Path:
     opening the link itself reaches the pipe."""
     if is_special(path):
         return path
+    _refuse_anothers_link(path)
     return Path(os.path.realpath(path))
+
+
+def _refuse_anothers_link(path: Path) -> None:
+    """Root follows no symbolic link another user made: one planted in a folder that user owns pointed root's
+    `report -o` at an empty file or an earlier report of root's anywhere, and replaced it (red team). The
+    kernel's fs.protected_symlinks guards sticky folders such as /tmp only."""
+    if os.geteuid() != 0:
+        return
+    try:
+        facts = os.lstat(path)
+    except OSError:
+        return
+    if stat.S_ISLNK(facts.st_mode) and facts.st_uid != 0:
+        raise OutputError(f"{path}: is a symbolic link another user made (uid {facts.st_uid}); root follows none "
+                          "for a write: give the file's own path")
 
 
 def is_special(path: Path) -> bool:

@@ -156,3 +156,26 @@ def test_a_results_folder_that_is_a_link_to_nothing_is_refused_before_any_work(t
     (tmp_path / "real").mkdir()
     (tmp_path / "good").symlink_to(tmp_path / "real")
     check_results_folder(tmp_path / "good")  # a link to a folder is a folder
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root's rule: needs root")
+def test_root_follows_no_symbolic_link_another_user_made_for_a_write(tmp_path):
+    """A link nobody planted in a folder of theirs pointed root's report at an empty file of root's elsewhere,
+    and the report replaced it (red team); root's own links are followed as ever."""
+    from attnbench.files import write_text
+
+    victim = tmp_path / "victim"
+    victim.write_text("")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    planted = theirs / "a.md"
+    planted.symlink_to(victim)
+    os.chown(planted, 65534, 65534, follow_symlinks=False)
+    with pytest.raises(OutputError, match="is a symbolic link another user made"):
+        write_text(planted, "# attnbench report\n")
+    assert victim.read_text() == ""
+    mine = tmp_path / "mine.md"
+    mine.symlink_to(victim)
+    write_text(mine, "# attnbench report\n")
+    assert victim.read_text() == "# attnbench report\n" and mine.is_symlink()

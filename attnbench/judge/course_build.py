@@ -33,7 +33,8 @@ from attnbench.errors import UsageError
 from attnbench.kernels.nvcc import first_error_lines, nvcc_architectures
 from attnbench.printable import printable
 from attnbench.sandbox.process import ProcessLimits, ProcessOutcome
-from attnbench.sandbox.room import CasePaths, Sandbox
+from attnbench.sandbox.case_folder import CasePaths
+from attnbench.sandbox.room import Sandbox
 
 COURSE_EXECUTABLE = "hw4"  # the course's Makefile builds hw4 from hw4.cu
 COURSE_NVFLAGS = ("-std=c++11", "-O3", "-Xptxas=-v")  # the example Makefile's NVFLAGS, less its -arch=sm_61

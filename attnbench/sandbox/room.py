@@ -57,6 +57,7 @@ from attnbench.sandbox.bwrap_args import (
     system_binds,
     system_folders,
 )
+from attnbench.sandbox.case_folder import CasePaths
 from attnbench.sandbox.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
 from attnbench.sandbox.owned_folders import make_owned, release, remove_stale
 from attnbench.sandbox.gpu_nodes import visible_choice
@@ -186,27 +187,6 @@ class Confinement:
         return {"kind": self.kind, "tool": self.tool, "user": self.user, "reason": self.reason,
                 "own_uids": f"{OWN_UIDS.start}-{OWN_UIDS.stop - 1}" if self.own_uids else None,
                 "limits_not_applied": list(self.limit_notes)}
-
-
-@dataclass(frozen=True)
-class CasePaths:
-    """One case's folder on the host, and the paths the program is given (inside the sandbox, if any)."""
-
-    folder: Path
-    input: Path
-    output: Path
-    input_arg: str
-    output_arg: str
-    cgroup: Path | None = None  # the run's own cgroup (memory.max, pids.max), where one could be made
-    cache: Path | None = None  # the run's own copy of the sealed CUDA cache, removed with the run
-    cache_capped: bool = False  # that copy sits in a size-capped tmpfs of its own (cache.parent)
-    capped: bool = False  # the folder is a size-capped tmpfs of its own (attnbench.sandbox.case_disk)
-    # As root in bwrap, the run's /tmp and /dev/shm: tmpfs mounts of their own, capped in bytes AND in files
-    # (bwrap's --tmpfs caps bytes only: 470,000 empty files once took 465 MB of kernel memory)
-    scratch: tuple[Path, Path] | None = None
-    # The input staged once and bound read-only into the box at input_arg (attnbench.sandbox.staged_inputs), not
-    # copied into the folder; None: `input` is the run's own copy
-    staged: Path | None = None
 
 
 def _cores() -> set[int]:

@@ -77,7 +77,7 @@ def test_the_last_step_is_the_filter_where_this_machine_has_one():
 @pytest.mark.skipif(not Path("/proc/self/oom_score_adj").exists(), reason="no oom_score_adj here")
 def test_a_judged_process_is_the_oom_killers_first_choice_and_the_judge_its_last(tmp_path):
     from attnbench.sandbox.process import ProcessLimits, run_process
-    from attnbench.sandbox.room import CasePaths
+    from attnbench.sandbox.case_folder import CasePaths
 
     paths = CasePaths(tmp_path, tmp_path / "in", tmp_path / "out", "in", "out")
     before = oom_priority.current()

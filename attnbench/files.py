@@ -128,7 +128,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> 
         # temporary name, waiting for its release thread to unlink it
         tmp = target.with_name(f".{target.name}.{os.getpid()}.{next(_PARTIAL_NAMES)}.partial")
         try:
-            with open(tmp, "wb") as f:
+            with open(tmp, "w+b") as f:  # readable too: a large array is written through a mapping (bulk_io)
                 write(f)
             if target.is_file() and _exchange(tmp, target):
                 old: Path | None = tmp  # the replaced file, now under the temporary name

@@ -17,6 +17,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from attnbench.cases.bulk_io import PARALLEL_BYTES, pread_into, write_mapped
 from attnbench.errors import TestcaseError
 from attnbench.files import atomic_write
 
@@ -153,9 +154,17 @@ def read_shape(path: str | os.PathLike) -> Shape:
 
 
 def _readinto_exact(f: BinaryIO, buffer: memoryview, path: Path, start: int = 0) -> None:
-    """Fill `buffer` from `f`, which is at byte `start` of the file (the header's size for an input)."""
+    """Fill `buffer` from `f`, which is at byte `start` of the file (the header's size for an input); a large
+    buffer by several threads at once (bulk_io)."""
     done = 0
     total = len(buffer)
+    if total >= PARALLEL_BYTES:
+        position = f.tell()
+        done = pread_into(f.fileno(), buffer, position)
+        f.seek(position + done)
+        if done < total:
+            raise TestcaseError(f"{path}: file ended after {start + done} bytes while reading")
+        return
     while done < total:
         got = f.readinto(buffer[done : done + _READ_CHUNK])
         if not got:
@@ -192,6 +201,8 @@ def read_testcase(path: str | os.PathLike) -> Testcase:
 
 def _write_array(f: BinaryIO, array: np.ndarray) -> None:
     flat = np.ascontiguousarray(array, dtype="<f4").reshape(-1)
+    if write_mapped(f, flat):  # a large array, several threads at once
+        return
     view = memoryview(flat).cast("B")
     for start in range(0, len(view), _READ_CHUNK):
         f.write(view[start : start + _READ_CHUNK])

@@ -155,7 +155,7 @@ def stage_written(slot: str, size: int, write: Callable[[BinaryIO], None]) -> Pa
             return None
         held = _Staged((0, 0, 0, 0), folder, folder / STAGED_NAME)
     try:
-        with open(held.path, "wb") as f:
+        with open(held.path, "w+b") as f:  # readable too: a large array is written through a mapping (bulk_io)
             write(f)
         _seal(held.path)
     except OSError:

@@ -19,7 +19,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from attnbench.cases.testcase import read_shape
+from attnbench.cases.testcase import Shape, read_shape
 from attnbench.errors import AttnbenchError
 
 MARGIN_BYTES = 16 << 20
@@ -54,11 +54,14 @@ def can_cap() -> bool:
             pass
 
 
-def case_bytes(input_path: Path | None, building: bool, file_factor: int, file_floor: int) -> int:
+def case_bytes(input_path: Path | None, building: bool, file_factor: int, file_floor: int,
+               written: Shape | None = None) -> int:
     """The cap of one case folder: the input, file_factor times the output (at least file_floor), a margin;
-    a build's allowance for a build."""
+    a build's allowance for a build. `written`: the shape of an input the room writes into the folder itself."""
     if building:
         return BUILD_BYTES
+    if written is not None:
+        return written.input_bytes + max(file_factor * written.output_bytes, file_floor) + MARGIN_BYTES
     if input_path is None:
         return PLAIN_BYTES
     try:

@@ -11,16 +11,16 @@ import os
 import secrets
 import shutil
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from attnbench.cases.testcase import Shape, Testcase, write_testcase
+from attnbench.cases.testcase import Shape, Testcase, write_testcase_into
 from attnbench.sandbox.outcome import ProgramOutcome, ended, exceeded_line
-from attnbench.sandbox.owned_folders import make_owned, release, remove_stale
 from attnbench.sandbox.process import ProgramError
 from attnbench.sandbox.reaper import reap_orphans
+from attnbench.sandbox.case_folder import WrittenInput
 from attnbench.sandbox.room import Confinement, Sandbox, SandboxSettings, remove_rooms_of_the_gone
 
 DEFAULT_ARGS = ("{in}", "{out}")
@@ -39,6 +39,7 @@ class ProgramSpec:
     args: tuple[str, ...] = DEFAULT_ARGS
     launcher: tuple[str, ...] = ()
     tool: tuple[str, ...] = ()  # words before the program inside the room (compute-sanitizer, for a diagnosis)
+    written: WrittenInput | None = field(default=None, compare=False)  # an input the room writes (input_path: none)
 
     def argv(self, program: str, input_arg: str, output_arg: str) -> list[str]:
         """The program (as the room names it) and its arguments, without the launcher."""
@@ -49,7 +50,7 @@ def run_program(room: Sandbox, spec: ProgramSpec) -> ProgramOutcome:
     """Run the room's program once on the case, in a fresh case folder with its own copy of the input, under
     the case's limits; every process it started is killed when it ends or its time is up. The outcome says
     how it ended, and holds its output when that was a sound file of the right size."""
-    case = room.prepare(spec.label, spec.input_path)
+    case = room.prepare(spec.label, spec.input_path, written=spec.written)
     limits = room.limits_for(spec.shape.output_bytes, spec.timeout_s)
     try:
         argv = spec.argv(room.program_path(), case.input_arg, case.output_arg)
@@ -71,18 +72,13 @@ class WarmUp:
     wall_s: float = 0.0
 
 
-WARM_UP_PREFIX = "attnbench-warmup-"
-_swept: list[bool] = []
-
-
 def clear_after_workers(before: set[int]) -> None:
     """What a pool's workers left when they ended: their unreaped processes (`reap_orphans`, `before`: this
-    process's descendants before they started), and the rooms and warm-up folders of any killed outright (a
+    process's descendants before they started), and the rooms of any killed outright (a
     worker stopped by Ctrl-C or SIGTERM is killed 2 s later: one still unmounting its room's view under load left
     the room, its tmpfs and its overlays mounted in the judge's temporary folder)."""
     reap_orphans(before)
     remove_rooms_of_the_gone()
-    remove_stale(WARM_UP_PREFIX)
 
 
 def warm_up(room: Sandbox, spec: ProgramSpec) -> WarmUp:
@@ -91,20 +87,12 @@ def warm_up(room: Sandbox, spec: ProgramSpec) -> WarmUp:
     `cache_writable`), which is then sealed; from then on each run of the room gets a copy of its own. Whatever
     the run does or fails to do is no verdict: it is reported (`WarmUp`) for the caller to weigh."""
     outcome = None
-    if not _swept:  # once per process: what a judge killed outright left (owned_folders)
-        _swept.append(True)
-        remove_stale(WARM_UP_PREFIX)
-    folder = make_owned(WARM_UP_PREFIX)
+    throwaway = throwaway_testcase(spec.shape)
+    written = WrittenInput(spec.shape, lambda f: write_testcase_into(f, throwaway))
     try:
-        throwaway = folder / "warmup.in"
-        write_testcase(throwaway, throwaway_testcase(spec.shape))
-        try:
-            outcome = run_program(room, replace(spec, label="warmup", input_path=throwaway))
-        except ProgramError:
-            pass  # a program that cannot start says so in its first real run
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-        release(folder)
+        outcome = run_program(room, replace(spec, label="warmup", input_path=Path("warmup.in"), written=written))
+    except ProgramError:
+        pass  # a program that cannot start says so in its first real run
     dropped = room.seal_warm_cache()
     return WarmUp(dropped, outcome.ending, outcome.wall_s) if outcome is not None else WarmUp(dropped)
 

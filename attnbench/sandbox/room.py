@@ -57,7 +57,7 @@ from attnbench.sandbox.bwrap_args import (
     system_binds,
     system_folders,
 )
-from attnbench.sandbox.case_folder import CasePaths
+from attnbench.sandbox.case_folder import CasePaths, WrittenInput
 from attnbench.sandbox.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
 from attnbench.sandbox.owned_folders import make_owned, release, remove_stale
 from attnbench.sandbox.gpu_nodes import visible_choice
@@ -391,11 +391,13 @@ class Sandbox:
             sweep(spared)  # bwrap's own children, handed to this process (a subreaper) when bwrap exits: reaped
             self.finish(probe)
 
-    def prepare(self, label: str, input_path: Path | None, files: Path | None = None) -> CasePaths:
+    def prepare(self, label: str, input_path: Path | None, files: Path | None = None,
+                written: WrittenInput | None = None) -> CasePaths:
         """A fresh case folder holding a copy of the input (not a link: the suite's file stays intact), and
         a copy of the folder `files` if given (a submission to build, say). An input the judge staged
         (staged_inputs) is bound read-only instead, where the box has a view of its own (as root): the view's
-        rule, that the box names no folder of the judge's, holds for the staged tmpfs too."""
+        rule, that the box names no folder of the judge's, holds for the staged tmpfs too. `written`: the input
+        is written into the folder instead (input_path names no file)."""
         if self.confinement.own_uids:  # a uid of its own for every run (the one drawn at opening, if unused)
             if self.user is None or self.user in self.spent_uids:
                 self.confinement = replace(self.confinement, user=draw_uid())
@@ -404,14 +406,19 @@ class Sandbox:
             if self.cache_writable:
                 os.chown(self._warm_cache(), self.user, self.user)
         folder = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.root))
-        size = case_disk.case_bytes(input_path, files is not None, self.settings.FILE_FACTOR, self.settings.FILE_FLOOR)
+        size = case_disk.case_bytes(input_path, files is not None, self.settings.FILE_FACTOR, self.settings.FILE_FLOOR,
+                                    written.shape if written is not None else None)
         capped = self.disk_capped and case_disk.cap(folder, size)
         if files is not None:
             shutil.copytree(files, folder, symlinks=True, dirs_exist_ok=True)
         copy = folder / f"{label}.in"
-        staged = self._staged(input_path)
+        staged = self._staged(input_path) if written is None else None
         if staged is not None:
             staged_inputs.lend(staged, self.user)
+        elif written is not None:
+            with open(copy, "w+b") as f:  # readable too: written through a mapping (bulk_io)
+                written.write(f)
+            os.chmod(copy, 0o644)
         elif input_path is not None:
             shutil.copyfile(input_path, copy)
             os.chmod(copy, 0o644)

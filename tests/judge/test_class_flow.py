@@ -424,8 +424,8 @@ def test_in_process_each_rounds_inputs_are_staged_before_its_runs_bound_not_copi
         roots.add(staged_inputs._staging_root())
         return staged
 
-    def prepare(self, label, input_path, files=None):
-        case = real_prepare(self, label, input_path, files)
+    def prepare(self, label, input_path, files=None, written=None):
+        case = real_prepare(self, label, input_path, files, written)
         if input_path is not None and label != "warmup" and label != "probe":
             happened.append(("bound" if case.staged is not None and not case.input.exists() else "copied", label))
         return case

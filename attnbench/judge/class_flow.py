@@ -54,9 +54,8 @@ from attnbench.printable import counted
 from attnbench.results.judge_events import CaseJudged, JudgeListener, NotJudgedHere, RerunJudged, hears_nothing
 from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 from attnbench.sandbox import staged_inputs
-from attnbench.sandbox.owned_folders import make_owned, remove_stale
+from attnbench.sandbox.owned_folders import make_owned, remove_owned, remove_stale
 from attnbench.sandbox.owned_folders import release as release_folder  # its lock, once the folder is removed
-from attnbench.sandbox.staging import remove_tree
 
 WARM_UP_RULE = ("row by row on every executor: each row is warmed up (untimed, unjudged, on a throwaway input of the "
                 "first case's shape, writing the CUDA cache its runs get copies of) on the worker that runs its jobs of "
@@ -223,7 +222,7 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
             release(case.input_path)
         staged_inputs.unstage_all()
         for folder in (caches, tmp):
-            remove_tree(folder)
+            remove_owned(folder)
             release_folder(folder)
         board.rows = list(rows.values())
         carrier.close(board)

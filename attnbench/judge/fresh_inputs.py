@@ -37,8 +37,7 @@ from attnbench.cases.inputs import (
 )
 from attnbench.cases.testcase import Shape, Testcase, write_testcase
 from attnbench.results.scoreboard import Scoreboard
-from attnbench.sandbox.owned_folders import make_owned, remove_stale
-from attnbench.sandbox.staging import remove_tree
+from attnbench.sandbox.owned_folders import make_owned, remove_owned, remove_stale
 
 SEED_BITS = 128
 RULE = ("fresh inputs: each case (and each rerun) drawn anew in the suite case's shape and distribution "
@@ -124,7 +123,7 @@ def private_folder() -> Path:
     if not _folder:
         remove_stale(FRESH_PREFIX)  # a judge killed outright left its inputs behind
         _folder.append(make_owned(FRESH_PREFIX))
-        atexit.register(remove_tree, _folder[0])
+        atexit.register(remove_owned, _folder[0])
     return _folder[0]
 
 

@@ -59,7 +59,7 @@ from attnbench.sandbox.bwrap_args import (
 )
 from attnbench.sandbox.case_folder import CasePaths, WrittenInput
 from attnbench.sandbox.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
-from attnbench.sandbox.owned_folders import make_owned, release, remove_stale
+from attnbench.sandbox.owned_folders import make_owned, release, remove_owned, remove_stale
 from attnbench.sandbox.gpu_nodes import visible_choice
 from attnbench.sandbox.jit_cache import CACHE_BYTES, CACHE_SLACK_BYTES, cache_copy, seal_cache, tree_bytes
 from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, ProgramError, run_process
@@ -273,7 +273,7 @@ class Sandbox:
                 if sandbox is not None and sandbox.view is not None:
                     sandbox.view.close()
                 case_disk.unmount_all_below(root)  # a view made but not yet the room's: its overlays too
-                shutil.rmtree(root, ignore_errors=True)
+                remove_owned(root)
                 release(root)
             raise
         return sandbox
@@ -713,7 +713,7 @@ class Sandbox:
                 self.view.close()
                 self.view = None
             case_disk.uncap_all_below(self.root)
-            _remove(self.root)
+            remove_owned(self.root)
             release(self.root)
             if self.groups is not None:
                 self.groups.close()

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable
 
 from attnbench.sandbox import case_disk, syscall_filter
-from attnbench.sandbox.owned_folders import make_owned, release, remove_stale
+from attnbench.sandbox.owned_folders import make_owned, release, remove_owned, remove_stale
 
 STAGED_PREFIX = "attnbench-staged-"
 STAGED_NAME = "input"
@@ -245,6 +245,6 @@ def unstage_all() -> None:
             _unmount(held)
     if _root:
         case_disk.unmount_all_below(_root[0])
-        shutil.rmtree(_root[0], ignore_errors=True)
+        remove_owned(_root[0])
         release(_root[0])
         _root.clear()

@@ -83,3 +83,31 @@ def test_a_fifo_planted_as_the_lock_file_neither_hangs_the_next_judge_nor_is_rem
         """)], cwd=ROOT, capture_output=True, text=True, timeout=20)
     assert sweeper.returncode == 0 and sweeper.stdout.strip() == "[]", sweeper.stderr
     assert (planted / LOCK_NAME).exists()  # not made by make_owned: kept
+
+
+def test_a_folder_that_cannot_be_emptied_keeps_its_lock_so_the_next_sweep_tries_again(tmp_path, monkeypatch):
+    """24 rooms whose removal left their tmpfs mounts behind had lost their lock file with the rest: no later
+    judge's sweep would touch them. The lock goes last, and only with the folder."""
+    from attnbench.sandbox import owned_folders
+
+    folder = make_owned("attnbench-test-", tmp_path)
+    (folder / "done").write_text("x")
+    (folder / "stuck").mkdir()
+    real = owned_folders.remove_tree
+    monkeypatch.setattr(owned_folders, "remove_tree", lambda path: None if path.name == "stuck" else real(path))
+    owned_folders.remove_owned(folder)
+    owned_folders.release(folder)
+    assert sorted(os.listdir(folder)) == [LOCK_NAME, "stuck"]  # what could go went; the lock stayed
+    monkeypatch.setattr(owned_folders, "remove_tree", real)  # the mount gone: the next judge's sweep
+    assert remove_stale("attnbench-test-", tmp_path) == [folder] and not folder.exists()
+
+
+def test_an_emptied_folder_goes_with_its_lock(tmp_path):
+    from attnbench.sandbox import owned_folders
+
+    folder = make_owned("attnbench-test-", tmp_path)
+    (folder / "a").mkdir()
+    (folder / "a" / "b").write_text("x")
+    owned_folders.remove_owned(folder)
+    owned_folders.release(folder)
+    assert not folder.exists()

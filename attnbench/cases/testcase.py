@@ -17,7 +17,6 @@ from typing import BinaryIO
 
 import numpy as np
 
-from attnbench.cases import unforked
 from attnbench.cases.bulk_io import PARALLEL_BYTES, pread_into, write_mapped
 from attnbench.errors import TestcaseError
 from attnbench.files import atomic_write
@@ -239,7 +238,7 @@ def read_output(path: str | os.PathLike, shape: Shape) -> np.ndarray:
             f"{path}: an output for B={shape.B}, N={shape.N}, d={shape.d} should be "
             f"4*B*N*d = {shape.output_bytes} bytes, but it is {found} bytes"
         )
-    out = unforked.empty((shape.B, shape.N, shape.d), "<f4")  # a stored reference, held while programs start
+    out = np.empty((shape.B, shape.N, shape.d), dtype="<f4")
     with open(path, "rb") as f:
         _readinto_exact(f, memoryview(out.reshape(-1)).cast("B"), path)
     return out

@@ -52,9 +52,10 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
               *([KERNEL_TOTAL] if kernels else []), "GPU", "note"]
     rows = []
     for row in board.rows:
-        note = row.build_message if not row.built else (f"median of {row.reruns} runs" if row.reruns > 1 else "")
-        if row.built and row.gpu_note:
-            note = f"{note}; {row.gpu_note}" if note else row.gpu_note
+        # a built row's message is its build and the judge's notes on it (renamed, hw4.hip not judged, warm-ups
+        # forfeited, a rerun round lost): the row is where the guide promises them
+        note = "; ".join(part for part in (row.build_message, f"median of {row.reruns} runs" if row.reruns > 1 else "",
+                                           row.gpu_note if row.built else "") if part)
         if row.not_judged:
             note = f"{NOT_JUDGED}: {row.not_judged}"
         rows.append([ScoreCell(_rank(row)), *([ScoreCell(other[1].get(row.name, "-"))] if other else []),

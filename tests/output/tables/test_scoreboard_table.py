@@ -103,3 +103,14 @@ def test_a_class_stopped_by_the_judges_own_failure_is_not_called_interrupted():
     interrupted = board()
     interrupted.interrupted = True
     assert "interrupted: the submissions and cases after the interruption were not judged" in scoreboard_lines(interrupted)
+
+
+def test_a_built_rows_notes_are_on_its_row():
+    # the judge's notes on a built row (its renaming, an unjudged hw4.hip, a lost rerun round) were kept in
+    # build_message, which only an unbuilt row showed: the table, Markdown, CSV and HTML dropped them
+    row = SubmissionRow("naïve~1ed667", "/s/naïve", True, "named with a hash of its path: its name holds ï (U+00EF); "
+                        "built with `make hw4` (0.1 s); its hw4.hip is not judged (the course's AMD part)",
+                        gpu="H200", rank=1, reruns=3, entries={"t01": CaseEntry("PASS", runs_s=[0.25])})
+    note = scoreboard_model(Scoreboard(["t01"], [row])).rows[0][-1].text
+    assert "named with a hash of its path" in note and "hw4.hip is not judged" in note
+    assert note.endswith("median of 3 runs")

@@ -101,7 +101,8 @@ def history(boards: list[Scoreboard], cases: list[str] | None = None) -> list[Hi
         if board.cases != chosen:
             continue
         for row in board.rows:  # a failed build too: it is a run of that submission, passing nothing
-            if not row.not_judged:  # built, never run (no GPU there): no run of it, good or bad
+            never_run = board.interrupted and row.built and not row.entries  # Ctrl-C came before its cases
+            if not row.not_judged and not never_run:  # built, never run (no GPU there): no run of it, good or bad
                 runs.setdefault(row.name, []).append(_run(board, row))
     rows = []
     for name, seen in runs.items():

@@ -16,6 +16,16 @@ def test_a_row_not_judged_is_no_run_of_its_submission():
     assert rows["cu"].runs == 1 and rows["cu"].latest.passed == 1 and rows["c"].runs == 1
 
 
+def test_a_row_an_interruption_left_unrun_is_no_run_of_its_submission():
+    """Ctrl-C before a row's cases saves it with no entries: its latest run is still the last real one."""
+    passed = Scoreboard(["t01"], [SubmissionRow("a", "a", True, rank=1, entries={"t01": CaseEntry("PASS", runs_s=[0.5])})],
+                        metadata={"date": "2026-11-01"})
+    stopped = Scoreboard(["t01"], [SubmissionRow("a", "a", True, "built with `make hw4` (0.1 s)")],
+                         metadata={"date": "2026-11-02"}, interrupted=True)
+    (row,) = history([passed, stopped])
+    assert row.runs == 1 and row.latest.passed == 1
+
+
 def test_a_damaged_scoreboard_is_named_not_skipped(tmp_path):
     """A hand-damaged or cut-short scoreboard vanished from `judge --history` ("no saved scoreboard", exit 0)."""
     import json

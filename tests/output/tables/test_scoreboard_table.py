@@ -114,3 +114,11 @@ def test_a_built_rows_notes_are_on_its_row():
     note = scoreboard_model(Scoreboard(["t01"], [row])).rows[0][-1].text
     assert "named with a hash of its path" in note and "hw4.hip is not judged" in note
     assert note.endswith("median of 3 runs")
+
+
+def test_a_row_an_interruption_left_unrun_is_not_said_to_have_failed():
+    from attnbench.output.tables.scoreboard_table import unranked_lines
+
+    waiting = SubmissionRow("late", "/s/late", True, "built with `make hw4` (0.1 s)")
+    lines = unranked_lines(Scoreboard(["t01"], [waiting], interrupted=True))
+    assert lines == ["late: not run: the judge was interrupted before its cases"]

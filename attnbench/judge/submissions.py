@@ -142,18 +142,34 @@ def _name(path: Path) -> str:
     return shown(plain)
 
 
+# A student's submission handed in packed: a row that says so, not a file skipped without a word
+_ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip", ".7z", ".rar", ".gz")
+
+
+def _archive(path: Path) -> bool:
+    return path.name.lower().endswith(_ARCHIVES)
+
+
 def _entry_how(entry: Path) -> str | None:
     """How an entry of a folder of submissions is judged; a symbolic link is a row refused (never followed), and
-    so is a folder that holds no submission (every folder given is a row: one was dropped without a word)."""
+    so is a folder that holds no submission (every folder given is a row: one was dropped without a word), or
+    an archive left packed."""
     if _is_link(entry):
         return "link"
     if _is_folder(entry):
         return _how_folder(entry) or "none"
+    if _plain_file(entry) and _archive(entry):
+        return "none"
     return _how_file(entry)
 
 
 def _not_a_submission(folder: Path) -> str:
-    """Why a folder of a class is no submission, with a few of the names it holds."""
+    """Why a folder of a class (or an archive in it) is no submission, with a few of the names it holds."""
+    if _plain_file(folder):
+        return "not a submission: an archive left packed (unpack it into a folder of its own to judge it)"
+    if _plain_file(folder / COURSE_EXECUTABLE):  # "no hw4 in it (it holds hw4)" would contradict itself
+        return (f"not a submission: its {COURSE_EXECUTABLE} is not executable and no Makefile or "
+                f"{COURSE_EXECUTABLE}.cu builds one (chmod +x it to judge it)")
     try:
         names = sorted(os.listdir(folder))
     except OSError as exc:

@@ -139,6 +139,28 @@ def test_a_folder_named_hw4_is_said_to_be_a_folder_not_a_missing_hw4(tmp_path):
     assert build(only, tmp_path / "builds").message.endswith("(it holds hw4/)")
 
 
+def test_an_hw4_that_lost_its_executable_bit_is_said_so_not_missing(tmp_path):
+    """"no ... hw4 in it (it holds hw4)" contradicted itself for a plain hw4 without its x bit (unzipped)."""
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / "hw4").write_bytes(b"\x7fELF")
+    (tmp_path / "other").mkdir()
+    (bob,) = [s for s in find_submissions([tmp_path]) if s.name == "bob"]
+    message = build(bob, tmp_path / "builds").message
+    assert "hw4 is not executable" in message and "no Makefile, hw4.cu" not in message
+
+
+def test_an_archive_beside_the_submissions_is_a_row_not_dropped(tmp_path):
+    """A student's tarball left packed in the class folder vanished from the scoreboard without a word."""
+    (tmp_path / "alice").mkdir()
+    _exe(tmp_path / "alice" / "hw4")
+    (tmp_path / "bob.tar.gz").write_bytes(b"\x1f\x8b")
+    (tmp_path / "README.txt").write_text("the class\n")
+    rows = {s.name: s for s in find_submissions([tmp_path])}
+    assert set(rows) == {"alice", "bob.tar.gz"}
+    built = build(rows["bob.tar.gz"], tmp_path / "builds")
+    assert not built.ok and not built.attempted and "an archive left packed" in built.message
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make")
 def test_a_refused_build_says_refused_once(tmp_path):
     """"refused: the built hw4 is not a plain file: refused" said it twice."""

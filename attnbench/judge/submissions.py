@@ -336,6 +336,10 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
     if made is None:
         return Built(submission, None, f"{step.says} made no {COURSE_EXECUTABLE} (nor one other executable)")
     took = time.monotonic() - started
+    if made.name != COURSE_EXECUTABLE:  # the course runs ./hw4, which this build did not make: said, not hidden
+        return Built(submission, program, f"built with {step.says} ({took:.1f} s); it made no {COURSE_EXECUTABLE}, "
+                                          f"so its one new executable {shown(made.name)} is judged (the course's "
+                                          f"judge would find no {COURSE_EXECUTABLE})")
     if submission.how == "make" and step.argv[0] == "nvcc":
         return Built(submission, program, f"its Makefile failed, so built with {step.says} ({took:.1f} s); "
                                           f"the Makefile: {earlier}")

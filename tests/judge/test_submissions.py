@@ -139,6 +139,17 @@ def test_a_folder_named_hw4_is_said_to_be_a_folder_not_a_missing_hw4(tmp_path):
     assert build(only, tmp_path / "builds").message.endswith("(it holds hw4/)")
 
 
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None, reason="no make or cc")
+def test_a_build_that_makes_another_executable_says_which_is_judged(tmp_path):
+    """`make hw4` that writes ./main: the course's judge finds no hw4; attnbench judged main without a word."""
+    (tmp_path / "mainname").mkdir()
+    (tmp_path / "mainname" / "a.c").write_text("int main(void) { return 0; }\n")
+    (tmp_path / "mainname" / "Makefile").write_text("hw4: a.c\n\tcc -o main a.c\n")
+    (sub,) = find_submissions([tmp_path / "mainname"])
+    made = build(sub, tmp_path / "builds")
+    assert made.ok and "it made no hw4, so its one new executable main is judged" in made.message
+
+
 def test_an_hw4_that_lost_its_executable_bit_is_said_so_not_missing(tmp_path):
     """"no ... hw4 in it (it holds hw4)" contradicted itself for a plain hw4 without its x bit (unzipped)."""
     (tmp_path / "bob").mkdir()

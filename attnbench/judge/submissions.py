@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Sequence
 
 from attnbench.judge.course_build import COURSE_EXECUTABLE, BuildAttempts, BuildRules, oldest_arch, run_steps
-from attnbench.sandbox.process import ProcessLimits, ProgramError
+from attnbench.sandbox.process import ARCHIVE_SUFFIXES, ProcessLimits, ProgramError
 from attnbench.sandbox.room import Sandbox, SandboxSettings
 from attnbench.sandbox.staging import StagingRefused, copy_submission, shown, take_program
 from attnbench.printable import first_few
@@ -142,12 +142,9 @@ def _name(path: Path) -> str:
     return shown(plain)
 
 
-# A student's submission handed in packed: a row that says so, not a file skipped without a word
-_ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip", ".7z", ".rar", ".gz")
-
-
 def _archive(path: Path) -> bool:
-    return path.name.lower().endswith(_ARCHIVES)
+    """A student's submission handed in packed: a row that says so, not a file skipped without a word."""
+    return path.name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
 def _entry_how(entry: Path) -> str | None:

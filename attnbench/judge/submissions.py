@@ -138,6 +138,7 @@ def _how_file(path: Path) -> str | None:
 
 
 def _name(path: Path) -> str:
+    path = Path(os.path.abspath(path))  # `judge .` or `judge ..` from a submission's folder: its own name, not ""
     plain = path.name if _is_folder(path) else path.stem if path.suffix in (".cu", ".c") else path.name
     return shown(plain)
 

@@ -150,6 +150,17 @@ def test_a_build_that_makes_another_executable_says_which_is_judged(tmp_path):
     assert made.ok and "it made no hw4, so its one new executable main is judged" in made.message
 
 
+def test_a_submission_named_as_dot_is_called_by_its_folders_name(tmp_path, monkeypatch):
+    """`attnbench judge .` from inside a student's folder made a row with an empty name."""
+    (tmp_path / "alice").mkdir()
+    _exe(tmp_path / "alice" / "hw4")
+    monkeypatch.chdir(tmp_path / "alice")
+    assert [s.name for s in find_submissions(["."])] == ["alice"]
+    (tmp_path / "alice" / "notes").mkdir()
+    monkeypatch.chdir(tmp_path / "alice" / "notes")
+    assert [s.name for s in find_submissions([".."])] == ["alice"]
+
+
 def test_an_hw4_that_lost_its_executable_bit_is_said_so_not_missing(tmp_path):
     """"no ... hw4 in it (it holds hw4)" contradicted itself for a plain hw4 without its x bit (unzipped)."""
     (tmp_path / "bob").mkdir()

@@ -54,8 +54,8 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
     for row in board.rows:
         # a built row's message is its build and the judge's notes on it (renamed, hw4.hip not judged, warm-ups
         # forfeited, a rerun round lost): the row is where the guide promises them
-        note = "; ".join(part for part in (row.build_message, f"median of {row.reruns} runs" if row.reruns > 1 else "",
-                                           row.gpu_note if row.built else "") if part)
+        note = "; ".join(part for part in (row.build_message, _runs_note(row), row.gpu_note if row.built else "")
+                         if part)
         if row.not_judged:
             note = f"{NOT_JUDGED}: {row.not_judged}"
         rows.append([ScoreCell(_rank(row)), *([ScoreCell(other[1].get(row.name, "-"))] if other else []),
@@ -68,6 +68,17 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
                      *([_kernel_total(row)] if kernels else []),
                      ScoreCell(row.gpu or "-"), ScoreCell(note, "" if row.built else BAD)])
     return header, rows
+
+
+def _runs_note(row: SubmissionRow) -> str:
+    """How many runs each passed case's time is the median of, as run: a class interrupted in its reruns has
+    fewer than the rerun rule's three (the row's `reruns` is set when its reruns begin)."""
+    if row.reruns <= 1:
+        return ""
+    runs = sorted({len(e.runs_s) for e in row.entries.values() if e.passed and e.runs_s})
+    if not runs or runs[-1] <= 1:
+        return ""
+    return f"median of {runs[0]} runs" if len(runs) == 1 else f"median of {runs[0]}-{runs[-1]} runs"
 
 
 def _case_cell(row: SubmissionRow, case: str, kernels: bool) -> ScoreCell:

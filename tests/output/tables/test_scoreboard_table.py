@@ -6,7 +6,7 @@ from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
 def board(second_gpu="H200"):
     a = SubmissionRow("a<b>", "/s/a", True, gpu="H200", rank=1, tied=True, reruns=3,
-                      entries={"t01": CaseEntry("PASS", runs_s=[0.25])})
+                      entries={"t01": CaseEntry("PASS", runs_s=[0.25, 0.24, 0.26])})
     b = SubmissionRow("b", "/s/b", True, gpu=second_gpu, rank=1, tied=second_gpu == "H200",
                       entries={"t01": CaseEntry("TIMEOUT", "killed")})
     c = SubmissionRow("c", "/s/c.c", False, "the build failed (exit 1): x.c:1: error: y")
@@ -110,7 +110,7 @@ def test_a_built_rows_notes_are_on_its_row():
     # build_message, which only an unbuilt row showed: the table, Markdown, CSV and HTML dropped them
     row = SubmissionRow("naïve~1ed667", "/s/naïve", True, "named with a hash of its path: its name holds ï (U+00EF); "
                         "built with `make hw4` (0.1 s); its hw4.hip is not judged (the course's AMD part)",
-                        gpu="H200", rank=1, reruns=3, entries={"t01": CaseEntry("PASS", runs_s=[0.25])})
+                        gpu="H200", rank=1, reruns=3, entries={"t01": CaseEntry("PASS", runs_s=[0.25, 0.24, 0.26])})
     note = scoreboard_model(Scoreboard(["t01"], [row])).rows[0][-1].text
     assert "named with a hash of its path" in note and "hw4.hip is not judged" in note
     assert note.endswith("median of 3 runs")
@@ -122,3 +122,13 @@ def test_a_row_an_interruption_left_unrun_is_not_said_to_have_failed():
     waiting = SubmissionRow("late", "/s/late", True, "built with `make hw4` (0.1 s)")
     lines = unranked_lines(Scoreboard(["t01"], [waiting], interrupted=True))
     assert lines == ["late: not run: the judge was interrupted before its cases"]
+
+
+def test_a_row_interrupted_in_its_reruns_says_how_many_runs_its_times_are_the_median_of():
+    """Ctrl-C in rerun round 2: every case had 2 runs (one had 1), and the row said "median of 3 runs"."""
+    row = SubmissionRow("a", "/s/a", True, gpu="H200", rank=1, reruns=3,
+                        entries={"t01": CaseEntry("PASS", runs_s=[0.25, 0.26]), "t02": CaseEntry("PASS", runs_s=[0.5])})
+    board = Scoreboard(["t01", "t02"], [row], interrupted=True)
+    assert scoreboard_model(board).rows[0][-1].text == "median of 1-2 runs"
+    row.entries["t02"].runs_s.append(0.49)
+    assert scoreboard_model(board).rows[0][-1].text == "median of 2 runs"

@@ -18,7 +18,7 @@ from attnbench.api.notices import Notice, quiet, say_suite_writes
 from attnbench.cases.gpu_reference import failed_over
 from attnbench.backends.kernel_records import unavailable as kernel_records_unavailable
 from attnbench.cases.inputs import BenchInput, ProgressFactory, bytes_to_write, no_progress
-from attnbench.errors import AttnbenchError, UsageError
+from attnbench.errors import AttnbenchError, EnvironmentProblem, UsageError
 from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.judge import course_judge as judging
 from attnbench.judge.class_executors import Carrier
@@ -32,7 +32,7 @@ from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.course_build import BuildRules, build_rules
 from attnbench.judge.gpu_needed import refuse_without_gpu
 from attnbench.judge.phases import phase, timing
-from attnbench.judge.submissions import BUILD_TIMEOUT_S, build, find_submissions
+from attnbench.judge.submissions import BUILD_TIMEOUT_S, Submission, build, find_submissions, missing_builder
 from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.kernels.user import find_launch_facts
@@ -50,7 +50,7 @@ from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.slurm import SlurmOptions, default_folder
 from attnbench.spread.devices import devices_for
 from attnbench.spread.executor import SLURM, choose_executor
-from attnbench.printable import first_few
+from attnbench.printable import counted, first_few
 
 __all__ = ["COURSE_LIMITS_BRIEF", "MAX_WAIT_S", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
            "SlurmOptions", "class_history", "is_class", "is_source", "judge", "judge_class", "judge_program",
@@ -164,16 +164,34 @@ def class_request(options: JudgeOptions) -> ClassRequest:
     if options.rerun_top < 0:
         raise UsageError(f"--rerun-top {options.rerun_top}: give 0 or more")
     found = find_submissions(list(options.programs))
+    rules = build_rules(options.arch, options.build_command)
+    _refuse_missing_builders(found, rules)
     inputs = _inputs_of(options)
     settings = ClassSettings(judging.load_time_limits(options.time_limits), options.timeout, options.build_timeout,
                              options.rerun_top, class_sandbox(options.sandbox), options.fresh_inputs is not False,
-                             build_rules(options.arch, options.build_command), options.diagnose,
+                             rules, options.diagnose,
                              options.kernel_time, options.rank_by)
     slurm = options.slurm
     if chosen is SLURM and slurm.folder is None:
         slurm = replace(slurm, folder=default_folder(options.results_dir))
     return ClassRequest(tuple(found), tuple(inputs), settings, chosen, tuple(devices),
                         slurm if chosen is SLURM else None, collect(None, False, options.command))
+
+
+def _refuse_missing_builders(found: Sequence[Submission], rules: BuildRules) -> None:
+    """EnvironmentProblem (exit 3) before any work when a tool that builds some of the class is not on PATH
+    (nvcc without the CUDA module loaded): each of their rows would be a failed build, graded 0, with exit 0."""
+    needing: dict[str, list[str]] = {}
+    for submission in found:
+        tool = missing_builder(submission, rules)
+        if tool is not None:
+            needing.setdefault(tool, []).append(submission.name)
+    if needing:
+        said = "; ".join(f"{tool}, which builds {counted(len(names), 'submission')} of the class ({first_few(names)})"
+                         for tool, names in needing.items())
+        raise EnvironmentProblem(f"not on this machine's PATH: {said}; put {'it' if len(needing) == 1 else 'them'} "
+                                 f"on PATH{' (load the CUDA toolkit for nvcc)' if 'nvcc' in needing else ''}, or give "
+                                 "--build-command")
 
 
 def _judged(request: ClassRequest, listener: JudgeListener | None, checkpoint: Checkpoint | None,
@@ -212,6 +230,11 @@ def built_source(source: str, sandbox: SandboxSettings, rules: BuildRules | None
     folder = Path(tempfile.mkdtemp(prefix="attnbench-source-"))
     try:
         (submission,) = find_submissions([source])
+        tool = missing_builder(submission, rules)
+        if tool is not None:  # the machine's lack: exit 3, never a failed build (exit 1) blamed on the source
+            raise EnvironmentProblem(f"{source}: {tool} is not on this machine's PATH, so it cannot be built here; "
+                                     f"put it on PATH ({'load the CUDA toolkit' if tool == 'nvcc' else 'install it'}) "
+                                     "and judge again")
         with phase("builds"):
             made = build(submission, folder, timeout_s, settings=sandbox, rules=rules)
         if made.program is None:

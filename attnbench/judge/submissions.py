@@ -286,6 +286,19 @@ def build(submission: Submission, build_root: Path, timeout_s: float = BUILD_TIM
         return Built(submission, None, f"could not be staged or built: {shown(exc.strerror or str(exc))}")
 
 
+_BUILDERS = {"make": "make", "nvcc": "nvcc", "cc": "cc"}  # how a submission is built: the tool that builds it
+
+
+def missing_builder(submission: Submission, rules: BuildRules | None = None) -> str | None:
+    """The tool that builds the submission (make, nvcc or cc) when it is not on this machine's PATH: the
+    environment's lack, not the submission's fault; None when it is there, not needed, or --build-command
+    replaces it."""
+    tool = _BUILDERS.get(submission.how)
+    if tool is None or (rules is not None and rules.command) or shutil.which(tool) is not None:
+        return None
+    return tool
+
+
 def _build(submission: Submission, build_root: Path, timeout_s: float, settings: SandboxSettings | None,
            rules: BuildRules) -> Built:
     if submission.how == "link":
@@ -303,8 +316,8 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
             raise StagingRefused(f"{COURSE_EXECUTABLE} is not an executable plain file")
         return Built(submission, take_program(made, program_folder, COURSE_EXECUTABLE, settings.program_bytes),
                      "an executable, not built")
-    tool = {"make": "make", "nvcc": "nvcc", "cc": "cc"}[submission.how]
-    if not rules.command and shutil.which(tool) is None:
+    tool = missing_builder(submission, rules)
+    if tool is not None:
         return Built(submission, None, f"{tool} is not on this machine's PATH, so it could not be built")
     started = time.monotonic()
     sandbox = Sandbox.open(None, settings)

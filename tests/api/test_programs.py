@@ -180,3 +180,26 @@ def test_a_judge_from_python_leaves_the_callers_process_no_subreaper(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["[0,", "0,", "0]"], done.stdout
+
+
+def test_a_builder_missing_from_path_is_the_environment_not_a_failed_build(tmp_path, monkeypatch):
+    """nvcc off PATH (the CUDA module not loaded): every .cu row was a failed build, graded 0, exit 0; a lone
+    .c without cc exited 1 (a verification failure) for the machine's lack."""
+    import attnbench.judge.submissions as submissions
+    from attnbench.errors import EnvironmentProblem
+
+    (tmp_path / "class" / "ada").mkdir(parents=True)
+    (tmp_path / "class" / "ada" / "hw4.cu").write_text("int main() {}\n")
+    (tmp_path / "class" / "carl.c").write_text("int main(void) { return 0; }\n")
+    real = submissions.shutil.which
+    monkeypatch.setattr(submissions.shutil, "which", lambda tool: None if tool in ("nvcc", "cc") else real(tool))
+    with pytest.raises(EnvironmentProblem, match=r"not on this machine's PATH: nvcc, which builds 1 submission of "
+                                                 r"the class \(ada\); cc, which builds 1 submission of the class "
+                                                 r"\(carl\); put them on PATH \(load the CUDA toolkit for nvcc\)"):
+        programs.class_request(programs.JudgeOptions((str(tmp_path / "class"),), "odd_17x48", a_class=True))
+    with pytest.raises(EnvironmentProblem, match="carl.c: cc is not on this machine's PATH, so it cannot be built"):
+        with programs.built_source(str(tmp_path / "class" / "carl.c"), programs.SandboxSettings("none")):
+            pass
+    # --build-command replaces the tools: nothing is missing
+    programs.class_request(programs.JudgeOptions((str(tmp_path / "class"),), "odd_17x48", a_class=True,
+                                                 build_command="true", sandbox=programs.SandboxSettings("none")))

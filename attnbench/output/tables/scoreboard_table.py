@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from attnbench.analysis.class_history import HistoryRow, RunOf
 from attnbench.analysis.ranking import other_ranks
 from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableModel, Text
-from attnbench.printable import printable
+from attnbench.printable import counted, printable
 from attnbench.results.course_grade import GRADE_RULE
 from attnbench.results.judge_cost import PROGRAM_RUNS, JudgeCost
 from attnbench.results.scoreboard import NOT_JUDGED, CaseEntry, Scoreboard, SubmissionRow
@@ -124,10 +124,24 @@ def unranked_lines(board: Scoreboard) -> list[str]:
     return [printable(line) for line in lines]
 
 
+def failed_case_lines(board: Scoreboard) -> list[str]:
+    """Why a ranked row failed its cases, one line each: its cells say only WRONG or CRASH, and each failed case
+    costs the course's grade 3 points."""
+    lines = []
+    for row in board.rows:
+        failed = [(case, e) for case, e in row.entries.items() if not e.passed]
+        if not (row.built and row.passed and failed) or row.not_judged:
+            continue
+        case, entry = failed[0]
+        more = f" (and {counted(len(failed) - 1, 'other')}: {', '.join(c for c, _ in failed[1:])})" if failed[1:] else ""
+        lines.append(f"{row.name}: failed {case}{more}: {entry.verdict} {entry.message}".rstrip())
+    return [printable(line) for line in lines]
+
+
 def scoreboard_lines(board: Scoreboard) -> list[str]:
-    """The lines printed and saved under the table: why rows are unranked, the rules, mixed GPUs, an
-    interruption."""
-    lines = [*unranked_lines(board), f"ranks: {board.settings.get('ranking', '')}",
+    """The lines printed and saved under the table: why rows are unranked or failed a case, the rules, mixed
+    GPUs, an interruption."""
+    lines = [*unranked_lines(board), *failed_case_lines(board), f"ranks: {board.settings.get('ranking', '')}",
              f"reruns: {board.settings.get('reruns', '')}", f"limits: {board.settings.get('time_limits', '')}"]
     if board.settings.get("build"):
         lines.append(f"builds: {board.settings['build']}")

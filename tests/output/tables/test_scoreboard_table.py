@@ -132,3 +132,12 @@ def test_a_row_interrupted_in_its_reruns_says_how_many_runs_its_times_are_the_me
     assert scoreboard_model(board).rows[0][-1].text == "median of 1-2 runs"
     row.entries["t02"].runs_s.append(0.49)
     assert scoreboard_model(board).rows[0][-1].text == "median of 2 runs"
+
+
+def test_a_ranked_row_that_failed_a_case_says_why_under_the_table():
+    """A row passing t01 but WRONG on t02 was ranked with a cell "WRONG" and no reason anywhere but the JSON."""
+    row = SubmissionRow("d64bad", "/s/d64bad", True, gpu="H200", rank=2, entries={
+        "t01": CaseEntry("PASS", runs_s=[0.2]), "t02": CaseEntry("WRONG", "1 of 9 elements off by more than 0.005"),
+        "t03": CaseEntry("CRASH", "killed by SIGSEGV")})
+    lines = scoreboard_lines(Scoreboard(["t01", "t02", "t03"], [row]))
+    assert "d64bad: failed t02 (and 1 other: t03): WRONG 1 of 9 elements off by more than 0.005" in lines

@@ -319,6 +319,7 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
     tool = missing_builder(submission, rules)
     if tool is not None:
         return Built(submission, None, f"{tool} is not on this machine's PATH, so it could not be built")
+    aside = _set_aside_prebuilt(folder)
     started = time.monotonic()
     sandbox = Sandbox.open(None, settings)
     try:
@@ -348,10 +349,21 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         return Built(submission, None, f"{step.says} made no {COURSE_EXECUTABLE} (nor one other executable)")
     took = time.monotonic() - started
     if made.name != COURSE_EXECUTABLE:  # the course runs ./hw4, which this build did not make: said, not hidden
-        return Built(submission, program, f"built with {step.says} ({took:.1f} s); it made no {COURSE_EXECUTABLE}, "
-                                          f"so its one new executable {shown(made.name)} is judged (the course's "
-                                          f"judge would find no {COURSE_EXECUTABLE})")
-    if submission.how == "make" and step.argv[0] == "nvcc":
-        return Built(submission, program, f"its Makefile failed, so built with {step.says} ({took:.1f} s); "
-                                          f"the Makefile: {earlier}")
-    return Built(submission, program, f"built with {step.says} ({took:.1f} s)")
+        said = (f"built with {step.says} ({took:.1f} s); it made no {COURSE_EXECUTABLE}, so its one new executable "
+                f"{shown(made.name)} is judged (the course's judge would find no {COURSE_EXECUTABLE})")
+    elif submission.how == "make" and step.argv[0] == "nvcc":
+        said = f"its Makefile failed, so built with {step.says} ({took:.1f} s); the Makefile: {earlier}"
+    else:
+        said = f"built with {step.says} ({took:.1f} s)"
+    return Built(submission, program, f"{said}; {aside}" if aside else said)
+
+
+def _set_aside_prebuilt(staged: Path) -> str:
+    """Remove a prebuilt hw4 from the staged copy of a submission that has sources to build: `make hw4` took it
+    as up to date and judged a binary no source of the submission made (the course builds from hw4.cu and the
+    Makefile). The note for its row, or "" when there was none."""
+    prebuilt = staged / COURSE_EXECUTABLE
+    if not _plain_file(prebuilt):
+        return ""
+    prebuilt.unlink()
+    return f"its prebuilt {COURSE_EXECUTABLE} was set aside, and {COURSE_EXECUTABLE} built anew from its sources"

@@ -161,6 +161,21 @@ def test_a_submission_named_as_dot_is_called_by_its_folders_name(tmp_path, monke
     assert [s.name for s in find_submissions([".."])] == ["alice"]
 
 
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None, reason="no make or cc")
+def test_a_prebuilt_hw4_beside_the_sources_is_built_anew_not_judged(tmp_path):
+    """A Makefile, its source and a committed hw4 newer than it: `make hw4` said "up to date" and the judge took
+    the committed binary (any program at all), though the course builds from the sources."""
+    (tmp_path / "stale").mkdir()
+    (tmp_path / "stale" / "a.c").write_text("int main(void) { return 7; }\n")
+    (tmp_path / "stale" / "Makefile").write_text("hw4: a.c\n\tcc -o hw4 a.c\n")
+    prebuilt = _exe(tmp_path / "stale" / "hw4")
+    (sub,) = find_submissions([tmp_path / "stale"])
+    made = build(sub, tmp_path / "builds")
+    assert made.ok and made.program.read_bytes().startswith(b"\x7fELF")  # cc's, not the committed script
+    assert "its prebuilt hw4 was set aside" in made.message
+    assert prebuilt.read_text().startswith("#!/bin/sh")  # the submission itself is untouched
+
+
 def test_an_hw4_that_lost_its_executable_bit_is_said_so_not_missing(tmp_path):
     """"no ... hw4 in it (it holds hw4)" contradicted itself for a plain hw4 without its x bit (unzipped)."""
     (tmp_path / "bob").mkdir()

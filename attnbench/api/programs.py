@@ -163,7 +163,7 @@ def class_request(options: JudgeOptions) -> ClassRequest:
     devices = devices_for(options.gpus) if options.gpus is not None else []
     if options.rerun_top < 0:
         raise UsageError(f"--rerun-top {options.rerun_top}: give 0 or more")
-    found = find_submissions(list(options.programs))
+    found = _without_results_folder(find_submissions(list(options.programs)), options.results_dir)
     rules = build_rules(options.arch, options.build_command)
     _refuse_missing_builders(found, rules)
     inputs = _inputs_of(options)
@@ -176,6 +176,19 @@ def class_request(options: JudgeOptions) -> ClassRequest:
         slurm = replace(slurm, folder=default_folder(options.results_dir))
     return ClassRequest(tuple(found), tuple(inputs), settings, chosen, tuple(devices),
                         slurm if chosen is SLURM else None, collect(None, False, options.command))
+
+
+def _without_results_folder(found: list[Submission], results_dir: str | Path) -> list[Submission]:
+    """The class less the judge's own results folder, which `attnbench judge .` from the class's folder puts
+    among the submissions: the next judge made it a row, "not a submission", graded 0."""
+    results = Path(results_dir)
+    if not results.is_dir():
+        return found
+    kept = [s for s in found if not (s.source.is_dir() and not s.source.is_symlink()
+                                     and os.path.samefile(s.source, results))]
+    if not kept:  # the results folder given as the class itself: said as ever, by what reads it
+        return found
+    return kept
 
 
 def _refuse_missing_builders(found: Sequence[Submission], rules: BuildRules) -> None:

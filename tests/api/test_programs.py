@@ -203,3 +203,20 @@ def test_a_builder_missing_from_path_is_the_environment_not_a_failed_build(tmp_p
     # --build-command replaces the tools: nothing is missing
     programs.class_request(programs.JudgeOptions((str(tmp_path / "class"),), "odd_17x48", a_class=True,
                                                  build_command="true", sandbox=programs.SandboxSettings("none")))
+
+
+def test_the_judges_own_results_folder_in_the_class_is_no_row(tmp_path, monkeypatch):
+    """`attnbench judge .` from the class's folder saved ./attnbench-results there, and the next judge made it a
+    row: "not a submission", graded 0 on a full run, a "build failed" in the history."""
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / "hw4").write_text("#!/bin/sh\n")
+    (tmp_path / "ada" / "hw4").chmod(0o755)
+    (tmp_path / "attnbench-results").mkdir()
+    (tmp_path / "attnbench-results" / "2026-11-29_class_t01.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    request = programs.class_request(programs.JudgeOptions((".",), "odd_17x48", a_class=True,
+                                                           sandbox=programs.SandboxSettings("none")))
+    assert [s.name for s in request.submissions] == ["ada"]
+    other = programs.class_request(programs.JudgeOptions((".",), "odd_17x48", a_class=True, results_dir="elsewhere",
+                                                         sandbox=programs.SandboxSettings("none")))
+    assert [s.name for s in other.submissions] == ["ada", "attnbench-results"]  # not this judge's folder: a row

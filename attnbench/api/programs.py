@@ -437,7 +437,8 @@ def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progr
     if not is_source(options.programs[0]):
         check_program(options.programs[0])  # a missing program is said alone, not after a note of gigabytes to write
     _refuse_cuda_without_gpu(options.programs[0], options.launcher)  # nor after that note
-    _say_pending(options.cases, notice)
+    if not options.fresh_inputs:  # fresh inputs are drawn into temporary space: the suite's folder gets nothing
+        _say_pending(options.cases, notice)
     _say_no_kernels(options, notice)
     _say_unlimited(options, notice)
     judged = _judged_program(options, progress, listener, opened)
@@ -453,7 +454,8 @@ def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_p
     if options.resume:
         return resume_class(options.resume, listener)
     request = class_request(options)
-    _say_pending(options.cases, notice)
+    if options.fresh_inputs is False:  # fresh inputs (a class's default) write nothing to the suite's folder
+        _say_pending(options.cases, notice)
     _say_no_kernels(options, notice)
     _say_unlimited(options, notice)
     board = _judged(request, listener, checkpoint, progress)

@@ -220,3 +220,24 @@ def test_the_judges_own_results_folder_in_the_class_is_no_row(tmp_path, monkeypa
     other = programs.class_request(programs.JudgeOptions((".",), "odd_17x48", a_class=True, results_dir="elsewhere",
                                                          sandbox=programs.SandboxSettings("none")))
     assert [s.name for s in other.submissions] == ["ada", "attnbench-results"]  # not this judge's folder: a row
+
+
+def test_a_judge_on_fresh_inputs_says_nothing_of_writing_the_suites_folder(monkeypatch, tmp_path):
+    """A class (fresh inputs by default) said "the cases not generated yet take 21 MB ... in testcases/data" and
+    wrote nothing there: its inputs are drawn into temporary space."""
+    said = []
+    monkeypatch.setattr(programs, "judge_writes", lambda cases: 3 * 10**6)
+    monkeypatch.setattr(programs, "_judged", lambda *args, **kwargs: None)
+    monkeypatch.setattr(programs, "_judged_program", lambda *args, **kwargs: None)
+    monkeypatch.setattr(programs, "check_program", lambda program: None)
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / "hw4").write_text("#!/bin/sh\n")
+    (tmp_path / "ada" / "hw4").chmod(0o755)
+    sandbox = programs.SandboxSettings("none")
+    programs.judge_submissions(programs.JudgeOptions((str(tmp_path),), "t01", a_class=True, sandbox=sandbox),
+                               notice=said.append)
+    programs.judge_program(programs.JudgeOptions(("./hw4",), "t01", fresh_inputs=True), notice=said.append)
+    assert not any("not generated yet" in line for line in said), said
+    programs.judge_submissions(programs.JudgeOptions((str(tmp_path),), "t01", a_class=True, sandbox=sandbox,
+                                                     fresh_inputs=False), notice=said.append)
+    assert any("not generated yet" in line for line in said)  # --suite-inputs writes them

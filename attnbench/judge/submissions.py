@@ -178,6 +178,22 @@ def _not_a_submission(folder: Path) -> str:
             f"(it holds {held or 'nothing'})")
 
 
+def _inner_submissions(folder: Path) -> str:
+    """A folder judged as one submission (its own Makefile or hw4.cu) whose folders are submissions too: a
+    class folder with a helper Makefile of the TA's at its top was one failed row, its students unsaid."""
+    if not _is_folder(folder):
+        return ""
+    try:
+        inner = [entry.name for entry in _entries(folder) if _is_folder(entry) and _how_folder(entry) is not None]
+    except ProgramError:
+        return ""
+    if not inner:
+        return ""
+    return (f"its own files make it one submission, though {len(inner)} of its folders are submissions too "
+            f"({first_few([shown(n) for n in inner])}): name them (`attnbench judge {shown(folder.name)}/*/`) to "
+            "judge them as a class")
+
+
 def _entries(folder: Path) -> list[Path]:
     try:
         names = sorted(os.listdir(folder))
@@ -238,7 +254,8 @@ def find_submissions(named: Sequence[str | Path]) -> list[Submission]:
             raise ProgramError(f"{item}: no such file or folder")
         how = _how_folder(item) if item.is_dir() else _how_file(item)
         if how is not None:
-            found.append(Submission(_name(item), item.absolute(), how, unjudged=_folder_note(item, how)))
+            unjudged = "; ".join(n for n in (_folder_note(item, how), _inner_submissions(item)) if n)
+            found.append(Submission(_name(item), item.absolute(), how, unjudged=unjudged))
             continue
         if not item.is_dir():
             raise ProgramError(f"{item}: not a submission (an executable, a .cu or .c file, or a folder)")

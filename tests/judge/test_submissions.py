@@ -176,6 +176,16 @@ def test_a_prebuilt_hw4_beside_the_sources_is_built_anew_not_judged(tmp_path):
     assert prebuilt.read_text().startswith("#!/bin/sh")  # the submission itself is untouched
 
 
+def test_a_class_folder_with_a_makefile_of_its_own_says_its_folders_are_submissions(tmp_path):
+    """A TA's helper Makefile at the class's top made the class one submission, one failed row, its students
+    never named."""
+    (tmp_path / "class" / "ada").mkdir(parents=True)
+    _exe(tmp_path / "class" / "ada" / "hw4")
+    (tmp_path / "class" / "Makefile").write_text("all:\n\techo judge them\n")
+    (whole,) = find_submissions([tmp_path / "class"])
+    assert whole.how == "make" and "1 of its folders are submissions too (ada)" in whole.unjudged  # on its row
+
+
 def test_an_hw4_that_lost_its_executable_bit_is_said_so_not_missing(tmp_path):
     """"no ... hw4 in it (it holds hw4)" contradicted itself for a plain hw4 without its x bit (unzipped)."""
     (tmp_path / "bob").mkdir()

@@ -110,3 +110,12 @@ def history(boards: list[Scoreboard], cases: list[str] | None = None) -> list[Hi
         best = min(passed, key=lambda r: (-r.passed, r.total_s)) if passed else seen[-1]
         rows.append(HistoryRow(name, len(seen), best, seen[-1]))
     return sorted(rows, key=lambda h: (-h.best.passed, h.best.total_s if h.best.passed else float("inf"), h.name))
+
+
+def runs_on_other_cases(boards: list[Scoreboard], cases: list[str] | None = None) -> int:
+    """How many saved runs the history leaves out for judging other cases than `cases` (the latest board's):
+    said under it, or a run on t01-t03 before one on t01-t30 vanished from the history without a word."""
+    if not boards:
+        return 0
+    chosen = cases if cases is not None else boards[-1].cases
+    return sum(board.cases != chosen for board in boards)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from attnbench.analysis.class_history import HistoryRow, history, load_boards
+from attnbench.analysis.class_history import HistoryRow, history, load_boards, runs_on_other_cases
 from attnbench.analysis.ranking import RANK_BY
 from attnbench.api.empty_arguments import refuse_empty
 from attnbench.api.notices import Notice, quiet, say_suite_writes
@@ -53,7 +53,7 @@ from attnbench.spread.executor import SLURM, choose_executor
 from attnbench.printable import counted, first_few
 
 __all__ = ["COURSE_LIMITS_BRIEF", "MAX_WAIT_S", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
-           "SlurmOptions", "class_history", "is_class", "is_source", "judge", "judge_class", "judge_program",
+           "SlurmOptions", "class_history", "class_runs_on_other_cases", "is_class", "is_source", "judge", "judge_class", "judge_program",
            "judge_submissions", "judge_writes", "new_kernel", "resume_class"]
 
 def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str | None = None, time_limits: str = "course",
@@ -277,6 +277,13 @@ def class_history(folder: str | Path, cases: list[str] | None = None) -> list[Hi
     `cases`, by default the latest run's)."""
     refuse_empty("folder", folder, "the results folder of the class's saved scoreboards")
     return history(load_boards(folder), cases)
+
+
+def class_runs_on_other_cases(folder: str | Path) -> int:
+    """How many scoreboards saved in a results folder `class_history` leaves out: runs on other cases than the
+    latest run's."""
+    refuse_empty("folder", folder, "the results folder of the class's saved scoreboards")
+    return runs_on_other_cases(load_boards(folder))
 
 
 def resume_class(folder: str | Path, listener: JudgeListener | None = None,

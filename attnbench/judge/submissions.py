@@ -174,8 +174,9 @@ def _not_a_submission(folder: Path) -> str:
         return f"not a submission: it cannot be read ({exc.strerror})"
     # a folder's name ends in "/": "no hw4 in it (it holds hw4)" read as a contradiction for a folder hw4
     held = first_few([shown(n) + ("/" if _is_folder(folder / n) else "") for n in names[:5]] + names[5:])
+    packed = " (unpack its archive in it to judge it)" if any(_archive(folder / n) for n in names) else ""
     return (f"not a submission: no Makefile, {COURSE_EXECUTABLE}.cu, {HIP_SOURCE} or {COURSE_EXECUTABLE} in it "
-            f"(it holds {held or 'nothing'})")
+            f"(it holds {held or 'nothing'}){packed}")
 
 
 def _inner_submissions(folder: Path) -> str:

@@ -206,6 +206,10 @@ def test_an_archive_beside_the_submissions_is_a_row_not_dropped(tmp_path):
     assert set(rows) == {"alice", "bob.tar.gz"}
     built = build(rows["bob.tar.gz"], tmp_path / "builds")
     assert not built.ok and not built.attempted and "an archive left packed" in built.message
+    (tmp_path / "carol").mkdir()
+    (tmp_path / "carol" / "hw4.zip").write_bytes(b"PK")
+    (carol,) = [s for s in find_submissions([tmp_path]) if s.name == "carol"]
+    assert build(carol, tmp_path / "builds").message.endswith("(it holds hw4.zip) (unpack its archive in it to judge it)")
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make")

@@ -101,7 +101,8 @@ def history(boards: list[Scoreboard], cases: list[str] | None = None) -> list[Hi
         if board.cases != chosen:
             continue
         for row in board.rows:  # a failed build too: it is a run of that submission, passing nothing
-            if not row.not_judged:  # built, never run (no GPU there): no run of it, good or bad
+            never_run = board.interrupted and row.built and not row.entries  # Ctrl-C came before its cases
+            if not row.not_judged and not never_run:  # built, never run (no GPU there): no run of it, good or bad
                 runs.setdefault(row.name, []).append(_run(board, row))
     rows = []
     for name, seen in runs.items():
@@ -109,3 +110,12 @@ def history(boards: list[Scoreboard], cases: list[str] | None = None) -> list[Hi
         best = min(passed, key=lambda r: (-r.passed, r.total_s)) if passed else seen[-1]
         rows.append(HistoryRow(name, len(seen), best, seen[-1]))
     return sorted(rows, key=lambda h: (-h.best.passed, h.best.total_s if h.best.passed else float("inf"), h.name))
+
+
+def runs_on_other_cases(boards: list[Scoreboard], cases: list[str] | None = None) -> int:
+    """How many saved runs the history leaves out for judging other cases than `cases` (the latest board's):
+    said under it, or a run on t01-t03 before one on t01-t30 vanished from the history without a word."""
+    if not boards:
+        return 0
+    chosen = cases if cases is not None else boards[-1].cases
+    return sum(board.cases != chosen for board in boards)

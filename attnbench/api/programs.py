@@ -11,14 +11,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from attnbench.analysis.class_history import HistoryRow, history, load_boards
+from attnbench.analysis.class_history import HistoryRow, history, load_boards, runs_on_other_cases
 from attnbench.analysis.ranking import RANK_BY
 from attnbench.api.empty_arguments import refuse_empty
 from attnbench.api.notices import Notice, quiet, say_suite_writes
 from attnbench.cases.gpu_reference import failed_over
 from attnbench.backends.kernel_records import unavailable as kernel_records_unavailable
 from attnbench.cases.inputs import BenchInput, ProgressFactory, bytes_to_write, no_progress
-from attnbench.errors import AttnbenchError, UsageError
+from attnbench.errors import AttnbenchError, EnvironmentProblem, UsageError
 from attnbench.files import DEFAULT_RESULTS_DIR
 from attnbench.judge import course_judge as judging
 from attnbench.judge.class_executors import Carrier
@@ -32,7 +32,7 @@ from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.course_build import BuildRules, build_rules
 from attnbench.judge.gpu_needed import refuse_without_gpu
 from attnbench.judge.phases import phase, timing
-from attnbench.judge.submissions import BUILD_TIMEOUT_S, build, find_submissions
+from attnbench.judge.submissions import BUILD_TIMEOUT_S, Submission, build, find_submissions, missing_builder
 from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.kernels.user import find_launch_facts
@@ -50,10 +50,10 @@ from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.slurm import SlurmOptions, default_folder
 from attnbench.spread.devices import devices_for
 from attnbench.spread.executor import SLURM, choose_executor
-from attnbench.printable import first_few
+from attnbench.printable import counted, first_few
 
 __all__ = ["COURSE_LIMITS_BRIEF", "MAX_WAIT_S", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
-           "SlurmOptions", "class_history", "is_class", "is_source", "judge", "judge_class", "judge_program",
+           "SlurmOptions", "class_history", "class_runs_on_other_cases", "is_class", "is_source", "judge", "judge_class", "judge_program",
            "judge_submissions", "judge_writes", "new_kernel", "resume_class"]
 
 def judge(program: str, cases: str | Sequence[str] = "course", *, launcher: str | None = None, time_limits: str = "course",
@@ -163,17 +163,48 @@ def class_request(options: JudgeOptions) -> ClassRequest:
     devices = devices_for(options.gpus) if options.gpus is not None else []
     if options.rerun_top < 0:
         raise UsageError(f"--rerun-top {options.rerun_top}: give 0 or more")
-    found = find_submissions(list(options.programs))
+    found = _without_results_folder(find_submissions(list(options.programs)), options.results_dir)
+    rules = build_rules(options.arch, options.build_command)
+    _refuse_missing_builders(found, rules)
     inputs = _inputs_of(options)
     settings = ClassSettings(judging.load_time_limits(options.time_limits), options.timeout, options.build_timeout,
                              options.rerun_top, class_sandbox(options.sandbox), options.fresh_inputs is not False,
-                             build_rules(options.arch, options.build_command), options.diagnose,
+                             rules, options.diagnose,
                              options.kernel_time, options.rank_by)
     slurm = options.slurm
     if chosen is SLURM and slurm.folder is None:
         slurm = replace(slurm, folder=default_folder(options.results_dir))
     return ClassRequest(tuple(found), tuple(inputs), settings, chosen, tuple(devices),
                         slurm if chosen is SLURM else None, collect(None, False, options.command))
+
+
+def _without_results_folder(found: list[Submission], results_dir: str | Path) -> list[Submission]:
+    """The class less the judge's own results folder, which `attnbench judge .` from the class's folder puts
+    among the submissions: the next judge made it a row, "not a submission", graded 0."""
+    results = Path(results_dir)
+    if not results.is_dir():
+        return found
+    kept = [s for s in found if not (s.source.is_dir() and not s.source.is_symlink()
+                                     and os.path.samefile(s.source, results))]
+    if not kept:  # the results folder given as the class itself: said as ever, by what reads it
+        return found
+    return kept
+
+
+def _refuse_missing_builders(found: Sequence[Submission], rules: BuildRules) -> None:
+    """EnvironmentProblem (exit 3) before any work when a tool that builds some of the class is not on PATH
+    (nvcc without the CUDA module loaded): each of their rows would be a failed build, graded 0, with exit 0."""
+    needing: dict[str, list[str]] = {}
+    for submission in found:
+        tool = missing_builder(submission, rules)
+        if tool is not None:
+            needing.setdefault(tool, []).append(submission.name)
+    if needing:
+        said = "; ".join(f"{tool}, which builds {counted(len(names), 'submission')} of the class ({first_few(names)})"
+                         for tool, names in needing.items())
+        raise EnvironmentProblem(f"not on this machine's PATH: {said}; put {'it' if len(needing) == 1 else 'them'} "
+                                 f"on PATH{' (load the CUDA toolkit for nvcc)' if 'nvcc' in needing else ''}, or give "
+                                 "--build-command")
 
 
 def _judged(request: ClassRequest, listener: JudgeListener | None, checkpoint: Checkpoint | None,
@@ -212,6 +243,11 @@ def built_source(source: str, sandbox: SandboxSettings, rules: BuildRules | None
     folder = Path(tempfile.mkdtemp(prefix="attnbench-source-"))
     try:
         (submission,) = find_submissions([source])
+        tool = missing_builder(submission, rules)
+        if tool is not None:  # the machine's lack: exit 3, never a failed build (exit 1) blamed on the source
+            raise EnvironmentProblem(f"{source}: {tool} is not on this machine's PATH, so it cannot be built here; "
+                                     f"put it on PATH ({'load the CUDA toolkit' if tool == 'nvcc' else 'install it'}) "
+                                     "and judge again")
         with phase("builds"):
             made = build(submission, folder, timeout_s, settings=sandbox, rules=rules)
         if made.program is None:
@@ -241,6 +277,13 @@ def class_history(folder: str | Path, cases: list[str] | None = None) -> list[Hi
     `cases`, by default the latest run's)."""
     refuse_empty("folder", folder, "the results folder of the class's saved scoreboards")
     return history(load_boards(folder), cases)
+
+
+def class_runs_on_other_cases(folder: str | Path) -> int:
+    """How many scoreboards saved in a results folder `class_history` leaves out: runs on other cases than the
+    latest run's."""
+    refuse_empty("folder", folder, "the results folder of the class's saved scoreboards")
+    return runs_on_other_cases(load_boards(folder))
 
 
 def resume_class(folder: str | Path, listener: JudgeListener | None = None,
@@ -401,7 +444,8 @@ def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progr
     if not is_source(options.programs[0]):
         check_program(options.programs[0])  # a missing program is said alone, not after a note of gigabytes to write
     _refuse_cuda_without_gpu(options.programs[0], options.launcher)  # nor after that note
-    _say_pending(options.cases, notice)
+    if not options.fresh_inputs:  # fresh inputs are drawn into temporary space: the suite's folder gets nothing
+        _say_pending(options.cases, notice)
     _say_no_kernels(options, notice)
     _say_unlimited(options, notice)
     judged = _judged_program(options, progress, listener, opened)
@@ -417,7 +461,8 @@ def judge_submissions(options: JudgeOptions, *, progress: ProgressFactory = no_p
     if options.resume:
         return resume_class(options.resume, listener)
     request = class_request(options)
-    _say_pending(options.cases, notice)
+    if options.fresh_inputs is False:  # fresh inputs (a class's default) write nothing to the suite's folder
+        _say_pending(options.cases, notice)
     _say_no_kernels(options, notice)
     _say_unlimited(options, notice)
     board = _judged(request, listener, checkpoint, progress)

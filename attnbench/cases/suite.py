@@ -181,6 +181,9 @@ def get_case(name: str, files_too: bool = True) -> SuiteCase:
         return SUITE[name]
     except KeyError:
         close = difflib.get_close_matches(name, [*SUITE, *GROUPS, "all", "known"], n=3, cutoff=0.6)
+        padded = re.sub(r"^([A-Za-z_]+)(\d)$", r"\g<1>0\2", name)  # `t1` is t01, which difflib ranks below t21
+        if padded != name and padded in SUITE:
+            close = [padded, *(c for c in close if c != padded)][:3]
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
         what = "neither a file nor a suite case" if files_too else "not a suite case"
         raise UnknownName(f"{name!r} is {what}{hint} (see `attnbench cases`)") from None

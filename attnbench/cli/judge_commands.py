@@ -190,6 +190,10 @@ def _show_history(folder: str) -> None:
         console.print(printable(f"{folder}: no saved scoreboard"), highlight=False, markup=False, soft_wrap=True)
         return
     print_table(history_model(past, f"history of {counted(len(past), 'submission')} in {printable(folder)}"))
+    left_out = api_programs.class_runs_on_other_cases(folder)
+    if left_out:
+        notice(f"{counted(left_out, 'saved run')} on other cases than the latest run's {'is' if left_out == 1 else 'are'} "
+               "not in this history (runs are compared on the same cases only)")
 
 
 def _say_confinement(confinement: api_programs.Confinement) -> None:

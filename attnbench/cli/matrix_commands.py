@@ -26,6 +26,7 @@ from attnbench.cli.options import (
     tolerance,
     with_options,
 )
+from attnbench.errors import UsageError
 from attnbench.files import DEFAULT_RESULTS_DIR, check_output_path, check_results_folder
 from attnbench.output.render.markdown import lab_report_lines
 from attnbench.output.render.matrix_run import (
@@ -285,6 +286,9 @@ def _refuse_options_of_other_axes(ctx: click.Context, axis: str) -> None:
                                f"{'it' if len(ignored) == 1 else 'them'} (see `attnbench sweep --help`)")
 
 
+_NOT_MARKDOWN = (".html", ".htm", ".csv", ".json", ".pdf", ".png")  # formats the report is not written in
+
+
 @click.command()
 @click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--output", "-o", default=None, type=click.Path(dir_okay=False),
@@ -310,6 +314,9 @@ def report(results: tuple[str, ...], output: str | None, ladder: bool | None, no
 
     if output is not None:  # as given: Path() drops a trailing slash, and `-o rep/` wrote a file named rep
         check_output_path(output)
+        if Path(output).suffix.lower() in _NOT_MARKDOWN:  # `-o report.html` got Markdown under an HTML name
+            raise UsageError(f"{output}: the report is Markdown, not {Path(output).suffix.lstrip('.').upper()}; "
+                             "give -o a .md name")
     loaded = api.results_for_report(results, notice)
     first = Path(results[0])
     out = Path(output) if output else first.with_name(f"{first.stem}_report.md")

@@ -230,5 +230,18 @@ def build_rules(arch: str | None = None, command: str | None = None) -> BuildRul
     if arch is not None and _ARCH.fullmatch(arch) is None:
         raise UsageError(f"--arch {arch!r}: give an architecture nvcc's -arch takes (sm_90, sm_90a, native, ...)")
     if arch is not None:
+        _refuse_unbuildable(arch)
         return BuildRules(arch, True, command)
     return BuildRules(judging_arch() or oldest_arch(), False, command)
+
+
+def _refuse_unbuildable(arch: str) -> None:
+    """UsageError for an architecture this nvcc does not build (sm_61 on CUDA 13): every CUDA build would fail
+    and each row would blame its student for the TA's option. Without nvcc (or a list from it) nothing is said."""
+    number = re.fullmatch(r"(?:sm|compute)_(\d+)[af]?", arch)
+    known = nvcc_architectures()
+    if number is None or not known or f"sm_{number.group(1)}" in known:
+        return
+    builds = sorted((a for a in known if re.fullmatch(r"sm_\d+", a)), key=lambda a: int(a[3:]))
+    raise UsageError(f"--arch {arch}: this nvcc does not build for it (it builds {builds[0]} to {builds[-1]}), so "
+                     f"every CUDA build would fail; give one of those, or leave --arch out")

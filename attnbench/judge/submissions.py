@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Sequence
 
 from attnbench.judge.course_build import COURSE_EXECUTABLE, BuildAttempts, BuildRules, oldest_arch, run_steps
-from attnbench.sandbox.process import ProcessLimits, ProgramError
+from attnbench.sandbox.process import ARCHIVE_SUFFIXES, ProcessLimits, ProgramError
 from attnbench.sandbox.room import Sandbox, SandboxSettings
 from attnbench.sandbox.staging import StagingRefused, copy_submission, shown, take_program
 from attnbench.printable import first_few
@@ -138,30 +138,61 @@ def _how_file(path: Path) -> str | None:
 
 
 def _name(path: Path) -> str:
+    path = Path(os.path.abspath(path))  # `judge .` or `judge ..` from a submission's folder: its own name, not ""
     plain = path.name if _is_folder(path) else path.stem if path.suffix in (".cu", ".c") else path.name
     return shown(plain)
 
 
+def _archive(path: Path) -> bool:
+    """A student's submission handed in packed: a row that says so, not a file skipped without a word."""
+    return path.name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
 def _entry_how(entry: Path) -> str | None:
     """How an entry of a folder of submissions is judged; a symbolic link is a row refused (never followed), and
-    so is a folder that holds no submission (every folder given is a row: one was dropped without a word)."""
+    so is a folder that holds no submission (every folder given is a row: one was dropped without a word), or
+    an archive left packed."""
     if _is_link(entry):
         return "link"
     if _is_folder(entry):
         return _how_folder(entry) or "none"
+    if _plain_file(entry) and _archive(entry):
+        return "none"
     return _how_file(entry)
 
 
 def _not_a_submission(folder: Path) -> str:
-    """Why a folder of a class is no submission, with a few of the names it holds."""
+    """Why a folder of a class (or an archive in it) is no submission, with a few of the names it holds."""
+    if _plain_file(folder):
+        return "not a submission: an archive left packed (unpack it into a folder of its own to judge it)"
+    if _plain_file(folder / COURSE_EXECUTABLE):  # "no hw4 in it (it holds hw4)" would contradict itself
+        return (f"not a submission: its {COURSE_EXECUTABLE} is not executable and no Makefile or "
+                f"{COURSE_EXECUTABLE}.cu builds one (chmod +x it to judge it)")
     try:
         names = sorted(os.listdir(folder))
     except OSError as exc:
         return f"not a submission: it cannot be read ({exc.strerror})"
     # a folder's name ends in "/": "no hw4 in it (it holds hw4)" read as a contradiction for a folder hw4
     held = first_few([shown(n) + ("/" if _is_folder(folder / n) else "") for n in names[:5]] + names[5:])
+    packed = " (unpack its archive in it to judge it)" if any(_archive(folder / n) for n in names) else ""
     return (f"not a submission: no Makefile, {COURSE_EXECUTABLE}.cu, {HIP_SOURCE} or {COURSE_EXECUTABLE} in it "
-            f"(it holds {held or 'nothing'})")
+            f"(it holds {held or 'nothing'}){packed}")
+
+
+def _inner_submissions(folder: Path) -> str:
+    """A folder judged as one submission (its own Makefile or hw4.cu) whose folders are submissions too: a
+    class folder with a helper Makefile of the TA's at its top was one failed row, its students unsaid."""
+    if not _is_folder(folder):
+        return ""
+    try:
+        inner = [entry.name for entry in _entries(folder) if _is_folder(entry) and _how_folder(entry) is not None]
+    except ProgramError:
+        return ""
+    if not inner:
+        return ""
+    return (f"its own files make it one submission, though {len(inner)} of its folders are submissions too "
+            f"({first_few([shown(n) for n in inner])}): name them (`attnbench judge {shown(folder.name)}/*/`) to "
+            "judge them as a class")
 
 
 def _entries(folder: Path) -> list[Path]:
@@ -224,7 +255,8 @@ def find_submissions(named: Sequence[str | Path]) -> list[Submission]:
             raise ProgramError(f"{item}: no such file or folder")
         how = _how_folder(item) if item.is_dir() else _how_file(item)
         if how is not None:
-            found.append(Submission(_name(item), item.absolute(), how, unjudged=_folder_note(item, how)))
+            unjudged = "; ".join(n for n in (_folder_note(item, how), _inner_submissions(item)) if n)
+            found.append(Submission(_name(item), item.absolute(), how, unjudged=unjudged))
             continue
         if not item.is_dir():
             raise ProgramError(f"{item}: not a submission (an executable, a .cu or .c file, or a folder)")
@@ -272,6 +304,19 @@ def build(submission: Submission, build_root: Path, timeout_s: float = BUILD_TIM
         return Built(submission, None, f"could not be staged or built: {shown(exc.strerror or str(exc))}")
 
 
+_BUILDERS = {"make": "make", "nvcc": "nvcc", "cc": "cc"}  # how a submission is built: the tool that builds it
+
+
+def missing_builder(submission: Submission, rules: BuildRules | None = None) -> str | None:
+    """The tool that builds the submission (make, nvcc or cc) when it is not on this machine's PATH: the
+    environment's lack, not the submission's fault; None when it is there, not needed, or --build-command
+    replaces it."""
+    tool = _BUILDERS.get(submission.how)
+    if tool is None or (rules is not None and rules.command) or shutil.which(tool) is not None:
+        return None
+    return tool
+
+
 def _build(submission: Submission, build_root: Path, timeout_s: float, settings: SandboxSettings | None,
            rules: BuildRules) -> Built:
     if submission.how == "link":
@@ -289,9 +334,10 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
             raise StagingRefused(f"{COURSE_EXECUTABLE} is not an executable plain file")
         return Built(submission, take_program(made, program_folder, COURSE_EXECUTABLE, settings.program_bytes),
                      "an executable, not built")
-    tool = {"make": "make", "nvcc": "nvcc", "cc": "cc"}[submission.how]
-    if not rules.command and shutil.which(tool) is None:
+    tool = missing_builder(submission, rules)
+    if tool is not None:
         return Built(submission, None, f"{tool} is not on this machine's PATH, so it could not be built")
+    aside = _set_aside_prebuilt(folder)
     started = time.monotonic()
     sandbox = Sandbox.open(None, settings)
     try:
@@ -320,7 +366,22 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
     if made is None:
         return Built(submission, None, f"{step.says} made no {COURSE_EXECUTABLE} (nor one other executable)")
     took = time.monotonic() - started
-    if submission.how == "make" and step.argv[0] == "nvcc":
-        return Built(submission, program, f"its Makefile failed, so built with {step.says} ({took:.1f} s); "
-                                          f"the Makefile: {earlier}")
-    return Built(submission, program, f"built with {step.says} ({took:.1f} s)")
+    if made.name != COURSE_EXECUTABLE:  # the course runs ./hw4, which this build did not make: said, not hidden
+        said = (f"built with {step.says} ({took:.1f} s); it made no {COURSE_EXECUTABLE}, so its one new executable "
+                f"{shown(made.name)} is judged (the course's judge would find no {COURSE_EXECUTABLE})")
+    elif submission.how == "make" and step.argv[0] == "nvcc":
+        said = f"its Makefile failed, so built with {step.says} ({took:.1f} s); the Makefile: {earlier}"
+    else:
+        said = f"built with {step.says} ({took:.1f} s)"
+    return Built(submission, program, f"{said}; {aside}" if aside else said)
+
+
+def _set_aside_prebuilt(staged: Path) -> str:
+    """Remove a prebuilt hw4 from the staged copy of a submission that has sources to build: `make hw4` took it
+    as up to date and judged a binary no source of the submission made (the course builds from hw4.cu and the
+    Makefile). The note for its row, or "" when there was none."""
+    prebuilt = staged / COURSE_EXECUTABLE
+    if not _plain_file(prebuilt):
+        return ""
+    prebuilt.unlink()
+    return f"its prebuilt {COURSE_EXECUTABLE} was set aside, and {COURSE_EXECUTABLE} built anew from its sources"

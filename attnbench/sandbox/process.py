@@ -36,6 +36,10 @@ class ProgramError(AttnbenchError):
     exit_code = 2
 
 
+# A student's submission handed in packed: told to unpack it, never to chmod it
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip", ".gz", ".7z", ".rar")
+
+
 def check_program(program: str) -> Path:
     """The program's absolute path, after checking it exists and may be run; one line naming it if not."""
     path = Path(program)
@@ -47,6 +51,11 @@ def check_program(program: str) -> Path:
         if path.suffix in (".c", ".cu", ".hip", ".cpp", ".cc"):  # chmod +x of a source was the advice
             raise ProgramError(f"{program}: a source file, not a program: build it first (`attnbench judge "
                                f"{shlex.quote(program)}` builds a .c or .cu itself)")
+        if path.name in ("Makefile", "makefile", "GNUmakefile"):  # chmod +x of a Makefile was the advice
+            raise ProgramError(f"{program}: a Makefile, not a program: judge its folder (`attnbench judge "
+                               f"{shlex.quote(str(path.parent))}` runs `make hw4` there)")
+        if path.name.lower().endswith(ARCHIVE_SUFFIXES):
+            raise ProgramError(f"{program}: an archive, not a program: unpack it into a folder and judge that")
         raise ProgramError(f"{program}: is not executable (chmod +x {shlex.quote(program)}, or build it first)")
     return path.resolve()
 

@@ -23,6 +23,7 @@ import errno
 import platform
 import struct
 import subprocess
+import sys
 
 # struct seccomp_data: int nr at offset 0, __u32 arch at offset 4, __u64 args[6] from offset 16; fallocate's
 # mode (an int) is the low half of args[1] on these little-endian machines.
@@ -106,7 +107,8 @@ def supported() -> bool:
         return False
     if _TAKEN is None:
         try:
-            _TAKEN = subprocess.run(["true"], preexec_fn=install_in_this_process, timeout=30,
+            # this Python, not `true` from PATH: a PATH without it read as "no seccomp here" and dropped the filter
+            _TAKEN = subprocess.run([sys.executable, "-c", ""], preexec_fn=install_in_this_process, timeout=30,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL).returncode == 0
         except (OSError, subprocess.SubprocessError):

@@ -16,6 +16,16 @@ def test_a_row_not_judged_is_no_run_of_its_submission():
     assert rows["cu"].runs == 1 and rows["cu"].latest.passed == 1 and rows["c"].runs == 1
 
 
+def test_a_row_an_interruption_left_unrun_is_no_run_of_its_submission():
+    """Ctrl-C before a row's cases saves it with no entries: its latest run is still the last real one."""
+    passed = Scoreboard(["t01"], [SubmissionRow("a", "a", True, rank=1, entries={"t01": CaseEntry("PASS", runs_s=[0.5])})],
+                        metadata={"date": "2026-11-01"})
+    stopped = Scoreboard(["t01"], [SubmissionRow("a", "a", True, "built with `make hw4` (0.1 s)")],
+                         metadata={"date": "2026-11-02"}, interrupted=True)
+    (row,) = history([passed, stopped])
+    assert row.runs == 1 and row.latest.passed == 1
+
+
 def test_a_damaged_scoreboard_is_named_not_skipped(tmp_path):
     """A hand-damaged or cut-short scoreboard vanished from `judge --history` ("no saved scoreboard", exit 0)."""
     import json
@@ -54,3 +64,14 @@ def test_a_scoreboard_of_a_newer_attnbench_is_named_not_skipped(tmp_path):
     (tmp_path / "new.json").write_text(newer)
     with pytest.raises(ResultsError, match=rf"new\.json: a scoreboard of version {SCOREBOARD_VERSION + 1}, newer"):
         load_boards(tmp_path)
+
+
+def test_runs_on_other_cases_than_the_latest_are_counted_for_the_note_under_the_history():
+    """A judge on t01-t03, then one on t01-t02: the first vanished from the history without a word."""
+    from attnbench.analysis.class_history import runs_on_other_cases
+
+    row = SubmissionRow("a", "a", True, rank=1, entries={"t01": CaseEntry("PASS", runs_s=[0.5])})
+    wide = Scoreboard(["t01", "t02", "t03"], [row], metadata={"date": "2026-11-01"})
+    narrow = Scoreboard(["t01"], [row], metadata={"date": "2026-11-02"})
+    assert runs_on_other_cases([wide, wide, narrow]) == 2 and runs_on_other_cases([narrow]) == 0
+    assert runs_on_other_cases([]) == 0

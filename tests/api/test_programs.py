@@ -180,3 +180,64 @@ def test_a_judge_from_python_leaves_the_callers_process_no_subreaper(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["[0,", "0,", "0]"], done.stdout
+
+
+def test_a_builder_missing_from_path_is_the_environment_not_a_failed_build(tmp_path, monkeypatch):
+    """nvcc off PATH (the CUDA module not loaded): every .cu row was a failed build, graded 0, exit 0; a lone
+    .c without cc exited 1 (a verification failure) for the machine's lack."""
+    import attnbench.judge.submissions as submissions
+    from attnbench.errors import EnvironmentProblem
+
+    (tmp_path / "class" / "ada").mkdir(parents=True)
+    (tmp_path / "class" / "ada" / "hw4.cu").write_text("int main() {}\n")
+    (tmp_path / "class" / "carl.c").write_text("int main(void) { return 0; }\n")
+    real = submissions.shutil.which
+    monkeypatch.setattr(submissions.shutil, "which", lambda tool: None if tool in ("nvcc", "cc") else real(tool))
+    with pytest.raises(EnvironmentProblem, match=r"not on this machine's PATH: nvcc, which builds 1 submission of "
+                                                 r"the class \(ada\); cc, which builds 1 submission of the class "
+                                                 r"\(carl\); put them on PATH \(load the CUDA toolkit for nvcc\)"):
+        programs.class_request(programs.JudgeOptions((str(tmp_path / "class"),), "odd_17x48", a_class=True))
+    with pytest.raises(EnvironmentProblem, match="carl.c: cc is not on this machine's PATH, so it cannot be built"):
+        with programs.built_source(str(tmp_path / "class" / "carl.c"), programs.SandboxSettings("none")):
+            pass
+    # --build-command replaces the tools: nothing is missing
+    programs.class_request(programs.JudgeOptions((str(tmp_path / "class"),), "odd_17x48", a_class=True,
+                                                 build_command="true", sandbox=programs.SandboxSettings("none")))
+
+
+def test_the_judges_own_results_folder_in_the_class_is_no_row(tmp_path, monkeypatch):
+    """`attnbench judge .` from the class's folder saved ./attnbench-results there, and the next judge made it a
+    row: "not a submission", graded 0 on a full run, a "build failed" in the history."""
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / "hw4").write_text("#!/bin/sh\n")
+    (tmp_path / "ada" / "hw4").chmod(0o755)
+    (tmp_path / "attnbench-results").mkdir()
+    (tmp_path / "attnbench-results" / "2026-11-29_class_t01.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    request = programs.class_request(programs.JudgeOptions((".",), "odd_17x48", a_class=True,
+                                                           sandbox=programs.SandboxSettings("none")))
+    assert [s.name for s in request.submissions] == ["ada"]
+    other = programs.class_request(programs.JudgeOptions((".",), "odd_17x48", a_class=True, results_dir="elsewhere",
+                                                         sandbox=programs.SandboxSettings("none")))
+    assert [s.name for s in other.submissions] == ["ada", "attnbench-results"]  # not this judge's folder: a row
+
+
+def test_a_judge_on_fresh_inputs_says_nothing_of_writing_the_suites_folder(monkeypatch, tmp_path):
+    """A class (fresh inputs by default) said "the cases not generated yet take 21 MB ... in testcases/data" and
+    wrote nothing there: its inputs are drawn into temporary space."""
+    said = []
+    monkeypatch.setattr(programs, "judge_writes", lambda cases: 3 * 10**6)
+    monkeypatch.setattr(programs, "_judged", lambda *args, **kwargs: None)
+    monkeypatch.setattr(programs, "_judged_program", lambda *args, **kwargs: None)
+    monkeypatch.setattr(programs, "check_program", lambda program: None)
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / "hw4").write_text("#!/bin/sh\n")
+    (tmp_path / "ada" / "hw4").chmod(0o755)
+    sandbox = programs.SandboxSettings("none")
+    programs.judge_submissions(programs.JudgeOptions((str(tmp_path),), "t01", a_class=True, sandbox=sandbox),
+                               notice=said.append)
+    programs.judge_program(programs.JudgeOptions(("./hw4",), "t01", fresh_inputs=True), notice=said.append)
+    assert not any("not generated yet" in line for line in said), said
+    programs.judge_submissions(programs.JudgeOptions((str(tmp_path),), "t01", a_class=True, sandbox=sandbox,
+                                                     fresh_inputs=False), notice=said.append)
+    assert any("not generated yet" in line for line in said)  # --suite-inputs writes them

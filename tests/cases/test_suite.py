@@ -423,3 +423,9 @@ def test_every_value_is_the_float64_formula_rounded_once(monkeypatch):
     got = np.concatenate(list(suite.input_values(0, tops.size)))
     want = (tops.astype(np.float64) * (6.0 / (1 << suite._VALUE_BITS)) - 3.0).astype("<f4")
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_a_case_named_without_its_zero_is_offered_first():
+    """`--cases t1` suggested "t21 or t19 or t18"; a TA meant t01."""
+    with pytest.raises(suite.UnknownName, match=r"did you mean t01\b"):
+        suite.get_case("t1")

@@ -229,6 +229,22 @@ def test_history_never_prints_the_folder_name_raw(cli, tmp_path):
         result.output
 
 
+def test_history_says_how_many_runs_on_other_cases_it_leaves_out(cli, tmp_path):
+    """A class judged on t01-t03 and then on t01: the first run vanished from --history without a word."""
+    from attnbench.output.export.scoreboard_export import save_scoreboard
+    from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+
+    def board(cases, date):
+        row = SubmissionRow("ada", "ada", True, rank=1, entries={c: CaseEntry("PASS", runs_s=[0.5]) for c in cases})
+        return Scoreboard(cases, [row], metadata={"date": date})
+
+    save_scoreboard(board(["t01", "t02", "t03"], "2026-11-01T10:00:00"), tmp_path, "wide")
+    save_scoreboard(board(["t01"], "2026-11-02T10:00:00"), tmp_path, "narrow")
+    result = cli("judge", "--history", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "1 saved run on other cases than the latest run's is not in this history" in " ".join(result.output.split())
+
+
 def test_html_into_a_folder_holding_a_newer_scoreboard_is_refused_before_the_class_is_judged(cli, tmp_path):
     """The page shows the folder's history: a scoreboard of a newer attnbench there was skipped without a word;
     named now, it is named before any build, not after the class was judged and its files saved."""

@@ -153,6 +153,17 @@ def test_a_report_onto_a_name_with_a_trailing_slash_is_refused_not_written_as_a_
     assert not (tmp_path / "rep").exists()
 
 
+def test_a_report_onto_an_html_name_is_refused_not_written_as_markdown(cli, tmp_path):
+    """`report a.json -o report.html` wrote Markdown under an HTML name and said "report report.html"."""
+    assert cli("compare", "-v", "cpu", "-c", "odd_17x1", "--reps", "1", "--results-dir", str(tmp_path),
+               "--name", "a").exit_code == 0
+    for name in ("report.html", "report.CSV"):
+        result = cli("report", str(tmp_path / "a.json"), "-o", str(tmp_path / name), "--no-plots")
+        assert result.exit_code == 2, result.output
+        assert "the report is Markdown" in result.output and not (tmp_path / name).exists()
+    assert cli("report", str(tmp_path / "a.json"), "-o", str(tmp_path / "r.txt"), "--no-plots").exit_code == 0
+
+
 def test_runs_are_saved_by_default_in_a_folder_a_checkout_ignores():
     """compare, sweep, judge and profile save into ./attnbench-results/ unless told otherwise; the project's
     .gitignore lists it, so a user's runs never land in tracked files."""

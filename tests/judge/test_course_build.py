@@ -57,6 +57,19 @@ def test_an_architecture_that_is_not_one_is_refused_in_one_line():
             build_rules(bad)
 
 
+def test_an_architecture_this_nvcc_does_not_build_is_refused_before_any_build(monkeypatch):
+    """--arch sm_61 on CUDA 13 failed every CUDA build, each row blaming its student for the TA's option."""
+    import attnbench.judge.course_build as course_build
+
+    monkeypatch.setattr(course_build, "nvcc_architectures", lambda: frozenset({"sm_75", "sm_90", "sm_120"}))
+    with pytest.raises(UsageError, match="--arch sm_61: this nvcc does not build for it .it builds sm_75 to sm_120"):
+        build_rules("sm_61")
+    assert build_rules("sm_90a").arch == "sm_90a" and build_rules("compute_90").arch == "compute_90"
+    assert build_rules("native").arch == "native"
+    monkeypatch.setattr(course_build, "nvcc_architectures", lambda: frozenset())  # no nvcc: nothing to say
+    assert build_rules("sm_61").arch == "sm_61"
+
+
 def test_the_rule_says_how_a_makefile_and_a_lone_file_are_built():
     text = BuildRules("sm_90").describe()
     assert "`make hw4`" in text and "-arch=sm_90 appended when nvcc refuses" in text and "-lm" in text

@@ -139,6 +139,79 @@ def test_a_folder_named_hw4_is_said_to_be_a_folder_not_a_missing_hw4(tmp_path):
     assert build(only, tmp_path / "builds").message.endswith("(it holds hw4/)")
 
 
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None, reason="no make or cc")
+def test_a_build_that_makes_another_executable_says_which_is_judged(tmp_path):
+    """`make hw4` that writes ./main: the course's judge finds no hw4; attnbench judged main without a word."""
+    (tmp_path / "mainname").mkdir()
+    (tmp_path / "mainname" / "a.c").write_text("int main(void) { return 0; }\n")
+    (tmp_path / "mainname" / "Makefile").write_text("hw4: a.c\n\tcc -o main a.c\n")
+    (sub,) = find_submissions([tmp_path / "mainname"])
+    made = build(sub, tmp_path / "builds")
+    assert made.ok and "it made no hw4, so its one new executable main is judged" in made.message
+
+
+def test_a_submission_named_as_dot_is_called_by_its_folders_name(tmp_path, monkeypatch):
+    """`attnbench judge .` from inside a student's folder made a row with an empty name."""
+    (tmp_path / "alice").mkdir()
+    _exe(tmp_path / "alice" / "hw4")
+    monkeypatch.chdir(tmp_path / "alice")
+    assert [s.name for s in find_submissions(["."])] == ["alice"]
+    (tmp_path / "alice" / "notes").mkdir()
+    monkeypatch.chdir(tmp_path / "alice" / "notes")
+    assert [s.name for s in find_submissions([".."])] == ["alice"]
+
+
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None, reason="no make or cc")
+def test_a_prebuilt_hw4_beside_the_sources_is_built_anew_not_judged(tmp_path):
+    """A Makefile, its source and a committed hw4 newer than it: `make hw4` said "up to date" and the judge took
+    the committed binary (any program at all), though the course builds from the sources."""
+    (tmp_path / "stale").mkdir()
+    (tmp_path / "stale" / "a.c").write_text("int main(void) { return 7; }\n")
+    (tmp_path / "stale" / "Makefile").write_text("hw4: a.c\n\tcc -o hw4 a.c\n")
+    prebuilt = _exe(tmp_path / "stale" / "hw4")
+    (sub,) = find_submissions([tmp_path / "stale"])
+    made = build(sub, tmp_path / "builds")
+    assert made.ok and made.program.read_bytes().startswith(b"\x7fELF")  # cc's, not the committed script
+    assert "its prebuilt hw4 was set aside" in made.message
+    assert prebuilt.read_text().startswith("#!/bin/sh")  # the submission itself is untouched
+
+
+def test_a_class_folder_with_a_makefile_of_its_own_says_its_folders_are_submissions(tmp_path):
+    """A TA's helper Makefile at the class's top made the class one submission, one failed row, its students
+    never named."""
+    (tmp_path / "class" / "ada").mkdir(parents=True)
+    _exe(tmp_path / "class" / "ada" / "hw4")
+    (tmp_path / "class" / "Makefile").write_text("all:\n\techo judge them\n")
+    (whole,) = find_submissions([tmp_path / "class"])
+    assert whole.how == "make" and "1 of its folders are submissions too (ada)" in whole.unjudged  # on its row
+
+
+def test_an_hw4_that_lost_its_executable_bit_is_said_so_not_missing(tmp_path):
+    """"no ... hw4 in it (it holds hw4)" contradicted itself for a plain hw4 without its x bit (unzipped)."""
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / "hw4").write_bytes(b"\x7fELF")
+    (tmp_path / "other").mkdir()
+    (bob,) = [s for s in find_submissions([tmp_path]) if s.name == "bob"]
+    message = build(bob, tmp_path / "builds").message
+    assert "hw4 is not executable" in message and "no Makefile, hw4.cu" not in message
+
+
+def test_an_archive_beside_the_submissions_is_a_row_not_dropped(tmp_path):
+    """A student's tarball left packed in the class folder vanished from the scoreboard without a word."""
+    (tmp_path / "alice").mkdir()
+    _exe(tmp_path / "alice" / "hw4")
+    (tmp_path / "bob.tar.gz").write_bytes(b"\x1f\x8b")
+    (tmp_path / "README.txt").write_text("the class\n")
+    rows = {s.name: s for s in find_submissions([tmp_path])}
+    assert set(rows) == {"alice", "bob.tar.gz"}
+    built = build(rows["bob.tar.gz"], tmp_path / "builds")
+    assert not built.ok and not built.attempted and "an archive left packed" in built.message
+    (tmp_path / "carol").mkdir()
+    (tmp_path / "carol" / "hw4.zip").write_bytes(b"PK")
+    (carol,) = [s for s in find_submissions([tmp_path]) if s.name == "carol"]
+    assert build(carol, tmp_path / "builds").message.endswith("(it holds hw4.zip) (unpack its archive in it to judge it)")
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make")
 def test_a_refused_build_says_refused_once(tmp_path):
     """"refused: the built hw4 is not a plain file: refused" said it twice."""

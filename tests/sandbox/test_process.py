@@ -176,3 +176,18 @@ def test_a_source_file_given_as_a_program_is_told_to_be_built_not_chmodded(tmp_p
     plain.write_bytes(b"")
     with pytest.raises(ProgramError, match="is not executable .chmod"):
         check_program(str(plain))
+
+
+def test_a_makefile_or_an_archive_given_as_a_program_is_not_told_to_be_chmodded(tmp_path):
+    """`judge alice/Makefile` and `judge alice.tar.gz` advised `chmod +x` of them."""
+    from attnbench.sandbox.process import check_program
+
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "Makefile").write_text("hw4:\n")
+    (tmp_path / "bob.tar.gz").write_bytes(b"\x1f\x8b")
+    with pytest.raises(ProgramError, match="a Makefile, not a program: judge its folder") as caught:
+        check_program(str(tmp_path / "alice" / "Makefile"))
+    assert "chmod" not in str(caught.value) and str(tmp_path / "alice") in str(caught.value)
+    with pytest.raises(ProgramError, match="an archive, not a program: unpack it") as caught:
+        check_program(str(tmp_path / "bob.tar.gz"))
+    assert "chmod" not in str(caught.value)

@@ -131,3 +131,14 @@ def test_a_kernel_that_refuses_the_filter_is_said_once_not_a_failure_of_every_ru
 
     monkeypatch.setattr(syscall_filter, "install_in_this_process", refused)
     assert syscall_filter.supported() is False
+
+
+def test_a_path_without_true_does_not_turn_the_filter_off(monkeypatch):
+    """The probe ran `true` from PATH: a TA's PATH without it was read as "a kernel without seccomp", and
+    every program ran unfiltered."""
+    monkeypatch.setattr(syscall_filter, "_TAKEN", None)
+    if not syscall_filter.supported():
+        pytest.skip("no system-call filter on this machine")
+    monkeypatch.setattr(syscall_filter, "_TAKEN", None)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert syscall_filter.supported() is True

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from attnbench.analysis.class_history import HistoryRow, RunOf
 from attnbench.analysis.ranking import other_ranks
 from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableModel, Text
-from attnbench.printable import printable
+from attnbench.printable import counted, printable
 from attnbench.results.course_grade import GRADE_RULE
 from attnbench.results.judge_cost import PROGRAM_RUNS, JudgeCost
 from attnbench.results.scoreboard import NOT_JUDGED, CaseEntry, Scoreboard, SubmissionRow
@@ -52,9 +52,10 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
               *([KERNEL_TOTAL] if kernels else []), "GPU", "note"]
     rows = []
     for row in board.rows:
-        note = row.build_message if not row.built else (f"median of {row.reruns} runs" if row.reruns > 1 else "")
-        if row.built and row.gpu_note:
-            note = f"{note}; {row.gpu_note}" if note else row.gpu_note
+        # a built row's message is its build and the judge's notes on it (renamed, hw4.hip not judged, warm-ups
+        # forfeited, a rerun round lost): the row is where the guide promises them
+        note = "; ".join(part for part in (row.build_message, _runs_note(row), row.gpu_note if row.built else "")
+                         if part)
         if row.not_judged:
             note = f"{NOT_JUDGED}: {row.not_judged}"
         rows.append([ScoreCell(_rank(row)), *([ScoreCell(other[1].get(row.name, "-"))] if other else []),
@@ -67,6 +68,17 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
                      *([_kernel_total(row)] if kernels else []),
                      ScoreCell(row.gpu or "-"), ScoreCell(note, "" if row.built else BAD)])
     return header, rows
+
+
+def _runs_note(row: SubmissionRow) -> str:
+    """How many runs each passed case's time is the median of, as run: a class interrupted in its reruns has
+    fewer than the rerun rule's three (the row's `reruns` is set when its reruns begin)."""
+    if row.reruns <= 1:
+        return ""
+    runs = sorted({len(e.runs_s) for e in row.entries.values() if e.passed and e.runs_s})
+    if not runs or runs[-1] <= 1:
+        return ""
+    return f"median of {runs[0]} runs" if len(runs) == 1 else f"median of {runs[0]}-{runs[-1]} runs"
 
 
 def _case_cell(row: SubmissionRow, case: str, kernels: bool) -> ScoreCell:
@@ -103,16 +115,33 @@ def unranked_lines(board: Scoreboard) -> list[str]:
         if row.not_judged:
             lines.append(f"{row.name}: {NOT_JUDGED}: {row.not_judged}")
             continue
+        if board.interrupted and not row.entries:  # never run: "it passed no case" would blame it
+            lines.append(f"{row.name}: not run: the judge was interrupted before its cases")
+            continue
         failed = next(((case, e) for case, e in row.entries.items() if not e.passed), None)
         first = f"; first failed case {failed[0]}: {failed[1].verdict} {failed[1].message}".rstrip() if failed else ""
         lines.append(f"{row.name}: unranked: it passed no case{first}")
     return [printable(line) for line in lines]
 
 
+def failed_case_lines(board: Scoreboard) -> list[str]:
+    """Why a ranked row failed its cases, one line each: its cells say only WRONG or CRASH, and each failed case
+    costs the course's grade 3 points."""
+    lines = []
+    for row in board.rows:
+        failed = [(case, e) for case, e in row.entries.items() if not e.passed]
+        if not (row.built and row.passed and failed) or row.not_judged:
+            continue
+        case, entry = failed[0]
+        more = f" (and {counted(len(failed) - 1, 'other')}: {', '.join(c for c, _ in failed[1:])})" if failed[1:] else ""
+        lines.append(f"{row.name}: failed {case}{more}: {entry.verdict} {entry.message}".rstrip())
+    return [printable(line) for line in lines]
+
+
 def scoreboard_lines(board: Scoreboard) -> list[str]:
-    """The lines printed and saved under the table: why rows are unranked, the rules, mixed GPUs, an
-    interruption."""
-    lines = [*unranked_lines(board), f"ranks: {board.settings.get('ranking', '')}",
+    """The lines printed and saved under the table: why rows are unranked or failed a case, the rules, mixed
+    GPUs, an interruption."""
+    lines = [*unranked_lines(board), *failed_case_lines(board), f"ranks: {board.settings.get('ranking', '')}",
              f"reruns: {board.settings.get('reruns', '')}", f"limits: {board.settings.get('time_limits', '')}"]
     if board.settings.get("build"):
         lines.append(f"builds: {board.settings['build']}")

@@ -6,7 +6,7 @@ from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
 
 def board(second_gpu="H200"):
     a = SubmissionRow("a<b>", "/s/a", True, gpu="H200", rank=1, tied=True, reruns=3,
-                      entries={"t01": CaseEntry("PASS", runs_s=[0.25])})
+                      entries={"t01": CaseEntry("PASS", runs_s=[0.25, 0.24, 0.26])})
     b = SubmissionRow("b", "/s/b", True, gpu=second_gpu, rank=1, tied=second_gpu == "H200",
                       entries={"t01": CaseEntry("TIMEOUT", "killed")})
     c = SubmissionRow("c", "/s/c.c", False, "the build failed (exit 1): x.c:1: error: y")
@@ -103,3 +103,41 @@ def test_a_class_stopped_by_the_judges_own_failure_is_not_called_interrupted():
     interrupted = board()
     interrupted.interrupted = True
     assert "interrupted: the submissions and cases after the interruption were not judged" in scoreboard_lines(interrupted)
+
+
+def test_a_built_rows_notes_are_on_its_row():
+    # the judge's notes on a built row (its renaming, an unjudged hw4.hip, a lost rerun round) were kept in
+    # build_message, which only an unbuilt row showed: the table, Markdown, CSV and HTML dropped them
+    row = SubmissionRow("naïve~1ed667", "/s/naïve", True, "named with a hash of its path: its name holds ï (U+00EF); "
+                        "built with `make hw4` (0.1 s); its hw4.hip is not judged (the course's AMD part)",
+                        gpu="H200", rank=1, reruns=3, entries={"t01": CaseEntry("PASS", runs_s=[0.25, 0.24, 0.26])})
+    note = scoreboard_model(Scoreboard(["t01"], [row])).rows[0][-1].text
+    assert "named with a hash of its path" in note and "hw4.hip is not judged" in note
+    assert note.endswith("median of 3 runs")
+
+
+def test_a_row_an_interruption_left_unrun_is_not_said_to_have_failed():
+    from attnbench.output.tables.scoreboard_table import unranked_lines
+
+    waiting = SubmissionRow("late", "/s/late", True, "built with `make hw4` (0.1 s)")
+    lines = unranked_lines(Scoreboard(["t01"], [waiting], interrupted=True))
+    assert lines == ["late: not run: the judge was interrupted before its cases"]
+
+
+def test_a_row_interrupted_in_its_reruns_says_how_many_runs_its_times_are_the_median_of():
+    """Ctrl-C in rerun round 2: every case had 2 runs (one had 1), and the row said "median of 3 runs"."""
+    row = SubmissionRow("a", "/s/a", True, gpu="H200", rank=1, reruns=3,
+                        entries={"t01": CaseEntry("PASS", runs_s=[0.25, 0.26]), "t02": CaseEntry("PASS", runs_s=[0.5])})
+    board = Scoreboard(["t01", "t02"], [row], interrupted=True)
+    assert scoreboard_model(board).rows[0][-1].text == "median of 1-2 runs"
+    row.entries["t02"].runs_s.append(0.49)
+    assert scoreboard_model(board).rows[0][-1].text == "median of 2 runs"
+
+
+def test_a_ranked_row_that_failed_a_case_says_why_under_the_table():
+    """A row passing t01 but WRONG on t02 was ranked with a cell "WRONG" and no reason anywhere but the JSON."""
+    row = SubmissionRow("d64bad", "/s/d64bad", True, gpu="H200", rank=2, entries={
+        "t01": CaseEntry("PASS", runs_s=[0.2]), "t02": CaseEntry("WRONG", "1 of 9 elements off by more than 0.005"),
+        "t03": CaseEntry("CRASH", "killed by SIGSEGV")})
+    lines = scoreboard_lines(Scoreboard(["t01", "t02", "t03"], [row]))
+    assert "d64bad: failed t02 (and 1 other: t03): WRONG 1 of 9 elements off by more than 0.005" in lines

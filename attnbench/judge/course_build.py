@@ -46,6 +46,12 @@ _REFUSED = re.compile(r"Unsupported gpu architecture '([\w.]+)'|Value '([\w.]+)'
 _ARCH = re.compile(r"(sm|compute)_\d+[af]?|native|all|all-major")  # what nvcc's -arch takes
 _NO_HW4_RULE = re.compile(r"No rule to make target ['`]hw4'\.")  # not "..., needed by 'hw4'": that is a missing file
 ERROR_LINES = 3
+# The headers of CUDA's libraries (cuBLAS, cuRAND, ...): the course's machine has the whole toolkit, so a build that
+# fails on one this host lacks is the host's doing, not the submission's
+CUDA_LIBRARY_HEADERS = ("cublas_v2.h", "cublas.h", "cublasLt.h", "cublasXt.h", "cusparse.h", "cufft.h", "curand.h",
+                        "curand_kernel.h", "cusolverDn.h", "cusolverSp.h", "nvrtc.h", "nvToolsExt.h", "npp.h", "nvjpeg.h",
+                        "cudnn.h", "nccl.h", "cutensor.h")
+_MISSING_HEADER = re.compile(r"fatal error: '?([\w./+-]+?)'?(?::)? (?:No such file or directory|file not found)")
 MIN_STEP_S = 1.0  # a build step is not started with less of the build's timeout left
 
 
@@ -122,6 +128,14 @@ def no_hw4_target(stderr: str) -> bool:
     return _NO_HW4_RULE.search(stderr) is not None
 
 
+def missing_library_header(stderr: str) -> str | None:
+    """The CUDA library header a failed build did not find ('cublas_v2.h'), or None."""
+    for found in _MISSING_HEADER.finditer(stderr):
+        if Path(found.group(1)).name in CUDA_LIBRARY_HEADERS:
+            return found.group(1)
+    return None
+
+
 def build_errors(stderr: str) -> str:
     """A failed build's first error lines, the compiler's or the shell's before make's own "***" lines."""
     own = "\n".join(line for line in stderr.splitlines() if not line.lstrip().startswith(("make: ***", "make[")))
@@ -144,6 +158,7 @@ class BuildAttempts:
     deadline: float
     said: list[str] = field(default_factory=list)  # what each failed step said, for the row
     outcome: ProcessOutcome | None = None
+    missing_header: str | None = None  # a CUDA library header a failed step did not find
 
     def run(self, step: BuildStep) -> bool:
         """Run one step in the time left of the build's one timeout; True when it exited 0."""
@@ -166,6 +181,7 @@ class BuildAttempts:
     def failed(self, step: BuildStep) -> None:
         code = self.outcome.returncode if self.outcome is not None else "?"
         self.said.append(f"{step.says} (exit {code}): {printable(build_errors(self.stderr))}")
+        self.missing_header = self.missing_header or missing_library_header(self.stderr)
 
 
 def run_steps(attempts: BuildAttempts, source: str, how: str, rules: BuildRules, has_cuda: bool) -> BuildStep:

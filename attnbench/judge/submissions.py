@@ -34,7 +34,7 @@ from attnbench.judge.course_build import COURSE_EXECUTABLE, BuildAttempts, Build
 from attnbench.sandbox.process import ARCHIVE_SUFFIXES, ProcessLimits, ProgramError
 from attnbench.sandbox.room import Sandbox, SandboxSettings
 from attnbench.sandbox.staging import StagingRefused, copy_submission, shown, take_program
-from attnbench.printable import first_few
+from attnbench.printable import first_few, printable
 
 HIP_SOURCE = "hw4.hip"  # the 2025 course's AMD part: judged on its own scoreboard there, never here
 HIP_NOT_JUDGED = "HIP is not judged (the course's AMD part)"
@@ -362,7 +362,10 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
     if outcome.timed_out:
         return Built(submission, None, f"the build ran past {timeout_s:g} s and was stopped ({step.says})")
     if not built:
-        return Built(submission, None, "the build failed: " + "; then ".join(attempts.said))
+        host = (f"; {printable(attempts.missing_header)} is a header of a CUDA library this host's toolkit lacks: the "
+                "host's doing, not the submission's (install that library's development files and judge it again)"
+                if attempts.missing_header else "")
+        return Built(submission, None, "the build failed: " + "; then ".join(attempts.said) + host)
     if made is None:
         return Built(submission, None, f"{step.says} made no {COURSE_EXECUTABLE} (nor one other executable)")
     took = time.monotonic() - started

@@ -160,3 +160,12 @@ def test_a_makefile_that_fails_on_purpose_buys_no_time_past_the_build_timeout(tm
     took = __import__("time").monotonic() - started
     assert not built.ok and built.message.startswith("the build ran past 3 s and was stopped"), built.message
     assert took < 3 + 2.5  # one timeout, not one per step
+
+
+def test_a_missing_cuda_library_header_is_found_in_gcc_and_clang_words_and_no_other_header_is():
+    from attnbench.judge.course_build import missing_library_header
+
+    assert missing_library_header("hw4.cu:8:10: fatal error: cublas_v2.h: No such file or directory") == "cublas_v2.h"
+    assert missing_library_header("hw4.cu:2:10: fatal error: 'curand_kernel.h' file not found") == "curand_kernel.h"
+    assert missing_library_header("hw4.cu:8:10: fatal error: helpers.h: No such file or directory") is None
+    assert missing_library_header("make: *** [Makefile:2: hw4] Error 1") is None

@@ -106,6 +106,21 @@ def test_a_failed_build_is_one_line_and_a_good_one_gives_the_program(tmp_path):
     assert (tmp_path / "good.c").read_text().endswith("return 0; }\n")  # the submission itself is untouched
 
 
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_a_build_that_fails_on_a_cuda_library_header_this_host_lacks_says_it_is_the_hosts(tmp_path):
+    """A real submission includes cublas_v2.h, which the course's machine has and a host without cuBLAS's
+    development files does not: its row blamed the student for the host's toolkit."""
+    (tmp_path / "lib.c").write_text("#include <cublas_v2.h>\nint main(void) { return 0; }\n")
+    (tmp_path / "own.c").write_text("#include <my_missing_header.h>\nint main(void) { return 0; }\n")
+    lib, own = find_submissions([tmp_path / "lib.c", tmp_path / "own.c"])
+    failed = build(lib, tmp_path / "builds")
+    assert not failed.ok and failed.message.endswith(
+        "; cublas_v2.h is a header of a CUDA library this host's toolkit lacks: the host's doing, not the "
+        "submission's (install that library's development files and judge it again)")
+    failed = build(own, tmp_path / "builds")
+    assert not failed.ok and "toolkit" not in failed.message  # its own missing header is its own
+
+
 def test_a_look_alike_from_another_script_gets_a_hash_and_its_letters_spelled_out(tmp_path):
     """Cyrillic о (U+043E) in "hоnest" survives NFKC and casefold; its row must not read as "honest"'s."""
     for name in ("honest", "h\u043enest"):

@@ -432,8 +432,8 @@ def _say_cpu_references(notice: Notice) -> None:
     instead of 1.6 s on an H200 when the context was mishandled): said once the judge is done."""
     why = failed_over()
     if why:
-        notice(f"{why}: the float64 references were made on this machine's CPU instead (the same yardstick, "
-               "slower: t29's takes about 26 s on 16 cores)")
+        notice(f"{why}: the float64 references it could not make were made on this machine's CPU instead (the same "
+               "yardstick, slower: t29's takes about 26 s on 16 cores)")
 
 
 def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progress,

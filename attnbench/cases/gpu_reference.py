@@ -169,10 +169,15 @@ _finding = threading.Lock()  # one_gpu_context's thread and the caller's may ask
 FAILED = "the GPU reference failed"
 
 
+_short_of_memory: list[str] = []  # why a reference went to the CPU while the GPU's memory was short (the last)
+
+
 def failed_over() -> str:
     """Why this process's references went to the CPU after its GPU's failed; '' while none has (a machine
     without a GPU is no failure)."""
-    return _availability[0] if _availability and _availability[0].startswith(FAILED) else ""
+    if _availability and _availability[0].startswith(FAILED):
+        return _availability[0]
+    return _short_of_memory[0] if _short_of_memory else ""
 
 
 def why_not_gpu() -> str:
@@ -303,5 +308,11 @@ def float64_reference(testcase: Testcase, progress: Progress | None = None, dtyp
         try:
             return gpu_reference_output(testcase, progress, dtype)
         except Exception as exc:  # pycuda's errors share no base class worth naming
-            _availability[:] = [f"{FAILED} ({type(exc).__name__}: {exc})"]
+            why = f"{FAILED} ({type(exc).__name__}: {exc})"
+            if type(exc).__name__ == "MemoryError":  # pycuda's or Python's: the GPU's memory short this once
+                # (a program of another GPU's worker holding it, where a box sees every GPU): the next reference
+                # tries the GPU again; one failure sent every later one to the CPU, t29's at 26 s each (red team)
+                _short_of_memory[:] = [f"{why} (each reference after it tried the GPU again)"]
+            else:  # the kernel does not build, the driver does not start: it will not work later either
+                _availability[:] = [why]
     return reference_output(testcase, progress, dtype)

@@ -80,14 +80,36 @@ def test_without_a_gpu_the_reference_is_the_cpu_one(monkeypatch, rng):
 
 def test_a_gpu_that_fails_leaves_the_work_to_the_cpu_and_says_why(monkeypatch, rng):
     def fails(*args, **kwargs):
-        raise MemoryError("out of device memory")
+        raise RuntimeError("nvcc fatal: cannot build the kernel")
 
     monkeypatch.setattr(gpu_reference, "_availability", [""])
     monkeypatch.setattr(gpu_reference, "gpu_reference_output", fails)
     testcase = Testcase(rng.uniform(-3, 3, size=(2, 3, 40, 8)).astype(np.float32))
     found = gpu_reference.float64_reference(testcase, dtype=np.float32)
     assert np.array_equal(found, reference_output(testcase, dtype=np.float32))
-    assert "out of device memory" in gpu_reference.why_not_gpu()
+    assert "cannot build the kernel" in gpu_reference.why_not_gpu() == gpu_reference.failed_over()
+
+
+def test_a_gpu_short_of_memory_once_is_tried_again_for_the_next_reference(monkeypatch, rng):
+    """Red team: a program of another GPU's worker, where a box sees every GPU, can fill this GPU's memory while
+    references are made; one out-of-memory sent every later reference of the process to the CPU (t29: 26 s)."""
+    tries = []
+
+    def short_once(testcase, progress, dtype):
+        tries.append(dtype)
+        if len(tries) == 1:
+            raise MemoryError("out of device memory")
+        return chunked_reference(testcase, NumpyAttention(), progress, dtype)
+
+    monkeypatch.setattr(gpu_reference, "_availability", [""])
+    monkeypatch.setattr(gpu_reference, "_short_of_memory", [])
+    monkeypatch.setattr(gpu_reference, "gpu_reference_output", short_once)
+    testcase = Testcase(rng.uniform(-3, 3, size=(2, 3, 40, 8)).astype(np.float32))
+    first = gpu_reference.float64_reference(testcase, dtype=np.float32)
+    assert np.array_equal(first, reference_output(testcase, dtype=np.float32))  # the CPU's, this once
+    assert gpu_reference.float64_reference(testcase, dtype=np.float32).dtype == np.float32 and len(tries) == 2
+    assert gpu_reference.why_not_gpu() == ""  # the GPU is still this machine's for references
+    assert "out of device memory" in gpu_reference.failed_over()  # and the judge says a reference went to the CPU
 
 
 def test_with_a_gpu_the_reference_is_made_there(monkeypatch, rng):

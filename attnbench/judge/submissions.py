@@ -379,12 +379,36 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
     return Built(submission, program, f"{said}; {aside}" if aside else said)
 
 
+# What a compiler or linker makes (ELF: a program, an object, a shared library, a cubin; ar: a static library)
+_BUILT_MAGIC = (b"\x7fELF", b"!<arch>\n")
+
+
 def _set_aside_prebuilt(staged: Path) -> str:
-    """Remove a prebuilt hw4 from the staged copy of a submission that has sources to build: `make hw4` took it
-    as up to date and judged a binary no source of the submission made (the course builds from hw4.cu and the
-    Makefile). The note for its row, or "" when there was none."""
-    prebuilt = staged / COURSE_EXECUTABLE
-    if not _plain_file(prebuilt):
+    """Remove from the staged copy of a submission that has sources to build its prebuilt hw4 and every file a
+    compiler made (an object, a library, at any depth): `make hw4` took them as up to date (the copy's files are
+    all new, the later copied the newer) and judged a binary no source of the submission made, a committed hw4
+    or an attention.o beside an honest attention.c (the course builds from hw4.cu and the Makefile). The note
+    for its row, or "" when there was none."""
+    aside: list[str] = []
+    for folder, _, names in os.walk(staged):  # the judge's own copy: no link in it, at most 64 deep
+        for name in sorted(names):
+            path = Path(folder) / name
+            if not _plain_file(path):
+                continue
+            if not (path == staged / COURSE_EXECUTABLE or _compiled(path)):
+                continue
+            path.unlink()
+            aside.append(shown(str(path.relative_to(staged))))
+    if not aside:
         return ""
-    prebuilt.unlink()
-    return f"its prebuilt {COURSE_EXECUTABLE} was set aside, and {COURSE_EXECUTABLE} built anew from its sources"
+    return (f"its prebuilt {first_few(sorted(aside))} {'was' if len(aside) == 1 else 'were'} set aside, and "
+            f"{COURSE_EXECUTABLE} built anew from its sources")
+
+
+def _compiled(path: Path) -> bool:
+    """A file a compiler or linker made, by its first bytes."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(8).startswith(_BUILT_MAGIC)
+    except OSError:
+        return False

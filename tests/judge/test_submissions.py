@@ -3,6 +3,7 @@
 import os
 import shutil
 import stat
+import subprocess
 
 import pytest
 
@@ -189,6 +190,24 @@ def test_a_prebuilt_hw4_beside_the_sources_is_built_anew_not_judged(tmp_path):
     assert made.ok and made.program.read_bytes().startswith(b"\x7fELF")  # cc's, not the committed script
     assert "its prebuilt hw4 was set aside" in made.message
     assert prebuilt.read_text().startswith("#!/bin/sh")  # the submission itself is untouched
+
+
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None, reason="no make or cc")
+def test_a_prebuilt_object_beside_its_source_is_built_anew_not_linked(tmp_path):
+    """An honest-looking a.c and a committed a.o (any program's, here one that returns 9): the staged copy made
+    a.o the newer, `make` called it up to date and the judge linked and judged it, no source of the submission's
+    (red team 12). Set aside at any depth, as the committed hw4 is."""
+    (tmp_path / "sly" / "lib").mkdir(parents=True)
+    (tmp_path / "sly" / "a.c").write_text("int main(void) { return 7; }\n")
+    (tmp_path / "sly" / "Makefile").write_text("hw4: a.o\n\tcc -o hw4 a.o\na.o: a.c\n\tcc -c a.c\n")
+    (tmp_path / "other.c").write_text("int main(void) { return 9; }\n")
+    subprocess.run(["cc", "-c", "-o", str(tmp_path / "sly" / "a.o"), str(tmp_path / "other.c")], check=True)
+    shutil.copy(tmp_path / "sly" / "a.o", tmp_path / "sly" / "lib" / "renamed.txt")
+    (sub,) = find_submissions([tmp_path / "sly"])
+    made = build(sub, tmp_path / "builds")
+    assert made.ok and subprocess.run([str(made.program)]).returncode == 7  # a.c's program, not the object's
+    assert "its prebuilt a.o, lib/renamed.txt were set aside" in made.message
+    assert (tmp_path / "sly" / "a.o").read_bytes().startswith(b"\x7fELF")  # the submission itself is untouched
 
 
 def test_a_class_folder_with_a_makefile_of_its_own_says_its_folders_are_submissions(tmp_path):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import stat
 import time
@@ -181,7 +182,8 @@ def _not_a_submission(folder: Path) -> str:
 
 def _inner_submissions(folder: Path) -> str:
     """A folder judged as one submission (its own Makefile or hw4.cu) whose folders are submissions too: a
-    class folder with a helper Makefile of the TA's at its top was one failed row, its students unsaid."""
+    class folder with a helper Makefile of the TA's at its top was one failed row, its students unsaid. The
+    command it offers names the folder as it was given: by its name alone, `judge .` was told `judge /*/`."""
     if not _is_folder(folder):
         return ""
     try:
@@ -191,8 +193,8 @@ def _inner_submissions(folder: Path) -> str:
     if not inner:
         return ""
     return (f"its own files make it one submission, though {len(inner)} of its folders are submissions too "
-            f"({first_few([shown(n) for n in inner])}): name them (`attnbench judge {shown(folder.name)}/*/`) to "
-            "judge them as a class")
+            f"({first_few([shown(n) for n in inner])}): name them (`attnbench judge {shown(shlex.quote(str(folder)))}/*/`)"
+            " to judge them as a class")
 
 
 def _entries(folder: Path) -> list[Path]:

@@ -220,6 +220,21 @@ def test_a_class_folder_with_a_makefile_of_its_own_says_its_folders_are_submissi
     assert whole.how == "make" and "1 of its folders are submissions too (ada)" in whole.unjudged  # on its row
 
 
+def test_the_class_command_offered_names_the_folder_as_it_was_given(tmp_path, monkeypatch):
+    """`attnbench judge .` from such a class folder was told to run `attnbench judge /*/` (every folder at the
+    machine's root, for a judge run as root), and `judge ../class` was told `judge class/*/` (red team 12)."""
+    (tmp_path / "my class" / "ada").mkdir(parents=True)
+    _exe(tmp_path / "my class" / "ada" / "hw4")
+    (tmp_path / "my class" / "Makefile").write_text("all:\n\techo judge them\n")
+    monkeypatch.chdir(tmp_path / "my class")
+    (here,) = find_submissions(["."])
+    assert "`attnbench judge ./*/`" in here.unjudged
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    (there,) = find_submissions(["../my class"])
+    assert "`attnbench judge '../my class'/*/`" in there.unjudged
+
+
 def test_an_hw4_that_lost_its_executable_bit_is_said_so_not_missing(tmp_path):
     """"no ... hw4 in it (it holds hw4)" contradicted itself for a plain hw4 without its x bit (unzipped)."""
     (tmp_path / "bob").mkdir()

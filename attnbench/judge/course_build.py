@@ -21,6 +21,7 @@ replaces every step: one shell line run in each submission's folder.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -136,6 +137,20 @@ def missing_library_header(stderr: str) -> str | None:
     return None
 
 
+def host_lacks_header(header: str) -> bool:
+    """Whether neither the toolkit of the nvcc on PATH (its include folder and targets/*/include) nor the
+    system's include folder has the header (its file name): a build that did not find one that is there looked
+    in the wrong place (cc, a Makefile's own -I), or printed the compiler's words itself, and the failure is its
+    own, not the host's."""
+    name = Path(header).name
+    folders = [Path("/usr/include"), Path("/usr/local/include")]
+    nvcc = shutil.which("nvcc")
+    if nvcc is not None:
+        root = Path(os.path.realpath(nvcc)).parent.parent
+        folders += [root / "include", *sorted(root.glob("targets/*/include"))]
+    return not any((folder / name).is_file() for folder in folders)
+
+
 def build_errors(stderr: str) -> str:
     """A failed build's first error lines, the compiler's or the shell's before make's own "***" lines."""
     own = "\n".join(line for line in stderr.splitlines() if not line.lstrip().startswith(("make: ***", "make[")))
@@ -181,7 +196,9 @@ class BuildAttempts:
     def failed(self, step: BuildStep) -> None:
         code = self.outcome.returncode if self.outcome is not None else "?"
         self.said.append(f"{step.says} (exit {code}): {printable(build_errors(self.stderr))}")
-        self.missing_header = self.missing_header or missing_library_header(self.stderr)
+        header = missing_library_header(self.stderr)
+        if self.missing_header is None and header is not None and host_lacks_header(header):
+            self.missing_header = header
 
 
 def run_steps(attempts: BuildAttempts, source: str, how: str, rules: BuildRules, has_cuda: bool) -> BuildStep:

@@ -122,6 +122,27 @@ def test_a_build_that_fails_on_a_cuda_library_header_this_host_lacks_says_it_is_
     assert not failed.ok and "toolkit" not in failed.message  # its own missing header is its own
 
 
+@pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None, reason="no C compiler or make")
+def test_a_library_header_this_hosts_toolkit_has_is_the_submissions_doing(tmp_path, monkeypatch):
+    """A build that did not find a header this host's toolkit holds (cc does not look in it; a Makefile can print
+    the compiler's words itself) was said to be the host's doing, sending the TA to install what is there
+    (red team 12)."""
+    toolkit = tmp_path / "cuda"
+    (toolkit / "bin").mkdir(parents=True)
+    (toolkit / "targets" / "x86_64-linux" / "include").mkdir(parents=True)
+    (toolkit / "targets" / "x86_64-linux" / "include" / "cublas_v2.h").write_text("/* cuBLAS */\n")
+    (toolkit / "bin" / "nvcc").write_text("#!/bin/sh\nexit 1\n")
+    (toolkit / "bin" / "nvcc").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{toolkit / 'bin'}:{os.environ['PATH']}")
+    (tmp_path / "lib.c").write_text("#include <cublas_v2.h>\nint main(void) { return 0; }\n")
+    (tmp_path / "spoof").mkdir()
+    (tmp_path / "spoof" / "Makefile").write_text(
+        "hw4:\n\t@echo 'hw4.cu:1:10: fatal error: cublas_v2.h: No such file or directory' >&2; false\n")
+    for submission in find_submissions([tmp_path / "lib.c", tmp_path / "spoof"]):
+        failed = build(submission, tmp_path / "builds")
+        assert not failed.ok and "cublas_v2.h" in failed.message and "host's doing" not in failed.message
+
+
 def test_a_look_alike_from_another_script_gets_a_hash_and_its_letters_spelled_out(tmp_path):
     """Cyrillic о (U+043E) in "hоnest" survives NFKC and casefold; its row must not read as "honest"'s."""
     for name in ("honest", "h\u043enest"):

@@ -50,7 +50,7 @@ from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.slurm import SlurmOptions, default_folder
 from attnbench.spread.devices import devices_for
 from attnbench.spread.executor import SLURM, choose_executor
-from attnbench.printable import counted, first_few
+from attnbench.printable import counted, first_few, printable
 
 __all__ = ["COURSE_LIMITS_BRIEF", "MAX_WAIT_S", "SANDBOX_MODES", "BuildFailed", "Confinement", "JudgeOptions", "JudgedCase", "SandboxSettings",
            "SlurmOptions", "class_history", "class_runs_on_other_cases", "is_class", "is_source", "judge", "judge_class", "judge_program",
@@ -180,7 +180,9 @@ def class_request(options: JudgeOptions) -> ClassRequest:
 
 def _without_results_folder(found: list[Submission], results_dir: str | Path) -> list[Submission]:
     """The class less the judge's own results folder, which `attnbench judge .` from the class's folder puts
-    among the submissions: the next judge made it a row, "not a submission", graded 0."""
+    among the submissions: the next judge made it a row, "not a submission", graded 0. A submission by the name
+    of the results folder is refused (UsageError): a student's folder named attnbench-results left the class
+    without a word, and the judge saved its scoreboards in it (red team 12)."""
     results = Path(results_dir)
     if not results.is_dir():
         return found
@@ -188,6 +190,10 @@ def _without_results_folder(found: list[Submission], results_dir: str | Path) ->
                                      and os.path.samefile(s.source, results))]
     if not kept:  # the results folder given as the class itself: said as ever, by what reads it
         return found
+    for dropped in (s for s in found if s not in kept):
+        if dropped.how != "none":  # a student's folder by that name: its row vanished, the boards saved in it
+            raise UsageError(f"--results-dir {printable(str(results_dir))}: a submission of the class "
+                             f"({dropped.name}), not the judge's results folder; give another --results-dir")
     return kept
 
 

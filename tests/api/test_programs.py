@@ -1,5 +1,6 @@
 """The judge API: how much it will write, said before it writes it; the options a judge takes."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -221,6 +222,22 @@ def test_the_judges_own_results_folder_in_the_class_is_no_row(tmp_path, monkeypa
     other = programs.class_request(programs.JudgeOptions((".",), "odd_17x48", a_class=True, results_dir="elsewhere",
                                                          sandbox=programs.SandboxSettings("none")))
     assert [s.name for s in other.submissions] == ["ada", "attnbench-results"]  # not this judge's folder: a row
+
+
+def test_a_submission_named_as_the_results_folder_is_refused_not_dropped(tmp_path, monkeypatch):
+    """A student's folder named attnbench-results (a Makefile and its source) under `attnbench judge .` from the
+    class's folder: its row vanished without a word and the judge saved the class's scoreboards into it (red
+    team 12). Refused before any build, exit 2."""
+    for name in ("ada", "attnbench-results"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "hw4.c").write_text("int main(void) { return 0; }\n")
+        (tmp_path / name / "Makefile").write_text("hw4: hw4.c\n\tcc -o hw4 hw4.c\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match=r"--results-dir attnbench-results: a submission of the class "
+                                         r"\(attnbench-results\), not the judge's results folder"):
+        programs.class_request(programs.JudgeOptions((".",), "odd_17x48", a_class=True,
+                                                     sandbox=programs.SandboxSettings("none")))
+    assert sorted(os.listdir(tmp_path / "attnbench-results")) == ["Makefile", "hw4.c"]
 
 
 def test_a_judge_on_fresh_inputs_says_nothing_of_writing_the_suites_folder(monkeypatch, tmp_path):

@@ -306,17 +306,21 @@ def build(submission: Submission, build_root: Path, timeout_s: float = BUILD_TIM
         return Built(submission, None, f"could not be staged or built: {shown(exc.strerror or str(exc))}")
 
 
-_BUILDERS = {"make": "make", "nvcc": "nvcc", "cc": "cc"}  # how a submission is built: the tool that builds it
+_BUILDERS = {"make": ("make",), "nvcc": ("nvcc",), "cc": ("cc",)}  # how a submission is built: the tools
 
 
 def missing_builder(submission: Submission, rules: BuildRules | None = None) -> str | None:
-    """The tool that builds the submission (make, nvcc or cc) when it is not on this machine's PATH: the
-    environment's lack, not the submission's fault; None when it is there, not needed, or --build-command
-    replaces it."""
-    tool = _BUILDERS.get(submission.how)
-    if tool is None or (rules is not None and rules.command) or shutil.which(tool) is not None:
+    """A tool that builds the submission (make, nvcc or cc) when it is not on this machine's PATH: the
+    environment's lack, not the submission's fault; None when they are there, not needed, or --build-command
+    replaces them. A Makefile beside hw4.cu needs nvcc as well (the course's Makefile runs it, and the build
+    that follows a failed Makefile is nvcc's): with nvcc off PATH a class of such folders was a failed build on
+    every row, graded 0, exit 0 (red team 12)."""
+    if rules is not None and rules.command:
         return None
-    return tool
+    tools = _BUILDERS.get(submission.how, ())
+    if submission.how == "make" and _there(submission.source / f"{COURSE_EXECUTABLE}.cu"):
+        tools = (*tools, "nvcc")
+    return next((tool for tool in tools if shutil.which(tool) is None), None)
 
 
 def _build(submission: Submission, build_root: Path, timeout_s: float, settings: SandboxSettings | None,

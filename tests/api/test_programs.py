@@ -207,6 +207,25 @@ def test_a_builder_missing_from_path_is_the_environment_not_a_failed_build(tmp_p
                                                  build_command="true", sandbox=programs.SandboxSettings("none")))
 
 
+def test_nvcc_missing_is_the_environment_for_a_class_of_makefiles_too(tmp_path, monkeypatch):
+    """The course's layout (a Makefile beside hw4.cu) with nvcc off PATH: the Makefile's nvcc and the nvcc build
+    after it both failed on every row, graded 0, and the class exited 0 (red team 12)."""
+    import attnbench.judge.submissions as submissions
+    from attnbench.errors import EnvironmentProblem
+
+    for name in ("ada", "bea"):
+        (tmp_path / "class" / name).mkdir(parents=True)
+        (tmp_path / "class" / name / "hw4.cu").write_text("int main() {}\n")
+        (tmp_path / "class" / name / "Makefile").write_text("hw4: hw4.cu\n\tnvcc -o hw4 hw4.cu\n")
+    (tmp_path / "class" / "cal").mkdir()
+    (tmp_path / "class" / "cal" / "Makefile").write_text("hw4: a.c\n\tcc -o hw4 a.c\n")  # no CUDA: make alone
+    real = submissions.shutil.which
+    monkeypatch.setattr(submissions.shutil, "which", lambda tool: None if tool == "nvcc" else real(tool))
+    with pytest.raises(EnvironmentProblem, match=r"not on this machine's PATH: nvcc, which builds 2 submissions of "
+                                                 r"the class \(ada, bea\)"):
+        programs.class_request(programs.JudgeOptions((str(tmp_path / "class"),), "odd_17x48", a_class=True))
+
+
 def test_the_judges_own_results_folder_in_the_class_is_no_row(tmp_path, monkeypatch):
     """`attnbench judge .` from the class's folder saved ./attnbench-results there, and the next judge made it a
     row: "not a submission", graded 0 on a full run, a "build failed" in the history."""

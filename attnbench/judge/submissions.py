@@ -385,15 +385,17 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
     return Built(submission, program, f"{said}; {aside}" if aside else said)
 
 
-# What a compiler or linker makes (ELF: a program, an object, a shared library, a cubin; ar: a static library)
-_BUILT_MAGIC = (b"\x7fELF", b"!<arch>\n")
+# What a compiler or linker makes (ELF: a program, an object, a shared library, a cubin; ar: a static library;
+# gpch, CPCH: gcc's and clang's precompiled headers, which the compiler takes in place of the header beside them)
+_BUILT_MAGIC = (b"\x7fELF", b"!<arch>\n", b"gpch", b"CPCH")
 
 
 def _set_aside_prebuilt(staged: Path) -> str:
     """Remove from the staged copy of a submission that has sources to build its prebuilt hw4 and every file a
     compiler made (an object, a library, at any depth): `make hw4` took them as up to date (the copy's files are
     all new, the later copied the newer) and judged a binary no source of the submission made, a committed hw4
-    or an attention.o beside an honest attention.c (the course builds from hw4.cu and the Makefile). The note
+    or an attention.o beside an honest attention.c; a.h.gch is compiled in place of an honest a.h (the course
+    builds from hw4.cu and the Makefile). The note
     for its row, or "" when there was none."""
     aside: list[str] = []
     for folder, _, names in os.walk(staged):  # the judge's own copy: no link in it, at most 64 deep

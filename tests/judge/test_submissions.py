@@ -241,6 +241,23 @@ def test_a_class_folder_with_a_makefile_of_its_own_says_its_folders_are_submissi
     assert whole.how == "make" and "1 of its folders are submissions too (ada)" in whole.unjudged  # on its row
 
 
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None, reason="no make or cc")
+def test_a_precompiled_header_beside_an_honest_header_is_set_aside(tmp_path):
+    """gcc compiles a.h.gch in place of the a.h beside it: a committed one, made from another a.h (returning 9),
+    was what the judge built, though the a.h it shows returns 7 (red team 12)."""
+    (tmp_path / "pch").mkdir()
+    (tmp_path / "pch" / "a.h").write_text("static int value(void) { return 9; }\n")
+    subprocess.run(["cc", "-x", "c-header", "-o", str(tmp_path / "pch" / "a.h.gch"), str(tmp_path / "pch" / "a.h")],
+                   check=True)
+    (tmp_path / "pch" / "a.h").write_text("static int value(void) { return 7; }\n")
+    (tmp_path / "pch" / "a.c").write_text('#include "a.h"\nint main(void) { return value(); }\n')
+    (tmp_path / "pch" / "Makefile").write_text("hw4: a.c\n\tcc -o hw4 a.c\n")
+    (sub,) = find_submissions([tmp_path / "pch"])
+    made = build(sub, tmp_path / "builds")
+    assert made.ok and subprocess.run([str(made.program)]).returncode == 7
+    assert "its prebuilt a.h.gch was set aside" in made.message
+
+
 def test_the_class_command_offered_names_the_folder_as_it_was_given(tmp_path, monkeypatch):
     """`attnbench judge .` from such a class folder was told to run `attnbench judge /*/` (every folder at the
     machine's root, for a judge run as root), and `judge ../class` was told `judge class/*/` (red team 12)."""

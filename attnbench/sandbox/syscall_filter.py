@@ -100,15 +100,17 @@ def filter_program(machine: str | None = None) -> bytes:
 
 def supported() -> bool:
     """Whether the filter can be installed here: Linux on x86-64 or aarch64, and a kernel that takes it
-    (tried once per process on a child that runs `true`, so a kernel without seccomp judges on, and says so,
+    (tried once per process on a child that runs this Python, so a kernel without seccomp judges on, and says so,
     rather than failing every run)."""
     global _TAKEN
     if not (platform.system() == "Linux" and platform.machine() in _ARCHES):
         return False
     if _TAKEN is None:
         try:
-            # this Python, not `true` from PATH: a PATH without it read as "no seccomp here" and dropped the filter
-            _TAKEN = subprocess.run([sys.executable, "-c", ""], preexec_fn=install_in_this_process, timeout=30,
+            # this Python, not `true` from PATH: a PATH without it read as "no seccomp here" and dropped the filter;
+            # isolated and without site (-I -S), so no sitecustomize or .pth file of the environment's decides it
+            _TAKEN = subprocess.run([sys.executable, "-I", "-S", "-c", ""], preexec_fn=install_in_this_process,
+                                    timeout=30,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL).returncode == 0
         except (OSError, subprocess.SubprocessError):

@@ -142,3 +142,16 @@ def test_a_path_without_true_does_not_turn_the_filter_off(monkeypatch):
     monkeypatch.setattr(syscall_filter, "_TAKEN", None)
     monkeypatch.setenv("PATH", "/nonexistent")
     assert syscall_filter.supported() is True
+
+
+def test_an_environments_sitecustomize_does_not_decide_whether_the_filter_is_used(tmp_path, monkeypatch):
+    """The probe runs this Python: a sitecustomize on PYTHONPATH that fails made it read as "no seccomp here"
+    and dropped the filter from every run (red team 12)."""
+    from attnbench.sandbox import syscall_filter
+
+    if not syscall_filter.supported():
+        pytest.skip("no system-call filter on this machine")
+    (tmp_path / "sitecustomize.py").write_text("raise SystemExit(1)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setattr(syscall_filter, "_TAKEN", None)
+    assert syscall_filter.supported()

@@ -242,6 +242,9 @@ def _source(reader: _Reader, table: dict) -> Path:
     if not isinstance(source, str) or not source:
         raise reader.fail(".source", 'missing: the kernel file, e.g. source = "mine.cu"')
     path = (reader.facts.path.parent / source).resolve()
+    if path.is_dir():  # `source = "kernels"` was said to be "no such file"
+        raise reader.fail(".source", f"{source}: a folder, not a kernel file (paths are relative to "
+                                     f"{reader.facts.path.name})")
     if not path.is_file():
         raise reader.fail(".source", f"{source}: no such file (paths are relative to {reader.facts.path.name})")
     problem = path_problem(str(path))

@@ -75,3 +75,13 @@ def test_runs_on_other_cases_than_the_latest_are_counted_for_the_note_under_the_
     narrow = Scoreboard(["t01"], [row], metadata={"date": "2026-11-02"})
     assert runs_on_other_cases([wide, wide, narrow]) == 2 and runs_on_other_cases([narrow]) == 0
     assert runs_on_other_cases([]) == 0
+
+
+def test_a_row_no_build_ran_for_is_not_said_to_have_failed_its_build():
+    """A folder holding only x.c (no submission) showed "build failed" in --history, though no build ran."""
+    rows = [SubmissionRow("bob", "bob", False, "not a submission: no Makefile, hw4.cu, hw4.hip or hw4 in it"),
+            SubmissionRow("eve", "eve", False, "refused: hw4.cu: cannot be read (Permission denied)"),
+            SubmissionRow("hip", "hip", False, "HIP is not judged (the course's AMD part)"),
+            SubmissionRow("cc", "cc", False, "the build failed: cc (exit 1): x.c:1: error: y")]
+    said = {row.name: row.latest.not_built for row in history([Scoreboard(["t01"], rows, metadata={"date": "d"})])}
+    assert said == {"bob": "not a submission", "eve": "refused", "hip": "HIP is not judged", "cc": "build failed"}

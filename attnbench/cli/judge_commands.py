@@ -187,7 +187,10 @@ def _refuse_beside_history(ctx: click.Context) -> None:
 def _show_history(folder: str) -> None:
     past = api_programs.class_history(folder)
     if not past:
-        console.print(printable(f"{folder}: no saved scoreboard"), highlight=False, markup=False, soft_wrap=True)
+        inner = Path(folder) / DEFAULT_RESULTS_DIR  # the class's folder given, where `judge .` saved its runs
+        hint = (f"; its {DEFAULT_RESULTS_DIR} folder holds the class's: attnbench judge --history {inner}"
+                if inner.is_dir() and api_programs.class_history(str(inner)) else "")
+        console.print(printable(f"{folder}: no saved scoreboard{hint}"), highlight=False, markup=False, soft_wrap=True)
         return
     print_table(history_model(past, f"history of {counted(len(past), 'submission')} in {printable(folder)}"))
     left_out = api_programs.class_runs_on_other_cases(folder)

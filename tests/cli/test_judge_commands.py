@@ -245,6 +245,21 @@ def test_history_says_how_many_runs_on_other_cases_it_leaves_out(cli, tmp_path):
     assert "1 saved run on other cases than the latest run's is not in this history" in " ".join(result.output.split())
 
 
+def test_history_of_the_class_folder_points_at_its_results_folder(cli, tmp_path):
+    """`judge --history .` in the class's folder said ".: no saved scoreboard" though ./attnbench-results, where
+    `judge .` saves, held the class's runs."""
+    from attnbench.output.export.scoreboard_export import save_scoreboard
+    from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+
+    row = SubmissionRow("ada", "ada", True, rank=1, entries={"t01": CaseEntry("PASS", runs_s=[0.5])})
+    save_scoreboard(Scoreboard(["t01"], [row], metadata={"date": "2026-11-01"}), tmp_path / "attnbench-results", "a")
+    result = cli("judge", "--history", str(tmp_path))
+    said = " ".join(result.output.split())
+    assert f"no saved scoreboard; its attnbench-results folder holds the class's: attnbench judge --history " \
+           f"{tmp_path / 'attnbench-results'}" in said, said
+    assert "holds" not in cli("judge", "--history", str(tmp_path / "attnbench-results")).output
+
+
 def test_html_into_a_folder_holding_a_newer_scoreboard_is_refused_before_the_class_is_judged(cli, tmp_path):
     """The page shows the folder's history: a scoreboard of a newer attnbench there was skipped without a word;
     named now, it is named before any build, not after the class was judged and its files saved."""

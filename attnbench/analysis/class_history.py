@@ -53,6 +53,12 @@ def load_boards(folder: str | Path) -> list[Scoreboard]:
     boards = []
     for file in files:
         try:
+            with file.open("rb"):
+                pass
+        except OSError as exc:  # another user's run saved with umask 077 vanished from the history without a word
+            raise ResultsError(f"{file}: cannot be read ({exc.strerror}), so whether it is a run of the class is "
+                               f"unknown: make it readable, or move it out of {folder}") from None
+        try:
             board = load_scoreboard(file)
         except ResultsError as exc:
             version = _scoreboard_version(file)

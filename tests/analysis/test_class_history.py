@@ -85,3 +85,30 @@ def test_a_row_no_build_ran_for_is_not_said_to_have_failed_its_build():
             SubmissionRow("cc", "cc", False, "the build failed: cc (exit 1): x.c:1: error: y")]
     said = {row.name: row.latest.not_built for row in history([Scoreboard(["t01"], rows, metadata={"date": "d"})])}
     assert said == {"bob": "not a submission", "eve": "refused", "hip": "HIP is not judged", "cc": "build failed"}
+
+
+def test_a_scoreboard_that_cannot_be_read_is_named_not_skipped(tmp_path, monkeypatch):
+    """Another TA's run saved with umask 077 in a shared results folder vanished from `judge --history` without a word.
+    (Root reads it anyway: the refusal is played here.)"""
+    from pathlib import Path
+
+    import pytest
+
+    from attnbench.analysis.class_history import load_boards
+    from attnbench.errors import ResultsError
+
+    board = Scoreboard(["t01"], [SubmissionRow("ada", "ada.c", True, rank=1,
+                                               entries={"t01": CaseEntry("PASS", runs_s=[0.5])})],
+                       metadata={"date": "2026-11-01"})
+    (tmp_path / "mine.json").write_text(board.to_json())
+    (tmp_path / "theirs.json").write_text(board.to_json())
+    opened = Path.open
+
+    def open_file(path, *args, **kwargs):
+        if path.name == "theirs.json":
+            raise PermissionError(13, "Permission denied", str(path))
+        return opened(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", open_file)
+    with pytest.raises(ResultsError, match=r"theirs\.json: cannot be read \(Permission denied\)"):
+        load_boards(tmp_path)

@@ -77,7 +77,8 @@ def open_gpu_for(variants: Sequence[Variant], device: int = 0, listed: bool = Fa
         if not listed or exc.remedy is None:
             raise
         # "or use --variant cpu" named an option compare and sweep do not take
-        raise GpuUnavailable(exc.reason, f"or leave {', '.join(needing)} out of --variants") from None
+        named = ", ".join(needing) if len(needing) <= 3 else f"its {len(needing)} GPU variants"  # `all`: 21 names
+        raise GpuUnavailable(exc.reason, f"or leave {named} out of --variants") from None
 
 
 def compare(

@@ -72,3 +72,6 @@ def test_without_a_gpu_compare_and_sweep_name_their_own_option_not_runs_variant(
         compare_command.open_gpu_for(chosen[1:2])
     assert str(one.value).endswith("or use --variant cpu")
     assert compare_command.open_gpu_for(chosen[:1], listed=True) is None  # cpu alone needs no GPU
+    with pytest.raises(GpuUnavailable) as every:  # `--variants all`: a count, not twenty names
+        compare_command.open_gpu_for(variants_for("all"), listed=True)
+    assert str(every.value).endswith(" GPU variants out of --variants") and "naive" not in str(every.value)

@@ -59,6 +59,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 CONFIG_FILE = locations.LAUNCH_FACTS_FILES[0]
+VARIANT_GROUPS = ("all", "ladder")  # names --variants reads as groups (catalogue.variants_for), never as a variant
 LAYOUT_POINTERS = {"separate": ("q", "k", "v", "o", "out"), "qkv": ("qkv", "out", "o")}
 _VARIANT_KEYS = {"source", "layout", "technique", "report", "kernels", "defines", "head_dims", "min_head_dim",
                  "max_head_dim", "max_seq_len", "seq_len_multiple", "workspaces", "steps", "options",
@@ -156,6 +157,11 @@ def _facts(path: Path, table: Any, prefix: str) -> LaunchFacts:
     if shadowing:
         name = shadowing[0]
         raise UserVariantError(f"{path}: {prefix}.{name}: {name} is a built-in variant; choose another name")
+    grouped = [name for name in variants if name in VARIANT_GROUPS]
+    if grouped:  # `--variants all` ran every built-in, and a variant of that name never ran
+        name = grouped[0]
+        raise UserVariantError(f"{path}: {prefix}.{name}: {name} names a group of variants (--variants {name}); "
+                               "choose another name")
     return LaunchFacts(path.resolve(), variants, prefix)
 
 

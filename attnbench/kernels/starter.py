@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnbench.errors import AttnbenchError
-from attnbench.kernels.user import CONFIG_FILE, read_toml
+from attnbench.kernels.user import CONFIG_FILE, VARIANT_GROUPS, read_toml
 
 STARTER_MAX_HEAD_DIM = 128
 STARTER_ROWS_PER_BLOCK = 128
@@ -113,6 +113,8 @@ def write_starter(name: str, folder: Path) -> StarterFiles:
 
     if name in REGISTRY:
         raise StarterError(f"{name}: is a built-in variant; choose another name")
+    if name in VARIANT_GROUPS:  # its table would be refused by every command that reads the file
+        raise StarterError(f"{name}: names a group of variants (--variants {name}); choose another name")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a file of that name, or no permission: from Python a FileExistsError traceback

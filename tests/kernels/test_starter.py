@@ -43,3 +43,12 @@ def test_through_a_linked_attnbench_toml_the_new_variant_names_its_kernel_where_
     variant = load_variants(find_launch_facts(here))["four"]
     assert variant.source == str((here / "four.cu").resolve())
     assert 'source = "five.cu"' in write_starter("five", tmp_path / "plain").config.read_text()  # unlinked: as ever
+
+
+def test_a_group_name_is_refused_before_any_file_is_written(tmp_path):
+    from attnbench.kernels.starter import StarterError
+
+    for name in ("all", "ladder"):
+        with pytest.raises(StarterError, match=f"{name}: names a group of variants"):
+            write_starter(name, tmp_path)
+    assert not list(tmp_path.iterdir())

@@ -295,10 +295,11 @@ def new(name: str, folder: str) -> None:
       attnbench new mine && attnbench run t02 out.bin --variant mine --check
     """
     files = api_programs.new_kernel(name, folder)
-    console.print(f"wrote {files.kernel}", highlight=False, markup=False)
+    # --dir is the user's text: a name holding ESC reached the terminal raw
+    console.print(printable(f"wrote {files.kernel}"), highlight=False, markup=False)
     action = f"added [variants.{name}] to" if files.appended else "wrote"
-    console.print(f"{action} {files.config}", highlight=False, markup=False)
-    console.print(f"next: {api_programs.next_step(name, files)}", highlight=False, markup=False)
+    console.print(printable(f"{action} {files.config}"), highlight=False, markup=False)
+    console.print(printable(f"next: {api_programs.next_step(name, files)}"), highlight=False, markup=False)
 
 
 COMMANDS = (judge, new)

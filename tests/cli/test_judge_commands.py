@@ -279,3 +279,12 @@ def test_html_into_a_folder_holding_a_newer_scoreboard_is_refused_before_the_cla
                  "--time-limits", "none", "--rerun-top", "0", "--sandbox", "none")
     assert result.exit_code == 2 and "later.json: a scoreboard of version" in result.output, result.output
     assert result.output.count("\n") == 1 and sorted(p.name for p in results.iterdir()) == ["later.json"]
+
+
+def test_new_never_prints_its_folder_raw(cli, tmp_path, monkeypatch):
+    """`attnbench new kern --dir $'e\\e[31mx'` printed the escape raw in its three lines."""
+    monkeypatch.chdir(tmp_path)
+    result = cli("new", "kern", "--dir", "e\x1b[31mx")
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "wrote e\\x1b[31mx/kern.cu" in result.output, result.output
+    assert (tmp_path / "e\x1b[31mx" / "kern.cu").is_file()

@@ -224,7 +224,7 @@ def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save
     if not no_save and judgement.judged:
         selector = options.cases if "," not in options.cases else None
         for path in save(result, options.results_dir, name, selector):
-            out.print(f"saved {path}", highlight=False, soft_wrap=True)
+            out.print(printable(f"saved {path}"), highlight=False, markup=False, soft_wrap=True)  # --results-dir is the user's
     if as_json:
         click.echo(result_json(result))
     if judgement.interrupted:
@@ -255,7 +255,7 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
     saved = not no_save and bool(board.rows or saver.paths)
     if saved:
         for path in saver.finish(board):
-            out.print(f"saved {path}", highlight=False, soft_wrap=True)
+            out.print(printable(f"saved {path}"), highlight=False, markup=False, soft_wrap=True)  # --results-dir is the user's
     if as_json:
         click.echo(board.to_json())
     # it said "saved" either way, and "what was judged is saved" when a Ctrl-C during the builds left nothing

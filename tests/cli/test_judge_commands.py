@@ -288,3 +288,24 @@ def test_new_never_prints_its_folder_raw(cli, tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "\x1b" not in result.output and "wrote e\\x1b[31mx/kern.cu" in result.output, result.output
     assert (tmp_path / "e\x1b[31mx" / "kern.cu").is_file()
+
+
+def test_the_saved_lines_show_the_results_folder_as_given_escaped_never_read_as_markup(cli, tmp_path):
+    """`judge PROGRAM --results-dir 'res[bold]x'` said "saved resx/..." (rich read [bold] as markup), and a folder
+    named with ESC reached the terminal raw."""
+    import shutil
+    import subprocess
+
+    from tests.judge.classes import EXAMPLE
+
+    if shutil.which("cc") is None:
+        pytest.skip("needs cc")
+    program = tmp_path / "attention"
+    subprocess.run(["cc", "-O2", "-o", str(program), str(EXAMPLE), "-lm"], check=True, capture_output=True)
+    for folder in ("res[bold]x", "r\x1b[31mx"):
+        result = cli("judge", str(program), "--cases", "odd_17x1", "--time-limits", "none",
+                     "--results-dir", str(tmp_path / folder))
+        assert result.exit_code == 0, result.output
+        saved = [line for line in result.output.splitlines() if line.startswith("saved ")]
+        assert len(saved) == 3 and "\x1b" not in result.output, result.output
+        assert all(line.startswith(f"saved {tmp_path}/{folder.replace(chr(27), chr(92) + 'x1b')}/") for line in saved)

@@ -8,6 +8,8 @@ source tree; a wheel carries them inside the package as `attnbench/_cuda` and `a
 from __future__ import annotations
 
 import os
+import re
+from importlib import metadata
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -103,6 +105,35 @@ def data_dir() -> Path:
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("attnbench")) / "testcases"
+
+
+def installed_from_wheel() -> bool:
+    """True when attnbench runs from an installed package (pip install . or a wheel), not a source tree."""
+    return (PACKAGE_DIR / "_testcases").is_dir()
+
+
+def extra_install_command(extras: str) -> str:
+    """How to install the optional extras `extras` ("gpu", "gpu,triton") into this attnbench, as a command in
+    backquotes. From a source tree, the README's editable install; from a wheel, whose folder has no
+    pyproject.toml to name (`pip install -e '.[gpu]'` failed in any folder), the extras' own packages."""
+    if not installed_from_wheel():
+        return f"`pip install -e '.[{extras}]'` in {SOURCE_ROOT}"
+    wanted = set(extras.split(","))
+    try:
+        declared = metadata.requires("attnbench") or []
+    except metadata.PackageNotFoundError:
+        declared = []
+    packages: list[str] = []
+    for line in declared:
+        # `pycuda>=2024.1; extra == "gpu"`: the packaging library would parse the marker, but it is no
+        # dependency of attnbench's, and only the extra's name is read from it
+        requirement, _, marker = line.partition(";")
+        extra = re.search(r"""extra\s*==\s*["']([^"']+)["']""", marker)
+        if extra is not None and extra.group(1) in wanted and requirement.strip() not in packages:
+            packages.append(requirement.strip())
+    if not packages:
+        return f"the packages of attnbench's {extras} extra (its pyproject.toml names them)"
+    return "`pip install " + " ".join(f"'{package}'" for package in packages) + "`"
 
 
 def project_root_for_git() -> Path:

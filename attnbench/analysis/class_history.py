@@ -28,7 +28,8 @@ class RunOf:
     total_s: float
     rank: int | None
     tied: bool
-    built: bool = True  # False: its build failed, so it judged nothing that run
+    built: bool = True  # False: not built (its build failed, or no build ran), so it judged nothing that run
+    not_built: str = ""  # why, in a few words: "build failed", "not a submission", "refused", ...
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,12 @@ def load_boards(folder: str | Path) -> list[Scoreboard]:
         raise ResultsError(f"{folder}: cannot be read ({exc.strerror})") from None
     boards = []
     for file in files:
+        try:
+            with file.open("rb"):
+                pass
+        except OSError as exc:  # another user's run saved with umask 077 vanished from the history without a word
+            raise ResultsError(f"{file}: cannot be read ({exc.strerror}), so whether it is a run of the class is "
+                               f"unknown: make it readable, or move it out of {folder}") from None
         try:
             board = load_scoreboard(file)
         except ResultsError as exc:
@@ -87,7 +94,16 @@ def _scoreboard_version(file: Path) -> int | None:
 
 def _run(board: Scoreboard, row: SubmissionRow) -> RunOf:
     return RunOf(str(board.metadata.get("date") or "")[:19], board.path.name if board.path else "", row.passed,
-                 len(board.cases), row.total_s, row.rank, row.tied, row.built)
+                 len(board.cases), row.total_s, row.rank, row.tied, row.built,
+                 "" if row.built else _why_not_built(row.build_message))
+
+
+def _why_not_built(message: str) -> str:
+    """The head of a row's reason for no program: a folder that is no submission (or a link, or HIP only) was
+    said as "build failed" in the history, though no build ran."""
+    if not message or message.startswith("the build failed"):
+        return "build failed"
+    return message.partition(":")[0].partition(" (")[0]
 
 
 def history(boards: list[Scoreboard], cases: list[str] | None = None) -> list[HistoryRow]:

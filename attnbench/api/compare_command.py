@@ -14,7 +14,7 @@ from attnbench.api.timing_options import TimingOptions
 from attnbench.bench.check_rule import CourseRule
 from attnbench.bench.verify import COURSE_ATOL
 from attnbench.cases.inputs import BenchInput, bytes_to_write, inputs_for
-from attnbench.errors import UsageError
+from attnbench.errors import GpuUnavailable, UsageError
 from attnbench.kernels.catalogue import baseline_name, variants_for
 from attnbench.kernels.variant import Variant
 from attnbench.locations import data_dir
@@ -61,15 +61,24 @@ def open_gpu(device: int = 0) -> Any:
     return Gpu(device)
 
 
-def open_gpu_for(variants: Sequence[Variant], device: int = 0) -> Any | None:
-    """Check the torch peer first (one sentence if missing), then open the GPU if any variant needs it."""
+def open_gpu_for(variants: Sequence[Variant], device: int = 0, listed: bool = False) -> Any | None:
+    """Check the torch peer first (one sentence if missing), then open the GPU if any variant needs it.
+    `listed`: the variants came from --variants (compare, sweep), which the remedy then names."""
     if any(v.kind.needs_torch for v in variants):
         from attnbench.backends.torch_peer import import_torch
 
         import_torch()
-    if any(v.kind.needs_gpu for v in variants):
+    needing = [v.name for v in variants if v.kind.needs_gpu]
+    if not needing:
+        return None
+    try:
         return open_gpu(device)
-    return None
+    except GpuUnavailable as exc:
+        if not listed or exc.remedy is None:
+            raise
+        # "or use --variant cpu" named an option compare and sweep do not take
+        named = ", ".join(needing) if len(needing) <= 3 else f"its {len(needing)} GPU variants"  # `all`: 21 names
+        raise GpuUnavailable(exc.reason, f"or leave {named} out of --variants") from None
 
 
 def compare(
@@ -128,4 +137,4 @@ def compare(
     with subreaper_restored():  # an exe: program's run makes this process its orphans' reaper, for the run only
         return placed_matrix(ResultKind.COMPARE, chosen, inputs, timing.policy_for, check_rule,
                              placement(gpus, executor, slurm), record, listener, notice, before_run,
-                             program_sandbox=sandbox, open_here=lambda: open_gpu_for(chosen, device), device=device)
+                             program_sandbox=sandbox, open_here=lambda: open_gpu_for(chosen, device, listed=True), device=device)

@@ -203,6 +203,7 @@ class VariantListing:
     variants: list[Variant]
     figures: dict[str, tuple[Shape | None, dict[str, KernelResources]]]
     arch: str
+    uncompiled: list[str] = field(default_factory=list)  # the variants nvcc refused (a user's kernel with an error)
 
 
 def variant_listing(head_dim: int = 64, resources: bool = True, progress: ProgressFactory = no_progress) -> VariantListing:
@@ -213,14 +214,15 @@ def variant_listing(head_dim: int = 64, resources: bool = True, progress: Progre
         raise UsageError(f"head_dim={head_dim!r}: give a whole number >= 1")
     variants = with_flavours(all_variants())
     figures: dict[str, tuple[Shape | None, dict[str, KernelResources]]] = {}
+    uncompiled: list[str] = []
     arch = "sm_90"
     if resources and nvcc_path():
         if gpu_backend.gpu_probe() is None:
             arch = gpu_backend.Gpu(0).arch
         compiled = [v for v in variants if v.kind.compiled]
         with progress(f"ptxas figures for {arch} (compiled once, cached)", len(compiled)) as advance:
-            figures = report_all(compiled, head_dim, arch, advance)
-    return VariantListing(variants, figures, arch)
+            figures = report_all(compiled, head_dim, arch, advance, uncompiled)
+    return VariantListing(variants, figures, arch, uncompiled)
 
 
 @dataclass

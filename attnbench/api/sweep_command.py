@@ -95,4 +95,4 @@ def sweep(
               "settings": settings_record.to_dict()}
     return placed_matrix(ResultKind.SWEEP, chosen, inputs, timing.policy_for, check_rule,
                          placement(gpus, executor, slurm), record, listener, notice, lab_timing=lab_timing,
-                         open_here=lambda: open_gpu_for(chosen, device), device=device)
+                         open_here=lambda: open_gpu_for(chosen, device, listed=True), device=device)

@@ -19,7 +19,7 @@ from attnbench.kernels.variant import Launch, Variant
 from attnbench.results.ceilings import cached_for
 from attnbench.results.datasheet import DeviceFacts, fp32_peak_flops
 from attnbench.results.limits import DeviceLimits
-from attnbench.locations import kernel_dir
+from attnbench.locations import extra_install_command, kernel_dir
 
 # attnbench's own kernels that check what variants do (cuda/<name>.cu): fresh inputs, the samples' checks.
 SUPPORT_SOURCES = ("fresh_samples",)
@@ -30,7 +30,7 @@ def _import_pycuda() -> Any:
     except ImportError:
         raise GpuUnavailable(
             "pycuda is not installed, so no GPU variant can run: install the gpu extra with "
-            "`pip install -e '.[gpu]'` (it needs the CUDA toolkit)", remedy="or use --variant cpu"
+            f"{extra_install_command('gpu')} (it needs the CUDA toolkit)", remedy="or use --variant cpu"
         ) from None
     except Exception as exc:  # pycuda present but its native part cannot load (no driver library)
         raise GpuUnavailable(f"pycuda cannot load ({exc}); is the NVIDIA driver installed?") from None

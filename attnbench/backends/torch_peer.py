@@ -25,6 +25,7 @@ from attnbench.cases.fresh_values import InputRange
 from attnbench.cases.testcase import Testcase
 from attnbench.errors import DeviceMemoryError, KernelLaunchError, PeerUnavailable
 from attnbench.kernels.variant import Variant
+from attnbench.locations import extra_install_command
 from attnbench.results.timed_check import SampleErrors
 
 # The tensors' type for each unit a flavour declares (torch's own float32 peer declares tf32x3, its backend).
@@ -43,7 +44,7 @@ def import_torch() -> Any:
     except ImportError:
         raise PeerUnavailable(
             "the torch peer needs PyTorch, which is not installed here: install a CUDA build of torch (the "
-            "triton extra brings one: `pip install -e '.[gpu,triton]'`), "
+            f"triton extra brings one: {extra_install_command('gpu,triton')}), "
             "or leave torch out of --variants"
         ) from None
     if not torch.cuda.is_available():

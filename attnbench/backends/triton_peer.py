@@ -30,13 +30,15 @@ from attnbench.cases.testcase import Testcase
 from attnbench.errors import (DeviceMemoryError, KernelCompileError, KernelLaunchError, PeerUnavailable,
                               VariantUnsupported)
 from attnbench.kernels.variant import Variant
+from attnbench.locations import extra_install_command
 from attnbench.results.timed_check import SampleErrors
 
 LOG2E = 1.4426950408889634
 TUNE_SAMPLES = 3  # timed launches per candidate, after the one that compiles it; the median decides
 # The precision of tl.dot for each unit a flavour declares (the unit also picks the ceiling it is measured against).
 PRECISION_OF_UNIT = {"tf32x3": "tf32x3", "ffma": "ieee", "tensor": "tf32", "bf16x3": "bf16x3", "bf16x6": "bf16x6"}
-INSTALL = "install the triton extra (`pip install -e '.[gpu,triton]'`, with a CUDA build of torch)"
+def _install() -> str:
+    return f"install the triton extra ({extra_install_command('gpu,triton')}, with a CUDA build of torch)"
 
 
 def import_triton() -> tuple[Any, Any]:
@@ -45,14 +47,14 @@ def import_triton() -> tuple[Any, Any]:
         import torch
     except ImportError:
         raise PeerUnavailable(
-            f"the triton peer needs PyTorch (Triton launches on its tensors), which is not installed here: {INSTALL}, "
+            f"the triton peer needs PyTorch (Triton launches on its tensors), which is not installed here: {_install()}, "
             "or leave triton out of --variants"
         ) from None
     try:
         import triton
     except ImportError:
         raise PeerUnavailable(
-            f"the triton peer needs Triton, which is not installed here: {INSTALL}, or leave triton out of --variants"
+            f"the triton peer needs Triton, which is not installed here: {_install()}, or leave triton out of --variants"
         ) from None
     except Exception as exc:  # installed, but its native part cannot load
         raise PeerUnavailable(f"Triton is installed but cannot load ({' '.join(str(exc).split())[:160]}), "

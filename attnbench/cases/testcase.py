@@ -23,6 +23,7 @@ from attnbench.files import atomic_write
 
 HEADER = struct.Struct("<iii")
 FLOAT_BYTES = 4
+INT32_MAX = 2**31 - 1  # the largest B, N or d the header holds
 # The course publishes B*N*d < 56,000,000; its own t22 breaks that, so it is a warning only.
 PUBLISHED_ELEMENT_BOUND = 56_000_000
 _INT64_MAX = 2**63 - 1
@@ -68,6 +69,8 @@ class Shape:
         shape = cls(*(int(part) for part in parts))
         if min(shape.B, shape.N, shape.d) < 1:
             raise ValueError(f"{text!r}: B, N and d must be at least 1")
+        if max(shape.B, shape.N, shape.d) > INT32_MAX:  # N=99999999999 was described, passed to an int N
+            raise ValueError(f"{text!r}: B, N and d are int32 in a testcase's header (at most {INT32_MAX})")
         return shape
 
 

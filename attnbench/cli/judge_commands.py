@@ -187,7 +187,10 @@ def _refuse_beside_history(ctx: click.Context) -> None:
 def _show_history(folder: str) -> None:
     past = api_programs.class_history(folder)
     if not past:
-        console.print(printable(f"{folder}: no saved scoreboard"), highlight=False, markup=False, soft_wrap=True)
+        inner = Path(folder) / DEFAULT_RESULTS_DIR  # the class's folder given, where `judge .` saved its runs
+        hint = (f"; its {DEFAULT_RESULTS_DIR} folder holds the class's: attnbench judge --history {inner}"
+                if inner.is_dir() and api_programs.class_history(str(inner)) else "")
+        console.print(printable(f"{folder}: no saved scoreboard{hint}"), highlight=False, markup=False, soft_wrap=True)
         return
     print_table(history_model(past, f"history of {counted(len(past), 'submission')} in {printable(folder)}"))
     left_out = api_programs.class_runs_on_other_cases(folder)
@@ -221,7 +224,7 @@ def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save
     if not no_save and judgement.judged:
         selector = options.cases if "," not in options.cases else None
         for path in save(result, options.results_dir, name, selector):
-            out.print(f"saved {path}", highlight=False, soft_wrap=True)
+            out.print(printable(f"saved {path}"), highlight=False, markup=False, soft_wrap=True)  # --results-dir is the user's
     if as_json:
         click.echo(result_json(result))
     if judgement.interrupted:
@@ -252,7 +255,7 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
     saved = not no_save and bool(board.rows or saver.paths)
     if saved:
         for path in saver.finish(board):
-            out.print(f"saved {path}", highlight=False, soft_wrap=True)
+            out.print(printable(f"saved {path}"), highlight=False, markup=False, soft_wrap=True)  # --results-dir is the user's
     if as_json:
         click.echo(board.to_json())
     # it said "saved" either way, and "what was judged is saved" when a Ctrl-C during the builds left nothing
@@ -292,10 +295,11 @@ def new(name: str, folder: str) -> None:
       attnbench new mine && attnbench run t02 out.bin --variant mine --check
     """
     files = api_programs.new_kernel(name, folder)
-    console.print(f"wrote {files.kernel}", highlight=False, markup=False)
+    # --dir is the user's text: a name holding ESC reached the terminal raw
+    console.print(printable(f"wrote {files.kernel}"), highlight=False, markup=False)
     action = f"added [variants.{name}] to" if files.appended else "wrote"
-    console.print(f"{action} {files.config}", highlight=False, markup=False)
-    console.print(f"next: {api_programs.next_step(name, files)}", highlight=False, markup=False)
+    console.print(printable(f"{action} {files.config}"), highlight=False, markup=False)
+    console.print(printable(f"next: {api_programs.next_step(name, files)}"), highlight=False, markup=False)
 
 
 COMMANDS = (judge, new)

@@ -156,9 +156,12 @@ def list_variants(resources: bool, head_dim: int, wide: bool, as_json: bool) -> 
     if as_json:
         click.echo(strict_json.dumps({"arch": listing.arch if listing.figures else None, "variants": [
             listing_tables.variant_record(variant, listing.figures) for variant in listing.variants]}))
-        return
-    print_table(listing_tables.variants_table(listing.variants, listing.figures, listing.arch, head_dim),
-                wide=wide or None)
+    else:
+        print_table(listing_tables.variants_table(listing.variants, listing.figures, listing.arch, head_dim),
+                    wide=wide or None)
+    if listing.uncompiled:  # a kernel with an error showed "-", as a peer does, and nothing said why
+        notice(f"nvcc could not compile {', '.join(listing.uncompiled)} for {listing.arch} at d = {head_dim}, so "
+               f"no figures: `attnbench info --variant {listing.uncompiled[0]}` shows nvcc's error")
 
 
 COMMANDS = (gen, cases, run, verify, list_variants)

@@ -172,7 +172,8 @@ def _not_a_submission(folder: Path) -> str:
     try:
         names = sorted(os.listdir(folder))
     except OSError as exc:
-        return f"not a submission: it cannot be read ({exc.strerror})"
+        # "not a submission" claimed what nobody saw: a student's folder of mode 700 may hold one
+        return f"cannot be read ({exc.strerror}), so whether it holds a submission is unknown"
     # a folder's name ends in "/": "no hw4 in it (it holds hw4)" read as a contradiction for a folder hw4
     held = first_few([shown(n) + ("/" if _is_folder(folder / n) else "") for n in names[:5]] + names[5:])
     packed = " (unpack its archive in it to judge it)" if any(_archive(folder / n) for n in names) else ""

@@ -40,6 +40,9 @@ def get_variant(name: str) -> Variant:
     """Look a variant up by name, then among the user's (attnbench.toml, or a kernel file's path);
     `name:flavour` is that variant's flavour. An unknown name lists the known ones; an unknown flavour
     names the variant's."""
+    if name.startswith("exe:"):  # a whole program (api.variants_from's): read as variant "exe", flavour "./att"
+        raise UnknownName(f"{name}: a whole program, which compare runs (--variants {name}) and judge judges; "
+                          "this command takes kernel variants (see `attnbench list`)")
     base, separator, flavour = name.rpartition(FLAVOUR_SEPARATOR)
     if separator and base and flavour:
         return get_variant(base).flavoured(flavour)

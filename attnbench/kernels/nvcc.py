@@ -253,21 +253,25 @@ def representative_shape(variant: Variant, head_dim: int) -> Shape | None:
 
 
 def report_all(variants: list[Variant], head_dim: int, arch: str,
-               advance: Callable[[int], None] | None = None) -> dict[str, tuple[Shape | None, dict[str, KernelResources]]]:
+               advance: Callable[[int], None] | None = None,
+               failed: list[str] | None = None) -> dict[str, tuple[Shape | None, dict[str, KernelResources]]]:
     """Compile every variant in parallel; variant name -> (shape used, per-kernel figures). `advance(1)`
-    is called as each variant is done (a cold cache compiles for 15-25 s)."""
+    is called as each variant is done (a cold cache compiles for 15-25 s); the names nvcc refused are
+    appended to `failed`, in the variants' order."""
 
-    def one(variant: Variant) -> tuple[str, tuple[Shape | None, dict[str, KernelResources]]]:
+    def one(variant: Variant) -> tuple[str, Shape | None, dict[str, KernelResources], bool]:
         shape = representative_shape(variant, head_dim)
         try:
-            return variant.name, (shape, compile_report(variant, shape, arch) if shape else {})
-        except CompileCheckFailed:
-            return variant.name, (shape, {})  # the listing shows "-"; `attnbench info` shows nvcc's error
+            return variant.name, shape, compile_report(variant, shape, arch) if shape else {}, True
+        except CompileCheckFailed:  # the listing shows "-" and names it; `attnbench info` shows nvcc's error
+            return variant.name, shape, {}, False
 
     with ThreadPoolExecutor() as pool:
         found = {}
-        for name, figures in pool.map(one, variants):
-            found[name] = figures
+        for name, shape, figures, compiled in pool.map(one, variants):
+            found[name] = (shape, figures)
+            if not compiled and failed is not None:
+                failed.append(name)
             if advance is not None:
                 advance(1)
         return found

@@ -7,12 +7,14 @@ any N and any d up to 128 (HEAD_DIM is compiled in from the testcase's d), and p
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from attnbench.errors import AttnbenchError
-from attnbench.kernels.user import CONFIG_FILE, read_toml
+from attnbench.kernels.user import CONFIG_FILE, VARIANT_GROUPS, read_toml
 
 STARTER_MAX_HEAD_DIM = 128
 STARTER_ROWS_PER_BLOCK = 128
@@ -75,7 +77,7 @@ TOML_TEMPLATE = """
 # {name}: written by `attnbench new {name}`. Every number may be a formula of B, N and d using
 # + - * // % and cdiv(a, b), min(...), max(...). Grids and workspaces are per chunk of B batch items.
 [variants.{name}]
-source = "{name}.cu"
+source = {source}
 layout = "separate"       # q, k, v, o pointers, each B x N x d
 technique = "one thread per query row, online softmax over every key"
 max_head_dim = {max_d}        # q_row and acc are HEAD_DIM floats each, in registers
@@ -111,6 +113,8 @@ def write_starter(name: str, folder: Path) -> StarterFiles:
 
     if name in REGISTRY:
         raise StarterError(f"{name}: is a built-in variant; choose another name")
+    if name in VARIANT_GROUPS:  # its table would be refused by every command that reads the file
+        raise StarterError(f"{name}: names a group of variants (--variants {name}); choose another name")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a file of that name, or no permission: from Python a FileExistsError traceback
@@ -120,7 +124,11 @@ def write_starter(name: str, folder: Path) -> StarterFiles:
         raise StarterError(f"{kernel}: already exists; not overwritten")
     if config.exists() and name in read_toml(config, StarterError).get("variants", {}):
         raise StarterError(f"{config}: already has [variants.{name}]; not overwritten")
-    text = TOML_TEMPLATE.format(name=name, max_d=STARTER_MAX_HEAD_DIM, rows=STARTER_ROWS_PER_BLOCK)
+    # The source is read relative to the file the link resolves to: through a linked (shared) attnbench.toml,
+    # "NAME.cu" named a file beside the shared one, and the `run` new printed next failed at once.
+    source = os.path.relpath(kernel.resolve(), Path(os.path.realpath(config)).parent)
+    text = TOML_TEMPLATE.format(name=name, source=json.dumps(source), max_d=STARTER_MAX_HEAD_DIM,
+                                rows=STARTER_ROWS_PER_BLOCK)  # a JSON string is a TOML basic string
     appended = config.exists()
     with open(kernel, "x") as f:
         f.write(KERNEL_TEMPLATE.format(name=name, config=CONFIG_FILE))

@@ -59,6 +59,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 CONFIG_FILE = locations.LAUNCH_FACTS_FILES[0]
+VARIANT_GROUPS = ("all", "ladder")  # names --variants reads as groups (catalogue.variants_for), never as a variant
 LAYOUT_POINTERS = {"separate": ("q", "k", "v", "o", "out"), "qkv": ("qkv", "out", "o")}
 _VARIANT_KEYS = {"source", "layout", "technique", "report", "kernels", "defines", "head_dims", "min_head_dim",
                  "max_head_dim", "max_seq_len", "seq_len_multiple", "workspaces", "steps", "options",
@@ -156,6 +157,11 @@ def _facts(path: Path, table: Any, prefix: str) -> LaunchFacts:
     if shadowing:
         name = shadowing[0]
         raise UserVariantError(f"{path}: {prefix}.{name}: {name} is a built-in variant; choose another name")
+    grouped = [name for name in variants if name in VARIANT_GROUPS]
+    if grouped:  # `--variants all` ran every built-in, and a variant of that name never ran
+        name = grouped[0]
+        raise UserVariantError(f"{path}: {prefix}.{name}: {name} names a group of variants (--variants {name}); "
+                               "choose another name")
     return LaunchFacts(path.resolve(), variants, prefix)
 
 
@@ -242,6 +248,9 @@ def _source(reader: _Reader, table: dict) -> Path:
     if not isinstance(source, str) or not source:
         raise reader.fail(".source", 'missing: the kernel file, e.g. source = "mine.cu"')
     path = (reader.facts.path.parent / source).resolve()
+    if path.is_dir():  # `source = "kernels"` was said to be "no such file"
+        raise reader.fail(".source", f"{source}: a folder, not a kernel file (paths are relative to "
+                                     f"{reader.facts.path.name})")
     if not path.is_file():
         raise reader.fail(".source", f"{source}: no such file (paths are relative to {reader.facts.path.name})")
     problem = path_problem(str(path))

@@ -278,6 +278,7 @@ class Variant:
 
 # CUDA's launch limits, the same on every GPU since sm_30 (the CUDA C Programming Guide's table).
 MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK_DIMS = (1024, 1024, 64)  # each of x, y, z on its own, besides the 1024 threads in all
 MAX_GRID_X = 2**31 - 1
 MAX_GRID_YZ = 65535
 
@@ -290,6 +291,9 @@ def launch_beyond_limits(name: str, kernel: str, grid: Sequence[int], block: Seq
                 f"(x at most {MAX_GRID_X}, y and z at most {MAX_GRID_YZ}, none below 1)")
     if min(block) < 1 or math.prod(block) > MAX_THREADS_PER_BLOCK:
         return f"{name}: kernel {kernel} asks for block {tuple(block)}, beyond {MAX_THREADS_PER_BLOCK} threads"
+    if any(b > most for b, most in zip(block, MAX_BLOCK_DIMS)):  # (1, 1, 128) was described, and failed at launch
+        return (f"{name}: kernel {kernel} asks for block {tuple(block)}, beyond CUDA's limits "
+                f"(x and y at most {MAX_BLOCK_DIMS[0]}, z at most {MAX_BLOCK_DIMS[2]})")
     return None
 
 

@@ -115,16 +115,47 @@ def _open_below(top: int, parts: tuple[str, ...]) -> int:
     return folder
 
 
+def _unreadable(parts: tuple[str, ...], exc: OSError) -> StagingRefused:
+    """A folder or entry of the submission the judge's user cannot read, named (a TA without root met
+    "could not be staged or built: Permission denied" on a row, naming nothing)."""
+    return StagingRefused(f"{shown('/'.join(parts)) or '.'}: cannot be read ({exc.strerror})")
+
+
+def _read_below(top: int, parts: tuple[str, ...]) -> tuple[int, list[str]]:
+    """A descriptor of the submission's folder top/parts... and its names, sorted."""
+    try:
+        folder = _open_below(top, parts)
+    except OSError as exc:
+        raise _unreadable(parts, exc) from None
+    try:
+        return folder, sorted(os.listdir(folder))
+    except OSError as exc:
+        os.close(folder)
+        raise _unreadable(parts, exc) from None
+
+
+def _lstat_below(folder: int, parts: tuple[str, ...], name: str) -> os.stat_result:
+    try:
+        return os.lstat(name, dir_fd=folder)
+    except OSError as exc:  # a folder readable but not searchable (mode 0644)
+        raise _unreadable((*parts, name), exc) from None
+
+
 def _copy_tree(src_top: int, dst_top: int, inodes: dict[tuple[int, int], int]) -> None:
     stack: list[tuple[str, ...]] = [()]
     entries = copied = 0
     while stack:
         parts = stack.pop()
-        src_dir, dst_dir = _open_below(src_top, parts), _open_below(dst_top, parts)
+        src_dir, names = _read_below(src_top, parts)
         try:
-            for name in sorted(os.listdir(src_dir)):
+            dst_dir = _open_below(dst_top, parts)
+        except BaseException:
+            os.close(src_dir)
+            raise
+        try:
+            for name in names:
                 path = "/".join((*parts, name))
-                info = os.lstat(name, dir_fd=src_dir)
+                info = _lstat_below(src_dir, parts, name)
                 entries += 1
                 if entries > MAX_ENTRIES:
                     raise StagingRefused(f"more than {MAX_ENTRIES} files and folders")
@@ -166,11 +197,11 @@ def _count_inodes(source: Path) -> dict[tuple[int, int], int]:
     try:
         while stack and seen <= MAX_ENTRIES:
             parts = stack.pop()
-            folder = _open_below(top, parts)
+            folder, names = _read_below(top, parts)
             try:
-                for name in os.listdir(folder):
+                for name in names:
                     seen += 1
-                    info = os.lstat(name, dir_fd=folder)
+                    info = _lstat_below(folder, parts, name)
                     if stat.S_ISREG(info.st_mode):
                         key = (info.st_dev, info.st_ino)
                         counts[key] = counts.get(key, 0) + 1

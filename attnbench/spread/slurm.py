@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from attnbench.errors import AttnbenchError, ResultsError
+from attnbench.locations import extra_install_command
 from attnbench.spread.executor import ExecutorEvent, InProcess, JobDied, JobEvent, Listener
 
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "SIGNALING",
@@ -121,7 +122,7 @@ def _submitit() -> Any:
     try:
         import submitit
     except ImportError:
-        raise SlurmUnavailable("--executor slurm needs submitit: pip install -e '.[slurm]'") from None
+        raise SlurmUnavailable(f"--executor slurm needs submitit: {extra_install_command('slurm')}") from None
     if shutil.which("sbatch") is None or shutil.which("squeue") is None:
         raise SlurmUnavailable("--executor slurm needs Slurm's sbatch and squeue on the PATH (try "
                                "tools/slurm_local.sh for a one-node cluster on this machine)")

@@ -75,3 +75,40 @@ def test_runs_on_other_cases_than_the_latest_are_counted_for_the_note_under_the_
     narrow = Scoreboard(["t01"], [row], metadata={"date": "2026-11-02"})
     assert runs_on_other_cases([wide, wide, narrow]) == 2 and runs_on_other_cases([narrow]) == 0
     assert runs_on_other_cases([]) == 0
+
+
+def test_a_row_no_build_ran_for_is_not_said_to_have_failed_its_build():
+    """A folder holding only x.c (no submission) showed "build failed" in --history, though no build ran."""
+    rows = [SubmissionRow("bob", "bob", False, "not a submission: no Makefile, hw4.cu, hw4.hip or hw4 in it"),
+            SubmissionRow("eve", "eve", False, "refused: hw4.cu: cannot be read (Permission denied)"),
+            SubmissionRow("hip", "hip", False, "HIP is not judged (the course's AMD part)"),
+            SubmissionRow("cc", "cc", False, "the build failed: cc (exit 1): x.c:1: error: y")]
+    said = {row.name: row.latest.not_built for row in history([Scoreboard(["t01"], rows, metadata={"date": "d"})])}
+    assert said == {"bob": "not a submission", "eve": "refused", "hip": "HIP is not judged", "cc": "build failed"}
+
+
+def test_a_scoreboard_that_cannot_be_read_is_named_not_skipped(tmp_path, monkeypatch):
+    """Another TA's run saved with umask 077 in a shared results folder vanished from `judge --history` without a word.
+    (Root reads it anyway: the refusal is played here.)"""
+    from pathlib import Path
+
+    import pytest
+
+    from attnbench.analysis.class_history import load_boards
+    from attnbench.errors import ResultsError
+
+    board = Scoreboard(["t01"], [SubmissionRow("ada", "ada.c", True, rank=1,
+                                               entries={"t01": CaseEntry("PASS", runs_s=[0.5])})],
+                       metadata={"date": "2026-11-01"})
+    (tmp_path / "mine.json").write_text(board.to_json())
+    (tmp_path / "theirs.json").write_text(board.to_json())
+    opened = Path.open
+
+    def open_file(path, *args, **kwargs):
+        if path.name == "theirs.json":
+            raise PermissionError(13, "Permission denied", str(path))
+        return opened(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", open_file)
+    with pytest.raises(ResultsError, match=r"theirs\.json: cannot be read \(Permission denied\)"):
+        load_boards(tmp_path)

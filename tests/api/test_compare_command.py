@@ -52,3 +52,26 @@ def test_a_same_within_outside_the_options_range_is_refused_from_python(command,
                            same_within=same_within))
     with pytest.raises(UsageError, match="same_within="):
         run()
+
+
+def test_without_a_gpu_compare_and_sweep_name_their_own_option_not_runs_variant(monkeypatch):
+    """`compare --variants cpu,mine` without pycuda said "or use --variant cpu": an option compare does not take."""
+    from attnbench.api import compare_command
+    from attnbench.errors import GpuUnavailable
+    from attnbench.kernels.catalogue import variants_for
+
+    def no_gpu(device=0):
+        raise GpuUnavailable("pycuda is not installed, so no GPU variant can run", "or use --variant cpu")
+
+    monkeypatch.setattr(compare_command, "open_gpu", no_gpu)
+    chosen = variants_for("cpu,naive,qreg")
+    with pytest.raises(GpuUnavailable) as listed:
+        compare_command.open_gpu_for(chosen, listed=True)
+    assert str(listed.value).endswith("or leave naive, qreg out of --variants") and "--variant " not in str(listed.value)
+    with pytest.raises(GpuUnavailable) as one:  # run's own remedy stays: it does take --variant
+        compare_command.open_gpu_for(chosen[1:2])
+    assert str(one.value).endswith("or use --variant cpu")
+    assert compare_command.open_gpu_for(chosen[:1], listed=True) is None  # cpu alone needs no GPU
+    with pytest.raises(GpuUnavailable) as every:  # `--variants all`: a count, not twenty names
+        compare_command.open_gpu_for(variants_for("all"), listed=True)
+    assert str(every.value).endswith(" GPU variants out of --variants") and "naive" not in str(every.value)

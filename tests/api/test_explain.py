@@ -120,6 +120,7 @@ def test_info_for_an_architecture_the_variant_cannot_run_is_refused_not_another_
 @pytest.mark.parametrize("grid, block, said", [
     ('["cdiv(N, 64)", "B"]', "4096", "beyond 1024 threads"),
     ('["1", "16000000"]', "64", "beyond CUDA's limits"),
+    ('["cdiv(N, 64)", "B"]', "[1, 1, 128]", "z at most 64"),  # 128 threads, but z is capped at 64
 ])
 def test_info_refuses_a_launch_beyond_cudas_limits_in_one_sentence(tmp_path, monkeypatch, grid, block, said):
     monkeypatch.chdir(tmp_path)

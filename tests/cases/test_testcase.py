@@ -335,7 +335,8 @@ def test_a_shape_is_read_as_b_n_d_or_bxnxd(text):
 
 @pytest.mark.parametrize("text, words", [("1,2", "is not B,N,d or BxNxd"), ("1x2x3x4", "is not B,N,d"),
                                          ("1,-2,3", "is not B,N,d"), ("a,b,c", "is not B,N,d"),
-                                         ("1,0,3", "must be at least 1")])
+                                         ("1,0,3", "must be at least 1"),
+                                         ("1,99999999999,64", "int32 in a testcase.s header")])
 def test_a_shape_that_is_not_one_is_refused_in_a_sentence(text, words):
     with pytest.raises(ValueError, match=words):
         Shape.parse(text)

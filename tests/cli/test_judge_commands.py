@@ -245,6 +245,21 @@ def test_history_says_how_many_runs_on_other_cases_it_leaves_out(cli, tmp_path):
     assert "1 saved run on other cases than the latest run's is not in this history" in " ".join(result.output.split())
 
 
+def test_history_of_the_class_folder_points_at_its_results_folder(cli, tmp_path):
+    """`judge --history .` in the class's folder said ".: no saved scoreboard" though ./attnbench-results, where
+    `judge .` saves, held the class's runs."""
+    from attnbench.output.export.scoreboard_export import save_scoreboard
+    from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+
+    row = SubmissionRow("ada", "ada", True, rank=1, entries={"t01": CaseEntry("PASS", runs_s=[0.5])})
+    save_scoreboard(Scoreboard(["t01"], [row], metadata={"date": "2026-11-01"}), tmp_path / "attnbench-results", "a")
+    result = cli("judge", "--history", str(tmp_path))
+    said = " ".join(result.output.split())
+    assert f"no saved scoreboard; its attnbench-results folder holds the class's: attnbench judge --history " \
+           f"{tmp_path / 'attnbench-results'}" in said, said
+    assert "holds" not in cli("judge", "--history", str(tmp_path / "attnbench-results")).output
+
+
 def test_html_into_a_folder_holding_a_newer_scoreboard_is_refused_before_the_class_is_judged(cli, tmp_path):
     """The page shows the folder's history: a scoreboard of a newer attnbench there was skipped without a word;
     named now, it is named before any build, not after the class was judged and its files saved."""
@@ -264,3 +279,33 @@ def test_html_into_a_folder_holding_a_newer_scoreboard_is_refused_before_the_cla
                  "--time-limits", "none", "--rerun-top", "0", "--sandbox", "none")
     assert result.exit_code == 2 and "later.json: a scoreboard of version" in result.output, result.output
     assert result.output.count("\n") == 1 and sorted(p.name for p in results.iterdir()) == ["later.json"]
+
+
+def test_new_never_prints_its_folder_raw(cli, tmp_path, monkeypatch):
+    """`attnbench new kern --dir $'e\\e[31mx'` printed the escape raw in its three lines."""
+    monkeypatch.chdir(tmp_path)
+    result = cli("new", "kern", "--dir", "e\x1b[31mx")
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "wrote e\\x1b[31mx/kern.cu" in result.output, result.output
+    assert (tmp_path / "e\x1b[31mx" / "kern.cu").is_file()
+
+
+def test_the_saved_lines_show_the_results_folder_as_given_escaped_never_read_as_markup(cli, tmp_path):
+    """`judge PROGRAM --results-dir 'res[bold]x'` said "saved resx/..." (rich read [bold] as markup), and a folder
+    named with ESC reached the terminal raw."""
+    import shutil
+    import subprocess
+
+    from tests.judge.classes import EXAMPLE
+
+    if shutil.which("cc") is None:
+        pytest.skip("needs cc")
+    program = tmp_path / "attention"
+    subprocess.run(["cc", "-O2", "-o", str(program), str(EXAMPLE), "-lm"], check=True, capture_output=True)
+    for folder in ("res[bold]x", "r\x1b[31mx"):
+        result = cli("judge", str(program), "--cases", "odd_17x1", "--time-limits", "none",
+                     "--results-dir", str(tmp_path / folder))
+        assert result.exit_code == 0, result.output
+        saved = [line for line in result.output.splitlines() if line.startswith("saved ")]
+        assert len(saved) == 3 and "\x1b" not in result.output, result.output
+        assert all(line.startswith(f"saved {tmp_path}/{folder.replace(chr(27), chr(92) + 'x1b')}/") for line in saved)

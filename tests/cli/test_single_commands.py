@@ -312,3 +312,24 @@ def test_verify_with_a_suite_ref_does_not_ignore_case(cli, tmp_path, given, monk
     result = cli("verify", str(suite.reference_path(case)), case.name, "--case", given)
     assert result.exit_code == 2, result.output
     assert given in result.output
+
+
+def test_list_names_a_variant_nvcc_could_not_compile_instead_of_a_silent_dash(cli, monkeypatch):
+    """A user's kernel with a syntax error showed "-" in every figure, as a peer does, exit 0, and no word of why."""
+    from attnbench.api import explain
+    from attnbench.errors import CompileCheckFailed
+    from attnbench.kernels import nvcc
+
+    def compile_report(variant, shape, arch):
+        if variant.name == "naive":
+            raise CompileCheckFailed("naive.cu(3): error: expected a ;")
+        return {}
+
+    monkeypatch.setattr(explain, "nvcc_path", lambda: "/usr/bin/nvcc")
+    monkeypatch.setattr(nvcc, "compile_report", compile_report)
+    for args in (["list"], ["list", "--json"]):
+        result = cli(*args)
+        assert result.exit_code == 0, result.output
+        said = " ".join(result.output.split())
+        assert "note: nvcc could not compile naive for " in said and "attnbench info --variant naive" in said, said
+        assert "bankfree" not in said.split("note:")[1]

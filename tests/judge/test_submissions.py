@@ -168,6 +168,24 @@ def test_a_class_folder_that_holds_no_submission_is_a_row_that_says_why(tmp_path
     assert not any(b.attempted for b in rows.values())  # no build ran: its progress line must not say "build failed"
 
 
+def test_a_folder_of_the_class_that_cannot_be_listed_is_not_called_no_submission(tmp_path, monkeypatch):
+    """Judged without root, a student's folder of mode 700 was "not a submission: it cannot be read": it may well
+    hold one. (Root lists it anyway: the refusal is played here.)"""
+    from attnbench.judge import submissions
+
+    (tmp_path / "gus").mkdir()
+    listed = os.listdir
+
+    def listdir(path):
+        if str(path).endswith("gus"):
+            raise PermissionError(13, "Permission denied")
+        return listed(path)
+
+    monkeypatch.setattr(submissions.os, "listdir", listdir)
+    message = submissions._not_a_submission(tmp_path / "gus")
+    assert message == "cannot be read (Permission denied), so whether it holds a submission is unknown"
+
+
 def test_a_folder_named_hw4_is_said_to_be_a_folder_not_a_missing_hw4(tmp_path):
     """"no ... hw4 in it (it holds hw4)" read as a contradiction when hw4 was a folder."""
     (tmp_path / "dirhw4" / "hw4").mkdir(parents=True)

@@ -274,3 +274,13 @@ def test_a_baseline_not_among_the_variants_is_named_visibly(baseline, shown):
     character escaped."""
     with pytest.raises(UsageError, match=re.escape(f"--baseline {shown} is not among --variants (cpu)")):
         baseline_name(baseline, variants_for("cpu"))
+
+
+def test_a_whole_program_given_where_kernel_variants_go_is_named_as_one():
+    """`sweep --variants exe:./att`, `info --variant exe:./att`, `profile --variant exe:./att` said "no variant named
+    'exe'" (read as variant exe, flavour ./att) and listed every variant."""
+    for lookup in (get_variant, variants_for):
+        with pytest.raises(UnknownName) as info:
+            lookup("exe:./att")
+        said = str(info.value)
+        assert said.startswith("exe:./att: a whole program, which compare runs") and "'exe'" not in said, said

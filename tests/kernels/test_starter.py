@@ -26,3 +26,29 @@ def test_a_folder_that_is_a_file_is_one_line_not_a_traceback(tmp_path):
     (tmp_path / "taken").write_text("a file")
     with pytest.raises(StarterError, match="taken: cannot hold the new files"):
         write_starter("mine", tmp_path / "taken")
+
+
+def test_through_a_linked_attnbench_toml_the_new_variant_names_its_kernel_where_it_was_written(tmp_path):
+    """A folder whose attnbench.toml is a link to a shared one: `new four` wrote four.cu here and source = "four.cu"
+    there, read beside the shared file, so the `run` it printed next said "four.cu: no such file"."""
+    from attnbench.kernels.user import find_launch_facts, load_variants
+
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "attnbench.toml").write_text("# the lab's variants\n")
+    here = tmp_path / "mine"
+    here.mkdir()
+    (here / "attnbench.toml").symlink_to(tmp_path / "shared" / "attnbench.toml")
+    write_starter("four", here)
+    assert (here / "attnbench.toml").is_symlink()
+    variant = load_variants(find_launch_facts(here))["four"]
+    assert variant.source == str((here / "four.cu").resolve())
+    assert 'source = "five.cu"' in write_starter("five", tmp_path / "plain").config.read_text()  # unlinked: as ever
+
+
+def test_a_group_name_is_refused_before_any_file_is_written(tmp_path):
+    from attnbench.kernels.starter import StarterError
+
+    for name in ("all", "ladder"):
+        with pytest.raises(StarterError, match=f"{name}: names a group of variants"):
+            write_starter(name, tmp_path)
+    assert not list(tmp_path.iterdir())

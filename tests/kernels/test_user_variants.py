@@ -84,6 +84,8 @@ BAD_FACTS = [
     # (toml text, key named in the message, words in the message)
     (_replace('source = "mine.cu"\n', ""), "variants.mine.source", "missing"),
     (_replace('"mine.cu"', '"gone.cu"'), "variants.mine.source", "gone.cu: no such file"),
+    (_replace('"mine.cu"', '"/"'), "variants.mine.source", "/: a folder, not a kernel file"),  # was "no such file"
+    (GOOD.replace("variants.mine", "variants.all"), "variants.all", "names a group of variants"),  # shadowed by it
     (_replace("defines", "gird = 3\ndefines"), "variants.mine.gird", "unknown key"),
     (_replace("defines", 'layout = "interleaved"\ndefines'), "variants.mine.layout", 'must be "separate"'),
     (GOOD.split("[[variants.mine.kernels]]")[0], "variants.mine.kernels", "missing"),

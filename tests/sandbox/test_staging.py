@@ -76,3 +76,35 @@ def test_a_sealed_program_that_is_not_a_plain_file_is_not_renewed(tmp_path):
     with pytest.raises(StagingRefused):
         staging.reborn_program(tmp_path / "hw4")
     assert (tmp_path / "hw4").is_symlink() and sorted(os.listdir(tmp_path)) == ["elsewhere", "hw4"]
+
+
+def test_a_folder_of_the_submission_the_judge_cannot_read_is_named(tmp_path, monkeypatch):
+    """Without root, a student's folder of mode 000 made the row say "could not be staged or built: Permission
+    denied", naming nothing the TA could look at. (Root reads it anyway: its refusal is played here.)"""
+    source = tmp_path / "fay"
+    (source / "src" / "private").mkdir(parents=True)
+    (source / "hw4.cu").write_text("int main() {}\n")
+    opened = staging._open_below
+
+    def open_below(top, parts):
+        if parts == ("src", "private"):
+            raise PermissionError(13, "Permission denied")
+        return opened(top, parts)
+
+    monkeypatch.setattr(staging, "_open_below", open_below)
+    with pytest.raises(StagingRefused) as refused:
+        copy_submission(source, tmp_path / "copy")
+    assert str(refused.value) == "src/private: cannot be read (Permission denied)"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a folder of mode 000")
+def test_a_folder_of_mode_000_is_named_when_the_judge_is_not_root(tmp_path):
+    source = tmp_path / "fay"
+    (source / "sub").mkdir(parents=True)
+    (source / "sub").chmod(0)
+    try:
+        with pytest.raises(StagingRefused) as refused:
+            copy_submission(source, tmp_path / "copy")
+    finally:
+        (source / "sub").chmod(0o755)
+    assert str(refused.value) == "sub: cannot be read (Permission denied)"

@@ -7,6 +7,7 @@ from typing import Any
 
 from attnbench.errors import PlotsUnavailable
 from attnbench.files import atomic_write
+from attnbench.locations import extra_install_command
 
 
 def pyplot() -> Any:
@@ -15,7 +16,7 @@ def pyplot() -> Any:
         import matplotlib
     except ImportError:
         raise PlotsUnavailable("plots need matplotlib, which is not installed: install the plot extra "
-                               "(`pip install -e '.[plot]'` from attnbench's folder)") from None
+                               f"({extra_install_command('plot')})") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -173,7 +173,7 @@ def class_stem(board: Scoreboard, selector: str) -> str:
 
 def _run_text(run: RunOf) -> str:
     if not run.built:
-        return f"build failed ({run.date or 'undated'})"
+        return f"{run.not_built or 'build failed'} ({run.date or 'undated'})"
     rank = "-" if run.rank is None else f"{run.rank}=" if run.tied else str(run.rank)
     total = f"{run.total_s:.3f} s" if run.passed else "-"
     return f"{run.passed}/{run.cases} {total} (rank {rank}, {run.date or 'undated'})"

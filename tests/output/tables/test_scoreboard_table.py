@@ -141,3 +141,13 @@ def test_a_ranked_row_that_failed_a_case_says_why_under_the_table():
         "t03": CaseEntry("CRASH", "killed by SIGSEGV")})
     lines = scoreboard_lines(Scoreboard(["t01", "t02", "t03"], [row]))
     assert "d64bad: failed t02 (and 1 other: t03): WRONG 1 of 9 elements off by more than 0.005" in lines
+
+
+def test_a_history_row_no_build_ran_for_says_why_not_build_failed():
+    from attnbench.analysis.class_history import HistoryRow, RunOf
+    from attnbench.output.tables.scoreboard_table import history_rows
+
+    bob = RunOf("2026-11-29", "f.json", 0, 1, 0.0, None, False, built=False, not_built="not a submission")
+    cc = RunOf("2026-11-29", "f.json", 0, 1, 0.0, None, False, built=False, not_built="build failed")
+    _, cells = history_rows([HistoryRow("bob", 1, bob, bob), HistoryRow("cc", 1, cc, cc)])
+    assert cells[0][3].text == "not a submission (2026-11-29)" and cells[1][3].text == "build failed (2026-11-29)"

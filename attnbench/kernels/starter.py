@@ -7,7 +7,6 @@ any N and any d up to 128 (HEAD_DIM is compiled in from the testcase's d), and p
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -105,6 +104,15 @@ class StarterFiles:
     appended: bool  # the table was added to an existing attnbench.toml
 
 
+def toml_string(text: str) -> str:
+    """`text` as a TOML basic string: backslash and quote escaped, control characters as \\uXXXX, the rest as it is
+    (TOML is UTF-8; a JSON string's \\ud83d-style surrogate pairs are no valid TOML). Written here because the
+    standard library reads TOML but writes none."""
+    escaped = "".join(f"\\u{ord(c):04X}" if (ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F else
+                      "\\\\" if c == "\\" else '\\"' if c == '"' else c for c in text)
+    return f'"{escaped}"'
+
+
 def write_starter(name: str, folder: Path) -> StarterFiles:
     """Write NAME.cu and its [variants.NAME] table in folder/attnbench.toml; never overwrite anything."""
     if not _NAME.fullmatch(name):
@@ -127,8 +135,8 @@ def write_starter(name: str, folder: Path) -> StarterFiles:
     # The source is read relative to the file the link resolves to: through a linked (shared) attnbench.toml,
     # "NAME.cu" named a file beside the shared one, and the `run` new printed next failed at once.
     source = os.path.relpath(kernel.resolve(), Path(os.path.realpath(config)).parent)
-    text = TOML_TEMPLATE.format(name=name, source=json.dumps(source), max_d=STARTER_MAX_HEAD_DIM,
-                                rows=STARTER_ROWS_PER_BLOCK)  # a JSON string is a TOML basic string
+    text = TOML_TEMPLATE.format(name=name, source=toml_string(source), max_d=STARTER_MAX_HEAD_DIM,
+                                rows=STARTER_ROWS_PER_BLOCK)
     appended = config.exists()
     with open(kernel, "x") as f:
         f.write(KERNEL_TEMPLATE.format(name=name, config=CONFIG_FILE))

@@ -278,7 +278,7 @@ def fake_h200(monkeypatch, tmp_path):
     def install(pass_ms, clocks=None):
         monkeypatch.setattr(gpu_execution, "GpuExecution", fake_execution(pass_ms))
         for command in (api.run_command, api.compare_command, api.sweep_command):  # each opens the GPU it needs
-            monkeypatch.setattr(command, "open_gpu_for", lambda variants, device=0: FakeH200(clocks))
+            monkeypatch.setattr(command, "open_gpu_for", lambda variants, device=0, listed=False: FakeH200(clocks))
         return FakeH200(clocks)
 
     return install

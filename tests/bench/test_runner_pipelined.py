@@ -121,7 +121,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(gpu_execution, "GpuExecution", FakeExecution)
     monkeypatch.setattr(gpu_pipeline, "GpuStages", fake_stages(reference_kernel))
     for command in (api.run_command, api.compare_command, api.sweep_command):  # each opens the GPU it needs
-        monkeypatch.setattr(command, "open_gpu_for", lambda variants, device=0: FakeGpu())
+        monkeypatch.setattr(command, "open_gpu_for", lambda variants, device=0, listed=False: FakeGpu())
     return monkeypatch
 
 
@@ -154,7 +154,7 @@ def test_no_pipeline_gives_the_same_file_without_a_clock(fake_gpu, tmp_path):
 def test_a_wrong_result_fails_the_check_and_the_command_exits_1(monkeypatch, tmp_path):
     monkeypatch.setattr(gpu_execution, "GpuExecution", FakeExecution)
     monkeypatch.setattr(gpu_pipeline, "GpuStages", fake_stages(lambda qkv: reference_kernel(qkv) + 0.01))
-    monkeypatch.setattr(api.run_command, "open_gpu_for", lambda variants, device=0: FakeGpu())
+    monkeypatch.setattr(api.run_command, "open_gpu_for", lambda variants, device=0, listed=False: FakeGpu())
     out = tmp_path / "out.bin"
     result = CliRunner().invoke(main, ["run", "odd_100x32", str(out), "--variant", "naive", "--check", "--reps", "2",
                                        "--json"], catch_exceptions=False)
@@ -215,7 +215,7 @@ class LazyExecution(FakeExecution):
 def test_a_lazy_kernel_is_wrong_without_a_speed_and_run_exits_1(pipeline, monkeypatch, tmp_path):
     monkeypatch.setattr(gpu_execution, "GpuExecution", LazyExecution)
     monkeypatch.setattr(gpu_pipeline, "GpuStages", fake_stages(reference_kernel))
-    monkeypatch.setattr(api.run_command, "open_gpu_for", lambda variants, device=0: FakeGpu())
+    monkeypatch.setattr(api.run_command, "open_gpu_for", lambda variants, device=0, listed=False: FakeGpu())
     args = ["run", "odd_100x32", str(tmp_path / "out.bin"), "--variant", "naive", "--check", "--reps", "3"]
     args += [] if pipeline else ["--no-pipeline"]
     result = CliRunner().invoke(main, [*args, "--json"], catch_exceptions=False)
@@ -242,7 +242,7 @@ class CompareGpu(FakeGpu):
 
 def test_compare_calls_a_lazy_kernel_wrong_and_exits_1(monkeypatch, tmp_path):
     monkeypatch.setattr(gpu_execution, "GpuExecution", LazyExecution)
-    monkeypatch.setattr(api.compare_command, "open_gpu_for", lambda variants, device=0: CompareGpu())
+    monkeypatch.setattr(api.compare_command, "open_gpu_for", lambda variants, device=0, listed=False: CompareGpu())
     result = CliRunner().invoke(main, ["compare", "--variants", "naive,cpu", "--cases", "odd_100x32", "--reps", "2",
                                        "--results-dir", str(tmp_path), "--name", "lazy"], catch_exceptions=False)
     assert result.exit_code == 1, result.output

@@ -52,3 +52,14 @@ def test_a_group_name_is_refused_before_any_file_is_written(tmp_path):
         with pytest.raises(StarterError, match=f"{name}: names a group of variants"):
             write_starter(name, tmp_path)
     assert not list(tmp_path.iterdir())
+
+
+def test_a_source_path_is_written_as_a_toml_string_toml_reads_back_whatever_its_characters():
+    """Through a linked attnbench.toml the source is a path of any characters: quotes, backslashes, control
+    characters and characters past the BMP (a JSON string's surrogate pairs are no valid TOML)."""
+    import tomllib
+
+    from attnbench.kernels.starter import toml_string
+
+    for text in ("a.cu", 'dir/x "q" \\ b.cu', "emoji\U0001F600.cu", "ctl\x01\x7f\tx.cu", "\u00fcn\u00ef.cu"):
+        assert tomllib.loads(f"k = {toml_string(text)}")["k"] == text

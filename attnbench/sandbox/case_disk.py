@@ -61,14 +61,16 @@ def case_bytes(input_path: Path | None, building: bool, file_factor: int, file_f
     if building:
         return BUILD_BYTES
     if written is not None:
-        return written.input_bytes + max(file_factor * written.output_bytes, file_floor) + MARGIN_BYTES
-    if input_path is None:
+        size, output = written.input_bytes, written.output_bytes
+    elif input_path is None:
         return PLAIN_BYTES
-    try:
-        output = read_shape(input_path).output_bytes
-    except (OSError, AttnbenchError):
-        output = 0
-    return input_path.stat().st_size + max(file_factor * output, file_floor) + MARGIN_BYTES
+    else:
+        try:
+            output = read_shape(input_path).output_bytes
+        except (OSError, AttnbenchError):
+            output = 0
+        size = input_path.stat().st_size
+    return size + max(file_factor * output, file_floor) + MARGIN_BYTES
 
 
 def cap(folder: Path, size: int, inodes: int = INODES, flags: int = 0, mode: int = 0o700) -> bool:

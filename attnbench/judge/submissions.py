@@ -369,9 +369,10 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
     if outcome.timed_out:
         return Built(submission, None, f"the build ran past {timeout_s:g} s and was stopped ({step.says})")
     if not built:
-        host = (f"; {printable(attempts.missing_header)} is a header of a CUDA library this host's toolkit lacks: the "
-                "host's doing, not the submission's (install that library's development files and judge it again)"
-                if attempts.missing_header else "")
+        # said as what can be checked, not as a verdict: a Makefile can print the compiler's words itself
+        host = (f"; its output says {printable(attempts.missing_header)} was not found, a header of a CUDA library "
+                "this host's toolkit lacks too (the course's machine has it): install that library's development "
+                "files and judge it again before blaming the submission" if attempts.missing_header else "")
         return Built(submission, None, "the build failed: " + "; then ".join(attempts.said) + host)
     if made is None:
         return Built(submission, None, f"{step.says} made no {COURSE_EXECUTABLE} (nor one other executable)")

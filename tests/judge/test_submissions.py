@@ -116,8 +116,9 @@ def test_a_build_that_fails_on_a_cuda_library_header_this_host_lacks_says_it_is_
     lib, own = find_submissions([tmp_path / "lib.c", tmp_path / "own.c"])
     failed = build(lib, tmp_path / "builds")
     assert not failed.ok and failed.message.endswith(
-        "; cublas_v2.h is a header of a CUDA library this host's toolkit lacks: the host's doing, not the "
-        "submission's (install that library's development files and judge it again)")
+        "; its output says cublas_v2.h was not found, a header of a CUDA library this host's toolkit lacks too (the "
+        "course's machine has it): install that library's development files and judge it again before blaming the "
+        "submission")
     failed = build(own, tmp_path / "builds")
     assert not failed.ok and "toolkit" not in failed.message  # its own missing header is its own
 

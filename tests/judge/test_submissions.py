@@ -4,6 +4,7 @@ import os
 import shutil
 import stat
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -108,9 +109,17 @@ def test_a_failed_build_is_one_line_and_a_good_one_gives_the_program(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
-def test_a_build_that_fails_on_a_cuda_library_header_this_host_lacks_says_it_is_the_hosts(tmp_path):
+@pytest.mark.skipif(any(Path(f, "cublas_v2.h").is_file() for f in ("/usr/include", "/usr/local/include")),
+                    reason="this host's system include folder has cuBLAS's header")
+def test_a_build_that_fails_on_a_cuda_library_header_this_host_lacks_says_it_is_the_hosts(tmp_path, monkeypatch):
     """A real submission includes cublas_v2.h, which the course's machine has and a host without cuBLAS's
     development files does not: its row blamed the student for the host's toolkit."""
+    toolkit = tmp_path / "cuda"  # a toolkit without cuBLAS, whatever this host has (the H200's has it)
+    (toolkit / "bin").mkdir(parents=True)
+    (toolkit / "targets" / "x86_64-linux" / "include").mkdir(parents=True)
+    (toolkit / "bin" / "nvcc").write_text("#!/bin/sh\nexit 1\n")
+    (toolkit / "bin" / "nvcc").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{toolkit / 'bin'}:{os.environ['PATH']}")
     (tmp_path / "lib.c").write_text("#include <cublas_v2.h>\nint main(void) { return 0; }\n")
     (tmp_path / "own.c").write_text("#include <my_missing_header.h>\nint main(void) { return 0; }\n")
     lib, own = find_submissions([tmp_path / "lib.c", tmp_path / "own.c"])

@@ -1,5 +1,6 @@
 """One run of a whole program as `PROGRAM IN OUT`: in its own process group, under resource limits,
-wall-clocked from launch to exit.
+wall-clocked from launch to exit (from the exec of its command, the box's or the program's: the judge's own fork
+and the child's steps before exec are not the program's time).
 
 When it ends (or its time is up) every process it started is killed: its group first, then every
 descendant a sweep of /proc still finds (this process is their subreaper, so a setsid() and a double
@@ -10,6 +11,7 @@ set in the child before it starts; the room adds its namespaces around the comma
 
 from __future__ import annotations
 
+import mmap
 import os
 import resource
 import select
@@ -101,10 +103,11 @@ def _kill_group(process: subprocess.Popen) -> None:
 
 
 def _limiter(limits: ProcessLimits, uid: int, first: Callable[[], None] | None = None,
-             drop_to: int | None = None, last: Callable[[], None] | None = None) -> Callable[[], None]:
+             drop_to: int | None = None, last: Callable[[], None] | None = None,
+             launched: "LaunchClock | None" = None) -> Callable[[], None]:
     """The function the child runs before exec: `first` (as the judge's user: joining a cgroup, say), then
     each limit, soft and hard alike, then (given `drop_to`) the switch to that uid and group, then `last`
-    (a system-call filter, which must come after every call it might refuse)."""
+    (a system-call filter, which must come after every call it might refuse), then the time into `launched`."""
     # no core dump, whatever the judge's own limit: a pipe in core_pattern (systemd-coredump, apport) stores and
     # compresses each one outside the run's folder, cgroup and cores, beside other runs (red team)
     settings = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, limits.file_bytes),
@@ -126,8 +129,36 @@ def _limiter(limits: ProcessLimits, uid: int, first: Callable[[], None] | None =
             os.setuid(drop_to)
         if last is not None:
             last()
+        if launched is not None:
+            launched.stamp()
 
     return set_limits
+
+
+class LaunchClock:
+    """When the child was about to exec, stamped by its last step before exec into a page it shares with this
+    process, and when the run ended: its wall time. The judge's fork and the child's steps took 27 ms a run in
+    a judge on an H200's host (joining the run's cgroup, 19 ms: a cgroup migration waits for an RCU grace
+    period), all counted as the program's when the clock started before the fork. The page is an anonymous
+    shared map, gone from the child at its exec, so nothing the program runs can write the stamp; the clock is
+    CLOCK_MONOTONIC (the vDSO's: no system call a filter could refuse)."""
+
+    def __init__(self) -> None:
+        self._page = mmap.mmap(-1, 8)
+        self.forked = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+    def stamp(self) -> None:
+        self._page[:8] = time.clock_gettime_ns(time.CLOCK_MONOTONIC).to_bytes(8, "little")
+
+    def wall_s(self) -> float:
+        """Seconds from the exec (from before the fork where the child never stamped) to now."""
+        launched = int.from_bytes(self._page[:8], "little")
+        now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        start = launched if self.forked <= launched <= now else self.forked
+        return (now - start) / 1e9
+
+    def close(self) -> None:
+        self._page.close()
 
 
 def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: ProcessLimits | None = None,
@@ -135,8 +166,8 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
                 before_exec: Callable[[], None] | None = None,
                 after_limits: Callable[[], None] | None = None,
                 stream_bytes: int | None = None) -> ProcessOutcome:
-    """Run argv in its own process group (as uid `user` if given, under `limits`); wall-clock it from launch
-    to exit; kill the group at the timeout; then kill every descendant left and report any still alive.
+    """Run argv in its own process group (as uid `user` if given, under `limits`); wall-clock it from its exec
+    to its exit (`LaunchClock`); kill the group at the timeout; then kill every descendant left and report any still alive.
     Its stdout and stderr are pipes this process drains, keeping the last _TAIL_BYTES of each: nothing it
     prints lands on a disk, and past `stream_bytes` (by default `limits.file_bytes`) on either it is stopped
     (`stream_overflow`): a sandbox that sets the file-size limit inside its box still caps the pipes here. With
@@ -152,21 +183,22 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
     spared = set(descendants(os.getpid()))
     own_steps = before_exec is not None or after_limits is not None  # then the uid switch is ours, in order
     ids = {"user": user, "group": user, "extra_groups": []} if user is not None and not own_steps else {}
+    clock = LaunchClock()
     preexec = _limiter(limits or ProcessLimits(), os.getuid() if user is None else user, before_exec,  # no core, ever
-                       user if own_steps else None, after_limits)
+                       user if own_steps else None, after_limits, clock)
     streams = _Streams(stream_bytes if stream_bytes is not None else (limits or ProcessLimits()).file_bytes)
-    start = time.perf_counter()
     try:
         process = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=streams.out_w,
                                    stderr=streams.err_w, start_new_session=True, env=env, preexec_fn=preexec, **ids)
     except (OSError, subprocess.SubprocessError) as exc:
         streams.close()
+        clock.close()
         raise ProgramError(f"{argv[0]}: cannot be started ({getattr(exc, 'strerror', None) or exc})") from None
     streams.parent_started()
     try:
         try:
             exited = _wait_for_exit(process, timeout_s, streams)
-            wall = time.perf_counter() - start
+            wall = clock.wall_s()
             if exited:
                 returncode: int | None = process.wait()
                 timed_out = False
@@ -194,6 +226,7 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
         streams.drain_left()
     finally:
         streams.close()
+        clock.close()
     return ProcessOutcome(returncode, wall, timed_out, streams.tail(streams.err_r), tuple(left),
                           streams.tail(streams.out_r), streams.overflow)
 

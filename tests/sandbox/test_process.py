@@ -108,6 +108,31 @@ def test_a_program_that_cannot_start_is_one_line(tmp_path):
         run_process([str(Path(tmp_path) / "missing")], tmp_path, 5)
 
 
+def test_the_wall_clock_starts_at_the_exec_not_before_the_childs_own_steps(tmp_path):
+    """The judge's fork and the child's steps before exec (joining the run's cgroup took 19 ms on an H200's host)
+    were counted as the program's time: a step of the judge's that takes a second is not in the wall time, the
+    program's own sleep is."""
+    import shutil
+    import time
+
+    sleep = shutil.which("sleep")
+    assert sleep is not None
+    outcome = run_process([sleep, "0.2"], tmp_path, 30, before_exec=lambda: time.sleep(1.0))
+    assert outcome.returncode == 0 and 0.2 <= outcome.wall_s < 1.0
+
+
+def test_a_wall_clock_the_child_never_stamped_starts_before_the_fork():
+    from attnbench.sandbox.process import LaunchClock
+
+    clock = LaunchClock()
+    try:
+        assert clock.wall_s() >= 0  # no stamp: from the clock's making
+        clock.stamp()
+        assert 0 <= clock.wall_s() < 60
+    finally:
+        clock.close()
+
+
 @pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "waiting thread"])
 def test_the_wall_clock_is_read_when_the_program_exits_not_at_the_next_poll(tmp_path, monkeypatch, pidfd):
     """Popen.wait's polling (sleeps growing to 50 ms) once put programs 30 ms apart on the same 50 ms step. The

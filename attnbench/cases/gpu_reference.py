@@ -220,7 +220,8 @@ def one_gpu_context() -> Iterator[None]:
     """References made inside share one GPU context, let go at the end: each made alone starts and ends its own
     (0.2 s each on an H200). The driver's start and the kernel's build begin at once on a thread of their own,
     beside what the caller does before its first reference (drawing the first input). For a caller that runs
-    nothing on the GPU meanwhile: a program judged inside would find the GPU held."""
+    nothing on the GPU meanwhile, or only where the GPU takes a second process (`shares_the_gpu`): in an exclusive
+    mode a program run inside would find the GPU held."""
     if _held:
         yield
         return
@@ -236,6 +237,33 @@ def one_gpu_context() -> Iterator[None]:
 
                 driver.Context.pop()
                 session.context.detach()
+
+
+def kernel_built() -> None:
+    """Wait until the held session's kernel is built (or found impossible: the references then say why): from then
+    on its references start no process (nvcc), so a program may run beside them without its run's sweep of the
+    judge's new descendants meeting one."""
+    session = _held[0] if _held else None
+    if session is not None:
+        try:
+            session.ready.result()
+        except Exception:  # noqa: BLE001 - the first reference raises it again, and falls back as ever
+            pass
+
+
+def shares_the_gpu() -> bool:
+    """Whether references made on this machine's GPU leave a program room to run beside them: there is one, and
+    it is in its default compute mode (an exclusive one refuses a second process's context, the program's or the
+    judge's). False where the references are the CPU's: a program beside them would take the same cores."""
+    if why_not_gpu():
+        return False
+    try:
+        import pycuda.driver as driver
+
+        mode = driver.Device(0).get_attribute(driver.device_attribute.COMPUTE_MODE)
+        return mode == driver.compute_mode.DEFAULT
+    except Exception:  # noqa: BLE001 - a driver that cannot say: as if exclusive, one thing at a time
+        return False
 
 
 def _started() -> bool:

@@ -15,6 +15,7 @@ import hashlib
 import re
 import shlex
 import shutil
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from attnbench.backends.kernel_records import record_kernels
 from attnbench.backends.program import NO_LIMIT_TIMEOUT_S, PROCESS_TIME_NOTE, PROCESS_TIME_WARNING
 from attnbench.bench.check_rule import CourseRule
 from attnbench.cases import suite
-from attnbench.cases.gpu_reference import one_gpu_context
+from attnbench.cases.gpu_reference import kernel_built, one_gpu_context, shares_the_gpu
 from attnbench.cases.inputs import (
     BenchInput,
     CaseInfo,
@@ -362,16 +363,16 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
     staged = sandbox.binds_staged_inputs  # never for runs outside a box (a staged file is every user's to read)
     if opened is not None:
         opened(sandbox.confinement)
+    warm_up_timeout = timeout_for(limits.limit_for(inputs[0].label), timeout_s)
     try:
         for batch in prepared_together(inputs):
-            # the batch's references share the GPU's context, let go before any run; the phase holds the drawing
-            # ahead and the context's start and end, not only each case's making
-            with phase("inputs and references"), one_gpu_context():
-                prepared = [prepare_case(bench_input, progress, staged, drawn)
-                            for bench_input, drawn in drawn_ahead(batch)]
-            if not judgement.cases:
-                limit = limits.limit_for(inputs[0].label)
-                judgement.warm_up_s = warm_up(program, inputs[0].shape, sandbox, timeout_for(limit, timeout_s)).wall_s
+            if not judgement.cases and warm_up_beside_inputs():
+                prepared, judgement.warm_up_s = _warmed_up_while_prepared(
+                    program, batch, sandbox, warm_up_timeout, progress, staged)
+            else:
+                prepared = _prepared_batch(batch, progress, staged)
+                if not judgement.cases:
+                    judgement.warm_up_s = warm_up(program, inputs[0].shape, sandbox, warm_up_timeout).wall_s
             for case in prepared:
                 index = len(judgement.cases)
                 judgement.cases.append(case)
@@ -389,6 +390,45 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
         if staged:
             staged_inputs.unstage_all()  # fresh inputs are secrets: none left mounted, whatever happened
     return judgement
+
+
+def _prepared_batch(batch: Sequence[BenchInput], progress: ProgressFactory, staged: bool,
+                    built: Callable[[], None] | None = None) -> list[PreparedCase]:
+    """A batch's inputs and references, the references in one GPU context let go before any run; the phase holds
+    the drawing ahead and the context's start and end, not only each case's making. `built` is called once
+    the reference kernel is built (or found impossible), before the first case is made."""
+    with phase("inputs and references"), one_gpu_context():
+        if built is not None:
+            kernel_built()
+            built()
+        return [prepare_case(bench_input, progress, staged, drawn) for bench_input, drawn in drawn_ahead(batch)]
+
+
+def warm_up_beside_inputs() -> bool:
+    """Whether one program's untimed warm-up runs while its first batch of inputs and references is made: where
+    the references are the GPU's and it takes a second process (`shares_the_gpu`). Nothing is timed then: the
+    warm-up is no judged run, and no timed run starts before the batch is made."""
+    return shares_the_gpu()
+
+
+def _warmed_up_while_prepared(program: Program, batch: Sequence[BenchInput], sandbox: Sandbox, timeout_s: float,
+                              progress: ProgressFactory, staged: bool) -> tuple[list[PreparedCase], float]:
+    """The batch made on a thread while this one runs the program's warm-up (about 1 s of a one-program judge on
+    t21, t22 and t29 on an H200, when the two ran one after the other), and the warm-up's run time. The warm-up
+    starts once the reference kernel is built: its run's sweep kills every new descendant of the judge, and
+    the build's nvcc is one. Ctrl-C in the warm-up stops it here; the batch's making, a few seconds at most on a
+    GPU, is waited for, so that nothing is left staged or half-written."""
+    built = threading.Event()
+    with ThreadPoolExecutor(1, "attnbench-inputs") as making:
+        batch_made = making.submit(_prepared_batch, batch, progress, staged, built.set)
+        with phase("inputs and references"):
+            while not built.wait(0.05) and not batch_made.done():
+                pass
+        warm_up_s = 0.0
+        if not batch_made.done() or batch_made.exception() is None:
+            warm_up_s = warm_up(program, batch[0].shape, sandbox, timeout_s).wall_s
+        with phase("inputs and references"):
+            return batch_made.result(), warm_up_s
 
 
 def prepared_together(inputs: Sequence[BenchInput], budget: int | None = None) -> list[list[BenchInput]]:

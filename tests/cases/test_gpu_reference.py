@@ -189,6 +189,62 @@ def test_references_made_in_one_held_context_are_the_same_and_the_context_is_let
     assert driver.Context.get_current() == before
 
 
+def _stand_in_driver(monkeypatch, mode: int | Exception) -> None:
+    """pycuda's driver as far as shares_the_gpu asks it: device 0's compute mode (or an error)."""
+    import sys
+    import types
+
+    def attribute(which):
+        if isinstance(mode, Exception):
+            raise mode
+        return mode
+
+    driver = types.SimpleNamespace(Device=lambda n: types.SimpleNamespace(get_attribute=attribute),
+                                   device_attribute=types.SimpleNamespace(COMPUTE_MODE="COMPUTE_MODE"),
+                                   compute_mode=types.SimpleNamespace(DEFAULT=0, EXCLUSIVE_PROCESS=3))
+    monkeypatch.setitem(sys.modules, "pycuda", types.SimpleNamespace(driver=driver))
+    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
+
+
+@pytest.mark.parametrize("available, mode, shares", [
+    ("", 0, True),  # the default mode: any number of processes
+    ("", 3, False),  # exclusive to one process: the program would find the judge's context there
+    ("", RuntimeError("driver gone"), False),
+    ("no CUDA GPU is present", 0, False),  # the CPU's references: a program beside them takes their cores
+])
+def test_a_program_runs_beside_the_references_only_on_a_gpu_in_its_default_mode(monkeypatch, available, mode,
+                                                                                 shares):
+    monkeypatch.setattr(gpu_reference, "_availability", [available])
+    _stand_in_driver(monkeypatch, mode)
+    assert gpu_reference.shares_the_gpu() is shares
+
+
+def test_kernel_built_waits_for_the_held_sessions_build_and_passes_over_its_failure(monkeypatch):
+    import threading
+
+    release = threading.Event()
+    monkeypatch.setattr(gpu_reference, "_started", lambda: release.wait(10) and (_ for _ in ()).throw(OSError("no nvcc")))
+    gpu_reference.kernel_built()  # no session held: nothing to wait for
+    with gpu_reference.one_gpu_context():
+        waited = threading.Thread(target=gpu_reference.kernel_built)
+        waited.start()
+        waited.join(0.2)
+        assert waited.is_alive()  # still building
+        release.set()
+        waited.join(10)
+        assert not waited.is_alive()  # the build's failure is the references' to say
+
+
+@pytest.mark.gpu
+def test_this_gpus_compute_mode_decides_whether_a_program_shares_it():
+    if gpu_reference.why_not_gpu():
+        pytest.skip(f"no GPU reference here: {gpu_reference.why_not_gpu()}")
+    import pycuda.driver as driver
+
+    mode = driver.Device(0).get_attribute(driver.device_attribute.COMPUTE_MODE)
+    assert gpu_reference.shares_the_gpu() is (mode == driver.compute_mode.DEFAULT)
+
+
 def test_without_a_gpu_one_held_context_holds_nothing_and_the_reference_is_the_cpus(monkeypatch, rng):
     monkeypatch.setattr(gpu_reference, "_availability", ["no CUDA GPU is present"])
     monkeypatch.setattr(gpu_reference, "gpu_reference_output", lambda *a, **k: pytest.fail("no GPU here"))

@@ -455,6 +455,7 @@ def test_a_batch_of_cases_is_prepared_before_any_of_its_runs_and_its_fresh_input
     from attnbench.judge import fresh_inputs
     from attnbench.sandbox.room import SandboxSettings
 
+    monkeypatch.setattr(judging, "warm_up_beside_inputs", lambda: False)  # one thing at a time, as on a CPU
     seen: list[str] = []
     prepare, judge_case, warm_up = judging.prepare_case, judging.judge_case, judging.warm_up
     monkeypatch.setattr(judging, "prepare_case",
@@ -529,6 +530,93 @@ def test_drawing_ahead_counts_as_inputs_and_references_not_as_the_rest(programs,
         cost = clock.cost(program_runs_s=0.0)
     assert judgement.passed == len(inputs) == 2
     assert cost.phases_s["inputs and references"] >= 0.3 * len(inputs)
+
+
+@pytest.mark.parametrize("mode", ["none", "auto"])
+def test_where_the_gpu_takes_a_second_process_the_warm_up_runs_while_the_first_batch_is_made(programs, monkeypatch,
+                                                                                             mode):
+    """The untimed warm-up ran after the first batch's inputs and references, about 1 s of a one-program judge
+    on t21, t22 and t29 on an H200. Where the references leave room for a program beside them, it runs while the
+    batch is made: started once the reference kernel is built (its run's sweep of new descendants would kill the
+    build's nvcc), and no judged run before the batch is made."""
+    import threading
+
+    from attnbench.judge import fresh_inputs
+    from attnbench.judge.phases import timing
+    from attnbench.sandbox.room import SandboxSettings
+
+    monkeypatch.setattr(judging, "warm_up_beside_inputs", lambda: True)
+    seen: list[str] = []
+    warming = threading.Event()
+    prepare, warm_up, kernel_built = judging.prepare_case, judging.warm_up, judging.kernel_built
+
+    def prepared(bench_input, *rest):
+        assert warming.wait(10), "the batch was made before the warm-up began"
+        seen.append(f"prepare {bench_input.label}")
+        return prepare(bench_input, *rest)
+
+    def warmed(*args):
+        seen.append("warm-up")
+        warming.set()
+        outcome = warm_up(*args)
+        seen.append("warmed up")
+        return outcome
+
+    monkeypatch.setattr(judging, "kernel_built", lambda: seen.append("built") or kernel_built())
+    monkeypatch.setattr(judging, "prepare_case", prepared)
+    monkeypatch.setattr(judging, "warm_up", warmed)
+    monkeypatch.setattr(judging, "judge_case",
+                        lambda *a, judge_case=judging.judge_case: seen.append("run") or judge_case(*a))
+    inputs = fresh_inputs.draw(judging.cases_for(SMALL))
+    with timing() as clock:
+        judgement = judging.run_judge(judging.make_program(str(programs["right"])), inputs,
+                                      judging.load_time_limits("none"), 30.0, settings=SandboxSettings(mode))
+        cost = clock.cost(program_runs_s=judgement.program_runs_s)
+    assert judgement.passed == 2 and judgement.warm_up_s > 0
+    assert seen[:2] == ["built", "warm-up"] and seen[-2:] == ["run", "run"]
+    assert {"prepare odd_17x48", "prepare odd_100x32", "warmed up"} == set(seen[2:-2])
+    assert abs(sum(cost.phases_s.values()) - cost.wall_s) < 1e-6  # the phases still add up to the wall time
+
+
+def test_a_batch_that_fails_before_its_kernel_is_built_runs_no_warm_up(programs, monkeypatch):
+    from attnbench.judge import fresh_inputs
+
+    monkeypatch.setattr(judging, "warm_up_beside_inputs", lambda: True)
+    monkeypatch.setattr(judging, "kernel_built", lambda: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    monkeypatch.setattr(judging, "warm_up", lambda *a: pytest.fail("a warm-up for a batch that could not be made"))
+    with pytest.raises(OSError, match="No space left"):
+        judging.run_judge(judging.make_program(str(programs["right"])), fresh_inputs.draw(judging.cases_for(SMALL)),
+                          judging.load_time_limits("none"), 30.0)
+
+
+def test_ctrl_c_in_a_warm_up_beside_the_batch_waits_for_the_batch_and_leaves_nothing_staged(programs, monkeypatch):
+    from attnbench.judge import fresh_inputs
+    from attnbench.sandbox import staged_inputs
+    from attnbench.sandbox.room import SandboxSettings
+
+    monkeypatch.setattr(judging, "warm_up_beside_inputs", lambda: True)
+    made: list[str] = []
+    prepare = judging.prepare_case
+    monkeypatch.setattr(judging, "prepare_case", lambda b, *rest: made.append(b.label) or prepare(b, *rest))
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(judging, "warm_up", interrupted)
+    monkeypatch.setattr(judging, "judge_case", lambda *a: pytest.fail("a run after Ctrl-C"))
+    judgement = judging.run_judge(judging.make_program(str(programs["right"])),
+                                  fresh_inputs.draw(judging.cases_for(SMALL)), judging.load_time_limits("none"), 30.0,
+                                  settings=SandboxSettings("auto"))  # staged where a box and root allow it
+    assert judgement.interrupted and judgement.exit_status == 130 and not judgement.judged
+    assert made == ["odd_17x48", "odd_100x32"] and staged_inputs._slots == {}  # the batch finished, nothing held
+
+
+def test_on_a_machine_without_a_gpu_the_warm_up_waits_for_the_batch():
+    from attnbench.cases.gpu_reference import why_not_gpu
+
+    if not why_not_gpu():
+        pytest.skip("this machine makes references on its GPU")
+    assert not judging.warm_up_beside_inputs()  # a program beside the CPU's references would take its cores
 
 
 def test_cases_are_prepared_together_up_to_the_budget_in_their_order():

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Sequence
 
 from attnbench.errors import AttnbenchError, UsageError
+from attnbench.printable import printable
 from attnbench.sandbox import (box_view, case_disk, cgroups, held_signals, inner_limits, oom_priority, staged_inputs,
                                syscall_filter)
 from attnbench.sandbox.bwrap_args import (
@@ -62,7 +63,7 @@ from attnbench.sandbox.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, le
 from attnbench.sandbox.owned_folders import make_owned, release, remove_owned, remove_stale
 from attnbench.sandbox.gpu_nodes import visible_choice
 from attnbench.sandbox.jit_cache import CACHE_BYTES, CACHE_SLACK_BYTES, cache_copy, seal_cache, tree_bytes
-from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, ProgramError, run_process
+from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, ProgramError, exit_text, run_process
 from attnbench.sandbox.reaper import descendants, kill_user, sweep
 from attnbench.sandbox.staging import PROGRAM_BYTES, remove_tree
 
@@ -383,10 +384,9 @@ class Sandbox:
         try:
             done = subprocess.run(self.command(["/bin/sh", "-c", "exit 0"], probe), stdin=subprocess.DEVNULL,
                                   capture_output=True, timeout=30, env=self.launcher_env(), cwd=probe.folder, **ids)
-            words = done.stderr.decode(errors="replace").strip().splitlines()
-            return "" if done.returncode == 0 else f"bwrap failed: {words[-1] if words else done.returncode}"
+            return "" if done.returncode == 0 else probe_failure(tool, done.returncode, done.stderr)
         except (OSError, subprocess.SubprocessError) as exc:
-            return f"bwrap cannot run: {exc}"
+            return f"{printable(tool)} cannot run: {exc}"
         finally:
             sweep(spared)  # bwrap's own children, handed to this process (a subreaper) when bwrap exits: reaped
             self.finish(probe)
@@ -720,6 +720,15 @@ class Sandbox:
 
 
 _swept: list[bool] = []
+
+
+def probe_failure(tool: str, returncode: int, stderr: bytes) -> str:
+    """Why a probe of the box failed, naming the tool's path: its last line, escaped, or, where it said nothing,
+    how it ended ("bwrap failed: 1" named neither the tool nor that 1 was an exit status)."""
+    said = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
+    if said:
+        return f"{printable(tool)} failed: {printable(said[-1].strip()[:200])}"
+    return f"{printable(tool)} failed without a word ({exit_text(returncode)})"
 
 
 def _remove_stale_rooms() -> None:

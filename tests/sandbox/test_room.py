@@ -79,6 +79,20 @@ def test_a_sandbox_that_cannot_run_as_nobody_says_it_runs_programs_as_root(progr
     assert "--max-processes does not bind" in sandbox.confinement.warning()
 
 
+@pytest.mark.parametrize("returncode, stderr, said", [
+    (1, b"", "/opt/bw/bwrap failed without a word (exited with status 1)"),
+    (-9, b"", "/opt/bw/bwrap failed without a word (killed by SIGKILL)"),
+    (1, b"bwrap: setting up uid map: Permission denied\n\n", "/opt/bw/bwrap failed: bwrap: setting up uid map: "
+                                                             "Permission denied"),
+    (1, b"\x1b[2Jcleared\n", "/opt/bw/bwrap failed: \\x1b[2Jcleared"),
+])
+def test_a_probe_that_fails_names_the_tool_and_how_it_ended(returncode, stderr, said):
+    """A bwrap that failed without a word was "bwrap failed: 1": no path, and an exit status read as a reason."""
+    from attnbench.sandbox.room import probe_failure
+
+    assert probe_failure("/opt/bw/bwrap", returncode, stderr) == said
+
+
 def test_the_cli_warns_once_without_a_sandbox_and_exits_3_when_one_is_required(program, no_bwrap, tmp_path):
     runner = CliRunner()
     fallback = runner.invoke(main, ["judge", str(program), "--cases", "odd_17x48,odd_100x32", "--no-save"])

@@ -13,7 +13,8 @@ The rule, stated once (and saved with every scoreboard):
    spread further still. The band is measured from
    the FASTEST row of the tie, never from the row just above: rows 1.9% apart would otherwise chain a
    row 6% slower into the first rank.
-4. A submission that did not build, or passed nothing, is unranked.
+4. A submission that did not build, or passed nothing, is unranked; so is one a class interrupted part-way
+   through its cases (its total covers fewer cases than the others', and its missing cases are no failures).
 
 With `--rank-by kernel` (the board's settings say `rank_by`), rule 3's total is the kernels' total GPU time of
 the cases passed, recorded in a second, untimed run of each (attnbench.results.kernel_time), with the same
@@ -56,10 +57,22 @@ def _tied(faster: SubmissionRow, slower: SubmissionRow, by: str = "wall") -> boo
     return slow - fast <= TIE_WITHIN * fast
 
 
-def order(rows: list[SubmissionRow], by: str = "wall") -> list[SubmissionRow]:
-    """Rows in ranking order (unranked ones last, by name)."""
-    ranked = [r for r in rows if r.built and r.passed > 0]
-    unranked = [r for r in rows if not (r.built and r.passed > 0)]
+def ran_every_case(board: Scoreboard, row: SubmissionRow) -> bool:
+    """Whether the row has an entry for every case of the board: only a class interrupted part-way through the
+    row's cases leaves one without."""
+    return all(case in row.entries for case in board.cases)
+
+
+def rankable(board: Scoreboard, row: SubmissionRow) -> bool:
+    """Rule 4: built, passed a case, and (in an interrupted class) judged on every case."""
+    return row.built and row.passed > 0 and (not board.interrupted or ran_every_case(board, row))
+
+
+def order(rows: list[SubmissionRow], by: str = "wall", board: Scoreboard | None = None) -> list[SubmissionRow]:
+    """Rows in ranking order (unranked ones last, by name); `board` decides which rows are rankable (rule 4)."""
+    board = board if board is not None else Scoreboard([], rows)
+    ranked = [r for r in rows if rankable(board, r)]
+    unranked = [r for r in rows if not rankable(board, r)]
     ranked.sort(key=lambda r: (-r.passed, *_total(r, by), r.name))
     unranked.sort(key=lambda r: (not r.built, -r.passed, r.name))
     return ranked + unranked
@@ -71,11 +84,11 @@ def _ranked(board: Scoreboard, by: str) -> list[tuple[SubmissionRow, int | None,
     groups = [[row for row in board.rows if row.gpu == gpu] for gpu in kinds]
     groups.append([row for row in board.rows if row.gpu not in kinds])  # never judged: unranked, last
     ranked: list[tuple[SubmissionRow, int | None, bool]] = []
-    for group in (order(g, by) for g in groups):
+    for group in (order(g, by, board) for g in groups):
         positions: list[int | None] = []
         leader: tuple[int, SubmissionRow] | None = None  # the fastest row of the current rank, and its rank
         for position, row in enumerate(group, start=1):
-            if not (row.built and row.passed > 0):
+            if not rankable(board, row):
                 positions.append(None)
             elif leader is not None and _tied(leader[1], row, by):
                 positions.append(leader[0])

@@ -67,3 +67,11 @@ def test_a_row_slowed_by_one_noisy_first_run_is_still_rerun():
     rows = [row("a", [10.0]), row("b", [10.5]), row("c", [11.0]), row("honest_noisy", [12.5]), row("slow", [20.0])]
     chosen = {r.name for r in top_rows(rank(Scoreboard([], rows)), 3)}
     assert chosen == {"a", "b", "c", "honest_noisy"}  # within 25% of the third's total: rerun too
+
+
+def test_an_interrupted_class_ranks_only_the_rows_that_ran_every_case():
+    whole, cut = row("whole", [1.0, 1.0]), row("cut", [0.1])
+    board = rank(Scoreboard(["t00", "t01"], [cut, whole], interrupted=True))
+    assert ranks(board) == [("whole", 1, False), ("cut", None, False)]
+    assert ranks(rank(Scoreboard(["t00", "t01"], [row("cut", [0.1]), row("whole", [1.0, 1.0])]))) == [
+        ("whole", 1, False), ("cut", 2, False)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attnbench.analysis.class_history import HistoryRow, RunOf
-from attnbench.analysis.ranking import other_ranks
+from attnbench.analysis.ranking import other_ranks, ran_every_case
 from attnbench.output.tables.table_model import BAD, DIM, GOOD, Column, TableModel, Text
 from attnbench.printable import counted, printable
 from attnbench.results.course_grade import GRADE_RULE
@@ -107,6 +107,11 @@ def unranked_lines(board: Scoreboard) -> list[str]:
     and a failed build's reason must still show (at 80 columns too)."""
     lines = []
     for row in board.rows:
+        if board.interrupted and row.built and row.entries and not ran_every_case(board, row):
+            judged = sum(case in row.entries for case in board.cases)
+            lines.append(f"{row.name}: unranked: the judge was interrupted after {judged} of its "
+                         f"{len(board.cases)} cases ({row.passed} passed)")
+            continue
         if row.built and row.passed:  # ranked, or (interrupted, checkpointed) not ranked yet: no reason to give
             continue
         if not row.built:

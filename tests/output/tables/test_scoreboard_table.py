@@ -124,6 +124,21 @@ def test_a_row_an_interruption_left_unrun_is_not_said_to_have_failed():
     assert lines == ["late: not run: the judge was interrupted before its cases"]
 
 
+def test_a_row_an_interruption_cut_short_is_unranked_and_says_how_far_it_got():
+    """A row interrupted after 1 of its 3 cases was ranked by that one case's time beside rows of three."""
+    from attnbench.analysis.ranking import rank
+    from attnbench.output.tables.scoreboard_table import unranked_lines
+
+    whole = SubmissionRow("whole", "/s/whole", True, gpu="H200",
+                          entries={c: CaseEntry("PASS", runs_s=[1.0]) for c in ("t01", "t02", "t03")})
+    cut = SubmissionRow("cut", "/s/cut", True, gpu="H200", entries={"t01": CaseEntry("PASS", runs_s=[0.1])})
+    board = rank(Scoreboard(["t01", "t02", "t03"], [cut, whole], interrupted=True))
+    assert [(r.name, r.rank) for r in board.rows] == [("whole", 1), ("cut", None)]
+    assert unranked_lines(board) == ["cut: unranked: the judge was interrupted after 1 of its 3 cases (1 passed)"]
+    finished = rank(Scoreboard(["t01", "t02", "t03"], [cut, whole]))  # not interrupted: the rule as ever
+    assert [(r.name, r.rank) for r in finished.rows] == [("whole", 1), ("cut", 2)]
+
+
 def test_a_row_interrupted_in_its_reruns_says_how_many_runs_its_times_are_the_median_of():
     """Ctrl-C in rerun round 2: every case had 2 runs (one had 1), and the row said "median of 3 runs"."""
     row = SubmissionRow("a", "/s/a", True, gpu="H200", rank=1, reruns=3,

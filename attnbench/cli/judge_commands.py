@@ -21,6 +21,7 @@ from attnbench.output.tables.scoreboard_table import (
     class_stem,
     cost_line,
     history_model,
+    ranked_note_lines,
     scoreboard_lines,
     scoreboard_model,
 )
@@ -246,9 +247,9 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
     if board.settings.get("confinement_warning"):
         err_console.print(f"warning: {board.settings['confinement_warning']}", highlight=False, markup=False,
                           soft_wrap=True)
-    print_table(scoreboard_model(board, f"scoreboard: {counted(len(board.rows), 'submission')}, {counted(len(board.cases), 'case')}"),
-                err=as_json)
-    for line in scoreboard_lines(board):
+    whole = print_table(scoreboard_model(board, f"scoreboard: {counted(len(board.rows), 'submission')}, "
+                                                f"{counted(len(board.cases), 'case')}"), err=as_json)
+    for line in ([] if whole else ranked_note_lines(board)) + scoreboard_lines(board):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
     if cost_line(board.cost):
         out.print(cost_line(board.cost), highlight=False, markup=False, soft_wrap=True)

@@ -309,3 +309,25 @@ def test_the_saved_lines_show_the_results_folder_as_given_escaped_never_read_as_
         saved = [line for line in result.output.splitlines() if line.startswith("saved ")]
         assert len(saved) == 3 and "\x1b" not in result.output, result.output
         assert all(line.startswith(f"saved {tmp_path}/{folder.replace(chr(27), chr(92) + 'x1b')}/") for line in saved)
+
+
+@pytest.mark.parametrize("columns, shown", [(80, True), (160, False)])
+def test_below_120_columns_a_ranked_rows_notes_are_said_under_the_table(tmp_path, monkeypatch, columns, shown):
+    """At 80 columns the note column is dropped: a ranked row's "its hw4.hip is not judged" was nowhere."""
+    from click.testing import CliRunner
+
+    from attnbench.api import programs as api_programs
+    from attnbench.cli import main
+    from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+
+    noted = SubmissionRow("noted", "/s/noted", True, "built with `make hw4` (0.1 s); its hw4.hip is not judged",
+                          gpu="stand-in", rank=1, entries={"odd_17x1": CaseEntry("PASS", runs_s=[1.0])})
+    (tmp_path / "class").mkdir()
+    monkeypatch.setattr(api_programs, "judge_submissions",
+                        lambda options, **kwargs: Scoreboard(["odd_17x1"], [noted], {}, {}))
+    monkeypatch.setenv("COLUMNS", str(columns))
+    result = CliRunner().invoke(main, ["judge", str(tmp_path / "class"), "--cases", "odd_17x1", "--no-save"])
+    lines = [" ".join(line.split()) for line in result.output.splitlines()]
+    assert result.exit_code == 0, result.output
+    assert ("noted: built with `make hw4` (0.1 s); its hw4.hip is not judged" in lines) is shown, result.output
+    assert any("hw4.hip is not judged" in line for line in lines), result.output  # in the table or under it

@@ -118,7 +118,11 @@ def render(model: TableModel, wide: bool | None = True, where: Console | None = 
     columns; None: the wide columns on a terminal of WIDE_FROM_COLUMNS or more, and, where the table would not
     fit side by side, first the wide and then the optional columns left out. Columns are never narrower than
     their longest word; where even the narrowest table does not fit, the rows go vertical."""
-    where = where or console
+    return _rendered(model, wide, where or console)[0]
+
+
+def _rendered(model: TableModel, wide: bool | None, where: Console) -> tuple[Table, bool]:
+    """`render`'s table, and whether it shows every column of the model."""
     framed = where.is_terminal  # piped output (a file, another program) gets plain columns, no box drawing
     if wide is None:
         tries = [model] if where.width >= WIDE_FROM_COLUMNS else []
@@ -130,23 +134,26 @@ def render(model: TableModel, wide: bool | None = True, where: Console | None = 
         if widths is not None:
             break
     if widths is None:
-        return _vertical(tries[0], framed)
+        return _vertical(tries[0], framed), tries[0] is model
     table = Table(title=_title(chosen), show_lines=chosen.row_lines and framed, box=box.HEAVY_HEAD if framed else None)
     for column, width in zip(chosen.columns, widths):
         table.add_column(_header(column), justify="right" if column.right else "left", overflow="fold", width=width)
     for row in chosen.rows:
         table.add_row(*(_cell(cell) for cell in row))
-    return table
+    return table, chosen is model
 
 
 WIDE_FROM_COLUMNS = 120  # narrower terminals leave out the columns a table marks as wide
 
 
-def print_table(model: TableModel, wide: bool | None = None, err: bool = False) -> None:
+def print_table(model: TableModel, wide: bool | None = None, err: bool = False) -> bool:
     """Print a table; its wide columns only where the terminal is wide enough and they fit, unless `wide` says
-    (see `render`). With `err` on standard error (a command whose standard output carries JSON)."""
+    (see `render`). With `err` on standard error (a command whose standard output carries JSON). Whether every
+    column was shown (a caller says elsewhere what a dropped one held)."""
     where = err_console if err else console
-    where.print(render(model, wide, where))
+    table, whole = _rendered(model, wide, where)
+    where.print(table)
+    return whole
 
 
 def print_line(text: str, err: bool = False) -> None:

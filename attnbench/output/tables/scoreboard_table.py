@@ -6,6 +6,7 @@ The rows are built once (`scoreboard_rows`); the table here and the saved CSV an
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from attnbench.analysis.class_history import HistoryRow, RunOf
@@ -52,12 +53,7 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
               *([KERNEL_TOTAL] if kernels else []), "GPU", "note"]
     rows = []
     for row in board.rows:
-        # a built row's message is its build and the judge's notes on it (renamed, hw4.hip not judged, warm-ups
-        # forfeited, a rerun round lost): the row is where the guide promises them
-        note = "; ".join(part for part in (row.build_message, _runs_note(row), row.gpu_note if row.built else "")
-                         if part)
-        if row.not_judged:
-            note = f"{NOT_JUDGED}: {row.not_judged}"
+        note = row_note(row)
         rows.append([ScoreCell(_rank(row)), *([ScoreCell(other[1].get(row.name, "-"))] if other else []),
                      ScoreCell(row.name),
                      ScoreCell("-" if row.not_judged else f"{row.passed}/{len(board.cases)}",
@@ -68,6 +64,30 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
                      *([_kernel_total(row)] if kernels else []),
                      ScoreCell(row.gpu or "-"), ScoreCell(note, "" if row.built else BAD)])
     return header, rows
+
+
+def row_note(row: SubmissionRow) -> str:
+    """A row's note: a built row's build and the judge's notes on it (renamed, hw4.hip not judged, warm-ups
+    forfeited, a rerun round lost): the row is where the guide promises them."""
+    if row.not_judged:
+        return f"{NOT_JUDGED}: {row.not_judged}"
+    return "; ".join(part for part in (row.build_message, _runs_note(row), row.gpu_note if row.built else "") if part)
+
+
+_PLAIN_BUILD = re.compile(r"built with [^;]+ \(\d+(\.\d+)? s\)")  # the build's own line, with nothing the judge added
+
+
+def ranked_note_lines(board: Scoreboard) -> list[str]:
+    """What the judge noted on each ranked row (renamed, hw4.hip not judged, prebuilt files set aside, its Makefile
+    failed, warm-ups forfeited, a rerun round lost, GPUs), a line each, for a table drawn without its note column
+    (a terminal under 120 columns): the lines under the table say why unranked rows are so, and these the rest.
+    A plain "built with ... (0.4 s)" and the runs' count are left out: every row has one."""
+    lines = []
+    for row in board.rows:
+        notes = [part for part in (row.build_message, row.gpu_note) if part and not _PLAIN_BUILD.fullmatch(part)]
+        if row.rank is not None and notes:
+            lines.append(printable(f"{row.name}: {'; '.join(notes)}"))
+    return lines
 
 
 def _runs_note(row: SubmissionRow) -> str:

@@ -166,3 +166,17 @@ def test_a_history_row_no_build_ran_for_says_why_not_build_failed():
     cc = RunOf("2026-11-29", "f.json", 0, 1, 0.0, None, False, built=False, not_built="build failed")
     _, cells = history_rows([HistoryRow("bob", 1, bob, bob), HistoryRow("cc", 1, cc, cc)])
     assert cells[0][3].text == "not a submission (2026-11-29)" and cells[1][3].text == "build failed (2026-11-29)"
+
+
+def test_a_ranked_rows_notes_are_lines_where_the_note_column_is_dropped():
+    """Below 120 columns the table has no note column: a ranked row's renaming, its unjudged hw4.hip or its failed
+    Makefile were nowhere; a plain build line is every row's and stays out."""
+    from attnbench.output.tables.scoreboard_table import ranked_note_lines
+
+    noted = SubmissionRow("noted", "/s/noted", True, "built with `make hw4` (0.1 s); its hw4.hip is not judged "
+                          "(the course's AMD part)", gpu="H200", rank=1, entries={"t01": CaseEntry("PASS", runs_s=[1.0])})
+    plain = SubmissionRow("plain", "/s/plain", True, "built with nvcc -O3 -o hw4 hw4.cu (2.5 s)", gpu="H200", rank=2,
+                          entries={"t01": CaseEntry("PASS", runs_s=[2.0])})
+    broken = SubmissionRow("broken", "/s/broken", False, "the build failed: make hw4 (exit 2)")
+    assert ranked_note_lines(Scoreboard(["t01"], [noted, plain, broken])) == [
+        "noted: built with `make hw4` (0.1 s); its hw4.hip is not judged (the course's AMD part)"]

@@ -307,6 +307,17 @@ def is_class(program: str) -> bool:
     return Path(program).is_dir()
 
 
+def one_submission_failed(programs: tuple[str, ...], board: Scoreboard) -> bool:
+    """Whether the judge was given one submission's own folder (not a class of them) and it failed to build or
+    failed a case: a student's `judge hw4_folder` in a script exited 0 on a failure, where `judge ./hw4` exits 1.
+    A class exits 0 whatever its verdicts: its scoreboard is the result."""
+    if len(programs) != 1 or len(board.rows) != 1:
+        return False
+    row = board.rows[0]
+    if Path(row.source).resolve() != Path(programs[0]).resolve():
+        return False
+    return not (row.built and row.passed == len(board.cases))
+
 def is_source(program: str) -> bool:
     """A .cu or .c file: one program, built before it is judged."""
     return Path(program).suffix in (".cu", ".c")

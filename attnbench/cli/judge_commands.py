@@ -278,6 +278,9 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
         error_line(f"{counted(len(unjudged), 'CUDA program')} not judged: {board.settings['not_judged_here']}; "
                    "judge them on a machine with a GPU (or --executor slurm)")
         sys.exit(3)
+    if api_programs.one_submission_failed(options.programs, board):
+        sys.exit(1)
+
 
 
 @click.command()

@@ -331,3 +331,35 @@ def test_below_120_columns_a_ranked_rows_notes_are_said_under_the_table(tmp_path
     assert result.exit_code == 0, result.output
     assert ("noted: built with `make hw4` (0.1 s); its hw4.hip is not judged" in lines) is shown, result.output
     assert any("hw4.hip is not judged" in line for line in lines), result.output  # in the table or under it
+
+
+def test_one_submissions_folder_that_fails_exits_1_as_one_program_does_and_a_class_exits_0(tmp_path):
+    """`judge hw4_folder` (one student's folder, the course's layout) is a class of one: it exited 0 when the
+    program failed a case, where `judge ./hw4` exits 1; a class's exit says nothing of its verdicts."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+    from tests.judge.classes import CLASS_MODE, EXAMPLE, can_build, wrapping
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+
+    def student(folder: Path, source: str) -> Path:
+        folder.mkdir(parents=True)
+        (folder / "attention.c").write_text(source)
+        (folder / "Makefile").write_text("hw4: attention.c\n\tcc -O2 -o hw4 attention.c -lm\n")
+        return folder
+
+    right = student(tmp_path / "right", EXAMPLE.read_text())
+    wrong = student(tmp_path / "class" / "wrong", wrapping("#define OFF_BY_ONE"))
+    shutil.copytree(right, tmp_path / "class" / "right")
+
+    def judged(folder: Path) -> int:
+        return CliRunner().invoke(main, ["judge", str(folder), "--cases", "odd_17x48", "--sandbox", CLASS_MODE,
+                                         "--rerun-top", "0", "--time-limits", "none", "--no-save"]).exit_code
+
+    assert judged(right) == 0
+    assert judged(wrong) == 1
+    assert judged(tmp_path / "class") == 0  # a class: its scoreboard is the result

@@ -134,7 +134,8 @@ def judge(programs: tuple[str, ...], case_selector: str, launcher: str | None, l
     not, unless --sandbox none says so. The course's limits belong to a GTX 1080; on another machine
     read them as a guide.
 
-    Exit status: 0 when every case passed (a class: once the scoreboard is made, whatever its verdicts),
+    Exit status: 0 when every case passed (a class: once the scoreboard is made, whatever its verdicts; one
+    submission's own folder judged alone is one program here),
     1 when any failed, 2 for a bad program or option,
     3 when the launcher is missing or --sandbox required cannot be met, a CUDA program is to run on a host
     without an NVIDIA GPU (one program: nothing runs; a class: those rows are NOT JUDGED, the rest judged),

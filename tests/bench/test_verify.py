@@ -318,3 +318,13 @@ def test_the_tolerance_boundary_with_rtol_passes_and_one_ulp_beyond_fails(sign):
     report = compare_outputs(out, ref, atol=0.25, rtol=0.25)
     assert not report.passed and report.failing == 1
     assert not compare_outputs(np.full((1, 2, 2), sign * 1.5, np.float32), ref, atol=0.25, rtol=0.0).passed
+
+
+def test_an_output_of_one_chunk_is_compared_without_starting_a_thread(monkeypatch):
+    """t01-t10's outputs are one chunk: a pool's thread took 2 ms to start, the comparison 0.05 ms."""
+    from attnbench.bench import verify
+
+    monkeypatch.setattr(verify, "ThreadPoolExecutor", lambda *a, **k: pytest.fail("a pool for one chunk"))
+    ref = np.linspace(-1, 1, verify.CHUNK_ELEMENTS, dtype=np.float32).reshape(1, -1, 8)
+    report = verify.compare_outputs(ref + np.float32(1e-3), ref)
+    assert report.passed and report.elements == ref.size

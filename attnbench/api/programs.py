@@ -32,7 +32,8 @@ from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.course_build import BuildRules, build_rules
 from attnbench.judge.gpu_needed import refuse_without_gpu
 from attnbench.judge.phases import phase, timing
-from attnbench.judge.submissions import BUILD_TIMEOUT_S, Submission, build, find_submissions, missing_builder
+from attnbench.judge.submissions import (BUILD_TIMEOUT_S, Submission, build, find_submissions, missing_builder,
+                                         not_a_submission)
 from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.kernels.user import find_launch_facts
@@ -47,7 +48,7 @@ from attnbench.sandbox.process import MAX_WAIT_S, ProgramError, check_program
 from attnbench.sandbox.room import MODES as SANDBOX_MODES
 from attnbench.sandbox.room import Confinement, SandboxSettings, SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
-from attnbench.spread.slurm import SlurmOptions, default_folder
+from attnbench.spread.slurm import SlurmOptions, default_folder, refuse_without_slurm
 from attnbench.spread.devices import devices_for
 from attnbench.spread.executor import SLURM, choose_executor
 from attnbench.printable import counted, first_few, printable
@@ -164,6 +165,12 @@ def class_request(options: JudgeOptions) -> ClassRequest:
     if options.rerun_top < 0:
         raise UsageError(f"--rerun-top {options.rerun_top}: give 0 or more")
     found = _without_results_folder(find_submissions(list(options.programs)), options.results_dir)
+    if all(s.how == "none" for s in found):  # a class one folder too high: a row for each folder, nothing judged,
+        # exit 0, where an empty folder is "no submission found", exit 2
+        raise UsageError(f"{', '.join(printable(str(p)) for p in options.programs)}: no submission found in its "
+                         f"{counted(len(found), 'folder')} ({found[0].name}: {not_a_submission(found[0].source)})")
+    if chosen is SLURM:
+        refuse_without_slurm()
     rules = build_rules(options.arch, options.build_command)
     _refuse_missing_builders(found, rules)
     inputs = _inputs_of(options)

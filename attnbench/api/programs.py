@@ -24,6 +24,7 @@ from attnbench.judge import course_judge as judging
 from attnbench.judge.class_executors import Carrier
 from attnbench.judge.class_executors import resumed as resumed_slurm_class
 from attnbench.judge.class_flow import judge_class as judge_class_flow
+from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.classroom import RERUN_TOP, Checkpoint, ClassRequest, ClassSettings
 from attnbench.judge.classroom import confinement as class_confinement
 from attnbench.judge.course_judge import JudgedCase
@@ -183,6 +184,12 @@ def class_request(options: JudgeOptions) -> ClassRequest:
         slurm = replace(slurm, folder=default_folder(options.results_dir))
     return ClassRequest(tuple(found), tuple(inputs), settings, chosen, tuple(devices),
                         slurm if chosen is SLURM else None, collect(None, False, options.command))
+
+
+def judge_errors(board: Scoreboard) -> list[tuple[str, str, str]]:
+    """(submission, case, why) of each case the judge itself failed to judge (verdict JUDGE ERROR), in order."""
+    return [(row.name, case, entry.message) for row in board.rows for case, entry in row.entries.items()
+            if entry.verdict == JUDGE_ERROR]
 
 
 def _without_results_folder(found: list[Submission], results_dir: str | Path) -> list[Submission]:

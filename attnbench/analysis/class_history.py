@@ -62,11 +62,12 @@ def load_boards(folder: str | Path) -> list[Scoreboard]:
             board = load_scoreboard(file)
         except ResultsError as exc:
             version = _scoreboard_version(file)
-            if version is not None and version > SCOREBOARD_VERSION:  # a newer attnbench's run: it vanished
+            if isinstance(version, int) and version > SCOREBOARD_VERSION:  # a newer attnbench's run: it vanished
                 # from the history without a word, its latest run among them
                 raise ResultsError(f"{file}: a scoreboard of version {version}, newer than this attnbench reads "
                                    f"({SCOREBOARD_VERSION}); upgrade attnbench, or move it out of {folder}") from None
-            if version == SCOREBOARD_VERSION:  # a damaged run of the class: skipped, it vanished from the history
+            if version is not None:  # a damaged run of the class (its version too: 0, -1, null, "1" were skipped,
+                # and the history said "no saved scoreboard", exit 0): it vanished from the history
                 why = str(exc).partition(" (")[2].rstrip(")") or str(exc)
                 raise ResultsError(f"{file}: a saved scoreboard, damaged ({why}): restore it, or move it out of "
                                    f"{folder} to see the history without it") from None
@@ -77,19 +78,22 @@ def load_boards(folder: str | Path) -> list[Scoreboard]:
 
 
 # How every saved scoreboard begins (`Scoreboard.to_dict` puts version and kind first): a file cut short still does.
-_SCOREBOARD_HEAD = re.compile(rb'\A\s*\{\s*"version":\s*\d+,\s*"kind":\s*"scoreboard"')
+_SCOREBOARD_HEAD = re.compile(rb'\A\s*\{\s*"version":\s*([^,{}\[\]]{1,40}),\s*"kind":\s*"scoreboard"')
 
 
-def _scoreboard_version(file: Path) -> int | None:
+def _scoreboard_version(file: Path) -> int | str | None:
     """The version a file that did not load claims as a scoreboard (this one's: damaged; a larger one: a newer
-    attnbench's), or None for another command's JSON."""
+    attnbench's; one that is no whole number, as written: damaged), or None for another command's JSON."""
     try:
         with file.open("rb") as handle:
             head = handle.read(200)
     except OSError:
         return None
     found = _SCOREBOARD_HEAD.match(head)
-    return int(re.search(rb"\d+", found.group()).group()) if found else None
+    if found is None:
+        return None
+    written = found.group(1).decode("utf-8", "replace").strip()
+    return int(written) if written.isdigit() else written
 
 
 def _run(board: Scoreboard, row: SubmissionRow) -> RunOf:

@@ -152,6 +152,7 @@ def info(variant_name: str, case: str | None = None, shape: Shape | None = None,
         beyond = launch_beyond_limits(variant.name, geometry.kernel, geometry.grid, geometry.block)
         if beyond is not None:
             raise UsageError(beyond)
+    variant.workspace_bytes(shape)  # a workspace of -1 bytes: info said nothing, exit 0, where run refuses it
     resources: dict = {}
     notes: list[str] = []
     built_for = nvcc_architectures()

@@ -24,6 +24,7 @@ from attnbench.judge import course_judge as judging
 from attnbench.judge.class_executors import Carrier
 from attnbench.judge.class_executors import resumed as resumed_slurm_class
 from attnbench.judge.class_flow import judge_class as judge_class_flow
+from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.classroom import RERUN_TOP, Checkpoint, ClassRequest, ClassSettings
 from attnbench.judge.classroom import confinement as class_confinement
 from attnbench.judge.course_judge import JudgedCase
@@ -32,7 +33,8 @@ from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.course_build import BuildRules, build_rules
 from attnbench.judge.gpu_needed import refuse_without_gpu
 from attnbench.judge.phases import phase, timing
-from attnbench.judge.submissions import BUILD_TIMEOUT_S, Submission, build, find_submissions, missing_builder
+from attnbench.judge.submissions import (BUILD_TIMEOUT_S, Submission, build, find_submissions, missing_builder,
+                                         not_a_submission)
 from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.kernels.user import find_launch_facts
@@ -47,7 +49,7 @@ from attnbench.sandbox.process import MAX_WAIT_S, ProgramError, check_program
 from attnbench.sandbox.room import MODES as SANDBOX_MODES
 from attnbench.sandbox.room import Confinement, SandboxSettings, SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
-from attnbench.spread.slurm import SlurmOptions, default_folder
+from attnbench.spread.slurm import SlurmOptions, default_folder, refuse_without_slurm
 from attnbench.spread.devices import devices_for
 from attnbench.spread.executor import SLURM, choose_executor
 from attnbench.printable import counted, first_few, printable
@@ -164,6 +166,12 @@ def class_request(options: JudgeOptions) -> ClassRequest:
     if options.rerun_top < 0:
         raise UsageError(f"--rerun-top {options.rerun_top}: give 0 or more")
     found = _without_results_folder(find_submissions(list(options.programs)), options.results_dir)
+    if all(s.how == "none" for s in found):  # a class one folder too high: a row for each folder, nothing judged,
+        # exit 0, where an empty folder is "no submission found", exit 2
+        raise UsageError(f"{', '.join(printable(str(p)) for p in options.programs)}: no submission found in its "
+                         f"{counted(len(found), 'folder')} ({found[0].name}: {not_a_submission(found[0].source)})")
+    if chosen is SLURM:
+        refuse_without_slurm()
     rules = build_rules(options.arch, options.build_command)
     _refuse_missing_builders(found, rules)
     inputs = _inputs_of(options)
@@ -176,6 +184,12 @@ def class_request(options: JudgeOptions) -> ClassRequest:
         slurm = replace(slurm, folder=default_folder(options.results_dir))
     return ClassRequest(tuple(found), tuple(inputs), settings, chosen, tuple(devices),
                         slurm if chosen is SLURM else None, collect(None, False, options.command))
+
+
+def judge_errors(board: Scoreboard) -> list[tuple[str, str, str]]:
+    """(submission, case, why) of each case the judge itself failed to judge (verdict JUDGE ERROR), in order."""
+    return [(row.name, case, entry.message) for row in board.rows for case, entry in row.entries.items()
+            if entry.verdict == JUDGE_ERROR]
 
 
 def _without_results_folder(found: list[Submission], results_dir: str | Path) -> list[Submission]:

@@ -7,6 +7,7 @@ Exit codes, for every command: 0 success; 1 a verification failure, a wrong, imp
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import sys
@@ -53,6 +54,26 @@ def _ctrl_c_raises() -> None:
         signal.signal(signal.SIGTERM, _terminated)
         if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
             signal.signal(signal.SIGHUP, _terminated)
+    if not getattr(sys.unraisablehook, "raises_interruptions_again", False):
+        sys.unraisablehook = _interruption_raised_again(sys.unraisablehook)
+
+
+def _interruption_raised_again(previous):  # type: ignore[no-untyped-def]
+    """An interruption that came while Python ran code that cannot raise (an at-fork callback, as logging's
+    after every fork of a program's run; a __del__) was printed as "Exception ignored in ..." with a traceback
+    and lost: a SIGTERM to a class judge was ignored, which ran on to its end and exited 0. It is raised again,
+    a moment later, in the main thread's ordinary code (Python's own simulated Ctrl-C, so no signal is lost if
+    that moment falls in such code again: it comes back here)."""
+    def hook(unraisable) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            again = threading.Timer(0.05, _thread.interrupt_main)
+            again.daemon = True
+            again.start()
+            return
+        previous(unraisable)
+
+    hook.raises_interruptions_again = True  # type: ignore[attr-defined]
+    return hook
 
 
 def _terminated(signum: int, frame: object) -> None:

@@ -279,9 +279,16 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
         error_line(f"{counted(len(unjudged), 'CUDA program')} not judged: {board.settings['not_judged_here']}; "
                    "judge them on a machine with a GPU (or --executor slurm)")
         sys.exit(3)
+    judge_errors = api_programs.judge_errors(board)
+    if judge_errors:  # the judge's own failure (Slurm jobs gone without a result, say): every case of the class
+        # a JUDGE ERROR exited 0, as if the scoreboard were the class's
+        name, case, why = judge_errors[0]
+        error_line(f"{counted(len(judge_errors), 'case')} not judged, the judge's own error (first: {name} {case}: "
+                   f"{why}); {'nothing is saved (--no-save)' if no_save else 'the scoreboard is saved'}: judge "
+                   "the class again")
+        sys.exit(3)
     if api_programs.one_submission_failed(options.programs, board):
         sys.exit(1)
-
 
 
 @click.command()

@@ -56,15 +56,19 @@ save_options = [
 
 
 def _run_saving_partial(title: str, call: Callable[[MatrixProgress], Outcome], results_dir: str, name: str | None,
-                        no_save: bool, selector: str | None) -> Outcome:
-    """Run a matrix; on Ctrl-C (here or spread out), save what was measured before exiting 130."""
+                        no_save: bool, selector: str | None, as_json: bool) -> Outcome:
+    """Run a matrix; on Ctrl-C (here or spread out), save what was measured before exiting 130. With --json,
+    stdout gets what was measured as JSON, as the judge's does (it got the "saved" lines, no JSON)."""
     try:
         with MatrixProgress(title) as listener:
             return call(listener)
     except api.MatrixInterrupted as exc:
         partial = exc.partial
-        if partial is not None and not no_save and partial.cells:
-            save_run(partial, results_dir, name, selector, False)
+        if partial is not None and partial.cells:
+            if not no_save:
+                save_run(partial, results_dir, name, selector, False, json_on_stdout=as_json)
+            if as_json:
+                click.echo(result_json(partial))
         raise
 
 
@@ -182,7 +186,7 @@ def compare(variant_selector: str | None, case_selector: str | None, baseline: s
         allow_other_gpu=allow_other_gpu, allow_other_inputs=allow_other_inputs, ladder=show_ladder,
         resume=resume_folder, command=command_line(), sandbox=sandbox_mode, **placement))
     outcome = _run_saving_partial("compare", lambda listener: plan.run(listener, notice), results_dir, name, no_save,
-                                  plan.save_selector)
+                                  plan.save_selector, as_json)
     _render_compare(outcome, same_within, results_dir, name, no_save, plot, as_json, show_ladder)
 
 
@@ -249,7 +253,7 @@ def sweep(what: str, variant_selector: str, sizes: str, lab_timing: bool, values
                          device=device, same_within=same_within, listener=listener, command=command_line(),
                          notice=notice, **placement)
 
-    result = _run_saving_partial(f"sweep {axis}", call, results_dir, name, no_save, axis)
+    result = _run_saving_partial(f"sweep {axis}", call, results_dir, name, no_save, axis, as_json)
     if as_json:
         print_problems(result)
         if not no_save:

@@ -162,7 +162,7 @@ def _entry_how(entry: Path) -> str | None:
     return _how_file(entry)
 
 
-def _not_a_submission(folder: Path) -> str:
+def not_a_submission(folder: Path) -> str:
     """Why a folder of a class (or an archive in it) is no submission, with a few of the names it holds."""
     if _plain_file(folder):
         return "not a submission: an archive left packed (unpack it into a folder of its own to judge it)"
@@ -331,7 +331,7 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
     if submission.how == "hip":
         return Built(submission, None, HIP_NOT_JUDGED, attempted=False)
     if submission.how == "none":
-        return Built(submission, None, _not_a_submission(submission.source), attempted=False)
+        return Built(submission, None, not_a_submission(submission.source), attempted=False)
     folder = _staged(submission, build_root)
     program_folder = build_root / submission.slug / "program"
     settings = settings or SandboxSettings()

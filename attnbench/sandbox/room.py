@@ -95,6 +95,9 @@ class SandboxUnavailable(AttnbenchError):
     exit_code = 3
 
 
+MAX_CPU_S = (1 << 64) // 10**9 - 1  # the largest --cpu-time whose hard limit (one more) the kernel holds exactly
+
+
 @dataclass(frozen=True)
 class SandboxSettings:
     """What the user chose: the mode, the limits that are not per case, and extra read-only folders."""
@@ -146,6 +149,11 @@ class SandboxSettings:
                     f"(ulimit -Hu is {hard_processes})")
         if self.memory_mb is not None and self.memory_mb << 20 >= 1 << 63:
             return f"--memory-limit {self.memory_mb}: at most {((1 << 63) - 1) >> 20} MiB (a byte count of 64 bits)"
+        # The kernel keeps a CPU limit as nanoseconds in 64 bits: a larger one wrapped round to a small one (2**55 s
+        # to none at all), and the program was judged RESOURCE LIMIT or CRASH in its first instant.
+        if self.cpu_s is not None and (math.ceil(self.cpu_s) + 1) * 10**9 >= 1 << 64:
+            return (f"--cpu-time {self.cpu_s}: at most {MAX_CPU_S} s (the kernel counts CPU time in nanoseconds of "
+                    "64 bits)")
         hard_cpu = resource.getrlimit(resource.RLIMIT_CPU)[1]
         if self.cpu_s is not None and hard_cpu != resource.RLIM_INFINITY and math.ceil(self.cpu_s) + 1 > hard_cpu:
             return f"--cpu-time {self.cpu_s:g}: this machine's hard limit allows at most {hard_cpu - 1} s (ulimit -Ht)"

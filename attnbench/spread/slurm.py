@@ -118,6 +118,12 @@ def load_record(folder: str | Path, name: str, kind: type, what: str) -> Any:
 
 
 # -- submitting and following ----------------------------------------------------------------------
+def refuse_without_slurm() -> None:
+    """SlurmUnavailable (exit 3) when submitit, sbatch or squeue is missing: said before a class's builds and
+    inputs, not after them (a class of 20 built and drew its inputs, then stopped on the missing extra)."""
+    _submitit()
+
+
 def _submitit() -> Any:
     try:
         import submitit

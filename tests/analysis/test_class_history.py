@@ -66,6 +66,25 @@ def test_a_scoreboard_of_a_newer_attnbench_is_named_not_skipped(tmp_path):
         load_boards(tmp_path)
 
 
+def test_a_scoreboard_whose_version_no_attnbench_wrote_is_named_not_skipped(tmp_path):
+    """A scoreboard whose version was hand-edited to 0, -1, null, "1" or 1e400 vanished from `judge --history`
+    ("no saved scoreboard", exit 0)."""
+    import pytest
+
+    from attnbench.analysis.class_history import load_boards
+    from attnbench.errors import ResultsError
+    from attnbench.results.scoreboard import SCOREBOARD_VERSION
+
+    board = Scoreboard(["t01"], [SubmissionRow("ada", "ada.c", True, rank=1,
+                                               entries={"t01": CaseEntry("PASS", runs_s=[0.5])})],
+                       metadata={"date": "2026-11-01"})
+    for written in ("0", "-1", "null", '"1"', "1e400"):
+        edited = board.to_json().replace(f'"version": {SCOREBOARD_VERSION},', f'"version": {written},', 1)
+        (tmp_path / "run.json").write_text(edited)
+        with pytest.raises(ResultsError, match=r"run\.json: a saved scoreboard, damaged"):
+            load_boards(tmp_path)
+
+
 def test_runs_on_other_cases_than_the_latest_are_counted_for_the_note_under_the_history():
     """A judge on t01-t03, then one on t01-t02: the first vanished from the history without a word."""
     from attnbench.analysis.class_history import runs_on_other_cases

@@ -133,6 +133,18 @@ def test_info_refuses_a_launch_beyond_cudas_limits_in_one_sentence(tmp_path, mon
     assert len(lines) == 1 and said in lines[0], result.output
 
 
+def test_info_refuses_a_workspace_of_negative_bytes_as_run_does(tmp_path, monkeypatch):
+    """`workspaces = { row_max = -1 }` passed `info` with exit 0 (its figures printed), though no run takes it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.cu").write_text(GOOD_SOURCE)
+    (tmp_path / "attnbench.toml").write_text(FACTS.replace('source = "mine.cu"',
+                                                           'source = "mine.cu"\nworkspaces = { row_max = "N - 100" }'))
+    result = CliRunner().invoke(main, ["info", "-v", "mine", "--case", "odd_17x48"])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "workspaces.row_max" in lines[0] and "must be >= 0" in lines[0], result.output
+
+
 @needs_nvcc
 def test_info_for_sm_61_without_an_nvcc_that_builds_it_counts_the_static_shared_memory_of_an_older_build(monkeypatch):
     """`info --arch sm_61` showed 100% occupancy for bankfree, whose static shared memory alone allows 12.5%: CUDA 13

@@ -278,3 +278,35 @@ def test_a_judge_on_fresh_inputs_says_nothing_of_writing_the_suites_folder(monke
     programs.judge_submissions(programs.JudgeOptions((str(tmp_path),), "t01", a_class=True, sandbox=sandbox,
                                                      fresh_inputs=False), notice=said.append)
     assert any("not generated yet" in line for line in said)  # --suite-inputs writes them
+
+
+def test_a_class_whose_folders_hold_no_submission_is_bad_input_before_any_build(tmp_path):
+    """`judge class/` one folder too high (each student's folder holding another) made a row per folder, judged
+    nothing and exited 0, where an empty folder is "no submission found", exit 2."""
+    (tmp_path / "class" / "sec1" / "ada").mkdir(parents=True)
+    (tmp_path / "class" / "sec1" / "ada" / "hw4.cu").write_text("")
+    (tmp_path / "class" / "sec2").mkdir()
+    with pytest.raises(UsageError, match=r"class: no submission found in its 2 folders \(sec1: not a submission: "
+                       r".*\(it holds ada/\)\)") as refused:
+        programs.class_request(programs.JudgeOptions((str(tmp_path / "class"),), "odd_17x48", a_class=True,
+                                                     sandbox=programs.SandboxSettings("none")))
+    assert refused.value.exit_code == 2
+
+
+def test_a_slurm_class_without_submitit_is_refused_before_any_build(tmp_path, monkeypatch):
+    """`judge class/ --executor slurm` without the slurm extra built every submission and drew every input, then
+    stopped on the missing submitit."""
+    import sys
+
+    from attnbench.judge import submissions
+    from attnbench.spread.slurm import SlurmUnavailable
+
+    (tmp_path / "class" / "ada").mkdir(parents=True)
+    (tmp_path / "class" / "ada" / "hw4").write_text("#!/bin/sh\n")
+    (tmp_path / "class" / "ada" / "hw4").chmod(0o755)
+    monkeypatch.setitem(sys.modules, "submitit", None)  # the extra is not installed: its import fails
+    monkeypatch.setattr(submissions, "build", lambda *args: pytest.fail("a build before the refusal"))
+    with pytest.raises(SlurmUnavailable, match="--executor slurm needs submitit") as refused:
+        programs.class_request(programs.JudgeOptions((str(tmp_path / "class"),), "odd_17x48", a_class=True,
+                                                     executor="slurm", sandbox=programs.SandboxSettings("none")))
+    assert refused.value.exit_code == 3

@@ -213,6 +213,24 @@ def test_a_class_interrupted_before_any_row_does_not_say_it_saved_what_was_judge
     assert "what was judged is saved" not in said and not list((tmp_path / "res").glob("*"))
 
 
+def test_a_class_whose_cases_the_judge_itself_failed_exits_3_not_0(cli, tmp_path, monkeypatch):
+    """Slurm jobs that left the queue without a result made every case JUDGE ERROR ("the worker on its device
+    died"), and the class exited 0 with the scoreboard saved, as if judged."""
+    from attnbench.api import programs as api_programs
+    from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+
+    died = "the judge could not finish this: RuntimeError: the worker on its device died (Slurm job 42_0 ended)"
+    rows = [SubmissionRow("ada", "ada.c", True, entries={"odd_17x1": CaseEntry("JUDGE ERROR", died)}),
+            SubmissionRow("bob", "bob.c", True, rank=1, entries={"odd_17x1": CaseEntry("PASS", runs_s=[0.5])})]
+    (tmp_path / "class").mkdir()
+    monkeypatch.setattr(api_programs, "judge_submissions",
+                        lambda options, **kwargs: Scoreboard(["odd_17x1"], rows, {}, {}))
+    result = cli("judge", str(tmp_path / "class"), "--cases", "odd_17x1", "--no-save")
+    said = " ".join(result.output.split())
+    assert result.exit_code == 3, result.output
+    assert "error: 1 case not judged, the judge's own error (first: ada odd_17x1: the judge could not finish" in said
+
+
 def test_history_of_a_folder_that_does_not_exist_is_bad_input_not_an_empty_history(cli, tmp_path):
     """`judge --history nosuch` said "nosuch: no saved scoreboard" and exited 0, as for an empty folder."""
     result = cli("judge", "--history", str(tmp_path / "nosuch"))

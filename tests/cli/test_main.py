@@ -136,3 +136,22 @@ def test_a_sighup_ignored_by_nohup_stays_ignored():
     done = subprocess.run([sys.executable, "-c", started], capture_output=True, text=True, timeout=60,
                           preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
     assert done.returncode == 0 and done.stdout == "still here\n", done.stderr
+
+
+def test_an_interruption_that_lands_in_an_at_fork_callback_is_not_lost():
+    """A SIGTERM to a class judge that came while logging's after-fork callback ran (each program's run forks)
+    was printed as "Exception ignored in: <function _releaseLock>" with a traceback, and lost: the class ran
+    to its end and exited 0."""
+    import subprocess
+    import sys
+
+    started = ("from attnbench.cli import _ctrl_c_raises; import os, time\n"
+               "_ctrl_c_raises()\n"
+               "def interrupted_now():\n    raise KeyboardInterrupt\n"
+               "os.register_at_fork(after_in_parent=interrupted_now)\n"
+               "try:\n    pid = os.fork()\n    if pid == 0:\n        os._exit(0)\n    os.waitpid(pid, 0)\n"
+               "    end = time.monotonic() + 20\n"
+               "    while time.monotonic() < end:\n        pass\n    print('ran on')\n"
+               "except KeyboardInterrupt:\n    print('interrupted')\n")
+    done = subprocess.run([sys.executable, "-c", started], capture_output=True, text=True, timeout=60)
+    assert done.stdout == "interrupted\n" and "Exception ignored" not in done.stderr, done.stderr

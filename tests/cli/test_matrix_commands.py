@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 
 def test_a_local_compare_interrupted_saves_what_was_measured_and_exits_130(cli, tmp_path, monkeypatch):
     from attnbench.bench import matrix
@@ -23,6 +25,26 @@ def test_a_local_compare_interrupted_saves_what_was_measured_and_exits_130(cli, 
     saved = load(tmp_path / "cut.json")
     assert [(c.case, c.status) for c in saved.cells] == [("odd_17x48", "ok")]
     assert [c.label for c in saved.cases] == ["odd_17x48"] and saved.settings.interrupted is True
+
+
+def test_a_compare_with_json_interrupted_prints_json_alone_on_stdout(cli, tmp_path, monkeypatch):
+    """`compare --json` stopped by Ctrl-C printed its "saved ..." lines on stdout, and no JSON."""
+    from attnbench.bench import matrix
+    real_measure_cell, calls = matrix.measure_cell, []
+
+    def interrupted_on_the_second(*args, **kwargs):
+        calls.append(args[1])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_measure_cell(*args, **kwargs)
+
+    monkeypatch.setattr(matrix, "measure_cell", interrupted_on_the_second)
+    result = cli("compare", "--variants", "cpu", "--cases", "odd_17x48,odd_100x32", "--reps", "3",
+                 "--results-dir", str(tmp_path), "--name", "cut", "--json")
+    assert result.exit_code == 130, result.output
+    printed = json.loads(result.stdout, parse_constant=lambda word: pytest.fail(f"{word} in strict JSON"))
+    assert [cell["case"] for cell in printed["cells"]] == ["odd_17x48"] and (tmp_path / "cut.json").exists()
+    assert "saved " in result.stderr
 
 
 def test_a_compare_against_a_saved_run_saves_its_verdicts_and_names_that_run(cli, tmp_path):

@@ -27,6 +27,7 @@ def test_a_slurm_class_none_of_whose_jobs_went_out_stops_and_leaves_no_jobs_fold
         raise slurm.SlurmUnavailable("sbatch refused the jobs: invalid partition specified: nosuch")
 
     monkeypatch.setattr(slurm, "submit_array", refused)
+    monkeypatch.setattr(api_programs, "refuse_without_slurm", lambda: None)  # no sbatch needed: it refuses here
     board = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=0, executor="slurm",
                                      slurm=SlurmOptions(folder=tmp_path / "results" / "jobs"), sandbox=class_sandbox())
     assert "sbatch refused the jobs" in board.settings["stopped_by"] and "slurm_jobs_folder" not in board.settings

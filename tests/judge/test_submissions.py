@@ -192,7 +192,7 @@ def test_a_folder_of_the_class_that_cannot_be_listed_is_not_called_no_submission
         return listed(path)
 
     monkeypatch.setattr(submissions.os, "listdir", listdir)
-    message = submissions._not_a_submission(tmp_path / "gus")
+    message = submissions.not_a_submission(tmp_path / "gus")
     assert message == "cannot be read (Permission denied), so whether it holds a submission is unknown"
 
 

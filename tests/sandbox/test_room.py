@@ -708,6 +708,18 @@ def test_a_limit_past_the_machines_hard_one_or_64_bits_is_said_before_any_run(mo
     assert SandboxSettings().unreachable_limit() is None
 
 
+def test_a_cpu_time_past_what_the_kernel_counts_is_said_before_any_run():
+    """`judge --cpu-time 36028797018963968` (2**55 s) was a RESOURCE LIMIT row in the program's first instant, and
+    `--cpu-time 18446744073709551615` a CRASH row naming prlimit: the kernel keeps the limit in nanoseconds of 64
+    bits, and prlimit took no larger number; the program was blamed."""
+    from attnbench.sandbox.room import MAX_CPU_S
+
+    for asked in (1 << 55, 1 << 63, (1 << 64) - 1, MAX_CPU_S + 1):
+        assert f"--cpu-time {asked}: at most {MAX_CPU_S} s" in SandboxSettings(cpu_s=asked).unreachable_limit()
+    assert SandboxSettings(cpu_s=MAX_CPU_S).unreachable_limit() is None or "ulimit -Ht" in (
+        SandboxSettings(cpu_s=MAX_CPU_S).unreachable_limit())
+
+
 @pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")
 def test_the_box_binds_only_the_gpu_cuda_visible_devices_names_and_names_it_by_uuid(monkeypatch, tmp_path):
     """A --gpus pool's worker gives its runs one GPU by CUDA_VISIBLE_DEVICES, which a program can unset: with every

@@ -140,8 +140,9 @@ def unranked_lines(board: Scoreboard) -> list[str]:
         if row.not_judged:
             lines.append(f"{row.name}: {NOT_JUDGED}: {row.not_judged}")
             continue
-        if board.interrupted and not row.entries:  # never run: "it passed no case" would blame it
-            lines.append(f"{row.name}: not run: the judge was interrupted before its cases")
+        if board.interrupted and not row.entries:  # never run: "it passed no case" would blame it; "interrupted"
+            # was said too of a class stopped by an error of the judge's own (sbatch refusing the jobs)
+            lines.append(f"{row.name}: not run: the judge stopped before its cases")
             continue
         failed = next(((case, e) for case, e in row.entries.items() if not e.passed), None)
         first = f"; first failed case {failed[0]}: {failed[1].verdict} {failed[1].message}".rstrip() if failed else ""

@@ -121,7 +121,7 @@ def test_a_row_an_interruption_left_unrun_is_not_said_to_have_failed():
 
     waiting = SubmissionRow("late", "/s/late", True, "built with `make hw4` (0.1 s)")
     lines = unranked_lines(Scoreboard(["t01"], [waiting], interrupted=True))
-    assert lines == ["late: not run: the judge was interrupted before its cases"]
+    assert lines == ["late: not run: the judge stopped before its cases"]
 
 
 def test_a_row_an_interruption_cut_short_is_unranked_and_says_how_far_it_got():

@@ -355,6 +355,7 @@ def test_one_submissions_folder_that_fails_exits_1_as_one_program_does_and_a_cla
     """`judge hw4_folder` (one student's folder, the course's layout) is a class of one: it exited 0 when the
     program failed a case, where `judge ./hw4` exits 1; a class's exit says nothing of its verdicts."""
     import shutil
+    from pathlib import Path
 
     from click.testing import CliRunner
 

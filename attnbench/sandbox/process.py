@@ -1,6 +1,7 @@
 """One run of a whole program as `PROGRAM IN OUT`: in its own process group, under resource limits,
 wall-clocked from launch to exit (from the exec of its command, the box's or the program's: the judge's own fork
-and the child's steps before exec are not the program's time).
+and the child's steps before exec are not the program's time; to the exit of the last process of the run: what its
+main process leaves running is still its run).
 
 When it ends (or its time is up) every process it started is killed: its group first, then every
 descendant a sweep of /proc still finds (this process is their subreaper, so a setsid() and a double
@@ -25,7 +26,8 @@ from typing import Callable, Sequence
 
 from attnbench.errors import AttnbenchError
 from attnbench.printable import printable
-from attnbench.sandbox.reaper import Leftover, become_subreaper, descendants, kill_user, processes_of, sweep
+from attnbench.sandbox.reaper import (Leftover, become_subreaper, descendants, kill_user, last_exit_of_the_rest,
+                                      processes_of, sweep)
 
 _TAIL_BYTES = 2000
 # The longest time a run or a build may be given (11.6 days): 1e300 s overflowed the conversion of the wait
@@ -150,10 +152,11 @@ class LaunchClock:
     def stamp(self) -> None:
         self._page[:8] = time.clock_gettime_ns(time.CLOCK_MONOTONIC).to_bytes(8, "little")
 
-    def wall_s(self) -> float:
-        """Seconds from the exec (from before the fork where the child never stamped) to now."""
+    def wall_s(self, until: int | None = None) -> float:
+        """Seconds from the exec (from before the fork where the child never stamped) to now, or to `until` (a
+        CLOCK_MONOTONIC time in ns, taken after this clock's making)."""
         launched = int.from_bytes(self._page[:8], "little")
-        now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        now = time.clock_gettime_ns(time.CLOCK_MONOTONIC) if until is None else until
         start = launched if self.forked <= launched <= now else self.forked
         return (now - start) / 1e9
 
@@ -167,7 +170,7 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
                 after_limits: Callable[[], None] | None = None,
                 stream_bytes: int | None = None) -> ProcessOutcome:
     """Run argv in its own process group (as uid `user` if given, under `limits`); wall-clock it from its exec
-    to its exit (`LaunchClock`); kill the group at the timeout; then kill every descendant left and report any still alive.
+    to its exit, or to the exit of what it left running, killed then (`LaunchClock`, `last_exit_of_the_rest`); kill the group at the timeout; then kill every descendant left and report any still alive.
     Its stdout and stderr are pipes this process drains, keeping the last _TAIL_BYTES of each: nothing it
     prints lands on a disk, and past `stream_bytes` (by default `limits.file_bytes`) on either it is stopped
     (`stream_overflow`): a sandbox that sets the file-size limit inside its box still caps the pipes here. With
@@ -200,6 +203,13 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
             exited = _wait_for_exit(process, timeout_s, streams)
             wall = clock.wall_s()
             if exited:
+                # Its run ends with the last process it started, not with its main process: a helper that did the
+                # work and wrote OUT, then let the main process exit first, had its own exit (a CUDA context's
+                # teardown, its memory freed) and whatever it did until it was killed counted nowhere, in the box
+                # (bwrap's outer process exits with the program's main one) as in the fallback (red team 14)
+                last = last_exit_of_the_rest(spared | {process.pid})
+                if last is not None:
+                    wall = clock.wall_s(last)
                 returncode: int | None = process.wait()
                 timed_out = False
             elif streams.overflow:

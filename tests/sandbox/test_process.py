@@ -216,3 +216,54 @@ def test_a_makefile_or_an_archive_given_as_a_program_is_not_told_to_be_chmodded(
     with pytest.raises(ProgramError, match="an archive, not a program: unpack it") as caught:
         check_program(str(tmp_path / "bob.tar.gz"))
     assert "chmod" not in str(caught.value)
+
+
+def test_a_run_ends_with_the_last_process_it_left_running_not_with_its_main_one(tmp_path, monkeypatch):
+    """Red team 14: a helper did the work and wrote OUT, the main process exited at once, and the helper's own exit
+    (a CUDA context's teardown, its memory freed: 10 to 35 ms for 512 MiB here) and whatever it did until killed
+    counted nowhere, in bwrap (its outer process exits with the program's main one) as in the fallback. The wall
+    clock now ends when the last process of the run is gone: after everything the helper did."""
+    import time
+
+    from attnbench.sandbox import process as process_module
+
+    stamps: list[int] = []
+
+    class WatchedClock(process_module.LaunchClock):
+        def close(self) -> None:
+            stamps.append(int.from_bytes(self._page[:8], "little"))
+            super().close()
+
+    monkeypatch.setattr(process_module, "LaunchClock", WatchedClock)
+    real_sweep = process_module.sweep
+
+    def slow_sweep(*args, **kwargs):  # the judge's kill as slow as on a loaded host: the helper runs meanwhile
+        time.sleep(0.3)
+        return real_sweep(*args, **kwargs)
+
+    monkeypatch.setattr(process_module, "sweep", slow_sweep)
+    seen = tmp_path / "seen"
+    seen.write_bytes(bytes(8))
+    code = ("import mmap, os, sys, time\n"
+            "seen = mmap.mmap(os.open(sys.argv[1], os.O_RDWR), 8)\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()  # out of the main process's group, which the judge kills first\n"
+            "    while True:  # before and after the main process's exit, till killed\n"
+            "        seen[:8] = time.clock_gettime_ns(time.CLOCK_MONOTONIC).to_bytes(8, 'little')\n"
+            "time.sleep(0.2)\n"
+            "os._exit(0)\n")
+    outcome = run_process([*_python(code), str(seen)], tmp_path, 30)
+    last_seen = int.from_bytes(seen.read_bytes(), "little")
+    assert outcome.returncode == 0 and outcome.all_ended and last_seen > 0
+    assert stamps[0] + outcome.wall_s * 1e9 >= last_seen
+
+
+def test_a_run_that_leaves_nothing_running_ends_with_its_main_process(tmp_path, monkeypatch):
+    """Nothing to wait for: the wall clock is read at the main process's exit, as before (no scan's time in it)."""
+    from attnbench.sandbox import process as process_module
+
+    asked: list[object] = []
+    real = process_module.last_exit_of_the_rest
+    monkeypatch.setattr(process_module, "last_exit_of_the_rest", lambda *a: asked.append(real(*a)) or asked[-1])
+    outcome = run_process(_python("pass"), tmp_path, 30)
+    assert outcome.returncode == 0 and asked == [None]

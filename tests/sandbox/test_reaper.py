@@ -156,3 +156,29 @@ def test_a_scan_reads_each_processs_line_as_bytes_and_finds_a_name_with_spaces_a
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_last_exit_of_the_rest_is_none_when_nothing_is_left_running():
+    done = subprocess.Popen(["true"])
+    done.wait()
+    assert reaper.last_exit_of_the_rest(set(reaper.descendants(os.getpid()))) is None
+
+
+def test_the_last_exit_of_the_rest_kills_what_is_left_and_dates_its_exit_not_a_zombies():
+    """A process left running is killed and dated when its pidfd says it exited (after it was still there); one
+    already exited (a zombie not yet collected, as bwrap's init often is) is no reason to wait."""
+    spared = set(reaper.descendants(os.getpid()))
+    zombie = subprocess.Popen(["true"])
+    left = subprocess.Popen(["sleep", "60"])
+    try:
+        while reaper.descendants(os.getpid()).get(zombie.pid) != "Z":
+            time.sleep(0.01)
+        seen_alive = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        last = reaper.last_exit_of_the_rest(spared)
+        assert last is not None and last >= seen_alive
+        assert left.wait(timeout=5) == -9
+        assert reaper.last_exit_of_the_rest(spared | {zombie.pid, left.pid}) is None
+    finally:
+        left.kill()
+        left.wait()
+        zombie.wait()

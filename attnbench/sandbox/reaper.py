@@ -160,6 +160,24 @@ def sweep(spared: set[int], timeout_s: float = _SWEEP_S) -> list[Leftover]:
         wait_for_exits(alive, min(deadline, time.monotonic() + _RESCAN_S))
 
 
+def _until_exits(pidfds: list[int], deadline: float) -> tuple[set[int], int | None]:
+    """Poll pidfds until each has told its process's exit or the monotonic clock passes deadline: those still
+    pending, and when the last exit was told (CLOCK_MONOTONIC, ns; None when none was)."""
+    poller = select.poll()
+    for fd in pidfds:
+        poller.register(fd, select.POLLIN)
+    pending, last = set(pidfds), None
+    while pending:
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if left_ms <= 0:
+            break
+        for fd, _ in poller.poll(left_ms):
+            poller.unregister(fd)
+            pending.discard(fd)
+        last = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    return pending, last
+
+
 def last_exit_of_the_rest(spared: set[int], timeout_s: float = _SWEEP_S) -> int | None:
     """When the last descendant of this process not in spared exited (CLOCK_MONOTONIC, ns), each one found
     running killed first; None when none was running. For the end of a run whose main process has exited
@@ -199,18 +217,10 @@ def last_exit_of_the_rest(spared: set[int], timeout_s: float = _SWEEP_S) -> int 
                     pass
             if not killed:
                 return last
-            poller = select.poll()
-            for fd in killed:
-                poller.register(fd, select.POLLIN)
-            pending = set(killed)
-            while pending:
-                left_ms = int((deadline - time.monotonic()) * 1000)
-                if left_ms <= 0:
-                    return last
-                for fd, _ in poller.poll(left_ms):
-                    poller.unregister(fd)
-                    pending.discard(fd)
-                last = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            pending, exited_at = _until_exits(killed, deadline)
+            last = exited_at if exited_at is not None else last
+            if pending:
+                return last
         finally:
             for fd in killed:
                 os.close(fd)
@@ -236,18 +246,8 @@ def wait_for_exits(pids: list[int], deadline: float, owner: int | None = None) -
                 os.close(fd)
                 continue
             watched[fd] = pid
-        poller = select.poll()
-        for fd in watched:
-            poller.register(fd, select.POLLIN)
-        running = dict(watched)
-        while running:
-            left_ms = int((deadline - time.monotonic()) * 1000)
-            if left_ms <= 0:
-                break
-            for fd, _ in poller.poll(left_ms):
-                poller.unregister(fd)
-                running.pop(fd, None)
-        return sorted(running.values())
+        pending, _ = _until_exits(list(watched), deadline)
+        return sorted(watched[fd] for fd in pending)
     finally:
         for fd in watched:
             os.close(fd)

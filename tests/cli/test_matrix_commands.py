@@ -5,9 +5,9 @@ import json
 import pytest
 
 
-def test_a_local_compare_interrupted_saves_what_was_measured_and_exits_130(cli, tmp_path, monkeypatch):
+def _interrupted_on_the_second_cell(monkeypatch) -> None:
+    """Ctrl-C as the compare measures its second cell."""
     from attnbench.bench import matrix
-    from attnbench.results.resultset import load
 
     real_measure_cell, calls = matrix.measure_cell, []
 
@@ -18,6 +18,12 @@ def test_a_local_compare_interrupted_saves_what_was_measured_and_exits_130(cli, 
         return real_measure_cell(*args, **kwargs)
 
     monkeypatch.setattr(matrix, "measure_cell", interrupted_on_the_second)
+
+
+def test_a_local_compare_interrupted_saves_what_was_measured_and_exits_130(cli, tmp_path, monkeypatch):
+    from attnbench.results.resultset import load
+
+    _interrupted_on_the_second_cell(monkeypatch)
     result = cli("compare", "--variants", "cpu", "--cases", "odd_17x48,odd_100x32", "--reps", "3",
                  "--results-dir", str(tmp_path), "--name", "cut")
     assert result.exit_code == 130, result.output
@@ -29,16 +35,7 @@ def test_a_local_compare_interrupted_saves_what_was_measured_and_exits_130(cli, 
 
 def test_a_compare_with_json_interrupted_prints_json_alone_on_stdout(cli, tmp_path, monkeypatch):
     """`compare --json` stopped by Ctrl-C printed its "saved ..." lines on stdout, and no JSON."""
-    from attnbench.bench import matrix
-    real_measure_cell, calls = matrix.measure_cell, []
-
-    def interrupted_on_the_second(*args, **kwargs):
-        calls.append(args[1])
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real_measure_cell(*args, **kwargs)
-
-    monkeypatch.setattr(matrix, "measure_cell", interrupted_on_the_second)
+    _interrupted_on_the_second_cell(monkeypatch)
     result = cli("compare", "--variants", "cpu", "--cases", "odd_17x48,odd_100x32", "--reps", "3",
                  "--results-dir", str(tmp_path), "--name", "cut", "--json")
     assert result.exit_code == 130, result.output

@@ -35,6 +35,7 @@ from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.course_build import BuildRules
 from attnbench.judge.phases import phase
 from attnbench.judge.submissions import Built, Submission
+from attnbench.errors import AttnbenchError
 from attnbench.printable import printable
 from attnbench.results.course_grade import limited_throughout
 from attnbench.results.kernel_time import CUPTI_SOURCE
@@ -231,8 +232,10 @@ def diagnosed(program: Path, case: PreparedCase, settings: ClassSettings) -> str
 
 
 def failure_text(exc: BaseException) -> str:
-    """One printable line for an error the judge met on a submission's behalf."""
-    return printable(f"the judge could not finish this: {type(exc).__name__}: {exc}")[:300]
+    """One printable line for an error the judge met on a submission's behalf: attnbench's own errors are
+    sentences already ("SlurmUnavailable: sbatch refused ..." showed a class name), others keep their type."""
+    said = str(exc) if isinstance(exc, AttnbenchError) else f"{type(exc).__name__}: {exc}"
+    return printable(f"the judge could not finish this: {said}")[:300]
 
 
 def row_of(built: Built, device: str | None, listener: JudgeListener) -> SubmissionRow:

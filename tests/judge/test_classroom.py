@@ -441,3 +441,14 @@ def test_a_folder_that_is_no_submission_is_heard_as_not_judged_not_as_a_failed_b
     failed = []
     classroom_module.row_of(Built(submission, None, "the build failed: cc (exit 1)"), None, failed.append)
     assert failed == [SubmissionBuilt("empty", False)]  # a build that ran and failed is still "build failed"
+
+
+def test_the_judges_failure_line_shows_attnbenchs_own_errors_as_their_sentence_and_others_with_their_type():
+    """"the judge could not finish this: SlurmUnavailable: sbatch refused ..." showed a Python class name."""
+    from attnbench.errors import AttnbenchError
+    from attnbench.judge.classroom import failure_text
+
+    assert failure_text(AttnbenchError("sbatch refused the jobs: \x1b[31mno partition")) == (
+        "the judge could not finish this: sbatch refused the jobs: \\x1b[31mno partition")
+    assert failure_text(OSError(28, "No space left on device")) == (
+        "the judge could not finish this: OSError: [Errno 28] No space left on device")

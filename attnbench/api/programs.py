@@ -328,7 +328,10 @@ def one_submission_failed(programs: tuple[str, ...], board: Scoreboard) -> bool:
     if len(programs) != 1 or len(board.rows) != 1:
         return False
     row = board.rows[0]
-    if Path(row.source).resolve() != Path(programs[0]).resolve():
+    given = Path(programs[0])
+    # the row's source is the path escaped (`printable`): a folder named with a no-break space or a byte that is
+    # not UTF-8 never resolved to the one given, and its failure exited 0
+    if row.source != printable(os.fsdecode(given.absolute())) and Path(row.source).resolve() != given.resolve():
         return False
     return not (row.built and row.passed == len(board.cases))
 

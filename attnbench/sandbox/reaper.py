@@ -206,7 +206,7 @@ def last_exit_of_the_rest(spared: set[int], timeout_s: float = _SWEEP_S) -> int 
                 except OSError:  # gone already (a zombie its own parent reaped)
                     last = max(last or began, began)
                     continue
-                if select.select([fd], [], [], 0)[0]:  # it exited during the scan
+                if _exited(fd):  # it exited during the scan
                     os.close(fd)
                     last = max(last or began, began)
                     continue
@@ -225,6 +225,14 @@ def last_exit_of_the_rest(spared: set[int], timeout_s: float = _SWEEP_S) -> int 
             for fd in killed:
                 os.close(fd)
     return last
+
+
+def _exited(pidfd: int) -> bool:
+    """Whether the pidfd's process has exited, asked without waiting. poll(), not select(): select() refuses a
+    descriptor numbered 1024 or more (ValueError), which a run that left hundreds of processes reached."""
+    probe = select.poll()
+    probe.register(pidfd, select.POLLIN)
+    return bool(probe.poll(0))
 
 
 def wait_for_exits(pids: list[int], deadline: float, owner: int | None = None) -> list[int]:

@@ -310,3 +310,21 @@ def test_a_slurm_class_without_submitit_is_refused_before_any_build(tmp_path, mo
         programs.class_request(programs.JudgeOptions((str(tmp_path / "class"),), "odd_17x48", a_class=True,
                                                      executor="slurm", sandbox=programs.SandboxSettings("none")))
     assert refused.value.exit_code == 3
+
+
+@pytest.mark.parametrize("name", ["hw4\u00a0final", "hw4\tfolder", "hw4-\udcff"])
+def test_one_submissions_folder_whose_path_is_escaped_on_the_board_still_exits_as_one_program(tmp_path, name):
+    """A folder name holding what `printable` escapes (a no-break space, a tab, a byte that is not UTF-8) made the
+    row's source differ from the path given, so a failed submission judged alone exited 0 as a class does."""
+    from attnbench.api.programs import one_submission_failed
+    from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+    from attnbench.printable import printable
+
+    folder = tmp_path / name
+    folder.mkdir()
+    row = SubmissionRow(name, printable(os.fsdecode(folder.absolute())), True, entries={"t01": CaseEntry("WRONG")})
+    board = Scoreboard(["t01"], [row])
+    assert one_submission_failed((str(folder),), board)
+    row.entries["t01"] = CaseEntry("PASS", runs_s=[0.1])
+    assert not one_submission_failed((str(folder),), board)
+    assert not one_submission_failed((str(tmp_path),), board)  # a class holding it

@@ -182,3 +182,30 @@ def test_the_last_exit_of_the_rest_kills_what_is_left_and_dates_its_exit_not_a_z
         left.kill()
         left.wait()
         zombie.wait()
+
+
+def test_the_last_exit_of_the_rest_kills_what_is_left_whatever_its_pidfds_numbers():
+    """A pidfd numbered 1024 or more (a program that left hundreds of processes, --max-processes raised, or a judge
+    holding many files) made select() raise ValueError, out of the run: the row's case a JUDGE ERROR, and the whole
+    class exit 3 for one submission's doing."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1100:
+        pytest.skip("this machine allows fewer than 1100 open files")
+    spared = set(reaper.descendants(os.getpid()))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100) if hard == resource.RLIM_INFINITY
+                                                else min(hard, max(soft, 1100)), hard))
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1030)]  # the next pidfd's number is past 1023
+    left = subprocess.Popen(["sleep", "60"])
+    try:
+        seen_alive = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        last = reaper.last_exit_of_the_rest(spared)
+        assert last is not None and last >= seen_alive
+        assert left.wait(timeout=5) == -9
+    finally:
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        left.kill()
+        left.wait()

@@ -119,7 +119,8 @@ def find_bwrap() -> tuple[str | None, str]:
     if chosen:
         if not os.access(chosen, os.X_OK):
             return None, f"${BWRAP_ENV}={chosen} is not an executable file"
-        return chosen, ""
+        # absolute: bwrap is started from each run's case folder, where a relative path names nothing
+        return os.path.abspath(chosen), ""
     found = shutil.which("bwrap")
     return (found, "") if found else (None, "bwrap is not installed (Debian: apt-get install bubblewrap)")
 

@@ -47,6 +47,19 @@ def test_the_bwrap_variable_is_honoured_and_a_bad_one_is_named(no_bwrap):
     assert tool is None and f"$ATTNBENCH_BWRAP={no_bwrap} is not an executable file" == why
 
 
+@pytest.mark.skipif(not HAS_BWRAP, reason="no bwrap")
+def test_a_relative_bwrap_variable_names_the_tool_from_the_callers_folder(program, monkeypatch, tmp_path):
+    """ATTNBENCH_BWRAP=./bwrap passed the check here, then the probe, started in a case folder, found no such
+    file: the sandbox was dropped with a false reason ("No such file or directory")."""
+    (tmp_path / "bwrap").symlink_to(shutil.which("bwrap"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(sandboxing.BWRAP_ENV, "./bwrap")
+    assert sandboxing.find_bwrap() == (str(tmp_path / "bwrap"), "")
+    sandbox = Sandbox.open(program, SandboxSettings("auto"))
+    sandbox.close()
+    assert sandbox.confinement.sandboxed, sandbox.confinement.warning()
+
+
 def test_without_bwrap_auto_falls_back_and_required_refuses(program, no_bwrap):
     sandbox = Sandbox.open(program, SandboxSettings("auto"))
     try:

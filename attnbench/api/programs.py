@@ -33,8 +33,8 @@ from attnbench.judge.fresh_inputs import draw, seeds_of
 from attnbench.judge.course_build import BuildRules, build_rules
 from attnbench.judge.gpu_needed import refuse_without_gpu
 from attnbench.judge.phases import phase, timing
-from attnbench.judge.submissions import (BUILD_TIMEOUT_S, Submission, build, find_submissions, missing_builder,
-                                         not_a_submission)
+from attnbench.judge.submissions import (BUILD_TIMEOUT_S, HIP_NOT_JUDGED, Submission, build, find_submissions,
+                                         missing_builder, not_a_submission)
 from attnbench.judge.time_limits import COURSE_LIMITS_BRIEF
 from attnbench.kernels.starter import StarterFiles, write_starter
 from attnbench.kernels.user import find_launch_facts
@@ -47,7 +47,7 @@ from attnbench.sandbox import oom_priority
 from attnbench.sandbox.reaper import subreaper_restored
 from attnbench.sandbox.process import MAX_WAIT_S, ProgramError, check_program
 from attnbench.sandbox.room import MODES as SANDBOX_MODES
-from attnbench.sandbox.room import Confinement, SandboxSettings, SandboxUnavailable
+from attnbench.sandbox.room import NO_SANDBOX_HERE, Confinement, SandboxSettings, SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.slurm import SlurmOptions, default_folder, refuse_without_slurm
 from attnbench.spread.devices import devices_for
@@ -287,7 +287,7 @@ def class_sandbox(settings: SandboxSettings) -> SandboxSettings:
         class_confinement(ClassSettings(judging.load_time_limits("none"), sandbox=required))
     except SandboxUnavailable as exc:
         raise SandboxUnavailable(f"a class runs strangers' code, so it is judged in the sandbox only, and none can "
-                                 f"be made here ({str(exc).split(': ', 1)[-1]}); --sandbox none judges it without "
+                                 f"be made here ({str(exc).removeprefix(NO_SANDBOX_HERE)}); --sandbox none judges it without "
                                  "one, on the host") from None
     return required
 
@@ -321,19 +321,23 @@ def is_class(program: str) -> bool:
     return Path(program).is_dir()
 
 
-def one_submission_failed(programs: tuple[str, ...], board: Scoreboard) -> bool:
-    """Whether the judge was given one submission's own folder (not a class of them) and it failed to build or
-    failed a case: a student's `judge hw4_folder` in a script exited 0 on a failure, where `judge ./hw4` exits 1.
-    A class exits 0 whatever its verdicts: its scoreboard is the result."""
+def one_submission_exit(programs: tuple[str, ...], board: Scoreboard) -> int:
+    """The exit status of a judge given one submission's own folder (not a class of them): 1 when it failed to
+    build or failed a case, 2 when it holds only what attnbench does not judge (hw4.hip), else 0. A student's
+    `judge hw4_folder` in a script exited 0 on a failure, where `judge ./hw4` exits 1. A class (0 here) exits 0
+    whatever its verdicts: its scoreboard is the result."""
     if len(programs) != 1 or len(board.rows) != 1:
-        return False
+        return 0
     row = board.rows[0]
     given = Path(programs[0])
     # the row's source is the path escaped (`printable`): a folder named with a no-break space or a byte that is
     # not UTF-8 never resolved to the one given, and its failure exited 0
     if row.source != printable(os.fsdecode(given.absolute())) and Path(row.source).resolve() != given.resolve():
-        return False
-    return not (row.built and row.passed == len(board.cases))
+        return 0
+    if not row.built and row.build_message == HIP_NOT_JUDGED:
+        return 2
+    return 0 if row.built and row.passed == len(board.cases) else 1
+
 
 def is_source(program: str) -> bool:
     """A .cu or .c file: one program, built before it is judged."""

@@ -287,8 +287,11 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
                    f"{why}); {'nothing is saved (--no-save)' if no_save else 'the scoreboard is saved'}: judge "
                    "the class again")
         sys.exit(3)
-    if api_programs.one_submission_failed(options.programs, board):
-        sys.exit(1)
+    alone = api_programs.one_submission_exit(options.programs, board)
+    if alone == 2:
+        error_line(f"{board.rows[0].name}: {board.rows[0].build_message}: attnbench judges CUDA and C programs")
+    if alone:
+        sys.exit(alone)
 
 
 @click.command()

@@ -204,7 +204,7 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                     again = jobs(names, round_cases, number)
                     clock.instead(expected, [job.case.label for job in again])
                     clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again),
-                                f"the top {len(top)} submissions")
+                                f"the top {counted(len(top), 'submission')}")
                     with phase("runs"):
                         judge_jobs(executor, again, rerun, warmed, clock, lost.setdefault)
                 for name, why in lost.items():  # those rows keep the runs before this round

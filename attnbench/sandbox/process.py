@@ -52,7 +52,10 @@ def check_program(program: str) -> Path:
     if path.is_dir():
         raise ProgramError(f"{program}: is a folder, not a program")
     if not os.access(path, os.X_OK):
-        if path.suffix in (".c", ".cu", ".hip", ".cpp", ".cc"):  # chmod +x of a source was the advice
+        if path.suffix == ".hip":  # "build it first (`attnbench judge x.hip` builds a .c or .cu itself)" ran in a circle
+            raise ProgramError(f"{program}: a HIP source, the course's AMD part: attnbench judges CUDA and C programs, "
+                               "not HIP")
+        if path.suffix in (".c", ".cu", ".cpp", ".cc"):  # chmod +x of a source was the advice
             raise ProgramError(f"{program}: a source file, not a program: build it first (`attnbench judge "
                                f"{shlex.quote(program)}` builds a .c or .cu itself)")
         if path.name in ("Makefile", "makefile", "GNUmakefile"):  # chmod +x of a Makefile was the advice

@@ -89,6 +89,9 @@ class BindRefused(AttnbenchError):
     exit_code = 2
 
 
+NO_SANDBOX_HERE = "--sandbox required: no sandbox can be made here: "  # then why
+
+
 class SandboxUnavailable(AttnbenchError):
     """--sandbox required, and no sandbox can be made here."""
 
@@ -355,7 +358,7 @@ class Sandbox:
                                          "cause (a --sandbox-bind or LD_LIBRARY_PATH folder, say) rather than "
                                          "judge without the sandbox")
         if self.settings.mode == "required":
-            raise SandboxUnavailable(f"--sandbox required: no sandbox can be made here: {why}")
+            raise SandboxUnavailable(f"{NO_SANDBOX_HERE}{why}")
         return Confinement("fallback", user=draw_uid() if own else None, reason=why, own_uids=own)
 
     def _probe(self, tool: str, user: int | None) -> str:
@@ -731,11 +734,11 @@ _swept: list[bool] = []
 
 
 def probe_failure(tool: str, returncode: int, stderr: bytes) -> str:
-    """Why a probe of the box failed, naming the tool's path: its last line, escaped, or, where it said nothing,
-    how it ended ("bwrap failed: 1" named neither the tool nor that 1 was an exit status)."""
+    """Why a probe of the box failed, naming the tool's path and how it ended, with its last line, escaped, where it
+    said one ("bwrap failed: 1" named neither the tool nor that 1 was an exit status)."""
     said = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
     if said:
-        return f"{printable(tool)} failed: {printable(said[-1].strip()[:200])}"
+        return f"{printable(tool)} failed ({exit_text(returncode)}): {printable(said[-1].strip()[:200])}"
     return f"{printable(tool)} failed without a word ({exit_text(returncode)})"
 
 

@@ -316,7 +316,7 @@ def test_a_slurm_class_without_submitit_is_refused_before_any_build(tmp_path, mo
 def test_one_submissions_folder_whose_path_is_escaped_on_the_board_still_exits_as_one_program(tmp_path, name):
     """A folder name holding what `printable` escapes (a no-break space, a tab, a byte that is not UTF-8) made the
     row's source differ from the path given, so a failed submission judged alone exited 0 as a class does."""
-    from attnbench.api.programs import one_submission_failed
+    from attnbench.api.programs import one_submission_exit
     from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
     from attnbench.printable import printable
 
@@ -324,7 +324,23 @@ def test_one_submissions_folder_whose_path_is_escaped_on_the_board_still_exits_a
     folder.mkdir()
     row = SubmissionRow(name, printable(os.fsdecode(folder.absolute())), True, entries={"t01": CaseEntry("WRONG")})
     board = Scoreboard(["t01"], [row])
-    assert one_submission_failed((str(folder),), board)
+    assert one_submission_exit((str(folder),), board) == 1
     row.entries["t01"] = CaseEntry("PASS", runs_s=[0.1])
-    assert not one_submission_failed((str(folder),), board)
-    assert not one_submission_failed((str(tmp_path),), board)  # a class holding it
+    assert one_submission_exit((str(folder),), board) == 0
+    assert one_submission_exit((str(tmp_path),), board) == 0  # a class holding it
+
+
+def test_one_submissions_folder_holding_only_hip_is_bad_input_not_a_failure(tmp_path):
+    """A folder holding only hw4.hip judged alone exited 1, read by a student's script as a failed build: attnbench
+    judges no HIP (the course's AMD part), so it is exit 2, and one line says so."""
+    from click.testing import CliRunner
+
+    from attnbench.cli import main
+
+    folder = tmp_path / "amd"
+    folder.mkdir()
+    (folder / "hw4.hip").write_text("int main() { return 0; }\n")
+    result = CliRunner().invoke(main, ["judge", str(folder), "--cases", "odd_17x48", "--sandbox", "none", "--no-save"])
+    assert result.exit_code == 2, result.output
+    assert "amd: HIP is not judged (the course's AMD part): attnbench judges CUDA and C programs" in " ".join(
+        result.output.split())

@@ -68,3 +68,4 @@ def test_a_class_says_its_phases_in_order_each_to_its_end_and_nothing_left_at_th
     assert first[0].left_s is None and all(p.left_s is not None for p in first[1:])
     assert plans[-1].left_s == 0.0  # every job planned has run
     assert [p.total for p in plans if p.phase.startswith("reruns") and p.done == 0] == [2, 2]  # alice's two cases
+    assert {p.note for p in plans if p.phase.startswith("reruns") and p.done == 0} == {"the top 1 submission"}

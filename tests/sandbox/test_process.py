@@ -188,6 +188,18 @@ def test_the_wall_clock_is_read_when_the_program_exits_not_at_the_next_poll(tmp_
         streams.drain_left()
 
 
+def test_a_hip_source_given_as_a_program_is_said_to_be_what_attnbench_does_not_judge(tmp_path):
+    """`judge hw4.hip` was told "build it first (`attnbench judge hw4.hip` builds a .c or .cu itself)": a circle."""
+    from attnbench.sandbox.process import check_program
+
+    source = tmp_path / "hw4.hip"
+    source.write_text("int main(void) { return 0; }\n")
+    with pytest.raises(ProgramError, match="a HIP source, the course's AMD part: attnbench judges CUDA and C "
+                                           "programs, not HIP") as caught:
+        check_program(str(source))
+    assert caught.value.exit_code == 2 and "build it first" not in str(caught.value)
+
+
 def test_a_source_file_given_as_a_program_is_told_to_be_built_not_chmodded(tmp_path):
     """`compare --variants exe:./hw4.c` advised `chmod +x ./hw4.c`."""
     from attnbench.sandbox.process import check_program

@@ -95,9 +95,9 @@ def test_a_sandbox_that_cannot_run_as_nobody_says_it_runs_programs_as_root(progr
 @pytest.mark.parametrize("returncode, stderr, said", [
     (1, b"", "/opt/bw/bwrap failed without a word (exited with status 1)"),
     (-9, b"", "/opt/bw/bwrap failed without a word (killed by SIGKILL)"),
-    (1, b"bwrap: setting up uid map: Permission denied\n\n", "/opt/bw/bwrap failed: bwrap: setting up uid map: "
-                                                             "Permission denied"),
-    (1, b"\x1b[2Jcleared\n", "/opt/bw/bwrap failed: \\x1b[2Jcleared"),
+    (1, b"bwrap: setting up uid map: Permission denied\n\n", "/opt/bw/bwrap failed (exited with status 1): bwrap: "
+                                                             "setting up uid map: Permission denied"),
+    (-9, b"\x1b[2Jcleared\n", "/opt/bw/bwrap failed (killed by SIGKILL): \\x1b[2Jcleared"),
 ])
 def test_a_probe_that_fails_names_the_tool_and_how_it_ended(returncode, stderr, said):
     """A bwrap that failed without a word was "bwrap failed: 1": no path, and an exit status read as a reason."""
@@ -294,6 +294,7 @@ def test_a_class_refuses_to_run_without_the_sandbox_unless_told_none(program, no
     result = CliRunner().invoke(main, ["judge", str(tmp_path / "class"), "--cases", "odd_17x48", "--no-save"])
     lines = [line for line in result.output.splitlines() if line.strip() and not line.startswith("note:")]
     assert result.exit_code == 3 and len(lines) == 1 and "--sandbox none judges it without one" in lines[0]
+    assert lines[0].count("can be made here") == 1  # "none can be made here (no sandbox can be made here: ...)"
     board = api_programs.judge_class([tmp_path / "class"], "odd_17x48", time_limits="none", rerun_top=0,
                                      sandbox=SandboxSettings("none"))
     assert board.settings["confinement"]["kind"] == "fallback"

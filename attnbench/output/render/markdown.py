@@ -116,7 +116,8 @@ def matrix_sections(result: ResultSet, same_within: float = DEFAULT_SAME_WITHIN,
         parts.append(clock)
     notes = grouped_notes(result)
     if notes:
-        parts.append("Notes:\n\n" + "\n".join(f"- {line}" for line in notes))
+        # a note quotes a cell's message, a program's or compiler's words: never raw
+        parts.append("Notes:\n\n" + "\n".join(f"- {printable(line)}" for line in notes))
     return "\n\n".join(parts)
 
 
@@ -136,7 +137,7 @@ def lab_report_lines(result: ResultSet, variant: str) -> list[str]:
             continue
         if not cell.ok:
             first_line = cell.message.splitlines()[0] if cell.message else ""
-            lines.append(f"Size: {n}\t{cell.status.upper()}: {first_line}")
+            lines.append(f"Size: {n}\t{cell.status.upper()}: {printable(first_line)}")
             continue
         assert cell.measurement is not None
         k = cell.measurement.kernel

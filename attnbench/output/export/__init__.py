@@ -7,6 +7,7 @@ new format is one module and one entry here.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 from attnbench.output.export.csv_export import CsvExporter
 from attnbench.output.export.exporter import Exporter, save_formats
@@ -18,6 +19,9 @@ from attnbench.results.resultset import ResultSet, default_name, slug
 EXPORTERS: tuple[Exporter, ...] = (JsonExporter(), CsvExporter(), MarkdownExporter())
 
 
-def save(result: ResultSet, folder: str | Path, stem: str | None = None, selector: str | None = None) -> list[Path]:
-    """Write every format of a result set (JSON, CSV, Markdown); returns their paths, JSON first."""
-    return save_formats(result, EXPORTERS, folder, slug(stem, 120) if stem else default_name(result, selector))
+def save(result: ResultSet, folder: str | Path, stem: str | None = None, selector: str | None = None,
+         reserved: Sequence[str] = ()) -> list[Path]:
+    """Write every format of a result set (JSON, CSV, Markdown); returns their paths, JSON first. `reserved`:
+    the tails of files to be written under the same stem afterwards (plots), never over an existing file."""
+    return save_formats(result, EXPORTERS, folder, slug(stem, 120) if stem else default_name(result, selector),
+                        reserved)

@@ -33,13 +33,15 @@ class SavedAt(Protocol):
 Kept = TypeVar("Kept", bound=SavedAt)
 
 
-def save_formats(saved: Kept, exporters: Sequence[Exporter[Kept]], folder: str | Path, stem: str) -> list[Path]:
+def save_formats(saved: Kept, exporters: Sequence[Exporter[Kept]], folder: str | Path, stem: str,
+                 reserved: Sequence[str] = ()) -> list[Path]:
     """Write each exporter's format of `saved` side by side under one stem that names none of the folder's
     files (never over an existing one); `saved.path` is the first format's file, set before writing, since
-    the other formats may name it. Returns the paths, in the exporters' order."""
+    the other formats may name it. `reserved`: the tails of files written after them under the same stem
+    (plots), which the stem must name no existing file with either. Returns the paths, in the exporters' order."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    stem = unique_stem(folder, stem, [exporter.suffix for exporter in exporters])
+    stem = unique_stem(folder, stem, [exporter.suffix for exporter in exporters] + list(reserved))
     paths = [folder / f"{stem}{exporter.suffix}" for exporter in exporters]
     saved.path = paths[0]
     for exporter, path in zip(exporters, paths):

@@ -144,8 +144,12 @@ def ceilings_chart(result: ResultSet, path: Path) -> Path:
     return path
 
 
+# the tails plots_for adds to a saved run's stem: a run saved with --plot takes a stem none of them names
+PLOT_SUFFIXES = ("_throughput.png", "_ceilings.png", "_roofline.png", "_ladder.png", "_precision.png")
+
+
 def plots_for(result: ResultSet, folder: Path, stem: str) -> list[Path]:
-    """Every plot that fits a result set, written as stem_<plot>.png in `folder`."""
+    """Every plot that fits a result set, written as stem_<plot>.png in `folder` (each tail in PLOT_SUFFIXES)."""
     written = []
     if result.kind is ResultKind.SWEEP:
         written.append(throughput_vs_size(result, folder / f"{stem}_throughput.png"))

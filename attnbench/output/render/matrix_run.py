@@ -55,8 +55,10 @@ def save_run(result: ResultSet, results_dir: str | Path, name: str | None, selec
     """Save the run's JSON, CSV and Markdown (and its plots, when asked) and say where (on stderr when
     stdout carries the JSON)."""
     from attnbench.output.export import save
+    from attnbench.output.plots.result_plots import PLOT_SUFFIXES
 
-    paths = save(result, results_dir, name, selector)
+    # with --plot the stem names no existing plot-named file either: `--name c2` drew over the user's c2_roofline.png
+    paths = save(result, results_dir, name, selector, PLOT_SUFFIXES if plot else ())
     for path in paths:
         print_line(f"saved {path}", err=json_on_stdout)
     if plot:

@@ -41,6 +41,9 @@ HIP_SOURCE = "hw4.hip"  # the 2025 course's AMD part: judged on its own scoreboa
 HIP_NOT_JUDGED = "HIP is not judged (the course's AMD part)"
 BUILD_TIMEOUT_S = 300.0
 BUILD_FILE_BYTES = 1 << 30  # object files and a fat binary: far above a program's own output limit
+# Address space of each build process: `#include "/dev/zero"` grew one cc1 to 24 GB and sent the host to its OOM
+# killer (red team 16); nvcc's and gcc's own steps on a course program take well under 1 GB
+BUILD_ADDRESS_BYTES = 4 << 30
 
 
 @dataclass(frozen=True)
@@ -350,7 +353,7 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
     try:
         paths = sandbox.prepare(submission.slug, None, files=folder)
         before = {p.name for p in paths.folder.iterdir()}
-        limits = ProcessLimits(BUILD_FILE_BYTES, settings.processes, None, int(4 * timeout_s))
+        limits = ProcessLimits(BUILD_FILE_BYTES, settings.processes, BUILD_ADDRESS_BYTES, int(4 * timeout_s))
         attempts = BuildAttempts(sandbox, paths, limits, started + timeout_s)
         has_cuda = _plain_file(paths.folder / f"{COURSE_EXECUTABLE}.cu")
         source = f"{COURSE_EXECUTABLE}.cu" if _is_folder(submission.source) else submission.source.name

@@ -352,3 +352,17 @@ def test_ascii_look_alike_names_never_print_alike(tmp_path):
         (tmp_path / name).write_text("")
     names = [s.name for s in find_submissions([tmp_path])]
     assert len(names) == 4 and all("~" in n for n in names)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_a_build_that_reads_an_endless_file_is_stopped_by_its_memory_cap_not_the_hosts_oom_killer(tmp_path):
+    """`#include "/dev/zero"` grew one cc1 to 24 GB, and the host's OOM killer stopped it (red team 16): each build
+    process has an address-space cap, so it fails on its own, in seconds."""
+    import time
+
+    (tmp_path / "zero.c").write_text('#include "/dev/zero"\nint main(void) { return 0; }\n')
+    (submission,) = find_submissions([tmp_path / "zero.c"])
+    started = time.monotonic()
+    failed = build(submission, tmp_path / "builds")
+    assert not failed.ok and failed.message.startswith("the build failed: ")
+    assert time.monotonic() - started < 120

@@ -47,7 +47,8 @@ from attnbench.printable import counted, printable
               help="auto: a bubblewrap sandbox where one can be made, else a one-line warning and the fallback; "
                    "required: exit 3 when none can be made; none: no sandbox.")
 @click.option("--max-processes", type=click.IntRange(min=1), default=512, show_default=True,
-              help="Processes and threads a program may start (RLIMIT_NPROC).")
+              help="Processes and threads a program may start (its cgroup's pids.max as root on cgroup v2, else "
+                   "RLIMIT_NPROC).")
 @click.option("--memory-limit", "memory_mb", type=click.IntRange(min=1), default=None,
               help="Memory in MiB: what a run's processes use together (a cgroup's memory.max, where the judge is "
                    "root on cgroup v2), else address space per process (RLIMIT_AS, which CUDA reserves far beyond "

@@ -112,13 +112,13 @@ def read_output_file(output: Path, shape: Shape) -> tuple[str, str] | np.ndarray
         return NO_OUTPUT, f"the output cannot be read ({exc.strerror}): not judged"
 
 
-def exceeded_line(hit: LimitsHit, limits: ProcessLimits, memory_mib: int | None) -> str:
+def exceeded_line(hit: LimitsHit, processes: int | None, memory_mib: int | None) -> str:
     """The line naming what the run's cgroup says was exceeded ('' when nothing was)."""
     said = []
     if hit.memory:
         said.append(f"used more than the {memory_mib} MiB memory limit (--memory-limit, its cgroup's): killed")
     if hit.processes:
-        said.append(f"tried to run more than {limits.processes} processes and threads (--max-processes, its "
+        said.append(f"tried to run more than {processes} processes and threads (--max-processes, its "
                     "cgroup's): refused")
     return "; ".join(said)
 

@@ -55,7 +55,7 @@ def run_program(room: Sandbox, spec: ProgramSpec) -> ProgramOutcome:
     try:
         argv = spec.argv(room.program_path(), case.input_arg, case.output_arg)
         process = room.run(argv, case, spec.timeout_s, limits, spec.launcher)
-        exceeded = exceeded_line(room.limits_hit(case), limits, room.settings.memory_mb)
+        exceeded = exceeded_line(room.limits_hit(case), room.settings.processes, room.settings.memory_mb)
         return ended(process, case.output, spec.shape, limits, room.confinement.sandboxed, spec.timeout_s, exceeded,
                      room.watched_limits(case))
     finally:

@@ -506,13 +506,23 @@ class Sandbox:
         return cache_copy(self.cuda_cache, holder, self.user), False
 
     def limits_for(self, output_bytes: int, timeout_s: float) -> ProcessLimits:
-        """The case's limits; memory is the cgroup's (real use), not RLIMIT_AS, where a cgroup was made."""
+        """The case's limits; memory and processes are the cgroup's where a cgroup was made: its memory.max
+        counts real use, not address space (RLIMIT_AS), and its pids.max records a refused fork, which
+        RLIMIT_NPROC, checked first by the kernel, would refuse unrecorded (the row said CRASH, not RESOURCE LIMIT)."""
         limits = self.settings.limits_for(output_bytes, timeout_s)
-        return replace(limits, memory_bytes=None) if self.memory_by_cgroup else limits
+        if self.memory_by_cgroup:
+            limits = replace(limits, memory_bytes=None)
+        if self.processes_by_cgroup:
+            limits = replace(limits, processes=None)
+        return limits
 
     @property
     def memory_by_cgroup(self) -> bool:
         return self.groups is not None and "memory" in self.groups.controllers
+
+    @property
+    def processes_by_cgroup(self) -> bool:
+        return self.groups is not None and "pids" in self.groups.controllers
 
     def pinning(self) -> str:
         """How a run is kept on its worker's cores (said in the run's header)."""

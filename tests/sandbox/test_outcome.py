@@ -52,14 +52,14 @@ def test_a_crash_with_a_limit_its_cgroup_enforced_is_a_resource_limit_named_by_i
 
     limits = ProcessLimits(processes=4)
     crash = ProcessOutcome(1, 0.1, False, "sh: 1: Cannot fork\n")
-    said = outcome.exceeded_line(LimitsHit(processes=True), limits, None)
+    said = outcome.exceeded_line(LimitsHit(processes=True), limits.processes, None)
     assert said == "tried to run more than 4 processes and threads (--max-processes, its cgroup's): refused"
     ran = outcome.ended(crash, tmp_path / "t.out", SHAPE, limits, True, 2.0, said, ("memory", "processes"))
     assert ran.ending == outcome.RESOURCE and ran.message.startswith(said)
     assert "then it exited with status 1" in ran.message
-    memory = outcome.exceeded_line(LimitsHit(memory=True), limits, 64)
+    memory = outcome.exceeded_line(LimitsHit(memory=True), limits.processes, 64)
     assert memory == "used more than the 64 MiB memory limit (--memory-limit, its cgroup's): killed"
-    assert outcome.exceeded_line(LimitsHit(), limits, 64) == ""
+    assert outcome.exceeded_line(LimitsHit(), limits.processes, 64) == ""
 
 
 def test_a_crash_under_a_limit_no_cgroup_watched_says_it_may_have_crossed_it(tmp_path):

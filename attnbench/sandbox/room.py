@@ -35,7 +35,6 @@ import math
 import os
 import resource
 import shutil
-import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass, field, replace
@@ -63,7 +62,8 @@ from attnbench.sandbox.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, le
 from attnbench.sandbox.owned_folders import make_owned, release, remove_owned, remove_stale
 from attnbench.sandbox.gpu_nodes import visible_choice
 from attnbench.sandbox.jit_cache import CACHE_BYTES, CACHE_SLACK_BYTES, cache_copy, seal_cache, tree_bytes
-from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, ProgramError, exit_text, run_process
+from attnbench.sandbox.process import ProcessLimits, ProcessOutcome, exit_text, run_process
+from attnbench.sandbox.program_copy import program_copy
 from attnbench.sandbox.reaper import descendants, kill_user, sweep
 from attnbench.sandbox.staging import PROGRAM_BYTES, remove_tree
 
@@ -260,7 +260,7 @@ class Sandbox:
         try:
             os.chmod(root, 0o711)  # nobody may pass through to its case folder, not list the others
             (root / "program").mkdir(mode=0o755)
-            copy = None if program is None else _program_copy(program, root / "program", settings.program_bytes)
+            copy = None if program is None else program_copy(program, root / "program", settings.program_bytes)
             sandbox = cls(Confinement("fallback"), root, copy, launched, settings, cuda_cache or root / "cuda-cache",
                           cache_writable)
             sandbox.disk_capped = case_disk.can_cap() and not launched
@@ -765,35 +765,6 @@ def remove_rooms_of_the_gone() -> None:
     and their staged inputs (staged_inputs)."""
     remove_stale(ROOM_PREFIX, before=case_disk.unmount_all_below)
     staged_inputs.remove_staged_of_the_gone()
-
-
-def _program_copy(program: Path, folder: Path, cap: int) -> Path:
-    """The program in the room's folder: the judge's sealed copy (its own read-only file, as a class's build
-    leaves it: staging.take_program) hard-linked, so a class copies each program once, not once per run;
-    any other file copied, read-only. One over `cap` bytes is refused (a 1000 MiB hw4 once cost 2 GiB of
-    the judge's disk and 14 s a class in copies)."""
-    info = os.stat(program)
-    if info.st_size > cap:
-        raise ProgramError(f"{program}: {info.st_size / 2**20:.0f} MiB, over the {cap >> 20} MiB a program may be "
-                           "(--max-program-mib)")
-    copy = folder / program.name
-    sealed = stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o7222
-    if sealed:
-        try:
-            os.link(program, copy)
-            return _timeless(copy)
-        except OSError:  # another file system: a copy of its own
-            pass
-    shutil.copyfile(program, copy)
-    os.chmod(copy, 0o555)
-    return _timeless(copy)
-
-
-def _timeless(copy: Path) -> Path:
-    """The program's times set to the epoch: its build time was a clock only growing, so a rerun, later than
-    every first run, could tell itself from one by the age of /proc/self/exe (red team)."""
-    os.utime(copy, (0, 0), follow_symlinks=False)
-    return copy
 
 
 def _identity(folder: Path) -> tuple[str, int, int] | None:

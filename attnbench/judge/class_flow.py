@@ -1,5 +1,6 @@
 """A class judged, written once whatever executor carries its jobs (`class_executors`: in this process, a GPU
-pool, Slurm): every build (all at once: class_builds), the inputs and their references, the first runs, the
+pool, Slurm): every build (all at once: class_builds), the inputs and their references (the first round's made
+beside the builds where this process makes them on a GPU: inputs_beside_builds), the first runs, the
 ranks, the top rows rerun round by round, the ranks again (`attnbench.judge.classroom` has the rules). Where the
 runs are on this host and it has no NVIDIA GPU, its CUDA programs are built but not run (`judge.gpu_needed`): their
 rows are NOT JUDGED, said before any run, and a class of nothing else draws no input.
@@ -46,8 +47,9 @@ from attnbench.judge.classroom import (
     stopped,
 )
 from attnbench.judge.course_judge import PreparedCase, drawn_ahead, prepare_case
-from attnbench.cases.gpu_reference import one_gpu_context
+from attnbench.cases.gpu_reference import one_gpu_context, shares_the_gpu
 from attnbench.judge.fresh_inputs import record_seeds, release, round_inputs
+from attnbench.judge.inputs_beside_builds import InputsBesideBuilds
 from attnbench.judge.gpu_needed import not_judged_here
 from attnbench.judge.phases import phase
 from attnbench.printable import counted
@@ -131,7 +133,8 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
     def builds() -> bool:
         """Every build, and which programs can run here; whether there is anything for rounds to judge."""
         # every build first, on every core, before the first timed run (class_builds says why not beside them), and
-        # before the inputs: a class whose every program is one that cannot run here draws none
+        # before the inputs unless they are a GPU's beside them: a class whose every program is one that cannot run
+        # here (no NVIDIA GPU) draws none
         cores = sorted(affinity())
         clock.begin("builds", len(request.submissions), f"{counted(len(request.submissions), 'submission')}, "
                     f"{build_workers(cores, len(request.submissions))} at a time")
@@ -160,18 +163,22 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                            for i, case in enumerate(mine)]
         return round_jobs
 
-    def rounds() -> None:
-        """The inputs and references, the first runs, the ranks and the rerun rounds of the built programs."""
-        first = carrier.drawn("first", lambda: round_inputs(request.inputs, settings.fresh_inputs))
+    def rounds(first: list[BenchInput], early: InputsBesideBuilds | None) -> None:
+        """The inputs and references (`early`: made beside the builds), the first runs, the ranks and the rerun
+        rounds of the built programs."""
         record_seeds(board, "first", first)
         clock.begin("inputs and references", len(first), f"{counted(len(first), 'case')}, "
                     + ("drawn fresh" if settings.fresh_inputs else "the suite's"))
         labels = [bench_input.label for bench_input in first]
         expected = expected_round(labels, len(programs), settings.rerun_top)
         clock.expect(labels * len(programs) + expected * (RERUN_RUNS - 1))
-        with phase("inputs and references"), one_gpu_context():  # one GPU context, let go before its runs
-            cases = [_ready(bench_input, carrier.here, settings, progress, prepared, clock, drawn)
-                     for bench_input, drawn in _drawn_here(first, carrier.here)]
+        if early is not None:
+            with phase("inputs and references"):  # what was not ready when the builds ended
+                cases = early.cases(clock.step)
+        else:
+            with phase("inputs and references"), one_gpu_context():  # one GPU context, let go before its runs
+                cases = [_ready(bench_input, carrier.here, settings, progress, prepared, clock, drawn)
+                         for bench_input, drawn in _drawn_here(first, carrier.here)]
         with carrier.executor() as executor:
             first_jobs = jobs(list(programs), cases, 1)
             clock.begin("first runs", len(first_jobs), f"{counted(len(programs), 'submission')} x "
@@ -210,14 +217,21 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                 for name, why in lost.items():  # those rows keep the runs before this round
                     lose_round(board, [rows[name]], number, why)
 
+    early: InputsBesideBuilds | None = None
     try:
+        first = carrier.drawn("first", lambda: round_inputs(request.inputs, settings.fresh_inputs))
+        if carrier.on_this_host and carrier.here and shares_the_gpu():
+            early = InputsBesideBuilds(first, lambda bench_input, drawn: _ready(
+                bench_input, True, settings, no_progress, prepared, None, drawn))
         if builds():
-            rounds()
+            rounds(first, early)
     except KeyboardInterrupt:
         board.interrupted = True
     except Exception as exc:  # noqa: BLE001 - the judge's own failure (its disk, say): the board, seeds and all, is kept
         stopped(board, exc)
     finally:
+        if early is not None:  # nothing built, or the class stopped: its cases are released below
+            early.stop()
         for case in prepared:  # fresh inputs are secrets: never left behind, whatever happened
             release(case.input_path)
         staged_inputs.unstage_all()

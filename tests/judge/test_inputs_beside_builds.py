@@ -1,0 +1,110 @@
+"""attnbench.judge.inputs_beside_builds: a class's first round of inputs made on a thread while it builds, where
+the references are a GPU's. Here (no GPU) the GPU's part is said to be there (`shares_the_gpu`); the inputs are
+made as ever, their references the CPU's."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from attnbench.api import programs as api_programs
+from attnbench.cases.inputs import inputs_for
+from attnbench.judge import class_flow, fresh_inputs
+from attnbench.judge.inputs_beside_builds import InputsBesideBuilds
+from tests.judge.classes import CASES, class_sandbox, verdicts
+
+
+def _fresh_files() -> list[str]:
+    """The fresh inputs left in the judge's private folder (its owner's mark aside)."""
+    return [p.name for p in fresh_inputs.private_folder().iterdir() if p.name != ".owner"]
+
+
+def _labels(n: int) -> list:
+    return inputs_for("odd_17x48,odd_17x1,sq63,sq64")[:n]
+
+
+def test_the_cases_come_in_the_inputs_order_each_heard_and_the_thread_ends():
+    steps = []
+    early = InputsBesideBuilds(inputs_for("odd_17x48,odd_17x1"), lambda bench_input, drawn: bench_input.label)
+    assert early.cases(lambda: steps.append(1)) == ["odd_17x48", "odd_17x1"] and steps == [1, 1]
+    assert not early._thread.is_alive()
+
+
+def test_the_threads_failure_is_raised_to_the_caller_after_the_cases_before_it():
+    made = []
+
+    def ready(bench_input, drawn):
+        if made:
+            raise OSError(28, "No space left on device")
+        made.append(bench_input.label)
+        return bench_input.label
+
+    early = InputsBesideBuilds(_labels(3), ready)
+    with pytest.raises(OSError, match="No space left"):
+        early.cases()
+    assert made == ["odd_17x48"] and not early._thread.is_alive()
+
+
+def test_stopped_it_makes_no_case_after_the_one_it_is_making():
+    going, release = threading.Event(), threading.Event()
+    made = []
+
+    def ready(bench_input, drawn):
+        going.set()
+        release.wait(5)
+        made.append(bench_input.label)
+        return bench_input.label
+
+    early = InputsBesideBuilds(_labels(4), ready)
+    assert going.wait(5)
+    stopping = threading.Thread(target=early.stop)
+    stopping.start()
+    time.sleep(0.05)
+    release.set()
+    stopping.join(5)
+    assert made == ["odd_17x48"] and not early._thread.is_alive()
+
+
+def test_a_class_makes_its_first_inputs_while_it_builds_and_is_judged_as_without(classroom, monkeypatch):
+    """The builds wait (up to 10 s) until the first input is made: made after them, it never would be."""
+    if class_sandbox().mode != "required":
+        pytest.skip("a class's runs need the sandbox here")
+    seeds = iter(range(1, 10**6))
+    monkeypatch.setattr(fresh_inputs, "secrets", type("S", (), {"randbits": staticmethod(lambda bits: next(seeds))}))
+    without = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=0, sandbox=class_sandbox())
+    made, real_ready, real_build_all = threading.Event(), class_flow._ready, class_flow.build_all
+
+    def ready(*args, **kwargs):
+        case = real_ready(*args, **kwargs)
+        made.set()
+        return case
+
+    def build_all(*args, **kwargs):
+        assert made.wait(10), "no input was made while the class built"
+        return real_build_all(*args, **kwargs)
+
+    seeds = iter(range(1, 10**6))
+    monkeypatch.setattr(class_flow, "shares_the_gpu", lambda: True)
+    monkeypatch.setattr(class_flow, "_ready", ready)
+    monkeypatch.setattr(class_flow, "build_all", build_all)
+    beside = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=0, sandbox=class_sandbox())
+    assert verdicts(beside) == verdicts(without) and beside.settings["seeds"] == without.settings["seeds"]
+    assert not beside.interrupted and "stopped_by" not in beside.settings
+    assert _fresh_files() == []  # every fresh input released
+
+
+def test_a_class_whose_every_build_failed_keeps_no_input_made_beside_its_builds(tmp_path, monkeypatch):
+    from tests.judge.classes import can_build
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    (classroom / "ann.c").write_text("this is not C\n")
+    monkeypatch.setattr(class_flow, "shares_the_gpu", lambda: True)
+    board = api_programs.judge_class([classroom], "odd_17x48,odd_17x1", time_limits="none", rerun_top=0,
+                                     sandbox=class_sandbox())
+    assert [row.built for row in board.rows] == [False] and board.settings.get("seeds", {}) == {}
+    assert _fresh_files() == []

@@ -5,6 +5,7 @@ events."""
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import pickle
 import shutil
@@ -197,8 +198,10 @@ def test_a_class_of_cuda_programs_gets_the_same_verdicts_seeds_events_and_gpu_on
     shutil.copy(COURSE_PROGRAM, classroom / "ada.cu")
     (classroom / "carol.c").write_text(wrapping("#define OFF_BY_ONE"))
     (classroom / "dave.c").write_text("#include <stdlib.h>\nint main(void) { abort(); }\n")
+    # a GPU machine without the slurm extra (submitit) still judges the class in process and on the pool
+    executors = EXECUTORS if importlib.util.find_spec("submitit") is not None else EXECUTORS[:2]
     results = {where: judged_on(where, classroom, tmp_path / where, monkeypatch, "t01,t02", stand_ins=False)
-               for where in EXECUTORS}
+               for where in executors}
     here, here_events = results["in-process"]
     assert verdicts(here) == {"ada": {"t01": "PASS", "t02": "PASS"}, "carol": {"t01": "WRONG", "t02": "WRONG"},
                               "dave": {"t01": "CRASH", "t02": "CRASH"}}

@@ -101,8 +101,9 @@ def make_steps(rules: BuildRules) -> tuple[BuildStep, BuildStep]:
 
 
 def _operand(source: str) -> str:
-    """A source file as a compiler operand: a name starting with '-' (`-x.c`) would be read as an option."""
-    return f"./{source}" if source.startswith("-") else source
+    """A source file as a compiler operand: a name starting with '-' (`-x.c`) would be read as an option, one
+    starting with '@' as a file of options where one of that name exists."""
+    return f"./{source}" if source.startswith(("-", "@")) else source
 
 
 def course_example(source: str, rules: BuildRules) -> BuildStep:

@@ -175,6 +175,7 @@ def test_a_missing_cuda_library_header_is_found_in_gcc_and_clang_words_and_no_ot
 def test_a_source_named_with_a_leading_dash_is_a_file_to_the_compiler_not_an_option():
     assert c_program("-x.c").argv == ("cc", "-O2", "-o", "hw4", "./-x.c", "-lm")
     assert course_example("-v.cu", BuildRules("sm_90")).argv[-2] == "./-v.cu"
+    assert c_program("@opts.c").argv[-2] == "./@opts.c"
     assert c_program("alice.c").argv[-2] == "alice.c"
 
 

@@ -100,14 +100,22 @@ def make_steps(rules: BuildRules) -> tuple[BuildStep, BuildStep]:
     return steps
 
 
+def _operand(source: str) -> str:
+    """A source file as a compiler operand: a name starting with '-' (`-x.c`) would be read as an option, one
+    starting with '@' as a file of options where one of that name exists."""
+    return f"./{source}" if source.startswith(("-", "@")) else source
+
+
 def course_example(source: str, rules: BuildRules) -> BuildStep:
     """`source` built as the course's example Makefile builds hw4.cu, for the judging architecture."""
     arch = (f"-arch={rules.arch}",) if rules.arch else ()
+    source = _operand(source)
     argv = ("nvcc", *COURSE_NVFLAGS, *arch, "-o", "hw4", source, *COURSE_LDFLAGS)
     return BuildStep(argv, f"the course's example flags ({' '.join(argv)})")
 
 
 def c_program(source: str) -> BuildStep:
+    source = _operand(source)
     return BuildStep(("cc", "-O2", "-o", "hw4", source, "-lm"), f"cc -O2 -o hw4 {source} -lm")
 
 

@@ -10,6 +10,7 @@ from attnbench.judge.course_build import (
     APPEND_ENV,
     BuildRules,
     build_rules,
+    c_program,
     course_example,
     make_steps,
     no_hw4_target,
@@ -169,3 +170,21 @@ def test_a_missing_cuda_library_header_is_found_in_gcc_and_clang_words_and_no_ot
     assert missing_library_header("hw4.cu:2:10: fatal error: 'curand_kernel.h' file not found") == "curand_kernel.h"
     assert missing_library_header("hw4.cu:8:10: fatal error: helpers.h: No such file or directory") is None
     assert missing_library_header("make: *** [Makefile:2: hw4] Error 1") is None
+
+
+def test_a_source_named_with_a_leading_dash_is_a_file_to_the_compiler_not_an_option():
+    assert c_program("-x.c").argv == ("cc", "-O2", "-o", "hw4", "./-x.c", "-lm")
+    assert course_example("-v.cu", BuildRules("sm_90")).argv[-2] == "./-v.cu"
+    assert c_program("@opts.c").argv[-2] == "./@opts.c"
+    assert c_program("alice.c").argv[-2] == "alice.c"
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="cc builds the C submission")
+def test_a_class_builds_and_judges_a_c_file_whose_name_starts_with_a_dash(tmp_path):
+    from tests.judge.classes import EXAMPLE
+
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "-x.c").write_text(EXAMPLE.read_text())
+    [submission] = find_submissions([tmp_path / "class"])
+    built = build(submission, tmp_path / "built", settings=class_sandbox())
+    assert built.ok, built.message

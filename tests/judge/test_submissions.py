@@ -366,3 +366,12 @@ def test_a_build_that_reads_an_endless_file_is_stopped_by_its_memory_cap_not_the
     failed = build(submission, tmp_path / "builds")
     assert not failed.ok and failed.message.startswith("the build failed: ")
     assert time.monotonic() - started < 120
+
+
+def test_a_dot_entry_of_a_class_folder_is_skipped_but_judged_when_named(tmp_path):
+    for name in ("alice", ".git", ".hidden"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "hw4.cu").write_text("int main() { return 0; }\n")
+    (tmp_path / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
+    assert [s.name for s in find_submissions([tmp_path])] == ["alice"]  # as docs/judging.md says
+    assert [s.name for s in find_submissions([tmp_path / ".hidden"])] == [".hidden"]

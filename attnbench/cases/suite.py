@@ -38,6 +38,7 @@ from attnbench import locations
 from attnbench.cases.testcase import HEADER, Shape, read_testcase, write_output
 from attnbench.errors import OutputError, SuiteManifestDamaged, TestcaseError, UnknownName
 from attnbench.files import atomic_write
+from attnbench.printable import printable
 
 _GEN_CHUNK = 1 << 22  # values generated per step
 _VALUE_BITS = 24
@@ -332,8 +333,13 @@ def _case_lock(case: SuiteCase) -> Iterator[None]:
         folder.mkdir(parents=True, exist_ok=True)
         handle = open(path, "a")
     except OSError as exc:  # named as the user set it (ATTNBENCH_DATA), not the lock file inside it
-        raise OutputError(f"{folder}: the suite's generated files cannot be written there "
-                          f"({exc.strerror or exc}); set {locations.DATA_ENV} to a writable folder") from None
+        why = exc.strerror or str(exc)
+        if folder.is_symlink() and not folder.exists():  # mkdir says "File exists" of a link to nothing
+            why = f"a symbolic link to {os.readlink(folder)!r}, which does not exist"
+        elif folder.exists() and not folder.is_dir():
+            why = "not a folder"
+        raise OutputError(f"{folder}: the suite's generated files cannot be written there ({printable(why)}); "
+                          f"set {locations.DATA_ENV} to a writable folder") from None
     while True:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:

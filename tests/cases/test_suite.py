@@ -429,3 +429,20 @@ def test_a_case_named_without_its_zero_is_offered_first():
     """`--cases t1` suggested "t21 or t19 or t18"; a TA meant t01."""
     with pytest.raises(suite.UnknownName, match=r"did you mean t01\b"):
         suite.get_case("t1")
+
+
+@pytest.mark.parametrize("kind", ["dangling link", "file"])
+def test_a_data_folder_that_is_a_dangling_link_or_a_file_is_named_so_not_file_exists(tmp_path, monkeypatch, kind):
+    """ATTNBENCH_DATA as a symbolic link to a folder removed since: mkdir said "File exists" of a folder that is not."""
+    from attnbench.errors import OutputError
+
+    data = tmp_path / "data"
+    if kind == "file":
+        data.write_text("not a folder")
+    else:
+        data.symlink_to(tmp_path / "gone")
+    monkeypatch.setenv(locations.DATA_ENV, str(data))
+    expected = "not a folder" if kind == "file" else f"a symbolic link to '{tmp_path / 'gone'}', which does not exist"
+    with pytest.raises(OutputError, match=re.escape(f"{data}: the suite's generated files cannot be written there "
+                                                    f"({expected})")):
+        suite.generate_input(suite.SUITE["odd_17x1"])

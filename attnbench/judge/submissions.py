@@ -279,13 +279,42 @@ def find_submissions(named: Sequence[str | Path]) -> list[Submission]:
 
 
 
-def _program_after_build(folder: Path, before: set[str]) -> Path | None:
-    """The course's hw4 if the build made it (or a link or other thing named so: refused when taken),
-    else the one new executable it made."""
-    if _is_link(folder / COURSE_EXECUTABLE) or os.path.lexists(folder / COURSE_EXECUTABLE):
-        return folder / COURSE_EXECUTABLE
-    made = [p for p in folder.iterdir() if p.name not in before and _executable(p)]
-    return made[0] if len(made) == 1 else None
+def _program_after_build(folder: Path, before: set[str]) -> tuple[Path | None, str]:
+    """The course's hw4 if the build made it (or a link or other thing named so: refused when taken), else the
+    one new executable it made; with None, what it made instead, said ("made no hw4 (nor one other executable)"
+    read wrong of a build that made two, and said nothing of a bin/hw4)."""
+    hw4 = folder / COURSE_EXECUTABLE
+    if _plain_file(hw4) and not _is_link(hw4) and not os.access(hw4, os.X_OK):  # ./hw4 would be refused
+        return None, f"its {COURSE_EXECUTABLE} is not executable (the course runs ./{COURSE_EXECUTABLE})"
+    if _is_link(hw4) or os.path.lexists(hw4):
+        return hw4, ""
+    made = sorted(p.name for p in folder.iterdir() if p.name not in before and _executable(p))
+    if len(made) == 1:
+        return folder / made[0], ""
+    if made:
+        return None, (f"it made {len(made)} new executables ({first_few([shown(n) for n in made], 3)}) and none "
+                      f"named {COURSE_EXECUTABLE}, so which one the course would run is not known")
+    deeper = sorted(str(p.relative_to(folder)) for p in _found_below(folder, COURSE_EXECUTABLE))
+    if deeper:
+        return None, (f"its {COURSE_EXECUTABLE} is at {first_few([shown(n) for n in deeper], 3)}, not in its own "
+                      f"folder, where the course runs ./{COURSE_EXECUTABLE}")
+    return None, f"it made no {COURSE_EXECUTABLE} and no other executable"
+
+
+def _found_below(folder: Path, name: str, depth: int = 3) -> list[Path]:
+    """Files called `name` in folder's subfolders, down to `depth` levels, links not followed."""
+    found: list[Path] = []
+    if depth == 0:
+        return found
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return found
+    for entry in entries[:1000]:  # a build's folder of a million files is no reason to wait
+        if entry.is_dir(follow_symlinks=False):
+            found += [Path(entry.path) / name] if _plain_file(Path(entry.path) / name) else []
+            found += _found_below(Path(entry.path), name, depth - 1)
+    return found
 
 
 def _staged(submission: Submission, build_root: Path) -> Path:
@@ -364,7 +393,7 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         earlier = "; ".join(attempts.said)  # the steps that failed before the one that built
         if not built:
             attempts.failed(step)
-        made = _program_after_build(paths.folder, before) if built else None
+        made, not_made = _program_after_build(paths.folder, before) if built else (None, "")
         program = take_program(made, program_folder, COURSE_EXECUTABLE, settings.program_bytes) if made else None
         sandbox.finish(paths)
     finally:
@@ -378,7 +407,7 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
                 "files and judge it again before blaming the submission" if attempts.missing_header else "")
         return Built(submission, None, "the build failed: " + "; then ".join(attempts.said) + host)
     if made is None:
-        return Built(submission, None, f"{step.says} made no {COURSE_EXECUTABLE} (nor one other executable)")
+        return Built(submission, None, f"{step.says} ran, but {not_made}")
     took = time.monotonic() - started
     if made.name != COURSE_EXECUTABLE:  # the course runs ./hw4, which this build did not make: said, not hidden
         said = (f"built with {step.says} ({took:.1f} s); it made no {COURSE_EXECUTABLE}, so its one new executable "

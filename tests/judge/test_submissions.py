@@ -215,6 +215,25 @@ def test_a_build_that_makes_another_executable_says_which_is_judged(tmp_path):
     assert made.ok and "it made no hw4, so its one new executable main is judged" in made.message
 
 
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None, reason="no make or cc")
+@pytest.mark.parametrize("recipe, said", [
+    ("cc -o one a.c && cc -o two a.c", "it made 2 new executables (one, two) and none named hw4, so which one the "
+                                       "course would run is not known"),
+    ("mkdir -p bin && cc -o bin/hw4 a.c", "its hw4 is at bin/hw4, not in its own folder, where the course runs ./hw4"),
+    ("cc -c a.c", "it made no hw4 and no other executable"),
+    ("cc -o hw4 a.c && chmod -x hw4", "its hw4 is not executable (the course runs ./hw4)"),
+])
+def test_a_build_that_makes_no_hw4_says_what_it_made_instead(tmp_path, recipe, said):
+    """A build that made two executables was said to have made "no hw4 (nor one other executable)"; one that made
+    bin/hw4 was not told where its hw4 went (newcomer pass 15)."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "a.c").write_text("int main(void) { return 0; }\n")
+    (tmp_path / "s" / "Makefile").write_text(f"hw4: a.c\n\t{recipe}\n")
+    (sub,) = find_submissions([tmp_path / "s"])
+    made = build(sub, tmp_path / "builds")
+    assert not made.ok and made.message.endswith(said), made.message
+
+
 def test_a_submission_named_as_dot_is_called_by_its_folders_name(tmp_path, monkeypatch):
     """`attnbench judge .` from inside a student's folder made a row with an empty name."""
     (tmp_path / "alice").mkdir()

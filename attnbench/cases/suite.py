@@ -135,6 +135,9 @@ def _damaged(why: str) -> SuiteManifestDamaged:
 def _read_manifest() -> dict:
     try:
         raw = json.loads(locations.suite_manifest().read_text(encoding="utf-8"))
+    except PermissionError as exc:  # not damaged: this user may not read it ("damaged: restore it" misled)
+        raise SuiteManifestDamaged(f"{locations.suite_manifest()}: cannot be read ({exc.strerror}); the suite's "
+                                   "manifest must be readable by the user running attnbench") from None
     except OSError as exc:
         raise _damaged(exc.strerror or str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:

@@ -446,3 +446,25 @@ def test_a_data_folder_that_is_a_dangling_link_or_a_file_is_named_so_not_file_ex
     with pytest.raises(OutputError, match=re.escape(f"{data}: the suite's generated files cannot be written there "
                                                     f"({expected})")):
         suite.generate_input(suite.SUITE["odd_17x1"])
+
+
+def test_a_manifest_this_user_may_not_read_is_said_so_not_called_damaged(tmp_path, monkeypatch):
+    """Root reads any file, so the refusal is the test's: "damaged: restore it" sent a user to restore a file that
+    only needed read permission."""
+    from attnbench.errors import SuiteManifestDamaged
+
+    manifest = tmp_path / "suite.json"
+    manifest.write_text("{}")
+    real_read = Path.read_text
+
+    def refused(self, *args, **kwargs):
+        if self == manifest:
+            raise PermissionError(13, "Permission denied")
+        return real_read(self, *args, **kwargs)
+
+    monkeypatch.setattr(locations, "suite_manifest", lambda: manifest)
+    monkeypatch.setattr(Path, "read_text", refused)
+    with pytest.raises(SuiteManifestDamaged) as raised:
+        suite._read_manifest()
+    assert str(raised.value) == (f"{manifest}: cannot be read (Permission denied); the suite's manifest must be "
+                                 "readable by the user running attnbench")

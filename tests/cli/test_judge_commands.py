@@ -382,3 +382,19 @@ def test_one_submissions_folder_that_fails_exits_1_as_one_program_does_and_a_cla
     assert judged(right) == 0
     assert judged(wrong) == 1
     assert judged(tmp_path / "class") == 0  # a class: its scoreboard is the result
+
+
+@pytest.mark.parametrize("option, words", [("--memory-limit", ("memory.max", "RLIMIT_AS")),
+                                            ("--max-processes", ("pids.max", "RLIMIT_NPROC"))])
+def test_the_help_and_the_docs_name_the_same_mechanisms_of_a_limit(cli, option, words):
+    """`judge --help` called --memory-limit an address-space limit while docs/judging.md said a cgroup: both now
+    name each mechanism, and this holds them together."""
+    import re
+    from pathlib import Path
+
+    helped = " ".join(cli("judge", "--help").output.split())
+    said = helped[helped.index(option):][:400]
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "judging.md").read_text(encoding="utf-8")
+    (row,) = [line for line in docs.splitlines() if re.match(rf"\| `{option} ", line)]
+    for word in words:
+        assert word in said and word in row, (word, said, row)

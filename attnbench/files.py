@@ -121,8 +121,11 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> 
     target = _target(Path(path))
     try:
         if is_special(target):
-            with open(target, "wb") as f:
-                write(f)
+            try:
+                with open(target, "wb") as f:
+                    write(f)
+            except BrokenPipeError:  # its reader stopped early (`| head -c 300`): no failure, as on stdout
+                pass
             return
         # a name of this write's own: the file an earlier write replaced may still be under that write's
         # temporary name, waiting for its release thread to unlink it

@@ -100,6 +100,21 @@ def test_an_unwritable_folder_is_one_line_naming_the_path(tmp_path):
         atomic_write(tmp_path / "nowhere" / "o.bin", lambda f: f.write(b"x"))
 
 
+def test_an_output_pipe_whose_reader_stops_early_is_no_failure():
+    """`run t02 /dev/stdout | head -c 300` ended in "error: /dev/stdout: Broken pipe", exit 2, where the docs say a
+    reader that stops early is no failure (as on stdout)."""
+    import os
+
+    from attnbench.files import atomic_write
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has stopped
+    try:
+        atomic_write(f"/proc/self/fd/{write_end}", lambda f: f.write(b"x" * (1 << 20)))
+    finally:
+        os.close(write_end)
+
+
 def test_an_output_that_is_a_pipe_through_a_proc_link_is_written_through_it():
     """OUT /dev/stdout in a pipe was "No such file or directory": its link names "pipe:[N]", which realpath
     cannot follow, and the temporary file went beside that name."""

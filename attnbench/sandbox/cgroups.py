@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import select
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +114,45 @@ def limits_hit(group: Path) -> LimitsHit:
     """What the run's group says was exceeded, read after the run and before `end` removes the group."""
     return LimitsHit(memory=_events(group / "memory.events").get("oom_kill", 0) > 0,
                      processes=_events(group / "pids.events").get("max", 0) > 0)
+
+
+def kill_and_wait(group: Path, timeout_s: float) -> list[int] | None:
+    """Kill every process in the group at once and wait until none is left; the pids still there after timeout_s
+    (an empty list: every one has exited, its files closed and its memory gone, as `populated 0` says). None where
+    the kernel has no cgroup.kill (before Linux 5.14): the caller kills another way.
+
+    cgroup.kill kills the forks that race it too, and none of the group's processes can leave it (moving a process
+    needs write access to the group it goes to, which only root has), so one write ends the whole run, without the
+    fork and the /proc scan that killing by uid takes (13 ms a run in a judge on an H200's host). The wait wakes on
+    the change of cgroup.events (the kernel notifies its pollers), not on a timer."""
+    if not (group / "cgroup.kill").exists():
+        return None
+    events = os.open(group / "cgroup.events", os.O_RDONLY)
+    try:
+        watch = select.poll()
+        watch.register(events, select.POLLPRI | select.POLLERR)
+        _write(group / "cgroup.kill", "1")
+        deadline = time.monotonic() + timeout_s
+        while _populated(events):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return _procs(group)
+            watch.poll(min(left, 0.05) * 1000)  # woken by the change; the 50 ms bound keeps a missed wake short
+        return []
+    finally:
+        os.close(events)
+
+
+def _populated(events: int) -> bool:
+    """Whether cgroup.events (open as `events`) says a live process is in the group (read again from its start)."""
+    return b"populated 1" in os.pread(events, 4096, 0)
+
+
+def _procs(group: Path) -> list[int]:
+    try:
+        return [int(p) for p in (group / "cgroup.procs").read_text().split()]
+    except OSError:
+        return []
 
 
 def end(group: Path, timeout_s: float = 3.0) -> None:

@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 
 from attnbench.errors import AttnbenchError
 from attnbench.printable import printable
-from attnbench.sandbox.reaper import (Leftover, become_subreaper, descendants, kill_user, last_exit_of_the_rest,
+from attnbench.sandbox.reaper import (Leftover, become_subreaper, descendants, kill_run, kill_user, last_exit_of_the_rest,
                                       processes_of, sweep)
 
 _TAIL_BYTES = 2000
@@ -171,14 +171,15 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
                 user: int | None = None, env: dict[str, str] | None = None, sole_user: bool = False,
                 before_exec: Callable[[], None] | None = None,
                 after_limits: Callable[[], None] | None = None,
-                stream_bytes: int | None = None) -> ProcessOutcome:
+                stream_bytes: int | None = None, group: Path | None = None) -> ProcessOutcome:
     """Run argv in its own process group (as uid `user` if given, under `limits`); wall-clock it from its exec
     to its exit, or to the exit of what it left running, killed then (`LaunchClock`, `last_exit_of_the_rest`); kill the group at the timeout; then kill every descendant left and report any still alive.
     Its stdout and stderr are pipes this process drains, keeping the last _TAIL_BYTES of each: nothing it
     prints lands on a disk, and past `stream_bytes` (by default `limits.file_bytes`) on either it is stopped
     (`stream_overflow`): a sandbox that sets the file-size limit inside its box still caps the pipes here. With
     `sole_user` (uid `user` belongs to this run alone), every process of that uid is killed too, whatever
-    tree it is in. `before_exec` runs in the child as the judge's user, before the limits and the switch to
+    tree it is in; with `group` (the run's cgroup, which `before_exec` joins), every process in it, at once
+    (`kill_run`). `before_exec` runs in the child as the judge's user, before the limits and the switch to
     `user` (to join a cgroup); `after_limits` runs last, as `user`, just before exec (the judge's system-call
     filter).
 
@@ -230,7 +231,7 @@ def run_process(argv: Sequence[str], cwd: Path, timeout_s: float, *, limits: Pro
         # A program that exits while children it started keep running: those are not its output. Its uid
         # first, when the run has one of its own: one pass kills every process of it at once, where a sweep that
         # lists /proc and kills what it listed can be outrun for a while by a process that keeps changing its PID.
-        left = kill_user(user) if sole_user and user is not None else []
+        left = kill_run(group, user if sole_user else None)
         try:
             os.killpg(process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from attnbench.sandbox import cgroups
+
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 _SWEEP_S = 3.0  # how long the sweep keeps killing before it reports what is left
@@ -349,6 +351,17 @@ def kill_user(uid: int, timeout_s: float = _SWEEP_S) -> list[Leftover]:
     for pid in found:
         _reap(pid)  # an orphan handed to this process (its subreaper), now a zombie
     return [Leftover(p, _command(p)) for p in running if _running(p)]
+
+
+def kill_run(group: Path | None, uid: int | None, timeout_s: float = _SWEEP_S) -> list[Leftover]:
+    """Every process of a run killed and gone: its cgroup's at once where it has one with cgroup.kill
+    (`cgroups.kill_and_wait`: every process of the run is in it, whatever its uid), else its uid's (`kill_user`;
+    uid None: none of its own, nothing killed here); what is still alive after timeout_s."""
+    if group is not None:
+        left = cgroups.kill_and_wait(group, timeout_s)
+        if left is not None:
+            return [Leftover(p, _command(p)) for p in left]
+    return kill_user(uid, timeout_s) if uid is not None else []
 
 
 def reap_orphans(before: set[int]) -> None:

@@ -555,7 +555,7 @@ class Sandbox:
         outcome = run_process(self.wrapped(argv, case, launcher), case.folder, timeout_s, limits=limits,
                               user=self.user, env=self.case_env(case), sole_user=self.sole_user,
                               before_exec=self.before_exec(case), after_limits=self.after_limits(),
-                              stream_bytes=stream_bytes)
+                              stream_bytes=stream_bytes, group=case.cgroup)
         if self.sole_user and outcome.all_ended:  # run_process killed every process of the uid: none can be born
             self.emptied_uid = self.user
         return outcome

@@ -52,3 +52,23 @@ def test_the_kernels_refusals_are_read_from_the_groups_events(tmp_path):
     (tmp_path / "memory.events").write_text("oom_kill 2\n")
     assert cgroups.limits_hit(tmp_path) == cgroups.LimitsHit(memory=True, processes=False)
     assert cgroups.limits_hit(tmp_path / "gone") == cgroups.LimitsHit()
+
+
+def test_a_run_is_killed_by_one_write_to_cgroup_kill_and_waited_for_by_its_events(tmp_path):
+    """A folder stands in for the group: the kill is the write of "1", the wait ends when `populated 0` is read."""
+    (tmp_path / "cgroup.kill").write_text("")
+    (tmp_path / "cgroup.events").write_text("populated 0\nfrozen 0\n")
+    assert cgroups.kill_and_wait(tmp_path, 1.0) == []
+    assert (tmp_path / "cgroup.kill").read_text() == "1"
+
+
+def test_what_a_kill_could_not_end_in_time_is_named_by_pid(tmp_path):
+    (tmp_path / "cgroup.kill").write_text("")
+    (tmp_path / "cgroup.events").write_text("populated 1\nfrozen 0\n")
+    (tmp_path / "cgroup.procs").write_text("4242\n4243\n")
+    assert cgroups.kill_and_wait(tmp_path, 0.1) == [4242, 4243]
+
+
+def test_without_cgroup_kill_the_caller_is_told_to_kill_another_way(tmp_path):
+    (tmp_path / "cgroup.events").write_text("populated 1\n")
+    assert cgroups.kill_and_wait(tmp_path, 0.1) is None

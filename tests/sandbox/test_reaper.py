@@ -209,3 +209,19 @@ def test_the_last_exit_of_the_rest_kills_what_is_left_whatever_its_pidfds_number
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         left.kill()
         left.wait()
+
+
+def test_a_run_with_a_cgroup_is_killed_by_its_group_and_without_one_by_its_uid(tmp_path, monkeypatch):
+    from attnbench.sandbox import cgroups
+
+    killed: list = []
+    monkeypatch.setattr(reaper, "kill_user", lambda uid, timeout_s=3.0: killed.append(("uid", uid)) or [])
+    monkeypatch.setattr(cgroups, "kill_and_wait", lambda group, timeout_s: killed.append(("group", group)) or [])
+    assert reaper.kill_run(tmp_path, 2_100_000_001) == [] and killed == [("group", tmp_path)]
+    killed.clear()
+    assert reaper.kill_run(None, 2_100_000_001) == [] and killed == [("uid", 2_100_000_001)]
+    killed.clear()
+    monkeypatch.setattr(cgroups, "kill_and_wait", lambda group, timeout_s: None)  # a kernel without cgroup.kill
+    assert reaper.kill_run(tmp_path, 2_100_000_001) == [] and killed == [("uid", 2_100_000_001)]
+    killed.clear()
+    assert reaper.kill_run(None, None) == [] and killed == []

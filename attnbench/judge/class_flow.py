@@ -231,7 +231,11 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
         stopped(board, exc)
     finally:
         if early is not None:  # nothing built, or the class stopped: its cases are released below
-            early.stop()
+            try:
+                early.stop()
+            except KeyboardInterrupt:  # a second Ctrl-C in the wait for the case being made: clean up all the same
+                board.interrupted = True
+                early.stop()
         for case in prepared:  # fresh inputs are secrets: never left behind, whatever happened
             release(case.input_path)
         staged_inputs.unstage_all()

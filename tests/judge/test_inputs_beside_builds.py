@@ -111,3 +111,33 @@ def test_a_class_whose_every_build_failed_keeps_no_input_made_beside_its_builds(
                                      sandbox=class_sandbox())
     assert [row.built for row in board.rows] == [False] and board.settings.get("seeds", {}) == {}
     assert set(_fresh_files()) <= set(left_before)
+
+
+def test_a_second_ctrl_c_while_the_case_being_made_ends_keeps_no_input_and_the_board(tmp_path, monkeypatch):
+    """Ctrl-C waits for the case the thread is making (up to one reference: t29's 26 s on the CPU), and a second
+    Ctrl-C meanwhile escaped the class's clean-up: its inputs were left behind and its board lost (red team)."""
+    from attnbench.judge import inputs_beside_builds
+    from tests.judge.classes import can_build
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    (classroom / "ann.c").write_text("this is not C\n")
+    left_before = _fresh_files()
+    stop = inputs_beside_builds.InputsBesideBuilds.stop
+    calls = []
+
+    def impatient_stop(self):  # the second Ctrl-C, raised in the wait for the case being made
+        calls.append(1)
+        if len(calls) == 1:
+            stop(self)  # the case being made ends, as it would have
+            raise KeyboardInterrupt
+        stop(self)
+
+    monkeypatch.setattr(inputs_beside_builds.InputsBesideBuilds, "stop", impatient_stop)
+    monkeypatch.setattr(class_flow, "shares_the_gpu", lambda: True)
+    board = api_programs.judge_class([classroom], "odd_17x48,odd_17x1", time_limits="none", rerun_top=0,
+                                     sandbox=class_sandbox())
+    assert board.interrupted and [row.name for row in board.rows] == ["ann"]
+    assert set(_fresh_files()) <= set(left_before)

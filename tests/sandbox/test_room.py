@@ -687,7 +687,8 @@ def test_each_run_has_a_uid_of_its_own_drawn_once_and_killed_once(program, tmp_p
     real_draw, real_kill = sandboxing.draw_uid, sandboxing.kill_user
     monkeypatch.setattr(sandboxing, "draw_uid", lambda: draws.append(1) or real_draw())
     monkeypatch.setattr(sandboxing, "kill_user", lambda uid: kills.append(uid) or real_kill(uid))
-    monkeypatch.setattr(processing, "kill_user", lambda uid: kills.append(uid) or real_kill(uid))
+    real_kill_run = processing.kill_run  # the run's end: by its cgroup where it has one, else by its uid
+    monkeypatch.setattr(processing, "kill_run", lambda group, uid: kills.append(uid) or real_kill_run(group, uid))
     source = tmp_path / "case.in"
     source.write_bytes(b"\x00" * 12)
     room = Sandbox.open(program, SandboxSettings(mode))

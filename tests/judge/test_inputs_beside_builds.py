@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -97,7 +98,8 @@ def test_a_class_makes_its_first_inputs_while_it_builds_and_is_judged_as_without
     assert set(_fresh_files()) <= set(left_before)  # every fresh input of this class released
 
 
-def test_a_class_whose_every_build_failed_keeps_no_input_made_beside_its_builds(tmp_path, monkeypatch):
+def _unbuildable_class(tmp_path) -> Path:
+    """A class of one submission that does not build (ann.c is not C)."""
     from tests.judge.classes import can_build
 
     if not can_build():
@@ -105,10 +107,19 @@ def test_a_class_whose_every_build_failed_keeps_no_input_made_beside_its_builds(
     classroom = tmp_path / "class"
     classroom.mkdir()
     (classroom / "ann.c").write_text("this is not C\n")
-    left_before = _fresh_files()
+    return classroom
+
+
+def _judged_beside_builds(classroom: Path, monkeypatch):
     monkeypatch.setattr(class_flow, "shares_the_gpu", lambda: True)
-    board = api_programs.judge_class([classroom], "odd_17x48,odd_17x1", time_limits="none", rerun_top=0,
-                                     sandbox=class_sandbox())
+    return api_programs.judge_class([classroom], "odd_17x48,odd_17x1", time_limits="none", rerun_top=0,
+                                    sandbox=class_sandbox())
+
+
+def test_a_class_whose_every_build_failed_keeps_no_input_made_beside_its_builds(tmp_path, monkeypatch):
+    classroom = _unbuildable_class(tmp_path)
+    left_before = _fresh_files()
+    board = _judged_beside_builds(classroom, monkeypatch)
     assert [row.built for row in board.rows] == [False] and board.settings.get("seeds", {}) == {}
     assert set(_fresh_files()) <= set(left_before)
 
@@ -117,13 +128,8 @@ def test_a_second_ctrl_c_while_the_case_being_made_ends_keeps_no_input_and_the_b
     """Ctrl-C waits for the case the thread is making (up to one reference: t29's 26 s on the CPU), and a second
     Ctrl-C meanwhile escaped the class's clean-up: its inputs were left behind and its board lost (red team)."""
     from attnbench.judge import inputs_beside_builds
-    from tests.judge.classes import can_build
 
-    if not can_build():
-        pytest.skip("no C compiler or make")
-    classroom = tmp_path / "class"
-    classroom.mkdir()
-    (classroom / "ann.c").write_text("this is not C\n")
+    classroom = _unbuildable_class(tmp_path)
     left_before = _fresh_files()
     stop = inputs_beside_builds.InputsBesideBuilds.stop
     calls = []
@@ -136,8 +142,6 @@ def test_a_second_ctrl_c_while_the_case_being_made_ends_keeps_no_input_and_the_b
         stop(self)
 
     monkeypatch.setattr(inputs_beside_builds.InputsBesideBuilds, "stop", impatient_stop)
-    monkeypatch.setattr(class_flow, "shares_the_gpu", lambda: True)
-    board = api_programs.judge_class([classroom], "odd_17x48,odd_17x1", time_limits="none", rerun_top=0,
-                                     sandbox=class_sandbox())
+    board = _judged_beside_builds(classroom, monkeypatch)
     assert board.interrupted and [row.name for row in board.rows] == ["ann"]
     assert set(_fresh_files()) <= set(left_before)

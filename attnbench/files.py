@@ -121,11 +121,16 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> 
     target = _target(Path(path))
     try:
         if is_special(target):
+            special = open(target, "wb")  # noqa: SIM115  # closed below, where a stopped reader's pipe may refuse it
+            sink = _UntilReaderStops(special)
             try:
-                with open(target, "wb") as f:
-                    write(f)
-            except BrokenPipeError:  # its reader stopped early (`| head -c 300`): no failure, as on stdout
-                pass
+                write(sink)  # type: ignore[arg-type]  # a BinaryIO's every attribute but write and flush is f's
+                sink.flush()
+            finally:
+                try:
+                    special.close()
+                except BrokenPipeError:  # the bytes still buffered when the reader stopped: dropped with the rest
+                    pass
             return
         # a name of this write's own: the file an earlier write replaced may still be under that write's
         # temporary name, waiting for its release thread to unlink it
@@ -145,6 +150,34 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> 
             _release_later(old)
     except OSError as exc:
         raise (DiskFull if no_space(exc) else OutputError)(f"{given}: {exc.strerror or exc}") from None
+
+
+class _UntilReaderStops:
+    """A special file written through until its reader stops early (`| head -c 300`): no failure, as on stdout;
+    the rest of the output is dropped and the caller's work still runs to its end. Swallowing the BrokenPipeError
+    around the whole write instead cut that work short (a streamed `run` then failed with a traceback, its
+    pipeline half run) and hid a broken pipe of the caller's own as success."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self._file, self.stopped = file, False
+
+    def write(self, data: Any) -> int:
+        if not self.stopped:
+            try:
+                return self._file.write(data)
+            except BrokenPipeError:
+                self.stopped = True
+        return memoryview(data).nbytes
+
+    def flush(self) -> None:
+        if not self.stopped:
+            try:
+                self._file.flush()
+            except BrokenPipeError:
+                self.stopped = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._file, name)
 
 
 _PARTIAL_NAMES = itertools.count()

@@ -194,3 +194,43 @@ def test_root_follows_no_symbolic_link_another_user_made_for_a_write(tmp_path):
     mine.symlink_to(victim)
     write_text(mine, "# attnbench report\n")
     assert victim.read_text() == "# attnbench report\n" and mine.is_symlink()
+
+
+def test_work_writing_to_a_pipe_whose_reader_stopped_still_runs_to_its_end():
+    """The broken pipe was swallowed around the whole write, so the caller's work stopped at its first write
+    after the reader went: a streamed `run t02 /dev/stdout | head -c 300` then failed on its missing clock with a
+    traceback, its pipeline half run (red team 18)."""
+    import os
+
+    from attnbench.files import atomic_write
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has stopped
+    done = []
+    try:
+        atomic_write(f"/proc/self/fd/{write_end}",
+                     lambda f: (f.write(b"x" * (1 << 20)), f.write(b"y" * 10), f.flush(), done.append("all")))
+    finally:
+        os.close(write_end)
+    assert done == ["all"]
+
+
+def test_a_broken_pipe_of_the_writers_own_is_not_taken_for_a_stopped_reader(tmp_path):
+    """A BrokenPipeError that is not the output's (a pipe the work itself uses) was swallowed as success, the
+    output left unwritten (red team 18)."""
+    import os
+
+    from attnbench.errors import OutputError
+    from attnbench.files import atomic_write
+
+    read_end, write_end = os.pipe()  # the output: its reader is still there
+
+    def work(f):
+        raise BrokenPipeError(32, "Broken pipe")  # another pipe's
+
+    try:
+        with pytest.raises(OutputError, match="Broken pipe"):
+            atomic_write(f"/proc/self/fd/{write_end}", work)
+    finally:
+        os.close(read_end)
+        os.close(write_end)

@@ -136,7 +136,7 @@ def kill_and_wait(group: Path, timeout_s: float) -> list[int] | None:
         while _populated(events):
             left = deadline - time.monotonic()
             if left <= 0:
-                return _procs(group)
+                return _still_there(group, events)
             watch.poll(min(left, 0.05) * 1000)  # woken by the change; the 50 ms bound keeps a missed wake short
         return []
     finally:
@@ -148,9 +148,18 @@ def _populated(events: int) -> bool:
     return b"populated 1" in os.pread(events, 4096, 0)
 
 
-def _procs(group: Path) -> list[int]:
+def _still_there(group: Path, events: int) -> list[int]:
+    """What keeps the group populated past the wait: its processes, else its threads. cgroup.procs leaves out a
+    process whose leader has exited and whose every thread is dying: a thread still on its way out (freeing a large
+    memory in exit_mm, before its files are closed) is named by cgroup.threads only, and an empty cgroup.procs read
+    as "every one has exited" (red team 18). Pid 0 where the group is still populated yet names no task at all."""
+    left = _pids(group / "cgroup.procs") or _pids(group / "cgroup.threads")
+    return left if left or not _populated(events) else [0]
+
+
+def _pids(listing: Path) -> list[int]:
     try:
-        return [int(p) for p in (group / "cgroup.procs").read_text().split()]
+        return [int(p) for p in listing.read_text().split()]
     except OSError:
         return []
 

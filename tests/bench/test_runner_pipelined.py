@@ -256,3 +256,20 @@ def test_compare_calls_a_lazy_kernel_wrong_and_exits_1(monkeypatch, tmp_path):
 def test_a_pipelined_run_into_dev_null_is_timed_and_checked(fake_gpu):
     m = api.run("odd_100x32", "naive", "/dev/null", timing=api.TimingOptions(reps=2)).measurement
     assert m.clock is not None and m.timed_check.passed
+
+
+def test_a_streamed_run_to_a_pipe_whose_reader_stopped_runs_and_checks_its_whole_pass(fake_gpu):
+    """`run t02 /dev/stdout | head -c 300` on a GPU variant (streamed): the broken pipe, swallowed around the whole
+    write, stopped the pipeline at the reader's end and the run failed with a traceback on its missing clock
+    (red team 18). The pass runs to its end, its output checked in full."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has stopped before the first byte
+    try:
+        m = api.run("odd_100x32", "naive", f"/proc/self/fd/{write_end}", check=True,
+                    timing=api.TimingOptions(reps=2, warmup=0)).measurement
+    finally:
+        os.close(write_end)
+    assert m.clock is not None and m.clock.chunks >= 2
+    assert m.verification is not None and m.verification.passed

@@ -69,6 +69,19 @@ def test_what_a_kill_could_not_end_in_time_is_named_by_pid(tmp_path):
     assert cgroups.kill_and_wait(tmp_path, 0.1) == [4242, 4243]
 
 
+def test_a_thread_still_exiting_past_the_wait_is_not_taken_for_an_ended_run(tmp_path):
+    """A process whose leader has exited and whose last thread is still on its way out (a large memory freed in
+    exit_mm, its files not yet closed) keeps the group populated, but cgroup.procs leaves it out (a dying leader
+    without live threads is not listed): the empty list was read as "every one has exited" (red team 18)."""
+    (tmp_path / "cgroup.kill").write_text("")
+    (tmp_path / "cgroup.events").write_text("populated 1\nfrozen 0\n")
+    (tmp_path / "cgroup.procs").write_text("")
+    (tmp_path / "cgroup.threads").write_text("4244\n")
+    assert cgroups.kill_and_wait(tmp_path, 0.1) == [4244]
+    (tmp_path / "cgroup.threads").write_text("")  # populated, yet naming no task: still not ended
+    assert cgroups.kill_and_wait(tmp_path, 0.1) == [0]
+
+
 def test_without_cgroup_kill_the_caller_is_told_to_kill_another_way(tmp_path):
     (tmp_path / "cgroup.events").write_text("populated 1\n")
     assert cgroups.kill_and_wait(tmp_path, 0.1) is None

@@ -31,9 +31,11 @@ from attnbench.spread.pool import GpuPool
 from attnbench.spread.slurm import (
     SlurmOptions,
     SlurmWorkers,
+    cancel,
     folders_to_make,
     load_record,
     remove_unsubmitted,
+    result_file,
     save_record,
 )
 
@@ -56,6 +58,11 @@ class Carrier(Protocol):
         """The executor the cases run on, once every build is done."""
         ...
 
+    def stop_jobs(self) -> None:
+        """The class is ending: end its jobs still out, before the builds they run are removed (a resume runs them
+        again). Nothing where no job outlives the flow."""
+        ...
+
     def close(self, board: Scoreboard) -> None:
         """The class has ended (judged, interrupted or stopped): give back what was held."""
         ...
@@ -75,6 +82,9 @@ class HereCarrier:
 
     def executor(self) -> ContextManager[Executor]:
         return contextlib.nullcontext(InProcess(ClassCaseWork(self.request.settings)))
+
+    def stop_jobs(self) -> None:
+        pass  # its jobs ran in this process, and are over
 
     def close(self, board: Scoreboard) -> None:
         pass
@@ -109,6 +119,9 @@ class PoolCarrier:
                 yield pool
         finally:  # what the workers left unreaped came to this process (a subreaper): no later sweep collects it
             clear_after_workers(before)
+
+    def stop_jobs(self) -> None:
+        pass  # its workers stopped with the executor
 
     def close(self, board: Scoreboard) -> None:
         pin(self.original)
@@ -168,6 +181,15 @@ class SlurmCarrier:
         work = ClassCaseWork(self.run.request.settings)
         return contextlib.nullcontext(SlurmWorkers(self.run.folder, self.run.options, "attnbench-class", work,
                                                    operator.attrgetter("submission"), self.run.ids, self.run.save))
+
+    def stop_jobs(self) -> None:
+        """Cancel the jobs with no result yet (the class was interrupted or stopped): they run the builds in the jobs
+        folder, which the class removes as it ends, and those still queued or running came back as JUDGE ERRORs that
+        a resume took for their results; cancelled, a resume submits them again."""
+        waiting = [job for job in self.run.ids.values()
+                   if job is not None and not result_file(self.run.folder, job).exists()]
+        if waiting:
+            cancel(waiting)
 
     def close(self, board: Scoreboard) -> None:
         if board.interrupted and any(self.run.ids.values()):  # jobs went out: a resume can finish it

@@ -230,6 +230,7 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
     except Exception as exc:  # noqa: BLE001 - the judge's own failure (its disk, say): the board, seeds and all, is kept
         stopped(board, exc)
     finally:
+        carrier.stop_jobs()  # before its builds go (a job still out would find them gone)
         if early is not None:  # nothing built, or the class stopped: its cases are released below
             try:
                 early.stop()

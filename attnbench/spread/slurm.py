@@ -174,6 +174,17 @@ def squeue_states() -> dict[str, str] | None:
     return dict(line.split()[:2] for line in done.stdout.splitlines() if len(line.split()) >= 2)
 
 
+def cancel(job_ids: Sequence[str]) -> None:
+    """End these jobs at once: those running killed outright (submitit ignores scancel's SIGTERM, and a job that ran
+    on for its grace time found its class's builds removed and sent back JUDGE ERRORs a resume took as results),
+    those pending taken from the queue. Quiet where scancel fails: a resume asks squeue, as ever."""
+    for words in (["scancel", "--full", "--signal=KILL"], ["scancel"]):
+        try:
+            subprocess.run([*words, *job_ids], capture_output=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return
+
+
 def result_file(folder: Path, job_id: str | None) -> Path:
     """Where submitit leaves a job's pickled result."""
     return Path(folder) / f"{job_id}_0_result.pkl"

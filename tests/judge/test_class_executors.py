@@ -34,6 +34,27 @@ def test_a_slurm_class_none_of_whose_jobs_went_out_stops_and_leaves_no_jobs_fold
     assert not (tmp_path / "results").exists()  # the folder and the parent made for it
 
 
+def test_a_slurm_class_interrupted_cancels_its_jobs_still_out_before_their_builds_go(classroom, tmp_path, monkeypatch):
+    """Ctrl-C while the jobs were queued or running: the class removed their builds and kept the jobs, which then
+    sent back JUDGE ERRORs (the builds gone) that a resume took for their results (newcomer pass 16)."""
+    jobs = tmp_path / "jobs"
+    monkeypatch.setattr(api_programs, "refuse_without_slurm", lambda: None)
+    monkeypatch.setattr(slurm, "submit_array", lambda folder, options, name, calls: [f"31_{i}" for i, _ in enumerate(calls)])
+
+    def interrupted_while_out(self, work, listener):
+        self.submit(work, list(work))  # the jobs go out (never to run here), then Ctrl-C in the wait
+        raise KeyboardInterrupt
+
+    cancelled: list = []
+    monkeypatch.setattr(slurm.SlurmExecutor, "run", interrupted_while_out)
+    monkeypatch.setattr(class_executors, "cancel", lambda ids: cancelled.append(
+        (sorted(ids), any(p.name.startswith("attnbench-class-") for p in jobs.iterdir()))))
+    board = api_programs.judge_class([classroom / "alice", classroom / "carol.c"], CASES, time_limits="none",
+                                     rerun_top=0, executor="slurm", slurm=SlurmOptions(folder=jobs),
+                                     sandbox=class_sandbox())
+    assert board.interrupted and cancelled == [(["31_0", "31_1"], True)]  # both jobs, their builds still there
+
+
 @pytest.mark.slurm
 def test_a_class_through_slurm_gets_the_same_verdicts_and_order(cluster, classroom, tmp_path):  # noqa: F811
     local = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=1, sandbox=class_sandbox())

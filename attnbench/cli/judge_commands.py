@@ -242,7 +242,9 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
     if with_html and not no_save and Path(options.results_dir).is_dir():  # the page shows the folder's history: a
         # damaged or newer scoreboard there is said before the class is judged, not after its files are saved
         api_programs.class_history(options.results_dir)
-    saver = RowByRow(options.results_dir, lambda board: name or class_stem(board, options.cases), with_html)
+    # a resumed class's cases are its record's, not --cases (whose default named a resumed odd class "course")
+    selector = options.cases if options.resume is None else ","
+    saver = RowByRow(options.results_dir, lambda board: name or class_stem(board, selector), with_html)
     board = api_programs.judge_submissions(options, progress=progress_bar, listener=judge_progress, notice=notice,
                                            checkpoint=None if no_save or options.resume else saver)
     out = err_console if as_json else console

@@ -231,6 +231,22 @@ def test_a_class_whose_cases_the_judge_itself_failed_exits_3_not_0(cli, tmp_path
     assert "error: 1 case not judged, the judge's own error (first: ada odd_17x1: the judge could not finish" in said
 
 
+def test_a_resumed_class_is_saved_under_its_own_cases_not_the_default_selector(cli, tmp_path, monkeypatch):
+    """`judge --resume JOBS` of a class judged on `--cases odd` saved its scoreboard as <date>_class_course."""
+    from attnbench.api import programs as api_programs
+    from attnbench.results.scoreboard import CaseEntry, Scoreboard, SubmissionRow
+
+    rows = [SubmissionRow("bob", "bob.c", True, rank=1,
+                          entries={case: CaseEntry("PASS", runs_s=[0.5]) for case in ("odd_17x1", "odd_100x32")})]
+    (tmp_path / "jobs").mkdir()
+    monkeypatch.setattr(api_programs, "judge_submissions", lambda options, **kwargs: Scoreboard(
+        ["odd_17x1", "odd_100x32"], rows, {"date": "2026-01-02T03:04:05"}, {}))
+    result = cli("judge", "--resume", str(tmp_path / "jobs"), "--results-dir", str(tmp_path / "res"))
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "res").iterdir()) == [
+        f"2026-01-02_class_odd_17x1-odd_100x32.{kind}" for kind in ("csv", "json", "md")]
+
+
 def test_history_of_a_folder_that_does_not_exist_is_bad_input_not_an_empty_history(cli, tmp_path):
     """`judge --history nosuch` said "nosuch: no saved scoreboard" and exited 0, as for an empty folder."""
     result = cli("judge", "--history", str(tmp_path / "nosuch"))

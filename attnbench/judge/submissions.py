@@ -310,7 +310,7 @@ def _found_below(folder: Path, name: str, depth: int = 3) -> list[Path]:
         entries = list(os.scandir(folder))
     except OSError:
         return found
-    for entry in entries[:1000]:  # a build's folder of a million files is no reason to wait
+    for entry in entries[:1000]:  # the listing is read whole; only its first 1000 entries are looked into
         if entry.is_dir(follow_symlinks=False):
             found += [Path(entry.path) / name] if _plain_file(Path(entry.path) / name) else []
             found += _found_below(Path(entry.path), name, depth - 1)

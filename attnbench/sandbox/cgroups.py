@@ -165,14 +165,24 @@ def _pids(listing: Path) -> list[int]:
 
 
 def end(group: Path, timeout_s: float = 3.0) -> None:
-    """Kill every process in the group and remove it (what cannot be removed in timeout_s is left)."""
+    """Kill every process in the group and remove it (what cannot be removed in timeout_s is left): waited for by
+    its events where the kernel has cgroup.kill (`kill_and_wait`: cgroup.procs alone, empty while a thread was still
+    exiting, let the removal fail and left the group's folder), else process by process."""
+    try:
+        waited = kill_and_wait(group, timeout_s)
+    except OSError:  # its events cannot be read (the group is gone, say): as before, by its process list
+        waited = None
+    if waited is None:
+        _kill_listed(group, timeout_s)
+    _rmdir(group)
+
+
+def _kill_listed(group: Path, timeout_s: float) -> None:
+    """Kill the group's listed processes until none is listed or timeout_s passes (a kernel without cgroup.kill)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        try:
-            pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
-        except OSError:
-            return
-        if not pids:
+        pids = _pids(group / "cgroup.procs")
+        if not pids:  # none left, or the group is gone
             break
         try:
             _write(group / "cgroup.kill", "1")
@@ -183,7 +193,6 @@ def end(group: Path, timeout_s: float = 3.0) -> None:
                 except OSError:
                     pass
         time.sleep(0.01)
-    _rmdir(group)
 
 
 def _rmdir(path: Path) -> None:

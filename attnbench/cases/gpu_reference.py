@@ -280,8 +280,6 @@ def _started() -> bool:
 def _kernel(device: Any) -> bytes:
     """cuda/reference_float64.cu built once a process for the device's compute capability (named, so that the
     build needs no context: it may run on a thread that has none)."""
-    from pycuda.compiler import compile as compile_cuda
-
     capability = device.compute_capability()
     with _building:
         if capability not in _cubins:
@@ -291,9 +289,16 @@ def _kernel(device: Any) -> bytes:
             # program judged outside the sandbox), and pycuda loads the cubin found there under this source's key:
             # a planted one would make every later judge's yardstick pass anything (backends.gpu does the same);
             # root's judges keep it where only root writes (root_cubins)
-            _cubins[capability] = root_cubin(source, arch, options, lambda: compile_cuda(
-                source, options=options, no_extern_c=True, arch=arch, cache_dir=False))
+            _cubins[capability] = root_cubin(source, arch, options, lambda: _compiled(source, options, arch))
     return _cubins[capability]
+
+
+def _compiled(source: str, options: list[str], arch: str) -> bytes:
+    # pycuda.compiler imported here, not above: where the cubin is kept (root_cubins) its import (pytools and the
+    # rest) was the only cost of a judge's first reference's wait
+    from pycuda.compiler import compile as compile_cuda
+
+    return compile_cuda(source, options=options, no_extern_c=True, arch=arch, cache_dir=False)
 
 
 def gpu_reference_output(testcase: Testcase, progress: Progress | None = None, dtype: type = np.float64,

@@ -71,7 +71,37 @@ def write_mapped(f: BinaryIO, data: np.ndarray) -> bool:
     position past them; False (nothing written) where that cannot be done and the caller writes as usual: a
     small array, or a file that cannot be mapped or reserved."""
     raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-    if raw.nbytes < PARALLEL_BYTES:
+    return _through_mapping(f, raw.nbytes, lambda into, start, stop: np.copyto(into[start:stop], raw[start:stop]))
+
+
+def write_repeated(f: BinaryIO, block: np.ndarray, total: int) -> None:
+    """`total` bytes at `f`'s position: `block`'s bytes over and over (the last time cut short), never held whole;
+    through a shared mapping by several threads where write_mapped's way can be taken, else by plain writes."""
+    raw = np.ascontiguousarray(block).reshape(-1).view(np.uint8)
+    if not raw.nbytes:
+        raise ValueError("an empty block repeats to nothing")
+
+    def fill(into: np.ndarray, start: int, stop: int) -> None:
+        while start < stop:
+            offset = start % raw.nbytes
+            count = min(raw.nbytes - offset, stop - start)
+            np.copyto(into[start:start + count], raw[offset:offset + count])
+            start += count
+
+    if _through_mapping(f, total, fill):
+        return
+    written = 0
+    while written < total:
+        piece = raw[written % raw.nbytes:][:total - written]
+        f.write(memoryview(piece))
+        written += piece.nbytes
+
+
+def _through_mapping(f: BinaryIO, total: int, fill) -> bool:  # noqa: ANN001 - fill(into, start, stop)
+    """`total` bytes at `f`'s position, reserved (posix_fallocate), mapped and filled by `fill(into, start, stop)`
+    on several threads, each its share; the position moved past them. False (nothing written) where the bytes are
+    few or the file cannot be mapped or reserved."""
+    if total < PARALLEL_BYTES:
         return False
     try:
         f.flush()
@@ -79,23 +109,23 @@ def write_mapped(f: BinaryIO, data: np.ndarray) -> bool:
         if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDWR:  # a shared mapping needs both
             return False
         position = f.tell()
-        os.posix_fallocate(fd, position, raw.nbytes)
-        mapped = mmap.mmap(fd, position + raw.nbytes)
+        os.posix_fallocate(fd, position, total)
+        mapped = mmap.mmap(fd, position + total)
     except (OSError, ValueError, AttributeError):  # EACCES (write-only), ESPIPE, EOPNOTSUPP, no fileno
         return False
     try:
-        _copy_into(mapped, position, raw)
+        _fill_shares(mapped, position, total, fill)
     finally:
         try:
             mapped.close()
         except BufferError:  # a view of it still held by a failed copy's traceback: closed when that goes
             pass
-    f.seek(position + raw.nbytes)
+    f.seek(position + total)
     return True
 
 
-def _copy_into(mapped: mmap.mmap, position: int, raw: np.ndarray) -> None:
-    into = np.frombuffer(mapped, dtype=np.uint8, count=raw.nbytes, offset=position)
-    shares = _shares(raw.nbytes, _threads(raw.nbytes))
+def _fill_shares(mapped: mmap.mmap, position: int, total: int, fill) -> None:  # noqa: ANN001 - as _through_mapping's
+    into = np.frombuffer(mapped, dtype=np.uint8, count=total, offset=position)  # gone when this returns: then
+    shares = _shares(total, _threads(total))                                   # the mapping can be closed
     with ThreadPoolExecutor(len(shares)) as pool:
-        list(pool.map(lambda bounds: np.copyto(into[bounds[0]:bounds[1]], raw[bounds[0]:bounds[1]]), shares))
+        list(pool.map(lambda bounds: fill(into, *bounds), shares))

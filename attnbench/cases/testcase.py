@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from attnbench.cases.bulk_io import PARALLEL_BYTES, pread_into, write_mapped
+from attnbench.cases.bulk_io import PARALLEL_BYTES, pread_into, write_mapped, write_repeated
 from attnbench.errors import TestcaseError
 from attnbench.files import atomic_write
 
@@ -221,6 +221,13 @@ def write_testcase_into(f: BinaryIO, testcase: Testcase) -> None:
     shape = testcase.shape
     f.write(HEADER.pack(shape.B, shape.N, shape.d))
     _write_array(f, testcase.qkv)
+
+
+def write_repeated_into(f: BinaryIO, shape: Shape, block: np.ndarray) -> None:
+    """An input of `shape` in the course input format whose values are `block`'s (float32) repeated to its size,
+    written to an open file without being held whole (bulk_io.write_repeated)."""
+    f.write(HEADER.pack(shape.B, shape.N, shape.d))
+    write_repeated(f, np.ascontiguousarray(block, dtype="<f4"), shape.input_bytes - HEADER.size)
 
 
 def write_output(path: str | os.PathLike, out: np.ndarray) -> None:

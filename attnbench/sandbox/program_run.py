@@ -13,10 +13,11 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import BinaryIO, Callable
 
 import numpy as np
 
-from attnbench.cases.testcase import Shape, Testcase, write_testcase_into
+from attnbench.cases.testcase import Shape, write_repeated_into
 from attnbench.sandbox.outcome import ProgramOutcome, ended, exceeded_line
 from attnbench.sandbox.process import ProgramError
 from attnbench.sandbox.reaper import reap_orphans
@@ -46,13 +47,16 @@ class ProgramSpec:
         return [*self.tool, program, *(a.replace("{in}", input_arg).replace("{out}", output_arg) for a in self.args)]
 
 
-def run_program(room: Sandbox, spec: ProgramSpec) -> ProgramOutcome:
+def run_program(room: Sandbox, spec: ProgramSpec, before_launch: Callable[[], None] | None = None) -> ProgramOutcome:
     """Run the room's program once on the case, in a fresh case folder with its own copy of the input, under
     the case's limits; every process it started is killed when it ends or its time is up. The outcome says
-    how it ended, and holds its output when that was a sound file of the right size."""
+    how it ended, and holds its output when that was a sound file of the right size. `before_launch` is called
+    once the case folder is ready, right before the program starts (what it raises ends the run unstarted)."""
     case = room.prepare(spec.label, spec.input_path, written=spec.written)
     limits = room.limits_for(spec.shape.output_bytes, spec.timeout_s)
     try:
+        if before_launch is not None:
+            before_launch()
         argv = spec.argv(room.program_path(), case.input_arg, case.output_arg)
         process = room.run(argv, case, spec.timeout_s, limits, spec.launcher)
         exceeded = exceeded_line(room.limits_hit(case), room.settings.processes, room.settings.memory_mb)
@@ -81,32 +85,39 @@ def clear_after_workers(before: set[int]) -> None:
     remove_rooms_of_the_gone()
 
 
-def warm_up(room: Sandbox, spec: ProgramSpec) -> WarmUp:
+def warm_up(room: Sandbox, spec: ProgramSpec, before_launch: Callable[[], None] | None = None) -> WarmUp:
     """One run of the room's program on a throwaway input of `spec`'s shape (fresh random values, so no case's
     answer can be kept), neither timed nor judged: it fills CUDA's JIT cache (a room opened with
     `cache_writable`), which is then sealed; from then on each run of the room gets a copy of its own. Whatever
-    the run does or fails to do is no verdict: it is reported (`WarmUp`) for the caller to weigh."""
+    the run does or fails to do is no verdict: it is reported (`WarmUp`) for the caller to weigh.
+    `before_launch`: as run_program's (the caller's work that may go on while the throwaway input is written)."""
     outcome = None
-    throwaway = throwaway_testcase(spec.shape)
-    written = WrittenInput(spec.shape, lambda f: write_testcase_into(f, throwaway))
+    written = WrittenInput(spec.shape, lambda f: write_throwaway_into(f, spec.shape))
     try:
-        outcome = run_program(room, replace(spec, label="warmup", input_path=Path("warmup.in"), written=written))
+        outcome = run_program(room, replace(spec, label="warmup", input_path=Path("warmup.in"), written=written),
+                              before_launch)
     except ProgramError:
         pass  # a program that cannot start says so in its first real run
     dropped = room.seal_warm_cache()
     return WarmUp(dropped, outcome.ending, outcome.wall_s) if outcome is not None else WarmUp(dropped)
 
 
-def throwaway_testcase(shape: Shape) -> Testcase:
+def throwaway_block(shape: Shape) -> np.ndarray:
     """Values uniform in the suite's [-3, 3), from numpy's default generator on a secret seed: a warm-up's input
-    needs no seed anyone can rebuild. A block of at most THROWAWAY_BLOCK values is drawn and repeated to the
+    needs no seed anyone can rebuild. A block of at most THROWAWAY_BLOCK values, which the input repeats to the
     shape's size: the warm-up's output is never read, and drawing all of t21's 98 million values took 0.67 s
     of a one-program judge on an H200's host (a warm-up runs once per submission and round)."""
-    count = 3 * shape.elements
-    block = np.random.default_rng(secrets.randbits(128)).random(min(count, THROWAWAY_BLOCK), dtype=np.float32)
+    block = np.random.default_rng(secrets.randbits(128)).random(min(3 * shape.elements, THROWAWAY_BLOCK),
+                                                                 dtype=np.float32)
     block *= 6.0
     block -= 3.0
-    return Testcase(np.resize(block, count).reshape(shape.B, 3, shape.N, shape.d))
+    return block
+
+
+def write_throwaway_into(f: BinaryIO, shape: Shape) -> None:
+    """A warm-up's input, `throwaway_block` repeated to the shape's size, written into an open file block by block: never held whole
+    (making t21's 393 MB in memory first took 0.11 s of every warm-up on an H200's host)."""
+    write_repeated_into(f, shape, throwaway_block(shape))
 
 
 class WarmCaches:

@@ -95,3 +95,22 @@ def test_a_file_that_cannot_be_mapped_is_left_to_the_plain_write(tmp_path, small
 def test_a_small_array_is_left_to_the_plain_write(tmp_path):
     with open(tmp_path / "w", "w+b") as f:
         assert not bulk_io.write_mapped(f, np.zeros(1000, dtype=np.uint8))
+
+
+@pytest.mark.parametrize("opened", ["mapped", "write-only"])
+@pytest.mark.parametrize("total", [1, 999, 1000, 70_001])
+def test_a_repeated_block_fills_exactly_its_bytes_whichever_way_it_is_written(tmp_path, small_parallel, opened, total):
+    """A warm-up's input: one block over and over, its last repeat cut short, at the file's position, whether the
+    mapped way (several threads, each share starting mid-block) or plain writes take it."""
+    block = np.random.default_rng(7).integers(0, 255, 1000, dtype=np.uint8)
+    path = tmp_path / "w"
+    with open(path, "w+b" if opened == "mapped" else "wb") as f:
+        f.write(b"head")
+        bulk_io.write_repeated(f, block, total)
+        f.write(b"tail")
+    assert path.read_bytes() == b"head" + (block.tobytes() * 71)[:total] + b"tail"
+
+
+def test_an_empty_block_is_refused_not_an_endless_write(tmp_path):
+    with open(tmp_path / "w", "w+b") as f, pytest.raises(ValueError):
+        bulk_io.write_repeated(f, np.zeros(0, dtype=np.uint8), 10)

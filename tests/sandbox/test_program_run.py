@@ -4,7 +4,7 @@ import stat
 from pathlib import Path
 
 from attnbench.cases.inputs import seeded_testcase
-from attnbench.cases.testcase import Shape, write_testcase, write_testcase_into
+from attnbench.cases.testcase import Shape, read_testcase, write_testcase
 from attnbench.sandbox.program_run import ProgramSpec, WarmCaches, run_program
 from attnbench.sandbox.case_folder import WrittenInput
 from attnbench.sandbox.outcome import NO_OUTPUT
@@ -40,11 +40,19 @@ def test_an_exe_programs_cache_is_written_by_one_warm_up_and_copied_into_each_ru
     assert sorted(p.name for p in Path(cache).iterdir()) == warmed
 
 
-def test_a_warm_ups_throwaway_input_is_in_the_suites_range_and_never_the_same_twice():
-    from attnbench.sandbox.program_run import throwaway_testcase
+def _throwaway(folder: Path, name: str, shape: Shape):
+    """A warm-up's input as the room writes it into its case folder, read back."""
+    from attnbench.sandbox.program_run import write_throwaway_into
 
+    path = folder / name
+    with open(path, "w+b") as f:
+        write_throwaway_into(f, shape)
+    return read_testcase(path)
+
+
+def test_a_warm_ups_throwaway_input_is_in_the_suites_range_and_never_the_same_twice(tmp_path):
     shape = Shape(3, 17, 8)
-    first, second = throwaway_testcase(shape), throwaway_testcase(shape)
+    first, second = _throwaway(tmp_path, "a.in", shape), _throwaway(tmp_path, "b.in", shape)
     assert first.shape == shape and first.qkv.dtype.str == "<f4"
     for testcase in (first, second):
         assert testcase.qkv.min() >= -3.0 and testcase.qkv.max() < 3.0
@@ -52,14 +60,20 @@ def test_a_warm_ups_throwaway_input_is_in_the_suites_range_and_never_the_same_tw
     assert not (first.qkv == second.qkv).all()  # a secret seed each time: no answer a program could keep
 
 
-def test_a_large_warm_up_input_repeats_one_drawn_block_and_still_fills_the_range(monkeypatch):
+def test_a_large_warm_up_input_repeats_one_drawn_block_and_still_fills_the_range(monkeypatch, tmp_path):
+    from attnbench.cases import bulk_io
     from attnbench.sandbox import program_run
 
     monkeypatch.setattr(program_run, "THROWAWAY_BLOCK", 1000)
-    testcase = program_run.throwaway_testcase(Shape(2, 100, 16))  # 9600 values from a block of 1000
+    testcase = _throwaway(tmp_path, "small.in", Shape(2, 100, 16))  # 9600 values from a block of 1000
     values = testcase.qkv.reshape(-1)
-    assert values.size == 9600 and (values[1000:2000] == values[:1000]).all()
+    assert values.size == 9600 and (values[1000:2000] == values[:1000]).all() and (values[9000:] == values[:600]).all()
     assert values.min() >= -3.0 and values.max() < 3.0 and values.std() > 1.0
+    monkeypatch.setattr(bulk_io, "PARALLEL_BYTES", 4096)  # the mapped way, several threads, as t21's 393 MB take
+    monkeypatch.setattr(bulk_io, "_threads", lambda total: 3)
+    mapped = _throwaway(tmp_path, "mapped.in", Shape(2, 100, 16)).qkv.reshape(-1)
+    assert (mapped[1000:2000] == mapped[:1000]).all() and (mapped[9000:] == mapped[:600]).all()
+    assert not (mapped[:1000] == values[:1000]).all()
 
 
 # Writes the age of its own file (/proc/self/exe's mtime) on stderr, then fails.
@@ -98,8 +112,7 @@ def test_a_warm_ups_input_is_written_in_its_case_folder_and_nowhere_else(tmp_pat
     shape = Shape(2, 5, 8)
     room = Sandbox.open(program, SandboxSettings("none"), cuda_cache=tmp_path / "cache", cache_writable=True)
     try:
-        throwaway = program_run.throwaway_testcase(shape)
-        written = WrittenInput(shape, lambda f: write_testcase_into(f, throwaway))
+        written = WrittenInput(shape, lambda f: program_run.write_throwaway_into(f, shape))
         seen = run_program(room, ProgramSpec("warmup", tmp_path / "unused.in", shape, 20.0, written=written))
         went = program_run.warm_up(room, ProgramSpec("c1", tmp_path / "unused.in", shape, 20.0))
     finally:

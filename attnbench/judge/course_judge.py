@@ -17,6 +17,7 @@ import shlex
 import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -254,21 +255,27 @@ class JudgedCase:
 
 
 def judge_case(program: Program, case: PreparedCase, limit_s: float | None, timeout_s: float,
-               sandbox: Sandbox | None = None) -> JudgedCase:
+               sandbox: Sandbox | None = None, beside_check: Callable[[], None] | None = None) -> JudgedCase:
     """Run the program on one case in a fresh case folder (in the sandbox, where one can be made) and
-    give the verdict. Without a sandbox given, one is opened (--sandbox auto) for this case alone."""
+    give the verdict. Without a sandbox given, one is opened (--sandbox auto) for this case alone.
+    `beside_check`: the caller's work once the run is over (the input's file let go), done on a thread while the
+    output is checked (t22's check took 0.1 s on an H200's host, its input's unstaging 0.05 s after it)."""
     if sandbox is None:
         own = Sandbox.open(program.path, SandboxSettings(), bool(program.launcher))
         try:
-            return judge_case(program, case, limit_s, timeout_s, own)
+            return judge_case(program, case, limit_s, timeout_s, own, beside_check)
         finally:
             own.close()
     with phase("runs"):
         outcome = run_program(sandbox, program.spec(case.label, case.input_path, case.shape, timeout_s))
     judged = JudgedCase(case.label, case.shape, PASS, "", outcome.wall_s, limit_s, timeout_s,
                         returncode=outcome.returncode, program_s=outcome.wall_s)
-    with phase("checks"):
-        judged.verdict, judged.message, judged.check = judge_outcome(outcome, case.reference)
+    with ThreadPoolExecutor(1, "attnbench-beside-check") if beside_check else nullcontext() as beside:
+        after = beside.submit(beside_check) if beside is not None and beside_check is not None else None
+        with phase("checks"):
+            judged.verdict, judged.message, judged.check = judge_outcome(outcome, case.reference)
+        if after is not None:
+            after.result()  # what it raised is the judge's own failure, as where it ran after the check
     if judged.verdict not in (PASS, RESOURCE) and outcome.exceeded:
         judged.verdict, judged.message, judged.check = RESOURCE, outcome.exceeded, None
     if judged.verdict == TIMEOUT:
@@ -287,11 +294,13 @@ def record_case_kernels(program: Program, case: PreparedCase, timeout_s: float, 
     return record_kernels(program.path, spec, sandbox.settings, sandbox.cuda_cache)
 
 
-def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float) -> WarmUp:
+def warm_up(program: Program, shape: Shape, sandbox: Sandbox, timeout_s: float,
+            before_launch: Callable[[], None] | None = None) -> WarmUp:
     """The program's untimed, unjudged warm-up run in its sandbox (attnbench.sandbox.warm_up): it fills CUDA's
-    JIT cache, which is then sealed and copied into every judged run. Returns how it went (`WarmUp`)."""
+    JIT cache, which is then sealed and copied into every judged run. Returns how it went (`WarmUp`).
+    `before_launch`: called once its throwaway input is written, right before the program starts."""
     with phase("runs"):
-        return warm_up_room(sandbox, program.spec("warmup", Path("warmup.in"), shape, timeout_s))
+        return warm_up_room(sandbox, program.spec("warmup", Path("warmup.in"), shape, timeout_s), before_launch)
 
 
 def timeout_for(limit_s: float | None, timeout_s: float | None) -> float:
@@ -378,8 +387,7 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
                 judgement.cases.append(case)
                 judged = _judged_case(program, case, limits, timeout_s, sandbox, judgement, settings, diagnose,
                                       kernel_time)
-                release(case.input_path)  # a fresh input's file, once its runs are done
-                staged_inputs.unstage(case.input_path)
+                _let_go(case)  # a fresh input's file, once its runs are done (done already beside the check)
                 if listener is not None:
                     listener(ProgramCaseJudged(index + 1, len(inputs), judged.label, judged.verdict, judged.wall_s))
     except KeyboardInterrupt:
@@ -413,22 +421,34 @@ def warm_up_beside_inputs() -> bool:
 
 def _warmed_up_while_prepared(program: Program, batch: Sequence[BenchInput], sandbox: Sandbox, timeout_s: float,
                               progress: ProgressFactory, staged: bool) -> tuple[list[PreparedCase], float]:
-    """The batch made on a thread while this one runs the program's warm-up (about 1 s of a one-program judge on
-    t21, t22 and t29 on an H200, when the two ran one after the other), and the warm-up's run time. The warm-up
-    starts once the reference kernel is built: its run's sweep kills every new descendant of the judge, and
-    the build's nvcc is one. Ctrl-C in the warm-up stops it here; the batch's making, a few seconds at most on a
-    GPU, is waited for, so that nothing is left staged or half-written."""
+    """The first batch made on a thread while this one runs the program's warm-up (about 1 s of a one-program
+    judge on t21, t22 and t29 on an H200, when the two ran one after the other), and the warm-up's run time.
+    The warm-up's throwaway input is written first (t21's 393 MB: 0.2 s), beside the driver's start and the
+    reference kernel's build; the program starts once the kernel is built: its run's sweep kills every new
+    descendant of the judge, and the build's nvcc is one. Ctrl-C in the warm-up stops it here; the batch's making,
+    a few seconds at most on a GPU, is waited for, so that nothing is left staged or half-written."""
     built = threading.Event()
     with ThreadPoolExecutor(1, "attnbench-inputs") as making:
         batch_made = making.submit(_prepared_batch, batch, progress, staged, built.set)
-        with phase("inputs and references"):
-            while not built.wait(0.05) and not batch_made.done():
-                pass
+
+        def when_built() -> None:
+            with phase("inputs and references"):
+                while not built.wait(0.05) and not batch_made.done():
+                    pass
+            if batch_made.done() and batch_made.exception() is not None:
+                raise _BatchFailed  # no warm-up for a judge about to stop: the batch's error is raised below
+
         warm_up_s = 0.0
-        if not batch_made.done() or batch_made.exception() is None:
-            warm_up_s = warm_up(program, batch[0].shape, sandbox, timeout_s).wall_s
+        try:
+            warm_up_s = warm_up(program, batch[0].shape, sandbox, timeout_s, when_built).wall_s
+        except _BatchFailed:
+            pass
         with phase("inputs and references"):
             return batch_made.result(), warm_up_s
+
+
+class _BatchFailed(Exception):
+    """The first batch's making failed before the warm-up started: it does not start."""
 
 
 def prepared_together(inputs: Sequence[BenchInput], budget: int | None = None) -> list[list[BenchInput]]:
@@ -449,12 +469,22 @@ def prepared_together(inputs: Sequence[BenchInput], budget: int | None = None) -
     return batches
 
 
+def _let_go(case: PreparedCase) -> None:
+    """A case's input let go once its runs are over: a fresh input's file removed, its staged copy unmounted (each
+    done once, whoever asks again)."""
+    release(case.input_path)
+    staged_inputs.unstage(case.input_path)
+
+
 def _judged_case(program: Program, case: PreparedCase, limits: TimeLimits, timeout_s: float | None,
                  sandbox: Sandbox, judgement: Judgement, settings: SandboxSettings, diagnose: bool,
                  kernel_time: bool) -> JudgedCase:
-    """One prepared case judged, diagnosed or its kernels recorded as asked, and added to the judgement."""
+    """One prepared case judged, diagnosed or its kernels recorded as asked, and added to the judgement. Its input
+    is let go beside the check unless a second run (a diagnosis, the kernels' record) may need it."""
     limit = limits.limit_for(case.label)
-    judged = judge_case(program, case, limit, timeout_for(limit, timeout_s), sandbox)
+    last_run = not diagnose and not kernel_time
+    judged = judge_case(program, case, limit, timeout_for(limit, timeout_s), sandbox,
+                        (lambda: _let_go(case)) if last_run else None)
     if diagnose and judged.verdict in DIAGNOSED and not any(j.verdict in DIAGNOSED for j in judgement.judged):
         spec = program.spec(case.label, case.input_path, case.shape, judged.timeout_s)
         judged.message = f"{judged.message}; {diagnosis(program.path, spec, settings)}"

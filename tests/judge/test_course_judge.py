@@ -373,11 +373,11 @@ def test_after_the_warm_up_every_judged_run_gets_its_own_copy_of_the_sealed_cach
     seen = []
     judge_case = judging.judge_case
 
-    def spy(program, case, limit, timeout_s, sandbox):
+    def spy(program, case, limit, timeout_s, sandbox, beside_check=None):
         paths = sandbox.prepare("spy", None)
         seen.append((sandbox.cache_writable, paths.cache))
         sandbox.finish(paths)
-        return judge_case(program, case, limit, timeout_s, sandbox)
+        return judge_case(program, case, limit, timeout_s, sandbox, beside_check)
 
     monkeypatch.setattr(judging, "judge_case", spy)
     judgement = judging.run_judge(judging.make_program(str(programs["right"])), judging.cases_for(SMALL),
@@ -463,10 +463,10 @@ def test_a_batch_of_cases_is_prepared_before_any_of_its_runs_and_its_fresh_input
                             bench_input, *rest))
     monkeypatch.setattr(judging, "warm_up", lambda *a: seen.append("warm-up") or warm_up(*a))
 
-    def run(program, case, limit, timeout_s, sandbox):
+    def run(program, case, limit, timeout_s, sandbox, beside_check=None):
         assert case.input_path.exists()
         seen.append(f"run {case.label}")
-        judged = judge_case(program, case, limit, timeout_s, sandbox)
+        judged = judge_case(program, case, limit, timeout_s, sandbox, beside_check)
         files.append(case.input_path)
         return judged
 
@@ -555,10 +555,13 @@ def test_where_the_gpu_takes_a_second_process_the_warm_up_runs_while_the_first_b
         seen.append(f"prepare {bench_input.label}")
         return prepare(bench_input, *rest)
 
-    def warmed(*args):
-        seen.append("warm-up")
-        warming.set()
-        outcome = warm_up(*args)
+    def warmed(program, shape, sandbox, timeout_s, before_launch):
+        def launched():  # the program starts right after: its throwaway input was written before
+            before_launch()
+            seen.append("warm-up")
+            warming.set()
+
+        outcome = warm_up(program, shape, sandbox, timeout_s, launched)
         seen.append("warmed up")
         return outcome
 
@@ -583,7 +586,10 @@ def test_a_batch_that_fails_before_its_kernel_is_built_runs_no_warm_up(programs,
 
     monkeypatch.setattr(judging, "warm_up_beside_inputs", lambda: True)
     monkeypatch.setattr(judging, "kernel_built", lambda: (_ for _ in ()).throw(OSError(28, "No space left on device")))
-    monkeypatch.setattr(judging, "warm_up", lambda *a: pytest.fail("a warm-up for a batch that could not be made"))
+    from attnbench.sandbox import room
+
+    # its warm-up is prepared beside the batch; the program never starts
+    monkeypatch.setattr(room, "run_process", lambda *a, **k: pytest.fail("a warm-up for a batch that could not be made"))
     with pytest.raises(OSError, match="No space left"):
         judging.run_judge(judging.make_program(str(programs["right"])), fresh_inputs.draw(judging.cases_for(SMALL)),
                           judging.load_time_limits("none"), 30.0)
@@ -642,10 +648,10 @@ def test_in_the_box_a_fresh_input_is_written_where_its_run_binds_it_and_nothing_
     bound, roots = [], set()
     judge_case = judging.judge_case
 
-    def run(program, case, limit, timeout_s, sandbox):
+    def run(program, case, limit, timeout_s, sandbox, beside_check=None):
         bound.append(staged_inputs.staged(case.input_path) == case.input_path)
         roots.add(staged_inputs._staging_root())
-        return judge_case(program, case, limit, timeout_s, sandbox)
+        return judge_case(program, case, limit, timeout_s, sandbox, beside_check)
 
     monkeypatch.setattr(judging, "judge_case", run)
     inputs = fresh_inputs.draw(judging.cases_for(SMALL))
@@ -672,3 +678,34 @@ def test_outside_a_box_one_programs_fresh_inputs_are_never_staged_for_every_user
     judgement = judging.run_judge(judging.make_program(str(programs["right"])), inputs,
                                   judging.load_time_limits("none"), 30.0, settings=SandboxSettings(mode.split()[0]))
     assert judgement.passed == 2 and not judgement.confinement.sandboxed
+
+
+def test_a_cases_input_is_let_go_while_its_output_is_checked_and_its_failure_is_the_judges(programs, monkeypatch):
+    """t22's check took 0.1 s on an H200's host and its input's unstaging 0.05 s after it: the input (no later run
+    needs it) is let go on a thread while the output is checked, both over before the verdict returns."""
+    import threading
+
+    from attnbench.judge import fresh_inputs
+
+    let_go = threading.Event()
+    check = judging.judge_outcome
+
+    def checked(*args):
+        assert let_go.wait(10), "the input was not let go while the output was checked"
+        return check(*args)
+
+    monkeypatch.setattr(judging, "judge_outcome", checked)
+    monkeypatch.setattr(judging, "_let_go", lambda case: let_go.set())
+    program = judging.make_program(str(programs["right"]))
+    case = judging.prepare_case(fresh_inputs.draw(judging.cases_for("odd_17x48"))[0])
+    try:
+        judged = judging.judge_case(program, case, None, 30.0, None, lambda: judging._let_go(case))
+        assert judged.passed and let_go.is_set()
+
+        def full_disk() -> None:
+            raise OSError(28, "No space left on device")
+
+        with pytest.raises(OSError, match="No space left"):
+            judging.judge_case(program, case, None, 30.0, None, full_disk)
+    finally:
+        fresh_inputs.release(case.input_path)

@@ -16,7 +16,7 @@ import re
 import shlex
 import shutil
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +28,7 @@ from attnbench.backends.kernel_records import record_kernels
 from attnbench.backends.program import NO_LIMIT_TIMEOUT_S, PROCESS_TIME_NOTE, PROCESS_TIME_WARNING
 from attnbench.bench.check_rule import CourseRule
 from attnbench.cases import suite
-from attnbench.cases.gpu_reference import kernel_built, one_gpu_context, shares_the_gpu
+from attnbench.cases.gpu_reference import kernel_built, one_gpu_context, shares_the_gpu, start_finding
 from attnbench.cases.inputs import (
     BenchInput,
     CaseInfo,
@@ -366,6 +366,7 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
     With `kernel_time`, each passed case's kernels are recorded in a second, untimed run after its judged one.
     Ctrl-C stops after killing the running program, keeping what was judged."""
     settings = settings or SandboxSettings()
+    start_finding()  # the driver's start, beside the room's opening and the warm-up's input (_warmed_up_and_prepared)
     # SandboxUnavailable: exit 3
     sandbox = Sandbox.open(program.path, settings, bool(program.launcher), cache_writable=True)
     judgement = Judgement(program, limits, sandbox.confinement, settings)
@@ -375,13 +376,11 @@ def run_judge(program: Program, inputs: list[BenchInput], limits: TimeLimits, ti
     warm_up_timeout = timeout_for(limits.limit_for(inputs[0].label), timeout_s)
     try:
         for batch in prepared_together(inputs):
-            if not judgement.cases and warm_up_beside_inputs():
-                prepared, judgement.warm_up_s = _warmed_up_while_prepared(
+            if not judgement.cases:
+                prepared, judgement.warm_up_s = _warmed_up_and_prepared(
                     program, batch, sandbox, warm_up_timeout, progress, staged)
             else:
                 prepared = _prepared_batch(batch, progress, staged)
-                if not judgement.cases:
-                    judgement.warm_up_s = warm_up(program, inputs[0].shape, sandbox, warm_up_timeout).wall_s
             for case in prepared:
                 index = len(judgement.cases)
                 judgement.cases.append(case)
@@ -419,32 +418,41 @@ def warm_up_beside_inputs() -> bool:
     return shares_the_gpu()
 
 
-def _warmed_up_while_prepared(program: Program, batch: Sequence[BenchInput], sandbox: Sandbox, timeout_s: float,
-                              progress: ProgressFactory, staged: bool) -> tuple[list[PreparedCase], float]:
-    """The first batch made on a thread while this one runs the program's warm-up (about 1 s of a one-program
-    judge on t21, t22 and t29 on an H200, when the two ran one after the other), and the warm-up's run time.
-    The warm-up's throwaway input is written first (t21's 393 MB: 0.2 s), beside the driver's start and the
-    reference kernel's build; the program starts once the kernel is built: its run's sweep kills every new
-    descendant of the judge, and the build's nvcc is one. Ctrl-C in the warm-up stops it here; the batch's making,
-    a few seconds at most on a GPU, is waited for, so that nothing is left staged or half-written."""
+def _warmed_up_and_prepared(program: Program, batch: Sequence[BenchInput], sandbox: Sandbox, timeout_s: float,
+                            progress: ProgressFactory, staged: bool) -> tuple[list[PreparedCase], float]:
+    """The first batch's cases and the program's warm-up, and the warm-up's run time. The warm-up's throwaway
+    input is written first (t21's 393 MB), beside the driver's start (`start_finding`); then, where the GPU takes
+    a second process (`warm_up_beside_inputs`), the batch is made on a thread while the warm-up runs (about 1 s of
+    a one-program judge on t21, t22 and t29 on an H200, when the two ran one after the other), the program
+    started once the reference kernel is built: its run's sweep kills every new descendant of the judge, and the
+    build's nvcc is one. Elsewhere the batch is made first, on this thread, and the warm-up runs after it. Ctrl-C
+    in the warm-up stops it here; the batch's making, a few seconds at most on a GPU, is waited for, so that
+    nothing is left staged or half-written."""
     built = threading.Event()
     with ThreadPoolExecutor(1, "attnbench-inputs") as making:
-        batch_made = making.submit(_prepared_batch, batch, progress, staged, built.set)
+        beside: list[Future] = []
+        made: list[list[PreparedCase]] = []
 
-        def when_built() -> None:
+        def before_launch() -> None:
             with phase("inputs and references"):
-                while not built.wait(0.05) and not batch_made.done():
+                if not warm_up_beside_inputs():  # one thing at a time: the batch, then the warm-up
+                    made.append(_prepared_batch(batch, progress, staged))
+                    return
+                beside.append(making.submit(_prepared_batch, batch, progress, staged, built.set))
+                while not built.wait(0.05) and not beside[0].done():
                     pass
-            if batch_made.done() and batch_made.exception() is not None:
+            if beside[0].done() and beside[0].exception() is not None:
                 raise _BatchFailed  # no warm-up for a judge about to stop: the batch's error is raised below
 
         warm_up_s = 0.0
         try:
-            warm_up_s = warm_up(program, batch[0].shape, sandbox, timeout_s, when_built).wall_s
+            warm_up_s = warm_up(program, batch[0].shape, sandbox, timeout_s, before_launch).wall_s
         except _BatchFailed:
             pass
         with phase("inputs and references"):
-            return batch_made.result(), warm_up_s
+            if beside:
+                return beside[0].result(), warm_up_s
+            return (made[0] if made else _prepared_batch(batch, progress, staged)), warm_up_s
 
 
 class _BatchFailed(Exception):

@@ -384,3 +384,30 @@ def test_the_reference_kernel_is_never_loaded_from_pycudas_compiler_cache(monkey
     device = types.SimpleNamespace(compute_capability=lambda: (9, 0))
     assert gpu_reference._kernel(device) == b"cubin"
     assert asked["cache_dir"] is False and asked["arch"] == "sm_90"
+
+
+def test_the_drivers_start_begun_on_a_thread_gives_the_answer_asked_for_after(monkeypatch):
+    """start_finding: the answer found once, on its thread; whoever asks meanwhile waits for it, not a second start."""
+    import threading
+
+    starts: list[str] = []
+    release = threading.Event()
+    monkeypatch.setattr(gpu_reference, "_availability", [])
+
+    def slow_find() -> str:
+        release.wait(10)
+        if not gpu_reference._availability:
+            starts.append(threading.current_thread().name)
+            gpu_reference._availability.append("no CUDA GPU is present")
+        return gpu_reference._availability[0]
+
+    monkeypatch.setattr(gpu_reference, "_why_not_gpu", slow_find)
+    gpu_reference.start_finding()
+    threading.Timer(0.2, release.set).start()
+    assert gpu_reference.why_not_gpu() == "no CUDA GPU is present"
+    assert len(starts) == 1
+    for thread in threading.enumerate():
+        if thread.name == "attnbench-driver-start":
+            thread.join(10)
+    gpu_reference.start_finding()  # answered already: no thread starts
+    assert not any(t.name == "attnbench-driver-start" for t in threading.enumerate())

@@ -461,7 +461,10 @@ def test_a_batch_of_cases_is_prepared_before_any_of_its_runs_and_its_fresh_input
     monkeypatch.setattr(judging, "prepare_case",
                         lambda bench_input, *rest: seen.append(f"prepare {bench_input.label}") or prepare(
                             bench_input, *rest))
-    monkeypatch.setattr(judging, "warm_up", lambda *a: seen.append("warm-up") or warm_up(*a))
+    def warmed(program, shape, sandbox, timeout_s, before_launch):  # "warm-up": its program's start
+        return warm_up(program, shape, sandbox, timeout_s, lambda: before_launch() or seen.append("warm-up"))
+
+    monkeypatch.setattr(judging, "warm_up", warmed)
 
     def run(program, case, limit, timeout_s, sandbox, beside_check=None):
         assert case.input_path.exists()
@@ -605,7 +608,8 @@ def test_ctrl_c_in_a_warm_up_beside_the_batch_waits_for_the_batch_and_leaves_not
     prepare = judging.prepare_case
     monkeypatch.setattr(judging, "prepare_case", lambda b, *rest: made.append(b.label) or prepare(b, *rest))
 
-    def interrupted(*args):
+    def interrupted(program, shape, sandbox, timeout_s, before_launch):
+        before_launch()  # the batch begun beside it, then Ctrl-C in its run
         raise KeyboardInterrupt
 
     monkeypatch.setattr(judging, "warm_up", interrupted)

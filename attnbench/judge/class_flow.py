@@ -159,7 +159,7 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
             mine = [case for case in cases if _wanted(rows[name], case.label, number)]
             round_jobs += [CaseJob(name, programs[name], case, cache_of(caches, name),
                                    request.inputs[0] if i == 0 and request.inputs else None,
-                                   round_cases=tuple(mine) if i == 0 else ())
+                                   round_cases=tuple(mine) if i == 0 else (), more_of_row=i < len(mine) - 1)
                            for i, case in enumerate(mine)]
         return round_jobs
 

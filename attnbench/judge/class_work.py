@@ -33,7 +33,7 @@ from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.diagnose import DIAGNOSED
 from attnbench.printable import printable
 from attnbench.results.scoreboard import CaseEntry, SubmissionRow
-from attnbench.sandbox.room import SandboxUnavailable
+from attnbench.sandbox.room import Sandbox, SandboxUnavailable
 from attnbench.sandbox.staging import reborn_program
 from attnbench.spread.devices import STAND_IN_NAME, Device, cuda_visible
 from attnbench.spread.executor import Emit, Executor, ExecutorEvent, JobDied, JobNotRun, JobTold
@@ -125,6 +125,7 @@ class CaseJob:
     warm_up: BenchInput | None = None
     diagnose: bool = False
     round_cases: tuple[BenchInput | PreparedCase, ...] = ()  # with warm_up: the row's cases of the round
+    more_of_row: bool = False  # the row's next job of the round follows on this worker: its room is opened ahead
 
 
 @dataclass(frozen=True)
@@ -154,30 +155,42 @@ class ClassCaseWork:
         return {"device": name}, None
 
     def run(self, job: CaseJob, state: dict[str, object], emit: Emit) -> None:
-        emit(RunStarted())  # so that a worker that dies is known to have died on this case
+        room = _room_ahead(state, job)
+        try:
+            emit(RunStarted())  # so that a worker that dies is known to have died on this case
+            self._judged(job, state, emit, room)
+        except BaseException:  # Ctrl-C, say: the room opened for the row's next run is no run's
+            _close_room_ahead(state)
+            raise
+        return None
+
+    def _judged(self, job: CaseJob, state: dict[str, object], emit: Emit, room: Sandbox | None) -> None:
         try:
             if job.diagnose:
                 emit(Diagnosed(diagnosed(job.program, _case(state, job.case), self.settings)))
-                return None
+                return
             if job.warm_up is not None:  # the row's first job of the round, on this worker: its warm-up, right before
                 self._warm_up(job, state, emit)  # its runs, between two renewals of its program
             try:
                 case = _case(state, job.case)
             except Exception as exc:  # noqa: BLE001 - the judge could not make the input (its disk, say): no run's fault
+                if room is not None:
+                    room.close()
                 emit(InputNotDrawn(failure_text(exc)))
-                return None
-            entry = judge_entry(job.program, case, self.settings, job.cache)
+                return
+            entry, ahead = judge_entry(job.program, case, self.settings, job.cache, room, job.more_of_row)
+            if ahead is not None:
+                state[ROOM_AHEAD] = (job.program, job.cache, ahead)
         except SandboxUnavailable as exc:
             emit(SandboxMissing(str(exc)))
-            return None
+            return
         except Exception as exc:  # noqa: BLE001 - one bad case is that entry's error, never the class's end
             if job.diagnose:
                 emit(Diagnosed(f"--diagnose could not run: {failure_text(exc)}"))
-                return None
+                return
             entry = CaseEntry(JUDGE_ERROR, failure_text(exc))
         entry.device = str(state["device"])
         emit(EntryMade(entry))
-        return None
 
     def _warm_up(self, job: CaseJob, state: dict[str, object], emit: Emit) -> None:
         """The row's inputs of the round made on this worker, those not made yet (a run whose input was made
@@ -198,6 +211,29 @@ class ClassCaseWork:
             emit(RowWarmedUp(warm_up_entry(job.program, job.warm_up.shape, job.warm_up.label, self.settings,
                                            job.cache)))
         reborn_program(job.program)
+
+
+ROOM_AHEAD = "room ahead"  # the worker's state: (program, cache, room) for its row's next run (judge_entry's open_next)
+
+
+def _room_ahead(state: dict[str, object], job: CaseJob) -> Sandbox | None:
+    """The room opened for this job by the row's run before it, where this job is that next run (its program and
+    cache, judged, no warm-up between); any other is closed, and this job opens its own."""
+    kept = state.pop(ROOM_AHEAD, None)
+    if kept is None:
+        return None
+    assert isinstance(kept, tuple)
+    program, cache, room = kept
+    if job.diagnose or job.warm_up is not None or (program, cache) != (job.program, job.cache):
+        room.close()
+        return None
+    return room
+
+
+def _close_room_ahead(state: dict[str, object]) -> None:
+    kept = state.pop(ROOM_AHEAD, None)
+    if isinstance(kept, tuple):
+        kept[2].close()
 
 
 def _case(state: dict[str, object], bench_input: BenchInput | PreparedCase) -> PreparedCase:

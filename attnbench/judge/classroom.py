@@ -191,31 +191,47 @@ def add_warm_up(row: SubmissionRow, warmed: WarmedUp) -> None:
         add_note(row, warmed.note)
 
 
-def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda_cache: Path | None = None) -> CaseEntry:
+def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda_cache: Path | None = None,
+                room: Sandbox | None = None, open_next: bool = False) -> tuple[CaseEntry, Sandbox | None]:
     """One run of a submission's program on one case, in a sandbox of its own (a fresh copy of the
     program and of the input; nothing of another submission is there but, given, its own JIT cache).
-    Whatever goes wrong on the judge's side is this entry's JUDGE ERROR, never the class's end."""
+    Whatever goes wrong on the judge's side is this entry's JUDGE ERROR, never the class's end.
+    `room`: its sandbox, opened already (`open_next` of its row's run before), else one is opened now; with
+    `open_next` the row's next run's sandbox is opened while this run's output is checked (its opening and this
+    one's closing were 10 ms of each run on an H200's host), and returned beside the entry (None where it could
+    not be: the next run opens its own, and meets that failure itself)."""
     limit = settings.limits.limit_for(case.label)
+    ahead: list[Sandbox] = []
+
+    def opened_ahead() -> None:
+        try:
+            ahead.append(Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache))
+        except Exception:  # noqa: BLE001 - not this run's failure: the next run opens its own room and says why
+            pass
+
     try:
         with phase("runs"):  # its room's opening and closing are the run's cost too, not the rest
-            sandbox = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache)
+            sandbox = room or Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache)
             try:
-                judged = judge_case(Program(program), case, limit, timeout_for(limit, settings.timeout_s), sandbox)
+                judged = judge_case(Program(program), case, limit, timeout_for(limit, settings.timeout_s), sandbox,
+                                    opened_ahead if open_next else None)
                 if judged.passed and settings.records_kernels:  # a second run in a room of its own, never the judged
                     judged.kernels = record_case_kernels(Program(program), case,
                                                          timeout_for(limit, settings.timeout_s), sandbox)
             finally:
                 sandbox.close()
-    except SandboxUnavailable:
-        raise
-    except Exception as exc:  # noqa: BLE001 - one case's failure is its row's, never the class's
-        return CaseEntry(JUDGE_ERROR, failure_text(exc))
+    except BaseException as exc:
+        for opened in ahead:  # its run went wrong after the next room opened: no next run takes it
+            opened.close()
+        if isinstance(exc, SandboxUnavailable) or not isinstance(exc, Exception):
+            raise
+        return CaseEntry(JUDGE_ERROR, failure_text(exc)), None
     runs = [judged.wall_s] if judged.passed and judged.wall_s is not None else []
     entry = CaseEntry(judged.verdict, "" if judged.passed else judged.message, runs, program_s=judged.wall_s or 0.0)
     if judged.kernels is not None:
         entry.kernel_note = judged.kernels.why
         entry.kernel_runs_s = [judged.kernels.time.busy_s] if judged.kernels.time is not None else []
-    return entry
+    return entry, (ahead[0] if ahead else None)
 
 
 def diagnosed(program: Path, case: PreparedCase, settings: ClassSettings) -> str:

@@ -1,5 +1,6 @@
 """The room an untrusted program runs in, a concern of its own that the judge and `exe:` variants call
-(as judges call ioi/isolate): `run_program(room, spec) -> ProgramOutcome`.
+(as judges call ioi/isolate): `run_program(room, spec) -> ProgramOutcome` (or `run_unfinished`, whose case
+folder the caller removes beside its own work).
 
 Behind it: bubblewrap's namespaces or the fallback's own users (room, bwrap_args, fallback_users), resource
 limits and cgroups (process, cgroups), the system-call filter, the OOM killer's order, the capped case
@@ -7,8 +8,8 @@ disk, CUDA's sealed JIT cache, the reaper of every process a program started, th
 file it leaves (outcome), and the safe handling of a submission's files (staging)."""
 
 from attnbench.sandbox.outcome import ProgramOutcome
-from attnbench.sandbox.program_run import ProgramSpec, run_alone, run_program
+from attnbench.sandbox.program_run import ProgramSpec, run_alone, run_program, run_unfinished
 from attnbench.sandbox.room import MODES, Confinement, Sandbox, SandboxSettings, SandboxUnavailable
 
 __all__ = ["MODES", "Confinement", "ProgramOutcome", "ProgramSpec", "Sandbox", "SandboxSettings",
-           "SandboxUnavailable", "run_alone", "run_program"]
+           "SandboxUnavailable", "run_alone", "run_program", "run_unfinished"]

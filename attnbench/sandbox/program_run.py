@@ -52,6 +52,16 @@ def run_program(room: Sandbox, spec: ProgramSpec, before_launch: Callable[[], No
     the case's limits; every process it started is killed when it ends or its time is up. The outcome says
     how it ended, and holds its output when that was a sound file of the right size. `before_launch` is called
     once the case folder is ready, right before the program starts (what it raises ends the run unstarted)."""
+    outcome, finish = run_unfinished(room, spec, before_launch)
+    finish()
+    return outcome
+
+
+def run_unfinished(room: Sandbox, spec: ProgramSpec,
+                   before_launch: Callable[[], None] | None = None) -> tuple[ProgramOutcome, Callable[[], None]]:
+    """run_program's run, its outcome read, and the step that removes its case folder (Sandbox.finish), for the
+    caller to take once, beside the output's check (the folder holds nothing the verdict reads any more; the room's
+    close removes it where that step is never taken). Where the run fails, the folder is removed before it raises."""
     case = room.prepare(spec.label, spec.input_path, written=spec.written)
     limits = room.limits_for(spec.shape.output_bytes, spec.timeout_s)
     try:
@@ -60,10 +70,12 @@ def run_program(room: Sandbox, spec: ProgramSpec, before_launch: Callable[[], No
         argv = spec.argv(room.program_path(), case.input_arg, case.output_arg)
         process = room.run(argv, case, spec.timeout_s, limits, spec.launcher)
         exceeded = exceeded_line(room.limits_hit(case), room.settings.processes, room.settings.memory_mb)
-        return ended(process, case.output, spec.shape, limits, room.confinement.sandboxed, spec.timeout_s, exceeded,
-                     room.watched_limits(case))
-    finally:
+        outcome = ended(process, case.output, spec.shape, limits, room.confinement.sandboxed, spec.timeout_s,
+                        exceeded, room.watched_limits(case))
+    except BaseException:
         room.finish(case)
+        raise
+    return outcome, lambda: room.finish(case)
 
 
 @dataclass(frozen=True)

@@ -189,7 +189,8 @@ def test_a_worker_makes_a_rows_inputs_of_the_round_before_its_warm_up_never_betw
     monkeypatch.setattr(class_work, "reborn_program", lambda program: events.append("reborn"))
     monkeypatch.setattr(class_work, "warm_up_entry", lambda *args: events.append("warm-up") or WarmedUp())
     monkeypatch.setattr(class_work, "judge_entry",
-                        lambda program, case, settings, cache: events.append(f"run {case}") or CaseEntry("PASS", ""))
+                        lambda program, case, settings, cache, room, open_next: events.append(f"run {case}") or (
+                            CaseEntry("PASS", ""), None))
     first, second = (FreshInput(label, Shape(1, 17, 48), 7, label) for label in ("a", "b"))
     jobs = [class_work.CaseJob("alice", Path("/nonexistent/hw4"), first, Path("/nonexistent/cache"), first,
                                round_cases=(first, second)),
@@ -282,3 +283,108 @@ def test_diagnose_picks_a_rows_first_failed_case_that_a_memory_error_explains():
     assert to_diagnose(row, ["t01", "t02", "t03", "t04"]) == "t03"
     assert to_diagnose(row, ["t04", "t03"]) == "t04"
     assert to_diagnose(row, ["t01", "t02"]) is None
+
+
+class _Rooms:
+    """A stand-in for the sandbox's rooms: which are open, and which run each was opened beside."""
+
+    def __init__(self) -> None:
+        self.open_now: set[int] = set()
+        self.opened = 0
+        self.beside: list[bool] = []  # per opening: whether it came while a run's output was checked
+        self.checking = False
+
+    def room_class(self):  # noqa: ANN201
+        rooms = self
+
+        class Room:
+            settings = None
+
+            @classmethod
+            def open(cls, *args, **kwargs):
+                rooms.opened += 1
+                rooms.beside.append(rooms.checking)
+                room = cls()
+                room.number = rooms.opened
+                rooms.open_now.add(room.number)
+                return room
+
+            def close(self):
+                rooms.open_now.discard(self.number)
+
+        return Room
+
+
+def _row_jobs(names_cases: list[tuple[str, str]]):  # noqa: ANN202
+    from attnbench.cases.testcase import Shape
+    from attnbench.judge import class_work
+    from attnbench.judge.course_judge import PreparedCase
+
+    jobs = []
+    for i, (name, label) in enumerate(names_cases):
+        case = PreparedCase(label, Shape(1, 4, 8), Path(f"/nonexistent/{label}.in"), None, None)  # type: ignore[arg-type]
+        more = i + 1 < len(names_cases) and names_cases[i + 1][0] == name
+        jobs.append(class_work.CaseJob(name, Path(f"/nonexistent/{name}/hw4"), case, Path(f"/nonexistent/{name}/cache"),
+                                       more_of_row=more))
+    return jobs
+
+
+@pytest.fixture
+def fake_rooms(monkeypatch):  # noqa: ANN201
+    from attnbench.judge import classroom
+    from attnbench.judge.course_judge import JudgedCase
+
+    rooms = _Rooms()
+    monkeypatch.setattr(classroom, "Sandbox", rooms.room_class())
+
+    def judged(program, case, limit, timeout, sandbox, beside_check=None):
+        rooms.checking = True  # the run is over; its output is being checked
+        try:
+            if beside_check is not None:
+                beside_check()
+        finally:
+            rooms.checking = False
+        return JudgedCase(case.label, case.shape, "PASS", "", 0.1, limit, timeout)
+
+    monkeypatch.setattr(classroom, "judge_case", judged)
+    return rooms
+
+
+def test_a_rows_next_room_is_opened_while_its_run_is_checked_and_none_is_left_open(fake_rooms):
+    """Opening and closing a room were 10 ms of every run of a class on an H200's host: a row's next run's room is
+    opened while this run's output is checked. A fresh room each run still; none left once the row is done, nor
+    where the next job is another row's."""
+    from attnbench.judge import class_work
+    from attnbench.judge.classroom import ClassSettings
+    from attnbench.judge.time_limits import TimeLimits
+
+    work, state = class_work.ClassCaseWork(ClassSettings(TimeLimits("none"))), {"device": "cpu"}
+    verdicts_seen: list[str] = []
+    for job in _row_jobs([("alice", "a"), ("alice", "b"), ("alice", "c"), ("bob", "a"), ("bob", "b")]):
+        work.run(job, state, lambda event: isinstance(event, EntryMade) and verdicts_seen.append(event.entry.verdict))
+    assert verdicts_seen == ["PASS"] * 5
+    assert fake_rooms.opened == 5  # one room a run
+    assert fake_rooms.beside == [False, True, True, False, True]  # each row's first opened before its run
+    assert fake_rooms.open_now == set() and class_work.ROOM_AHEAD not in state
+
+
+def test_a_room_opened_ahead_for_another_job_or_before_ctrl_c_is_closed(fake_rooms):
+    from attnbench.judge import class_work
+    from attnbench.judge.classroom import ClassSettings
+    from attnbench.judge.time_limits import TimeLimits
+
+    work, state = class_work.ClassCaseWork(ClassSettings(TimeLimits("none"))), {"device": "cpu"}
+    alice, _ = _row_jobs([("alice", "a"), ("alice", "b")])
+    bob = _row_jobs([("bob", "a")])[0]
+    work.run(alice, state, lambda event: None)
+    assert len(fake_rooms.open_now) == 1  # alice's next run's room
+    work.run(bob, state, lambda event: None)  # not alice's next run: her room closed, bob's opened
+    assert fake_rooms.open_now == set()
+
+    def interrupted(event: object) -> None:
+        if isinstance(event, EntryMade):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        work.run(alice, state, interrupted)
+    assert fake_rooms.open_now == set() and class_work.ROOM_AHEAD not in state

@@ -684,27 +684,39 @@ def test_outside_a_box_one_programs_fresh_inputs_are_never_staged_for_every_user
     assert judgement.passed == 2 and not judgement.confinement.sandboxed
 
 
-def test_a_cases_input_is_let_go_while_its_output_is_checked_and_its_failure_is_the_judges(programs, monkeypatch):
+def test_a_runs_folder_and_input_are_let_go_while_its_output_is_checked_and_their_failure_is_the_judges(programs, monkeypatch):
     """t22's check took 0.1 s on an H200's host and its input's unstaging 0.05 s after it: the input (no later run
     needs it) is let go on a thread while the output is checked, both over before the verdict returns."""
     import threading
 
     from attnbench.judge import fresh_inputs
 
-    let_go = threading.Event()
-    check = judging.judge_outcome
+    from attnbench.sandbox.room import Sandbox
+
+    let_go, removed = threading.Event(), threading.Event()
+    check, finish = judging.judge_outcome, Sandbox.finish
 
     def checked(*args):
+        assert removed.wait(10), "the case folder was not removed while the output was checked"
         assert let_go.wait(10), "the input was not let go while the output was checked"
         return check(*args)
 
+    order: list[str] = []
+
+    def finished(room, case):
+        finish(room, case)
+        order.append("folder")
+        removed.set()
+
+    monkeypatch.setattr(Sandbox, "finish", finished)
+
     monkeypatch.setattr(judging, "judge_outcome", checked)
-    monkeypatch.setattr(judging, "_let_go", lambda case: let_go.set())
+    monkeypatch.setattr(judging, "_let_go", lambda case: order.append("input") or let_go.set())
     program = judging.make_program(str(programs["right"]))
     case = judging.prepare_case(fresh_inputs.draw(judging.cases_for("odd_17x48"))[0])
     try:
         judged = judging.judge_case(program, case, None, 30.0, None, lambda: judging._let_go(case))
-        assert judged.passed and let_go.is_set()
+        assert judged.passed and order == ["folder", "input"]  # the folder holds the staged input's lend: first
 
         def full_disk() -> None:
             raise OSError(28, "No space left on device")

@@ -106,7 +106,7 @@ def test_a_runs_room_opening_and_closing_are_its_runs_phase_not_the_rest(monkeyp
         def close(self):
             clock.now += 2.0
 
-    def judged(program, case, limit, timeout, sandbox):
+    def judged(program, case, limit, timeout, sandbox, beside_check=None):
         clock.now += 4.0
         return JudgedCase(case.label, case.shape, PASS, "", 4.0, limit, timeout)
 
@@ -121,7 +121,8 @@ def test_a_runs_room_opening_and_closing_are_its_runs_phase_not_the_rest(monkeyp
     case = PreparedCase("t01", shape, tmp_path / "t01.in", None, None)  # type: ignore[arg-type]
     settings = classroom.ClassSettings(load_time_limits("none"))
     with phases.timing(clock) as timed:
-        entry = classroom.judge_entry(tmp_path / "hw4", case, settings)
+        entry, ahead = classroom.judge_entry(tmp_path / "hw4", case, settings)
+        assert ahead is None  # none asked for
         note = classroom.warm_up_entry(tmp_path / "hw4", shape, "t01", settings, tmp_path / "cache")
         cost = timed.cost(program_runs_s=4.0)
     assert entry.verdict == PASS and note == classroom.WarmedUp("", 7.5) and entry.program_s == 4.0

@@ -3,6 +3,8 @@
 import stat
 from pathlib import Path
 
+import pytest
+
 from attnbench.cases.inputs import seeded_testcase
 from attnbench.cases.testcase import Shape, read_testcase, write_testcase
 from attnbench.sandbox.program_run import ProgramSpec, WarmCaches, run_program
@@ -147,3 +149,30 @@ def test_what_killed_workers_left_is_cleared_when_they_end_not_only_by_the_next_
     program_run.clear_after_workers(set())
     assert not left.exists()
     assert not any(str(tmp_path) in line for line in Path("/proc/self/mounts").read_text().splitlines())
+
+
+def test_a_run_whose_step_before_launch_fails_leaves_no_case_folder_and_starts_nothing(tmp_path):
+    """run_unfinished hands its caller the folder's removal; where the run fails before that (here the step before
+    the launch), the folder goes before the error does."""
+    from attnbench.sandbox.program_run import run_unfinished
+
+    program = tmp_path / "size"
+    program.write_text(SIZE_OF_INPUT)
+    program.chmod(0o555)
+    shape = Shape(2, 5, 8)
+    case = tmp_path / "case.in"
+    write_testcase(case, seeded_testcase(shape, 3))
+    room = Sandbox.open(program, SandboxSettings("none"), cuda_cache=tmp_path / "cache")
+    try:
+        before = {*room.root.iterdir(), room.root / "accounts"}  # the box's accounts: the room's, made by its first run
+        with pytest.raises(OSError, match="disk full"):
+            run_unfinished(room, ProgramSpec("c1", case, shape, 20.0),
+                           lambda: (_ for _ in ()).throw(OSError("disk full")))
+        assert set(room.root.iterdir()) == before
+        outcome, finish = run_unfinished(room, ProgramSpec("c2", case, shape, 20.0))
+        assert outcome.process.stderr_tail.split()[:2] == ["size:", str(shape.input_bytes)]
+        assert set(room.root.iterdir()) != before  # kept until the caller removes it
+        finish()
+        assert set(room.root.iterdir()) == before
+    finally:
+        room.close()

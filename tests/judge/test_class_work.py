@@ -390,6 +390,24 @@ def test_a_room_opened_ahead_for_another_job_or_before_ctrl_c_is_closed(fake_roo
     assert fake_rooms.open_now == set() and class_work.ROOM_AHEAD not in state
 
 
+def test_a_room_opened_ahead_is_closed_when_ctrl_c_comes_between_two_jobs_of_its_row(fake_rooms):
+    """The room opened for a row's next run is kept in the worker's state between its jobs: a Ctrl-C after one job
+    ended, before the next took it, left it open (its view's overlays and tmpfs mounted until the next judge)."""
+    from attnbench.judge import class_work
+    from attnbench.judge.classroom import ClassSettings
+    from attnbench.judge.time_limits import TimeLimits
+    from attnbench.spread.executor import InProcess, JobDone
+
+    def interrupted(event: ExecutorEvent) -> None:
+        if isinstance(event, JobDone):
+            raise KeyboardInterrupt
+
+    work = class_work.ClassCaseWork(ClassSettings(TimeLimits("none")))
+    with pytest.raises(KeyboardInterrupt):
+        InProcess(work).run(_row_jobs([("alice", "a"), ("alice", "b")]), interrupted)
+    assert fake_rooms.opened == 2 and fake_rooms.open_now == set()
+
+
 @pytest.mark.parametrize("gpus", [None, "all"], ids=["in-process", "pool"])
 def test_a_run_cannot_tell_its_room_was_opened_ahead_beside_the_previous_runs_check(tmp_path, monkeypatch, gpus):
     """A row's next run's room is opened while this run's output is checked. Its program's link (linked and given

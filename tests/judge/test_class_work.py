@@ -408,6 +408,32 @@ def test_a_room_opened_ahead_is_closed_when_ctrl_c_comes_between_two_jobs_of_its
     assert fake_rooms.opened == 2 and fake_rooms.open_now == set()
 
 
+def test_a_room_opened_ahead_after_its_run_was_given_up_is_closed(fake_rooms, monkeypatch):
+    """The next room is opened on the thread beside the check. A second Ctrl-C in the wait for that thread (the
+    first stopped the check) gives the run up before the thread's opening is done: the room it then opened was
+    no run's, and stayed open (its view mounted) while the class stopped."""
+    import threading
+
+    from attnbench.judge import classroom
+    from attnbench.judge.classroom import ClassSettings, judge_entry
+    from attnbench.judge.time_limits import TimeLimits
+
+    beside: list[threading.Thread] = []
+
+    def given_up(program, case, limit, timeout, sandbox, beside_check=None):
+        fake_rooms.checking = True
+        beside.append(threading.Thread(target=lambda: (threading.Event().wait(0.2), beside_check())))
+        beside[0].start()
+        raise KeyboardInterrupt  # the wait for the thread interrupted: it goes on
+
+    monkeypatch.setattr(classroom, "judge_case", given_up)
+    job = _row_jobs([("alice", "a"), ("alice", "b")])[0]
+    with pytest.raises(KeyboardInterrupt):
+        judge_entry(job.program, job.case, ClassSettings(TimeLimits("none")), job.cache, None, True)
+    beside[0].join()
+    assert fake_rooms.opened == 2 and fake_rooms.open_now == set()
+
+
 @pytest.mark.parametrize("gpus", [None, "all"], ids=["in-process", "pool"])
 def test_a_run_cannot_tell_its_room_was_opened_ahead_beside_the_previous_runs_check(tmp_path, monkeypatch, gpus):
     """A row's next run's room is opened while this run's output is checked. Its program's link (linked and given

@@ -69,6 +69,9 @@ class ClassBuildWork:
         signal.signal(signal.SIGTERM, _stopped)
         return None, None
 
+    def close(self, state: None) -> None:
+        pass  # each build let go of its own room: nothing is kept between jobs
+
     def run(self, job: Submission, state: None, emit: Emit) -> None:
         try:
             emit(BuildEnded(built_submission(job, self.build_root, self.settings)))

@@ -154,6 +154,9 @@ class ClassCaseWork:
             name = gpu_name()
         return {"device": name}, None
 
+    def close(self, state: dict[str, object]) -> None:
+        _close_room_ahead(state)  # a row's next room opened ahead whose run never came (Ctrl-C between two jobs)
+
     def run(self, job: CaseJob, state: dict[str, object], emit: Emit) -> None:
         room = _room_ahead(state, job)
         try:

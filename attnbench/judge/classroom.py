@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -202,12 +203,19 @@ def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda
     not be: the next run opens its own, and meets that failure itself)."""
     limit = settings.limits.limit_for(case.label)
     ahead: list[Sandbox] = []
+    given_up = threading.Event()  # the run went wrong: no next run takes a room opened ahead, even one opened late
+    taking = threading.Lock()
 
     def opened_ahead() -> None:
         try:
-            ahead.append(Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache))
+            opened = Sandbox.open(program, settings.sandbox, cuda_cache=cuda_cache)
         except Exception:  # noqa: BLE001 - not this run's failure: the next run opens its own room and says why
-            pass
+            return
+        with taking:
+            if not given_up.is_set():
+                ahead.append(opened)
+                return
+        opened.close()  # a second Ctrl-C left the wait for this thread: the run was given up meanwhile
 
     try:
         with phase("runs"):  # its room's opening and closing are the run's cost too, not the rest
@@ -221,6 +229,8 @@ def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda
             finally:
                 sandbox.close()
     except BaseException as exc:
+        with taking:
+            given_up.set()
         for opened in ahead:  # its run went wrong after the next room opened: no next run takes it
             opened.close()
         if isinstance(exc, SandboxUnavailable) or not isinstance(exc, Exception):

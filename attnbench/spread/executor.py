@@ -113,6 +113,10 @@ class Work(Protocol):
         (the worker then runs no more jobs), or None."""
         ...
 
+    def close(self, state: Any) -> None:
+        """In the worker, once its jobs are over or stopped (Ctrl-C included): let go what `state` still holds."""
+        ...
+
 
 class Executor(Protocol):
     """Runs a list of jobs of one `Work`, telling `listener` what happens; an exception from the listener
@@ -135,16 +139,19 @@ class InProcess:
             for i in range(len(jobs)):
                 listener(JobNotRun(i, self.device, f"not run: {self.device.label} could not start ({exc})"))
             return
-        listener(DeviceReady(self.device, about))
-        lost: str | None = None
-        for i, job in enumerate(jobs):
-            if lost is not None:
-                listener(JobNotRun(i, self.device, f"not run: {lost}"))
-                continue
-            lost = self.work.run(job, state, lambda event, i=i: listener(JobTold(i, self.device, event)))
-            listener(JobDone(i, self.device, lost))
-            if lost is not None:
-                listener(DeviceLost(self.device, lost))
+        try:
+            listener(DeviceReady(self.device, about))
+            lost: str | None = None
+            for i, job in enumerate(jobs):
+                if lost is not None:
+                    listener(JobNotRun(i, self.device, f"not run: {lost}"))
+                    continue
+                lost = self.work.run(job, state, lambda event, i=i: listener(JobTold(i, self.device, event)))
+                listener(JobDone(i, self.device, lost))
+                if lost is not None:
+                    listener(DeviceLost(self.device, lost))
+        finally:  # a Ctrl-C between two jobs too: what one job left for the next is let go
+            self.work.close(state)
 
 
 # -- the list of executors --------------------------------------------------------------------------

@@ -59,16 +59,19 @@ def worker_main(work: Work, device: Device, inbox: Any, outbox: Any, workers: in
     except AttnbenchError as exc:
         outbox.send(DeviceUnusable(device, str(exc)))
         return
-    outbox.send(DeviceReady(device, about))
-    while True:
-        task = inbox.get()
-        if task is None:
-            return
-        i, job = task
-        lost = work.run(job, state, lambda event: outbox.send(JobTold(i, device, event)))
-        outbox.send(JobDone(i, device, lost))
-        if lost is not None:  # its results are all sent; a lost device must not run again
-            return
+    try:
+        outbox.send(DeviceReady(device, about))
+        while True:
+            task = inbox.get()
+            if task is None:
+                return
+            i, job = task
+            lost = work.run(job, state, lambda event: outbox.send(JobTold(i, device, event)))
+            outbox.send(JobDone(i, device, lost))
+            if lost is not None:  # its results are all sent; a lost device must not run again
+                return
+    finally:
+        work.close(state)
 
 
 @dataclass

@@ -129,6 +129,9 @@ class CaseGroupWork:
         opened = open_device(device, self.plan.variants())
         return opened, (opened.facts, opened.arch, opened.torch_versions)
 
+    def close(self, state: Any) -> None:
+        pass  # the device stays open for the process's life (`here`'s or the worker's own)
+
     def run(self, job: tuple[BenchInput, list[str]], state: Any, emit: Emit) -> str | None:
         bench_input, names = job
         report = GroupReport(info=lambda info: emit(CaseLoaded(info)), started=lambda name: emit(VariantStarted(name)),

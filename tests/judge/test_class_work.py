@@ -388,3 +388,76 @@ def test_a_room_opened_ahead_for_another_job_or_before_ctrl_c_is_closed(fake_roo
     with pytest.raises(KeyboardInterrupt):
         work.run(alice, state, interrupted)
     assert fake_rooms.open_now == set() and class_work.ROOM_AHEAD not in state
+
+
+def test_a_room_opened_ahead_is_closed_when_ctrl_c_comes_between_two_jobs_of_its_row(fake_rooms):
+    """The room opened for a row's next run is kept in the worker's state between its jobs: a Ctrl-C after one job
+    ended, before the next took it, left it open (its view's overlays and tmpfs mounted until the next judge)."""
+    from attnbench.judge import class_work
+    from attnbench.judge.classroom import ClassSettings
+    from attnbench.judge.time_limits import TimeLimits
+    from attnbench.spread.executor import InProcess, JobDone
+
+    def interrupted(event: ExecutorEvent) -> None:
+        if isinstance(event, JobDone):
+            raise KeyboardInterrupt
+
+    work = class_work.ClassCaseWork(ClassSettings(TimeLimits("none")))
+    with pytest.raises(KeyboardInterrupt):
+        InProcess(work).run(_row_jobs([("alice", "a"), ("alice", "b")]), interrupted)
+    assert fake_rooms.opened == 2 and fake_rooms.open_now == set()
+
+
+def test_a_room_opened_ahead_after_its_run_was_given_up_is_closed(fake_rooms, monkeypatch):
+    """The next room is opened on the thread beside the check. A second Ctrl-C in the wait for that thread (the
+    first stopped the check) gives the run up before the thread's opening is done: the room it then opened was
+    no run's, and stayed open (its view mounted) while the class stopped."""
+    import threading
+
+    from attnbench.judge import classroom
+    from attnbench.judge.classroom import ClassSettings, judge_entry
+    from attnbench.judge.time_limits import TimeLimits
+
+    beside: list[threading.Thread] = []
+
+    def given_up(program, case, limit, timeout, sandbox, beside_check=None):
+        fake_rooms.checking = True
+        beside.append(threading.Thread(target=lambda: (threading.Event().wait(0.2), beside_check())))
+        beside[0].start()
+        raise KeyboardInterrupt  # the wait for the thread interrupted: it goes on
+
+    monkeypatch.setattr(classroom, "judge_case", given_up)
+    job = _row_jobs([("alice", "a"), ("alice", "b")])[0]
+    with pytest.raises(KeyboardInterrupt):
+        judge_entry(job.program, job.case, ClassSettings(TimeLimits("none")), job.cache, None, True)
+    beside[0].join()
+    assert fake_rooms.opened == 2 and fake_rooms.open_now == set()
+
+
+@pytest.mark.parametrize("gpus", [None, "all"], ids=["in-process", "pool"])
+def test_a_run_cannot_tell_its_room_was_opened_ahead_beside_the_previous_runs_check(tmp_path, monkeypatch, gpus):
+    """A row's next run's room is opened while this run's output is checked. Its program's link (linked and given
+    the epoch's times at the opening) then changed again when this run's room, opened before it, was removed,
+    after the program's folder was made: a run whose program changed after its folder knew its room was opened
+    ahead, not right before it (the row's first run of a round). Every time of what the opening made is stamped
+    again right before each run."""
+    if gpus:
+        monkeypatch.setenv(CPU_WORKERS_ENV, "2")
+    saved = _spied_class(tmp_path, "room_age_spy.c", "{ int rc = spy_on_room_age(argv[1]); if (rc) return rc; }", 0,
+                         "aged", *(["--gpus", gpus] if gpus else []), "--rerun-top", "0")
+    for label, spied in saved["rows"][0]["entries"].items():
+        assert spied["verdict"] == "PASS", (label, spied["message"])
+
+
+def test_a_rerun_cannot_tell_itself_from_a_first_run_by_its_rooms_age(tmp_path):
+    """The spy fails its first case on purpose, so a rerun round starts at its second, whose room was then opened
+    right before it, not ahead beside the previous run's check as in the first round; it idles 1 s on the runs it
+    takes for reruns. Now every run sees its room's opening stamped right before it: the spy takes every run of
+    the case, or none, for a rerun, and its three runs take the same time."""
+    first = CASES.split(",")[0]
+    row = _spied_class(tmp_path, "room_age_spy.c", f'{{ int rc = rerun_by_room_age(argv[1], "{first}"); '
+                       "if (rc) return rc; }", 0, "rerun-aged", "--rerun-top", "1")["rows"][0]
+    for label, entry in row["entries"].items():
+        if label != first:
+            assert entry["verdict"] == "PASS" and len(entry["runs_s"]) == 3, (label, entry["message"])
+            assert max(entry["runs_s"]) - min(entry["runs_s"]) < 0.5, (label, entry["runs_s"])  # none told apart

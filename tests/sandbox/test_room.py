@@ -9,6 +9,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -803,3 +804,30 @@ def test_a_program_printing_past_the_output_size_limit_in_the_box_is_stopped(tmp
                                        "--timeout", "10", "--no-save", "--sandbox", "required"])
     assert result.exit_code == 1, result.output
     assert "RESOURCE LIMIT" in result.output and "stdout or stderr" in result.output
+
+
+@pytest.mark.parametrize("mode", ["none", "auto"])
+def test_what_a_rooms_opening_made_is_stamped_again_right_before_each_run(program, tmp_path, mode):
+    """A class opens a row's next room ahead, beside the previous run's check: the change times (which no utime
+    sets) of the program's folder and link, and of the view's files, dated the opening, so a run could tell
+    whether its room was opened ahead. Every run sees them changed right before it, its other times kept."""
+    source = tmp_path / "case.in"
+    source.write_bytes(b"\x01")
+    sandbox = Sandbox.open(program, SandboxSettings(mode))
+    try:
+        seen = [sandbox.program.parent, sandbox.program]
+        if sandbox.view is not None:
+            seen += [sandbox.view.root / "blank", *sandbox.view.etc.iterdir()]
+        opened = {path: os.lstat(path) for path in seen}
+        before_run = time.time_ns()
+        while time.time_ns() == before_run:  # a clock tick between the opening and the run
+            pass
+        case = sandbox.prepare("t01", source)
+        for path, at_opening in opened.items():
+            now = os.lstat(path)
+            assert now.st_ctime_ns >= before_run, path
+            assert (now.st_mtime_ns, now.st_atime_ns) == (at_opening.st_mtime_ns, at_opening.st_atime_ns), path
+        assert os.lstat(sandbox.program).st_ctime_ns >= os.lstat(sandbox.program.parent).st_ctime_ns
+        sandbox.finish(case)
+    finally:
+        sandbox.close()

@@ -50,6 +50,27 @@ def test_in_process_runs_the_jobs_here_and_tells_the_same_events():
                       JobNotRun(0, device, "not run: cpu worker 0 could not start (no such device)")]
 
 
+def test_in_process_lets_its_work_close_its_state_even_when_ctrl_c_comes_between_two_jobs():
+    """A class's worker keeps, between a row's jobs, the next run's room opened ahead: a Ctrl-C between two jobs
+    (the listener's, as here) left it open, its view mounted, since nothing closed what the state held."""
+    closed: list[object] = []
+
+    class Closing(ToyWork):
+        def close(self, state) -> None:
+            closed.append(state)
+
+    def interrupted(event: ExecutorEvent) -> None:
+        if isinstance(event, JobDone):
+            raise KeyboardInterrupt
+
+    device = Device(0, True)
+    with pytest.raises(KeyboardInterrupt):
+        InProcess(Closing(), device).run([("n", 2), ("n", 3)], interrupted)
+    assert closed == [0]
+    InProcess(Closing(), device).run([("n", 2)], lambda event: None)
+    assert closed == [0, 0]
+
+
 @pytest.mark.parametrize(("gpus", "executor", "words"), [
     (None, "cloud", "--executor cloud: choose local or slurm"),
     ("0", "slurm", "--gpus spreads over this host's GPUs; with --executor slurm each job gets its GPU"),

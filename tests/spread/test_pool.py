@@ -60,6 +60,9 @@ class ToyWork:
         emit(Squared(job[-1] ** 2, state))
         return None
 
+    def close(self, state) -> None:
+        pass
+
 
 def squares(events: list[ExecutorEvent]) -> dict[int, int]:
     return {e.job: e.event.square for e in events if isinstance(e, JobTold) and isinstance(e.event, Squared)}

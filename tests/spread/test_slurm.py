@@ -71,6 +71,9 @@ class _Squares:
         emit(Squared(job[1] ** 2, state))
         return None
 
+    def close(self, state):
+        pass
+
 
 def test_slurm_workers_are_the_executor_seam_one_slurm_job_per_group_and_a_lost_one_costs_each_of_its_jobs(
         tmp_path, monkeypatch):

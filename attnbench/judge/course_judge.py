@@ -266,18 +266,14 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
             return judge_case(program, case, limit_s, timeout_s, own, beside_check)
         finally:
             own.close()
-    with phase("runs"):
-        outcome, finish = run_unfinished(sandbox, program.spec(case.label, case.input_path, case.shape, timeout_s))
-    judged = JudgedCase(case.label, case.shape, PASS, "", outcome.wall_s, limit_s, timeout_s,
-                        returncode=outcome.returncode, program_s=outcome.wall_s)
-
-    def after_the_run() -> None:  # the case folder's removal (its output read already), then the caller's step
-        finish()
-        if beside_check is not None:
-            beside_check()
-
     with ThreadPoolExecutor(1, "attnbench-beside-check") as beside:
-        after = beside.submit(after_the_run)
+        with phase("runs"):
+            outcome, finish = run_unfinished(sandbox, program.spec(case.label, case.input_path, case.shape, timeout_s))
+        # the case folder's removal (its output read already), then the caller's step; Ctrl-C in the few bytecodes
+        # before the thread has it leaves the folder to the room's close
+        after = beside.submit(_one_after_another, finish, beside_check)
+        judged = JudgedCase(case.label, case.shape, PASS, "", outcome.wall_s, limit_s, timeout_s,
+                            returncode=outcome.returncode, program_s=outcome.wall_s)
         with phase("checks"):
             judged.verdict, judged.message, judged.check = judge_outcome(outcome, case.reference)
         with phase("runs"):
@@ -291,6 +287,12 @@ def judge_case(program: Program, case: PreparedCase, limit_s: float | None, time
         judged.message = (f"correct, but {outcome.wall_s:.2f} s is over the {limit_s:g} s limit by "
                           f"{outcome.wall_s - limit_s:.2f} s")
     return judged
+
+
+def _one_after_another(*steps: Callable[[], None] | None) -> None:
+    for step in steps:
+        if step is not None:
+            step()
 
 
 def record_case_kernels(program: Program, case: PreparedCase, timeout_s: float, sandbox: Sandbox) -> KernelRecording:

@@ -15,7 +15,7 @@ from attnbench.analysis.class_history import HistoryRow, history, load_boards, r
 from attnbench.analysis.ranking import RANK_BY
 from attnbench.api.empty_arguments import refuse_empty
 from attnbench.api.notices import Notice, quiet, say_suite_writes
-from attnbench.cases.gpu_reference import failed_over
+from attnbench.cases.gpu_reference import failed_over, made_on_the_cpu
 from attnbench.backends.kernel_records import unavailable as kernel_records_unavailable
 from attnbench.cases.inputs import BenchInput, ProgressFactory, bytes_to_write, no_progress
 from attnbench.errors import AttnbenchError, EnvironmentProblem, UsageError
@@ -50,7 +50,7 @@ from attnbench.sandbox.room import MODES as SANDBOX_MODES
 from attnbench.sandbox.room import NO_SANDBOX_HERE, Confinement, SandboxSettings, SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.slurm import SlurmOptions, default_folder, refuse_without_slurm
-from attnbench.spread.devices import devices_for
+from attnbench.spread.devices import devices_for, no_gpu_here
 from attnbench.spread.executor import SLURM, choose_executor
 from attnbench.printable import counted, first_few, printable
 
@@ -467,11 +467,19 @@ def _say_no_kernels(options: JudgeOptions, notice: Notice) -> None:
 
 def _say_cpu_references(notice: Notice) -> None:
     """A GPU reference that failed left the references to the CPU without a word (t21, t22 and t29 took 33 s
-    instead of 1.6 s on an H200 when the context was mishandled): said once the judge is done."""
+    instead of 1.6 s on an H200 when the context was mishandled): said once the judge is done. So is a machine
+    with an NVIDIA GPU whose references never tried it (pycuda not importable: t21, t22 and t29 took 32 s instead
+    of 1.6 s on an H200, and only the phases' line showed it)."""
     why = failed_over()
     if why:
         notice(f"{why}: the float64 references it could not make were made on this machine's CPU instead (the same "
                "yardstick, slower: t29's takes about 26 s on 16 cores)")
+        return
+    skipped = made_on_the_cpu()
+    if skipped and no_gpu_here() is None:
+        notice(f"this machine has an NVIDIA GPU, but the float64 references were made on its CPU: {skipped} (the "
+               "same yardstick, slower: t29's takes about 26 s on 16 cores, 0.13 s on an H200; the `gpu` extra "
+               "installs pycuda)")
 
 
 def judge_program(options: JudgeOptions, *, progress: ProgressFactory = no_progress,

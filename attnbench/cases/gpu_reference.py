@@ -341,10 +341,22 @@ def gpu_reference_output(testcase: Testcase, progress: Progress | None = None, d
             context.detach()
 
 
+def made_on_the_cpu() -> str:
+    """Why this process's references were made on the CPU without trying a GPU (pycuda missing, no device), where
+    one was made so; '' otherwise."""
+    return _on_the_cpu[0] if _on_the_cpu else ""
+
+
+_on_the_cpu: list[str] = []
+
+
 def float64_reference(testcase: Testcase, progress: Progress | None = None, dtype: type = np.float64) -> np.ndarray:
     """The float64 reference on the GPU where there is one, else on the CPU. A GPU that fails (no nvcc for
     the kernel, too little memory) leaves the work to the CPU: the yardstick is the same, only slower."""
-    if not why_not_gpu():
+    why = why_not_gpu()
+    if why and not why.startswith(FAILED):  # a GPU that failed is said by failed_over
+        _on_the_cpu[:] = [why]
+    if not why:
         try:
             return gpu_reference_output(testcase, progress, dtype)
         except Exception as exc:  # pycuda's errors share no base class worth naming

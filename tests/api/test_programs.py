@@ -143,6 +143,36 @@ def test_a_gpu_reference_that_failed_over_to_the_cpu_is_said_once_the_judge_is_d
                                                   "CPU") for line in said)
 
 
+def test_references_made_on_the_cpu_of_a_machine_with_a_gpu_are_said_once_the_judge_is_done(monkeypatch):
+    """On an H200 whose pycuda could not be imported, one program's t21, t22 and t29 took 32 s of references on the
+    CPU instead of 1.6 s, and only the phases' line showed it; a machine without a GPU has nothing to be told."""
+    from attnbench.cases import gpu_reference
+    from attnbench.cases.inputs import seeded_testcase
+    from attnbench.cases.testcase import Shape
+
+    said = []
+    monkeypatch.setattr(programs, "judge_writes", lambda cases: 0)
+    monkeypatch.setattr(programs, "check_program", lambda program: None)
+    monkeypatch.setattr(gpu_reference, "_on_the_cpu", [])
+    monkeypatch.setattr(gpu_reference, "_availability", ["no usable GPU (ModuleNotFoundError: No module named 'pycuda')"])
+
+    def judged(*args, **kwargs):  # the judge made one reference
+        gpu_reference.float64_reference(seeded_testcase(Shape(1, 4, 8), 1))
+
+    monkeypatch.setattr(programs, "_judged_program", judged)
+    monkeypatch.setattr(programs, "no_gpu_here", lambda: "no nvidia-smi and no /dev/nvidia* device")
+    programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01"), notice=said.append)
+    assert said == []  # no GPU here: the CPU is the only place for them
+    monkeypatch.setattr(programs, "no_gpu_here", lambda: None)
+    programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01"), notice=said.append)
+    assert len(said) == 1 and said[0].startswith("this machine has an NVIDIA GPU, but the float64 references were made "
+                                                 "on its CPU: no usable GPU (ModuleNotFoundError")
+    monkeypatch.setattr(gpu_reference, "_on_the_cpu", [])  # a judge that made no reference (the suite's kept ones)
+    monkeypatch.setattr(programs, "_judged_program", lambda *args, **kwargs: None)
+    programs.judge_program(programs.JudgeOptions(programs=("./hw4",), cases="t01"), notice=said.append)
+    assert len(said) == 1
+
+
 @pytest.mark.parametrize("call", [lambda: programs.class_history(""), lambda: programs.resume_class(" "),
                                   lambda: programs.new_kernel("k9", "")])
 def test_an_empty_folder_is_refused_not_read_as_the_working_one(call, tmp_path, monkeypatch):

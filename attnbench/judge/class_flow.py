@@ -156,11 +156,12 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
         """The round's jobs, row by row, each row's first job warming it up on the worker that runs the row."""
         round_jobs = []
         for name in names:
-            mine = [case for case in cases if _wanted(rows[name], case.label, number)]
+            mine = _in_the_rounds_order(rows[name], cases, number)
             round_jobs += [CaseJob(name, programs[name], case, cache_of(caches, name),
                                    request.inputs[0] if i == 0 and request.inputs else None,
-                                   round_cases=tuple(mine) if i == 0 else (), more_of_row=i < len(mine) - 1)
-                           for i, case in enumerate(mine)]
+                                   round_cases=tuple(c for c, _ in mine) if i == 0 else (),
+                                   more_of_row=i < len(mine) - 1, filler=filler)
+                           for i, (case, filler) in enumerate(mine)]
         return round_jobs
 
     def rounds(first: list[BenchInput], early: InputsBesideBuilds | None) -> None:
@@ -197,7 +198,8 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
             for number, round_drawn in enumerate(rounds, start=2):
                 record_seeds(board, f"rerun {number}", round_drawn)
                 names = [row.name for row in top]
-                needed = [b for b in round_drawn if any(_wanted(row, b.label, number) for row in top)]
+                needed = [b for b in round_drawn if any(b.label in {c.label for c, _ in _in_the_rounds_order(
+                    row, round_drawn, number)} for row in top)]  # a rerun's fillers need their inputs too
                 lost: dict[str, str] = {}  # the rows whose inputs the judge or a worker could not make, and why
                 try:
                     with phase("inputs and references"), one_gpu_context():
@@ -246,6 +248,20 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
         board.rows = list(rows.values())
         carrier.close(board)
     return rank(board)
+
+
+def _in_the_rounds_order(row: SubmissionRow, cases: Sequence[BenchInput | PreparedCase],
+                         number: int) -> list[tuple[BenchInput | PreparedCase, bool]]:
+    """The row's jobs of run `number`, each with whether it is a filler: in a rerun round every case the row ran
+    first, in the same order, those it does not rerun (failed, or run often enough) run all the same on the
+    round's inputs, their verdicts thrown away, so that each rerun's place after the row's warm-up is its first
+    run's: with a case it failed left out, the next case found its warm-up's cache 2 s younger in every rerun and
+    told itself from a first run (red team 21). A row with nothing to rerun has no job."""
+    if number == 1:
+        return [(case, False) for case in cases]
+    if not any(_wanted(row, case.label, number) for case in cases):
+        return []
+    return [(case, not _wanted(row, case.label, number)) for case in cases if case.label in row.entries]
 
 
 def _wanted(row: SubmissionRow, label: str, number: int) -> bool:

@@ -126,6 +126,7 @@ class CaseJob:
     diagnose: bool = False
     round_cases: tuple[BenchInput | PreparedCase, ...] = ()  # with warm_up: the row's cases of the round
     more_of_row: bool = False  # the row's next job of the round follows on this worker: its room is opened ahead
+    filler: bool = False  # run as any job, its entry thrown away: a rerun round's case the row does not rerun
 
 
 @dataclass(frozen=True)
@@ -274,6 +275,19 @@ def judge_jobs(pool: Executor, jobs: list[CaseJob], on_done: OnEntry, on_warm_up
         if not isinstance(event, (JobTold, JobDied, JobNotRun)):
             return
         name, label = jobs[event.job].submission, jobs[event.job].case.label
+        if jobs[event.job].filler:  # its run only keeps the row's order of runs: nothing of it is the row's
+            match event:
+                case JobTold(event=RunStarted()) if clock is not None:
+                    clock.job_started(event.job)
+                case JobTold(event=RowWarmedUp(warm_up=warm_up)):
+                    on_warm_up(name, warm_up)
+                case JobTold(event=SandboxMissing(why=why)):
+                    raise SandboxUnavailable(why)
+                case JobTold(event=EntryMade() | InputNotDrawn()) | JobDied() if clock is not None:
+                    clock.job_ended(event.job, label)
+                case JobNotRun() if clock is not None:
+                    clock.job_dropped(label)
+            return
         match event:
             case JobTold(event=RowWarmedUp(warm_up=warm_up)):
                 on_warm_up(name, warm_up)

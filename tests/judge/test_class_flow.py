@@ -475,3 +475,32 @@ def test_the_cuda_caches_a_judge_killed_outright_left_are_removed_by_the_next(tm
                            timeout=60, check=True)
     made = Path(later.stdout.strip())
     assert not left.exists() and made.is_dir() and os.stat(made).st_mode & 0o777 == 0o711
+
+
+@pytest.mark.skipif(not can_build(), reason="needs cc and make")
+def test_a_rerun_round_runs_a_rows_failed_case_too_so_no_rerun_finds_its_warm_up_younger(tmp_path, monkeypatch):
+    """Red team 21 (from the docs alone): a row that failed its first case on purpose, after 2 s, met its warm-up's
+    cache 2 s old in its first run of the next case and 0.03 s old in every rerun of it (reruns skipped the failed
+    case), and told a rerun from a first run. A rerun round now runs the failed case too, in its place, its verdict
+    thrown away: every round runs the row's cases in the same order."""
+    from tests.judge.classes import EXAMPLE
+
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    shutil.copy(EXAMPLE, classroom / "alice.c")
+    (classroom / "frank.c").write_text(wrapping("#include <string.h>", 'if (strstr(argv[1], "odd_17x48")) return 1;'))
+    ran, real = [], executor.InProcess.run
+
+    def recorded(self, jobs, listener):
+        ran.append([(job.submission, job.case.label, job.warm_up is not None, job.filler) for job in jobs])
+        return real(self, jobs, listener)
+
+    monkeypatch.setattr(executor.InProcess, "run", recorded)
+    board = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=2, sandbox=class_sandbox())
+    small, large = CASES.split(",")
+    rerun = [("alice", small, True, False), ("alice", large, False, False),
+             ("frank", small, True, True), ("frank", large, False, False)]
+    assert ran[1:] == [rerun, rerun]
+    frank = {row.name: row for row in board.rows}["frank"]
+    assert not frank.entries[small].passed and len(frank.entries[large].runs_s) == 3  # the filler's verdict is no run
+    assert len(frank.entries[small].runs_s) == 0

@@ -8,7 +8,7 @@ The older revision's host module of the variant (OLDTREE/attnbench/kernels/<modu
 variant's name) is loaded beside this tree's package, so the old build keeps its own launches,
 workspaces and defines; its kernel file comes from OLDTREE/cuda. Each --extra build is this tree's variant
 built from another kernel file (a candidate with the same kernels and arguments). Each shape gets fresh random inputs in
-the course's range and one float64 reference; each round runs the builds in turn (old then new, then the
+the course's range and one float64 reference (the GPU's where there is one); each round runs the builds in turn (old then new, then the
 other way round), each through the runner as any variant is run: the first pass checked against float64
 and gated, samples with the L2 flushed, each on a fresh input and checked. Rounds and builds share the GPU's state, so
 compare builds within this run, not across runs. Writes OUTDIR/kernel_ab.json (every round) and
@@ -127,14 +127,14 @@ def main() -> int:
         print(f"kernel_ab: no usable GPU: {reason}", file=sys.stderr)
         return 3
     from attnbench.bench.sampler import TimingPolicy
-    from attnbench.cases.reference import reference_output
+    from attnbench.cases.gpu_reference import float64_reference  # t29's on the CPU would take 26 s
 
     policy = TimingPolicy(timeout_s=3.0)
     gpu, rng, rows = Gpu(0), np.random.default_rng(args.seed), []
     try:
         for shape in shapes:
             testcase = Testcase(rng.uniform(-3.0, 3.0, size=(shape.B, 3, shape.N, shape.d)).astype(np.float32))
-            reference = reference_output(testcase)
+            reference = float64_reference(testcase)
             for round_ in range(args.rounds):
                 order = list(builds) if round_ % 2 == 0 else list(reversed(builds))
                 for build in order:

@@ -19,23 +19,26 @@
 //   each raw K and V tile two tiles ahead into one of two staging buffers and its 128 threads convert it
 //   into the ring in the pre-pass's layout (each tile serves one or two row blocks there: the pre-pass's
 //   launch and extra pass over K and V cost more than converting in every block);
-// - two consumer warpgroups of 64 query rows: Q hi and Q lo split once per unit into wgmma A fragments in
+// - two consumer warpgroups of 64 query rows (three on the pre-pass path at d <= 64: WGMMA16S_WARPGROUPS):
+//   Q hi and Q lo split once per unit into wgmma A fragments in
 //   registers (WGMMA16S_QREG; 0: [Q hi | Q lo] in shared memory); S = Q K^T by wgmma m64n64k16; online
 //   softmax in FP32 registers (one MUFU.EX2 a weight, or for WGMMA16S_POLY_EIGHTHS eighths of the weights
 //   exp2_poly on the FMA pipes, FlashAttention-4's relief of MUFU; keys past N masked to -inf after the product);
 //   O = alpha O, then O += P V by wgmma m64n{d}k16
 //   with P packed to FP16 in registers as the A operand (the accumulator layout of S is the A-fragment
 //   layout of P: no key permutation). S of tile i is issued with P V of tile i - 1 and the softmax runs
-//   while P V is on the tensor cores; the two warpgroups ping-pong (named barriers), FlashAttention-3 style;
+//   while P V is on the tensor cores; the warpgroups issue their products in turn (named barriers),
+//   FlashAttention-3 style;
 // - persistent blocks and the key split with its combine, as wgmma3x (records of O, m, l per thread).
 //
 // Constraints: sm_90a only (wgmma, setmaxnreg, cp.async.bulk, mbarrier tx): build with arch sm_90a.
 // HEAD_DIM 32, 64 or 128. Any N >= 1 (query rows past N not written; keys past N zero-filled and masked); any B.
-// Launches: workspaces kv16 B * ceil(N / 64) * 384 d bytes, split_counters B * ceil(N / 128) words (zero
-// before the first pass) and, with S > 1 parts, split_partials B * ceil(N / 128) * S * kRecordFloats floats;
+// Launches (R = kBlockRows, 64 a consumer warpgroup): workspaces kv16 B * ceil(N / 64) * 384 d bytes, split_counters
+// B * ceil(N / R) words (zero before the first pass) and, with S > 1 parts, split_partials B * ceil(N / R) * S *
+// kRecordFloats floats;
 // wgmma16s_prep(qkv, kv16, B, N) grid (ceil(N / 64), min(B, 65535)), block 256; then wgmma16s_fwd(qkv, out,
-// B, N, scale_log2, kv16, split_partials, split_counters) grid (X, 1, S), block 384, dynamic shared memory
-// kSmemBytes: X blocks deal out the B * ceil(N / 128) units (item, row block), S key parts.
+// B, N, scale_log2, kv16, split_partials, split_counters) grid (X, 1, S), block kThreads (128 a warpgroup), dynamic
+// shared memory kSmemBytes: X blocks deal out the B * ceil(N / R) units (item, row block), S key parts.
 #include <cstdint>
 
 #include <cuda_fp16.h>
@@ -62,7 +65,16 @@
 #define WGMMA16S_STREAM 0
 #endif
 #ifndef WGMMA16S_PINGPONG
-#define WGMMA16S_PINGPONG 1  // FA3 ping-pong of the two consumer warpgroups (named barriers); 0: free-running
+#define WGMMA16S_PINGPONG 1  // FA3's turns of the consumer warpgroups' products (named barriers); 0: free-running
+#endif
+#ifndef WGMMA16S_WARPGROUPS
+// Consumer warpgroups of 64 query rows (2 or 3; 3 with Q in registers and the pre-pass only): at d = 32 a
+// warpgroup's softmax takes as long as its products, and a third warpgroup's softmax fills the tensor cores'
+// idle clocks (FlashAttention-3 runs three at small head dimensions, in 160 registers each)
+#define WGMMA16S_WARPGROUPS 2
+#endif
+#if WGMMA16S_WARPGROUPS != 2 && WGMMA16S_WARPGROUPS != 3
+#error "WGMMA16S_WARPGROUPS is 2 or 3"
 #endif
 #ifndef WGMMA16S_POLY_EIGHTHS
 // Eighths (0 .. 8) of the softmax's weights computed by exp2_poly on the FMA pipes, the rest by MUFU.EX2 (16 a
@@ -83,7 +95,7 @@
 namespace {
 
 constexpr int kHeadDim = HEAD_DIM;
-constexpr int kWarpgroups = 2;                       // consumer warpgroups, 64 query rows each
+constexpr int kWarpgroups = WGMMA16S_WARPGROUPS;     // consumer warpgroups, 64 query rows each
 constexpr int kTileKeys = 64;                        // keys per K/V tile (S's N, P V's K)
 constexpr int kStages = kHeadDim == 128 ? 3 : 4;     // shared-memory ring depth
 constexpr int kBlockRows = 64 * kWarpgroups;
@@ -97,13 +109,15 @@ constexpr int kQ2Bytes = 64 * 2 * kHeadDim * 2;          // one warpgroup's [Q h
 constexpr bool kStream = WGMMA16S_STREAM;
 constexpr int kPolyEighths = WGMMA16S_POLY_EIGHTHS;
 static_assert(!kStream || kHeadDim <= 64, "the streaming path is built for d <= 64");
+static_assert(kWarpgroups == 2 || (WGMMA16S_QREG && !kStream), "three consumer warpgroups: Q in registers, the pre-pass");
 // setmaxnreg: a producer lane that only issues copies runs in 24 registers; a warpgroup that converts tiles
 // in 56 (the consumers keep 224: 112 live at d = 64 for O, Q's fragments, S and P). The consumers' increase
 // is served from what the producers give back of the launch's 168 a thread (__launch_bounds__(384, 1)): an
-// increase beyond it waits for ever.
-constexpr int kProducerRegs = kStream ? 56 : 24;
-constexpr int kConsumerRegs = kStream ? 224 : 240;
-constexpr int kLaunchRegs = 168;
+// increase beyond it waits for ever. Three consumer warpgroups share 65536 registers as FlashAttention-3's do:
+// 160 each, 32 for the producers, from a launch of 128 (__launch_bounds__(512, 1)).
+constexpr int kProducerRegs = kWarpgroups == 3 ? 32 : kStream ? 56 : 24;
+constexpr int kConsumerRegs = kWarpgroups == 3 ? 160 : kStream ? 224 : 240;
+constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
 static_assert(128 * (kLaunchRegs - kProducerRegs) >= kConsumerThreads * (kConsumerRegs - kLaunchRegs),
               "setmaxnreg: the producers must give back what the consumers take");
 constexpr int kRawBytes = 2 * kTileKeys * kHeadDim * 4;  // one raw K and V tile, FP32 (streaming path)
@@ -306,17 +320,19 @@ __device__ __forceinline__ void rescale_o(float (&o)[kHeadDim / 2], float alpha_
     }
 }
 
-// FlashAttention-3 ping-pong between the two consumer warpgroups (as wgmma3x): named barriers 3 (warpgroup 0
-// may issue) and 4 (warpgroup 1 may issue), 256 threads.
+// FlashAttention-3's schedule of the consumer warpgroups' products, in turn (wgmma3x's ping-pong for two):
+// named barrier kSchedBarrier + w says warpgroup w may issue, 256 threads (w's wait, its predecessor's arrival).
+constexpr int kSchedBarrier = 7;  // 7, 8, 9 (1, 2: Q in shared memory; 5: the key split; 6: the producers)
 __device__ __forceinline__ void sched_wait(int wg) {
 #if WGMMA16S_PINGPONG
-    asm volatile("bar.sync %0, 256;\n" ::"r"(3 + wg) : "memory");
+    asm volatile("bar.sync %0, 256;\n" ::"r"(kSchedBarrier + wg) : "memory");
 #endif
 }
 __device__ __forceinline__ void sched_release(int wg, bool last) {
 #if WGMMA16S_PINGPONG
-    // warpgroup 1 skips its last release so that every arrival has a matching wait
-    if (!(last && wg == 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(4 - wg) : "memory");
+    // the last warpgroup skips its last release so that every arrival has a matching wait
+    const int next = wg + 1 == kWarpgroups ? 0 : wg + 1;
+    if (!(last && wg == kWarpgroups - 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(kSchedBarrier + next) : "memory");
 #endif
 }
 
@@ -522,7 +538,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t q2a = smem_u32(q2);
 #endif
     const uint32_t rk = smem_u32(ring_k), rv = smem_u32(ring_v);
-    if (wg == 1) asm volatile("bar.arrive 3, 256;\n" ::: "memory");  // warpgroup 0 issues first
+    if (wg == kWarpgroups - 1) asm volatile("bar.arrive %0, 256;\n" ::"n"(kSchedBarrier) : "memory");  // warpgroup 0 issues first
 
     int done = 0;  // tiles of the block's earlier units (the rings' count runs on across units)
     for (int u = blockIdx.x; u < units; u += gridDim.x, done += n_tiles) {

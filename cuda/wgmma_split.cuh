@@ -1,6 +1,6 @@
 // The key split of wgmma3x and wgmma16s: the partial results of a split pass and their combination.
 // Included inside each kernel's file after its tile constants: it needs kHeadDim, kConsumerThreads and
-// kTileKeys, and ATTN_NEG_INF (common.cuh). Named barrier 5 is its own (1, 2: Q; 3, 4: the ping-pong).
+// kTileKeys, and ATTN_NEG_INF (common.cuh). Named barrier 5 is its own (1, 2: Q; 3, 4: wgmma3x's ping-pong).
 #pragma once
 
 // ---- key split: partial results and their combination ---------------------------------------------
@@ -12,7 +12,7 @@
 // goes on to write the rows; the others are done.
 constexpr int kRecordValues = kHeadDim / 2 + 4;  // o, m_lo, m_hi, l_lo, l_hi
 constexpr int kRecordFloats = kRecordValues * kConsumerThreads;
-constexpr int kSplitBarrier = 5;  // named barrier of the consumer threads (1, 2: Q; 3, 4: ping-pong)
+constexpr int kSplitBarrier = 5;  // named barrier of the consumer threads (1, 2: Q; 3, 4: wgmma3x's ping-pong)
 
 // The parts the key range is split into: gridDim.z, but never more than there are K/V tiles (blocks of a
 // larger grid z have nothing to do and leave at once; the host never asks for them).

@@ -11,8 +11,12 @@ from attnbench.kernels.variant import Constraints, Flavour, Launch, Variant, cdi
 from attnbench.kernels.wgmma3x import _HOPPER_SMS, _MAX_SPLIT_BLOCKS, _splits_for
 
 _TILE_KEYS = 64  # keys per K/V tile (the kernel's kTileKeys)
-_ROWS_PER_BLOCK = 128  # two consumer warpgroups of 64 query rows
-_CONSUMER_THREADS = 256
+_WARPGROUP_ROWS = 64  # query rows of a consumer warpgroup
+
+# Head dimensions whose pre-pass path runs three consumer warpgroups (192 query rows a block) instead of two: at
+# d = 32 a warpgroup's softmax (4096 MUFU.EX2 of a 64 x 64 tile) takes as long as its products, so two no longer
+# hide each other's softmax (the kernel's WGMMA16S_WARPGROUPS).
+_THREE_WARPGROUP_HEAD_DIMS = (32, 64)  # d = 64 measured too: 0-28% faster (t10 the most, a fuller last wave)
 
 
 def _stages(s: Shape) -> int:
@@ -32,6 +36,16 @@ def _streamed(s: Shape) -> bool:
     return s.d <= 64 and s.N <= _STREAM_MAX_N
 
 
+def _warpgroups(s: Shape) -> int:
+    """Consumer warpgroups of the main kernel: three where the head dimension calls for them, on the pre-pass
+    path (the streaming path's producers need the registers a third warpgroup would take)."""
+    return 3 if s.d in _THREE_WARPGROUP_HEAD_DIMS and not _streamed(s) else 2
+
+
+def _consumer_threads(s: Shape) -> int:
+    return 128 * _warpgroups(s)
+
+
 def _tile_bytes(s: Shape) -> int:
     """One converted K/V tile: [K hi | K lo] (64 x 2d FP16) and V^T (d x 64 FP16)."""
     return _TILE_KEYS * 2 * s.d * 2 + s.d * _TILE_KEYS * 2
@@ -47,7 +61,7 @@ def _smem(s: Shape) -> int:
 
 
 def _row_tiles(s: Shape) -> int:
-    return cdiv(s.N, _ROWS_PER_BLOCK)
+    return cdiv(s.N, _WARPGROUP_ROWS * _warpgroups(s))
 
 
 def _splits(s: Shape) -> int:
@@ -107,7 +121,8 @@ WGMMA16S = Variant(
     "converted once per pass by a pre-pass into the swizzled operand layout (N > 512 or d = 128; shorter: "
     "converted in shared memory by the producer warpgroup from raw bulk-copied tiles), "
     "cp.async.bulk + mbarrier ring, "
-    "2 consumer warpgroups ping-pong with the softmax overlapped with P V, persistent blocks, the key "
+    "2 consumer warpgroups (3 where K and V are converted by the pre-pass at d <= 64) taking turns on the tensor "
+    "cores with the softmax overlapped with P V, persistent blocks, the key "
     "range split where the last wave is poor",
     source="wgmma16s.cu",
     launches=(
@@ -122,7 +137,7 @@ WGMMA16S = Variant(
             kernel="wgmma16s_fwd",
             grid=_main_grid,
             grid_on_sms=_main_grid,
-            block=threads(384),
+            block=lambda s: (_consumer_threads(s) + 128, 1, 1),  # + the producer warpgroup
             args=("qkv", "out", "B", "N", "scale_log2", "kv16", "split_partials", "split_counters"),
             smem=_smem,
         ),
@@ -132,10 +147,10 @@ WGMMA16S = Variant(
         note="sm_90a only (Hopper wgmma); split FP16 for Q K^T and FP16 P V: within the course rule "
         "with margin, not float32-accurate; |V| and |Q| log2(e)/sqrt(d) and |K| up to FP16's 65504",
     ),
-    defines=lambda s: {"HEAD_DIM": s.d, "WGMMA16S_STREAM": int(_streamed(s))},
+    defines=lambda s: {"HEAD_DIM": s.d, "WGMMA16S_STREAM": int(_streamed(s)), "WGMMA16S_WARPGROUPS": _warpgroups(s)},
     workspace={
         "kv16": lambda s: 0 if _streamed(s) else s.B * cdiv(s.N, _TILE_KEYS) * _tile_bytes(s),
-        "split_partials": lambda s: 4 * _split_records(s) * (s.d // 2 + 4) * _CONSUMER_THREADS,
+        "split_partials": lambda s: 4 * _split_records(s) * (s.d // 2 + 4) * _consumer_threads(s),
         "split_counters": lambda s: 4 * s.B * _row_tiles(s),
     },
     unit="wgmma16s",

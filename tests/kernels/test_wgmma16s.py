@@ -76,12 +76,24 @@ def test_longer_sequences_and_d128_convert_k_and_v_once_in_a_pre_pass(shape):
 def test_every_split_has_a_key_tile_a_record_and_a_counter(shape):
     fwd = WGMMA16S.launches_for(shape)[-1]
     x, _, splits = fwd.grid(shape)
-    row_blocks = cdiv(shape.N, 128)
+    warpgroups = 3 if shape.d <= 64 and shape.N > 512 else 2
+    row_blocks = cdiv(shape.N, 64 * warpgroups)
     assert 1 <= splits <= min(4, cdiv(shape.N, 64))
     assert x == (shape.B * row_blocks if splits > 1 else x) and 1 <= x <= shape.B * row_blocks
-    record = 4 * (shape.d // 2 + 4) * 256  # the kernel's kRecordValues floats for each of 256 consumer threads
+    record = 4 * (shape.d // 2 + 4) * 128 * warpgroups  # the kernel's kRecordValues floats a consumer thread
     assert WGMMA16S.workspace["split_partials"](shape) >= (record * shape.B * row_blocks * splits if splits > 1 else 0)
     assert WGMMA16S.workspace["split_counters"](shape) == 4 * shape.B * row_blocks
+
+
+@pytest.mark.parametrize("shape, warpgroups", [(Shape(4, 32768, 32), 3), (Shape(10, 513, 32), 3), (Shape(2, 513, 64), 3),
+                                               (Shape(2, 512, 64), 2),
+                                               (Shape(13600, 128, 32), 2), (Shape(8, 4096, 128), 2), (Shape(1, 1, 32), 2)],
+                         ids=str)
+def test_d32_and_d64_on_the_pre_pass_path_run_three_consumer_warpgroups_of_64_rows(shape, warpgroups):
+    fwd = WGMMA16S.launches_for(shape)[-1]
+    assert WGMMA16S.defines(shape)["WGMMA16S_WARPGROUPS"] == warpgroups
+    assert fwd.block(shape) == (128 * warpgroups + 128, 1, 1)  # and the producer warpgroup
+    assert WGMMA16S.workspace["split_counters"](shape) == 4 * shape.B * cdiv(shape.N, 64 * warpgroups)
 
 
 def test_the_shared_memory_matches_the_kernels_layout():
@@ -138,6 +150,16 @@ def test_each_poly_build_compiles_for_hopper_without_spills(name, shape):
     figures = compile_report(POLY[name], shape, "sm_90a")
     assert set(figures) == {"wgmma16s_prep", "wgmma16s_fwd"}
     assert all(k.spills == 0 and k.stack_frame == 0 for k in figures.values()), figures
+
+
+@needs_nvcc
+@pytest.mark.parametrize("shape", [Shape(4, 32768, 32), Shape(10, 2048, 32), Shape(2, 32768, 64)], ids=str)
+def test_three_warpgroups_compile_without_spills_in_a_launch_of_128_registers(shape):
+    """Three consumer warpgroups share the register file as 160 each and 32 for the producers, from a launch
+    of 512 threads at 128 (the kernel's setmaxnreg split): ptxas keeps the whole kernel in them."""
+    figures = compile_report(WGMMA16S, shape, "sm_90a")
+    fwd = figures["wgmma16s_fwd"]
+    assert fwd.registers == 128 and fwd.spills == 0 and fwd.stack_frame == 0, figures
 
 
 def check_margin(gpu, shape, rng, how="", variant=WGMMA16S):
@@ -211,6 +233,7 @@ RUNS = {
     "streaming, masked, d = 32": (9, 100, 32, 0, 0),
     "pre-pass, key split": (3, 1000, 64, 3, 0),
     "pre-pass, persistent": (4, 1000, 32, 1, 2),
+    "pre-pass, key split, d = 32": (3, 1000, 32, 2, 0),
     "d = 128, key split": (3, 300, 128, 2, 0),
     "streaming, persistent, masked": (9, 100, 64, 1, 2),
 }

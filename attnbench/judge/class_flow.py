@@ -125,6 +125,9 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
     def warmed(name: str, warm_up: WarmedUp) -> None:
         add_warm_up(rows[name], warm_up)
 
+    def filled(name: str, label: str, entry: CaseEntry) -> None:  # a filler's run: the program's time, no verdict
+        rows[name].fillers_s += entry.program_s
+
     def diagnosed(name: str, label: str, note: str) -> None:
         entry = rows[name].entries[label]
         entry.message = f"{entry.message}; {note}"
@@ -215,7 +218,7 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
                     clock.begin(f"reruns, round {number} of {RERUN_RUNS}", len(again),
                                 f"the top {counted(len(top), 'submission')}")
                     with phase("runs"):
-                        judge_jobs(executor, again, rerun, warmed, clock, lost.setdefault)
+                        judge_jobs(executor, again, rerun, warmed, clock, lost.setdefault, filled)
                 for name, why in lost.items():  # those rows keep the runs before this round
                     lose_round(board, [rows[name]], number, why)
 

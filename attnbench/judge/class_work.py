@@ -263,11 +263,13 @@ OnEntry = Callable[[str, str, CaseEntry], None]
 
 
 def judge_jobs(pool: Executor, jobs: list[CaseJob], on_done: OnEntry, on_warm_up: Callable[[str, WarmedUp], None],
-               clock: ClassClock | None = None, on_not_drawn: Callable[[str, str], None] | None = None) -> None:
+               clock: ClassClock | None = None, on_not_drawn: Callable[[str, str], None] | None = None,
+               on_filler: OnEntry | None = None) -> None:
     """Run (submission, case) jobs; `on_done` hears each entry as it comes back, `on_warm_up` a warm-up run for
     its row (and `clock` each job's start and end). A job whose worker died or found no device is that entry's
     JUDGE ERROR; so is one whose input the worker could not make, unless `on_not_drawn` (a rerun round's) hears
-    it: (submission, why)."""
+    it: (submission, why). A filler's entry goes to `on_filler` alone (its run is the program's time, its
+    verdict nothing of the row's)."""
     if clock is not None:
         clock.new_batch()
 
@@ -283,7 +285,12 @@ def judge_jobs(pool: Executor, jobs: list[CaseJob], on_done: OnEntry, on_warm_up
                     on_warm_up(name, warm_up)
                 case JobTold(event=SandboxMissing(why=why)):
                     raise SandboxUnavailable(why)
-                case JobTold(event=EntryMade() | InputNotDrawn()) | JobDied() if clock is not None:
+                case JobTold(event=EntryMade(entry=entry)):
+                    if on_filler is not None:
+                        on_filler(name, label, entry)
+                    if clock is not None:
+                        clock.job_ended(event.job, label)
+                case JobTold(event=InputNotDrawn()) | JobDied() if clock is not None:
                     clock.job_ended(event.job, label)
                 case JobNotRun() if clock is not None:
                     clock.job_dropped(label)

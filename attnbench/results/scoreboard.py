@@ -24,7 +24,9 @@ from attnbench.results.judge_cost import JudgeCost
 # judge's cost, attnbench.results.judge_cost) added later, optional: older boards read without it; entries'
 # "program_s" and rows' "warm_ups_s" (every run of the program the judge made, for that cost) added later still,
 # optional: an older board's entry reads its passed runs as its program time, its row no warm-up; rows'
-# "not_judged" (why a built row was not run: a CUDA program where no GPU is) added later, optional: "" when absent.
+# "not_judged" (why a built row was not run: a CUDA program where no GPU is) added later, optional: "" when absent;
+# rows' "fillers_s" (a rerun round's runs of the cases the row does not rerun, their verdicts thrown away) added
+# later, optional: 0 when absent.
 SCOREBOARD_VERSION = 1
 PASS = "PASS"
 # A built row the judge did not run, and why (a CUDA program where no NVIDIA GPU is): neither passed nor failed,
@@ -79,6 +81,7 @@ class SubmissionRow:
     gpu_note: str = ""  # where its cases ran on several GPU kinds: which, and that `gpu` (the most) ranks it
     warm_ups_s: float = 0.0  # its warm-up runs' time, every round's (the programs' time in the judge's cost)
     not_judged: str = ""  # why it was built but not run (NOT_JUDGED): then it has no entries, no rank, no grade
+    fillers_s: float = 0.0  # its rerun rounds' filler runs (the cases it does not rerun, run in their places)
 
     @property
     def passed(self) -> int:
@@ -91,8 +94,8 @@ class SubmissionRow:
 
     @property
     def program_s(self) -> float:
-        """Every run of its program the judge made: its cases' runs, passed or not, and its warm-ups."""
-        return sum(entry.program_s for entry in self.entries.values()) + self.warm_ups_s
+        """Every run of its program the judge made: its cases' runs, passed or not, its warm-ups and its fillers."""
+        return sum(entry.program_s for entry in self.entries.values()) + self.warm_ups_s + self.fillers_s
 
     @property
     def kernel_total_s(self) -> float | None:
@@ -153,7 +156,7 @@ class Scoreboard:
             rows.append(SubmissionRow(raw["name"], raw["source"], raw["built"], raw.get("build_message", ""),
                                       raw.get("gpu"), entries, raw.get("rank"), raw.get("tied", False),
                                       raw.get("reruns", 0), raw.get("gpu_note", ""), float(raw.get("warm_ups_s", 0.0)),
-                                      str(raw.get("not_judged", ""))))
+                                      str(raw.get("not_judged", "")), float(raw.get("fillers_s", 0.0))))
         cost = JudgeCost.from_dict(data["phases"]) if data.get("phases") else None
         return cls(list(data["cases"]), rows, dict(data.get("metadata", {})), dict(data.get("settings", {})),
                    bool(data.get("interrupted", False)), cost=cost)

@@ -483,13 +483,15 @@ def test_a_rerun_round_runs_a_rows_failed_case_too_so_no_rerun_finds_its_warm_up
     """Red team 21 (from the docs alone): a row that failed its first case on purpose, after 2 s, met its warm-up's
     cache 2 s old in its first run of the next case and 0.03 s old in every rerun of it (reruns skipped the failed
     case), and told a rerun from a first run. A rerun round now runs the failed case too, in its place, its verdict
-    thrown away: every round runs the row's cases in the same order."""
+    thrown away: every round runs the row's cases in the same order. Its run is the program's time in the judge's
+    cost (a filler 0.3 s long, twice), as a warm-up's is."""
     from tests.judge.classes import EXAMPLE
 
     classroom = tmp_path / "class"
     classroom.mkdir()
     shutil.copy(EXAMPLE, classroom / "alice.c")
-    (classroom / "frank.c").write_text(wrapping("#include <string.h>", 'if (strstr(argv[1], "odd_17x48")) return 1;'))
+    (classroom / "frank.c").write_text(wrapping("#include <string.h>",
+                                                'if (strstr(argv[1], "odd_17x48")) { usleep(300000); return 1; }'))
     ran, real = [], executor.InProcess.run
 
     def recorded(self, jobs, listener):
@@ -505,3 +507,6 @@ def test_a_rerun_round_runs_a_rows_failed_case_too_so_no_rerun_finds_its_warm_up
     frank = {row.name: row for row in board.rows}["frank"]
     assert not frank.entries[small].passed and len(frank.entries[large].runs_s) == 3  # the filler's verdict is no run
     assert len(frank.entries[small].runs_s) == 0
+    rows = {row.name: row for row in board.rows}
+    assert frank.fillers_s >= 0.6 and rows["alice"].fillers_s == 0.0
+    assert board.cost is not None and board.cost.program_runs_s == pytest.approx(sum(row.program_s for row in board.rows))

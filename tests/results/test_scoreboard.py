@@ -55,6 +55,16 @@ def test_an_older_board_without_program_times_reads_its_passed_runs_as_them():
     assert older.rows[0].entries["t01"].program_s == 0.75 and older.rows[0].warm_ups_s == 0.0
 
 
+def test_a_rows_filler_runs_are_its_program_time_and_read_back_and_an_older_board_has_none():
+    row = SubmissionRow("a", "a.c", True, entries={"t01": CaseEntry("PASS", "", [0.5], program_s=0.5)}, warm_ups_s=0.25,
+                        fillers_s=2.0)
+    board = Scoreboard(["t01"], [row])
+    assert row.program_s == 2.75 and Scoreboard.from_dict(board.to_dict()).rows[0].fillers_s == 2.0
+    saved = board.to_dict()
+    del saved["rows"][0]["fillers_s"]
+    assert Scoreboard.from_dict(saved).rows[0].program_s == 0.75
+
+
 def test_a_row_not_judged_has_no_grade_and_reads_back_and_an_older_board_has_none():
     """A CUDA program where no GPU was is NOT JUDGED: neither passed nor failed, so no grade of 0 on a graded run."""
     from attnbench.results.course_grade import COURSE_CASES

@@ -35,7 +35,7 @@ from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.course_build import BuildRules
 from attnbench.judge.phases import phase
-from attnbench.judge.submissions import Built, Submission
+from attnbench.judge.submissions import BUILD_FAILED, Built, Submission
 from attnbench.errors import AttnbenchError
 from attnbench.printable import printable
 from attnbench.results.course_grade import limited_throughout
@@ -267,7 +267,9 @@ def failure_text(exc: BaseException) -> str:
 def row_of(built: Built, device: str | None, listener: JudgeListener) -> SubmissionRow:
     """A built (or unbuilt) submission's row, not judged yet; `listener` hears that it was built."""
     submission = built.submission
-    listener(SubmissionBuilt(submission.name, built.ok, "" if built.ok or built.attempted else built.message))
+    failed = not built.ok and built.attempted and built.message.startswith(BUILD_FAILED)
+    listener(SubmissionBuilt(submission.name, built.ok, "" if built.ok or built.attempted else built.message,
+                             "" if built.ok or not built.attempted or failed else built.message))
     message = "; ".join(part for part in (submission.note, built.message, submission.unjudged) if part)
     return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, message,
                          device if built.ok else None, reruns=1)

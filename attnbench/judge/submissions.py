@@ -39,6 +39,7 @@ from attnbench.printable import first_few, printable
 
 HIP_SOURCE = "hw4.hip"  # the 2025 course's AMD part: judged on its own scoreboard there, never here
 HIP_NOT_JUDGED = "HIP is not judged (the course's AMD part)"
+BUILD_FAILED = "the build failed: "  # how a build whose tools failed is said (its tools' first lines follow)
 BUILD_TIMEOUT_S = 300.0
 BUILD_FILE_BYTES = 1 << 30  # object files and a fat binary: far above a program's own output limit
 # Address space of each build process: `#include "/dev/zero"` grew one cc1 to 24 GB and sent the host to its OOM
@@ -405,7 +406,7 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         host = (f"; its output says {printable(attempts.missing_header)} was not found, a header of a CUDA library "
                 "this host's toolkit lacks too (the course's machine has it): install that library's development "
                 "files and judge it again before blaming the submission" if attempts.missing_header else "")
-        return Built(submission, None, "the build failed: " + "; then ".join(attempts.said) + host)
+        return Built(submission, None, BUILD_FAILED + "; then ".join(attempts.said) + host)
     if made is None:
         return Built(submission, None, f"{step.says} ran, but {not_made}")
     took = time.monotonic() - started

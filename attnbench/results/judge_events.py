@@ -25,11 +25,13 @@ class ProgramCaseJudged:
 @dataclass(frozen=True)
 class SubmissionBuilt:
     """A class's submission built, or not; `not_built` says why when no build ran at all (not a submission, a
-    link, HIP only): a folder holding nothing was said as "build failed"."""
+    link, HIP only): a folder holding nothing was said as "build failed". `no_program` says why a build that ran
+    and did not fail left nothing to judge (two executables and no hw4, say), which was said as "build failed"."""
 
     submission: str
     ok: bool
     not_built: str = ""
+    no_program: str = ""
 
 
 @dataclass(frozen=True)

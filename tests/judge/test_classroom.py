@@ -441,6 +441,10 @@ def test_a_folder_that_is_no_submission_is_heard_as_not_judged_not_as_a_failed_b
     failed = []
     classroom_module.row_of(Built(submission, None, "the build failed: cc (exit 1)"), None, failed.append)
     assert failed == [SubmissionBuilt("empty", False)]  # a build that ran and failed is still "build failed"
+    two = []
+    classroom_module.row_of(Built(submission, None, "make hw4 ran, but it made two executables (a, b) and no hw4"),
+                            None, two.append)
+    assert two == [SubmissionBuilt("empty", False, "", "make hw4 ran, but it made two executables (a, b) and no hw4")]
 
 
 def test_the_judges_failure_line_shows_attnbenchs_own_errors_as_their_sentence_and_others_with_their_type():

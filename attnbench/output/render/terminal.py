@@ -302,6 +302,8 @@ def _(event: ProgramCaseJudged) -> str | None:
 def _(event: SubmissionBuilt) -> str | None:
     if event.not_built:
         return f"{event.submission}: not judged: {printable(event.not_built)}"
+    if event.no_program:
+        return f"{event.submission} build: {printable(event.no_program)}"
     return f"{event.submission} build: {'built' if event.ok else 'build failed'}"
 
 

@@ -145,12 +145,14 @@ def test_the_judge_progress_prints_one_line_per_event_as_the_judge_always_has(mo
     passed, wrong = CaseEntry("PASS", "", [0.1]), CaseEntry("WRONG", "max error 0.2")
     for event in (ProgramCaseJudged(3, 10, "t03", "OVER LIMIT", 2.5), SubmissionBuilt("alice", True),
                   SubmissionBuilt("erin\x1b[2J", False), SubmissionBuilt("frank", False, "not a submission: \x1b[2J"),
+                  SubmissionBuilt("gus", False, "", "make ran, but it made two executables (a, b\x1b[2J) and no hw4"),
                   CaseJudged("alice", "t01", passed),
                   RerunJudged("alice", "t01", passed), RerunJudged("alice", "t02", wrong), "an event of no type it knows"):
         terminal.judge_progress(event)
     assert capture.file.getvalue().splitlines() == [
         "[3/10] t03: OVER LIMIT 2.500 s", "alice build: built", "erin\\x1b[2J build: build failed",
-        "frank: not judged: not a submission: \\x1b[2J", "alice t01: PASS",
+        "frank: not judged: not a submission: \\x1b[2J",
+        "gus build: make ran, but it made two executables (a, b\\x1b[2J) and no hw4", "alice t01: PASS",
         "alice t02: rerun WRONG"]
 
 

@@ -237,7 +237,8 @@ def judge_entry(program: Path, case: PreparedCase, settings: ClassSettings, cuda
             raise
         return CaseEntry(JUDGE_ERROR, failure_text(exc)), None
     runs = [judged.wall_s] if judged.passed and judged.wall_s is not None else []
-    entry = CaseEntry(judged.verdict, "" if judged.passed else judged.message, runs, program_s=judged.wall_s or 0.0)
+    # the program's time whatever its verdict: a TIMEOUT's wall_s is None, and its hang counted as the judge's (red team 22)
+    entry = CaseEntry(judged.verdict, "" if judged.passed else judged.message, runs, program_s=judged.program_s)
     if judged.kernels is not None:
         entry.kernel_note = judged.kernels.why
         entry.kernel_runs_s = [judged.kernels.time.busy_s] if judged.kernels.time is not None else []

@@ -510,3 +510,22 @@ def test_a_rerun_round_runs_a_rows_failed_case_too_so_no_rerun_finds_its_warm_up
     rows = {row.name: row for row in board.rows}
     assert frank.fillers_s >= 0.6 and rows["alice"].fillers_s == 0.0
     assert board.cost is not None and board.cost.program_runs_s == pytest.approx(sum(row.program_s for row in board.rows))
+
+
+@pytest.mark.skipif(not can_build(), reason="needs cc and make")
+def test_a_run_that_times_out_is_its_programs_time_first_run_and_filler_alike(tmp_path):
+    """Red team 22: a TIMEOUT entry carried no program time (its wall time is None), so a row that hung on a case,
+    first and in each rerun round's filler, had its hangs printed as the judge's own cost (4.51x, not 1.3x)."""
+    from tests.judge.classes import EXAMPLE
+
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    shutil.copy(EXAMPLE, classroom / "alice.c")
+    (classroom / "erin.c").write_text(wrapping("#include <string.h>", 'if (strstr(argv[1], "odd_17x48")) sleep(30);'))
+    board = api_programs.judge_class([classroom], CASES, time_limits="none", timeout=1.0, rerun_top=2,
+                                     sandbox=class_sandbox())
+    erin = {row.name: row for row in board.rows}["erin"]
+    small = CASES.split(",")[0]
+    assert erin.entries[small].verdict == "TIMEOUT" and erin.entries[small].program_s >= 1.0
+    assert erin.fillers_s >= 2.0  # the two rerun rounds' fillers hung to the timeout too
+    assert board.cost is not None and board.cost.program_runs_s >= 3.0

@@ -47,7 +47,7 @@ from attnbench.judge.classroom import (
     stopped,
 )
 from attnbench.judge.course_judge import PreparedCase, drawn_ahead, prepare_case
-from attnbench.cases.gpu_reference import one_gpu_context, shares_the_gpu
+from attnbench.cases.gpu_reference import one_gpu_context, shares_the_gpu, why_not_gpu
 from attnbench.judge.fresh_inputs import record_seeds, release, round_inputs
 from attnbench.judge.inputs_beside_builds import InputsBesideBuilds
 from attnbench.judge.gpu_needed import not_judged_here
@@ -225,9 +225,9 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
     early: InputsBesideBuilds | None = None
     try:
         first = carrier.drawn("first", lambda: round_inputs(request.inputs, settings.fresh_inputs))
-        if carrier.on_this_host and carrier.here and shares_the_gpu():
-            early = InputsBesideBuilds(first, lambda bench_input, drawn: _ready(
-                bench_input, True, settings, no_progress, prepared, None, drawn))
+        if carrier.on_this_host and carrier.here and _first_inputs_beside_builds():
+            early = InputsBesideBuilds(first, lambda bench_input, drawn, progress: _ready(
+                bench_input, True, settings, progress, prepared, None, drawn))
         if builds():
             rounds(first, early)
     except KeyboardInterrupt:
@@ -280,6 +280,12 @@ def _drawn_here(inputs: Sequence[BenchInput], here: bool) -> Iterator[tuple[Benc
     """The round's inputs, each fresh one drawn ahead (drawn_ahead) where this process makes them; where the
     workers make their own, none is drawn here."""
     return drawn_ahead(inputs) if here else ((bench_input, None) for bench_input in inputs)
+
+
+def _first_inputs_beside_builds() -> bool:
+    """Whether the first round's inputs and references are made while the class builds (`inputs_beside_builds`):
+    where the references are a GPU's that a build may share, or the CPU's (no GPU they could be made on here)."""
+    return shares_the_gpu() or bool(why_not_gpu())
 
 
 def _ready(bench_input: BenchInput, here: bool, settings: ClassSettings, progress: ProgressFactory,

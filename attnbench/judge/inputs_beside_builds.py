@@ -1,7 +1,11 @@
 """A class's first round of inputs and references made while its submissions build, where the references are a
 GPU's on this host: the builds take the CPU's cores, the references the GPU, and neither is a timed run, so their
 overlap hides the shorter (eight real submissions on t21-t30 on an H200: builds 3.2 s, inputs and references 2.2 s,
-one after the other before).
+one after the other before). Where there is no GPU the references are the CPU's and share its cores with the builds,
+but neither is timed and a build leaves cores idle (its sandbox, make, the linker's waits): four C programs on
+t01-t05 on a 2-core machine, builds 1.5-1.8 s and inputs and references 2.5-2.8 s one after the other, 2.2-2.4 s and
+1.6-1.7 s beside. A case being made is abandoned between two blocks of its reference once the thread is told to
+stop, so a Ctrl-C during the builds does not wait for a large case's reference on the CPU (t29's: minutes).
 
 Only where the GPU is in its default compute mode (`gpu_reference.shares_the_gpu`): a build that runs something on
 the GPU (a Makefile's test step) still finds it free in an exclusive mode, as it did. The inputs are made on a
@@ -16,15 +20,21 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Callable, Sequence
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
 
 from attnbench.cases.gpu_reference import kernel_built, one_gpu_context
-from attnbench.cases.inputs import BenchInput
+from attnbench.cases.inputs import BenchInput, ProgressFactory
 from attnbench.cases.testcase import Testcase
 from attnbench.judge.course_judge import PreparedCase, drawn_ahead
 
-Ready = Callable[[BenchInput, "Testcase | None"], "BenchInput | PreparedCase"]
+Ready = Callable[[BenchInput, "Testcase | None", ProgressFactory], "BenchInput | PreparedCase"]
 _END = object()  # the thread's last word: every case it made is in the queue before it
+
+
+class _Abandoned(Exception):
+    """The case being made when the thread was told to stop: left unfinished (its staged file goes with the
+    class's `unstage_all`)."""
 
 
 class InputsBesideBuilds:
@@ -52,7 +62,9 @@ class InputsBesideBuilds:
                 for bench_input, drawn in drawn_ahead(inputs):
                     if self._stopping.is_set():
                         break
-                    self._made.put(ready(bench_input, drawn))
+                    self._made.put(ready(bench_input, drawn, self._progress))
+        except _Abandoned:
+            pass
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread, by `cases`
             self._made.put(exc)
         finally:
@@ -71,6 +83,15 @@ class InputsBesideBuilds:
         finally:
             self.stop()
         return made
+
+    @contextmanager
+    def _progress(self, description: str, total: int) -> Iterator[Callable[[int], None]]:
+        """Progress that abandons the case once the thread is told to stop (a reference's blocks report to it)."""
+        def advance(done: int) -> None:
+            if self._stopping.is_set():
+                raise _Abandoned(description)
+
+        yield advance
 
     def stop(self) -> None:
         """End the thread after the case it is making, and wait for it (its cases are the caller's to release)."""

@@ -1,6 +1,6 @@
 """attnbench.judge.inputs_beside_builds: a class's first round of inputs made on a thread while it builds, where
-the references are a GPU's. Here (no GPU) the GPU's part is said to be there (`shares_the_gpu`); the inputs are
-made as ever, their references the CPU's."""
+the references are a GPU's or, with no GPU, the CPU's (`class_flow._first_inputs_beside_builds`, forced here either
+way); a case being made is abandoned at its reference's next block once the thread is told to stop."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _labels(n: int) -> list:
 
 def test_the_cases_come_in_the_inputs_order_each_heard_and_the_thread_ends():
     steps = []
-    early = InputsBesideBuilds(inputs_for("odd_17x48,odd_17x1"), lambda bench_input, drawn: bench_input.label)
+    early = InputsBesideBuilds(inputs_for("odd_17x48,odd_17x1"), lambda bench_input, drawn, progress: bench_input.label)
     assert early.cases(lambda: steps.append(1)) == ["odd_17x48", "odd_17x1"] and steps == [1, 1]
     assert not early._thread.is_alive()
 
@@ -36,7 +36,7 @@ def test_the_cases_come_in_the_inputs_order_each_heard_and_the_thread_ends():
 def test_the_threads_failure_is_raised_to_the_caller_after_the_cases_before_it():
     made = []
 
-    def ready(bench_input, drawn):
+    def ready(bench_input, drawn, progress):
         if made:
             raise OSError(28, "No space left on device")
         made.append(bench_input.label)
@@ -52,7 +52,7 @@ def test_stopped_it_makes_no_case_after_the_one_it_is_making():
     going, release = threading.Event(), threading.Event()
     made = []
 
-    def ready(bench_input, drawn):
+    def ready(bench_input, drawn, progress):
         going.set()
         release.wait(5)
         made.append(bench_input.label)
@@ -68,6 +68,28 @@ def test_stopped_it_makes_no_case_after_the_one_it_is_making():
     assert made == ["odd_17x48"] and not early._thread.is_alive()
 
 
+def test_stopped_it_abandons_the_case_it_is_making_at_its_references_next_block():
+    """A Ctrl-C during the builds waited for the whole reference of the case being made: t29's takes minutes on
+    a CPU. The reference's blocks report to the thread's progress, which abandons the case once it is stopped."""
+    started, blocks = threading.Event(), []
+
+    def ready(bench_input, drawn, progress):
+        with progress(f"float64 reference of {bench_input.label}", 10_000) as advance:
+            started.set()
+            for block in range(10_000):
+                time.sleep(0.01)
+                blocks.append(block)
+                advance(1)
+        return bench_input.label
+
+    early = InputsBesideBuilds(_labels(2), ready)
+    assert started.wait(10)
+    began = time.monotonic()
+    early.stop()
+    assert time.monotonic() - began < 5 and len(blocks) < 1000 and not early._thread.is_alive()
+    assert early.cases() == []  # nothing made: the abandoned case is not one
+
+
 def test_a_class_makes_its_first_inputs_while_it_builds_and_is_judged_as_without(classroom, monkeypatch):
     """The builds wait (up to 60 s, the machine may be busy) until the first input is made: made after them, it
     never would be."""
@@ -75,6 +97,7 @@ def test_a_class_makes_its_first_inputs_while_it_builds_and_is_judged_as_without
         pytest.skip("a class's runs need the sandbox here")
     seeds = iter(range(1, 10**6))
     monkeypatch.setattr(fresh_inputs, "secrets", type("S", (), {"randbits": staticmethod(lambda bits: next(seeds))}))
+    monkeypatch.setattr(class_flow, "_first_inputs_beside_builds", lambda: False)
     without = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=0, sandbox=class_sandbox())
     made, real_ready, real_build_all = threading.Event(), class_flow._ready, class_flow.build_all
 
@@ -89,7 +112,7 @@ def test_a_class_makes_its_first_inputs_while_it_builds_and_is_judged_as_without
 
     seeds = iter(range(1, 10**6))
     left_before = _fresh_files()  # an earlier test's (this process's folder is shared)
-    monkeypatch.setattr(class_flow, "shares_the_gpu", lambda: True)
+    monkeypatch.setattr(class_flow, "_first_inputs_beside_builds", lambda: True)
     monkeypatch.setattr(class_flow, "_ready", ready)
     monkeypatch.setattr(class_flow, "build_all", build_all)
     beside = api_programs.judge_class([classroom], CASES, time_limits="none", rerun_top=0, sandbox=class_sandbox())
@@ -111,7 +134,7 @@ def _unbuildable_class(tmp_path) -> Path:
 
 
 def _judged_beside_builds(classroom: Path, monkeypatch):
-    monkeypatch.setattr(class_flow, "shares_the_gpu", lambda: True)
+    monkeypatch.setattr(class_flow, "_first_inputs_beside_builds", lambda: True)
     return api_programs.judge_class([classroom], "odd_17x48,odd_17x1", time_limits="none", rerun_top=0,
                                     sandbox=class_sandbox())
 

@@ -15,7 +15,7 @@ from attnbench.files import DEFAULT_RESULTS_DIR, check_results_folder
 from attnbench.output.export import save
 from attnbench.output.export.scoreboard_export import RowByRow
 from attnbench.output.render.matrix_run import result_json
-from attnbench.output.render.terminal import console, err_console, judge_progress, print_table, progress_bar
+from attnbench.output.render.terminal import console, err_console, judge_progress, print_prose, print_table, progress_bar
 from attnbench.output.tables.result_tables import scoreboard_table
 from attnbench.output.tables.scoreboard_table import (
     class_stem,
@@ -219,11 +219,10 @@ def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save
     where = f" via {' '.join(prog.launcher)}" if prog.launcher else ""
     out = err_console if as_json else console
     print_table(scoreboard_table(result, f"judge {prog.label}{where}"), err=as_json)
-    out.print(f"times: {result.policy['timing']}; limits: {result.settings.time_limits}", highlight=False,
-              soft_wrap=True)
+    print_prose(f"times: {result.policy['timing']}; limits: {result.settings.time_limits}", out)
     out.print(judgement.summary(), highlight=False)
     if cost_line(judgement.cost):
-        out.print(cost_line(judgement.cost), highlight=False, markup=False, soft_wrap=True)
+        print_prose(cost_line(judgement.cost), out)
     if not no_save and judgement.judged:
         selector = options.cases if "," not in options.cases else None
         for path in save(result, options.results_dir, name, selector):
@@ -254,9 +253,9 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
     whole = print_table(scoreboard_model(board, f"scoreboard: {counted(len(board.rows), 'submission')}, "
                                                 f"{counted(len(board.cases), 'case')}"), err=as_json)
     for line in ([] if whole else ranked_note_lines(board)) + scoreboard_lines(board):
-        out.print(line, highlight=False, markup=False, soft_wrap=True)
+        print_prose(line, out)
     if cost_line(board.cost):
-        out.print(cost_line(board.cost), highlight=False, markup=False, soft_wrap=True)
+        print_prose(cost_line(board.cost), out)
     saved = not no_save and bool(board.rows or saver.paths)
     if saved:
         for path in saver.finish(board):

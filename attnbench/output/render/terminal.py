@@ -161,6 +161,12 @@ def print_line(text: str, err: bool = False) -> None:
     (err_console if err else console).print(printable(text), highlight=False, markup=False, soft_wrap=True)
 
 
+def print_prose(text: str, where: Console) -> None:
+    """A judge's sentence under its table (a row's note, the legend, the cost): on a terminal wrapped between words
+    at its width (the terminal's own wrap cut them mid-word), piped whole on one line for grep; no markup read."""
+    where.print(printable(text), highlight=False, markup=False, soft_wrap=not where.is_terminal)
+
+
 def print_warnings(warnings: list[str]) -> None:
     for warning in warnings:
         err_console.print(f"[yellow]warning:[/yellow] {escape(printable(warning))}", highlight=False, soft_wrap=True)

@@ -219,3 +219,24 @@ def test_a_reader_that_stops_early_leaves_the_command_its_results_and_its_exit_s
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 1, stderr.decode()  # its program crashed: the verdict's status, not 0
     assert len(list((tmp_path / "res").glob("*.json"))) == 1  # and its results saved
+
+
+def test_a_judges_sentence_wraps_between_words_on_a_terminal_and_stays_one_line_in_a_pipe():
+    """A TA's 80-column terminal cut the legend and the rows' notes mid-word ("totals wit / hin a fixed 2%")."""
+    import io
+
+    from rich.console import Console
+
+    from attnbench.output.render import terminal
+    from attnbench.printable import printable
+
+    sentence = ("ranks: ranked within each GPU kind (a row by the kind that ran most of its cases): more cases passed "
+                "first, then less total time of the cases passed; totals within a fixed 2% of the fastest \x1b[2J")
+    tty = Console(file=io.StringIO(), width=80, force_terminal=True, color_system=None)
+    terminal.print_prose(sentence, tty)
+    lines = tty.file.getvalue().splitlines()
+    assert len(lines) > 1 and all(len(line) <= 80 for line in lines)
+    assert " ".join(line.strip() for line in lines).split() == printable(sentence).split()  # no word cut
+    pipe = Console(file=io.StringIO(), width=80, force_terminal=False)
+    terminal.print_prose(sentence, pipe)
+    assert pipe.file.getvalue() == printable(sentence) + "\n"

@@ -167,8 +167,11 @@ def failed_case_lines(board: Scoreboard) -> list[str]:
 def scoreboard_lines(board: Scoreboard) -> list[str]:
     """The lines printed and saved under the table: why rows are unranked or failed a case, the rules, mixed
     GPUs, an interruption."""
-    lines = [*unranked_lines(board), *failed_case_lines(board), f"ranks: {board.settings.get('ranking', '')}",
-             f"reruns: {board.settings.get('reruns', '')}", f"limits: {board.settings.get('time_limits', '')}"]
+    ran = any(row.entries for row in board.rows)  # the rules of runs, ranks and reruns only where a run was made:
+    # a class built but not run (no GPU here) printed how rows were ranked and rerun (a TA's trial)
+    rules = [f"ranks: {board.settings.get('ranking', '')}", f"reruns: {board.settings.get('reruns', '')}",
+             f"limits: {board.settings.get('time_limits', '')}"] if ran else []
+    lines = [*unranked_lines(board), *failed_case_lines(board), *rules]
     if board.settings.get("build"):
         lines.append(f"builds: {board.settings['build']}")
     if board.graded:

@@ -91,6 +91,20 @@ def test_a_row_not_judged_says_so_in_each_case_and_under_the_table_never_as_a_fa
     assert unranked_lines(board) == ["cu: NOT JUDGED: no NVIDIA GPU here (x)"]
 
 
+def test_a_class_built_but_never_run_says_no_rule_of_ranks_reruns_or_limits():
+    """A TA's trial on a machine without a GPU: every row NOT JUDGED, yet the lines under the table said how rows
+    were ranked and rerun."""
+    cuda = SubmissionRow("cu", "/s/cu.cu", True, "built with nvcc", not_judged="no NVIDIA GPU here (x)")
+    settings = {"ranking": "ranked within each GPU kind", "reruns": "the top 3", "time_limits": "the course's",
+                "build": "make hw4"}
+    lines = scoreboard_lines(Scoreboard(["t01"], [cuda], settings=settings))
+    assert not any(line.startswith(("ranks:", "reruns:", "limits:")) for line in lines)
+    assert "builds: make hw4" in lines and "cu: NOT JUDGED: no NVIDIA GPU here (x)" in lines
+    ran = SubmissionRow("c", "/s/c.c", True, entries={"t01": CaseEntry("PASS", runs_s=[0.1])})
+    lines = scoreboard_lines(Scoreboard(["t01"], [ran, cuda], settings=settings))
+    assert "ranks: ranked within each GPU kind" in lines and "reruns: the top 3" in lines
+
+
 def test_a_class_stopped_by_the_judges_own_failure_is_not_called_interrupted():
     """A class stopped by its full disk said "interrupted: ... after the interruption" though nobody interrupted it."""
     stopped = board()

@@ -66,3 +66,10 @@ def leave_network_and_ipc() -> None:
     ctypes since Python's os.unshare arrived in 3.12. Where the kernel refuses, the run keeps the host's."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.unshare(_CLONE_NEWNET | _CLONE_NEWIPC)
+
+
+def uid_kind(user: int | None) -> int | str | None:
+    """A run's own uid as one kind ("own"), any other user as itself. `None in OWN_UIDS` is no error but a walk
+    through all 40 million of the range's uids (a range tests membership arithmetically for an int only): 0.8-2 s of
+    every room opened as the judge's own user, which starved a class's rerun spy test on a slow 2-core machine."""
+    return "own" if isinstance(user, int) and user in OWN_UIDS else user

@@ -59,6 +59,7 @@ from attnbench.sandbox.bwrap_args import (
 )
 from attnbench.sandbox.case_folder import CasePaths, WrittenInput
 from attnbench.sandbox.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
+from attnbench.sandbox.fallback_users import uid_kind
 from attnbench.sandbox.owned_folders import make_owned, release, remove_owned, remove_stale
 from attnbench.sandbox.gpu_nodes import visible_choice
 from attnbench.sandbox.jit_cache import CACHE_BYTES, CACHE_SLACK_BYTES, cache_copy, seal_cache, tree_bytes
@@ -378,7 +379,7 @@ class Sandbox:
         """What the probe's answer depends on: bwrap, the kind of user (a run's own uid, nobody, the judge's), the
         mounts besides the room's own folders, where those folders are made, and the room's view (which host
         folders it binds through which of its overlays: a view bwrap refused must be probed again, not taken)."""
-        kind = _user_kind(user)
+        kind = uid_kind(user)
         view = None if self.view is None else tuple(sorted(  # a room's own folders by their place in it
             (os.path.relpath(host, self.root) if Path(host).is_relative_to(self.root) else host,
              os.path.relpath(shown, self.view.root)) for host, shown in self.view.sources.items()))
@@ -782,13 +783,6 @@ def remove_rooms_of_the_gone() -> None:
     and their staged inputs (staged_inputs)."""
     remove_stale(ROOM_PREFIX, before=case_disk.unmount_all_below)
     staged_inputs.remove_staged_of_the_gone()
-
-
-def _user_kind(user: int | None) -> int | str | None:
-    """A run's own uid as one kind, any other user as itself. `None in OWN_UIDS` is no error but a walk through all
-    40 million of the range's uids (range tests membership arithmetically for an int only): 0.8-2 s of every room
-    opened as the judge's own user, which starved a class's rerun spy test on a slow 2-core machine."""
-    return "own" if isinstance(user, int) and user in OWN_UIDS else user
 
 
 def _identity(folder: Path) -> tuple[str, int, int] | None:

@@ -836,12 +836,13 @@ def test_what_a_rooms_opening_made_is_stamped_again_right_before_each_run(progra
 def test_the_judges_own_user_is_told_from_a_runs_own_uid_without_walking_the_range(monkeypatch):
     """`None in OWN_UIDS` walked all 40 million uids of the range (0.8-2 s of every room opened as the judge's own
     user): a class's rerun spy, warmed up 2.2 s before its first run, took its first run for a rerun."""
-    from attnbench.sandbox import room
+    from attnbench.sandbox import fallback_users
 
     class OnlyInts:
         def __contains__(self, uid):
             assert isinstance(uid, int), f"{uid!r} asked of the own uids: a range walks itself for it"
             return 2_100_000_000 <= uid < 2_140_000_000
 
-    monkeypatch.setattr(room, "OWN_UIDS", OnlyInts())
-    assert room._user_kind(None) is None and room._user_kind(65534) == 65534 and room._user_kind(2_100_000_007) == "own"
+    monkeypatch.setattr(fallback_users, "OWN_UIDS", OnlyInts())
+    kind = fallback_users.uid_kind
+    assert kind(None) is None and kind(65534) == 65534 and kind(2_100_000_007) == "own"

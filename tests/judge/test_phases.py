@@ -108,7 +108,7 @@ def test_a_runs_room_opening_and_closing_are_its_runs_phase_not_the_rest(monkeyp
 
     def judged(program, case, limit, timeout, sandbox, beside_check=None):
         clock.now += 4.0
-        return JudgedCase(case.label, case.shape, PASS, "", 4.0, limit, timeout)
+        return JudgedCase(case.label, case.shape, PASS, "", 4.0, limit, timeout, program_s=4.0)
 
     monkeypatch.setattr(classroom, "Sandbox", Room)
     monkeypatch.setattr(classroom, "judge_case", judged)

@@ -69,8 +69,8 @@ def scoreboard_rows(board: Scoreboard) -> tuple[list[str], list[list[ScoreCell]]
 def row_note(row: SubmissionRow) -> str:
     """A row's note: a built row's build and the judge's notes on it (renamed, hw4.hip not judged, warm-ups
     forfeited, a rerun round lost): the row is where the guide promises them."""
-    if row.not_judged:
-        return f"{NOT_JUDGED}: {row.not_judged}"
+    if row.not_judged:  # and how it was built: a TA's trial with no GPU never saw sm_61 refused and replaced
+        return "; ".join(part for part in (f"{NOT_JUDGED}: {row.not_judged}", row.build_message) if part)
     return "; ".join(part for part in (row.build_message, _runs_note(row), row.gpu_note if row.built else "") if part)
 
 

@@ -87,7 +87,7 @@ def test_a_row_not_judged_says_so_in_each_case_and_under_the_table_never_as_a_fa
     row = {name: cell.text for name, cell in zip(header, model.rows[1])}
     assert row["rank"] == "-" and row["passed"] == "-" and row["grade"] == "-" and row["total (passed)"] == "-"
     assert {row[case] for case in cases} == {"NOT JUDGED"}
-    assert row["note"] == "NOT JUDGED: no NVIDIA GPU here (x)"
+    assert row["note"] == "NOT JUDGED: no NVIDIA GPU here (x); built with nvcc"  # and how it was built
     assert unranked_lines(board) == ["cu: NOT JUDGED: no NVIDIA GPU here (x)"]
 
 

@@ -32,9 +32,10 @@ Ready = Callable[[BenchInput, "Testcase | None", ProgressFactory], "BenchInput |
 _END = object()  # the thread's last word: every case it made is in the queue before it
 
 
-class _Abandoned(Exception):
+class _Abandoned(BaseException):
     """The case being made when the thread was told to stop: left unfinished (its staged file goes with the
-    class's `unstage_all`)."""
+    class's `unstage_all`). Not an Exception: the GPU reference takes any Exception for a failing GPU, and would
+    send every later reference of the process to the CPU."""
 
 
 class InputsBesideBuilds:

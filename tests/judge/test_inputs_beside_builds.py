@@ -168,3 +168,31 @@ def test_a_second_ctrl_c_while_the_case_being_made_ends_keeps_no_input_and_the_b
     board = _judged_beside_builds(classroom, monkeypatch)
     assert board.interrupted and [row.name for row in board.rows] == ["ann"]
     assert set(_fresh_files()) <= set(left_before)
+
+
+def test_an_abandoned_gpu_reference_is_no_failing_gpu(monkeypatch):
+    """The GPU reference takes any Exception for a failing GPU and sends the process's later references to the CPU:
+    a case abandoned at a Ctrl-C during the builds must pass through it as no such failure."""
+    from attnbench.cases import gpu_reference
+
+    started = threading.Event()
+
+    def reference_on_a_gpu(testcase, progress=None, dtype=None):
+        started.set()
+        while True:  # a block at a time, as the GPU reference's chunks report
+            time.sleep(0.01)
+            progress(1)
+
+    monkeypatch.setattr(gpu_reference, "why_not_gpu", lambda: "")
+    monkeypatch.setattr(gpu_reference, "gpu_reference_output", reference_on_a_gpu)
+    monkeypatch.setattr(gpu_reference, "_availability", [])
+    testcase = inputs_for("odd_17x1")[0]
+
+    def ready(bench_input, drawn, progress):
+        with progress("float64 reference", 1) as advance:
+            return gpu_reference.float64_reference(bench_input.load(), advance)
+
+    early = InputsBesideBuilds([testcase], ready)
+    assert started.wait(10)
+    early.stop()
+    assert early.cases() == [] and gpu_reference._availability == [] and not early._thread.is_alive()

@@ -201,8 +201,8 @@ def judge_class(request: ClassRequest, listener: JudgeListener = hears_nothing, 
             for number, round_drawn in enumerate(rounds, start=2):
                 record_seeds(board, f"rerun {number}", round_drawn)
                 names = [row.name for row in top]
-                needed = [b for b in round_drawn if any(b.label in {c.label for c, _ in _in_the_rounds_order(
-                    row, round_drawn, number)} for row in top)]  # a rerun's fillers need their inputs too
+                wanted = {c.label for row in top for c, _ in _in_the_rounds_order(row, round_drawn, number)}
+                needed = [b for b in round_drawn if b.label in wanted]  # a rerun's fillers need their inputs too
                 lost: dict[str, str] = {}  # the rows whose inputs the judge or a worker could not make, and why
                 try:
                     with phase("inputs and references"), one_gpu_context():

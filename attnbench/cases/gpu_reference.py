@@ -10,7 +10,6 @@ while a program runs (a GPU in exclusive-process mode would refuse the program's
 
 from __future__ import annotations
 
-import ctypes
 import math
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -199,49 +198,11 @@ def _why_not_gpu() -> str:
         try:
             import pycuda.driver as driver
 
-            _driver_started_outside_the_gil()
             driver.init()
             _availability.append("" if driver.Device.count() > 0 else "no CUDA GPU is present")
         except Exception as exc:  # ImportError, or pycuda present without a driver
             _availability.append(f"no usable GPU ({type(exc).__name__}: {exc})")
     return _availability[0]
-
-
-def _libcuda() -> ctypes.CDLL:
-    """The driver's library, called through ctypes where the call is long: a ctypes call lets the GIL go, and
-    pycuda's (cuInit, cuDevicePrimaryCtxRetain) hold it, so a start meant to run beside the judge's own thread
-    stalled that thread instead (0.18 s of cuInit alone on an H200's host). pycuda's same calls after these find
-    the driver up and the context alive, and return at once. Raises OSError where there is no driver."""
-    return ctypes.CDLL("libcuda.so.1")
-
-
-def _driver_started_outside_the_gil() -> None:
-    try:
-        _libcuda().cuInit(0)
-    except (OSError, AttributeError):  # no driver: pycuda's own init says why
-        pass
-
-
-def _primary_context_retained(ordinal: int = 0) -> int | None:
-    """Device `ordinal`'s handle with its primary context retained once more (made, where none is alive: the
-    longest step of CUDA's start), or None where the driver refused; `_primary_context_released` lets it go."""
-    try:
-        libcuda = _libcuda()
-        device, context = ctypes.c_int(), ctypes.c_void_p()
-        if libcuda.cuDeviceGet(ctypes.byref(device), ordinal) != 0:
-            return None
-        if libcuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) != 0:
-            return None
-        return device.value
-    except (OSError, AttributeError):
-        return None
-
-
-def _primary_context_released(device: int) -> None:
-    try:
-        _libcuda().cuDevicePrimaryCtxRelease_v2(ctypes.c_int(device))
-    except (OSError, AttributeError):
-        pass
 
 
 _cubins: dict[tuple[int, int], bytes] = {}  # the kernel built once a process, per compute capability
@@ -271,23 +232,18 @@ def one_gpu_context() -> Iterator[None]:
     if _held:
         yield
         return
-    retained: list[int] = []  # the device whose primary context `_started` retained
-    try:
-        with ThreadPoolExecutor(1) as starting:
-            session = _Session(starting.submit(_started, retained))
-            _held.append(session)
-            try:
-                yield
-            finally:
-                _held.clear()
-                if session.context is not None:
-                    import pycuda.driver as driver
+    with ThreadPoolExecutor(1) as starting:
+        session = _Session(starting.submit(_started))
+        _held.append(session)
+        try:
+            yield
+        finally:
+            _held.clear()
+            if session.context is not None:
+                import pycuda.driver as driver
 
-                    driver.Context.pop()
-                    session.context.detach()
-    finally:  # the thread has ended here: what it retained is known
-        for device in retained:
-            _primary_context_released(device)
+                driver.Context.pop()
+                session.context.detach()
 
 
 def kernel_built() -> None:
@@ -317,16 +273,13 @@ def shares_the_gpu() -> bool:
         return False
 
 
-def _started(retained: list[int]) -> bool:
-    """The driver started, device 0's primary context made (its handle appended to `retained`) and the kernel
-    built, off the caller's thread; False where no GPU reference can be made here."""
+def _started() -> bool:
+    """The driver started and the kernel built for device 0, off the caller's thread; False where no GPU
+    reference can be made here."""
     if why_not_gpu():
         return False
     import pycuda.driver as driver
 
-    device = _primary_context_retained()
-    if device is not None:
-        retained.append(device)
     _kernel(driver.Device(0))
     return True
 

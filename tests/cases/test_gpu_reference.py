@@ -223,7 +223,7 @@ def test_kernel_built_waits_for_the_held_sessions_build_and_passes_over_its_fail
     import threading
 
     release = threading.Event()
-    monkeypatch.setattr(gpu_reference, "_started", lambda retained: release.wait(10) and (_ for _ in ()).throw(OSError("no nvcc")))
+    monkeypatch.setattr(gpu_reference, "_started", lambda: release.wait(10) and (_ for _ in ()).throw(OSError("no nvcc")))
     gpu_reference.kernel_built()  # no session held: nothing to wait for
     with gpu_reference.one_gpu_context():
         waited = threading.Thread(target=gpu_reference.kernel_built)
@@ -261,7 +261,7 @@ def test_a_gpu_start_that_fails_beside_the_caller_leaves_the_reference_to_the_cp
     the GPU reference failing, said once, and the CPU makes it."""
     monkeypatch.setattr(gpu_reference, "_availability", [""])
 
-    def no_nvcc(retained):
+    def no_nvcc():
         raise OSError("nvcc not found")
 
     monkeypatch.setattr(gpu_reference, "_started", no_nvcc)
@@ -411,57 +411,3 @@ def test_the_drivers_start_begun_on_a_thread_gives_the_answer_asked_for_after(mo
             thread.join(10)
     gpu_reference.start_finding()  # answered already: no thread starts
     assert not any(t.name == "attnbench-driver-start" for t in threading.enumerate())
-
-
-def test_the_primary_context_the_start_retained_is_let_go_with_the_session(monkeypatch):
-    """The start retains device 0's primary context through the driver's library, beside the caller (pycuda's
-    retain holds the GIL); the session lets it go at its end, once, after pycuda's own, whatever the caller did."""
-    monkeypatch.setattr(gpu_reference, "_availability", [""])
-    monkeypatch.setattr(gpu_reference, "_kernel", lambda device: b"")
-    monkeypatch.setattr(gpu_reference, "_primary_context_retained", lambda: 7)
-    released = []
-    monkeypatch.setattr(gpu_reference, "_primary_context_released", released.append)
-    import sys
-    import types
-
-    driver = types.SimpleNamespace(init=lambda: None, Device=lambda n: None)
-    monkeypatch.setitem(sys.modules, "pycuda", types.SimpleNamespace(driver=driver))
-    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
-    with pytest.raises(KeyboardInterrupt):
-        with gpu_reference.one_gpu_context():
-            assert gpu_reference._held[0].ready.result() is True
-            assert released == []
-            raise KeyboardInterrupt
-    assert released == [7] and gpu_reference._held == []
-
-
-def test_without_a_driver_nothing_is_retained_and_the_start_says_nothing(monkeypatch):
-    def no_library():
-        raise OSError("libcuda.so.1: cannot open shared object file")
-
-    monkeypatch.setattr(gpu_reference, "_libcuda", no_library)
-    gpu_reference._driver_started_outside_the_gil()
-    assert gpu_reference._primary_context_retained() is None
-
-
-@pytest.mark.gpu
-def test_no_primary_context_outlives_the_session_that_made_its_references(rng):
-    if gpu_reference.why_not_gpu():
-        pytest.skip(f"no GPU reference here: {gpu_reference.why_not_gpu()}")
-    import ctypes
-
-    libcuda = ctypes.CDLL("libcuda.so.1")
-
-    def alive() -> bool:
-        device, flags, active = ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()
-        assert libcuda.cuDeviceGet(ctypes.byref(device), 0) == 0
-        assert libcuda.cuDevicePrimaryCtxGetState(device, ctypes.byref(flags), ctypes.byref(active)) == 0
-        return bool(active.value)
-
-    testcase = Testcase(rng.uniform(-3, 3, size=(2, 3, 70, 32)).astype(np.float32))
-    before = alive()
-    with gpu_reference.one_gpu_context():
-        found = gpu_reference.gpu_reference_output(testcase)
-        assert alive()
-    assert alive() is before
-    assert np.allclose(found, reference_output(testcase), rtol=0, atol=1e-12)

@@ -276,10 +276,17 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
     if board.interrupted:
         notice(f"interrupted; {kept}")
         sys.exit(130)
-    unjudged = [row.name for row in board.rows if row.not_judged]
+    unjudged = [row for row in board.rows if row.not_judged]
     if unjudged:  # the host's fault, not the programs': their rows are neither passed nor failed
-        error_line(f"{counted(len(unjudged), 'CUDA program')} not judged: {board.settings['not_judged_here']}; "
-                   "judge them on a machine with a GPU (or --executor slurm)")
+        without_gpu = [row for row in unjudged if row.built]
+        unbuilt = [row for row in unjudged if not row.built]  # a header this host's toolkit lacks
+        if without_gpu:
+            error_line(f"{counted(len(without_gpu), 'CUDA program')} not judged: {board.settings['not_judged_here']}; "
+                       "judge them on a machine with a GPU (or --executor slurm)")
+        if unbuilt:
+            error_line(f"{counted(len(unbuilt), 'submission')} not judged ({', '.join(r.name for r in unbuilt[:3])}"
+                       f"{', ...' if unbuilt[3:] else ''}): {unbuilt[0].not_judged}; install that library's "
+                       "development files and judge them again")
         sys.exit(3)
     judge_errors = api_programs.judge_errors(board)
     if judge_errors:  # the judge's own failure (Slurm jobs gone without a result, say): every case of the class

@@ -269,11 +269,14 @@ def row_of(built: Built, device: str | None, listener: JudgeListener) -> Submiss
     """A built (or unbuilt) submission's row, not judged yet; `listener` hears that it was built."""
     submission = built.submission
     failed = not built.ok and built.attempted and built.message.startswith(BUILD_FAILED)
-    listener(SubmissionBuilt(submission.name, built.ok, "" if built.ok or built.attempted else built.message,
+    listener(SubmissionBuilt(submission.name, built.ok,
+                             built.not_judged or ("" if built.ok or built.attempted else built.message),
                              "" if built.ok or not built.attempted or failed else built.message))
     message = "; ".join(part for part in (submission.note, built.message, submission.unjudged) if part)
+    # a build the host failed (a library header its toolkit lacks) is NOT JUDGED, as a CUDA program where no GPU
+    # is: no grade of 0 for the host's doing, and the judge exits 3
     return SubmissionRow(submission.name, printable(os.fsdecode(submission.source)), built.ok, message,
-                         device if built.ok else None, reruns=1)
+                         device if built.ok else None, reruns=1, not_judged=built.not_judged)
 
 
 def add_run(row: SubmissionRow, label: str, again: CaseEntry) -> bool:

@@ -74,6 +74,16 @@ class Built:
     program: Path | None
     message: str  # the first error lines of a failed build, or a short note on a good one
     attempted: bool = True  # False: no build ran (not a submission, HIP only, a link, files refused)
+    host_lacks: str = ""  # the CUDA library header its failed build did not find and this host's toolkit lacks
+
+    @property
+    def not_judged(self) -> str:
+        """Why its row is neither passed nor failed here: a build that failed for want of what the course's machine
+        has and this host lacks (judged again on a host with it); '' otherwise."""
+        if not self.host_lacks:
+            return ""
+        return (f"this host's CUDA toolkit lacks {printable(self.host_lacks)}, which its build includes and the "
+                "course's machine has")
 
     @property
     def ok(self) -> bool:
@@ -406,7 +416,8 @@ def _build(submission: Submission, build_root: Path, timeout_s: float, settings:
         host = (f"; its output says {printable(attempts.missing_header)} was not found, a header of a CUDA library "
                 "this host's toolkit lacks too (the course's machine has it): install that library's development "
                 "files and judge it again before blaming the submission" if attempts.missing_header else "")
-        return Built(submission, None, BUILD_FAILED + "; then ".join(attempts.said) + host)
+        return Built(submission, None, BUILD_FAILED + "; then ".join(attempts.said) + host,
+                     host_lacks=attempts.missing_header or "")
     if made is None:
         return Built(submission, None, f"{step.says} ran, but {not_made}")
     took = time.monotonic() - started

@@ -80,7 +80,9 @@ class SubmissionRow:
     reruns: int = 0  # how many times each case was run in all (1, or 3 for the top rows)
     gpu_note: str = ""  # where its cases ran on several GPU kinds: which, and that `gpu` (the most) ranks it
     warm_ups_s: float = 0.0  # its warm-up runs' time, every round's (the programs' time in the judge's cost)
-    not_judged: str = ""  # why it was built but not run (NOT_JUDGED): then it has no entries, no rank, no grade
+    # why it was not run, the host's doing (NOT_JUDGED: a CUDA program where no GPU is, a build failed for want of a
+    # header this host's toolkit lacks): then it has no entries, no rank, no grade
+    not_judged: str = ""
     fillers_s: float = 0.0  # its rerun rounds' filler runs (the cases it does not rerun, run in their places)
 
     @property

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 
@@ -104,6 +107,45 @@ def test_a_class_without_a_gpu_saves_its_board_judges_its_c_rows_and_exits_3(cli
     (saved,) = (tmp_path / "res").glob("*.json")
     rows = {row["name"]: row for row in json.loads(saved.read_text())["rows"]}
     assert rows["ada"]["not_judged"].startswith("no NVIDIA GPU here") and rows["ada"]["entries"] == {}
+    assert rows["bob"]["rank"] == 1 and rows["bob"]["not_judged"] == ""
+
+
+def test_a_build_failed_for_a_header_this_hosts_toolkit_lacks_is_not_judged_and_the_class_exits_3(cli, tmp_path,
+                                                                                                   monkeypatch):
+    """A real submission includes cublas_v2.h: on a host whose toolkit lacks cuBLAS its row read 0 of 30, grade 0,
+    "build failed", though its note said the host was the cause (a TA's trial). It is NOT JUDGED now, as a CUDA
+    program where no GPU is, the class's other rows judged, and the exit is the environment's."""
+    import json
+    import shutil
+
+    from tests.judge.classes import can_build, class_sandbox, wrapping
+
+    if not can_build():
+        pytest.skip("no C compiler or make")
+    if any(Path(f, "cublas_v2.h").is_file() for f in ("/usr/include", "/usr/local/include")):
+        pytest.skip("this host's system include folder has cuBLAS's header")
+    toolkit = tmp_path / "cuda"  # a toolkit without cuBLAS, whatever this host has
+    (toolkit / "bin").mkdir(parents=True)
+    (toolkit / "include").mkdir()
+    nvcc = toolkit / "bin" / "nvcc"
+    nvcc.write_text("#!/bin/sh\nexit 1\n")
+    nvcc.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{toolkit / 'bin'}:{os.environ['PATH']}")
+    assert shutil.which("nvcc") == str(nvcc)
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    (classroom / "lib.c").write_text("#include <cublas_v2.h>\n" + wrapping(""))
+    (classroom / "bob.c").write_text(wrapping(""))
+    result = cli("judge", str(classroom), "--cases", "odd_17x48", "--rerun-top", "0", "--time-limits", "none",
+                 "--sandbox", class_sandbox().mode, "--results-dir", str(tmp_path / "res"))
+    out = result.output
+    assert result.exit_code == 3, out
+    assert "lib: not judged: this host's CUDA toolkit lacks cublas_v2.h" in out and "bob odd_17x48: PASS" in out
+    assert out.strip().splitlines()[-1].startswith("error: 1 submission not judged (lib): this host's CUDA toolkit "
+                                                   "lacks cublas_v2.h"), out
+    (saved,) = (tmp_path / "res").glob("*.json")
+    rows = {row["name"]: row for row in json.loads(saved.read_text())["rows"]}
+    assert rows["lib"]["not_judged"].startswith("this host's CUDA toolkit lacks") and rows["lib"]["grade"] is None
     assert rows["bob"]["rank"] == 1 and rows["bob"]["not_judged"] == ""
 
 
@@ -371,7 +413,6 @@ def test_one_submissions_folder_that_fails_exits_1_as_one_program_does_and_a_cla
     """`judge hw4_folder` (one student's folder, the course's layout) is a class of one: it exited 0 when the
     program failed a case, where `judge ./hw4` exits 1; a class's exit says nothing of its verdicts."""
     import shutil
-    from pathlib import Path
 
     from click.testing import CliRunner
 

@@ -128,8 +128,10 @@ def test_a_build_that_fails_on_a_cuda_library_header_this_host_lacks_says_it_is_
         "; its output says cublas_v2.h was not found, a header of a CUDA library this host's toolkit lacks too (the "
         "course's machine has it): install that library's development files and judge it again before blaming the "
         "submission")
+    assert failed.host_lacks == "cublas_v2.h" and failed.not_judged.startswith("this host's CUDA toolkit lacks cublas")
     failed = build(own, tmp_path / "builds")
     assert not failed.ok and "toolkit" not in failed.message  # its own missing header is its own
+    assert failed.host_lacks == "" and failed.not_judged == ""
 
 
 @pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None, reason="no C compiler or make")
@@ -151,6 +153,7 @@ def test_a_library_header_this_hosts_toolkit_has_is_the_submissions_doing(tmp_pa
     for submission in find_submissions([tmp_path / "lib.c", tmp_path / "spoof"]):
         failed = build(submission, tmp_path / "builds")
         assert not failed.ok and "cublas_v2.h" in failed.message and "host's doing" not in failed.message
+        assert failed.not_judged == ""  # a failed build, graded as one
 
 
 def test_a_look_alike_from_another_script_gets_a_hash_and_its_letters_spelled_out(tmp_path):

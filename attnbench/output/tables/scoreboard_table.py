@@ -134,11 +134,11 @@ def unranked_lines(board: Scoreboard) -> list[str]:
             continue
         if row.built and row.passed:  # ranked, or (interrupted, checkpointed) not ranked yet: no reason to give
             continue
-        if not row.built:
-            lines.append(f"{row.name}: not judged: {row.build_message or 'it did not build'}")
-            continue
         if row.not_judged:
             lines.append(f"{row.name}: {NOT_JUDGED}: {row.not_judged}")
+            continue
+        if not row.built:
+            lines.append(f"{row.name}: not judged: {row.build_message or 'it did not build'}")
             continue
         if board.interrupted and not row.entries:  # never run: "it passed no case" would blame it; "interrupted"
             # was said too of a class stopped by an error of the judge's own (sbatch refusing the jobs)

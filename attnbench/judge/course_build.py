@@ -111,7 +111,10 @@ def course_example(source: str, rules: BuildRules) -> BuildStep:
     arch = (f"-arch={rules.arch}",) if rules.arch else ()
     source = _operand(source)
     argv = ("nvcc", *COURSE_NVFLAGS, *arch, "-o", "hw4", source, *COURSE_LDFLAGS)
-    return BuildStep(argv, f"the course's example flags ({' '.join(argv)})")
+    # its -arch is the judging GPU's, not the example's sm_61 (which CUDA 13 refuses): said, so that the row does
+    # not pass the GPU's architecture off as the course's
+    instead = f", -arch={rules.arch} for the course's sm_61" if rules.arch else ""
+    return BuildStep(argv, f"the course's example flags{instead} ({' '.join(argv)})")
 
 
 def c_program(source: str) -> BuildStep:

@@ -131,7 +131,8 @@ def test_a_submission_nothing_builds_says_why_each_step_failed(course_builds):
     _, built = course_builds
     row = built["nothing_builds"]
     assert not row.ok and row.message.startswith("the build failed: `make hw4` (exit 2)")
-    assert "then the course's example flags (nvcc" in row.message and "error" in row.message
+    assert "then the course's example flags, -arch=" in row.message and "for the course's sm_61 (nvcc" in row.message
+    assert "error" in row.message
 
 
 @needs_nvcc

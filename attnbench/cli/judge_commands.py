@@ -252,7 +252,7 @@ def _judge_class(options: api_programs.JudgeOptions, with_html: bool, name: str 
                           soft_wrap=True)
     whole = print_table(scoreboard_model(board, f"scoreboard: {counted(len(board.rows), 'submission')}, "
                                                 f"{counted(len(board.cases), 'case')}"), err=as_json)
-    for line in ([] if whole else ranked_note_lines(board)) + scoreboard_lines(board):
+    for line in ([] if whole else ranked_note_lines(board)) + scoreboard_lines(board, notes_shown=whole):
         print_prose(line, out)
     if cost_line(board.cost):
         print_prose(cost_line(board.cost), out)

@@ -107,7 +107,9 @@ def _vertical(model: TableModel, framed: bool) -> Table:
     table = Table(title=_title(model), show_header=False, box=box.HEAVY_HEAD if framed else None)
     table.add_column("field", style="bold", overflow="fold")
     table.add_column("value", overflow="fold")
-    for row in model.rows:
+    for number, row in enumerate(model.rows):
+        if number and not framed:  # no box to draw the section's rule: an empty line parts the blocks
+            table.add_row("", "")
         for index, (column, cell) in enumerate(zip(model.columns, row)):
             table.add_row(_header(column), _cell(cell), end_section=index == len(row) - 1)
     return table

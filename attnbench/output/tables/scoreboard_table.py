@@ -122,9 +122,10 @@ def scoreboard_model(board: Scoreboard, title: str = "scoreboard") -> TableModel
     return model
 
 
-def unranked_lines(board: Scoreboard) -> list[str]:
+def unranked_lines(board: Scoreboard, notes_shown: bool = False) -> list[str]:
     """Why each unranked row is unranked, one line each: a narrow terminal drops the table's note column,
-    and a failed build's reason must still show (at 80 columns too)."""
+    and a failed build's reason must still show (at 80 columns too). `notes_shown`: the table showed its note
+    column, which holds a row's build and NOT JUDGED reasons already (a TA at 120 columns read each twice)."""
     lines = []
     for row in board.rows:
         if board.interrupted and row.built and row.entries and not ran_every_case(board, row):
@@ -135,10 +136,12 @@ def unranked_lines(board: Scoreboard) -> list[str]:
         if row.built and row.passed:  # ranked, or (interrupted, checkpointed) not ranked yet: no reason to give
             continue
         if row.not_judged:
-            lines.append(f"{row.name}: {NOT_JUDGED}: {row.not_judged}")
+            if not notes_shown:
+                lines.append(f"{row.name}: {NOT_JUDGED}: {row.not_judged}")
             continue
         if not row.built:
-            lines.append(f"{row.name}: not judged: {row.build_message or 'it did not build'}")
+            if not notes_shown or not row.build_message:
+                lines.append(f"{row.name}: not judged: {row.build_message or 'it did not build'}")
             continue
         if board.interrupted and not row.entries:  # never run: "it passed no case" would blame it; "interrupted"
             # was said too of a class stopped by an error of the judge's own (sbatch refusing the jobs)
@@ -164,14 +167,14 @@ def failed_case_lines(board: Scoreboard) -> list[str]:
     return [printable(line) for line in lines]
 
 
-def scoreboard_lines(board: Scoreboard) -> list[str]:
+def scoreboard_lines(board: Scoreboard, notes_shown: bool = False) -> list[str]:
     """The lines printed and saved under the table: why rows are unranked or failed a case, the rules, mixed
-    GPUs, an interruption."""
+    GPUs, an interruption (`notes_shown`: see `unranked_lines`)."""
     ran = any(row.entries for row in board.rows)  # the rules of runs, ranks and reruns only where a run was made:
     # a class built but not run (no GPU here) printed how rows were ranked and rerun (a TA's trial)
     rules = [f"ranks: {board.settings.get('ranking', '')}", f"reruns: {board.settings.get('reruns', '')}",
              f"limits: {board.settings.get('time_limits', '')}"] if ran else []
-    lines = [*unranked_lines(board), *failed_case_lines(board), *rules]
+    lines = [*unranked_lines(board, notes_shown), *failed_case_lines(board), *rules]
     if board.settings.get("build"):
         lines.append(f"builds: {board.settings['build']}")
     if board.graded:

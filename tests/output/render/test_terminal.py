@@ -240,3 +240,17 @@ def test_a_judges_sentence_wraps_between_words_on_a_terminal_and_stays_one_line_
     pipe = Console(file=io.StringIO(), width=80, force_terminal=False)
     terminal.print_prose(sentence, pipe)
     assert pipe.file.getvalue() == printable(sentence) + "\n"
+
+
+def test_vertical_blocks_without_a_box_are_parted_by_an_empty_line(monkeypatch):
+    """Piped or plain at 80 columns the scoreboard goes vertical with no box, and its rows ran together (a TA's
+    trial): one row's last field and the next row's first were read as one block."""
+    from attnbench.output.tables.table_model import Column, TableModel
+
+    model = TableModel("board", [Column(f"column number {i}") for i in range(6)])
+    model.add_row(*[f"first{i}" for i in range(6)])
+    model.add_row(*[f"second{i}" for i in range(6)])
+    lines = _printed(monkeypatch, model, 30).splitlines()
+    last_of_first = next(i for i, line in enumerate(lines) if "first5" in line)
+    first_of_second = next(i for i, line in enumerate(lines) if "second0" in line)
+    assert first_of_second == last_of_first + 2 and lines[last_of_first + 1].strip() == ""

@@ -45,6 +45,10 @@ def test_only_rows_that_did_not_build_or_passed_nothing_get_a_reason_under_the_t
     lines = unranked_lines(Scoreboard(["t01"], [passing, wrong, broken], interrupted=True))
     assert lines == ["bad: unranked: it passed no case; first failed case t01: WRONG every element is 0",
                      "c: not judged: the build failed: cc (exit 1): x.c:1: error: y"]
+    # where the table showed its note column, the build's words are in it: not printed twice (at 120 columns)
+    cuda = SubmissionRow("cu", "/s/cu.cu", False, "the build failed: ...", not_judged="this host's toolkit lacks x.h")
+    shown = unranked_lines(Scoreboard(["t01"], [passing, wrong, broken, cuda], interrupted=True), notes_shown=True)
+    assert shown == ["bad: unranked: it passed no case; first failed case t01: WRONG every element is 0"]
 
 
 def test_with_kernel_times_both_rankings_show_side_by_side():

@@ -190,7 +190,7 @@ class BuildAttempts:
         """Run one step in the time left of the build's one timeout; True when it exited 0."""
         env = [f"{name}={value}" for name, value in sorted(step.env.items())]
         inside = ["/usr/bin/env", f"PATH={_build_path()}", *env, *step.argv]
-        self.outcome = self.sandbox.run(inside, self.paths, self.deadline - time.monotonic(), self.limits)
+        self.outcome = self.sandbox.run(inside, self.paths, self.deadline - time.monotonic(), self.limits, build=True)
         return self.outcome.returncode == 0 and not self.outcome.timed_out
 
     @property

@@ -556,13 +556,14 @@ class Sandbox:
                         isolate and leave_network_and_ipc())
 
     @staticmethod
-    def after_limits():  # noqa: ANN205 - a function for run_process, or None
+    def after_limits(build: bool = False):  # noqa: ANN205 - a function for run_process, or None
         """The run's child's last step before exec, after limits and uid: a new empty session keyring and
-        the system-call filter (attnbench.sandbox.syscall_filter); None where this machine has no filter."""
-        return syscall_filter.install_in_this_process if syscall_filter.supported() else None
+        the system-call filter (attnbench.sandbox.syscall_filter; a build's); None where this machine has none."""
+        chosen = syscall_filter.install_for_a_build if build else syscall_filter.install_in_this_process
+        return chosen if syscall_filter.supported() else None
 
     def run(self, argv: Sequence[str], case: CasePaths, timeout_s: float, limits: ProcessLimits,
-            launcher: Sequence[str] = ()) -> ProcessOutcome:
+            launcher: Sequence[str] = (), build: bool = False) -> ProcessOutcome:
         """argv (as the program sees paths) run in this room's case: wrapped in the sandbox (and the launcher
         around it), as the run's user, under `limits`, with its first and last steps before exec. In the box the
         limits are set on the program, not on bwrap (attnbench.sandbox.inner_limits)."""
@@ -572,7 +573,7 @@ class Sandbox:
             argv = inner_limits.limited(argv, words)
         outcome = run_process(self.wrapped(argv, case, launcher), case.folder, timeout_s, limits=limits,
                               user=self.user, env=self.case_env(case), sole_user=self.sole_user,
-                              before_exec=self.before_exec(case), after_limits=self.after_limits(),
+                              before_exec=self.before_exec(case), after_limits=self.after_limits(build),
                               stream_bytes=stream_bytes, group=case.cgroup)
         if self.sole_user and outcome.all_ended:  # run_process killed every process of the uid: none can be born
             self.emptied_uid = self.user

@@ -397,3 +397,25 @@ def test_a_dot_entry_of_a_class_folder_is_skipped_but_judged_when_named(tmp_path
     (tmp_path / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
     assert [s.name for s in find_submissions([tmp_path])] == ["alice"]  # as docs/judging.md says
     assert [s.name for s in find_submissions([tmp_path / ".hidden"])] == [".hidden"]
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None, reason="no C compiler or make")
+def test_a_build_cannot_make_memory_files(tmp_path):
+    """Red team 24: a Makefile held the host's memory in memfd pages (no limit of a build sees them, no RSS shows
+    them) while the class's other builds ran beside it. The build's filter refuses the call; the same program
+    outside a build makes one."""
+    from attnbench.sandbox import syscall_filter
+
+    if not syscall_filter.supported():
+        pytest.skip("no system-call filter on this machine")
+    folder = tmp_path / "hog"
+    folder.mkdir()
+    (folder / "hog.c").write_text("#define _GNU_SOURCE\n#include <sys/mman.h>\n"
+                                  "int main(void) { return memfd_create(\"hog\", 0) < 0 ? 3 : 0; }\n")
+    (folder / "hw4.c").write_text("int main(void) { return 0; }\n")
+    (folder / "Makefile").write_text("hw4: hog.c hw4.c\n\tcc -o hog hog.c\n\t./hog\n\tcc -o hw4 hw4.c\n")
+    (submission,) = find_submissions([folder])
+    failed = build(submission, tmp_path / "builds")
+    assert not failed.ok and "Error 3" in failed.message, failed.message
+    made = subprocess.run(["make", "-C", str(folder), "hw4"], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr  # the control: outside a build the call is made

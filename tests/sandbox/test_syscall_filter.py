@@ -48,6 +48,8 @@ PROBE = textwrap.dedent(r"""
         printf("btime=%s\n", statx(AT_FDCWD, "/proc/self/exe", 0, STATX_BTIME, &x) == 0 && (x.stx_mask & STATX_BTIME) ? "shown" : "none");
         struct stat plain;
         show("stat", stat("/proc/self/exe", &plain));
+        int memory_file = syscall(SYS_memfd_create, "probe", 0);
+        show("memfd_create", memory_file);
         show("getpid", syscall(SYS_getpid));
         pid_t child = fork();
         if (child == 0) _exit(7);
@@ -66,9 +68,9 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "probe"
 
 
-def _answers(argv: list[str]) -> dict[str, str]:
+def _answers(argv: list[str], build: bool = False) -> dict[str, str]:
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60,
-                          preexec_fn=syscall_filter.install_in_this_process)
+                          preexec_fn=syscall_filter.install_for_a_build if build else syscall_filter.install_in_this_process)
     assert done.returncode == 0, done.stderr
     return dict(line.split("=", 1) for line in done.stdout.splitlines())
 
@@ -86,7 +88,17 @@ def _expect_refused(answers: dict[str, str]) -> None:
 
 
 def test_the_calls_that_carry_state_between_runs_are_refused_and_the_rest_work(probe: Path) -> None:
-    _expect_refused(_answers([str(probe)]))
+    answers = _answers([str(probe)])
+    _expect_refused(answers)
+    assert answers["memfd_create"] == "ok"  # a run's: the CUDA driver makes one as it starts
+
+
+def test_a_build_is_refused_memory_files_too(probe: Path) -> None:
+    """Red team 24: a build held 23 GiB of the host's memory in memfd pages, which no limit of a build sees and
+    no process's RSS shows (the OOM killer would take an honest build beside it)."""
+    answers = _answers([str(probe)], build=True)
+    _expect_refused(answers)
+    assert answers["memfd_create"] == "Operation not permitted"
 
 
 def test_without_the_filter_the_probe_reaches_them(probe: Path) -> None:
@@ -95,6 +107,7 @@ def test_without_the_filter_the_probe_reaches_them(probe: Path) -> None:
     done = subprocess.run([str(probe)], capture_output=True, text=True, timeout=60)
     answers = dict(line.split("=", 1) for line in done.stdout.splitlines())
     assert answers["sched_setaffinity"] == "ok" and answers["fallocate_keep_size"] == "ok" and answers["statx"] == "ok"
+    assert answers["memfd_create"] == "ok"
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")

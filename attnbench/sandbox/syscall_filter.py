@@ -10,7 +10,7 @@ EPERM; a call made through another ABI (x32, or i386 on x86-64) is refused whole
 the numbers. fallocate is allowed only in mode 0 (FALLOC_FL_KEEP_SIZE reserves blocks past a file's size,
 which RLIMIT_FSIZE and a folder's size cap never see), and statx is answered ENOSYS, so no file in the box
 shows its birth time (NO_BIRTH_TIMES). Before the filter, the process also joins a new, empty session keyring, so nothing the
-judge's own session holds is even visible in /proc/keys. A build's filter refuses memfd_create too (NO_MEMORY_FILES).
+judge's own session holds is even visible in /proc/keys. A build's filter refuses memfd_create and shmget too (NO_MEMORY_FILES).
 
 Written by hand because libseccomp's Python binding is not on PyPI; the program is a dozen instructions
 and a list of numbers, tested by running a small program under it.
@@ -43,17 +43,17 @@ _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 _KEYCTL_JOIN_SESSION_KEYRING = 1
 
-# Per architecture: the audit arch, keyctl's number, the numbers refused, fallocate's number, statx's and
-# memfd_create's.
+# Per architecture: the audit arch, keyctl's number, the numbers refused, fallocate's number, statx's and those a
+# build's filter refuses besides (NO_MEMORY_FILES).
 _ARCHES = {
     "x86_64": (0xC000003E, 250, {
         "add_key": 248, "request_key": 249, "keyctl": 250, "sched_setaffinity": 203,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-    }, 285, 332, 319),
+    }, 285, 332, {"memfd_create": 319, "shmget": 29}),
     "aarch64": (0xC00000B7, 219, {
         "add_key": 217, "request_key": 218, "keyctl": 219, "sched_setaffinity": 122,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-    }, 47, 291, 279),
+    }, 47, 291, {"memfd_create": 279, "shmget": 194}),
 }
 
 REFUSED_CALLS = tuple(sorted(_ARCHES["x86_64"][2]))
@@ -65,11 +65,12 @@ ONLY_PLAIN_FALLOCATE = "fallocate"
 # birth time): a file's birth time is the one time no utime can set, so it dated whatever the judge made for a
 # run (the program's copy, a staged input) and told a rerun from a first run, or a row's place in its round.
 NO_BIRTH_TIMES = "statx"
-# memfd_create, refused in a build (EPERM): its pages are memory no limit of a build sees (not RLIMIT_AS, never
-# mapped; not a capped folder; not RLIMIT_FSIZE, one file at a time) and no process's RSS, so the OOM killer took
-# an honest build beside one that held the host's memory in them (red team 24: 23 GiB from one build). A run keeps
-# it: the CUDA driver makes one as it starts. No compiler, linker or make needs it.
-NO_MEMORY_FILES = "memfd_create"
+# memfd_create and shmget, refused in a build (EPERM): their pages are memory no limit of a build sees (not
+# RLIMIT_AS: never mapped, or mapped one segment at a time and let go; not a capped folder; not RLIMIT_FSIZE) and
+# no process's RSS, so the OOM killer would take an honest build beside one that held the host's memory in them
+# (red team 24: 23 GiB from one build in memfd pages). A run keeps them: the CUDA driver makes a memfd as it
+# starts. No compiler, linker or make needs either.
+NO_MEMORY_FILES = ("memfd_create", "shmget")
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -79,8 +80,8 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
 def filter_program(machine: str | None = None, build: bool = False) -> bytes:
     """The BPF program (struct sock_filter[]) for this machine's architecture (a build's refuses memfd_create too);
     raises KeyError for one it does not know."""
-    arch, _, refused, fallocate, statx, memfd = _ARCHES[machine or platform.machine()]
-    numbers = sorted([*refused.values(), *([memfd] if build else [])])
+    arch, _, refused, fallocate, statx, memory_files = _ARCHES[machine or platform.machine()]
+    numbers = sorted([*refused.values(), *(memory_files.values() if build else [])])
     program = [
         _insn(_LD_W_ABS, 0, 0, _ARCH_OFFSET),
         _insn(_JEQ_K, 1, 0, arch),           # this ABI: go on

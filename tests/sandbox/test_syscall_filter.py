@@ -23,6 +23,7 @@ PROBE = textwrap.dedent(r"""
     #include <sched.h>
     #include <stdio.h>
     #include <string.h>
+    #include <sys/shm.h>
     #include <sys/stat.h>
     #include <sys/syscall.h>
     #include <sys/wait.h>
@@ -48,8 +49,10 @@ PROBE = textwrap.dedent(r"""
         printf("btime=%s\n", statx(AT_FDCWD, "/proc/self/exe", 0, STATX_BTIME, &x) == 0 && (x.stx_mask & STATX_BTIME) ? "shown" : "none");
         struct stat plain;
         show("stat", stat("/proc/self/exe", &plain));
-        int memory_file = syscall(SYS_memfd_create, "probe", 0);
-        show("memfd_create", memory_file);
+        show("memfd_create", syscall(SYS_memfd_create, "probe", 0));
+        long segment = syscall(SYS_shmget, IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+        show("shmget", segment);
+        if (segment >= 0) shmctl(segment, IPC_RMID, NULL);  /* leave none on the host */
         show("getpid", syscall(SYS_getpid));
         pid_t child = fork();
         if (child == 0) _exit(7);
@@ -90,7 +93,7 @@ def _expect_refused(answers: dict[str, str]) -> None:
 def test_the_calls_that_carry_state_between_runs_are_refused_and_the_rest_work(probe: Path) -> None:
     answers = _answers([str(probe)])
     _expect_refused(answers)
-    assert answers["memfd_create"] == "ok"  # a run's: the CUDA driver makes one as it starts
+    assert answers["memfd_create"] == answers["shmget"] == "ok"  # a run's: the CUDA driver makes a memfd as it starts
 
 
 def test_a_build_is_refused_memory_files_too(probe: Path) -> None:
@@ -98,7 +101,7 @@ def test_a_build_is_refused_memory_files_too(probe: Path) -> None:
     no process's RSS shows (the OOM killer would take an honest build beside it)."""
     answers = _answers([str(probe)], build=True)
     _expect_refused(answers)
-    assert answers["memfd_create"] == "Operation not permitted"
+    assert answers["memfd_create"] == answers["shmget"] == "Operation not permitted"
 
 
 def test_without_the_filter_the_probe_reaches_them(probe: Path) -> None:
@@ -107,7 +110,7 @@ def test_without_the_filter_the_probe_reaches_them(probe: Path) -> None:
     done = subprocess.run([str(probe)], capture_output=True, text=True, timeout=60)
     answers = dict(line.split("=", 1) for line in done.stdout.splitlines())
     assert answers["sched_setaffinity"] == "ok" and answers["fallocate_keep_size"] == "ok" and answers["statx"] == "ok"
-    assert answers["memfd_create"] == "ok"
+    assert answers["memfd_create"] == answers["shmget"] == "ok"
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")

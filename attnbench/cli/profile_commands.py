@@ -37,9 +37,9 @@ def profile(case: str, variant_names: tuple[str, ...], raw_metrics: str | None, 
 
     Each variant runs in its own process under `ncu --clock-control none`; only the pass after the
     warm-up is profiled. One table per kernel of the pass: duration, occupancy, SM / FMA / tensor / XU
-    (MUFU) pipe utilisation, issue slots busy, DRAM bytes and throughput, L2 hit rate, shared-memory wavefronts and bank conflicts,
-    global sectors per request, registers, shared memory, local (spill) traffic. Needs ncu and
-    permission to read the GPU's counters (exit 3 otherwise).
+    (MUFU) pipe utilisation, issue slots busy, DRAM bytes and throughput, L2 hit rate, shared-memory
+    wavefronts and bank conflicts, global sectors per request, registers, shared memory, local (spill)
+    traffic. Needs ncu and permission to read the GPU's counters (exit 3 otherwise).
 
     \b
     Examples:

@@ -26,8 +26,8 @@ class ProgramCaseJudged:
 class SubmissionBuilt:
     """A class's submission built, or not; `not_built` says why when no build ran at all (not a submission, a
     link, HIP only) or its build failed for want of what this host lacks: a folder holding nothing was said as
-    "build failed". `no_program` says why a build that ran
-    and did not fail left nothing to judge (two executables and no hw4, say), which was said as "build failed"."""
+    "build failed". `no_program` says why a build that ran and did not fail left nothing to judge (two
+    executables and no hw4, say), which was said as "build failed"."""
 
     submission: str
     ok: bool

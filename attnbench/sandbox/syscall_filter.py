@@ -9,8 +9,9 @@ A classic BPF program, installed with no-new-privileges just before exec, answer
 EPERM; a call made through another ABI (x32, or i386 on x86-64) is refused whole, so it cannot go around
 the numbers. fallocate is allowed only in mode 0 (FALLOC_FL_KEEP_SIZE reserves blocks past a file's size,
 which RLIMIT_FSIZE and a folder's size cap never see), and statx is answered ENOSYS, so no file in the box
-shows its birth time (NO_BIRTH_TIMES). Before the filter, the process also joins a new, empty session keyring, so nothing the
-judge's own session holds is even visible in /proc/keys. A build's filter refuses memfd_create and shmget too (NO_MEMORY_FILES).
+shows its birth time (NO_BIRTH_TIMES). Before the filter, the process also joins a new, empty session keyring, so
+nothing the judge's own session holds is even visible in /proc/keys. A build's filter refuses memfd_create and shmget
+too (NO_MEMORY_FILES).
 
 Written by hand because libseccomp's Python binding is not on PyPI; the program is a dozen instructions
 and a list of numbers, tested by running a small program under it.
@@ -78,8 +79,8 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
 
 
 def filter_program(machine: str | None = None, build: bool = False) -> bytes:
-    """The BPF program (struct sock_filter[]) for this machine's architecture (a build's refuses memfd_create too);
-    raises KeyError for one it does not know."""
+    """The BPF program (struct sock_filter[]) for this machine's architecture (a build's refuses NO_MEMORY_FILES
+    too); raises KeyError for one it does not know."""
     arch, _, refused, fallocate, statx, memory_files = _ARCHES[machine or platform.machine()]
     numbers = sorted([*refused.values(), *(memory_files.values() if build else [])])
     program = [

@@ -126,7 +126,10 @@ def unranked_lines(board: Scoreboard, notes_shown: bool = False) -> list[str]:
     """Why each unranked row is unranked, one line each: a narrow terminal drops the table's note column,
     and a failed build's reason must still show (at 80 columns too). `notes_shown`: the table showed its note
     column, which holds a row's build and NOT JUDGED reasons already (a TA at 120 columns read each twice)."""
-    lines = []
+    lines: list[str] = []
+    unjudged: dict[str, list[str]] = {}  # one line per reason, naming its rows: a TA's class of CUDA programs on
+    # a laptop read the same long sentence once per row
+    places: dict[int, str] = {}  # where each reason's line goes: where its first row stands
     for row in board.rows:
         if board.interrupted and row.built and row.entries and not ran_every_case(board, row):
             judged = sum(case in row.entries for case in board.cases)
@@ -137,7 +140,10 @@ def unranked_lines(board: Scoreboard, notes_shown: bool = False) -> list[str]:
             continue
         if row.not_judged:
             if not notes_shown:
-                lines.append(f"{row.name}: {NOT_JUDGED}: {row.not_judged}")
+                if row.not_judged not in unjudged:
+                    places[len(lines)] = row.not_judged
+                    lines.append("")  # its place, filled in below
+                unjudged.setdefault(row.not_judged, []).append(row.name)
             continue
         if not row.built:
             if not notes_shown or not row.build_message:
@@ -150,6 +156,8 @@ def unranked_lines(board: Scoreboard, notes_shown: bool = False) -> list[str]:
         failed = next(((case, e) for case, e in row.entries.items() if not e.passed), None)
         first = f"; first failed case {failed[0]}: {failed[1].verdict} {failed[1].message}".rstrip() if failed else ""
         lines.append(f"{row.name}: unranked: it passed no case{first}")
+    for place, reason in places.items():
+        lines[place] = f"{', '.join(unjudged[reason])}: {NOT_JUDGED}: {reason}"
     return [printable(line) for line in lines]
 
 

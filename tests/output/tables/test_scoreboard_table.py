@@ -93,6 +93,14 @@ def test_a_row_not_judged_says_so_in_each_case_and_under_the_table_never_as_a_fa
     assert {row[case] for case in cases} == {"NOT JUDGED"}
     assert row["note"] == "NOT JUDGED: no NVIDIA GPU here (x); built with nvcc"  # and how it was built
     assert unranked_lines(board) == ["cu: NOT JUDGED: no NVIDIA GPU here (x)"]
+    # rows not judged for one reason share its line, where the first of them stands
+    broken = SubmissionRow("b", "/s/b.c", False, "the build failed: cc (exit 1): y")
+    more = [SubmissionRow(name, f"/s/{name}.cu", True, "built", not_judged=reason)
+            for name, reason in (("cv", "no NVIDIA GPU here (x)"), ("lib", "this host's toolkit lacks x.h"))]
+    board = Scoreboard(cases, [judged, cuda, broken, *more])
+    assert unranked_lines(board) == ["cu, cv: NOT JUDGED: no NVIDIA GPU here (x)",
+                                     "b: not judged: the build failed: cc (exit 1): y",
+                                     "lib: NOT JUDGED: this host's toolkit lacks x.h"]
 
 
 def test_a_class_built_but_never_run_says_no_rule_of_ranks_reruns_or_limits():

@@ -58,8 +58,8 @@ from attnbench.sandbox.bwrap_args import (
     system_folders,
 )
 from attnbench.sandbox.case_folder import CasePaths, WrittenInput
-from attnbench.sandbox.fallback_users import OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of
-from attnbench.sandbox.fallback_users import uid_kind
+from attnbench.sandbox.fallback_users import (OWN_UIDS, SHARED_TEMP, draw_uid, leave_network_and_ipc, remove_files_of,
+                                              uid_kind)
 from attnbench.sandbox.owned_folders import make_owned, release, remove_owned, remove_stale
 from attnbench.sandbox.gpu_nodes import visible_choice
 from attnbench.sandbox.jit_cache import CACHE_BYTES, CACHE_SLACK_BYTES, cache_copy, seal_cache, tree_bytes

@@ -108,3 +108,44 @@ def test_one_cuda_program_without_a_gpu_is_refused_in_one_line_naming_it_exit_3(
     refuse_without_gpu("./attention", tmp_path / "attention")  # a C program: judged on the CPU
     monkeypatch.setattr(gpu_needed, "no_gpu_here", lambda: None)
     refuse_without_gpu("sub/hw4.cu")  # a GPU here
+
+
+@needs_cc
+def test_names_without_an_end_are_read_only_so_far(tmp_path):
+    """Red team 25: a hw4 whose .dynamic held 65,536 DT_NEEDED tags, each naming one 61 MB string without a NUL,
+    held a class's judge for hours before its first run (pyelftools read every name to its end). Here 4,095 tags
+    name one 4 MB string (minutes that way); every read is bounded now, and a CUDA library named in the last tag,
+    or a cudaMalloc after 4,096 nameless symbols, is still found."""
+    import struct
+
+    def hostile(needed: bytes = b"", call: bytes = b"") -> Path:
+        base = bytearray(compiled(tmp_path, "base", "int main(void) { return 0; }\n").read_bytes())
+        shoff, = struct.unpack_from("<Q", base, 0x28)
+        shnum, = struct.unpack_from("<H", base, 0x3C)
+        headers = [bytearray(base[shoff + i * 64:shoff + i * 64 + 64]) for i in range(shnum)]
+        data = bytearray(base[:shoff]) + bytes(-shoff % 16)
+        strings = len(data)
+        data += b"A" * (4 << 20) + b"\0" + needed + b"\0" + call + b"\0"
+        data += bytes(-len(data) % 16)
+        tags = len(data)
+        data += struct.pack("<qQ", 1, 0) * 4095 + (struct.pack("<qQ", 1, (4 << 20) + 1) if needed else b"")
+        symbols = len(data)
+        name_at = (4 << 20) + 2 + len(needed) if call else 0
+        data += struct.pack("<IBBHQQ", 0, 0, 0, 0, 0, 0) * 4096 + struct.pack("<IBBHQQ", name_at, 0x12, 0, 0, 0, 0)
+        for header in headers:
+            kind, = struct.unpack_from("<I", header, 4)
+            if kind in (6, 11):  # SHT_DYNAMIC, SHT_DYNSYM: pointed at the long tables, their strings at the long name
+                link, = struct.unpack_from("<I", header, 40)
+                table = (tags, symbols - tags) if kind == 6 else (symbols, len(data) - symbols)
+                struct.pack_into("<QQ", header, 24, *table)
+                struct.pack_into("<QQ", headers[link], 24, strings, tags - strings)
+        struct.pack_into("<Q", data, 0x28, len(data))
+        for header in headers:
+            data += header
+        path = tmp_path / f"hostile{len(needed)}{len(call)}"
+        path.write_bytes(bytes(data))
+        return path
+
+    assert cuda_evidence(hostile()) is None
+    assert cuda_evidence(hostile(needed=b"libcudart.so.13")) == "it needs libcudart.so.13"
+    assert cuda_evidence(hostile(call=b"cudaMalloc")) == "it calls cudaMalloc"

@@ -19,7 +19,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from attnbench.cases.testcase import Shape, read_shape
+from attnbench.cases.shape import Shape, read_shape
 from attnbench.errors import AttnbenchError
 
 MARGIN_BYTES = 16 << 20

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable
 
-from attnbench.cases.testcase import Shape
+from attnbench.cases.shape import Shape
 
 
 @dataclass(frozen=True)

@@ -155,26 +155,6 @@ def test_a_read_testcase_remembers_its_file(tmp_path, rng):
     assert read_testcase(tmp_path / "c.in").path == tmp_path / "c.in"
 
 
-def test_the_overflow_check_is_exact_at_the_64_bit_limit():
-    from attnbench.cases.testcase import check_shape
-
-    largest = (2**63 - 1 - 12) // 12  # 12*B*N*d + 12 still fits in a signed 64-bit size
-    check_shape(Shape(largest, 1, 1), "edge.in")
-    with pytest.raises(TestcaseError, match=r"^edge.in: header dimensions B=768614336404564650, N=1, d=1 overflow"):
-        check_shape(Shape(largest + 1, 1, 1), "edge.in")
-
-
-def test_permission_denied_is_one_line(tmp_path, monkeypatch):
-    import attnbench.cases.testcase as testcase
-
-    def refuse(*args, **kwargs):
-        raise PermissionError(13, "Permission denied")
-
-    monkeypatch.setattr(testcase, "open", refuse, raising=False)
-    with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'x.in'}: permission denied$"):
-        read_shape(tmp_path / "x.in")
-
-
 def test_short_reads_fill_the_buffer_in_order_and_a_short_file_is_named(tmp_path):
     from attnbench.cases.testcase import _readinto_exact
 
@@ -326,20 +306,6 @@ def test_an_output_file_cut_short_after_it_was_opened_names_the_file_and_the_byt
         np.testing.assert_array_equal(f.chunk(0, 8), np.zeros(8, np.float32))
         with pytest.raises(TestcaseError, match=rf"^{tmp_path / 'o.bin'}: file ended after 40 bytes while reading$"):
             f.chunk(8, 16)  # from byte 32: two floats, then the end of the file
-
-
-@pytest.mark.parametrize("text", ["4,32768,32", "4x32768x32", "4X32768X32", " 4, 32768 ,32 "])
-def test_a_shape_is_read_as_b_n_d_or_bxnxd(text):
-    assert Shape.parse(text) == Shape(4, 32768, 32)
-
-
-@pytest.mark.parametrize("text, words", [("1,2", "is not B,N,d or BxNxd"), ("1x2x3x4", "is not B,N,d"),
-                                         ("1,-2,3", "is not B,N,d"), ("a,b,c", "is not B,N,d"),
-                                         ("1,0,3", "must be at least 1"),
-                                         ("1,99999999999,64", "int32 in a testcase.s header")])
-def test_a_shape_that_is_not_one_is_refused_in_a_sentence(text, words):
-    with pytest.raises(ValueError, match=words):
-        Shape.parse(text)
 
 
 def test_a_pipe_or_a_device_is_said_to_be_one_not_blamed_for_its_bytes():

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from attnbench.errors import UsageError
-from attnbench.kernels.nvcc import first_error_lines, nvcc_architectures
+from attnbench.kernels.nvcc_here import first_error_lines, nvcc_architectures
 from attnbench.printable import printable
 from attnbench.sandbox.process import ProcessLimits, ProcessOutcome
 from attnbench.sandbox.case_folder import CasePaths

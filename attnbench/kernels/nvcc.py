@@ -1,15 +1,13 @@
 """nvcc, in one place: the options every kernel is built with, where a variant's source is, and what
 the compiler says about each kernel (registers, shared memory, stack and spill bytes, from
-`nvcc -cubin -Xptxas -v`, so it needs nvcc but no GPU).
+`nvcc -cubin -Xptxas -v`, so it needs nvcc but no GPU). Where nvcc is and what it builds for: `nvcc_here`.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
-import shutil
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +19,7 @@ from attnbench import strict_json
 from attnbench.cases.testcase import Shape
 from attnbench.errors import CompileCheckFailed, OutputError
 from attnbench.files import write_text
+from attnbench.kernels.nvcc_here import first_error_lines, nvcc_architectures, nvcc_path  # noqa: F401 - nvcc's face
 from attnbench.kernels.variant import Variant
 from attnbench.locations import kernel_dir
 from attnbench.results.resultset import VariantInfo
@@ -47,21 +46,6 @@ class KernelResources:
     @property
     def spills(self) -> int:
         return self.spill_stores + self.spill_loads
-
-
-def nvcc_path() -> str | None:
-    return shutil.which("nvcc")
-
-
-@functools.cache
-def nvcc_architectures() -> frozenset[str]:
-    """The sm_XY this nvcc builds for (`nvcc --list-gpu-code`; CUDA 13 dropped sm_61, the course's GTX
-    1080); empty without nvcc or when it cannot say."""
-    try:
-        found = subprocess.run([nvcc_path() or "nvcc", "--list-gpu-code"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return frozenset()
-    return frozenset(found.stdout.split()) if found.returncode == 0 else frozenset()
 
 
 def source_file(variant: Variant) -> Path:
@@ -206,13 +190,6 @@ def _ptxas_cache_path(variant: Variant, shape: Shape, arch: str) -> Path:
                  *compile_options(variant, shape), _nvcc_version()):
         key.update(part.encode() + b"\0")
     return cache_dir() / "ptxas" / f"{key.hexdigest()[:32]}.json"
-
-
-def first_error_lines(stderr: str, lines: int = 4) -> str:
-    """A compiler's first error lines (the first lines at all when none says error), joined on one line."""
-    text = [line.strip() for line in stderr.splitlines() if line.strip()]
-    errors = [line for line in text if "error" in line.lower() or "fatal" in line.lower()] or text
-    return " | ".join(errors[:lines]) or "no message"
 
 
 def compile_report(variant: Variant, shape: Shape, arch: str) -> dict[str, KernelResources]:

@@ -17,21 +17,19 @@ has (`build_workers`). The results come back in the submissions' order, whatever
 from __future__ import annotations
 
 import os
-import signal
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from attnbench.judge.class_work import SandboxMissing
-from attnbench.judge.classroom import ClassSettings, failure_text
+from attnbench.judge.build_worker import BuildEnded, BuildSettings, ClassBuildWork, SandboxMissing, built_submission
+from attnbench.judge.classroom import ClassSettings
 from attnbench.judge.phases import phase
-from attnbench.judge.submissions import Built, Submission, build
+from attnbench.judge.submissions import Built, Submission
 from attnbench.sandbox.program_run import clear_after_workers
 from attnbench.sandbox.reaper import descendants
 from attnbench.sandbox.room import SandboxUnavailable
 from attnbench.sandbox.staging import remove_tree
 from attnbench.spread.devices import Device
-from attnbench.spread.executor import Emit, ExecutorEvent, JobTold
+from attnbench.spread.executor import ExecutorEvent, JobTold
 from attnbench.spread.pool import GpuPool
 
 
@@ -40,44 +38,8 @@ def build_workers(cores: Sequence[int], builds: int) -> int:
     return max(1, min(len(cores), builds))
 
 
-def _stopped(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
-
-
-@dataclass(frozen=True)
-class BuildEnded:
-    """A submission's build ended, built or not (a build's own event, from its worker)."""
-
-    built: Built
-
-
-@dataclass(frozen=True)
-class ClassBuildWork:
-    """A class's builds on a pool's worker: one submission per job, on the cores the builds may use."""
-
-    settings: ClassSettings
-    build_root: Path
-    cores: tuple[int, ...]
-
-    def open(self, device: Device, workers: int) -> tuple[None, None]:
-        try:  # each build's cgroup cpuset is the cores of the process that runs it
-            os.sched_setaffinity(0, set(self.cores))
-        except (AttributeError, OSError):  # no affinity here (not Linux), or cores the cgroup forbids: unpinned
-            pass
-        # the pool stops a worker at once with SIGTERM (Ctrl-C): as an exception, so the build it runs is killed
-        # whole on the way out (attnbench.sandbox.process), not left to run on
-        signal.signal(signal.SIGTERM, _stopped)
-        return None, None
-
-    def close(self, state: None) -> None:
-        pass  # each build let go of its own room: nothing is kept between jobs
-
-    def run(self, job: Submission, state: None, emit: Emit) -> None:
-        try:
-            emit(BuildEnded(built_submission(job, self.build_root, self.settings)))
-        except SandboxUnavailable as exc:  # --sandbox required, unmet: the class's end, raised in the parent
-            emit(SandboxMissing(str(exc)))
-        return None
+def _build_settings(settings: ClassSettings) -> BuildSettings:
+    return BuildSettings(settings.build_timeout_s, settings.sandbox, settings.build)
 
 
 def build_all(submissions: Sequence[Submission], build_root: Path, settings: ClassSettings,
@@ -92,7 +54,7 @@ def build_all(submissions: Sequence[Submission], build_root: Path, settings: Cla
         for i, submission in enumerate(submissions):
             if i not in done:  # built here: alone, or once more, afresh, where its worker died (killed for memory, say)
                 remove_tree(build_root / submission.slug)
-                done[i] = built_submission(submission, build_root, settings)
+                done[i] = built_submission(submission, build_root, _build_settings(settings))
                 on_built()
         return [done[i] for i in range(len(submissions))]
 
@@ -110,7 +72,7 @@ def _built_on_workers(submissions: Sequence[Submission], build_root: Path, setti
             case JobTold(event=SandboxMissing(why=why)):
                 raise SandboxUnavailable(why)
 
-    work = ClassBuildWork(settings, build_root, tuple(cores))
+    work = ClassBuildWork(_build_settings(settings), build_root, tuple(cores))
     before = set(descendants(os.getpid()))
     try:
         with GpuPool([Device(i, stand_in=True) for i in range(workers)], work) as pool:
@@ -118,14 +80,3 @@ def _built_on_workers(submissions: Sequence[Submission], build_root: Path, setti
     finally:
         clear_after_workers(before)
     return done
-
-
-def built_submission(submission: Submission, build_root: Path, settings: ClassSettings) -> Built:
-    """One submission built (in the sandbox) under build_root; what goes wrong on the judge's side is its row's
-    message, never the class's end (SandboxUnavailable, for --sandbox required, is raised)."""
-    try:
-        return build(submission, build_root, settings.build_timeout_s, settings.sandbox, settings.build)
-    except SandboxUnavailable:
-        raise
-    except Exception as exc:  # noqa: BLE001 - one submission's failure is its row's, never the class's
-        return Built(submission, None, failure_text(exc))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from attnbench.cases.inputs import BenchInput
+from attnbench.judge.build_worker import SandboxMissing  # a case's job says it as a build's does
 from attnbench.judge.class_progress import ClassClock
 from attnbench.judge.classroom import (
     ClassSettings,
@@ -90,13 +91,6 @@ class EntryMade:
 @dataclass(frozen=True)
 class InputNotDrawn:
     """The worker could not make the case's input (its disk, say): no run's fault."""
-
-    why: str
-
-
-@dataclass(frozen=True)
-class SandboxMissing:
-    """--sandbox required and none could be made: the class's end, raised in the parent."""
 
     why: str
 

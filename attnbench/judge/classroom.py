@@ -35,8 +35,7 @@ from attnbench.judge.fresh_inputs import RULE as FRESH_RULE
 from attnbench.judge.case_verdict import JUDGE_ERROR
 from attnbench.judge.course_build import BuildRules
 from attnbench.judge.phases import phase
-from attnbench.judge.submissions import BUILD_FAILED, Built, Submission
-from attnbench.errors import AttnbenchError
+from attnbench.judge.submissions import BUILD_FAILED, Built, Submission, failure_text
 from attnbench.printable import printable
 from attnbench.results.course_grade import limited_throughout
 from attnbench.results.kernel_time import CUPTI_SOURCE
@@ -256,13 +255,6 @@ def diagnosed(program: Path, case: PreparedCase, settings: ClassSettings) -> str
         raise
     except Exception as exc:  # noqa: BLE001 - a diagnosis that fails never costs the row its verdict
         return f"--diagnose could not run: {failure_text(exc)}"
-
-
-def failure_text(exc: BaseException) -> str:
-    """One printable line for an error the judge met on a submission's behalf: attnbench's own errors are
-    sentences already ("SlurmUnavailable: sbatch refused ..." showed a class name), others keep their type."""
-    said = str(exc) if isinstance(exc, AttnbenchError) else f"{type(exc).__name__}: {exc}"
-    return printable(f"the judge could not finish this: {said}")[:300]
 
 
 def row_of(built: Built, device: str | None, listener: JudgeListener) -> SubmissionRow:

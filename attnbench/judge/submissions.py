@@ -35,6 +35,7 @@ from attnbench.judge.course_build import COURSE_EXECUTABLE, BuildAttempts, Build
 from attnbench.sandbox.process import ARCHIVE_SUFFIXES, ProcessLimits, ProgramError
 from attnbench.sandbox.room import Sandbox, SandboxSettings
 from attnbench.sandbox.staging import StagingRefused, copy_submission, shown, take_program
+from attnbench.errors import AttnbenchError
 from attnbench.printable import first_few, printable
 
 HIP_SOURCE = "hw4.hip"  # the 2025 course's AMD part: judged on its own scoreboard there, never here
@@ -466,3 +467,10 @@ def _compiled(path: Path) -> bool:
             return file.read(8).startswith(_BUILT_MAGIC)
     except OSError:
         return False
+
+
+def failure_text(exc: BaseException) -> str:
+    """One printable line for an error the judge met on a submission's behalf: attnbench's own errors are
+    sentences already ("SlurmUnavailable: sbatch refused ..." showed a class name), others keep their type."""
+    said = str(exc) if isinstance(exc, AttnbenchError) else f"{type(exc).__name__}: {exc}"
+    return printable(f"the judge could not finish this: {said}")[:300]

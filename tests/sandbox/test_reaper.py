@@ -117,6 +117,36 @@ def test_kill_user_leaves_nothing_of_a_process_that_keeps_changing_its_pid():
     assert reaper.processes_of_user(uid) == []
 
 
+# Processes that stop every process their uid may signal, over and over: the pass's child, once it is that uid too.
+STOPPER = "while :; do kill -STOP -1 2>/dev/null; done"
+
+
+@pytest.mark.skipif(not ROOT, reason="becoming another uid needs root")
+def test_kill_user_ends_when_a_process_of_the_uid_stops_the_pass_before_it_is_made():
+    """The pass's child waited for its exit alone: a program of the fallback's (which sees the child, where a box's
+    cannot) spinning on kill(-1, SIGSTOP) stopped it before its pass, and the judge waited for ever."""
+    import threading
+
+    uid = draw_uid()
+    # one start, eight stoppers: a second start as the uid would itself be stopped before its exec
+    _as_user(uid, ["sh", "-c", f'for i in 1 2 3 4 5 6 7; do sh -c "{STOPPER}" & done; {STOPPER}'])
+    deadline = time.monotonic() + 10
+    while len(reaper.processes_of_user(uid)) < 3 and time.monotonic() < deadline:  # some stop the others early
+        time.sleep(0.01)
+    time.sleep(0.5)  # the stoppers spinning, as a program's would be by its end
+    ended: list = []
+    killing = threading.Thread(target=lambda: ended.append(reaper.kill_user(uid, timeout_s=2.0)), daemon=True)
+    killing.start()
+    killing.join(30)
+    hung = killing.is_alive()
+    if hung:  # let the stuck wait go: every process of the uid, the stopped child among them
+        subprocess.run(["pkill", "-KILL", "-U", str(uid)], check=False)
+        killing.join(10)
+    assert not hung, "kill_user waited for ever on a child stopped before its pass"
+    time.sleep(0.2)
+    assert reaper.processes_of_user(uid) == []
+
+
 def test_kill_user_makes_the_pass_again_when_its_child_was_killed_first(monkeypatch):
     answers = iter([False, False, True])
     made = []

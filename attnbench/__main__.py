@@ -26,6 +26,9 @@ def answer_interruptions_while_starting() -> None:
 def entry() -> None:
     """The console entry point: the Ctrl-C answer first, then the (slow) imports, then the command."""
     answer_interruptions_while_starting()
+    from attnbench.host_threads import one_allocator_arena
+
+    one_allocator_arena()  # before any thread: the imports' own (BLAS) and ours
     from attnbench.errors import AttnbenchError
 
     try:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import platform
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -94,3 +98,35 @@ def test_a_good_or_empty_host_threads_share_is_taken(monkeypatch, value):
 
     monkeypatch.setenv("ATTNBENCH_HOST_THREADS", value)
     assert CliRunner().invoke(main, ["cases"]).exit_code == 0
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
+def test_one_allocator_arena_lets_threads_reuse_what_others_freed():
+    """Threads that work in turn, each alive till the end (a class's drawing, writing and checking threads):
+    with an arena each, what one freed stays mapped in its own arena while the next maps more (what every fork of
+    the judge copies the page tables of); with one arena, the next takes what the last freed."""
+    probe = textwrap.dedent("""
+        import sys, threading
+        from attnbench.host_threads import one_allocator_arena
+        if sys.argv[1] == "one":
+            assert one_allocator_arena()
+        turns = [threading.Event() for _ in range(9)]
+        done = threading.Event()
+        pins = []
+        def work(i):
+            turns[i].wait()
+            kept = [bytearray(100_000) for _ in range(300)]  # 30 MB below the mmap threshold: from an arena
+            pins.append(bytearray(100_000))  # its arena's top held, so freeing the rest cannot shrink it
+            del kept
+            turns[i + 1].set()
+            done.wait()
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for t in threads: t.start()
+        turns[0].set()
+        turns[8].wait()
+        print(int(open("/proc/self/statm").read().split()[1]) * 4096 // 2**20)
+        done.set()
+    """)
+    rss = {arenas: int(subprocess.run([sys.executable, "-c", probe, arenas], capture_output=True, text=True,
+                                      check=True, timeout=60).stdout) for arenas in ("many", "one")}
+    assert rss["one"] < rss["many"] - 100, rss  # eight threads' 30 MB each against about one thread's

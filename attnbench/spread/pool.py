@@ -29,6 +29,7 @@ from multiprocessing import connection
 from typing import Any, Callable, Sequence
 
 from attnbench.errors import AttnbenchError, GpuUnavailable
+from attnbench.host_threads import one_allocator_arena
 from attnbench.spread.devices import Device
 from attnbench.spread.executor import (
     DeviceLost,
@@ -54,6 +55,7 @@ def worker_main(work: Work, device: Device, inbox: Any, outbox: Any, workers: in
     # the parent decides what Ctrl-C stops, and a closed terminal's SIGHUP, sent to the whole process group
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    one_allocator_arena()  # its runs start with forks of it, as the judge's do (host_threads says why)
     try:
         state, about = work.open(device, workers)
     except AttnbenchError as exc:

@@ -281,3 +281,19 @@ def test_ld_library_path_dot_does_not_knock_the_judge_out_of_its_sandbox(build, 
     assert judgement.confinement.sandboxed
     assert [j.verdict for j in judgement.judged] == [judging.CRASH]
     assert "found no reference" in judgement.judged[0].message
+
+
+@pytest.mark.skipif(not ROOT, reason="a uid of each run's own needs root")
+def test_a_program_that_stops_its_uid_cannot_hold_the_fallbacks_kill_pass(build):
+    """Its stoppers stopped the kill pass's child (the run's uid, before its pass), and the judge waited for ever."""
+    stopper = build("stop_storm")
+    judged: list = []
+    judging_thread = threading.Thread(target=lambda: judged.append(_judge(stopper, "none", cases="odd_17x48", timeout=3.0)),
+                                      daemon=True)
+    judging_thread.start()
+    judging_thread.join(60)
+    if judging_thread.is_alive():  # let the stuck wait go: the stoppers are this test's own
+        subprocess.run(["pkill", "-KILL", "-f", stopper.name], check=False)
+        judging_thread.join(10)
+    assert judged, "the judge waited for ever on its kill pass"
+    assert _verdicts(judged[0]) == ["TIMEOUT"] and not _alive(stopper.name)  # its run lasts as its stoppers do

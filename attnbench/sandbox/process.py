@@ -99,12 +99,24 @@ class ProcessOutcome:
         return not self.left_running
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+# How long the program's own process may take to end once SIGKILLed. A process stuck in the kernel never ends: a
+# fallback program that mounted a FUSE file system of its own (in a user namespace) and asked it a question its own
+# server never answers sat in D state after SIGKILL, and an endless wait for it held the judge, Ctrl-C included (red
+# team 26). Past this, it is left to the sweep, which reports it as still running.
+GONE_S = 3.0
+
+
+def _kill_group(process: subprocess.Popen, timeout_s: float = GONE_S) -> bool:
+    """The program's group SIGKILLed and its main process waited for, at most timeout_s; whether it ended."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    process.wait()
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def _limiter(limits: ProcessLimits, uid: int, first: Callable[[], None] | None = None,

@@ -2,7 +2,9 @@
 
 import os
 import resource
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -279,3 +281,22 @@ def test_a_run_that_leaves_nothing_running_ends_with_its_main_process(tmp_path, 
     monkeypatch.setattr(process_module, "last_exit_of_the_rest", lambda *a: asked.append(real(*a)) or asked[-1])
     outcome = run_process(_python("pass"), tmp_path, 30)
     assert outcome.returncode == 0 and asked == [None]
+
+
+def test_a_program_no_sigkill_ends_is_waited_for_a_bounded_time_not_for_ever(monkeypatch):
+    """A process stuck in the kernel (a FUSE request its own server never answers) outlives SIGKILL: the wait for
+    it held the judge for ever (red team 26). Here the SIGKILL is withheld to stand in for one that does not land."""
+    from attnbench.sandbox import process as process_module
+
+    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        monkeypatch.setattr(process_module.os, "killpg", lambda pid, sig: None)
+        started = time.monotonic()
+        assert process_module._kill_group(child, timeout_s=0.3) is False
+        assert time.monotonic() - started < 5
+    finally:
+        monkeypatch.undo()
+        child.kill()
+        child.wait()
+    ended = subprocess.Popen(["true"], start_new_session=True)
+    assert process_module._kill_group(ended) is True

@@ -556,11 +556,10 @@ class Sandbox:
                         isolate and leave_network_and_ipc())
 
     @staticmethod
-    def after_limits(build: bool = False):  # noqa: ANN205 - a function for run_process, or None
-        """The run's child's last step before exec, after limits and uid: a new empty session keyring and
-        the system-call filter (attnbench.sandbox.syscall_filter; a build's); None where this machine has none."""
-        chosen = syscall_filter.install_for_a_build if build else syscall_filter.install_in_this_process
-        return chosen if syscall_filter.supported() else None
+    def after_limits(build: bool = False, fallback: bool = False):  # noqa: ANN205 - a function for run_process
+        """The run's child's last step before exec, after limits and uid: a new empty session keyring and the
+        system-call filter (attnbench.sandbox.syscall_filter; a build's, the fallback's); None where there is none."""
+        return syscall_filter.installer(build, fallback) if syscall_filter.supported() else None
 
     def run(self, argv: Sequence[str], case: CasePaths, timeout_s: float, limits: ProcessLimits,
             launcher: Sequence[str] = (), build: bool = False) -> ProcessOutcome:
@@ -573,7 +572,8 @@ class Sandbox:
             argv = inner_limits.limited(argv, words)
         outcome = run_process(self.wrapped(argv, case, launcher), case.folder, timeout_s, limits=limits,
                               user=self.user, env=self.case_env(case), sole_user=self.sole_user,
-                              before_exec=self.before_exec(case), after_limits=self.after_limits(build),
+                              before_exec=self.before_exec(case),
+                              after_limits=self.after_limits(build, not self.confinement.sandboxed),
                               stream_bytes=stream_bytes, group=case.cgroup)
         if self.sole_user and outcome.all_ended:  # run_process killed every process of the uid: none can be born
             self.emptied_uid = self.user

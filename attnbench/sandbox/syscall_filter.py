@@ -25,6 +25,7 @@ import platform
 import struct
 import subprocess
 import sys
+from typing import Callable
 
 # struct seccomp_data: int nr at offset 0, __u32 arch at offset 4, __u64 args[6] from offset 16; fallocate's
 # mode (an int) is the low half of args[1] on these little-endian machines.
@@ -44,17 +45,18 @@ _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 _KEYCTL_JOIN_SESSION_KEYRING = 1
 
-# Per architecture: the audit arch, keyctl's number, the numbers refused, fallocate's number, statx's and those a
-# build's filter refuses besides (NO_MEMORY_FILES).
+# Per architecture: the audit arch, keyctl's number, the numbers refused, fallocate's number, statx's, those a
+# build's filter refuses besides (NO_MEMORY_FILES), those the fallback's refuses besides (NO_NAMESPACES), and clone's
+# and clone3's numbers.
 _ARCHES = {
     "x86_64": (0xC000003E, 250, {
         "add_key": 248, "request_key": 249, "keyctl": 250, "sched_setaffinity": 203,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-    }, 285, 332, {"memfd_create": 319, "shmget": 29}),
+    }, 285, 332, {"memfd_create": 319, "shmget": 29}, {"unshare": 272, "setns": 308, "mount": 165}, 56, 435),
     "aarch64": (0xC00000B7, 219, {
         "add_key": 217, "request_key": 218, "keyctl": 219, "sched_setaffinity": 122,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-    }, 47, 291, {"memfd_create": 279, "shmget": 194}),
+    }, 47, 291, {"memfd_create": 279, "shmget": 194}, {"unshare": 97, "setns": 268, "mount": 40}, 220, 435),
 }
 
 REFUSED_CALLS = tuple(sorted(_ARCHES["x86_64"][2]))
@@ -72,17 +74,27 @@ NO_BIRTH_TIMES = "statx"
 # (red team 24: 23 GiB from one build in memfd pages). A run keeps them: the CUDA driver makes a memfd as it
 # starts. No compiler, linker or make needs either.
 NO_MEMORY_FILES = ("memfd_create", "shmget")
+# unshare, setns and mount refused, and clone with a new namespace's flag, in the fallback (no box: the filter is on
+# the program itself; the box's is on bubblewrap, which makes namespaces): in a user namespace of its own a program
+# mounted a FUSE file system and asked it what its own server never answered, and SIGKILL left it stuck in the kernel
+# (red team 26). clone3 is answered ENOSYS, as a kernel before 5.3 would (its flags are behind a pointer no filter
+# reads; glibc and the rest fall back to clone).
+NO_NAMESPACES = ("unshare", "setns", "mount")
+_CLONE_NEW_NAMESPACES = 0x7E020000  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
+_FLAGS_OFFSET = 16  # clone's flags: args[0], its low half
+_ALU_AND_K = 0x54
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def filter_program(machine: str | None = None, build: bool = False) -> bytes:
+def filter_program(machine: str | None = None, build: bool = False, fallback: bool = False) -> bytes:
     """The BPF program (struct sock_filter[]) for this machine's architecture (a build's refuses NO_MEMORY_FILES
-    too); raises KeyError for one it does not know."""
-    arch, _, refused, fallocate, statx, memory_files = _ARCHES[machine or platform.machine()]
-    numbers = sorted([*refused.values(), *(memory_files.values() if build else [])])
+    too, the fallback's NO_NAMESPACES and clone's namespace flags); raises KeyError for one it does not know."""
+    arch, _, refused, fallocate, statx, memory_files, namespaces, clone, clone3 = _ARCHES[machine or platform.machine()]
+    numbers = sorted([*refused.values(), *(memory_files.values() if build else []),
+                      *(namespaces.values() if fallback else [])])
     program = [
         _insn(_LD_W_ABS, 0, 0, _ARCH_OFFSET),
         _insn(_JEQ_K, 1, 0, arch),           # this ABI: go on
@@ -91,9 +103,17 @@ def filter_program(machine: str | None = None, build: bool = False) -> bytes:
         _insn(_JGE_K, 0, 1, _X32_BIT),       # x32 numbers alias the 64-bit ones
         _insn(_RET_K, 0, 0, _RET_EPERM),
     ]
-    for i, number in enumerate(numbers):
-        program.append(_insn(_JEQ_K, len(numbers) - i + 6, 0, number))  # to the EPERM, past the seven below
-    program += [
+    namespace_checks = [
+        _insn(_JEQ_K, 0, 1, clone3),         # clone3: ENOSYS, its flags unread
+        _insn(_RET_K, 0, 0, _RET_ENOSYS),
+        _insn(_JEQ_K, 0, 5, clone),          # not clone: on to statx
+        _insn(_LD_W_ABS, 0, 0, _FLAGS_OFFSET),
+        _insn(_ALU_AND_K, 0, 0, _CLONE_NEW_NAMESPACES),
+        _insn(_JEQ_K, 0, 1, 0),              # no new namespace: allowed; any: EPERM
+        _insn(_RET_K, 0, 0, _RET_ALLOW),
+        _insn(_RET_K, 0, 0, _RET_EPERM),
+    ] if fallback else []
+    tail = namespace_checks + [
         _insn(_JEQ_K, 0, 1, statx),          # statx: ENOSYS, as a kernel without it answers
         _insn(_RET_K, 0, 0, _RET_ENOSYS),
         _insn(_JEQ_K, 0, 2, fallocate),      # not fallocate: allowed
@@ -103,7 +123,9 @@ def filter_program(machine: str | None = None, build: bool = False) -> bytes:
         _insn(_RET_K, 0, 0, _RET_EOPNOTSUPP),
         _insn(_RET_K, 0, 0, _RET_EPERM),
     ]
-    return b"".join(program)
+    for i, number in enumerate(numbers):
+        program.append(_insn(_JEQ_K, len(numbers) - i - 1 + len(tail) - 1, 0, number))  # to the last EPERM
+    return b"".join(program + tail)
 
 
 def supported() -> bool:
@@ -142,7 +164,23 @@ def install_for_a_build() -> None:
     install_in_this_process(build=True)
 
 
-def install_in_this_process(build: bool = False) -> None:
+def install_for_the_fallback() -> None:
+    """`install_in_this_process` with the fallback's filter (a run's without a box)."""
+    install_in_this_process(fallback=True)
+
+
+def install_for_a_fallback_build() -> None:
+    """`install_in_this_process` with a build's filter and the fallback's."""
+    install_in_this_process(build=True, fallback=True)
+
+
+def installer(build: bool = False, fallback: bool = False) -> Callable[[], None]:
+    """The step that installs the filter of a build or a run, in the box or in the fallback."""
+    return {(False, False): install_in_this_process, (True, False): install_for_a_build,
+            (False, True): install_for_the_fallback, (True, True): install_for_a_fallback_build}[build, fallback]
+
+
+def install_in_this_process(build: bool = False, fallback: bool = False) -> None:
     """Join a new empty session keyring, then install the filter with no-new-privileges. Called in the
     child between fork and exec (it allocates nothing Python keeps); raises OSError when the kernel
     refuses, so the run fails rather than going on unfiltered."""
@@ -154,7 +192,7 @@ def install_in_this_process(build: bool = False) -> None:
         code = ctypes.get_errno()
         if code not in (errno.ENOSYS, errno.EPERM):  # kernels without keys have nothing to leak
             raise OSError(code, "could not join a new session keyring")
-    program = filter_program(build=build)
+    program = filter_program(build=build, fallback=fallback)
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

@@ -72,6 +72,8 @@ def test_no_run_sees_changes_or_leaves_a_key(tmp_path, mode):
 
 def test_the_last_step_is_the_filter_where_this_machine_has_one():
     assert Sandbox.after_limits() is (syscall_filter.install_in_this_process if syscall_filter.supported() else None)
+    assert Sandbox.after_limits(fallback=True) is (syscall_filter.install_for_the_fallback
+                                                   if syscall_filter.supported() else None)
 
 
 @pytest.mark.skipif(not Path("/proc/self/oom_score_adj").exists(), reason="no oom_score_adj here")

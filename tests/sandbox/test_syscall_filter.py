@@ -20,6 +20,8 @@ PROBE = textwrap.dedent(r"""
     #include <errno.h>
     #include <fcntl.h>
     #include <linux/falloc.h>
+    #include <pthread.h>
+    #include <signal.h>
     #include <sched.h>
     #include <stdio.h>
     #include <string.h>
@@ -29,6 +31,7 @@ PROBE = textwrap.dedent(r"""
     #include <sys/wait.h>
     #include <unistd.h>
     static void show(const char* name, long r) { printf("%s=%s\n", name, r < 0 ? strerror(errno) : "ok"); }
+    static void* nothing(void* arg) { return arg; }
     int main(void) {
         show("keyctl", syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3 /* session */, 0));
         show("add_key", syscall(SYS_add_key, "user", "probe", "x", 1, -3));
@@ -58,6 +61,15 @@ PROBE = textwrap.dedent(r"""
         if (child == 0) _exit(7);
         int status = 0; waitpid(child, &status, 0);
         printf("fork=%s\n", WIFEXITED(status) && WEXITSTATUS(status) == 7 ? "ok" : "bad");
+        pthread_t thread;  /* glibc tries clone3 first, then clone */
+        printf("thread=%s\n", pthread_create(&thread, NULL, nothing, NULL) == 0 && pthread_join(thread, NULL) == 0 ? "ok" : "bad");
+        show("clone3", syscall(435, NULL, 0));  /* no arguments: EFAULT or EINVAL where it is let through */
+        show("setns", setns(-1, 0));  /* no namespace: EBADF where it is let through */
+        long user_child = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+        if (user_child == 0) _exit(0);
+        if (user_child > 0) waitpid(user_child, &status, 0);
+        show("clone_newuser", user_child);
+        show("unshare_user", unshare(CLONE_NEWUSER));  /* last: where it is let through, the probe is in it */
         return 0;
     }
 """)
@@ -71,9 +83,9 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "probe"
 
 
-def _answers(argv: list[str], build: bool = False) -> dict[str, str]:
+def _answers(argv: list[str], build: bool = False, fallback: bool = False) -> dict[str, str]:
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60,
-                          preexec_fn=syscall_filter.install_for_a_build if build else syscall_filter.install_in_this_process)
+                          preexec_fn=syscall_filter.installer(build, fallback))
     assert done.returncode == 0, done.stderr
     return dict(line.split("=", 1) for line in done.stdout.splitlines())
 
@@ -87,7 +99,7 @@ def _expect_refused(answers: dict[str, str]) -> None:
         assert answers[name] == "Operation not supported", (name, answers)
     assert answers["statx"] == "Function not implemented" and answers["btime"] == "none"  # no birth times
     assert answers["getpid"] == "ok" and answers["fork"] == "ok" and answers["fallocate_plain"] == "ok"
-    assert answers["stat"] == "ok"
+    assert answers["stat"] == "ok" and answers["thread"] == "ok"
 
 
 def test_the_calls_that_carry_state_between_runs_are_refused_and_the_rest_work(probe: Path) -> None:
@@ -102,6 +114,19 @@ def test_a_build_is_refused_memory_files_too(probe: Path) -> None:
     answers = _answers([str(probe)], build=True)
     _expect_refused(answers)
     assert answers["memfd_create"] == answers["shmget"] == "Operation not permitted"
+
+
+@pytest.mark.parametrize("build", [False, True], ids=["run", "build"])
+def test_the_fallback_is_refused_namespaces_and_keeps_its_threads(probe: Path, build: bool) -> None:
+    """Red team 26: in a user namespace of its own, a fallback program mounted a FUSE file system and asked it what
+    its own server never answered; SIGKILL left it stuck in the kernel. The box's filter is on bubblewrap, which
+    makes namespaces: only the fallback's refuses them."""
+    answers = _answers([str(probe)], build=build, fallback=True)
+    _expect_refused(answers)
+    assert answers["unshare_user"] == answers["setns"] == answers["clone_newuser"] == "Operation not permitted"
+    assert answers["clone3"] == "Function not implemented"  # its flags are behind a pointer: glibc falls back to clone
+    box = _answers([str(probe)], build=build)
+    assert box["setns"] == "Bad file descriptor" and box["clone3"] != "Function not implemented"
 
 
 def test_without_the_filter_the_probe_reaches_them(probe: Path) -> None:
@@ -122,18 +147,28 @@ def test_the_filter_holds_inside_bubblewrap(probe: Path) -> None:
                               "--new-session", "/tmp/probe"]))
 
 
-@pytest.mark.parametrize("build", [False, True], ids=["run", "build"])
-def test_the_program_jumps_to_the_refusal_from_every_check(build: bool) -> None:
-    program = syscall_filter.filter_program("x86_64", build=build)
+@pytest.mark.parametrize("build, fallback", [(False, False), (True, False), (False, True), (True, True)],
+                         ids=["run", "build", "fallback run", "fallback build"])
+def test_the_program_jumps_to_the_refusal_from_every_check(build: bool, fallback: bool) -> None:
+    program = syscall_filter.filter_program("x86_64", build=build, fallback=fallback)
     assert len(program) % 8 == 0
     instructions = [program[i:i + 8] for i in range(0, len(program), 8)]
     last = len(instructions) - 1
-    refused = len(syscall_filter.REFUSED_CALLS) + (len(syscall_filter.NO_MEMORY_FILES) if build else 0)
+    refused = (len(syscall_filter.REFUSED_CALLS) + (len(syscall_filter.NO_MEMORY_FILES) if build else 0)
+               + (len(syscall_filter.NO_NAMESPACES) if fallback else 0))
     for at, raw in enumerate(instructions[6:6 + refused], start=6):
         code, jt, jf, _ = struct.unpack("=HBBI", raw)
         assert code == 0x15 and jf == 0 and at + 1 + jt == last
+    at = 6 + refused
+    if fallback:  # clone3 answered ENOSYS; clone with a new namespace's flag refused, without one allowed
+        clone3, nosys, clone, flags, mask, none, allow, refuse = (struct.unpack("=HBBI", raw)
+                                                                  for raw in instructions[at:at + 8])
+        assert clone3 == (0x15, 0, 1, 435) and nosys == (0x06, 0, 0, 0x00050000 | 38)
+        assert clone == (0x15, 0, 5, 56) and flags == (0x20, 0, 0, 16) and mask == (0x54, 0, 0, 0x7E020000)
+        assert none == (0x15, 0, 1, 0) and allow[3] == 0x7FFF0000 and refuse[3] == 0x00050000 | 1
+        at += 8
     # then statx, answered ENOSYS
-    statx, nosys = (struct.unpack("=HBBI", raw) for raw in instructions[6 + refused:8 + refused])
+    statx, nosys = (struct.unpack("=HBBI", raw) for raw in instructions[at:at + 2])
     assert statx == (0x15, 0, 1, 332) and nosys == (0x06, 0, 0, 0x00050000 | 38)
     # then fallocate: any other call to the ALLOW, its mode 0 to the ALLOW, any other mode to EOPNOTSUPP
     fallocate, load, mode, allow, unsupported = (struct.unpack("=HBBI", raw) for raw in instructions[-6:-1])

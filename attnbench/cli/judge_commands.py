@@ -220,6 +220,10 @@ def _judge_program(options: api_programs.JudgeOptions, name: str | None, no_save
     out = err_console if as_json else console
     print_table(scoreboard_table(result, f"judge {prog.label}{where}"), err=as_json)
     print_prose(f"times: {result.policy['timing']}; limits: {result.settings.time_limits}", out)
+    public = [case.info.label for case in judgement.cases if case.info.origin == "suite"]
+    if public:  # a program that carries their answers passes them unseen (red team 28): said, not hidden
+        print_prose(f"inputs: the suite's public {', '.join(public[:6])}{' and more' if len(public) > 6 else ''}: "
+                    "a program can carry their answers; --fresh-inputs judges it on inputs drawn anew", out)
     out.print(judgement.summary(), highlight=False)
     if cost_line(judgement.cost):
         print_prose(cost_line(judgement.cost), out)

@@ -455,3 +455,22 @@ def test_the_help_and_the_docs_name_the_same_mechanisms_of_a_limit(cli, option, 
     (row,) = [line for line in docs.splitlines() if re.match(rf"\| `{option} ", line)]
     for word in words:
         assert word in said and word in row, (word, said, row)
+
+
+def test_one_program_on_the_suites_inputs_is_told_they_are_public_and_not_on_fresh_ones(cli, tmp_path):
+    """Red team 28: a program that carried t01's answer passed it in 0.024 s, and nothing said the inputs were public."""
+    import shutil
+    import subprocess
+
+    from tests.judge.classes import EXAMPLE
+
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    program = tmp_path / "prog"
+    subprocess.run(["cc", "-O2", "-o", str(program), str(EXAMPLE), "-lm"], check=True)
+    suite = cli("judge", str(program), "--cases", "odd_17x48", "--no-save", "--time-limits", "none")
+    assert suite.exit_code == 0, suite.output
+    assert "inputs: the suite's public odd_17x48: a program can carry their answers; --fresh-inputs" in " ".join(
+        suite.output.split())
+    fresh = cli("judge", str(program), "--cases", "odd_17x48", "--no-save", "--time-limits", "none", "--fresh-inputs")
+    assert fresh.exit_code == 0 and "inputs: the suite's public" not in fresh.output, fresh.output

@@ -8,7 +8,7 @@ from __future__ import annotations
 from attnbench.cases.testcase import Shape
 from attnbench.kernels.exp2_poly import DEGREE, REL_ERROR_BOUND, exp2_poly_defines
 from attnbench.kernels.variant import Constraints, Flavour, Launch, Variant, cdiv, threads
-from attnbench.kernels.wgmma3x import _HOPPER_SMS, _MAX_SPLIT_BLOCKS, _splits_for
+from attnbench.kernels.wgmma3x import _HOPPER_SMS, _splits_for
 
 _TILE_KEYS = 64  # keys per K/V tile (the kernel's kTileKeys)
 _WARPGROUP_ROWS = 64  # query rows of a consumer warpgroup
@@ -64,9 +64,16 @@ def _row_tiles(s: Shape) -> int:
     return cdiv(s.N, _WARPGROUP_ROWS * _warpgroups(s))
 
 
+# Passes of up to six waves of units are considered for the key split (wgmma3x's model stops at four): t29's 684
+# units of 192 rows fill six rounds of 132 SMs with 5.2 rounds' work, and in the 4 parts the model picks it ran
+# 10% faster on an H200 (2026-11-30: 2.42 -> 2.20 ms; 2 parts 2.25, 3 parts 2.23), while t27's 860 units (6.5
+# waves) lost 3% in 2 parts.
+_MAX_SPLIT_UNITS = 6 * _HOPPER_SMS
+
+
 def _splits(s: Shape) -> int:
     """Parts the key range of each row block is split into (grid z), by wgmma3x's cost model."""
-    return _splits_for(_row_tiles(s) * s.B, cdiv(s.N, _TILE_KEYS))
+    return _splits_for(_row_tiles(s) * s.B, cdiv(s.N, _TILE_KEYS), _MAX_SPLIT_UNITS)
 
 
 def _blocks(s: Shape, sms: int = _HOPPER_SMS) -> int:
@@ -94,7 +101,7 @@ def _split_records(s: Shape) -> int:
         splits = _splits(Shape(items, s.N, s.d))
         return items * row_tiles * splits if splits > 1 else 0
 
-    return max(records(items) for items in (*range(1, min(s.B, _MAX_SPLIT_BLOCKS // row_tiles) + 1), s.B))
+    return max(records(items) for items in (*range(1, min(s.B, _MAX_SPLIT_UNITS // row_tiles) + 1), s.B))
 
 
 def _poly_exp2(eighths: int) -> Flavour:

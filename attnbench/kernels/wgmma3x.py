@@ -127,8 +127,8 @@ _MAX_KEY_SPLITS = 4  # 6 and 8 parts were 19-23% slower than 4 on t10 (an H200, 
 _MAX_SPLIT_BLOCKS = 4 * _HOPPER_SMS
 
 
-def _splits_for(blocks: int, tiles: int) -> int:
-    if blocks > _MAX_SPLIT_BLOCKS:
+def _splits_for(blocks: int, tiles: int, max_blocks: int = _MAX_SPLIT_BLOCKS) -> int:
+    if blocks > max_blocks:
         return 1
 
     def cost(splits: int) -> float:

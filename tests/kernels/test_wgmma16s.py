@@ -109,6 +109,13 @@ def test_the_shared_memory_matches_the_kernels_layout():
         assert WGMMA16S.launches_for(shape)[-1].smem(shape) == expected + stages * 32 + 16 + 1024
 
 
+def test_t29_is_split_in_four_parts_and_t27_with_more_waves_is_not():
+    """Passes of up to six waves of units are split where wgmma3x's model stops at four: t29's 684 units of 192
+    rows (six rounds of 132 SMs for 5.2 rounds' work) in 4 parts; t27's 860 units whole."""
+    assert wgmma16s._splits(Shape(4, 32768, 32)) == 4 and wgmma16s._splits(Shape(10, 16384, 32)) == 1
+    assert WGMMA16S.workspace["split_partials"](Shape(4, 32768, 32)) >= 4 * 684 * 4 * (16 + 4) * 384
+
+
 # -- the polynomial exponential's builds (wgmma16s:poly25 ...): eighths of the weights by exp2_poly ---------------
 POLY = {name: get_variant(f"wgmma16s:{name}") for name in ("poly12", "poly25", "poly38", "poly50")}
 needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="no nvcc")

@@ -16,9 +16,10 @@
 //   tiles with cp.async.bulk into K and V shared-memory rings (full/empty mbarriers, K released as soon
 //   as S is done with it);
 // - short sequences (N <= 512, d <= 64; WGMMA16S_STREAM): no pre-pass; the producer warpgroup bulk-copies
-//   each raw K and V tile two tiles ahead into one of two staging buffers and its 128 threads convert it
-//   into the ring in the pre-pass's layout (each tile serves one or two row blocks there: the pre-pass's
-//   launch and extra pass over K and V cost more than converting in every block);
+//   each raw K and V tile WGMMA16S_RAW_STAGES tiles ahead into a ring of staging buffers and its 4 warps
+//   convert it into the ring in the pre-pass's layout, each warp handing its share to the consumers (each
+//   tile serves one or two row blocks there: the pre-pass's launch and extra pass over K and V cost more than
+//   converting in every block); the consumers load the next unit's Q while this one runs (WGMMA16S_Q_AHEAD);
 // - two consumer warpgroups of 64 query rows (three on the pre-pass path at d <= 64: WGMMA16S_WARPGROUPS):
 //   Q hi and Q lo split once per unit into wgmma A fragments in
 //   registers (WGMMA16S_QREG; 0: [Q hi | Q lo] in shared memory); S = Q K^T by wgmma m64n64k16; online
@@ -64,6 +65,17 @@
 // extra launch and pass over K and V cost more than converting again). d <= 64 only (shared memory).
 #define WGMMA16S_STREAM 0
 #endif
+#ifndef WGMMA16S_RAW_STAGES
+// Raw staging buffers of the streaming path (one raw K and V tile each), so the copies run that many tiles ahead
+// of the conversion: at N = 128 a unit is two tiles, and two buffers kept one unit's K and V (16 KB at d = 32)
+// in flight per SM, too few bytes for HBM's latency
+#define WGMMA16S_RAW_STAGES 4
+#endif
+#ifndef WGMMA16S_Q_AHEAD
+// 1: each consumer thread loads its Q values of the block's next unit into registers while this unit runs (the
+// streaming path, where a unit is short and a load's latency at its start was paid again at every unit)
+#define WGMMA16S_Q_AHEAD 0
+#endif
 #ifndef WGMMA16S_PINGPONG
 #define WGMMA16S_PINGPONG 1  // FA3's turns of the consumer warpgroups' products (named barriers); 0: free-running
 #endif
@@ -107,26 +119,32 @@ constexpr int kVtBytes = kHeadDim * kTileKeys * 2;      // V^T, FP16
 constexpr int kTileBytes = kK2Bytes + kVtBytes;          // one tile of the workspace
 constexpr int kQ2Bytes = 64 * 2 * kHeadDim * 2;          // one warpgroup's [Q hi | Q lo]
 constexpr bool kStream = WGMMA16S_STREAM;
+constexpr int kRawStages = WGMMA16S_RAW_STAGES;
+constexpr int kRawBuffers = kStream ? kRawStages : 0;  // in shared memory
+constexpr bool kQAhead = WGMMA16S_Q_AHEAD;
 constexpr int kPolyEighths = WGMMA16S_POLY_EIGHTHS;
 static_assert(!kStream || kHeadDim <= 64, "the streaming path is built for d <= 64");
+static_assert(kRawStages >= 2 && kRawStages <= 4, "the streaming path stages 2 to 4 raw tiles (named barriers 10-13)");
+static_assert(!kQAhead || WGMMA16S_QREG, "Q ahead: Q's fragments in registers");
 static_assert(kWarpgroups == 2 || (WGMMA16S_QREG && !kStream), "three consumer warpgroups: Q in registers, the pre-pass");
 // setmaxnreg: a producer lane that only issues copies runs in 24 registers; a warpgroup that converts tiles
-// in 56 (the consumers keep 224: 112 live at d = 64 for O, Q's fragments, S and P). The consumers' increase
+// in 56 (88 at d = 32, where fewer spilled once its per-tile indices were kept: the consumers keep 192 there,
+// 224 at d = 64 with 112 live for O, Q's fragments, S and P). The consumers' increase
 // is served from what the producers give back of the launch's 168 a thread (__launch_bounds__(384, 1)): an
 // increase beyond it waits for ever. Three consumer warpgroups share 65536 registers as FlashAttention-3's do:
 // 160 each, 32 for the producers, from a launch of 128 (__launch_bounds__(512, 1)).
-constexpr int kProducerRegs = kWarpgroups == 3 ? 32 : kStream ? 56 : 24;
-constexpr int kConsumerRegs = kWarpgroups == 3 ? 160 : kStream ? 224 : 240;
+constexpr int kProducerRegs = kWarpgroups == 3 ? 32 : kStream ? (kHeadDim == 32 ? 88 : 56) : 24;
+constexpr int kConsumerRegs = kWarpgroups == 3 ? 160 : kStream ? (kHeadDim == 32 ? 192 : 224) : 240;
 constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
 static_assert(128 * (kLaunchRegs - kProducerRegs) >= kConsumerThreads * (kConsumerRegs - kLaunchRegs),
               "setmaxnreg: the producers must give back what the consumers take");
 constexpr int kRawBytes = 2 * kTileKeys * kHeadDim * 4;  // one raw K and V tile, FP32 (streaming path)
-// dynamic shared memory: K ring, V ring, Q2 per warpgroup (not with Q in registers), two raw staging tiles
-// (streaming path), 4 mbarriers per stage + 2, 1024 alignment slack
+// dynamic shared memory: K ring, V ring, Q2 per warpgroup (not with Q in registers), kRawStages raw staging
+// tiles (streaming path), 4 mbarriers per stage and one per raw stage, 1024 alignment slack
 constexpr int kQSmemBytes = WGMMA16S_QREG ? 0 : kWarpgroups * kQ2Bytes;
 constexpr int kRawOffset = kStages * kTileBytes + kQSmemBytes;
-constexpr int kBarrierOffset = kRawOffset + (kStream ? 2 * kRawBytes : 0);
-constexpr int kSmemBytes = kBarrierOffset + kStages * 32 + 16 + 1024;
+constexpr int kBarrierOffset = kRawOffset + kRawBuffers * kRawBytes;
+constexpr int kSmemBytes = kBarrierOffset + kStages * 32 + kRawBuffers * 8 + 1024;
 static_assert(kSmemBytes <= 227 * 1024, "shared memory");
 static_assert(kTileBytes % 1024 == 0 && kK2Bytes % 1024 == 0 && kQ2Bytes % 1024 == 0, "swizzle atoms stay aligned");
 
@@ -322,7 +340,8 @@ __device__ __forceinline__ void rescale_o(float (&o)[kHeadDim / 2], float alpha_
 
 // FlashAttention-3's schedule of the consumer warpgroups' products, in turn (wgmma3x's ping-pong for two):
 // named barrier kSchedBarrier + w says warpgroup w may issue, 256 threads (w's wait, its predecessor's arrival).
-constexpr int kSchedBarrier = 7;  // 7, 8, 9 (1, 2: Q in shared memory; 5: the key split; 6: the producers)
+constexpr int kSchedBarrier = 7;  // 7, 8, 9 (1, 2: Q in shared memory; 5: the key split; 10-13: kRawBarrier)
+constexpr int kRawBarrier = 10;   // + staging buffer: the streaming producers' reads of it are done
 __device__ __forceinline__ void sched_wait(int wg) {
 #if WGMMA16S_PINGPONG
     asm volatile("bar.sync %0, 256;\n" ::"r"(kSchedBarrier + wg) : "memory");
@@ -337,7 +356,6 @@ __device__ __forceinline__ void sched_release(int wg, bool last) {
 }
 
 #include "wgmma_split.cuh"  // the key split, as wgmma3x: records of O, m, l and their combination
-constexpr int kProducerBarrier = 6;  // named barrier of the producer warpgroup (streaming path)
 
 __device__ __forceinline__ void sts128(uint32_t addr, uint4 v) {
     asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
@@ -411,7 +429,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     uint64_t* const full_v = full_k + kStages;
     uint64_t* const empty_k = full_v + kStages;
     uint64_t* const empty_v = empty_k + kStages;
-    uint64_t* const raw_full = empty_v + kStages;  // [2]: staging tile loaded (streaming path)
+    uint64_t* const raw_full = empty_v + kStages;  // [kRawStages]: staging tile loaded (streaming path)
 
     const int row_tiles = (N + kBlockRows - 1) / kBlockRows;
     const int units = B * row_tiles;
@@ -425,13 +443,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < kStages; ++s) {
-            mbar_init(full_k + s, 1);
-            mbar_init(full_v + s, 1);
+            mbar_init(full_k + s, kStream ? 4 : 1);  // streaming: each producer warp's arrival; else the copy's
+            mbar_init(full_v + s, kStream ? 4 : 1);
             mbar_init(empty_k + s, kConsumerThreads / 32);
             mbar_init(empty_v + s, kConsumerThreads / 32);
         }
-        mbar_init(raw_full, 1);
-        mbar_init(raw_full + 1, 1);
+        for (int r = 0; r < kRawBuffers; ++r) mbar_init(raw_full + r, 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
@@ -441,51 +458,66 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
         if constexpr (kStream) {
             // The block's tiles in order, g = 0, 1, ...: unit blockIdx.x + (g / n_tiles) X, its tile g % n_tiles.
-            // Thread 0 bulk-copies tile g's raw K and V rows into staging buffer g & 1 two tiles ahead; all
-            // 128 threads convert it into ring stage g % kStages (keys past N as zeros), then hand the stage
-            // to the consumers and the staging buffer back to the copy (a named barrier of the 128).
+            // Raw K and V rows of tile g are bulk-copied into staging buffer g % kRawStages, kRawStages tiles ahead;
+            // each of the 4 warps converts its share into ring stage g % kStages (keys past N as zeros) and hands
+            // it to the consumers itself (full_k and full_v count the 4 warps), K as soon as it is written. Warp 0
+            // refills a buffer once the 4 have read it (named barrier kRawBarrier + buffer: the other warps arrive
+            // and go on; they cannot come back to it before warp 0's refill). Every per-tile index is kept
+            // incrementally: the old loop's divisions and its barrier of the 4 warps on every tile held the
+            // consumers waiting on full_k (t11, ncu).
             const int ptid = threadIdx.x - kConsumerThreads;
-            const int per_block = (units - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) / static_cast<int>(gridDim.x);
+            const int step = static_cast<int>(gridDim.x);
+            const int per_block = (units - static_cast<int>(blockIdx.x) + step - 1) / step;
             const int total = per_block * n_tiles;
             uint8_t* const raw = smem + kRawOffset;
-            auto copy_raw = [&](int gt) {
-                const int u = static_cast<int>(blockIdx.x) + (gt / n_tiles) * static_cast<int>(gridDim.x);
-                const int key0 = (tile_begin + gt % n_tiles) * kTileKeys;
+            auto copy_raw = [&](int u, int tile, int r) {  // unit u's tile `tile` (of the block's part) into buffer r
+                const int key0 = (tile_begin + tile) * kTileKeys;
                 const uint32_t bytes = static_cast<uint32_t>(min(kTileKeys, N - key0)) * kHeadDim * 4;  // multiple of 16
                 const float* const K = qkv + qkv_item_offset(u / row_tiles, N, kHeadDim) + static_cast<size_t>(N + key0) * kHeadDim;
-                uint8_t* const dst = raw + (gt & 1) * kRawBytes;
-                mbar_arrive_expect_tx(raw_full + (gt & 1), 2 * bytes);
-                bulk_copy(dst, K, bytes, raw_full + (gt & 1));
-                bulk_copy(dst + kRawBytes / 2, K + static_cast<size_t>(N) * kHeadDim, bytes, raw_full + (gt & 1));
+                uint8_t* const dst = raw + r * kRawBytes;
+                mbar_arrive_expect_tx(raw_full + r, 2 * bytes);
+                bulk_copy(dst, K, bytes, raw_full + r);
+                bulk_copy(dst + kRawBytes / 2, K + static_cast<size_t>(N) * kHeadDim, bytes, raw_full + r);
             };
-            if (ptid == 0) {
-                copy_raw(0);
-                if (total > 1) copy_raw(1);
-            }
+            // the unit and tile kRawStages tiles ahead of the one converted (the next copy's)
+            int copy_unit = static_cast<int>(blockIdx.x) + (kRawStages / n_tiles) * step;
+            int copy_tile = kRawStages % n_tiles;
+            if (ptid == 0)
+                for (int gt = 0, u = blockIdx.x, tile = 0; gt < min(total, kRawStages); ++gt) {
+                    copy_raw(u, tile, gt);
+                    if (++tile == n_tiles) tile = 0, u += step;
+                }
             constexpr int kRowChunks = kHeadDim / 8;
+            constexpr int kKItems = kTileKeys * kRowChunks / 128;  // 8-float chunks of K a thread converts
+            constexpr int kVItems = kHeadDim * (kTileKeys / 8) / 128;  // 8-key chunks of a V^T row a thread converts
+            int tile = 0;  // of gt within its unit
             for (int gt = 0; gt < total; ++gt) {
                 const int s = gt % kStages;
+                const int r = gt % kRawStages;
                 const uint32_t parity = ((gt / kStages) - 1) & 1;
-                const int rows = min(kTileKeys, N - (tile_begin + gt % n_tiles) * kTileKeys);
-                const uint32_t rk = smem_u32(raw + (gt & 1) * kRawBytes), rv = rk + kRawBytes / 2;
+                const int rows = min(kTileKeys, N - (tile_begin + tile) * kTileKeys);
+                const uint32_t rk = smem_u32(raw + r * kRawBytes), rv = rk + kRawBytes / 2;
                 const uint32_t dk = smem_u32(ring_k + s * kK2Bytes), dv = smem_u32(ring_v + s * kVtBytes);
-                mbar_wait(raw_full + (gt & 1), (gt >> 1) & 1);
+                mbar_wait(raw_full + r, (gt / kRawStages) & 1);
                 if (gt >= kStages) mbar_wait(empty_k + s, parity);
-#pragma unroll 1
-                for (int i = ptid; i < kTileKeys * kRowChunks; i += 128) {
-                    const int r = i / kRowChunks, c = i % kRowChunks;
-                    float4 a = lds128(rk + (r * kHeadDim + 8 * c) * 4), b = lds128(rk + (r * kHeadDim + 8 * c + 4) * 4);
-                    if (r >= rows) a = b = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 2
+                for (int j = 0; j < kKItems; ++j) {
+                    const int i = ptid + 128 * j, kr = i / kRowChunks, c = i % kRowChunks;
+                    float4 a = lds128(rk + (kr * kHeadDim + 8 * c) * 4), b = lds128(rk + (kr * kHeadDim + 8 * c + 4) * 4);
+                    if (kr >= rows) a = b = make_float4(0.f, 0.f, 0.f, 0.f);
                     const float x[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
                     uint4 hi, lo;
                     split8(x, hi, lo);
-                    sts128(dk + swz16(r, c, kTileKeys), hi);
-                    sts128(dk + swz16(r, kRowChunks + c, kTileKeys), lo);
+                    sts128(dk + swz16(kr, c, kTileKeys), hi);
+                    sts128(dk + swz16(kr, kRowChunks + c, kTileKeys), lo);
                 }
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma
+                __syncwarp();
+                if (lane == 0) mbar_arrive(full_k + s);
                 if (gt >= kStages) mbar_wait(empty_v + s, parity);
-#pragma unroll 1
-                for (int i = ptid; i < kHeadDim * (kTileKeys / 8); i += 128) {
-                    const int n = i % kHeadDim, c = i / kHeadDim;  // consecutive threads, consecutive columns of V
+#pragma unroll 2
+                for (int j = 0; j < kVItems; ++j) {
+                    const int i = ptid + 128 * j, n = i % kHeadDim, c = i / kHeadDim;  // consecutive threads, columns
                     uint32_t h[4];
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
@@ -497,12 +529,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
                     sts128(dv + swz16(n, c, kHeadDim), make_uint4(h[0], h[1], h[2], h[3]));
                 }
                 asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma, bulk copy
-                asm volatile("bar.sync %0, 128;\n" ::"n"(kProducerBarrier) : "memory");
-                if (ptid == 0) {
-                    mbar_arrive(full_k + s);
-                    mbar_arrive(full_v + s);
-                    if (gt + 2 < total) copy_raw(gt + 2);
+                __syncwarp();
+                if (lane == 0) mbar_arrive(full_v + s);
+                if (ptid < 32) {  // warp 0 refills buffer r, kRawStages tiles on, once the 4 warps have read it
+                    asm volatile("bar.sync %0, 128;\n" ::"r"(kRawBarrier + r) : "memory");
+                    if (lane == 0 && gt + kRawStages < total) copy_raw(copy_unit, copy_tile, r);
+                } else {
+                    asm volatile("bar.arrive %0, 128;\n" ::"r"(kRawBarrier + r) : "memory");
                 }
+                if (++copy_tile == n_tiles) copy_tile = 0, copy_unit += step;
+                if (++tile == n_tiles) tile = 0;
             }
             return;
         }
@@ -540,6 +576,27 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t rk = smem_u32(ring_k), rv = smem_u32(ring_v);
     if (wg == kWarpgroups - 1) asm volatile("bar.arrive %0, 256;\n" ::"n"(kSchedBarrier) : "memory");  // warpgroup 0 issues first
 
+#if WGMMA16S_QREG
+    // The thread's Q values of unit u (rows clamped to N - 1; the rows past N are zeroed by their scale), in the
+    // order of Q's A fragments below.
+    auto load_q = [&](int u, float2 (&v)[kKSteps][4]) {
+        const int b = u / row_tiles;
+        const int row_lo = (u - b * row_tiles) * kBlockRows + wg * 64 + wl * 16 + g;
+        const float* const Q = qkv + qkv_item_offset(b, N, kHeadDim);
+        const float* const ql = Q + static_cast<size_t>(min(row_lo, N - 1)) * kHeadDim + 2 * t;
+        const float* const qh = Q + static_cast<size_t>(min(row_lo + 8, N - 1)) * kHeadDim + 2 * t;
+#pragma unroll
+        for (int kk = 0; kk < kKSteps; ++kk) {
+            v[kk][0] = __ldg(reinterpret_cast<const float2*>(ql + 16 * kk));
+            v[kk][1] = __ldg(reinterpret_cast<const float2*>(qh + 16 * kk));
+            v[kk][2] = __ldg(reinterpret_cast<const float2*>(ql + 16 * kk + 8));
+            v[kk][3] = __ldg(reinterpret_cast<const float2*>(qh + 16 * kk + 8));
+        }
+    };
+    [[maybe_unused]] float2 q_next[kKSteps][4];  // Q ahead: the next unit's values, in flight during this one
+    if constexpr (kQAhead) load_q(blockIdx.x, q_next);
+#endif
+
     int done = 0;  // tiles of the block's earlier units (the rings' count runs on across units)
     for (int u = blockIdx.x; u < units; u += gridDim.x, done += n_tiles) {
         const int b = u / row_tiles;
@@ -553,17 +610,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         // lo parts in steps kKSteps ..; Q scaled into log2 units first, rows past N zero.
         uint32_t qf[2 * kKSteps][4];
         {
-            const float* const Q = qkv + qkv_item_offset(b, N, kHeadDim);
             const float f_lo = row_lo < N ? scale_log2 : 0.0f, f_hi = row_hi < N ? scale_log2 : 0.0f;
-            const float* const ql = Q + static_cast<size_t>(min(row_lo, N - 1)) * kHeadDim + 2 * t;
-            const float* const qh = Q + static_cast<size_t>(min(row_hi, N - 1)) * kHeadDim + 2 * t;
             float2 v[kKSteps][4];
+            if constexpr (kQAhead) {
 #pragma unroll
-            for (int kk = 0; kk < kKSteps; ++kk) {
-                v[kk][0] = __ldg(reinterpret_cast<const float2*>(ql + 16 * kk));
-                v[kk][1] = __ldg(reinterpret_cast<const float2*>(qh + 16 * kk));
-                v[kk][2] = __ldg(reinterpret_cast<const float2*>(ql + 16 * kk + 8));
-                v[kk][3] = __ldg(reinterpret_cast<const float2*>(qh + 16 * kk + 8));
+                for (int kk = 0; kk < kKSteps; ++kk)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) v[kk][e] = q_next[kk][e];
+                if (!final_unit) load_q(u + static_cast<int>(gridDim.x), q_next);
+            } else {
+                load_q(u, v);
             }
 #pragma unroll
             for (int kk = 0; kk < kKSteps; ++kk) {

@@ -32,6 +32,19 @@ def _stages(s: Shape) -> int:
 _STREAM_MAX_N = 512
 
 
+# The streaming path's settings by head dimension (the kernel's WGMMA16S_RAW_STAGES), measured on an H200 on
+# 2026-11-30 against the two-buffer path over t01, t02, t11-t16: raw K and V tiles staged ahead of their
+# conversion, 4 at d = 32 (two units of N = 128 in flight per SM), 2 at d = 64, where 4 take 225 KB of shared
+# memory and leave L1 too little for Q's loads (t12 7-10% slower). Each consumer thread loads the next unit's Q
+# into registers during this one (WGMMA16S_Q_AHEAD, t11 16-20% faster, t01 12%); the consumer warpgroups'
+# turns on the tensor cores stay (without them: within 2% either way).
+_RAW_STAGES = {32: 4, 64: 2}
+
+
+def _raw_stages(s: Shape) -> int:
+    return _RAW_STAGES.get(s.d, 2)
+
+
 def _streamed(s: Shape) -> bool:
     return s.d <= 64 and s.N <= _STREAM_MAX_N
 
@@ -53,11 +66,11 @@ def _tile_bytes(s: Shape) -> int:
 
 def _smem(s: Shape) -> int:
     """Bytes of dynamic shared memory of wgmma16s_fwd: the K/V rings (Q is in registers), on the streaming
-    path two raw FP32 staging tiles of K and V, 4 mbarriers a stage and 2 more, 1024 B of slack for the
-    swizzle atoms' alignment: 50,320 B at d = 32 and 99,472 B at d = 64 (83,088 and 165,008 B streaming),
-    148,592 B at d = 128."""
-    raw = 2 * 2 * _TILE_KEYS * s.d * 4 if _streamed(s) else 0
-    return _stages(s) * _tile_bytes(s) + raw + _stages(s) * 32 + 16 + 1024
+    path _raw_stages raw FP32 staging tiles of K and V with an mbarrier each, 4 mbarriers a stage, 1024 B of
+    slack for the swizzle atoms' alignment: 50,304 B at d = 32 and 99,456 B at d = 64 (115,872 and 164,960 B
+    streaming), 148,576 B at d = 128."""
+    raw = _raw_stages(s) * (2 * _TILE_KEYS * s.d * 4 + 8) if _streamed(s) else 0
+    return _stages(s) * _tile_bytes(s) + raw + _stages(s) * 32 + 1024
 
 
 def _row_tiles(s: Shape) -> int:
@@ -154,7 +167,8 @@ WGMMA16S = Variant(
         note="sm_90a only (Hopper wgmma); split FP16 for Q K^T and FP16 P V: within the course rule "
         "with margin, not float32-accurate; |V| and |Q| log2(e)/sqrt(d) and |K| up to FP16's 65504",
     ),
-    defines=lambda s: {"HEAD_DIM": s.d, "WGMMA16S_STREAM": int(_streamed(s)), "WGMMA16S_WARPGROUPS": _warpgroups(s)},
+    defines=lambda s: {"HEAD_DIM": s.d, "WGMMA16S_STREAM": int(_streamed(s)), "WGMMA16S_WARPGROUPS": _warpgroups(s),
+                       "WGMMA16S_RAW_STAGES": _raw_stages(s), "WGMMA16S_Q_AHEAD": int(_streamed(s))},
     workspace={
         "kv16": lambda s: 0 if _streamed(s) else s.B * cdiv(s.N, _TILE_KEYS) * _tile_bytes(s),
         "split_partials": lambda s: 4 * _split_records(s) * (s.d // 2 + 4) * _consumer_threads(s),

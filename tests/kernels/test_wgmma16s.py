@@ -97,16 +97,21 @@ def test_d32_and_d64_on_the_pre_pass_path_run_three_consumer_warpgroups_of_64_ro
 
 
 def test_the_shared_memory_matches_the_kernels_layout():
-    """Rings of [K hi | K lo] + V^T (4 stages, 3 at d = 128), two raw FP32 staging tiles when streaming,
-    4 mbarriers a stage and 2 more, 1024 B of alignment slack (the kernel's kSmemBytes)."""
+    """Rings of [K hi | K lo] + V^T (4 stages, 3 at d = 128), when streaming raw FP32 staging tiles of K and V
+    (4 at d = 32, 2 at d = 64) with an mbarrier each, 4 mbarriers a stage, 1024 B of alignment
+    slack (the kernel's kSmemBytes), within the 227 KB a block may take."""
     source = (ROOT / "cuda" / "wgmma16s.cu").read_text()
-    assert "constexpr int kSmemBytes = kBarrierOffset + kStages * 32 + 16 + 1024;" in source
+    assert "constexpr int kSmemBytes = kBarrierOffset + kStages * 32 + kRawBuffers * 8 + 1024;" in source
+    assert "constexpr int kBarrierOffset = kRawOffset + kRawBuffers * kRawBytes;" in source
     assert "constexpr int kStages = kHeadDim == 128 ? 3 : 4;" in source
-    for shape, expected in ((Shape(1, 4096, 32), 4 * 12288), (Shape(1, 4096, 64), 4 * 24576),
-                            (Shape(1, 4096, 128), 3 * 49152), (Shape(1, 128, 32), 4 * 12288 + 4 * 64 * 32 * 4),
-                            (Shape(1, 128, 64), 4 * 24576 + 4 * 64 * 64 * 4)):
+    for shape, expected, raw_stages in ((Shape(1, 4096, 32), 4 * 12288, 4), (Shape(1, 4096, 64), 4 * 24576, 2),
+                                        (Shape(1, 4096, 128), 3 * 49152, 2),
+                                        (Shape(1, 128, 32), 4 * 12288 + 4 * (64 * 32 * 8 + 8), 4),
+                                        (Shape(1, 128, 64), 4 * 24576 + 2 * (64 * 64 * 8 + 8), 2)):
         stages = 3 if shape.d == 128 else 4
-        assert WGMMA16S.launches_for(shape)[-1].smem(shape) == expected + stages * 32 + 16 + 1024
+        smem = WGMMA16S.launches_for(shape)[-1].smem(shape)
+        assert smem == expected + stages * 32 + 1024 and smem <= 227 * 1024
+        assert WGMMA16S.defines(shape)["WGMMA16S_RAW_STAGES"] == raw_stages
 
 
 def test_t29_is_split_in_four_parts_and_t27_with_more_waves_is_not():
@@ -114,6 +119,12 @@ def test_t29_is_split_in_four_parts_and_t27_with_more_waves_is_not():
     rows (six rounds of 132 SMs for 5.2 rounds' work) in 4 parts; t27's 860 units whole."""
     assert wgmma16s._splits(Shape(4, 32768, 32)) == 4 and wgmma16s._splits(Shape(10, 16384, 32)) == 1
     assert WGMMA16S.workspace["split_partials"](Shape(4, 32768, 32)) >= 4 * 684 * 4 * (16 + 4) * 384
+
+
+def test_the_streaming_path_loads_the_next_units_q_ahead():
+    for shape, q_ahead in ((Shape(13600, 128, 32), 1), (Shape(9600, 128, 64), 1), (Shape(4, 32768, 32), 0),
+                           (Shape(8, 4096, 128), 0)):
+        assert WGMMA16S.defines(shape)["WGMMA16S_Q_AHEAD"] == q_ahead, shape
 
 
 # -- the polynomial exponential's builds (wgmma16s:poly25 ...): eighths of the weights by exp2_poly ---------------
@@ -243,6 +254,8 @@ RUNS = {
     "pre-pass, key split, d = 32": (3, 1000, 32, 2, 0),
     "d = 128, key split": (3, 300, 128, 2, 0),
     "streaming, persistent, masked": (9, 100, 64, 1, 2),
+    # 65 tiles a block through 4 staging buffers at d = 32: each buffer refilled by the last warp to read it
+    "streaming, persistent, masked, d = 32": (9, 300, 32, 1, 2),
 }
 # the poly builds change registers only; one run of each path all the same (the issue asks it of every path)
 POLY_RUNS = {"poly50 streaming, masked, d = 32": (9, 100, 32, 0, 0), "poly50 pre-pass, key split": (3, 1000, 64, 3, 0),

@@ -149,6 +149,9 @@ def main() -> int:
     finally:
         gpu.close()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "attnbench", "cuda"], cwd=ROOT, capture_output=True).returncode
+    if commit and dirty:  # the new build is the working tree, not HEAD's
+        commit += " with uncommitted changes to attnbench/ or cuda/"
     args.out_dir.mkdir(parents=True, exist_ok=True)
     meta = {"variant": args.variant, "gpu": gpu.name, "date": datetime.date.today().isoformat(), "commit": commit or None,
             "old_tree": str(args.old_tree)}

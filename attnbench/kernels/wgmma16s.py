@@ -35,9 +35,9 @@ _STREAM_MAX_N = 512
 # The streaming path's settings by head dimension (the kernel's WGMMA16S_RAW_STAGES), measured on an H200 on
 # 2026-11-30 against the two-buffer path over t01, t02, t11-t16: raw K and V tiles staged ahead of their
 # conversion, 4 at d = 32 (two units of N = 128 in flight per SM), 2 at d = 64, where 4 take 225 KB of shared
-# memory and leave L1 too little for Q's loads (t12 7-10% slower). Each consumer thread loads the next unit's Q
-# into registers during this one (WGMMA16S_Q_AHEAD, t11 16-20% faster, t01 12%); the consumer warpgroups'
-# turns on the tensor cores stay (without them: within 2% either way).
+# memory, leave L1 little, and every d = 64 case measured slower (t12 7-10%). Each consumer thread loads the
+# next unit's Q into registers during this one (WGMMA16S_Q_AHEAD: t11 17-20% faster, t01 11%); the consumer
+# warpgroups' turns on the tensor cores stay (without them: within 2% either way).
 _RAW_STAGES = {32: 4, 64: 2}
 
 

@@ -180,6 +180,16 @@ def test_three_warpgroups_compile_without_spills_in_a_launch_of_128_registers(sh
     assert fwd.registers == 128 and fwd.spills == 0 and fwd.stack_frame == 0, figures
 
 
+@needs_nvcc
+@pytest.mark.parametrize("shape", [Shape(13600, 128, 32), Shape(9600, 128, 64), Shape(9, 300, 32), Shape(8, 4096, 128)],
+                         ids=str)
+def test_the_streaming_and_two_warpgroup_builds_compile_without_spills(shape):
+    """The streaming producer keeps its per-tile indices in registers (88 at d = 32, 56 at d = 64, the consumers
+    192 and 224): a split that spilled at d = 32 with 56 and 72 is caught here, not on a GPU."""
+    figures = compile_report(WGMMA16S, shape, "sm_90a")
+    assert all(k.spills == 0 and k.stack_frame == 0 for k in figures.values()), figures
+
+
 def check_margin(gpu, shape, rng, how="", variant=WGMMA16S):
     skip_unless_runs(variant, Shape(*shape), gpu)
     tc = random_testcase(*shape, rng)

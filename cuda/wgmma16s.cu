@@ -357,6 +357,11 @@ __device__ __forceinline__ void sched_release(int wg, bool last) {
 
 #include "wgmma_split.cuh"  // the key split, as wgmma3x: records of O, m, l and their combination
 
+// One 8-byte store of two adjacent floats: a float2 store whose values the compiler had not placed in a register
+// pair became two 4-byte stores, each sector of O written twice (t11: 11% of the kernel's global sectors, ncu)
+__device__ __forceinline__ void stg64(float* addr, float x, float y) {
+    asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" ::"l"(addr), "f"(x), "f"(y) : "memory");
+}
 __device__ __forceinline__ void sts128(uint32_t addr, uint4 v) {
     asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
@@ -752,12 +757,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
             for (int n = 0; n < kHeadDim / 8; ++n) {
                 const int col = n * 8 + 2 * t;
-                if (row_lo < N)
-                    *reinterpret_cast<float2*>(O + static_cast<size_t>(row_lo) * kHeadDim + col) =
-                        make_float2(o[4 * n + 0] * inv_lo, o[4 * n + 1] * inv_lo);
-                if (row_hi < N)
-                    *reinterpret_cast<float2*>(O + static_cast<size_t>(row_hi) * kHeadDim + col) =
-                        make_float2(o[4 * n + 2] * inv_hi, o[4 * n + 3] * inv_hi);
+                if (row_lo < N) stg64(O + static_cast<size_t>(row_lo) * kHeadDim + col, o[4 * n + 0] * inv_lo, o[4 * n + 1] * inv_lo);
+                if (row_hi < N) stg64(O + static_cast<size_t>(row_hi) * kHeadDim + col, o[4 * n + 2] * inv_hi, o[4 * n + 3] * inv_hi);
             }
         }
     }

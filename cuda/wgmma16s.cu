@@ -76,6 +76,13 @@
 // streaming path, where a unit is short and a load's latency at its start was paid again at every unit)
 #define WGMMA16S_Q_AHEAD 0
 #endif
+#ifndef WGMMA16S_STAGES
+// Tiles in the K and V rings (the host's _stages, which sizes the shared memory it launches with)
+#define WGMMA16S_STAGES (HEAD_DIM == 128 ? 3 : 4)
+#endif
+#if WGMMA16S_STAGES < 2
+#error "WGMMA16S_STAGES is 2 or more"
+#endif
 #ifndef WGMMA16S_PINGPONG
 #define WGMMA16S_PINGPONG 1  // FA3's turns of the consumer warpgroups' products (named barriers); 0: free-running
 #endif
@@ -109,7 +116,7 @@ namespace {
 constexpr int kHeadDim = HEAD_DIM;
 constexpr int kWarpgroups = WGMMA16S_WARPGROUPS;     // consumer warpgroups, 64 query rows each
 constexpr int kTileKeys = 64;                        // keys per K/V tile (S's N, P V's K)
-constexpr int kStages = kHeadDim == 128 ? 3 : 4;     // shared-memory ring depth
+constexpr int kStages = WGMMA16S_STAGES;             // shared-memory ring depth
 constexpr int kBlockRows = 64 * kWarpgroups;
 constexpr int kConsumerThreads = 128 * kWarpgroups;
 constexpr int kThreads = kConsumerThreads + 128;     // + one producer warpgroup

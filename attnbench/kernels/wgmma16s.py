@@ -168,7 +168,8 @@ WGMMA16S = Variant(
         "with margin, not float32-accurate; |V| and |Q| log2(e)/sqrt(d) and |K| up to FP16's 65504",
     ),
     defines=lambda s: {"HEAD_DIM": s.d, "WGMMA16S_STREAM": int(_streamed(s)), "WGMMA16S_WARPGROUPS": _warpgroups(s),
-                       "WGMMA16S_RAW_STAGES": _raw_stages(s), "WGMMA16S_Q_AHEAD": int(_streamed(s))},
+                       "WGMMA16S_RAW_STAGES": _raw_stages(s), "WGMMA16S_Q_AHEAD": int(_streamed(s)),
+                       "WGMMA16S_STAGES": _stages(s)},
     workspace={
         "kv16": lambda s: 0 if _streamed(s) else s.B * cdiv(s.N, _TILE_KEYS) * _tile_bytes(s),
         "split_partials": lambda s: 4 * _split_records(s) * (s.d // 2 + 4) * _consumer_threads(s),

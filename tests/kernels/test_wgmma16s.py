@@ -103,7 +103,7 @@ def test_the_shared_memory_matches_the_kernels_layout():
     source = (ROOT / "cuda" / "wgmma16s.cu").read_text()
     assert "constexpr int kSmemBytes = kBarrierOffset + kStages * 32 + kRawBuffers * 8 + 1024;" in source
     assert "constexpr int kBarrierOffset = kRawOffset + kRawBuffers * kRawBytes;" in source
-    assert "constexpr int kStages = kHeadDim == 128 ? 3 : 4;" in source
+    assert "constexpr int kStages = WGMMA16S_STAGES;" in source  # the host's, passed with the launch's size
     for shape, expected, raw_stages in ((Shape(1, 4096, 32), 4 * 12288, 4), (Shape(1, 4096, 64), 4 * 24576, 2),
                                         (Shape(1, 4096, 128), 3 * 49152, 2),
                                         (Shape(1, 128, 32), 4 * 12288 + 4 * (64 * 32 * 8 + 8), 4),
@@ -112,6 +112,7 @@ def test_the_shared_memory_matches_the_kernels_layout():
         smem = WGMMA16S.launches_for(shape)[-1].smem(shape)
         assert smem == expected + stages * 32 + 1024 and smem <= 227 * 1024
         assert WGMMA16S.defines(shape)["WGMMA16S_RAW_STAGES"] == raw_stages
+        assert WGMMA16S.defines(shape)["WGMMA16S_STAGES"] == stages
 
 
 def test_t29_is_split_in_four_parts_and_t27_with_more_waves_is_not():
